@@ -1,0 +1,34 @@
+#pragma once
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/device_spec.hpp"
+
+namespace tiletune::cli {
+
+// What every command shares: the command line, and the exit code its callback sets.
+struct run_context {
+  std::string command_line;
+  int exit_code = 0;
+};
+
+void add_devices_command(CLI::App& app, run_context& ctx);
+void add_gemm_command(CLI::App& app, run_context& ctx);
+
+// The GPU a command plans for: a preset (--gpu), a local GPU (--device), or
+// local device 0. `live` says whether it is a GPU on this machine.
+struct device_choice {
+  device_spec spec;
+  bool live = false;
+  int index = -1;
+};
+// Throws usage_error for an unknown preset or device index, and
+// environment_error when no GPU is present and no preset was named.
+device_choice choose_device(const std::optional<std::string>& gpu, const std::optional<int>& device);
+
+// The presets as one line each, for messages and --help.
+std::string preset_list();
+
+}  // namespace tiletune::cli

@@ -1,0 +1,68 @@
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cuda/device_query.hpp"
+
+namespace tiletune::cli {
+
+void add_devices_command(CLI::App& app, run_context& ctx) {
+  auto* cmd = app.add_subcommand("devices", "List this machine's GPUs and the presets --gpu accepts");
+  cmd->footer(
+      "\nExits 0 whether or not a GPU is present; without one it says why (the CUDA runtime's "
+      "answer)\nand lists the presets that `tiletune gemm --gpu NAME` can plan for offline.");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON instead of tables");
+  cmd->callback([&ctx, json] {
+    const local_devices local = query_local_devices();
+    if (*json) {
+      nlohmann::json j;
+      j["schema"] = "tiletune.devices/1";
+      j["driver_version"] = local.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(local.driver_version);
+      j["runtime_version"] = local.runtime_version;
+      j["devices"] = nlohmann::json::array();
+      for (std::size_t i = 0; i < local.devices.size(); ++i) {
+        auto d = to_json(local.devices[i]);
+        d["index"] = i;
+        j["devices"].push_back(d);
+      }
+      if (local.devices.empty()) j["why_none"] = local.why_none;
+      j["presets"] = nlohmann::json::array();
+      for (const auto& p : device_presets()) j["presets"].push_back(to_json(p));
+      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      ctx.exit_code = 0;
+      return;
+    }
+    if (local.devices.empty()) {
+      fmt::print("No CUDA GPU on this machine: {}.\n", local.why_none);
+      fmt::print("Plan offline with `tiletune gemm --gpu NAME ...`.\n\n");
+    } else {
+      fmt::print("Local GPUs (driver {}, runtime {}):\n", local.driver_version, local.runtime_version);
+      text_table t({"index", "name", "arch", "SMs", "memory GiB", "bandwidth GB/s", "bf16 TFLOP/s", "preset"});
+      for (std::size_t i = 0; i < local.devices.size(); ++i) {
+        const auto& d = local.devices[i];
+        t.add_row({std::to_string(i), d.name, d.arch(), std::to_string(d.sm_count),
+                   fmt::format("{:.1f}", d.memory_bytes / double(1 << 30)),
+                   fmt::format("{:.0f}", d.memory_bandwidth_gbs),
+                   fmt::format("{:.0f}{}", d.peak_tflops_bf16, d.peak_source == "estimated" ? " (est.)" : ""),
+                   d.preset.empty() ? "-" : d.preset});
+      }
+      fmt::print("{}\n", t.render());
+    }
+    fmt::print("Presets for --gpu:\n");
+    text_table t({"preset", "name", "arch", "SMs", "memory GiB", "bandwidth GB/s", "f32", "tf32", "bf16 TFLOP/s"});
+    for (const auto& d : device_presets()) {
+      t.add_row({d.preset, d.name, d.arch(), std::to_string(d.sm_count),
+                 fmt::format("{:.0f}", d.memory_bytes / double(1 << 30)),
+                 fmt::format("{:.0f}", d.memory_bandwidth_gbs), fmt::format("{:.1f}", d.peak_tflops_f32),
+                 fmt::format("{:.1f}", d.peak_tflops_tf32), fmt::format("{:.1f}", d.peak_tflops_bf16)});
+    }
+    fmt::print("{}", t.render());
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace tiletune::cli

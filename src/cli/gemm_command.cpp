@@ -1,0 +1,179 @@
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/compile_cache.hpp"
+#include "core/errors.hpp"
+#include "core/gemm_tuner.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+struct gemm_options {
+  struct {
+    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    std::string dtype = "f32", layout = "nn";
+    double alpha = 1.0, beta = 0.0;
+  } problem;
+  struct {
+    std::optional<std::string> gpu;
+    std::optional<int> index;
+  } device;
+  struct {
+    int jobs = 0;
+    std::string cache_dir;
+    bool no_cache = false;
+  } compile;
+  struct {
+    bool dry_run = false;
+    int top = 10;
+    std::string out;
+    bool json = false;
+    bool quiet = false;
+  } report;
+};
+
+std::string format_table(const gemm_plan& plan, int top) {
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  text_table t({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB", "threads",
+                "blocks/SM", "bound"});
+  int shown = 0;
+  for (const auto& v : plan.variants) {
+    if (v.status != variant_status::ok) continue;
+    if (shown++ >= top) break;
+    t.add_row({std::to_string(v.rank), v.config.id(), "ok", fmt::format("{:.1f}", v.predicted.time_us),
+               fmt::format("{:.1f}", v.predicted.tflops),
+               peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-",
+               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+               std::to_string(v.config.threads()), std::to_string(v.occupancy.blocks_per_sm),
+               v.predicted.bound});
+  }
+  std::size_t counts[7] = {};
+  for (const auto& v : plan.variants) ++counts[static_cast<int>(v.status)];
+  std::string out = fmt::format("{} on {} ({}), PREDICTED by the analytical model, not measured\n",
+                                plan.problem.describe(), plan.device.name, plan.device.arch());
+  out += fmt::format("{} variants: {} ok, {} pruned, {} compile errors, {} over resource limits; "
+                     "compiled {} ({} from cache) in {:.1f} s\n\n",
+                     plan.variants.size(), counts[0], counts[1], counts[2], counts[3], plan.compiled,
+                     plan.cache_hits, plan.compile_wall_ms / 1000);
+  out += t.render();
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    const auto tri = triton_config(v.config, plan.problem.type);
+    out += fmt::format("\nrecommended: {} (predicted {:.1f} TFLOP/s)\n  triton:  BLOCK_M={} BLOCK_N={} "
+                       "BLOCK_K={} num_warps={} num_stages={}\n  cutlass: {}\n",
+                       v.config.id(), v.predicted.tflops, tri["BLOCK_M"].get<int>(), tri["BLOCK_N"].get<int>(),
+                       tri["BLOCK_K"].get<int>(), tri["num_warps"].get<int>(), tri["num_stages"].get<int>(),
+                       cutlass_shape(v.config, plan.problem.type));
+  } else {
+    out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";
+  }
+  return out;
+}
+
+void run_gemm(const gemm_options& o, run_context& ctx) {
+  gemm_problem p;
+  p.m = o.problem.m;
+  p.n = o.problem.n;
+  p.k = o.problem.k;
+  p.batch = o.problem.batch;
+  p.type = parse_dtype(o.problem.dtype);
+  p.layout = parse_layout(o.problem.layout);
+  p.alpha = o.problem.alpha;
+  p.beta = o.problem.beta;
+  validate(p);
+  if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
+  if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
+  if (!o.report.out.empty()) check_output_path(o.report.out);
+
+  const device_choice device = choose_device(o.device.gpu, o.device.index);
+  check_fits_memory(p, device.spec);
+  if (device.live && !o.report.dry_run) {
+    throw environment_error(fmt::format(
+        "found {}, but this build of tiletune cannot yet launch and time variants on a GPU.\n"
+        "Add --dry-run for the predicted plan for this GPU.",
+        device.spec.name));
+  }
+
+  nvrtc_compiler nvrtc;
+  std::unique_ptr<cached_compiler> cached;
+  kernel_compiler* compiler = &nvrtc;
+  if (!o.compile.no_cache) {
+    cached = std::make_unique<cached_compiler>(
+        nvrtc, compile_cache(o.compile.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.compile.cache_dir)));
+    compiler = cached.get();
+  }
+
+  progress_line progress(!o.report.quiet);
+  plan_options options;
+  options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
+  options.progress = [&](std::size_t done, std::size_t total, std::size_t cached_hits) {
+    progress.update(fmt::format("compiling variants for {}: {}/{} ({} from cache)", device.spec.arch(), done,
+                                total, cached_hits));
+  };
+  const gemm_plan plan = plan_gemm(p, device.spec, *compiler, options);
+  progress.finish();
+
+  const nlohmann::json j = to_json(plan, run_info{ctx.command_line, utc_now_iso()});
+  if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
+  if (o.report.json) {
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else if (!o.report.quiet) {
+    std::fputs(format_table(plan, o.report.top).c_str(), stdout);
+    if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
+  }
+  if (!plan.recommended) fmt::print(stderr, "tiletune: no variant of {} can run on {}\n", p.describe(), device.spec.name);
+  ctx.exit_code = exit_ok;
+}
+
+}  // namespace
+
+void add_gemm_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<gemm_options>();
+  auto* cmd = app.add_subcommand("gemm", "Tune the tile shape of one GEMM: C = alpha * op(A) * op(B) + beta * C");
+  cmd->add_option("--m", o->problem.m, "Rows of C and op(A)")->required();
+  cmd->add_option("--n", o->problem.n, "Columns of C and op(B)")->required();
+  cmd->add_option("--k", o->problem.k, "The reduction dimension")->required();
+  cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
+  cmd->add_option("--dtype", o->problem.dtype, "f32 | tf32 | f16 | bf16 (fp32 accumulation)")->capture_default_str();
+  cmd->add_option("--layout", o->problem.layout,
+                  "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
+      ->capture_default_str();
+  cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str();
+  cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")->capture_default_str();
+  cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
+  cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
+  cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
+  cmd->add_option("--top", o->report.top, "Rows of the table")->capture_default_str();
+  cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)");
+  cmd->add_flag("--json", o->report.json, "Print the JSON on stdout instead of the table");
+  cmd->add_flag("--quiet,-q", o->report.quiet, "No table and no progress line");
+  cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (default: all cores)");
+  cmd->add_option("--cache-dir", o->compile.cache_dir,
+                  "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
+  cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
+  cmd->footer(R"(
+Examples:
+  tiletune gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout nt --gpu h100-sxm --dry-run --out plan.json
+  tiletune gemm --m 1000 --n 3000 --k 777 --dtype f32 --layout tn --gpu a100-sxm-80gb
+
+Every variant of the search space for the dtype (simt for f32, mma.sync for
+tf32/f16/bf16) is compiled with NVRTC for the GPU's architecture. Variants that
+break a constraint are pruned with its name; compiled ones carry their
+registers, shared memory, spills and occupancy; the rest are ranked by the
+analytical model. With --gpu or --dry-run every figure is PREDICTED, and the
+JSON says "mode": "predicted".
+
+Exit codes: 0 done; 2 bad input (the message names it); 3 no GPU and no --gpu,
+or a CUDA library is missing; 70 internal error.)");
+  cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,45 @@
+#include <csignal>
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/errors.hpp"
+#include "core/version.hpp"
+
+using namespace tiletune;
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  cli::run_context ctx{cli::shell_join(argc, argv)};
+  CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
+  app.set_version_flag("--version", tool_version);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  cli::add_devices_command(app, ctx);
+  cli::add_gemm_command(app, ctx);
+  try {
+    app.parse(argc, argv);
+    return ctx.exit_code;
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::Error& e) {
+    app.exit(e);
+    return exit_usage;
+  } catch (const usage_error& e) {
+    fmt::print(stderr, "tiletune: {}\n", e.what());
+    return exit_usage;
+  } catch (const environment_error& e) {
+    fmt::print(stderr, "tiletune: {}\n", e.what());
+    return exit_environment;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tiletune: internal error: {}\n", e.what());
+    return exit_internal;
+  } catch (...) {
+    fmt::print(stderr, "tiletune: internal error\n");
+    return exit_internal;
+  }
+}

@@ -1,0 +1,137 @@
+#include "cli/output.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+
+namespace tiletune::cli {
+
+namespace fs = std::filesystem;
+
+void check_output_path(const fs::path& file) {
+  if (file.empty()) throw usage_error("--out needs a file name");
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw usage_error(fmt::format("--out {} is a directory; give a file name", file.string()));
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw usage_error(fmt::format("--out {}: the folder {} does not exist", file.string(), dir.string()));
+  if (access(dir.c_str(), W_OK) != 0)
+    throw usage_error(fmt::format("--out {}: the folder {} is not writable", file.string(), dir.string()));
+}
+
+void write_file_atomically(const fs::path& file, std::string_view text) {
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw environment_error(fmt::format("could not write {}", tmp.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw environment_error(fmt::format("could not write {}: {}", file.string(), ec.message()));
+  }
+}
+
+std::string utc_now_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string shell_join(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (i) out += ' ';
+    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+@").find(c) != std::string_view::npos;
+    });
+    if (plain) {
+      out += a;
+    } else {
+      out += '\'';
+      for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return out;
+}
+
+text_table::text_table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+
+void text_table::add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+std::string text_table::render() const {
+  std::vector<std::size_t> width;
+  std::vector<bool> numeric;
+  for (const auto& row : rows_) {
+    if (width.size() < row.size()) {
+      width.resize(row.size(), 0);
+      numeric.resize(row.size(), true);
+    }
+  }
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    for (std::size_t c = 0; c < rows_[r].size(); ++c) {
+      const auto& cell = rows_[r][c];
+      width[c] = std::max(width[c], cell.size());
+      if (r > 0 && !cell.empty() && cell != "-" &&
+          !(std::isdigit(static_cast<unsigned char>(cell[0])) || cell[0] == '.'))
+        numeric[c] = false;
+    }
+  }
+  std::string out;
+  for (const auto& row : rows_) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (c) line += "  ";
+      line += numeric[c] ? fmt::format("{:>{}}", row[c], width[c]) : fmt::format("{:<{}}", row[c], width[c]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+
+progress_line::progress_line(bool enabled) : enabled_(enabled && stderr_is_terminal()) {}
+
+progress_line::~progress_line() { finish(); }
+
+void progress_line::update(const std::string& text) {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r\033[K%s", text.c_str());
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void progress_line::finish() {
+  if (enabled_ && shown_) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  shown_ = false;
+}
+
+}  // namespace tiletune::cli

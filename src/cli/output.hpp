@@ -1,0 +1,43 @@
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tiletune::cli {
+
+// Fails early, before long work, when FILE cannot be written (exit 2, naming it).
+void check_output_path(const std::filesystem::path& file);
+// Writes to a temporary file beside FILE, then renames: FILE is whole or untouched.
+void write_file_atomically(const std::filesystem::path& file, std::string_view text);
+
+std::string utc_now_iso();
+std::string shell_join(int argc, char** argv);
+
+// A plain-text table with right-aligned numeric columns.
+class text_table {
+ public:
+  explicit text_table(std::vector<std::string> header);
+  void add_row(std::vector<std::string> row);
+  std::string render() const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// One self-erasing status line on stderr, shown only on a terminal.
+class progress_line {
+ public:
+  explicit progress_line(bool enabled);
+  ~progress_line();
+  void update(const std::string& text);
+  void finish();
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+bool stderr_is_terminal();
+
+}  // namespace tiletune::cli

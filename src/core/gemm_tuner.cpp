@@ -1,0 +1,258 @@
+#include "core/gemm_tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/kernel_templates.hpp"
+#include "core/search_space.hpp"
+#include "core/version.hpp"
+
+namespace tiletune {
+
+std::string_view to_string(variant_status s) {
+  switch (s) {
+    case variant_status::ok: return "ok";
+    case variant_status::pruned: return "pruned";
+    case variant_status::compile_error: return "compile_error";
+    case variant_status::resource_limit: return "resource_limit";
+    case variant_status::launch_error: return "launch_error";
+    case variant_status::incorrect: return "incorrect";
+    case variant_status::timeout: return "timeout";
+  }
+  return "?";
+}
+
+compile_job make_compile_job(const tile_config& c, dtype t, layout l, const device_spec& d) {
+  compile_job job;
+  job.name = c.id();
+  job.source = render_kernel_source(c, t, l);
+  job.arch = d.compile_arch();
+  job.options = {"-std=c++17", "--ptxas-options=-v"};
+  return job;
+}
+
+void check_fits_memory(const gemm_problem& p, const device_spec& d) {
+  const std::int64_t bytes = p.operand_bytes();
+  if (d.memory_bytes > 0 && bytes > d.memory_bytes) {
+    throw usage_error(fmt::format(
+        "{} needs {:.1f} GiB for A, B and C, more than the {:.1f} GiB of the {}", p.describe(),
+        static_cast<double>(bytes) / (1 << 30), static_cast<double>(d.memory_bytes) / (1 << 30),
+        d.name));
+  }
+}
+
+gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
+                    const plan_options& options) {
+  validate(p);
+  gemm_plan plan;
+  plan.problem = p;
+  plan.device = d;
+  plan.compiler_version = compiler.version();
+
+  std::vector<compile_job> jobs;
+  std::vector<std::size_t> job_variant;
+  for (kernel_family f : families_for(p.type)) {
+    for (const tile_config& c : default_search_space(f, p.type)) {
+      variant_result v;
+      v.config = c;
+      v.smem_bytes = c.smem_bytes(p.type, p.layout);
+      if (auto broken = check_constraints(c, p, d)) {
+        v.status = variant_status::pruned;
+        v.constraint = broken->constraint;
+        v.reason = broken->message;
+      } else {
+        jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+        job_variant.push_back(plan.variants.size());
+      }
+      plan.variants.push_back(std::move(v));
+    }
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto compiled = compile_all(compiler, jobs, options.jobs, options.progress);
+  plan.compile_wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+  for (std::size_t j = 0; j < compiled.size(); ++j) {
+    variant_result& v = plan.variants[job_variant[j]];
+    compiled_kernel& k = compiled[j];
+    v.compiled = k.ok;
+    v.from_cache = k.from_cache;
+    v.compile_ms = k.compile_ms;
+    ++plan.compiled;
+    if (k.from_cache) ++plan.cache_hits;
+    if (!k.ok) {
+      v.status = variant_status::compile_error;
+      v.reason = "NVRTC could not compile it";
+      v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
+      continue;
+    }
+    v.resources = k.resources;
+    v.cubin = std::move(k.cubin);
+    v.smem_bytes += k.resources.static_smem_bytes;
+    v.occupancy = estimate_occupancy(d, v.config.threads(), k.resources.registers, v.smem_bytes);
+    if (k.resources.spill_bytes() > 0) {
+      v.status = variant_status::resource_limit;
+      v.constraint = "spills";
+      v.reason = fmt::format("spills registers: {} bytes stored, {} loaded",
+                             k.resources.spill_store_bytes, k.resources.spill_load_bytes);
+    } else if (v.occupancy.blocks_per_sm == 0) {
+      v.status = variant_status::resource_limit;
+      v.constraint = "occupancy";
+      v.reason = fmt::format("cannot be resident: {} registers x {} threads, {} bytes of shared memory",
+                             k.resources.registers, v.config.threads(), v.smem_bytes);
+    } else {
+      v.status = variant_status::ok;
+      v.predicted = predict(d, p, v.config, v.occupancy);
+    }
+  }
+
+  // Best first; among equal predictions, the variant that asks for less.
+  auto cost = [](const variant_result& v) {
+    return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 +
+           static_cast<double>(v.smem_bytes);
+  };
+  std::stable_sort(plan.variants.begin(), plan.variants.end(),
+                   [&](const variant_result& a, const variant_result& b) {
+                     const bool aok = a.status == variant_status::ok;
+                     const bool bok = b.status == variant_status::ok;
+                     if (aok != bok) return aok;
+                     if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
+                     if (a.predicted.time_us != b.predicted.time_us)
+                       return a.predicted.time_us < b.predicted.time_us;
+                     return cost(a) < cost(b);
+                   });
+  int rank = 0;
+  for (auto& v : plan.variants) {
+    if (v.status == variant_status::ok) v.rank = ++rank;
+  }
+  if (rank > 0) plan.recommended = 0;
+  return plan;
+}
+
+nlohmann::json triton_config(const tile_config& c, dtype) {
+  return {{"BLOCK_M", c.block_m},
+          {"BLOCK_N", c.block_n},
+          {"BLOCK_K", c.block_k},
+          {"num_warps", c.threads() / 32},
+          {"num_stages", c.stages}};
+}
+
+std::string cutlass_shape(const tile_config& c, dtype t) {
+  if (c.family == kernel_family::simt) {
+    return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m,
+                       c.block_n, c.block_k, c.threads(), c.thread_m, c.thread_n);
+  }
+  const int k = element_bytes(t) == 2 ? 16 : 8;
+  return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
+                     "stages {}",
+                     c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k,
+                     k, c.stages);
+}
+
+namespace {
+
+nlohmann::json optional_number(double v, bool present) {
+  return present ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
+  const bool ok = v.status == variant_status::ok;
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  nlohmann::json j = {
+      {"id", v.config.id()},
+      {"family", to_string(v.config.family)},
+      {"tile", tile_to_json(v.config)},
+      {"status", to_string(v.status)},
+      {"rank", ok ? nlohmann::json(v.rank) : nlohmann::json(nullptr)},
+      {"resources",
+       {{"registers", v.compiled ? nlohmann::json(v.resources.registers) : nlohmann::json(nullptr)},
+        {"smem_bytes", v.smem_bytes},
+        {"spill_bytes", v.compiled ? nlohmann::json(v.resources.spill_bytes()) : nlohmann::json(nullptr)},
+        {"stack_bytes", v.compiled ? nlohmann::json(v.resources.stack_bytes) : nlohmann::json(nullptr)},
+        {"threads", v.config.threads()}}},
+      {"occupancy", v.compiled ? nlohmann::json{{"blocks_per_sm", v.occupancy.blocks_per_sm},
+                                                {"warps_per_sm", v.occupancy.warps_per_sm},
+                                                {"limited_by", v.occupancy.limited_by}}
+                               : nlohmann::json(nullptr)},
+      {"median_us", nullptr},
+      {"predicted_us", optional_number(v.predicted.time_us, ok)},
+      {"tflops", optional_number(v.predicted.tflops, ok)},
+      {"percent_of_peak", optional_number(100.0 * v.predicted.tflops / peak, ok && peak > 0)},
+      {"vs_reference", nullptr},
+      {"max_rel_error", nullptr},
+  };
+  if (ok) {
+    j["model"] = {{"compute_us", v.predicted.compute_us},
+                  {"memory_us", v.predicted.memory_us},
+                  {"bound", v.predicted.bound},
+                  {"blocks", v.predicted.blocks},
+                  {"waves", v.predicted.waves},
+                  {"wave_efficiency", v.predicted.wave_efficiency},
+                  {"tile_efficiency", v.predicted.tile_efficiency}};
+  }
+  if (v.compiled || v.status == variant_status::compile_error)
+    j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};
+  if (!v.constraint.empty()) j["constraint"] = v.constraint;
+  if (!v.reason.empty()) j["reason"] = v.reason;
+  if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
+  nlohmann::json j;
+  j["schema"] = "tiletune.gemm/1";
+  j["tool"] = {{"name", "tiletune"},
+               {"version", tool_version},
+               {"nvrtc", plan.compiler_version},
+               {"command_line", run.command_line},
+               {"date", run.date_utc}};
+  j["device"] = to_json(plan.device);
+  j["mode"] = plan.mode;
+  j["problem"] = to_json(plan.problem);
+  j["problem"]["flops"] = plan.problem.flops();
+  j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
+  j["reference"] = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
+  if (plan.mode == "predicted")
+    j["reference"]["note"] = "not measured: predicted mode runs no kernel";
+  j["compile"] = {{"arch", plan.device.compile_arch()},
+                  {"variants_compiled", plan.compiled},
+                  {"cache_hits", plan.cache_hits},
+                  {"wall_ms", plan.compile_wall_ms}};
+  std::size_t counts[7] = {};
+  j["variants"] = nlohmann::json::array();
+  for (const auto& v : plan.variants) {
+    ++counts[static_cast<int>(v.status)];
+    j["variants"].push_back(variant_json(v, plan));
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  for (int s = 0; s < 7; ++s)
+    summary[std::string(to_string(static_cast<variant_status>(s)))] = counts[s];
+  j["summary"] = summary;
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    j["recommendation"] = {
+        {"id", v.config.id()},
+        {"family", to_string(v.config.family)},
+        {"tile", tile_to_json(v.config)},
+        {"tflops", v.predicted.tflops},
+        {"predicted_us", v.predicted.time_us},
+        {"vs_reference", nullptr},
+        {"triton", triton_config(v.config, plan.problem.type)},
+        {"cutlass", cutlass_shape(v.config, plan.problem.type)},
+        {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
+                                           : "measured"},
+    };
+  } else {
+    j["recommendation"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,57 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tiletune {
+
+// What ptxas reported for one kernel (-Xptxas -v).
+struct kernel_resources {
+  int registers = 0;
+  std::int64_t static_smem_bytes = 0;
+  std::int64_t stack_bytes = 0;
+  std::int64_t spill_store_bytes = 0;
+  std::int64_t spill_load_bytes = 0;
+  std::int64_t spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
+};
+
+// Reads the figures of the first entry function in a ptxas -v report.
+// Returns false when the report holds no "Used N registers" line.
+bool parse_ptxas_report(std::string_view log, kernel_resources& out);
+
+struct compile_job {
+  std::string name;    // for messages: the variant id
+  std::string source;  // complete source
+  std::string arch;    // "sm_90"
+  std::vector<std::string> options;  // beyond the architecture
+};
+
+// The outcome of one compilation: a value, never an exception.
+struct compiled_kernel {
+  bool ok = false;
+  std::string log;    // the compiler's log (errors, or the ptxas report)
+  std::string cubin;  // the binary, when ok
+  kernel_resources resources;
+  double compile_ms = 0;  // wall time of this compile (0 for a cache hit)
+  bool from_cache = false;
+};
+
+// The one thing the core needs from a compiler; NVRTC implements it in src/cuda.
+class kernel_compiler {
+ public:
+  virtual ~kernel_compiler() = default;
+  virtual compiled_kernel compile(const compile_job& job) = 0;
+  // Identifies the compiler build, so the cache never mixes versions.
+  virtual std::string version() const = 0;
+};
+
+using compile_progress = std::function<void(std::size_t done, std::size_t total, std::size_t cached)>;
+
+// Compiles every job on `jobs` threads (at least 1); results come back in job order.
+std::vector<compiled_kernel> compile_all(kernel_compiler& compiler, std::span<const compile_job> jobs,
+                                         int threads, const compile_progress& progress = {});
+
+}  // namespace tiletune

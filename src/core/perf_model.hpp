@@ -1,0 +1,44 @@
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/device_spec.hpp"
+#include "core/problem.hpp"
+#include "core/tile_config.hpp"
+
+namespace tiletune {
+
+struct occupancy_estimate {
+  int blocks_per_sm = 0;
+  int warps_per_sm = 0;
+  std::string limited_by;  // "registers", "shared_memory", "threads", "blocks"
+};
+
+// Resident blocks per SM from the compiled kernel's registers and the block's
+// shared memory, as the CUDA occupancy calculator counts them (registers are
+// allocated per warp in units of register_alloc_unit; each block also holds
+// the driver's reserved shared memory).
+occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int registers,
+                                      std::int64_t smem_bytes);
+
+// The analytical model's figures for one variant.
+struct prediction {
+  double time_us = 0;
+  double compute_us = 0;  // tensor/FMA work of whole tiles at the attainable rate
+  double memory_us = 0;   // the slower of DRAM (unique bytes) and L2 (tile traffic)
+  double tflops = 0;      // useful flops (2*M*N*K*batch) over time_us
+  std::int64_t blocks = 0;
+  double waves = 0;            // blocks / resident blocks, fractional
+  double wave_efficiency = 0;  // useful share of the SM-slots the waves occupy
+  double tile_efficiency = 0;  // M*N*K over the padded tiles' M*N*K
+  std::string bound;           // "compute" or "memory"
+};
+
+// Fraction of the dtype's peak a family reaches on an architecture when the
+// SM is busy; an assumption of the model, to be replaced by profiles/ data.
+double family_efficiency(kernel_family f, int compute_capability);
+
+prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                   const occupancy_estimate& occ);
+
+}  // namespace tiletune

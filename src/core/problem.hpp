@@ -1,0 +1,60 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tiletune {
+
+enum class dtype { f32, tf32, f16, bf16 };
+
+// Layout letters give A then B: 'n' is stored as the math says (A is M x K,
+// B is K x N, both row-major), 't' is stored transposed. "nt" is x @ W.T.
+struct layout {
+  bool a_transposed = false;
+  bool b_transposed = false;
+  std::string name() const;
+  friend bool operator==(const layout&, const layout&) = default;
+};
+
+std::string_view to_string(dtype t);
+// Throws usage_error naming the text when it is not a dtype.
+dtype parse_dtype(std::string_view text);
+layout parse_layout(std::string_view text);
+
+// Bytes of one element as stored in memory (tf32 is stored as f32).
+int element_bytes(dtype t);
+// True for the dtypes that run on tensor cores.
+bool is_tensor_core_dtype(dtype t);
+
+struct gemm_problem {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+  dtype type = dtype::f32;
+  tiletune::layout layout;
+  double alpha = 1.0;
+  double beta = 0.0;
+
+  // 2*M*N*K per GEMM, times batch.
+  double flops() const;
+  // Device bytes of A, B and C for the whole batch.
+  std::int64_t operand_bytes() const;
+  // Leading dimensions as the kernels and cuBLAS see them (row-major storage).
+  std::int64_t lda() const;
+  std::int64_t ldb() const;
+  std::int64_t ldc() const { return n; }
+  std::string describe() const;  // "4096x4096x4096 bf16 nt"
+};
+
+// Throws usage_error naming the first bad field. Sizes are bounded so that
+// every index the kernels compute fits a 32-bit int per matrix.
+void validate(const gemm_problem& p);
+
+nlohmann::json to_json(const gemm_problem& p);
+gemm_problem gemm_problem_from_json(const nlohmann::json& j);
+
+}  // namespace tiletune

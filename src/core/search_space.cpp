@@ -1,0 +1,154 @@
+#include "core/search_space.hpp"
+
+#include <fmt/format.h>
+
+namespace tiletune {
+
+std::vector<kernel_family> families_for(dtype t) {
+  if (is_tensor_core_dtype(t)) return {kernel_family::mma};
+  return {kernel_family::simt};
+}
+
+namespace {
+
+std::vector<tile_config> simt_space() {
+  std::vector<tile_config> out;
+  for (int bm : {32, 64, 128})
+    for (int bn : {32, 64, 128})
+      for (int bk : {8, 16})
+        for (int tm : {4, 8})
+          for (int tn : {4, 8}) {
+            tile_config c;
+            c.family = kernel_family::simt;
+            c.block_m = bm;
+            c.block_n = bn;
+            c.block_k = bk;
+            c.thread_m = tm;
+            c.thread_n = tn;
+            c.vector_width = 4;
+            c.stages = 2;
+            out.push_back(c);
+          }
+  return out;
+}
+
+std::vector<tile_config> mma_space(dtype t) {
+  // tf32 runs k-steps of 8, the 16-bit types k-steps of 16: the same bytes per BK.
+  const std::vector<int> bks = element_bytes(t) == 2 ? std::vector<int>{32, 64}
+                                                     : std::vector<int>{16, 32};
+  const std::pair<int, int> blocks[] = {{64, 64},   {64, 128},  {128, 64},
+                                        {128, 128}, {128, 256}, {256, 128}};
+  const std::pair<int, int> warps[] = {{2, 2}, {2, 4}, {4, 2}};
+  std::vector<tile_config> out;
+  for (auto [bm, bn] : blocks)
+    for (auto [wm, wn] : warps)
+      for (int bk : bks)
+        for (int stages : {2, 3, 4}) {
+          tile_config c;
+          c.family = kernel_family::mma;
+          c.block_m = bm;
+          c.block_n = bn;
+          c.block_k = bk;
+          c.warps_m = wm;
+          c.warps_n = wn;
+          c.stages = stages;
+          out.push_back(c);
+        }
+  return out;
+}
+
+std::optional<constraint_violation> violation(std::string name, std::string message) {
+  return constraint_violation{std::move(name), std::move(message)};
+}
+
+std::optional<constraint_violation> check_simt(const tile_config& c) {
+  if (c.block_m % c.thread_m || c.block_n % c.thread_n)
+    return violation("thread_tile", "the thread tile does not divide the block tile");
+  const int threads = c.threads();
+  // Fewer than 2 warps cannot hide latency; more than 8 leave too few registers per thread.
+  if (threads < 64 || threads > 256)
+    return violation("threads_per_block",
+                     fmt::format("{} threads per block; the simt family uses 64 to 256", threads));
+  const int per_load = threads * c.vector_width;
+  if ((c.block_m * c.block_k) % per_load || (c.block_n * c.block_k) % per_load)
+    return violation("load_balance",
+                     fmt::format("{} threads with {}-wide loads do not evenly load a {}x{} and a "
+                                 "{}x{} tile",
+                                 threads, c.vector_width, c.block_m, c.block_k, c.block_k,
+                                 c.block_n));
+  return std::nullopt;
+}
+
+std::optional<constraint_violation> check_mma(const tile_config& c, dtype t) {
+  const int wm = c.warp_tile_m(), wn = c.warp_tile_n();
+  // Warp tiles are whole m16 x n16 steps (ldmatrix.x4 loads B for two n8 tiles).
+  if (c.block_m % c.warps_m || c.block_n % c.warps_n || wm % 16 || wn % 16)
+    return violation("warp_tile",
+                     fmt::format("warp tile {}x{} is not a multiple of 16x16", wm, wn));
+  // Small warp tiles reload the same fragments for too few MMAs.
+  if (wm * wn < 32 * 32)
+    return violation("warp_tile",
+                     fmt::format("warp tile {}x{} is under 32x32: too little fragment reuse", wm, wn));
+  // Long thin warp tiles load more fragments per MMA than square ones, and
+  // ptxas spills them at BK 64.
+  if (wm > 2 * wn || wn > 2 * wm)
+    return violation("warp_tile",
+                     fmt::format("warp tile {}x{} is longer than 2:1", wm, wn));
+  // fp32 accumulators per thread: over 128 leaves no registers for fragments
+  // and addresses, and ptxas spills.
+  const int accumulators = wm * wn / 32;
+  if (accumulators > 128)
+    return violation("accumulator_registers",
+                     fmt::format("warp tile {}x{} needs {} accumulator registers per thread, "
+                                 "over 128",
+                                 wm, wn, accumulators));
+  const int mma_k = element_bytes(t) == 2 ? 16 : 8;
+  if (c.block_k % mma_k)
+    return violation("block_k", fmt::format("BK {} is not a multiple of the MMA k {}", c.block_k,
+                                            mma_k));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<tile_config> default_search_space(kernel_family family, dtype t) {
+  switch (family) {
+    case kernel_family::simt: return simt_space();
+    case kernel_family::mma: return mma_space(t);
+  }
+  return {};
+}
+
+std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
+                                                      const device_spec& d) {
+  if (c.family == kernel_family::mma) {
+    if (!is_tensor_core_dtype(p.type))
+      return violation("dtype", fmt::format("the mma family runs tf32, f16 and bf16, not {}",
+                                            to_string(p.type)));
+    if (d.compute_capability < 80)
+      return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
+                                                   "bf16 mma), the GPU is {}",
+                                                   d.arch()));
+    if (auto v = check_mma(c, p.type)) return v;
+  } else {
+    if (p.type != dtype::f32)
+      return violation("dtype", fmt::format("the simt family runs f32, not {}", to_string(p.type)));
+    if (auto v = check_simt(c)) return v;
+  }
+  if (c.threads() > d.max_threads_per_block)
+    return violation("threads_per_block",
+                     fmt::format("{} threads per block, the GPU allows {}", c.threads(),
+                                 d.max_threads_per_block));
+  const auto smem = c.smem_bytes(p.type, p.layout);
+  if (smem > d.smem_per_block_optin_bytes)
+    return violation("shared_memory",
+                     fmt::format("needs {} bytes of shared memory per block, the GPU allows {}",
+                                 smem, d.smem_per_block_optin_bytes));
+  // Block tiles of N go on gridDim.y, which holds at most 65535.
+  const std::int64_t n_tiles = (p.n + c.block_n - 1) / c.block_n;
+  if (n_tiles > 65535)
+    return violation("grid", fmt::format("{} block columns exceed the grid's 65535", n_tiles));
+  return std::nullopt;
+}
+
+}  // namespace tiletune

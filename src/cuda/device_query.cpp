@@ -1,0 +1,67 @@
+#include "cuda/device_query.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+namespace tiletune {
+
+namespace {
+
+std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+int attribute(cudaDeviceAttr a, int device) {
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, a, device) != cudaSuccess) return 0;
+  return v;
+}
+
+device_spec describe(int index, const cudaDeviceProp& prop) {
+  const std::int64_t memory = static_cast<std::int64_t>(prop.totalGlobalMem);
+  device_spec d;
+  if (auto preset = preset_for_device_name(prop.name, memory)) d = *preset;
+  d.name = prop.name;
+  d.compute_capability = prop.major * 10 + prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+  d.max_blocks_per_sm = prop.maxBlocksPerMultiProcessor;
+  d.registers_per_sm = prop.regsPerMultiprocessor;
+  d.smem_per_sm_bytes = static_cast<std::int64_t>(prop.sharedMemPerMultiprocessor);
+  d.smem_per_block_optin_bytes = static_cast<std::int64_t>(prop.sharedMemPerBlockOptin);
+  d.smem_reserved_per_block_bytes = static_cast<std::int64_t>(prop.reservedSharedMemPerBlock);
+  d.l2_bytes = prop.l2CacheSize;
+  d.memory_bytes = memory;
+  const double mem_clock_khz = attribute(cudaDevAttrMemoryClockRate, index);
+  if (mem_clock_khz > 0 && prop.memoryBusWidth > 0) {
+    // Double data rate: two transfers per clock on every bus line.
+    d.memory_bandwidth_gbs = 2.0 * mem_clock_khz * 1e3 * (prop.memoryBusWidth / 8.0) / 1e9;
+  }
+  const double clock_khz = attribute(cudaDevAttrClockRate, index);
+  if (clock_khz > 0) d.boost_clock_mhz = clock_khz / 1e3;
+  if (d.preset.empty()) estimate_peaks(d);
+  return d;
+}
+
+}  // namespace
+
+local_devices query_local_devices() {
+  local_devices out;
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
+    out.driver_version = version_string(driver);
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) out.runtime_version = version_string(runtime);
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    out.why_none = fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+    return out;
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) out.devices.push_back(describe(i, prop));
+  }
+  if (out.devices.empty()) out.why_none = "the CUDA runtime reports no device";
+  return out;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,20 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/device_spec.hpp"
+
+namespace tiletune {
+
+struct local_devices {
+  std::vector<device_spec> devices;
+  std::string driver_version;  // "13.0", empty when there is no driver
+  std::string runtime_version;
+  std::string why_none;  // when devices is empty: what the CUDA runtime said
+};
+
+// Asks the CUDA runtime which GPUs this machine has. Never throws and never
+// needs a GPU: on a machine without one it says why in why_none.
+local_devices query_local_devices();
+
+}  // namespace tiletune

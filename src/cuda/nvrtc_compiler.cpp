@@ -1,0 +1,86 @@
+#include "cuda/nvrtc_compiler.hpp"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include "core/kernel_templates.hpp"
+
+namespace tiletune {
+
+namespace {
+
+struct program_deleter {
+  void operator()(nvrtcProgram p) const noexcept { nvrtcDestroyProgram(&p); }
+};
+using program_ptr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
+
+std::string program_log(nvrtcProgram p) {
+  std::size_t size = 0;
+  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
+  log.resize(size - 1);  // drop the terminating NUL
+  return log;
+}
+
+compiled_kernel failure(std::string log) {
+  compiled_kernel k;
+  k.ok = false;
+  k.log = std::move(log);
+  return k;
+}
+
+}  // namespace
+
+std::string nvrtc_compiler::version() const {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return fmt::format("nvrtc {}.{}", major, minor);
+}
+
+compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
+  const auto t0 = std::chrono::steady_clock::now();
+  nvrtcProgram raw = nullptr;
+  nvrtcResult r = nvrtcCreateProgram(&raw, job.source.c_str(), (job.name + ".cu").c_str(), 0,
+                                     nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) {
+    return failure(fmt::format("nvrtcCreateProgram: {}", nvrtcGetErrorString(r)));
+  }
+  program_ptr program(raw);
+
+  std::vector<std::string> options{"--gpu-architecture=" + job.arch};
+  options.insert(options.end(), job.options.begin(), job.options.end());
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+
+  r = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  compiled_kernel k;
+  k.log = program_log(raw);
+  if (r != NVRTC_SUCCESS) {
+    k.ok = false;
+    if (k.log.empty()) k.log = fmt::format("nvrtcCompileProgram: {}", nvrtcGetErrorString(r));
+    return k;
+  }
+  std::size_t size = 0;
+  if ((r = nvrtcGetCUBINSize(raw, &size)) != NVRTC_SUCCESS || size == 0) {
+    return failure(fmt::format("nvrtcGetCUBINSize: {} (is {} a real architecture?)\n{}",
+                               nvrtcGetErrorString(r), job.arch, k.log));
+  }
+  k.cubin.resize(size);
+  if ((r = nvrtcGetCUBIN(raw, k.cubin.data())) != NVRTC_SUCCESS) {
+    return failure(fmt::format("nvrtcGetCUBIN: {}", nvrtcGetErrorString(r)));
+  }
+  if (!parse_ptxas_report(k.log, k.resources)) {
+    return failure("the compile succeeded but ptxas printed no resource report:\n" + k.log);
+  }
+  k.ok = true;
+  k.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
+}  // namespace tiletune

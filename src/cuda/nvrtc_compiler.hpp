@@ -1,0 +1,16 @@
+#pragma once
+#include <string>
+
+#include "core/kernel_compiler.hpp"
+
+namespace tiletune {
+
+// Compiles a variant to a cubin with NVRTC. Needs no GPU and no driver.
+// Thread-safe: each call owns its nvrtcProgram.
+class nvrtc_compiler : public kernel_compiler {
+ public:
+  compiled_kernel compile(const compile_job& job) override;
+  std::string version() const override;  // "nvrtc 13.0"
+};
+
+}  // namespace tiletune
