@@ -1,0 +1,188 @@
+// The tiletune binary on good and bad input: exit codes, messages, JSON, files.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path tmp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::path(TILETUNE_TEST_TMP) / std::to_string(getpid());
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Runs tiletune with args; a shared kernel cache keeps repeated plans fast.
+result run(std::vector<std::string> args) {
+  const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    setenv("XDG_CACHE_HOME", (fs::path(TILETUNE_TEST_TMP) / "cache").c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(TILETUNE_BINARY)};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(TILETUNE_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool has_gpu() { return run({"devices", "--json"}).out.find("\"why_none\"") == std::string::npos; }
+
+std::vector<std::string> gemm(std::vector<std::string> extra) {
+  std::vector<std::string> a{"gemm", "--gpu", "l4", "--dry-run"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void expect_usage_error(std::vector<std::string> args, const std::string& named) {
+  const fs::path out = tmp_dir() / "never.json";
+  fs::remove(out);
+  args.push_back("--out");
+  args.push_back(out.string());
+  const result r = run(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(named), std::string::npos) << "message should name '" << named << "': " << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "no output file on bad input";
+}
+
+}  // namespace
+
+TEST(cli, help_and_version_exit_0) {
+  const result h = run({"--help"});
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("gemm"), std::string::npos);
+  const result g = run({"gemm", "--help"});
+  EXPECT_EQ(g.code, 0);
+  EXPECT_NE(g.out.find("Examples"), std::string::npos);
+  EXPECT_NE(g.out.find("--layout"), std::string::npos);
+  EXPECT_EQ(run({"--version"}).code, 0);
+}
+
+TEST(cli, no_command_or_unknown_command_is_usage) {
+  EXPECT_EQ(run({}).code, 2);
+  EXPECT_EQ(run({"frobnicate"}).code, 2);
+}
+
+TEST(cli, bad_values_exit_2_naming_them_and_write_nothing) {
+  expect_usage_error(gemm({"--m", "0", "--n", "8", "--k", "8"}), "--m 0");
+  expect_usage_error(gemm({"--m", "-5", "--n", "8", "--k", "8"}), "-5");
+  expect_usage_error(gemm({"--m", "abc", "--n", "8", "--k", "8"}), "abc");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--dtype", "f64"}), "f64");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--layout", "xx"}), "xx");
+  expect_usage_error({"gemm", "--gpu", "no-such-gpu", "--m", "8", "--n", "8", "--k", "8"}, "no-such-gpu");
+  expect_usage_error(gemm({"--m", "30000", "--n", "30000", "--k", "30000", "--batch", "4"}), "30000x30000x30000");
+  expect_usage_error(gemm({"--m", "99999999999", "--n", "8", "--k", "8"}), "99999999999");
+  expect_usage_error(gemm({"--m", "8", "--n", "8"}), "--k");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--top", "0"}), "--top 0");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--alpha", "x"}), "x");
+}
+
+TEST(cli, out_into_a_missing_folder_is_refused_before_work) {
+  const result r = run(gemm({"--m", "8", "--n", "8", "--k", "8", "--out", "/no/such/folder/plan.json"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/no/such/folder"), std::string::npos);
+}
+
+TEST(cli, devices_never_fails) {
+  const result r = run({"devices"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("h100-sxm"), std::string::npos);
+  const result j = run({"devices", "--json"});
+  EXPECT_EQ(j.code, 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["schema"], "tiletune.devices/1");
+  EXPECT_GE(doc["presets"].size(), 7u);
+}
+
+TEST(cli, without_a_gpu_gemm_teaches_the_gpu_flag) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const result r = run({"gemm", "--m", "64", "--n", "64", "--k", "64"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("--gpu"), std::string::npos) << r.err;
+}
+
+TEST(cli, dry_run_writes_the_contract_json) {
+  const fs::path out = tmp_dir() / "plan.json";
+  fs::remove(out);
+  const result r = run({"gemm", "--m", "17", "--n", "33", "--k", "65", "--dtype", "bf16", "--layout", "nt", "--gpu",
+                        "h100-sxm", "--dry-run", "--out", out.string(), "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "tiletune.gemm/1");
+  EXPECT_EQ(j["mode"], "predicted");
+  EXPECT_EQ(j["device"]["arch"], "sm_90");
+  EXPECT_EQ(j["problem"]["m"], 17);
+  EXPECT_EQ(j["problem"]["layout"], "nt");
+  EXPECT_FALSE(j["recommendation"].is_null());
+  int ok = 0;
+  for (const auto& v : j["variants"]) {
+    if (v["status"] == "ok") {
+      ++ok;
+      EXPECT_EQ(v["resources"]["spill_bytes"], 0);
+      EXPECT_GT(v["resources"]["registers"].get<int>(), 0);
+      EXPECT_GT(v["occupancy"]["blocks_per_sm"].get<int>(), 0);
+    } else {
+      EXPECT_TRUE(v.contains("reason")) << v.dump();
+    }
+  }
+  EXPECT_GT(ok, 10);
+  // No temporary file is left beside the output.
+  for (const auto& e : fs::directory_iterator(tmp_dir()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+TEST(cli, every_dtype_plans_odd_shapes_with_table_and_json) {
+  const char* shapes[][3] = {{"1000", "3000", "777"}, {"1", "4096", "4096"}, {"17", "33", "65"}};
+  const char* dtypes[] = {"f32", "tf32", "f16", "bf16"};
+  const char* layouts[] = {"tn", "nt", "tt", "nn"};
+  for (int d = 0; d < 4; ++d) {
+    for (auto& s : shapes) {
+      const result r = run({"gemm", "--m", s[0], "--n", s[1], "--k", s[2], "--dtype", dtypes[d], "--layout",
+                            layouts[d], "--gpu", "a100-sxm-80gb", "--json"});
+      ASSERT_EQ(r.code, 0) << dtypes[d] << " " << s[0] << ": " << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_FALSE(j["recommendation"].is_null()) << dtypes[d];
+      EXPECT_EQ(j["problem"]["dtype"], dtypes[d]);
+    }
+  }
+  const result t = run(gemm({"--m", "1000", "--n", "3000", "--k", "777", "--dtype", "f32", "--layout", "tn", "--top",
+                             "3"}));
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("PREDICTED"), std::string::npos);
+  EXPECT_NE(t.out.find("recommended:"), std::string::npos);
+  EXPECT_NE(t.out.find("simt_"), std::string::npos);
+}

@@ -1,0 +1,100 @@
+// Every variant of the default search spaces compiles with NVRTC, on a machine
+// without a GPU, for sm_80 and sm_90, in all four layouts, with no spills.
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/gemm_tuner.hpp"
+#include "core/search_space.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+struct target {
+  std::string arch;
+  std::string preset;
+  dtype type;
+};
+
+class compile_variants : public ::testing::TestWithParam<target> {};
+
+TEST_P(compile_variants, all_compile_without_spills) {
+  const target& t = GetParam();
+  const device_spec& d = find_preset(t.preset);
+  ASSERT_EQ(d.arch(), t.arch);
+  std::vector<compile_job> jobs;
+  for (const char* l : {"nn", "nt", "tn", "tt"}) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = t.type;
+    p.layout = parse_layout(l);
+    for (kernel_family f : families_for(t.type))
+      for (const auto& c : default_search_space(f, t.type))
+        if (!check_constraints(c, p, d)) {
+          jobs.push_back(make_compile_job(c, t.type, p.layout, d));
+          jobs.back().name = fmt::format("{} {}", c.id(), l);
+        }
+  }
+  ASSERT_GT(jobs.size(), 40u);
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  double total_ms = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    EXPECT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
+    EXPECT_LE(r.resources.registers, 255) << jobs[i].name;
+    EXPECT_GT(r.cubin.size(), 1000u) << jobs[i].name;
+    total_ms += r.compile_ms;
+  }
+  std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),
+              std::string(to_string(t.type)).c_str(), total_ms / jobs.size());
+}
+
+std::vector<target> targets() {
+  std::vector<target> out;
+  for (auto [arch, preset] : {std::pair{"sm_80", "a100-sxm-80gb"}, std::pair{"sm_90", "h100-sxm"}})
+    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16}) out.push_back({arch, preset, t});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(all, compile_variants, ::testing::ValuesIn(targets()),
+                         [](const auto& info) {
+                           return info.param.arch + "_" + std::string(to_string(info.param.type));
+                         });
+
+}  // namespace
+
+TEST(nvrtc_compiler, a_broken_source_is_a_compile_error_value) {
+  nvrtc_compiler nvrtc;
+  compile_job job;
+  job.name = "broken";
+  job.source = "extern \"C\" __global__ void tiletune_gemm() { undefined_thing(); }";
+  job.arch = "sm_80";
+  const auto r = nvrtc.compile(job);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("undefined_thing"), std::string::npos) << r.log;
+  EXPECT_NE(nvrtc.version().find("nvrtc "), std::string::npos);
+}
+
+TEST(nvrtc_compiler, ampere_and_ada_targets_compile_too) {
+  nvrtc_compiler nvrtc;
+  for (const char* preset : {"l4", "rtx-4090"}) {
+    const device_spec& d = find_preset(preset);
+    gemm_problem p;
+    p.m = p.n = p.k = 1024;
+    p.type = dtype::f16;
+    tile_config c;
+    c.family = kernel_family::mma;
+    c.block_m = c.block_n = 128;
+    c.block_k = 32;
+    c.warps_m = c.warps_n = 2;
+    c.stages = 3;
+    ASSERT_FALSE(check_constraints(c, p, d));
+    const auto r = nvrtc.compile(make_compile_job(c, p.type, p.layout, d));
+    EXPECT_TRUE(r.ok) << preset << r.log;
+  }
+}

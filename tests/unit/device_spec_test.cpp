@@ -1,0 +1,56 @@
+#include "core/device_spec.hpp"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+
+TEST(device_spec, the_required_presets_exist_with_sane_figures) {
+  for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090"}) {
+    const device_spec& d = find_preset(name);
+    EXPECT_EQ(d.preset, name);
+    EXPECT_GT(d.sm_count, 0) << name;
+    EXPECT_GT(d.memory_bandwidth_gbs, 0) << name;
+    EXPECT_GT(d.l2_bandwidth_gbs, d.memory_bandwidth_gbs) << name;
+    EXPECT_GE(d.smem_per_sm_bytes, d.smem_per_block_optin_bytes) << name;
+    // Tensor-core rates are above the FFMA rate on every preset.
+    EXPECT_GE(d.peak_tflops_bf16, d.peak_tflops_tf32) << name;
+    EXPECT_GE(d.peak_tflops_tf32, d.peak_tflops_f32) << name;
+  }
+  EXPECT_EQ(find_preset("h100-sxm").arch(), "sm_90");
+  EXPECT_EQ(find_preset("A100-SXM-80GB").arch(), "sm_80");
+  EXPECT_EQ(find_preset("l4").arch(), "sm_89");
+}
+
+TEST(device_spec, unknown_preset_names_it_and_lists_known_ones) {
+  try {
+    find_preset("no-such-gpu");
+    FAIL();
+  } catch (const usage_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'no-such-gpu'"), std::string::npos);
+    EXPECT_NE(m.find("h100-sxm"), std::string::npos);
+  }
+}
+
+TEST(device_spec, live_names_map_to_presets) {
+  const std::int64_t gib = 1LL << 30;
+  EXPECT_EQ(preset_for_device_name("NVIDIA H100 80GB HBM3", 80 * gib)->preset, "h100-sxm");
+  EXPECT_EQ(preset_for_device_name("NVIDIA H100 PCIe", 80 * gib)->preset, "h100-pcie");
+  EXPECT_EQ(preset_for_device_name("NVIDIA H200", 141 * gib)->preset, "h200");
+  EXPECT_EQ(preset_for_device_name("NVIDIA A100-SXM4-40GB", 40 * gib)->preset, "a100-sxm-40gb");
+  EXPECT_EQ(preset_for_device_name("NVIDIA A100-SXM4-80GB", 80 * gib)->preset, "a100-sxm-80gb");
+  EXPECT_FALSE(preset_for_device_name("NVIDIA GeForce GTX 1080", 8 * gib).has_value());
+}
+
+TEST(device_spec, estimated_peaks_match_the_datasheet_for_a100) {
+  device_spec d = find_preset("a100-sxm-80gb");
+  estimate_peaks(d);
+  // 108 SMs x 2048 dense fp16 flops/clock x 1410 MHz = 311.9 TFLOP/s.
+  EXPECT_NEAR(d.peak_tflops_bf16, 312, 1);
+  EXPECT_NEAR(d.peak_tflops_f32, 19.5, 0.1);
+  EXPECT_EQ(d.peak_source, "estimated");
+}

@@ -1,0 +1,153 @@
+#include "core/gemm_tuner.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/kernel_templates.hpp"
+#include "core/search_space.hpp"
+
+using namespace tiletune;
+
+namespace {
+// Replays made-up ptxas figures, so the whole planning loop runs without NVRTC.
+class replay_compiler : public kernel_compiler {
+ public:
+  std::string fail_id, spill_id, fat_id;
+  compiled_kernel compile(const compile_job& job) override {
+    compiled_kernel k;
+    if (job.name == fail_id) {
+      k.ok = false;
+      k.log = "error: something went wrong";
+      return k;
+    }
+    k.ok = true;
+    k.cubin = "cubin";
+    k.resources.registers = 128;
+    if (job.name == spill_id) k.resources.spill_store_bytes = 8;
+    if (job.name == fat_id) k.resources.registers = 300;
+    return k;
+  }
+  std::string version() const override { return "replay 1"; }
+};
+
+gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, dtype t) {
+  gemm_problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.type = t;
+  p.layout = parse_layout("nt");
+  return p;
+}
+
+std::string first_kept_id(const gemm_problem& p, const device_spec& d, int skip) {
+  for (const auto& c : default_search_space(families_for(p.type)[0], p.type))
+    if (!check_constraints(c, p, d) && skip-- == 0) return c.id();
+  return "";
+}
+}  // namespace
+
+TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = problem(4096, 4096, 4096, dtype::bf16);
+  replay_compiler c;
+  c.fail_id = first_kept_id(p, d, 0);
+  c.spill_id = first_kept_id(p, d, 1);
+  c.fat_id = first_kept_id(p, d, 2);
+  const gemm_plan plan = plan_gemm(p, d, c, plan_options{2, {}});
+
+  ASSERT_TRUE(plan.recommended.has_value());
+  EXPECT_EQ(*plan.recommended, 0u);
+  EXPECT_EQ(plan.variants.size(), default_search_space(kernel_family::mma, dtype::bf16).size());
+  int ok = 0;
+  double last = 0;
+  for (const auto& v : plan.variants) {
+    if (v.config.id() == c.fail_id) {
+      EXPECT_EQ(v.status, variant_status::compile_error);
+      EXPECT_NE(v.compile_log.find("something went wrong"), std::string::npos);
+    } else if (v.config.id() == c.spill_id) {
+      EXPECT_EQ(v.status, variant_status::resource_limit);
+      EXPECT_EQ(v.constraint, "spills");
+    } else if (v.config.id() == c.fat_id) {
+      EXPECT_EQ(v.status, variant_status::resource_limit);
+      EXPECT_EQ(v.constraint, "occupancy");
+    }
+    if (v.status == variant_status::ok) {
+      EXPECT_EQ(v.rank, ++ok);
+      EXPECT_GE(v.predicted.time_us, last);  // best first
+      last = v.predicted.time_us;
+    } else {
+      EXPECT_EQ(v.rank, 0);
+      EXPECT_FALSE(v.reason.empty()) << v.config.id();
+    }
+  }
+  EXPECT_GT(ok, 10);
+}
+
+TEST(gemm_tuner, json_has_the_contract_keys) {
+  const device_spec& d = find_preset("a100-sxm-80gb");
+  replay_compiler c;
+  const gemm_plan plan = plan_gemm(problem(17, 33, 65, dtype::tf32), d, c, plan_options{});
+  const auto j = to_json(plan, run_info{"tiletune gemm ...", "2026-11-22T00:00:00Z"});
+  EXPECT_EQ(j["schema"], "tiletune.gemm/1");
+  EXPECT_EQ(j["mode"], "predicted");
+  for (const char* k : {"name", "arch", "sm_count"}) EXPECT_TRUE(j["device"].contains(k)) << k;
+  for (const char* k : {"m", "n", "k", "batch", "dtype", "layout", "alpha", "beta"})
+    EXPECT_TRUE(j["problem"].contains(k)) << k;
+  for (const char* k : {"provider", "median_us", "tflops"}) EXPECT_TRUE(j["reference"].contains(k)) << k;
+  ASSERT_FALSE(j["variants"].empty());
+  for (const auto& v : j["variants"]) {
+    for (const char* k : {"id", "family", "tile", "status", "resources", "median_us", "tflops", "vs_reference",
+                          "max_rel_error"})
+      EXPECT_TRUE(v.contains(k)) << k;
+    for (const char* k : {"registers", "smem_bytes", "spill_bytes", "threads"})
+      EXPECT_TRUE(v["resources"].contains(k)) << k;
+  }
+  for (const char* k : {"id", "family", "tile", "tflops", "vs_reference", "triton", "cutlass"})
+    EXPECT_TRUE(j["recommendation"].contains(k)) << k;
+  EXPECT_EQ(j["recommendation"]["id"], j["variants"][0]["id"]);
+  EXPECT_EQ(j["recommendation"]["triton"]["num_warps"], j["variants"][0]["tile"]["threads"].get<int>() / 32);
+}
+
+TEST(gemm_tuner, a_problem_no_variant_can_run_has_no_recommendation) {
+  device_spec tiny = find_preset("l4");
+  tiny.smem_per_block_optin_bytes = 1024;  // nothing fits
+  replay_compiler c;
+  const gemm_plan plan = plan_gemm(problem(64, 64, 64, dtype::f16), tiny, c, plan_options{});
+  EXPECT_FALSE(plan.recommended);
+  for (const auto& v : plan.variants) EXPECT_NE(v.status, variant_status::ok);
+  EXPECT_TRUE(to_json(plan, {})["recommendation"].is_null());
+}
+
+TEST(gemm_tuner, memory_check_names_the_sizes_and_the_gpu) {
+  gemm_problem p = problem(30000, 30000, 30000, dtype::f32);
+  p.batch = 4;
+  try {
+    check_fits_memory(p, find_preset("l4"));
+    FAIL();
+  } catch (const usage_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("30000x30000x30000"), std::string::npos);
+    EXPECT_NE(m.find("L4"), std::string::npos);
+  }
+  EXPECT_NO_THROW(check_fits_memory(p, find_preset("h200")));
+}
+
+TEST(kernel_templates, sources_carry_the_configuration) {
+  tile_config c;
+  c.family = kernel_family::mma;
+  c.block_m = 128;
+  c.block_n = 64;
+  c.block_k = 32;
+  c.warps_m = 2;
+  c.warps_n = 2;
+  c.stages = 3;
+  const std::string s = render_kernel_source(c, dtype::bf16, parse_layout("tn"));
+  for (const char* line : {"#define TT_DTYPE 3\n", "#define TT_A_T 1\n", "#define TT_B_T 0\n", "#define TT_BM 128\n",
+                           "#define TT_BN 64\n", "#define TT_STAGES 3\n", "tiletune_gemm"})
+    EXPECT_NE(s.find(line), std::string::npos) << line;
+  EXPECT_EQ(s.find("#include"), std::string::npos);  // self-contained for NVRTC
+  EXPECT_THROW(template_text("nope.cu"), std::out_of_range);
+  EXPECT_EQ(embedded_templates().size(), 3u);
+}

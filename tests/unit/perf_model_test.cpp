@@ -1,0 +1,119 @@
+#include "core/perf_model.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace tiletune;
+
+namespace {
+// A toy GPU with round numbers: 10 SMs at 1 TFLOP/s each.
+device_spec toy() {
+  device_spec d = find_preset("a100-sxm-80gb");
+  d.sm_count = 10;
+  d.peak_tflops_bf16 = 10;
+  d.memory_bandwidth_gbs = 1e9;
+  d.l2_bandwidth_gbs = 1e9;
+  return d;
+}
+tile_config tile128() {
+  tile_config c;
+  c.family = kernel_family::mma;
+  c.block_m = c.block_n = 128;
+  c.block_k = 32;
+  c.warps_m = c.warps_n = 2;
+  c.stages = 3;
+  return c;
+}
+gemm_problem bf16(std::int64_t m, std::int64_t n, std::int64_t k) {
+  gemm_problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.type = dtype::bf16;
+  return p;
+}
+}  // namespace
+
+TEST(occupancy, registers_shared_memory_and_threads_are_counted) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  // 128 regs x 32 lanes = 4096 per warp; 65536 / 4096 = 16 warps = 2 blocks of 8 warps.
+  auto o = estimate_occupancy(h100, 256, 128, 64 * 1024);
+  EXPECT_EQ(o.blocks_per_sm, 2);
+  EXPECT_EQ(o.limited_by, "registers");
+  EXPECT_EQ(o.warps_per_sm, 16);
+  // 226 regs round up to 7424 per warp: 8 warps fit, one block.
+  EXPECT_EQ(estimate_occupancy(h100, 256, 226, 90 * 1024).blocks_per_sm, 1);
+  // 32 regs: registers allow 8 blocks of 256; shared memory 228K / (100K + 1K) allows 2.
+  o = estimate_occupancy(h100, 256, 32, 100 * 1024);
+  EXPECT_EQ(o.blocks_per_sm, 2);
+  EXPECT_EQ(o.limited_by, "shared_memory");
+  // 64 threads, 16 regs, no smem: the 32-block limit binds before threads (2048/64 = 32).
+  EXPECT_EQ(estimate_occupancy(h100, 64, 16, 0).blocks_per_sm, 32);
+  // Over the register limit per thread, or over the block's shared memory: nothing is resident.
+  EXPECT_EQ(estimate_occupancy(h100, 128, 300, 0).blocks_per_sm, 0);
+  EXPECT_EQ(estimate_occupancy(h100, 128, 32, 300 * 1024).blocks_per_sm, 0);
+}
+
+TEST(perf_model, one_partial_wave_is_worked_by_hand) {
+  const occupancy_estimate occ{1, 8, "registers"};
+  // 256x256x128: 4 blocks on 10 SMs, one each. A block does 2*128*128*128 flops
+  // at 0.85 TFLOP/s (Ampere mma efficiency), with 8 warps hiding latency fully.
+  const prediction r = predict(toy(), bf16(256, 256, 128), tile128(), occ);
+  const double block_us = 2.0 * 128 * 128 * 128 / 0.85e12 * 1e6;
+  EXPECT_EQ(r.blocks, 4);
+  EXPECT_NEAR(r.compute_us, block_us, 1e-9);
+  EXPECT_NEAR(r.time_us, block_us + 3.0, 1e-9);  // plus the launch
+  EXPECT_NEAR(r.wave_efficiency, 0.4, 1e-12);
+  EXPECT_EQ(r.bound, "compute");
+}
+
+TEST(perf_model, wave_and_tile_quantization) {
+  const occupancy_estimate occ{1, 8, "registers"};
+  // 1280x256: 20 blocks = two full waves on 10 SMs.
+  const prediction two = predict(toy(), bf16(1280, 256, 128), tile128(), occ);
+  const double block_us = 2.0 * 128 * 128 * 128 / 0.85e12 * 1e6;
+  EXPECT_NEAR(two.compute_us, 2 * block_us, 1e-9);
+  EXPECT_NEAR(two.waves, 2.0, 1e-12);
+  // 1281 rows need an 11th block row: 22 blocks, a third wave for two of them.
+  const prediction three = predict(toy(), bf16(1281, 256, 128), tile128(), occ);
+  EXPECT_NEAR(three.compute_us, 3 * block_us, 1e-9);
+  // 129 rows in 128-row tiles: half the padded tile work is useful.
+  EXPECT_NEAR(predict(toy(), bf16(129, 256, 128), tile128(), occ).tile_efficiency, 129.0 / 256, 1e-12);
+  // A partial k-tile still costs a whole one.
+  EXPECT_NEAR(predict(toy(), bf16(256, 256, 97), tile128(), occ).compute_us, block_us, 1e-9);
+}
+
+TEST(perf_model, memory_roof) {
+  device_spec d = toy();
+  d.memory_bandwidth_gbs = 1;  // 1 GB/s: DRAM dominates
+  d.l2_bandwidth_gbs = 10;
+  const occupancy_estimate occ{1, 8, "registers"};
+  const prediction r = predict(d, bf16(256, 256, 128), tile128(), occ);
+  // DRAM: (256*128 + 128*256 + 256*256) * 2 bytes = 262144 bytes at 1 GB/s.
+  EXPECT_NEAR(r.memory_us, 262.144, 1e-9);
+  EXPECT_EQ(r.bound, "memory");
+  // beta != 0 reads C as well.
+  gemm_problem p = bf16(256, 256, 128);
+  p.beta = 1;
+  EXPECT_NEAR(predict(d, p, tile128(), occ).memory_us, 262.144 + 131.072, 1e-9);
+}
+
+TEST(perf_model, few_resident_warps_and_shallow_pipelines_cost_time) {
+  const prediction full = predict(toy(), bf16(256, 256, 128), tile128(), {1, 8, "registers"});
+  const prediction thin = predict(toy(), bf16(256, 256, 128), tile128(), {1, 4, "registers"});
+  EXPECT_NEAR(thin.compute_us / full.compute_us, 1 / 0.75, 1e-9);
+  tile_config two = tile128();
+  two.stages = 2;
+  EXPECT_NEAR(predict(toy(), bf16(256, 256, 128), two, {1, 8, "registers"}).compute_us / full.compute_us, 1 / 0.9,
+              1e-9);
+}
+
+TEST(perf_model, hopper_mma_sync_is_capped_near_63_percent) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  tile_config wide = tile128();
+  wide.block_n = 256;
+  wide.warps_n = 4;
+  const prediction r = predict(h100, bf16(8192, 8192, 8192), wide, {1, 8, "registers"});
+  EXPECT_EQ(r.bound, "compute");
+  EXPECT_LT(r.tflops, 0.64 * h100.peak_tflops_bf16);
+  EXPECT_GT(r.tflops, 0.5 * h100.peak_tflops_bf16);
+}

@@ -1,0 +1,121 @@
+#include "core/search_space.hpp"
+
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace tiletune;
+
+namespace {
+gemm_problem problem(dtype t, const char* l = "nn") {
+  gemm_problem p;
+  p.m = p.n = p.k = 4096;
+  p.type = t;
+  p.layout = parse_layout(l);
+  return p;
+}
+tile_config mma(int bm, int bn, int bk, int wm, int wn, int stages) {
+  tile_config c;
+  c.family = kernel_family::mma;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.stages = stages;
+  return c;
+}
+}  // namespace
+
+TEST(search_space, families_by_dtype) {
+  EXPECT_EQ(families_for(dtype::f32), std::vector<kernel_family>{kernel_family::simt});
+  EXPECT_EQ(families_for(dtype::bf16), std::vector<kernel_family>{kernel_family::mma});
+}
+
+TEST(search_space, ids_are_unique_and_round_trip_through_json) {
+  for (dtype t : {dtype::f32, dtype::tf32, dtype::f16}) {
+    for (kernel_family f : families_for(t)) {
+      std::set<std::string> ids;
+      for (const auto& c : default_search_space(f, t)) {
+        EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+        EXPECT_EQ(tile_from_json(tile_to_json(c)), c) << c.id();
+      }
+      EXPECT_GT(ids.size(), 20u);
+    }
+  }
+}
+
+TEST(search_space, every_dtype_keeps_variants_on_every_preset) {
+  for (const auto& d : device_presets()) {
+    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16}) {
+      int kept = 0;
+      for (kernel_family f : families_for(t))
+        for (const auto& c : default_search_space(f, t)) kept += !check_constraints(c, problem(t), d);
+      EXPECT_GE(kept, 10) << d.preset << " " << to_string(t);
+    }
+  }
+}
+
+TEST(tile_config, shared_memory_is_worked_by_hand) {
+  // bf16 nt, 128x128x32, 3 stages: A [128][32+8], B [128][32+8], 2 bytes each.
+  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nt")), 3 * (128 * 40 + 128 * 40) * 2);
+  // bf16 nn: B is [32][128+8].
+  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nn")), 3 * (128 * 40 + 32 * 136) * 2);
+  // tf32 tn: A [16][128+8], B [16][64+8], 4 bytes.
+  EXPECT_EQ(mma(128, 64, 16, 2, 2, 2).smem_bytes(dtype::tf32, parse_layout("tn")), 2 * (16 * 136 + 16 * 72) * 4);
+  tile_config s;
+  s.family = kernel_family::simt;
+  s.block_m = 64;
+  s.block_n = 128;
+  s.block_k = 8;
+  s.thread_m = 8;
+  s.thread_n = 8;
+  s.vector_width = 4;
+  EXPECT_EQ(s.threads(), 128);
+  EXPECT_EQ(s.smem_bytes(dtype::f32, parse_layout("nn")), 2 * (8 * 68 + 8 * 132) * 4);
+  EXPECT_EQ(s.id(), "simt_64x128x8_t8x8_v4");
+  EXPECT_EQ(mma(128, 256, 32, 2, 4, 3).id(), "mma_128x256x32_w2x4_s3");
+}
+
+TEST(constraints, each_is_named) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const device_spec& l4 = find_preset("l4");
+  auto broken = [](const tile_config& c, const gemm_problem& p, const device_spec& d) {
+    auto v = check_constraints(c, p, d);
+    return v ? v->constraint : std::string("none");
+  };
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::bf16), h100), "none");
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::f32), h100), "dtype");
+  EXPECT_EQ(broken(mma(64, 64, 32, 4, 2, 3), problem(dtype::bf16), h100), "warp_tile");     // 16x32
+  EXPECT_EQ(broken(mma(128, 256, 32, 4, 2, 3), problem(dtype::bf16), h100), "warp_tile");   // 32x128
+  EXPECT_EQ(broken(mma(256, 256, 32, 2, 2, 3), problem(dtype::bf16), h100), "accumulator_registers");
+  EXPECT_EQ(broken(mma(128, 128, 24, 2, 2, 3), problem(dtype::bf16), h100), "block_k");
+  // 4 stages of 256x128x64 bf16 need 4*(256*72 + 128*72)*2 = 221184 bytes: fits an H100, not an L4.
+  EXPECT_EQ(broken(mma(256, 128, 64, 4, 2, 4), problem(dtype::bf16, "nt"), h100), "none");
+  EXPECT_EQ(broken(mma(256, 128, 64, 4, 2, 4), problem(dtype::bf16, "nt"), l4), "shared_memory");
+  device_spec volta = h100;
+  volta.compute_capability = 70;
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::bf16), volta), "architecture");
+  gemm_problem wide = problem(dtype::bf16);
+  wide.m = 1;
+  wide.n = 65536 * 64 + 1;
+  EXPECT_EQ(broken(mma(64, 64, 32, 2, 2, 3), wide, h100), "grid");
+
+  tile_config s;
+  s.family = kernel_family::simt;
+  s.block_m = s.block_n = 32;
+  s.block_k = 8;
+  s.thread_m = s.thread_n = 8;
+  s.vector_width = 4;
+  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "threads_per_block");  // 16 threads
+  s.block_m = s.block_n = 128;
+  s.thread_m = s.thread_n = 4;
+  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "threads_per_block");  // 1024 threads
+  s.block_m = 64;
+  s.block_n = 128;
+  s.block_k = 8;
+  s.thread_m = 4;
+  s.thread_n = 8;  // 256 threads x 4 = 1024 elements per load; 64x8 = 512
+  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "load_balance");
+}
