@@ -201,7 +201,7 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t* __restrict__ C,
               int M, int N, int K, int lda, int ldb, int ldc, long long batch_stride_a,
               long long batch_stride_b, long long batch_stride_c, float alpha, float beta) {

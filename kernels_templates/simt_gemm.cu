@@ -30,7 +30,7 @@ __device__ __forceinline__ void tt_load_vec(const float* p, int valid, bool vec_
   for (int v = 0; v < TT_VEC; ++v) out[v] = v < valid ? p[v] : 0.0f;
 }
 
-extern "C" __global__ void __launch_bounds__(TT_THREADS)
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
               int M, int N, int K, int lda, int ldb, int ldc, long long batch_stride_a,
               long long batch_stride_b, long long batch_stride_c, float alpha, float beta) {

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   cli::add_devices_command(app, ctx);
   cli::add_gemm_command(app, ctx);
+  cli::add_batch_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

@@ -99,4 +99,27 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   return r;
 }
 
+prediction predict_library_gemm(const device_spec& d, const gemm_problem& p, double efficiency) {
+  prediction r;
+  if (d.sm_count <= 0) return r;
+  // Libraries pick smaller tiles for thin problems; 64 rows or columns at the least.
+  const std::int64_t tile_m = p.m >= 128 ? 128 : 64, tile_n = p.n >= 128 ? 128 : 64;
+  const std::int64_t tiles = ceil_div(p.m, tile_m) * ceil_div(p.n, tile_n) * p.batch;
+  const double waves = std::ceil(static_cast<double>(tiles) / d.sm_count);
+  const double tile_flops = 2.0 * tile_m * tile_n * static_cast<double>(p.k);
+  const double rate_per_sm = d.peak_tflops(p.type) * 1e12 * efficiency / d.sm_count;
+  r.blocks = tiles;
+  r.waves = static_cast<double>(tiles) / d.sm_count;
+  r.wave_efficiency = static_cast<double>(tiles) / (waves * d.sm_count);
+  r.compute_us = waves * tile_flops / rate_per_sm * 1e6;
+  const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
+  const double bytes = (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
+                        c_passes * static_cast<double>(p.m) * p.n) * element_bytes(p.type) * p.batch;
+  r.memory_us = bytes / (d.memory_bandwidth_gbs * 1e9) * 1e6;
+  r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
+  r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
+  r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
+  return r;
+}
+
 }  // namespace tiletune

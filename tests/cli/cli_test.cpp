@@ -186,3 +186,56 @@ TEST(cli, every_dtype_plans_odd_shapes_with_table_and_json) {
   EXPECT_NE(t.out.find("recommended:"), std::string::npos);
   EXPECT_NE(t.out.find("simt_"), std::string::npos);
 }
+
+TEST(cli, batch_plans_and_writes_json) {
+  const fs::path out = tmp_dir() / "batch.json";
+  fs::remove(out);
+  const result r = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "2048", "--global-batch",
+                        "256", "--lora-rank", "16", "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("recommended"), std::string::npos);
+  EXPECT_NE(r.out.find("PREDICTED"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "tiletune.batch/1");
+  EXPECT_EQ(j["model"]["parameters"], 8'030'261'248LL);
+  EXPECT_EQ(j["recommendation"]["global_batch"], 256);
+  EXPECT_EQ(j["hf_training_args"]["gradient_accumulation_steps"].get<int>() *
+                j["hf_training_args"]["per_device_train_batch_size"].get<int>(),
+            256);
+}
+
+TEST(cli, batch_reads_a_config_json) {
+  const fs::path config = tmp_dir() / "config.json";
+  std::ofstream(config) << R"({"model_type":"gpt2","vocab_size":50257,"n_embd":768,"n_layer":12,"n_head":12,
+    "n_positions":1024})";
+  const result r = run({"batch", "--model", config.string(), "--gpu", "a100-sxm-80gb", "--seq-len", "1024",
+                        "--global-batch", "512", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["parameters"], 124'439'808);
+}
+
+TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
+  const fs::path bad = tmp_dir() / "bad.json";
+  std::ofstream(bad) << "{\n \"model_type\": \"llama\",\n \"hidden_size\": 2048,,\n}";
+  const fs::path missing = tmp_dir() / "missing.json";
+  std::ofstream(missing) << R"({"model_type": "llama", "vocab_size": 32000})";
+  const fs::path unknown = tmp_dir() / "t5.json";
+  std::ofstream(unknown) << R"({"model_type": "t5"})";
+  const std::vector<std::string> base{"batch", "--gpu", "h100-sxm", "--model"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_usage_error(with({bad.string()}), "line 3");
+  expect_usage_error(with({missing.string()}), "hidden_size");
+  expect_usage_error(with({unknown.string()}), "t5");
+  expect_usage_error(with({"no-such-model"}), "no-such-model");
+  expect_usage_error(with({"gpt2", "--seq-len", "4096"}), "--seq-len 4096");
+  expect_usage_error(with({"gpt2", "--precision", "fp8"}), "fp8");
+  expect_usage_error(with({"gpt2", "--optimizer", "lion"}), "lion");
+  expect_usage_error(with({"gpt2", "--zero", "5"}), "--zero 5");
+  expect_usage_error(with({"gpt2", "--world-size", "0"}), "--world-size 0");
+  expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "maybe");
+}

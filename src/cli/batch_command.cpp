@@ -1,0 +1,167 @@
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/errors.hpp"
+#include "core/training_plan.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+struct batch_options {
+  std::string model;
+  std::int64_t seq_len = 0;
+  std::optional<std::string> gpu;
+  std::optional<int> device;
+  std::string precision;  // empty: bf16-mixed where the GPU has bf16, else fp16-mixed
+  std::string optimizer = "adamw";
+  std::string attention = "flash";
+  std::optional<std::int64_t> global_batch;
+  std::string checkpointing = "auto";
+  int zero = 0;
+  int world_size = 1;
+  int lora_rank = 0;
+  double safety_margin = 0.05;
+  std::string out;
+  bool json = false;
+  bool quiet = false;
+};
+
+std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
+
+std::string format_plan(const batch_plan& plan) {
+  const auto& s = plan.setup;
+  const auto& m = plan.memory;
+  std::string out = fmt::format(
+      "{} ({:.3f} B parameters, {:.3f} B trainable) on {}, seq {}, {}, {}{}: PREDICTED, not measured\n",
+      s.model.name, m.parameters / 1e9, m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
+      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "");
+  out += fmt::format("memory GiB: weights {}  gradients {}  optimizer {}  activations/sample {} ({} checkpointed)  "
+                     "logits/sample {}  budget {}\n\n",
+                     gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
+                     gib(m.activation_bytes_per_sample), gib(m.checkpointed_activation_bytes_per_sample),
+                     gib(m.logits_bytes_per_sample), gib(plan.memory_budget_bytes));
+  text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "step ms", "samples/s",
+                "tokens/s"});
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const auto& c = plan.candidates[i];
+    t.add_row({fmt::format("{}{}", c.micro_batch, plan.recommended == i ? " *" : ""), c.checkpointing ? "on" : "off",
+               gib(c.peak_bytes), c.fits ? "yes" : "no", std::to_string(c.grad_accum_steps),
+               std::to_string(c.effective_global_batch), fmt::format("{:.1f}", c.step_ms),
+               fmt::format("{:.1f}", c.samples_per_s), fmt::format("{:.0f}", c.tokens_per_s)});
+  }
+  out += t.render();
+  if (plan.recommended) {
+    const auto& r = plan.candidates[*plan.recommended];
+    out += fmt::format("\nrecommended (*): micro-batch {}, gradient accumulation {}, global batch {}, checkpointing {}, "
+                       "{}, {}\n",
+                       r.micro_batch, r.grad_accum_steps, r.effective_global_batch, r.checkpointing ? "on" : "off",
+                       to_string(s.prec), to_string(s.optimizer));
+  } else {
+    out += "\nno micro-batch fits.";
+    if (!plan.suggestions.empty()) {
+      out += " These would fit:";
+      for (const auto& sg : plan.suggestions) out += "\n  " + sg;
+    }
+    out += "\n";
+  }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+void run_batch(const batch_options& o, run_context& ctx) {
+  training_setup s;
+  s.model = load_model(o.model);
+  s.seq_len = o.seq_len > 0 ? o.seq_len : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
+  if (o.seq_len < 0) throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", o.seq_len));
+  s.optimizer = parse_optimizer(o.optimizer);
+  s.attention = parse_attention(o.attention);
+  s.checkpointing = parse_checkpointing(o.checkpointing);
+  s.global_batch = o.global_batch;
+  s.zero_stage = o.zero;
+  s.world_size = o.world_size;
+  s.lora_rank = o.lora_rank;
+  s.safety_margin = o.safety_margin;
+  if (!o.out.empty()) check_output_path(o.out);
+  const device_choice device = choose_device(o.gpu, o.device);
+  s.prec = o.precision.empty()
+               ? (device.spec.compute_capability >= 80 ? precision::bf16_mixed : precision::fp16_mixed)
+               : parse_precision(o.precision);
+  if ((s.prec == precision::bf16_mixed || s.prec == precision::bf16) && device.spec.compute_capability < 80)
+    throw usage_error(fmt::format("--precision {}: the {} ({}) has no bf16; use fp16-mixed", to_string(s.prec),
+                                  device.spec.name, device.spec.arch()));
+  validate(s);
+  if (device.live && !o.quiet)
+    fmt::print(stderr, "tiletune: planning for the local {} from its specification; measuring the step's GEMMs on "
+                       "it is not built yet, so the speeds are predicted\n", device.spec.name);
+
+  const batch_plan plan = plan_batch(s, device.spec);
+  const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
+  if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
+  if (o.json) {
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else if (!o.quiet) {
+    std::fputs(format_plan(plan).c_str(), stdout);
+    if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
+  }
+  ctx.exit_code = exit_ok;
+}
+
+std::string model_list() {
+  std::string s;
+  for (const auto& m : model_presets()) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<batch_options>();
+  auto* cmd = app.add_subcommand("batch", "Plan micro-batch, accumulation, checkpointing, precision and optimizer "
+                                          "for training a model on a GPU");
+  cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
+  cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
+  cmd->add_option("--device", o->device, "Plan for local GPU I");
+  cmd->add_option("--precision", o->precision,
+                  "fp32 | fp16-mixed | bf16-mixed | bf16 (default: bf16-mixed where the GPU has bf16)");
+  cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
+      ->capture_default_str();
+  cmd->add_option("--attention", o->attention, "flash (SDPA/FlashAttention) | eager")->capture_default_str();
+  cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
+  cmd->add_option("--checkpointing", o->checkpointing, "auto | on | off")->capture_default_str();
+  cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
+  cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
+  cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
+      ->capture_default_str();
+  cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
+  cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)");
+  cmd->add_flag("--json", o->json, "Print the JSON on stdout instead of the table");
+  cmd->add_flag("--quiet,-q", o->quiet, "No table");
+  cmd->footer(R"(
+Examples:
+  tiletune batch --model llama-3-8b --gpu h100-sxm --seq-len 2048 --global-batch 256 --lora-rank 16
+  tiletune batch --model ./config.json --gpu a100-sxm-80gb --seq-len 1024 --global-batch 512 --out plan.json
+
+The memory model counts weights, gradients, optimizer states, activations per
+sample (with and without gradient checkpointing), logits and the CUDA context,
+term by term. The speed of each candidate micro-batch comes from the GEMMs of
+one training step (forward, data-gradient and weight-gradient of every linear
+layer, attention, LM head) at a cuBLAS-like efficiency plus the memory-bound
+rest. Every figure is PREDICTED (the JSON says "mode": "predicted").
+
+The recommendation is the throughput-best micro-batch that fits with the
+safety margin, with gradient accumulation to reach --global-batch; it is also
+written as Hugging Face TrainingArguments and a DeepSpeed config.
+
+Exit codes: 0 done (also when nothing fits: the plan says what would); 2 bad
+input; 3 no GPU and no --gpu.)");
+  cmd->callback([o, &ctx] { run_batch(*o, ctx); });
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tiletune {
+
+// A transformer as far as its parameter count, activations and GEMMs go.
+struct model_spec {
+  std::string name;
+  std::string model_type;  // llama, mistral, qwen2, gemma, gpt2, bert, roberta
+  bool causal = true;      // decoder (causal LM) or encoder (masked LM)
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;  // GQA; equal to num_heads without it
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t max_positions = 0;
+  std::int64_t learned_positions = 0;  // rows of a learned position table (0 with rotary)
+  std::int64_t token_types = 0;        // BERT's segment embeddings
+  bool tied_embeddings = false;
+  bool gated_mlp = false;      // SwiGLU/GeGLU: gate, up and down projections
+  bool qkv_bias = false;
+  bool attn_out_bias = false;
+  bool mlp_bias = false;
+  bool layernorm_bias = false;  // LayerNorm (weight and bias) or RMSNorm (weight)
+  bool embedding_norm = false;  // BERT's LayerNorm after the embeddings
+  bool pooler = false;          // BERT's pooler (hidden x hidden + bias)
+  double dropout = 0;           // >0: dropout masks are kept for backward
+
+  std::int64_t q_size() const { return num_heads * head_dim; }
+  std::int64_t kv_size() const { return num_kv_heads * head_dim; }
+};
+
+// One weight tensor: the linear layers are what the GEMMs and LoRA act on.
+struct weight_tensor {
+  std::string name;  // "layers.q_proj"
+  std::int64_t rows = 0, cols = 0;  // cols = 1 for a vector
+  std::int64_t count = 1;           // how many layers have it
+  bool linear = false;              // a GEMM weight (in_features = cols, out_features = rows)
+  std::int64_t parameters() const { return rows * cols * count; }
+};
+
+std::vector<weight_tensor> weight_tensors(const model_spec& m);
+std::int64_t parameter_count(const model_spec& m);
+
+// The presets --model accepts.
+const std::vector<model_spec>& model_presets();
+// A preset name, or a path to a Hugging Face config.json. Throws usage_error
+// naming an unknown preset, an unsupported model_type (with the supported
+// ones), a missing field, or where a malformed file breaks.
+model_spec load_model(std::string_view name_or_path);
+model_spec model_from_hf_config(const nlohmann::json& config, const std::string& name);
+
+nlohmann::json to_json(const model_spec& m);
+
+}  // namespace tiletune

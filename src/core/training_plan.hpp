@@ -1,0 +1,121 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/device_spec.hpp"
+#include "core/model_spec.hpp"
+
+namespace tiletune {
+
+enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
+enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
+enum class attention_impl { flash, eager };
+enum class checkpoint_policy { automatic, on, off };
+
+std::string_view to_string(precision p);
+std::string_view to_string(optimizer_kind o);
+std::string_view to_string(attention_impl a);
+precision parse_precision(std::string_view s);
+optimizer_kind parse_optimizer(std::string_view s);
+attention_impl parse_attention(std::string_view s);
+checkpoint_policy parse_checkpointing(std::string_view s);
+
+struct training_setup {
+  model_spec model;
+  std::int64_t seq_len = 0;
+  precision prec = precision::bf16_mixed;
+  optimizer_kind optimizer = optimizer_kind::adamw;
+  attention_impl attention = attention_impl::flash;
+  checkpoint_policy checkpointing = checkpoint_policy::automatic;
+  int zero_stage = 0;
+  int world_size = 1;
+  int lora_rank = 0;  // 0: full fine-tuning
+  std::optional<std::int64_t> global_batch;
+  double safety_margin = 0.05;  // share of the GPU's memory kept free
+};
+
+// Throws usage_error naming the bad field (sequence longer than the model's
+// positions, ZeRO stage, world size, LoRA rank...).
+void validate(const training_setup& s);
+
+// Every term of the training memory, per GPU.
+struct memory_breakdown {
+  std::int64_t parameters = 0;
+  std::int64_t trainable_parameters = 0;
+  std::int64_t weights_bytes = 0;
+  std::int64_t gradients_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
+  std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs + one layer recomputed
+  std::int64_t logits_bytes_per_sample = 0;                   // LM head output and loss
+  std::int64_t cuda_context_bytes = 0;
+  double allocator_overhead = 0;  // share added to the tensors for the caching allocator
+  std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  std::int64_t per_sample_bytes(bool checkpointing) const;
+  // What torch.cuda.max_memory_allocated would report.
+  std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
+  // What must fit in the GPU: allocated, the allocator's slack, and the CUDA context.
+  std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing) const;
+};
+
+memory_breakdown estimate_memory(const training_setup& s);
+
+// One GEMM of the training step, as the framework runs it.
+struct step_gemm {
+  std::string name;  // "layers.q_proj forward"
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::int64_t count = 1;  // how many times per step (layers)
+  double flop_scale = 1;   // 0.5 for causal flash attention, which skips masked blocks
+};
+std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t micro_batch, bool checkpointing);
+
+struct step_time {
+  double gemm_ms = 0;
+  double memory_bound_ms = 0;  // norms, activations, softmax, loss: bytes over bandwidth
+  double launch_ms = 0;        // per-kernel overhead of an eager framework
+  double optimizer_ms = 0;     // once per global step
+  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms; }
+};
+// Predicted from the device spec (GEMMs at a cuBLAS-like efficiency, the rest
+// from bytes over bandwidth).
+step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing);
+
+struct batch_candidate {
+  std::int64_t micro_batch = 0;
+  bool checkpointing = false;
+  std::int64_t peak_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;
+  bool fits = false;
+  std::int64_t grad_accum_steps = 1;
+  std::int64_t effective_global_batch = 0;
+  bool exact_global_batch = true;
+  step_time time;
+  double step_ms = 0;  // one micro-batch, optimizer amortised over accumulation
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+};
+
+struct batch_plan {
+  training_setup setup;
+  device_spec device;
+  std::string mode = "predicted";
+  memory_breakdown memory;
+  std::int64_t memory_budget_bytes = 0;
+  std::int64_t max_micro_batch_no_ckpt = 0;
+  std::int64_t max_micro_batch_ckpt = 0;
+  std::vector<batch_candidate> candidates;
+  std::optional<std::size_t> recommended;
+  std::vector<std::string> notes;        // why the recommendation is what it is
+  std::vector<std::string> suggestions;  // when nothing fits: what would
+};
+
+batch_plan plan_batch(const training_setup& s, const device_spec& d);
+
+nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
+
+}  // namespace tiletune

@@ -1,0 +1,218 @@
+#include "core/training_plan.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+
+namespace {
+training_setup setup(const char* model, std::int64_t seq, precision p = precision::bf16_mixed) {
+  training_setup s;
+  s.model = load_model(model);
+  s.seq_len = seq;
+  s.prec = p;
+  return s;
+}
+constexpr std::int64_t gpt2_params = 124'439'808;
+// q, k, v, o and the two MLP matrices of 12 layers (the LM head is the tied embedding).
+constexpr std::int64_t gpt2_linear = 12 * (4 * 768 * 768 + 2 * 768 * 3072);
+}  // namespace
+
+TEST(memory, full_training_terms_by_precision) {
+  auto s = setup("gpt2", 1024, precision::fp32);
+  auto m = estimate_memory(s);
+  EXPECT_EQ(m.weights_bytes, 4 * gpt2_params);
+  EXPECT_EQ(m.gradients_bytes, 4 * gpt2_params);
+  EXPECT_EQ(m.optimizer_bytes, 8 * gpt2_params);  // AdamW m and v in fp32
+  s.prec = precision::bf16_mixed;
+  m = estimate_memory(s);
+  EXPECT_EQ(m.weights_bytes, 4 * gpt2_params + 2 * gpt2_linear);  // fp32 weights + autocast copies
+  EXPECT_EQ(m.gradients_bytes, 4 * gpt2_params);
+  s.prec = precision::bf16;
+  m = estimate_memory(s);
+  EXPECT_EQ(m.weights_bytes, 2 * gpt2_params);
+  EXPECT_EQ(m.gradients_bytes, 2 * gpt2_params);
+  EXPECT_EQ(m.optimizer_bytes, 4 * gpt2_params);
+}
+
+TEST(memory, optimizers) {
+  auto s = setup("gpt2", 1024, precision::fp32);
+  s.optimizer = optimizer_kind::sgd;
+  EXPECT_EQ(estimate_memory(s).optimizer_bytes, 0);
+  s.optimizer = optimizer_kind::sgd_momentum;
+  EXPECT_EQ(estimate_memory(s).optimizer_bytes, 4 * gpt2_params);
+  s.optimizer = optimizer_kind::adamw_8bit;
+  EXPECT_EQ(estimate_memory(s).optimizer_bytes, 2 * gpt2_params);
+  // Adafactor: row + column factors per matrix, full states per vector.
+  s.optimizer = optimizer_kind::adafactor;
+  std::int64_t elements = 0;
+  for (const auto& t : weight_tensors(s.model)) elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
+  EXPECT_EQ(estimate_memory(s).optimizer_bytes, 4 * elements);
+  EXPECT_LT(estimate_memory(s).optimizer_bytes, gpt2_params / 50);
+}
+
+TEST(memory, zero_shards_over_the_world) {
+  auto s = setup("gpt2", 1024);
+  s.world_size = 8;
+  s.zero_stage = 1;
+  auto m = estimate_memory(s);
+  // ZeRO paper: 2 + 2 bytes of weights and gradients, 12 of fp32 master + Adam states, sharded.
+  EXPECT_EQ(m.weights_bytes, 2 * gpt2_params);
+  EXPECT_EQ(m.gradients_bytes, 2 * gpt2_params);
+  EXPECT_EQ(m.optimizer_bytes, 12 * gpt2_params / 8);
+  s.zero_stage = 2;
+  EXPECT_EQ(estimate_memory(s).gradients_bytes, 2 * gpt2_params / 8);
+  s.zero_stage = 3;
+  EXPECT_EQ(estimate_memory(s).weights_bytes, 2 * gpt2_params / 8);
+}
+
+TEST(memory, lora_trains_only_the_adapters) {
+  auto s = setup("llama-3-8b", 2048);
+  s.lora_rank = 16;
+  const auto m = estimate_memory(s);
+  // 16 * (q 8192 + k 5120 + v 5120 + o 8192 + gate/up/down 3 x 18432) per layer, 32 layers (PEFT's figure).
+  EXPECT_EQ(m.trainable_parameters, 41'943'040);
+  EXPECT_EQ(m.weights_bytes, 2 * 8'030'261'248LL + 4 * 41'943'040LL);
+  EXPECT_EQ(m.gradients_bytes, 4 * 41'943'040LL);
+  EXPECT_EQ(m.optimizer_bytes, 8 * 41'943'040LL);
+}
+
+TEST(memory, activations_match_korthikanti_for_gpt) {
+  // GPT-2 with eager attention and dropout: 34h + 5as bytes per token and
+  // layer (Korthikanti et al. 2022), plus the embedding output, its dropout
+  // mask and the final norm's input (2h + h + 2h).
+  auto s = setup("gpt2", 1024);
+  s.attention = attention_impl::eager;
+  const double h = 768, a = 12, L = 12, seq = 1024;
+  const auto m = estimate_memory(s);
+  EXPECT_EQ(m.activation_bytes_per_sample, static_cast<std::int64_t>(seq * (L * (34 * h + 5 * a * seq) + 5 * h)));
+  // Flash attention drops the a*s terms for Q/K/V/O and the softmax statistics.
+  s.attention = attention_impl::flash;
+  EXPECT_EQ(estimate_memory(s).activation_bytes_per_sample,
+            static_cast<std::int64_t>(seq * (L * (34 * h + 4 * a) + 5 * h)));
+  // Logits: bf16, fp32 upcast and fp32 log-softmax over the vocabulary.
+  EXPECT_EQ(m.logits_bytes_per_sample, static_cast<std::int64_t>(10.0 * 50257 * seq));
+  // Checkpointing keeps each layer's input and one recomputed layer.
+  EXPECT_LT(m.checkpointed_activation_bytes_per_sample, m.activation_bytes_per_sample / 4);
+}
+
+TEST(memory, peak_is_fixed_plus_per_sample_plus_overheads) {
+  const auto m = estimate_memory(setup("gpt2", 1024));
+  EXPECT_EQ(m.peak_allocated_bytes(4, false), m.fixed_tensor_bytes() + 4 * m.per_sample_bytes(false));
+  EXPECT_EQ(m.peak_bytes(4, false),
+            static_cast<std::int64_t>(m.peak_allocated_bytes(4, false) * 1.05) + m.cuda_context_bytes);
+}
+
+TEST(step, gemms_of_a_training_step) {
+  auto s = setup("gpt2", 1024);
+  // 6 linear weights x (forward, data-grad, weight-grad), the tied LM head x 3, attention x 3.
+  auto g = step_gemms(s, 8, false);
+  EXPECT_EQ(g.size(), 6u * 3 + 3 + 3);
+  EXPECT_EQ(g[0].m, 8 * 1024);  // tokens
+  s.lora_rank = 8;
+  EXPECT_EQ(step_gemms(s, 8, false).size(), 6u * 2 + 2 + 3);  // frozen: no weight-grads
+  s.lora_rank = 0;
+  EXPECT_EQ(step_gemms(s, 8, true).size(), 6u * 4 + 3 + 3);  // recompute of the layers
+  // Forward flops of the linear layers: 2 * tokens * linear parameters.
+  double fwd = 0;
+  for (const auto& x : step_gemms(s, 1, false))
+    if (x.name.find("layers.") == 0 && x.name.find("forward") != std::string::npos)
+      fwd += 2.0 * x.m * x.n * x.k * x.count;
+  EXPECT_DOUBLE_EQ(fwd, 2.0 * 1024 * gpt2_linear);
+}
+
+TEST(step, bigger_batches_use_the_gpu_better_and_checkpointing_costs_time) {
+  const auto& d = find_preset("h100-sxm");
+  auto s = setup("gpt2", 1024);
+  const auto t1 = predict_step(s, d, 1, false), t16 = predict_step(s, d, 16, false);
+  EXPECT_GT(16 / t16.micro_step_ms(), 1 / t1.micro_step_ms());
+  EXPECT_GT(predict_step(s, d, 16, true).micro_step_ms(), t16.micro_step_ms());
+}
+
+TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
+  auto s = setup("gpt2", 1024);
+  s.global_batch = 512;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_TRUE(plan.recommended);
+  const auto& r = plan.candidates[*plan.recommended];
+  EXPECT_TRUE(r.fits);
+  EXPECT_FALSE(r.checkpointing);
+  EXPECT_EQ(r.micro_batch * r.grad_accum_steps, 512);
+  EXPECT_TRUE(r.exact_global_batch);
+  for (const auto& c : plan.candidates)
+    if (c.fits && c.exact_global_batch && c.checkpointing == r.checkpointing)
+      EXPECT_LE(c.samples_per_s, r.samples_per_s * 1.0000001);
+  const auto j = to_json(plan, "cmd", "date");
+  EXPECT_EQ(j["schema"], "tiletune.batch/1");
+  EXPECT_EQ(j["mode"], "predicted");
+  for (const char* k : {"weights_bytes", "gradients_bytes", "optimizer_bytes", "activation_bytes_per_sample",
+                        "overhead_bytes"})
+    EXPECT_TRUE(j["memory"].contains(k)) << k;
+  for (const char* k : {"micro_batch", "grad_accum_steps", "global_batch", "checkpointing", "precision", "optimizer",
+                        "peak_bytes", "samples_per_s"})
+    EXPECT_TRUE(j["recommendation"].contains(k)) << k;
+  EXPECT_EQ(j["hf_training_args"]["per_device_train_batch_size"], r.micro_batch);
+  EXPECT_EQ(j["hf_training_args"]["bf16"], true);
+  EXPECT_EQ(j["deepspeed"]["train_batch_size"], 512);
+}
+
+TEST(plan, an_unreachable_global_batch_says_what_it_gets) {
+  auto s = setup("gpt2", 1024);
+  s.global_batch = 7;
+  s.world_size = 2;  // 3.5 samples per GPU
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_TRUE(plan.recommended);
+  const auto& r = plan.candidates[*plan.recommended];
+  EXPECT_FALSE(r.exact_global_batch);
+  EXPECT_NE(r.effective_global_batch, 7);
+  bool noted = false;
+  for (const auto& n : plan.notes) noted |= n.find("cannot be reached exactly") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(plan, checkpointing_when_nothing_fits_without_it) {
+  auto s = setup("gpt2-large", 1024);
+  const auto m = estimate_memory(s);
+  device_spec d = find_preset("l4");
+  // A GPU between one sample with and one without checkpointing.
+  d.memory_bytes = static_cast<std::int64_t>((m.peak_bytes(1, true) + m.peak_bytes(1, false)) / 2 / (1 - s.safety_margin));
+  const auto plan = plan_batch(s, d);
+  ASSERT_TRUE(plan.recommended);
+  EXPECT_TRUE(plan.candidates[*plan.recommended].checkpointing);
+  EXPECT_EQ(plan.max_micro_batch_no_ckpt, 0);
+  s.checkpointing = checkpoint_policy::off;
+  EXPECT_FALSE(plan_batch(s, d).recommended);
+}
+
+TEST(plan, nothing_fits_suggests_what_would) {
+  auto s = setup("llama-3-8b", 2048);
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  EXPECT_FALSE(plan.recommended);
+  ASSERT_FALSE(plan.suggestions.empty());
+  bool lora = false;
+  for (const auto& x : plan.suggestions) lora |= x.find("--lora-rank") != std::string::npos;
+  EXPECT_TRUE(lora);
+  EXPECT_TRUE(to_json(plan, "", "")["recommendation"].is_null());
+}
+
+TEST(setup, validation_names_the_bad_value) {
+  auto s = setup("gpt2", 2048);
+  try {
+    validate(s);
+    FAIL();
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--seq-len 2048"), std::string::npos);
+  }
+  s.seq_len = 512;
+  s.zero_stage = 4;
+  EXPECT_THROW(validate(s), usage_error);
+  s.zero_stage = 0;
+  s.global_batch = 2;
+  s.world_size = 4;
+  EXPECT_THROW(validate(s), usage_error);
+  EXPECT_THROW(parse_precision("fp8"), usage_error);
+  EXPECT_THROW(parse_optimizer("lion"), usage_error);
+  EXPECT_EQ(parse_optimizer("adamw-8bit"), optimizer_kind::adamw_8bit);
+}
