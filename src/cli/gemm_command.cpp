@@ -9,6 +9,7 @@
 #include "cli/output.hpp"
 #include "core/compile_cache.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
@@ -31,6 +32,7 @@ struct gemm_options {
     std::string cache_dir;
     bool no_cache = false;
   } compile;
+  std::string suite;
   struct {
     bool dry_run = false;
     int top = 10;
@@ -78,7 +80,9 @@ std::string format_table(const gemm_plan& plan, int top) {
   return out;
 }
 
-void run_gemm(const gemm_options& o, run_context& ctx) {
+gemm_problem problem_from_flags(const gemm_options& o) {
+  if (o.problem.m == 0 && o.problem.n == 0 && o.problem.k == 0)
+    throw usage_error("give the problem with --m, --n and --k, or a list of problems with --suite FILE");
   gemm_problem p;
   p.m = o.problem.m;
   p.n = o.problem.n;
@@ -89,12 +93,45 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
   validate(p);
+  return p;
+}
+
+std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_plan>& plans) {
+  text_table t({"problem", "shape", "recommended", "pred TFLOP/s", "% peak", "ok variants"});
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto& plan = plans[i];
+    const double peak = plan.device.peak_tflops(plan.problem.type);
+    std::size_t ok = 0;
+    for (const auto& v : plan.variants) ok += v.status == variant_status::ok;
+    if (plan.recommended) {
+      const auto& v = plan.variants[*plan.recommended];
+      t.add_row({suite.problems[i].name, plan.problem.describe(), v.config.id(),
+                 fmt::format("{:.1f}", v.predicted.tflops),
+                 peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-", std::to_string(ok)});
+    } else {
+      t.add_row({suite.problems[i].name, plan.problem.describe(), "none", "-", "-", "0"});
+    }
+  }
+  return fmt::format("suite {} on {} ({}), PREDICTED by the analytical model, not measured\n\n", suite.name,
+                     plans.empty() ? "" : plans[0].device.name, plans.empty() ? "" : plans[0].device.arch()) +
+         t.render();
+}
+
+void run_gemm(const gemm_options& o, run_context& ctx) {
+  gemm_suite suite;
+  if (!o.suite.empty()) {
+    if (o.problem.m || o.problem.n || o.problem.k)
+      throw usage_error("--suite and --m/--n/--k exclude each other: a suite lists its own problems");
+    suite = load_suite(o.suite);
+  } else {
+    suite.problems.push_back({"", problem_from_flags(o)});
+  }
   if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
   if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
   if (!o.report.out.empty()) check_output_path(o.report.out);
 
   const device_choice device = choose_device(o.device.gpu, o.device.index);
-  check_fits_memory(p, device.spec);
+  for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
   if (device.live && !o.report.dry_run) {
     throw environment_error(fmt::format(
         "found {}, but this build of tiletune cannot yet launch and time variants on a GPU.\n"
@@ -114,22 +151,43 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   progress_line progress(!o.report.quiet);
   plan_options options;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
-  options.progress = [&](std::size_t done, std::size_t total, std::size_t cached_hits) {
-    progress.update(fmt::format("compiling variants for {}: {}/{} ({} from cache)", device.spec.arch(), done,
-                                total, cached_hits));
-  };
-  const gemm_plan plan = plan_gemm(p, device.spec, *compiler, options);
+  std::vector<gemm_plan> plans;
+  for (std::size_t i = 0; i < suite.problems.size(); ++i) {
+    const std::string prefix =
+        suite.problems.size() > 1 ? fmt::format("problem {}/{} ({}): ", i + 1, suite.problems.size(), suite.problems[i].name) : "";
+    options.progress = [&](std::size_t done, std::size_t total, std::size_t cached_hits) {
+      progress.update(fmt::format("{}compiling variants for {}: {}/{} ({} from cache)", prefix, device.spec.arch(),
+                                  done, total, cached_hits));
+    };
+    plans.push_back(plan_gemm(suite.problems[i].problem, device.spec, *compiler, options));
+  }
   progress.finish();
 
-  const nlohmann::json j = to_json(plan, run_info{ctx.command_line, utc_now_iso()});
+  const run_info run{ctx.command_line, utc_now_iso()};
+  nlohmann::json j;
+  if (o.suite.empty()) {
+    j = to_json(plans[0], run);
+  } else {
+    j = result_header("tiletune.gemm-suite/1", device.spec, plans[0].mode, plans[0].compiler_version, run);
+    j["suite"] = {{"name", suite.name}, {"file", o.suite}};
+    j["results"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      auto r = result_body(plans[i], static_cast<std::size_t>(o.report.top));
+      r["name"] = suite.problems[i].name;
+      j["results"].push_back(std::move(r));
+    }
+  }
   if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
   if (o.report.json) {
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else if (!o.report.quiet) {
-    std::fputs(format_table(plan, o.report.top).c_str(), stdout);
+    std::fputs((o.suite.empty() ? format_table(plans[0], o.report.top) : format_suite_table(suite, plans)).c_str(),
+               stdout);
     if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
   }
-  if (!plan.recommended) fmt::print(stderr, "tiletune: no variant of {} can run on {}\n", p.describe(), device.spec.name);
+  for (const auto& plan : plans)
+    if (!plan.recommended)
+      fmt::print(stderr, "tiletune: no variant of {} can run on {}\n", plan.problem.describe(), device.spec.name);
   ctx.exit_code = exit_ok;
 }
 
@@ -138,9 +196,10 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
 void add_gemm_command(CLI::App& app, run_context& ctx) {
   auto o = std::make_shared<gemm_options>();
   auto* cmd = app.add_subcommand("gemm", "Tune the tile shape of one GEMM: C = alpha * op(A) * op(B) + beta * C");
-  cmd->add_option("--m", o->problem.m, "Rows of C and op(A)")->required();
-  cmd->add_option("--n", o->problem.n, "Columns of C and op(B)")->required();
-  cmd->add_option("--k", o->problem.k, "The reduction dimension")->required();
+  cmd->add_option("--m", o->problem.m, "Rows of C and op(A)");
+  cmd->add_option("--n", o->problem.n, "Columns of C and op(B)");
+  cmd->add_option("--k", o->problem.k, "The reduction dimension");
+  cmd->add_option("--suite", o->suite, "Tune every problem of a suite file (see profiles/suites/) into one result");
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   cmd->add_option("--dtype", o->problem.dtype, "f32 | tf32 | f16 | bf16 (fp32 accumulation)")->capture_default_str();
   cmd->add_option("--layout", o->problem.layout,
@@ -161,6 +220,7 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
   cmd->footer(R"(
 Examples:
+  tiletune gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --out llm-plan.json
   tiletune gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout nt --gpu h100-sxm --dry-run --out plan.json
   tiletune gemm --m 1000 --n 3000 --k 777 --dtype f32 --layout tn --gpu a100-sxm-80gb
 

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   cli::add_devices_command(app, ctx);
   cli::add_gemm_command(app, ctx);
   cli::add_batch_command(app, ctx);
+  cli::add_check_command(app, ctx);
+  cli::add_compare_command(app, ctx);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

@@ -205,16 +205,8 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
 
 }  // namespace
 
-nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
+nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   nlohmann::json j;
-  j["schema"] = "tiletune.gemm/1";
-  j["tool"] = {{"name", "tiletune"},
-               {"version", tool_version},
-               {"nvrtc", plan.compiler_version},
-               {"command_line", run.command_line},
-               {"date", run.date_utc}};
-  j["device"] = to_json(plan.device);
-  j["mode"] = plan.mode;
   j["problem"] = to_json(plan.problem);
   j["problem"]["flops"] = plan.problem.flops();
   j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
@@ -229,7 +221,7 @@ nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
   j["variants"] = nlohmann::json::array();
   for (const auto& v : plan.variants) {
     ++counts[static_cast<int>(v.status)];
-    j["variants"].push_back(variant_json(v, plan));
+    if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
   }
   nlohmann::json summary = nlohmann::json::object();
   for (int s = 0; s < 7; ++s)
@@ -252,6 +244,26 @@ nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
   } else {
     j["recommendation"] = nullptr;
   }
+  return j;
+}
+
+nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+                             const std::string& compiler_version, const run_info& run) {
+  nlohmann::json j;
+  j["schema"] = schema;
+  j["tool"] = {{"name", "tiletune"},
+               {"version", tool_version},
+               {"nvrtc", compiler_version},
+               {"command_line", run.command_line},
+               {"date", run.date_utc}};
+  j["device"] = to_json(device);
+  j["mode"] = mode;
+  return j;
+}
+
+nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
+  nlohmann::json j = result_header("tiletune.gemm/1", plan.device, plan.mode, plan.compiler_version, run);
+  j.update(result_body(plan, plan.variants.size()));
   return j;
 }
 

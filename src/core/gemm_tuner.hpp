@@ -79,6 +79,12 @@ struct run_info {
 
 // The contract's JSON (schema tiletune.gemm/1).
 nlohmann::json to_json(const gemm_plan& plan, const run_info& run);
+// The parts of it that belong to one problem (problem, reference, variants up
+// to max_variants, summary, recommendation), for suites.
+nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants);
+// schema, tool, device and mode.
+nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+                             const std::string& compiler_version, const run_info& run);
 
 // The recommended tile in the words of other tools.
 nlohmann::json triton_config(const tile_config& c, dtype t);

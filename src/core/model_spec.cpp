@@ -1,12 +1,10 @@
 #include "core/model_spec.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/json_file.hpp"
 
 namespace tiletune {
 
@@ -245,27 +243,7 @@ model_spec load_model(std::string_view name_or_path) {
     for (const auto& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
     throw usage_error(fmt::format("--model {}: neither a preset ({}) nor a config.json file", name_or_path, names));
   }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(s);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Turn the byte offset into a line and column a person can find.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
-      if (s[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw usage_error(fmt::format("{}: malformed JSON at line {}, column {} (byte {}): {}", path.string(), line, col,
-                                  e.byte, e.what()));
-  }
+  const nlohmann::json j = read_json_file(path);
   return model_from_hf_config(j, path.string());
 }
 

@@ -10,6 +10,27 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 constexpr double launch_overhead_us = 3.0;
 }  // namespace
 
+double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
+  // Shared memory serves 128 bytes per clock per SM. A thread (simt) or warp
+  // (mma) tile reads its A and B slices from it for every k-step; a small
+  // tile reads more bytes per flop and waits on shared memory, not the ALUs.
+  constexpr double smem_bytes_per_clock = 128;
+  const double clock_hz = d.boost_clock_mhz * 1e6;
+  if (clock_hz <= 0 || rate_per_sm <= 0) return 1;
+  const double flops_per_clock = rate_per_sm / clock_hz;
+  double flops = 0, bytes = 0;
+  if (c.family == kernel_family::simt) {
+    flops = 2.0 * c.thread_m * c.thread_n;  // per thread and k
+    bytes = 4.0 * (c.thread_m + c.thread_n);
+  } else {
+    const double k = element_bytes(t) == 2 ? 16 : 8;
+    flops = 2.0 * c.warp_tile_m() * c.warp_tile_n() * k;  // per warp and k-step
+    bytes = (c.warp_tile_m() + c.warp_tile_n()) * k * element_bytes(t);
+  }
+  if (bytes <= 0) return 1;
+  return std::min(1.0, (flops / flops_per_clock) / (bytes / smem_bytes_per_clock));
+}
+
 occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int registers,
                                       std::int64_t smem_bytes) {
   occupancy_estimate o;
@@ -68,6 +89,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
                        family_efficiency(c.family, d.compute_capability);
   rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
   if (c.family == kernel_family::mma && c.stages < 3) rate_per_sm *= 0.9;
+  rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_padded);
   const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
   const std::int64_t full_waves = r.blocks / resident;

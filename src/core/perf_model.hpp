@@ -38,6 +38,10 @@ struct prediction {
 // SM is busy; an assumption of the model, to be replaced by profiles/ data.
 double family_efficiency(kernel_family f, int compute_capability);
 
+// Below 1 when the tile reads shared memory faster than it can be served
+// (128 bytes per clock per SM) at the compute rate rate_per_sm (flop/s).
+double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm);
+
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
                    const occupancy_estimate& occ);
 

@@ -239,3 +239,74 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"gpt2", "--world-size", "0"}), "--world-size 0");
   expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "maybe");
 }
+
+namespace {
+fs::path write_result(const std::string& name, double ratio, const std::string& device = "NVIDIA H100 80GB HBM3") {
+  nlohmann::json j = {{"schema", "tiletune.gemm/1"},
+                      {"mode", "measured"},
+                      {"device", {{"name", device}, {"arch", "sm_90"}}},
+                      {"problem", {{"m", 4096}, {"n", 4096}, {"k", 4096}, {"dtype", "bf16"}, {"layout", "nt"}}},
+                      {"recommendation", {{"id", "mma_128x128x32_w2x2_s3"}, {"vs_reference", ratio}, {"median_us", 300.0}}}};
+  const fs::path p = tmp_dir() / name;
+  std::ofstream(p) << j.dump(2);
+  return p;
+}
+}  // namespace
+
+TEST(cli, compare_exit_codes) {
+  const auto base = write_result("base.json", 0.80);
+  EXPECT_EQ(run({"compare", base.string(), base.string()}).code, 0);
+  const result one = run({"compare", base.string(), write_result("one.json", 0.792).string()});
+  EXPECT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("SAME"), std::string::npos);
+  const fs::path junit = tmp_dir() / "report.xml";
+  fs::remove(junit);
+  const result ten = run({"compare", base.string(), write_result("ten.json", 0.72).string(), "--junit", junit.string()});
+  EXPECT_EQ(ten.code, 1) << ten.out;
+  EXPECT_NE(ten.out.find("SLOWER"), std::string::npos);
+  EXPECT_NE(slurp(junit).find("<failure"), std::string::npos);
+  EXPECT_EQ(run({"compare", base.string(), write_result("ten2.json", 0.72).string(), "--tolerance", "0.2"}).code, 0);
+  // Truncated: exit 2 with the place.
+  const fs::path cut = tmp_dir() / "cut.json";
+  const std::string whole = slurp(base);
+  std::ofstream(cut) << whole.substr(0, whole.size() / 2);
+  const result t = run({"compare", base.string(), cut.string()});
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.err.find("line"), std::string::npos) << t.err;
+  EXPECT_EQ(run({"compare", base.string(), (tmp_dir() / "absent.json").string()}).code, 2);
+  // Another GPU: exit 3 naming both, unless allowed.
+  const auto a100 = write_result("a100.json", 0.80, "NVIDIA A100-SXM4-80GB");
+  const result m = run({"compare", base.string(), a100.string()});
+  EXPECT_EQ(m.code, 3);
+  EXPECT_NE(m.err.find("A100"), std::string::npos);
+  EXPECT_NE(m.err.find("H100"), std::string::npos);
+  EXPECT_EQ(run({"compare", base.string(), a100.string(), "--allow-device-mismatch"}).code, 0);
+  EXPECT_EQ(run({"compare", base.string()}).code, 2);
+}
+
+TEST(cli, check_without_a_gpu_points_to_compare) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const result r = run({"check", "--baseline", write_result("b.json", 0.8).string()});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("compare"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"check", "--baseline", (tmp_dir() / "absent.json").string()}).code, 2);
+}
+
+TEST(cli, a_suite_plans_every_problem_into_one_file_that_compares_clean) {
+  const fs::path suite = tmp_dir() / "suite.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "mini", "problems": [
+    {"name": "decode", "m": 1, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nt"},
+    {"name": "prefill", "m": 2048, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nt"}]})";
+  const fs::path out = tmp_dir() / "suite-result.json";
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("prefill"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "tiletune.gemm-suite/1");
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["name"], "prefill");
+  EXPECT_FALSE(j["results"][0]["recommendation"].is_null());
+  const result c = run({"compare", out.string(), out.string()});
+  EXPECT_EQ(c.code, 0) << c.out << c.err;
+  expect_usage_error({"gemm", "--suite", suite.string(), "--m", "8", "--gpu", "h100-sxm"}, "--suite");
+}

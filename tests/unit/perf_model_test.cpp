@@ -117,3 +117,26 @@ TEST(perf_model, hopper_mma_sync_is_capped_near_63_percent) {
   EXPECT_LT(r.tflops, 0.64 * h100.peak_tflops_bf16);
   EXPECT_GT(r.tflops, 0.5 * h100.peak_tflops_bf16);
 }
+
+TEST(perf_model, small_thread_tiles_wait_on_shared_memory) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  tile_config c;
+  c.family = kernel_family::simt;
+  c.block_m = c.block_n = 64;
+  c.block_k = 8;
+  c.vector_width = 4;
+  // H100 FFMA: 66.9 TFLOP/s over 132 SMs at 1980 MHz = 256 flop/clock/SM.
+  const double rate = h100.peak_tflops_f32 * 1e12 / h100.sm_count;
+  // 4x4: 32 flops need 32 bytes per k (0.25 clocks) vs 0.125 clocks of FFMA: half speed.
+  c.thread_m = c.thread_n = 4;
+  EXPECT_NEAR(shared_memory_factor(h100, dtype::f32, c, rate), 0.5, 0.01);
+  c.thread_m = c.thread_n = 8;
+  EXPECT_NEAR(shared_memory_factor(h100, dtype::f32, c, rate), 1.0, 0.01);
+  // A 64x64 bf16 warp tile is compute-bound on mma.sync.
+  tile_config m;
+  m.family = kernel_family::mma;
+  m.block_m = m.block_n = 128;
+  m.block_k = 32;
+  m.warps_m = m.warps_n = 2;
+  EXPECT_DOUBLE_EQ(shared_memory_factor(h100, dtype::bf16, m, h100.peak_tflops_bf16 * 1e12 * 0.63 / h100.sm_count), 1.0);
+}

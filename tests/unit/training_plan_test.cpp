@@ -141,9 +141,11 @@ TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
   EXPECT_FALSE(r.checkpointing);
   EXPECT_EQ(r.micro_batch * r.grad_accum_steps, 512);
   EXPECT_TRUE(r.exact_global_batch);
-  for (const auto& c : plan.candidates)
-    if (c.fits && c.exact_global_batch && c.checkpointing == r.checkpointing)
+  for (const auto& c : plan.candidates) {
+    if (c.fits && c.exact_global_batch && c.checkpointing == r.checkpointing) {
       EXPECT_LE(c.samples_per_s, r.samples_per_s * 1.0000001);
+    }
+  }
   const auto j = to_json(plan, "cmd", "date");
   EXPECT_EQ(j["schema"], "tiletune.batch/1");
   EXPECT_EQ(j["mode"], "predicted");

@@ -1,0 +1,136 @@
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/errors.hpp"
+#include "core/result_compare.hpp"
+#include "cuda/device_query.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+struct report_options {
+  std::string out;
+  std::string junit;
+  bool json = false;
+};
+
+std::string format_comparison(const comparison& c) {
+  text_table t({"verdict", "problem", "basis", "base", "new", "change %", "noise %", "detail"});
+  for (const auto& r : c.rows) {
+    t.add_row({std::string(to_string(r.result)), r.label, r.basis.empty() ? "-" : r.basis,
+               r.base_value ? fmt::format("{:.4g}", *r.base_value) : "-",
+               r.new_value ? fmt::format("{:.4g}", *r.new_value) : "-",
+               r.basis.empty() ? "-" : fmt::format("{:+.1f}", 100 * r.change), fmt::format("{:.1f}", 100 * r.noise),
+               r.detail.empty() ? "-" : r.detail});
+  }
+  std::string out = fmt::format("{} -> {} (tolerance {:.1f}%{})\n\n", c.base_path, c.new_path,
+                                100 * c.options.tolerance, c.options.absolute ? ", raw time" : "");
+  out += t.render();
+  for (const auto& k : c.only_in_new) out += fmt::format("new problem (not in the baseline): {}\n", k);
+  for (const auto& n : c.notes) out += "note: " + n + "\n";
+  out += c.failed() ? "\nFAILED: a problem is slower, incorrect or missing\n" : "\nOK\n";
+  return out;
+}
+
+void emit(const comparison& c, const report_options& r) {
+  if (!r.out.empty()) write_file_atomically(r.out, to_json(c).dump(2) + "\n");
+  if (!r.junit.empty()) write_file_atomically(r.junit, to_junit_xml(c));
+  if (r.json)
+    std::fputs((to_json(c).dump(2) + "\n").c_str(), stdout);
+  else
+    std::fputs(format_comparison(c).c_str(), stdout);
+}
+
+void add_report_flags(CLI::App* cmd, report_options& r) {
+  cmd->add_option("--out", r.out, "Write the verdicts as JSON to FILE");
+  cmd->add_option("--junit", r.junit, "Write a JUnit XML report (one test case per problem) to FILE");
+  cmd->add_flag("--json", r.json, "Print the JSON on stdout instead of the table");
+}
+
+void check_report_paths(const report_options& r) {
+  if (!r.out.empty()) check_output_path(r.out);
+  if (!r.junit.empty()) check_output_path(r.junit);
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, run_context& ctx) {
+  struct options {
+    std::string base, fresh;
+    compare_options compare;
+    report_options report;
+  };
+  auto o = std::make_shared<options>();
+  auto* cmd = app.add_subcommand("compare", "Compare two gemm result files offline: SAME, FASTER, SLOWER, NOISY, "
+                                            "INCORRECT or MISSING per problem");
+  cmd->add_option("BASE", o->base, "The baseline result (tiletune gemm --out, or a suite result)")->required();
+  cmd->add_option("NEW", o->fresh, "The result to judge")->required();
+  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction (0.05 = 5%)")
+      ->capture_default_str();
+  cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS from the same run");
+  cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch,
+                "Compare results recorded on different GPU models");
+  add_report_flags(cmd, o->report);
+  cmd->footer(R"(
+A problem is SLOWER when its speed dropped by more than the tolerance and by
+more than the measured noise of both runs; NOISY when the change is beyond the
+tolerance but within the noise. By default the speed is the ratio to cuBLAS
+measured in the same run (robust to clocks and thermal state); results without
+one (predicted plans) are compared on time.
+
+Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING from
+NEW; 2 a file is unreadable, malformed or truncated (the message gives the
+place), or the files share no problem; 3 the files come from different GPUs.)");
+  cmd->callback([o, &ctx] {
+    check_report_paths(o->report);
+    const result_file base = load_result_file(o->base);
+    const result_file fresh = load_result_file(o->fresh);
+    const comparison c = compare_results(base, fresh, o->compare);
+    emit(c, o->report);
+    ctx.exit_code = c.failed() ? exit_check_failed : exit_ok;
+  });
+}
+
+void add_check_command(CLI::App& app, run_context&) {
+  struct options {
+    std::string baseline;
+    compare_options compare;
+    report_options report;
+    std::optional<int> device;
+  };
+  auto o = std::make_shared<options>();
+  auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
+  cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (profiles/<gpu>.json)")->required();
+  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")->capture_default_str();
+  cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
+  cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
+  cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
+  add_report_flags(cmd, o->report);
+  cmd->callback([o] {
+    check_report_paths(o->report);
+    const result_file base = load_result_file(o->baseline);
+    const local_devices local = query_local_devices();
+    if (local.devices.empty())
+      throw environment_error(fmt::format("check re-measures on a local GPU and there is none: {}. To compare two "
+                                          "result files offline, use `tiletune compare BASE NEW`.",
+                                          local.why_none));
+    const device_choice device = choose_device(std::nullopt, o->device);
+    if (!o->compare.allow_device_mismatch && device.spec.arch() != base.device_arch)
+      throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
+                                          "--allow-device-mismatch to check anyway",
+                                          o->baseline, base.device_name, base.device_arch, device.spec.name,
+                                          device.spec.arch()));
+    throw environment_error(fmt::format(
+        "found {}, but this build of tiletune cannot yet launch and time variants on a GPU, so it cannot "
+        "re-measure the baseline. `tiletune compare BASE NEW` compares two result files offline.",
+        device.spec.name));
+  });
+}
+
+}  // namespace tiletune::cli

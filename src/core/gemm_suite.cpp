@@ -1,0 +1,42 @@
+#include "core/gemm_suite.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/json_file.hpp"
+
+namespace tiletune {
+
+gemm_suite load_suite(const std::filesystem::path& path) {
+  const nlohmann::json j = read_json_file(path);
+  const std::string where = path.string();
+  if (!j.is_object() || j.value("schema", "") != "tiletune.suite/1")
+    throw usage_error(fmt::format("{}: not a suite (expected \"schema\": \"tiletune.suite/1\")", where));
+  if (!j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
+    throw usage_error(fmt::format("{}: \"problems\" must be a non-empty array", where));
+  gemm_suite s;
+  s.name = j.value("name", path.stem().string());
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < j["problems"].size(); ++i) {
+    const auto& p = j["problems"][i];
+    suite_problem sp;
+    sp.name = p.is_object() ? p.value("name", fmt::format("problem {}", i)) : fmt::format("problem {}", i);
+    const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
+    try {
+      sp.problem = gemm_problem_from_json(p);
+      validate(sp.problem);
+    } catch (const nlohmann::json::exception& e) {
+      throw usage_error(fmt::format("{}: {}", which, e.what()));
+    } catch (const usage_error& e) {
+      throw usage_error(fmt::format("{}: {}", which, e.what()));
+    }
+    if (!names.insert(sp.name).second) throw usage_error(fmt::format("{}: the name is used twice", which));
+    s.problems.push_back(std::move(sp));
+  }
+  return s;
+}
+
+}  // namespace tiletune

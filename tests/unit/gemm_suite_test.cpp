@@ -1,0 +1,50 @@
+#include "core/gemm_suite.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+
+namespace {
+std::string error_of(const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("tiletune-suite-" + std::to_string(getpid()) + ".json");
+  std::ofstream(path) << text;
+  std::string message;
+  try {
+    load_suite(path);
+  } catch (const usage_error& e) {
+    message = e.what();
+  }
+  std::filesystem::remove(path);
+  return message;
+}
+}  // namespace
+
+TEST(suite, the_shipped_suites_load) {
+  for (const char* name : {"llm", "squares", "skinny"}) {
+    const auto s = load_suite(std::filesystem::path(TILETUNE_SOURCE_DIR) / "profiles/suites" / (std::string(name) + ".json"));
+    EXPECT_EQ(s.name, name);
+    EXPECT_GE(s.problems.size(), 7u);
+  }
+}
+
+TEST(suite, a_bad_problem_is_named) {
+  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "good", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
+      {"name": "bad", "m": 0, "n": 8, "k": 8, "dtype": "f32"}]})").find("problem 1 (\"bad\")"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [{"name": "x", "m": 8, "n": 8, "dtype": "f32"}]})")
+                .find("\"x\""),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": []})").find("non-empty"), std::string::npos);
+  EXPECT_NE(error_of(R"({"problems": []})").find("not a suite"), std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "a", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"name": "a", "m": 9, "n": 8, "k": 8, "dtype": "f32"}]})")
+                .find("twice"),
+            std::string::npos);
+}
