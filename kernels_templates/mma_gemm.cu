@@ -54,10 +54,13 @@ __device__ __forceinline__ unsigned tt_smem_addr(const void* p) {
   return r;
 }
 
-__device__ __forceinline__ void tt_cp_async16(void* dst, const void* src, int src_bytes) {
+// Shared memory is addressed with 32-bit offsets from one base computed once:
+// generic 64-bit pointers per copy and per ldmatrix cost registers that the
+// 64x64 warp tiles need for their accumulators.
+__device__ __forceinline__ void tt_cp_async16(unsigned dst, const void* src, int src_bytes) {
   // Bytes past src_bytes are zero-filled: that is the edge-tile predicate.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tt_smem_addr(dst)),
-               "l"(src), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
 }
 __device__ __forceinline__ void tt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -69,8 +72,8 @@ __device__ __forceinline__ void tt_cp_async_wait() {
 // whose top-left element is at `g` (row stride ld). rows_left/cols_left say
 // how much of the tile lies inside the matrix.
 template <int ROWS, int COLS, int LDS>
-__device__ __forceinline__ void tt_load_tile(elem_t* s, const elem_t* g, int ld, int rows_left,
-                                             int cols_left, bool aligned, int tid) {
+__device__ __forceinline__ void tt_load_tile(elem_t* s, unsigned s_addr, const elem_t* g, int ld,
+                                             int rows_left, int cols_left, bool aligned, int tid) {
   constexpr int chunks_per_row = COLS / TT_CHUNK;
   constexpr int chunks = ROWS * chunks_per_row;
 #pragma unroll
@@ -80,26 +83,27 @@ __device__ __forceinline__ void tt_load_tile(elem_t* s, const elem_t* g, int ld,
     const int r = c / chunks_per_row, col = (c % chunks_per_row) * TT_CHUNK;
     int valid = r < rows_left ? cols_left - col : 0;
     valid = valid < 0 ? 0 : (valid > TT_CHUNK ? TT_CHUNK : valid);
-    elem_t* dst = s + r * LDS + col;
     const elem_t* src = g + (long long)r * ld + col;
     if (aligned) {
-      tt_cp_async16(dst, valid > 0 ? src : g, valid * TT_ELEM_BYTES);
+      tt_cp_async16(s_addr + (r * LDS + col) * TT_ELEM_BYTES, valid > 0 ? src : g,
+                    valid * TT_ELEM_BYTES);
     } else {
+      elem_t* dst = s + r * LDS + col;
 #pragma unroll
       for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : elem_t(0);
     }
   }
 }
 
-__device__ __forceinline__ void tt_ldmatrix_x4(unsigned* r, const void* p) {
+__device__ __forceinline__ void tt_ldmatrix_x4(unsigned* r, unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(tt_smem_addr(p)));
+               : "r"(addr));
 }
-__device__ __forceinline__ void tt_ldmatrix_x4_trans(unsigned* r, const void* p) {
+__device__ __forceinline__ void tt_ldmatrix_x4_trans(unsigned* r, unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(tt_smem_addr(p)));
+               : "r"(addr));
 }
 
 __device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsigned* b) {
@@ -132,8 +136,10 @@ __device__ __forceinline__ unsigned tt_to_tf32(float x) {
 }
 #endif
 
-// Fragments of the k-step at k_base (relative to the tile) for this warp.
-__device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t* bs, int k_base,
+// Fragments of the k-step at k_base (relative to the tile) for this warp;
+// as/bs for element loads, as_addr/bs_addr (shared-space bytes) for ldmatrix.
+__device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t* bs,
+                                                  unsigned as_addr, unsigned bs_addr, int k_base,
                                                   int wm0, int wn0, int lane,
                                                   unsigned (&a)[TT_MI][4],
                                                   unsigned (&b)[TT_NI][2]) {
@@ -145,10 +151,11 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
     const int m = wm0 + mi * 16;
 #if TT_A_T
     // Stored [k][m]: matrices (k+0,m+0) (k+0,m+8) (k+8,m+0) (k+8,m+8), transposed.
-    tt_ldmatrix_x4_trans(a[mi], as + (k_base + r + (q >> 1) * 8) * TT_LDA_S + m + (q & 1) * 8);
+    tt_ldmatrix_x4_trans(
+        a[mi], as_addr + ((k_base + r + (q >> 1) * 8) * TT_LDA_S + m + (q & 1) * 8) * 2);
 #else
     // Stored [m][k]: matrices (m+0,k+0) (m+8,k+0) (m+0,k+8) (m+8,k+8).
-    tt_ldmatrix_x4(a[mi], as + (m + r + (q & 1) * 8) * TT_LDA_S + k_base + (q >> 1) * 8);
+    tt_ldmatrix_x4(a[mi], as_addr + ((m + r + (q & 1) * 8) * TT_LDA_S + k_base + (q >> 1) * 8) * 2);
 #endif
   }
 #pragma unroll
@@ -157,10 +164,10 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
     unsigned t[4];
 #if TT_B_T
     // Stored [n][k]: matrices (n+0,k+0) (n+0,k+8) (n+8,k+0) (n+8,k+8).
-    tt_ldmatrix_x4(t, bs + (n + r + (q >> 1) * 8) * TT_LDB_S + k_base + (q & 1) * 8);
+    tt_ldmatrix_x4(t, bs_addr + ((n + r + (q >> 1) * 8) * TT_LDB_S + k_base + (q & 1) * 8) * 2);
 #else
     // Stored [k][n]: matrices (k+0,n+0) (k+8,n+0) (k+0,n+8) (k+8,n+8), transposed.
-    tt_ldmatrix_x4_trans(t, bs + (k_base + r + (q & 1) * 8) * TT_LDB_S + n + (q >> 1) * 8);
+    tt_ldmatrix_x4_trans(t, bs_addr + ((k_base + r + (q & 1) * 8) * TT_LDB_S + n + (q >> 1) * 8) * 2);
 #endif
     b[ni][0] = t[0];
     b[ni][1] = t[1];
@@ -209,6 +216,8 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   elem_t* const smem = reinterpret_cast<elem_t*>(tt_smem_raw);
   elem_t* const As = smem;                            // [STAGES][A_STAGE]
   elem_t* const Bs = smem + TT_STAGES * TT_A_STAGE;  // [STAGES][B_STAGE]
+  const unsigned as_base = tt_smem_addr(As);
+  const unsigned bs_base = as_base + TT_STAGES * TT_A_STAGE * TT_ELEM_BYTES;
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -227,19 +236,23 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   auto load_stage = [&](int stage, int k0) {
 #if TT_A_T
     tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_LDA_S>(As + stage * TT_A_STAGE,
+                                                 as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
                                                  A + (long long)k0 * lda + m0, lda, K - k0,
                                                  M - m0, a_aligned, tid);
 #else
     tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_LDA_S>(As + stage * TT_A_STAGE,
+                                                 as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
                                                  A + (long long)m0 * lda + k0, lda, M - m0,
                                                  K - k0, a_aligned, tid);
 #endif
 #if TT_B_T
     tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_LDB_S>(Bs + stage * TT_B_STAGE,
+                                                 bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
                                                  B + (long long)n0 * ldb + k0, ldb, N - n0,
                                                  K - k0, b_aligned, tid);
 #else
     tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_LDB_S>(Bs + stage * TT_B_STAGE,
+                                                 bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
                                                  B + (long long)k0 * ldb + n0, ldb, K - k0,
                                                  N - n0, b_aligned, tid);
 #endif
@@ -272,11 +285,16 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
     if (next < k_tiles) load_stage(next % TT_STAGES, next * TT_BK);
     tt_cp_async_commit();
 
-    const elem_t* as = As + (kt % TT_STAGES) * TT_A_STAGE;
-    const elem_t* bs = Bs + (kt % TT_STAGES) * TT_B_STAGE;
-#pragma unroll
+    const int stage = kt % TT_STAGES;
+    const elem_t* as = As + stage * TT_A_STAGE;
+    const elem_t* bs = Bs + stage * TT_B_STAGE;
+    const unsigned as_addr = as_base + stage * TT_A_STAGE * TT_ELEM_BYTES;
+    const unsigned bs_addr = bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES;
+    // Two k-steps at a time: a full unroll at BK 64 lets the compiler hoist
+    // every fragment load and spill a 64x64 warp tile's registers.
+#pragma unroll 2
     for (int kk = 0; kk < TT_BK; kk += TT_MMA_K) {
-      tt_load_fragments(as, bs, kk, wm0, wn0, lane, a, b);
+      tt_load_fragments(as, bs, as_addr, bs_addr, kk, wm0, wn0, lane, a, b);
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll

@@ -1,6 +1,7 @@
 #include "core/gemm_tuner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "core/kernel_templates.hpp"
+#include "core/measurement.hpp"
 #include "core/search_space.hpp"
 #include "core/version.hpp"
 
@@ -162,7 +164,11 @@ nlohmann::json optional_number(double v, bool present) {
 
 nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   const bool ok = v.status == variant_status::ok;
+  const bool measured = v.measured.has_value();
   const double peak = plan.device.peak_tflops(plan.problem.type);
+  const double tflops =
+      measured && v.measured->timing.median_us > 0 ? plan.problem.flops() / (v.measured->timing.median_us * 1e6)
+                                                   : v.predicted.tflops;
   nlohmann::json j = {
       {"id", v.config.id()},
       {"family", to_string(v.config.family)},
@@ -180,13 +186,30 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
                                                 {"limited_by", v.occupancy.limited_by}}
                                : nlohmann::json(nullptr)},
       {"median_us", nullptr},
-      {"predicted_us", optional_number(v.predicted.time_us, ok)},
-      {"tflops", optional_number(v.predicted.tflops, ok)},
-      {"percent_of_peak", optional_number(100.0 * v.predicted.tflops / peak, ok && peak > 0)},
+      {"predicted_us", optional_number(v.predicted.time_us, v.predicted.time_us > 0)},
+      {"tflops", optional_number(tflops, ok)},
+      {"percent_of_peak", optional_number(100.0 * tflops / peak, ok && peak > 0)},
       {"vs_reference", nullptr},
       {"max_rel_error", nullptr},
   };
-  if (ok) {
+  if (measured) {
+    const auto& m = *v.measured;
+    if (m.timing.samples > 0) {
+      j["median_us"] = m.timing.median_us;
+      j["timing"] = to_json(m.timing);
+      j["timer"] = m.timer;
+      j["sm_clock_mhz"] = m.sm_clock_mhz ? nlohmann::json(*m.sm_clock_mhz) : nlohmann::json(nullptr);
+      if (plan.reference && plan.reference->timing.median_us > 0)
+        j["vs_reference"] = plan.reference->timing.median_us / m.timing.median_us;
+    }
+    if (m.verified) {
+      j["max_rel_error"] = optional_number(m.error.max_rel_error, std::isfinite(m.error.max_rel_error));
+      j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
+      j["error_bound"] = error_bound(plan.problem.type);
+    }
+    j["memory_bytes"] = plan.problem.operand_bytes();
+  }
+  if (ok && v.predicted.time_us > 0) {
     j["model"] = {{"compute_us", v.predicted.compute_us},
                   {"memory_us", v.predicted.memory_us},
                   {"bound", v.predicted.bound},
@@ -211,8 +234,23 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   j["problem"]["flops"] = plan.problem.flops();
   j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
   j["reference"] = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
-  if (plan.mode == "predicted")
-    j["reference"]["note"] = "not measured: predicted mode runs no kernel";
+  if (plan.mode == "predicted") j["reference"]["note"] = "not measured: predicted mode runs no kernel";
+  if (plan.reference) {
+    const auto& r = *plan.reference;
+    if (r.status == "ok" && r.timing.median_us > 0) {
+      j["reference"]["median_us"] = r.timing.median_us;
+      j["reference"]["tflops"] = plan.problem.flops() / (r.timing.median_us * 1e6);
+      j["reference"]["timing"] = to_json(r.timing);
+      j["reference"]["algorithm"] = r.algorithm;
+      j["reference"]["timer"] = r.timer;
+    } else {
+      j["reference"]["note"] = "cuBLASLt could not be timed: " + r.message;
+    }
+  }
+  if (plan.mode == "measured") {
+    j["memory"] = {{"peak_device_bytes", plan.peak_device_bytes}, {"operand_bytes", plan.problem.operand_bytes()}};
+    j["notes"] = plan.notes;
+  }
   j["compile"] = {{"arch", plan.device.compile_arch()},
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},
@@ -229,18 +267,22 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   j["summary"] = summary;
   if (plan.recommended) {
     const auto& v = plan.variants[*plan.recommended];
+    const auto vj = variant_json(v, plan);
     j["recommendation"] = {
         {"id", v.config.id()},
         {"family", to_string(v.config.family)},
         {"tile", tile_to_json(v.config)},
-        {"tflops", v.predicted.tflops},
-        {"predicted_us", v.predicted.time_us},
-        {"vs_reference", nullptr},
+        {"tflops", vj["tflops"]},
+        {"percent_of_peak", vj["percent_of_peak"]},
+        {"predicted_us", vj["predicted_us"]},
+        {"median_us", vj["median_us"]},
+        {"vs_reference", vj["vs_reference"]},
         {"triton", triton_config(v.config, plan.problem.type)},
         {"cutlass", cutlass_shape(v.config, plan.problem.type)},
         {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
                                            : "measured"},
     };
+    if (v.measured) j["recommendation"]["noise"] = v.measured->timing.spread;
   } else {
     j["recommendation"] = nullptr;
   }

@@ -9,6 +9,7 @@
 
 #include "core/device_spec.hpp"
 #include "core/kernel_compiler.hpp"
+#include "core/measure_protocol.hpp"
 #include "core/perf_model.hpp"
 #include "core/problem.hpp"
 #include "core/tile_config.hpp"
@@ -42,6 +43,7 @@ struct variant_result {
   prediction predicted;
   std::string cubin;  // kept for launching; not in the JSON
   int rank = 0;       // 1 = best among ok; 0 when not ok
+  std::optional<measure_response> measured;  // measured mode
 };
 
 struct gemm_plan {
@@ -54,6 +56,10 @@ struct gemm_plan {
   double compile_wall_ms = 0;
   std::size_t compiled = 0;
   std::size_t cache_hits = 0;
+  // Measured mode:
+  std::optional<measure_response> reference;  // cuBLASLt, timed like the variants
+  std::int64_t peak_device_bytes = 0;
+  std::vector<std::string> notes;
 };
 
 struct plan_options {

@@ -1,0 +1,179 @@
+#include "core/gemm_measure.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace tiletune {
+
+namespace fs = std::filesystem;
+
+subprocess_backend::subprocess_backend(std::vector<std::string> worker_argv, worker_setup setup,
+                                       fs::path scratch_dir, double variant_timeout_s, double setup_timeout_s)
+    : argv_(std::move(worker_argv)),
+      setup_(std::move(setup)),
+      scratch_(std::move(scratch_dir)),
+      timeout_s_(variant_timeout_s),
+      setup_timeout_s_(setup_timeout_s) {}
+
+subprocess_backend::~subprocess_backend() = default;
+
+void subprocess_backend::ensure_worker() {
+  if (worker_ && worker_->running()) return;
+  if (started_once_) ++restarts_;
+  started_once_ = true;
+  worker_ = std::make_unique<worker_process>(argv_);
+  worker_->start();
+  if (!worker_->write_line(to_json(setup_).dump()))
+    throw environment_error("the measuring worker did not accept its setup: " + worker_->stderr_tail());
+  const auto ready = worker_->read_line(setup_timeout_s_);
+  nlohmann::json j;
+  if (ready.status == worker_process::read_status::line) j = nlohmann::json::parse(ready.text, nullptr, false);
+  if (ready.status != worker_process::read_status::line || !j.is_object() || !j.value("ready", false)) {
+    const std::string why = j.is_object() && j.contains("error") ? j["error"].get<std::string>()
+                            : ready.status == worker_process::read_status::timeout
+                                ? fmt::format("no answer in {:.0f} s", setup_timeout_s_)
+                                : "it ended: " + worker_->stop();
+    const std::string tail = worker_->stderr_tail();
+    worker_->stop();
+    throw environment_error(fmt::format("the GPU worker could not start: {}{}", why, tail.empty() ? "" : "\n" + tail));
+  }
+  ready_line_ = ready.text;
+}
+
+measure_response subprocess_backend::measure(const measure_request& request, const std::string& cubin) {
+  ensure_worker();
+  measure_request r = request;
+  if (!cubin.empty()) {
+    const fs::path path = scratch_ / (request.id + ".cubin");
+    std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+    r.cubin_path = path.string();
+  }
+  measure_response out;
+  out.id = request.id;
+  if (!worker_->write_line(to_json(r).dump())) {
+    out.status = "launch_error";
+    out.message = "the worker had ended: " + worker_->stop() + "\n" + worker_->stderr_tail();
+    return out;
+  }
+  const auto answer = worker_->read_line(timeout_s_);
+  switch (answer.status) {
+    case worker_process::read_status::line: {
+      const auto j = nlohmann::json::parse(answer.text, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        out.status = "launch_error";
+        out.message = "the worker answered garbage: " + answer.text.substr(0, 200);
+        worker_->stop();
+        return out;
+      }
+      out = measure_response_from_json(j);
+      // A sticky CUDA error ends the worker after it answers; the next request restarts it.
+      return out;
+    }
+    case worker_process::read_status::timeout:
+      worker_->stop();
+      out.status = "timeout";
+      out.message = fmt::format("no result within {:.0f} s; the worker was stopped", timeout_s_);
+      return out;
+    case worker_process::read_status::closed:
+      break;
+  }
+  const std::string how = worker_->stop();
+  out.status = "launch_error";
+  out.message = fmt::format("the worker {} while running it: {}", how, worker_->stderr_tail(600));
+  return out;
+}
+
+namespace {
+variant_status status_from(const std::string& s) {
+  if (s == "ok") return variant_status::ok;
+  if (s == "incorrect") return variant_status::incorrect;
+  if (s == "timeout") return variant_status::timeout;
+  return variant_status::launch_error;
+}
+
+double resource_cost(const variant_result& v) {
+  return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 + static_cast<double>(v.smem_bytes);
+}
+}  // namespace
+
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress) {
+  plan.mode = "measured";
+  std::size_t total = 1;
+  for (const auto& v : plan.variants) total += v.status == variant_status::ok;
+  std::size_t done = 0;
+
+  measure_request ref;
+  ref.op = "reference";
+  ref.id = "cublaslt";
+  if (progress) progress(done, total, ref.id);
+  plan.reference = backend.measure(ref, {});
+  ++done;
+  if (plan.reference->status != "ok")
+    plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
+  plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
+
+  for (auto& v : plan.variants) {
+    if (v.status != variant_status::ok) continue;
+    measure_request r;
+    r.op = "variant";
+    r.id = v.config.id();
+    r.launch = launch_shape_for(v.config, plan.problem);
+    if (progress) progress(done, total, r.id);
+    v.measured = backend.measure(r, v.cubin);
+    ++done;
+    plan.peak_device_bytes = std::max(plan.peak_device_bytes, v.measured->device_bytes);
+    v.status = status_from(v.measured->status);
+    if (v.status == variant_status::incorrect) {
+      v.reason = fmt::format("relative error {:.3g} exceeds the {} bound {:.1g}", v.measured->error.rel_frobenius,
+                             to_string(plan.problem.type), error_bound(plan.problem.type));
+      if (v.measured->error.non_finite)
+        v.reason = fmt::format("{} non-finite outputs (NaN or Inf)", v.measured->error.non_finite);
+    } else if (v.status != variant_status::ok) {
+      v.reason = v.measured->message;
+    }
+  }
+  if (progress) progress(done, total, "");
+
+  // Measured order: the fastest correct first.
+  std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
+    const bool aok = a.status == variant_status::ok, bok = b.status == variant_status::ok;
+    if (aok != bok) return aok;
+    if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
+    return a.measured->timing.median_us < b.measured->timing.median_us;
+  });
+  int rank = 0;
+  for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
+  plan.recommended.reset();
+  if (rank == 0) {
+    plan.notes.push_back("no variant ran correctly");
+    return;
+  }
+  // Among the variants within the measured noise of the fastest, the one with
+  // the fewest resources leaves more of the GPU to whatever runs beside it.
+  const auto& fastest = plan.variants[0];
+  const double best = fastest.measured->timing.median_us;
+  std::size_t pick = 0;
+  for (std::size_t i = 1; i < plan.variants.size() && plan.variants[i].status == variant_status::ok; ++i) {
+    const auto& v = plan.variants[i];
+    const double noise = std::max(fastest.measured->timing.spread, v.measured->timing.spread);
+    if (v.measured->timing.median_us <= best * (1 + noise) && resource_cost(v) < resource_cost(plan.variants[pick]))
+      pick = i;
+  }
+  plan.recommended = pick;
+  if (pick != 0) {
+    const auto& v = plan.variants[pick];
+    plan.notes.push_back(fmt::format(
+        "recommended {} over the fastest {}: {:.1f}% slower, within the measured noise of {:.1f}%, with fewer "
+        "resources ({} registers x {} threads, {} bytes of shared memory)",
+        v.config.id(), fastest.config.id(), 100 * (v.measured->timing.median_us / best - 1),
+        100 * std::max(fastest.measured->timing.spread, v.measured->timing.spread), v.resources.registers,
+        v.config.threads(), v.smem_bytes));
+  }
+}
+
+}  // namespace tiletune

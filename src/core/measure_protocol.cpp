@@ -1,0 +1,116 @@
+#include "core/measure_protocol.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace tiletune {
+
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
+  launch_shape s;
+  s.grid_x = (p.m + c.block_m - 1) / c.block_m;
+  s.grid_y = (p.n + c.block_n - 1) / c.block_n;
+  s.grid_z = p.batch;
+  s.threads = c.threads();
+  s.dynamic_smem_bytes = c.smem_bytes(p.type, p.layout);
+  return s;
+}
+
+nlohmann::json to_json(const worker_setup& s) {
+  return {{"problem", to_json(s.problem)},
+          {"device", s.device},
+          {"seed", s.seed},
+          {"sampling",
+           {{"warmup", s.sampling.warmup},
+            {"min_samples", s.sampling.min_samples},
+            {"max_samples", s.sampling.max_samples},
+            {"target_spread", s.sampling.target_spread},
+            {"time_cap_ms", s.sampling.time_cap_ms}}},
+          {"flush_l2", s.flush_l2},
+          {"reference_algorithms", s.reference_algorithms}};
+}
+
+worker_setup worker_setup_from_json(const nlohmann::json& j) {
+  worker_setup s;
+  s.problem = gemm_problem_from_json(j.at("problem"));
+  s.device = j.at("device").get<int>();
+  s.seed = j.at("seed").get<std::uint64_t>();
+  const auto& p = j.at("sampling");
+  s.sampling.warmup = p.at("warmup").get<std::size_t>();
+  s.sampling.min_samples = p.at("min_samples").get<std::size_t>();
+  s.sampling.max_samples = p.at("max_samples").get<std::size_t>();
+  s.sampling.target_spread = p.at("target_spread").get<double>();
+  s.sampling.time_cap_ms = p.at("time_cap_ms").get<double>();
+  s.flush_l2 = j.at("flush_l2").get<bool>();
+  s.reference_algorithms = j.at("reference_algorithms").get<int>();
+  return s;
+}
+
+nlohmann::json to_json(const measure_request& r) {
+  return {{"op", r.op},
+          {"id", r.id},
+          {"cubin_path", r.cubin_path},
+          {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
+          {"threads", r.launch.threads},
+          {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
+}
+
+measure_request measure_request_from_json(const nlohmann::json& j) {
+  measure_request r;
+  r.op = j.at("op").get<std::string>();
+  r.id = j.at("id").get<std::string>();
+  r.cubin_path = j.at("cubin_path").get<std::string>();
+  const auto& g = j.at("grid");
+  r.launch.grid_x = g.at(0).get<std::int64_t>();
+  r.launch.grid_y = g.at(1).get<std::int64_t>();
+  r.launch.grid_z = g.at(2).get<std::int64_t>();
+  r.launch.threads = j.at("threads").get<int>();
+  r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
+  return r;
+}
+
+nlohmann::json to_json(const measure_response& r) {
+  nlohmann::json j = {{"id", r.id},
+                      {"status", r.status},
+                      {"message", r.message},
+                      {"timing", to_json(r.timing)},
+                      {"verified", r.verified},
+                      {"rel_frobenius", r.error.rel_frobenius},
+                      {"max_rel_error", r.error.max_rel_error},
+                      {"non_finite", r.error.non_finite},
+                      {"timer", r.timer},
+                      {"device_bytes", r.device_bytes},
+                      {"algorithm", r.algorithm}};
+  j["sm_clock_mhz"] = r.sm_clock_mhz ? nlohmann::json(*r.sm_clock_mhz) : nlohmann::json(nullptr);
+  // Infinite errors are not JSON numbers.
+  if (!std::isfinite(r.error.rel_frobenius)) j["rel_frobenius"] = nullptr;
+  if (!std::isfinite(r.error.max_rel_error)) j["max_rel_error"] = nullptr;
+  return j;
+}
+
+measure_response measure_response_from_json(const nlohmann::json& j) {
+  measure_response r;
+  r.id = j.at("id").get<std::string>();
+  r.status = j.at("status").get<std::string>();
+  r.message = j.value("message", "");
+  const auto& t = j.at("timing");
+  r.timing.samples = t.at("samples").get<std::size_t>();
+  r.timing.median_us = t.at("median_us").get<double>();
+  r.timing.min_us = t.at("min_us").get<double>();
+  r.timing.p20_us = t.at("p20_us").get<double>();
+  r.timing.p80_us = t.at("p80_us").get<double>();
+  r.timing.spread = t.at("spread").get<double>();
+  r.verified = j.value("verified", false);
+  const double inf = std::numeric_limits<double>::infinity();
+  r.error.rel_frobenius = j.at("rel_frobenius").is_null() ? inf : j.at("rel_frobenius").get<double>();
+  r.error.max_rel_error = j.at("max_rel_error").is_null() ? inf : j.at("max_rel_error").get<double>();
+  r.error.non_finite = j.value("non_finite", std::size_t{0});
+  r.timer = j.value("timer", "");
+  if (j.contains("sm_clock_mhz") && j["sm_clock_mhz"].is_number()) r.sm_clock_mhz = j["sm_clock_mhz"].get<double>();
+  r.device_bytes = j.value("device_bytes", std::int64_t{0});
+  r.algorithm = j.value("algorithm", "");
+  return r;
+}
+
+}  // namespace tiletune

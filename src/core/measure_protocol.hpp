@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/measurement.hpp"
+#include "core/problem.hpp"
+#include "core/tile_config.hpp"
+
+namespace tiletune {
+
+// What a measuring worker process needs once: the problem and how to measure.
+// The worker makes its inputs from the seed, so a restarted worker measures
+// on the same data.
+struct worker_setup {
+  gemm_problem problem;
+  int device = 0;
+  std::uint64_t seed = 1;
+  sampling_policy sampling;
+  bool flush_l2 = true;
+  int reference_algorithms = 4;  // cuBLASLt heuristic candidates timed for the reference
+};
+
+struct launch_shape {
+  std::int64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  int threads = 0;
+  std::int64_t dynamic_smem_bytes = 0;
+};
+// The grid the templates expect: M tiles on x, N tiles on y, the batch on z.
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
+
+// One job for the worker: time cuBLASLt ("reference") or one variant.
+struct measure_request {
+  std::string op;  // "reference" | "variant"
+  std::string id;
+  std::string cubin_path;
+  launch_shape launch;
+};
+
+// The worker's answer. status: ok | incorrect | launch_error | timeout.
+struct measure_response {
+  std::string id;
+  std::string status;
+  std::string message;
+  timing_stats timing;
+  error_metrics error;
+  bool verified = false;
+  std::string timer;  // "cupti" | "cuda_events"
+  std::optional<double> sm_clock_mhz;
+  std::int64_t device_bytes = 0;  // the worker's device memory while measuring
+  std::string algorithm;          // reference: which cuBLASLt algorithm won
+};
+
+nlohmann::json to_json(const worker_setup& s);
+worker_setup worker_setup_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const measure_request& r);
+measure_request measure_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const measure_response& r);
+measure_response measure_response_from_json(const nlohmann::json& j);
+
+}  // namespace tiletune

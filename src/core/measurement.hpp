@@ -1,0 +1,47 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/problem.hpp"
+
+namespace tiletune {
+
+// Summary of repeated kernel timings.
+struct timing_stats {
+  std::size_t samples = 0;
+  double median_us = 0, min_us = 0, p20_us = 0, p80_us = 0;
+  double spread = 0;  // (p80 - p20) / median: the relative noise
+};
+// Linear-interpolated percentiles of the samples (any order); empty gives zeros.
+timing_stats summarize(std::vector<double> samples_us);
+
+// When to stop sampling: at least min_samples, then until the spread is under
+// target_spread, or max_samples, or time_cap_ms of kernel time.
+struct sampling_policy {
+  std::size_t warmup = 3;
+  std::size_t min_samples = 10;
+  std::size_t max_samples = 200;
+  double target_spread = 0.01;
+  double time_cap_ms = 2000;
+};
+bool enough_samples(const std::vector<double>& samples_us, const sampling_policy& p);
+
+// How far a result is from the reference.
+struct error_metrics {
+  double rel_frobenius = 0;  // ||C - R||_F / ||R||_F
+  double max_rel_error = 0;  // max |c - r| / (|r| + scale), scale = RMS of R
+  std::size_t non_finite = 0;  // NaN or Inf where the reference is finite
+};
+error_metrics compare_outputs(const float* result, const float* reference, std::size_t count);
+
+// The largest relative Frobenius error a correct variant of a dtype shows.
+double error_bound(dtype t);
+bool passes(const error_metrics& e, dtype t);
+
+nlohmann::json to_json(const timing_stats& s);
+
+}  // namespace tiletune
