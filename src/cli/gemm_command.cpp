@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -9,6 +11,7 @@
 #include "cli/output.hpp"
 #include "core/compile_cache.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_measure.hpp"
 #include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
 #include "cuda/nvrtc_compiler.hpp"
@@ -28,6 +31,12 @@ struct gemm_options {
     std::optional<int> index;
   } device;
   struct {
+    std::uint64_t seed = 1;
+    double variant_timeout_s = 60;
+    double target_spread = 0.01;
+    double time_cap_ms = 2000;
+  } measure;
+  struct {
     int jobs = 0;
     std::string cache_dir;
     bool no_cache = false;
@@ -42,7 +51,50 @@ struct gemm_options {
   } report;
 };
 
+std::string format_measured_table(const gemm_plan& plan, int top) {
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  text_table t({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS", "regs", "smem KiB",
+                "blocks/SM", "rel error"});
+  int shown = 0;
+  for (const auto& v : plan.variants) {
+    if (!v.measured) continue;
+    if (shown++ >= top) break;
+    const auto& m = *v.measured;
+    const bool timed = m.timing.samples > 0;
+    const double tflops = timed ? plan.problem.flops() / (m.timing.median_us * 1e6) : 0;
+    const bool ref = plan.reference && plan.reference->timing.median_us > 0 && timed;
+    t.add_row({v.rank ? std::to_string(v.rank) : "-", v.config.id(), std::string(to_string(v.status)),
+               timed ? fmt::format("{:.1f}", m.timing.median_us) : "-", timed ? fmt::format("{:.1f}", tflops) : "-",
+               timed && peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
+               ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / m.timing.median_us) : "-",
+               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+               std::to_string(v.occupancy.blocks_per_sm),
+               m.verified && std::isfinite(m.error.rel_frobenius) ? fmt::format("{:.1e}", m.error.rel_frobenius) : "-"});
+  }
+  std::string out = fmt::format("{} on {} ({}), MEASURED\n", plan.problem.describe(), plan.device.name,
+                                plan.device.arch());
+  if (plan.reference && plan.reference->timing.median_us > 0)
+    out += fmt::format("cuBLASLt: {:.1f} us, {:.1f} TFLOP/s ({}; {})\n", plan.reference->timing.median_us,
+                       plan.problem.flops() / (plan.reference->timing.median_us * 1e6), plan.reference->algorithm,
+                       plan.reference->timer);
+  out += "\n" + t.render();
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    const auto tri = triton_config(v.config, plan.problem.type);
+    out += fmt::format("\nrecommended: {}\n  triton:  BLOCK_M={} BLOCK_N={} BLOCK_K={} num_warps={} num_stages={}\n"
+                       "  cutlass: {}\n",
+                       v.config.id(), tri["BLOCK_M"].get<int>(), tri["BLOCK_N"].get<int>(), tri["BLOCK_K"].get<int>(),
+                       tri["num_warps"].get<int>(), tri["num_stages"].get<int>(),
+                       cutlass_shape(v.config, plan.problem.type));
+  } else {
+    out += "\nno variant ran correctly; the JSON says why for each\n";
+  }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  return out;
+}
+
 std::string format_table(const gemm_plan& plan, int top) {
+  if (plan.mode == "measured") return format_measured_table(plan, top);
   const double peak = plan.device.peak_tflops(plan.problem.type);
   text_table t({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB", "threads",
                 "blocks/SM", "bound"});
@@ -97,7 +149,9 @@ gemm_problem problem_from_flags(const gemm_options& o) {
 }
 
 std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_plan>& plans) {
-  text_table t({"problem", "shape", "recommended", "pred TFLOP/s", "% peak", "ok variants"});
+  const bool measured = !plans.empty() && plans[0].mode == "measured";
+  text_table t({"problem", "shape", "recommended", measured ? "TFLOP/s" : "pred TFLOP/s", "% peak", "vs cuBLAS",
+                "ok variants"});
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const auto& plan = plans[i];
     const double peak = plan.device.peak_tflops(plan.problem.type);
@@ -105,16 +159,60 @@ std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_p
     for (const auto& v : plan.variants) ok += v.status == variant_status::ok;
     if (plan.recommended) {
       const auto& v = plan.variants[*plan.recommended];
-      t.add_row({suite.problems[i].name, plan.problem.describe(), v.config.id(),
-                 fmt::format("{:.1f}", v.predicted.tflops),
-                 peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-", std::to_string(ok)});
+      const bool measured = v.measured && v.measured->timing.median_us > 0;
+      const double tflops = measured ? plan.problem.flops() / (v.measured->timing.median_us * 1e6) : v.predicted.tflops;
+      const bool ref = measured && plan.reference && plan.reference->timing.median_us > 0;
+      t.add_row({suite.problems[i].name, plan.problem.describe(), v.config.id(), fmt::format("{:.1f}", tflops),
+                 peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
+                 ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / v.measured->timing.median_us) : "-",
+                 std::to_string(ok)});
     } else {
-      t.add_row({suite.problems[i].name, plan.problem.describe(), "none", "-", "-", "0"});
+      t.add_row({suite.problems[i].name, plan.problem.describe(), "none", "-", "-", "-", "0"});
     }
   }
-  return fmt::format("suite {} on {} ({}), PREDICTED by the analytical model, not measured\n\n", suite.name,
-                     plans.empty() ? "" : plans[0].device.name, plans.empty() ? "" : plans[0].device.arch()) +
+  return fmt::format("suite {} on {} ({}), {}\n\n", suite.name,
+                     plans.empty() ? "" : plans[0].device.name, plans.empty() ? "" : plans[0].device.arch(),
+                     measured ? "MEASURED" : "PREDICTED by the analytical model, not measured") +
          t.render();
+}
+
+// Runs, verifies and times the plan's variants in a worker process on the local GPU.
+void measure_on_gpu(gemm_plan& plan, const device_choice& device, const gemm_options& o, const std::string& prefix,
+                    progress_line& progress) {
+  worker_setup setup;
+  setup.problem = plan.problem;
+  setup.device = device.index;
+  setup.seed = o.measure.seed;
+  setup.sampling.target_spread = o.measure.target_spread;
+  setup.sampling.time_cap_ms = o.measure.time_cap_ms;
+  char scratch_template[] = "/tmp/tiletune-run-XXXXXX";
+  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
+  const std::filesystem::path scratch = scratch_template;
+  struct cleanup {
+    std::filesystem::path dir;
+    ~cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch, o.measure.variant_timeout_s);
+  measure_plan(plan, backend, [&](std::size_t done, std::size_t total, const std::string& id) {
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * done / total) : width;
+    progress.update(fmt::format("{}measuring [{}{}] {}/{} {}", prefix, std::string(filled, '#'),
+                                std::string(width - filled, '.'), done, total, id));
+  });
+  const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
+  if (ready.is_object() && ready.value("timer", "") != "cupti") {
+    const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +
+                            "); kernels were timed with CUDA events";
+    plan.notes.push_back(why);
+    progress.finish();
+    fmt::print(stderr, "tiletune: {}\n", why);
+  }
+  if (backend.restarts() > 0)
+    plan.notes.push_back(fmt::format("the GPU worker was restarted {} time(s) after faults or timeouts",
+                                     backend.restarts()));
 }
 
 void run_gemm(const gemm_options& o, run_context& ctx) {
@@ -132,12 +230,11 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
 
   const device_choice device = choose_device(o.device.gpu, o.device.index);
   for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
-  if (device.live && !o.report.dry_run) {
-    throw environment_error(fmt::format(
-        "found {}, but this build of tiletune cannot yet launch and time variants on a GPU.\n"
-        "Add --dry-run for the predicted plan for this GPU.",
-        device.spec.name));
-  }
+  const bool measure = device.live && !o.report.dry_run;
+  if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
+    throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
+  if (!(o.measure.variant_timeout_s > 0))
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", o.measure.variant_timeout_s));
 
   nvrtc_compiler nvrtc;
   std::unique_ptr<cached_compiler> cached;
@@ -160,6 +257,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                                   done, total, cached_hits));
     };
     plans.push_back(plan_gemm(suite.problems[i].problem, device.spec, *compiler, options));
+    if (measure) measure_on_gpu(plans.back(), device, o, prefix, progress);
   }
   progress.finish();
 
@@ -210,6 +308,13 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
   cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
+  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
+                  "Seconds before a variant's run is stopped and marked timeout")->capture_default_str();
+  cmd->add_option("--target-spread", o->measure.target_spread,
+                  "Sample until (p80 - p20) / median is under this")->capture_default_str();
+  cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")
+      ->capture_default_str();
   cmd->add_option("--top", o->report.top, "Rows of the table")->capture_default_str();
   cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)");
   cmd->add_flag("--json", o->report.json, "Print the JSON on stdout instead of the table");

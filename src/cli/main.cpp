@@ -1,6 +1,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "cli/output.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
+#include "cuda/gemm_worker.hpp"
 
 using namespace tiletune;
 
@@ -24,6 +26,9 @@ int main(int argc, char** argv) {
   cli::add_batch_command(app, ctx);
   cli::add_check_command(app, ctx);
   cli::add_compare_command(app, ctx);
+  // The measuring worker that `gemm` starts; not for people.
+  auto* worker = app.add_subcommand("__worker", "")->group("");
+  worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

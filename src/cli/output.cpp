@@ -115,6 +115,13 @@ std::string text_table::render() const {
 
 bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
 
+std::string self_executable() {
+  std::error_code ec;
+  const auto path = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw environment_error("cannot find the tiletune binary through /proc/self/exe: " + ec.message());
+  return path.string();
+}
+
 progress_line::progress_line(bool enabled) : enabled_(enabled && stderr_is_terminal()) {}
 
 progress_line::~progress_line() { finish(); }

@@ -40,4 +40,7 @@ class progress_line {
 
 bool stderr_is_terminal();
 
+// The path of the running binary (for starting its measuring worker).
+std::string self_executable();
+
 }  // namespace tiletune::cli

@@ -1,0 +1,41 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "core/problem.hpp"
+
+namespace tiletune {
+
+// A row-major GEMM of tiletune's problem (any layout, batch, alpha, beta)
+// through cuBLASLt, which is column-major: C^T = op(B)^T op(A)^T, so B is
+// cuBLASLt's "A" and A its "B", with m = N and n = M.
+class cublaslt_gemm {
+ public:
+  // accurate: fp32 output and pedantic fp32 compute, the verification
+  // reference. Otherwise the problem's own types (TF32 compute for tf32), the
+  // timing reference.
+  cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, bool accurate, std::size_t workspace_bytes);
+  ~cublaslt_gemm();
+  cublaslt_gemm(const cublaslt_gemm&) = delete;
+  cublaslt_gemm& operator=(const cublaslt_gemm&) = delete;
+
+  // Up to `count` algorithms from cuBLASLt's heuristic, best guess first.
+  int algorithms(int count);
+  std::string algorithm_name(int index) const;
+  // C = alpha op(A) op(B) + beta C with algorithm `index`.
+  void run(int index, const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const;
+
+ private:
+  cublasLtHandle_t handle_;
+  gemm_problem p_;
+  std::size_t workspace_bytes_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  std::vector<cublasLtMatmulHeuristicResult_t> heuristics_;
+};
+
+}  // namespace tiletune

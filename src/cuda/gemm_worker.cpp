@@ -1,0 +1,299 @@
+#include "cuda/gemm_worker.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/host_data.hpp"
+#include "core/kernel_templates.hpp"
+#include "core/measure_protocol.hpp"
+#include "cuda/cublaslt_gemm.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/kernel_timer.hpp"
+#include "cuda/sm_clock.hpp"
+
+namespace tiletune {
+
+namespace {
+
+struct device_deleter {
+  void operator()(void* p) const noexcept { TT_CUDA_NOEXCEPT(cudaFree(p)); }
+};
+using device_ptr = std::unique_ptr<void, device_deleter>;
+
+device_ptr device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  TT_CUDA(cudaMalloc(&p, std::max<std::size_t>(bytes, 256)));
+  return device_ptr(p);
+}
+
+constexpr std::size_t workspace_bytes = 32 << 20;
+
+// Everything one worker holds for one problem.
+struct gpu_state {
+  worker_setup setup;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  device_ptr a, b, c, c0, reference, flush, workspace;
+  std::size_t a_count = 0, b_count = 0, c_count = 0, flush_bytes = 0;
+  std::vector<float> reference_host;
+  std::unique_ptr<kernel_timer> timer;
+  std::string timer_note;
+  std::int64_t device_bytes = 0;
+
+  std::size_t c_bytes() const { return c_count * static_cast<std::size_t>(element_bytes(setup.problem.type)); }
+};
+
+void setup_gpu(gpu_state& g) {
+  const gemm_problem& p = g.setup.problem;
+  TT_CUDA(cudaSetDevice(g.setup.device));
+  TT_CUDA(cudaFree(nullptr));  // create the context now
+  std::size_t free_before = 0, total = 0;
+  TT_CUDA(cudaMemGetInfo(&free_before, &total));
+  TT_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+  TT_CUBLAS(cublasLtCreate(&g.lt));
+
+  const std::size_t eb = static_cast<std::size_t>(element_bytes(p.type));
+  g.a_count = static_cast<std::size_t>(p.m * p.k * p.batch);
+  g.b_count = static_cast<std::size_t>(p.k * p.n * p.batch);
+  g.c_count = static_cast<std::size_t>(p.m * p.n * p.batch);
+  const host_matrix a = random_matrix(p.type, g.a_count, g.setup.seed);
+  const host_matrix b = random_matrix(p.type, g.b_count, g.setup.seed + 1);
+  const host_matrix c0 = random_matrix(p.type, g.c_count, g.setup.seed + 2);
+  g.a = device_alloc(g.a_count * eb);
+  g.b = device_alloc(g.b_count * eb);
+  g.c = device_alloc(g.c_count * eb);
+  g.c0 = device_alloc(g.c_count * eb);
+  g.reference = device_alloc(g.c_count * 4);
+  g.workspace = device_alloc(workspace_bytes);
+  TT_CUDA(cudaMemcpy(g.a.get(), a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice));
+  TT_CUDA(cudaMemcpy(g.b.get(), b.bytes.data(), b.bytes.size(), cudaMemcpyHostToDevice));
+  TT_CUDA(cudaMemcpy(g.c0.get(), c0.bytes.data(), c0.bytes.size(), cudaMemcpyHostToDevice));
+  // The flush buffer: writing twice the L2 evicts the operands between samples.
+  int l2 = 0;
+  TT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, g.setup.device));
+  g.flush_bytes = g.setup.flush_l2 ? 2 * static_cast<std::size_t>(l2) : 0;
+  if (g.flush_bytes) g.flush = device_alloc(g.flush_bytes);
+
+  // The verification reference: fp32 output, pedantic fp32 compute, C0 in fp32.
+  TT_CUDA(cudaMemcpy(g.reference.get(), c0.values.data(), g.c_count * 4, cudaMemcpyHostToDevice));
+  cublaslt_gemm accurate(g.lt, p, true, workspace_bytes);
+  if (accurate.algorithms(1) < 1) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);
+  accurate.run(0, g.a.get(), g.b.get(), g.reference.get(), g.workspace.get(), g.stream);
+  g.reference_host.resize(g.c_count);
+  TT_CUDA(cudaMemcpyAsync(g.reference_host.data(), g.reference.get(), g.c_count * 4, cudaMemcpyDeviceToHost, g.stream));
+  TT_CUDA(cudaStreamSynchronize(g.stream));
+
+  g.timer = make_cupti_timer(g.timer_note);
+  if (!g.timer) g.timer = make_event_timer();
+  std::size_t free_after = 0;
+  TT_CUDA(cudaMemGetInfo(&free_after, &total));
+  g.device_bytes = static_cast<std::int64_t>(free_before - free_after);
+}
+
+// Between samples: evict the L2 and give C back its starting values when beta reads it.
+void prepare_sample(gpu_state& g) {
+  if (g.flush_bytes) TT_CUDA(cudaMemsetAsync(g.flush.get(), 0, g.flush_bytes, g.stream));
+  if (g.setup.problem.beta != 0.0)
+    TT_CUDA(cudaMemcpyAsync(g.c.get(), g.c0.get(), g.c_bytes(), cudaMemcpyDeviceToDevice, g.stream));
+}
+
+template <typename Launch>
+timing_stats sample_with(gpu_state& g, Launch&& launch) {
+  for (std::size_t i = 0; i < g.setup.sampling.warmup; ++i) {
+    prepare_sample(g);
+    launch();
+  }
+  TT_CUDA(cudaStreamSynchronize(g.stream));
+  std::vector<double> samples;
+  while (!enough_samples(samples, g.setup.sampling)) {
+    // Batches of samples between synchronizations keep the GPU busy.
+    const std::size_t batch = samples.size() < g.setup.sampling.min_samples ? g.setup.sampling.min_samples : 10;
+    for (std::size_t i = 0; i < batch; ++i) {
+      prepare_sample(g);
+      g.timer->begin_sample(g.stream);
+      launch();
+      g.timer->end_sample(g.stream);
+    }
+    const auto got = g.timer->collect(g.stream);
+    samples.insert(samples.end(), got.begin(), got.end());
+  }
+  return summarize(samples);
+}
+
+// CUPTI that enabled but then misses records (seen under some profilers and
+// containers) hands over to CUDA events for the rest of the worker's life.
+template <typename Launch>
+timing_stats sample(gpu_state& g, Launch&& launch) {
+  try {
+    return sample_with(g, launch);
+  } catch (const cuda_error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    if (g.timer->name() != "cupti") throw;
+    g.timer_note = std::string("CUPTI failed mid-run (") + e.what() + "); timing with CUDA events";
+    std::fprintf(stderr, "tiletune worker: %s\n", g.timer_note.c_str());
+    g.timer = make_event_timer();
+    return sample_with(g, launch);
+  }
+}
+
+measure_response measure_reference(gpu_state& g, const measure_request& r) {
+  measure_response out;
+  out.id = r.id;
+  cublaslt_gemm lt(g.lt, g.setup.problem, false, workspace_bytes);
+  const int n = lt.algorithms(g.setup.reference_algorithms);
+  if (n < 1) {
+    out.status = "launch_error";
+    out.message = "cuBLASLt offers no algorithm for this problem";
+    return out;
+  }
+  double best = 0;
+  for (int i = 0; i < n; ++i) {
+    const timing_stats t = sample(g, [&] { lt.run(i, g.a.get(), g.b.get(), g.c.get(), g.workspace.get(), g.stream); });
+    if (best == 0 || t.median_us < best) {
+      best = t.median_us;
+      out.timing = t;
+      out.algorithm = lt.algorithm_name(i);
+    }
+  }
+  out.status = "ok";
+  out.timer = g.timer->name();
+  out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
+  out.device_bytes = g.device_bytes;
+  return out;
+}
+
+struct library_deleter {
+  void operator()(cudaLibrary_t l) const noexcept { TT_CUDA_NOEXCEPT(cudaLibraryUnload(l)); }
+};
+
+measure_response measure_variant(gpu_state& g, const measure_request& r) {
+  measure_response out;
+  out.id = r.id;
+  out.device_bytes = g.device_bytes;
+  std::ifstream file(r.cubin_path, std::ios::binary);
+  const std::string cubin((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (cubin.empty()) {
+    out.status = "launch_error";
+    out.message = "cannot read " + r.cubin_path;
+    return out;
+  }
+  cudaLibrary_t raw = nullptr;
+  TT_CUDA(cudaLibraryLoadData(&raw, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  std::unique_ptr<std::remove_pointer_t<cudaLibrary_t>, library_deleter> library(raw);
+  cudaKernel_t kernel = nullptr;
+  TT_CUDA(cudaLibraryGetKernel(&kernel, raw, kernel_entry_name));
+  const int smem = static_cast<int>(r.launch.dynamic_smem_bytes);
+  TT_CUDA(cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, g.setup.device));
+
+  const gemm_problem& p = g.setup.problem;
+  const void* a = g.a.get();
+  const void* b = g.b.get();
+  void* c = g.c.get();
+  int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  int lda = static_cast<int>(p.lda()), ldb = static_cast<int>(p.ldb()), ldc = static_cast<int>(p.ldc());
+  long long sa = p.m * p.k, sb = p.k * p.n, sc = p.m * p.n;
+  float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
+  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};
+  const dim3 grid(static_cast<unsigned>(r.launch.grid_x), static_cast<unsigned>(r.launch.grid_y),
+                  static_cast<unsigned>(r.launch.grid_z));
+  const dim3 block(static_cast<unsigned>(r.launch.threads));
+  auto launch = [&] {
+    TT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, static_cast<std::size_t>(smem),
+                             g.stream));
+  };
+
+  // Verify first, on a poisoned C (all bits set: NaN in every dtype) unless beta reads C.
+  if (p.beta == 0.0) {
+    TT_CUDA(cudaMemsetAsync(c, 0xff, g.c_bytes(), g.stream));
+  } else {
+    TT_CUDA(cudaMemcpyAsync(c, g.c0.get(), g.c_bytes(), cudaMemcpyDeviceToDevice, g.stream));
+  }
+  launch();
+  std::vector<unsigned char> result(g.c_bytes());
+  TT_CUDA(cudaMemcpyAsync(result.data(), c, result.size(), cudaMemcpyDeviceToHost, g.stream));
+  TT_CUDA(cudaStreamSynchronize(g.stream));
+  const std::vector<float> values = to_floats(p.type, result.data(), g.c_count);
+  out.error = compare_outputs(values.data(), g.reference_host.data(), g.c_count);
+  out.verified = true;
+  if (!passes(out.error, p.type)) {
+    out.status = "incorrect";
+    out.message = fmt::format("relative Frobenius error {:.3g} over the bound {:.1g}", out.error.rel_frobenius,
+                              error_bound(p.type));
+    return out;
+  }
+  out.timing = sample(g, launch);
+  out.status = "ok";
+  out.timer = g.timer->name();
+  out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
+  return out;
+}
+
+void answer(std::ostream& out, const measure_response& r) {
+  out << to_json(r).dump() << '\n';
+  out.flush();
+}
+
+}  // namespace
+
+int run_gemm_worker(std::istream& in, std::ostream& out) {
+  gpu_state g;
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  try {
+    g.setup = worker_setup_from_json(nlohmann::json::parse(line));
+    setup_gpu(g);
+  } catch (const std::exception& e) {
+    out << nlohmann::json{{"ready", false}, {"error", e.what()}}.dump() << '\n';
+    out.flush();
+    return 3;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, g.setup.device);
+  out << nlohmann::json{{"ready", true},
+                        {"device", prop.name},
+                        {"timer", g.timer->name()},
+                        {"timer_note", g.timer_note},
+                        {"device_bytes", g.device_bytes}}
+             .dump()
+      << '\n';
+  out.flush();
+
+  while (std::getline(in, line)) {
+    measure_request r;
+    try {
+      r = measure_request_from_json(nlohmann::json::parse(line));
+    } catch (const std::exception& e) {
+      measure_response bad;
+      bad.id = "?";
+      bad.status = "launch_error";
+      bad.message = std::string("bad request: ") + e.what();
+      answer(out, bad);
+      continue;
+    }
+    try {
+      answer(out, r.op == "reference" ? measure_reference(g, r) : measure_variant(g, r));
+    } catch (const std::exception& e) {
+      measure_response fail;
+      fail.id = r.id;
+      fail.status = "launch_error";
+      fail.message = e.what();
+      const bool broken = context_is_broken();
+      if (broken) fail.message += " (the CUDA context is broken; the worker restarts)";
+      answer(out, fail);
+      if (broken) return 4;
+    }
+  }
+  return 0;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,47 @@
+// Stands in for `tiletune __worker` in CPU tests: speaks the same protocol,
+// and misbehaves on request: a variant id containing "crash" aborts, "hang"
+// never answers, "incorrect" fails verification, "slowNNN" takes NNN us.
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/measure_protocol.hpp"
+
+using namespace tiletune;
+
+int main() {
+  std::string line;
+  if (!std::getline(std::cin, line)) return 0;
+  const worker_setup setup = worker_setup_from_json(nlohmann::json::parse(line));
+  if (setup.seed == 666) {
+    std::cout << nlohmann::json{{"ready", false}, {"error", "no GPU in this fake"}}.dump() << std::endl;
+    return 3;
+  }
+  std::cout << nlohmann::json{{"ready", true}, {"device", "fake"}, {"timer", "cupti"}}.dump() << std::endl;
+  while (std::getline(std::cin, line)) {
+    const measure_request r = measure_request_from_json(nlohmann::json::parse(line));
+    if (r.id.find("crash") != std::string::npos) std::abort();
+    if (r.id.find("hang") != std::string::npos) std::this_thread::sleep_for(std::chrono::hours(1));
+    measure_response out;
+    out.id = r.id;
+    out.verified = r.op == "variant";
+    out.timer = "cupti";
+    out.device_bytes = 1000;
+    if (r.id.find("incorrect") != std::string::npos) {
+      out.status = "incorrect";
+      out.error.rel_frobenius = 0.5;
+      out.error.max_rel_error = 2;
+    } else {
+      out.status = "ok";
+      double us = 100;
+      if (const auto at = r.id.find("slow"); at != std::string::npos) us = std::stod(r.id.substr(at + 4));
+      out.timing = summarize({us, us, us * 1.005, us * 0.995});
+    }
+    std::cout << to_json(out).dump() << std::endl;
+  }
+  return 0;
+}

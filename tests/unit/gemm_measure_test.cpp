@@ -1,0 +1,172 @@
+#include "core/gemm_measure.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+class replay_compiler : public kernel_compiler {
+ public:
+  compiled_kernel compile(const compile_job&) override {
+    compiled_kernel k;
+    k.ok = true;
+    k.cubin = "cubin";
+    k.resources.registers = 128;
+    return k;
+  }
+  std::string version() const override { return "replay"; }
+};
+
+gemm_plan small_plan() {
+  gemm_problem p;
+  p.m = p.n = p.k = 1024;
+  p.type = dtype::bf16;
+  replay_compiler c;
+  return plan_gemm(p, find_preset("h100-sxm"), c, plan_options{});
+}
+
+// Answers from a table of id -> (status, median): the tuning loop without a GPU.
+class table_backend : public measure_backend {
+ public:
+  std::function<measure_response(const measure_request&)> answer;
+  int calls = 0;
+  measure_response measure(const measure_request& r, const std::string&) override {
+    ++calls;
+    return answer(r);
+  }
+};
+
+measure_response ok(const std::string& id, double us, double spread = 0.001) {
+  measure_response m;
+  m.id = id;
+  m.status = "ok";
+  m.verified = true;
+  m.timing.samples = 20;
+  m.timing.median_us = us;
+  m.timing.spread = spread;
+  return m;
+}
+
+struct scratch {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tiletune-measure-" + std::to_string(getpid()));
+  scratch() { std::filesystem::create_directories(dir); }
+  ~scratch() { std::filesystem::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST(measure_plan, ranks_by_measured_time_and_never_recommends_an_incorrect_variant) {
+  gemm_plan plan = small_plan();
+  ASSERT_GT(plan.variants.size(), 3u);
+  const std::string predicted_best = plan.variants[0].config.id();
+  const std::string wrong = plan.variants[1].config.id();
+  const std::string actual_best = plan.variants[2].config.id();
+  table_backend b;
+  b.answer = [&](const measure_request& r) {
+    if (r.op == "reference") return ok("cublaslt", 50);
+    if (r.id == wrong) {
+      measure_response m;
+      m.id = r.id;
+      m.status = "incorrect";
+      m.verified = true;
+      m.error.rel_frobenius = 0.3;
+      return m;
+    }
+    if (r.id == actual_best) return ok(r.id, 40);  // faster than its prediction said
+    return ok(r.id, r.id == predicted_best ? 60 : 100);
+  };
+  measure_plan(plan, b);
+  EXPECT_EQ(plan.mode, "measured");
+  ASSERT_TRUE(plan.recommended);
+  EXPECT_EQ(plan.variants[*plan.recommended].config.id(), actual_best);
+  EXPECT_EQ(plan.variants[0].config.id(), actual_best);
+  for (const auto& v : plan.variants)
+    if (v.config.id() == wrong) {
+      EXPECT_EQ(v.status, variant_status::incorrect);
+      EXPECT_NE(v.reason.find("bf16 bound"), std::string::npos) << v.reason;
+    }
+  const auto j = to_json(plan, {});
+  EXPECT_EQ(j["mode"], "measured");
+  EXPECT_DOUBLE_EQ(j["reference"]["median_us"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(j["variants"][0]["vs_reference"].get<double>(), 50.0 / 40);
+  EXPECT_DOUBLE_EQ(j["recommendation"]["vs_reference"].get<double>(), 50.0 / 40);
+  EXPECT_NEAR(j["variants"][0]["tflops"].get<double>(), 2.0 * 1024 * 1024 * 1024 / 40e-6 / 1e12, 1e-6);
+  EXPECT_TRUE(j["memory"].contains("peak_device_bytes"));
+}
+
+TEST(measure_plan, within_the_noise_the_leaner_variant_wins_and_says_so) {
+  gemm_plan plan = small_plan();
+  // Make every variant equally fast within 0.5%, with 2% noise: the one with the
+  // fewest resources (threads x registers + shared memory) must be chosen.
+  table_backend b;
+  int i = 0;
+  b.answer = [&](const measure_request& r) {
+    if (r.op == "reference") return ok("cublaslt", 50);
+    return ok(r.id, 100 + 0.5 * ((i++) % 2), 0.02);
+  };
+  measure_plan(plan, b);
+  ASSERT_TRUE(plan.recommended);
+  const auto& chosen = plan.variants[*plan.recommended];
+  for (const auto& v : plan.variants) {
+    if (v.status != variant_status::ok) continue;
+    EXPECT_LE(chosen.config.threads() * chosen.resources.registers * 4.0 + chosen.smem_bytes,
+              v.config.threads() * v.resources.registers * 4.0 + v.smem_bytes);
+  }
+  if (*plan.recommended != 0) {
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("within the measured noise"), std::string::npos);
+  }
+}
+
+TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) {
+  scratch s;
+  worker_setup setup;
+  setup.problem.m = setup.problem.n = setup.problem.k = 64;
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, /*variant timeout*/ 1.0, 10.0);
+  measure_request r;
+  r.op = "variant";
+  r.id = "first";
+  EXPECT_EQ(backend.measure(r, "bytes").status, "ok");
+  r.id = "crash-me";
+  const auto crashed = backend.measure(r, "bytes");
+  EXPECT_EQ(crashed.status, "launch_error");
+  EXPECT_NE(crashed.message.find("signal"), std::string::npos) << crashed.message;
+  r.id = "recovered-slow250";
+  const auto after = backend.measure(r, "bytes");
+  EXPECT_EQ(after.status, "ok");  // a fresh worker took over
+  EXPECT_DOUBLE_EQ(after.timing.median_us, 250);
+  r.id = "hang";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(backend.measure(r, "bytes").status, "timeout");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+  r.id = "incorrect";
+  EXPECT_EQ(backend.measure(r, "bytes").status, "incorrect");
+  EXPECT_EQ(backend.restarts(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(s.dir / "first.cubin"));
+}
+
+TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {
+  scratch s;
+  worker_setup setup;
+  setup.problem.m = setup.problem.n = setup.problem.k = 64;
+  setup.seed = 666;  // the fake refuses
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, 1.0, 10.0);
+  measure_request r;
+  r.op = "reference";
+  r.id = "cublaslt";
+  try {
+    backend.measure(r, "");
+    FAIL();
+  } catch (const environment_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU in this fake"), std::string::npos);
+  }
+  subprocess_backend missing({"/nonexistent/tiletune"}, setup, s.dir, 1.0, 10.0);
+  EXPECT_THROW(missing.measure(r, ""), environment_error);
+}

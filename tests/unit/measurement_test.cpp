@@ -1,0 +1,132 @@
+#include "core/measurement.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/host_data.hpp"
+#include "core/measure_protocol.hpp"
+
+using namespace tiletune;
+
+TEST(timing_stats, percentiles_interpolate) {
+  const auto s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.samples, 5u);
+  EXPECT_DOUBLE_EQ(s.min_us, 1);
+  EXPECT_DOUBLE_EQ(s.median_us, 3);
+  EXPECT_DOUBLE_EQ(s.p20_us, 1.8);  // 0.2 * 4 = 0.8 between 1 and 2
+  EXPECT_DOUBLE_EQ(s.p80_us, 4.2);
+  EXPECT_NEAR(s.spread, 2.4 / 3, 1e-12);
+  EXPECT_EQ(summarize({}).samples, 0u);
+}
+
+TEST(timing_stats, sampling_stops_on_low_noise_count_or_time) {
+  sampling_policy p;
+  p.min_samples = 5;
+  p.max_samples = 8;
+  p.target_spread = 0.01;
+  p.time_cap_ms = 1;
+  EXPECT_FALSE(enough_samples({10, 10, 10}, p));                         // under the minimum
+  EXPECT_TRUE(enough_samples({10, 10, 10, 10, 10}, p));                  // quiet
+  EXPECT_FALSE(enough_samples({10, 12, 10, 12, 10}, p));                 // noisy
+  EXPECT_TRUE(enough_samples({10, 12, 10, 12, 10, 12, 10, 12}, p));      // at the maximum
+  EXPECT_TRUE(enough_samples({600, 600}, p));                            // over the time cap
+}
+
+TEST(verification, errors_and_bounds) {
+  const float ref[] = {1, -2, 3, 4};
+  const float same[] = {1, -2, 3, 4};
+  EXPECT_EQ(compare_outputs(same, ref, 4).rel_frobenius, 0);
+  const float off[] = {1, -2, 3, 4.03f};
+  const auto e = compare_outputs(off, ref, 4);
+  EXPECT_NEAR(e.rel_frobenius, 0.03 / std::sqrt(30.0), 1e-6);
+  EXPECT_TRUE(passes(e, dtype::bf16));
+  EXPECT_FALSE(passes(e, dtype::tf32));
+  EXPECT_FALSE(passes(e, dtype::f32));
+  const float nan[] = {1, std::numeric_limits<float>::quiet_NaN(), 3, 4};
+  const auto n = compare_outputs(nan, ref, 4);
+  EXPECT_EQ(n.non_finite, 1u);
+  EXPECT_FALSE(passes(n, dtype::bf16));  // NaN never passes
+  EXPECT_LT(error_bound(dtype::f32), 1e-5);
+  EXPECT_LE(error_bound(dtype::tf32), 2e-3);
+}
+
+TEST(host_data, half_and_bf16_round_to_nearest_even) {
+  EXPECT_EQ(float_to_half_bits(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);          // overflow: Inf
+  EXPECT_EQ(float_to_half_bits(5.96046448e-8f), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(float_to_half_bits(1.0f + 1.0f / 2048), 0x3c00);  // a tie rounds to even
+  EXPECT_EQ(float_to_half_bits(1.0f + 3.0f / 2048), 0x3c02);
+  EXPECT_FLOAT_EQ(half_bits_to_float(0x3555), 0.333251953125f);
+  EXPECT_FLOAT_EQ(half_bits_to_float(0x0001), 5.96046448e-8f);
+  EXPECT_EQ(float_to_bf16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bf16_bits(1.0f + 1.0f / 256), 0x3f80);  // tie to even
+  EXPECT_EQ(float_to_bf16_bits(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_FLOAT_EQ(bf16_bits_to_float(0x4049), 3.140625f);
+  for (float f : {0.1f, -0.7f, 0.015625f, 0.99f}) {
+    EXPECT_NEAR(half_bits_to_float(float_to_half_bits(f)), f, std::abs(f) / 1024);
+    EXPECT_NEAR(bf16_bits_to_float(float_to_bf16_bits(f)), f, std::abs(f) / 128);
+  }
+}
+
+TEST(host_data, random_inputs_are_seeded_nonzero_and_rounded) {
+  const auto a = random_matrix(dtype::bf16, 1000, 7), b = random_matrix(dtype::bf16, 1000, 7);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_NE(random_matrix(dtype::bf16, 1000, 8).bytes, a.bytes);
+  int negative = 0;
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    EXPECT_GE(std::abs(a.values[i]), 1.0f / 64 - 1e-3f);
+    EXPECT_LE(std::abs(a.values[i]), 1.0f);
+    negative += a.values[i] < 0;
+  }
+  EXPECT_GT(negative, 400);
+  EXPECT_LT(negative, 600);
+  const auto back = to_floats(dtype::bf16, a.bytes.data(), a.values.size());
+  EXPECT_EQ(back, a.values);
+  const auto f = random_matrix(dtype::f32, 10, 1);
+  EXPECT_EQ(to_floats(dtype::f32, f.bytes.data(), 10), f.values);
+}
+
+TEST(protocol, messages_round_trip) {
+  worker_setup s;
+  s.problem.m = 17;
+  s.problem.n = 33;
+  s.problem.k = 65;
+  s.problem.type = dtype::tf32;
+  s.seed = 42;
+  s.sampling.target_spread = 0.02;
+  const auto s2 = worker_setup_from_json(to_json(s));
+  EXPECT_EQ(s2.problem.k, 65);
+  EXPECT_EQ(s2.seed, 42u);
+  EXPECT_EQ(s2.sampling.target_spread, 0.02);
+
+  tile_config c;
+  c.family = kernel_family::mma;
+  c.block_m = 128;
+  c.block_n = 64;
+  c.block_k = 32;
+  c.warps_m = c.warps_n = 2;
+  c.stages = 3;
+  measure_request r;
+  r.op = "variant";
+  r.id = c.id();
+  r.launch = launch_shape_for(c, s.problem);
+  EXPECT_EQ(r.launch.grid_x, 1);  // 17 rows in 128-row tiles
+  EXPECT_EQ(r.launch.grid_y, 1);
+  EXPECT_EQ(r.launch.threads, 128);
+  const auto r2 = measure_request_from_json(to_json(r));
+  EXPECT_EQ(r2.launch.dynamic_smem_bytes, c.smem_bytes(dtype::tf32, s.problem.layout));
+
+  measure_response m;
+  m.id = "x";
+  m.status = "incorrect";
+  m.error.rel_frobenius = std::numeric_limits<double>::infinity();
+  m.sm_clock_mhz = 1980;
+  const auto m2 = measure_response_from_json(to_json(m));
+  EXPECT_TRUE(std::isinf(m2.error.rel_frobenius));  // Inf survives as null
+  EXPECT_EQ(*m2.sm_clock_mhz, 1980);
+}
