@@ -42,8 +42,10 @@ struct gemm_options {
     bool no_cache = false;
   } compile;
   std::string suite;
+  std::vector<std::string> only;
   struct {
     bool dry_run = false;
+    bool verify_only = false;
     int top = 10;
     std::string out;
     bool json = false;
@@ -111,12 +113,13 @@ std::string format_table(const gemm_plan& plan, int top) {
   }
   std::size_t counts[7] = {};
   for (const auto& v : plan.variants) ++counts[static_cast<int>(v.status)];
+  std::string tally;
+  for (int i = 0; i < 7; ++i)
+    if (counts[i]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[i], to_string(static_cast<variant_status>(i)));
   std::string out = fmt::format("{} on {} ({}), PREDICTED by the analytical model, not measured\n",
                                 plan.problem.describe(), plan.device.name, plan.device.arch());
-  out += fmt::format("{} variants: {} ok, {} pruned, {} compile errors, {} over resource limits; "
-                     "compiled {} ({} from cache) in {:.1f} s\n\n",
-                     plan.variants.size(), counts[0], counts[1], counts[2], counts[3], plan.compiled,
-                     plan.cache_hits, plan.compile_wall_ms / 1000);
+  out += fmt::format("{} variants: {}; compiled {} ({} from cache) in {:.1f} s\n\n", plan.variants.size(), tally,
+                     plan.compiled, plan.cache_hits, plan.compile_wall_ms / 1000);
   out += t.render();
   if (plan.recommended) {
     const auto& v = plan.variants[*plan.recommended];
@@ -185,6 +188,11 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const gemm_opt
   setup.seed = o.measure.seed;
   setup.sampling.target_spread = o.measure.target_spread;
   setup.sampling.time_cap_ms = o.measure.time_cap_ms;
+  if (o.report.verify_only) {
+    setup.sampling.warmup = 0;
+    setup.sampling.min_samples = 0;
+    setup.sampling.max_samples = 0;
+  }
   char scratch_template[] = "/tmp/tiletune-run-XXXXXX";
   if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
   const std::filesystem::path scratch = scratch_template;
@@ -196,12 +204,15 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const gemm_opt
     }
   } remove_scratch{scratch};
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch, o.measure.variant_timeout_s);
-  measure_plan(plan, backend, [&](std::size_t done, std::size_t total, const std::string& id) {
-    const int width = 30;
-    const int filled = total ? static_cast<int>(width * done / total) : width;
-    progress.update(fmt::format("{}measuring [{}{}] {}/{} {}", prefix, std::string(filled, '#'),
-                                std::string(width - filled, '.'), done, total, id));
-  });
+  measure_plan(
+      plan, backend,
+      [&](std::size_t done, std::size_t total, const std::string& id) {
+        const int width = 30;
+        const int filled = total ? static_cast<int>(width * done / total) : width;
+        progress.update(fmt::format("{}{} [{}{}] {}/{} {}", prefix, o.report.verify_only ? "verifying" : "measuring",
+                                    std::string(filled, '#'), std::string(width - filled, '.'), done, total, id));
+      },
+      o.report.verify_only);
   const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
   if (ready.is_object() && ready.value("timer", "") != "cupti") {
     const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +
@@ -231,6 +242,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   const device_choice device = choose_device(o.device.gpu, o.device.index);
   for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
   const bool measure = device.live && !o.report.dry_run;
+  if (o.report.verify_only && !device.live)
+    throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
   if (!(o.measure.variant_timeout_s > 0))
@@ -247,6 +260,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
 
   progress_line progress(!o.report.quiet);
   plan_options options;
+  options.only = o.only;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<gemm_plan> plans;
   for (std::size_t i = 0; i < suite.problems.size(); ++i) {
@@ -308,6 +322,9 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
   cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
+  cmd->add_option("--only", o->only, "Keep only these variant ids (e.g. mma_128x128x32_w2x2_s3)")->delimiter(',');
+  cmd->add_flag("--verify-only", o->report.verify_only,
+                "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a variant's run is stopped and marked timeout")->capture_default_str();

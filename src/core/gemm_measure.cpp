@@ -101,21 +101,23 @@ double resource_cost(const variant_result& v) {
 }
 }  // namespace
 
-void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress) {
-  plan.mode = "measured";
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, bool verify_only) {
+  plan.mode = verify_only ? "predicted" : "measured";
   std::size_t total = 1;
   for (const auto& v : plan.variants) total += v.status == variant_status::ok;
   std::size_t done = 0;
 
-  measure_request ref;
-  ref.op = "reference";
-  ref.id = "cublaslt";
-  if (progress) progress(done, total, ref.id);
-  plan.reference = backend.measure(ref, {});
+  if (!verify_only) {
+    measure_request ref;
+    ref.op = "reference";
+    ref.id = "cublaslt";
+    if (progress) progress(done, total, ref.id);
+    plan.reference = backend.measure(ref, {});
+    if (plan.reference->status != "ok")
+      plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
+    plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
+  }
   ++done;
-  if (plan.reference->status != "ok")
-    plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
-  plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
 
   for (auto& v : plan.variants) {
     if (v.status != variant_status::ok) continue;
@@ -138,6 +140,18 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
     }
   }
   if (progress) progress(done, total, "");
+  if (verify_only) {
+    // The model's order stands; only the verdicts changed.
+    std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
+      return (a.status == variant_status::ok) > (b.status == variant_status::ok);
+    });
+    int rank = 0;
+    for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
+    plan.recommended.reset();
+    if (rank > 0) plan.recommended = 0;
+    plan.notes.push_back("verified on the GPU without timing: the ranking is the model's");
+    return;
+  }
 
   // Measured order: the fastest correct first.
   std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {

@@ -51,6 +51,9 @@ using measure_progress = std::function<void(std::size_t done, std::size_t total,
 // variant of the plan; re-ranks by measured time and recommends the fastest
 // correct variant, or, among those within the measured noise of it, the one
 // with the fewest resources.
-void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress = {});
+// With verify_only the worker checks results without timing them, and the
+// model's ranking stands.
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress = {},
+                  bool verify_only = false);
 
 }  // namespace tiletune

@@ -59,6 +59,8 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   std::vector<std::size_t> job_variant;
   for (kernel_family f : families_for(p.type)) {
     for (const tile_config& c : default_search_space(f, p.type)) {
+      if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
+        continue;
       variant_result v;
       v.config = c;
       v.smem_bytes = c.smem_bytes(p.type, p.layout);
@@ -74,6 +76,15 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
     }
   }
 
+  if (!options.only.empty()) {
+    for (const auto& id : options.only) {
+      const bool known = std::any_of(plan.variants.begin(), plan.variants.end(),
+                                     [&](const variant_result& v) { return v.config.id() == id; });
+      if (!known)
+        throw usage_error(fmt::format("--only {}: no variant of that name in the {} search space", id,
+                                      to_string(p.type)));
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto compiled = compile_all(compiler, jobs, options.jobs, options.progress);
   plan.compile_wall_ms =

@@ -65,6 +65,7 @@ struct gemm_plan {
 struct plan_options {
   int jobs = 1;
   compile_progress progress;
+  std::vector<std::string> only;  // variant ids to keep; empty keeps all
 };
 
 // The NVRTC job of one variant on one device.

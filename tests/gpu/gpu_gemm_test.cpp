@@ -1,0 +1,159 @@
+// GPU tests (ctest label `gpu`): run the tiletune binary on the local GPU.
+// Every test skips itself, saying why, where no GPU is present.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+result run(std::vector<std::string> args, const char* timer = nullptr) {
+  const fs::path dir = fs::path(TILETUNE_TEST_TMP) / std::to_string(getpid());
+  fs::create_directories(dir);
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    setenv("XDG_CACHE_HOME", (fs::path(TILETUNE_TEST_TMP) / "cache").c_str(), 1);
+    if (timer) setenv("TILETUNE_TIMER", timer, 1);
+    std::vector<char*> argv{const_cast<char*>(TILETUNE_BINARY)};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(TILETUNE_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+}
+
+std::string no_gpu_reason() {
+  const result r = run({"devices", "--json"});
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) return "tiletune devices failed: " + r.err;
+  if (j["devices"].empty()) return j.value("why_none", std::string("no GPU"));
+  return "";
+}
+
+#define REQUIRE_GPU()                                                      \
+  do {                                                                     \
+    static const std::string why = no_gpu_reason();                        \
+    if (!why.empty()) GTEST_SKIP() << "no GPU on this machine: " << why;   \
+  } while (0)
+
+nlohmann::json gemm_json(std::vector<std::string> args, const char* timer = nullptr) {
+  args.insert(args.begin(), "gemm");
+  args.push_back("--json");
+  args.push_back("--quiet");
+  const result r = run(args, timer);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+double reference_us(const nlohmann::json& j) { return j["reference"]["median_us"].get<double>(); }
+
+}  // namespace
+
+// Every family, dtype and layout gives the right answer on odd shapes, with
+// alpha and beta other than 1 and 0: every variant is run and checked.
+TEST(gpu, every_variant_is_correct_on_odd_shapes) {
+  REQUIRE_GPU();
+  const char* shapes[][3] = {{"1", "1", "1"},        {"17", "33", "65"},   {"127", "129", "255"},
+                             {"1000", "3000", "777"}, {"1", "256", "8192"}};
+  for (const char* dtype : {"f32", "tf32", "f16", "bf16"}) {
+    for (const char* layout : {"nn", "nt", "tn", "tt"}) {
+      for (auto& s : shapes) {
+        const auto j = gemm_json({"--m", s[0], "--n", s[1], "--k", s[2], "--dtype", dtype, "--layout", layout,
+                                  "--alpha", "1.5", "--beta", "0.5", "--verify-only"});
+        ASSERT_TRUE(j.is_object());
+        int checked = 0;
+        for (const auto& v : j["variants"]) {
+          const std::string status = v["status"];
+          if (status == "pruned" || status == "resource_limit") continue;
+          EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << s[0] << "x" << s[1] << "x" << s[2] << " "
+                                  << v["id"] << ": " << v.value("reason", std::string());
+          ++checked;
+        }
+        EXPECT_GT(checked, 0);
+      }
+    }
+  }
+}
+
+TEST(gpu, beta_zero_never_reads_a_poisoned_c) {
+  REQUIRE_GPU();
+  const auto j = gemm_json({"--m", "129", "--n", "65", "--k", "33", "--dtype", "bf16", "--verify-only"});
+  for (const auto& v : j["variants"]) {
+    if (v["status"] != "pruned") {
+      EXPECT_EQ(v["status"], "ok") << v["id"];
+    }
+  }
+}
+
+// Twice the work takes about twice the time.
+TEST(gpu, timing_scales_with_work) {
+  REQUIRE_GPU();
+  const std::vector<std::string> only = {"--only", "mma_128x128x32_w2x2_s3", "--dtype", "bf16", "--layout", "nt"};
+  auto time_of = [&](const char* k) {
+    std::vector<std::string> a = {"--m", "4096", "--n", "4096", "--k", k};
+    a.insert(a.end(), only.begin(), only.end());
+    const auto j = gemm_json(a);
+    return j["variants"][0]["median_us"].get<double>();
+  };
+  const double ratio = time_of("8192") / time_of("4096");
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.2);
+}
+
+// CUPTI's kernel durations and CUDA events agree on a large GEMM.
+TEST(gpu, cupti_and_events_agree) {
+  REQUIRE_GPU();
+  const std::vector<std::string> a = {"--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
+                                      "--only", "mma_128x128x32_w2x2_s3"};
+  const auto cupti = gemm_json(a);
+  const auto events = gemm_json(a, "events");
+  ASSERT_EQ(cupti["reference"]["timer"], "cupti") << "CUPTI unavailable here";
+  ASSERT_EQ(events["reference"]["timer"], "cuda_events");
+  EXPECT_NEAR(reference_us(events) / reference_us(cupti), 1.0, 0.05);
+  EXPECT_NEAR(events["variants"][0]["median_us"].get<double>() / cupti["variants"][0]["median_us"].get<double>(),
+              1.0, 0.05);
+}
+
+// A measured run: the contract's measured fields, and a reference beside every variant.
+TEST(gpu, measured_json_carries_reference_and_ratios) {
+  REQUIRE_GPU();
+  const auto j = gemm_json({"--m", "2048", "--n", "2048", "--k", "2048", "--dtype", "f16", "--top", "5"});
+  EXPECT_EQ(j["mode"], "measured");
+  EXPECT_GT(reference_us(j), 0);
+  ASSERT_FALSE(j["recommendation"].is_null());
+  EXPECT_GT(j["recommendation"]["vs_reference"].get<double>(), 0);
+  const auto& v = j["variants"][0];
+  EXPECT_EQ(v["status"], "ok");
+  for (const char* k : {"median_us", "tflops", "vs_reference", "max_rel_error", "timing", "timer"})
+    EXPECT_FALSE(v[k].is_null()) << k;
+  EXPECT_GT(j["memory"]["peak_device_bytes"].get<long long>(), 0);
+}
