@@ -88,8 +88,10 @@ __device__ __forceinline__ void tt_load_tile(elem_t* s, unsigned s_addr, const e
       tt_cp_async16(s_addr + (r * LDS + col) * TT_ELEM_BYTES, valid > 0 ? src : g,
                     valid * TT_ELEM_BYTES);
     } else {
+      // The slow path for unaligned rows: a loop, not unrolled, keeps the
+      // kernel small (NVRTC's time grows with the code).
       elem_t* dst = s + r * LDS + col;
-#pragma unroll
+#pragma unroll 1
       for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : elem_t(0);
     }
   }
@@ -268,7 +270,7 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
 
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
   // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the count).
-#pragma unroll
+#pragma unroll 1
   for (int s = 0; s < TT_STAGES - 1; ++s) {
     if (s < k_tiles) load_stage(s, s * TT_BK);
     tt_cp_async_commit();
@@ -308,12 +310,10 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-    for (int ni = 0; ni < TT_NI; ++ni) {
-      const int m = m0 + wm0 + mi * 16 + g;
-      const int n = n0 + wn0 + ni * 8 + 2 * t;
-      tt_store_c(C, ldc, m, n, M, N, acc[mi][ni][0], alpha, beta);
-      tt_store_c(C, ldc, m, n + 1, M, N, acc[mi][ni][1], alpha, beta);
-      tt_store_c(C, ldc, m + 8, n, M, N, acc[mi][ni][2], alpha, beta);
-      tt_store_c(C, ldc, m + 8, n + 1, M, N, acc[mi][ni][3], alpha, beta);
-    }
+    for (int ni = 0; ni < TT_NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        tt_store_c(C, ldc, m0 + wm0 + mi * 16 + g + (e >> 1) * 8, n0 + wn0 + ni * 8 + 2 * t + (e & 1), M, N,
+                   acc[mi][ni][e], alpha, beta);
+      }
 }

@@ -92,7 +92,8 @@ TEST(constraints, each_is_named) {
   EXPECT_EQ(broken(mma(256, 256, 32, 2, 2, 3), problem(dtype::bf16), h100), "accumulator_registers");
   EXPECT_EQ(broken(mma(128, 128, 24, 2, 2, 3), problem(dtype::bf16), h100), "block_k");
   EXPECT_EQ(broken(mma(128, 128, 64, 2, 2, 3), problem(dtype::bf16), h100), "register_pressure");
-  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::tf32), h100), "none");
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::tf32), h100), "register_pressure");
+  EXPECT_EQ(broken(mma(128, 128, 16, 2, 2, 3), problem(dtype::tf32), h100), "none");
   // 4 stages of 256x128x32 bf16 nt need 4*(256*40 + 128*40)*2 = 122880 bytes: fits an H100, not an L4.
   EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 4), problem(dtype::bf16, "nt"), h100), "none");
   EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 4), problem(dtype::bf16, "nt"), l4), "shared_memory");
