@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_tuner.hpp"
 #include "core/result_compare.hpp"
 #include "cuda/device_query.hpp"
 
@@ -97,12 +99,14 @@ place), or the files share no problem; 3 the files come from different GPUs.)");
   });
 }
 
-void add_check_command(CLI::App& app, run_context&) {
+void add_check_command(CLI::App& app, run_context& ctx) {
   struct options {
     std::string baseline;
     compare_options compare;
     report_options report;
     std::optional<int> device;
+    measure_settings measure;
+    std::string cache_dir;
   };
   auto o = std::make_shared<options>();
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
@@ -111,8 +115,19 @@ void add_check_command(CLI::App& app, run_context&) {
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
   cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
+  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--variant-timeout", o->measure.variant_timeout_s, "Seconds before a run is stopped")
+      ->capture_default_str();
+  cmd->add_option("--cache-dir", o->cache_dir, "Compiled-kernel cache");
   add_report_flags(cmd, o->report);
-  cmd->callback([o] {
+  cmd->footer(R"(
+For each problem of the baseline, re-compiles its recommended variant,
+verifies it against cuBLASLt and times both in the same run, then judges the
+change as `tiletune compare` does (by the ratio to cuBLAS unless --absolute).
+
+Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
+bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
+  cmd->callback([o, &ctx] {
     check_report_paths(o->report);
     const result_file base = load_result_file(o->baseline);
     const local_devices local = query_local_devices();
@@ -121,15 +136,37 @@ void add_check_command(CLI::App& app, run_context&) {
                                           "result files offline, use `tiletune compare BASE NEW`.",
                                           local.why_none));
     const device_choice device = choose_device(std::nullopt, o->device);
-    if (!o->compare.allow_device_mismatch && device.spec.arch() != base.device_arch)
+    if (!o->compare.allow_device_mismatch &&
+        (device.spec.name != base.device_name || device.spec.arch() != base.device_arch))
       throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
                                           "--allow-device-mismatch to check anyway",
                                           o->baseline, base.device_name, base.device_arch, device.spec.name,
                                           device.spec.arch()));
-    throw environment_error(fmt::format(
-        "found {}, but this build of tiletune cannot yet launch and time variants on a GPU, so it cannot "
-        "re-measure the baseline. `tiletune compare BASE NEW` compares two result files offline.",
-        device.spec.name));
+    compiler_stack compilers(o->cache_dir, false);
+    progress_line progress(true);
+    const run_info run{ctx.command_line, utc_now_iso()};
+    nlohmann::json fresh;
+    std::size_t i = 0;
+    for (const auto& entry : base.entries) {
+      ++i;
+      if (!entry.has_result) continue;  // nothing to re-measure; compare reports it
+      plan_options options;
+      options.jobs = 1;
+      options.only = {entry.variant_id};
+      gemm_plan plan = plan_gemm(entry.problem, device.spec, compilers.get(), options);
+      measure_on_gpu(plan, device, o->measure, fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label),
+                     progress);
+      if (fresh.is_null())
+        fresh = result_header("tiletune.gemm-suite/1", device.spec, plan.mode, plan.compiler_version, run);
+      auto body = result_body(plan, 1);
+      body["name"] = entry.label;
+      fresh["results"].push_back(std::move(body));
+    }
+    progress.finish();
+    if (fresh.is_null()) throw usage_error(fmt::format("{}: no problem has a recommended variant", o->baseline));
+    const comparison c = compare_results(base, result_file_from_json(fresh, "this run"), o->compare);
+    emit(c, o->report);
+    ctx.exit_code = c.failed() ? exit_check_failed : exit_ok;
   });
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
 #include "core/compile_cache.hpp"
 #include "core/errors.hpp"
@@ -179,53 +180,6 @@ std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_p
          t.render();
 }
 
-// Runs, verifies and times the plan's variants in a worker process on the local GPU.
-void measure_on_gpu(gemm_plan& plan, const device_choice& device, const gemm_options& o, const std::string& prefix,
-                    progress_line& progress) {
-  worker_setup setup;
-  setup.problem = plan.problem;
-  setup.device = device.index;
-  setup.seed = o.measure.seed;
-  setup.sampling.target_spread = o.measure.target_spread;
-  setup.sampling.time_cap_ms = o.measure.time_cap_ms;
-  if (o.report.verify_only) {
-    setup.sampling.warmup = 0;
-    setup.sampling.min_samples = 0;
-    setup.sampling.max_samples = 0;
-  }
-  char scratch_template[] = "/tmp/tiletune-run-XXXXXX";
-  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
-  const std::filesystem::path scratch = scratch_template;
-  struct cleanup {
-    std::filesystem::path dir;
-    ~cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove_scratch{scratch};
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch, o.measure.variant_timeout_s);
-  measure_plan(
-      plan, backend,
-      [&](std::size_t done, std::size_t total, const std::string& id) {
-        const int width = 30;
-        const int filled = total ? static_cast<int>(width * done / total) : width;
-        progress.update(fmt::format("{}{} [{}{}] {}/{} {}", prefix, o.report.verify_only ? "verifying" : "measuring",
-                                    std::string(filled, '#'), std::string(width - filled, '.'), done, total, id));
-      },
-      o.report.verify_only);
-  const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
-  if (ready.is_object() && ready.value("timer", "") != "cupti") {
-    const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +
-                            "); kernels were timed with CUDA events";
-    plan.notes.push_back(why);
-    progress.finish();
-    fmt::print(stderr, "tiletune: {}\n", why);
-  }
-  if (backend.restarts() > 0)
-    plan.notes.push_back(fmt::format("the GPU worker was restarted {} time(s) after faults or timeouts",
-                                     backend.restarts()));
-}
-
 void run_gemm(const gemm_options& o, run_context& ctx) {
   gemm_suite suite;
   if (!o.suite.empty()) {
@@ -249,15 +203,15 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   if (!(o.measure.variant_timeout_s > 0))
     throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", o.measure.variant_timeout_s));
 
-  nvrtc_compiler nvrtc;
-  std::unique_ptr<cached_compiler> cached;
-  kernel_compiler* compiler = &nvrtc;
-  if (!o.compile.no_cache) {
-    cached = std::make_unique<cached_compiler>(
-        nvrtc, compile_cache(o.compile.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(o.compile.cache_dir)));
-    compiler = cached.get();
-  }
+  compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
+  kernel_compiler* compiler = &compilers.get();
 
+  measure_settings settings;
+  settings.seed = o.measure.seed;
+  settings.variant_timeout_s = o.measure.variant_timeout_s;
+  settings.target_spread = o.measure.target_spread;
+  settings.time_cap_ms = o.measure.time_cap_ms;
+  settings.verify_only = o.report.verify_only;
   progress_line progress(!o.report.quiet);
   plan_options options;
   options.only = o.only;
@@ -271,7 +225,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                                   done, total, cached_hits));
     };
     plans.push_back(plan_gemm(suite.problems[i].problem, device.spec, *compiler, options));
-    if (measure) measure_on_gpu(plans.back(), device, o, prefix, progress);
+    if (measure) measure_on_gpu(plans.back(), device, settings, prefix, progress);
   }
   progress.finish();
 

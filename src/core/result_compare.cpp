@@ -33,6 +33,7 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where) 
   } catch (const nlohmann::json::exception& ex) {
     throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, ex.what()));
   }
+  e.problem = p;
   e.key = problem_key(p);
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
   if (r.contains("variants") && r["variants"].is_array())

@@ -13,6 +13,7 @@ namespace tiletune {
 
 // One problem's outcome in a result file, as a comparison reads it.
 struct result_entry {
+  gemm_problem problem;
   std::string key;    // the problem, e.g. "4096x4096x4096 bf16 nt"
   std::string label;  // the suite's name for it, or the key
   bool has_result = false;        // a recommended variant exists

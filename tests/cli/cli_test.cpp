@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,17 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+// The binary and a scratch folder; the environment may move them (the GPU
+// machine runs a copied build folder from another path).
+const char* binary_path() {
+  const char* env = std::getenv("TILETUNE_BIN");
+  return env && *env ? env : TILETUNE_BINARY;
+}
+std::string scratch_root() {
+  const char* env = std::getenv("TILETUNE_TEST_SCRATCH");
+  return env && *env ? env : TILETUNE_TEST_TMP;
+}
 
 struct result {
   int code = -1;
@@ -28,7 +40,7 @@ std::string slurp(const fs::path& p) {
 
 fs::path tmp_dir() {
   static const fs::path dir = [] {
-    fs::path d = fs::path(TILETUNE_TEST_TMP) / std::to_string(getpid());
+    fs::path d = fs::path(scratch_root()) / std::to_string(getpid());
     fs::create_directories(d);
     return d;
   }();
@@ -44,11 +56,11 @@ result run(std::vector<std::string> args) {
     int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, 1);
     dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(TILETUNE_TEST_TMP) / "cache").c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(TILETUNE_BINARY)};
+    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(TILETUNE_BINARY, argv.data());
+    execv(binary_path(), argv.data());
     _exit(127);
   }
   int status = 0;

@@ -16,6 +16,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The binary and a scratch folder; the environment may move them (the GPU
+// machine runs a copied build folder from another path).
+const char* binary_path() {
+  const char* env = std::getenv("TILETUNE_BIN");
+  return env && *env ? env : TILETUNE_BINARY;
+}
+std::string scratch_root() {
+  const char* env = std::getenv("TILETUNE_TEST_SCRATCH");
+  return env && *env ? env : TILETUNE_TEST_TMP;
+}
+
 struct result {
   int code = -1;
   std::string out, err;
@@ -29,7 +40,7 @@ std::string slurp(const fs::path& p) {
 }
 
 result run(std::vector<std::string> args, const char* timer = nullptr) {
-  const fs::path dir = fs::path(TILETUNE_TEST_TMP) / std::to_string(getpid());
+  const fs::path dir = fs::path(scratch_root()) / std::to_string(getpid());
   fs::create_directories(dir);
   const fs::path out = dir / "stdout", err = dir / "stderr";
   const pid_t pid = fork();
@@ -38,12 +49,12 @@ result run(std::vector<std::string> args, const char* timer = nullptr) {
     const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, 1);
     dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(TILETUNE_TEST_TMP) / "cache").c_str(), 1);
+    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
     if (timer) setenv("TILETUNE_TIMER", timer, 1);
-    std::vector<char*> argv{const_cast<char*>(TILETUNE_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(TILETUNE_BINARY, argv.data());
+    execv(binary_path(), argv.data());
     _exit(127);
   }
   int status = 0;
@@ -156,4 +167,23 @@ TEST(gpu, measured_json_carries_reference_and_ratios) {
   for (const char* k : {"median_us", "tflops", "vs_reference", "max_rel_error", "timing", "timer"})
     EXPECT_FALSE(v[k].is_null()) << k;
   EXPECT_GT(j["memory"]["peak_device_bytes"].get<long long>(), 0);
+}
+
+// A baseline recorded on this GPU checks clean against itself twice.
+TEST(gpu, check_against_a_fresh_baseline_says_same) {
+  REQUIRE_GPU();
+  const fs::path dir = fs::path(scratch_root()) / "check";
+  fs::create_directories(dir);
+  const fs::path suite = dir / "suite.json", baseline = dir / "baseline.json", junit = dir / "report.xml";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "gpu-test", "problems": [
+    {"name": "square", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nt"},
+    {"name": "skinny", "m": 16, "n": 4096, "k": 4096, "dtype": "bf16", "layout": "nt"}]})";
+  const result rec = run({"gemm", "--suite", suite.string(), "--out", baseline.string(), "--quiet"});
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  for (int i = 0; i < 2; ++i) {
+    const result c = run({"check", "--baseline", baseline.string(), "--junit", junit.string()});
+    EXPECT_EQ(c.code, 0) << c.out << c.err;
+    EXPECT_EQ(c.out.find("SLOWER"), std::string::npos) << c.out;
+    EXPECT_NE(slurp(junit).find("testcase"), std::string::npos);
+  }
 }

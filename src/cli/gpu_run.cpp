@@ -1,0 +1,66 @@
+#include "cli/gpu_run.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/gemm_measure.hpp"
+
+namespace tiletune::cli {
+
+compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
+  if (!no_cache)
+    cached_ = std::make_unique<cached_compiler>(
+        nvrtc_, compile_cache(cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir)));
+}
+
+void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o, const std::string& prefix,
+                    progress_line& progress) {
+  worker_setup setup;
+  setup.problem = plan.problem;
+  setup.device = device.index;
+  setup.seed = o.seed;
+  setup.sampling.target_spread = o.target_spread;
+  setup.sampling.time_cap_ms = o.time_cap_ms;
+  if (o.verify_only) {
+    setup.sampling.warmup = 0;
+    setup.sampling.min_samples = 0;
+    setup.sampling.max_samples = 0;
+  }
+  char scratch_template[] = "/tmp/tiletune-run-XXXXXX";
+  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
+  const std::filesystem::path scratch = scratch_template;
+  struct cleanup {
+    std::filesystem::path dir;
+    ~cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch, o.variant_timeout_s);
+  measure_plan(
+      plan, backend,
+      [&](std::size_t done, std::size_t total, const std::string& id) {
+        const int width = 30;
+        const int filled = total ? static_cast<int>(width * done / total) : width;
+        progress.update(fmt::format("{}{} [{}{}] {}/{} {}", prefix, o.verify_only ? "verifying" : "measuring",
+                                    std::string(filled, '#'), std::string(width - filled, '.'), done, total, id));
+      },
+      o.verify_only);
+  const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
+  if (ready.is_object() && ready.value("timer", "") != "cupti") {
+    const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +
+                            "); kernels were timed with CUDA events";
+    plan.notes.push_back(why);
+    progress.finish();
+    fmt::print(stderr, "tiletune: {}\n", why);
+  }
+  if (backend.restarts() > 0)
+    plan.notes.push_back(fmt::format("the GPU worker was restarted {} time(s) after faults or timeouts",
+                                     backend.restarts()));
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,37 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/compile_cache.hpp"
+#include "core/gemm_tuner.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+
+namespace tiletune::cli {
+
+// NVRTC behind the disk cache (unless disabled).
+class compiler_stack {
+ public:
+  compiler_stack(const std::string& cache_dir, bool no_cache);
+  kernel_compiler& get() { return cached_ ? static_cast<kernel_compiler&>(*cached_) : nvrtc_; }
+
+ private:
+  nvrtc_compiler nvrtc_;
+  std::unique_ptr<cached_compiler> cached_;
+};
+
+struct measure_settings {
+  std::uint64_t seed = 1;
+  double variant_timeout_s = 60;
+  double target_spread = 0.01;
+  double time_cap_ms = 2000;
+  bool verify_only = false;
+};
+
+// Runs, verifies and times the plan's variants in a worker process on the local GPU.
+void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o,
+                    const std::string& prefix, progress_line& progress);
+
+}  // namespace tiletune::cli
