@@ -307,6 +307,11 @@ registers, shared memory, spills and occupancy; the rest are ranked by the
 analytical model. With --gpu or --dry-run every figure is PREDICTED, and the
 JSON says "mode": "predicted".
 
+On a machine with a GPU (and no --dry-run) every variant is run in a worker
+process, verified against cuBLASLt and timed with CUPTI beside cuBLASLt in the
+same run ("mode": "measured"); a variant that faults or hangs gets
+launch_error or timeout and the run goes on.
+
 Exit codes: 0 done; 2 bad input (the message names it); 3 no GPU and no --gpu,
 or a CUDA library is missing; 70 internal error.)");
   cmd->callback([o, &ctx] { run_gemm(*o, ctx); });

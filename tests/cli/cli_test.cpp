@@ -1,8 +1,4 @@
 // The tiletune binary on good and bad input: exit codes, messages, JSON, files.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,66 +7,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tiletune_process.hpp"
+
 namespace fs = std::filesystem;
+using namespace tiletune_test;
 
 namespace {
-
-// The binary and a scratch folder; the environment may move them (the GPU
-// machine runs a copied build folder from another path).
-const char* binary_path() {
-  const char* env = std::getenv("TILETUNE_BIN");
-  return env && *env ? env : TILETUNE_BINARY;
-}
-std::string scratch_root() {
-  const char* env = std::getenv("TILETUNE_TEST_SCRATCH");
-  return env && *env ? env : TILETUNE_TEST_TMP;
-}
-
-struct result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path tmp_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::path(scratch_root()) / std::to_string(getpid());
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-// Runs tiletune with args; a shared kernel cache keeps repeated plans fast.
-result run(std::vector<std::string> args) {
-  const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(binary_path())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary_path(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
 
 bool has_gpu() { return run({"devices", "--json"}).out.find("\"why_none\"") == std::string::npos; }
 

@@ -1,9 +1,5 @@
 // GPU tests (ctest label `gpu`): run the tiletune binary on the local GPU.
 // Every test skips itself, saying why, where no GPU is present.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,55 +8,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tiletune_process.hpp"
+
 namespace fs = std::filesystem;
+using namespace tiletune_test;
 
 namespace {
-
-// The binary and a scratch folder; the environment may move them (the GPU
-// machine runs a copied build folder from another path).
-const char* binary_path() {
-  const char* env = std::getenv("TILETUNE_BIN");
-  return env && *env ? env : TILETUNE_BINARY;
-}
-std::string scratch_root() {
-  const char* env = std::getenv("TILETUNE_TEST_SCRATCH");
-  return env && *env ? env : TILETUNE_TEST_TMP;
-}
-
-struct result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-result run(std::vector<std::string> args, const char* timer = nullptr) {
-  const fs::path dir = fs::path(scratch_root()) / std::to_string(getpid());
-  fs::create_directories(dir);
-  const fs::path out = dir / "stdout", err = dir / "stderr";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
-    if (timer) setenv("TILETUNE_TIMER", timer, 1);
-    std::vector<char*> argv{const_cast<char*>(binary_path())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary_path(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
-}
 
 std::string no_gpu_reason() {
   const result r = run({"devices", "--json"});

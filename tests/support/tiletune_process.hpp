@@ -1,0 +1,75 @@
+#pragma once
+// Runs the tiletune binary for the cli and gpu tests: exit code, stdout and
+// stderr. The binary and the scratch folder may be moved with TILETUNE_BIN and
+// TILETUNE_TEST_SCRATCH (the GPU machine runs a build folder copied elsewhere).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tiletune_test {
+
+namespace fs = std::filesystem;
+
+inline const char* binary_path() {
+  const char* env = std::getenv("TILETUNE_BIN");
+  return env && *env ? env : TILETUNE_BINARY;
+}
+
+inline std::string scratch_root() {
+  const char* env = std::getenv("TILETUNE_TEST_SCRATCH");
+  return env && *env ? env : TILETUNE_TEST_TMP;
+}
+
+struct result {
+  int code = -1;
+  std::string out, err;
+};
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A folder of this test process's own.
+inline fs::path tmp_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::path(scratch_root()) / std::to_string(getpid());
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Runs tiletune with args; a kernel cache shared by the tests keeps repeated
+// plans fast. `timer` sets TILETUNE_TIMER when given.
+inline result run(std::vector<std::string> args, const char* timer = nullptr) {
+  const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
+    if (timer) setenv("TILETUNE_TIMER", timer, 1);
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary_path(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+}
+
+}  // namespace tiletune_test
