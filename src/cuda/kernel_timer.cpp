@@ -138,6 +138,10 @@ std::unique_ptr<kernel_timer> make_cupti_timer(std::string& why) {
   CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  // External correlation records are made for API activity records; CUPTI's
+  // own sample enables those too. Their records are read and dropped.
+  if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   if (r != CUPTI_SUCCESS) {
     why = cupti_message(r);
     return nullptr;
