@@ -17,18 +17,7 @@ std::vector<tile_config> simt_space() {
     for (int bn : {32, 64, 128})
       for (int bk : {8, 16})
         for (int tm : {4, 8})
-          for (int tn : {4, 8}) {
-            tile_config c;
-            c.family = kernel_family::simt;
-            c.block_m = bm;
-            c.block_n = bn;
-            c.block_k = bk;
-            c.thread_m = tm;
-            c.thread_n = tn;
-            c.vector_width = 4;
-            c.stages = 2;
-            out.push_back(c);
-          }
+          for (int tn : {4, 8}) out.push_back(simt_tile(bm, bn, bk, tm, tn));
   return out;
 }
 
@@ -43,17 +32,7 @@ std::vector<tile_config> mma_space(dtype t) {
   for (auto [bm, bn] : blocks)
     for (auto [wm, wn] : warps)
       for (int bk : bks)
-        for (int stages : {2, 3, 4}) {
-          tile_config c;
-          c.family = kernel_family::mma;
-          c.block_m = bm;
-          c.block_n = bn;
-          c.block_k = bk;
-          c.warps_m = wm;
-          c.warps_n = wn;
-          c.stages = stages;
-          out.push_back(c);
-        }
+        for (int stages : {2, 3, 4}) out.push_back(mma_tile(bm, bn, bk, wm, wn, stages));
   return out;
 }
 

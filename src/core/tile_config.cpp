@@ -63,6 +63,31 @@ std::string tile_config::id() const {
   return s;
 }
 
+tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int warps_n, int stages) {
+  tile_config c;
+  c.family = kernel_family::mma;
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.warps_m = warps_m;
+  c.warps_n = warps_n;
+  c.stages = stages;
+  return c;
+}
+
+tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width) {
+  tile_config c;
+  c.family = kernel_family::simt;
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.thread_m = thread_m;
+  c.thread_n = thread_n;
+  c.vector_width = vector_width;
+  c.stages = 2;  // registers -> shared double buffering
+  return c;
+}
+
 nlohmann::json tile_to_json(const tile_config& c) {
   nlohmann::json j = {{"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k}};
   if (c.family == kernel_family::simt) {

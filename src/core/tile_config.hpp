@@ -37,6 +37,9 @@ struct tile_config {
   friend bool operator==(const tile_config&, const tile_config&) = default;
 };
 
+tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int warps_n, int stages);
+tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width = 4);
+
 nlohmann::json tile_to_json(const tile_config& c);
 tile_config tile_from_json(const nlohmann::json& j);
 

@@ -87,12 +87,7 @@ TEST(nvrtc_compiler, ampere_and_ada_targets_compile_too) {
     gemm_problem p;
     p.m = p.n = p.k = 1024;
     p.type = dtype::f16;
-    tile_config c;
-    c.family = kernel_family::mma;
-    c.block_m = c.block_n = 128;
-    c.block_k = 32;
-    c.warps_m = c.warps_n = 2;
-    c.stages = 3;
+    const tile_config c = mma_tile(128, 128, 32, 2, 2, 3);
     ASSERT_FALSE(check_constraints(c, p, d));
     const auto r = nvrtc.compile(make_compile_job(c, p.type, p.layout, d));
     EXPECT_TRUE(r.ok) << preset << r.log;

@@ -135,15 +135,7 @@ TEST(gemm_tuner, memory_check_names_the_sizes_and_the_gpu) {
 }
 
 TEST(kernel_templates, sources_carry_the_configuration) {
-  tile_config c;
-  c.family = kernel_family::mma;
-  c.block_m = 128;
-  c.block_n = 64;
-  c.block_k = 32;
-  c.warps_m = 2;
-  c.warps_n = 2;
-  c.stages = 3;
-  const std::string s = render_kernel_source(c, dtype::bf16, parse_layout("tn"));
+  const std::string s = render_kernel_source(mma_tile(128, 64, 32, 2, 2, 3), dtype::bf16, parse_layout("tn"));
   for (const char* line : {"#define TT_DTYPE 3\n", "#define TT_A_T 1\n", "#define TT_B_T 0\n", "#define TT_BM 128\n",
                            "#define TT_BN 64\n", "#define TT_STAGES 3\n", "tiletune_gemm"})
     EXPECT_NE(s.find(line), std::string::npos) << line;

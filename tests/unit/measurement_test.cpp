@@ -104,13 +104,7 @@ TEST(protocol, messages_round_trip) {
   EXPECT_EQ(s2.seed, 42u);
   EXPECT_EQ(s2.sampling.target_spread, 0.02);
 
-  tile_config c;
-  c.family = kernel_family::mma;
-  c.block_m = 128;
-  c.block_n = 64;
-  c.block_k = 32;
-  c.warps_m = c.warps_n = 2;
-  c.stages = 3;
+  const tile_config c = mma_tile(128, 64, 32, 2, 2, 3);
   measure_request r;
   r.op = "variant";
   r.id = c.id();

@@ -14,15 +14,7 @@ device_spec toy() {
   d.l2_bandwidth_gbs = 1e9;
   return d;
 }
-tile_config tile128() {
-  tile_config c;
-  c.family = kernel_family::mma;
-  c.block_m = c.block_n = 128;
-  c.block_k = 32;
-  c.warps_m = c.warps_n = 2;
-  c.stages = 3;
-  return c;
-}
+tile_config tile128() { return mma_tile(128, 128, 32, 2, 2, 3); }
 gemm_problem bf16(std::int64_t m, std::int64_t n, std::int64_t k) {
   gemm_problem p;
   p.m = m;
@@ -120,11 +112,7 @@ TEST(perf_model, hopper_mma_sync_is_capped_near_63_percent) {
 
 TEST(perf_model, small_thread_tiles_wait_on_shared_memory) {
   const device_spec& h100 = find_preset("h100-sxm");
-  tile_config c;
-  c.family = kernel_family::simt;
-  c.block_m = c.block_n = 64;
-  c.block_k = 8;
-  c.vector_width = 4;
+  tile_config c = simt_tile(64, 64, 8, 4, 4);
   // H100 FFMA: 66.9 TFLOP/s over 132 SMs at 1980 MHz = 256 flop/clock/SM.
   const double rate = h100.peak_tflops_f32 * 1e12 / h100.sm_count;
   // 4x4: 32 flops need 32 bytes per k (0.25 clocks) vs 0.125 clocks of FFMA: half speed.
@@ -133,10 +121,6 @@ TEST(perf_model, small_thread_tiles_wait_on_shared_memory) {
   c.thread_m = c.thread_n = 8;
   EXPECT_NEAR(shared_memory_factor(h100, dtype::f32, c, rate), 1.0, 0.01);
   // A 64x64 bf16 warp tile is compute-bound on mma.sync.
-  tile_config m;
-  m.family = kernel_family::mma;
-  m.block_m = m.block_n = 128;
-  m.block_k = 32;
-  m.warps_m = m.warps_n = 2;
+  const tile_config m = mma_tile(128, 128, 32, 2, 2, 3);
   EXPECT_DOUBLE_EQ(shared_memory_factor(h100, dtype::bf16, m, h100.peak_tflops_bf16 * 1e12 * 0.63 / h100.sm_count), 1.0);
 }

@@ -15,17 +15,7 @@ gemm_problem problem(dtype t, const char* l = "nn") {
   p.layout = parse_layout(l);
   return p;
 }
-tile_config mma(int bm, int bn, int bk, int wm, int wn, int stages) {
-  tile_config c;
-  c.family = kernel_family::mma;
-  c.block_m = bm;
-  c.block_n = bn;
-  c.block_k = bk;
-  c.warps_m = wm;
-  c.warps_n = wn;
-  c.stages = stages;
-  return c;
-}
+tile_config mma(int bm, int bn, int bk, int wm, int wn, int stages) { return mma_tile(bm, bn, bk, wm, wn, stages); }
 }  // namespace
 
 TEST(search_space, families_by_dtype) {
@@ -64,14 +54,7 @@ TEST(tile_config, shared_memory_is_worked_by_hand) {
   EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nn")), 3 * (128 * 40 + 32 * 136) * 2);
   // tf32 tn: A [16][128+8], B [16][64+8], 4 bytes.
   EXPECT_EQ(mma(128, 64, 16, 2, 2, 2).smem_bytes(dtype::tf32, parse_layout("tn")), 2 * (16 * 136 + 16 * 72) * 4);
-  tile_config s;
-  s.family = kernel_family::simt;
-  s.block_m = 64;
-  s.block_n = 128;
-  s.block_k = 8;
-  s.thread_m = 8;
-  s.thread_n = 8;
-  s.vector_width = 4;
+  const tile_config s = simt_tile(64, 128, 8, 8, 8);
   EXPECT_EQ(s.threads(), 128);
   EXPECT_EQ(s.smem_bytes(dtype::f32, parse_layout("nn")), 2 * (8 * 68 + 8 * 132) * 4);
   EXPECT_EQ(s.id(), "simt_64x128x8_t8x8_v4");
@@ -105,20 +88,8 @@ TEST(constraints, each_is_named) {
   wide.n = 65536 * 64 + 1;
   EXPECT_EQ(broken(mma(64, 64, 32, 2, 2, 3), wide, h100), "grid");
 
-  tile_config s;
-  s.family = kernel_family::simt;
-  s.block_m = s.block_n = 32;
-  s.block_k = 8;
-  s.thread_m = s.thread_n = 8;
-  s.vector_width = 4;
-  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "threads_per_block");  // 16 threads
-  s.block_m = s.block_n = 128;
-  s.thread_m = s.thread_n = 4;
-  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "threads_per_block");  // 1024 threads
-  s.block_m = 64;
-  s.block_n = 128;
-  s.block_k = 8;
-  s.thread_m = 4;
-  s.thread_n = 8;  // 256 threads x 4 = 1024 elements per load; 64x8 = 512
-  EXPECT_EQ(broken(s, problem(dtype::f32), h100), "load_balance");
+  EXPECT_EQ(broken(simt_tile(32, 32, 8, 8, 8), problem(dtype::f32), h100), "threads_per_block");     // 16 threads
+  EXPECT_EQ(broken(simt_tile(128, 128, 8, 4, 4), problem(dtype::f32), h100), "threads_per_block");   // 1024 threads
+  // 256 threads x 4 = 1024 elements per load; a 64x8 tile has 512.
+  EXPECT_EQ(broken(simt_tile(64, 128, 8, 4, 8), problem(dtype::f32), h100), "load_balance");
 }
