@@ -1,4 +1,7 @@
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -7,6 +10,9 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_measure.hpp"
+#include "core/perf_model.hpp"
+#include "core/result_compare.hpp"
 #include "core/training_plan.hpp"
 
 namespace tiletune::cli {
@@ -30,6 +36,7 @@ struct batch_options {
   std::string out;
   bool json = false;
   bool quiet = false;
+  bool predict = false;
 };
 
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
@@ -38,9 +45,11 @@ std::string format_plan(const batch_plan& plan) {
   const auto& s = plan.setup;
   const auto& m = plan.memory;
   std::string out = fmt::format(
-      "{} ({:.3f} B parameters, {:.3f} B trainable) on {}, seq {}, {}, {}{}: PREDICTED, not measured\n",
-      s.model.name, m.parameters / 1e9, m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
-      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "");
+      "{} ({:.3f} B parameters, {:.3f} B trainable) on {}, seq {}, {}, {}{}: {}\n", s.model.name,
+      m.parameters / 1e9, m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
+      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
+      plan.mode == "measured" ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
+                              : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  gradients {}  optimizer {}  activations/sample {} ({} checkpointed)  "
                      "logits/sample {}  budget {}\n\n",
                      gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
@@ -74,6 +83,56 @@ std::string format_plan(const batch_plan& plan) {
   return out;
 }
 
+// Times every distinct GEMM of the candidates' training steps with cuBLASLt
+// (what the framework runs) in a worker process on the local GPU.
+batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, bool quiet) {
+  worker_setup setup;
+  setup.problem.m = setup.problem.n = setup.problem.k = 128;
+  setup.problem.type = gemm_dtype(s.prec);
+  setup.device = device.index;
+  setup.sampling.time_cap_ms = 200;
+  setup.sampling.target_spread = 0.02;
+  char scratch_template[] = "/tmp/tiletune-batch-XXXXXX";
+  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
+  struct cleanup {
+    std::filesystem::path dir;
+    ~cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch_template};
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch_template, 120);
+  progress_line progress(!quiet);
+  std::map<std::string, double> timed;
+  std::size_t failures = 0;
+  const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
+    const std::string key = problem_key(p);
+    if (const auto it = timed.find(key); it != timed.end()) return it->second;
+    progress.update(fmt::format("timing the step's GEMMs with cuBLASLt: {} done, now {}", timed.size(), key));
+    measure_request r;
+    r.op = "library";
+    r.id = key;
+    r.problem = p;
+    const measure_response m = backend.measure(r, {});
+    double us = 0;
+    if (m.status == "ok" && m.timing.median_us > 0) {
+      us = m.timing.median_us;
+    } else {
+      ++failures;  // the model stands in, and the plan says so
+      us = predict_library_gemm(device.spec, p).time_us;
+    }
+    timed[key] = us;
+    return us;
+  };
+  batch_plan plan = plan_batch(s, device.spec, gemm_time);
+  progress.finish();
+  plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", timed.size(),
+                                   device.spec.name));
+  if (failures)
+    plan.notes.push_back(fmt::format("{} of them could not be timed and were predicted instead", failures));
+  return plan;
+}
+
 void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
   s.model = load_model(o.model);
@@ -96,11 +155,13 @@ void run_batch(const batch_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--precision {}: the {} ({}) has no bf16; use fp16-mixed", to_string(s.prec),
                                   device.spec.name, device.spec.arch()));
   validate(s);
-  if (device.live && !o.quiet)
-    fmt::print(stderr, "tiletune: planning for the local {} from its specification; measuring the step's GEMMs on "
-                       "it is not built yet, so the speeds are predicted\n", device.spec.name);
 
-  const batch_plan plan = plan_batch(s, device.spec);
+  batch_plan plan;
+  if (device.live && !o.predict) {
+    plan = plan_on_gpu(s, device, o.quiet);
+  } else {
+    plan = plan_batch(s, device.spec);
+  }
   const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
   if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
   if (o.json) {
@@ -143,6 +204,7 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)");
   cmd->add_flag("--json", o->json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->quiet, "No table");
+  cmd->add_flag("--predict", o->predict, "On a machine with a GPU: plan from its specification, time nothing");
   cmd->footer(R"(
 Examples:
   tiletune batch --model llama-3-8b --gpu h100-sxm --seq-len 2048 --global-batch 256 --lora-rank 16
@@ -153,7 +215,9 @@ sample (with and without gradient checkpointing), logits and the CUDA context,
 term by term. The speed of each candidate micro-batch comes from the GEMMs of
 one training step (forward, data-gradient and weight-gradient of every linear
 layer, attention, LM head) at a cuBLAS-like efficiency plus the memory-bound
-rest. Every figure is PREDICTED (the JSON says "mode": "predicted").
+rest. With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
+"predicted"); on a machine with a GPU the step's GEMMs are timed with
+cuBLASLt on it ("mode": "measured"; memory stays a model).
 
 The recommendation is the throughput-best micro-batch that fits with the
 safety margin, with gradient accumulation to reach --global-batch; it is also

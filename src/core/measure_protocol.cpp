@@ -48,12 +48,14 @@ worker_setup worker_setup_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const measure_request& r) {
-  return {{"op", r.op},
-          {"id", r.id},
-          {"cubin_path", r.cubin_path},
-          {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
-          {"threads", r.launch.threads},
-          {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
+  nlohmann::json j = {{"op", r.op},
+                      {"id", r.id},
+                      {"cubin_path", r.cubin_path},
+                      {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
+                      {"threads", r.launch.threads},
+                      {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
+  if (r.op == "library") j["problem"] = to_json(r.problem);
+  return j;
 }
 
 measure_request measure_request_from_json(const nlohmann::json& j) {
@@ -67,6 +69,7 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   r.launch.grid_z = g.at(2).get<std::int64_t>();
   r.launch.threads = j.at("threads").get<int>();
   r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
+  if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
   return r;
 }
 

@@ -31,12 +31,15 @@ struct launch_shape {
 // The grid the templates expect: M tiles on x, N tiles on y, the batch on z.
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
 
-// One job for the worker: time cuBLASLt ("reference") or one variant.
+// One job for the worker: time cuBLASLt on the setup's problem
+// ("reference"), one variant ("variant"), or cuBLASLt on a problem of its own
+// ("library": the training step's GEMMs for `batch`).
 struct measure_request {
-  std::string op;  // "reference" | "variant"
+  std::string op;  // "reference" | "variant" | "library"
   std::string id;
   std::string cubin_path;
   launch_shape launch;
+  gemm_problem problem;  // "library" only
 };
 
 // The worker's answer. status: ok | incorrect | launch_error | timeout.

@@ -49,14 +49,6 @@ std::string_view name_of(E e, const std::pair<E, const char*> (&names)[N]) {
 bool is_mixed(precision p) { return p == precision::fp16_mixed || p == precision::bf16_mixed; }
 // Bytes of one activation element: autocast runs the layers in 16 bits.
 int activation_bytes(precision p) { return p == precision::fp32 ? 4 : 2; }
-dtype gemm_dtype(precision p) {
-  switch (p) {
-    case precision::fp32: return dtype::f32;  // PyTorch's default: no TF32 for matmul
-    case precision::fp16_mixed: return dtype::f16;
-    default: return dtype::bf16;
-  }
-}
-
 std::int64_t linear_parameters(const model_spec& m) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(m))
@@ -104,6 +96,14 @@ double optimizer_state_bytes(optimizer_kind o, precision p) {
 }  // namespace
 
 std::string_view to_string(precision p) { return name_of(p, precision_names); }
+
+dtype gemm_dtype(precision p) {
+  switch (p) {
+    case precision::fp32: return dtype::f32;
+    case precision::fp16_mixed: return dtype::f16;
+    default: return dtype::bf16;
+  }
+}
 std::string_view to_string(optimizer_kind o) { return name_of(o, optimizer_names); }
 std::string_view to_string(attention_impl a) { return name_of(a, attention_names); }
 precision parse_precision(std::string_view s) { return parse_enum(s, "--precision", precision_names); }
@@ -277,7 +277,8 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
   return out;
 }
 
-step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing) {
+step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
+                       const gemm_time_fn& gemm_time) {
   step_time t;
   const dtype type = gemm_dtype(s.prec);
   for (const auto& g : step_gemms(s, b, checkpointing)) {
@@ -287,7 +288,8 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     p.k = g.k;
     p.batch = g.batch;
     p.type = type;
-    t.gemm_ms += predict_library_gemm(d, p).time_us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
+    const double us = gemm_time ? gemm_time(p) : predict_library_gemm(d, p).time_us;
+    t.gemm_ms += us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
   }
   // The memory-bound rest, in elements moved per token and layer in forward
   // (norms 4h, residual adds 6h, activation 5I gated or 2I, rotary 2(q+kv),
@@ -329,9 +331,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   return t;
 }
 
-batch_plan plan_batch(const training_setup& s, const device_spec& d) {
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time) {
   validate(s);
   batch_plan plan;
+  if (gemm_time) plan.mode = "measured";
   plan.setup = s;
   plan.device = d;
   plan.memory = estimate_memory(s);
@@ -378,7 +381,9 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d) {
       c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
       c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
       c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
-      c.time = predict_step(s, d, b, ckpt);
+      // Only a candidate that fits is worth timing on the GPU.
+      c.measured = c.fits && gemm_time;
+      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{});
       const double global_step_ms =
           static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() + c.time.optimizer_ms;
       c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
@@ -531,7 +536,8 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                                {"step_ms", c.step_ms},
                                {"samples_per_s", c.samples_per_s},
                                {"tokens_per_s", c.tokens_per_s},
-                               {"time", step_json(c.time)}});
+                               {"time", step_json(c.time)},
+                               {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
   j["notes"] = plan.notes;
   if (!plan.recommended) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,9 +82,15 @@ struct step_time {
   double optimizer_ms = 0;     // once per global step
   double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms; }
 };
-// Predicted from the device spec (GEMMs at a cuBLAS-like efficiency, the rest
-// from bytes over bandwidth).
-step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing);
+// The time of one GEMM in microseconds: measured on the GPU, or predicted.
+using gemm_time_fn = std::function<double(const gemm_problem&)>;
+// The GEMMs' dtype for a precision (fp32 runs f32: PyTorch's default has no TF32).
+dtype gemm_dtype(precision p);
+
+// GEMMs from gemm_time (predict_library_gemm when empty: a cuBLAS-like
+// efficiency against the roofs), the rest from bytes over bandwidth.
+step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing,
+                       const gemm_time_fn& gemm_time = {});
 
 struct batch_candidate {
   std::int64_t micro_batch = 0;
@@ -95,6 +102,7 @@ struct batch_candidate {
   std::int64_t effective_global_batch = 0;
   bool exact_global_batch = true;
   step_time time;
+  bool measured = false;  // GEMM times measured on the GPU (only candidates that fit are run)
   double step_ms = 0;  // one micro-batch, optimizer amortised over accumulation
   double samples_per_s = 0;
   double tokens_per_s = 0;
@@ -114,7 +122,8 @@ struct batch_plan {
   std::vector<std::string> suggestions;  // when nothing fits: what would
 };
 
-batch_plan plan_batch(const training_setup& s, const device_spec& d);
+// With gemm_time, the step GEMMs are timed by it and the plan's mode is "measured".
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {});
 
 nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
 

@@ -218,3 +218,25 @@ TEST(setup, validation_names_the_bad_value) {
   EXPECT_THROW(parse_optimizer("lion"), usage_error);
   EXPECT_EQ(parse_optimizer("adamw-8bit"), optimizer_kind::adamw_8bit);
 }
+
+TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
+  auto s = setup("gpt2", 1024);
+  int calls = 0;
+  const gemm_time_fn fixed = [&](const gemm_problem& p) {
+    ++calls;
+    EXPECT_EQ(p.type, dtype::bf16);
+    return 1000.0;  // every GEMM takes 1 ms
+  };
+  device_spec d = find_preset("l4");
+  const auto plan = plan_batch(s, d, fixed);
+  EXPECT_EQ(plan.mode, "measured");
+  EXPECT_GT(calls, 0);
+  for (const auto& c : plan.candidates) {
+    EXPECT_EQ(c.measured, c.fits);
+    if (!c.measured) continue;
+    double expected_ms = 0;
+    for (const auto& g : step_gemms(s, c.micro_batch, c.checkpointing)) expected_ms += 1.0 * g.count * g.flop_scale;
+    EXPECT_NEAR(c.time.gemm_ms, expected_ms, 1e-9);
+  }
+  EXPECT_EQ(to_json(plan, "", "")["candidates"][0]["gemm_time_basis"], "measured (cuBLASLt)");
+}
