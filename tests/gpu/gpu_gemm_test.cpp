@@ -140,3 +140,14 @@ TEST(gpu, check_against_a_fresh_baseline_says_same) {
     EXPECT_NE(slurp(junit).find("testcase"), std::string::npos);
   }
 }
+
+// batch on a GPU times the step's GEMMs with cuBLASLt.
+TEST(gpu, batch_measures_the_step_gemms) {
+  REQUIRE_GPU();
+  const result r = run({"batch", "--model", "gpt2", "--seq-len", "512", "--global-batch", "64", "--json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "measured");
+  ASSERT_FALSE(j["recommendation"].is_null());
+  EXPECT_GT(j["recommendation"]["samples_per_s"].get<double>(), 0);
+}
