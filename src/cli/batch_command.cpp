@@ -92,16 +92,8 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   setup.device = device.index;
   setup.sampling.time_cap_ms = 200;
   setup.sampling.target_spread = 0.02;
-  char scratch_template[] = "/tmp/tiletune-batch-XXXXXX";
-  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
-  struct cleanup {
-    std::filesystem::path dir;
-    ~cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove_scratch{scratch_template};
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch_template, 120);
+  const scratch_dir scratch("tiletune-batch");
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), 120);
   progress_line progress(!quiet);
   std::map<std::string, double> timed;
   std::size_t failures = 0;

@@ -1,7 +1,5 @@
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,12 +8,9 @@
 #include "cli/commands.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
-#include "core/compile_cache.hpp"
 #include "core/errors.hpp"
-#include "core/gemm_measure.hpp"
 #include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
-#include "cuda/nvrtc_compiler.hpp"
 
 namespace tiletune::cli {
 

@@ -30,17 +30,8 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
     setup.sampling.min_samples = 0;
     setup.sampling.max_samples = 0;
   }
-  char scratch_template[] = "/tmp/tiletune-run-XXXXXX";
-  if (!mkdtemp(scratch_template)) throw environment_error("cannot create a scratch folder under /tmp");
-  const std::filesystem::path scratch = scratch_template;
-  struct cleanup {
-    std::filesystem::path dir;
-    ~cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove_scratch{scratch};
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch, o.variant_timeout_s);
+  const scratch_dir scratch("tiletune-run");
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), o.variant_timeout_s);
   measure_plan(
       plan, backend,
       [&](std::size_t done, std::size_t total, const std::string& id) {

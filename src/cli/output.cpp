@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <system_error>
@@ -114,6 +115,17 @@ std::string text_table::render() const {
 }
 
 bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+
+scratch_dir::scratch_dir(const std::string& prefix) {
+  std::string name = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!mkdtemp(name.data())) throw environment_error("cannot create a scratch folder " + name);
+  path_ = name;
+}
+
+scratch_dir::~scratch_dir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
 
 std::string self_executable() {
   std::error_code ec;

@@ -40,6 +40,20 @@ class progress_line {
 
 bool stderr_is_terminal();
 
+// A fresh folder under /tmp for one run's files (worker cubins), removed with
+// everything in it when the object goes. Throws environment_error if it cannot be made.
+class scratch_dir {
+ public:
+  explicit scratch_dir(const std::string& prefix);
+  ~scratch_dir();
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // The path of the running binary (for starting its measuring worker).
 std::string self_executable();
 
