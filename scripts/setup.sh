@@ -23,6 +23,13 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 command -v nvcc >/dev/null || { echo "setup: the CUDA toolkit (nvcc, NVRTC) is not installed" >&2; exit 3; }
 
+# cuobjdump and nvdisasm (PyPI, run on the CPU): the SASS tests read the kernels' machine code.
+if [ ! -x .tools/nvidia/cu13/bin/cuobjdump ] || [ ! -x .tools/nvidia/cu13/bin/nvdisasm ]; then
+  echo "setup: installing cuobjdump and nvdisasm from PyPI into .tools/" >&2
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --upgrade --target .tools \
+    nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm >/dev/null
+fi
+
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --parallel
