@@ -1,8 +1,10 @@
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -11,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
+#include "core/kernel_export.hpp"
 
 namespace tiletune::cli {
 
@@ -47,6 +50,7 @@ struct gemm_options {
     bool json = false;
     bool quiet = false;
   } report;
+  std::string export_dir;  // --export DIR: the chosen kernels as source, cubin and launch JSON
 };
 
 std::string format_measured_table(const gemm_plan& plan, int top) {
@@ -175,6 +179,54 @@ std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_p
          t.render();
 }
 
+// Writes the recommended variant (or each --only variant) of every plan under
+// --export DIR (a subfolder per problem for a suite). Returns the exit code:
+// 0, 1 when a wanted variant failed on the GPU, 2 when one cannot run at all.
+int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<gemm_plan>& plans,
+                   const run_info& run) {
+  std::vector<export_file> files;
+  std::vector<std::string> written;
+  std::set<std::string> folders;
+  bool failed_on_gpu = false, cannot_run = false;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const gemm_plan& plan = plans[i];
+    std::string folder;
+    if (!o.suite.empty()) {
+      folder = export_folder_name(suite.problems[i].name);
+      if (!folders.insert(folder).second) folders.insert(folder += fmt::format("-{}", i + 1));
+      folder += "/";
+    }
+    const auto chosen = variants_to_export(plan, o.only);
+    if (chosen.empty()) {
+      for (const auto& v : plan.variants)
+        failed_on_gpu |= v.status == variant_status::incorrect || v.status == variant_status::launch_error ||
+                         v.status == variant_status::timeout;
+      cannot_run = true;
+      fmt::print(stderr, "tiletune: --export: nothing to export for {}: no variant is ok\n", plan.problem.describe());
+    }
+    for (const variant_result* v : chosen) {
+      if (v->status != variant_status::ok) {
+        const bool on_gpu = v->status == variant_status::incorrect || v->status == variant_status::launch_error ||
+                            v->status == variant_status::timeout;
+        (on_gpu ? failed_on_gpu : cannot_run) = true;
+        fmt::print(stderr, "tiletune: --export: {} is {} for {}{}; not exported\n", v->config.id(),
+                   to_string(v->status), plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason);
+        continue;
+      }
+      for (auto& f : export_variant(plan, *v, run)) {
+        f.name = folder + f.name;
+        written.push_back(f.name);
+        files.push_back(std::move(f));
+      }
+    }
+  }
+  if (!files.empty()) write_export(o.export_dir, files);
+  if (!o.report.quiet)
+    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", files.size() / 3,
+               files.size() == 3 ? "" : "s", o.export_dir, fmt::join(written, ", "));
+  return failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
+}
+
 void run_gemm(const gemm_options& o, run_context& ctx) {
   gemm_suite suite;
   if (!o.suite.empty()) {
@@ -187,6 +239,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
   if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
   if (!o.report.out.empty()) check_output_path(o.report.out);
+  if (!o.export_dir.empty()) check_export_dir(o.export_dir);
 
   const device_choice device = choose_device(o.device.gpu, o.device.index);
   for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
@@ -250,6 +303,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     if (!plan.recommended)
       fmt::print(stderr, "tiletune: no variant of {} can run on {}\n", plan.problem.describe(), device.spec.name);
   ctx.exit_code = exit_ok;
+  if (!o.export_dir.empty()) ctx.exit_code = export_kernels(o, suite, plans, run);
 }
 
 }  // namespace
@@ -289,6 +343,9 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--cache-dir", o->compile.cache_dir,
                   "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
+  cmd->add_option("--export", o->export_dir,
+                  "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
+                  "ID.json (how to launch it); see below");
   cmd->footer(R"(
 Examples:
   tiletune gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --out llm-plan.json
@@ -307,8 +364,23 @@ process, verified against cuBLASLt and timed with CUPTI beside cuBLASLt in the
 same run ("mode": "measured"); a variant that faults or hangs gets
 launch_error or timeout and the run goes on.
 
-Exit codes: 0 done; 2 bad input (the message names it); 3 no GPU and no --gpu,
-or a CUDA library is missing; 70 internal error.)");
+--export DIR writes the recommended variant, or each variant named by --only,
+as three files in DIR (created if missing; existing files are replaced; each
+file is written whole or not at all): ID.cu, the CUDA C++ source with its tile
+constants fixed, which compiles alone with NVRTC or nvcc and says in its header
+how to launch it; ID.cubin, the binary tiletune compiled from it (read its SASS
+with scripts/show_sass.sh DIR/ID.cubin); ID.json (schema tiletune.kernel/1):
+entry, arch, grid, block, cluster, dynamic shared memory, the parameters in
+order with their values for this problem, registers and spills, and the
+problem with its figures, measured or predicted. With --suite, each problem's
+kernels go into a subfolder named after the problem. When a wanted variant is
+not ok, nothing is written for it and the exit code is 1 if it failed on the
+GPU (incorrect, launch_error, timeout), else 2 (pruned, compile_error,
+resource_limit, or no variant ok at all).
+
+Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
+2 bad input (the message names it); 3 no GPU and no --gpu, or a CUDA library
+is missing; 70 internal error.)");
   cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
 }
 
