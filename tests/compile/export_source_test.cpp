@@ -1,0 +1,51 @@
+// An exported kernel's source compiles again with NVRTC, alone, to the same
+// kernel tiletune compiled (same registers, same entry), on the CPU.
+#include <gtest/gtest.h>
+
+#include "core/kernel_export.hpp"
+#include "core/kernel_templates.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+
+using namespace tiletune;
+
+TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
+  struct want {
+    dtype type;
+    const char* layout;
+    const char* id;
+  };
+  for (const want& w : {want{dtype::f32, "tn", "simt_64x64x8_t8x8_v4"}, want{dtype::bf16, "nt", "mma_128x128x32_w2x2_s3"},
+                        want{dtype::tf32, "tt", "mma_64x64x32_w2x2_s3"}}) {
+    gemm_problem p;
+    p.m = 1000;
+    p.n = 3000;
+    p.k = 777;
+    p.type = w.type;
+    p.layout = parse_layout(w.layout);
+    nvrtc_compiler nvrtc;
+    plan_options o;
+    o.only = {w.id};
+    const gemm_plan plan = plan_gemm(p, find_preset("h100-sxm"), nvrtc, o);
+    ASSERT_TRUE(plan.recommended) << w.id;
+    const variant_result& v = plan.variants[*plan.recommended];
+    ASSERT_EQ(v.config.id(), w.id);
+    const auto files = export_variant(plan, v, {"test", "2026-01-01T00:00:00Z"});
+    ASSERT_EQ(files.size(), 3u);
+
+    // What the header comment tells a user to do: the source alone, the listed options.
+    const auto manifest = nlohmann::json::parse(files[2].bytes);
+    compile_job again;
+    again.name = files[0].name;
+    again.source = files[0].bytes;
+    again.arch = manifest["arch"].get<std::string>();
+    for (const auto& opt : manifest["compile"]["nvrtc_options"])
+      if (!opt.get<std::string>().starts_with("--gpu-architecture=")) again.options.push_back(opt.get<std::string>());
+    const compiled_kernel k = nvrtc.compile(again);
+    ASSERT_TRUE(k.ok) << w.id << "\n" << k.log;
+    EXPECT_EQ(k.cubin.substr(0, 4), "\x7f" "ELF") << w.id;
+    EXPECT_NE(k.cubin.find(kernel_entry_name), std::string::npos) << w.id;
+    EXPECT_EQ(k.resources.registers, v.resources.registers) << w.id;
+    EXPECT_EQ(k.resources.spill_bytes(), 0) << w.id;
+    EXPECT_EQ(manifest["resources"]["registers"], v.resources.registers);
+  }
+}
