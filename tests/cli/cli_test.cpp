@@ -1,9 +1,11 @@
 // The tiletune binary on good and bad input: exit codes, messages, JSON, files.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -263,4 +265,163 @@ TEST(cli, a_suite_plans_every_problem_into_one_file_that_compares_clean) {
   const result c = run({"compare", out.string(), out.string()});
   EXPECT_EQ(c.code, 0) << c.out << c.err;
   expect_usage_error({"gemm", "--suite", suite.string(), "--m", "8", "--gpu", "h100-sxm"}, "--suite");
+}
+
+// --export DIR: the chosen kernels as ID.cu, ID.cubin and ID.json.
+namespace {
+
+// The SASS of a cubin through scripts/show_sass.sh; empty when no cuobjdump was found at configure time.
+std::string sass_of(const fs::path& cubin) {
+#ifdef TILETUNE_CUOBJDUMP
+  if (!fs::exists(TILETUNE_SHOW_SASS)) return "";  // a build folder copied to another machine
+  const std::string cmd = fmt::format("CUOBJDUMP='{}' '{}' '{}' 2>&1", TILETUNE_CUOBJDUMP, TILETUNE_SHOW_SASS,
+                                      cubin.string());
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << cmd << "\n" << out;
+  }
+  EXPECT_NE(out.find("Function : tiletune_gemm"), std::string::npos) << out.substr(0, 2000);
+  return out;
+#else
+  (void)cubin;
+  return "";
+#endif
+}
+
+// Checks the three files of one exported variant and returns its launch JSON.
+nlohmann::json expect_exported(const fs::path& dir, const std::string& id, const std::string& dtype,
+                               const std::string& sass_op) {
+  const fs::path cu = dir / (id + ".cu"), cubin = dir / (id + ".cubin"), json = dir / (id + ".json");
+  EXPECT_TRUE(fs::exists(cu) && fs::exists(cubin) && fs::exists(json)) << dir << " " << id;
+  const std::string bin = slurp(cubin);
+  EXPECT_EQ(bin.substr(0, 4), "\x7f" "ELF") << cubin;
+  EXPECT_NE(bin.find("tiletune_gemm"), std::string::npos) << cubin;
+  const std::string src = slurp(cu);
+  EXPECT_NE(src.find("// tiletune kernel " + id), std::string::npos);
+  EXPECT_NE(src.find("tiletune_gemm("), std::string::npos);
+  EXPECT_EQ(src.find("#include"), std::string::npos) << "the source stands alone";
+  const auto j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["schema"], "tiletune.kernel/1");
+  EXPECT_EQ(j["id"], id);
+  EXPECT_EQ(j["arch"], "sm_90");
+  EXPECT_EQ(j["mode"], "predicted");
+  EXPECT_EQ(j["problem"]["dtype"], dtype);
+  for (const char* key : {"entry", "grid", "block", "cluster", "dynamic_smem_bytes", "parameters", "tensor_maps"})
+    EXPECT_TRUE(j["launch"].contains(key)) << key;
+  EXPECT_EQ(j["launch"]["entry"], "tiletune_gemm");
+  EXPECT_EQ(j["launch"]["parameters"].size(), 14u);
+  EXPECT_EQ(j["launch"]["parameters"][3]["name"], "M");
+  EXPECT_EQ(j["launch"]["parameters"][3]["value"], j["problem"]["m"]);
+  for (const char* key : {"registers", "spill_bytes", "dynamic_smem_bytes", "static_smem_bytes", "threads"})
+    EXPECT_TRUE(j["resources"].contains(key)) << key;
+  EXPECT_GT(j["resources"]["registers"].get<int>(), 0);
+  EXPECT_EQ(j["figures"]["basis"], "predicted");
+  EXPECT_EQ(j["files"]["cubin"], id + ".cubin");
+  const std::string sass = sass_of(cubin);
+  if (!sass.empty()) {
+    EXPECT_NE(sass.find(sass_op), std::string::npos) << sass.substr(0, 2000);
+  }
+  return j;
+}
+
+void expect_no_temporaries(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+}  // namespace
+
+TEST(cli, export_writes_the_recommended_kernel_for_an_odd_bf16_shape) {
+  const fs::path dir = tmp_dir() / "export-bf16" / "new";  // created with its parent
+  fs::remove_all(dir.parent_path());
+  const fs::path out = tmp_dir() / "export-bf16.json";
+  const std::vector<std::string> args{"gemm", "--m", "1000", "--n", "3000", "--k", "777", "--dtype", "bf16",
+                                      "--layout", "nt", "--gpu", "h100-sxm", "--out", out.string(),
+                                      "--export", dir.string()};
+  const result r = run(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported 1 kernel to"), std::string::npos) << r.out;
+  const std::string id = nlohmann::json::parse(slurp(out))["recommendation"]["id"];
+  const auto j = expect_exported(dir, id, "bf16", "HMMA");
+  EXPECT_EQ(j["launch"]["grid"][2], 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 3);
+  // Again into the same folder: the files are replaced, whole.
+  fs::resize_file(dir / (id + ".json"), 10);
+  ASSERT_EQ(run(args).code, 0);
+  expect_exported(dir, id, "bf16", "HMMA");
+  expect_no_temporaries(dir.parent_path());
+}
+
+TEST(cli, export_only_writes_each_named_f32_variant) {
+  const fs::path dir = tmp_dir() / "export-f32";
+  fs::remove_all(dir);
+  const result r = run({"gemm", "--m", "129", "--n", "65", "--k", "33", "--batch", "2", "--dtype", "f32", "--layout",
+                        "tn", "--gpu", "h100-sxm", "--only", "simt_64x64x8_t8x8_v4,simt_32x64x16_t4x8_v4", "--quiet",
+                        "--export", dir.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = expect_exported(dir, "simt_64x64x8_t8x8_v4", "f32", "FFMA");
+  expect_exported(dir, "simt_32x64x16_t4x8_v4", "f32", "FFMA");
+  EXPECT_EQ(a["launch"]["grid"], nlohmann::json::array({3, 2, 2}));
+  EXPECT_EQ(a["launch"]["parameters"][6]["value"], 129);  // 't' A is stored K x M: lda = M
+  expect_no_temporaries(dir);
+}
+
+TEST(cli, export_into_a_file_or_under_one_is_refused_before_work) {
+  const fs::path file = tmp_dir() / "export-is-a-file";
+  std::ofstream(file) << "keep";
+  for (const fs::path& bad : {file, file / "sub"}) {
+    const result r = run(gemm({"--m", "8", "--n", "8", "--k", "8", "--export", bad.string()}));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(slurp(file), "keep");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--export", file.string()}), "not a folder");
+  if (geteuid() != 0) {  // root writes anywhere
+    const fs::path locked = tmp_dir() / "export-locked";
+    fs::create_directories(locked);
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+    const result r = run(gemm({"--m", "8", "--n", "8", "--k", "8", "--export", (locked / "x").string()}));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("not writable"), std::string::npos) << r.err;
+    fs::permissions(locked, fs::perms::owner_all);
+  }
+}
+
+TEST(cli, export_with_nothing_ok_says_so_and_exits_2) {
+  const fs::path dir = tmp_dir() / "export-none";
+  fs::remove_all(dir);
+  // 4 stages of 256x128x32 bf16 tiles need 114 KiB of shared memory: more than an L4 block may have.
+  const result r = run({"gemm", "--m", "100", "--n", "100", "--k", "100", "--dtype", "bf16", "--gpu", "l4", "--only",
+                        "mma_256x128x32_w4x2_s4", "--export", dir.string()});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("mma_256x128x32_w4x2_s4"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not exported"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "mma_256x128x32_w4x2_s4.cu"));
+}
+
+TEST(cli, export_of_a_suite_goes_into_a_folder_per_problem) {
+  const fs::path suite = tmp_dir() / "export-suite.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "mini", "problems": [
+    {"name": "q proj", "m": 77, "n": 300, "k": 130, "dtype": "bf16", "layout": "nt"},
+    {"name": "down/proj", "m": 77, "n": 130, "k": 300, "dtype": "bf16", "layout": "nt"}]})";
+  const fs::path dir = tmp_dir() / "export-suite";
+  fs::remove_all(dir);
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--quiet", "--export", dir.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* folder : {"q-proj", "down-proj"}) {
+    ASSERT_TRUE(fs::is_directory(dir / folder)) << folder;
+    int json_files = 0;
+    for (const auto& e : fs::directory_iterator(dir / folder)) json_files += e.path().extension() == ".json";
+    EXPECT_EQ(json_files, 1) << folder;
+  }
+  expect_no_temporaries(dir);
+}
+
+TEST(cli, gemm_help_explains_export) {
+  const result h = run({"gemm", "--help"});
+  EXPECT_NE(h.out.find("--export"), std::string::npos);
+  EXPECT_NE(h.out.find("tiletune.kernel/1"), std::string::npos);
 }
