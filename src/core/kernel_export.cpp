@@ -111,8 +111,9 @@ std::string figures_sentence(const gemm_plan& plan, const variant_result& v) {
       s += fmt::format(", {:.2f}x cuBLASLt", plan.reference->timing.median_us / us);
     return s + fmt::format(" (timer: {}), verified against cuBLASLt", v.measured->timer);
   }
-  return fmt::format("PREDICTED by tiletune's analytical model, not measured: {:.1f} us, {:.1f} TFLOP/s",
-                     v.predicted.time_us, v.predicted.tflops);
+  return fmt::format("PREDICTED by tiletune's analytical model, not measured: {:.1f} us, {:.1f} TFLOP/s{}",
+                     v.predicted.time_us, v.predicted.tflops,
+                     v.measured && v.measured->verified ? " (verified against cuBLASLt on the GPU, not timed)" : "");
 }
 
 // The rendered source marks where each template starts with #line, which
@@ -285,6 +286,7 @@ nlohmann::json export_manifest(const gemm_plan& plan, const variant_result& v, c
                   {"percent_of_peak", figures.value("percent_of_peak", nlohmann::json(nullptr))},
                   {"vs_reference", figures.value("vs_reference", nlohmann::json(nullptr))},
                   {"max_rel_error", figures.value("max_rel_error", nlohmann::json(nullptr))}};
+  j["figures"]["verified"] = v.measured && v.measured->verified;
   if (measured) {
     j["figures"]["timer"] = v.measured->timer;
     j["figures"]["reference"] = body["reference"];

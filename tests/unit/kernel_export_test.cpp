@@ -230,3 +230,34 @@ TEST(kernel_export, a_file_or_an_unwritable_folder_is_refused_naming_it) {
   }
   fs::remove_all(base);
 }
+
+TEST(kernel_export, measured_figures_are_labelled_measured) {
+  gemm_plan plan = plan_for(odd_problem(dtype::f16, "tt"));
+  ASSERT_TRUE(plan.recommended);
+  plan.mode = "measured";
+  measure_response ref;
+  ref.status = "ok";
+  ref.timing.samples = 20;
+  ref.timing.median_us = 8;
+  plan.reference = ref;
+  variant_result& v = plan.variants[*plan.recommended];
+  measure_response m;
+  m.status = "ok";
+  m.timing.samples = 20;
+  m.timing.median_us = 10;
+  m.timer = "cupti";
+  m.verified = true;
+  v.measured = m;
+  const auto files = export_variant(plan, v, {"cmd", "2026-01-01T00:00:00Z"});
+  const auto j = nlohmann::json::parse(files[2].bytes);
+  EXPECT_EQ(j["mode"], "measured");
+  EXPECT_EQ(j["figures"]["basis"], "measured");
+  EXPECT_EQ(j["figures"]["median_us"], 10.0);
+  EXPECT_DOUBLE_EQ(j["figures"]["vs_reference"].get<double>(), 0.8);
+  EXPECT_EQ(j["figures"]["timer"], "cupti");
+  EXPECT_TRUE(j["figures"]["verified"].get<bool>());
+  EXPECT_EQ(j["figures"]["reference"]["median_us"], 8.0);
+  EXPECT_NE(files[0].bytes.find("MEASURED: 10.0 us median"), std::string::npos);
+  EXPECT_NE(files[0].bytes.find("0.80x cuBLASLt"), std::string::npos);
+  EXPECT_EQ(files[0].bytes.find("PREDICTED"), std::string::npos);
+}
