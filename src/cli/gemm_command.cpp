@@ -221,7 +221,7 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
     }
   }
   if (!files.empty()) write_export(o.export_dir, files);
-  if (!o.report.quiet)
+  if (!o.report.quiet && !files.empty())
     fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", files.size() / 3,
                files.size() == 3 ? "" : "s", o.export_dir, fmt::join(written, ", "));
   return failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
@@ -345,7 +345,8 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
   cmd->add_option("--export", o->export_dir,
                   "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
-                  "ID.json (how to launch it); see below");
+                  "ID.json (how to launch it); see below")
+      ->type_name("DIR");
   cmd->footer(R"(
 Examples:
   tiletune gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --out llm-plan.json
@@ -373,7 +374,8 @@ with scripts/show_sass.sh DIR/ID.cubin); ID.json (schema tiletune.kernel/1):
 entry, arch, grid, block, cluster, dynamic shared memory, the parameters in
 order with their values for this problem, registers and spills, and the
 problem with its figures, measured or predicted. With --suite, each problem's
-kernels go into a subfolder named after the problem. When a wanted variant is
+kernels go into a subfolder named after the problem (characters other than
+letters, digits, '.', '_' and '-' become '-'). When a wanted variant is
 not ok, nothing is written for it and the exit code is 1 if it failed on the
 GPU (incorrect, launch_error, timeout), else 2 (pruned, compile_error,
 resource_limit, or no variant ok at all).
