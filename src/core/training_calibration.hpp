@@ -1,0 +1,28 @@
+#pragma once
+#include <cstdint>
+
+// Constants of the training-step model that the formulas cannot derive,
+// each fitted to real training on an H100 (profiles/measured/h100-2026-11-22/
+// batch/training_calibration.jsonl; profiles/batch_calibration.json records
+// the values and how they were fitted; a unit test keeps the two equal).
+namespace tiletune {
+
+// device_used_end - max_reserved, the same in all seven runs: the CUDA
+// context, loaded kernel modules and cuBLAS handles outside PyTorch's allocator.
+inline constexpr std::int64_t cuda_context_bytes = 804'061'184;
+// max_reserved / max_allocated - 1, the largest seen, rounded up: 0.095
+// without checkpointing, 0.192 with it (recompute frees and re-allocates
+// per layer, which fragments the caching allocator's segments).
+inline constexpr double reserved_over_allocated = 0.10;
+inline constexpr double reserved_over_allocated_ckpt = 0.20;
+// PyTorch's cuBLAS workspaces, allocated from the caching allocator: the
+// median of measured max_allocated minus the tensors the formulas count.
+inline constexpr std::int64_t library_workspace_bytes = 0;
+// Share of the HBM bandwidth that eager PyTorch's elementwise, reduction
+// and optimizer kernels reach (memory-bound work / bandwidth).
+inline constexpr double elementwise_bandwidth_share = 0.5;
+// Microseconds per kernel launch the GPU waits for in eager PyTorch (host
+// dispatch through Python and the dispatcher, not hidden by the queue).
+inline constexpr double launch_us = 5.0;
+
+}  // namespace tiletune
