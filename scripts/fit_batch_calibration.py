@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Fits the constants of `tiletune batch` that the formulas cannot derive to
+real training steps (training_calibration.jsonl, written by
+scripts/validate_batch.py) and prints them with the per-configuration errors.
+
+    scripts/fit_batch_calibration.py build/tiletune \
+        profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl [--gpu h100-sxm]
+
+Memory: library_workspace_bytes = the median of max_allocated minus the
+modelled tensors (run with library_workspace_bytes = 0 in the binary);
+cuda_context_bytes = the median of device_used_end - max_reserved;
+allocator shares = the largest max_reserved / max_allocated - 1 per policy.
+Time: step = GEMMs + optimizer + memory_bound_bytes / (share * bandwidth)
++ kernels * launch_us, with GEMM times and bytes from the binary; share and
+launch_us minimise the squared log error of tokens/s over the set (grid).
+"""
+import json
+import math
+import statistics
+import subprocess
+import sys
+
+PRESETS = {"gpt2": "gpt2", "tinyllama-11b": "tinyllama-1.1b"}
+
+
+def plan(binary, row, gpu):
+    args = [binary, "batch", "--model", row.get("config") or PRESETS[row["model"]], "--seq-len", str(row["seq"]),
+            "--gpu", gpu, "--precision", row["precision"], "--checkpointing", "on" if row["ckpt"] else "off",
+            "--global-batch", str(row["mb"]), "--lora-rank", str(row.get("lora", 0)), "--json"]
+    j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    return j, next(c for c in j["candidates"] if c["micro_batch"] == row["mb"])
+
+
+def main():
+    binary, data = sys.argv[1], sys.argv[2]
+    gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else "h100-sxm"
+    rows = [json.loads(line) for line in open(data) if line.strip()]
+    plans = [plan(binary, r, gpu) for r in rows]
+    bandwidth = plans[0][0]["gpu"]["memory_bandwidth_gbs"] * 1e9
+    residual = [r["max_allocated"] - c["peak_allocated_bytes"] for r, (_, c) in zip(rows, plans)]
+    print("memory residual MiB (measured - modelled):", [round(x / 2**20) for x in residual])
+    print("library_workspace_bytes (median, whole MiB):", int(statistics.median(residual)) // 2**20 * 2**20)
+    print("cuda_context_bytes (median):", int(statistics.median(r["device_used_end"] - r["max_reserved"] for r in rows)))
+    for ck in (False, True):
+        shares = [r["max_reserved"] / r["max_allocated"] - 1 for r in rows if r["ckpt"] == ck]
+        print(f"reserved/allocated - 1, checkpointing={ck}: max {max(shares):.3f}")
+    best = None
+    for share in [x / 100 for x in range(20, 101)]:
+        for launch in [x / 2 for x in range(0, 61)]:
+            err = 0
+            for r, (_, c) in zip(rows, plans):
+                t = c["time"]
+                ms = t["gemm_ms"] + t["optimizer_ms_per_global_step"] + \
+                    t["memory_bound_bytes"] / (share * bandwidth) * 1e3 + t["kernels"] * launch * 1e-3
+                err += math.log(r["seq"] * r["mb"] / (ms * 1e-3) / r["tokens_per_s"]) ** 2
+            if best is None or err < best[0]:
+                best = (err, share, launch)
+    _, share, launch = best
+    print(f"elementwise_bandwidth_share {share}  launch_us {launch}")
+    for r, (_, c) in zip(rows, plans):
+        t = c["time"]
+        ms = t["gemm_ms"] + t["optimizer_ms_per_global_step"] + \
+            t["memory_bound_bytes"] / (share * bandwidth) * 1e3 + t["kernels"] * launch * 1e-3
+        tps = r["seq"] * r["mb"] / (ms * 1e-3)
+        print(f'{r["model"]:14s} mb{r["mb"]:<3d} {r["precision"]:10s} ckpt={int(r["ckpt"])} '
+              f'tokens/s {tps:8.0f} vs {r["tokens_per_s"]:8.0f} ({(tps / r["tokens_per_s"] - 1) * 100:+.1f}%)')
+
+
+if __name__ == "__main__":
+    main()
