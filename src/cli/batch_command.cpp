@@ -1,6 +1,10 @@
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <vector>
 #include <map>
 #include <memory>
 
@@ -95,9 +99,10 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   const scratch_dir scratch("tiletune-batch");
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), 120);
   progress_line progress(!quiet);
-  std::map<std::string, double> timed;
-  std::size_t failures = 0;
-  const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
+  std::map<std::string, std::optional<double>> timed;
+  std::size_t failures = 0, split = 0;
+  std::vector<double> measured_over_model;  // for shapes that cannot be timed even in parts
+  auto time_once = [&](const gemm_problem& p) -> std::optional<double> {
     const std::string key = problem_key(p);
     if (const auto it = timed.find(key); it != timed.end()) return it->second;
     progress.update(fmt::format("timing the step's GEMMs with cuBLASLt: {} done, now {}", timed.size(), key));
@@ -106,22 +111,71 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
     r.id = key;
     r.problem = p;
     const measure_response m = backend.measure(r, {});
-    double us = 0;
+    std::optional<double> us;
     if (m.status == "ok" && m.timing.median_us > 0) {
       us = m.timing.median_us;
-    } else {
-      ++failures;  // the model stands in, and the plan says so
-      us = predict_library_gemm(device.spec, p).time_us;
+      measured_over_model.push_back(*us / predict_library_gemm(device.spec, p).time_us);
     }
     timed[key] = us;
     return us;
   };
-  batch_plan plan = plan_batch(s, device.spec, gemm_time);
+  // A shape that cannot be timed whole (too big for the worker's buffers) is
+  // timed as two halves of its largest dimension, so every candidate's GEMMs
+  // stay measured on the same basis and time grows with the work.
+  std::function<std::optional<double>(const gemm_problem&, int)> time_shape = [&](const gemm_problem& p, int depth) {
+    if (const auto us = time_once(p)) return us;
+    if (depth >= 4) return std::optional<double>();
+    gemm_problem lo = p, hi = p;
+    std::int64_t gemm_problem::*dim = &gemm_problem::m;
+    if (p.n > p.*dim) dim = &gemm_problem::n;
+    if (p.k > p.*dim) dim = &gemm_problem::k;
+    if (p.*dim < 2) return std::optional<double>();
+    lo.*dim = p.*dim / 2;
+    hi.*dim = p.*dim - lo.*dim;
+    const auto a = time_shape(lo, depth + 1), b = time_shape(hi, depth + 1);
+    if (!a || !b) return std::optional<double>();
+    ++split;
+    return std::optional<double>(*a + *b);
+  };
+  const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
+    if (const auto us = time_shape(p, 0)) return *us;
+    // The model stands in, scaled by how the timed shapes compared with it on this GPU.
+    ++failures;
+    std::vector<double> r = measured_over_model;
+    std::sort(r.begin(), r.end());
+    const double scale = r.empty() ? 1.0 : r[r.size() / 2];
+    return predict_library_gemm(device.spec, p).time_us * scale;
+  };
+  // The memory-bound work's rates: a 1 GiB device-to-device copy, and 1000
+  // back-to-back tiny launches.
+  device_rates rates;
+  auto time_rate = [&](const char* op, std::int64_t m, std::int64_t n) -> std::optional<double> {
+    measure_request r;
+    r.op = op;
+    r.id = op;
+    r.problem.m = m;
+    r.problem.n = n;
+    r.problem.k = 1;
+    r.problem.type = dtype::f32;
+    const measure_response got = backend.measure(r, {});
+    if (got.status != "ok" || got.timing.median_us <= 0) return std::nullopt;
+    return got.timing.median_us;
+  };
+  progress.update("timing the device's copy bandwidth and launch floor");
+  if (const auto us = time_rate("bandwidth", 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
+  rates.launch_floor_us = time_rate("launch", 1000, 1);
+  batch_plan plan = plan_batch(s, device.spec, gemm_time, rates);
   progress.finish();
   plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", timed.size(),
                                    device.spec.name));
+  if (split)
+    plan.notes.push_back(fmt::format("{} GEMM shapes too big to time whole were timed in halves", split));
   if (failures)
-    plan.notes.push_back(fmt::format("{} of them could not be timed and were predicted instead", failures));
+    plan.notes.push_back(fmt::format("{} GEMMs could not be timed even in parts: the model, scaled to the timed "
+                                     "shapes on this GPU, stands in",
+                                     failures));
+  if (!rates.copy_bandwidth_gbs || !rates.launch_floor_us)
+    plan.notes.push_back("the copy bandwidth or launch floor could not be timed: the calibrated constants stand in");
   return plan;
 }
 

@@ -317,7 +317,7 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
 }
 
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
-                       const gemm_time_fn& gemm_time) {
+                       const gemm_time_fn& gemm_time, const device_rates& rates) {
   step_time t;
   const dtype type = gemm_dtype(s.prec);
   for (const auto& g : step_gemms(s, b, checkpointing)) {
@@ -349,13 +349,18 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
     bytes += casts * 6 * (checkpointing ? 2 : 1) + static_cast<double>(mem.trainable_parameters) * 6;
   }
-  const double bandwidth = d.memory_bandwidth_gbs * 1e9 * elementwise_bandwidth_share;
+  const double bandwidth =
+      rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
   t.memory_bound_bytes = bytes;
   t.memory_bound_ms = bytes / bandwidth * 1e3;
   // Eager PyTorch launches every op as its own kernel; backward launches
   // about two per forward op.
   t.kernels = (L * inv.layer_kernels * passes + inv.outer_kernels * 3);
   t.launch_ms = t.kernels * launch_us * 1e-3;
+  // Measured: no kernel runs faster than the GPU's launch floor, so the step
+  // takes at least kernels x floor; what that adds shows as launch time.
+  if (rates.launch_floor_us)
+    t.launch_ms = std::max(0.0, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
   // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
   // weight, m and v, in the parameters' dtype (fp32 under AMP).
   const double T = static_cast<double>(mem.trainable_parameters);
@@ -373,9 +378,11 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   return t;
 }
 
-batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time) {
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
+                      const device_rates& rates) {
   validate(s);
   batch_plan plan;
+  plan.rates = rates;
   if (gemm_time) plan.mode = "measured";
   plan.setup = s;
   plan.device = d;
@@ -431,7 +438,11 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
       // Only a candidate that fits is worth timing on the GPU.
       c.measured = c.fits && gemm_time;
-      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{});
+      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{}, rates);
+      // More work never takes less GEMM time: a timing that says so (noise,
+      // a shape timed in parts) is raised to the smaller batch's.
+      if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
+        c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
       const double global_step_ms =
           static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() + c.time.optimizer_ms;
       c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
@@ -601,6 +612,16 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                                {"time", step_json(c.time)},
                                {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
+  auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},
+                       {"launch_floor_us", optional_number(plan.rates.launch_floor_us)}};
+  j["calibration"] = {{"source", "profiles/batch_calibration.json"},
+                      {"cuda_context_bytes", cuda_context_bytes},
+                      {"library_workspace_bytes", library_workspace_bytes},
+                      {"reserved_over_allocated", reserved_over_allocated},
+                      {"reserved_over_allocated_checkpointing", reserved_over_allocated_ckpt},
+                      {"elementwise_bandwidth_share", elementwise_bandwidth_share},
+                      {"launch_us", launch_us}};
   j["notes"] = plan.notes;
   if (!plan.recommended) {
     j["recommendation"] = nullptr;

@@ -100,13 +100,19 @@ struct step_time {
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;
+// Rates of the device's memory-bound work timed on it (measured mode); the
+// calibrated constants stand in for what is missing.
+struct device_rates {
+  std::optional<double> copy_bandwidth_gbs;  // device-to-device copy: 2 x bytes / time
+  std::optional<double> launch_floor_us;     // back-to-back tiny launches, per launch
+};
 // The GEMMs' dtype for a precision (fp32 runs f32: PyTorch's default has no TF32).
 dtype gemm_dtype(precision p);
 
 // GEMMs from gemm_time (predict_library_gemm when empty: a cuBLAS-like
 // efficiency against the roofs), the rest from bytes over bandwidth.
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing,
-                       const gemm_time_fn& gemm_time = {});
+                       const gemm_time_fn& gemm_time = {}, const device_rates& rates = {});
 
 struct batch_candidate {
   std::int64_t micro_batch = 0;
@@ -137,10 +143,13 @@ struct batch_plan {
   std::optional<std::size_t> recommended;
   std::vector<std::string> notes;        // why the recommendation is what it is
   std::vector<std::string> suggestions;  // when nothing fits: what would
+  device_rates rates;                     // what was timed on the device
 };
 
 // With gemm_time, the step GEMMs are timed by it and the plan's mode is "measured".
-batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {});
+// Rates, when given, replace the datasheet bandwidth and the fitted launch cost.
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {},
+                      const device_rates& rates = {});
 
 nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
 
