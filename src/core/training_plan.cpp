@@ -342,6 +342,20 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const double passes = checkpointing ? 4 : 3;
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
+  double lora_kernels = 0;
+  if (s.lora_rank > 0) {
+    // peft's adapter path beside each adapted linear, per token: lora_A reads
+    // the input, lora_B writes an output-wide tensor, scaled and added to the
+    // base output; backward reads and writes the same again and adds the
+    // input gradient: about 6 input-wide and 10 output-wide element moves.
+    for (const auto& w : weight_tensors(m)) {
+      if (!w.linear || w.name.rfind("layers.", 0) != 0) continue;
+      const double count = static_cast<double>(w.count);
+      bytes += tokens * count * (6 * static_cast<double>(w.cols) + 10 * static_cast<double>(w.rows)) *
+               activation_bytes(s.prec) * passes / 3;
+      lora_kernels += count * 12 * passes / 3;  // A, B, scale, add; their backward
+    }
+  }
   const memory_breakdown mem = estimate_memory(s);
   if (mixed) {
     // Autocast casts each linear weight to 16 bits per forward (again in
@@ -355,7 +369,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.memory_bound_ms = bytes / bandwidth * 1e3;
   // Eager PyTorch launches every op as its own kernel; backward launches
   // about two per forward op.
-  t.kernels = (L * inv.layer_kernels * passes + inv.outer_kernels * 3);
+  t.kernels = (L * inv.layer_kernels * passes + inv.outer_kernels * 3) + lora_kernels;
   t.launch_ms = t.kernels * launch_us * 1e-3;
   // Measured: no kernel runs faster than the GPU's launch floor, so the step
   // takes at least kernels x floor; what that adds shows as launch time.
