@@ -54,11 +54,15 @@ std::string format_plan(const batch_plan& plan) {
       to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
       plan.mode == "measured" ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
-  out += fmt::format("memory GiB: weights {}  gradients {}  optimizer {}  activations/sample {} ({} checkpointed)  "
-                     "logits/sample {}  budget {}\n\n",
-                     gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
-                     gib(m.activation_bytes_per_sample), gib(m.checkpointed_activation_bytes_per_sample),
-                     gib(m.logits_bytes_per_sample), gib(plan.memory_budget_bytes));
+  out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
+                     "({} checkpointed)  logits/sample {}  budget {}\n",
+                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes), gib(m.gradients_bytes),
+                     gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
+                     gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
+                     gib(plan.memory_budget_bytes));
+  out += fmt::format("peak GiB = allocated x (1 + {:.2f} allocator slack, {:.2f} with checkpointing) + {} CUDA "
+                     "context\n\n",
+                     m.allocator_overhead, m.allocator_overhead_ckpt, gib(m.cuda_context_bytes));
   text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "step ms", "samples/s",
                 "tokens/s"});
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
