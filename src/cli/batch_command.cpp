@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_in_parts.hpp"
 #include "core/gemm_measure.hpp"
 #include "core/perf_model.hpp"
 #include "core/result_compare.hpp"
@@ -104,7 +105,7 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), 120);
   progress_line progress(!quiet);
   std::map<std::string, std::optional<double>> timed;
-  std::size_t failures = 0, split = 0;
+  std::size_t failures = 0;
   std::vector<double> measured_over_model;  // for shapes that cannot be timed even in parts
   auto time_once = [&](const gemm_problem& p) -> std::optional<double> {
     const std::string key = problem_key(p);
@@ -123,26 +124,11 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
     timed[key] = us;
     return us;
   };
-  // A shape that cannot be timed whole (too big for the worker's buffers) is
-  // timed as two halves of its largest dimension, so every candidate's GEMMs
-  // stay measured on the same basis and time grows with the work.
-  std::function<std::optional<double>(const gemm_problem&, int)> time_shape = [&](const gemm_problem& p, int depth) {
-    if (const auto us = time_once(p)) return us;
-    if (depth >= 4) return std::optional<double>();
-    gemm_problem lo = p, hi = p;
-    std::int64_t gemm_problem::*dim = &gemm_problem::m;
-    if (p.n > p.*dim) dim = &gemm_problem::n;
-    if (p.k > p.*dim) dim = &gemm_problem::k;
-    if (p.*dim < 2) return std::optional<double>();
-    lo.*dim = p.*dim / 2;
-    hi.*dim = p.*dim - lo.*dim;
-    const auto a = time_shape(lo, depth + 1), b = time_shape(hi, depth + 1);
-    if (!a || !b) return std::optional<double>();
-    ++split;
-    return std::optional<double>(*a + *b);
-  };
+  // Too-big shapes are timed in halves, so every candidate's GEMMs stay
+  // measured on the same basis and their time grows with the work.
+  int split = 0;
   const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
-    if (const auto us = time_shape(p, 0)) return *us;
+    if (const auto us = time_in_parts(p, time_once, &split)) return *us;
     // The model stands in, scaled by how the timed shapes compared with it on this GPU.
     ++failures;
     std::vector<double> r = measured_over_model;

@@ -255,3 +255,22 @@ TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
   }
   EXPECT_EQ(to_json(plan, "", "")["candidates"][0]["gemm_time_basis"], "measured (cuBLASLt)");
 }
+
+// A measured GEMM time that falls as the work grows (noise, a shape timed on
+// another basis) never makes a bigger micro-batch's GEMMs faster than a
+// smaller one's.
+TEST(plan, measured_gemm_time_never_falls_with_more_work) {
+  auto s = setup("gpt2", 1024);
+  s.checkpointing = checkpoint_policy::off;
+  const gemm_time_fn odd = [](const gemm_problem& p) {
+    const double us = 1e-6 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
+                      static_cast<double>(p.batch);
+    return p.m >= 32 * 1024 ? us / 4 : us;  // the biggest shapes come out too fast
+  };
+  const auto plan = plan_batch(s, find_preset("h100-sxm"), odd);
+  double last = 0;
+  for (const auto& c : plan.candidates) {
+    EXPECT_GE(c.time.gemm_ms, last) << c.micro_batch;
+    last = c.time.gemm_ms;
+  }
+}
