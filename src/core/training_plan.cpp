@@ -143,6 +143,9 @@ std::int64_t memory_breakdown::per_sample_bytes(bool checkpointing) const {
 namespace {
 // Allocated bytes in each phase of a step, the largest of which PyTorch
 // reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
+// Through backward, layer by layer, kept activations and 16-bit weight copies
+// are freed as gradients appear: the sum moves linearly from the loss's
+// backward to the optimizer step, so those two ends bound it.
 struct phase_bytes {
   const char* name;
   std::int64_t bytes;
