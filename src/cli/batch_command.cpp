@@ -246,14 +246,18 @@ Examples:
   tiletune batch --model llama-3-8b --gpu h100-sxm --seq-len 2048 --global-batch 256 --lora-rank 16
   tiletune batch --model ./config.json --gpu a100-sxm-80gb --seq-len 1024 --global-batch 512 --out plan.json
 
-The memory model counts weights, gradients, optimizer states, activations per
-sample (with and without gradient checkpointing), logits and the CUDA context,
-term by term. The speed of each candidate micro-batch comes from the GEMMs of
-one training step (forward, data-gradient and weight-gradient of every linear
-layer, attention, LM head) at a cuBLAS-like efficiency plus the memory-bound
-rest. With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
-"predicted"); on a machine with a GPU the step's GEMMs are timed with
-cuBLASLt on it ("mode": "measured"; memory stays a model).
+The memory model counts, term by term, what eager PyTorch and transformers
+keep: weights, gradients, optimizer states, autocast's 16-bit weight copies,
+the activations each op saves for backward (with and without gradient
+checkpointing), the loss on upcast logits, and the peak over the step's
+phases; then the caching allocator's slack and the CUDA context. The speed
+of each candidate comes from the GEMMs of one training step (forward,
+data-gradient and weight-gradient of every linear layer, attention, LM head)
+plus the bytes the memory-bound kernels move and the optimizer step; the
+constants fitted to real training are in profiles/batch_calibration.json.
+With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
+"predicted"); on a machine with a GPU the step's GEMMs, the copy bandwidth and
+the launch floor are timed on it ("mode": "measured"; memory stays a model).
 
 The recommendation is the throughput-best micro-batch that fits with the
 safety margin, with gradient accumulation to reach --global-batch; it is also

@@ -495,6 +495,12 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   }
   plan.recommended = best;
 
+  plan.notes.push_back(fmt::format(
+      "peak memory = modelled allocation x (1 + {:.2f} allocator slack; {:.2f} with checkpointing) + {:.2f} GiB CUDA "
+      "context, as measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "
+      "(other processes, other PyTorch or driver versions, allocator settings, tensors a script keeps beyond the step)",
+      mem.allocator_overhead, mem.allocator_overhead_ckpt, static_cast<double>(mem.cuda_context_bytes) / (1LL << 30),
+      s.safety_margin * 100));
   if (best) {
     const auto& r = plan.candidates[*best];
     if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
