@@ -4,15 +4,18 @@ real training steps (training_calibration.jsonl, written by
 scripts/validate_batch.py) and prints them with the per-configuration errors.
 
     scripts/fit_batch_calibration.py build/tiletune \
-        profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl [--gpu h100-sxm]
+        profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl [--gpu h100-sxm] \
+        [--measured profiles/measured/h100-2026-11-22/batch/batch-*.json]
 
 Memory: library_workspace_bytes = the median of max_allocated minus the
-modelled tensors (run with library_workspace_bytes = 0 in the binary);
+modelled tensors (the binary's own workspace term taken out);
 cuda_context_bytes = the median of device_used_end - max_reserved;
 allocator shares = the largest max_reserved / max_allocated - 1 per policy.
 Time: step = GEMMs + optimizer + memory_bound_bytes / (share * bandwidth)
-+ kernels * launch_us, with GEMM times and bytes from the binary; share and
-launch_us minimise the squared log error of tokens/s over the set (grid).
++ kernels * launch_us, with bytes from the binary and GEMM times from
+--measured files (`tiletune batch` run on the same GPU: cuBLASLt times; the
+rows with no such file are left out) or else from the binary's model; share
+and launch_us minimise the squared log error of tokens/s (grid).
 """
 import json
 import math
@@ -34,10 +37,35 @@ def plan(binary, row, gpu):
 def main():
     binary, data = sys.argv[1], sys.argv[2]
     gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else "h100-sxm"
-    rows = [json.loads(line) for line in open(data) if line.strip()]
+    measured = []
+    if "--measured" in sys.argv:
+        measured = [json.load(open(f)) for f in sys.argv[sys.argv.index("--measured") + 1:] if not f.startswith("--")]
+    rows = [json.loads(line) for line in open(data) if line.strip() and "max_allocated" in line]
     plans = [plan(binary, r, gpu) for r in rows]
     bandwidth = plans[0][0]["gpu"]["memory_bandwidth_gbs"] * 1e9
-    residual = [r["max_allocated"] - c["peak_allocated_bytes"] for r, (_, c) in zip(rows, plans)]
+    residual = [r["max_allocated"] - c["peak_allocated_bytes"] + j["memory"]["library_workspace_bytes"]
+                for r, (j, c) in zip(rows, plans)]
+
+    def measured_gemm_ms(row):
+        # A measured-mode plan of the same model, sequence, GEMM dtype and policy.
+        dtype = "f32" if row["precision"] == "fp32" else "16"
+        for m in measured:
+            same_dtype = (m["setup"]["precision"] == "fp32") == (dtype == "f32")
+            if m["setup"]["seq_len"] != row["seq"] or not same_dtype or m["model"]["parameters"] != row["params"]:
+                continue
+            for c in m["candidates"]:
+                if c["micro_batch"] == row["mb"] and c["checkpointing"] == row["ckpt"]:
+                    return c["time"]["gemm_ms"]
+        return None
+
+    if measured:
+        keep = [i for i, r in enumerate(rows) if measured_gemm_ms(r) is not None]
+        for i in keep:
+            plans[i][1]["time"]["gemm_ms"] = measured_gemm_ms(rows[i])
+        print(f"time fitted on {len(keep)} rows with cuBLASLt GEMM times")
+        fit_rows, fit_plans = [rows[i] for i in keep], [plans[i] for i in keep]
+    else:
+        fit_rows, fit_plans = rows, plans
     print("memory residual MiB (measured - modelled):", [round(x / 2**20) for x in residual])
     print("library_workspace_bytes (median, whole MiB):", int(statistics.median(residual)) // 2**20 * 2**20)
     print("cuda_context_bytes (median):", int(statistics.median(r["device_used_end"] - r["max_reserved"] for r in rows)))
@@ -48,7 +76,7 @@ def main():
     for share in [x / 100 for x in range(20, 101)]:
         for launch in [x / 2 for x in range(0, 61)]:
             err = 0
-            for r, (_, c) in zip(rows, plans):
+            for r, (_, c) in zip(fit_rows, fit_plans):
                 t = c["time"]
                 ms = t["gemm_ms"] + t["optimizer_ms_per_global_step"] + \
                     t["memory_bound_bytes"] / (share * bandwidth) * 1e3 + t["kernels"] * launch * 1e-3
@@ -57,7 +85,7 @@ def main():
                 best = (err, share, launch)
     _, share, launch = best
     print(f"elementwise_bandwidth_share {share}  launch_us {launch}")
-    for r, (_, c) in zip(rows, plans):
+    for r, (_, c) in zip(fit_rows, fit_plans):
         t = c["time"]
         ms = t["gemm_ms"] + t["optimizer_ms_per_global_step"] + \
             t["memory_bound_bytes"] / (share * bandwidth) * 1e3 + t["kernels"] * launch * 1e-3

@@ -377,7 +377,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // Measured: no kernel runs faster than the GPU's launch floor, so the step
   // takes at least kernels x floor; what that adds shows as launch time.
   if (rates.launch_floor_us)
-    t.launch_ms = std::max(0.0, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
+    t.launch_ms = std::max(t.launch_ms, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
   // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
   // weight, m and v, in the parameters' dtype (fp32 under AMP).
   const double T = static_cast<double>(mem.trainable_parameters);
