@@ -1,112 +1,226 @@
 #!/usr/bin/env python3
-"""Validates `tiletune batch` against real training on the local GPU (needs
-PyTorch and transformers; runs on the GPU machine). For gpt2, bert-base-uncased
-and a small Llama built from their configs with random weights, trains a few
-steps (bf16 autocast, fp32 AdamW, SDPA attention) at several micro-batches with
-and without gradient checkpointing, and records torch.cuda.max_memory_allocated,
-max_memory_reserved and samples/s beside tiletune's predictions.
+"""Measures real training steps on the local GPU the way the calibration set
+of `tiletune batch` was measured, and appends them to a JSONL file that
+scripts/fit_batch_calibration.py and the unit tests read
+(profiles/measured/<gpu>-<date>/batch/training_calibration.jsonl).
 
-tiletune predicts peak_allocated_bytes against max_memory_allocated (its
-peak_bytes adds allocator slack and the CUDA context on top).
+Method (the same as profiles/measured/h100-2026-11-22/batch/): the model is
+built from its config.json with random weights, attn_implementation="sdpa",
+labels = input ids (the model's own loss), torch.optim.AdamW(fused=True,
+lr=1e-5); bf16-mixed = fp32 weights under torch.autocast(bfloat16); bf16 =
+the model in bf16 (grads and AdamW states follow); fp32 = no autocast;
+checkpointing = model.gradient_checkpointing_enable(). One warm-up step, then
+torch.cuda.reset_peak_memory_stats(), then 4 timed steps (forward, backward,
+optimizer step, zero_grad(set_to_none)), each bracketed by synchronize. The
+model's output object is kept until after backward (as a training script
+that reads the logits would), so its logits count in the peak. Each
+configuration runs in a fresh process, so peaks and the allocator's state do
+not carry over.
 
-    scripts/validate_batch.py build/tiletune OUT.json [--gpu PRESET]
+Fields: model, config, seq, mb, precision, ckpt, lora, params, trainable,
+max_allocated, max_reserved (PyTorch's peaks over the timed steps),
+device_used_before_model, device_used_end (whole device via cudaMemGetInfo,
+CUDA context included), step_s_median, step_s_min, tokens_per_s, torch,
+transformers, device; {"oom": true} when it ran out of memory.
+
+    scripts/validate_batch.py OUT.jsonl --config gpt2.json --name gpt2 --seq 1024 \
+        --mb 8 16 --precision bf16-mixed --ckpt off on [--lora 16] [--tiletune build/tiletune]
+    scripts/validate_batch.py OUT.jsonl --suite      # GPT-2, a tied Llama, BERT (MLM), LoRA
+
+--tiletune BINARY also prints `tiletune batch --gpu PRESET` (offline) against
+each measurement: peak_allocated_bytes vs max_allocated, tokens/s vs tokens/s.
+Needs PyTorch and transformers (peft for --lora); written for a GPU machine.
 """
+import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import torch
-import transformers
-
-MODELS = {
-    "gpt2": ({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12,
-              "n_positions": 1024}, transformers.GPT2LMHeadModel, 1024),
-    "bert-base-uncased": ({"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
-                           "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
-                           "type_vocab_size": 2}, transformers.BertForMaskedLM, 512),
-    "small-llama": ({"model_type": "llama", "vocab_size": 32000, "hidden_size": 1024, "num_hidden_layers": 8,
-                     "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 2816,
-                     "max_position_embeddings": 2048, "tie_word_embeddings": False},
-                    transformers.LlamaForCausalLM, 1024),
+# Configurations of other families than the calibration's GPT-2 and
+# TinyLlama, to check that the formulas generalise: an encoder (BERT, MLM
+# loss over all tokens), a decoder with tied embeddings, and LoRA.
+SUITE_CONFIGS = {
+    "gpt2": {"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12,
+             "n_positions": 1024},
+    "bert-base-uncased": {"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+                          "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512,
+                          "type_vocab_size": 2},
+    "llama-tied-1b": {"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048, "num_hidden_layers": 16,
+                      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+                      "max_position_embeddings": 131072, "tie_word_embeddings": True},
 }
-BATCHES = [1, 2, 4, 8, 16, 32]
+SUITE = [
+    ("gpt2", 1024, [4, 8, 16], "bf16-mixed", [False, True], 0),
+    ("gpt2", 1024, [8], "bf16", [False], 0),
+    ("bert-base-uncased", 512, [16, 32], "bf16-mixed", [False, True], 0),
+    ("llama-tied-1b", 2048, [2, 4], "bf16-mixed", [False, True], 0),
+    ("llama-tied-1b", 2048, [4], "bf16-mixed", [True], 16),
+]
 
 
-def measure(cls, config, seq, batch, ckpt, steps=5, warmup=2):
-    torch.cuda.empty_cache()
+def measure_one(spec):
+    """Runs in a child process: one configuration, one JSON line on stdout."""
+    import torch
+    import transformers
+
+    torch.cuda.init()
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    used_before = total - free
+    config = transformers.AutoConfig.for_model(**spec["config_json"])
+    if config.model_type in ("bert", "roberta"):
+        cls = transformers.AutoModelForMaskedLM
+    else:
+        cls = transformers.AutoModelForCausalLM
     torch.manual_seed(0)
-    cfg = transformers.AutoConfig.for_model(**config)
-    model = cls._from_config(cfg, attn_implementation="sdpa").cuda()
+    model = cls.from_config(config, attn_implementation="sdpa")
+    precision = spec["precision"]
+    if precision == "bf16":
+        model = model.to(torch.bfloat16)
+    if spec["lora"]:
+        import peft  # LoRA on every linear layer of the blocks, as tiletune assumes
+        if precision != "fp32":
+            model = model.to(torch.bfloat16)  # a frozen 16-bit base
+        lora = peft.LoraConfig(r=spec["lora"], lora_alpha=2 * spec["lora"], lora_dropout=0.0,
+                               target_modules="all-linear")
+        model = peft.get_peft_model(model, lora)
+        for p in model.parameters():
+            if p.requires_grad:
+                p.data = p.data.float()  # fp32 adapters
+    model = model.cuda()
     model.train()
-    if ckpt:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    ids = torch.randint(0, config["vocab_size"], (batch, seq), device="cuda")
-    torch.cuda.reset_peak_memory_stats()
-    try:
-        for i in range(warmup + steps):
-            if i == warmup:
-                torch.cuda.synchronize()
-                start = time.perf_counter()
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, labels=ids).loss
+    if spec["ckpt"]:
+        model.gradient_checkpointing_enable()
+        if spec["lora"]:
+            model.enable_input_require_grads()
+    params = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5, fused=True)
+    ids = torch.randint(0, config.vocab_size, (spec["mb"], spec["seq"]), device="cuda")
+    autocast = precision in ("bf16-mixed", "fp16-mixed")
+    dtype = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16-mixed" else None
+
+    def step():
+        with torch.autocast("cuda", dtype=dtype, enabled=autocast):
+            out = model(input_ids=ids, labels=ids)
+        loss = out.loss
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
             loss.backward()
             opt.step()
-            opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)
+        del out, loss
+
+    row = {"model": spec["name"], "config": spec.get("config_path"), "seq": spec["seq"], "mb": spec["mb"],
+           "precision": precision, "ckpt": spec["ckpt"], "lora": spec["lora"], "params": params,
+           "trainable": trainable}
+    try:
+        step()  # warm-up: kernels loaded, AdamW states created
         torch.cuda.synchronize()
-        elapsed = time.perf_counter() - start
-        return {"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved(),
-                "samples_per_s": batch * steps / elapsed}
+        torch.cuda.reset_peak_memory_stats()
+        times = []
+        for _ in range(4):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
     except torch.cuda.OutOfMemoryError:
-        return {"oom": True}
-    finally:
-        del model, opt
-        torch.cuda.empty_cache()
+        row["oom"] = True
+        return row
+    free, total = torch.cuda.mem_get_info()
+    row.update({"max_allocated": torch.cuda.max_memory_allocated(), "max_reserved": torch.cuda.max_memory_reserved(),
+                "device_used_before_model": used_before, "device_used_end": total - free,
+                "step_s_median": statistics.median(times), "step_s_min": min(times),
+                "tokens_per_s": spec["mb"] * spec["seq"] / statistics.median(times),
+                "torch": torch.__version__, "transformers": transformers.__version__,
+                "device": torch.cuda.get_device_name()})
+    return row
 
 
-def predict(binary, config, seq, gpu, ckpt):
+def run_child(spec):
+    out = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"model": spec["name"], "seq": spec["seq"], "mb": spec["mb"], "precision": spec["precision"],
+                "ckpt": spec["ckpt"], "lora": spec["lora"], "error": out.stderr.strip().splitlines()[-1:]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def tiletune_prediction(binary, gpu, spec):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-    args = [binary, "batch", "--model", f.name, "--seq-len", str(seq), "--precision", "bf16-mixed",
-            "--optimizer", "adamw", "--attention", "flash", "--checkpointing", "on" if ckpt else "off", "--json"]
-    args += ["--gpu", gpu] if gpu else []
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    os.unlink(f.name)
-    return {c["micro_batch"]: c for c in json.loads(out)["candidates"]}, json.loads(out)
+        json.dump(spec["config_json"], f)
+    try:
+        args = [binary, "batch", "--model", f.name, "--seq-len", str(spec["seq"]), "--gpu", gpu,
+                "--precision", spec["precision"], "--optimizer", "adamw", "--attention", "flash",
+                "--checkpointing", "on" if spec["ckpt"] else "off", "--global-batch", str(spec["mb"]),
+                "--lora-rank", str(spec["lora"]), "--json"]
+        j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    finally:
+        os.unlink(f.name)
+    return next(c for c in j["candidates"] if c["micro_batch"] == spec["mb"])
 
 
 def main():
-    binary, out_path = sys.argv[1], sys.argv[2]
-    gpu = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else None
-    report = {"schema": "tiletune.batch_validation/1", "device": torch.cuda.get_device_name(0),
-              "torch": torch.__version__, "transformers": transformers.__version__,
-              "predicted_measure": "peak_allocated_bytes vs torch.cuda.max_memory_allocated", "models": []}
-    for name, (config, cls, seq) in MODELS.items():
-        entry = {"model": name, "seq_len": seq, "runs": []}
-        for ckpt in (False, True):
-            predicted, plan = predict(binary, config, seq, gpu, ckpt)
-            for b in BATCHES:
-                m = measure(cls, config, seq, b, ckpt)
-                p = predicted.get(b)
-                row = {"micro_batch": b, "checkpointing": ckpt, "measured": m,
-                       "predicted_allocated": p and p["peak_allocated_bytes"], "predicted_fits": p and p["fits"],
-                       "predicted_samples_per_s": p and p["samples_per_s"]}
-                if p and not m.get("oom"):
-                    row["memory_error"] = p["peak_allocated_bytes"] / m["allocated"] - 1
-                    row["throughput_error"] = p["samples_per_s"] / m["samples_per_s"] - 1
-                entry["runs"].append(row)
-                print(name, b, "ckpt" if ckpt else "", json.dumps(row), flush=True)
-                if m.get("oom"):
-                    break
-        fitted = [r for r in entry["runs"] if not r["measured"].get("oom")]
-        if fitted:
-            best = max(fitted, key=lambda r: r["measured"]["samples_per_s"])
-            entry["measured_best"] = {"micro_batch": best["micro_batch"], "checkpointing": best["checkpointing"]}
-        report["models"].append(entry)
-    json.dump(report, open(out_path, "w"), indent=2)
+    if len(sys.argv) > 2 and sys.argv[1] == "--one":
+        print(json.dumps(measure_one(json.loads(sys.argv[2]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="JSONL file to append to")
+    ap.add_argument("--suite", action="store_true", help="the built-in set of other families")
+    ap.add_argument("--config", help="a Hugging Face config.json")
+    ap.add_argument("--name", help="the model's name in the output (default: the config's file name)")
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--mb", type=int, nargs="+", default=[8])
+    ap.add_argument("--precision", nargs="+", default=["bf16-mixed"],
+                    choices=["fp32", "bf16-mixed", "bf16", "fp16-mixed"])
+    ap.add_argument("--ckpt", nargs="+", default=["off"], choices=["off", "on"])
+    ap.add_argument("--lora", type=int, default=0, help="LoRA rank on every linear layer (needs peft)")
+    ap.add_argument("--tiletune", help="a tiletune binary: print its offline prediction beside each run")
+    ap.add_argument("--gpu", default="h100-sxm", help="the preset for --tiletune")
+    a = ap.parse_args()
+
+    specs = []
+    if a.suite:
+        for name, seq, mbs, precision, ckpts, lora in SUITE:
+            for ckpt in ckpts:
+                for mb in mbs:
+                    specs.append({"name": name, "config_json": SUITE_CONFIGS[name], "seq": seq, "mb": mb,
+                                  "precision": precision, "ckpt": ckpt, "lora": lora})
+    elif a.config:
+        config_json = json.load(open(a.config))
+        name = a.name or os.path.splitext(os.path.basename(a.config))[0]
+        for precision in a.precision:
+            for ckpt in a.ckpt:
+                for mb in a.mb:
+                    specs.append({"name": name, "config_path": a.config, "config_json": config_json, "seq": a.seq,
+                                  "mb": mb, "precision": precision, "ckpt": ckpt == "on", "lora": a.lora})
+    else:
+        ap.error("give --config or --suite")
+
+    with open(a.out, "a") as out:
+        for spec in specs:
+            row = run_child(spec)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            line = f'{row["model"]} seq {row["seq"]} mb {row["mb"]} {row["precision"]} ckpt={row["ckpt"]} lora={row["lora"]}: '
+            if "max_allocated" not in row:
+                print(line + ("out of memory" if row.get("oom") else f'failed: {row.get("error")}'))
+                continue
+            line += f'{row["max_allocated"] / 2**30:.2f} GiB allocated, {row["tokens_per_s"]:.0f} tokens/s'
+            if a.tiletune:
+                c = tiletune_prediction(a.tiletune, a.gpu, spec)
+                line += (f' | tiletune {c["peak_allocated_bytes"] / 2**30:.2f} GiB '
+                         f'({(c["peak_allocated_bytes"] / row["max_allocated"] - 1) * 100:+.1f}%), '
+                         f'{c["tokens_per_s"]:.0f} tokens/s ({(c["tokens_per_s"] / row["tokens_per_s"] - 1) * 100:+.1f}%)')
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

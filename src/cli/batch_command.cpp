@@ -1,6 +1,10 @@
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <vector>
 #include <map>
 #include <memory>
 
@@ -10,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
+#include "core/gemm_in_parts.hpp"
 #include "core/gemm_measure.hpp"
 #include "core/perf_model.hpp"
 #include "core/result_compare.hpp"
@@ -50,11 +55,15 @@ std::string format_plan(const batch_plan& plan) {
       to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
       plan.mode == "measured" ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
-  out += fmt::format("memory GiB: weights {}  gradients {}  optimizer {}  activations/sample {} ({} checkpointed)  "
-                     "logits/sample {}  budget {}\n\n",
-                     gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
-                     gib(m.activation_bytes_per_sample), gib(m.checkpointed_activation_bytes_per_sample),
-                     gib(m.logits_bytes_per_sample), gib(plan.memory_budget_bytes));
+  out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
+                     "({} checkpointed)  logits/sample {}  budget {}\n",
+                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes), gib(m.gradients_bytes),
+                     gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
+                     gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
+                     gib(plan.memory_budget_bytes));
+  out += fmt::format("peak GiB = allocated x (1 + {:.2f} allocator slack, {:.2f} with checkpointing) + {} CUDA "
+                     "context\n\n",
+                     m.allocator_overhead, m.allocator_overhead_ckpt, gib(m.cuda_context_bytes));
   text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "step ms", "samples/s",
                 "tokens/s"});
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
@@ -95,9 +104,10 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   const scratch_dir scratch("tiletune-batch");
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), 120);
   progress_line progress(!quiet);
-  std::map<std::string, double> timed;
+  std::map<std::string, std::optional<double>> timed;
   std::size_t failures = 0;
-  const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
+  std::vector<double> measured_over_model;  // for shapes that cannot be timed even in parts
+  auto time_once = [&](const gemm_problem& p) -> std::optional<double> {
     const std::string key = problem_key(p);
     if (const auto it = timed.find(key); it != timed.end()) return it->second;
     progress.update(fmt::format("timing the step's GEMMs with cuBLASLt: {} done, now {}", timed.size(), key));
@@ -106,22 +116,56 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
     r.id = key;
     r.problem = p;
     const measure_response m = backend.measure(r, {});
-    double us = 0;
+    std::optional<double> us;
     if (m.status == "ok" && m.timing.median_us > 0) {
       us = m.timing.median_us;
-    } else {
-      ++failures;  // the model stands in, and the plan says so
-      us = predict_library_gemm(device.spec, p).time_us;
+      measured_over_model.push_back(*us / predict_library_gemm(device.spec, p).time_us);
     }
     timed[key] = us;
     return us;
   };
-  batch_plan plan = plan_batch(s, device.spec, gemm_time);
+  // Too-big shapes are timed in halves, so every candidate's GEMMs stay
+  // measured on the same basis and their time grows with the work.
+  int split = 0;
+  const gemm_time_fn gemm_time = [&](const gemm_problem& p) {
+    if (const auto us = time_in_parts(p, time_once, &split)) return *us;
+    // The model stands in, scaled by how the timed shapes compared with it on this GPU.
+    ++failures;
+    std::vector<double> r = measured_over_model;
+    std::sort(r.begin(), r.end());
+    const double scale = r.empty() ? 1.0 : r[r.size() / 2];
+    return predict_library_gemm(device.spec, p).time_us * scale;
+  };
+  // The memory-bound work's rates: a 1 GiB device-to-device copy, and 1000
+  // back-to-back tiny launches.
+  device_rates rates;
+  auto time_rate = [&](const char* op, std::int64_t m, std::int64_t n) -> std::optional<double> {
+    measure_request r;
+    r.op = op;
+    r.id = op;
+    r.problem.m = m;
+    r.problem.n = n;
+    r.problem.k = 1;
+    r.problem.type = dtype::f32;
+    const measure_response got = backend.measure(r, {});
+    if (got.status != "ok" || got.timing.median_us <= 0) return std::nullopt;
+    return got.timing.median_us;
+  };
+  progress.update("timing the device's copy bandwidth and launch floor");
+  if (const auto us = time_rate("bandwidth", 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
+  rates.launch_floor_us = time_rate("launch", 1000, 1);
+  batch_plan plan = plan_batch(s, device.spec, gemm_time, rates);
   progress.finish();
   plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", timed.size(),
                                    device.spec.name));
+  if (split)
+    plan.notes.push_back(fmt::format("{} GEMM shapes too big to time whole were timed in halves", split));
   if (failures)
-    plan.notes.push_back(fmt::format("{} of them could not be timed and were predicted instead", failures));
+    plan.notes.push_back(fmt::format("{} GEMMs could not be timed even in parts: the model, scaled to the timed "
+                                     "shapes on this GPU, stands in",
+                                     failures));
+  if (!rates.copy_bandwidth_gbs || !rates.launch_floor_us)
+    plan.notes.push_back("the copy bandwidth or launch floor could not be timed: the calibrated constants stand in");
   return plan;
 }
 
@@ -202,14 +246,18 @@ Examples:
   tiletune batch --model llama-3-8b --gpu h100-sxm --seq-len 2048 --global-batch 256 --lora-rank 16
   tiletune batch --model ./config.json --gpu a100-sxm-80gb --seq-len 1024 --global-batch 512 --out plan.json
 
-The memory model counts weights, gradients, optimizer states, activations per
-sample (with and without gradient checkpointing), logits and the CUDA context,
-term by term. The speed of each candidate micro-batch comes from the GEMMs of
-one training step (forward, data-gradient and weight-gradient of every linear
-layer, attention, LM head) at a cuBLAS-like efficiency plus the memory-bound
-rest. With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
-"predicted"); on a machine with a GPU the step's GEMMs are timed with
-cuBLASLt on it ("mode": "measured"; memory stays a model).
+The memory model counts, term by term, what eager PyTorch and transformers
+keep: weights, gradients, optimizer states, autocast's 16-bit weight copies,
+the activations each op saves for backward (with and without gradient
+checkpointing), the loss on upcast logits, and the peak over the step's
+phases; then the caching allocator's slack and the CUDA context. The speed
+of each candidate comes from the GEMMs of one training step (forward,
+data-gradient and weight-gradient of every linear layer, attention, LM head)
+plus the bytes the memory-bound kernels move and the optimizer step; the
+constants fitted to real training are in profiles/batch_calibration.json.
+With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
+"predicted"); on a machine with a GPU the step's GEMMs, the copy bandwidth and
+the launch floor are timed on it ("mode": "measured"; memory stays a model).
 
 The recommendation is the throughput-best micro-batch that fits with the
 safety margin, with gradient accumulation to reach --global-batch; it is also

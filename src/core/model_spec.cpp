@@ -60,6 +60,8 @@ model_spec gpt2(std::string name, std::int64_t h, std::int64_t layers, std::int6
   m.tied_embeddings = true;
   m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
   m.dropout = 0.1;
+  m.hidden_act = "gelu_new";
+  m.fused_qkv = true;
   return m;
 }
 
@@ -80,6 +82,7 @@ model_spec bert(std::string name, std::string type, std::int64_t vocab, std::int
   m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
   m.embedding_norm = m.pooler = true;
   m.dropout = 0.1;
+  m.hidden_act = "gelu";
   return m;
 }
 
@@ -142,6 +145,11 @@ struct config_reader {
     if (!j[key].is_boolean()) throw usage_error(fmt::format("{}: \"{}\" must be true or false", source, key));
     return j[key].get<bool>();
   }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_string()) throw usage_error(fmt::format("{}: \"{}\" must be a string", source, key));
+    return j[key].get<std::string>();
+  }
   double number_or(const char* key, double fallback) const {
     if (!j.contains(key) || j[key].is_null()) return fallback;
     if (!j[key].is_number()) throw usage_error(fmt::format("{}: \"{}\" must be a number", source, key));
@@ -200,6 +208,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.attn_out_bias = attention_bias;
     m.mlp_bias = r.boolean_or("mlp_bias", false);
     m.dropout = r.number_or("attention_dropout", 0.0);
+    m.hidden_act = r.string_or("hidden_act", type == "gemma" ? "gelu_pytorch_tanh" : "silu");
   } else if (type == "gpt2") {
     m.causal = true;
     m.vocab_size = r.integer("vocab_size");
@@ -212,6 +221,8 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.dropout = r.number_or("attn_pdrop", 0.1);
+    m.hidden_act = r.string_or("activation_function", "gelu_new");
+    m.fused_qkv = true;
   } else if (type == "bert" || type == "roberta") {
     m.causal = false;
     m.vocab_size = r.integer("vocab_size");
@@ -225,6 +236,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.embedding_norm = m.pooler = true;
     m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
+    m.hidden_act = r.string_or("hidden_act", "gelu");
   } else {
     throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
                                   supported_types()));
@@ -259,7 +271,8 @@ nlohmann::json to_json(const model_spec& m) {
           {"head_dim", m.head_dim},
           {"intermediate_size", m.intermediate_size},
           {"tied_embeddings", m.tied_embeddings},
-          {"gated_mlp", m.gated_mlp}};
+          {"gated_mlp", m.gated_mlp},
+          {"hidden_act", m.hidden_act}};
 }
 
 }  // namespace tiletune

@@ -33,6 +33,10 @@ struct model_spec {
   bool embedding_norm = false;  // BERT's LayerNorm after the embeddings
   bool pooler = false;          // BERT's pooler (hidden x hidden + bias)
   double dropout = 0;           // >0: dropout masks are kept for backward
+  // transformers' ACT2FN name: "gelu_new" (GPT-2) is a Python tanh formula of
+  // 9 elementwise ops; "gelu", "gelu_pytorch_tanh", "silu" are one fused kernel.
+  std::string hidden_act = "silu";
+  bool fused_qkv = false;  // one QKV projection (GPT-2's c_attn) rather than q, k, v
 
   std::int64_t q_size() const { return num_heads * head_dim; }
   std::int64_t kv_size() const { return num_kv_heads * head_dim; }

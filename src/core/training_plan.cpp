@@ -8,6 +8,8 @@
 
 #include "core/errors.hpp"
 #include "core/perf_model.hpp"
+#include "core/training_calibration.hpp"
+#include "core/training_inventory.hpp"
 #include "core/version.hpp"
 
 namespace tiletune {
@@ -138,13 +140,48 @@ std::int64_t memory_breakdown::per_sample_bytes(bool checkpointing) const {
          logits_bytes_per_sample;
 }
 
+namespace {
+// Allocated bytes in each phase of a step, the largest of which PyTorch
+// reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
+// Through backward, layer by layer, kept activations and 16-bit weight copies
+// are freed as gradients appear: the sum moves linearly from the loss's
+// backward to the optimizer step, so those two ends bound it.
+struct phase_bytes {
+  const char* name;
+  std::int64_t bytes;
+};
+std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+  const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
+  std::vector<phase_bytes> out;
+  out.push_back({"forward", states + m.autocast_weight_copies_bytes + b * (kept + m.logits_forward_bytes_per_sample)});
+  // Under checkpointing only the LM head still holds its autocast copy in backward.
+  out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
+                                      b * (kept + m.logits_bytes_per_sample)});
+  // Bounded above by all gradients beside the layer inputs and one recomputed layer.
+  if (ckpt)
+    out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
+  out.push_back({"optimizer step", states + m.gradients_bytes});
+  return out;
+}
+}  // namespace
+
+std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing) const {
+  const auto all = phases(*this, micro_batch, checkpointing);
+  return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
+}
+
 std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const {
-  return fixed_tensor_bytes() + micro_batch * per_sample_bytes(checkpointing);
+  std::int64_t peak = 0;
+  for (const auto& p : phases(*this, micro_batch, checkpointing)) peak = std::max(peak, p.bytes);
+  return peak;
 }
 
 std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
+  const double slack = checkpointing ? allocator_overhead_ckpt : allocator_overhead;
   return static_cast<std::int64_t>(static_cast<double>(peak_allocated_bytes(micro_batch, checkpointing)) *
-                                   (1 + allocator_overhead)) +
+                                   (1 + slack)) +
          cuda_context_bytes;
 }
 
@@ -164,8 +201,8 @@ memory_breakdown estimate_memory(const training_setup& s) {
                             : optimizer_state_bytes(s.optimizer, s.prec) * T;
   if (s.zero_stage == 0) {
     // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
-    // transformers docs): AMP keeps fp32 weights and gradients, and autocast
-    // holds a 16-bit copy of each linear weight for the backward pass. Pure
+    // transformers docs): AMP keeps fp32 weights and gradients (autocast's
+    // 16-bit weight copies are counted apart: they live only until backward). Pure
     // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
     // (fp32 for fp32 training) and trains fp32 adapters.
     if (lora) {
@@ -173,7 +210,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
       weights = base * P + 4 * T;
       grads = 4 * T;
     } else if (is_mixed(s.prec)) {
-      weights = 4 * P + 2 * static_cast<double>(linear_parameters(m));
+      weights = 4 * P;
       grads = 4 * T;
     } else {
       const double b = s.prec == precision::fp32 ? 4 : 2;
@@ -199,47 +236,52 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
 
-  // Activations kept for backward, per token, after Korthikanti et al. 2022
-  // ("Reducing Activation Recomputation in Large Transformer Models", sec. 4.1:
-  // 34h + 5as bytes per token and layer for GPT with 16-bit activations),
-  // generalised term by term to grouped-query attention, gated MLPs, models
-  // without dropout, and flash attention (which keeps Q, K, V, the output and
-  // the softmax statistics instead of the a x s score matrices).
-  const double a = activation_bytes(s.prec);
-  const double h = static_cast<double>(m.hidden_size), q = static_cast<double>(m.q_size()),
-               kv = static_cast<double>(m.kv_size()), I = static_cast<double>(m.intermediate_size),
-               heads = static_cast<double>(m.num_heads), seq = static_cast<double>(s.seq_len);
-  const bool dropout = m.dropout > 0;
-  double layer = 0;
-  layer += 2 * a * h;             // the two norms' inputs
-  layer += a * h;                 // QKV projection input
-  layer += a * (q + 2 * kv);      // Q, K, V
-  if (s.attention == attention_impl::flash) {
-    layer += 4 * heads;           // log-sum-exp per head, fp32
-  } else {
-    layer += a * heads * seq;     // softmax output
-    if (dropout) layer += heads * seq + a * heads * seq;  // dropout mask and output
+  // Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
+  // (autocast_mode.cpp, cached_cast: leaf tensors that require grad), the
+  // LM head's (the tied embedding's) included; the linear nodes keep them
+  // for backward after the cache is cleared at the end of the autocast block.
+  if (s.zero_stage == 0 && is_mixed(s.prec)) {
+    const bool head_shares_embedding = !m.causal || m.tied_embeddings;
+    const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
+    if (lora) {
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * T);  // the frozen base is 16-bit already
+    } else {
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * (static_cast<double>(linear_parameters(m)) + head));
+      r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
+    }
   }
-  layer += a * q;                 // attention output = output projection input
-  if (dropout) layer += h;        // attention-output dropout mask
-  layer += a * h;                 // MLP input
-  layer += m.gated_mlp ? 4 * a * I : 2 * a * I;  // gate, up, act(gate), product | act input, output
-  if (dropout) layer += h;        // MLP dropout mask
-  double per_token = static_cast<double>(m.num_layers) * layer;
-  per_token += a * h + (dropout ? h : 0) + a * h;  // embedding output (+ mask), final norm input
-  r.activation_bytes_per_sample = static_cast<std::int64_t>(per_token * seq);
-  // Hugging Face's gradient checkpointing keeps each layer's input and
-  // recomputes one layer at a time in backward.
-  const double ckpt = static_cast<double>(m.num_layers) * a * h + layer + a * h + (dropout ? h : 0) + a * h;
-  r.checkpointed_activation_bytes_per_sample = static_cast<std::int64_t>(ckpt * seq);
-  // LM head and loss: 16-bit logits, their fp32 upcast, and log-softmax's
-  // fp32 output kept for backward (fp32 training: logits and log-softmax).
-  const double V = static_cast<double>(m.vocab_size);
-  const double logits = s.prec == precision::fp32 ? 8 * V : 10 * V;
-  r.logits_bytes_per_sample = static_cast<std::int64_t>(logits * seq);
-  // The CUDA context and cuBLAS/cuDNN handles, outside PyTorch's allocator.
-  r.cuda_context_bytes = 512 * MiB;
-  r.allocator_overhead = 0.05;
+
+  // Activations kept for backward, op by op (training_inventory.cpp has the
+  // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
+  // bytes per token, which assumes 16-bit everything and fused kernels.
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec),
+                                        s.attention == attention_impl::eager);
+  const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
+  double lora_extra = 0;
+  if (lora) {
+    // peft's lora_A keeps its own 16-bit copy of each adapted linear's input,
+    // lora_B its r-wide input.
+    for (const auto& t : weight_tensors(m))
+      if (t.linear && t.name.rfind("layers.", 0) == 0)
+        lora_extra += (2.0 * static_cast<double>(t.cols) + 2.0 * s.lora_rank) * static_cast<double>(t.count);
+  }
+  r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
+  // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
+  // decoder layer) keeps each layer's input; backward recomputes one layer at
+  // a time, whose activations are alive during its backward.
+  r.checkpointed_activation_bytes_per_sample =
+      static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
+  r.recompute_layer_bytes_per_sample =
+      static_cast<std::int64_t>(seq * (inv.layer_saved + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+  const double logits = static_cast<double>(m.vocab_size) * seq;
+  r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
+  r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
+  // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
+  // allocator, so they count in max_memory_allocated.
+  r.library_workspace_bytes = library_workspace_bytes;
+  r.cuda_context_bytes = cuda_context_bytes;
+  r.allocator_overhead = reserved_over_allocated;
+  r.allocator_overhead_ckpt = reserved_over_allocated_ckpt;
   return r;
 }
 
@@ -278,7 +320,7 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
 }
 
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
-                       const gemm_time_fn& gemm_time) {
+                       const gemm_time_fn& gemm_time, const device_rates& rates) {
   step_time t;
   const dtype type = gemm_dtype(s.prec);
   for (const auto& g : step_gemms(s, b, checkpointing)) {
@@ -291,49 +333,73 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     const double us = gemm_time ? gemm_time(p) : predict_library_gemm(d, p).time_us;
     t.gemm_ms += us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
   }
-  // The memory-bound rest, in elements moved per token and layer in forward
-  // (norms 4h, residual adds 6h, activation 5I gated or 2I, rotary 2(q+kv),
-  // dropout 3h each); backward moves about twice that.
+  // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
+  // (training_inventory.cpp, op by op), forward once, backward about twice
+  // (each op's gradient reads the incoming gradient and what it kept, and
+  // writes its own), recompute once more under checkpointing.
   const model_spec& m = s.model;
-  const double a = activation_bytes(s.prec);
-  const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
-  double elements = 4 * h + 6 * h + (m.gated_mlp ? 5 * I : 2 * I);
-  if (m.learned_positions == 0) elements += 2 * static_cast<double>(m.q_size() + m.kv_size());
-  if (m.dropout > 0) elements += 3 * 3 * h;
-  const double tokens = static_cast<double>(b * s.seq_len);
-  double bytes = 3 * elements * a * tokens * static_cast<double>(m.num_layers) * (checkpointing ? 4.0 / 3 : 1);
-  if (s.attention == attention_impl::eager) {
-    // Scale, mask, softmax and dropout over b x heads x s x s scores, forward and backward.
-    bytes += 7 * a * static_cast<double>(b * m.num_heads) * static_cast<double>(s.seq_len) *
-             static_cast<double>(s.seq_len) * static_cast<double>(m.num_layers);
+  const bool mixed = is_mixed(s.prec);
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed,
+                                        s.attention == attention_impl::eager);
+  const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
+  const double passes = checkpointing ? 4 : 3;
+  double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
+  bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
+  double lora_kernels = 0;
+  if (s.lora_rank > 0) {
+    // peft's adapter path beside each adapted linear, per token: lora_A reads
+    // the input, lora_B writes an output-wide tensor, scaled and added to the
+    // base output; backward reads and writes the same again and adds the
+    // input gradient: about 6 input-wide and 10 output-wide element moves.
+    for (const auto& w : weight_tensors(m)) {
+      if (!w.linear || w.name.rfind("layers.", 0) != 0) continue;
+      const double count = static_cast<double>(w.count);
+      bytes += tokens * count * (6 * static_cast<double>(w.cols) + 10 * static_cast<double>(w.rows)) *
+               activation_bytes(s.prec) * passes / 3;
+      lora_kernels += count * 12 * passes / 3;  // A, B, scale, add; their backward
+    }
   }
-  // Loss: the upcast, log-softmax and its gradient over the vocabulary.
-  bytes += 20 * static_cast<double>(m.vocab_size) * tokens;
-  const double bandwidth = d.memory_bandwidth_gbs * 1e9 * 0.8;
+  const memory_breakdown mem = estimate_memory(s);
+  if (mixed) {
+    // Autocast casts each linear weight to 16 bits per forward (again in
+    // recompute), and each 16-bit weight gradient is accumulated into fp32.
+    const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
+    bytes += casts * 6 * (checkpointing ? 2 : 1) + static_cast<double>(mem.trainable_parameters) * 6;
+  }
+  const double bandwidth =
+      rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
+  t.memory_bound_bytes = bytes;
   t.memory_bound_ms = bytes / bandwidth * 1e3;
-  // An eager framework launches ~36 kernels per layer per micro-step (forward
-  // and backward); each costs ~8 us of host dispatch when kernels are short.
-  t.launch_ms = 36 * 8e-3 * static_cast<double>(m.num_layers) * (checkpointing ? 4.0 / 3 : 1);
-  // Optimizer step: reads and writes each trainable parameter's weight,
-  // gradient and states (AdamW fp32: ~28 bytes; more with AMP's unscaling).
-  const double T = static_cast<double>(estimate_memory(s).trainable_parameters);
-  double per_param = 12;
+  // Eager PyTorch launches every op as its own kernel; backward launches
+  // about two per forward op.
+  t.kernels = (L * inv.layer_kernels * passes + inv.outer_kernels * 3) + lora_kernels;
+  t.launch_ms = t.kernels * launch_us * 1e-3;
+  // Measured: no kernel runs faster than the GPU's launch floor, so the step
+  // takes at least kernels x floor; what that adds shows as launch time.
+  if (rates.launch_floor_us)
+    t.launch_ms = std::max(t.launch_ms, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
+  // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
+  // weight, m and v, in the parameters' dtype (fp32 under AMP).
+  const double T = static_cast<double>(mem.trainable_parameters);
+  const double state = s.prec == precision::bf16 ? 2 : 4;
+  double per_param = 7 * state;
   switch (s.optimizer) {
-    case optimizer_kind::adamw: per_param = 28; break;
-    case optimizer_kind::adamw_8bit: per_param = 16; break;
-    case optimizer_kind::adafactor: per_param = 20; break;
-    case optimizer_kind::sgd: per_param = 12; break;
-    case optimizer_kind::sgd_momentum: per_param = 20; break;
+    case optimizer_kind::adamw: per_param = 7 * state; break;
+    case optimizer_kind::adamw_8bit: per_param = 3 * state + 4; break;
+    case optimizer_kind::adafactor: per_param = 4 * state; break;
+    case optimizer_kind::sgd: per_param = 3 * state; break;
+    case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
   }
-  if (is_mixed(s.prec)) per_param += 8;
   const double shard = s.zero_stage >= 1 ? s.world_size : 1;
   t.optimizer_ms = per_param * T / shard / bandwidth * 1e3;
   return t;
 }
 
-batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time) {
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
+                      const device_rates& rates) {
   validate(s);
   batch_plan plan;
+  plan.rates = rates;
   if (gemm_time) plan.mode = "measured";
   plan.setup = s;
   plan.device = d;
@@ -341,13 +407,18 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   plan.memory_budget_bytes = static_cast<std::int64_t>(static_cast<double>(d.memory_bytes) * (1 - s.safety_margin));
   const memory_breakdown& mem = plan.memory;
 
+  // The peak is a maximum of phases, each linear in the micro-batch, so it
+  // only grows with it: the largest that fits is found by bisection.
   auto max_fit = [&](bool ckpt) -> std::int64_t {
-    const std::int64_t fixed = mem.peak_bytes(0, ckpt);
-    const std::int64_t one = mem.peak_bytes(1, ckpt) - fixed;
-    if (fixed >= plan.memory_budget_bytes || one <= 0) return 0;
-    std::int64_t b = (plan.memory_budget_bytes - fixed) / one;
-    while (b > 0 && mem.peak_bytes(b, ckpt) > plan.memory_budget_bytes) --b;  // rounding
-    return std::min<std::int64_t>(b, 1 << 20);
+    auto fits = [&](std::int64_t b) { return mem.peak_bytes(b, ckpt) <= plan.memory_budget_bytes; };
+    if (!fits(1)) return 0;
+    std::int64_t lo = 1, hi = 2;
+    while (hi <= (1 << 20) && fits(hi)) lo = hi, hi *= 2;
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    return std::min<std::int64_t>(lo, 1 << 20);
   };
   plan.max_micro_batch_no_ckpt = max_fit(false);
   plan.max_micro_batch_ckpt = max_fit(true);
@@ -377,13 +448,18 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       c.checkpointing = ckpt;
       c.peak_bytes = mem.peak_bytes(b, ckpt);
       c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt);
+      c.peak_phase = mem.peak_phase(b, ckpt);
       c.fits = c.peak_bytes <= plan.memory_budget_bytes;
       c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
       c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
       c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
       // Only a candidate that fits is worth timing on the GPU.
       c.measured = c.fits && gemm_time;
-      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{});
+      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{}, rates);
+      // More work never takes less GEMM time: a timing that says so (noise,
+      // a shape timed in parts) is raised to the smaller batch's.
+      if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
+        c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
       const double global_step_ms =
           static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() + c.time.optimizer_ms;
       c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
@@ -419,6 +495,12 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   }
   plan.recommended = best;
 
+  plan.notes.push_back(fmt::format(
+      "peak memory = modelled allocation x (1 + {:.2f} allocator slack; {:.2f} with checkpointing) + {:.2f} GiB CUDA "
+      "context, as measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "
+      "(other processes, other PyTorch or driver versions, allocator settings, tensors a script keeps beyond the step)",
+      mem.allocator_overhead, mem.allocator_overhead_ckpt, static_cast<double>(mem.cuda_context_bytes) / (1LL << 30),
+      s.safety_margin * 100));
   if (best) {
     const auto& r = plan.candidates[*best];
     if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
@@ -475,7 +557,9 @@ nlohmann::json step_json(const step_time& t) {
   return {{"gemm_ms", t.gemm_ms},
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
-          {"optimizer_ms_per_global_step", t.optimizer_ms}};
+          {"optimizer_ms_per_global_step", t.optimizer_ms},
+          {"memory_bound_bytes", t.memory_bound_bytes},
+          {"kernels", t.kernels}};
 }
 
 std::string hf_optim(optimizer_kind o) {
@@ -519,6 +603,17 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                  {"logits_bytes_per_sample", m.logits_bytes_per_sample},
                  {"overhead_bytes", m.cuda_context_bytes},
                  {"allocator_overhead_fraction", m.allocator_overhead},
+                 {"allocator_overhead_fraction_checkpointing", m.allocator_overhead_ckpt},
+                 {"autocast_weight_copies_bytes", m.autocast_weight_copies_bytes},
+                 {"lm_head_copy_bytes", m.lm_head_copy_bytes},
+                 {"recompute_layer_bytes_per_sample", m.recompute_layer_bytes_per_sample},
+                 {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
+                 {"library_workspace_bytes", m.library_workspace_bytes},
+                 {"safety_margin_covers",
+                  "peak_bytes adds to the modelled tensors the caching allocator's reserved-over-allocated share "
+                  "(largest seen in real training) and the CUDA context measured on an H100; the safety margin "
+                  "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
+                  "allocator settings, tensors a training script keeps beyond the step"},
                  {"budget_bytes", plan.memory_budget_bytes},
                  {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
                                       {"checkpointing", plan.max_micro_batch_ckpt}}},
@@ -530,6 +625,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                                {"checkpointing", c.checkpointing},
                                {"peak_bytes", c.peak_bytes},
                                {"peak_allocated_bytes", c.peak_allocated_bytes},
+                               {"peak_phase", c.peak_phase},
                                {"fits", c.fits},
                                {"grad_accum_steps", c.grad_accum_steps},
                                {"effective_global_batch", c.effective_global_batch},
@@ -539,6 +635,16 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                                {"time", step_json(c.time)},
                                {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
+  auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},
+                       {"launch_floor_us", optional_number(plan.rates.launch_floor_us)}};
+  j["calibration"] = {{"source", "profiles/batch_calibration.json"},
+                      {"cuda_context_bytes", cuda_context_bytes},
+                      {"library_workspace_bytes", library_workspace_bytes},
+                      {"reserved_over_allocated", reserved_over_allocated},
+                      {"reserved_over_allocated_checkpointing", reserved_over_allocated_ckpt},
+                      {"elementwise_bandwidth_share", elementwise_bandwidth_share},
+                      {"launch_us", launch_us}};
   j["notes"] = plan.notes;
   if (!plan.recommended) {
     j["recommendation"] = nullptr;

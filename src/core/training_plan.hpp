@@ -51,13 +51,27 @@ struct memory_breakdown {
   std::int64_t weights_bytes = 0;
   std::int64_t gradients_bytes = 0;
   std::int64_t optimizer_bytes = 0;
+  // torch.autocast's cached 16-bit copies of the fp32 linear weights: alive
+  // from the forward until each layer's backward (only the LM head's copy
+  // is left in backward with checkpointing, whose recompute casts anew).
+  std::int64_t autocast_weight_copies_bytes = 0;
+  std::int64_t lm_head_copy_bytes = 0;
   std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
-  std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs + one layer recomputed
-  std::int64_t logits_bytes_per_sample = 0;                   // LM head output and loss
+  std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
+  std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
+  std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
+  std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
+  std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
   std::int64_t cuda_context_bytes = 0;
-  double allocator_overhead = 0;  // share added to the tensors for the caching allocator
+  // max_memory_reserved over max_memory_allocated: the caching allocator's
+  // rounding and fragmentation, which the tensors alone cannot tell.
+  double allocator_overhead = 0;       // without checkpointing
+  double allocator_overhead_ckpt = 0;  // with checkpointing (recompute fragments more)
   std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   std::int64_t per_sample_bytes(bool checkpointing) const;
+  // The phase of the step whose allocated bytes peak: "forward", "loss
+  // backward", "recompute" or "optimizer step".
+  std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
   // What must fit in the GPU: allocated, the allocator's slack, and the CUDA context.
@@ -80,23 +94,32 @@ struct step_time {
   double memory_bound_ms = 0;  // norms, activations, softmax, loss: bytes over bandwidth
   double launch_ms = 0;        // per-kernel overhead of an eager framework
   double optimizer_ms = 0;     // once per global step
+  double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
+  double kernels = 0;             // kernel launches per micro-step
   double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms; }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;
+// Rates of the device's memory-bound work timed on it (measured mode); the
+// calibrated constants stand in for what is missing.
+struct device_rates {
+  std::optional<double> copy_bandwidth_gbs;  // device-to-device copy: 2 x bytes / time
+  std::optional<double> launch_floor_us;     // back-to-back tiny launches, per launch
+};
 // The GEMMs' dtype for a precision (fp32 runs f32: PyTorch's default has no TF32).
 dtype gemm_dtype(precision p);
 
 // GEMMs from gemm_time (predict_library_gemm when empty: a cuBLAS-like
 // efficiency against the roofs), the rest from bytes over bandwidth.
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing,
-                       const gemm_time_fn& gemm_time = {});
+                       const gemm_time_fn& gemm_time = {}, const device_rates& rates = {});
 
 struct batch_candidate {
   std::int64_t micro_batch = 0;
   bool checkpointing = false;
   std::int64_t peak_bytes = 0;
   std::int64_t peak_allocated_bytes = 0;
+  std::string peak_phase;  // the phase of the step whose allocation peaks
   bool fits = false;
   std::int64_t grad_accum_steps = 1;
   std::int64_t effective_global_batch = 0;
@@ -120,10 +143,13 @@ struct batch_plan {
   std::optional<std::size_t> recommended;
   std::vector<std::string> notes;        // why the recommendation is what it is
   std::vector<std::string> suggestions;  // when nothing fits: what would
+  device_rates rates;                     // what was timed on the device
 };
 
 // With gemm_time, the step GEMMs are timed by it and the plan's mode is "measured".
-batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {});
+// Rates, when given, replace the datasheet bandwidth and the fitted launch cost.
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {},
+                      const device_rates& rates = {});
 
 nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
 

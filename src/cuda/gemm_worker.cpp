@@ -212,6 +212,57 @@ measure_response measure_library(gpu_state& g, const measure_request& r) {
   return out;
 }
 
+// CUDA events for a sample of copies or memsets: CUPTI's kernel records do
+// not see them. Puts the worker's timer back on the way out.
+struct event_timer_scope {
+  gpu_state& g;
+  std::unique_ptr<kernel_timer> saved;
+  explicit event_timer_scope(gpu_state& state) : g(state), saved(std::move(state.timer)) {
+    g.timer = make_event_timer();
+  }
+  ~event_timer_scope() { g.timer = std::move(saved); }
+};
+
+// The device's streaming bandwidth for `batch`'s memory-bound work: one
+// device-to-device copy of problem.m x problem.n elements (read + write).
+// The answer's timing is per copy; the caller divides 2 x bytes by it.
+measure_response measure_bandwidth(gpu_state& g, const measure_request& r) {
+  measure_response out;
+  out.id = r.id;
+  const std::size_t bytes = static_cast<std::size_t>(r.problem.m * r.problem.n) *
+                            static_cast<std::size_t>(element_bytes(r.problem.type));
+  device_ptr src = device_alloc(bytes), dst = device_alloc(bytes);
+  TT_CUDA(cudaMemsetAsync(src.get(), 1, bytes, g.stream));
+  const event_timer_scope events(g);
+  out.timing = sample(g, [&] { TT_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, g.stream)); });
+  out.status = "ok";
+  out.timer = g.timer->name();
+  return out;
+}
+
+// The GPU's floor per launch of a tiny operation issued back to back (what
+// eager PyTorch's short kernels cost at least): problem.m 4-byte memsets per
+// sample; the answer's timing is per launch.
+measure_response measure_launch(gpu_state& g, const measure_request& r) {
+  measure_response out;
+  out.id = r.id;
+  const std::int64_t launches = std::max<std::int64_t>(1, r.problem.m);
+  device_ptr tiny = device_alloc(256);
+  const event_timer_scope events(g);
+  timing_stats t = sample(g, [&] {
+    for (std::int64_t i = 0; i < launches; ++i) TT_CUDA(cudaMemsetAsync(tiny.get(), 0, 4, g.stream));
+  });
+  const double n = static_cast<double>(launches);
+  t.median_us /= n;
+  t.min_us /= n;
+  t.p20_us /= n;
+  t.p80_us /= n;
+  out.timing = t;
+  out.status = "ok";
+  out.timer = g.timer->name();
+  return out;
+}
+
 struct library_deleter {
   void operator()(cudaLibrary_t l) const noexcept { TT_CUDA_NOEXCEPT(cudaLibraryUnload(l)); }
 };
@@ -323,6 +374,8 @@ int run_gemm_worker(std::istream& in, std::ostream& out) {
     try {
       answer(out, r.op == "reference" ? measure_reference(g, r)
                   : r.op == "library" ? measure_library(g, r)
+                  : r.op == "bandwidth" ? measure_bandwidth(g, r)
+                  : r.op == "launch" ? measure_launch(g, r)
                                       : measure_variant(g, r));
     } catch (const std::exception& e) {
       measure_response fail;

@@ -151,3 +151,23 @@ TEST(gpu, batch_measures_the_step_gemms) {
   ASSERT_FALSE(j["recommendation"].is_null());
   EXPECT_GT(j["recommendation"]["samples_per_s"].get<double>(), 0);
 }
+
+// batch on a GPU also times the device's copy bandwidth and launch floor,
+// and GEMM time never falls as the micro-batch grows.
+TEST(gpu, batch_times_the_memory_bound_rates_and_gemms_grow_with_work) {
+  REQUIRE_GPU();
+  const result r = run({"batch", "--model", "gpt2", "--seq-len", "1024", "--checkpointing", "off", "--json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double bw = j["device_rates"]["copy_bandwidth_gbs"].get<double>();
+  EXPECT_GT(bw, 100);
+  EXPECT_LT(bw, 1.05 * j["gpu"]["memory_bandwidth_gbs"].get<double>());
+  const double floor = j["device_rates"]["launch_floor_us"].get<double>();
+  EXPECT_GT(floor, 0.1);
+  EXPECT_LT(floor, 50);
+  double last = 0;
+  for (const auto& c : j["candidates"]) {
+    EXPECT_GE(c["time"]["gemm_ms"].get<double>(), last) << c["micro_batch"];
+    last = c["time"]["gemm_ms"].get<double>();
+  }
+}

@@ -105,3 +105,27 @@ TEST(hf_config, errors_name_the_field_the_type_or_the_place) {
     EXPECT_NE(std::string(err.what()).find("llama-3-8b"), std::string::npos);
   }
 }
+
+// The activation decides what autograd keeps: GPT-2's "gelu_new" is a Python
+// formula of nine ops, the others one fused kernel.
+TEST(hf_config, activation_and_projection_layout) {
+  const auto gpt2 = model_from_hf_config(
+      nlohmann::json{{"model_type", "gpt2"}, {"vocab_size", 50257}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},
+                     {"n_positions", 1024}},
+      "gpt2.json");
+  EXPECT_EQ(gpt2.hidden_act, "gelu_new");
+  EXPECT_TRUE(gpt2.fused_qkv);
+  EXPECT_EQ(load_model("gpt2").hidden_act, "gelu_new");
+  EXPECT_EQ(load_model("tinyllama-1.1b").hidden_act, "silu");
+  EXPECT_FALSE(load_model("tinyllama-1.1b").fused_qkv);
+  EXPECT_EQ(load_model("bert-base-uncased").hidden_act, "gelu");
+  nlohmann::json bad = {{"model_type", "llama"}, {"vocab_size", 32000}, {"hidden_size", 64},
+                        {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"intermediate_size", 128},
+                        {"hidden_act", 3}};
+  try {
+    model_from_hf_config(bad, "bad.json");
+    ADD_FAILURE() << "a numeric hidden_act was accepted";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_act"), std::string::npos);
+  }
+}

@@ -1,0 +1,147 @@
+// The batch planner held against real training steps on an H100
+// (profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl).
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/device_spec.hpp"
+#include "core/training_calibration.hpp"
+#include "core/training_plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+const std::string root = TILETUNE_SOURCE_DIR;
+
+std::vector<nlohmann::json> calibration_rows() {
+  std::ifstream in(root + "/profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl");
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+training_setup setup_of(const nlohmann::json& row) {
+  training_setup s;
+  const std::string model = row["model"];
+  s.model = load_model(model == "tinyllama-11b" ? "tinyllama-1.1b" : model);
+  s.seq_len = row["seq"];
+  s.prec = parse_precision(row["precision"].get<std::string>());
+  s.optimizer = optimizer_kind::adamw;
+  s.attention = attention_impl::flash;
+  s.checkpointing = row["ckpt"].get<bool>() ? checkpoint_policy::on : checkpoint_policy::off;
+  s.lora_rank = row.value("lora", 0);
+  s.global_batch = row["mb"].get<std::int64_t>();  // so the measured micro-batch is a candidate
+  return s;
+}
+
+std::string name_of(const nlohmann::json& row) {
+  return row["model"].get<std::string>() + " mb " + std::to_string(row["mb"].get<int>()) + " " +
+         row["precision"].get<std::string>() + (row["ckpt"].get<bool>() ? " ckpt" : "");
+}
+
+}  // namespace
+
+TEST(calibration, the_data_is_there) { EXPECT_EQ(calibration_rows().size(), 7u); }
+
+// Peak allocated within +10% of torch.cuda.max_memory_allocated and never
+// under it by more than 5%: a plan must fit when it is run.
+TEST(calibration, peak_memory_within_bounds_of_real_training) {
+  for (const auto& row : calibration_rows()) {
+    const training_setup s = setup_of(row);
+    const memory_breakdown m = estimate_memory(s);
+    EXPECT_EQ(m.parameters, row["params"].get<std::int64_t>()) << name_of(row);
+    const double predicted = static_cast<double>(m.peak_allocated_bytes(row["mb"], row["ckpt"]));
+    const double measured = row["max_allocated"].get<double>();
+    EXPECT_LE(predicted, 1.10 * measured) << name_of(row);
+    EXPECT_GE(predicted, 0.95 * measured) << name_of(row);
+    // What must fit (allocator slack and context included) covers what the GPU really used.
+    EXPECT_GE(static_cast<double>(m.peak_bytes(row["mb"], row["ckpt"])), row["device_used_end"].get<double>())
+        << name_of(row);
+  }
+}
+
+// Without the one fitted memory constant the derivation alone is within 2%.
+TEST(calibration, memory_formulas_hold_without_the_fitted_workspace) {
+  for (const auto& row : calibration_rows()) {
+    memory_breakdown m = estimate_memory(setup_of(row));
+    m.library_workspace_bytes = 0;
+    const double ratio = static_cast<double>(m.peak_allocated_bytes(row["mb"], row["ckpt"])) /
+                         row["max_allocated"].get<double>();
+    EXPECT_NEAR(ratio, 1.0, 0.02) << name_of(row);
+  }
+}
+
+// Offline (--gpu h100-sxm, GEMMs predicted): each within 25%, the median within 15%.
+TEST(calibration, offline_tokens_per_s_within_25_percent) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  std::vector<double> errors;
+  for (const auto& row : calibration_rows()) {
+    const batch_plan plan = plan_batch(setup_of(row), h100);
+    const batch_candidate* c = nullptr;
+    for (const auto& x : plan.candidates)
+      if (x.micro_batch == row["mb"].get<std::int64_t>() && x.checkpointing == row["ckpt"].get<bool>()) c = &x;
+    ASSERT_NE(c, nullptr) << name_of(row);
+    const double err = c->tokens_per_s / row["tokens_per_s"].get<double>() - 1;
+    EXPECT_LT(std::abs(err), 0.25) << name_of(row) << ": " << c->tokens_per_s;
+    errors.push_back(std::abs(err));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.15);
+}
+
+// Measured mode on this data: GEMMs as cuBLASLt timed them on the same H100
+// (batch-*.json), the rest from the model: each 16-bit run within 15%.
+TEST(calibration, tokens_per_s_with_the_measured_gemm_times_within_15_percent) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  for (const auto& row : calibration_rows()) {
+    if (row["precision"] == "fp32") continue;  // no f32 GEMMs were timed
+    const std::string file = row["model"] == "gpt2" ? "batch-gpt2.json" : "batch-tinyllama.json";
+    std::ifstream in(root + "/profiles/measured/h100-2026-11-22/batch/" + file);
+    const nlohmann::json measured = nlohmann::json::parse(in);
+    double gemm_ms = -1;
+    for (const auto& c : measured["candidates"])
+      if (c["micro_batch"] == row["mb"] && c["checkpointing"] == row["ckpt"]) gemm_ms = c["time"]["gemm_ms"];
+    ASSERT_GT(gemm_ms, 0) << name_of(row);
+    const training_setup s = setup_of(row);
+    const step_time t = predict_step(s, h100, row["mb"], row["ckpt"]);
+    const double step_ms = gemm_ms + t.memory_bound_ms + t.launch_ms + t.optimizer_ms;
+    const double tokens_per_s = static_cast<double>(row["mb"].get<int>() * row["seq"].get<int>()) / (step_ms * 1e-3);
+    EXPECT_NEAR(tokens_per_s / row["tokens_per_s"].get<double>(), 1.0, 0.15) << name_of(row);
+  }
+}
+
+TEST(calibration, profile_records_the_embedded_constants) {
+  std::ifstream in(root + "/profiles/batch_calibration.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const auto& c = j["constants"];
+  EXPECT_EQ(c["cuda_context_bytes"]["value"].get<std::int64_t>(), cuda_context_bytes);
+  EXPECT_EQ(c["library_workspace_bytes"]["value"].get<std::int64_t>(), library_workspace_bytes);
+  EXPECT_DOUBLE_EQ(c["reserved_over_allocated"]["value"].get<double>(), reserved_over_allocated);
+  EXPECT_DOUBLE_EQ(c["reserved_over_allocated_ckpt"]["value"].get<double>(), reserved_over_allocated_ckpt);
+  EXPECT_DOUBLE_EQ(c["elementwise_bandwidth_share"]["value"].get<double>(), elementwise_bandwidth_share);
+  EXPECT_DOUBLE_EQ(c["launch_us"]["value"].get<double>(), launch_us);
+}
+
+// Derived, not fitted: what the inventory says for GPT-2 under autocast
+// (22h + 16I bytes per token and layer: fp32 residual kept by both
+// LayerNorms, the casts, Q K V and the output, two dropout masks, and the
+// Python gelu_new's fp32 intermediates) and the 14 bytes per logit of the
+// loss's backward.
+TEST(calibration, gpt2_autocast_inventory_by_hand) {
+  training_setup s;
+  s.model = load_model("gpt2");
+  s.seq_len = 1024;
+  s.prec = precision::bf16_mixed;
+  const memory_breakdown m = estimate_memory(s);
+  const std::int64_t h = 768, I = 3072, per_layer = 22 * h + 16 * I + 4 * 12 + 16;  // + lse and LN statistics
+  const std::int64_t outer = h /*mask*/ + 4 * h + 8 /*ln_f*/ + 2 * h /*lm_head cast*/;
+  EXPECT_EQ(m.activation_bytes_per_sample, 1024 * (12 * per_layer + outer));
+  EXPECT_EQ(m.logits_bytes_per_sample, 14LL * 50257 * 1024);
+  EXPECT_EQ(m.autocast_weight_copies_bytes, 2LL * (12 * (4 * h * h + 2 * h * I) + 50257 * h));
+}
