@@ -33,6 +33,8 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
   job.name = c.id();
   job.source = render_kernel_source(c, t, l);
   job.arch = d.compile_arch();
+  // wgmma, TMA and setmaxnreg need the architecture-specific target.
+  if (c.family == kernel_family::wgmma) job.arch = "sm_90a";
   job.options = {"-std=c++17", "--ptxas-options=-v"};
   return job;
 }
