@@ -5,6 +5,7 @@
 
 #include "core/measure_protocol.hpp"
 #include "core/search_space.hpp"
+#include "core/wgmma/wgmma_launch.hpp"
 #include "core/wgmma/wgmma_layout.hpp"
 
 using namespace tiletune;
@@ -145,4 +146,20 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
   ASSERT_TRUE(back.config);
   EXPECT_EQ(*back.config, c);
   EXPECT_EQ(back.launch.cluster_x, 1);
+}
+
+TEST(wgmma_launch, json_says_how_to_launch_a_variant) {
+  const auto p = problem(4096, 4096, 4096, dtype::bf16, "nt");
+  const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
+  const nlohmann::json j = wgmma_launch_json(c, p, 132);
+  EXPECT_EQ(j["arch"], "sm_90a");
+  EXPECT_EQ(j["grid"][0], 132);
+  EXPECT_EQ(j["block"][0], 384);
+  EXPECT_EQ(j["cluster"][0], 1);
+  EXPECT_EQ(j["dynamic_smem_bytes"], c.smem_bytes(p.type, p.layout));
+  ASSERT_EQ(j["parameters"].size(), 11u);
+  EXPECT_EQ(j["parameters"][0]["name"], "tmap_a");
+  EXPECT_EQ(j["parameters"][10]["name"], "beta");
+  EXPECT_EQ(j["tensor_maps"]["a"]["box"], nlohmann::json({64, 256, 1}));
+  EXPECT_EQ(j["tensor_maps"]["b"]["dims"], nlohmann::json({4096, 4096, 1}));
 }
