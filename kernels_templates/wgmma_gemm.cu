@@ -13,6 +13,9 @@
 // Kernel parameters: the tensor maps of A and B (built on the host,
 // tensor_map_spec), then C and the scalars; the grid is persistent
 // (min(tiles, SMs) CTAs), 128 * (1 + TT_CONSUMERS) threads.
+// Status: compiled and inspected (ptxas, SASS) without a GPU; it has not yet
+// run on a GPU, so its results and speed are unverified. Clusters (TMA
+// multicast) are not implemented: cluster 1x1 only.
 
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
 #define TT_WG_M (TT_BM / TT_CONSUMERS)
