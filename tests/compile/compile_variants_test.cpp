@@ -157,7 +157,9 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     EXPECT_LE(r.resources.registers, 255) << names[i];
     // Two consumers: setmaxnreg moves registers from the producer (40) to the
     // consumers (232), which balances only if the CTA starts at 168 each.
-    if (configs[i].consumers == 2) EXPECT_EQ(r.resources.registers, 168) << names[i];
+    if (configs[i].consumers == 2) {
+      EXPECT_EQ(r.resources.registers, 168) << names[i];
+    }
     const std::string sass = sass_of(r.cubin, names[i]);
     EXPECT_NE(sass.find("HGMMA"), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];
