@@ -124,7 +124,8 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
     measure_request r;
     r.op = "variant";
     r.id = v.config.id();
-    r.launch = launch_shape_for(v.config, plan.problem);
+    r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
+    r.config = v.config;
     if (progress) progress(done, total, r.id);
     v.measured = backend.measure(r, v.cubin);
     ++done;

@@ -33,6 +33,8 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
   job.name = c.id();
   job.source = render_kernel_source(c, t, l);
   job.arch = d.compile_arch();
+  // wgmma, TMA and setmaxnreg need the architecture-specific target.
+  if (c.family == kernel_family::wgmma) job.arch = "sm_90a";
   job.options = {"-std=c++17", "--ptxas-options=-v"};
   return job;
 }
@@ -151,7 +153,8 @@ nlohmann::json triton_config(const tile_config& c, dtype) {
   return {{"BLOCK_M", c.block_m},
           {"BLOCK_N", c.block_n},
           {"BLOCK_K", c.block_k},
-          {"num_warps", c.threads() / 32},
+          // Triton counts the compute warps; wgmma's producer warpgroup is extra.
+          {"num_warps", c.family == kernel_family::wgmma ? 4 * c.consumers : c.threads() / 32},
           {"num_stages", c.stages}};
 }
 
@@ -161,6 +164,12 @@ std::string cutlass_shape(const tile_config& c, dtype t) {
                        c.block_n, c.block_k, c.threads(), c.thread_m, c.thread_n);
   }
   const int k = element_bytes(t) == 2 ? 16 : 8;
+  if (c.family == kernel_family::wgmma) {
+    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}",
+                       c.block_m, c.block_n, c.block_k, c.cluster_m, c.cluster_n,
+                       c.consumers == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
+                       c.stages);
+  }
   return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
                      "stages {}",
                      c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k,

@@ -1,5 +1,7 @@
 #include "core/measure_protocol.hpp"
 
+#include "core/wgmma/wgmma_layout.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -14,6 +16,16 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
   s.grid_z = p.batch;
   s.threads = c.threads();
   s.dynamic_smem_bytes = c.smem_bytes(p.type, p.layout);
+  return s;
+}
+
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count) {
+  launch_shape s = launch_shape_for(c, p);
+  if (c.family == kernel_family::wgmma) {
+    s.grid_x = wgmma_grid_size(c, p, sm_count);
+    s.grid_y = s.grid_z = 1;
+    s.cluster_x = c.cluster_m * c.cluster_n;
+  }
   return s;
 }
 
@@ -55,6 +67,9 @@ nlohmann::json to_json(const measure_request& r) {
                       {"threads", r.launch.threads},
                       {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
   if (r.op == "library") j["problem"] = to_json(r.problem);
+  if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
+    j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
+  if (r.config) j["config"] = tile_to_json(*r.config);
   return j;
 }
 
@@ -70,6 +85,13 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   r.launch.threads = j.at("threads").get<int>();
   r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
   if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
+  if (j.contains("cluster")) {
+    const auto& c = j.at("cluster");
+    r.launch.cluster_x = c.at(0).get<int>();
+    r.launch.cluster_y = c.at(1).get<int>();
+    r.launch.cluster_z = c.at(2).get<int>();
+  }
+  if (j.contains("config")) r.config = tile_from_json(j.at("config"));
   return r;
 }
 

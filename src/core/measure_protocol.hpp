@@ -27,9 +27,13 @@ struct launch_shape {
   std::int64_t grid_x = 1, grid_y = 1, grid_z = 1;
   int threads = 0;
   std::int64_t dynamic_smem_bytes = 0;
+  int cluster_x = 1, cluster_y = 1, cluster_z = 1;  // thread-block cluster (wgmma)
 };
 // The grid the templates expect: M tiles on x, N tiles on y, the batch on z.
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
+// The same, and for the persistent wgmma family one CTA per SM (sm_count of
+// them at most) on x.
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count);
 
 // One job for the worker: time cuBLASLt on the setup's problem
 // ("reference"), one variant ("variant"), or cuBLASLt on a problem of its own
@@ -40,6 +44,7 @@ struct measure_request {
   std::string cubin_path;
   launch_shape launch;
   gemm_problem problem;  // "library" only
+  std::optional<tile_config> config;  // "variant": the tile, when the launch needs it (wgmma's tensor maps)
 };
 
 // The worker's answer. status: ok | incorrect | launch_error | timeout.

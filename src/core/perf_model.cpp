@@ -65,6 +65,9 @@ occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int reg
 
 double family_efficiency(kernel_family f, int compute_capability) {
   if (f == kernel_family::simt) return 0.85;
+  // wgmma: an assumption (cuBLAS's Hopper kernels run near 0.75 of the dense
+  // peak on large squares) to calibrate once the family has run on a GPU.
+  if (f == kernel_family::wgmma) return 0.75;
   // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma;
   // on Ampere and Ada it is the native path.
   return compute_capability >= 90 ? 0.63 : 0.85;

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "core/wgmma/wgmma_space.hpp"
+
 namespace tiletune {
 
 std::vector<kernel_family> families_for(dtype t) {
-  if (is_tensor_core_dtype(t)) return {kernel_family::mma};
+  if (is_tensor_core_dtype(t)) return {kernel_family::mma, kernel_family::wgmma};
   return {kernel_family::simt};
 }
 
@@ -100,13 +102,16 @@ std::vector<tile_config> default_search_space(kernel_family family, dtype t) {
   switch (family) {
     case kernel_family::simt: return simt_space();
     case kernel_family::mma: return mma_space(t);
+    case kernel_family::wgmma: return wgmma_space(t);
   }
   return {};
 }
 
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
                                                       const device_spec& d) {
-  if (c.family == kernel_family::mma) {
+  if (c.family == kernel_family::wgmma) {
+    if (auto v = check_wgmma(c, p, d)) return v;
+  } else if (c.family == kernel_family::mma) {
     if (!is_tensor_core_dtype(p.type))
       return violation("dtype", fmt::format("the mma family runs tf32, f16 and bf16, not {}",
                                             to_string(p.type)));
@@ -129,7 +134,8 @@ std::optional<constraint_violation> check_constraints(const tile_config& c, cons
     return violation("shared_memory",
                      fmt::format("needs {} bytes of shared memory per block, the GPU allows {}",
                                  smem, d.smem_per_block_optin_bytes));
-  // Block tiles of N go on gridDim.y, which holds at most 65535.
+  // Block tiles of N go on gridDim.y, which holds at most 65535 (wgmma's grid is persistent).
+  if (c.family == kernel_family::wgmma) return std::nullopt;
   const std::int64_t n_tiles = (p.n + c.block_n - 1) / c.block_n;
   if (n_tiles > 65535)
     return violation("grid", fmt::format("{} block columns exceed the grid's 65535", n_tiles));

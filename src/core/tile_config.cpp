@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/wgmma/wgmma_layout.hpp"
 
 namespace tiletune {
 
@@ -11,6 +12,7 @@ std::string_view to_string(kernel_family f) {
   switch (f) {
     case kernel_family::simt: return "simt";
     case kernel_family::mma: return "mma";
+    case kernel_family::wgmma: return "wgmma";
   }
   return "?";
 }
@@ -20,6 +22,7 @@ int tile_config::threads() const {
     case kernel_family::simt:
       return (thread_m && thread_n) ? (block_m / thread_m) * (block_n / thread_n) : 0;
     case kernel_family::mma: return warps_m * warps_n * 32;
+    case kernel_family::wgmma: return 128 * (1 + consumers);  // producer + consumer warpgroups
   }
   return 0;
 }
@@ -43,6 +46,7 @@ std::int64_t tile_config::smem_bytes(dtype t, layout l) const {
     const int pad = row_pad(*this, t, false);
     return 2 * (bk * (bm + pad) + bk * (bn + pad)) * 4;
   }
+  if (family == kernel_family::wgmma) return wgmma_smem_bytes(*this, t);
   // A is kept as stored: [BM][BK+pad] for 'n', [BK][BM+pad] for 't'.
   const std::int64_t a = l.a_transposed ? bk * (bm + row_pad(*this, t, false))
                                         : bm * (bk + row_pad(*this, t, true));
@@ -56,6 +60,9 @@ std::string tile_config::id() const {
   std::string s = fmt::format("{}_{}x{}x{}", to_string(family), block_m, block_n, block_k);
   if (family == kernel_family::simt) {
     s += fmt::format("_t{}x{}_v{}", thread_m, thread_n, vector_width);
+  } else if (family == kernel_family::wgmma) {
+    s += fmt::format("_c{}_s{}_cl{}x{}_g{}{}", consumers, stages, cluster_m, cluster_n,
+                     raster_group, raster_along_n ? 'n' : 'm');
   } else {
     s += fmt::format("_w{}x{}_s{}", warps_m, warps_n, stages);
   }
@@ -72,6 +79,20 @@ tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int war
   c.warps_m = warps_m;
   c.warps_n = warps_n;
   c.stages = stages;
+  return c;
+}
+
+tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,
+                       int raster_group, bool raster_along_n) {
+  tile_config c;
+  c.family = kernel_family::wgmma;
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.consumers = consumers;
+  c.stages = stages;
+  c.raster_group = raster_group;
+  c.raster_along_n = raster_along_n;
   return c;
 }
 
@@ -94,6 +115,13 @@ nlohmann::json tile_to_json(const tile_config& c) {
     j["thread_m"] = c.thread_m;
     j["thread_n"] = c.thread_n;
     j["vector_width"] = c.vector_width;
+  } else if (c.family == kernel_family::wgmma) {
+    j["family"] = "wgmma";
+    j["consumers"] = c.consumers;
+    j["cluster_m"] = c.cluster_m;
+    j["cluster_n"] = c.cluster_n;
+    j["raster_group"] = c.raster_group;
+    j["raster_along_n"] = c.raster_along_n;
   } else {
     j["warps_m"] = c.warps_m;
     j["warps_n"] = c.warps_n;
@@ -113,7 +141,14 @@ tile_config tile_from_json(const nlohmann::json& j) {
   c.block_k = j.at("block_k").get<int>();
   c.stages = j.value("stages", 2);
   c.split_k = j.value("split_k", 1);
-  if (j.contains("warps_m")) {
+  if (j.value("family", std::string()) == "wgmma") {
+    c.family = kernel_family::wgmma;
+    c.consumers = j.at("consumers").get<int>();
+    c.cluster_m = j.value("cluster_m", 1);
+    c.cluster_n = j.value("cluster_n", 1);
+    c.raster_group = j.value("raster_group", 0);
+    c.raster_along_n = j.value("raster_along_n", false);
+  } else if (j.contains("warps_m")) {
     c.family = kernel_family::mma;
     c.warps_m = j.at("warps_m").get<int>();
     c.warps_n = j.at("warps_n").get<int>();

@@ -10,7 +10,7 @@
 
 namespace tiletune {
 
-enum class kernel_family { simt, mma };
+enum class kernel_family { simt, mma, wgmma };
 std::string_view to_string(kernel_family f);
 
 // One point of a family's search space. Fields a family does not use stay 0.
@@ -26,6 +26,11 @@ struct tile_config {
   int warps_n = 0;
   int stages = 2;  // shared-memory pipeline depth (simt double-buffers)
   int split_k = 1;
+  int consumers = 0;            // wgmma: consumer warpgroups (1 or 2)
+  int cluster_m = 1;            // wgmma: thread-block cluster shape (TMA multicast)
+  int cluster_n = 1;
+  int raster_group = 0;         // grouped rasterization: block tiles per group (0 = plain order)
+  bool raster_along_n = false;  // rasterization order
 
   int threads() const;
   int warp_tile_m() const { return warps_m ? block_m / warps_m : 0; }
@@ -38,6 +43,9 @@ struct tile_config {
 };
 
 tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int warps_n, int stages);
+// wgmma: BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
+tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,
+                       int raster_group = 8, bool raster_along_n = false);
 tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width = 4);
 
 nlohmann::json tile_to_json(const tile_config& c);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -16,10 +17,12 @@
 #include "core/host_data.hpp"
 #include "core/kernel_templates.hpp"
 #include "core/measure_protocol.hpp"
+#include "core/wgmma/tensor_map_spec.hpp"
 #include "cuda/cublaslt_gemm.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_timer.hpp"
 #include "cuda/sm_clock.hpp"
+#include "cuda/tensor_map.hpp"
 
 namespace tiletune {
 
@@ -298,10 +301,36 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   const dim3 grid(static_cast<unsigned>(r.launch.grid_x), static_cast<unsigned>(r.launch.grid_y),
                   static_cast<unsigned>(r.launch.grid_z));
   const dim3 block(static_cast<unsigned>(r.launch.threads));
-  auto launch = [&] {
+  std::function<void()> launch = [&] {
     TT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, static_cast<std::size_t>(smem),
                              g.stream));
   };
+  // wgmma: tensor maps of A and B instead of their pointers, a persistent grid, maybe a cluster.
+  encoded_tensor_map map_a, map_b;
+  int batch = static_cast<int>(p.batch);
+  void* wgmma_args[] = {&map_a, &map_b, &c, &m, &n, &k, &ldc, &sc, &batch, &alpha, &beta};
+  cudaLaunchAttribute cluster_attr[1]{};
+  cudaLaunchConfig_t wgmma_config{};
+  const bool is_wgmma = r.config && r.config->family == kernel_family::wgmma;
+  if (is_wgmma) {
+    map_a = encode_tensor_map(tensor_map_for(p, *r.config, 'a'), a);
+    map_b = encode_tensor_map(tensor_map_for(p, *r.config, 'b'), b);
+    wgmma_config.gridDim = grid;
+    wgmma_config.blockDim = block;
+    wgmma_config.dynamicSmemBytes = static_cast<std::size_t>(smem);
+    wgmma_config.stream = g.stream;
+    if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z > 1) {
+      cluster_attr[0].id = cudaLaunchAttributeClusterDimension;
+      cluster_attr[0].val.clusterDim.x = static_cast<unsigned>(r.launch.cluster_x);
+      cluster_attr[0].val.clusterDim.y = static_cast<unsigned>(r.launch.cluster_y);
+      cluster_attr[0].val.clusterDim.z = static_cast<unsigned>(r.launch.cluster_z);
+      wgmma_config.attrs = cluster_attr;
+      wgmma_config.numAttrs = 1;
+    }
+    launch = [&] {
+      TT_CUDA(cudaLaunchKernelExC(&wgmma_config, reinterpret_cast<const void*>(kernel), wgmma_args));
+    };
+  }
 
   // Verify first, on a poisoned C (all bits set: NaN in every dtype) unless beta reads C.
   if (p.beta == 0.0) {

@@ -1,5 +1,10 @@
 // Every variant of the default search spaces compiles with NVRTC, on a machine
 // without a GPU, for sm_80 and sm_90, in all four layouts, with no spills.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,7 +37,8 @@ TEST_P(compile_variants, all_compile_without_spills) {
     p.type = t.type;
     p.layout = parse_layout(l);
     for (kernel_family f : families_for(t.type))
-      for (const auto& c : default_search_space(f, t.type))
+      // wgmma variants (sm_90a) have their own test below, with a SASS check.
+      for (const auto& c : f == kernel_family::wgmma ? std::vector<tile_config>{} : default_search_space(f, t.type))
         if (!check_constraints(c, p, d)) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} {}", c.id(), l);
@@ -93,3 +99,77 @@ TEST(nvrtc_compiler, ampere_and_ada_targets_compile_too) {
     EXPECT_TRUE(r.ok) << preset << r.log;
   }
 }
+
+// Every wgmma variant of the default space compiles for sm_90a with no spills
+// and no local memory, and its SASS runs HGMMA (read with cuobjdump on the CPU).
+class compile_wgmma : public ::testing::TestWithParam<dtype> {};
+
+namespace {
+std::string sass_of(const std::string& cubin, const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const auto file = dir / (name + ".cubin");
+  std::ofstream(file, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+  // cuobjdump runs nvdisasm, found on PATH or next to it.
+  const std::string bin_dir = std::filesystem::path(TILETUNE_CUOBJDUMP).parent_path().string();
+  const std::string cmd = fmt::format("PATH=\"{}:$PATH\" \"{}\" -sass \"{}\" 2>&1", bin_dir, TILETUNE_CUOBJDUMP,
+                                      file.string());
+  std::string out;
+  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, got);
+    ::pclose(pipe);
+  }
+  std::filesystem::remove(file);
+  return out;
+}
+}  // namespace
+
+TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
+  const dtype type = GetParam();
+  const device_spec& d = find_preset("h100-sxm");
+  std::vector<compile_job> jobs;
+  std::vector<std::string> names;
+  std::vector<tile_config> configs;
+  for (const char* l : {"nn", "nt", "tn", "tt"}) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = type;
+    p.layout = parse_layout(l);
+    for (const auto& c : default_search_space(kernel_family::wgmma, type))
+      if (!check_constraints(c, p, d)) {
+        jobs.push_back(make_compile_job(c, type, p.layout, d));
+        EXPECT_EQ(jobs.back().arch, "sm_90a");
+        names.push_back(fmt::format("{}_{}", c.id(), l));
+        configs.push_back(c);
+      }
+  }
+  ASSERT_GE(jobs.size(), type == dtype::tf32 ? 24u : 96u);
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  double total_ms = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    ASSERT_TRUE(r.ok) << names[i] << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << names[i] << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << names[i] << "\n" << r.log;
+    EXPECT_LE(r.resources.registers, 255) << names[i];
+    // Two consumers: setmaxnreg moves registers from the producer (40) to the
+    // consumers (232), which balances only if the CTA starts at 168 each.
+    if (configs[i].consumers == 2) {
+      EXPECT_EQ(r.resources.registers, 168) << names[i];
+    }
+    const std::string sass = sass_of(r.cubin, names[i]);
+    EXPECT_NE(sass.find("HGMMA"), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
+    EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];
+    EXPECT_EQ(sass.find("STL"), std::string::npos) << names[i];
+    EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << names[i];
+    total_ms += r.compile_ms;
+  }
+  std::printf("%zu wgmma variants for sm_90a %s, %.0f ms of compilation each on average\n", jobs.size(),
+              std::string(to_string(type)).c_str(), total_ms / jobs.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16),
+                         [](const auto& info) { return "sm_90a_" + std::string(to_string(info.param)); });

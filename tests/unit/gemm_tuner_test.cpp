@@ -59,7 +59,8 @@ TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
 
   ASSERT_TRUE(plan.recommended.has_value());
   EXPECT_EQ(*plan.recommended, 0u);
-  EXPECT_EQ(plan.variants.size(), default_search_space(kernel_family::mma, dtype::bf16).size());
+  EXPECT_EQ(plan.variants.size(), default_search_space(kernel_family::mma, dtype::bf16).size() +
+                                      default_search_space(kernel_family::wgmma, dtype::bf16).size());
   int ok = 0;
   double last = 0;
   for (const auto& v : plan.variants) {
@@ -141,5 +142,18 @@ TEST(kernel_templates, sources_carry_the_configuration) {
     EXPECT_NE(s.find(line), std::string::npos) << line;
   EXPECT_EQ(s.find("#include"), std::string::npos);  // self-contained for NVRTC
   EXPECT_THROW(template_text("nope.cu"), std::out_of_range);
-  EXPECT_EQ(embedded_templates().size(), 3u);
+  EXPECT_EQ(embedded_templates().size(), 5u);
+}
+
+TEST(kernel_templates, wgmma_sources_are_self_contained_and_built_for_sm_90a) {
+  const tile_config c = wgmma_tile(256, 128, 64, 2, 4, 8, true);
+  const std::string s = render_kernel_source(c, dtype::bf16, parse_layout("tn"));
+  for (const char* line : {"#define TT_CONSUMERS 2\n", "#define TT_RASTER_GROUP 8\n", "#define TT_RASTER_N 1\n",
+                           "#define TT_STAGES 4\n", "tt_tile_of", "m64n128k16.f32.bf16.bf16", "tiletune_gemm"})
+    EXPECT_NE(s.find(line), std::string::npos) << line;
+  EXPECT_EQ(s.find("#include"), std::string::npos);
+  const compile_job job = make_compile_job(c, dtype::bf16, parse_layout("tn"), find_preset("h100-sxm"));
+  EXPECT_EQ(job.arch, "sm_90a");
+  EXPECT_EQ(make_compile_job(mma_tile(128, 64, 32, 2, 2, 3), dtype::bf16, parse_layout("tn"), find_preset("h100-sxm")).arch,
+            "sm_90");
 }

@@ -20,7 +20,7 @@ tile_config mma(int bm, int bn, int bk, int wm, int wn, int stages) { return mma
 
 TEST(search_space, families_by_dtype) {
   EXPECT_EQ(families_for(dtype::f32), std::vector<kernel_family>{kernel_family::simt});
-  EXPECT_EQ(families_for(dtype::bf16), std::vector<kernel_family>{kernel_family::mma});
+  EXPECT_EQ(families_for(dtype::bf16), (std::vector<kernel_family>{kernel_family::mma, kernel_family::wgmma}));
 }
 
 TEST(search_space, ids_are_unique_and_round_trip_through_json) {

@@ -1,0 +1,292 @@
+// wgmma family (sm_90a): TMA loads into 128-byte-swizzled shared memory,
+// a ring of TT_STAGES stages guarded by full/empty mbarriers, one producer
+// warpgroup (one thread issues the copies) and TT_CONSUMERS consumer
+// warpgroups that run wgmma.mma_async with fp32 accumulators, over a
+// persistent grid (tile scheduler in wgmma_tile_math.cuh).
+// Macros (besides gemm_common.cuh's): TT_STAGES, TT_CONSUMERS (1 or 2),
+// TT_RASTER_GROUP (0 = plain order), TT_RASTER_N (1: rasterize along N).
+// tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
+// instruction of this variant (m64 x BN x k16, or k8 for tf32).
+//
+// Consumer warpgroup c owns rows [c*BM/C, (c+1)*BM/C) of the block tile and
+// all BN columns: BM/C/64 wgmma instructions per k-step.
+// Kernel parameters: the tensor maps of A and B (built on the host,
+// tensor_map_spec), then C and the scalars; the grid is persistent
+// (min(tiles, SMs) CTAs), 128 * (1 + TT_CONSUMERS) threads.
+// Status: compiled and inspected (ptxas, SASS) without a GPU; it has not yet
+// run on a GPU, so its results and speed are unverified. Clusters (TMA
+// multicast) are not implemented: cluster 1x1 only.
+
+#define TT_THREADS (128 * (1 + TT_CONSUMERS))
+#define TT_WG_M (TT_BM / TT_CONSUMERS)
+#define TT_MI (TT_WG_M / 64)
+#if TT_ELEM_BYTES == 2
+#define TT_MMA_K 16
+#else
+#define TT_MMA_K 8
+#endif
+#define TT_A_KMAJOR (!TT_A_T)
+#define TT_B_KMAJOR (TT_B_T)
+#define TT_A_STAGE (TT_BM * TT_BK * TT_ELEM_BYTES)
+#define TT_B_STAGE (TT_BN * TT_BK * TT_ELEM_BYTES)
+#define TT_STAGE_BYTES (TT_A_STAGE + TT_B_STAGE)
+#define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
+
+struct __align__(16) tt_vec16 {
+  unsigned x, y, z, w;
+};
+__device__ __forceinline__ void tt_syncwarp() { asm volatile("bar.warp.sync -1;\n" ::: "memory"); }
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct __align__(64) tt_tensor_map {
+  unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ unsigned tt_smem_addr(const void* p) {
+  unsigned r;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ void tt_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void tt_mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void tt_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Spins until the phase of the given parity has completed.
+__device__ __forceinline__ void tt_mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nTT_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra TT_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// One TMA box: coordinates innermost first (element, row, batch).
+__device__ __forceinline__ void tt_tma_load_3d(unsigned dst, const tt_tensor_map* map, int c0,
+                                               int c1, int c2, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+__device__ __forceinline__ void tt_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void tt_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void tt_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Accumulator layout of wgmma m64nN (fp32): warp w of the warpgroup holds
+// rows 16w + lane/4 and 16w + lane/4 + 8; value 4j + e sits in column
+// 8j + 2*(lane%4) + (e&1), row + 8*(e>>1).
+// The warp stages 16 rows x 128 bytes of C at a time in shared memory and
+// writes them back as 16-byte vectors (element-wise at edges and for C rows
+// that are not 16-byte aligned).
+__device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* stage, elem_t* C,
+                                            int ldc, int M, int N, int row0, int col0,
+                                            bool c_vectors, float alpha, float beta, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  // beta made opaque so the optimizer does not clone the epilogue per beta.
+  asm("" : "+f"(beta));
+#pragma unroll
+  for (int chunk = 0; chunk < TT_BN / TT_EPI_N; ++chunk) {
+    const int cc0 = col0 + chunk * TT_EPI_N;
+#pragma unroll
+    for (int j = 0; j < TT_EPI_N / 8; ++j) {
+      const int jj = chunk * (TT_EPI_N / 8) + j;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        const int col = j * 8 + 2 * t;
+        float v0 = alpha * acc[4 * jj + 2 * h], v1 = alpha * acc[4 * jj + 2 * h + 1];
+        if (beta != 0.0f) {
+          const int gr = row0 + r, gc = cc0 + col;
+          const elem_t* p = C + (long long)gr * ldc + gc;
+          if (gr < M && gc < N) v0 += beta * tt_to_float(p[0]);
+          if (gr < M && gc + 1 < N) v1 += beta * tt_to_float(p[1]);
+        }
+#if TT_ELEM_BYTES == 2
+        const unsigned packed = (unsigned)tt_from_float(v0) | ((unsigned)tt_from_float(v1) << 16);
+        *reinterpret_cast<unsigned*>(stage + r * TT_EPI_ROW_BYTES + col * 2) = packed;
+#else
+        float* const s = reinterpret_cast<float*>(stage + r * TT_EPI_ROW_BYTES + col * 4);
+        s[0] = v0;
+        s[1] = v1;
+#endif
+      }
+    }
+    tt_syncwarp();
+    // 16 rows x 8 vectors of 16 bytes: four rows per pass of the warp.
+#pragma unroll
+    for (int pass = 0; pass < 4; ++pass) {
+      const int r = pass * 4 + (lane >> 3), v = lane & 7;
+      const int gr = row0 + r, gc = cc0 + v * (16 / TT_ELEM_BYTES);
+      const tt_vec16 x = *reinterpret_cast<const tt_vec16*>(stage + r * TT_EPI_ROW_BYTES + v * 16);
+      if (gr >= M) continue;
+      elem_t* p = C + (long long)gr * ldc + gc;
+      if (c_vectors && gc + 16 / TT_ELEM_BYTES <= N) {
+        *reinterpret_cast<tt_vec16*>(p) = x;
+      } else {
+        // Read back from shared memory: indexing x would put it in local memory.
+        const elem_t* e = reinterpret_cast<const elem_t*>(stage + r * TT_EPI_ROW_BYTES + v * 16);
+#pragma unroll 1
+        for (int i = 0; i < 16 / TT_ELEM_BYTES; ++i)
+          if (gc + i < N) p[i] = e[i];
+      }
+    }
+    tt_syncwarp();
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
+tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
+              const __grid_constant__ tt_tensor_map tmap_b, elem_t* __restrict__ C, int M, int N,
+              int K, int ldc, long long batch_stride_c, int batch, float alpha, float beta) {
+  extern __shared__ __align__(1024) unsigned char tt_smem_raw[];
+  // 128-byte swizzled tiles need 1024-byte aligned addresses (smem_bytes keeps 1024 of slack).
+  const unsigned raw_addr = tt_smem_addr(tt_smem_raw);
+  unsigned char* const smem = tt_smem_raw + ((1024 - (raw_addr & 1023)) & 1023);
+  const unsigned base = tt_smem_addr(smem);
+  const unsigned a_base = base;
+  const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
+  const unsigned bar_base =
+      base + tt_smem_barrier_offset(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_CONSUMERS);
+  // full[s] at bar_base + 8s, empty[s] at bar_base + 8 (STAGES + s).
+#define TT_FULL(s) (bar_base + 8 * (s))
+#define TT_EMPTY(s) (bar_base + 8 * (TT_STAGES + (s)))
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < TT_STAGES; ++s) {
+      tt_mbar_init(TT_FULL(s), 1);                   // the producer's arrive.expect_tx
+      tt_mbar_init(TT_EMPTY(s), 4 * TT_CONSUMERS);   // one arrive per consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int m_tiles = (M + TT_BM - 1) / TT_BM;
+  const int n_tiles = (N + TT_BN - 1) / TT_BN;
+  const long long tiles = (long long)m_tiles * n_tiles * batch;
+  const int k_tiles = (K + TT_BK - 1) / TT_BK;
+  const int wg = threadIdx.x / 128;
+
+  if (wg == 0) {
+    // Producer: one thread issues every copy; the rest of the warpgroup idles
+    // with few registers so the consumers can have more.
+#if TT_CONSUMERS == 2
+    // 384 threads start at 168 registers (launch bounds); 128 x 40 + 256 x 232
+    // is the same 64512, so the consumers' increase can always be granted.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+#endif
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&tmap_a) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&tmap_b) : "memory");
+      int stage = 0;
+      unsigned phase = 0;
+      for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const tt_tile_coord tc = tt_tile_of(tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+        const int m0 = tc.m_tile * TT_BM, n0 = tc.n_tile * TT_BN;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          const int k0 = kt * TT_BK;
+          tt_mbar_wait(TT_EMPTY(stage), phase ^ 1);  // a fresh barrier passes parity 1
+          tt_mbar_arrive_expect_tx(TT_FULL(stage), TT_STAGE_BYTES);
+          const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
+#if TT_A_KMAJOR
+          tt_tma_load_3d(sa, &tmap_a, k0, m0, tc.batch, TT_FULL(stage));
+#else
+#pragma unroll
+          for (int j = 0; j < TT_BM / 64; ++j)
+            tt_tma_load_3d(sa + j * TT_BK * 128, &tmap_a, m0 + 64 * j, k0, tc.batch, TT_FULL(stage));
+#endif
+#if TT_B_KMAJOR
+          tt_tma_load_3d(sb, &tmap_b, k0, n0, tc.batch, TT_FULL(stage));
+#else
+#pragma unroll
+          for (int j = 0; j < TT_BN / 64; ++j)
+            tt_tma_load_3d(sb + j * TT_BK * 128, &tmap_b, n0 + 64 * j, k0, tc.batch, TT_FULL(stage));
+#endif
+          if (++stage == TT_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+#if TT_CONSUMERS == 2
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+#endif
+    const int consumer = wg - 1;
+    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+    unsigned char* const epi_stage =
+        smem + tt_smem_epilogue_offset(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES, TT_STAGES) +
+        (consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES;
+    const bool c_vectors = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0 &&
+                           (batch_stride_c * TT_ELEM_BYTES) % 16 == 0;
+    const unsigned lbo_a = tt_operand_lbo(TT_A_KMAJOR, TT_BK), lbo_b = tt_operand_lbo(TT_B_KMAJOR, TT_BK);
+    int stage = 0;
+    unsigned phase = 0;
+    float acc[TT_MI][TT_BN / 2];
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const tt_tile_coord tc = tt_tile_of(tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+      int prev = -1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        tt_mbar_wait(TT_FULL(stage), phase);
+        tt_wgmma_fence();
+        const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
+#pragma unroll
+        for (int kk = 0; kk < TT_BK; kk += TT_MMA_K) {
+          const unsigned long long db = tt_wgmma_desc(
+              sb + tt_operand_offset(TT_B_KMAJOR, 0, kk, TT_BK, TT_ELEM_BYTES), lbo_b, tt_operand_sbo());
+#pragma unroll
+          for (int mi = 0; mi < TT_MI; ++mi) {
+            const unsigned long long da = tt_wgmma_desc(
+                sa + tt_operand_offset(TT_A_KMAJOR, consumer * TT_WG_M + mi * 64, kk, TT_BK, TT_ELEM_BYTES),
+                lbo_a, tt_operand_sbo());
+            tt_wgmma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);
+          }
+        }
+        tt_wgmma_commit();
+        // The previous k-tile's wgmmas are done once at most one group is pending.
+        tt_wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(prev));
+        prev = stage;
+        if (++stage == TT_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      tt_wgmma_wait<0>();
+      if (prev >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(prev));
+      if (k_tiles == 0) {
+#pragma unroll
+        for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+          for (int i = 0; i < TT_BN / 2; ++i) acc[mi][i] = 0.0f;
+      }
+
+      elem_t* Cb = C + tc.batch * batch_stride_c;
+#pragma unroll
+      for (int mi = 0; mi < TT_MI; ++mi) {
+        const int row0 = tc.m_tile * TT_BM + consumer * TT_WG_M + mi * 64 + warp * 16;
+        tt_epilogue(acc[mi], epi_stage, Cb, ldc, M, N, row0, tc.n_tile * TT_BN, c_vectors, alpha,
+                    beta, lane);
+      }
+    }
+  }
+#undef TT_FULL
+#undef TT_EMPTY
+}
