@@ -5,7 +5,7 @@
 
 #include "core/measure_protocol.hpp"
 #include "core/search_space.hpp"
-#include "core/wgmma/wgmma_launch.hpp"
+#include "core/kernel_export.hpp"
 #include "core/wgmma/wgmma_layout.hpp"
 
 using namespace tiletune;
@@ -148,18 +148,22 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
   EXPECT_EQ(back.launch.cluster_x, 1);
 }
 
-TEST(wgmma_launch, json_says_how_to_launch_a_variant) {
+TEST(wgmma_launch, export_says_how_to_launch_a_variant) {
   const auto p = problem(4096, 4096, 4096, dtype::bf16, "nt");
   const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
-  const nlohmann::json j = wgmma_launch_json(c, p, 132);
-  EXPECT_EQ(j["arch"], "sm_90a");
-  EXPECT_EQ(j["grid"][0], 132);
-  EXPECT_EQ(j["block"][0], 384);
-  EXPECT_EQ(j["cluster"][0], 1);
-  EXPECT_EQ(j["dynamic_smem_bytes"], c.smem_bytes(p.type, p.layout));
-  ASSERT_EQ(j["parameters"].size(), 11u);
-  EXPECT_EQ(j["parameters"][0]["name"], "tmap_a");
-  EXPECT_EQ(j["parameters"][10]["name"], "beta");
-  EXPECT_EQ(j["tensor_maps"]["a"]["box"], nlohmann::json({64, 256, 1}));
-  EXPECT_EQ(j["tensor_maps"]["b"]["dims"], nlohmann::json({4096, 4096, 1}));
+  const device_spec& d = find_preset("h100-sxm");
+  const kernel_launch l = describe_launch(c, p, d);
+  EXPECT_EQ(l.grid[0], d.sm_count);
+  EXPECT_EQ(l.block[0], 384);
+  EXPECT_EQ(l.cluster[0], 1);
+  EXPECT_EQ(l.dynamic_smem_bytes, c.smem_bytes(p.type, p.layout));
+  ASSERT_EQ(l.parameters.size(), 11u);
+  EXPECT_EQ(l.parameters[0].name, "tmap_a");
+  EXPECT_EQ(l.parameters[0].kind, "tensor_map");
+  EXPECT_EQ(l.parameters[10].name, "beta");
+  ASSERT_EQ(l.tensor_maps.size(), 2u);
+  EXPECT_EQ(l.tensor_maps[0].box_dims, (std::vector<std::int64_t>{64, 256, 1}));
+  EXPECT_EQ(l.tensor_maps[1].global_dims, (std::vector<std::int64_t>{4096, 4096, 1}));
+  EXPECT_EQ(l.tensor_maps[0].global_strides_bytes[0], 4096 * 2);
+  EXPECT_EQ(l.tensor_maps[0].data_type, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
 }
