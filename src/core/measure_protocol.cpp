@@ -17,6 +17,25 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
   return s;
 }
 
+namespace {
+nlohmann::json sampling_to_json(const sampling_policy& p) {
+  return {{"warmup", p.warmup},
+          {"min_samples", p.min_samples},
+          {"max_samples", p.max_samples},
+          {"target_spread", p.target_spread},
+          {"time_cap_ms", p.time_cap_ms}};
+}
+sampling_policy sampling_from_json(const nlohmann::json& p) {
+  sampling_policy s;
+  s.warmup = p.at("warmup").get<std::size_t>();
+  s.min_samples = p.at("min_samples").get<std::size_t>();
+  s.max_samples = p.at("max_samples").get<std::size_t>();
+  s.target_spread = p.at("target_spread").get<double>();
+  s.time_cap_ms = p.at("time_cap_ms").get<double>();
+  return s;
+}
+}  // namespace
+
 nlohmann::json to_json(const worker_setup& s) {
   return {{"problem", to_json(s.problem)},
           {"device", s.device},
@@ -55,6 +74,8 @@ nlohmann::json to_json(const measure_request& r) {
                       {"threads", r.launch.threads},
                       {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
   if (r.op == "library") j["problem"] = to_json(r.problem);
+  if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
+  if (!r.verify) j["verify"] = false;
   return j;
 }
 
@@ -70,6 +91,8 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   r.launch.threads = j.at("threads").get<int>();
   r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
   if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
+  if (j.contains("sampling")) r.sampling = sampling_from_json(j.at("sampling"));
+  r.verify = j.value("verify", true);
   return r;
 }
 
