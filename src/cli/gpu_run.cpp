@@ -32,6 +32,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   }
   const scratch_dir scratch("tiletune-run");
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), o.variant_timeout_s);
+  const auto strategy = make_search_strategy(o.search);
   measure_plan(
       plan, backend,
       [&](std::size_t done, std::size_t total, const std::string& id) {
@@ -40,7 +41,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
         progress.update(fmt::format("{}{} [{}{}] {}/{} {}", prefix, o.verify_only ? "verifying" : "measuring",
                                     std::string(filled, '#'), std::string(width - filled, '.'), done, total, id));
       },
-      o.verify_only);
+      o.verify_only, strategy.get(), setup.sampling);
   const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
   if (ready.is_object() && ready.value("timer", "") != "cupti") {
     const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +
