@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/output.hpp"
+#include "core/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
 
 namespace tiletune::cli {
@@ -18,6 +19,7 @@ struct db_options {
   std::vector<std::string> inputs;
   std::string gpu;
   bool json = false;
+  std::string out;
 };
 
 nlohmann::json read_result_file(const std::string& path) {
@@ -87,6 +89,37 @@ void run_list(const db_options& o, run_context& ctx) {
   ctx.exit_code = exit_ok;
 }
 
+void run_calibrate(const db_options& o, run_context& ctx) {
+  if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
+  if (!o.out.empty()) check_output_path(o.out);
+  const auto db = open_tuning_db(o.file, false);
+  std::vector<nlohmann::json> results;
+  for (const auto& r : db->list(o.gpu)) results.push_back(r.result);
+  if (results.empty())
+    throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
+                                  db->file().string()));
+  nlohmann::json report = calibration_report(results);
+  report["database"] = db->file().string();
+  report["date"] = utc_now_iso();
+  if (!o.out.empty()) write_file_atomically(o.out, report.dump(2) + "\n");
+  if (o.json) {
+    std::fputs((report.dump(2) + "\n").c_str(), stdout);
+  } else {
+    fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
+    for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());
+    text_table t({"model", "Spearman", "top pick slowdown", "top pick measured rank"});
+    for (const char* m : {"assumed_model", "calibrated", "calibrated_without_this_problem"}) {
+      const auto& q = report["mean"][m];
+      t.add_row({m, fmt::format("{:.3f}", q["spearman"].get<double>()),
+                 fmt::format("{:.3f}", q["top_pick_slowdown"].get<double>()),
+                 fmt::format("{:.1f}", q["top_pick_measured_rank"].get<double>())});
+    }
+    fmt::print("\n\nranking quality, mean over the problems:\n{}", t.render());
+    if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
+  }
+  ctx.exit_code = exit_ok;
+}
+
 }  // namespace
 
 void add_db_command(CLI::App& app, run_context& ctx) {
@@ -103,10 +136,21 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   list->add_option("--db", o->file, "The database file");
   list->add_flag("--json", o->json, "Print JSON instead of the table");
   list->callback([o, &ctx] { run_list(*o, ctx); });
+  auto* cal = cmd->add_subcommand(
+      "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
+  cal->add_option("--gpu", o->gpu, "The GPU model (a preset such as h100-sxm)")->required();
+  cal->add_option("--db", o->file, "The database file");
+  cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)");
+  cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
+  cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   cmd->footer(R"(
 Examples:
   tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json
   tiletune db list --gpu h100-sxm
+  tiletune db calibrate --gpu h100-sxm --out profiles/calibration/h100-sxm.json
+
+An offline plan (gemm --gpu NAME) is ranked by the calibrated model by itself
+wherever the database holds measured results of that GPU model, and says so.
 
 A damaged file, or an SQLite file of another program, is refused with exit 3
 naming it; a result file that is not a measured tiletune result, exit 2.)");

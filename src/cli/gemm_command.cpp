@@ -10,6 +10,7 @@
 #include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
+#include "core/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
 #include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
@@ -138,6 +139,7 @@ std::string format_table(const gemm_plan& plan, int top) {
   } else {
     out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";
   }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
   return out;
 }
 
@@ -205,6 +207,18 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   options.only = o.only;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
 
+  // The model calibrated on this GPU model's measured results, where the database has some.
+  std::optional<model_calibration> calibration;
+  if (db) {
+    std::vector<nlohmann::json> measured;
+    for (const auto& r : db->list(device_model_of(device.spec))) measured.push_back(r.result);
+    try {
+      if (!measured.empty()) calibration = fit_calibration(measured);
+    } catch (const std::exception& e) {
+      progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
+                                db->file().string(), e.what()));
+    }
+  }
   const run_info run{ctx.command_line, utc_now_iso()};
   nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
   if (device.live) {
@@ -245,6 +259,11 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                                     device.spec.arch(), done, total, cached_hits));
       };
       gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
+      // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
+      // (the calibrated one compresses the predictions, and the cut would then drop nothing).
+      if (!measure && calibration && apply_calibration(plan, *calibration))
+        plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
+                                         calibration->results, calibration->device_model, db->file().string()));
       if (measure) {
         progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
                                   plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),

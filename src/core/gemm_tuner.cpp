@@ -264,6 +264,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
     j["notes"] = plan.notes;
   }
   if (plan.search) j["search"] = to_json(*plan.search);
+  if (plan.mode != "measured" && !plan.notes.empty()) j["notes"] = plan.notes;
   j["compile"] = {{"arch", plan.device.compile_arch()},
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},
