@@ -247,16 +247,22 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                                         : sp.problem.describe();
     const auto problem_started = clock::now();
     std::optional<db_answer> answer;
-    if (db && !(measure && o.tuning.retune))
+    if (db && !o.tuning.retune)
       answer = look_up(*db, device, sp.problem, measure, compiler->version());
     if (answer) {
       results.push_back(result_from_answer(*db, *answer, tool_now));
       plans.emplace_back();
     } else {
       if (count > 1) progress.note(fmt::format("{}: compiling", label));
-      options.progress = [&](std::size_t done, std::size_t total, std::size_t cached_hits) {
-        progress.update(fmt::format("{}: compiling variants for {}: {}/{} ({} from cache)", label,
-                                    device.spec.arch(), done, total, cached_hits));
+      options.progress = [&, compile_started = clock::now()](std::size_t done, std::size_t total,
+                                                             std::size_t cached_hits) {
+        const double took = seconds_since(compile_started);
+        progress.update(fmt::format("{}: compiling variants for {}: {}/{} ({} from cache){}", label,
+                                    device.spec.arch(), done, total, cached_hits,
+                                    done > 0 && done < total
+                                        ? ", about " + format_seconds(took / static_cast<double>(done) *
+                                                                      static_cast<double>(total - done)) + " left"
+                                        : ""));
       };
       gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
       // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
@@ -380,7 +386,7 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "at the rest, longer looks at the best third, stop when the leader is clear of the noise), "
                   "exhaustive (every variant to the full budget), model (only the model's best 4)")
       ->capture_default_str();
-  cmd->add_flag("--retune", o->tuning.retune, "Measure afresh even when the tuning database has this problem");
+  cmd->add_flag("--retune", o->tuning.retune, "Measure afresh (offline: plan with the model) even when the tuning database has this problem");
   cmd->add_option("--db", o->tuning.db,
                   "Tuning database (SQLite; default: tuning.sqlite3 beside the compile cache)");
   cmd->add_flag("--no-db", o->tuning.no_db, "Neither answer from nor store into the tuning database");

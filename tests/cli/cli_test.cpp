@@ -326,6 +326,16 @@ TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
   std::vector<std::string> a100 = h100_4096({"--db", db.string(), "--json"});
   a100[2] = "a100-sxm-80gb";
   EXPECT_EQ(nlohmann::json::parse(run(a100).out)["mode"], "predicted");
+  // --retune plans afresh offline: with the model calibrated on the imported records, and says so.
+  const auto retuned = nlohmann::json::parse(run(h100_4096({"--db", db.string(), "--retune", "--json"})).out);
+  EXPECT_EQ(retuned["mode"], "predicted");
+  EXPECT_NE(retuned["notes"].dump().find("calibrated on 10 measured result"), std::string::npos) << retuned["notes"];
+  // db calibrate reports the ranking quality.
+  const fs::path cal = tmp_dir() / "calibration.json";
+  const result c = run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string(), "--out", cal.string()});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(cal))["mean"]["calibrated"].contains("spearman"));
+  EXPECT_EQ(run({"db", "calibrate", "--gpu", "l4", "--db", db.string()}).code, 2);
   // db list
   const auto listed = nlohmann::json::parse(run({"db", "list", "--db", db.string(), "--json"}).out);
   EXPECT_EQ(listed["records"].size(), 10u);
