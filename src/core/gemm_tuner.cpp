@@ -235,6 +235,10 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   if (!v.reason.empty()) j["reason"] = v.reason;
   if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
   if (!v.search_stage.empty()) j["search_stage"] = v.search_stage;
+  if (v.search_stage == "not_timed") {  // measured mode: no measured figure, and no predicted one in its place
+    j["tflops"] = nullptr;
+    j["percent_of_peak"] = nullptr;
+  }
   return j;
 }
 
