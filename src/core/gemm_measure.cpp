@@ -150,7 +150,9 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
   ctx.progress = [&](const std::string& stage, std::size_t done, std::size_t total) {
     if (progress) progress(done, total, stage);
   };
-  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage) {
+  std::set<std::size_t> verified;
+  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage,
+                 bool verify) {
     auto& v = plan.variants[c.variant];
     if (v.status != variant_status::ok) return;  // failed earlier: out of the race
     measure_request r;
@@ -158,7 +160,7 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
     r.id = c.id;
     r.launch = launch_shape_for(v.config, plan.problem);
     r.sampling = budget;
-    r.verify = !(v.measured && v.measured->verified);
+    r.verify = verify && !(v.measured && v.measured->verified);
     if (progress) progress(timed.size(), candidates.size(), stage + " " + c.id);
     const auto t0 = clock::now();
     record_answer(plan, v, backend.measure(r, v.cubin));
@@ -168,6 +170,7 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
     cost.kernel_ms += static_cast<double>(t.samples) * t.median_us / 1e3;
     ++report.requests;
     timed.insert(c.variant);
+    if (v.measured->verified) verified.insert(c.variant);
     c.timing = v.measured;
     c.stage = stage;
   };
@@ -178,6 +181,7 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
     report.kernel_ms += s.kernel_ms;
   }
   report.timed = timed.size();
+  report.verified = verified.size();
   for (const auto& c : candidates) {
     auto& v = plan.variants[c.variant];
     v.search_stage = c.stage.empty() ? "not_timed" : c.stage;
@@ -266,6 +270,7 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
   for (std::size_t i = 1; i < plan.variants.size() && plan.variants[i].status == variant_status::ok; ++i) {
     const auto& v = plan.variants[i];
     if (stage_depth(v) != stage_depth(fastest) || !v.measured) break;  // only what was timed as deeply
+    if (!v.measured->verified) continue;                                 // and only what was verified
     const double noise = std::max(fastest.measured->timing.spread, v.measured->timing.spread);
     if (v.measured->timing.median_us <= best * (1 + noise) && resource_cost(v) < resource_cost(plan.variants[pick]))
       pick = i;

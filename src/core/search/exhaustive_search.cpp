@@ -14,7 +14,7 @@ class exhaustive_search : public search_strategy {
     std::size_t done = 0;
     for (auto& c : candidates) {
       if (ctx.progress) ctx.progress("timing every variant", done, candidates.size());
-      ctx.time(c, std::nullopt, "full");
+      ctx.time(c, std::nullopt, "full", true);
       ++done;
     }
     report.stages.push_back(search_stage_report{"full", candidates.size(), candidates.size(), candidates.size(), 0, 0});

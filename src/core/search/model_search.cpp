@@ -25,7 +25,7 @@ class model_search : public search_strategy {
     report.stages.push_back(search_stage_report{"model", order.size(), 0, n, 0, 0});
     for (std::size_t i = 0; i < n; ++i) {
       if (ctx.progress) ctx.progress("timing the model's best", i, n);
-      ctx.time(*order[i], std::nullopt, "full");
+      ctx.time(*order[i], std::nullopt, "full", true);
     }
     report.stages.push_back(search_stage_report{"full", n, n, n, 0, 0});
     report.stop_reason = fmt::format("timed the model's best {} of {}", n, order.size());

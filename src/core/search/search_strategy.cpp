@@ -19,6 +19,7 @@ nlohmann::json to_json(const search_report& r) {
                       {"wall_ms", s.wall_ms},
                       {"kernel_ms", s.kernel_ms}});
   return {{"strategy", r.strategy},      {"variants_eligible", r.eligible}, {"variants_timed", r.timed},
+          {"variants_verified", r.verified},
           {"requests", r.requests},      {"wall_ms", r.wall_ms},            {"kernel_ms", r.kernel_ms},
           {"stages", stages},            {"stop_reason", r.stop_reason}};
 }

@@ -23,6 +23,7 @@ struct search_candidate {
   std::string stage;                       // the stage that last timed it; empty while never run
   std::string dropped_because;             // why the search left it behind, when it did
   bool runnable() const { return timing && timing->status == "ok" && timing->timing.samples > 0; }
+  bool verified() const { return timing && timing->verified; }
 };
 
 // One step of a search: how many it looked at, timed and kept, and what it cost.
@@ -36,7 +37,8 @@ struct search_stage_report {
 struct search_report {
   std::string strategy;
   std::size_t eligible = 0;  // variants that compiled and fit
-  std::size_t timed = 0;     // distinct variants run at least once (each verified on its first run)
+  std::size_t timed = 0;     // distinct variants run at least once
+  std::size_t verified = 0;  // distinct variants checked against cuBLASLt
   std::size_t requests = 0;  // runs asked of the worker
   double wall_ms = 0, kernel_ms = 0;
   std::vector<search_stage_report> stages;
@@ -46,9 +48,12 @@ nlohmann::json to_json(const search_report& r);
 
 // What a strategy may ask of the measuring loop (measure_plan).
 struct search_context {
-  // Run one candidate with this budget (none: the run's own policy), verify it
-  // the first time, and record the answer and the stage in it.
-  std::function<void(search_candidate&, const std::optional<sampling_policy>&, const std::string& stage)> time;
+  // Run one candidate with this budget (none: the run's own policy) and record
+  // the answer and the stage in it. With verify, a candidate not yet verified
+  // in this run is checked against cuBLASLt first (once); a strategy may time
+  // without it only what it then drops or verifies before recommending.
+  std::function<void(search_candidate&, const std::optional<sampling_policy>&, const std::string& stage, bool verify)>
+      time;
   sampling_policy full;  // the run's policy (--target-spread, --time-cap-ms)
   std::function<void(const std::string& stage, std::size_t done, std::size_t total)> progress;
 };
