@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -8,12 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
+#include "core/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
 #include "core/gemm_suite.hpp"
 #include "core/gemm_tuner.hpp"
 #include "core/kernel_export.hpp"
+#include "core/search/search_strategy.hpp"
 
 namespace tiletune::cli {
 
@@ -42,6 +46,13 @@ struct gemm_options {
   } compile;
   std::string suite;
   std::vector<std::string> only;
+  struct {
+    std::string strategy = std::string(default_search_strategy);
+    bool retune = false;
+    std::string db;
+    bool no_db = false;
+    double budget_s = 0;
+  } tuning;
   struct {
     bool dry_run = false;
     bool verify_only = false;
@@ -132,6 +143,7 @@ std::string format_table(const gemm_plan& plan, int top) {
   } else {
     out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";
   }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
   return out;
 }
 
@@ -151,45 +163,18 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   return p;
 }
 
-std::string format_suite_table(const gemm_suite& suite, const std::vector<gemm_plan>& plans) {
-  const bool measured = !plans.empty() && plans[0].mode == "measured";
-  text_table t({"problem", "shape", "recommended", measured ? "TFLOP/s" : "pred TFLOP/s", "% peak", "vs cuBLAS",
-                "ok variants"});
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    const auto& plan = plans[i];
-    const double peak = plan.device.peak_tflops(plan.problem.type);
-    std::size_t ok = 0;
-    for (const auto& v : plan.variants) ok += v.status == variant_status::ok;
-    if (plan.recommended) {
-      const auto& v = plan.variants[*plan.recommended];
-      const bool measured = v.measured && v.measured->timing.median_us > 0;
-      const double tflops = measured ? plan.problem.flops() / (v.measured->timing.median_us * 1e6) : v.predicted.tflops;
-      const bool ref = measured && plan.reference && plan.reference->timing.median_us > 0;
-      t.add_row({suite.problems[i].name, plan.problem.describe(), v.config.id(), fmt::format("{:.1f}", tflops),
-                 peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
-                 ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / v.measured->timing.median_us) : "-",
-                 std::to_string(ok)});
-    } else {
-      t.add_row({suite.problems[i].name, plan.problem.describe(), "none", "-", "-", "-", "0"});
-    }
-  }
-  return fmt::format("suite {} on {} ({}), {}\n\n", suite.name,
-                     plans.empty() ? "" : plans[0].device.name, plans.empty() ? "" : plans[0].device.arch(),
-                     measured ? "MEASURED" : "PREDICTED by the analytical model, not measured") +
-         t.render();
-}
-
 // Writes the recommended variant (or each --only variant) of every plan under
 // --export DIR (a subfolder per problem for a suite). Returns the exit code:
 // 0, 1 when a wanted variant failed on the GPU, 2 when one cannot run at all.
-int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<gemm_plan>& plans,
+int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<std::optional<gemm_plan>>& plans,
                    const run_info& run) {
   std::vector<export_file> files;
   std::vector<std::string> written;
   std::set<std::string> folders;
   bool failed_on_gpu = false, cannot_run = false;
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    const gemm_plan& plan = plans[i];
+    if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
+    const gemm_plan& plan = *plans[i];
     std::string folder;
     if (!o.suite.empty()) {
       folder = export_folder_name(suite.problems[i].name);
@@ -228,6 +213,8 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
 }
 
 void run_gemm(const gemm_options& o, run_context& ctx) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
   gemm_suite suite;
   if (!o.suite.empty()) {
     if (o.problem.m || o.problem.n || o.problem.k)
@@ -238,6 +225,11 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   }
   if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
   if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
+  if (!(o.tuning.budget_s >= 0))
+    throw usage_error(fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
+  if (o.tuning.no_db && !o.tuning.db.empty())
+    throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
+  make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
   if (!o.report.out.empty()) check_output_path(o.report.out);
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
 
@@ -253,6 +245,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
 
   compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
   kernel_compiler* compiler = &compilers.get();
+  // Partial runs (--only, --verify-only) neither answer from the database nor go into it.
+  const bool db_usable = o.only.empty() && !o.report.verify_only;
+  const auto db = db_usable ? open_tuning_db(o.tuning.db, o.tuning.no_db) : nullptr;
 
   measure_settings settings;
   settings.seed = o.measure.seed;
@@ -260,48 +255,147 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   settings.target_spread = o.measure.target_spread;
   settings.time_cap_ms = o.measure.time_cap_ms;
   settings.verify_only = o.report.verify_only;
+  settings.search = o.tuning.strategy;
   progress_line progress(!o.report.quiet);
   plan_options options;
   options.only = o.only;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<gemm_plan> plans;
-  for (std::size_t i = 0; i < suite.problems.size(); ++i) {
-    const std::string prefix =
-        suite.problems.size() > 1 ? fmt::format("problem {}/{} ({}): ", i + 1, suite.problems.size(), suite.problems[i].name) : "";
-    options.progress = [&](std::size_t done, std::size_t total, std::size_t cached_hits) {
-      progress.update(fmt::format("{}compiling variants for {}: {}/{} ({} from cache)", prefix, device.spec.arch(),
-                                  done, total, cached_hits));
-    };
-    plans.push_back(plan_gemm(suite.problems[i].problem, device.spec, *compiler, options));
-    if (measure) measure_on_gpu(plans.back(), device, settings, prefix, progress);
+
+  // The model calibrated on this GPU model's measured results, where the database has some.
+  std::optional<model_calibration> calibration;
+  if (db) {
+    std::vector<nlohmann::json> measured;
+    for (const auto& r : db->list(device_model_of(device.spec))) measured.push_back(r.result);
+    try {
+      if (!measured.empty()) calibration = fit_calibration(measured);
+    } catch (const std::exception& e) {
+      progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
+                                db->file().string(), e.what()));
+    }
+  }
+  const run_info run{ctx.command_line, utc_now_iso()};
+  nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
+  if (device.live) {
+    const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version());
+    tool_now["driver"] = k.driver;
+    tool_now["cuda_runtime"] = k.cuda;
+  }
+  auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+
+  std::vector<nlohmann::json> results;   // one tiletune.gemm/1 result per problem
+  std::vector<std::optional<gemm_plan>> plans;  // where tuned in this run (for the table)
+  std::vector<std::string> not_run;
+  const std::size_t count = suite.problems.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& sp = suite.problems[i];
+    const double elapsed = seconds_since(started);
+    if (o.tuning.budget_s > 0 && i > 0 && elapsed >= o.tuning.budget_s) {
+      for (std::size_t r = i; r < count; ++r) not_run.push_back(suite.problems[r].name);
+      progress.note(fmt::format("--budget-s {:g} spent after {} of {} problems ({}); {}", o.tuning.budget_s, i, count,
+                                format_seconds(elapsed),
+                                db ? "the measured ones are in the tuning database: the same command resumes"
+                                   : "without the tuning database a rerun starts over"));
+      break;
+    }
+    const std::string label = count > 1 ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
+                                        : sp.problem.describe();
+    const auto problem_started = clock::now();
+    std::optional<db_answer> answer;
+    // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
+    if (db && !o.tuning.retune && o.export_dir.empty())
+      answer = look_up(*db, device, sp.problem, measure, compiler->version());
+    if (answer) {
+      results.push_back(result_from_answer(*db, *answer, tool_now));
+      plans.emplace_back();
+    } else {
+      if (count > 1) progress.note(fmt::format("{}: compiling", label));
+      options.progress = [&, compile_started = clock::now()](std::size_t done, std::size_t total,
+                                                             std::size_t cached_hits) {
+        const double took = seconds_since(compile_started);
+        progress.update(fmt::format("{}: compiling variants for {}: {}/{} ({} from cache){}", label,
+                                    device.spec.arch(), done, total, cached_hits,
+                                    done > 0 && done < total
+                                        ? ", about " + format_seconds(took / static_cast<double>(done) *
+                                                                      static_cast<double>(total - done)) + " left"
+                                        : ""));
+      };
+      gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
+      // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
+      // (the calibrated one compresses the predictions, and the cut would then drop nothing).
+      if (!measure && calibration && apply_calibration(plan, *calibration))
+        plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
+                                         calibration->results, calibration->device_model, db->file().string()));
+      if (measure) {
+        progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
+                                  plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
+                                  settings.verify_only ? "no" : settings.search));
+        measure_on_gpu(plan, device, settings, count > 1 ? label + ": " : "", progress);
+      }
+      nlohmann::json r = to_json(plan, run);
+      r["tool"] = tool_now;
+      if (db && plan.mode == "measured") {
+        db->store(record_from_result(r, nlohmann::json()));
+        r["tuning_db"] = {{"file", db->file().string()}, {"answered", false}, {"stored", true}};
+      }
+      results.push_back(std::move(r));
+      plans.push_back(std::move(plan));
+    }
+    const double took = seconds_since(problem_started), so_far = seconds_since(started);
+    const std::size_t left = count - i - 1;
+    if (count > 1 || measure)
+      progress.note(fmt::format("{}: {} in {}{}", label, answer ? "answered from the tuning database" : "done",
+                                format_seconds(took),
+                                left ? fmt::format("; elapsed {}, about {} left", format_seconds(so_far),
+                                                   format_seconds(so_far / static_cast<double>(i + 1) * left))
+                                     : ""));
   }
   progress.finish();
 
-  const run_info run{ctx.command_line, utc_now_iso()};
+  bool all_measured = true;
+  for (const auto& r : results) all_measured = all_measured && r.value("mode", "") == "measured";
   nlohmann::json j;
   if (o.suite.empty()) {
-    j = to_json(plans[0], run);
+    j = results[0];
   } else {
-    j = result_header("tiletune.gemm-suite/1", device.spec, plans[0].mode, plans[0].compiler_version, run);
+    j = result_header("tiletune.gemm-suite/1", device.spec, all_measured ? "measured" : "predicted",
+                      compiler->version(), run);
+    j["tool"] = tool_now;
     j["suite"] = {{"name", suite.name}, {"file", o.suite}};
     j["results"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      auto r = result_body(plans[i], static_cast<std::size_t>(o.report.top));
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
+      for (const char* k : {"schema", "tool", "device"}) r.erase(k);
+      if (r["variants"].size() > static_cast<std::size_t>(o.report.top))
+        r["variants"].erase(r["variants"].begin() + o.report.top, r["variants"].end());
+      r["mode"] = results[i].value("mode", "predicted");
+      if (results[i].contains("tuning_db")) r["tuning_db"] = results[i]["tuning_db"];
+      if (results[i].contains("search")) r["search"] = results[i]["search"];
       r["name"] = suite.problems[i].name;
       j["results"].push_back(std::move(r));
     }
+    j["complete"] = not_run.empty();
+    j["not_run"] = not_run;
+    j["wall_s"] = seconds_since(started);
   }
   if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
   if (o.report.json) {
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else if (!o.report.quiet) {
-    std::fputs((o.suite.empty() ? format_table(plans[0], o.report.top) : format_suite_table(suite, plans)).c_str(),
-               stdout);
+    std::string table;
+    if (!o.suite.empty())
+      table = format_suite_results(suite.name, j["device"], j["results"]);
+    else if (plans[0])
+      table = format_table(*plans[0], o.report.top);
+    else
+      table = format_db_answer_table(results[0], o.report.top);
+    std::fputs(table.c_str(), stdout);
+    if (!not_run.empty()) fmt::print("not run (budget spent): {}\n", fmt::join(not_run, ", "));
     if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
   }
-  for (const auto& plan : plans)
-    if (!plan.recommended)
-      fmt::print(stderr, "tiletune: no variant of {} can run on {}\n", plan.problem.describe(), device.spec.name);
+  for (const auto& r : results)
+    if (r.value("recommendation", nlohmann::json()).is_null())
+      fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
+                 gemm_problem_from_json(r.at("problem")).describe(), device.spec.name);
   ctx.exit_code = exit_ok;
   if (!o.export_dir.empty()) ctx.exit_code = export_kernels(o, suite, plans, run);
 }
@@ -347,6 +441,19 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
                   "ID.json (how to launch it); see below")
       ->type_name("DIR");
+  cmd->add_option("--search", o->tuning.strategy,
+                  "Which variants are timed, and how long: halving (the model drops the far-behind, a brief look "
+                  "at the rest, longer looks at the best third, stop when the leader is clear of the noise), "
+                  "exhaustive (every variant to the full budget), model (only the model's best 4)")
+      ->capture_default_str();
+  cmd->add_flag("--retune", o->tuning.retune, "Measure afresh (offline: plan with the model) even when the tuning database has this problem");
+  cmd->add_option("--db", o->tuning.db,
+                  "Tuning database (SQLite; default: tuning.sqlite3 beside the compile cache)");
+  cmd->add_flag("--no-db", o->tuning.no_db, "Neither answer from nor store into the tuning database");
+  cmd->add_option("--budget-s", o->tuning.budget_s,
+                  "Suites: start no new problem after this many seconds (0: no budget); the tuning database "
+                  "keeps what was measured, so the same command resumes")
+      ->capture_default_str();
   cmd->footer(R"(
 Examples:
   tiletune gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --out llm-plan.json
@@ -380,9 +487,26 @@ not ok, nothing is written for it and the exit code is 1 if it failed on the
 GPU (incorrect, launch_error, timeout), else 2 (pruned, compile_error,
 resource_limit, or no variant ok at all).
 
+--export compiles (and on a GPU measures) afresh instead of answering from
+the tuning database, which keeps results, not kernels.
+
+Every measured result goes into the tuning database (--db FILE, default
+tuning.sqlite3 beside the compile cache), filed under the GPU model, driver,
+CUDA runtime, tool and compiler versions and the problem. A repeat answers
+from it at once and says so ("tuning_db" in the JSON); --retune measures
+afresh, --no-db leaves it alone. An offline plan (--gpu NAME) answers from a
+measured record of the same GPU model where there is one, and says so.
+A suite stopped by --budget-s or an interruption resumes where it stopped.
+Progress goes to stderr: a bar on a terminal, otherwise one line per step
+and problem with the elapsed time and an estimate of the time left.
+
+  tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json
+  tiletune gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout nt --gpu h100-sxm
+
 Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
-2 bad input (the message names it); 3 no GPU and no --gpu, or a CUDA library
-is missing; 70 internal error.)");
+2 bad input (the message names it); 3 no GPU and no --gpu, a CUDA library is
+missing, or the tuning database is damaged or not tiletune's (the message
+names the file); 70 internal error.)");
   cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
 }
 

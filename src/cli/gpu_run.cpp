@@ -1,5 +1,6 @@
 #include "cli/gpu_run.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -32,15 +33,24 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   }
   const scratch_dir scratch("tiletune-run");
   subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), o.variant_timeout_s);
+  const auto strategy = make_search_strategy(o.search);
+  const auto started = std::chrono::steady_clock::now();
   measure_plan(
       plan, backend,
       [&](std::size_t done, std::size_t total, const std::string& id) {
         const int width = 30;
         const int filled = total ? static_cast<int>(width * done / total) : width;
-        progress.update(fmt::format("{}{} [{}{}] {}/{} {}", prefix, o.verify_only ? "verifying" : "measuring",
-                                    std::string(filled, '#'), std::string(width - filled, '.'), done, total, id));
+        // The time left at the pace so far: an upper bound under a search that stops early.
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const std::string left = done > 0 && done < total
+                                     ? fmt::format(", at most ~{:.0f} s left", took / static_cast<double>(done) *
+                                                                                  static_cast<double>(total - done))
+                                     : "";
+        progress.update(fmt::format("{}{} [{}{}] {}/{}{} {}", prefix, o.verify_only ? "verifying" : "measuring",
+                                    std::string(filled, '#'), std::string(width - filled, '.'), done, total, left,
+                                    id));
       },
-      o.verify_only);
+      o.verify_only, strategy.get(), setup.sampling);
   const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
   if (ready.is_object() && ready.value("timer", "") != "cupti") {
     const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +

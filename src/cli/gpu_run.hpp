@@ -28,6 +28,7 @@ struct measure_settings {
   double target_spread = 0.01;
   double time_cap_ms = 2000;
   bool verify_only = false;
+  std::string search = "exhaustive";  // the search strategy (gemm: --search, default halving)
 };
 
 // Runs, verifies and times the plan's variants in a worker process on the local GPU.

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   cli::add_batch_command(app, ctx);
   cli::add_check_command(app, ctx);
   cli::add_compare_command(app, ctx);
+  cli::add_db_command(app, ctx);
   // The measuring worker that `gemm` starts; not for people.
   auto* worker = app.add_subcommand("__worker", "")->group("");
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });

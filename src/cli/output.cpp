@@ -134,7 +134,14 @@ std::string self_executable() {
   return path.string();
 }
 
-progress_line::progress_line(bool enabled) : enabled_(enabled && stderr_is_terminal()) {}
+progress_line::progress_line(bool enabled) : wanted_(enabled), enabled_(enabled && stderr_is_terminal()) {}
+
+void progress_line::note(const std::string& text) {
+  if (!wanted_) return;
+  finish();
+  std::fprintf(stderr, "tiletune: %s\n", text.c_str());
+  std::fflush(stderr);
+}
 
 progress_line::~progress_line() { finish(); }
 

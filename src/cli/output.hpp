@@ -32,8 +32,12 @@ class progress_line {
   ~progress_line();
   void update(const std::string& text);
   void finish();
+  // A line that stays (a step or problem done, with times): printed on a
+  // terminal above the bar, and where stderr is a log, as the only progress.
+  void note(const std::string& text);
 
  private:
+  bool wanted_ = false;
   bool enabled_;
   bool shown_ = false;
 };

@@ -1,6 +1,9 @@
 #include "core/gemm_measure.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -99,9 +102,107 @@ variant_status status_from(const std::string& s) {
 double resource_cost(const variant_result& v) {
   return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 + static_cast<double>(v.smem_bytes);
 }
+void record_answer(gemm_plan& plan, variant_result& v, measure_response answer) {
+  // A timing-only rerun keeps the verdict of the verified first run.
+  if (!answer.verified && v.measured && v.measured->verified) {
+    answer.verified = true;
+    answer.error = v.measured->error;
+  }
+  v.measured = std::move(answer);
+  plan.peak_device_bytes = std::max(plan.peak_device_bytes, v.measured->device_bytes);
+  v.status = status_from(v.measured->status);
+  if (v.status == variant_status::incorrect) {
+    v.reason = fmt::format("relative error {:.3g} exceeds the {} bound {:.1g}", v.measured->error.rel_frobenius,
+                           to_string(plan.problem.type), error_bound(plan.problem.type));
+    if (v.measured->error.non_finite)
+      v.reason = fmt::format("{} non-finite outputs (NaN or Inf)", v.measured->error.non_finite);
+  } else if (v.status != variant_status::ok) {
+    v.reason = v.measured->message;
+  }
+}
+
+// Lets the strategy choose which variants to time and for how long; records
+// every answer in the plan and what each stage cost in the report.
+void run_search(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
+                const search_strategy& strategy, const sampling_policy& full) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  search_report report;
+  report.strategy = strategy.name();
+  std::vector<search_candidate> candidates;
+  for (std::size_t i = 0; i < plan.variants.size(); ++i) {
+    const auto& v = plan.variants[i];
+    if (v.status != variant_status::ok) continue;
+    search_candidate c;
+    c.variant = i;
+    c.id = v.config.id();
+    c.predicted_us = v.predicted.time_us > 0 ? v.predicted.time_us : 1e30;
+    candidates.push_back(std::move(c));
+  }
+  report.eligible = candidates.size();
+  struct stage_cost {
+    double wall_ms = 0, kernel_ms = 0;
+  };
+  std::map<std::string, stage_cost> costs;
+  std::set<std::size_t> timed;
+  search_context ctx;
+  ctx.full = full;
+  ctx.progress = [&](const std::string& stage, std::size_t done, std::size_t total) {
+    if (progress) progress(done, total, stage);
+  };
+  std::set<std::size_t> verified;
+  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage,
+                 bool verify) {
+    auto& v = plan.variants[c.variant];
+    if (v.status != variant_status::ok) return;  // failed earlier: out of the race
+    measure_request r;
+    r.op = "variant";
+    r.id = c.id;
+    r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
+    r.config = v.config;
+    r.sampling = budget;
+    r.verify = verify && !(v.measured && v.measured->verified);
+    if (progress) progress(timed.size(), candidates.size(), stage + " " + c.id);
+    const auto t0 = clock::now();
+    record_answer(plan, v, backend.measure(r, v.cubin));
+    auto& cost = costs[stage];
+    cost.wall_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    const auto& t = v.measured->timing;
+    cost.kernel_ms += static_cast<double>(t.samples) * t.median_us / 1e3;
+    ++report.requests;
+    timed.insert(c.variant);
+    if (v.measured->verified) verified.insert(c.variant);
+    c.timing = v.measured;
+    c.stage = stage;
+  };
+  strategy.run(candidates, ctx, report);
+  for (auto& s : report.stages) {
+    s.wall_ms = costs[s.name].wall_ms;
+    s.kernel_ms = costs[s.name].kernel_ms;
+    report.kernel_ms += s.kernel_ms;
+  }
+  report.timed = timed.size();
+  report.verified = verified.size();
+  for (const auto& c : candidates) {
+    auto& v = plan.variants[c.variant];
+    v.search_stage = c.stage.empty() ? "not_timed" : c.stage;
+    if (v.status == variant_status::ok && !c.dropped_because.empty()) v.reason = c.dropped_because;
+  }
+  report.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
+  plan.search = report;
+}
+
+// How deep the search timed a variant: the deepest stage first in the ranking.
+int stage_depth(const variant_result& v) {
+  if (v.search_stage == "full") return 3;
+  if (v.search_stage == "longer") return 2;
+  if (v.search_stage == "brief") return 1;
+  return 0;
+}
 }  // namespace
 
-void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, bool verify_only) {
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, bool verify_only,
+                  const search_strategy* strategy, const sampling_policy& full) {
   plan.mode = verify_only ? "predicted" : "measured";
   std::size_t total = 1;
   for (const auto& v : plan.variants) total += v.status == variant_status::ok;
@@ -116,28 +217,21 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
     if (plan.reference->status != "ok")
       plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
     plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
-  }
-  ++done;
-
-  for (auto& v : plan.variants) {
-    if (v.status != variant_status::ok) continue;
-    measure_request r;
-    r.op = "variant";
-    r.id = v.config.id();
-    r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
-    r.config = v.config;
-    if (progress) progress(done, total, r.id);
-    v.measured = backend.measure(r, v.cubin);
+    const auto exhaustive = make_exhaustive_search();
+    run_search(plan, backend, progress, strategy ? *strategy : *exhaustive, full);
+    done = total;
+  } else {
     ++done;
-    plan.peak_device_bytes = std::max(plan.peak_device_bytes, v.measured->device_bytes);
-    v.status = status_from(v.measured->status);
-    if (v.status == variant_status::incorrect) {
-      v.reason = fmt::format("relative error {:.3g} exceeds the {} bound {:.1g}", v.measured->error.rel_frobenius,
-                             to_string(plan.problem.type), error_bound(plan.problem.type));
-      if (v.measured->error.non_finite)
-        v.reason = fmt::format("{} non-finite outputs (NaN or Inf)", v.measured->error.non_finite);
-    } else if (v.status != variant_status::ok) {
-      v.reason = v.measured->message;
+    for (auto& v : plan.variants) {
+      if (v.status != variant_status::ok) continue;
+      measure_request r;
+      r.op = "variant";
+      r.id = v.config.id();
+      r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
+    r.config = v.config;
+      if (progress) progress(done, total, r.id);
+      record_answer(plan, v, backend.measure(r, v.cubin));
+      ++done;
     }
   }
   if (progress) progress(done, total, "");
@@ -159,6 +253,8 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
     const bool aok = a.status == variant_status::ok, bok = b.status == variant_status::ok;
     if (aok != bok) return aok;
     if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
+    if (stage_depth(a) != stage_depth(b)) return stage_depth(a) > stage_depth(b);
+    if (!a.measured || !b.measured) return a.predicted.time_us < b.predicted.time_us;
     return a.measured->timing.median_us < b.measured->timing.median_us;
   });
   int rank = 0;
@@ -175,6 +271,8 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
   std::size_t pick = 0;
   for (std::size_t i = 1; i < plan.variants.size() && plan.variants[i].status == variant_status::ok; ++i) {
     const auto& v = plan.variants[i];
+    if (stage_depth(v) != stage_depth(fastest) || !v.measured) break;  // only what was timed as deeply
+    if (!v.measured->verified) continue;                                 // and only what was verified
     const double noise = std::max(fastest.measured->timing.spread, v.measured->timing.spread);
     if (v.measured->timing.median_us <= best * (1 + noise) && resource_cost(v) < resource_cost(plan.variants[pick]))
       pick = i;

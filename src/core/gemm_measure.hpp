@@ -8,6 +8,7 @@
 
 #include "core/gemm_tuner.hpp"
 #include "core/measure_protocol.hpp"
+#include "core/search/search_strategy.hpp"
 #include "core/worker_process.hpp"
 
 namespace tiletune {
@@ -53,7 +54,10 @@ using measure_progress = std::function<void(std::size_t done, std::size_t total,
 // with the fewest resources.
 // With verify_only the worker checks results without timing them, and the
 // model's ranking stands.
+// The search strategy (none: exhaustive) decides which variants are timed and
+// for how long; `full` is the run's own sampling policy, the deepest budget.
 void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress = {},
-                  bool verify_only = false);
+                  bool verify_only = false, const search_strategy* strategy = nullptr,
+                  const sampling_policy& full = {});
 
 }  // namespace tiletune

@@ -243,6 +243,11 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   if (!v.constraint.empty()) j["constraint"] = v.constraint;
   if (!v.reason.empty()) j["reason"] = v.reason;
   if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
+  if (!v.search_stage.empty()) j["search_stage"] = v.search_stage;
+  if (v.search_stage == "not_timed") {  // measured mode: no measured figure, and no predicted one in its place
+    j["tflops"] = nullptr;
+    j["percent_of_peak"] = nullptr;
+  }
   return j;
 }
 
@@ -271,6 +276,8 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
     j["memory"] = {{"peak_device_bytes", plan.peak_device_bytes}, {"operand_bytes", plan.problem.operand_bytes()}};
     j["notes"] = plan.notes;
   }
+  if (plan.search) j["search"] = to_json(*plan.search);
+  if (plan.mode != "measured" && !plan.notes.empty()) j["notes"] = plan.notes;
   j["compile"] = {{"arch", plan.device.compile_arch()},
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},

@@ -12,6 +12,7 @@
 #include "core/measure_protocol.hpp"
 #include "core/perf_model.hpp"
 #include "core/problem.hpp"
+#include "core/search/search_strategy.hpp"
 #include "core/tile_config.hpp"
 
 namespace tiletune {
@@ -44,6 +45,7 @@ struct variant_result {
   std::string cubin;  // kept for launching; not in the JSON
   int rank = 0;       // 1 = best among ok; 0 when not ok
   std::optional<measure_response> measured;  // measured mode
+  std::string search_stage;  // measured mode: the deepest search stage that timed it, or "not_timed"
 };
 
 struct gemm_plan {
@@ -60,6 +62,7 @@ struct gemm_plan {
   std::optional<measure_response> reference;  // cuBLASLt, timed like the variants
   std::int64_t peak_device_bytes = 0;
   std::vector<std::string> notes;
+  std::optional<search_report> search;  // measured mode: which strategy ran and what each stage cost
 };
 
 struct plan_options {

@@ -28,6 +28,24 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int s
   }
   return s;
 }
+namespace {
+nlohmann::json sampling_to_json(const sampling_policy& p) {
+  return {{"warmup", p.warmup},
+          {"min_samples", p.min_samples},
+          {"max_samples", p.max_samples},
+          {"target_spread", p.target_spread},
+          {"time_cap_ms", p.time_cap_ms}};
+}
+sampling_policy sampling_from_json(const nlohmann::json& p) {
+  sampling_policy s;
+  s.warmup = p.at("warmup").get<std::size_t>();
+  s.min_samples = p.at("min_samples").get<std::size_t>();
+  s.max_samples = p.at("max_samples").get<std::size_t>();
+  s.target_spread = p.at("target_spread").get<double>();
+  s.time_cap_ms = p.at("time_cap_ms").get<double>();
+  return s;
+}
+}  // namespace
 
 nlohmann::json to_json(const worker_setup& s) {
   return {{"problem", to_json(s.problem)},
@@ -70,6 +88,8 @@ nlohmann::json to_json(const measure_request& r) {
   if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
     j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
   if (r.config) j["config"] = tile_to_json(*r.config);
+  if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
+  if (!r.verify) j["verify"] = false;
   return j;
 }
 
@@ -92,6 +112,8 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
     r.launch.cluster_z = c.at(2).get<int>();
   }
   if (j.contains("config")) r.config = tile_from_json(j.at("config"));
+  if (j.contains("sampling")) r.sampling = sampling_from_json(j.at("sampling"));
+  r.verify = j.value("verify", true);
   return r;
 }
 

@@ -45,6 +45,10 @@ struct measure_request {
   launch_shape launch;
   gemm_problem problem;  // "library" only
   std::optional<tile_config> config;  // "variant": the tile, when the launch needs it (wgmma's tensor maps)
+  // A search strategy's own budget for this request (a brief first look, a
+  // longer second); without it the setup's policy applies.
+  std::optional<sampling_policy> sampling;
+  bool verify = true;  // false: this run already verified the variant; time it only
 };
 
 // The worker's answer. status: ok | incorrect | launch_error | timeout.

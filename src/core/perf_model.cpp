@@ -74,7 +74,7 @@ double family_efficiency(kernel_family f, int compute_capability) {
 }
 
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
-                   const occupancy_estimate& occ) {
+                   const occupancy_estimate& occ, double efficiency) {
   prediction r;
   if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
   const std::int64_t tiles_m = ceil_div(p.m, c.block_m);
@@ -89,7 +89,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   // two-stage pipeline that exposes part of each load.
   const double warps = occ.warps_per_sm;
   double rate_per_sm = d.peak_tflops(p.type) * 1e12 / d.sm_count *
-                       family_efficiency(c.family, d.compute_capability);
+                       (efficiency > 0 ? efficiency : family_efficiency(c.family, d.compute_capability));
   rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
   if (c.family == kernel_family::mma && c.stages < 3) rate_per_sm *= 0.9;
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);

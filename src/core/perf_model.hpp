@@ -42,8 +42,9 @@ double family_efficiency(kernel_family f, int compute_capability);
 // (128 bytes per clock per SM) at the compute rate rate_per_sm (flop/s).
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm);
 
+// efficiency > 0 replaces family_efficiency's assumption (a calibrated figure, core/calibration).
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
-                   const occupancy_estimate& occ);
+                   const occupancy_estimate& occ, double efficiency = 0);
 
 // A GEMM as a tuned library (cuBLAS) runs it: 128x128 tiles, one per SM at a
 // time, at `efficiency` of the dtype's peak (cuBLAS bf16 8192^3 measured about

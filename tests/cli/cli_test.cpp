@@ -1,5 +1,6 @@
 // The tiletune binary on good and bad input: exit codes, messages, JSON, files.
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -424,4 +425,124 @@ TEST(cli, gemm_help_explains_export) {
   const result h = run({"gemm", "--help"});
   EXPECT_NE(h.out.find("--export"), std::string::npos);
   EXPECT_NE(h.out.find("tiletune.kernel/1"), std::string::npos);
+}
+
+// ---- search strategies, tuning database, budgets, progress ----
+
+namespace {
+fs::path recorded_h100(const std::string& name) {
+  return fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm" / name;
+}
+std::vector<std::string> h100_4096(std::vector<std::string> extra) {
+  std::vector<std::string> a{"gemm", "--gpu", "h100-sxm", "--m", "4096", "--n", "4096", "--k", "4096",
+                             "--dtype", "bf16", "--layout", "nt"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+}  // namespace
+
+TEST(cli, gemm_help_documents_search_and_database_flags) {
+  const result g = run({"gemm", "--help"});
+  for (const char* flag : {"--search", "halving", "exhaustive", "--retune", "--db", "--no-db", "--budget-s"})
+    EXPECT_NE(g.out.find(flag), std::string::npos) << flag;
+  EXPECT_EQ(run({"db", "--help"}).code, 0);
+  EXPECT_EQ(run({"db", "import", "--help"}).code, 0);
+}
+
+TEST(cli, search_and_database_flags_reject_bad_values_naming_them) {
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--search", "fastest"}), "fastest");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--budget-s", "-1"}), "-1");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--db", "x.sqlite3", "--no-db"}), "--no-db");
+}
+
+TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
+  const fs::path db = tmp_dir() / "answers.sqlite3";
+  fs::remove(db);
+  std::vector<std::string> import{"db", "import", "--db", db.string()};
+  for (const auto& e : fs::directory_iterator(recorded_h100("").parent_path())) import.push_back(e.path().string());
+  const result im = run(import);
+  ASSERT_EQ(im.code, 0) << im.err;
+  EXPECT_NE(im.out.find("imported 10"), std::string::npos) << im.out;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const result r = run(h100_4096({"--db", db.string(), "--json"}));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(took_s, 5.0);  // "well under a second" on a quiet machine; loose for a busy CI runner
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "measured");
+  EXPECT_EQ(j["tuning_db"]["answered"], true);
+  EXPECT_EQ(j["tuning_db"]["match"], "same_device_model");
+  EXPECT_EQ(j["tuning_db"]["device_name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(j["recommendation"]["id"], "mma_128x128x32_w2x2_s3");
+  EXPECT_EQ(j["measured_with"]["date"], "2026-11-22T10:00:40Z");
+  EXPECT_NE(j["notes"].dump().find("tuning database"), std::string::npos);
+  // The table says so too.
+  const result table = run(h100_4096({"--db", db.string()}));
+  EXPECT_NE(table.out.find("from the tuning database"), std::string::npos) << table.out;
+  // --no-db plans with the model; another GPU model has no records.
+  const auto plain = nlohmann::json::parse(run(h100_4096({"--no-db", "--json"})).out);
+  EXPECT_EQ(plain["mode"], "predicted");
+  EXPECT_FALSE(plain.contains("tuning_db"));
+  std::vector<std::string> a100 = h100_4096({"--db", db.string(), "--json"});
+  a100[2] = "a100-sxm-80gb";
+  EXPECT_EQ(nlohmann::json::parse(run(a100).out)["mode"], "predicted");
+  // --retune plans afresh offline: with the model calibrated on the imported records, and says so.
+  const auto retuned = nlohmann::json::parse(run(h100_4096({"--db", db.string(), "--retune", "--json"})).out);
+  EXPECT_EQ(retuned["mode"], "predicted");
+  EXPECT_NE(retuned["notes"].dump().find("calibrated on 10 measured result"), std::string::npos) << retuned["notes"];
+  // db calibrate reports the ranking quality.
+  const fs::path cal = tmp_dir() / "calibration.json";
+  const result c = run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string(), "--out", cal.string()});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(cal))["mean"]["calibrated"].contains("spearman"));
+  EXPECT_EQ(run({"db", "calibrate", "--gpu", "l4", "--db", db.string()}).code, 2);
+  // db list
+  const auto listed = nlohmann::json::parse(run({"db", "list", "--db", db.string(), "--json"}).out);
+  EXPECT_EQ(listed["records"].size(), 10u);
+}
+
+TEST(cli, a_damaged_or_foreign_database_exits_3_naming_it) {
+  const fs::path garbage = tmp_dir() / "garbage.sqlite3";
+  std::ofstream(garbage) << std::string(4096, 'z');
+  const result r = run(h100_4096({"--db", garbage.string()}));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(garbage.string()), std::string::npos) << r.err;
+  const result l = run({"db", "list", "--db", garbage.string()});
+  EXPECT_EQ(l.code, 3);
+  EXPECT_NE(l.err.find(garbage.string()), std::string::npos) << l.err;
+}
+
+TEST(cli, db_import_refuses_what_is_not_a_measured_result_naming_the_file) {
+  const fs::path db = tmp_dir() / "import.sqlite3";
+  const fs::path plan = tmp_dir() / "plan.json";
+  ASSERT_EQ(run(h100_4096({"--no-db", "--out", plan.string(), "--quiet"})).code, 0);
+  const result r = run({"db", "import", "--db", db.string(), plan.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(plan.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("measured"), std::string::npos) << r.err;
+  const result missing = run({"db", "import", "--db", db.string(), "/no/such/file.json"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("/no/such/file.json"), std::string::npos);
+}
+
+TEST(cli, a_suite_stops_cleanly_when_its_budget_is_spent_and_reports_progress_as_lines) {
+  const fs::path suite = tmp_dir() / "budget-suite.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "two", "problems": [
+      {"name": "first", "m": 64, "n": 64, "k": 64, "dtype": "f32"},
+      {"name": "second", "m": 96, "n": 64, "k": 64, "dtype": "f32"}]})";
+  const fs::path out = tmp_dir() / "budget.json";
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db", "--budget-s", "0.000001",
+                        "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["complete"], false);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["not_run"], nlohmann::json::array({"second"}));
+  EXPECT_NE(r.err.find("--budget-s"), std::string::npos) << r.err;
+  // stderr is a file here: one line per problem with the elapsed time and the time left.
+  const result full = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db"});
+  EXPECT_NE(full.err.find("[1/2] first"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("left"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("[2/2] second"), std::string::npos) << full.err;
 }

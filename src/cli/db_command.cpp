@@ -1,0 +1,159 @@
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/gemm_tuning.hpp"
+#include "cli/output.hpp"
+#include "core/calibration/model_calibration.hpp"
+#include "core/errors.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+struct db_options {
+  std::string file;
+  std::vector<std::string> inputs;
+  std::string gpu;
+  bool json = false;
+  std::string out;
+};
+
+nlohmann::json read_result_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw usage_error(fmt::format("{}: cannot be read", path));
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw usage_error(fmt::format("{}: not JSON", path));
+  return j;
+}
+
+void run_import(const db_options& o, run_context& ctx) {
+  if (o.inputs.empty()) throw usage_error("db import needs result files: tiletune db import FILE...");
+  std::vector<tuning_record> records;
+  // Read every file first: a bad one stops the import before anything is stored.
+  for (const auto& path : o.inputs) {
+    const auto j = read_result_file(path);
+    const std::string schema = j.value("schema", "");
+    try {
+      if (schema == "tiletune.gemm/1") {
+        records.push_back(record_from_result(j, nlohmann::json()));
+      } else if (schema == "tiletune.gemm-suite/1") {
+        for (const auto& r : j.value("results", nlohmann::json::array()))
+          if (!r.value("tuning_db", nlohmann::json::object()).value("answered", false))
+            records.push_back(record_from_result(r, j));
+      } else {
+        throw usage_error(fmt::format("schema \"{}\" is not tiletune.gemm/1 or tiletune.gemm-suite/1", schema));
+      }
+    } catch (const usage_error& e) {
+      throw usage_error(fmt::format("{}: {}", path, e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      throw usage_error(fmt::format("{}: not a tiletune result: {}", path, e.what()));
+    }
+  }
+  const auto db = open_tuning_db(o.file, false);
+  for (const auto& r : records) db->store(r);
+  fmt::print("imported {} measured result(s) from {} file(s) into {}\n", records.size(), o.inputs.size(),
+             db->file().string());
+  ctx.exit_code = exit_ok;
+}
+
+void run_list(const db_options& o, run_context& ctx) {
+  const auto db = open_tuning_db(o.file, false);
+  const auto records = db->list(o.gpu);
+  if (o.json) {
+    nlohmann::json out = {{"schema", "tiletune.tuning-db-list/1"}, {"file", db->file().string()},
+                          {"records", nlohmann::json::array()}};
+    for (const auto& r : records)
+      out["records"].push_back({{"device_model", r.key.device_model},
+                                {"device_name", r.device_name},
+                                {"driver", r.key.driver},
+                                {"cuda_runtime", r.key.cuda},
+                                {"tool_version", r.key.tool_version},
+                                {"compiler", r.key.compiler},
+                                {"problem", r.key.problem.describe()},
+                                {"strategy", r.strategy},
+                                {"measured_at", r.measured_at},
+                                {"recommended", r.recommended},
+                                {"tflops", r.tflops}});
+    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+  } else {
+    text_table t({"gpu", "problem", "recommended", "TFLOP/s", "measured", "driver", "tool", "search"});
+    for (const auto& r : records)
+      t.add_row({r.key.device_model, r.key.problem.describe(), r.recommended.empty() ? "none" : r.recommended,
+                 fmt::format("{:.1f}", r.tflops), r.measured_at, r.key.driver, r.key.tool_version, r.strategy});
+    fmt::print("{}: {} record(s)\n\n{}", db->file().string(), records.size(), t.render());
+  }
+  ctx.exit_code = exit_ok;
+}
+
+void run_calibrate(const db_options& o, run_context& ctx) {
+  if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
+  if (!o.out.empty()) check_output_path(o.out);
+  const auto db = open_tuning_db(o.file, false);
+  std::vector<nlohmann::json> results;
+  for (const auto& r : db->list(o.gpu)) results.push_back(r.result);
+  if (results.empty())
+    throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
+                                  db->file().string()));
+  nlohmann::json report = calibration_report(results);
+  report["database"] = db->file().string();
+  report["date"] = utc_now_iso();
+  if (!o.out.empty()) write_file_atomically(o.out, report.dump(2) + "\n");
+  if (o.json) {
+    std::fputs((report.dump(2) + "\n").c_str(), stdout);
+  } else {
+    fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
+    for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());
+    text_table t({"model", "Spearman", "top pick slowdown", "top pick measured rank"});
+    for (const char* m : {"assumed_model", "calibrated", "calibrated_without_this_problem"}) {
+      const auto& q = report["mean"][m];
+      t.add_row({m, fmt::format("{:.3f}", q["spearman"].get<double>()),
+                 fmt::format("{:.3f}", q["top_pick_slowdown"].get<double>()),
+                 fmt::format("{:.1f}", q["top_pick_measured_rank"].get<double>())});
+    }
+    fmt::print("\n\nranking quality, mean over the problems:\n{}", t.render());
+    if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
+  }
+  ctx.exit_code = exit_ok;
+}
+
+}  // namespace
+
+void add_db_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<db_options>();
+  auto* cmd = app.add_subcommand("db", "The tuning database: measured results by GPU model, driver, CUDA and problem");
+  cmd->require_subcommand(1);
+  cmd->add_option("--db", o->file, "The database file (default: tuning.sqlite3 beside the compile cache)");
+  auto* import = cmd->add_subcommand("import", "Store measured result files (tiletune gemm --out JSON, single or suite)");
+  import->add_option("files", o->inputs, "Result files")->required();
+  import->add_option("--db", o->file, "The database file");
+  import->callback([o, &ctx] { run_import(*o, ctx); });
+  auto* list = cmd->add_subcommand("list", "List the stored results, newest first");
+  list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
+  list->add_option("--db", o->file, "The database file");
+  list->add_flag("--json", o->json, "Print JSON instead of the table");
+  list->callback([o, &ctx] { run_list(*o, ctx); });
+  auto* cal = cmd->add_subcommand(
+      "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
+  cal->add_option("--gpu", o->gpu, "The GPU model (a preset such as h100-sxm)")->required();
+  cal->add_option("--db", o->file, "The database file");
+  cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)");
+  cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
+  cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
+  cmd->footer(R"(
+Examples:
+  tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json
+  tiletune db list --gpu h100-sxm
+  tiletune db calibrate --gpu h100-sxm --out profiles/calibration/h100-sxm.json
+
+An offline plan (gemm --gpu NAME) is ranked by the calibrated model by itself
+wherever the database holds measured results of that GPU model, and says so.
+
+A damaged file, or an SQLite file of another program, is refused with exit 3
+naming it; a result file that is not a measured tiletune result, exit 2.)");
+}
+
+}  // namespace tiletune::cli

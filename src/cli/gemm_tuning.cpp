@@ -1,0 +1,136 @@
+#include "cli/gemm_tuning.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/output.hpp"
+#include "core/version.hpp"
+#include "cuda/device_query.hpp"
+
+namespace tiletune::cli {
+
+std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off) {
+  if (off) return nullptr;
+  return std::make_unique<tuning_db>(file.empty() ? default_tuning_db_path() : std::filesystem::path(file));
+}
+
+std::string device_model_of(const device_spec& d) { return d.preset.empty() ? d.name : d.preset; }
+
+tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version) {
+  tuning_key k;
+  k.device_model = device_model_of(d.spec);
+  const local_devices local = query_local_devices();
+  if (!local.driver_version.empty()) k.driver = local.driver_version;
+  if (!local.runtime_version.empty()) k.cuda = local.runtime_version;
+  k.tool_version = tool_version;
+  k.compiler = compiler_version;
+  k.problem = p;
+  return k;
+}
+
+std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
+                                 const std::string& compiler_version) {
+  if (live) {
+    if (auto r = db.find(live_tuning_key(d, p, compiler_version))) return db_answer{std::move(*r), "exact"};
+    return std::nullopt;
+  }
+  auto same = db.find_same_model(device_model_of(d.spec), p);
+  if (same.empty()) return std::nullopt;
+  return db_answer{std::move(same.front()), "same_device_model"};
+}
+
+nlohmann::json db_answer_json(const tuning_db& db, const db_answer& a) {
+  const auto& r = a.record;
+  return {{"file", db.file().string()},
+          {"answered", true},
+          {"match", a.match},
+          {"measured_at", r.measured_at},
+          {"device_name", r.device_name},
+          {"device_model", r.key.device_model},
+          {"driver", r.key.driver},
+          {"cuda_runtime", r.key.cuda},
+          {"tool_version", r.key.tool_version},
+          {"compiler", r.key.compiler},
+          {"strategy", r.strategy}};
+}
+
+nlohmann::json result_from_answer(const tuning_db& db, const db_answer& a, const nlohmann::json& tool_now) {
+  nlohmann::json j = a.record.result;
+  j["measured_with"] = j.value("tool", nlohmann::json::object());
+  j["tool"] = tool_now;
+  j["mode"] = "measured";
+  j["tuning_db"] = db_answer_json(db, a);
+  auto notes = j.value("notes", nlohmann::json::array());
+  notes.push_back(fmt::format("answered from the tuning database {} ({} match): measured on {} on {}; nothing was "
+                              "compiled or run (--retune measures afresh{})",
+                              db.file().string(), a.match, a.record.device_name, a.record.measured_at,
+                              a.match == "exact" ? "" : "; --no-db plans with the model"));
+  j["notes"] = notes;
+  return j;
+}
+
+namespace {
+std::string number(const nlohmann::json& v, const char* format) {
+  return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : "-";
+}
+}  // namespace
+
+std::string format_db_answer_table(const nlohmann::json& result, int top) {
+  const auto p = gemm_problem_from_json(result.at("problem"));
+  const auto& db = result.at("tuning_db");
+  std::string out = fmt::format("{} on {}, MEASURED, from the tuning database {}\n", p.describe(),
+                                db.value("device_name", ""), db.value("file", ""));
+  out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
+                     db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),
+                     db.value("tool_version", ""), db.value("strategy", ""));
+  const auto& ref = result.value("reference", nlohmann::json::object());
+  if (ref.contains("median_us") && ref["median_us"].is_number())
+    out += fmt::format("cuBLASLt: {:.1f} us, {:.1f} TFLOP/s\n", ref["median_us"].get<double>(),
+                       ref.value("tflops", 0.0));
+  text_table t({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS"});
+  int shown = 0;
+  for (const auto& v : result.value("variants", nlohmann::json::array())) {
+    if (!v.contains("median_us") || !v["median_us"].is_number()) continue;
+    if (shown++ >= top) break;
+    t.add_row({v["rank"].is_number() ? std::to_string(v["rank"].get<int>()) : "-", v.value("id", ""),
+               v.value("status", ""), number(v["median_us"], "{:.1f}"), number(v["tflops"], "{:.1f}"),
+               number(v["percent_of_peak"], "{:.0f}"), number(v["vs_reference"], "{:.2f}")});
+  }
+  out += "\n" + t.render();
+  const auto& rec = result.value("recommendation", nlohmann::json());
+  if (rec.is_object()) {
+    out += fmt::format("\nrecommended: {}\n", rec.value("id", ""));
+    if (rec.contains("cutlass")) out += fmt::format("  cutlass: {}\n", rec["cutlass"].get<std::string>());
+  } else {
+    out += "\nno variant ran correctly in that measurement\n";
+  }
+  return out;
+}
+
+std::string format_suite_results(const std::string& suite_name, const nlohmann::json& device,
+                                 const nlohmann::json& results) {
+  text_table t({"problem", "shape", "recommended", "TFLOP/s", "% peak", "vs cuBLAS", "ok variants", "from"});
+  for (const auto& r : results) {
+    const auto p = gemm_problem_from_json(r.at("problem"));
+    const auto& rec = r.value("recommendation", nlohmann::json());
+    const bool from_db = r.contains("tuning_db") && r["tuning_db"].value("answered", false);
+    const std::string from = from_db ? "database" : r.value("mode", "predicted");
+    const std::string ok =
+        r.contains("summary") ? std::to_string(r["summary"].value("ok", 0)) : std::string("-");
+    if (rec.is_object()) {
+      t.add_row({r.value("name", ""), p.describe(), rec.value("id", ""), number(rec["tflops"], "{:.1f}"),
+                 number(rec["percent_of_peak"], "{:.0f}"), number(rec.value("vs_reference", nlohmann::json()), "{:.2f}"),
+                 ok, from});
+    } else {
+      t.add_row({r.value("name", ""), p.describe(), "none", "-", "-", "-", ok, from});
+    }
+  }
+  return fmt::format("suite {} on {} ({})\n\n", suite_name, device.value("name", ""), device.value("arch", "")) +
+         t.render();
+}
+
+std::string format_seconds(double s) {
+  if (s < 90) return fmt::format("{:.1f} s", s);
+  return fmt::format("{} min {:02} s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+}
+
+}  // namespace tiletune::cli

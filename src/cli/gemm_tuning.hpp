@@ -1,0 +1,46 @@
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "core/tuning_db/tuning_db.hpp"
+
+namespace tiletune::cli {
+
+// The tuning database unless --no-db: --db FILE, or beside the compile cache.
+std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off);
+
+// The GPU model a record is filed under: the preset's name, else the GPU's own.
+std::string device_model_of(const device_spec& d);
+
+// The key a measurement on this machine is stored under: this GPU model,
+// driver, CUDA runtime, tool and compiler, and the problem.
+tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version);
+
+// A stored answer: "exact" (same GPU model, driver, CUDA, tool and compiler)
+// for a run on a GPU; "same_device_model" for an offline plan (--gpu NAME).
+struct db_answer {
+  tuning_record record;
+  std::string match;
+};
+std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
+                                 const std::string& compiler_version);
+
+// The "tuning_db" key of a result: the file, whether it answered, and from what measurement.
+nlohmann::json db_answer_json(const tuning_db& db, const db_answer& a);
+// The whole tiletune.gemm/1 result of a stored answer, with today's tool and
+// command line and the measuring run's tool under "measured_with".
+nlohmann::json result_from_answer(const tuning_db& db, const db_answer& a, const nlohmann::json& tool_now);
+
+// Tables from result JSON: one problem answered from the database, and a suite.
+std::string format_db_answer_table(const nlohmann::json& result, int top);
+std::string format_suite_results(const std::string& suite_name, const nlohmann::json& device,
+                                 const nlohmann::json& results);
+
+// "12.3 s" / "2 min 05 s".
+std::string format_seconds(double s);
+
+}  // namespace tiletune::cli

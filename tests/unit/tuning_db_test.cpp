@@ -1,0 +1,163 @@
+#include "core/tuning_db/tuning_db.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path dir = fs::temp_directory_path() / ("tiletune-db-" + std::to_string(getpid()));
+  scratch() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~scratch() { fs::remove_all(dir); }
+};
+
+tuning_record record(std::int64_t m, const std::string& driver = "580.1") {
+  tuning_record r;
+  r.key.device_model = "h100-sxm";
+  r.key.driver = driver;
+  r.key.cuda = "13.0";
+  r.key.tool_version = "0.1.0";
+  r.key.compiler = "nvrtc 13.0";
+  r.key.problem.m = m;
+  r.key.problem.n = r.key.problem.k = 256;
+  r.key.problem.type = dtype::bf16;
+  r.device_name = "NVIDIA H100 80GB HBM3";
+  r.strategy = "halving";
+  r.measured_at = "2026-11-22T10:00:00Z";
+  r.recommended = "mma_x";
+  r.tflops = 100 + static_cast<double>(m);
+  r.result = {{"problem", to_json(r.key.problem)}, {"mode", "measured"}, {"variants", nlohmann::json::array()}};
+  return r;
+}
+
+void expect_environment_error_naming(const fs::path& file, const std::string& words) {
+  try {
+    tuning_db db(file);
+    FAIL() << "opened " << file;
+  } catch (const environment_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find(words), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+
+TEST(tuning_db, stores_and_finds_by_the_full_key_and_by_device_model) {
+  scratch s;
+  const fs::path file = s.dir / "t.sqlite3";
+  {
+    tuning_db db(file);
+    db.store(record(128));
+    db.store(record(256));
+    auto newer = record(128, "590.0");
+    newer.measured_at = "2026-12-01T00:00:00Z";
+    db.store(newer);
+  }
+  tuning_db db(file);  // reopened: the records survived
+  auto found = db.find(record(128).key);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->tflops, 228);
+  EXPECT_EQ(found->key.problem.m, 128);
+  EXPECT_FALSE(db.find(record(512).key));
+  auto other_driver = record(256).key;
+  other_driver.driver = "590.0";
+  EXPECT_FALSE(db.find(other_driver));  // another driver is another measurement
+  const auto same_model = db.find_same_model("h100-sxm", record(128).key.problem);
+  ASSERT_EQ(same_model.size(), 2u);
+  EXPECT_EQ(same_model[0].key.driver, "590.0");  // newest first
+  EXPECT_EQ(db.list().size(), 3u);
+  EXPECT_TRUE(db.list("a100-sxm-80gb").empty());
+  // A second store of the same key replaces it.
+  auto again = record(128);
+  again.tflops = 1;
+  db.store(again);
+  EXPECT_EQ(db.find(again.key)->tflops, 1);
+  EXPECT_EQ(db.list().size(), 3u);
+}
+
+TEST(tuning_db, a_damaged_or_foreign_file_is_an_environment_error_naming_it) {
+  scratch s;
+  const fs::path garbage = s.dir / "garbage.sqlite3";
+  std::ofstream(garbage) << std::string(8192, 'x');
+  expect_environment_error_naming(garbage, "not a database");
+
+  const fs::path foreign = s.dir / "foreign.sqlite3";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "CREATE TABLE songs (title TEXT)", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  expect_environment_error_naming(foreign, "another program");
+
+  const fs::path newer = s.dir / "newer.sqlite3";
+  { tuning_db db(newer); }
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "UPDATE tiletune_meta SET value = 'tiletune.tuning-db/99' WHERE key = 'schema'", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(raw);
+  expect_environment_error_naming(newer, "tiletune.tuning-db/99");
+
+  expect_environment_error_naming(s.dir, "directory");
+}
+
+// Several processes write at once (a CI runner's parallel jobs): every record lands.
+TEST(tuning_db, parallel_writers_lose_nothing) {
+  scratch s;
+  const fs::path file = s.dir / "shared.sqlite3";
+  constexpr int writers = 6, each = 25;
+  std::vector<pid_t> children;
+  for (int w = 0; w < writers; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        tuning_db db(file);
+        for (int i = 0; i < each; ++i) {
+          db.store(record(1 + w * 1000 + i));
+          (void)db.list();  // readers beside the writers
+        }
+      } catch (...) {
+        code = 1;
+      }
+      _exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  tuning_db db(file);
+  EXPECT_EQ(db.list().size(), static_cast<std::size_t>(writers * each));
+}
+
+TEST(tuning_db, record_from_result_takes_the_key_from_a_recorded_h100_file) {
+  std::ifstream in(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm/4096x4096x4096-bf16-nt.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto r = record_from_result(j, nlohmann::json());
+  EXPECT_EQ(r.key.device_model, "h100-sxm");
+  EXPECT_EQ(r.device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.key.driver, "unknown");  // that run's JSON did not record it
+  EXPECT_EQ(r.key.compiler, "nvrtc 13.0");
+  EXPECT_EQ(r.key.problem.m, 4096);
+  EXPECT_EQ(r.recommended, "mma_128x128x32_w2x2_s3");
+  EXPECT_EQ(r.strategy, "exhaustive");
+  auto predicted = j;
+  predicted["mode"] = "predicted";
+  EXPECT_THROW(record_from_result(predicted, nlohmann::json()), usage_error);
+}
