@@ -14,5 +14,7 @@ endif()
 if(TILETUNE_SANITIZE)
   # Any finding stops the process (a failing test), none is only logged.
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g1)
-  add_link_options(-fsanitize=address,undefined)
+  # --as-needed as Debian's gcc does: clang would otherwise record the toolkit's stub
+  # libcuda (pulled in by CUDA::cudart_static) and the binary would not start without a driver.
+  add_link_options(-fsanitize=address,undefined -Wl,--as-needed)
 endif()

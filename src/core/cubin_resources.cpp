@@ -14,7 +14,6 @@ namespace {
 constexpr std::uint8_t eifmt_sval = 0x04;  // a u16 size follows, then that many bytes
 constexpr std::uint8_t eiattr_frame_size = 0x11;
 constexpr std::uint8_t eiattr_min_stack_size = 0x12;
-constexpr std::uint8_t eiattr_max_stack_size = 0x23;
 constexpr std::uint8_t eiattr_regcount = 0x2f;
 
 constexpr int max_registers_per_thread = 255;  // every architecture since sm_35
@@ -155,7 +154,6 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
           case eiattr_regcount: out.registers = static_cast<int>(v); found_regcount = true; break;
           case eiattr_frame_size: out.frame_bytes = v; break;
           case eiattr_min_stack_size: out.min_stack_bytes = v; break;
-          case eiattr_max_stack_size: out.max_stack_bytes = v; break;
           default: break;
         }
       }

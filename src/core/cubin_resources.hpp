@@ -15,7 +15,6 @@ struct cubin_resources {
   std::int64_t static_smem_bytes = 0;  // size of .nv.shared.<entry>
   std::int64_t frame_bytes = 0;        // EIATTR_FRAME_SIZE: local memory per thread (spills + local arrays)
   std::int64_t min_stack_bytes = 0;    // EIATTR_MIN_STACK_SIZE
-  std::int64_t max_stack_bytes = 0;    // EIATTR_MAX_STACK_SIZE (0 when absent)
 };
 
 // Reads the figures of `entry` from `cubin`. Never throws, never reads outside
