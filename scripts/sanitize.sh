@@ -29,6 +29,11 @@ echo "sanitize: built in $((SECONDS - t0)) s" >&2
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
+# The cli tests' kernel cache from the plain build (scripts/test.sh runs that first): NVRTC
+# is not instrumented, so compiling every variant again would only cost minutes.
+if [ -z "${TILETUNE_TEST_SCRATCH:-}" ] && [ -d build/tests/cli_tmp/cache ]; then
+  export TILETUNE_TEST_SCRATCH=$PWD/build/tests/cli_tmp
+fi
 t1=$SECONDS
 ctest --test-dir "$build" --output-on-failure -j2 -L 'unit|cli|fuzz_replay'
 echo "sanitize: unit, cli and fuzz replay tests passed under ASan+UBSan in $((SECONDS - t1)) s" >&2
