@@ -1,5 +1,8 @@
 #include "core/compile_cache.hpp"
 
+#include "core/cubin_resources.hpp"
+#include "core/kernel_templates.hpp"
+
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -15,7 +18,22 @@ namespace tiletune {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr std::string_view entry_magic = "tiletune-kernel-cache 1\n";
+// Version 2: version 1 could hold failures of the driver-cache bug (no ptxas report).
+constexpr std::string_view entry_magic = "tiletune-kernel-cache 2\n";
+
+// An entry is only what one deterministic compile gives: a compile error with its
+// log, or a cubin whose own figures agree with the resources stored beside it.
+bool consistent(const compiled_kernel& k) {
+  if (k.internal_failure) return false;
+  if (!k.ok) return k.cubin.empty() && !k.log.empty();
+  cubin_resources c;
+  std::string error;
+  if (!read_cubin_resources(k.cubin, kernel_entry_name, c, error)) return false;
+  const kernel_resources& r = k.resources;
+  return c.registers == r.registers && c.static_smem_bytes == r.static_smem_bytes &&
+         c.frame_bytes == r.stack_bytes && r.spill_store_bytes >= 0 && r.spill_load_bytes >= 0 &&
+         (r.spill_bytes() == 0 || r.stack_bytes > 0);  // spills live in the local frame
+}
 }
 
 std::string fnv1a_128_hex(std::string_view bytes) {
@@ -68,11 +86,20 @@ std::optional<compiled_kernel> compile_cache::load(const std::string& key) const
     k.resources.stack_bytes = meta.at("stack_bytes").get<std::int64_t>();
     k.resources.spill_store_bytes = meta.at("spill_store_bytes").get<std::int64_t>();
     k.resources.spill_load_bytes = meta.at("spill_load_bytes").get<std::int64_t>();
+    k.resources.from_ptxas_report = meta.at("from_ptxas_report").get<bool>();
     const auto cubin_bytes = meta.at("cubin_bytes").get<std::size_t>();
+    // The stated size must be exactly what is left of the file (a damaged size could ask for gigabytes).
+    const auto body_begin = in.tellg();
+    std::error_code ec;
+    const auto file_bytes = fs::file_size(dir_ / (key + ".ttk"), ec);
+    if (ec || body_begin < 0 || file_bytes < static_cast<std::uintmax_t>(body_begin) ||
+        file_bytes - static_cast<std::uintmax_t>(body_begin) != cubin_bytes)
+      return std::nullopt;
     k.cubin.resize(cubin_bytes);
     if (cubin_bytes && !in.read(k.cubin.data(), static_cast<std::streamsize>(cubin_bytes)))
       return std::nullopt;
     if (in.peek() != std::ifstream::traits_type::eof()) return std::nullopt;  // trailing junk
+    if (!consistent(k)) return std::nullopt;
     k.from_cache = true;
     return k;
   } catch (const std::exception&) {
@@ -82,6 +109,7 @@ std::optional<compiled_kernel> compile_cache::load(const std::string& key) const
 
 bool compile_cache::store(const std::string& key, const compiled_kernel& k) const {
   static std::atomic<unsigned> counter{0};
+  if (!consistent(k)) return false;
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return false;
@@ -92,6 +120,7 @@ bool compile_cache::store(const std::string& key, const compiled_kernel& k) cons
                                {"stack_bytes", k.resources.stack_bytes},
                                {"spill_store_bytes", k.resources.spill_store_bytes},
                                {"spill_load_bytes", k.resources.spill_load_bytes},
+                               {"from_ptxas_report", k.resources.from_ptxas_report},
                                {"cubin_bytes", k.cubin.size()}};
   const fs::path final_path = dir_ / (key + ".ttk");
   const fs::path tmp = dir_ / fmt::format(".{}.{}.{}.tmp", key, getpid(), counter++);

@@ -17,12 +17,15 @@ std::filesystem::path default_cache_dir();
 // options, the architecture and the compiler's version. Entries are written to
 // a temporary file and renamed, so a reader never sees half an entry and
 // concurrent runs can share one folder. A damaged entry reads as a miss.
+// Only deterministic results are stored: compile errors and cubins whose own
+// figures match the stored ones; internal failures are never stored.
 class compile_cache {
  public:
   explicit compile_cache(std::filesystem::path dir);
   static std::string key(const compile_job& job, const std::string& compiler_version);
   std::optional<compiled_kernel> load(const std::string& key) const;
-  // Failing to write (read-only folder, full disk) only costs the cache: returns false.
+  // Failing to write (read-only folder, full disk) only costs the cache: returns false,
+  // as does a result that is not worth keeping (an internal failure, an inconsistent cubin).
   bool store(const std::string& key, const compiled_kernel& k) const;
   const std::filesystem::path& dir() const { return dir_; }
 

@@ -115,6 +115,12 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
       v.constraint = "spills";
       v.reason = fmt::format("spills registers: {} bytes stored, {} loaded",
                              k.resources.spill_store_bytes, k.resources.spill_load_bytes);
+    } else if (!k.resources.from_ptxas_report && k.resources.stack_bytes > 0) {
+      // No report to split it: local memory is spills or a local array, both rejected.
+      v.status = variant_status::resource_limit;
+      v.constraint = "local_memory";
+      v.reason = fmt::format("uses {} bytes of local memory per thread (spills or a local array)",
+                             k.resources.stack_bytes);
     } else if (v.occupancy.blocks_per_sm == 0) {
       v.status = variant_status::resource_limit;
       v.constraint = "occupancy";

@@ -15,6 +15,9 @@ struct kernel_resources {
   std::int64_t stack_bytes = 0;
   std::int64_t spill_store_bytes = 0;
   std::int64_t spill_load_bytes = 0;
+  // False when ptxas printed no report and the figures come from the cubin: spill
+  // bytes are then unknown, and stack_bytes > 0 (local memory) may be spills.
+  bool from_ptxas_report = true;
   std::int64_t spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
 };
 
@@ -37,6 +40,9 @@ struct compiled_kernel {
   kernel_resources resources;
   double compile_ms = 0;  // wall time of this compile (0 for a cache hit)
   bool from_cache = false;
+  // The compiler itself failed (internal error, crash, unreadable output), not
+  // the source: such a result may differ next time, so it is never cached.
+  bool internal_failure = false;
 };
 
 // The one thing the core needs from a compiler; NVRTC implements it in src/cuda.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,14 +64,29 @@ void worker_process::start() {
 bool worker_process::write_line(const std::string& line) {
   if (pid_ <= 0) return false;
   const std::string data = line + "\n";
+  // A child that is gone must not kill us with SIGPIPE, whether or not our caller
+  // ignores it (the CLI does; tests do not): block it around the write.
+  sigset_t pipe_signal, previous;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &previous);
   std::size_t done = 0;
+  bool ok = true;
   while (done < data.size()) {
     const ssize_t n = write(to_child_, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // EPIPE: the child is gone (SIGPIPE is ignored by the CLI)
+    if (n <= 0) {
+      ok = false;  // EPIPE: the child is gone
+      break;
+    }
     done += static_cast<std::size_t>(n);
   }
-  return true;
+  if (!ok && errno == EPIPE && !sigismember(&previous, SIGPIPE)) {
+    const timespec now{0, 0};
+    sigtimedwait(&pipe_signal, nullptr, &now);  // take the SIGPIPE this write raised
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return ok;
 }
 
 worker_process::read_result worker_process::read_line(double timeout_s) {

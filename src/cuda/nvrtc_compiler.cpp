@@ -1,12 +1,15 @@
 #include "cuda/nvrtc_compiler.hpp"
 
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
 #include <memory>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include "core/cubin_resources.hpp"
 #include "core/kernel_templates.hpp"
 
 namespace tiletune {
@@ -27,14 +30,23 @@ std::string program_log(nvrtcProgram p) {
   return log;
 }
 
+// A failure of NVRTC itself rather than of the source: never cached.
 compiled_kernel failure(std::string log) {
   compiled_kernel k;
   k.ok = false;
+  k.internal_failure = true;
   k.log = std::move(log);
   return k;
 }
 
 }  // namespace
+
+nvrtc_compiler::nvrtc_compiler() {
+  // The driver's compute cache (~/.nv/ComputeCache) makes a repeat compile return
+  // no ptxas report; ask for a fresh compile unless the user chose otherwise.
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("CUDA_CACHE_DISABLE", "1", 0); });
+}
 
 std::string nvrtc_compiler::version() const {
   int major = 0, minor = 0;
@@ -62,6 +74,7 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
   k.log = program_log(raw);
   if (r != NVRTC_SUCCESS) {
     k.ok = false;
+    k.internal_failure = r != NVRTC_ERROR_COMPILATION;  // only a compile error is the source's fault
     if (k.log.empty()) k.log = fmt::format("nvrtcCompileProgram: {}", nvrtcGetErrorString(r));
     return k;
   }
@@ -74,10 +87,8 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
   if ((r = nvrtcGetCUBIN(raw, k.cubin.data())) != NVRTC_SUCCESS) {
     return failure(fmt::format("nvrtcGetCUBIN: {}", nvrtcGetErrorString(r)));
   }
-  if (!parse_ptxas_report(k.log, k.resources)) {
-    return failure("the compile succeeded but ptxas printed no resource report:\n" + k.log);
-  }
   k.ok = true;
+  complete_resources(k, kernel_entry_name);
   k.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;

@@ -9,6 +9,7 @@ namespace tiletune {
 // Thread-safe: each call owns its nvrtcProgram.
 class nvrtc_compiler : public kernel_compiler {
  public:
+  nvrtc_compiler();
   compiled_kernel compile(const compile_job& job) override;
   std::string version() const override;  // "nvrtc 13.0"
 };

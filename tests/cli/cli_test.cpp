@@ -546,3 +546,29 @@ TEST(cli, a_suite_stops_cleanly_when_its_budget_is_spent_and_reports_progress_as
   EXPECT_NE(full.err.find("left"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("[2/2] second"), std::string::npos) << full.err;
 }
+
+TEST(cli, a_failure_late_in_the_input_leaves_no_partial_or_temporary_file) {
+  // The bad value comes after good ones, so work has started when it is found.
+  const fs::path dir = tmp_dir() / "partial";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path suite = dir / "suite.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "late", "problems": [
+    {"name": "good", "m": 64, "n": 64, "k": 64, "dtype": "f16", "layout": "nt"},
+    {"name": "bad", "m": 64, "n": -3, "k": 64, "dtype": "f16", "layout": "nt"}]})";
+  const fs::path out = dir / "out.json";
+  std::ofstream(out) << "previous";  // an older result stays as it was
+  result r = run({"gemm", "--gpu", "h100-sxm", "--dry-run", "--suite", suite.string(), "--out", out.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("-3"), std::string::npos) << r.err;
+  const fs::path truncated = dir / "truncated.json";
+  std::ofstream(truncated) << R"({"schema": "tiletune.gemm/1", "mode": "measured", "problem": {"m": 4096, )";
+  const fs::path junit = dir / "report.xml";
+  r = run({"compare", truncated.string(), truncated.string(), "--out", out.string(), "--junit", junit.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("truncated.json"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(out), "previous");
+  EXPECT_FALSE(fs::exists(junit));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_TRUE(e.path() == suite || e.path() == out || e.path() == truncated) << "left behind: " << e.path();
+}

@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/cubin_resources.hpp"
 #include "core/gemm_tuner.hpp"
+#include "core/kernel_templates.hpp"
 #include "core/search_space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
@@ -54,6 +56,15 @@ TEST_P(compile_variants, all_compile_without_spills) {
     EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
     EXPECT_LE(r.resources.registers, 255) << jobs[i].name;
     EXPECT_GT(r.cubin.size(), 1000u) << jobs[i].name;
+    // The figures read from the cubin equal ptxas's, so a run without a report loses nothing.
+    ASSERT_TRUE(r.resources.from_ptxas_report) << jobs[i].name << "\n" << r.log;
+    cubin_resources c;
+    std::string error;
+    ASSERT_TRUE(read_cubin_resources(r.cubin, kernel_entry_name, c, error)) << jobs[i].name << ": " << error;
+    EXPECT_EQ(c.registers, r.resources.registers) << jobs[i].name;
+    EXPECT_EQ(c.static_smem_bytes, r.resources.static_smem_bytes) << jobs[i].name;
+    EXPECT_EQ(c.frame_bytes, r.resources.stack_bytes) << jobs[i].name;
+    EXPECT_EQ(c.frame_bytes, 0) << jobs[i].name << ": local memory";
     total_ms += r.compile_ms;
   }
   std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),

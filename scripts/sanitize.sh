@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The unit and cli tests once more under AddressSanitizer + UndefinedBehaviorSanitizer,
+# the fuzzers' seeds and regression inputs replayed, then every libFuzzer target run
+# for a bounded time. Clang (scripts/setup.sh installs it), in its own build folder.
+#   scripts/sanitize.sh        FUZZ_SECONDS=25 per target (0: no fuzzing), SANITIZE_BUILD_DIR=build-sanitize
+# A fuzzer's finding is saved under $SANITIZE_BUILD_DIR/fuzz-findings/; copy it into
+# tests/fuzz/regressions/<target>/ with the fix, so every build replays it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SANITIZE_BUILD_DIR:-build-sanitize}
+fuzz_seconds=${FUZZ_SECONDS:-25}
+cxx=${SANITIZE_CXX:-$(command -v clang++ || command -v clang++-14 || true)}
+[ -n "$cxx" ] || { echo "sanitize: clang++ is not installed (scripts/setup.sh installs it)" >&2; exit 3; }
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+t0=$SECONDS
+# -O1: ASan's usual level, quick to build on two cores.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+  -DCMAKE_CXX_COMPILER="$cxx" -DTILETUNE_FUZZ=ON "${launcher[@]}" >/dev/null
+targets=(tiletune unit_tests cli_tests fake_worker)
+while read -r name _; do targets+=("fuzz_$name" "fuzz_replay_$name"); done <"$build/fuzz_targets.txt"
+cmake --build "$build" --parallel --target "${targets[@]}"
+echo "sanitize: built in $((SECONDS - t0)) s" >&2
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
+# The cli tests' kernel cache from the plain build (scripts/test.sh runs that first): NVRTC
+# is not instrumented, so compiling every variant again would only cost minutes.
+if [ -z "${TILETUNE_TEST_SCRATCH:-}" ] && [ -d build/tests/cli_tmp/cache ]; then
+  export TILETUNE_TEST_SCRATCH=$PWD/build/tests/cli_tmp
+fi
+t1=$SECONDS
+ctest --test-dir "$build" --output-on-failure -j2 -L 'unit|cli|fuzz_replay'
+echo "sanitize: unit, cli and fuzz replay tests passed under ASan+UBSan in $((SECONDS - t1)) s" >&2
+
+if [ "$fuzz_seconds" -gt 0 ]; then
+  mkdir -p "$build/fuzz-findings"
+  while read -r name dirs; do
+    corpus="$build/fuzz-corpus/$name"
+    mkdir -p "$corpus"
+    echo "sanitize: fuzzing $name for $fuzz_seconds s" >&2
+    # shellcheck disable=SC2086  # $dirs: the seed folders, one word each
+    if ! "$build/tests/fuzz/fuzz_$name" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+      -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/fuzz-findings/$name-" \
+      "$corpus" $dirs 2>"$build/fuzz-findings/$name.log"; then
+      tail -40 "$build/fuzz-findings/$name.log" >&2
+      echo "sanitize: fuzz_$name found a failing input: $(ls "$build/fuzz-findings/$name-"* 2>/dev/null | head -1)" >&2
+      exit 1
+    fi
+    grep -E "stat::number_of_executed_units|cov:" "$build/fuzz-findings/$name.log" | tail -2 | tr '\n' ' ' >&2
+    echo >&2
+  done <"$build/fuzz_targets.txt"
+fi
+echo "sanitize: all passed in $((SECONDS - t0)) s" >&2

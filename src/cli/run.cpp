@@ -1,0 +1,55 @@
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/run.hpp"
+#include "cli/output.hpp"
+#include "core/errors.hpp"
+#include "core/version.hpp"
+#include "cuda/gemm_worker.hpp"
+
+namespace tiletune::cli {
+
+int run(int argc, char** argv) {
+  run_context ctx{shell_join(argc, argv)};
+  CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
+  app.set_version_flag("--version", tool_version);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  add_devices_command(app, ctx);
+  add_gemm_command(app, ctx);
+  add_batch_command(app, ctx);
+  add_check_command(app, ctx);
+  add_compare_command(app, ctx);
+  add_db_command(app, ctx);
+  // The measuring worker that `gemm` starts; not for people.
+  auto* worker = app.add_subcommand("__worker", "")->group("");
+  worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
+  try {
+    app.parse(argc, argv);
+    return ctx.exit_code;
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::Error& e) {
+    app.exit(e);
+    return exit_usage;
+  } catch (const usage_error& e) {
+    fmt::print(stderr, "tiletune: {}\n", e.what());
+    return exit_usage;
+  } catch (const environment_error& e) {
+    fmt::print(stderr, "tiletune: {}\n", e.what());
+    return exit_environment;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tiletune: internal error: {}\n", e.what());
+    return exit_internal;
+  } catch (...) {
+    fmt::print(stderr, "tiletune: internal error\n");
+    return exit_internal;
+  }
+}
+
+}  // namespace tiletune::cli
