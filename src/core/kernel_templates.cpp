@@ -34,8 +34,12 @@ std::string render_kernel_source(const tile_config& c, dtype t, layout l) {
       family_template = template_text("mma_gemm.cu");
       break;
   }
+  s += fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
+                   c.split_k, c.raster_group, c.raster_along_n ? 1 : 0);
   s += "#line 1 \"gemm_common.cuh\"\n";
   s += template_text("gemm_common.cuh");
+  s += "#line 1 \"tile_addressing.cuh\"\n";
+  s += template_text("tile_addressing.cuh");
   s += fmt::format("#line 1 \"{}\"\n", c.family == kernel_family::simt ? "simt_gemm.cu" : "mma_gemm.cu");
   s += family_template;
   return s;

@@ -26,6 +26,8 @@ struct tile_config {
   int warps_n = 0;
   int stages = 2;  // shared-memory pipeline depth (simt double-buffers)
   int split_k = 1;
+  int raster_group = 0;         // grouped rasterization: block tiles per group (0 = plain order)
+  bool raster_along_n = false;  // rasterization order
 
   int threads() const;
   int warp_tile_m() const { return warps_m ? block_m / warps_m : 0; }
