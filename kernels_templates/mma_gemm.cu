@@ -50,11 +50,16 @@
 #define TT_A_CPR (TT_A_COLS / TT_CHUNK)  // 16-byte chunks per row
 #define TT_B_CPR (TT_B_COLS / TT_CHUNK)
 
-// Accumulators per thread: up to 64 leave room for 128 registers, i.e. two
-// blocks of 8 warps (four of 4) per SM; 128 need about 240 and one block.
+// Resident blocks asked of ptxas (it caps registers at 64K / (threads x
+// blocks)): 8 warps of up to 64 accumulators fit in 128 registers for the
+// 16-bit types at BK 32, so two such blocks share an SM; 4 warps of up to 64
+// take three blocks (170 registers); 128 accumulators need about 240, one
+// block. Tighter caps spilled (ptxas, sm_80 to sm_90).
 #define TT_ACCUMULATORS (TT_MI * TT_NI * 4)
-#if TT_ACCUMULATORS <= 64
-#define TT_MIN_BLOCKS (65536 / (TT_THREADS * 128))
+#if TT_ACCUMULATORS <= 64 && TT_THREADS == 256 && TT_ELEM_BYTES == 2 && TT_BK <= 32
+#define TT_MIN_BLOCKS 2
+#elif TT_ACCUMULATORS <= 64 && TT_THREADS == 128
+#define TT_MIN_BLOCKS 3
 #else
 #define TT_MIN_BLOCKS 1
 #endif
