@@ -51,14 +51,14 @@
 #define TT_B_CPR (TT_B_COLS / TT_CHUNK)
 
 // Resident blocks asked of ptxas (it caps registers at 64K / (threads x
-// blocks)): 8 warps of up to 64 accumulators fit in 128 registers for the
-// 16-bit types at BK 32, so two such blocks share an SM; 4 warps of up to 64
-// take three blocks (170 registers); 128 accumulators need about 240, one
-// block. Tighter caps spilled (ptxas, sm_80 to sm_90).
+// blocks)): for the 16-bit types at BK 32, 8 warps of up to 64 accumulators
+// fit in 128 registers, so two such blocks share an SM, and 4 warps of up to
+// 64 take three blocks (170 registers). BK 64, tf32 (element-wise fragments)
+// and 128 accumulators (about 240 registers) spilled under those caps.
 #define TT_ACCUMULATORS (TT_MI * TT_NI * 4)
 #if TT_ACCUMULATORS <= 64 && TT_THREADS == 256 && TT_ELEM_BYTES == 2 && TT_BK <= 32
 #define TT_MIN_BLOCKS 2
-#elif TT_ACCUMULATORS <= 64 && TT_THREADS == 128
+#elif TT_ACCUMULATORS <= 64 && TT_THREADS == 128 && TT_ELEM_BYTES == 2 && TT_BK <= 32
 #define TT_MIN_BLOCKS 3
 #else
 #define TT_MIN_BLOCKS 1
@@ -397,12 +397,15 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
       v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
 #endif
 #if TT_SPLIT_K > 1
-      // Partial sums go to this slice's slot of the workspace, unscaled.
+      // Partial sums go to this slice's slot of the workspace, unscaled;
+      // rows past M are never read back.
+      if (m0 + row < M) {
 #pragma unroll
-      for (int e = 0; e < TT_EPI_VEC; e += 4) {
-        float4 w;
-        w.x = v[e]; w.y = v[e + 1]; w.z = v[e + 2]; w.w = v[e + 3];
-        *reinterpret_cast<float4*>(partial + row * TT_BN + col + e) = w;
+        for (int e = 0; e < TT_EPI_VEC; e += 4) {
+          float4 w;
+          w.x = v[e]; w.y = v[e + 1]; w.z = v[e + 2]; w.w = v[e + 3];
+          *reinterpret_cast<float4*>(partial + row * TT_BN + col + e) = w;
+        }
       }
 #else
       tt_store_c_vec<TT_EPI_VEC>(C, ldc, m0 + row, n0 + col, M, N, v, alpha, beta, c_vec);

@@ -58,7 +58,7 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   std::vector<compile_job> jobs;
   std::vector<std::size_t> job_variant;
   for (kernel_family f : families_for(p.type)) {
-    for (const tile_config& c : default_search_space(f, p.type)) {
+    for (const tile_config& c : problem_search_space(f, p, d)) {
       if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
         continue;
       variant_result v;
