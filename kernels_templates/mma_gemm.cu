@@ -359,9 +359,11 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   float* const stage = reinterpret_cast<float*>(tt_smem_raw);
   const bool c_vec = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0;
   const int g = lane >> 2, t = lane & 3;
+#if TT_SPLIT_K > 1
   float* const partial =
       workspace + ((long long)(batch * gridDim.x * gridDim.y + tile) * TT_SPLIT_K + slice) *
                       (TT_BM * TT_BN);
+#endif
 #pragma unroll
   for (int pass = 0; pass < TT_MI / tt_epi_mi; ++pass) {
 #pragma unroll

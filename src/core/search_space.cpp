@@ -116,14 +116,14 @@ std::vector<tile_config> problem_search_space(kernel_family family, const gemm_p
     const std::int64_t k_tiles = (p.k + c.block_k - 1) / c.block_k;
     // Split-K where the tiles fill fewer than all SMs and block_m is not far
     // past M (a 256-row tile of a 16-row problem wastes the split too): the
-    // smallest split that reaches one block per SM, and twice that; each
-    // slice keeps at least two pipelines' worth of k-tiles.
+    // smallest power of two (at most 16) that reaches one block per SM, and
+    // half of it; each slice keeps at least two pipelines' worth of k-tiles.
     const bool tall_enough_tile = c.block_m <= std::max<std::int64_t>(64, 2 * p.m);
     if (tiles < d.sm_count && tall_enough_tile && c.stages >= 3) {
       int split = 2;
-      while (tiles * split < d.sm_count) split *= 2;
-      for (int s : {split, 2 * split}) {
-        if (k_tiles / s < 2 * c.stages) continue;
+      while (tiles * split < d.sm_count && split < 16) split *= 2;
+      for (int s : {split / 2, split}) {
+        if (s < 2 || k_tiles / s < 2 * c.stages) continue;
         tile_config v = c;
         v.split_k = s;
         out.push_back(v);

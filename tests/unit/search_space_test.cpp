@@ -1,5 +1,6 @@
 #include "core/search_space.hpp"
 
+#include <array>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -127,4 +128,20 @@ TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   s.split_k = 2;
   ASSERT_TRUE(check_constraints(s, problem(dtype::f32), h100));
   EXPECT_EQ(check_constraints(s, problem(dtype::f32), h100)->constraint, "split_k");
+}
+
+// The GPU test's thin shapes get split-K variants, so the GPU checks them.
+TEST(search_space, the_gpu_tests_thin_shapes_get_split_k) {
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{1, 256, 8192}, std::array<std::int64_t, 3>{20, 320, 5000}}) {
+    for (dtype t : {dtype::tf32, dtype::f16, dtype::bf16}) {
+      gemm_problem p = problem(t, "tn");
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      int split = 0;
+      for (const auto& c : problem_search_space(kernel_family::mma, p, find_preset("h100-sxm")))
+        split += c.split_k > 1 && !check_constraints(c, p, find_preset("h100-sxm"));
+      EXPECT_GT(split, 3) << m << "x" << n << "x" << k << " " << to_string(t);
+    }
+  }
 }
