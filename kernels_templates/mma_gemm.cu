@@ -205,32 +205,30 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
   // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
   // b0 (k t, n g), b1 (k t+4, n g).
   const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int h = r & 1, j = r >> 1;  // rows g + 8h, k t + 4j
 #if TT_A_T
-#define TT_AS(m, k) as[tt_swizzled_offset((k), (m), TT_A_COLS, 4, TT_A_KC)]
+      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j,
+                                                           wm0 + mi * 16 + 8 * h, g, TT_A_COLS)]);
 #else
-#define TT_AS(m, k) as[tt_swizzled_offset((m), (k), TT_A_COLS, 4, TT_A_KC)]
+      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t,
+                                                          TT_A_COLS)]);
 #endif
+    }
+#pragma unroll
+  for (int ni = 0; ni < TT_NI; ++ni)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
 #if TT_B_T
-#define TT_BS(k, n) bs[tt_swizzled_offset((n), (k), TT_B_COLS, 4, TT_B_KC)]
+      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, TT_B_COLS)]);
 #else
-#define TT_BS(k, n) bs[tt_swizzled_offset((k), (n), TT_B_COLS, 4, TT_B_KC)]
+      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g,
+                                                           TT_B_COLS)]);
 #endif
-#pragma unroll
-  for (int mi = 0; mi < TT_MI; ++mi) {
-    const int m = wm0 + mi * 16 + g;
-    a[mi][0] = tt_to_tf32(TT_AS(m, k_base + t));
-    a[mi][1] = tt_to_tf32(TT_AS(m + 8, k_base + t));
-    a[mi][2] = tt_to_tf32(TT_AS(m, k_base + t + 4));
-    a[mi][3] = tt_to_tf32(TT_AS(m + 8, k_base + t + 4));
-  }
-#pragma unroll
-  for (int ni = 0; ni < TT_NI; ++ni) {
-    const int n = wn0 + ni * 8 + g;
-    b[ni][0] = tt_to_tf32(TT_BS(k_base + t, n));
-    b[ni][1] = tt_to_tf32(TT_BS(k_base + t + 4, n));
-  }
-#undef TT_AS
-#undef TT_BS
+    }
 #endif
 }
 

@@ -38,6 +38,21 @@ TT_HOST_DEVICE constexpr int tt_swizzled_offset(int row, int col, int cols, int 
          col % (16 / elem_bytes);
 }
 
+// tf32 fragment loads with the lane's constants split out (the kernels use
+// these; the unit test checks them against tt_swizzled_offset). row8 is the
+// row's value mod 8, known per lane: every other term is a multiple of 8.
+// Rows along m/n (k-contiguous tile): element (row, k_base + t + 4j), k_base % 8 == 0.
+TT_HOST_DEVICE constexpr int tt_tf32_offset_k_contiguous(int row, int row8, int k_base, int j, int t,
+                                                         int cols) {
+  return row * cols + ((((k_base >> 2) ^ j) ^ tt_swizzle_mask(row8, cols / 4, 4, 1)) << 2) + t;
+}
+// Rows along k: element (k_row, mn_base + g), mn_base % 8 == 0, g < 8.
+TT_HOST_DEVICE constexpr int tt_tf32_offset_mn_contiguous(int k_row, int row8, int mn_base, int g,
+                                                          int cols) {
+  return k_row * cols + ((((mn_base >> 2) ^ (g >> 2)) ^ tt_swizzle_mask(row8, cols / 4, 4, 0)) << 2) +
+         (g & 3);
+}
+
 // ---- Epilogue staging (fp32, rows of >= 32 floats) -----------------------
 // Accumulators are written as float2 at (g, 2t) by each half-warp: rows g =
 // 0..3, chunks c and c+1: mask 2 * (row % 4) keeps the 4 rows' chunk pairs
