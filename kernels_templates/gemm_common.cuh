@@ -75,3 +75,75 @@ __device__ __forceinline__ void tt_store_c(elem_t* C, int ldc, int m, int n, int
   if (beta != 0.0f) v += beta * tt_to_float(*p);
   *p = tt_from_float(v);
 }
+
+// ---- Vector epilogue (mma and simt) ------------------------------------------
+// Defaults for templates rendered without the split-K and raster macros.
+#ifndef TT_SPLIT_K
+#define TT_SPLIT_K 1
+#endif
+#ifndef TT_RASTER_GROUP
+#define TT_RASTER_GROUP 0
+#endif
+#ifndef TT_RASTER_ALONG_N
+#define TT_RASTER_ALONG_N 0
+#endif
+
+// VEC consecutive results v[0..VEC) at (m, n): one 16-byte store (and one
+// 16-byte load of C when beta != 0) when VEC * element bytes == 16, the row
+// lies inside N and C's rows are 16-byte aligned (c_vec); element-wise otherwise.
+template <int VEC>
+__device__ __forceinline__ void tt_store_c_vec(elem_t* C, int ldc, int m, int n, int M, int N,
+                                               const float* v, float alpha, float beta,
+                                               bool c_vec) {
+  if (m >= M) return;
+  asm("" : "+f"(beta));  // opaque, as in tt_store_c: no cloned epilogue
+  if (VEC * TT_ELEM_BYTES == 16 && c_vec && n + VEC <= N) {
+    elem_t* p = C + (long long)m * ldc + n;
+#if TT_ELEM_BYTES == 4
+    float4 r;
+    r.x = alpha * v[0]; r.y = alpha * v[1]; r.z = alpha * v[2]; r.w = alpha * v[3];
+    if (beta != 0.0f) {
+      const float4 c = *reinterpret_cast<const float4*>(p);
+      r.x += beta * c.x; r.y += beta * c.y; r.z += beta * c.z; r.w += beta * c.w;
+    }
+    *reinterpret_cast<float4*>(p) = r;
+#else
+    float o[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = alpha * v[e];
+    if (beta != 0.0f) {
+      const uint4 c = *reinterpret_cast<const uint4*>(p);
+      const unsigned cw[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        o[e] += beta * tt_to_float((unsigned short)(cw[e >> 1] >> ((e & 1) * 16)));
+    }
+    unsigned w[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      w[e] = (unsigned)tt_from_float(o[2 * e]) | ((unsigned)tt_from_float(o[2 * e + 1]) << 16);
+    uint4 r;
+    r.x = w[0]; r.y = w[1]; r.z = w[2]; r.w = w[3];
+    *reinterpret_cast<uint4*>(p) = r;
+#endif
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) tt_store_c(C, ldc, m, n + e, M, N, v[e], alpha, beta);
+}
+
+// ---- Split-K helpers: partial sums in an fp32 workspace ----------------------
+__device__ __forceinline__ void tt_fence_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
+__device__ __forceinline__ unsigned tt_atomic_add(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+// Partials of other blocks: past L1 (not coherent across SMs), from L2.
+__device__ __forceinline__ float4 tt_load_cg(const float* p) {
+  float4 r;
+  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+               : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+               : "l"(p));
+  return r;
+}

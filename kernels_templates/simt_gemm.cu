@@ -4,11 +4,16 @@
 // global load width in elements (1, 2 or 4).
 //
 // Shared memory holds As[k][m] and Bs[k][n] (both m/n-contiguous), so the
-// inner loop reads each thread's TM and TN values as float4.
+// inner loop reads each thread's TM and TN values as float4. The 4-float
+// chunks are XOR-swizzled by k (tt_simt_offset in tile_addressing.cuh), so
+// the transposing scalar stores of the k-contiguous layouts are free of bank
+// conflicts; the others store whole vectors. C is written in float4 pieces.
 
 #define TT_THREADS ((TT_BM / TT_TM) * (TT_BN / TT_TN))
-#define TT_LDAS (TT_BM + 4)
-#define TT_LDBS (TT_BN + 4)
+#define TT_LDAS TT_BM
+#define TT_LDBS TT_BN
+#define TT_AS_AT(k, m) tt_simt_offset((k), (m), TT_BM, TT_BK, TT_VEC)
+#define TT_BS_AT(k, n) tt_simt_offset((k), (n), TT_BN, TT_BK, TT_VEC)
 #define TT_A_LOADS (TT_BM * TT_BK / (TT_THREADS * TT_VEC))
 #define TT_B_LOADS (TT_BN * TT_BK / (TT_THREADS * TT_VEC))
 
@@ -30,17 +35,37 @@ __device__ __forceinline__ void tt_load_vec(const float* p, int valid, bool vec_
   for (int v = 0; v < TT_VEC; ++v) out[v] = v < valid ? p[v] : 0.0f;
 }
 
+// VEC registers to shared memory as one store (the VEC elements are
+// consecutive within one 4-float chunk).
+__device__ __forceinline__ void tt_store_shared_vec(float* p, const float* v) {
+#if TT_VEC == 4
+  float4 x;
+  x.x = v[0]; x.y = v[1]; x.z = v[2]; x.w = v[3];
+  *reinterpret_cast<float4*>(p) = x;
+#elif TT_VEC == 2
+  float2 x;
+  x.x = v[0]; x.y = v[1];
+  *reinterpret_cast<float2*>(p) = x;
+#else
+  p[0] = v[0];
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
               int M, int N, int K, int lda, int ldb, int ldc, long long batch_stride_a,
-              long long batch_stride_b, long long batch_stride_c, float alpha, float beta) {
-  extern __shared__ __align__(16) float tt_smem[];
+              long long batch_stride_b, long long batch_stride_c, float alpha, float beta,
+              float* __restrict__ workspace, unsigned* __restrict__ tile_counters) {
+  extern __shared__ __align__(128) float tt_smem[];
   float* As = tt_smem;                       // [2][BK][LDAS]
   float* Bs = tt_smem + 2 * TT_BK * TT_LDAS;  // [2][BK][LDBS]
 
   const int tid = threadIdx.x;
-  const int m0 = blockIdx.x * TT_BM;
-  const int n0 = blockIdx.y * TT_BN;
+  int tile_m, tile_n;
+  tt_raster(blockIdx.x + blockIdx.y * gridDim.x, gridDim.x, gridDim.y, TT_RASTER_GROUP,
+            TT_RASTER_ALONG_N, tile_m, tile_n);
+  const int m0 = tile_m * TT_BM;
+  const int n0 = tile_n * TT_BN;
   A += blockIdx.z * batch_stride_a;
   B += blockIdx.z * batch_stride_b;
   C += blockIdx.z * batch_stride_c;
@@ -101,12 +126,11 @@ tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* _
       const int c = tid + i * TT_THREADS;
 #if TT_A_T
       const int kr = c / (TT_BM / TT_VEC), mc = (c % (TT_BM / TT_VEC)) * TT_VEC;
-#pragma unroll
-      for (int v = 0; v < TT_VEC; ++v) as[kr * TT_LDAS + mc + v] = a_regs[i][v];
+      tt_store_shared_vec(as + TT_AS_AT(kr, mc), a_regs[i]);
 #else
       const int r = c / (TT_BK / TT_VEC), kc = (c % (TT_BK / TT_VEC)) * TT_VEC;
 #pragma unroll
-      for (int v = 0; v < TT_VEC; ++v) as[(kc + v) * TT_LDAS + r] = a_regs[i][v];
+      for (int v = 0; v < TT_VEC; ++v) as[TT_AS_AT(kc + v, r)] = a_regs[i][v];
 #endif
     }
 #pragma unroll
@@ -115,11 +139,10 @@ tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* _
 #if TT_B_T
       const int r = c / (TT_BK / TT_VEC), kc = (c % (TT_BK / TT_VEC)) * TT_VEC;
 #pragma unroll
-      for (int v = 0; v < TT_VEC; ++v) bs[(kc + v) * TT_LDBS + r] = b_regs[i][v];
+      for (int v = 0; v < TT_VEC; ++v) bs[TT_BS_AT(kc + v, r)] = b_regs[i][v];
 #else
       const int kr = c / (TT_BN / TT_VEC), nc = (c % (TT_BN / TT_VEC)) * TT_VEC;
-#pragma unroll
-      for (int v = 0; v < TT_VEC; ++v) bs[kr * TT_LDBS + nc + v] = b_regs[i][v];
+      tt_store_shared_vec(bs + TT_BS_AT(kr, nc), b_regs[i]);
 #endif
     }
   };
@@ -141,19 +164,19 @@ tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* _
     const int buf = kt & 1;
     // Issue the next tile's global loads before computing on this one.
     if (kt + 1 < k_tiles) load_global((kt + 1) * TT_BK);
-    const float* as = As + buf * TT_BK * TT_LDAS + tr * TT_TM;
-    const float* bs = Bs + buf * TT_BK * TT_LDBS + tc * TT_TN;
+    const float* as = As + buf * TT_BK * TT_LDAS;
+    const float* bs = Bs + buf * TT_BK * TT_LDBS;
 #pragma unroll
     for (int kk = 0; kk < TT_BK; ++kk) {
       float a[TT_TM], b[TT_TN];
 #pragma unroll
       for (int i = 0; i < TT_TM; i += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(as + kk * TT_LDAS + i);
+        const float4 v = *reinterpret_cast<const float4*>(as + TT_AS_AT(kk, tr * TT_TM + i));
         a[i] = v.x; a[i + 1] = v.y; a[i + 2] = v.z; a[i + 3] = v.w;
       }
 #pragma unroll
       for (int j = 0; j < TT_TN; j += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(bs + kk * TT_LDBS + j);
+        const float4 v = *reinterpret_cast<const float4*>(bs + TT_BS_AT(kk, tc * TT_TN + j));
         b[j] = v.x; b[j + 1] = v.y; b[j + 2] = v.z; b[j + 3] = v.w;
       }
 #pragma unroll
@@ -166,9 +189,13 @@ tiletune_gemm(const float* __restrict__ A, const float* __restrict__ B, float* _
     __syncthreads();
   }
 
+  // Each thread's TN columns of a row are consecutive, and so are the
+  // threads': float4 stores cover whole sectors.
+  const bool c_vec = ldc % 4 == 0 && ((unsigned long long)C & 15) == 0;
 #pragma unroll
   for (int i = 0; i < TT_TM; ++i)
 #pragma unroll
-    for (int j = 0; j < TT_TN; ++j)
-      tt_store_c(C, ldc, m0 + tr * TT_TM + i, n0 + tc * TT_TN + j, M, N, acc[i][j], alpha, beta);
+    for (int j = 0; j < TT_TN; j += 4)
+      tt_store_c_vec<4>(C, ldc, m0 + tr * TT_TM + i, n0 + tc * TT_TN + j, M, N, &acc[i][j], alpha,
+                        beta, c_vec);
 }

@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "core/kernel_templates.hpp"
+#include "core/measure_protocol.hpp"
 #include "core/measurement.hpp"
 #include "core/search_space.hpp"
 #include "core/version.hpp"
@@ -60,7 +61,7 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   std::vector<compile_job> jobs;
   std::vector<std::size_t> job_variant;
   for (kernel_family f : families_for(p.type)) {
-    for (const tile_config& c : default_search_space(f, p.type)) {
+    for (const tile_config& c : problem_search_space(f, p, d)) {
       if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
         continue;
       variant_result v;
@@ -233,8 +234,11 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
       j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
       j["error_bound"] = error_bound(plan.problem.type);
     }
-    j["memory_bytes"] = plan.problem.operand_bytes();
+    j["memory_bytes"] = plan.problem.operand_bytes() + launch_shape_for(v.config, plan.problem).workspace_bytes;
   }
+  // Split-K's fp32 partials: device memory beyond the operands.
+  if (const auto ws = launch_shape_for(v.config, plan.problem).workspace_bytes; ws > 0)
+    j["resources"]["workspace_bytes"] = ws;
   if (ok && v.predicted.time_us > 0) {
     j["model"] = {{"compute_us", v.predicted.compute_us},
                   {"memory_us", v.predicted.memory_us},

@@ -1,5 +1,7 @@
 #include "core/measure_protocol.hpp"
 
+#include <algorithm>
+
 #include "core/wgmma/wgmma_layout.hpp"
 
 #include <cmath>
@@ -13,9 +15,14 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
   launch_shape s;
   s.grid_x = (p.m + c.block_m - 1) / c.block_m;
   s.grid_y = (p.n + c.block_n - 1) / c.block_n;
-  s.grid_z = p.batch;
+  s.grid_z = p.batch * std::max(1, c.split_k);
   s.threads = c.threads();
   s.dynamic_smem_bytes = c.smem_bytes(p.type, p.layout);
+  if (c.split_k > 1) {
+    // [batch][tile][slice][BM x BN] fp32 partials (mma_gemm.cu), one counter per tile.
+    s.tile_counters = s.grid_x * s.grid_y * p.batch;
+    s.workspace_bytes = s.tile_counters * c.split_k * c.block_m * c.block_n * 4;
+  }
   return s;
 }
 
@@ -84,6 +91,10 @@ nlohmann::json to_json(const measure_request& r) {
                       {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
                       {"threads", r.launch.threads},
                       {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
+  if (r.launch.workspace_bytes > 0) {
+    j["workspace_bytes"] = r.launch.workspace_bytes;
+    j["tile_counters"] = r.launch.tile_counters;
+  }
   if (r.op == "library") j["problem"] = to_json(r.problem);
   if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
     j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
@@ -104,6 +115,8 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   r.launch.grid_z = g.at(2).get<std::int64_t>();
   r.launch.threads = j.at("threads").get<int>();
   r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
+  r.launch.workspace_bytes = j.value("workspace_bytes", std::int64_t{0});
+  r.launch.tile_counters = j.value("tile_counters", std::int64_t{0});
   if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
   if (j.contains("cluster")) {
     const auto& c = j.at("cluster");

@@ -28,8 +28,10 @@ struct launch_shape {
   int threads = 0;
   std::int64_t dynamic_smem_bytes = 0;
   int cluster_x = 1, cluster_y = 1, cluster_z = 1;  // thread-block cluster (wgmma)
+  std::int64_t workspace_bytes = 0;  // split-K partial sums (fp32), allocated by the worker
+  std::int64_t tile_counters = 0;    // split-K: one zeroed 32-bit counter per block tile
 };
-// The grid the templates expect: M tiles on x, N tiles on y, the batch on z.
+// The grid the templates expect: M tiles on x, N tiles on y, batch x split_k on z.
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
 // The same, and for the persistent wgmma family one CTA per SM (sm_count of
 // them at most) on x.

@@ -8,6 +8,10 @@ namespace tiletune {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 constexpr double launch_overhead_us = 3.0;
+// DRAM latency under load, for Little's law: the bytes a block keeps in flight
+// (its pipeline's loads) over this latency is the bandwidth it can draw. An
+// assumption of the model (H100/A100 loaded latency is about 0.6 to 1 us).
+constexpr double dram_latency_us = 1.0;
 }  // namespace
 
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
@@ -80,7 +84,10 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const std::int64_t tiles_m = ceil_div(p.m, c.block_m);
   const std::int64_t tiles_n = ceil_div(p.n, c.block_n);
   const std::int64_t k_padded = ceil_div(p.k, c.block_k) * c.block_k;
-  r.blocks = tiles_m * tiles_n * p.batch;
+  // Split-K: split_k blocks per tile, each over its share of the k-tiles.
+  const std::int64_t split = std::max(1, c.split_k);
+  const std::int64_t k_per_block = ceil_div(ceil_div(p.k, c.block_k), split) * c.block_k;
+  r.blocks = tiles_m * tiles_n * p.batch * split;
   r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
                       (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
 
@@ -93,7 +100,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
   if (c.family == kernel_family::mma && c.stages < 3) rate_per_sm *= 0.9;
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
-  const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_padded);
+  const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
   const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
   const std::int64_t full_waves = r.blocks / resident;
   const std::int64_t rest = r.blocks % resident;
@@ -106,16 +113,28 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
 
   // Memory: DRAM moves each operand once (C twice when beta reads it); L2
   // serves every block its A and B panels. A larger tile reads less per flop:
-  // that is its arithmetic intensity against the memory roof.
+  // that is its arithmetic intensity against the memory roof. Split-K writes
+  // and reads back fp32 partials of every tile.
   const double eb = element_bytes(p.type);
   const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
+  // (rows past M are neither written nor read).
+  const double partial_bytes =
+      split > 1 ? 2.0 * static_cast<double>(p.m * tiles_n * p.batch * split) * c.block_n * 4 : 0.0;
   const double dram_bytes =
       (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
-       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch;
-  const double l2_bytes = static_cast<double>(r.blocks) * (c.block_m + c.block_n) * k_padded * eb +
-                          c_passes * static_cast<double>(p.m) * p.n * eb * p.batch;
-  const double dram_us = dram_bytes / (d.memory_bandwidth_gbs * 1e9) * 1e6;
-  const double l2_us = l2_bytes / (d.l2_bandwidth_gbs * 1e9) * 1e6;
+       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch + partial_bytes;
+  const double l2_bytes = static_cast<double>(r.blocks) * (c.block_m + c.block_n) * k_per_block * eb +
+                          c_passes * static_cast<double>(p.m) * p.n * eb * p.batch + partial_bytes;
+  // Few blocks cannot keep enough loads in flight to draw the full DRAM
+  // bandwidth: each has its pipeline's stages - 1 tiles in flight.
+  const double in_flight_per_block =
+      static_cast<double>(std::max(1, c.stages - 1)) * (c.block_m + c.block_n) * c.block_k * eb;
+  const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(r.blocks, resident));
+  const double drawable_gbs = concurrent_blocks * in_flight_per_block / (dram_latency_us * 1e-6) / 1e9;
+  const double dram_us = dram_bytes / (std::min(d.memory_bandwidth_gbs, drawable_gbs) * 1e9) * 1e6;
+  // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
+  const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
+  const double l2_us = l2_bytes / (d.l2_bandwidth_gbs * 1e9 * busy_sms / d.sm_count) * 1e6;
   r.memory_us = std::max(dram_us, l2_us);
 
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";

@@ -1,5 +1,7 @@
 #include "core/search_space.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/wgmma/wgmma_space.hpp"
@@ -107,6 +109,39 @@ std::vector<tile_config> default_search_space(kernel_family family, dtype t) {
   return {};
 }
 
+std::vector<tile_config> problem_search_space(kernel_family family, const gemm_problem& p, const device_spec& d) {
+  std::vector<tile_config> out = default_search_space(family, p.type);
+  if (family != kernel_family::mma || d.sm_count <= 0) return out;
+  const std::size_t base = out.size();
+  for (std::size_t i = 0; i < base; ++i) {
+    const tile_config c = out[i];
+    const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+    const std::int64_t k_tiles = (p.k + c.block_k - 1) / c.block_k;
+    // Split-K where the tiles fill fewer than all SMs and block_m is not far
+    // past M (a 256-row tile of a 16-row problem wastes the split too): the
+    // smallest power of two (at most 16) that reaches one block per SM, and
+    // half of it; each slice keeps at least two pipelines' worth of k-tiles.
+    const bool tall_enough_tile = c.block_m <= std::max<std::int64_t>(64, 2 * p.m);
+    if (tiles < d.sm_count && tall_enough_tile && c.stages >= 3) {
+      int split = 2;
+      while (tiles * split < d.sm_count && split < 16) split *= 2;
+      for (int s : {split / 2, split}) {
+        if (s < 2 || k_tiles / s < 2 * c.stages) continue;
+        tile_config v = c;
+        v.split_k = s;
+        out.push_back(v);
+      }
+    }
+    // Grouped rasterization: 8 tile rows at a time, where there are many waves of large tiles.
+    if (tiles >= 4 * d.sm_count && c.block_m * c.block_n >= 128 * 128 && c.stages >= 3) {
+      tile_config v = c;
+      v.raster_group = 8;
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
                                                       const device_spec& d) {
   if (c.family == kernel_family::wgmma) {
@@ -120,7 +155,12 @@ std::optional<constraint_violation> check_constraints(const tile_config& c, cons
                                                    "bf16 mma), the GPU is {}",
                                                    d.arch()));
     if (auto v = check_mma(c, p.type)) return v;
+    if (c.split_k < 1 || c.split_k > (p.k + c.block_k - 1) / c.block_k)
+      return violation("split_k", fmt::format("split-K {} for {} k-tiles of {}", c.split_k,
+                                              (p.k + c.block_k - 1) / c.block_k, c.block_k));
   } else {
+    if (c.split_k != 1)
+      return violation("split_k", fmt::format("the simt family has no split-K (asked {})", c.split_k));
     if (p.type != dtype::f32)
       return violation("dtype", fmt::format("the simt family runs f32, not {}", to_string(p.type)));
     if (auto v = check_simt(c)) return v;

@@ -15,6 +15,12 @@ std::vector<kernel_family> families_for(dtype t);
 // Every point of a family's default search space for a dtype, before pruning.
 std::vector<tile_config> default_search_space(kernel_family family, dtype t);
 
+// The search space for one problem: the default space, plus split-K copies of
+// the mma configs when their block tiles leave SMs idle (skinny or small
+// problems), plus grouped-rasterization copies of the large mma tiles when
+// the problem runs many waves of blocks.
+std::vector<tile_config> problem_search_space(kernel_family family, const gemm_problem& p, const device_spec& d);
+
 // Why a config cannot run a problem on a device: which named constraint it breaks.
 struct constraint_violation {
   std::string constraint;  // e.g. "shared_memory"

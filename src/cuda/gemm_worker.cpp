@@ -297,7 +297,19 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   int lda = static_cast<int>(p.lda()), ldb = static_cast<int>(p.ldb()), ldc = static_cast<int>(p.ldc());
   long long sa = p.m * p.k, sb = p.k * p.n, sc = p.m * p.n;
   float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta};
+  // Split-K: the fp32 partials and the per-tile counters (zeroed once; the kernel resets them).
+  device_ptr split_workspace, split_counters;
+  void* workspace = nullptr;
+  void* counters = nullptr;
+  if (r.launch.workspace_bytes > 0) {
+    split_workspace = device_alloc(static_cast<std::size_t>(r.launch.workspace_bytes));
+    split_counters = device_alloc(static_cast<std::size_t>(r.launch.tile_counters) * 4);
+    TT_CUDA(cudaMemsetAsync(split_counters.get(), 0, static_cast<std::size_t>(r.launch.tile_counters) * 4, g.stream));
+    workspace = split_workspace.get();
+    counters = split_counters.get();
+    out.device_bytes += r.launch.workspace_bytes + r.launch.tile_counters * 4;
+  }
+  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta, &workspace, &counters};
   const dim3 grid(static_cast<unsigned>(r.launch.grid_x), static_cast<unsigned>(r.launch.grid_y),
                   static_cast<unsigned>(r.launch.grid_z));
   const dim3 block(static_cast<unsigned>(r.launch.threads));

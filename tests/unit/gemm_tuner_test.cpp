@@ -59,8 +59,8 @@ TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
 
   ASSERT_TRUE(plan.recommended.has_value());
   EXPECT_EQ(*plan.recommended, 0u);
-  EXPECT_EQ(plan.variants.size(), default_search_space(kernel_family::mma, dtype::bf16).size() +
-                                      default_search_space(kernel_family::wgmma, dtype::bf16).size());
+  EXPECT_EQ(plan.variants.size(), problem_search_space(kernel_family::mma, p, d).size() +
+                                      problem_search_space(kernel_family::wgmma, p, d).size());
   int ok = 0;
   double last = 0;
   for (const auto& v : plan.variants) {
@@ -142,7 +142,7 @@ TEST(kernel_templates, sources_carry_the_configuration) {
     EXPECT_NE(s.find(line), std::string::npos) << line;
   EXPECT_EQ(s.find("#include"), std::string::npos);  // self-contained for NVRTC
   EXPECT_THROW(template_text("nope.cu"), std::out_of_range);
-  EXPECT_EQ(embedded_templates().size(), 5u);
+  EXPECT_EQ(embedded_templates().size(), 6u);
 }
 
 TEST(kernel_templates, wgmma_sources_are_self_contained_and_built_for_sm_90a) {

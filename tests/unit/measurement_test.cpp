@@ -124,3 +124,29 @@ TEST(protocol, messages_round_trip) {
   EXPECT_TRUE(std::isinf(m2.error.rel_frobenius));  // Inf survives as null
   EXPECT_EQ(*m2.sm_clock_mhz, 1980);
 }
+
+// Split-K: batch x split_k on grid z, an fp32 slot per tile and slice, a counter per tile.
+TEST(measure_protocol, split_k_launches_carry_their_workspace) {
+  gemm_problem p;
+  p.m = 20;
+  p.n = 320;
+  p.k = 5000;
+  p.batch = 3;
+  p.type = dtype::bf16;
+  tile_config c = mma_tile(64, 64, 32, 2, 2, 3);
+  EXPECT_EQ(launch_shape_for(c, p).workspace_bytes, 0);
+  c.split_k = 8;
+  const launch_shape s = launch_shape_for(c, p);
+  EXPECT_EQ(s.grid_x, 1);
+  EXPECT_EQ(s.grid_y, 5);
+  EXPECT_EQ(s.grid_z, 3 * 8);
+  EXPECT_EQ(s.tile_counters, 1 * 5 * 3);
+  EXPECT_EQ(s.workspace_bytes, 15 * 8 * 64 * 64 * 4);
+  measure_request r;
+  r.op = "variant";
+  r.id = c.id();
+  r.launch = s;
+  const auto r2 = measure_request_from_json(to_json(r));
+  EXPECT_EQ(r2.launch.workspace_bytes, s.workspace_bytes);
+  EXPECT_EQ(r2.launch.tile_counters, s.tile_counters);
+}

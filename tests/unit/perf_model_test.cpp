@@ -124,3 +124,40 @@ TEST(perf_model, small_thread_tiles_wait_on_shared_memory) {
   const tile_config m = mma_tile(128, 128, 32, 2, 2, 3);
   EXPECT_DOUBLE_EQ(shared_memory_factor(h100, dtype::bf16, m, h100.peak_tflops_bf16 * 1e12 * 0.63 / h100.sm_count), 1.0);
 }
+
+// Skinny problems: 64 or 128 blocks on 132 SMs cannot draw the H100's DRAM
+// and L2 bandwidth, so the model calls them memory-bound at their real block
+// count; split-K multiplies the blocks and is predicted faster.
+TEST(perf_model, skinny_problems_are_memory_bound_and_split_k_pays) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  struct skinny_case {
+    std::int64_t m;
+    tile_config tile;
+    std::int64_t blocks;
+  };
+  for (const skinny_case& s : {skinny_case{16, mma_tile(64, 64, 64, 2, 2, 3), 64},
+                               skinny_case{128, mma_tile(64, 64, 64, 2, 2, 3), 128},
+                               skinny_case{128, mma_tile(128, 64, 64, 2, 2, 3), 64}}) {
+    const gemm_problem p = bf16(s.m, 4096, 4096);
+    tile_config c = s.tile;
+    const auto occ = estimate_occupancy(h100, c.threads(), 128, c.smem_bytes(p.type, p.layout));
+    const prediction plain = predict(h100, p, c, occ);
+    EXPECT_EQ(plain.blocks, s.blocks);
+    EXPECT_EQ(plain.bound, "memory") << s.m << " " << c.id();
+    if (s.blocks > 64) continue;  // 128 blocks already reach most SMs
+    c.split_k = 2;
+    const prediction split = predict(h100, p, c, occ);
+    EXPECT_EQ(split.blocks, plain.blocks * 2);
+    EXPECT_LT(split.time_us, 0.8 * plain.time_us) << s.m << " " << c.id();
+    // The operands still take their time at the full DRAM bandwidth.
+    const double roof_us = static_cast<double>(p.operand_bytes()) / (h100.memory_bandwidth_gbs * 1e3);
+    EXPECT_GT(split.memory_us, roof_us) << s.m;
+  }
+  // A square problem has blocks enough: split-K only adds partial traffic.
+  const gemm_problem big = bf16(4096, 4096, 4096);
+  tile_config c = mma_tile(128, 128, 32, 2, 4, 3);
+  const auto occ = estimate_occupancy(h100, c.threads(), 128, c.smem_bytes(big.type, big.layout));
+  const prediction plain = predict(h100, big, c, occ);
+  c.split_k = 2;
+  EXPECT_GT(predict(h100, big, c, occ).time_us, plain.time_us);
+}

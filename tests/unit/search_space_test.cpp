@@ -1,5 +1,6 @@
 #include "core/search_space.hpp"
 
+#include <array>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -48,15 +49,18 @@ TEST(search_space, every_dtype_keeps_variants_on_every_preset) {
 }
 
 TEST(tile_config, shared_memory_is_worked_by_hand) {
-  // bf16 nt, 128x128x32, 3 stages: A [128][32+8], B [128][32+8], 2 bytes each.
-  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nt")), 3 * (128 * 40 + 128 * 40) * 2);
-  // bf16 nn: B is [32][128+8].
-  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nn")), 3 * (128 * 40 + 32 * 136) * 2);
-  // tf32 tn: A [16][128+8], B [16][64+8], 4 bytes.
-  EXPECT_EQ(mma(128, 64, 16, 2, 2, 2).smem_bytes(dtype::tf32, parse_layout("tn")), 2 * (16 * 136 + 16 * 72) * 4);
+  // bf16 nt, 128x128x32, 3 stages: A [128][32], B [128][32] unpadded (swizzled), 2 bytes each.
+  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nt")), 3 * (128 * 32 + 128 * 32) * 2);
+  // bf16 nn: B is [32][128]; the same bytes.
+  EXPECT_EQ(mma(128, 128, 32, 2, 2, 3).smem_bytes(dtype::bf16, parse_layout("nn")), 3 * (128 * 32 + 32 * 128) * 2);
+  // tf32 tn: A [16][128], B [16][64], 4 bytes.
+  EXPECT_EQ(mma(128, 64, 16, 2, 2, 2).smem_bytes(dtype::tf32, parse_layout("tn")), 2 * (16 * 128 + 16 * 64) * 4);
+  // 64x256x16 bf16 with 4 warp rows, 2 stages: the epilogue's fp32 staging of
+  // 4 x 16 rows x 256 columns (65536) is larger than the pipeline (2 x 320 x 16 x 2).
+  EXPECT_EQ(mma(64, 256, 16, 4, 2, 2).smem_bytes(dtype::bf16, parse_layout("nn")), 4 * 16 * 256 * 4);
   const tile_config s = simt_tile(64, 128, 8, 8, 8);
   EXPECT_EQ(s.threads(), 128);
-  EXPECT_EQ(s.smem_bytes(dtype::f32, parse_layout("nn")), 2 * (8 * 68 + 8 * 132) * 4);
+  EXPECT_EQ(s.smem_bytes(dtype::f32, parse_layout("nn")), 2 * (8 * 64 + 8 * 128) * 4);
   EXPECT_EQ(s.id(), "simt_64x128x8_t8x8_v4");
   EXPECT_EQ(mma(128, 256, 32, 2, 4, 3).id(), "mma_128x256x32_w2x4_s3");
 }
@@ -77,9 +81,9 @@ TEST(constraints, each_is_named) {
   EXPECT_EQ(broken(mma(128, 128, 64, 2, 2, 3), problem(dtype::bf16), h100), "register_pressure");
   EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::tf32), h100), "register_pressure");
   EXPECT_EQ(broken(mma(128, 128, 16, 2, 2, 3), problem(dtype::tf32), h100), "none");
-  // 4 stages of 256x128x32 bf16 nt need 4*(256*40 + 128*40)*2 = 122880 bytes: fits an H100, not an L4.
-  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 4), problem(dtype::bf16, "nt"), h100), "none");
-  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 4), problem(dtype::bf16, "nt"), l4), "shared_memory");
+  // 5 stages of 256x128x32 bf16 nt need 5*(256*32 + 128*32)*2 = 122880 bytes: fits an H100, not an L4.
+  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), problem(dtype::bf16, "nt"), h100), "none");
+  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), problem(dtype::bf16, "nt"), l4), "shared_memory");
   device_spec volta = h100;
   volta.compute_capability = 70;
   EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::bf16), volta), "architecture");
@@ -92,4 +96,52 @@ TEST(constraints, each_is_named) {
   EXPECT_EQ(broken(simt_tile(128, 128, 8, 4, 4), problem(dtype::f32), h100), "threads_per_block");   // 1024 threads
   // 256 threads x 4 = 1024 elements per load; a 64x8 tile has 512.
   EXPECT_EQ(broken(simt_tile(64, 128, 8, 4, 8), problem(dtype::f32), h100), "load_balance");
+}
+
+TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  gemm_problem skinny = problem(dtype::bf16, "nt");
+  skinny.m = 16;
+  int split = 0;
+  std::set<std::string> ids;
+  for (const auto& c : problem_search_space(kernel_family::mma, skinny, h100)) {
+    EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+    EXPECT_EQ(tile_from_json(tile_to_json(c)), c) << c.id();
+    if (c.split_k > 1) {
+      ++split;
+      EXPECT_LE(c.block_m, 64) << c.id();
+      const auto launch_tiles = (skinny.n + c.block_n - 1) / c.block_n;
+      EXPECT_LT(launch_tiles, h100.sm_count) << c.id();
+    }
+  }
+  EXPECT_GT(split, 5);
+  // The square problem gets no split-K, and grouped rasterization instead.
+  int square_split = 0, grouped = 0;
+  for (const auto& c : problem_search_space(kernel_family::mma, problem(dtype::bf16, "nt"), h100)) {
+    square_split += c.split_k > 1;
+    grouped += c.raster_group > 0;
+  }
+  EXPECT_EQ(square_split, 0);
+  EXPECT_GT(grouped, 0);
+  // The simt family has no split-K.
+  tile_config s = simt_tile(64, 64, 8, 4, 4);
+  s.split_k = 2;
+  ASSERT_TRUE(check_constraints(s, problem(dtype::f32), h100));
+  EXPECT_EQ(check_constraints(s, problem(dtype::f32), h100)->constraint, "split_k");
+}
+
+// The GPU test's thin shapes get split-K variants, so the GPU checks them.
+TEST(search_space, the_gpu_tests_thin_shapes_get_split_k) {
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{1, 256, 8192}, std::array<std::int64_t, 3>{20, 320, 5000}}) {
+    for (dtype t : {dtype::tf32, dtype::f16, dtype::bf16}) {
+      gemm_problem p = problem(t, "tn");
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      int split = 0;
+      for (const auto& c : problem_search_space(kernel_family::mma, p, find_preset("h100-sxm")))
+        split += c.split_k > 1 && !check_constraints(c, p, find_preset("h100-sxm"));
+      EXPECT_GT(split, 3) << m << "x" << n << "x" << k << " " << to_string(t);
+    }
+  }
 }

@@ -92,7 +92,9 @@ TEST(search_strategy, default_finds_the_exhaustive_winner_on_recorded_h100_probl
       // "Within its noise" as the tool's own recommendation rule reads it: the
       // spread measured for the exhaustive winner, or either one's recorded spread.
       const auto& ex_rec = ex.plan.variants[*ex.plan.recommended];
-      const double noise = std::max({ex_t.spread, fast_t.spread, ex_rec.measured->timing.spread});
+      // One run's spread can be far under the run-to-run noise: `check` measured 0.7-1.1% between
+      // runs on the H100 (shared/measured/h100-2026-11-22/tests), so 1% is the floor; the mean loss below stays under 0.5%.
+      const double noise = std::max({0.01, ex_t.spread, fast_t.spread, ex_rec.measured->timing.spread});  // floor first: a NaN spread never wins
       loss_sum += fast_t.median_us / best_true - 1;
       ++runs;
       EXPECT_LE(fast_t.median_us, ex_t.median_us * (1 + noise))

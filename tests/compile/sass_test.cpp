@@ -1,0 +1,137 @@
+// The machine code of representative variants, read with cuobjdump on a
+// machine without a GPU: the mma family loads fragments with LDSM (16-bit
+// types) and multiplies with HMMA, both families write C with 128-bit stores
+// (STG.E.128), and nothing goes to local memory (LDL/STL: spills or arrays
+// indexed at run time).
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/gemm_tuner.hpp"
+#include "core/search_space.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+// cuobjdump -sass of a cubin; empty when cuobjdump fails.
+std::string disassemble(const std::string& cubin, const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", getpid());
+  std::filesystem::create_directories(dir);
+  const auto path = dir / (name + ".cubin");
+  std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+  std::string out;
+  const std::string command = fmt::format("'{}' -sass '{}' 2>&1", TILETUNE_CUOBJDUMP, path.string());
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return out;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
+  std::filesystem::remove(path);
+  return out;
+}
+
+bool has(const std::string& sass, const std::string& mnemonic) { return sass.find(mnemonic) != std::string::npos; }
+
+struct sass_case {
+  std::string preset;
+  dtype type;
+  std::string layout;
+  tile_config config;
+};
+
+std::string name(const sass_case& c) {
+  return fmt::format("{}_{}_{}_{}", c.config.id(), to_string(c.type), c.layout, c.preset);
+}
+
+// mma: per dtype (f16, bf16, tf32), the measured 4-warp tile in all four
+// layouts and an 8-warp tile in nn and tt, on sm_80 (A100) and sm_90 (H100);
+// a split-K (nt) and a grouped-raster (tn) variant per dtype. simt: the
+// measured tile in all four layouts.
+std::vector<sass_case> cases() {
+  std::vector<sass_case> out;
+  tile_config split = mma_tile(64, 64, 32, 2, 2, 3);
+  split.split_k = 4;
+  tile_config grouped = mma_tile(128, 128, 32, 2, 4, 3);
+  grouped.raster_group = 8;
+  for (const char* preset : {"a100-sxm-80gb", "h100-sxm"}) {
+    for (dtype t : {dtype::f16, dtype::bf16, dtype::tf32}) {
+      const int bk = t == dtype::tf32 ? 16 : 32;
+      for (const char* l : {"nn", "nt", "tn", "tt"}) out.push_back({preset, t, l, mma_tile(128, 128, bk, 2, 2, 3)});
+      for (const char* l : {"nn", "tt"}) out.push_back({preset, t, l, mma_tile(128, 128, bk, 2, 4, 3)});
+      tile_config s = split;
+      s.block_k = bk;
+      out.push_back({preset, t, "nt", s});
+      tile_config g = grouped;
+      g.block_k = bk;
+      out.push_back({preset, t, "tn", g});
+    }
+    for (const char* l : {"nn", "nt", "tn", "tt"}) out.push_back({preset, dtype::f32, l, simt_tile(64, 128, 16, 8, 4)});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
+  const auto all = cases();
+  std::vector<compile_job> jobs;
+  for (const sass_case& c : all) {
+    const device_spec& d = find_preset(c.preset);
+    gemm_problem p;
+    p.m = 16;
+    p.n = p.k = 4096;
+    p.type = c.type;
+    p.layout = parse_layout(c.layout);
+    ASSERT_FALSE(check_constraints(c.config, p, d)) << name(c);
+    jobs.push_back(make_compile_job(c.config, c.type, p.layout, d));
+  }
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const sass_case& c = all[i];
+    const auto& r = results[i];
+    ASSERT_TRUE(r.ok) << name(c) << "\n" << r.log;
+    const std::string sass = disassemble(r.cubin, name(c));
+    ASSERT_TRUE(has(sass, "tiletune_gemm")) << name(c) << ": cuobjdump gave\n" << sass.substr(0, 2000);
+    EXPECT_TRUE(has(sass, "STG.E.128")) << name(c) << ": no 128-bit global store";
+    EXPECT_FALSE(has(sass, "LDL")) << name(c) << ": loads from local memory";
+    EXPECT_FALSE(has(sass, "STL")) << name(c) << ": stores to local memory";
+    if (c.config.family == kernel_family::mma) {
+      EXPECT_TRUE(has(sass, "HMMA")) << name(c) << ": no tensor-core instruction";
+      if (c.type != dtype::tf32) {
+        EXPECT_TRUE(has(sass, "LDSM")) << name(c) << ": no ldmatrix";
+      }
+    }
+  }
+  std::printf("%zu variants disassembled\n", all.size());
+}
+
+// The check itself can fail: a kernel that spills to local memory is caught.
+TEST(sass, a_local_array_shows_as_local_memory) {
+  nvrtc_compiler nvrtc;
+  compile_job job;
+  job.name = "local_array";
+  job.source =
+      "extern \"C\" __global__ void tiletune_gemm(float* out, int i) {\n"
+      "  volatile float a[64];\n"
+      "  a[i & 63] = out[1];\n"
+      "  out[0] = a[(i >> 6) & 63];\n"
+      "}\n";
+  job.arch = "sm_80";
+  job.options = make_compile_job(mma_tile(64, 64, 32, 2, 2, 3), dtype::f16, layout{}, find_preset("a100-sxm-80gb")).options;
+  const auto r = nvrtc.compile(job);
+  ASSERT_TRUE(r.ok) << r.log;
+  const std::string sass = disassemble(r.cubin, "local_array");
+  EXPECT_TRUE(has(sass, "STL") || has(sass, "LDL")) << sass.substr(0, 2000);
+  EXPECT_FALSE(has(sass, "STG.E.128"));
+}
