@@ -461,7 +461,9 @@ Examples:
   tiletune gemm --m 1000 --n 3000 --k 777 --dtype f32 --layout tn --gpu a100-sxm-80gb
 
 Every variant of the search space for the dtype (simt for f32, mma.sync for
-tf32/f16/bf16) is compiled with NVRTC for the GPU's architecture. Variants that
+tf32/f16/bf16, and on H100/H200 also wgmma, compiled for sm_90a; split-K and
+grouped-raster copies where the problem's shape calls for them) is compiled
+with NVRTC for the GPU's architecture. Variants that
 break a constraint are pruned with its name; compiled ones carry their
 registers, shared memory, spills and occupancy; the rest are ranked by the
 analytical model. With --gpu or --dry-run every figure is PREDICTED, and the

@@ -61,6 +61,12 @@ std::vector<kernel_parameter> pointer_stride_parameters(const gemm_problem& p) {
       scalar("batch_stride_c", "long long", "elements between the batch's C matrices", p.m * p.n),
       scalar("alpha", "float", "scale of op(A) * op(B)", alpha),
       scalar("beta", "float", "scale of the old C (0: C is not read)", beta),
+      {"workspace", "float*", "pointer",
+       "split-K only (else pass nullptr): device buffer of workspace_bytes for the fp32 partial sums", nullptr},
+      {"tile_counters", "unsigned*", "pointer",
+       "split-K only (else pass nullptr): tile_counters 32-bit counters, zeroed once before the first launch "
+       "(the kernel leaves them zero)",
+       nullptr},
   };
 }
 
@@ -72,7 +78,9 @@ kernel_launch tile_grid_launch(const tile_config& c, const gemm_problem& p) {
   l.grid = {s.grid_x, s.grid_y, s.grid_z};
   l.block = {s.threads, 1, 1};
   l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = fmt::format("(ceil(M / {}), ceil(N / {}), batch)", c.block_m, c.block_n);
+  l.grid_rule = c.split_k > 1 ? fmt::format("(ceil(M / {}), ceil(N / {}), batch * {}): split-K in {} slices of K",
+                                            c.block_m, c.block_n, c.split_k, c.split_k)
+                              : fmt::format("(ceil(M / {}), ceil(N / {}), batch)", c.block_m, c.block_n);
   l.parameters = pointer_stride_parameters(p);
   l.requirements = {
       "the tile constants are fixed; M, N, K, the strides, alpha and beta are run-time values, so any shape of this "
@@ -82,6 +90,11 @@ kernel_launch tile_grid_launch(const tile_config& c, const gemm_problem& p) {
       "above 48 KiB of dynamic shared memory, set cudaFuncAttributeMaxDynamicSharedMemorySize "
       "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to dynamic_smem_bytes before the launch",
   };
+  if (c.split_k > 1)
+    l.requirements.push_back(fmt::format(
+        "split-K: workspace_bytes = {} (ceil(M/{}) * ceil(N/{}) * batch * {} * {} * {} * 4) and tile_counters = {} "
+        "(one per output tile) for this problem",
+        s.workspace_bytes, c.block_m, c.block_n, c.split_k, c.block_m, c.block_n, s.tile_counters));
   return l;
 }
 

@@ -313,7 +313,7 @@ nlohmann::json expect_exported(const fs::path& dir, const std::string& id, const
   for (const char* key : {"entry", "grid", "block", "cluster", "dynamic_smem_bytes", "parameters", "tensor_maps"})
     EXPECT_TRUE(j["launch"].contains(key)) << key;
   EXPECT_EQ(j["launch"]["entry"], "tiletune_gemm");
-  EXPECT_EQ(j["launch"]["parameters"].size(), 14u);
+  EXPECT_EQ(j["launch"]["parameters"].size(), 16u);
   EXPECT_EQ(j["launch"]["parameters"][3]["name"], "M");
   EXPECT_EQ(j["launch"]["parameters"][3]["value"], j["problem"]["m"]);
   for (const char* key : {"registers", "spill_bytes", "dynamic_smem_bytes", "static_smem_bytes", "threads"})

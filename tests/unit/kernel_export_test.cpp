@@ -85,7 +85,8 @@ TEST(kernel_export, simt_and_mma_launch_matches_the_worker_and_names_every_param
     std::vector<std::string> names;
     for (const auto& k : l.parameters) names.push_back(k.name);
     EXPECT_EQ(names, (std::vector<std::string>{"A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "batch_stride_a",
-                                               "batch_stride_b", "batch_stride_c", "alpha", "beta"}));
+                                               "batch_stride_b", "batch_stride_c", "alpha", "beta", "workspace",
+                                               "tile_counters"}));
     const std::string elem = t == dtype::f32 ? "float" : "unsigned short";
     EXPECT_EQ(l.parameters[0].c_type, "const " + elem + "*");
     EXPECT_EQ(l.parameters[2].c_type, elem + "*");
@@ -121,7 +122,7 @@ TEST(kernel_export, launch_json_carries_cluster_and_tensor_maps) {
   l.tensor_maps.push_back(t);
   const nlohmann::json j = to_json(l);
   EXPECT_EQ(j["cluster"], nlohmann::json::array({2, 1, 1}));
-  EXPECT_EQ(j["parameters"].size(), 14u);
+  EXPECT_EQ(j["parameters"].size(), 16u);
   EXPECT_EQ(j["parameters"][3]["name"], "M");
   EXPECT_EQ(j["parameters"][3]["value"], 1000);
   ASSERT_EQ(j["tensor_maps"].size(), 1u);
