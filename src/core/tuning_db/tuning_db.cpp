@@ -43,6 +43,18 @@ tuning_db::tuning_db(fs::path file) : file_(std::move(file)) {
   if (file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
   if (fs::is_directory(file_, ec))
     throw environment_error(fmt::format("tuning database {} is a directory; give a file", file_.string()));
+  // A constructor that throws runs no destructor: every failure below closes the handle here
+  // (sqlite3_open_v2 allocates one even when it fails).
+  try {
+    open_and_check();
+  } catch (...) {
+    if (db_) sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+void tuning_db::open_and_check() {
   if (sqlite3_open_v2(file_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     fail("cannot open it");

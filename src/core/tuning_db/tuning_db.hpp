@@ -58,6 +58,7 @@ class tuning_db {
  private:
   std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args) const;
   [[noreturn]] void fail(const std::string& what) const;
+  void open_and_check();  // the constructor's work; it closes the handle when this throws
   std::filesystem::path file_;
   sqlite3* db_ = nullptr;
 };
