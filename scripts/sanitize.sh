@@ -45,7 +45,9 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     mkdir -p "$corpus"
     echo "sanitize: fuzzing $name for $fuzz_seconds s" >&2
     # shellcheck disable=SC2086  # $dirs: the seed folders, one word each
-    if ! "$build/tests/fuzz/fuzz_$name" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+    # A fixed seed and a bounded number of runs make CI's fuzzing repeatable (FUZZ_SEED/FUZZ_RUNS to explore more).
+    if ! "$build/tests/fuzz/fuzz_$name" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-10000}" \
+      -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
       -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/fuzz-findings/$name-" \
       "$corpus" $dirs 2>"$build/fuzz-findings/$name.log"; then
       tail -40 "$build/fuzz-findings/$name.log" >&2

@@ -10,8 +10,8 @@
 
 namespace tiletune {
 
-gemm_suite load_suite(const std::filesystem::path& path) {
-  const nlohmann::json j = read_json_file(path);
+namespace {
+gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& path) {
   const std::string where = path.string();
   if (!j.is_object() || j.value("schema", "") != "tiletune.suite/1")
     throw usage_error(fmt::format("{}: not a suite (expected \"schema\": \"tiletune.suite/1\")", where));
@@ -37,6 +37,16 @@ gemm_suite load_suite(const std::filesystem::path& path) {
     s.problems.push_back(std::move(sp));
   }
   return s;
+}
+}  // namespace
+
+gemm_suite load_suite(const std::filesystem::path& path) {
+  const nlohmann::json j = read_json_file(path);
+  try {
+    return parse_suite(j, path);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, e.g. "name": 3
+    throw usage_error(fmt::format("{}: {}", path.string(), e.what()));
+  }
 }
 
 }  // namespace tiletune

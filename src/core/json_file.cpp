@@ -18,6 +18,25 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
+  // nlohmann's parser and destructor recurse per level: a file of a few KB of
+  // brackets would overflow the stack. Nothing tiletune reads nests past a few levels.
+  constexpr int max_depth = 256;
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > max_depth)
+        throw usage_error(fmt::format("{}: JSON nested deeper than {} levels (byte {})", path.string(), max_depth, i + 1));
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
   try {
     return nlohmann::json::parse(s);
   } catch (const nlohmann::json::parse_error& e) {
@@ -34,6 +53,8 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
     const char* what = e.byte > s.size() ? "truncated JSON" : "malformed JSON";
     throw usage_error(fmt::format("{}: {} at line {}, column {} (byte {}): {}", path.string(), what, line, col,
                                   e.byte, e.what()));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for any type
+    throw usage_error(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
   }
 }
 
