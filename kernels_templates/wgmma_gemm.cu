@@ -151,6 +151,19 @@ __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* sta
   }
 }
 
+// One operand's share of a stage: a K-major operand is one [ROWS][BK] box; an
+// MN-major one is ROWS/64 boxes of [BK][64 elements], 128-byte rows each.
+template <int K_MAJOR, int ROWS>
+__device__ __forceinline__ void tt_load_operand(unsigned dst, const tt_tensor_map* map, int k0, int mn0, int batch,
+                                                unsigned bar) {
+  if (K_MAJOR) {
+    tt_tma_load_3d(dst, map, k0, mn0, batch, bar);
+  } else {
+#pragma unroll
+    for (int j = 0; j < ROWS / 64; ++j) tt_tma_load_3d(dst + j * TT_BK * 128, map, mn0 + 64 * j, k0, batch, bar);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
               const __grid_constant__ tt_tensor_map tmap_b, elem_t* __restrict__ C, int M, int N,
@@ -204,20 +217,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           tt_mbar_wait(TT_EMPTY(stage), phase ^ 1);  // a fresh barrier passes parity 1
           tt_mbar_arrive_expect_tx(TT_FULL(stage), TT_STAGE_BYTES);
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
-#if TT_A_KMAJOR
-          tt_tma_load_3d(sa, &tmap_a, k0, m0, tc.batch, TT_FULL(stage));
-#else
-#pragma unroll
-          for (int j = 0; j < TT_BM / 64; ++j)
-            tt_tma_load_3d(sa + j * TT_BK * 128, &tmap_a, m0 + 64 * j, k0, tc.batch, TT_FULL(stage));
-#endif
-#if TT_B_KMAJOR
-          tt_tma_load_3d(sb, &tmap_b, k0, n0, tc.batch, TT_FULL(stage));
-#else
-#pragma unroll
-          for (int j = 0; j < TT_BN / 64; ++j)
-            tt_tma_load_3d(sb + j * TT_BK * 128, &tmap_b, n0 + 64 * j, k0, tc.batch, TT_FULL(stage));
-#endif
+          tt_load_operand<TT_A_KMAJOR, TT_BM>(sa, &tmap_a, k0, m0, tc.batch, TT_FULL(stage));
+          tt_load_operand<TT_B_KMAJOR, TT_BN>(sb, &tmap_b, k0, n0, tc.batch, TT_FULL(stage));
           if (++stage == TT_STAGES) {
             stage = 0;
             phase ^= 1;

@@ -163,6 +163,11 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   return p;
 }
 
+// A variant that ran and failed (exit 1), as opposed to one that cannot run at all (exit 2).
+bool failed_on_the_gpu(variant_status s) {
+  return s == variant_status::incorrect || s == variant_status::launch_error || s == variant_status::timeout;
+}
+
 // Writes the recommended variant (or each --only variant) of every plan under
 // --export DIR (a subfolder per problem for a suite). Returns the exit code:
 // 0, 1 when a wanted variant failed on the GPU, 2 when one cannot run at all.
@@ -183,17 +188,13 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
     }
     const auto chosen = variants_to_export(plan, o.only);
     if (chosen.empty()) {
-      for (const auto& v : plan.variants)
-        failed_on_gpu |= v.status == variant_status::incorrect || v.status == variant_status::launch_error ||
-                         v.status == variant_status::timeout;
+      for (const auto& v : plan.variants) failed_on_gpu |= failed_on_the_gpu(v.status);
       cannot_run = true;
       fmt::print(stderr, "tiletune: --export: nothing to export for {}: no variant is ok\n", plan.problem.describe());
     }
     for (const variant_result* v : chosen) {
       if (v->status != variant_status::ok) {
-        const bool on_gpu = v->status == variant_status::incorrect || v->status == variant_status::launch_error ||
-                            v->status == variant_status::timeout;
-        (on_gpu ? failed_on_gpu : cannot_run) = true;
+        (failed_on_the_gpu(v->status) ? failed_on_gpu : cannot_run) = true;
         fmt::print(stderr, "tiletune: --export: {} is {} for {}{}; not exported\n", v->config.id(),
                    to_string(v->status), plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason);
         continue;

@@ -30,6 +30,10 @@ std::string stored_as(char matrix, bool transposed, const char* rows, const char
                     : fmt::format("{} stored {} x {} row-major (layout '{}')", matrix, rows, cols, 'n');
 }
 
+kernel_parameter scalar(std::string name, std::string type, std::string meaning, nlohmann::json value) {
+  return kernel_parameter{std::move(name), std::move(type), "scalar", std::move(meaning), std::move(value)};
+}
+
 // The parameters of the simt and mma templates (kernels_templates/*.cu), in
 // the order gemm_worker.cpp passes them.
 std::vector<kernel_parameter> pointer_stride_parameters(const gemm_problem& p) {
@@ -38,9 +42,6 @@ std::vector<kernel_parameter> pointer_stride_parameters(const gemm_problem& p) {
                                ? fmt::format(" ({} bits: pass a {}*)", to_string(p.type),
                                              p.type == dtype::bf16 ? "__nv_bfloat16" : "__half")
                                : "";
-  auto scalar = [](std::string name, std::string type, std::string meaning, nlohmann::json value) {
-    return kernel_parameter{std::move(name), std::move(type), "scalar", std::move(meaning), std::move(value)};
-  };
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   return {
       {"A", "const " + elem + "*", "pointer",
@@ -141,9 +142,6 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                             "a persistent grid that loops over the tiles",
                             c.block_m, c.block_n, d.sm_count);
   const std::string elem = element_c_type(p.type);
-  auto scalar = [](std::string name, std::string type, std::string meaning, nlohmann::json value) {
-    return kernel_parameter{std::move(name), std::move(type), "scalar", std::move(meaning), std::move(value)};
-  };
   const std::string map_type = "const __grid_constant__ CUtensorMap";
   l.parameters = {
       {"tmap_a", map_type, "tensor_map", "A's tensor map (tensor_maps[0]), passed by value", nullptr},
