@@ -35,7 +35,9 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int s
   }
   return s;
 }
+
 namespace {
+// A sampling policy's JSON, shared by the worker's setup and a request's own budget.
 nlohmann::json sampling_to_json(const sampling_policy& p) {
   return {{"warmup", p.warmup},
           {"min_samples", p.min_samples},
@@ -58,12 +60,7 @@ nlohmann::json to_json(const worker_setup& s) {
   return {{"problem", to_json(s.problem)},
           {"device", s.device},
           {"seed", s.seed},
-          {"sampling",
-           {{"warmup", s.sampling.warmup},
-            {"min_samples", s.sampling.min_samples},
-            {"max_samples", s.sampling.max_samples},
-            {"target_spread", s.sampling.target_spread},
-            {"time_cap_ms", s.sampling.time_cap_ms}}},
+          {"sampling", sampling_to_json(s.sampling)},
           {"flush_l2", s.flush_l2},
           {"reference_algorithms", s.reference_algorithms}};
 }
@@ -73,15 +70,14 @@ worker_setup worker_setup_from_json(const nlohmann::json& j) {
   s.problem = gemm_problem_from_json(j.at("problem"));
   s.device = j.at("device").get<int>();
   s.seed = j.at("seed").get<std::uint64_t>();
-  const auto& p = j.at("sampling");
-  s.sampling.warmup = p.at("warmup").get<std::size_t>();
-  s.sampling.min_samples = p.at("min_samples").get<std::size_t>();
-  s.sampling.max_samples = p.at("max_samples").get<std::size_t>();
-  s.sampling.target_spread = p.at("target_spread").get<double>();
-  s.sampling.time_cap_ms = p.at("time_cap_ms").get<double>();
+  s.sampling = sampling_from_json(j.at("sampling"));
   s.flush_l2 = j.at("flush_l2").get<bool>();
   s.reference_algorithms = j.at("reference_algorithms").get<int>();
   return s;
+}
+
+bool has_own_problem(const measure_request& r) {
+  return r.op == "library" || r.op == "bandwidth" || r.op == "launch";
 }
 
 nlohmann::json to_json(const measure_request& r) {
@@ -95,7 +91,7 @@ nlohmann::json to_json(const measure_request& r) {
     j["workspace_bytes"] = r.launch.workspace_bytes;
     j["tile_counters"] = r.launch.tile_counters;
   }
-  if (r.op == "library") j["problem"] = to_json(r.problem);
+  if (has_own_problem(r)) j["problem"] = to_json(r.problem);
   if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
     j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
   if (r.config) j["config"] = tile_to_json(*r.config);

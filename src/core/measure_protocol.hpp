@@ -38,20 +38,25 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count);
 
 // One job for the worker: time cuBLASLt on the setup's problem
-// ("reference"), one variant ("variant"), or cuBLASLt on a problem of its own
-// ("library": the training step's GEMMs for `batch`).
+// ("reference"), one variant ("variant"), cuBLASLt on a problem of its own
+// ("library": the training step's GEMMs for `batch`), or the device's rates
+// ("bandwidth": a copy of problem.m x problem.n elements; "launch":
+// problem.m tiny launches back to back).
 struct measure_request {
-  std::string op;  // "reference" | "variant" | "library"
+  std::string op;  // "reference" | "variant" | "library" | "bandwidth" | "launch"
   std::string id;
   std::string cubin_path;
   launch_shape launch;
-  gemm_problem problem;  // "library" only
+  gemm_problem problem;  // the ops that carry their own problem (has_own_problem) only
   std::optional<tile_config> config;  // "variant": the tile, when the launch needs it (wgmma's tensor maps)
   // A search strategy's own budget for this request (a brief first look, a
   // longer second); without it the setup's policy applies.
   std::optional<sampling_policy> sampling;
   bool verify = true;  // false: this run already verified the variant; time it only
 };
+
+// Whether the request's op brings its own problem (else the setup's holds).
+bool has_own_problem(const measure_request& r);
 
 // The worker's answer. status: ok | incorrect | launch_error | timeout.
 struct measure_response {

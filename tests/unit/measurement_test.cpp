@@ -125,6 +125,24 @@ TEST(protocol, messages_round_trip) {
   EXPECT_EQ(*m2.sm_clock_mhz, 1980);
 }
 
+// The rate requests of `batch` carry their own sizes to the worker: without
+// them the worker copied a default-sized buffer and `batch` divided a GiB by
+// its time (1.7 PB/s on an H100, 2026-11-23).
+TEST(protocol, rate_and_library_requests_carry_their_problem) {
+  for (const char* op : {"bandwidth", "launch", "library"}) {
+    measure_request r;
+    r.op = op;
+    r.problem.m = 1 << 14;
+    r.problem.n = 1000;
+    const auto back = measure_request_from_json(to_json(r));
+    EXPECT_EQ(back.problem.m, 1 << 14) << op;
+    EXPECT_EQ(back.problem.n, 1000) << op;
+  }
+  measure_request v;
+  v.op = "variant";
+  EXPECT_FALSE(to_json(v).contains("problem"));  // a variant runs on the setup's problem
+}
+
 // Split-K: batch x split_k on grid z, an fp32 slot per tile and slice, a counter per tile.
 TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   gemm_problem p;
