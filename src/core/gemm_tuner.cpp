@@ -278,6 +278,12 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
       j["reference"]["timing"] = to_json(r.timing);
       j["reference"]["algorithm"] = r.algorithm;
       j["reference"]["timer"] = r.timer;
+      if (r.sm_clock_mhz) j["reference"]["sm_clock_mhz"] = *r.sm_clock_mhz;
+      if (plan.reference_first_us) {
+        j["reference"]["first_median_us"] = *plan.reference_first_us;
+        j["reference"]["note"] =
+            "timed back to back with the recommended variant, same budget; first_median_us: before the search";
+      }
     } else {
       j["reference"]["note"] = "cuBLASLt could not be timed: " + r.message;
     }

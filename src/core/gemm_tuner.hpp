@@ -60,6 +60,9 @@ struct gemm_plan {
   std::size_t cache_hits = 0;
   // Measured mode:
   std::optional<measure_response> reference;  // cuBLASLt, timed like the variants
+  // cuBLASLt's first timing, before the search, when `reference` is the later
+  // one timed back to back with the recommended variant.
+  std::optional<double> reference_first_us;
   std::int64_t peak_device_bytes = 0;
   std::vector<std::string> notes;
   std::optional<search_report> search;  // measured mode: which strategy ran and what each stage cost
