@@ -8,6 +8,8 @@
 # the same variant or one within the measured noise.
 # Writes profiles/tuning_times_<gpu>_<date>.json and prints a summary.
 #   scripts/bench_tuning.sh [build/tiletune] [out-dir]
+#   BENCH_SHAPES="0 3" (indices into the shapes below; default all),
+#   BENCH_STRATEGIES="halving" (default "halving exhaustive"), BENCH_SUITE=0 (skip the suite)
 # Each step is time-limited (timeout) and logs into the out-dir as it goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +32,10 @@ run() {
 }
 
 : >"$work/runs.jsonl"
-for s in "${shapes[@]}"; do
-  read -r m n k dt lay <<<"$s"
+for i in ${BENCH_SHAPES:-${!shapes[@]}}; do
+  read -r m n k dt lay <<<"${shapes[$i]}"
   tag="${m}x${n}x${k}-${dt}-${lay}"
-  for strategy in halving exhaustive; do
+  for strategy in ${BENCH_STRATEGIES:-halving exhaustive}; do
     # Cold: a fresh compile cache and a fresh database.
     cache="$work/cache-$tag-$strategy"
     rm -rf "$cache"
@@ -46,8 +48,8 @@ done
 # The suite, cold and then repeated.
 suite_cache="$work/cache-suite"
 rm -rf "$suite_cache"
-run suite-cold 600 gemm --suite profiles/suites/gpu-benchmark.json --cache-dir "$suite_cache" --db "$suite_cache/tuning.sqlite3"
-run suite-repeat 120 gemm --suite profiles/suites/gpu-benchmark.json --cache-dir "$suite_cache" --db "$suite_cache/tuning.sqlite3"
+[ "${BENCH_SUITE:-1}" = 0 ] || run suite-cold 600 gemm --suite profiles/suites/gpu-benchmark.json --cache-dir "$suite_cache" --db "$suite_cache/tuning.sqlite3"
+[ "${BENCH_SUITE:-1}" = 0 ] || run suite-repeat 120 gemm --suite profiles/suites/gpu-benchmark.json --cache-dir "$suite_cache" --db "$suite_cache/tuning.sqlite3"
 
 python3 - "$work" <<'PY'
 import datetime, json, os, re, sys

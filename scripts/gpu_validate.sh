@@ -1,22 +1,41 @@
 #!/usr/bin/env bash
 # One run on a GPU machine, within a time budget (default 540 s, so the whole
-# call stays under 10 minutes): build (or use a carried build/), devices, GPU
-# tests, the benchmark suite measured one problem at a time, torch.matmul on
-# the problems measured, ncu on one recommended kernel, and a summary last.
-#   scripts/gpu_validate.sh OUT_DIR [all|tests|tests2|bench]
-#     all    GPU tests once, then the benchmark with the time left
-#     tests2 the GPU tests twice in a row, each with an empty tiletune cache
-#            (the repeat-compile check of issue 11; about 6 minutes)
+# call stays under 10 minutes): build (or use a carried build/), devices, a
+# smoke step, a correctness sweep, the benchmark suite measured one problem at
+# a time, torch.matmul on the problems measured, ncu on one recommended kernel,
+# the GPU tests, and a summary last.
+#   scripts/gpu_validate.sh OUT_DIR [PHASE...]
+#     smoke  one variant per family (and per operand major for wgmma) on small
+#            odd shapes, each in seconds, then compute-sanitizer memcheck on one
+#            wgmma variant; a family that fails here is left out of every later
+#            step (OUT_DIR/smoke.tsv, OUT_DIR/excluded_families), so a hanging
+#            family costs seconds, not the run. Every phase list starts with it.
+#     verify every variant of every family checked (--verify-only) on the odd
+#            shapes of KERNEL_REVIEW (127x129x264 batch 3, alpha 1.5, beta 0.5)
+#     bench  the benchmark suite (GPU_VALIDATE_PROBLEMS: suite indices, default
+#            all), torch.matmul on the same problems, ncu, summary
+#     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
+#     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt and on cuBLASLt
+#            (PROFILE_VARIANT, default the fastest measured on an H100)
+#     tuning scripts/bench_tuning.sh on its first and fourth shapes, halving only
+#     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
+#            steps beside tiletune's predictions (scripts/validate_batch.py --suite)
+#     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem)
 # Every step has its own time limit and writes its log under OUT_DIR as it runs;
 # OUT_DIR/steps.log has one line per step (exit code, 124 = stopped at its
 # limit, seconds), so a run cut short still says how far it got.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/gpu_validate.sh OUT_DIR [all|tests|tests2|bench]}
-phase=${2:-all}
+out=${1:?usage: scripts/gpu_validate.sh OUT_DIR [smoke|verify|bench|tests|tests2|all]...}
+shift
+phases=" ${*:-all} "
+[[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
+[[ $phases == *" smoke "* ]] || phases=" smoke$phases"
+want() { [[ $phases == *" $1 "* ]]; }
 mkdir -p "$out" "$out/gemm"
-bin=build/tiletune
+build=${BUILD_DIR:-build}  # a carried build may be a slim copy: tiletune and tests/gpu_tests
+bin=$build/tiletune
 suite=profiles/suites/gpu-benchmark.json
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${GPU_VALIDATE_BUDGET_S:-540}))
@@ -43,33 +62,111 @@ step() {
 
 if [ ! -x "$bin" ]; then
   step build 300 "$out/build.log" bash -c \
-    'cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build build --parallel' ||
+    "cmake -S . -B '$build' -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build '$build' --parallel" ||
     { tail -20 "$out/build.log"; exit 1; }
 fi
 step devices 30 "$out/devices.txt" "$bin" devices && cat "$out/devices.txt"
 step nvidia-smi 20 "$out/nvidia-smi.csv" nvidia-smi \
   --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
 
-# The test binaries find the (possibly relocated) tiletune through TILETUNE_BIN; a fresh
-# TILETUNE_TEST_SCRATCH is an empty tiletune cache.
-gpu_tests() {
-  step "gpu tests ($1)" 240 "$out/gpu_tests$1.log" \
-    env TILETUNE_BIN="$PWD/$bin" TILETUNE_TEST_SCRATCH="$(mktemp -d)" build/tests/gpu_tests
-  local rc=$?
-  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran" "$out/gpu_tests$1.log" >&2
-  return $rc
-}
-case "$phase" in
-  all | tests) gpu_tests "" ;;
-  tests2) gpu_tests "-1"; gpu_tests "-2" ;;
-esac
+# --- smoke: one variant per family in seconds; a failing family is left out later ---
+# Each line: dtype layout m n k batch variant. The wgmma lines cover both
+# consumer counts, K-major and MN-major operands (nt, nn, tn) and tf32.
+smoke_cases=(
+  "f32 nn 136 200 72 3 simt_64x32x16_t8x4_v4"
+  "bf16 nt 136 200 72 3 mma_64x64x32_w2x2_s3"
+  "bf16 nt 20 320 5000 1 mma_64x64x64_w2x2_s3_k8"
+  "bf16 nt 136 200 72 3 wgmma_128x128x64_c1_s3_cl1x1_g8m"
+  "bf16 nt 136 200 72 3 wgmma_128x256x64_c2_s4_cl1x1_g8m"
+  "bf16 nn 136 200 72 3 wgmma_128x128x64_c2_s3_cl1x1_g8m"
+  "f16 tn 136 200 72 3 wgmma_64x256x64_c1_s3_cl1x1_g8m"
+  "tf32 nt 136 200 72 3 wgmma_128x128x32_c1_s3_cl1x1_g8m"
+)
+: >"$out/excluded_families"
+printf 'family\tcase\tstatus\tmax_rel_error\treason\n' >"$out/smoke.tsv"
+for c in "${smoke_cases[@]}"; do
+  read -r dt lay m n k b id <<<"$c"
+  fam=${id%%_*}
+  log="$out/smoke-$id-$dt-$lay.json"
+  step "smoke $id $dt $lay ${m}x${n}x${k}" 45 "$log.err" "$bin" gemm --m "$m" --n "$n" --k "$k" --batch "$b" \
+    --dtype "$dt" --layout "$lay" --alpha 1.5 --beta 0.5 --only "$id" --verify-only --variant-timeout 8 \
+    --no-db --json --quiet --out "$log"
+  line=$(python3 -c "
+import json, sys
+try:
+    v = json.load(open(sys.argv[1]))['variants'][0]
+    print(v['status'], v.get('max_rel_error'), v.get('reason', '').replace('\t', ' ')[:300], sep='\t')
+except Exception as e:
+    print('no_result', '-', 'no JSON: ' + str(e)[:200], sep='\t')" "$log")
+  printf '%s\t%s\t%s\n' "$fam" "$c" "$line" >>"$out/smoke.tsv"
+  [[ $line == ok* ]] || echo "$fam" >>"$out/excluded_families"
+done
+sort -u -o "$out/excluded_families" "$out/excluded_families"
+cat "$out/smoke.tsv" >&2
+excluded=$(tr '\n' ' ' <"$out/excluded_families")
+[ -n "$excluded" ] && say "smoke: left out of every later step: $excluded"
+if command -v compute-sanitizer >/dev/null && [[ $excluded != *wgmma* ]] && [ -z "${GPU_VALIDATE_NO_SANITIZER:-}" ]; then
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer $tool (wgmma c2)" 90 "$out/sanitizer-$tool.txt" compute-sanitizer --tool "$tool" \
+      --target-processes all --error-exitcode 9 "$bin" gemm --m 136 --n 200 --k 72 --batch 3 --dtype bf16 \
+      --layout nt --alpha 1.5 --beta 0.5 --only wgmma_128x128x64_c2_s3_cl1x1_g8m --verify-only --no-db --quiet \
+      --variant-timeout 60
+    grep -E "ERROR SUMMARY|Error|error" "$out/sanitizer-$tool.txt" | head -5 >&2
+  done
+fi
 
-if [ "$phase" = all ] || [ "$phase" = bench ]; then
-  # One problem at a time, each with its own limit: a slow problem costs only itself,
-  # and every finished one is on disk if the run is cut short.
+# only_args GEMM_ARGS...: prints "--only ID,ID,..." (the ok variants of the
+# families not excluded) when the smoke step excluded a family, else nothing.
+only_args() {
+  [ -z "$excluded" ] && return 0
+  "$bin" gemm "$@" --dry-run --json --quiet --no-db 2>/dev/null | python3 -c "
+import json, sys
+bad = set(sys.argv[1].split())
+try:
+    ids = [v['id'] for v in json.load(sys.stdin)['variants'] if v['status'] == 'ok' and v['family'] not in bad]
+except Exception:
+    sys.exit()  # the dry run failed: so will the run, which says why
+print('--only\n' + ','.join(ids) if ids else '--only\nnone')" "$excluded"
+}
+
+# --- verify: every variant on odd shapes ---
+if want verify; then
+  verify_cases=(
+    "bf16 nn 127 129 264 3" "bf16 nt 127 129 264 3" "bf16 tn 127 129 264 3" "bf16 tt 127 129 264 3"
+    "tf32 nt 127 129 264 3" "f16 nn 136 200 72 3" "bf16 tt 136 200 72 3" "f32 tn 127 129 264 3"
+    "bf16 nt 20 320 5000 1"
+  )
+  for c in "${verify_cases[@]}"; do
+    read -r dt lay m n k b <<<"$c"
+    args=(--m "$m" --n "$n" --k "$k" --batch "$b" --dtype "$dt" --layout "$lay" --alpha 1.5 --beta 0.5)
+    mapfile -t only < <(only_args "${args[@]}")
+    name="verify-$dt-$lay-${m}x${n}x${k}"
+    step "$name" 90 "$out/$name.err" "$bin" gemm "${args[@]}" "${only[@]}" --verify-only --variant-timeout 10 \
+      --no-db --json --quiet --out "$out/$name.json"
+    python3 -c "
+import json, sys, collections
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(f'  no JSON: {e}')
+n = collections.Counter((v['family'], v['status']) for v in j['variants'])
+print('  ' + ', '.join(f'{f} {s} {c}' for (f, s), c in sorted(n.items())))
+for v in j['variants']:
+    if v['status'] not in ('ok', 'pruned', 'resource_limit'):
+        print(f\"  {v['id']}: {v['status']}: {v.get('reason', '')[:200]}\")" "$out/$name.json" >&2
+  done
+fi
+
+# --- bench: the suite, one problem at a time, torch.matmul beside it ---
+if want bench; then
+  # The card's clocks, power and throttle reasons twice a second while it works.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 500 >"$out/smi-trace.csv" 2>/dev/null &
+  smi_pid=$!
   n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['problems']))" "$suite")
-  reserve=150  # torch, ncu and the summary after the loop
-  for ((i = 0; i < n; i++)); do
+  indices=${GPU_VALIDATE_PROBLEMS:-$(seq 0 $((n - 1)))}
+  reserve=${GPU_VALIDATE_RESERVE_S:-150}  # torch, ncu and the summary after the loop (and the tests)
+  for i in $indices; do
     if ((deadline - SECONDS - reserve < 20)); then
       say "gemm: stopping before problem $((i + 1))/$n, the budget is spent"
       break
@@ -81,11 +178,24 @@ print(p['name'])
 for k in ('m', 'n', 'k', 'dtype', 'layout', 'batch'):
     if k in p: print('--' + k); print(p[k])" "$suite" "$i")
     name=${args[0]}
+    mapfile -t only < <(only_args "${args[@]:1}")
     limit=$problem_limit
     ((deadline - SECONDS - reserve < limit)) && limit=$((deadline - SECONDS - reserve))
     step "gemm $((i + 1))/$n $name" "$limit" "$out/gemm/$(printf %02d "$i").txt" \
-      "$bin" gemm "${args[@]:1}" --time-cap-ms 300 --target-spread 0.02 --out "$out/gemm/$(printf %02d "$i").json"
+      "$bin" gemm "${args[@]:1}" "${only[@]}" --variant-timeout 10 --time-cap-ms 300 --target-spread 0.02 \
+      --no-db --out "$out/gemm/$(printf %02d "$i").json"
   done
+  # The mma family alone on the first problem: its own goal (issue 16), beside wgmma.
+  if ((deadline - SECONDS - reserve > 30)) && [[ $excluded != *mma* ]]; then
+    mapfile -t args < <(python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1]))['problems'][0]
+for k in ('m', 'n', 'k', 'dtype', 'layout'): print('--' + k); print(p[k])" "$suite")
+    only=$(excluded="$excluded wgmma simt" only_args "${args[@]}" | tail -1)
+    step "gemm mma family alone, problem 1" 60 "$out/gemm/mma-only.txt" "$bin" gemm "${args[@]}" --only "$only" \
+      --variant-timeout 10 --time-cap-ms 300 --target-spread 0.02 --no-db --out "$out/gemm/mma-only.json"
+  fi
+  kill "$smi_pid" 2>/dev/null
   # The finished problems as one suite result and one suite (for torch), in suite order.
   python3 - "$suite" "$out" <<'PY'
 import json, os, sys
@@ -117,16 +227,67 @@ PY
 import json, sys
 r = json.load(open(sys.argv[1]))['results'][0]; p = r['problem']
 print(r['recommendation']['id'], p['m'], p['n'], p['k'], p['dtype'], p['layout'])" "$out/gemm-benchmark.json" 2>/dev/null)
-    if command -v ncu >/dev/null && [ -n "${rec:-}" ]; then
+    if command -v ncu >/dev/null && [ -n "${rec:-}" ] && [ -z "${GPU_VALIDATE_NO_NCU:-}" ]; then
       step ncu 90 "$out/ncu-run.log" ncu --clock-control none --target-processes all -k regex:tiletune_gemm \
         --launch-skip 3 --launch-count 1 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
         --csv --log-file "$out/ncu.csv" "$bin" gemm --m "$m" --n "$n" --k "$k" --dtype "$dt" --layout "$lay" \
-        --only "$rec" --json --quiet
+        --only "$rec" --json --quiet --no-db
     fi
     torch_json=$out/torch.json
     [ -s "$torch_json" ] || { torch_json=$out/torch-none.json; echo '{"results": []}' >"$torch_json"; }
     step summary 30 "$out/summary.txt" python3 scripts/summarize_gpu_run.py "$out/gemm-benchmark.json" "$torch_json" "$out"
-    cat "$out/summary.txt"
   fi
 fi
+
+# --- tests: the GPU tests; the test binaries find tiletune through TILETUNE_BIN,
+# and a fresh TILETUNE_TEST_SCRATCH is an empty tiletune cache ---
+gpu_tests() {
+  step "gpu tests ($1)" 420 "$out/gpu_tests$1.log" \
+    env TILETUNE_BIN="$PWD/$bin" TILETUNE_TEST_SCRATCH="$(mktemp -d)" "$build/tests/gpu_tests"
+  local rc=$?
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[  SKIPPED |tests ran" "$out/gpu_tests$1.log" >&2
+  return $rc
+}
+# The repeat-compile check (GPU.md: the driver's compute cache hid ptxas's report):
+# the same variants compiled afresh twice in a row must both come out ok.
+repeat_compile() {
+  local i
+  for i in 1 2; do
+    step "repeat compile $i" 60 "$out/repeat-compile-$i.json" "$bin" gemm --m 17 --n 33 --k 65 --dtype bf16 \
+      --layout nt --verify-only --no-cache --no-db --json --quiet
+    python3 -c "
+import json, sys, collections
+j = json.load(open(sys.argv[1]))
+print('  ' + str(collections.Counter(v['status'] for v in j['variants'])))" "$out/repeat-compile-$i.json" >&2
+  done
+}
+want tests && { repeat_compile; gpu_tests ""; }
+want tests2 && { gpu_tests "-1"; gpu_tests "-2"; }
+
+if want profile && command -v ncu >/dev/null; then
+  pv=${PROFILE_VARIANT:-wgmma_128x256x64_c2_s4_cl1x1_g8m}
+  step "ncu full $pv" 150 "$out/ncu-full-run.log" ncu --set full --clock-control none --target-processes all \
+    -k regex:tiletune_gemm --launch-skip 3 --launch-count 1 -o "$out/ncu-$pv" -f "$bin" gemm --m 4096 --n 4096 \
+    --k 4096 --dtype bf16 --layout nt --only "$pv" --no-db --quiet --time-cap-ms 50
+  [ -f "$out/ncu-$pv.ncu-rep" ] && ncu --import "$out/ncu-$pv.ncu-rep" --print-summary none >"$out/ncu-$pv.txt" 2>&1
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Bank Conflicts|Tensor" \
+    "$out/ncu-$pv.txt" 2>/dev/null | head -20 >&2
+fi
+if want batch; then
+  for model in gpt2 tinyllama-1.1b; do
+    step "batch measured $model" 60 "$out/batch-$model.txt" "$bin" batch --model "$model" --seq-len 1024 \
+      --global-batch 64 --quiet --out "$out/batch-$model.json"
+  done
+  step "validate_batch --suite" 200 "$out/validate_batch.txt" python3 scripts/validate_batch.py \
+    "$out/training_calibration.jsonl" --suite --tiletune "$bin"
+  tail -16 "$out/validate_batch.txt" >&2
+fi
+if want tuning; then
+  step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
+    BENCH_SUITE=0 scripts/bench_tuning.sh "$bin" "$out/tuning"
+  cp profiles/tuning_times_*.json "$out/" 2>/dev/null
+  tail -5 "$out/bench_tuning.txt" >&2
+fi
+
+[ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
