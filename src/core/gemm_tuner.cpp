@@ -338,6 +338,7 @@ nlohmann::json result_header(const std::string& schema, const device_spec& devic
   j["schema"] = schema;
   j["tool"] = {{"name", "tiletune"},
                {"version", tool_version},
+               {"commit", source_commit()},
                {"nvrtc", compiler_version},
                {"command_line", run.command_line},
                {"date", run.date_utc}};

@@ -93,6 +93,9 @@ TEST(gemm_tuner, json_has_the_contract_keys) {
   const auto j = to_json(plan, run_info{"tiletune gemm ...", "2026-11-22T00:00:00Z"});
   EXPECT_EQ(j["schema"], "tiletune.gemm/1");
   EXPECT_EQ(j["mode"], "predicted");
+  // The commit the binary was built from: results in profiles/ say which code measured them.
+  ASSERT_TRUE(j["tool"]["commit"].is_string());
+  EXPECT_FALSE(j["tool"]["commit"].get<std::string>().empty());
   for (const char* k : {"name", "arch", "sm_count"}) EXPECT_TRUE(j["device"].contains(k)) << k;
   for (const char* k : {"m", "n", "k", "batch", "dtype", "layout", "alpha", "beta"})
     EXPECT_TRUE(j["problem"].contains(k)) << k;
