@@ -13,8 +13,9 @@
 // Kernel parameters: the tensor maps of A and B (built on the host,
 // tensor_map_spec), then C and the scalars; the grid is persistent
 // (min(tiles, SMs) CTAs), 128 * (1 + TT_CONSUMERS) threads.
-// Status: compiled and inspected (ptxas, SASS) without a GPU; it has not yet
-// run on a GPU, so its results and speed are unverified. Clusters (TMA
+// Status: ran correct on an H100 (2026-11-23; every variant, odd shapes,
+// batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
+// bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23). Clusters (TMA
 // multicast) are not implemented: cluster 1x1 only.
 
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))

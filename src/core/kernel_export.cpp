@@ -164,7 +164,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
       "A's and B's pointers and row strides must be 16-byte aligned (TMA)",
       "set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to "
       "dynamic_smem_bytes before the launch",
-      "NOT YET RUN ON A GPU: tiletune's wgmma family has only been compiled and checked on the CPU so far",
+      "a launch outside tiletune has not been tried: tiletune's own launch of this family ran correct on an H100 "
+      "(2026-11-23); this description of it was checked on the CPU only",
   };
   return l;
 }
