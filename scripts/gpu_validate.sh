@@ -287,6 +287,13 @@ if want tuning; then
     BENCH_SUITE=0 scripts/bench_tuning.sh "$bin" "$out/tuning"
   cp profiles/tuning_times_*.json "$out/" 2>/dev/null
   tail -5 "$out/bench_tuning.txt" >&2
+  # The whole benchmark suite cold in one run (empty cache and database), default settings.
+  suite_dir=$(mktemp -d)
+  t0=$SECONDS
+  step "suite cold" 240 "$out/suite-cold.txt" "$bin" gemm --suite "$suite" --cache-dir "$suite_dir" \
+    --db "$suite_dir/tuning.sqlite3" --variant-timeout 10 --out "$out/suite-cold.json" &&
+    say "suite cold: $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" \
+      "$out/suite-cold.json") problems in $((SECONDS - t0)) s"
 fi
 
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"

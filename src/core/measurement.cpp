@@ -1,11 +1,16 @@
 #include "core/measurement.hpp"
 
 #include <algorithm>
-#include <limits>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
+#include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "core/host_data.hpp"
 
 namespace tiletune {
 
@@ -40,27 +45,90 @@ bool enough_samples(const std::vector<double>& samples, const sampling_policy& p
   return summarize(samples).spread <= p.target_spread;
 }
 
-error_metrics compare_outputs(const float* c, const float* r, std::size_t n) {
-  error_metrics e;
-  double diff2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < n; ++i) ref2 += static_cast<double>(r[i]) * r[i];
-  const double scale = n ? std::sqrt(ref2 / static_cast<double>(n)) : 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(c[i])) {
+namespace {
+// One stretch of the comparison: the sums for [begin, end).
+struct partial_errors {
+  double diff2 = 0, max_rel = 0;
+  std::size_t non_finite = 0;
+};
+template <typename Load>
+partial_errors compare_range(Load&& load, const float* r, std::size_t begin, std::size_t end, double scale) {
+  partial_errors e;
+  for (std::size_t i = begin; i < end; ++i) {
+    const float c = load(i);
+    if (!std::isfinite(c)) {
       if (std::isfinite(r[i])) ++e.non_finite;
       continue;
     }
-    const double d = static_cast<double>(c[i]) - r[i];
-    diff2 += d * d;
-    const double rel = std::abs(d) / (std::abs(static_cast<double>(r[i])) + scale + 1e-30);
-    e.max_rel_error = std::max(e.max_rel_error, rel);
+    const double d = static_cast<double>(c) - r[i];
+    e.diff2 += d * d;
+    e.max_rel = std::max(e.max_rel, std::abs(d) / (std::abs(static_cast<double>(r[i])) + scale + 1e-30));
   }
-  e.rel_frobenius = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  return e;
+}
+
+// Fixed stretches, combined in index order: the same sums whatever the threads' timing.
+template <typename Load>
+error_metrics compare_in_stretches(Load&& load, const float* r, std::size_t n, const reference_summary& s,
+                                   unsigned threads) {
+  constexpr std::size_t stretch = std::size_t{1} << 18;
+  const std::size_t stretches = (n + stretch - 1) / stretch;
+  std::vector<partial_errors> parts(stretches);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < stretches;)
+      parts[k] = compare_range(load, r, k * stretch, std::min(n, (k + 1) * stretch), s.rms);
+  };
+  const unsigned helpers = static_cast<unsigned>(std::min<std::size_t>(std::max(threads, 1u), stretches)) - 1;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < helpers; ++t) pool.emplace_back(work);
+  if (stretches) work();
+  for (auto& t : pool) t.join();
+  error_metrics e;
+  double diff2 = 0;
+  for (const auto& p : parts) {
+    diff2 += p.diff2;
+    e.max_rel_error = std::max(e.max_rel_error, p.max_rel);
+    e.non_finite += p.non_finite;
+  }
+  e.rel_frobenius = s.sum_squares > 0 ? std::sqrt(diff2 / s.sum_squares) : std::sqrt(diff2);
   if (e.non_finite) {
     e.rel_frobenius = std::numeric_limits<double>::infinity();
     e.max_rel_error = std::numeric_limits<double>::infinity();
   }
   return e;
+}
+}  // namespace
+
+reference_summary summarize_reference(const float* r, std::size_t n) {
+  reference_summary s;
+  for (std::size_t i = 0; i < n; ++i) s.sum_squares += static_cast<double>(r[i]) * r[i];
+  s.rms = n ? std::sqrt(s.sum_squares / static_cast<double>(n)) : 0;
+  return s;
+}
+
+error_metrics compare_outputs(const float* c, const float* r, std::size_t n) {
+  return compare_in_stretches([c](std::size_t i) { return c[i]; }, r, n, summarize_reference(r, n), 1);
+}
+
+error_metrics compare_stored_output(dtype t, const unsigned char* c, const float* r, std::size_t n,
+                                    const reference_summary& summary, unsigned threads) {
+  if (element_bytes(t) == 4)
+    return compare_in_stretches(
+        [c](std::size_t i) {
+          float v;
+          std::memcpy(&v, c + i * 4, 4);
+          return v;
+        },
+        r, n, summary, threads);
+  const bool half = t == dtype::f16;
+  return compare_in_stretches(
+      [c, half](std::size_t i) {
+        std::uint16_t b;
+        std::memcpy(&b, c + i * 2, 2);
+        return half ? half_bits_to_float(b) : bf16_bits_to_float(b);
+      },
+      r, n, summary, threads);
 }
 
 double error_bound(dtype t) {

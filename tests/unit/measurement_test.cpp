@@ -1,5 +1,6 @@
 #include "core/measurement.hpp"
 
+#include <cstring>
 #include <cmath>
 #include <limits>
 
@@ -51,6 +52,42 @@ TEST(verification, errors_and_bounds) {
   EXPECT_FALSE(passes(n, dtype::bf16));  // NaN never passes
   EXPECT_LT(error_bound(dtype::f32), 1e-5);
   EXPECT_LE(error_bound(dtype::tf32), 2e-3);
+}
+
+// The worker's check: C as stored in its dtype, on many threads, against the
+// reference's sums taken once. It must give the figures of the plain float
+// comparison, find one wrong element among a million, and one NaN.
+TEST(verification, stored_output_on_threads_matches_the_plain_comparison) {
+  const std::size_t n = (1 << 20) + 3;  // a partial last stretch
+  for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+    const host_matrix ref = random_matrix(dtype::f32, n, 7);
+    host_matrix c = random_matrix(t, n, 7);  // the same values, rounded to t
+    const reference_summary sums = summarize_reference(ref.values.data(), n);
+    const auto plain = compare_outputs(to_floats(t, c.bytes.data(), n).data(), ref.values.data(), n);
+    for (unsigned threads : {1u, 3u, 16u}) {
+      const auto e = compare_stored_output(t, c.bytes.data(), ref.values.data(), n, sums, threads);
+      EXPECT_NEAR(e.rel_frobenius, plain.rel_frobenius, 1e-12 + 1e-9 * plain.rel_frobenius) << to_string(t);
+      EXPECT_EQ(e.max_rel_error, plain.max_rel_error) << to_string(t);
+      EXPECT_TRUE(passes(e, t)) << to_string(t);
+    }
+    // One element far off, deep inside: caught.
+    const std::size_t at = n - 5, width = element_bytes(t);
+    const std::vector<unsigned char> good(c.bytes.begin() + at * width, c.bytes.begin() + (at + 1) * width);
+    const float big = 1000.0f;
+    if (width == 4) {
+      std::memcpy(&c.bytes[at * 4], &big, 4);
+    } else {
+      const std::uint16_t b = t == dtype::f16 ? float_to_half_bits(big) : float_to_bf16_bits(big);
+      std::memcpy(&c.bytes[at * 2], &b, 2);
+    }
+    EXPECT_FALSE(passes(compare_stored_output(t, c.bytes.data(), ref.values.data(), n, sums, 16), t)) << to_string(t);
+    // A NaN (the poison) left anywhere: never passes.
+    std::copy(good.begin(), good.end(), c.bytes.begin() + at * width);
+    std::fill(c.bytes.begin() + 12345 * width, c.bytes.begin() + 12346 * width, 0xff);
+    const auto nan = compare_stored_output(t, c.bytes.data(), ref.values.data(), n, sums, 16);
+    EXPECT_EQ(nan.non_finite, 1u) << to_string(t);
+    EXPECT_FALSE(passes(nan, t)) << to_string(t);
+  }
 }
 
 TEST(host_data, half_and_bf16_round_to_nearest_even) {
