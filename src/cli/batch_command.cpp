@@ -102,7 +102,7 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   setup.sampling.time_cap_ms = 200;
   setup.sampling.target_spread = 0.02;
   const scratch_dir scratch("tiletune-batch");
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), 120);
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), request_timeout::fixed(120));
   progress_line progress(!quiet);
   std::map<std::string, std::optional<double>> timed;
   std::size_t failures = 0;

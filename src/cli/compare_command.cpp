@@ -116,8 +116,10 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
   cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
-  cmd->add_option("--variant-timeout", o->measure.variant_timeout_s, "Seconds before a run is stopped")
-      ->capture_default_str();
+  cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
+                  "Seconds before a run is stopped (default: 5 s plus 4x the model's estimate of that run)");
+  cmd->add_flag("--keep-going", o->measure.keep_going,
+                "Within a problem, run a family's other variants even after one hung or failed to launch");
   cmd->add_option("--cache-dir", o->cache_dir, "Compiled-kernel cache");
   add_report_flags(cmd, o->report);
   cmd->footer(R"(
@@ -129,6 +131,8 @@ Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
 bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
   cmd->callback([o, &ctx] {
     check_report_paths(o->report);
+    if (o->measure.variant_timeout_s && !(*o->measure.variant_timeout_s > 0))
+      throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o->measure.variant_timeout_s));
     const result_file base = load_result_file(o->baseline);
     const local_devices local = query_local_devices();
     if (local.devices.empty())

@@ -35,7 +35,8 @@ struct gemm_options {
   } device;
   struct {
     std::uint64_t seed = 1;
-    double variant_timeout_s = 60;
+    std::optional<double> variant_timeout_s;  // none: from each run's predicted time
+    bool keep_going = false;
     double target_spread = 0.01;
     double time_cap_ms = 2000;
   } measure;
@@ -165,7 +166,8 @@ gemm_problem problem_from_flags(const gemm_options& o) {
 
 // A variant that ran and failed (exit 1), as opposed to one that cannot run at all (exit 2).
 bool failed_on_the_gpu(variant_status s) {
-  return s == variant_status::incorrect || s == variant_status::launch_error || s == variant_status::timeout;
+  return s == variant_status::incorrect || s == variant_status::launch_error || s == variant_status::timeout ||
+         s == variant_status::skipped;
 }
 
 // Writes the recommended variant (or each --only variant) of every plan under
@@ -241,8 +243,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
-  if (!(o.measure.variant_timeout_s > 0))
-    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", o.measure.variant_timeout_s));
+  if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o.measure.variant_timeout_s));
 
   compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
   kernel_compiler* compiler = &compilers.get();
@@ -253,6 +255,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   measure_settings settings;
   settings.seed = o.measure.seed;
   settings.variant_timeout_s = o.measure.variant_timeout_s;
+  settings.keep_going = o.measure.keep_going;
   settings.target_spread = o.measure.target_spread;
   settings.time_cap_ms = o.measure.time_cap_ms;
   settings.verify_only = o.report.verify_only;
@@ -425,7 +428,11 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                 "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
-                  "Seconds before a variant's run is stopped and marked timeout")->capture_default_str();
+                  "Seconds before a variant's run is stopped and marked timeout (default: 5 s plus 4x the model's "
+                  "estimate of that run)");
+  cmd->add_flag("--keep-going", o->measure.keep_going,
+                "Run every variant of a family even after one of them hung or failed to launch (by default the "
+                "rest of that family is skipped for the problem, naming the first failure)");
   cmd->add_option("--target-spread", o->measure.target_spread,
                   "Sample until (p80 - p20) / median is under this")->capture_default_str();
   cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")

@@ -32,8 +32,15 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
     setup.sampling.max_samples = 0;
   }
   const scratch_dir scratch("tiletune-run");
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), o.variant_timeout_s);
+  request_timeout timeout;
+  timeout.fixed_s = o.variant_timeout_s;
+  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), timeout);
   const auto strategy = make_search_strategy(o.search);
+  measure_options options;
+  options.verify_only = o.verify_only;
+  options.strategy = strategy.get();
+  options.full = setup.sampling;
+  options.keep_going = o.keep_going;
   const auto started = std::chrono::steady_clock::now();
   measure_plan(
       plan, backend,
@@ -50,7 +57,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
                                     std::string(filled, '#'), std::string(width - filled, '.'), done, total, left,
                                     id));
       },
-      o.verify_only, strategy.get(), setup.sampling);
+      options);
   const auto ready = nlohmann::json::parse(backend.ready_line(), nullptr, false);
   if (ready.is_object() && ready.value("timer", "") != "cupti") {
     const std::string why = "CUPTI is unavailable (" + ready.value("timer_note", std::string("unknown")) +

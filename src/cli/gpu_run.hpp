@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -24,7 +25,8 @@ class compiler_stack {
 
 struct measure_settings {
   std::uint64_t seed = 1;
-  double variant_timeout_s = 60;
+  std::optional<double> variant_timeout_s;  // none: follow each run's predicted time (request_timeout)
+  bool keep_going = false;                  // a family that hangs or faults is not suspended
   double target_spread = 0.01;
   double time_cap_ms = 2000;
   bool verify_only = false;

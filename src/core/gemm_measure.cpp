@@ -15,12 +15,30 @@ namespace tiletune {
 
 namespace fs = std::filesystem;
 
+double timeout_for(const measure_request& r, const worker_setup& setup, const request_timeout& t) {
+  if (t.fixed_s) return *t.fixed_s;
+  if (!(r.predicted_us > 0)) return t.unpredicted_s;
+  const sampling_policy& p = r.sampling ? *r.sampling : setup.sampling;
+  const double kernel_s = r.predicted_us * 1e-6;
+  const double launches = static_cast<double>(p.warmup + p.max_samples) + (r.verify ? 1 : 0);
+  // Each sample also flushes the L2 and waits for its timer: 100 us is generous.
+  const double sampling_s =
+      std::min(p.time_cap_ms * 1e-3 + kernel_s * static_cast<double>(p.warmup + 11), launches * kernel_s) +
+      launches * 100e-6;
+  const gemm_problem& q = setup.problem;
+  // Copying C back and checking it: about 20 ns an element on one core.
+  const double check_s = r.verify ? static_cast<double>(q.m) * static_cast<double>(q.n) *
+                                        static_cast<double>(q.batch) * 20e-9
+                                  : 0;
+  return t.floor_s + t.multiple * (sampling_s + check_s);
+}
+
 subprocess_backend::subprocess_backend(std::vector<std::string> worker_argv, worker_setup setup,
-                                       fs::path scratch_dir, double variant_timeout_s, double setup_timeout_s)
+                                       fs::path scratch_dir, request_timeout timeout, double setup_timeout_s)
     : argv_(std::move(worker_argv)),
       setup_(std::move(setup)),
       scratch_(std::move(scratch_dir)),
-      timeout_s_(variant_timeout_s),
+      timeout_(timeout),
       setup_timeout_s_(setup_timeout_s) {}
 
 subprocess_backend::~subprocess_backend() = default;
@@ -63,7 +81,8 @@ measure_response subprocess_backend::measure(const measure_request& request, con
     out.message = "the worker had ended: " + worker_->stop() + "\n" + worker_->stderr_tail();
     return out;
   }
-  const auto answer = worker_->read_line(timeout_s_);
+  const double timeout_s = timeout_for(request, setup_, timeout_);
+  const auto answer = worker_->read_line(timeout_s);
   switch (answer.status) {
     case worker_process::read_status::line: {
       const auto j = nlohmann::json::parse(answer.text, nullptr, false);
@@ -80,7 +99,13 @@ measure_response subprocess_backend::measure(const measure_request& request, con
     case worker_process::read_status::timeout:
       worker_->stop();
       out.status = "timeout";
-      out.message = fmt::format("no result within {:.0f} s; the worker was stopped", timeout_s_);
+      out.message = fmt::format("no result within {:.1f} s ({}); the worker was stopped", timeout_s,
+                                timeout_.fixed_s ? "--variant-timeout"
+                                : request.predicted_us > 0
+                                    ? fmt::format("{:.0f}x the model's estimate of this run plus {:.0f} s; "
+                                                  "--variant-timeout sets it",
+                                                  timeout_.multiple, timeout_.floor_s)
+                                    : "the limit for runs with no estimate");
       return out;
     case worker_process::read_status::closed:
       break;
@@ -101,8 +126,36 @@ measure_request variant_request(const gemm_plan& plan, const variant_result& v) 
   r.id = v.config.id();
   r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
   r.config = v.config;
+  r.predicted_us = v.predicted.time_us;
   return r;
 }
+
+// A family whose variant hung or faulted is suspended for the rest of the
+// plan: a broken template fails the same way in every variant, and each
+// failure costs a timeout and a worker restart.
+class family_guard {
+ public:
+  explicit family_guard(bool keep_going) : keep_going_(keep_going) {}
+  // True (and the variant marked skipped) when its family is suspended.
+  bool skips(variant_result& v) const {
+    const auto it = first_failure_.find(v.config.family);
+    if (it == first_failure_.end()) return false;
+    v.status = variant_status::skipped;
+    v.reason = "not run: " + it->second;
+    return true;
+  }
+  void saw(const variant_result& v) {
+    if (keep_going_ || (v.status != variant_status::timeout && v.status != variant_status::launch_error)) return;
+    first_failure_.emplace(v.config.family,
+                           fmt::format("the family was suspended after {} ended in {} ({}); --keep-going runs "
+                                       "the rest anyway",
+                                       v.config.id(), to_string(v.status), v.reason.substr(0, 200)));
+  }
+
+ private:
+  bool keep_going_;
+  std::map<kernel_family, std::string> first_failure_;
+};
 variant_status status_from(const std::string& s) {
   if (s == "ok") return variant_status::ok;
   if (s == "incorrect") return variant_status::incorrect;
@@ -135,7 +188,7 @@ void record_answer(gemm_plan& plan, variant_result& v, measure_response answer) 
 // Lets the strategy choose which variants to time and for how long; records
 // every answer in the plan and what each stage cost in the report.
 void run_search(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
-                const search_strategy& strategy, const sampling_policy& full) {
+                const search_strategy& strategy, const sampling_policy& full, family_guard& guard) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   search_report report;
@@ -165,13 +218,14 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
   ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage,
                  bool verify) {
     auto& v = plan.variants[c.variant];
-    if (v.status != variant_status::ok) return;  // failed earlier: out of the race
+    if (v.status != variant_status::ok || guard.skips(v)) return;  // failed earlier: out of the race
     measure_request r = variant_request(plan, v);
     r.sampling = budget;
     r.verify = verify && !(v.measured && v.measured->verified);
     if (progress) progress(timed.size(), candidates.size(), stage + " " + c.id);
     const auto t0 = clock::now();
     record_answer(plan, v, backend.measure(r, v.cubin));
+    guard.saw(v);
     auto& cost = costs[stage];
     cost.wall_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     const auto& t = v.measured->timing;
@@ -241,6 +295,18 @@ int stage_depth(const variant_result& v) {
 
 void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, bool verify_only,
                   const search_strategy* strategy, const sampling_policy& full) {
+  measure_options o;
+  o.verify_only = verify_only;
+  o.strategy = strategy;
+  o.full = full;
+  measure_plan(plan, backend, progress, o);
+}
+
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
+                  const measure_options& options) {
+  const bool verify_only = options.verify_only;
+  const sampling_policy& full = options.full;
+  family_guard guard(options.keep_going);
   plan.mode = verify_only ? "predicted" : "measured";
   std::size_t total = 1;
   for (const auto& v : plan.variants) total += v.status == variant_status::ok;
@@ -256,16 +322,18 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
       plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
     plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
     const auto exhaustive = make_exhaustive_search();
-    run_search(plan, backend, progress, strategy ? *strategy : *exhaustive, full);
+    run_search(plan, backend, progress, options.strategy ? *options.strategy : *exhaustive, full, guard);
     done = total;
   } else {
     ++done;
     for (auto& v : plan.variants) {
       if (v.status != variant_status::ok) continue;
-      const measure_request r = variant_request(plan, v);
-      if (progress) progress(done, total, r.id);
-      record_answer(plan, v, backend.measure(r, v.cubin));
       ++done;
+      if (guard.skips(v)) continue;
+      const measure_request r = variant_request(plan, v);
+      if (progress) progress(done - 1, total, r.id);
+      record_answer(plan, v, backend.measure(r, v.cubin));
+      guard.saw(v);
     }
   }
   if (progress) progress(done, total, "");

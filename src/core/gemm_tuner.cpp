@@ -25,6 +25,7 @@ std::string_view to_string(variant_status s) {
     case variant_status::launch_error: return "launch_error";
     case variant_status::incorrect: return "incorrect";
     case variant_status::timeout: return "timeout";
+    case variant_status::skipped: return "skipped";
   }
   return "?";
 }

@@ -26,6 +26,7 @@ enum class variant_status {
   launch_error,
   incorrect,
   timeout,
+  skipped,         // not run: its family was suspended after a timeout or launch error (the reason names it)
 };
 std::string_view to_string(variant_status s);
 

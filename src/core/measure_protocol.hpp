@@ -53,6 +53,9 @@ struct measure_request {
   // longer second); without it the setup's policy applies.
   std::optional<sampling_policy> sampling;
   bool verify = true;  // false: this run already verified the variant; time it only
+  // Host side only (never sent): the model's kernel time, from which the
+  // supervisor derives how long the request may take.
+  double predicted_us = 0;
 };
 
 // Whether the request's op brings its own problem (else the setup's holds).

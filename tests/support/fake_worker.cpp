@@ -1,6 +1,8 @@
 // Stands in for `tiletune __worker` in CPU tests: speaks the same protocol,
 // and misbehaves on request: a variant id containing "crash" aborts, "hang"
-// never answers, "incorrect" fails verification, "slowNNN" takes NNN us.
+// never answers, "incorrect" fails verification, "slowNNN" takes NNN us; every
+// variant of the family named by TILETUNE_FAKE_HANG_FAMILY hangs, and of
+// TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template).
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/measure_protocol.hpp"
+#include "core/tile_config.hpp"
 
 using namespace tiletune;
 
@@ -24,8 +27,13 @@ int main() {
   std::cout << nlohmann::json{{"ready", true}, {"device", "fake"}, {"timer", "cupti"}}.dump() << std::endl;
   while (std::getline(std::cin, line)) {
     const measure_request r = measure_request_from_json(nlohmann::json::parse(line));
-    if (r.id.find("crash") != std::string::npos) std::abort();
-    if (r.id.find("hang") != std::string::npos) std::this_thread::sleep_for(std::chrono::hours(1));
+    auto family_is = [&r](const char* variable) {
+      const char* family = std::getenv(variable);
+      return family && r.config && to_string(r.config->family) == family;
+    };
+    if (r.id.find("crash") != std::string::npos || family_is("TILETUNE_FAKE_CRASH_FAMILY")) std::abort();
+    if (r.id.find("hang") != std::string::npos || family_is("TILETUNE_FAKE_HANG_FAMILY"))
+      std::this_thread::sleep_for(std::chrono::hours(1));
     measure_response out;
     out.id = r.id;
     out.verified = r.op == "variant";

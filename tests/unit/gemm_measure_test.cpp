@@ -1,6 +1,8 @@
 #include "core/gemm_measure.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <chrono>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -167,7 +169,7 @@ TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) 
   scratch s;
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 64;
-  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, /*variant timeout*/ 1.0, 10.0);
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
   measure_request r;
   r.op = "variant";
   r.id = "first";
@@ -190,12 +192,103 @@ TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) 
   EXPECT_TRUE(std::filesystem::exists(s.dir / "first.cubin"));
 }
 
+// The limit of a run follows what it should take: seconds for a small problem,
+// more where sampling at the model's time or checking a large C takes longer;
+// --variant-timeout (fixed) overrides it.
+TEST(request_timeout, follows_the_predicted_time_of_the_run) {
+  worker_setup setup;
+  setup.problem.m = setup.problem.n = setup.problem.k = 1024;
+  measure_request r;
+  r.op = "variant";
+  const request_timeout automatic;
+  EXPECT_EQ(timeout_for(r, setup, automatic), automatic.unpredicted_s);  // no prediction: the old fixed limit
+  r.predicted_us = 10;
+  const double small = timeout_for(r, setup, automatic);
+  EXPECT_GE(small, automatic.floor_s);
+  EXPECT_LT(small, 6.0);
+  r.predicted_us = 20000;  // 200 samples of 20 ms: the 2 s time cap bounds the sampling
+  const double big = timeout_for(r, setup, automatic);
+  EXPECT_GT(big, automatic.floor_s + automatic.multiple * 2.0);
+  EXPECT_LT(big, automatic.floor_s + automatic.multiple * 2.5);
+  sampling_policy brief;
+  brief.max_samples = 10;
+  brief.time_cap_ms = 10;
+  r.sampling = brief;  // a brief look needs less
+  EXPECT_LT(timeout_for(r, setup, automatic), big);
+  setup.problem.m = setup.problem.n = 65536;  // checking 4 G elements of C on the host
+  EXPECT_GT(timeout_for(r, setup, automatic), 60.0);
+  r.verify = false;
+  EXPECT_LT(timeout_for(r, setup, automatic), 10.0);
+  EXPECT_EQ(timeout_for(r, setup, request_timeout::fixed(3)), 3);
+}
+
+namespace {
+struct scoped_env {
+  const char* name;
+  scoped_env(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~scoped_env() { unsetenv(name); }
+};
+std::size_t count_status(const gemm_plan& plan, variant_status s, const std::string& family) {
+  return static_cast<std::size_t>(std::count_if(plan.variants.begin(), plan.variants.end(), [&](const variant_result& v) {
+    return v.status == s && to_string(v.config.family) == family;
+  }));
+}
+}  // namespace
+
+// A family whose template hangs costs one timeout, under the automatic limit
+// (seconds for this problem), not one per variant: the rest of the family is
+// skipped, naming the first failure, and the other families go on.
+TEST(measure_plan, a_hanging_family_costs_one_timeout_and_seconds) {
+  const scoped_env hang("TILETUNE_FAKE_HANG_FAMILY", "wgmma");
+  scratch s;
+  gemm_plan plan = small_plan();
+  const std::size_t wgmma = count_status(plan, variant_status::ok, "wgmma");
+  ASSERT_GT(wgmma, 5u);
+  worker_setup setup;
+  setup.problem = plan.problem;
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout{}, 10.0);
+  const auto started = std::chrono::steady_clock::now();
+  measure_plan(plan, backend);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(took_s, 10.0);
+  EXPECT_EQ(count_status(plan, variant_status::timeout, "wgmma"), 1u);
+  EXPECT_EQ(count_status(plan, variant_status::skipped, "wgmma"), wgmma - 1);
+  std::string first;
+  for (const auto& v : plan.variants)
+    if (v.status == variant_status::timeout) first = v.config.id();
+  for (const auto& v : plan.variants)
+    if (v.status == variant_status::skipped) EXPECT_NE(v.reason.find(first), std::string::npos) << v.reason;
+  EXPECT_EQ(count_status(plan, variant_status::skipped, "mma"), 0u);
+  ASSERT_TRUE(plan.recommended);
+  EXPECT_EQ(to_string(plan.variants[*plan.recommended].config.family), "mma");
+  EXPECT_EQ(to_json(plan, run_info{})["variants"].back().value("status", ""), "skipped");
+}
+
+// --keep-going: every variant of a faulting family runs (and fails) anyway.
+TEST(measure_plan, keep_going_runs_the_rest_of_a_failing_family) {
+  const scoped_env crash("TILETUNE_FAKE_CRASH_FAMILY", "wgmma");
+  scratch s;
+  for (bool keep_going : {false, true}) {
+    gemm_plan plan = small_plan();
+    const std::size_t wgmma = count_status(plan, variant_status::ok, "wgmma");
+    worker_setup setup;
+    setup.problem = plan.problem;
+    subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(5), 10.0);
+    measure_options o;
+    o.keep_going = keep_going;
+    measure_plan(plan, backend, {}, o);
+    EXPECT_EQ(count_status(plan, variant_status::launch_error, "wgmma"), keep_going ? wgmma : 1u);
+    EXPECT_EQ(count_status(plan, variant_status::skipped, "wgmma"), keep_going ? 0u : wgmma - 1);
+    EXPECT_EQ(count_status(plan, variant_status::launch_error, "mma"), 0u);
+  }
+}
+
 TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {
   scratch s;
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 64;
   setup.seed = 666;  // the fake refuses
-  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, 1.0, 10.0);
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
   measure_request r;
   r.op = "reference";
   r.id = "cublaslt";
@@ -205,6 +298,6 @@ TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {
   } catch (const environment_error& e) {
     EXPECT_NE(std::string(e.what()).find("no GPU in this fake"), std::string::npos);
   }
-  subprocess_backend missing({"/nonexistent/tiletune"}, setup, s.dir, 1.0, 10.0);
+  subprocess_backend missing({"/nonexistent/tiletune"}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
   EXPECT_THROW(missing.measure(r, ""), environment_error);
 }

@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "core/compile_cache.hpp"
@@ -73,7 +76,16 @@ void tuning_db::open_and_check() {
     }
   };
   // WAL lets readers go on while one run writes; the busy timeout makes writers queue.
-  exec("PRAGMA journal_mode=WAL", "cannot switch to WAL");
+  // Switching to WAL takes a lock SQLite does not wait for (several processes
+  // opening a new file at once got "database is locked"), so retry it here.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (int rc; (rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > give_up) {
+      exec("PRAGMA journal_mode=WAL", "cannot switch to WAL");  // once more, to report the error
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   exec("BEGIN IMMEDIATE", "cannot lock it");
   try {
     exec("CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "cannot create");
