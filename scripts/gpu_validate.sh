@@ -6,8 +6,9 @@
 # the GPU tests, and a summary last.
 #   scripts/gpu_validate.sh OUT_DIR [PHASE...]
 #     smoke  one variant per family (and per operand major for wgmma) on small
-#            odd shapes, each in seconds, then compute-sanitizer memcheck on one
-#            wgmma variant; a family that fails here is left out of every later
+#            odd shapes, each in seconds, then compute-sanitizer memcheck and
+#            synccheck on one variant per family and racecheck on a wgmma
+#            variant; a family that fails here is left out of every later
 #            step (OUT_DIR/smoke.tsv, OUT_DIR/excluded_families), so a hanging
 #            family costs seconds, not the run. Every phase list starts with it.
 #     verify every variant of every family checked (--verify-only) on the odd
@@ -105,13 +106,28 @@ sort -u -o "$out/excluded_families" "$out/excluded_families"
 cat "$out/smoke.tsv" >&2
 excluded=$(tr '\n' ' ' <"$out/excluded_families")
 [ -n "$excluded" ] && say "smoke: left out of every later step: $excluded"
-if command -v compute-sanitizer >/dev/null && [[ $excluded != *wgmma* ]] && [ -z "${GPU_VALIDATE_NO_SANITIZER:-}" ]; then
-  for tool in memcheck racecheck; do
-    step "compute-sanitizer $tool (wgmma c2)" 90 "$out/sanitizer-$tool.txt" compute-sanitizer --tool "$tool" \
-      --target-processes all --error-exitcode 9 "$bin" gemm --m 136 --n 200 --k 72 --batch 3 --dtype bf16 \
-      --layout nt --alpha 1.5 --beta 0.5 --only wgmma_128x128x64_c2_s3_cl1x1_g8m --verify-only --no-db --quiet \
-      --variant-timeout 60
-    grep -E "ERROR SUMMARY|Error|error" "$out/sanitizer-$tool.txt" | head -5 >&2
+# compute-sanitizer on each family's first smoke case: memcheck (out-of-bounds
+# and misaligned accesses) and synccheck (barriers); racecheck (shared-memory
+# hazards) on a two-consumer wgmma variant. Kernels are built with line info
+# (--kernel-debug lineinfo) so a report names the template's line.
+if command -v compute-sanitizer >/dev/null && [ -z "${GPU_VALIDATE_NO_SANITIZER:-}" ]; then
+  declare -A sanitized=()
+  for c in "${smoke_cases[@]}" "bf16 nt 136 200 72 3 wgmma_128x128x64_c2_s3_cl1x1_g8m racecheck"; do
+    read -r dt lay m n k b id tools <<<"$c"
+    fam=${id%%_*}
+    [[ " $excluded " == *" $fam "* ]] && continue
+    if [ -z "${tools:-}" ]; then
+      [ -n "${sanitized[$fam]:-}" ] && continue
+      sanitized[$fam]=1
+      tools="memcheck synccheck"
+    fi
+    for tool in $tools; do
+      log="$out/sanitizer-$tool-$id.txt"
+      step "compute-sanitizer $tool $id" 90 "$log" compute-sanitizer --tool "$tool" --target-processes all \
+        --error-exitcode 9 "$bin" gemm --m "$m" --n "$n" --k "$k" --batch "$b" --dtype "$dt" --layout "$lay" \
+        --alpha 1.5 --beta 0.5 --only "$id" --verify-only --no-db --quiet --variant-timeout 60 --kernel-debug lineinfo
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error" "$log" | head -5 >&2
+    done
   done
 fi
 

@@ -44,6 +44,7 @@ struct gemm_options {
     int jobs = 0;
     std::string cache_dir;
     bool no_cache = false;
+    std::string kernel_debug;
   } compile;
   std::string suite;
   std::vector<std::string> only;
@@ -248,8 +249,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
 
   compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
   kernel_compiler* compiler = &compilers.get();
-  // Partial runs (--only, --verify-only) neither answer from the database nor go into it.
-  const bool db_usable = o.only.empty() && !o.report.verify_only;
+  (void)kernel_debug_options(o.compile.kernel_debug);  // a bad level is bad input before anything compiles
+  // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go into it.
+  const bool db_usable = o.only.empty() && !o.report.verify_only && o.compile.kernel_debug.empty();
   const auto db = db_usable ? open_tuning_db(o.tuning.db, o.tuning.no_db) : nullptr;
 
   measure_settings settings;
@@ -263,6 +265,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   progress_line progress(!o.report.quiet);
   plan_options options;
   options.only = o.only;
+  options.kernel_debug = o.compile.kernel_debug;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
 
   // The model calibrated on this GPU model's measured results, where the database has some.
@@ -444,6 +447,9 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_option("--cache-dir", o->compile.cache_dir,
                   "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
+  cmd->add_option("--kernel-debug", o->compile.kernel_debug,
+                  "Build the kernels for cuda-gdb and compute-sanitizer: lineinfo (source lines, the same code) or "
+                  "full (-G, unoptimized); such runs stay out of the tuning database");
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
   cmd->add_option("--export", o->export_dir,
                   "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "

@@ -41,6 +41,15 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
   return job;
 }
 
+std::vector<std::string> kernel_debug_options(const std::string& level) {
+  if (level.empty()) return {};
+  if (level == "lineinfo") return {"-lineinfo"};
+  if (level == "full") return {"-G"};
+  throw usage_error(fmt::format("--kernel-debug {} is invalid: lineinfo (source lines, the same code) or full "
+                                "(-G, unoptimized)",
+                                level));
+}
+
 void check_fits_memory(const gemm_problem& p, const device_spec& d) {
   const std::int64_t bytes = p.operand_bytes();
   if (d.memory_bytes > 0 && bytes > d.memory_bytes) {
@@ -61,6 +70,10 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
 
   std::vector<compile_job> jobs;
   std::vector<std::size_t> job_variant;
+  const std::vector<std::string> debug_options = kernel_debug_options(options.kernel_debug);
+  if (!debug_options.empty())
+    plan.notes.push_back(fmt::format("kernels built for debugging ({}): their speed is not the release build's",
+                                     debug_options.front()));
   for (kernel_family f : families_for(p.type)) {
     for (const tile_config& c : problem_search_space(f, p, d)) {
       if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
@@ -74,6 +87,7 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
         v.reason = broken->message;
       } else {
         jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+        jobs.back().options.insert(jobs.back().options.end(), debug_options.begin(), debug_options.end());
         job_variant.push_back(plan.variants.size());
       }
       plan.variants.push_back(std::move(v));

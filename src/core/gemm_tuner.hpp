@@ -73,7 +73,12 @@ struct plan_options {
   int jobs = 1;
   compile_progress progress;
   std::vector<std::string> only;  // variant ids to keep; empty keeps all
+  // Debug builds for cuda-gdb and compute-sanitizer: "lineinfo" (source lines
+  // in the SASS, the same code) or "full" (-G: device debug, unoptimized).
+  std::string kernel_debug;
 };
+// The NVRTC options of a --kernel-debug level; throws usage_error naming a bad one.
+std::vector<std::string> kernel_debug_options(const std::string& level);
 
 // The NVRTC job of one variant on one device.
 compile_job make_compile_job(const tile_config& c, dtype t, layout l, const device_spec& d);

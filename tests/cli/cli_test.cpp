@@ -66,6 +66,8 @@ TEST(cli, bad_values_exit_2_naming_them_and_write_nothing) {
   expect_usage_error(gemm({"--m", "8", "--n", "8"}), "--k");
   expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--top", "0"}), "--top 0");
   expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--alpha", "x"}), "x");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--kernel-debug", "bogus"}), "--kernel-debug bogus");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--variant-timeout", "0"}), "--variant-timeout 0");
 }
 
 TEST(cli, out_into_a_missing_folder_is_refused_before_work) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,8 +17,10 @@
 #include "core/kernel_templates.hpp"
 #include "core/search_space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "sass_reading.hpp"
 
 using namespace tiletune;
+using namespace tiletune_test;
 
 namespace {
 
@@ -134,24 +137,10 @@ TEST(nvrtc_compiler, ampere_and_ada_targets_compile_too) {
 class compile_wgmma : public ::testing::TestWithParam<dtype> {};
 
 namespace {
-std::string sass_of(const std::string& cubin, const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", ::getpid());
-  std::filesystem::create_directories(dir);
-  const auto file = dir / (name + ".cubin");
-  std::ofstream(file, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-  // cuobjdump runs nvdisasm, found on PATH or next to it.
-  const std::string bin_dir = std::filesystem::path(TILETUNE_CUOBJDUMP).parent_path().string();
-  const std::string cmd = fmt::format("PATH=\"{}:$PATH\" \"{}\" -sass \"{}\" 2>&1", bin_dir, TILETUNE_CUOBJDUMP,
-                                      file.string());
-  std::string out;
-  if (FILE* pipe = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    std::size_t got;
-    while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, got);
-    ::pclose(pipe);
-  }
-  std::filesystem::remove(file);
-  return out;
+// HGMMAs one k-tile of a wgmma variant issues: its k-steps times its m64 instructions per consumer.
+int hgmma_per_k_tile(const tile_config& c, dtype t) {
+  const int k_step = t == dtype::tf32 ? 8 : 16;
+  return (c.block_k / k_step) * (c.block_m / c.consumers / 64);
 }
 }  // namespace
 
@@ -189,8 +178,13 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     if (configs[i].consumers == 2) {
       EXPECT_EQ(r.resources.registers, 168) << names[i];
     }
-    const std::string sass = sass_of(r.cubin, names[i]);
+    // No wgmma serialization or injected waits (ptxas says so in the log, C751x),
+    // and in the SASS one committed group of back-to-back HGMMAs per k-tile.
+    for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << names[i] << ": " << w;
+    const std::string sass = disassemble(r.cubin, names[i]);
     EXPECT_NE(sass.find("HGMMA"), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
+    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(configs[i], type)))
+      ADD_FAILURE() << names[i] << ": " << problem;
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];
     EXPECT_EQ(sass.find("STL"), std::string::npos) << names[i];
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << names[i];
@@ -198,6 +192,37 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
   }
   std::printf("%zu wgmma variants for sm_90a %s, %.0f ms of compilation each on average\n", jobs.size(),
               std::string(to_string(type)).c_str(), total_ms / jobs.size());
+}
+
+// The checks above can fail: an accumulator write planted between the wgmmas of
+// a k-step makes ptxas serialize them (C7510-C7519 in the log, a gsb0 on every
+// HGMMA), and both checks say so; the same variant unplanted passes both.
+TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught) {
+  const device_spec& d = find_preset("h100-sxm");
+  gemm_problem p;
+  p.m = p.n = p.k = 4096;
+  p.type = dtype::bf16;
+  p.layout = parse_layout("nt");
+  std::optional<tile_config> chosen;
+  for (const auto& c : default_search_space(kernel_family::wgmma, p.type))
+    if (c.block_m == 128 && c.block_n == 128 && c.consumers == 1 && !check_constraints(c, p, d)) chosen = c;
+  ASSERT_TRUE(chosen);
+  const compile_job plain = make_compile_job(*chosen, p.type, p.layout, d);
+  compile_job planted = plain;
+  const std::string call = "tt_wgmma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);";
+  const auto at = planted.source.find(call);
+  ASSERT_NE(at, std::string::npos) << "the template's wgmma call changed; update this test";
+  planted.source.insert(at + call.size(), " acc[mi][0] += 1e-3f;");
+  planted.name += "_planted";
+  nvrtc_compiler nvrtc;
+  const auto good = nvrtc.compile(plain);
+  const auto bad = nvrtc.compile(planted);
+  ASSERT_TRUE(good.ok && bad.ok) << good.log << bad.log;
+  const int per_k_tile = hgmma_per_k_tile(*chosen, p.type);
+  EXPECT_TRUE(ptxas_performance_warnings(good.log).empty()) << good.log;
+  EXPECT_TRUE(hgmma_issue_problems(disassemble(good.cubin, "plain"), per_k_tile).empty());
+  EXPECT_FALSE(ptxas_performance_warnings(bad.log).empty()) << bad.log;
+  EXPECT_FALSE(hgmma_issue_problems(disassemble(bad.cubin, "planted"), per_k_tile).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16),

@@ -18,27 +18,12 @@
 #include "core/gemm_tuner.hpp"
 #include "core/search_space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "sass_reading.hpp"
 
 using namespace tiletune;
+using namespace tiletune_test;
 
 namespace {
-
-// cuobjdump -sass of a cubin; empty when cuobjdump fails.
-std::string disassemble(const std::string& cubin, const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", getpid());
-  std::filesystem::create_directories(dir);
-  const auto path = dir / (name + ".cubin");
-  std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-  std::string out;
-  const std::string command = fmt::format("'{}' -sass '{}' 2>&1", TILETUNE_CUOBJDUMP, path.string());
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
-  std::filesystem::remove(path);
-  return out;
-}
 
 bool has(const std::string& sass, const std::string& mnemonic) { return sass.find(mnemonic) != std::string::npos; }
 
@@ -108,6 +93,11 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
     EXPECT_FALSE(has(sass, "STL")) << name(c) << ": stores to local memory";
     if (c.config.family == kernel_family::mma) {
       EXPECT_TRUE(has(sass, "HMMA")) << name(c) << ": no tensor-core instruction";
+      // m16n8k16 (m16n8k8 for tf32) over the warp's tile, for each k-step of a k-tile.
+      const int k_step = c.type == dtype::tf32 ? 8 : 16;
+      const int per_k_tile = (c.config.block_m / c.config.warps_m / 16) * (c.config.block_n / c.config.warps_n / 8) *
+                             (c.config.block_k / k_step);
+      for (const auto& problem : hmma_count_problems(sass, per_k_tile)) ADD_FAILURE() << name(c) << ": " << problem;
       if (c.type != dtype::tf32) {
         EXPECT_TRUE(has(sass, "LDSM")) << name(c) << ": no ldmatrix";
       }

@@ -14,6 +14,7 @@ namespace {
 class replay_compiler : public kernel_compiler {
  public:
   std::string fail_id, spill_id, fat_id;
+  std::vector<std::vector<std::string>> options_seen;
   compiled_kernel compile(const compile_job& job) override {
     compiled_kernel k;
     if (job.name == fail_id) {
@@ -26,6 +27,7 @@ class replay_compiler : public kernel_compiler {
     k.resources.registers = 128;
     if (job.name == spill_id) k.resources.spill_store_bytes = 8;
     if (job.name == fat_id) k.resources.registers = 300;
+    options_seen.push_back(job.options);
     return k;
   }
   std::string version() const override { return "replay 1"; }
@@ -112,6 +114,24 @@ TEST(gemm_tuner, json_has_the_contract_keys) {
     EXPECT_TRUE(j["recommendation"].contains(k)) << k;
   EXPECT_EQ(j["recommendation"]["id"], j["variants"][0]["id"]);
   EXPECT_EQ(j["recommendation"]["triton"]["num_warps"], j["variants"][0]["tile"]["threads"].get<int>() / 32);
+}
+
+// --kernel-debug: every variant is built with the debug option, and the plan says so.
+TEST(gemm_tuner, kernel_debug_builds_every_variant_with_its_option) {
+  EXPECT_TRUE(kernel_debug_options("").empty());
+  EXPECT_EQ(kernel_debug_options("lineinfo"), std::vector<std::string>{"-lineinfo"});
+  EXPECT_EQ(kernel_debug_options("full"), std::vector<std::string>{"-G"});
+  EXPECT_THROW(kernel_debug_options("-G"), usage_error);
+  for (const char* level : {"lineinfo", "full"}) {
+    replay_compiler c;
+    plan_options o;
+    o.kernel_debug = level;
+    const gemm_plan plan = plan_gemm(problem(256, 256, 256, dtype::bf16), find_preset("h100-sxm"), c, o);
+    ASSERT_FALSE(c.options_seen.empty());
+    for (const auto& opts : c.options_seen)
+      EXPECT_EQ(opts.back(), kernel_debug_options(level).front()) << level;
+    EXPECT_NE(plan.notes.front().find("debugging"), std::string::npos);
+  }
 }
 
 TEST(gemm_tuner, a_problem_no_variant_can_run_has_no_recommendation) {

@@ -1,0 +1,104 @@
+#include "sass_reading.hpp"
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace tiletune_test {
+
+std::string disassemble(const std::string& cubin, const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", getpid());
+  std::filesystem::create_directories(dir);
+  const auto path = dir / (name + ".cubin");
+  std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+  // cuobjdump runs nvdisasm, found on PATH or next to it.
+  const std::string bin_dir = std::filesystem::path(TILETUNE_CUOBJDUMP).parent_path().string();
+  const std::string command =
+      fmt::format("PATH=\"{}:$PATH\" '{}' -sass '{}' 2>&1", bin_dir, TILETUNE_CUOBJDUMP, path.string());
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (pipe) {
+    std::array<char, 4096> buffer{};
+    std::size_t n = 0;
+    while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
+  }
+  std::filesystem::remove(path);
+  return out;
+}
+
+std::vector<std::string> instructions(const std::string& sass) {
+  static const std::regex line(R"(/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;)");
+  std::vector<std::string> out;
+  std::istringstream in(sass);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+namespace {
+// The opcode of an instruction, its predicate ("@P0 ", "@!UP1 ") dropped.
+std::string opcode(const std::string& instruction) {
+  std::string s = instruction;
+  if (!s.empty() && s[0] == '@') s = s.substr(s.find(' ') + 1);
+  return s.substr(0, s.find(' '));
+}
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+}  // namespace
+
+std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile) {
+  std::vector<std::string> problems;
+  int groups = 0, in_group = 0;
+  std::string waits;  // a wait seen since the group's first HGMMA
+  for (const std::string& ins : instructions(sass)) {
+    const std::string op = opcode(ins);
+    if (starts_with(op, "HGMMA")) {
+      if (in_group > 0 && !waits.empty())
+        problems.push_back(fmt::format("{} between the HGMMAs of k-group {}", waits, groups + 1));
+      waits.clear();
+      ++in_group;
+      if (ins.find("gsb0") != std::string::npos) {
+        ++groups;
+        if (in_group != per_k_tile)
+          problems.push_back(fmt::format("k-group {} has {} HGMMA where the tile implies {}{}", groups, in_group,
+                                         per_k_tile, in_group == 1 ? " (serialized: a gsb0 on each)" : ""));
+        in_group = 0;
+      }
+    } else if (in_group > 0 && (starts_with(op, "WARPGROUP") || starts_with(op, "BAR") ||
+                                starts_with(op, "WARPSYNC") || starts_with(op, "DEPBAR"))) {
+      waits = op;
+    }
+  }
+  if (in_group > 0) problems.push_back(fmt::format("{} HGMMA at the end belong to no committed group", in_group));
+  if (groups == 0) problems.push_back("no HGMMA k-group at all");
+  return problems;
+}
+
+std::vector<std::string> hmma_count_problems(const std::string& sass, int per_k_tile) {
+  int count = 0;
+  for (const std::string& ins : instructions(sass)) count += starts_with(opcode(ins), "HMMA");
+  if (count == 0) return {"no HMMA"};
+  if (count % per_k_tile != 0)
+    return {fmt::format("{} HMMA, not a multiple of the {} one k-tile implies", count, per_k_tile)};
+  return {};
+}
+
+std::vector<std::string> ptxas_performance_warnings(const std::string& log) {
+  std::vector<std::string> found;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);)
+    if (l.find("C751") != std::string::npos || l.find("Performance Loss") != std::string::npos ||
+        l.find("serialized") != std::string::npos || l.find("injected") != std::string::npos)
+      found.push_back(l);
+  return found;
+}
+
+}  // namespace tiletune_test

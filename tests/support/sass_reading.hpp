@@ -1,0 +1,32 @@
+#pragma once
+// Reading a kernel's machine code on the CPU (cuobjdump, no GPU): what the
+// compile tests ask of it, as functions that a planted defect can be shown to fail.
+#include <string>
+#include <vector>
+
+namespace tiletune_test {
+
+// cuobjdump -sass of a cubin (TILETUNE_CUOBJDUMP, with nvdisasm beside it);
+// empty or an error text when cuobjdump fails.
+std::string disassemble(const std::string& cubin, const std::string& name);
+
+// The instructions of a SASS listing in order, without addresses and encodings
+// ("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR12], R24, gsb0").
+std::vector<std::string> instructions(const std::string& sass);
+
+// What is wrong with the tensor-core issue of a wgmma kernel's main loop: its
+// HGMMAs must come in k-groups of `per_k_tile` (the tile's k-steps x its m64
+// instructions), each ended by exactly one gsb0 (one commit group; a gsb0 on
+// every HGMMA is the serialization ptxas warns of), with no barrier or
+// dependency wait between the HGMMAs of a group. Empty: nothing wrong.
+std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile);
+
+// The same for mma.sync kernels: the HMMA count is a positive multiple of the
+// count one k-tile implies (the loop body, perhaps peeled).
+std::vector<std::string> hmma_count_problems(const std::string& sass, int per_k_tile);
+
+// ptxas's performance diagnostics in a compile log: wgmma serialized (C7510,
+// C7511...), waits or arrives it had to inject, "Potential Performance Loss".
+std::vector<std::string> ptxas_performance_warnings(const std::string& log);
+
+}  // namespace tiletune_test
