@@ -237,7 +237,7 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
       ->capture_default_str();
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
-  cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)");
+  cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->quiet, "No table");
   cmd->add_flag("--predict", o->predict, "On a machine with a GPU: plan from its specification, time nothing");

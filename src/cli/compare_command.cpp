@@ -50,14 +50,15 @@ void emit(const comparison& c, const report_options& r) {
 }
 
 void add_report_flags(CLI::App* cmd, report_options& r) {
-  cmd->add_option("--out", r.out, "Write the verdicts as JSON to FILE");
-  cmd->add_option("--junit", r.junit, "Write a JUnit XML report (one test case per problem) to FILE");
+  cmd->add_option("--out", r.out, "Write the verdicts as JSON to FILE")->check(refuse_empty_path);
+  cmd->add_option("--junit", r.junit, "Write a JUnit XML report (one test case per problem) to FILE")
+      ->check(refuse_empty_path);
   cmd->add_flag("--json", r.json, "Print the JSON on stdout instead of the table");
 }
 
 void check_report_paths(const report_options& r) {
   if (!r.out.empty()) check_output_path(r.out);
-  if (!r.junit.empty()) check_output_path(r.junit);
+  if (!r.junit.empty()) check_output_path(r.junit, "--junit");
 }
 
 }  // namespace

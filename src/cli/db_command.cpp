@@ -140,7 +140,7 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
   cal->add_option("--gpu", o->gpu, "The GPU model (a preset such as h100-sxm)")->required();
   cal->add_option("--db", o->file, "The database file");
-  cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)");
+  cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   cmd->footer(R"(

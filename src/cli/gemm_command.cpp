@@ -441,7 +441,7 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")
       ->capture_default_str();
   cmd->add_option("--top", o->report.top, "Rows of the table")->capture_default_str();
-  cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)");
+  cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->report.json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->report.quiet, "No table and no progress line");
   cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (default: all cores)");
@@ -454,7 +454,8 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--export", o->export_dir,
                   "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
                   "ID.json (how to launch it); see below")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(refuse_empty_path);
   cmd->add_option("--search", o->tuning.strategy,
                   "Which variants are timed, and how long: halving (the model drops the far-behind, a brief look "
                   "at the rest, longer looks at the best third, stop when the leader is clear of the noise), "

@@ -18,19 +18,53 @@ namespace tiletune::cli {
 
 namespace fs = std::filesystem;
 
-void check_output_path(const fs::path& file) {
-  if (file.empty()) throw usage_error("--out needs a file name");
+namespace {
+const char* kind_of(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+}  // namespace
+
+fs::path output_target(const fs::path& file, std::string_view flag) {
+  if (file.empty()) throw usage_error(fmt::format("{} needs a file name", flag));
   std::error_code ec;
-  if (fs::is_directory(file, ec))
-    throw usage_error(fmt::format("--out {} is a directory; give a file name", file.string()));
-  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    throw usage_error(fmt::format("--out {}: the folder {} does not exist", file.string(), dir.string()));
-  if (access(dir.c_str(), W_OK) != 0)
-    throw usage_error(fmt::format("--out {}: the folder {} is not writable", file.string(), dir.string()));
+  fs::path target = file;
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    if (hops == 40) throw usage_error(fmt::format("{} {}: too many symbolic links", flag, file.string()));
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) throw usage_error(fmt::format("{} {}: cannot read the link: {}", flag, file.string(), ec.message()));
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  const auto st = fs::status(target, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw usage_error(fmt::format("{} {} is {}; give the name of a regular file", flag,
+                                  target == file ? file.string() : file.string() + " (-> " + target.string() + ")",
+                                  kind_of(st.type())));
+  return target;
 }
 
-void write_file_atomically(const fs::path& file, std::string_view text) {
+void check_output_path(const fs::path& file, std::string_view flag) {
+  const fs::path target = output_target(file, flag);
+  std::error_code ec;
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    throw usage_error(fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
+  if (access(dir.c_str(), W_OK) != 0)
+    throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
+}
+
+std::string refuse_empty_path(const std::string& value) {
+  return value.empty() ? "needs a file or folder name, not an empty string" : "";
+}
+
+void write_file_atomically(const fs::path& requested, std::string_view text) {
+  const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
   {

@@ -6,10 +6,18 @@
 
 namespace tiletune::cli {
 
+// Where writing FILE really goes: a symbolic link is followed to its target
+// (the link stays a link); an existing file that is not a regular file (a
+// device, a FIFO, a socket, a folder) is refused with usage_error naming it,
+// since renaming over it would replace it.
+std::filesystem::path output_target(const std::filesystem::path& file, std::string_view flag = "--out");
 // Fails early, before long work, when FILE cannot be written (exit 2, naming it).
-void check_output_path(const std::filesystem::path& file);
-// Writes to a temporary file beside FILE, then renames: FILE is whole or untouched.
+void check_output_path(const std::filesystem::path& file, std::string_view flag = "--out");
+// Writes to a temporary file beside FILE's target, then renames onto it: the
+// target is whole or untouched.
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
+// A CLI11 check for options that name a file or folder to write: "" is refused.
+std::string refuse_empty_path(const std::string& value);
 
 std::string utc_now_iso();
 std::string shell_join(int argc, char** argv);

@@ -451,6 +451,15 @@ void write_export(const fs::path& dir, const std::vector<export_file>& files) {
     out.close();
     if (!out) throw environment_error(fmt::format("--export {}: could not write {}", dir.string(), staged.string()));
   }
+  // Renaming over a device, a FIFO or a link would replace it: such names are
+  // refused before any file is written.
+  for (const auto& f : files) {
+    const auto st = fs::symlink_status(dir / f.name, ec);
+    if (fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st))
+      throw usage_error(fmt::format("--export {}: {} exists and is not a regular file (a link, device or FIFO); "
+                                    "move it away or export elsewhere",
+                                    dir.string(), (dir / f.name).string()));
+  }
   for (const auto& f : files) {
     const fs::path target = dir / f.name;
     fs::create_directories(target.parent_path(), ec);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -574,4 +575,61 @@ TEST(cli, a_failure_late_in_the_input_leaves_no_partial_or_temporary_file) {
   EXPECT_FALSE(fs::exists(junit));
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_TRUE(e.path() == suite || e.path() == out || e.path() == truncated) << "left behind: " << e.path();
+}
+
+// Every file a command writes: a link is followed (it stays a link, its target
+// gets the output), a FIFO or other non-regular file is refused with exit 2
+// and left as it was, and an empty name is bad input, not "no output".
+TEST(cli, outputs_follow_links_and_never_replace_what_is_not_a_regular_file) {
+  const fs::path dir = tmp_dir() / "special-outputs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto base = write_result("for-special-outputs.json", 0.80);
+  const std::vector<std::vector<std::string>> writers = {
+      gemm({"--m", "64", "--n", "64", "--k", "64"}),
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--seq-len", "128"},
+      {"compare", base.string(), base.string()},
+  };
+  for (const auto& w : writers) {
+    const std::string what = w[0];
+    // A FIFO: refused, still a FIFO afterwards.
+    const fs::path fifo = dir / (what + ".fifo");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    auto args = w;
+    args.insert(args.end(), {"--out", fifo.string()});
+    result r = run(args);
+    EXPECT_EQ(r.code, 2) << what << ": " << r.err;
+    EXPECT_NE(r.err.find("FIFO"), std::string::npos) << what << ": " << r.err;
+    EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo))) << what;
+    // A link: the link stays, the file it points to gets the JSON.
+    const fs::path target = dir / (what + "-target.json"), link = dir / (what + "-link.json");
+    std::ofstream(target) << "old";
+    fs::create_symlink(target.filename(), link);
+    args = w;
+    args.insert(args.end(), {"--out", link.string()});
+    r = run(args);
+    EXPECT_EQ(r.code, 0) << what << ": " << r.err;
+    EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << what;
+    EXPECT_TRUE(nlohmann::json::parse(slurp(target), nullptr, false).is_object()) << what;
+    // An empty name.
+    args = w;
+    args.insert(args.end(), {"--out", ""});
+    r = run(args);
+    EXPECT_EQ(r.code, 2) << what << ": " << r.err;
+  }
+  // --junit and --export likewise.
+  const fs::path fifo = dir / "report.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  result r = run({"compare", base.string(), base.string(), "--junit", fifo.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--junit"), std::string::npos) << r.err;
+  const fs::path exported = dir / "export";
+  fs::create_directories(exported);
+  const result plan = run(gemm({"--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--json", "--quiet"}));
+  const std::string id = nlohmann::json::parse(plan.out)["recommendation"]["id"];
+  ASSERT_EQ(mkfifo((exported / (id + ".cu")).c_str(), 0600), 0);
+  r = run(gemm({"--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--export", exported.string()}));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(exported / (id + ".cu"))));
+  EXPECT_FALSE(fs::exists(exported / (id + ".json")));  // nothing written when one name is refused
 }
