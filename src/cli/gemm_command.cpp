@@ -95,12 +95,8 @@ std::string format_measured_table(const gemm_plan& plan, int top) {
   out += "\n" + t.render();
   if (plan.recommended) {
     const auto& v = plan.variants[*plan.recommended];
-    const auto tri = triton_config(v.config, plan.problem.type);
-    out += fmt::format("\nrecommended: {}\n  triton:  BLOCK_M={} BLOCK_N={} BLOCK_K={} num_warps={} num_stages={}\n"
-                       "  cutlass: {}\n",
-                       v.config.id(), tri["BLOCK_M"].get<int>(), tri["BLOCK_N"].get<int>(), tri["BLOCK_K"].get<int>(),
-                       tri["num_warps"].get<int>(), tri["num_stages"].get<int>(),
-                       cutlass_shape(v.config, plan.problem.type));
+    out += fmt::format("\nrecommended: {}\n  triton:  {}\n  cutlass: {}\n", v.config.id(),
+                       triton_summary(v.config, plan.problem.type), cutlass_shape(v.config, plan.problem.type));
   } else {
     out += "\nno variant ran correctly; the JSON says why for each\n";
   }
@@ -136,11 +132,8 @@ std::string format_table(const gemm_plan& plan, int top) {
   out += t.render();
   if (plan.recommended) {
     const auto& v = plan.variants[*plan.recommended];
-    const auto tri = triton_config(v.config, plan.problem.type);
-    out += fmt::format("\nrecommended: {} (predicted {:.1f} TFLOP/s)\n  triton:  BLOCK_M={} BLOCK_N={} "
-                       "BLOCK_K={} num_warps={} num_stages={}\n  cutlass: {}\n",
-                       v.config.id(), v.predicted.tflops, tri["BLOCK_M"].get<int>(), tri["BLOCK_N"].get<int>(),
-                       tri["BLOCK_K"].get<int>(), tri["num_warps"].get<int>(), tri["num_stages"].get<int>(),
+    out += fmt::format("\nrecommended: {} (predicted {:.1f} TFLOP/s)\n  triton:  {}\n  cutlass: {}\n",
+                       v.config.id(), v.predicted.tflops, triton_summary(v.config, plan.problem.type),
                        cutlass_shape(v.config, plan.problem.type));
   } else {
     out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";

@@ -99,6 +99,11 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
   const auto& rec = result.value("recommendation", nlohmann::json());
   if (rec.is_object()) {
     out += fmt::format("\nrecommended: {}\n", rec.value("id", ""));
+    if (rec.contains("triton") && rec["triton"].is_object()) {
+      std::string tri;
+      for (const auto& [k, v] : rec["triton"].items()) tri += fmt::format("{}{}={}", tri.empty() ? "" : " ", k, v.dump());
+      out += fmt::format("  triton:  {}\n", tri);
+    }
     if (rec.contains("cutlass")) out += fmt::format("  cutlass: {}\n", rec["cutlass"].get<std::string>());
   } else {
     out += "\nno variant ran correctly in that measurement\n";

@@ -172,12 +172,27 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
 }
 
 nlohmann::json triton_config(const tile_config& c, dtype) {
-  return {{"BLOCK_M", c.block_m},
-          {"BLOCK_N", c.block_n},
-          {"BLOCK_K", c.block_k},
-          // Triton counts the compute warps; wgmma's producer warpgroup is extra.
-          {"num_warps", c.family == kernel_family::wgmma ? 4 * c.consumers : c.threads() / 32},
-          {"num_stages", c.stages}};
+  nlohmann::json j = {{"BLOCK_M", c.block_m},
+                      {"BLOCK_N", c.block_n},
+                      {"BLOCK_K", c.block_k},
+                      // Triton counts the compute warps; wgmma's producer warpgroup is extra.
+                      {"num_warps", c.family == kernel_family::wgmma ? 4 * c.consumers : c.threads() / 32},
+                      {"num_stages", c.stages}};
+  // The Triton tutorial's matmul names: SPLIT_K slices of K (partials summed),
+  // GROUP_SIZE_M block rows walked together; along N, the same with N.
+  if (c.split_k > 1) j["SPLIT_K"] = c.split_k;
+  if (c.raster_group > 0) j[c.raster_along_n ? "GROUP_SIZE_N" : "GROUP_SIZE_M"] = c.raster_group;
+  if (c.cluster_m * c.cluster_n > 1) j["num_ctas"] = c.cluster_m * c.cluster_n;
+  return j;
+}
+
+std::string triton_summary(const tile_config& c, dtype t) {
+  const nlohmann::json j = triton_config(c, t);
+  std::string out;
+  for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "GROUP_SIZE_M", "GROUP_SIZE_N", "num_warps",
+                        "num_stages", "num_ctas"})
+    if (j.contains(k)) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, j[k].get<int>());
+  return out;
 }
 
 std::string cutlass_shape(const tile_config& c, dtype t) {
@@ -187,15 +202,26 @@ std::string cutlass_shape(const tile_config& c, dtype t) {
   }
   const int k = element_bytes(t) == 2 ? 16 : 8;
   if (c.family == kernel_family::wgmma) {
-    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}",
+    // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments.
+    const std::string raster = c.raster_group > 0 ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}",
+                                                                c.raster_along_n ? "AlongN" : "AlongM", c.raster_group)
+                                                  : "";
+    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}",
                        c.block_m, c.block_n, c.block_k, c.cluster_m, c.cluster_n,
                        c.consumers == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
-                       c.stages);
+                       c.stages, raster);
   }
+  // CUTLASS 2: split-K with the partials reduced by the last block of a tile is
+  // the serial split-K mode; grouped rasterization a threadblock swizzle.
+  std::string extra;
+  if (c.split_k > 1) extra += fmt::format(", SplitKSerial, split_k_slices {}", c.split_k);
+  if (c.raster_group > 0)
+    extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})", c.raster_group,
+                         c.raster_along_n ? "N" : "M");
   return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
-                     "stages {}",
+                     "stages {}{}",
                      c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k,
-                     k, c.stages);
+                     k, c.stages, extra);
 }
 
 namespace {

@@ -107,6 +107,8 @@ nlohmann::json result_header(const std::string& schema, const device_spec& devic
 
 // The recommended tile in the words of other tools.
 nlohmann::json triton_config(const tile_config& c, dtype t);
+// triton_config as one line of KEY=VALUE, every key present.
+std::string triton_summary(const tile_config& c, dtype t);
 std::string cutlass_shape(const tile_config& c, dtype t);
 
 }  // namespace tiletune

@@ -1,5 +1,6 @@
 #include "core/gemm_tuner.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -114,6 +115,54 @@ TEST(gemm_tuner, json_has_the_contract_keys) {
     EXPECT_TRUE(j["recommendation"].contains(k)) << k;
   EXPECT_EQ(j["recommendation"]["id"], j["variants"][0]["id"]);
   EXPECT_EQ(j["recommendation"]["triton"]["num_warps"], j["variants"][0]["tile"]["threads"].get<int>() / 32);
+}
+
+// Every tile parameter that changes the kernel reaches the Triton and CUTLASS
+// translations: block shape, stages, split-K slices, rasterization group and
+// order, consumers and cluster. (A split-K recommendation once lost its slices.)
+TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  std::vector<std::pair<tile_config, dtype>> all;
+  for (const auto& p : {problem(16, 4096, 4096, dtype::bf16), problem(8192, 8192, 4096, dtype::bf16),
+                        problem(16, 4096, 4096, dtype::f32), problem(8192, 8192, 4096, dtype::f32)})
+    for (kernel_family f : families_for(p.type))
+      for (const auto& c : problem_search_space(f, p, h100)) all.emplace_back(c, p.type);
+  std::size_t split = 0, grouped = 0;
+  for (const auto& [c, t] : all) {
+    const auto tri = triton_config(c, t);
+    const std::string cut = cutlass_shape(c, t), line = triton_summary(c, t);
+    EXPECT_EQ(tri["BLOCK_M"], c.block_m);
+    EXPECT_EQ(tri["BLOCK_N"], c.block_n);
+    EXPECT_EQ(tri["BLOCK_K"], c.block_k);
+    EXPECT_EQ(tri["num_stages"], c.stages);
+    EXPECT_NE(cut.find(fmt::format("<{},{},{}>", c.block_m, c.block_n, c.block_k)), std::string::npos) << cut;
+    if (c.family != kernel_family::simt) {
+      EXPECT_NE(cut.find(fmt::format("stages {}", c.stages)), std::string::npos) << cut;
+    }
+    if (c.split_k > 1) {
+      ++split;
+      EXPECT_EQ(tri.value("SPLIT_K", 0), c.split_k) << c.id();
+      EXPECT_NE(cut.find(fmt::format("split_k_slices {}", c.split_k)), std::string::npos) << c.id() << ": " << cut;
+      EXPECT_NE(line.find(fmt::format("SPLIT_K={}", c.split_k)), std::string::npos) << line;
+    } else {
+      EXPECT_FALSE(tri.contains("SPLIT_K")) << c.id();
+    }
+    if (c.raster_group > 0) {
+      ++grouped;
+      EXPECT_EQ(tri.value(c.raster_along_n ? "GROUP_SIZE_N" : "GROUP_SIZE_M", 0), c.raster_group) << c.id();
+      EXPECT_NE(cut.find(std::to_string(c.raster_group)), std::string::npos) << c.id() << ": " << cut;
+      const bool says_order = cut.find(c.raster_along_n ? "AlongN" : "AlongM") != std::string::npos ||
+                              cut.find(c.raster_along_n ? "along N" : "along M") != std::string::npos;
+      EXPECT_TRUE(says_order) << c.id() << ": " << cut;
+    }
+    if (c.family == kernel_family::wgmma) {
+      EXPECT_EQ(tri["num_warps"], 4 * c.consumers);
+      EXPECT_NE(cut.find(c.consumers == 2 ? "Cooperative" : "KernelTmaWarpSpecialized"), std::string::npos) << cut;
+      EXPECT_NE(cut.find(fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)), std::string::npos) << cut;
+    }
+  }
+  EXPECT_GT(split, 0u);  // the skinny problems bring split-K copies
+  EXPECT_GT(grouped, 0u);
 }
 
 // --kernel-debug: every variant is built with the debug option, and the plan says so.
