@@ -26,7 +26,7 @@ namespace {
 
 struct batch_options {
   std::string model;
-  std::int64_t seq_len = 0;
+  std::optional<std::int64_t> seq_len;  // none: min(2048, the model's positions)
   std::optional<std::string> gpu;
   std::optional<int> device;
   std::string precision;  // empty: bf16-mixed where the GPU has bf16, else fp16-mixed
@@ -172,8 +172,10 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
 void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
   s.model = load_model(o.model);
-  s.seq_len = o.seq_len > 0 ? o.seq_len : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
-  if (o.seq_len < 0) throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", o.seq_len));
+  if (o.seq_len && *o.seq_len < 1)
+    throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", *o.seq_len));
+  s.seq_len = o.seq_len ? *o.seq_len
+                        : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
   s.attention = parse_attention(o.attention);
   s.checkpointing = parse_checkpointing(o.checkpointing);

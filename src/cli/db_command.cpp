@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -60,8 +61,28 @@ void run_import(const db_options& o, run_context& ctx) {
   ctx.exit_code = exit_ok;
 }
 
+// The database file db list and db calibrate would read; they never create one.
+std::filesystem::path file_to_read(const db_options& o) {
+  return o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file);
+}
+
 void run_list(const db_options& o, run_context& ctx) {
-  const auto db = open_tuning_db(o.file, false);
+  const auto path = file_to_read(o);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (o.json)
+      std::fputs((nlohmann::json{{"schema", "tiletune.tuning-db-list/1"}, {"file", path.string()},
+                                 {"records", nlohmann::json::array()}}
+                      .dump(2) +
+                  "\n")
+                     .c_str(),
+                 stdout);
+    else
+      fmt::print("{}: no tuning database there yet (nothing measured): 0 record(s)\n", path.string());
+    ctx.exit_code = exit_ok;
+    return;
+  }
+  const auto db = open_tuning_db(path.string(), false);
   const auto records = db->list(o.gpu);
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-list/1"}, {"file", db->file().string()},
@@ -92,7 +113,10 @@ void run_list(const db_options& o, run_context& ctx) {
 void run_calibrate(const db_options& o, run_context& ctx) {
   if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
   if (!o.out.empty()) check_output_path(o.out);
-  const auto db = open_tuning_db(o.file, false);
+  std::error_code ec;
+  if (!std::filesystem::exists(file_to_read(o), ec))
+    throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
+  const auto db = open_tuning_db(file_to_read(o).string(), false);
   std::vector<nlohmann::json> results;
   for (const auto& r : db->list(o.gpu)) results.push_back(r.result);
   if (results.empty())

@@ -25,7 +25,8 @@ namespace {
 
 struct gemm_options {
   struct {
-    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    std::optional<std::int64_t> m, n, k;  // none: not given (a suite gives its own)
+    std::int64_t batch = 1;
     std::string dtype = "f32", layout = "nn";
     double alpha = 1.0, beta = 0.0;
   } problem;
@@ -143,12 +144,14 @@ std::string format_table(const gemm_plan& plan, int top) {
 }
 
 gemm_problem problem_from_flags(const gemm_options& o) {
-  if (o.problem.m == 0 && o.problem.n == 0 && o.problem.k == 0)
+  if (!o.problem.m && !o.problem.n && !o.problem.k)
     throw usage_error("give the problem with --m, --n and --k, or a list of problems with --suite FILE");
+  for (const auto& [flag, value] : {std::pair{"--m", o.problem.m}, {"--n", o.problem.n}, {"--k", o.problem.k}})
+    if (!value) throw usage_error(fmt::format("{} is missing: give all of --m, --n and --k", flag));
   gemm_problem p;
-  p.m = o.problem.m;
-  p.n = o.problem.n;
-  p.k = o.problem.k;
+  p.m = *o.problem.m;
+  p.n = *o.problem.n;
+  p.k = *o.problem.k;
   p.batch = o.problem.batch;
   p.type = parse_dtype(o.problem.dtype);
   p.layout = parse_layout(o.problem.layout);
@@ -214,8 +217,6 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   const auto started = clock::now();
   gemm_suite suite;
   if (!o.suite.empty()) {
-    if (o.problem.m || o.problem.n || o.problem.k)
-      throw usage_error("--suite and --m/--n/--k exclude each other: a suite lists its own problems");
     suite = load_suite(o.suite);
   } else {
     suite.problems.push_back({"", problem_from_flags(o)});
@@ -416,6 +417,9 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str();
   cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str();
   cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")->capture_default_str();
+  // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
+  for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta"})
+    cmd->get_option("--suite")->excludes(cmd->get_option(flag));
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
   cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");

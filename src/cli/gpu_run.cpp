@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -13,9 +14,23 @@
 namespace tiletune::cli {
 
 compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
-  if (!no_cache)
-    cached_ = std::make_unique<cached_compiler>(
-        nvrtc_, compile_cache(cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir)));
+  if (no_cache) return;
+  const std::filesystem::path dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const bool usable = !ec && std::filesystem::is_directory(dir) && access(dir.c_str(), R_OK | W_OK | X_OK) == 0;
+  if (!usable) {
+    const std::string why = ec ? ec.message() : "not a writable folder";
+    // A folder the user named must work; the default one only costs repeats their speed.
+    if (!cache_dir.empty())
+      throw usage_error(fmt::format("--cache-dir {}: cannot keep compiled kernels there ({}); give a writable "
+                                    "folder, or --no-cache",
+                                    cache_dir, why));
+    fmt::print(stderr, "tiletune: the compile cache {} cannot be written ({}); compiling without it\n", dir.string(),
+               why);
+    return;
+  }
+  cached_ = std::make_unique<cached_compiler>(nvrtc_, compile_cache(dir));
 }
 
 void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o, const std::string& prefix,

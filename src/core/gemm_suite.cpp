@@ -11,6 +11,24 @@
 namespace tiletune {
 
 namespace {
+// A suite's problem has these keys only, and whole numbers where sizes go:
+// a misspelt key ("dtpye") or 4096.5 would otherwise be quietly ignored or cut.
+void check_problem_fields(const nlohmann::json& p) {
+  if (!p.is_object()) throw usage_error("a problem must be an object");
+  static const std::set<std::string> known = {"name", "m", "n", "k", "batch", "dtype", "layout", "alpha", "beta"};
+  for (const auto& [key, value] : p.items()) {
+    if (!known.count(key))
+      throw usage_error(fmt::format("unknown key \"{}\" (a problem has name, m, n, k, batch, dtype, layout, alpha, "
+                                    "beta)",
+                                    key));
+    const bool size = key == "m" || key == "n" || key == "k" || key == "batch";
+    if (size && !value.is_number_integer())
+      throw usage_error(fmt::format("\"{}\": {} is not a whole number", key, value.dump()));
+    if ((key == "alpha" || key == "beta") && !value.is_number())
+      throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
+  }
+}
+
 gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& path) {
   const std::string where = path.string();
   if (!j.is_object() || j.value("schema", "") != "tiletune.suite/1")
@@ -26,6 +44,7 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     sp.name = p.is_object() ? p.value("name", fmt::format("problem {}", i)) : fmt::format("problem {}", i);
     const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
     try {
+      check_problem_fields(p);
       sp.problem = gemm_problem_from_json(p);
       validate(sp.problem);
     } catch (const nlohmann::json::exception& e) {

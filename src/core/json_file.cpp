@@ -11,8 +11,13 @@ namespace tiletune {
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw usage_error(fmt::format("{}: no such file", path.string()));
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw usage_error(fmt::format("{}: no such file", path.string()));
+  if (std::filesystem::is_directory(st))
+    throw usage_error(fmt::format("{}: is a directory; give a JSON file", path.string()));
+  if (!std::filesystem::is_regular_file(st))
+    throw usage_error(fmt::format("{}: is not a regular file (a device, FIFO or socket); give a JSON file",
+                                  path.string()));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw usage_error(fmt::format("{}: cannot be read", path.string()));
   std::stringstream text;

@@ -53,7 +53,18 @@ local_devices query_local_devices() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    out.why_none = fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
+    // The runtime says "driver version is insufficient" also when there is no
+    // driver at all: say which it is.
+    if (e == cudaErrorInsufficientDriver && driver == 0)
+      out.why_none = "no NVIDIA driver is installed (the CUDA runtime found no libcuda)";
+    else if (e == cudaErrorInsufficientDriver)
+      out.why_none = fmt::format("the NVIDIA driver supports CUDA {}, older than this build's runtime {}; update "
+                                 "the driver",
+                                 version_string(driver), version_string(runtime));
+    else if (e == cudaErrorNoDevice)
+      out.why_none = "the NVIDIA driver is installed but sees no GPU";
+    else
+      out.why_none = fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
     return out;
   }
   for (int i = 0; i < count; ++i) {

@@ -633,3 +633,43 @@ TEST(cli, outputs_follow_links_and_never_replace_what_is_not_a_regular_file) {
   EXPECT_TRUE(fs::is_fifo(fs::symlink_status(exported / (id + ".cu"))));
   EXPECT_FALSE(fs::exists(exported / (id + ".json")));  // nothing written when one name is refused
 }
+
+// What used to be accepted without a word: flags a suite would ignore, a zero
+// sequence length, fractional or unknown suite fields, an unusable cache folder,
+// and a database that listing would create.
+TEST(cli, what_would_be_ignored_or_invented_is_refused_naming_it) {
+  const fs::path dir = tmp_dir() / "silent";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  expect_usage_error({"gemm", "--gpu", "l4", "--suite", "profiles/suites/llm.json", "--dtype", "f16"}, "--dtype");
+  expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--seq-len", "0"}, "--seq-len 0");
+  const fs::path half = dir / "half.json", typo = dir / "typo.json";
+  std::ofstream(half) << R"({"schema": "tiletune.suite/1", "problems": [{"m": 4096.5, "n": 64, "k": 64, "dtype": "f16"}]})";
+  std::ofstream(typo) << R"({"schema": "tiletune.suite/1", "problems": [{"m": 64, "n": 64, "k": 64, "dtype": "f16", "dtpye": "bf16"}]})";
+  expect_usage_error({"gemm", "--gpu", "l4", "--suite", half.string()}, "4096.5");
+  expect_usage_error({"gemm", "--gpu", "l4", "--suite", typo.string()}, "dtpye");
+  const fs::path not_a_folder = dir / "a-file";
+  std::ofstream(not_a_folder) << "x";
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--cache-dir", (not_a_folder / "cache").string()}),
+                     "--cache-dir");
+  const fs::path fresh = dir / "new-folder" / "x.sqlite3";
+  const result list = run({"db", "list", "--db", fresh.string()});
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_FALSE(fs::exists(fresh.parent_path())) << "db list created " << fresh.parent_path();
+}
+
+// Messages name what is really wrong.
+TEST(cli, messages_name_the_real_problem) {
+  expect_usage_error(gemm({"--m", "8", "--n", "8"}), "--k is missing");
+  const result folder = run({"compare", tmp_dir().string(), tmp_dir().string()});
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_NE(folder.err.find("is a directory"), std::string::npos) << folder.err;
+  const result device = run({"compare", "/dev/null", "/dev/null"});
+  EXPECT_EQ(device.code, 2);
+  EXPECT_NE(device.err.find("not a regular file"), std::string::npos) << device.err;
+  if (!has_gpu()) {
+    const result devices = run({"devices", "--json"});
+    const auto j = nlohmann::json::parse(devices.out);
+    EXPECT_EQ(j["why_none"].get<std::string>().find("insufficient"), std::string::npos) << j["why_none"];
+  }
+}
