@@ -79,6 +79,8 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS from the same run");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch,
                 "Compare results recorded on different GPU models");
+  cmd->add_flag("--allow-mode-mismatch", o->compare.allow_mode_mismatch,
+                "Compare a measured result with a predicted one (not a regression test)");
   add_report_flags(cmd, o->report);
   cmd->footer(R"(
 A problem is SLOWER when its speed dropped by more than the tolerance and by
@@ -142,7 +144,7 @@ bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
                                           local.why_none));
     const device_choice device = choose_device(std::nullopt, o->device);
     if (!o->compare.allow_device_mismatch &&
-        (device.spec.name != base.device_name || device.spec.arch() != base.device_arch))
+        (!same_device_model(base, device.spec.preset, device.spec.name) || device.spec.arch() != base.device_arch))
       throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
                                           "--allow-device-mismatch to check anyway",
                                           o->baseline, base.device_name, base.device_arch, device.spec.name,

@@ -10,6 +10,7 @@
 #include "cli/output.hpp"
 #include "core/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
+#include "core/result_compare.hpp"
 
 namespace tiletune::cli {
 
@@ -38,6 +39,7 @@ void run_import(const db_options& o, run_context& ctx) {
   for (const auto& path : o.inputs) {
     const auto j = read_result_file(path);
     const std::string schema = j.value("schema", "");
+    (void)result_file_from_json(j, path);  // the same checks as compare: figures that are numbers and agree
     try {
       if (schema == "tiletune.gemm/1") {
         records.push_back(record_from_result(j, nlohmann::json()));

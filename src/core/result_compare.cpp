@@ -19,9 +19,16 @@ std::string problem_key(const gemm_problem& p) {
 
 namespace {
 
-std::optional<double> number_at(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
+// A figure of a result: absent or null is none; anything but a positive finite
+// number is a damaged file, named with its field.
+std::optional<double> number_at(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number())
+    throw usage_error(fmt::format("{}: \"{}\" is {}, not a number", where, key, j[key].dump()));
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || !(v > 0))
+    throw usage_error(fmt::format("{}: \"{}\" is {}, not a positive number", where, key, j[key].dump()));
+  return v;
 }
 
 result_entry entry_from_json(const nlohmann::json& r, const std::string& where) {
@@ -41,12 +48,25 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where) 
   if (r.contains("summary") && r["summary"].is_object()) e.incorrect |= r["summary"].value("incorrect", 0) > 0;
   const auto& rec = r.contains("recommendation") ? r["recommendation"] : nlohmann::json();
   if (rec.is_object()) {
+    const std::string at = fmt::format("{}: {}: recommendation", where, e.label);
     e.has_result = true;
     e.variant_id = rec.value("id", "");
-    e.vs_reference = number_at(rec, "vs_reference");
-    e.time_us = number_at(rec, "median_us");
-    if (!e.time_us) e.time_us = number_at(rec, "predicted_us");
-    e.noise = number_at(rec, "noise").value_or(0.0);
+    e.vs_reference = number_at(rec, "vs_reference", at);
+    e.time_us = number_at(rec, "median_us", at);
+    if (!e.time_us) e.time_us = number_at(rec, "predicted_us", at);
+    if (rec.contains("noise") && !rec["noise"].is_null()) {
+      if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
+        throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
+      e.noise = rec["noise"].get<double>();
+    }
+    // The ratio must be what the two times say: a file edited by hand or
+    // damaged would otherwise decide the verdict.
+    const auto ref_us = r.contains("reference") ? number_at(r["reference"], "median_us", at + " reference")
+                                                : std::nullopt;
+    const auto measured_us = number_at(rec, "median_us", at);
+    if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
+      throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
+                                    at, *e.vs_reference, *ref_us / *measured_us));
   }
   return e;
 }
@@ -63,7 +83,9 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
   if (j.contains("device") && j["device"].is_object()) {
     f.device_name = j["device"].value("name", "");
     f.device_arch = j["device"].value("arch", "");
+    f.device_model = j["device"].value("preset", "");
   }
+  if (f.device_model.empty()) f.device_model = f.device_name;
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path));
   } else if (f.schema == "tiletune.gemm-suite/1") {
@@ -79,6 +101,10 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
 
 result_file load_result_file(const std::filesystem::path& path) {
   return result_file_from_json(read_json_file(path), path.string());
+}
+
+bool same_device_model(const result_file& f, const std::string& preset, const std::string& name) {
+  return f.device_model == (preset.empty() ? name : preset);
 }
 
 std::string_view to_string(verdict v) {
@@ -106,15 +132,20 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
   c.base_path = base.path;
   c.new_path = fresh.path;
   c.options = o;
-  if (base.device_name != fresh.device_name || base.device_arch != fresh.device_arch) {
+  if (base.device_model != fresh.device_model || base.device_arch != fresh.device_arch) {
     const std::string both = fmt::format("{} was recorded on {} ({}), {} on {} ({})", base.path, base.device_name,
                                          base.device_arch, fresh.path, fresh.device_name, fresh.device_arch);
     if (!o.allow_device_mismatch)
       throw environment_error(both + "; compare results of one GPU model, or pass --allow-device-mismatch");
     c.notes.push_back("device mismatch allowed: " + both);
   }
-  if (base.mode != fresh.mode)
-    c.notes.push_back(fmt::format("comparing a {} result with a {} one", base.mode, fresh.mode));
+  if (base.mode != fresh.mode) {
+    const std::string what = fmt::format("{} is {}, {} is {}", base.path, base.mode, fresh.path, fresh.mode);
+    if (!o.allow_mode_mismatch)
+      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; compare "
+                               "two measured (or two predicted) results, or pass --allow-mode-mismatch");
+    c.notes.push_back("mode mismatch allowed: " + what);
+  }
 
   std::map<std::string, const result_entry*> fresh_by_key;
   for (const auto& e : fresh.entries) fresh_by_key[e.key] = &e;

@@ -30,8 +30,13 @@ struct result_file {
   std::string mode;  // measured | predicted
   std::string device_name;
   std::string device_arch;
+  // The GPU model: the preset it matches (h100-sxm), else its name. A plan for
+  // a preset and a run on the real card carry different names, one model.
+  std::string device_model;
   std::vector<result_entry> entries;
 };
+// Whether a result of this model may stand for the device (preset, or name when there is none).
+bool same_device_model(const result_file& f, const std::string& preset, const std::string& name);
 
 // Reads a tiletune.gemm/1 or tiletune.gemm-suite/1 file. Throws usage_error
 // with the file and the place of a malformed or truncated document, or the
@@ -47,6 +52,7 @@ struct compare_options {
   double tolerance = 0.05;
   bool absolute = false;  // judge raw time instead of the ratio to cuBLAS
   bool allow_device_mismatch = false;
+  bool allow_mode_mismatch = false;  // a prediction against a measurement
 };
 
 struct comparison_row {

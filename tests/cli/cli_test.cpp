@@ -673,3 +673,48 @@ TEST(cli, messages_name_the_real_problem) {
     EXPECT_EQ(j["why_none"].get<std::string>().find("insufficient"), std::string::npos) << j["why_none"];
   }
 }
+
+// compare and db import read result files critically: figures must be positive
+// numbers that agree with each other, a measurement is not judged against a
+// prediction unless asked, and one GPU model under two names is one model.
+TEST(cli, result_files_are_checked_on_read_and_matched_by_gpu_model) {
+  const auto base = write_result("checked-base.json", 0.80);
+  auto variant = [&](const std::string& name, auto&& edit) {
+    auto j = nlohmann::json::parse(slurp(base));
+    edit(j);
+    const fs::path p = tmp_dir() / name;
+    std::ofstream(p) << j.dump(2);
+    return p;
+  };
+  const auto text_time = variant("text-time.json", [](auto& j) { j["recommendation"]["median_us"] = "fast"; });
+  const auto negative = variant("negative.json", [](auto& j) { j["recommendation"]["vs_reference"] = -0.8; });
+  const auto disagree = variant("disagree.json", [](auto& j) {
+    j["reference"] = {{"median_us", 240.0}};  // 240 / 300 = 0.8, so 2.5 cannot be right
+    j["recommendation"]["vs_reference"] = 2.5;
+  });
+  for (const auto& [file, field] : {std::pair{text_time, "median_us"}, {negative, "vs_reference"}, {disagree, "vs_reference"}}) {
+    const result c = run({"compare", base.string(), file.string()});
+    EXPECT_EQ(c.code, 2) << file << ": " << c.err;
+    EXPECT_NE(c.err.find(field), std::string::npos) << c.err;
+    const result imp = run({"db", "import", file.string(), "--db", (tmp_dir() / "checked.sqlite3").string()});
+    EXPECT_EQ(imp.code, 2) << file << ": " << imp.err;
+  }
+  const auto predicted = variant("predicted.json", [](auto& j) { j["mode"] = "predicted"; });
+  const result mixed = run({"compare", base.string(), predicted.string()});
+  EXPECT_EQ(mixed.code, 2) << mixed.err;
+  EXPECT_NE(mixed.err.find("predicted"), std::string::npos) << mixed.err;
+  EXPECT_EQ(run({"compare", base.string(), predicted.string(), "--allow-mode-mismatch"}).code, 0);
+  // The preset's name and the real card's name: one model when the preset matches.
+  const auto real = variant("real-card.json", [](auto& j) { j["device"]["preset"] = "h100-sxm"; });
+  const auto plan = variant("preset-name.json", [](auto& j) {
+    j["device"]["preset"] = "h100-sxm";
+    j["device"]["name"] = "NVIDIA H100 SXM5 80GB";
+  });
+  const result same_model = run({"compare", real.string(), plan.string()});
+  EXPECT_EQ(same_model.code, 0) << same_model.err;
+  const auto pcie = variant("pcie.json", [](auto& j) {
+    j["device"]["preset"] = "h100-pcie";
+    j["device"]["name"] = "NVIDIA H100 PCIe";
+  });
+  EXPECT_EQ(run({"compare", real.string(), pcie.string()}).code, 3);
+}
