@@ -121,10 +121,11 @@ std::string format_table(const gemm_plan& plan, int top) {
                std::to_string(v.config.threads()), std::to_string(v.occupancy.blocks_per_sm),
                v.predicted.bound});
   }
-  std::size_t counts[7] = {};
+  constexpr int statuses = variant_status_count;
+  std::size_t counts[statuses] = {};
   for (const auto& v : plan.variants) ++counts[static_cast<int>(v.status)];
   std::string tally;
-  for (int i = 0; i < 7; ++i)
+  for (int i = 0; i < statuses; ++i)
     if (counts[i]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[i], to_string(static_cast<variant_status>(i)));
   std::string out = fmt::format("{} on {} ({}), PREDICTED by the analytical model, not measured\n",
                                 plan.problem.describe(), plan.device.name, plan.device.arch());
@@ -294,8 +295,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       for (std::size_t r = i; r < count; ++r) not_run.push_back(suite.problems[r].name);
       progress.note(fmt::format("--budget-s {:g} spent after {} of {} problems ({}); {}", o.tuning.budget_s, i, count,
                                 format_seconds(elapsed),
-                                db ? "the measured ones are in the tuning database: the same command resumes"
-                                   : "without the tuning database a rerun starts over"));
+                                !measure ? "offline plans are not stored: a rerun plans every problem again"
+                                : db     ? "the measured ones are in the tuning database: the same command resumes"
+                                         : "without the tuning database a rerun starts over"));
       break;
     }
     const std::string label = count > 1 ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
@@ -309,16 +311,23 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       results.push_back(result_from_answer(*db, *answer, tool_now));
       plans.emplace_back();
     } else {
-      if (count > 1) progress.note(fmt::format("{}: compiling", label));
-      options.progress = [&, compile_started = clock::now()](std::size_t done, std::size_t total,
-                                                             std::size_t cached_hits) {
+      progress.note(fmt::format("{}: compiling", label));
+      // On a terminal a bar; in a log (stderr piped) a line every 10 s, so a long compile shows life.
+      options.progress = [&, compile_started = clock::now(), last_line = clock::now()](
+                             std::size_t done, std::size_t total, std::size_t cached_hits) mutable {
         const double took = seconds_since(compile_started);
-        progress.update(fmt::format("{}: compiling variants for {}: {}/{} ({} from cache){}", label,
-                                    device.spec.arch(), done, total, cached_hits,
-                                    done > 0 && done < total
-                                        ? ", about " + format_seconds(took / static_cast<double>(done) *
-                                                                      static_cast<double>(total - done)) + " left"
-                                        : ""));
+        const std::string text = fmt::format(
+            "{}: compiling variants for {}: {}/{} ({} from cache){}", label, device.spec.arch(), done, total,
+            cached_hits,
+            done > 0 && done < total
+                ? ", about " + format_seconds(took / static_cast<double>(done) * static_cast<double>(total - done)) +
+                      " left"
+                : "");
+        progress.update(text);
+        if (!stderr_is_terminal() && done < total && seconds_since(last_line) >= 10) {
+          progress.note(text);
+          last_line = clock::now();
+        }
       };
       gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
       // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
@@ -366,8 +375,12 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
       for (const char* k : {"schema", "tool", "device"}) r.erase(k);
-      if (r["variants"].size() > static_cast<std::size_t>(o.report.top))
+      // A suite keeps the best --top variants of each problem, and says so.
+      const std::size_t total = r["variants"].size();
+      if (total > static_cast<std::size_t>(o.report.top)) {
         r["variants"].erase(r["variants"].begin() + o.report.top, r["variants"].end());
+        r["variants_listed"] = {{"listed", r["variants"].size()}, {"of", total}, {"by", "--top"}};
+      }
       r["mode"] = results[i].value("mode", "predicted");
       if (results[i].contains("tuning_db")) r["tuning_db"] = results[i]["tuning_db"];
       if (results[i].contains("search")) r["search"] = results[i]["search"];

@@ -339,14 +339,17 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},
                   {"wall_ms", plan.compile_wall_ms}};
-  std::size_t counts[7] = {};
+  constexpr int statuses = variant_status_count;
+  std::size_t counts[statuses] = {};
   j["variants"] = nlohmann::json::array();
   for (const auto& v : plan.variants) {
     ++counts[static_cast<int>(v.status)];
     if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
   }
+  if (plan.variants.size() > max_variants)  // the rest are counted in summary, not listed
+    j["variants_listed"] = {{"listed", j["variants"].size()}, {"of", plan.variants.size()}, {"by", "--top"}};
   nlohmann::json summary = nlohmann::json::object();
-  for (int s = 0; s < 7; ++s)
+  for (int s = 0; s < statuses; ++s)
     summary[std::string(to_string(static_cast<variant_status>(s)))] = counts[s];
   j["summary"] = summary;
   if (plan.recommended) {

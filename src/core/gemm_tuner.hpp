@@ -28,6 +28,8 @@ enum class variant_status {
   timeout,
   skipped,         // not run: its family was suspended after a timeout or launch error (the reason names it)
 };
+// How many statuses there are (skipped is the last): for tallies indexed by status.
+inline constexpr int variant_status_count = static_cast<int>(variant_status::skipped) + 1;
 std::string_view to_string(variant_status s);
 
 struct variant_result {

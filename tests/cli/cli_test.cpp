@@ -544,11 +544,20 @@ TEST(cli, a_suite_stops_cleanly_when_its_budget_is_spent_and_reports_progress_as
   ASSERT_EQ(j["results"].size(), 1u);
   EXPECT_EQ(j["not_run"], nlohmann::json::array({"second"}));
   EXPECT_NE(r.err.find("--budget-s"), std::string::npos) << r.err;
+  // Offline nothing was measured or stored: the note must not claim the database has it.
+  EXPECT_EQ(r.err.find("tuning database"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("offline plans are not stored"), std::string::npos) << r.err;
+  // A suite lists the best --top variants of each problem and says how many there were.
+  EXPECT_EQ(j["results"][0]["variants_listed"]["listed"], 10);
+  EXPECT_GT(j["results"][0]["variants_listed"]["of"].get<int>(), 10);
   // stderr is a file here: one line per problem with the elapsed time and the time left.
   const result full = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db"});
   EXPECT_NE(full.err.find("[1/2] first"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("left"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("[2/2] second"), std::string::npos) << full.err;
+  // A single problem, piped, also says what it is doing.
+  const result one = run({"gemm", "--m", "72", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db"});
+  EXPECT_NE(one.err.find("compiling"), std::string::npos) << one.err;
 }
 
 TEST(cli, a_failure_late_in_the_input_leaves_no_partial_or_temporary_file) {
