@@ -248,8 +248,14 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
 model_spec load_model(std::string_view name_or_path) {
   for (const auto& m : model_presets())
     if (m.name == name_or_path) return m;
-  const std::filesystem::path path(name_or_path);
+  std::filesystem::path path(name_or_path);
   std::error_code ec;
+  // A downloaded model's folder (Hugging Face layout) holds its config.json.
+  if (std::filesystem::is_directory(path, ec)) {
+    if (!std::filesystem::is_regular_file(path / "config.json", ec))
+      throw usage_error(fmt::format("--model {}: a folder without a config.json", name_or_path));
+    path /= "config.json";
+  }
   if (!std::filesystem::is_regular_file(path, ec)) {
     std::string names;
     for (const auto& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;

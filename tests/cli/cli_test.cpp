@@ -173,6 +173,14 @@ TEST(cli, batch_reads_a_config_json) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["model"]["parameters"], 124'439'808);
+  // The model's folder works as well as its config.json; a folder without one is named.
+  const result folder = run({"batch", "--model", tmp_dir().string(), "--gpu", "a100-sxm-80gb", "--seq-len", "1024",
+                             "--json"});
+  ASSERT_EQ(folder.code, 0) << folder.err;
+  EXPECT_EQ(nlohmann::json::parse(folder.out)["model"]["parameters"], 124'439'808);
+  const fs::path empty = tmp_dir() / "no-config";
+  fs::create_directories(empty);
+  expect_usage_error({"batch", "--model", empty.string(), "--gpu", "a100-sxm-80gb"}, "without a config.json");
 }
 
 TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
