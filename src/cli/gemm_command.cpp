@@ -27,7 +27,8 @@ struct gemm_options {
   struct {
     std::optional<std::int64_t> m, n, k;  // none: not given (a suite gives its own)
     std::int64_t batch = 1;
-    std::string dtype = "f32", layout = "nn";
+    // The users train LLMs: bf16, and nt is x @ W.T (a linear layer's forward).
+    std::string dtype = "bf16", layout = "nt";
     double alpha = 1.0, beta = 0.0;
   } problem;
   struct {
