@@ -469,17 +469,16 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
     }
   }
 
-  // The throughput-best candidate that fits; one that reaches the global
-  // batch exactly is preferred while it is within 3% of the best; without
-  // checkpointing preferred while within 1%.
+  // The throughput-best candidate that fits and reaches the asked global batch
+  // exactly; when none can, the nearest one (the asked batch is the user's
+  // choice, not a few percent of speed's). Without checkpointing preferred
+  // while within 1%.
   std::optional<std::size_t> best;
   auto better = [&](std::size_t i, std::size_t j) {
     const auto &a = plan.candidates[i], &b = plan.candidates[j];
-    if (a.exact_global_batch != b.exact_global_batch) {
-      const auto& exact = a.exact_global_batch ? a : b;
-      const auto& other = a.exact_global_batch ? b : a;
-      const bool exact_wins = exact.samples_per_s >= 0.97 * other.samples_per_s;
-      return a.exact_global_batch == exact_wins;
+    if (s.global_batch) {
+      const auto off = [&](const batch_candidate& c) { return std::llabs(c.effective_global_batch - *s.global_batch); };
+      if (off(a) != off(b)) return off(a) < off(b);
     }
     if (a.checkpointing != b.checkpointing) {
       const auto& plain = a.checkpointing ? b : a;

@@ -1,5 +1,6 @@
 #include "core/training_plan.hpp"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -173,6 +174,29 @@ TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
   EXPECT_EQ(j["hf_training_args"]["per_device_train_batch_size"], r.micro_batch);
   EXPECT_EQ(j["hf_training_args"]["bf16"], true);
   EXPECT_EQ(j["deepspeed"]["train_batch_size"], 512);
+}
+
+// The asked global batch is kept whenever some fitting candidate reaches it,
+// whatever a few percent of speed another would bring (64 asked: never 66).
+TEST(plan, the_asked_global_batch_is_kept_when_it_can_be_reached) {
+  for (const char* model : {"gpt2", "tinyllama-1.1b", "llama-3-8b"})
+    for (std::int64_t g : {6, 64, 100, 96, 1000}) {
+      auto s = setup(model, 1024);
+      s.global_batch = g;
+      const auto plan = plan_batch(s, find_preset("h100-sxm"));
+      if (!plan.recommended) continue;
+      bool reachable = false;
+      for (const auto& c : plan.candidates) reachable |= c.fits && c.exact_global_batch;
+      const auto& r = plan.candidates[*plan.recommended];
+      if (reachable) {
+        EXPECT_EQ(r.effective_global_batch, g) << model << " " << g;
+      } else {
+        for (const auto& c : plan.candidates)
+          if (c.fits) {
+            EXPECT_LE(std::llabs(r.effective_global_batch - g), std::llabs(c.effective_global_batch - g)) << model;
+          }
+      }
+    }
 }
 
 TEST(plan, an_unreachable_global_batch_says_what_it_gets) {
