@@ -36,6 +36,7 @@ struct batch_options {
   std::string checkpointing = "auto";
   int zero = 0;
   int world_size = 1;
+  std::optional<double> link_gbs;
   int lora_rank = 0;
   double safety_margin = 0.05;
   std::string out;
@@ -182,6 +183,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.global_batch = o.global_batch;
   s.zero_stage = o.zero;
   s.world_size = o.world_size;
+  s.link_gbs = o.link_gbs;
   s.lora_rank = o.lora_rank;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) check_output_path(o.out);
@@ -236,6 +238,9 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--checkpointing", o->checkpointing, "auto | on | off")->capture_default_str();
   cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
+  cmd->add_option("--link-gbs", o->link_gbs,
+                  "Each GPU's bandwidth to the others in GB/s, one direction (default: the preset's NVLink or PCIe "
+                  "inside a node of 8, 50 across nodes)");
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
       ->capture_default_str();
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();

@@ -79,6 +79,7 @@ std::vector<device_spec> make_presets() {
   h100_sxm.peak_tflops_tf32 = 494.7;
   h100_sxm.peak_tflops_f16 = 989.4;
   h100_sxm.peak_tflops_bf16 = 989.4;
+  h100_sxm.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
   all.push_back(h100_sxm);
 
   auto h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
@@ -91,6 +92,7 @@ std::vector<device_spec> make_presets() {
   h100_pcie.peak_tflops_tf32 = 378;
   h100_pcie.peak_tflops_f16 = 756;
   h100_pcie.peak_tflops_bf16 = 756;
+  h100_pcie.gpu_link_gbs = 64;  // PCIe 5.0 x16
   all.push_back(h100_pcie);
 
   auto h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
@@ -103,16 +105,19 @@ std::vector<device_spec> make_presets() {
   h200.peak_tflops_tf32 = 494.7;
   h200.peak_tflops_f16 = 989.4;
   h200.peak_tflops_bf16 = 989.4;
+  h200.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
   all.push_back(h200);
 
   auto a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
   a100_80.memory_bytes = 80 * 1024 * MiB;
   a100_80.memory_bandwidth_gbs = 2039;
+  a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   all.push_back(a100_80);
 
   auto a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
   a100_40.memory_bytes = 40 * 1024 * MiB;
   a100_40.memory_bandwidth_gbs = 1555;
+  a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   all.push_back(a100_40);
 
   auto l4 = ada("l4", "NVIDIA L4");
@@ -126,6 +131,7 @@ std::vector<device_spec> make_presets() {
   l4.peak_tflops_tf32 = 60;
   l4.peak_tflops_f16 = 121;
   l4.peak_tflops_bf16 = 121;
+  l4.gpu_link_gbs = 32;  // PCIe 4.0 x16
   all.push_back(l4);
 
   auto rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
@@ -140,6 +146,7 @@ std::vector<device_spec> make_presets() {
   // GeForce parts run fp16/bf16 with fp32 accumulation at half the fp16-accumulate rate.
   rtx4090.peak_tflops_f16 = 165.2;
   rtx4090.peak_tflops_bf16 = 165.2;
+  rtx4090.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink
   all.push_back(rtx4090);
 
   return all;

@@ -32,6 +32,7 @@ struct device_spec {
   double memory_bandwidth_gbs = 0;  // DRAM, datasheet
   double l2_bandwidth_gbs = 0;      // rough microbenchmark figure; ranks variants only
   double boost_clock_mhz = 0;
+  double gpu_link_gbs = 0;          // to the other GPUs of a node, one direction (NVLink or PCIe), datasheet
   // Dense peak TFLOP/s per dtype (tensor cores for tf32/f16/bf16 with fp32 accumulate).
   double peak_tflops_f32 = 0;
   double peak_tflops_tf32 = 0;

@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "core/perf_model.hpp"
 #include "core/training_calibration.hpp"
+#include "core/training_communication.hpp"
 #include "core/training_inventory.hpp"
 #include "core/version.hpp"
 
@@ -121,6 +122,8 @@ void validate(const training_setup& s) {
   if (s.seq_len > 1'048'576) throw usage_error(fmt::format("--seq-len {} is too long (at most 1048576)", s.seq_len));
   if (s.zero_stage < 0 || s.zero_stage > 3)
     throw usage_error(fmt::format("--zero {} is invalid: ZeRO stages are 0 to 3", s.zero_stage));
+  if (s.link_gbs && !(*s.link_gbs > 0 && *s.link_gbs < 1e6))
+    throw usage_error(fmt::format("--link-gbs {} is invalid: GB/s per GPU, above 0", *s.link_gbs));
   if (s.world_size < 1 || s.world_size > 65536)
     throw usage_error(fmt::format("--world-size {} is invalid: 1 to 65536 GPUs", s.world_size));
   if (s.lora_rank < 0 || s.lora_rank > s.model.hidden_size)
@@ -427,6 +430,14 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   if (s.checkpointing != checkpoint_policy::on) policies.push_back(false);
   if (s.checkpointing != checkpoint_policy::off) policies.push_back(true);
 
+  const communication_estimate comm = estimate_communication(s, d);
+  if (s.world_size > 1)
+    plan.notes.push_back(fmt::format(
+        "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
+        "it), not overlapped with compute: an upper bound, since DDP and DeepSpeed overlap much of it with backward",
+        s.world_size,
+        s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
+        comm.link));
   // Per GPU, a global batch G needs G / world samples per optimizer step.
   const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
   for (bool ckpt : policies) {
@@ -456,12 +467,14 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       // Only a candidate that fits is worth timing on the GPU.
       c.measured = c.fits && gemm_time;
       c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{}, rates);
+      c.time.allreduce_ms = comm.per_global_step_ms;
+      c.time.gather_ms = comm.per_micro_step_ms;
       // More work never takes less GEMM time: a timing that says so (noise,
       // a shape timed in parts) is raised to the smaller batch's.
       if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
         c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
-      const double global_step_ms =
-          static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() + c.time.optimizer_ms;
+      const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
+                                    c.time.optimizer_ms + c.time.allreduce_ms;
       c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
       c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * s.world_size) / (global_step_ms * 1e-3);
       c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
@@ -557,6 +570,8 @@ nlohmann::json step_json(const step_time& t) {
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
           {"optimizer_ms_per_global_step", t.optimizer_ms},
+          {"allreduce_ms_per_global_step", t.allreduce_ms},
+          {"zero3_gather_ms", t.gather_ms},
           {"memory_bound_bytes", t.memory_bound_bytes},
           {"kernels", t.kernels}};
 }

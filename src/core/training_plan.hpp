@@ -38,6 +38,7 @@ struct training_setup {
   int lora_rank = 0;  // 0: full fine-tuning
   std::optional<std::int64_t> global_batch;
   double safety_margin = 0.05;  // share of the GPU's memory kept free
+  std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
 };
 
 // Throws usage_error naming the bad field (sequence longer than the model's
@@ -94,9 +95,11 @@ struct step_time {
   double memory_bound_ms = 0;  // norms, activations, softmax, loss: bytes over bandwidth
   double launch_ms = 0;        // per-kernel overhead of an eager framework
   double optimizer_ms = 0;     // once per global step
+  double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
+  double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
-  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms; }
+  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + gather_ms; }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;

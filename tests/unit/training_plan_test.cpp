@@ -1,10 +1,12 @@
 #include "core/training_plan.hpp"
 
 #include <cstdlib>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/training_communication.hpp"
 
 using namespace tiletune;
 
@@ -297,4 +299,44 @@ TEST(plan, measured_gemm_time_never_falls_with_more_work) {
     EXPECT_GE(c.time.gemm_ms, last) << c.micro_batch;
     last = c.time.gemm_ms;
   }
+}
+
+// Data-parallel communication is in the step: the gradient all-reduce over the
+// node's link (NVLink inside 8 GPUs, the network beyond), ZeRO-3's gathers per
+// micro-step; no longer perfect scaling, and the plan says how it counted.
+TEST(plan, data_parallel_communication_costs_time_and_is_said) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  auto s = setup("tinyllama-1.1b", 1024);
+  s.global_batch = 512;
+  const double grad_bytes = 4.0 * static_cast<double>(estimate_memory(s).trainable_parameters);  // fp32 under AMP
+  EXPECT_EQ(estimate_communication(s, h100).per_global_step_ms, 0);  // one GPU
+  s.world_size = 8;
+  const auto node = estimate_communication(s, h100);
+  EXPECT_NEAR(node.per_global_step_ms, 2 * 7.0 / 8 * grad_bytes / (450 * 0.8 * 1e6), 1e-9);
+  s.world_size = 64;
+  const auto cluster = estimate_communication(s, h100);
+  EXPECT_NEAR(cluster.per_global_step_ms, 2 * 63.0 / 64 * grad_bytes / (50 * 0.8 * 1e6), 1e-9);
+  s.link_gbs = 100;
+  EXPECT_NEAR(estimate_communication(s, h100).per_global_step_ms, 2 * 63.0 / 64 * grad_bytes / (100 * 0.8 * 1e6), 1e-9);
+  s.link_gbs.reset();
+  s.zero_stage = 3;
+  const auto zero3 = estimate_communication(s, h100);
+  EXPECT_EQ(zero3.per_global_step_ms, 0);
+  EXPECT_GT(zero3.per_micro_step_ms, cluster.per_global_step_ms / 2);
+  // Per GPU, 64 GPUs deliver less than one alone: the exchange is paid.
+  s.zero_stage = 0;
+  auto one = s;
+  one.world_size = 1;
+  one.global_batch = 8;
+  const auto p1 = plan_batch(one, h100), p64 = plan_batch(s, h100);
+  ASSERT_TRUE(p1.recommended && p64.recommended);
+  const auto& r1 = p1.candidates[*p1.recommended];
+  const auto& r64 = p64.candidates[*p64.recommended];
+  EXPECT_GT(r64.time.allreduce_ms, 0);
+  EXPECT_LT(r64.samples_per_s / 64, r1.samples_per_s);
+  bool said = false;
+  for (const auto& n : p64.notes) said |= n.find("upper bound") != std::string::npos;
+  EXPECT_TRUE(said);
+  s.link_gbs = -1;
+  EXPECT_THROW(validate(s), usage_error);
 }
