@@ -97,12 +97,11 @@ __device__ __forceinline__ void tt_load_tile(elem_t* s, unsigned s_addr, const e
   constexpr int chunks = ROWS * chunks_per_row;
 #pragma unroll
   for (int i = 0; i < (chunks + TT_THREADS - 1) / TT_THREADS; ++i) {
-    const int c = tid + i * TT_THREADS;
+    const int c = tt_copy_chunk(tid, i, TT_THREADS);
     if (chunks % TT_THREADS != 0 && c >= chunks) break;
-    const int r = c / chunks_per_row, col = (c % chunks_per_row) * TT_CHUNK;
-    int valid = r < rows_left ? cols_left - col : 0;
-    valid = valid < 0 ? 0 : (valid > TT_CHUNK ? TT_CHUNK : valid);
-    const elem_t* src = g + (long long)r * ld + col;
+    const int r = tt_copy_row(c, chunks_per_row), col = tt_copy_col(c, chunks_per_row, TT_CHUNK);
+    const int valid = tt_copy_valid(r, col, rows_left, cols_left, TT_CHUNK);
+    const elem_t* src = g + tt_row_offset(r, ld) + col;
     const int at = tt_swizzled_offset(r, col, COLS, TT_ELEM_BYTES, KC);
     if (aligned) {
       tt_cp_async16(s_addr + at * TT_ELEM_BYTES, valid > 0 ? src : g, valid * TT_ELEM_BYTES);
@@ -168,51 +167,48 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
                                                   unsigned (&a)[TT_MI][4],
                                                   unsigned (&b)[TT_NI][2]) {
 #if TT_ELEM_BYTES == 2
-  // ldmatrix.x4: lanes 8q..8q+7 give the row addresses of 8x8 matrix q.
-  const int q = lane >> 3, r = lane & 7;
+  // ldmatrix.x4: lanes 8q..8q+7 give the row addresses of 8x8 matrix q
+  // (the maps and the .trans choice: tile_addressing.cuh, tt_ldsm_*).
+  const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(lane);
   const int a_mask = tt_swizzle_mask(r, TT_A_CPR, 2, TT_A_KC);
   const int b_mask = tt_swizzle_mask(r, TT_B_CPR, 2, TT_B_KC);
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi) {
     const int m = wm0 + mi * 16;
-#if TT_A_T
-    // Stored [k][m]: matrices (k+0,m+0) (k+0,m+8) (k+8,m+0) (k+8,m+8), transposed.
-    const int row = k_base + r + (q >> 1) * 8, chunk = (m >> 3) ^ (q & 1) ^ a_mask;
-    tt_ldmatrix_x4_trans(a[mi], as_addr + (row * TT_A_COLS + chunk * 8) * 2);
-#else
-    // Stored [m][k]: matrices (m+0,k+0) (m+8,k+0) (m+0,k+8) (m+8,k+8).
-    const int row = m + r + (q & 1) * 8, chunk = (k_base >> 3) ^ (q >> 1) ^ a_mask;
-    tt_ldmatrix_x4(a[mi], as_addr + (row * TT_A_COLS + chunk * 8) * 2);
-#endif
+    // Stored [k][m]: matrices (k+0,m+0) (k+0,m+8) (k+8,m+0) (k+8,m+8), transposed;
+    // stored [m][k]: matrices (m+0,k+0) (m+8,k+0) (m+0,k+8) (m+8,k+8).
+    const int row = tt_ldsm_a_row(TT_A_T, m, k_base, q, r);
+    const int chunk = tt_ldsm_a_chunk(TT_A_T, m, k_base, q, a_mask);
+    if (tt_ldsm_a_trans(TT_A_T))
+      tt_ldmatrix_x4_trans(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS));
+    else
+      tt_ldmatrix_x4(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS));
   }
 #pragma unroll
   for (int ni = 0; ni < TT_NI; ni += 2) {
     const int n = wn0 + ni * 8;
     unsigned t[4];
-#if TT_B_T
-    // Stored [n][k]: matrices (n+0,k+0) (n+0,k+8) (n+8,k+0) (n+8,k+8).
-    const int row = n + r + (q >> 1) * 8, chunk = (k_base >> 3) ^ (q & 1) ^ b_mask;
-    tt_ldmatrix_x4(t, bs_addr + (row * TT_B_COLS + chunk * 8) * 2);
-#else
-    // Stored [k][n]: matrices (k+0,n+0) (k+8,n+0) (k+0,n+8) (k+8,n+8), transposed.
-    const int row = k_base + r + (q & 1) * 8, chunk = (n >> 3) ^ (q >> 1) ^ b_mask;
-    tt_ldmatrix_x4_trans(t, bs_addr + (row * TT_B_COLS + chunk * 8) * 2);
-#endif
-    b[ni][0] = t[0];
-    b[ni][1] = t[1];
-    b[ni + 1][0] = t[2];
-    b[ni + 1][1] = t[3];
+    // Stored [n][k]: matrices (n+0,k+0) (n+0,k+8) (n+8,k+0) (n+8,k+8);
+    // stored [k][n]: matrices (k+0,n+0) (k+8,n+0) (k+0,n+8) (k+8,n+8), transposed.
+    const int row = tt_ldsm_b_row(TT_B_T, n, k_base, q, r);
+    const int chunk = tt_ldsm_b_chunk(TT_B_T, n, k_base, q, b_mask);
+    if (tt_ldsm_b_trans(TT_B_T))
+      tt_ldmatrix_x4_trans(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS));
+    else
+      tt_ldmatrix_x4(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS));
+#pragma unroll
+    for (int x = 0; x < 4; ++x) b[ni + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
   }
 #else
   // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
   // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
   // b0 (k t, n g), b1 (k t+4, n g).
-  const int g = lane >> 2, t = lane & 3;
+  const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int h = r & 1, j = r >> 1;  // rows g + 8h, k t + 4j
+      const int h = tt_frag_tf32_a_half(r), j = tt_frag_tf32_a_kq(r);  // rows g + 8h, k t + 4j
 #if TT_A_T
       a[mi][r] = tt_to_tf32(as[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j,
                                                            wm0 + mi * 16 + 8 * h, g, TT_A_COLS)]);
@@ -260,15 +256,15 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
-  const int warp_m = warp / TT_WARPS_N;
+  const int warp_m = tt_mma_warp_m(warp, TT_WARPS_N);
   const int wm0 = warp_m * TT_WM;
-  const int wn0 = (warp % TT_WARPS_N) * TT_WN;
-  const int tile = blockIdx.x + blockIdx.y * gridDim.x;  // launch order
+  const int wn0 = tt_mma_warp_n0(warp, TT_WARPS_N, TT_WN);
+  const int tile = tt_mma_launch_order(blockIdx.x, blockIdx.y, gridDim.x);
   int tile_m, tile_n;
   tt_raster(tile, gridDim.x, gridDim.y, TT_RASTER_GROUP, TT_RASTER_ALONG_N, tile_m, tile_n);
   const int m0 = tile_m * TT_BM;
   const int n0 = tile_n * TT_BN;
-  const int batch = blockIdx.z / TT_SPLIT_K, slice = blockIdx.z % TT_SPLIT_K;
+  const int batch = tt_mma_batch(blockIdx.z, TT_SPLIT_K), slice = tt_mma_slice(blockIdx.z, TT_SPLIT_K);
   A += batch * batch_stride_a;
   B += batch * batch_stride_b;
   C += batch * batch_stride_c;
@@ -281,23 +277,23 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
 #if TT_A_T
     tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_A_KC>(As + stage * TT_A_STAGE,
                                                 as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
-                                                A + (long long)k0 * lda + m0, lda, K - k0,
+                                                A + tt_row_offset(k0, lda) + m0, lda, K - k0,
                                                 M - m0, a_aligned, tid);
 #else
     tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_A_KC>(As + stage * TT_A_STAGE,
                                                 as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
-                                                A + (long long)m0 * lda + k0, lda, M - m0,
+                                                A + tt_row_offset(m0, lda) + k0, lda, M - m0,
                                                 K - k0, a_aligned, tid);
 #endif
 #if TT_B_T
     tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_B_KC>(Bs + stage * TT_B_STAGE,
                                                 bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
-                                                B + (long long)n0 * ldb + k0, ldb, N - n0,
+                                                B + tt_row_offset(n0, ldb) + k0, ldb, N - n0,
                                                 K - k0, b_aligned, tid);
 #else
     tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_B_KC>(Bs + stage * TT_B_STAGE,
                                                 bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
-                                                B + (long long)k0 * ldb + n0, ldb, K - k0,
+                                                B + tt_row_offset(k0, ldb) + n0, ldb, K - k0,
                                                 N - n0, b_aligned, tid);
 #endif
   };
@@ -311,11 +307,11 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
 
   // This block's k-tiles: all of them, or its slice's share under split-K.
-  const int k_tiles_all = (K + TT_BK - 1) / TT_BK;
-  const int per_slice = (k_tiles_all + TT_SPLIT_K - 1) / TT_SPLIT_K;
-  const int kt_first = slice * per_slice;
-  const int kt_end = kt_first + per_slice < k_tiles_all ? kt_first + per_slice : k_tiles_all;
-  const int k_tiles = kt_end > kt_first ? kt_end - kt_first : 0;
+  const int k_tiles_all = tt_mma_k_tiles(K, TT_BK);
+  const int per_slice = tt_mma_per_slice(k_tiles_all, TT_SPLIT_K);
+  const int kt_first = tt_mma_slice_first(slice, per_slice);
+  const int kt_end = tt_mma_slice_end(kt_first, per_slice, k_tiles_all);
+  const int k_tiles = tt_mma_slice_tiles(kt_first, kt_end);
   // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the count).
 #pragma unroll 1
   for (int s = 0; s < TT_STAGES - 1; ++s) {
@@ -359,11 +355,11 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   // 16-byte pieces: consecutive threads, consecutive pieces of a row.
   float* const stage = reinterpret_cast<float*>(tt_smem_raw);
   const bool c_vec = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0;
-  const int g = lane >> 2, t = lane & 3;
+  const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
 #if TT_SPLIT_K > 1
   float* const partial =
-      workspace + ((long long)(batch * gridDim.x * gridDim.y + tile) * TT_SPLIT_K + slice) *
-                      (TT_BM * TT_BN);
+      workspace + tt_mma_partial_offset(tt_mma_tile_slot(batch, gridDim.x, gridDim.y, tile), TT_SPLIT_K,
+                                        slice, TT_BM * TT_BN);
 #endif
 #pragma unroll
   for (int pass = 0; pass < TT_MI / tt_epi_mi; ++pass) {
@@ -373,23 +369,23 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
       for (int ni = 0; ni < TT_NI; ++ni)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int sr = warp_m * tt_epi_mi * 16 + j * 16 + g + h * 8;
+          const int sr = tt_mma_stage_row(warp_m, tt_epi_mi, j, g, h);
           float2 v;
-          v.x = acc[pass * tt_epi_mi + j][ni][2 * h];
-          v.y = acc[pass * tt_epi_mi + j][ni][2 * h + 1];
-          *reinterpret_cast<float2*>(stage + tt_stage_offset(sr, wn0 + ni * 8 + 2 * t, TT_BN)) = v;
+          v.x = acc[pass * tt_epi_mi + j][ni][tt_frag_acc(h, 0)];
+          v.y = acc[pass * tt_epi_mi + j][ni][tt_frag_acc(h, 1)];
+          *reinterpret_cast<float2*>(stage + tt_stage_offset(sr, tt_mma_stage_col(wn0, ni, t), TT_BN)) = v;
         }
     __syncthreads();
 #pragma unroll 1
     for (int item = tid; item < TT_PASS_ROWS * (TT_BN / TT_EPI_VEC); item += TT_THREADS) {
-      const int sr = item / (TT_BN / TT_EPI_VEC);
-      const int col = (item % (TT_BN / TT_EPI_VEC)) * TT_EPI_VEC;
+      const int sr = tt_epi_item_row(item, TT_BN, TT_EPI_VEC);
+      const int col = tt_epi_item_col(item, TT_BN, TT_EPI_VEC);
       const int row = tt_mma_stage_row_to_tile_row(sr, pass, tt_epi_mi, TT_WM);
       float v[TT_EPI_VEC];
 #if TT_EPI_VEC == 8
       // Two chunks; threads 4..7 of each 8 read theirs in the other order, so
       // each 8-thread phase reads 8 distinct chunk positions.
-      const int swap = (col >> 5) & 1;
+      const int swap = tt_epi_swap(col);
       const float4 x = *reinterpret_cast<const float4*>(stage + tt_stage_offset(sr, col + 4 * swap, TT_BN));
       const float4 y = *reinterpret_cast<const float4*>(stage + tt_stage_offset(sr, col + 4 - 4 * swap, TT_BN));
       const float4 lo = swap ? y : x, hi = swap ? x : y;
@@ -421,16 +417,16 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   volatile unsigned* const last = reinterpret_cast<volatile unsigned*>(tt_smem_raw);  // staging is free
   tt_fence_gpu();  // this block's partials are visible before its count is
   __syncthreads();
-  unsigned* const counter = tile_counters + batch * gridDim.x * gridDim.y + tile;
-  if (tid == 0) *last = tt_atomic_add(counter, 1u) == TT_SPLIT_K - 1;
+  unsigned* const counter = tile_counters + tt_mma_batch_tiles(batch, gridDim.x, gridDim.y) + tile;
+  if (tid == 0) *last = tt_mma_is_last_slice(tt_atomic_add(counter, 1u), TT_SPLIT_K);
   __syncthreads();
   if (!*last) return;
   tt_fence_gpu();
   const float* const slots = partial - slice * (TT_BM * TT_BN);
 #pragma unroll 1
   for (int item = tid; item < TT_BM * (TT_BN / TT_EPI_VEC); item += TT_THREADS) {
-    const int row = item / (TT_BN / TT_EPI_VEC);
-    const int col = (item % (TT_BN / TT_EPI_VEC)) * TT_EPI_VEC;
+    const int row = tt_epi_item_row(item, TT_BN, TT_EPI_VEC);
+    const int col = tt_epi_item_col(item, TT_BN, TT_EPI_VEC);
     if (m0 + row >= M || n0 + col >= N) continue;
     float v[TT_EPI_VEC];
 #pragma unroll

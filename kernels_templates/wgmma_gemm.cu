@@ -90,16 +90,15 @@ __device__ __forceinline__ void tt_wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// Accumulator layout of wgmma m64nN (fp32): warp w of the warpgroup holds
-// rows 16w + lane/4 and 16w + lane/4 + 8; value 4j + e sits in column
-// 8j + 2*(lane%4) + (e&1), row + 8*(e>>1).
+// Accumulator layout of wgmma m64nN (fp32; tt_acc_* in wgmma_tile_math.cuh):
+// warp w of the warpgroup holds rows 16w + lane/4 and 16w + lane/4 + 8; value
+// 4j + e sits in column 8j + 2*(lane%4) + (e&1), row + 8*(e>>1).
 // The warp stages 16 rows x 128 bytes of C at a time in shared memory and
 // writes them back as 16-byte vectors (element-wise at edges and for C rows
 // that are not 16-byte aligned).
 __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* stage, elem_t* C,
                                             int ldc, int M, int N, int row0, int col0,
                                             bool c_vectors, float alpha, float beta, int lane) {
-  const int g = lane >> 2, t = lane & 3;
   // beta made opaque so the optimizer does not clone the epilogue per beta.
   asm("" : "+f"(beta));
 #pragma unroll
@@ -110,9 +109,9 @@ __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* sta
       const int jj = chunk * (TT_EPI_N / 8) + j;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        const int col = j * 8 + 2 * t;
-        float v0 = alpha * acc[4 * jj + 2 * h], v1 = alpha * acc[4 * jj + 2 * h + 1];
+        const int r = tt_acc_row(lane, h);
+        const int col = tt_acc_col(lane, j, 0);
+        float v0 = alpha * acc[tt_acc_index(jj, h, 0)], v1 = alpha * acc[tt_acc_index(jj, h, 1)];
         if (beta != 0.0f) {
           const int gr = row0 + r, gc = cc0 + col;
           const elem_t* p = C + (long long)gr * ldc + gc;
@@ -133,7 +132,7 @@ __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* sta
     // 16 rows x 8 vectors of 16 bytes: four rows per pass of the warp.
 #pragma unroll
     for (int pass = 0; pass < 4; ++pass) {
-      const int r = pass * 4 + (lane >> 3), v = lane & 7;
+      const int r = tt_epi_copy_row(pass, lane), v = tt_epi_copy_vector(lane);
       const int gr = row0 + r, gc = cc0 + v * (16 / TT_ELEM_BYTES);
       const tt_vec16 x = *reinterpret_cast<const tt_vec16*>(stage + r * TT_EPI_ROW_BYTES + v * 16);
       if (gr >= M) continue;
@@ -184,8 +183,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < TT_STAGES; ++s) {
-      tt_mbar_init(TT_FULL(s), 1);                   // the producer's arrive.expect_tx
-      tt_mbar_init(TT_EMPTY(s), 4 * TT_CONSUMERS);   // one arrive per consumer warp
+      tt_mbar_init(TT_FULL(s), tt_full_arrivals());                // the producer's expect_tx
+      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_CONSUMERS));  // one arrive per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -215,15 +214,14 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         const int m0 = tc.m_tile * TT_BM, n0 = tc.n_tile * TT_BN;
         for (int kt = 0; kt < k_tiles; ++kt) {
           const int k0 = kt * TT_BK;
-          tt_mbar_wait(TT_EMPTY(stage), phase ^ 1);  // a fresh barrier passes parity 1
-          tt_mbar_arrive_expect_tx(TT_FULL(stage), TT_STAGE_BYTES);
+          // A fresh barrier passes parity 1.
+          tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
+          tt_mbar_arrive_expect_tx(TT_FULL(stage),
+                                   tt_stage_tx_bytes(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
           tt_load_operand<TT_A_KMAJOR, TT_BM>(sa, &tmap_a, k0, m0, tc.batch, TT_FULL(stage));
           tt_load_operand<TT_B_KMAJOR, TT_BN>(sb, &tmap_b, k0, n0, tc.batch, TT_FULL(stage));
-          if (++stage == TT_STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
+          phase = tt_ring_advance(stage, phase, TT_STAGES);
         }
       }
     }
@@ -246,7 +244,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       const tt_tile_coord tc = tt_tile_of(tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
       int prev = -1;
       for (int kt = 0; kt < k_tiles; ++kt) {
-        tt_mbar_wait(TT_FULL(stage), phase);
+        tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
         tt_wgmma_fence();
         const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
 #pragma unroll
@@ -264,15 +262,13 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         tt_wgmma_commit();
         // The previous k-tile's wgmmas are done once at most one group is pending.
         tt_wgmma_wait<1>();
-        if (prev >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(prev));
-        prev = stage;
-        if (++stage == TT_STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
+        const int release = tt_release_after_commit(prev, stage);
+        if (release >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(release));
+        phase = tt_ring_advance(stage, phase, TT_STAGES);
       }
       tt_wgmma_wait<0>();
-      if (prev >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(prev));
+      const int last = tt_release_at_tile_end(prev);
+      if (last >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(last));
       if (k_tiles == 0) {
 #pragma unroll
         for (int mi = 0; mi < TT_MI; ++mi)
@@ -283,7 +279,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       elem_t* Cb = C + tc.batch * batch_stride_c;
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi) {
-        const int row0 = tc.m_tile * TT_BM + consumer * TT_WG_M + mi * 64 + warp * 16;
+        const int row0 = tc.m_tile * TT_BM + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
         tt_epilogue(acc[mi], epi_stage, Cb, ldc, M, N, row0, tc.n_tile * TT_BN, c_vectors, alpha,
                     beta, lane);
       }

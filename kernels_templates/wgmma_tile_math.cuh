@@ -97,3 +97,60 @@ TT_HOST_DEVICE int tt_smem_barrier_offset(int bm, int bn, int bk, int eb, int st
 TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int consumers) {
   return tt_smem_barrier_offset(bm, bn, bk, eb, stages, consumers) + 2 * stages * 8;
 }
+
+// ---- accumulator fragments and the epilogue map
+// wgmma's fp32 accumulator D (64 x N) of m64nNk16 and m64nNk8 (PTX ISA,
+// "Register Fragments and Shared Memory Matrix Layouts", "Matrix fragments for
+// wgmma .m64nNk16 / .m64nNk8", the D fragment): warp w of the warpgroup holds
+// rows 16w .. 16w + 15; lane l holds, for each 8-column block j, the values
+// d[4j + 2h + e] at row l/4 + 8h of those 16 and column 8j + 2(l%4) + e.
+// tt_epilogue and the host emulation (tests/unit) both use these.
+TT_HOST_DEVICE int tt_acc_warp_row0(int warp) { return 16 * warp; }  // first row of the warp's 16
+TT_HOST_DEVICE int tt_acc_row(int lane, int h) { return (lane >> 2) + 8 * h; }
+TT_HOST_DEVICE int tt_acc_col(int lane, int j, int e) { return 8 * j + 2 * (lane & 3) + e; }
+TT_HOST_DEVICE int tt_acc_index(int j, int h, int e) { return 4 * j + 2 * h + e; }
+// The epilogue stages 16 rows x 128 bytes per warp and copies them out as
+// 16-byte vectors: 8 lanes per row, four rows per pass of the warp.
+TT_HOST_DEVICE int tt_epi_copy_row(int pass, int lane) { return pass * 4 + (lane >> 3); }
+TT_HOST_DEVICE int tt_epi_copy_vector(int lane) { return lane & 7; }
+
+// ---- the stage ring
+// full[s] and empty[s] mbarriers guard stage s (PTX ISA, "mbarrier"): a phase
+// completes when its pending arrivals and its tx-count both reach zero;
+// try_wait.parity(p) passes once the phase of parity p has completed. The
+// model checker in tests/unit explores every interleaving of these steps.
+// full[s]: one arrival, the producer's arrive.expect_tx; empty[s]: one
+// arrival per consumer warp (lane 0, 4 warps per consumer warpgroup).
+TT_HOST_DEVICE unsigned tt_full_arrivals() { return 1u; }
+TT_HOST_DEVICE unsigned tt_empty_arrivals(int consumers) { return 4u * (unsigned)consumers; }
+// The tx bytes the producer announces per fill: A's and B's boxes in full,
+// since TMA credits out-of-bounds elements (zero-filled) as well.
+TT_HOST_DEVICE unsigned tt_stage_tx_bytes(int bm, int bn, int bk, int eb) {
+  return (unsigned)(tt_smem_a_stage(bm, bk, eb) + tt_smem_b_stage(bn, bk, eb));
+}
+// Producer and consumers walk the stages in the same order, across tiles
+// too; the phase bit flips at each wrap of the ring. Moves `stage` on and
+// returns the phase that goes with it (returned, not a second reference:
+// that keeps the kernel's machine code as it was).
+TT_HOST_DEVICE unsigned tt_ring_advance(int& stage, unsigned phase, int stages) {
+  if (++stage == stages) {
+    stage = 0;
+    return phase ^ 1u;
+  }
+  return phase;
+}
+// The producer refills a stage once the consumers released the previous
+// fill: the phase before its own, so a fresh barrier passes parity 1 at once.
+TT_HOST_DEVICE unsigned tt_producer_wait_parity(unsigned phase) { return phase ^ 1u; }
+// A consumer waits until the fill of this round has landed.
+TT_HOST_DEVICE unsigned tt_consumer_wait_parity(unsigned phase) { return phase; }
+// A consumer releases a stage once the wgmmas reading it are complete: after
+// committing the k-tile in `stage` and wgmma.wait_group 1, the previous
+// k-tile's stage (-1: none yet in this tile), and it remembers `stage`.
+TT_HOST_DEVICE int tt_release_after_commit(int& prev, int stage) {
+  const int release = prev;
+  prev = stage;
+  return release;
+}
+// At the end of a tile, after wgmma.wait_group 0: the last stage it read.
+TT_HOST_DEVICE int tt_release_at_tile_end(int prev) { return prev; }

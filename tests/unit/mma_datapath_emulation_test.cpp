@@ -1,0 +1,1209 @@
+// The mma kernel family (kernels_templates/mma_gemm.cu) run end to end on the
+// host, one block after another: every cp.async of every stage, every
+// ldmatrix (or tf32 shared load), every mma.sync, the epilogue's staging and
+// its stores of C, and split-K's workspace, counters and reduction. Every
+// index comes from the kernel's own functions (tile_addressing.cuh, included
+// below as host code); the PTX instructions are emulated from the PTX ISA
+// (sections named where they are). C is compared with a plain host GEMM for
+// every default mma variant of h100-sxm and a100-sxm-80gb (with the split-K
+// and grouped-raster copies the search adds), f16/bf16/tf32, layouts nn, nt,
+// tn, tt, on small shapes with partial tiles, batch 2, alpha and beta. Planted
+// defects, injected here and not in the kernel, show that the comparison fails
+// when the data path is wrong.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/device_spec.hpp"
+#include "core/measure_protocol.hpp"
+#include "core/search_space.hpp"
+
+#define TT_HOST_DEVICE inline
+#include "tile_addressing.cuh"
+
+using namespace tiletune;
+
+namespace {
+
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+
+// ---- Number formats ------------------------------------------------------------
+float from_bits(u32 b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+u32 to_bits(float f) {
+  u32 b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+// IEEE binary16; the conversion from fp32 rounds to nearest even, as cvt.rn.f16.f32.
+float f16_to_float(u16 h) {
+  const int e = (h >> 10) & 31, man = h & 1023;
+  const float v = e == 0 ? std::ldexp(static_cast<float>(man), -24)
+                  : e == 31 ? (man ? NAN : INFINITY)
+                            : std::ldexp(static_cast<float>(man | 1024), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+u16 float_to_f16(float f) {
+  const u16 sign = std::signbit(f) ? 0x8000 : 0;
+  if (std::isnan(f)) return 0x7e00 | sign;
+  const double a = std::fabs(static_cast<double>(f));
+  // Subnormals are multiples of 2^-24; 1024 of them is the smallest normal's bit pattern.
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<u16>(std::nearbyint(std::ldexp(a, 24)));
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  int exp = e - 1;
+  double q = std::nearbyint(std::ldexp(a, 10 - exp));  // 1024..2048, ties to even
+  if (q >= 2048) {
+    q /= 2;
+    ++exp;
+  }
+  if (exp > 15) return sign | 0x7c00;
+  return sign | static_cast<u16>(((exp + 15) << 10) | (static_cast<int>(q) - 1024));
+}
+// bfloat16: the high half of an fp32; cvt.rn.bf16.f32 rounds to nearest even.
+float bf16_to_float(u16 b) { return from_bits(static_cast<u32>(b) << 16); }
+u16 float_to_bf16(float f) {
+  const u32 b = to_bits(f);
+  if (std::isnan(f)) return static_cast<u16>((b >> 16) | 0x40);
+  return static_cast<u16>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+// cvt.rna.tf32.f32 (PTX ISA "cvt"): 10 mantissa bits, to nearest, ties away
+// from zero. The low 13 bits are left zero here; the emulated mma ignores them.
+u32 float_to_tf32(float f) {
+  const u32 b = to_bits(f);
+  if (!std::isfinite(f)) return b;
+  return (b + 0x1000u) & 0xffffe000u;
+}
+
+// Every f16 value, decoded once: the emulation decodes billions of them.
+const std::vector<float>& f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (u32 h = 0; h < 65536; ++h) t[h] = f16_to_float(static_cast<u16>(h));
+    return t;
+  }();
+  return table;
+}
+
+// An element's raw bits (2 or 4 bytes) as the kernel's elem_t holds them.
+float decode(dtype t, u32 raw) {
+  switch (t) {
+    case dtype::f16: return f16_table()[raw & 0xffffu];
+    case dtype::bf16: return bf16_to_float(static_cast<u16>(raw));
+    default: return from_bits(raw);
+  }
+}
+// tt_from_float: cvt.rn to the 16-bit types; tf32's C is stored as fp32.
+u32 encode(dtype t, float v) {
+  switch (t) {
+    case dtype::f16: return float_to_f16(v);
+    case dtype::bf16: return float_to_bf16(v);
+    default: return to_bits(v);
+  }
+}
+// One unit in the last place of the output type at |x| (for the tolerance).
+double output_ulp(dtype t, double x) {
+  const int bits = t == dtype::f16 ? 10 : t == dtype::bf16 ? 7 : 23;
+  const int min_exp = t == dtype::f16 ? -14 : -126;
+  int e = 0;
+  std::frexp(std::max(std::fabs(x), std::ldexp(1.0, min_exp)), &e);
+  return std::ldexp(1.0, e - 1 - bits);
+}
+
+// ---- The variant as the kernel sees it -----------------------------------------
+// The macros render_kernel_source prepends and those mma_gemm.cu derives from them.
+struct kernel_macros {
+  dtype type = dtype::bf16;
+  int a_t = 0, b_t = 0;                                // TT_A_T, TT_B_T
+  int bm = 0, bn = 0, bk = 0;                          // TT_BM, TT_BN, TT_BK
+  int warps_m = 0, warps_n = 0, stages = 0;            // TT_WARPS_M, TT_WARPS_N, TT_STAGES
+  int split_k = 1, raster_group = 0, raster_along_n = 0;
+  int eb() const { return element_bytes(type); }       // TT_ELEM_BYTES
+  int threads() const { return warps_m * warps_n * 32; }  // TT_THREADS
+  int wm() const { return bm / warps_m; }              // TT_WM
+  int wn() const { return bn / warps_n; }              // TT_WN
+  int mi() const { return wm() / 16; }                 // TT_MI
+  int ni() const { return wn() / 8; }                  // TT_NI
+  int chunk() const { return 16 / eb(); }              // TT_CHUNK
+  int mma_k() const { return eb() == 2 ? 16 : 8; }     // TT_MMA_K
+  int a_rows() const { return a_t ? bk : bm; }         // TT_A_ROWS ...
+  int a_cols() const { return a_t ? bm : bk; }
+  int a_kc() const { return a_t ? 0 : 1; }
+  int b_rows() const { return b_t ? bn : bk; }
+  int b_cols() const { return b_t ? bk : bn; }
+  int b_kc() const { return b_t ? 1 : 0; }
+  int a_stage() const { return a_rows() * a_cols(); }  // TT_A_STAGE (elements)
+  int b_stage() const { return b_rows() * b_cols(); }
+  int smem_bytes() const { return tt_mma_smem_bytes(bm, bn, bk, warps_m, stages, eb()); }  // tt_smem_bytes
+  int epi_mi() const { return tt_mma_epi_mi(mi(), warps_m, bn, smem_bytes()); }            // tt_epi_mi
+  int epi_vec() const { return 16 / eb(); }                                                // TT_EPI_VEC
+  int pass_rows() const { return warps_m * epi_mi() * 16; }                                // TT_PASS_ROWS
+};
+
+kernel_macros macros_for(const tile_config& c, dtype t, layout l) {
+  kernel_macros k;
+  k.type = t;
+  k.a_t = l.a_transposed ? 1 : 0;
+  k.b_t = l.b_transposed ? 1 : 0;
+  k.bm = c.block_m;
+  k.bn = c.block_n;
+  k.bk = c.block_k;
+  k.warps_m = c.warps_m;
+  k.warps_n = c.warps_n;
+  k.stages = c.stages;
+  k.split_k = c.split_k;
+  k.raster_group = c.raster_group;
+  k.raster_along_n = c.raster_along_n ? 1 : 0;
+  return k;
+}
+
+// ---- Planted defects: test-local changes of one map or step -----------------------
+struct defects {
+  bool read_mask_xor1 = false;          // A's fragment reads use the swizzle mask ^ 1 (the copies keep the kernel's)
+  bool ldmatrix_without_trans = false;  // .trans left out where the layout needs it
+  bool ldmatrix_row_lane_plus1 = false; // lane l supplies the address of row (l + 1) % 8
+  bool acc_group_plus1 = false;         // the epilogue stages accumulators at group (lane/4 + 1) % 8
+  bool no_zero_fill = false;            // cp.async always copies 16 bytes (src-size ignored)
+  bool copy_stride_half = false;        // thread tid's copy i takes chunk tid + i * threads / 2
+  bool wait_one_group_short = false;    // cp.async.wait_group STAGES-1 instead of STAGES-2
+  bool no_barrier_after_wait = false;   // the main loop's __syncthreads left out
+  bool split_slice0_twice = false;      // the reduction adds slice 0's partials once more
+  bool split_skip_last_slice = false;   // the reduction stops before the last (short) slice
+  bool split_floor_per_slice = false;   // per_slice = k_tiles / split: the remainder is lost
+};
+
+// ---- What a run found ----------------------------------------------------------------
+struct report {
+  long long checked = 0;     // elements of C compared
+  long long mismatches = 0;  // outside the tolerance (NaN included)
+  long long not_exact = 0;   // differ from the correctly rounded exact result
+  long long hazards = 0;     // out-of-bounds, misaligned, races, unwritten reads, double writes
+  double max_error = 0;
+  std::vector<std::string> notes;  // the first few findings
+  // Which paths of the kernel ran: so the recipes can be shown to reach every edge case.
+  struct paths {
+    long long cp_async_full = 0, cp_async_partial = 0, cp_async_empty = 0, element_copies = 0;
+    long long c_vector_stores = 0, c_element_stores = 0, c_reads = 0;
+    long long full_slices = 0, short_slices = 0, empty_slices = 0, split_reductions = 0;
+    void add(const paths& o) {
+      cp_async_full += o.cp_async_full;
+      cp_async_partial += o.cp_async_partial;
+      cp_async_empty += o.cp_async_empty;
+      element_copies += o.element_copies;
+      c_vector_stores += o.c_vector_stores;
+      c_element_stores += o.c_element_stores;
+      c_reads += o.c_reads;
+      split_reductions += o.split_reductions;
+      full_slices += o.full_slices;
+      empty_slices += o.empty_slices;
+      short_slices += o.short_slices;
+    }
+  } ran;
+  void note(const std::string& s) {
+    ++hazards;
+    if (notes.size() < 4) notes.push_back(s);
+  }
+  bool ok() const { return mismatches == 0 && hazards == 0 && not_exact == 0; }
+  std::string describe() const {
+    std::string s = fmt::format("{} of {} elements outside the tolerance, {} not exact, {} hazards, max error {}",
+                                mismatches, checked, not_exact, hazards, max_error);
+    for (const auto& n : notes) s += "\n    " + n;
+    return s;
+  }
+};
+
+// ---- Global memory: byte arrays, every access bounds-checked ------------------------
+struct global_buffer {
+  std::string name;
+  std::vector<u8> bytes;
+  bool in(long long byte, long long size) const {
+    return byte >= 0 && size >= 0 && byte + size <= static_cast<long long>(bytes.size());
+  }
+};
+
+// ---- Shared memory, with the hazards a barrier or a cp.async wait must prevent ------
+// Per 4-byte word: the last writer (warp, barrier interval), the readers of the
+// current interval, and whether a cp.async into it is still in flight. A warp
+// reading what another warp wrote in the same interval, or writing what another
+// read, is a race; so is touching a word whose copy has not been waited for.
+class shared_memory {
+ public:
+  shared_memory(int bytes, report& r) : data_(static_cast<std::size_t>(bytes), 0xff), words_(static_cast<std::size_t>(bytes / 4)), r_(r) {}
+
+  void barrier() { ++interval_; }
+
+  void store(int warp, int at, const void* src, int size, const char* what) {
+    if (!check(at, size, what)) return;
+    for (int w = at / 4; w < (at + size + 3) / 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("{}: warp {} stores over a cp.async in flight at byte {}", what, warp, w * 4));
+      if (s.read == interval_ && (s.readers & ~bit(warp)))
+        r_.note(fmt::format("{}: warp {} stores byte {} that another warp read since the last barrier", what, warp, w * 4));
+      if (s.written == interval_ && s.writer != warp)
+        r_.note(fmt::format("{}: warps {} and {} store byte {} between two barriers", what, s.writer, warp, w * 4));
+      s.written = interval_;
+      s.writer = warp;
+    }
+    std::memcpy(data_.data() + at, src, static_cast<std::size_t>(size));
+  }
+
+  void load(int warp, int at, void* dst, int size, const char* what) {
+    if (!check(at, size, what)) {
+      std::memset(dst, 0xff, static_cast<std::size_t>(size));
+      return;
+    }
+    for (int w = at / 4; w < (at + size + 3) / 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("{}: warp {} reads byte {} before its cp.async was waited for", what, warp, w * 4));
+      if (s.written < 0) r_.note(fmt::format("{}: warp {} reads byte {}, never written in this block", what, warp, w * 4));
+      if (s.written == interval_ && s.writer != warp)
+        r_.note(fmt::format("{}: warp {} reads byte {} that warp {} wrote with no barrier between", what, warp, w * 4, s.writer));
+      if (s.read != interval_) {
+        s.read = interval_;
+        s.readers = 0;
+      }
+      s.readers |= bit(warp);
+    }
+    std::memcpy(dst, data_.data() + at, static_cast<std::size_t>(size));
+  }
+
+  // cp.async: the 16 bytes land when their group completes.
+  void copy_async(int warp, int at, const std::array<u8, 16>& bytes) {
+    if (!check(at, 16, "cp.async")) return;
+    for (int w = at / 4; w < at / 4 + 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("cp.async: two copies in flight to byte {}", w * 4));
+      if (s.read == interval_ && (s.readers & ~bit(warp)))
+        r_.note(fmt::format("cp.async: warp {} refills byte {} that another warp read since the last barrier", warp, w * 4));
+      s.in_flight = true;
+    }
+    open_.push_back({warp, at, bytes});
+  }
+  // cp.async.commit_group / cp.async.wait_group N (PTX ISA "cp.async.commit_group",
+  // "cp.async.wait_group"): waits until at most N of the most recent groups are
+  // pending. Every thread runs the same sequence, so the block's groups are the threads'.
+  void commit() {
+    groups_.push_back(std::move(open_));
+    open_.clear();
+  }
+  void wait_group(int n) {
+    while (static_cast<int>(groups_.size()) > n) {
+      for (const pending& p : groups_.front()) {
+        std::memcpy(data_.data() + p.at, p.bytes.data(), 16);
+        for (int w = p.at / 4; w < p.at / 4 + 4; ++w) {
+          word& s = words_[static_cast<std::size_t>(w)];
+          s.in_flight = false;
+          s.written = interval_;  // landed for the issuing warp; others need a barrier
+          s.writer = p.warp;
+        }
+      }
+      groups_.erase(groups_.begin());
+    }
+  }
+
+ private:
+  struct word {
+    int written = -1, writer = -1, read = -1;
+    u32 readers = 0;
+    bool in_flight = false;
+  };
+  struct pending {
+    int warp, at;
+    std::array<u8, 16> bytes;
+  };
+  static u32 bit(int warp) { return 1u << warp; }
+  bool check(int at, int size, const char* what) {
+    if (at < 0 || at + size > static_cast<int>(data_.size())) {
+      r_.note(fmt::format("{}: shared byte {} (+{}) outside the {} bytes allocated", what, at, size, data_.size()));
+      return false;
+    }
+    if (at % size != 0) {
+      r_.note(fmt::format("{}: shared byte {} not aligned to {}", what, at, size));
+      return false;
+    }
+    return true;
+  }
+  std::vector<u8> data_;
+  std::vector<word> words_;
+  std::vector<pending> open_;
+  std::vector<std::vector<pending>> groups_;
+  int interval_ = 0;
+  report& r_;
+};
+
+// ---- The PTX instructions -------------------------------------------------------------
+// Registers of one warp: [lane][register].
+using regs4 = std::array<std::array<u32, 4>, 32>;
+using regs2 = std::array<std::array<u32, 2>, 32>;
+using accs4 = std::array<std::array<float, 4>, 32>;
+
+// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 (PTX ISA "ldmatrix", the
+// warp-level matrix load): four 8x8 matrices of 16-bit elements; threads
+// 8q..8q+7 supply the addresses of rows 0..7 of matrix q, each row 16
+// contiguous, 16-byte aligned bytes. Destination register q of thread l holds
+// two elements of matrix q: without .trans row l/4, columns 2(l%4) and
+// 2(l%4)+1; with .trans the matrix is delivered transposed, i.e. rows 2(l%4)
+// and 2(l%4)+1 of column l/4 as stored. The first element is the low half.
+void ldmatrix_x4(shared_memory& smem, int warp, const std::array<int, 32>& row_address, bool trans,
+                 regs4& out) {
+  u16 rows[4][8][8];
+  for (int lane = 0; lane < 32; ++lane)
+    smem.load(warp, row_address[static_cast<std::size_t>(lane)], rows[lane / 8][lane % 8], 16, "ldmatrix");
+  for (int lane = 0; lane < 32; ++lane)
+    for (int q = 0; q < 4; ++q) {
+      const int r = lane / 4, c = 2 * (lane % 4);
+      const u16 lo = trans ? rows[q][c][r] : rows[q][r][c];
+      const u16 hi = trans ? rows[q][c + 1][r] : rows[q][r][c + 1];
+      out[static_cast<std::size_t>(lane)][static_cast<std::size_t>(q)] = lo | (static_cast<u32>(hi) << 16);
+    }
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: D = A * B + C, A 16xK,
+// B Kx8, fp32 C and D, with the fragment layouts of the PTX ISA sections
+// "Matrix Fragments for mma.m16n8k16 with floating point type" and "Matrix
+// Fragments for mma.m16n8k8" (groupID = lane / 4, threadID_in_group = lane % 4):
+//  .f16/.bf16 A: a0..a7, two per register (a0 the low half of register 0):
+//     row groupID for a0,a1,a4,a5, groupID + 8 otherwise; column
+//     2 threadID_in_group + (i % 2), + 8 for i >= 4.
+//  .f16/.bf16 B: b0..b3, two per register: row 2 threadID_in_group + (i % 2),
+//     + 8 for i >= 2; column groupID.
+//  .tf32 A: a0..a3, one per register: row groupID for a0,a2, groupID + 8 for
+//     a1,a3; column threadID_in_group, + 4 for a2,a3.
+//  .tf32 B: b0,b1: row threadID_in_group, + 4 for b1; column groupID.
+//  f32 C/D: c0..c3: row groupID for c0,c1, groupID + 8 for c2,c3; column
+//     2 threadID_in_group + (i % 2).
+void mma_sync(dtype t, const regs4& a, const std::array<u32, 32 * 2>& b, accs4& d) {
+  const int kdim = t == dtype::tf32 ? 8 : 16;
+  float am[16][16] = {}, bm[16][8] = {}, cm[16][8] = {};
+  auto half = [t](u32 reg, int i) { return decode(t, i ? reg >> 16 : reg & 0xffffu); };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int group = lane / 4, tig = lane % 4;
+    const auto& ar = a[static_cast<std::size_t>(lane)];
+    if (t == dtype::tf32) {
+      for (int i = 0; i < 4; ++i)
+        am[group + 8 * (i % 2)][tig + 4 * (i / 2)] = from_bits(ar[static_cast<std::size_t>(i)] & 0xffffe000u);
+      for (int i = 0; i < 2; ++i) bm[tig + 4 * i][group] = from_bits(b[static_cast<std::size_t>(lane * 2 + i)] & 0xffffe000u);
+    } else {
+      for (int i = 0; i < 8; ++i) {
+        const int row = group + ((i / 2) % 2) * 8, col = 2 * tig + (i % 2) + (i >= 4 ? 8 : 0);
+        am[row][col] = half(ar[static_cast<std::size_t>(i / 2)], i % 2);
+      }
+      for (int i = 0; i < 4; ++i)
+        bm[2 * tig + (i % 2) + (i >= 2 ? 8 : 0)][group] = half(b[static_cast<std::size_t>(lane * 2 + i / 2)], i % 2);
+    }
+    for (int i = 0; i < 4; ++i) cm[group + 8 * (i / 2)][2 * tig + (i % 2)] = d[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)];
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c) {
+      float s = cm[r][c];
+      for (int kk = 0; kk < kdim; ++kk) s += am[r][kk] * bm[kk][c];
+      cm[r][c] = s;
+    }
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i)
+      d[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)] = cm[lane / 4 + 8 * (i / 2)][2 * (lane % 4) + (i % 2)];
+}
+
+// ---- One GEMM to run ------------------------------------------------------------------
+struct gemm_case {
+  std::string label;
+  int m = 0, n = 0, k = 0, batch = 1;
+  int lda = 0, ldb = 0, ldc = 0;           // elements between stored rows
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1, beta = 0;
+};
+
+// A, B and C in their stored layouts. Padding past a row's end holds NaN (a
+// read of it poisons the result); C's padding holds a marked NaN that must
+// survive. Values are small multiples of 1/4, exact in every input type, so
+// every fp32 sum of their products is exact in any order.
+struct operands {
+  global_buffer a{"A", {}}, b{"B", {}}, c{"C", {}};
+  std::vector<u8> c_initial;
+  std::vector<u8> c_inside;  // 1 where an element of C lies inside M x N of a batch
+};
+
+u32 quiet_nan(dtype t, u32 payload) {
+  return t == dtype::f16 ? 0x7e00u | payload : t == dtype::bf16 ? 0x7fc0u | payload : 0x7fc00000u | payload;
+}
+void put(global_buffer& g, dtype t, long long index, u32 raw) {
+  std::memcpy(g.bytes.data() + index * element_bytes(t), &raw, static_cast<std::size_t>(element_bytes(t)));
+}
+u32 get(const std::vector<u8>& bytes, dtype t, long long index) {
+  u32 raw = 0;
+  std::memcpy(&raw, bytes.data() + index * element_bytes(t), static_cast<std::size_t>(element_bytes(t)));
+  return raw;
+}
+
+operands make_operands(const kernel_macros& k, const gemm_case& g, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> mag(1, 8), sign(0, 1);
+  auto value = [&] { return (sign(rng) ? -0.25f : 0.25f) * static_cast<float>(mag(rng)); };
+  const dtype t = k.type;
+  const int eb = k.eb();
+  operands o;
+  auto fill = [&](global_buffer& buf, int rows, int cols, int ld, long long stride, bool random_inside, u32 outside,
+                  std::vector<u8>* inside) {
+    const long long elems = stride * g.batch;
+    buf.bytes.assign(static_cast<std::size_t>(elems * eb), 0);
+    if (inside) inside->assign(static_cast<std::size_t>(elems), 0);
+    for (long long e = 0; e < elems; ++e) put(buf, t, e, outside);
+    for (int bt = 0; bt < g.batch; ++bt)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) {
+          const long long e = bt * stride + static_cast<long long>(r) * ld + c;
+          put(buf, t, e, random_inside ? encode(t, value()) : quiet_nan(t, 0));
+          if (inside) (*inside)[static_cast<std::size_t>(e)] = 1;
+        }
+  };
+  fill(o.a, k.a_t ? g.k : g.m, k.a_t ? g.m : g.k, g.lda, g.stride_a, true, quiet_nan(t, 1), nullptr);
+  fill(o.b, k.b_t ? g.n : g.k, k.b_t ? g.k : g.n, g.ldb, g.stride_b, true, quiet_nan(t, 1), nullptr);
+  // beta 0: C is not read, so it starts as NaN; its padding carries a marked NaN.
+  fill(o.c, g.m, g.n, g.ldc, g.stride_c, g.beta != 0.0f, quiet_nan(t, 5), &o.c_inside);
+  o.c_initial = o.c.bytes;
+  return o;
+}
+
+// ---- The kernel, block by block -----------------------------------------------------------
+class mma_kernel_emulator {
+ public:
+  mma_kernel_emulator(const kernel_macros& k, const gemm_case& g, operands& ops, const defects& d, report& r,
+                      unsigned grid_x, unsigned grid_y, unsigned grid_z, long long workspace_floats, long long counters)
+      : k_(k), g_(g), ops_(ops), d_(d), r_(r), gx_(grid_x), gy_(grid_y), gz_(grid_z),
+        workspace_{"workspace", std::vector<u8>(static_cast<std::size_t>(workspace_floats * 4), 0xff)},
+        counters_(static_cast<std::size_t>(counters), 0u),
+        c_writes_(static_cast<std::size_t>(g.stride_c * g.batch), 0) {}
+
+  // Runs every block once, in a shuffled order (any slice may finish a tile last).
+  void launch(std::uint32_t seed) {
+    std::vector<std::array<unsigned, 3>> blocks;
+    for (unsigned z = 0; z < gz_; ++z)
+      for (unsigned y = 0; y < gy_; ++y)
+        for (unsigned x = 0; x < gx_; ++x) blocks.push_back({x, y, z});
+    std::mt19937 rng(seed);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    for (const auto& b : blocks) run_block(b[0], b[1], b[2]);
+    for (std::size_t i = 0; i < counters_.size(); ++i)
+      if (counters_[i] != 0) r_.note(fmt::format("split-K counter {} is {} after the launch, not 0", i, counters_[i]));
+  }
+
+  const std::vector<int>& c_writes() const { return c_writes_; }
+
+ private:
+  // ---- global memory accesses
+  bool read_global(const global_buffer& g, long long byte, void* dst, int size, const char* what) {
+    if (!g.in(byte, size)) {
+      r_.note(fmt::format("{}: reads {} bytes at byte {} outside {}", what, size, byte, g.name));
+      std::memset(dst, 0xff, static_cast<std::size_t>(size));
+      return false;
+    }
+    std::memcpy(dst, g.bytes.data() + byte, static_cast<std::size_t>(size));
+    return true;
+  }
+  void write_c(long long elem, u32 raw) {
+    const int eb = k_.eb();
+    if (!ops_.c.in(elem * eb, eb)) {
+      r_.note(fmt::format("store of C at element {} outside C", elem));
+      return;
+    }
+    if (!ops_.c_inside[static_cast<std::size_t>(elem)]) r_.note(fmt::format("store of C at element {}, outside M x N", elem));
+    ++c_writes_[static_cast<std::size_t>(elem)];
+    std::memcpy(ops_.c.bytes.data() + elem * eb, &raw, static_cast<std::size_t>(eb));
+  }
+  float read_c(long long elem) {
+    ++r_.ran.c_reads;
+    u32 raw = 0;
+    read_global(ops_.c, elem * k_.eb(), &raw, k_.eb(), "C load");
+    return decode(k_.type, raw);
+  }
+
+  // cp.async.cg.shared.global [dst], [src], 16, src_size (PTX ISA "cp.async"):
+  // dst and src aligned to the 16-byte copy size; src_size bytes are read from
+  // src and the remaining 16 - src_size bytes of dst are filled with zeros.
+  void cp_async16(shared_memory& smem, int warp, int dst, const global_buffer& src_buf, long long src_elem, int src_bytes) {
+    const long long src = src_elem * k_.eb();
+    if (src % 16 != 0) r_.note(fmt::format("cp.async: global source byte {} of {} not 16-byte aligned", src, src_buf.name));
+    if (dst % 16 != 0) r_.note(fmt::format("cp.async: shared destination byte {} not 16-byte aligned", dst));
+    if (src_bytes < 0 || src_bytes > 16) r_.note(fmt::format("cp.async: src-size {} outside 0..16", src_bytes));
+    ++(src_bytes == 16 ? r_.ran.cp_async_full : src_bytes == 0 ? r_.ran.cp_async_empty : r_.ran.cp_async_partial);
+    std::array<u8, 16> bytes{};
+    if (src_bytes > 0) read_global(src_buf, src, bytes.data(), std::min(src_bytes, 16), "cp.async");
+    smem.copy_async(warp, dst, bytes);
+  }
+
+  // tt_load_tile: one rows x cols tile, top-left element g_off of the stored matrix.
+  void load_tile(shared_memory& smem, int rows, int cols, int kc, int s_addr, const global_buffer& buf,
+                 long long g_off, int ld, int rows_left, int cols_left, bool aligned) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int chunks_per_row = cols / chunk, chunks = rows * chunks_per_row;
+    const int step = d_.copy_stride_half ? threads / 2 : threads;
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        const int c = tt_copy_chunk(tid, i, step);
+        if (chunks % threads != 0 && c >= chunks) continue;  // the kernel's break: later copies are past the end too
+        const int r = tt_copy_row(c, chunks_per_row), col = tt_copy_col(c, chunks_per_row, chunk);
+        const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r, col, rows_left, cols_left, chunk);
+        const long long src = g_off + tt_row_offset(r, ld) + col;
+        const int at = tt_swizzled_offset(r, col, cols, eb, kc);
+        const int warp = tid / 32;
+        if (aligned) {
+          cp_async16(smem, warp, s_addr + at * eb, buf, valid > 0 ? src : g_off, valid * eb);
+        } else {
+          // The unaligned path: element-wise loads and st.shared, zeros past valid.
+          ++r_.ran.element_copies;
+          for (int e = 0; e < chunk; ++e) {
+            u32 raw = 0;
+            if (e < valid) read_global(buf, (src + e) * eb, &raw, eb, "element copy");
+            smem.store(warp, s_addr + (at + e) * eb, &raw, eb, "element copy");
+          }
+        }
+      }
+  }
+
+  // tt_load_fragments for one warp at k-step k_base of the stage at as_addr/bs_addr.
+  void load_fragments(shared_memory& smem, int warp, int as_addr, int bs_addr, int k_base, std::vector<regs4>& a,
+                      std::vector<std::array<u32, 64>>& b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    if (k_.eb() == 2) {
+      const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
+      std::array<int, 32> a_row_addr{}, b_row_addr{};
+      for (int mi = 0; mi < k_.mi(); ++mi) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
+          const int a_mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
+          const int m = wm0 + mi * 16;
+          const int row = tt_ldsm_a_row(k_.a_t, m, k_base, q, r);
+          const int chunk = tt_ldsm_a_chunk(k_.a_t, m, k_base, q, a_mask);
+          a_row_addr[static_cast<std::size_t>(lane)] = as_addr + tt_ldsm_offset(row, chunk, k_.a_cols());
+        }
+        const bool trans = tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans;
+        ldmatrix_x4(smem, warp, a_row_addr, trans, a[static_cast<std::size_t>(mi)]);
+      }
+      for (int ni = 0; ni < k_.ni(); ni += 2) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
+          const int b_mask = tt_swizzle_mask(r, b_cpr, 2, k_.b_kc());
+          const int n = wn0 + ni * 8;
+          const int row = tt_ldsm_b_row(k_.b_t, n, k_base, q, r);
+          const int chunk = tt_ldsm_b_chunk(k_.b_t, n, k_base, q, b_mask);
+          b_row_addr[static_cast<std::size_t>(lane)] = bs_addr + tt_ldsm_offset(row, chunk, k_.b_cols());
+        }
+        regs4 t{};
+        const bool trans = tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans;
+        ldmatrix_x4(smem, warp, b_row_addr, trans, t);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int x = 0; x < 4; ++x)
+            b[static_cast<std::size_t>(ni + tt_ldsm_b_tile(x))][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
+                t[static_cast<std::size_t>(lane)][static_cast<std::size_t>(x)];
+      }
+      return;
+    }
+    // tf32: ld.shared.f32 per fragment element, then cvt.rna.tf32.f32 (tt_to_tf32).
+    // A wrong mask flips chunk bit 0 within the row: element offset ^ 4. Only
+    // A's: the same k permutation of both operands would leave every sum as it was.
+    const int flip = d_.read_mask_xor1 ? 4 : 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
+      for (int mi = 0; mi < k_.mi(); ++mi)
+        for (int reg = 0; reg < 4; ++reg) {
+          const int h = tt_frag_tf32_a_half(reg), j = tt_frag_tf32_a_kq(reg);
+          const int off = k_.a_t ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, k_.a_cols())
+                                 : tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols());
+          float v = 0;
+          smem.load(warp, as_addr + (off ^ flip) * 4, &v, 4, "tf32 A load");
+          a[static_cast<std::size_t>(mi)][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = float_to_tf32(v);
+        }
+      for (int ni = 0; ni < k_.ni(); ++ni)
+        for (int j = 0; j < 2; ++j) {
+          const int off = k_.b_t ? tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, k_.b_cols())
+                                 : tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g, k_.b_cols());
+          float v = 0;
+          smem.load(warp, bs_addr + off * 4, &v, 4, "tf32 B load");
+          b[static_cast<std::size_t>(ni)][static_cast<std::size_t>(lane * 2 + j)] = float_to_tf32(v);
+        }
+    }
+  }
+
+  // tt_store_c_vec and tt_store_c (gemm_common.cuh): VEC results at (m, n).
+  void store_c_vec(long long c_base, int m, int n, const float* v, bool c_vec) {
+    const int vec = k_.epi_vec(), eb = k_.eb();
+    if (m >= g_.m) return;
+    const float alpha = g_.alpha, beta = g_.beta;
+    if (vec * eb == 16 && c_vec && n + vec <= g_.n) {
+      const long long p = c_base + static_cast<long long>(m) * g_.ldc + n;
+      ++r_.ran.c_vector_stores;
+      if ((p * eb) % 16 != 0) r_.note(fmt::format("16-byte store of C at element {} not aligned", p));
+      float c[8] = {};
+      if (beta != 0.0f)
+        for (int e = 0; e < vec; ++e) c[e] = read_c(p + e);  // one 16-byte load
+      for (int e = 0; e < vec; ++e) {
+        float o = alpha * v[e];
+        if (beta != 0.0f) o = std::fma(beta, c[e], o);  // o += beta * c, contracted as nvcc does
+        write_c(p + e, encode(k_.type, o));
+      }
+      return;
+    }
+    for (int e = 0; e < vec; ++e) {
+      if (m >= g_.m || n + e >= g_.n) continue;
+      const long long p = c_base + static_cast<long long>(m) * g_.ldc + n + e;
+      ++r_.ran.c_element_stores;
+      float o = alpha * v[e];
+      if (beta != 0.0f) o = std::fma(beta, read_c(p), o);
+      write_c(p, encode(k_.type, o));
+    }
+  }
+
+  void run_block(unsigned bx, unsigned by, unsigned bz) {
+    const kernel_macros& k = k_;
+    const int eb = k.eb(), threads = k.threads(), warps = threads / 32;
+    shared_memory smem(k.smem_bytes(), r_);
+    const int as_base = 0;                                 // tt_smem_addr(As), relative
+    const int bs_base = as_base + k.stages * k.a_stage() * eb;
+
+    const int tile = tt_mma_launch_order(bx, by, gx_);
+    int tile_m = 0, tile_n = 0;
+    tt_raster(tile, static_cast<int>(gx_), static_cast<int>(gy_), k.raster_group, k.raster_along_n, tile_m, tile_n);
+    const int m0 = tile_m * k.bm, n0 = tile_n * k.bn;
+    const int batch = tt_mma_batch(bz, k.split_k), slice = tt_mma_slice(bz, k.split_k);
+    const long long a_base = batch * g_.stride_a, b_base = batch * g_.stride_b, c_base = batch * g_.stride_c;
+    const bool a_aligned = g_.lda % k.chunk() == 0 && (a_base * eb) % 16 == 0;
+    const bool b_aligned = g_.ldb % k.chunk() == 0 && (b_base * eb) % 16 == 0;
+    const int M = g_.m, N = g_.n, K = g_.k;
+
+    auto load_stage = [&](int stage, int k0) {
+      const int sa = as_base + stage * k.a_stage() * eb, sb = bs_base + stage * k.b_stage() * eb;
+      if (k.a_t)
+        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), sa, ops_.a, a_base + tt_row_offset(k0, g_.lda) + m0, g_.lda,
+                  K - k0, M - m0, a_aligned);
+      else
+        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), sa, ops_.a, a_base + tt_row_offset(m0, g_.lda) + k0, g_.lda,
+                  M - m0, K - k0, a_aligned);
+      if (k.b_t)
+        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), sb, ops_.b, b_base + tt_row_offset(n0, g_.ldb) + k0, g_.ldb,
+                  N - n0, K - k0, b_aligned);
+      else
+        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), sb, ops_.b, b_base + tt_row_offset(k0, g_.ldb) + n0, g_.ldb,
+                  K - k0, N - n0, b_aligned);
+    };
+
+    // acc[warp][mi][ni]: one m16n8 accumulator fragment of the warp.
+    std::vector<accs4> acc(static_cast<std::size_t>(warps * k.mi() * k.ni()), accs4{});
+    auto acc_at = [&](int warp, int mi, int ni) -> accs4& {
+      return acc[static_cast<std::size_t>((warp * k.mi() + mi) * k.ni() + ni)];
+    };
+
+    const int k_tiles_all = tt_mma_k_tiles(K, k.bk);
+    const int per_slice = d_.split_floor_per_slice ? std::max(1, k_tiles_all / k.split_k)
+                                                   : tt_mma_per_slice(k_tiles_all, k.split_k);
+    const int kt_first = tt_mma_slice_first(slice, per_slice);
+    const int kt_end = tt_mma_slice_end(kt_first, per_slice, k_tiles_all);
+    const int k_tiles = tt_mma_slice_tiles(kt_first, kt_end);
+    if (k.split_k > 1) ++(k_tiles == 0 ? r_.ran.empty_slices : k_tiles < per_slice ? r_.ran.short_slices : r_.ran.full_slices);
+    for (int s = 0; s < k.stages - 1; ++s) {
+      if (s < k_tiles) load_stage(s, (kt_first + s) * k.bk);
+      smem.commit();
+    }
+    std::vector<regs4> a(static_cast<std::size_t>(k.mi()));
+    std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(k.ni()));
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      smem.wait_group(d_.wait_one_group_short ? k.stages - 1 : k.stages - 2);
+      if (!d_.no_barrier_after_wait) smem.barrier();
+      const int next = kt + k.stages - 1;
+      if (next < k_tiles) load_stage(next % k.stages, (kt_first + next) * k.bk);
+      smem.commit();
+      const int stage = kt % k.stages;
+      const int as_addr = as_base + stage * k.a_stage() * eb, bs_addr = bs_base + stage * k.b_stage() * eb;
+      for (int kk = 0; kk < k.bk; kk += k.mma_k())
+        for (int warp = 0; warp < warps; ++warp) {
+          load_fragments(smem, warp, as_addr, bs_addr, kk, a, b);
+          for (int mi = 0; mi < k.mi(); ++mi)
+            for (int ni = 0; ni < k.ni(); ++ni)
+              mma_sync(k.type, a[static_cast<std::size_t>(mi)], b[static_cast<std::size_t>(ni)], acc_at(warp, mi, ni));
+        }
+    }
+    smem.wait_group(0);
+    smem.barrier();
+
+    // Epilogue: staging through shared memory as fp32, then 16-byte pieces.
+    const int c_eb = eb;
+    const bool c_vec = (g_.ldc * c_eb) % 16 == 0 && (c_base * c_eb) % 16 == 0;
+    const int vec = k.epi_vec(), epi_mi = k.epi_mi();
+    const long long partial =
+        k.split_k > 1 ? tt_mma_partial_offset(tt_mma_tile_slot(batch, gx_, gy_, tile), k.split_k, slice, k.bm * k.bn) : 0;
+    for (int pass = 0; pass < k.mi() / epi_mi; ++pass) {
+      for (int warp = 0; warp < warps; ++warp) {
+        const int warp_m = tt_mma_warp_m(warp, k.warps_n), wn0 = tt_mma_warp_n0(warp, k.warps_n, k.wn());
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = d_.acc_group_plus1 ? (tt_frag_group(lane) + 1) % 8 : tt_frag_group(lane);
+          const int t = tt_frag_thread(lane);
+          for (int j = 0; j < epi_mi; ++j)
+            for (int ni = 0; ni < k.ni(); ++ni)
+              for (int h = 0; h < 2; ++h) {
+                const int sr = tt_mma_stage_row(warp_m, epi_mi, j, g, h);
+                const accs4& f = acc_at(warp, pass * epi_mi + j, ni);
+                const float v[2] = {f[static_cast<std::size_t>(lane)][static_cast<std::size_t>(tt_frag_acc(h, 0))],
+                                    f[static_cast<std::size_t>(lane)][static_cast<std::size_t>(tt_frag_acc(h, 1))]};
+                smem.store(warp, tt_stage_offset(sr, tt_mma_stage_col(wn0, ni, t), k.bn) * 4, v, 8, "staging store");
+              }
+        }
+      }
+      smem.barrier();
+      for (int tid = 0; tid < threads; ++tid)
+        for (int item = tid; item < k.pass_rows() * (k.bn / vec); item += threads) {
+          const int warp = tid / 32;
+          const int sr = tt_epi_item_row(item, k.bn, vec), col = tt_epi_item_col(item, k.bn, vec);
+          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, k.wm());
+          float v[8] = {};
+          if (vec == 8) {
+            const int swap = tt_epi_swap(col);
+            float x[4], y[4];
+            smem.load(warp, tt_stage_offset(sr, col + 4 * swap, k.bn) * 4, x, 16, "staging load");
+            smem.load(warp, tt_stage_offset(sr, col + 4 - 4 * swap, k.bn) * 4, y, 16, "staging load");
+            for (int e = 0; e < 4; ++e) {
+              v[e] = swap ? y[e] : x[e];
+              v[4 + e] = swap ? x[e] : y[e];
+            }
+          } else {
+            smem.load(warp, tt_stage_offset(sr, col, k.bn) * 4, v, 16, "staging load");
+          }
+          if (k.split_k > 1) {
+            // This slice's unscaled partials; rows past M are never read back.
+            if (m0 + row < M) {
+              const long long at = (partial + static_cast<long long>(row) * k.bn + col) * 4;
+              if (!workspace_.in(at, vec * 4) || at % 16 != 0)
+                r_.note(fmt::format("partial store at workspace byte {}: outside the workspace or not 16-byte aligned", at));
+              else
+                std::memcpy(workspace_.bytes.data() + at, v, static_cast<std::size_t>(vec) * 4);
+            }
+          } else {
+            store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
+          }
+        }
+      smem.barrier();
+    }
+    if (k.split_k <= 1) return;
+
+    // The last slice to finish the tile sums the partials (slice order) and writes C.
+    smem.barrier();  // fence.acq_rel.gpu, __syncthreads
+    const u32 counter = tt_mma_batch_tiles(batch, gx_, gy_) + static_cast<u32>(tile);
+    if (counter >= counters_.size()) {
+      r_.note(fmt::format("split-K counter {} outside the {} counters", counter, counters_.size()));
+      return;
+    }
+    const u32 last_flag = tt_mma_is_last_slice(counters_[counter]++, k.split_k) ? 1u : 0u;  // atom.global.add by thread 0
+    smem.store(0, 0, &last_flag, 4, "split-K flag");
+    smem.barrier();
+    u32 last = 0;
+    for (int warp = 0; warp < warps; ++warp) smem.load(warp, 0, &last, 4, "split-K flag");
+    if (!last) return;
+    ++r_.ran.split_reductions;
+    const long long slots = partial - static_cast<long long>(slice) * (k.bm * k.bn);
+    const int reads = d_.split_slice0_twice ? k.split_k + 1 : d_.split_skip_last_slice ? k.split_k - 1 : k.split_k;
+    for (int tid = 0; tid < threads; ++tid)
+      for (int item = tid; item < k.bm * (k.bn / vec); item += threads) {
+        const int row = tt_epi_item_row(item, k.bn, vec), col = tt_epi_item_col(item, k.bn, vec);
+        if (m0 + row >= M || n0 + col >= N) continue;
+        float v[8] = {};
+        for (int s = 0; s < reads; ++s)
+          for (int e = 0; e < vec; e += 4) {
+            float w[4];
+            const long long at = (slots + static_cast<long long>(s % k.split_k) * (k.bm * k.bn) +
+                                  static_cast<long long>(row) * k.bn + col + e) * 4;
+            read_global(workspace_, at, w, 16, "partial load");  // ld.global.cg.v4.f32
+            for (int x = 0; x < 4; ++x) v[e + x] += w[x];
+          }
+        store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
+      }
+    counters_[counter] = 0;  // ready for the next launch
+  }
+
+  const kernel_macros& k_;
+  const gemm_case& g_;
+  operands& ops_;
+  const defects& d_;
+  report& r_;
+  unsigned gx_, gy_, gz_;
+  global_buffer workspace_;
+  std::vector<u32> counters_;
+  std::vector<int> c_writes_;
+};
+
+// ---- The reference and the comparison ----------------------------------------------------
+// C = alpha * op(A) op(B) + beta * C in double, from the stored inputs. The
+// tolerance is the fp32 accumulation bound, gamma_K * sum |alpha a b| (+ the
+// beta term's rounding), and one unit of the output type; with these inputs
+// every fp32 partial sum is exact, so the result is also checked to be the
+// exact one correctly rounded.
+void compare(const kernel_macros& k, const gemm_case& g, const operands& o, const std::vector<int>& c_writes, report& r) {
+  const dtype t = k.type;
+  const double u = std::ldexp(1.0, -24), gamma = g.k * u / (1 - g.k * u);
+  std::vector<double> a(static_cast<std::size_t>(g.m) * g.k), b(static_cast<std::size_t>(g.k) * g.n);  // op(A), op(B)^T
+  for (int bt = 0; bt < g.batch; ++bt) {
+    for (int m = 0; m < g.m; ++m)
+      for (int kk = 0; kk < g.k; ++kk)
+        a[static_cast<std::size_t>(m) * g.k + kk] = decode(
+            t, get(o.a.bytes, t, bt * g.stride_a + (k.a_t ? static_cast<long long>(kk) * g.lda + m : static_cast<long long>(m) * g.lda + kk)));
+    for (int n = 0; n < g.n; ++n)
+      for (int kk = 0; kk < g.k; ++kk)
+        b[static_cast<std::size_t>(n) * g.k + kk] = decode(
+            t, get(o.b.bytes, t, bt * g.stride_b + (k.b_t ? static_cast<long long>(n) * g.ldb + kk : static_cast<long long>(kk) * g.ldb + n)));
+    for (int m = 0; m < g.m; ++m)
+      for (int n = 0; n < g.n; ++n) {
+        double s = 0, sabs = 0;
+        const double* ar = &a[static_cast<std::size_t>(m) * g.k];
+        const double* bc = &b[static_cast<std::size_t>(n) * g.k];
+        for (int kk = 0; kk < g.k; ++kk) {
+          const double p = ar[kk] * bc[kk];
+          s += p;
+          sabs += std::fabs(p);
+        }
+        const long long ci = bt * g.stride_c + static_cast<long long>(m) * g.ldc + n;
+        const double c0 = g.beta != 0.0f ? decode(t, get(o.c_initial, t, ci)) : 0.0;
+        const double want = g.beta != 0.0f ? g.alpha * s + g.beta * c0 : g.alpha * s;  // C unread at beta 0
+        const double got = decode(t, get(o.c.bytes, t, ci));
+        const double tol = gamma * std::fabs(g.alpha) * sabs + u * std::fabs(g.beta * c0) + output_ulp(t, want);
+        const double err = std::fabs(got - want);
+        ++r.checked;
+        if (!(err <= tol)) ++r.mismatches;
+        if (std::isnan(err) || err > r.max_error) r.max_error = std::isnan(err) ? INFINITY : std::max(r.max_error, err);
+        if (!(got == decode(t, encode(t, static_cast<float>(want))))) ++r.not_exact;  // -0 == +0
+        if (c_writes[static_cast<std::size_t>(ci)] != 1)
+          r.note(fmt::format("C({}, {}) of batch {} written {} times", m, n, bt, c_writes[static_cast<std::size_t>(ci)]));
+      }
+  }
+  // C's padding and any other element outside M x N: untouched.
+  for (std::size_t e = 0; e < o.c_inside.size(); ++e)
+    if (!o.c_inside[e] && get(o.c.bytes, t, static_cast<long long>(e)) != get(o.c_initial, t, static_cast<long long>(e)))
+      r.note(fmt::format("C element {} outside M x N was changed", e));
+}
+
+// Emulates variant c on case g and compares; the launch shape is tiletune's own.
+report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, const defects& d = {}, std::uint32_t seed = 1) {
+  report r;
+  const kernel_macros k = macros_for(c, t, l);
+  gemm_problem p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.batch = g.batch;
+  p.type = t;
+  p.layout = l;
+  if (const auto v = check_constraints(c, p, find_preset("h100-sxm"))) {
+    r.note(fmt::format("{} cannot run {}: {}", c.id(), g.label, v->message));
+    return r;
+  }
+  const launch_shape s = launch_shape_for(c, p);
+  if (s.dynamic_smem_bytes != k.smem_bytes() || s.threads != k.threads())
+    r.note(fmt::format("launch asks {} bytes / {} threads, the template uses {} / {}", s.dynamic_smem_bytes, s.threads,
+                       k.smem_bytes(), k.threads()));
+  operands o = make_operands(k, g, seed);
+  mma_kernel_emulator emu(k, g, o, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
+                          static_cast<unsigned>(s.grid_z), s.workspace_bytes / 4, s.tile_counters);
+  emu.launch(seed * 7919u + 13u);
+  compare(k, g, o, emu.c_writes(), r);
+  return r;
+}
+
+// ---- Shapes -------------------------------------------------------------------------------
+int round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+// A case with leading dimensions: packed (as tiletune launches) or padded to
+// pad_to elements plus pad_to (16-byte aligned rows, partial chunks at the edges).
+gemm_case make_case(std::string label, const kernel_macros& k, int m, int n, int kdim, int batch, int pad_to,
+                    float alpha, float beta) {
+  gemm_case g;
+  g.label = std::move(label);
+  g.m = m;
+  g.n = n;
+  g.k = kdim;
+  g.batch = batch;
+  auto ld = [pad_to](int extent) { return pad_to ? round_up(extent, pad_to) + pad_to : extent; };
+  g.lda = ld(k.a_t ? m : kdim);
+  g.ldb = ld(k.b_t ? kdim : n);
+  g.ldc = ld(n);
+  g.stride_a = static_cast<long long>(g.lda) * (k.a_t ? kdim : m);
+  g.stride_b = static_cast<long long>(g.ldb) * (k.b_t ? n : kdim);
+  g.stride_c = static_cast<long long>(g.ldc) * m;
+  g.alpha = alpha;
+  g.beta = beta;
+  return g;
+}
+
+// The recipes: partial tiles at every edge, aligned and unaligned rows, both
+// C paths, alpha and beta, batch 2, a k-loop longer than the pipeline and one
+// shorter; split-K with a short last slice, and with empty slices.
+gemm_case recipe(int which, const kernel_macros& k) {
+  const int s = k.split_k;
+  if (s > 1) {
+    if (which % 2 == 0)  // 2s-1 k-tiles: per slice 2, the last slice 1 (partial): rows 16-byte aligned
+      return make_case("split, short last slice", k, 19, k.bn + 24, (2 * s - 1) * k.bk - 8, 2, 0, 0.75f, -1.25f);
+    // s+1 k-tiles: the last slices are empty; odd sizes, unaligned rows
+    return make_case("split, empty slices", k, 21, k.bn - 3, (s + 1) * k.bk - 5, 1, 0, 1.5f, 0.0f);
+  }
+  switch (which) {
+    case 0:  // stages+1 k-tiles (the ring wraps), every size a multiple of 8: cp.async, 16-byte C stores
+      return make_case("aligned edges", k, k.bm + 24, k.bn - 8, (k.stages + 1) * k.bk - 8, 1, 0, 0.75f, 0.0f);
+    case 1:  // odd sizes in padded rows: partial cp.async chunks zero-filled, C element-wise at the edge
+      return make_case("padded rows, odd edges", k, k.bm - 13, k.bn + 11, 2 * k.bk + 5, 1, 8, 1.5f, -1.25f);
+    case 2:  // odd packed rows: the element-wise copy path, element-wise C, batch 2
+      return make_case("unaligned rows, batch 2", k, 37, k.bn + k.bn / 2 + 1, k.bk + 3, 2, 0, -1.0f, 0.5f);
+    default:  // a few elements; K = 7, under one 16-byte chunk of the 16-bit types
+      return make_case("tiny", k, 5, 9, 7, 2, 0, 1.0f, 0.0f);
+  }
+}
+
+// The variants: every default mma variant that runs a 4096^3 or a 16x4096x4096
+// problem on h100-sxm or a100-sxm-80gb, with the split-K and grouped-raster
+// copies problem_search_space adds for them.
+std::vector<tile_config> variants_under_test(dtype t, layout l) {
+  std::vector<tile_config> out;
+  std::set<std::string> seen;
+  for (const char* gpu : {"h100-sxm", "a100-sxm-80gb"}) {
+    const device_spec& d = find_preset(gpu);
+    for (const std::int64_t m : {std::int64_t{4096}, std::int64_t{16}}) {
+      gemm_problem p;
+      p.m = m;
+      p.n = p.k = 4096;
+      p.type = t;
+      p.layout = l;
+      for (const tile_config& c : problem_search_space(kernel_family::mma, p, d))
+        if (!check_constraints(c, p, d) && seen.insert(c.id()).second) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+const std::vector<dtype> dtypes = {dtype::f16, dtype::bf16, dtype::tf32};
+const std::vector<const char*> layouts = {"nn", "nt", "tn", "tt"};
+
+std::string name(const tile_config& c, dtype t, layout l, const gemm_case& g) {
+  return fmt::format("{} {} {} {}x{}x{} batch {} ({})", c.id(), to_string(t), l.name(), g.m, g.n, g.k, g.batch, g.label);
+}
+
+tile_config split_variant(int bm, int bn, int bk, int wm, int wn, int stages, int split) {
+  tile_config c = mma_tile(bm, bn, bk, wm, wn, stages);
+  c.split_k = split;
+  return c;
+}
+
+}  // namespace
+
+TEST(mma_datapath, number_formats_round_like_the_cvt_instructions) {
+  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_f16(-2.5f), 0xc100);
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);                      // rounds up to infinity
+  EXPECT_EQ(float_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(float_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(float_to_tf32(1.0f + std::ldexp(1.0f, -11)), to_bits(1.0f + std::ldexp(1.0f, -10)));  // tie away from zero
+  EXPECT_EQ(float_to_tf32(-(1.0f + std::ldexp(1.0f, -11))), to_bits(-(1.0f + std::ldexp(1.0f, -10))));
+  for (u32 h = 0; h < 0x7c00; ++h) ASSERT_EQ(float_to_f16(f16_to_float(static_cast<u16>(h))), h);
+  for (u32 b = 0; b < 0x7f80; b += 7) ASSERT_EQ(float_to_bf16(bf16_to_float(static_cast<u16>(b))), b);
+}
+
+// One warp's ldmatrix through the kernel's lane maps, for each layout, lands
+// every element of a 16x16 A piece and a 16x16 B piece (two n8 tiles) in the
+// register and lane the PTX fragment layout of mma.m16n8k16 names.
+TEST(mma_datapath, ldmatrix_through_the_kernels_lane_maps_yields_the_ptx_fragments) {
+  for (const char* ln : layouts) {
+    const layout l = parse_layout(ln);
+    const tile_config c = mma_tile(64, 64, 32, 2, 2, 2);
+    kernel_macros k = macros_for(c, dtype::f16, l);
+    report r;
+    shared_memory smem(k.smem_bytes(), r);
+    // Element (i, j) of op(A) holds 1000 + 64 i + j, of op(B) 5000 + 64 i + j (as raw 16-bit codes).
+    auto a_code = [](int m, int kk) { return static_cast<u16>(1000 + 64 * m + kk); };
+    auto b_code = [](int kk, int n) { return static_cast<u16>(5000 + 64 * kk + n); };
+    for (int row = 0; row < k.a_rows(); ++row)
+      for (int col = 0; col < k.a_cols(); ++col) {
+        const u16 v = k.a_t ? a_code(col, row) : a_code(row, col);
+        smem.store(0, tt_swizzled_offset(row, col, k.a_cols(), 2, k.a_kc()) * 2, &v, 2, "fill");
+      }
+    const int bs = k.stages * k.a_stage() * 2;
+    for (int row = 0; row < k.b_rows(); ++row)
+      for (int col = 0; col < k.b_cols(); ++col) {
+        const u16 v = k.b_t ? b_code(col, row) : b_code(row, col);
+        smem.store(0, bs + tt_swizzled_offset(row, col, k.b_cols(), 2, k.b_kc()) * 2, &v, 2, "fill");
+      }
+    smem.barrier();
+    for (int m = 0; m < 32; m += 16)
+      for (int kb = 0; kb < 32; kb += 16) {
+        std::array<int, 32> addr{};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), rr = tt_ldsm_row(lane);
+          const int mask = tt_swizzle_mask(rr, k.a_cols() / 8, 2, k.a_kc());
+          addr[static_cast<std::size_t>(lane)] =
+              tt_ldsm_offset(tt_ldsm_a_row(k.a_t, m, kb, q, rr), tt_ldsm_a_chunk(k.a_t, m, kb, q, mask), k.a_cols());
+        }
+        regs4 a{};
+        ldmatrix_x4(smem, 0, addr, tt_ldsm_a_trans(k.a_t), a);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int i = 0; i < 8; ++i) {  // a_i: PTX ISA, m16n8k16 A fragment
+            const int row = lane / 4 + ((i / 2) % 2) * 8, col = 2 * (lane % 4) + (i % 2) + (i >= 4 ? 8 : 0);
+            const u32 reg = a[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i / 2)];
+            EXPECT_EQ((i % 2) ? reg >> 16 : reg & 0xffffu, a_code(m + row, kb + col)) << ln << " lane " << lane << " a" << i;
+          }
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), rr = tt_ldsm_row(lane);
+          const int mask = tt_swizzle_mask(rr, k.b_cols() / 8, 2, k.b_kc());
+          addr[static_cast<std::size_t>(lane)] =
+              bs + tt_ldsm_offset(tt_ldsm_b_row(k.b_t, m, kb, q, rr), tt_ldsm_b_chunk(k.b_t, m, kb, q, mask), k.b_cols());
+        }
+        regs4 t{};
+        ldmatrix_x4(smem, 0, addr, tt_ldsm_b_trans(k.b_t), t);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int x = 0; x < 4; ++x)
+            for (int e = 0; e < 2; ++e) {  // b_i, i = 2 reg + e, of n8 tile ni (PTX ISA, m16n8k16 B fragment)
+              const int ni = tt_ldsm_b_tile(x), reg = tt_ldsm_b_reg(x), i = 2 * reg + e;
+              const int kk = 2 * (lane % 4) + (i % 2) + (i >= 2 ? 8 : 0), n = m + ni * 8 + lane / 4;
+              const u32 v = t[static_cast<std::size_t>(lane)][static_cast<std::size_t>(x)];
+              EXPECT_EQ(e ? v >> 16 : v & 0xffffu, b_code(kb + kk, n)) << ln << " lane " << lane << " matrix " << x;
+            }
+      }
+    EXPECT_EQ(r.hazards, 0) << r.describe();
+  }
+}
+
+// Every variant, every dtype and layout, on the recipes: C matches the host GEMM.
+TEST(mma_datapath, every_variant_matches_a_host_gemm_on_edge_shapes) {
+  const auto start = std::chrono::steady_clock::now();
+  int cases = 0, variant_count = 0, split_cases = 0, raster_cases = 0;
+  long long elements = 0;
+  report::paths ran;
+  std::set<std::string> shapes;
+  for (std::size_t ti = 0; ti < dtypes.size(); ++ti)
+    for (std::size_t li = 0; li < layouts.size(); ++li) {
+      const dtype t = dtypes[ti];
+      const layout l = parse_layout(layouts[li]);
+      const auto variants = variants_under_test(t, l);
+      EXPECT_GT(variants.size(), 30u) << to_string(t) << " " << l.name();
+      variant_count += static_cast<int>(variants.size());
+      for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+        const tile_config& c = variants[vi];
+        const kernel_macros k = macros_for(c, t, l);
+        shapes.insert(fmt::format("{}x{}x{} w{}x{} s{} {}", c.block_m, c.block_n, c.block_k, c.warps_m, c.warps_n, c.stages,
+                                  to_string(t)));
+        // Each variant: the tiny case, and one of the others in rotation over
+        // the dtypes and layouts (so every variant meets every recipe).
+        std::vector<int> which;
+        if (c.split_k > 1) {
+          which = {static_cast<int>(vi + li + ti)};
+          ++split_cases;
+        } else {
+          which = {3, static_cast<int>((vi + li + ti) % 3)};
+          raster_cases += c.raster_group > 0;
+        }
+        for (int w : which) {
+          const gemm_case g = recipe(w, k);
+          const report r = run_case(c, t, l, g, {}, static_cast<std::uint32_t>(cases + 1));
+          EXPECT_TRUE(r.ok()) << name(c, t, l, g) << ": " << r.describe();
+          ++cases;
+          elements += r.checked;
+          ran.add(r.ran);
+        }
+      }
+    }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%d variant/layout pairs (%zu distinct tile/warp/stage shapes over the 3 dtypes), %d cases (%d split-K, "
+              "%d grouped raster), %lld elements of C, %.1f s\n",
+              variant_count, shapes.size(), cases, split_cases, raster_cases, elements, seconds);
+  std::printf("paths: cp.async 16/partial/0 bytes %lld/%lld/%lld, element-wise chunk copies %lld, C 16-byte/element "
+              "stores %lld/%lld, C reads %lld, split-K slices full/short/empty %lld/%lld/%lld, reductions %lld\n",
+              ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty, ran.element_copies, ran.c_vector_stores,
+              ran.c_element_stores, ran.c_reads, ran.full_slices, ran.short_slices, ran.empty_slices, ran.split_reductions);
+  // The recipes reach every edge path of the kernel.
+  for (const long long n : {ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty, ran.element_copies,
+                            ran.c_vector_stores, ran.c_element_stores, ran.c_reads, ran.full_slices, ran.short_slices,
+                            ran.empty_slices, ran.split_reductions})
+    EXPECT_GT(n, 0);
+}
+
+// Grouped rasterization on a grid taller than its group of 8 tile rows: the
+// blocks' tiles are a permutation, and C is right.
+TEST(mma_datapath, grouped_raster_covers_a_grid_taller_than_the_group) {
+  for (const dtype t : dtypes) {
+    tile_config c = mma_tile(128, 128, t == dtype::tf32 ? 16 : 32, 2, 2, 3);
+    c.raster_group = 8;
+    const kernel_macros k = macros_for(c, t, parse_layout("nt"));
+    const gemm_case g = make_case("10 x 2 tiles", k, 9 * 128 + 40, 128 + 16, k.bk + 8, 1, 0, 1.0f, 0.0f);
+    const report r = run_case(c, t, parse_layout("nt"), g);
+    EXPECT_TRUE(r.ok()) << name(c, t, parse_layout("nt"), g) << ": " << r.describe();
+  }
+}
+
+// Each planted defect makes the comparison fail (wrong C, or a hazard of the
+// data path such as a read of a copy still in flight) on every case chosen
+// for it, while the same cases pass without it.
+TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
+  struct planted {
+    std::string what;
+    defects d;
+    tile_config c;
+    dtype t;
+    const char* layout;
+    int recipe;
+  };
+  const tile_config v128 = mma_tile(128, 128, 32, 2, 2, 3), v64 = mma_tile(64, 128, 32, 2, 4, 4);
+  const tile_config t128 = mma_tile(128, 64, 16, 2, 2, 3);
+  const tile_config k4 = split_variant(64, 64, 32, 2, 2, 3, 4), k8 = split_variant(64, 128, 32, 2, 4, 3, 8);
+  std::vector<planted> cases;
+  auto add = [&](std::string what, auto set, std::vector<std::tuple<tile_config, dtype, const char*, int>> where) {
+    defects d;
+    set(d);
+    for (const auto& [c, t, l, w] : where) cases.push_back({what, d, c, t, l, w});
+  };
+  add("a wrong swizzle mask on A's fragment reads", [](defects& d) { d.read_mask_xor1 = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 1}, {t128, dtype::tf32, "nn", 0}, {t128, dtype::tf32, "tt", 2}});
+  add("ldmatrix without .trans where the layout needs it", [](defects& d) { d.ldmatrix_without_trans = true; },
+      {{v128, dtype::f16, "nn", 0}, {v64, dtype::bf16, "tn", 1}, {v128, dtype::bf16, "tt", 2}});
+  add("the ldmatrix lane-to-row map off by one", [](defects& d) { d.ldmatrix_row_lane_plus1 = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tt", 2}});
+  add("the accumulator fragment's group off by one", [](defects& d) { d.acc_group_plus1 = true; },
+      {{v128, dtype::bf16, "nt", 0}, {t128, dtype::tf32, "tn", 1}, {k4, dtype::f16, "nt", 0}});
+  add("cp.async without the zero-fill at the edges", [](defects& d) { d.no_zero_fill = true; },
+      {{v128, dtype::bf16, "nt", 1}, {t128, dtype::tf32, "nn", 1}, {v64, dtype::f16, "tt", 0}});
+  add("the thread-to-chunk map of the copies", [](defects& d) { d.copy_stride_half = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::bf16, "tn", 2}});
+  add("cp.async.wait_group one group short", [](defects& d) { d.wait_one_group_short = true; },
+      {{v128, dtype::bf16, "nt", 0}, {t128, dtype::tf32, "tn", 0}});
+  add("no barrier after the wait", [](defects& d) { d.no_barrier_after_wait = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "nn", 1}});
+  add("split-K reducing slice 0 twice", [](defects& d) { d.split_slice0_twice = true; },
+      {{k4, dtype::bf16, "nt", 0}, {k8, dtype::tf32, "tn", 0}, {k4, dtype::f16, "tt", 1}});
+  add("split-K skipping the short last slice", [](defects& d) { d.split_skip_last_slice = true; },
+      {{k4, dtype::bf16, "nt", 0}, {k8, dtype::f16, "nn", 0}});
+  add("split-K slices that drop the remainder of the k-tiles", [](defects& d) { d.split_floor_per_slice = true; },
+      {{k4, dtype::bf16, "nt", 0}, {k8, dtype::tf32, "nt", 0}});
+  for (const planted& p : cases) {
+    const layout l = parse_layout(p.layout);
+    const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));
+    const report clean = run_case(p.c, p.t, l, g);
+    ASSERT_TRUE(clean.ok()) << name(p.c, p.t, l, g) << ": " << clean.describe();
+    const report bad = run_case(p.c, p.t, l, g, p.d);
+    EXPECT_FALSE(bad.ok()) << p.what << " passed on " << name(p.c, p.t, l, g);
+    std::printf("planted: %-55s %-55s fails: %lld/%lld elements wrong, %lld hazards\n", p.what.c_str(),
+                name(p.c, p.t, l, g).c_str(), bad.mismatches, bad.checked, bad.hazards);
+  }
+}
