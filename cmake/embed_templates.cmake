@@ -1,6 +1,6 @@
 # Writes OUT: a C++ file that maps each template's file name to its text.
 set(body "// Generated from kernels_templates/ by cmake/embed_templates.cmake. Do not edit.\n")
-string(APPEND body "#include \"core/kernel_templates.hpp\"\n\nnamespace tiletune {\n\n")
+string(APPEND body "#include \"core/compile/kernel_templates.hpp\"\n\nnamespace tiletune {\n\n")
 string(APPEND body "std::span<const embedded_template> embedded_templates() {\n")
 string(APPEND body "  static const embedded_template all[] = {\n")
 string(REPLACE "|" ";" INPUTS "${INPUTS}")

@@ -14,11 +14,11 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
-#include "core/gemm_in_parts.hpp"
-#include "core/gemm_measure.hpp"
-#include "core/perf_model.hpp"
-#include "core/result_compare.hpp"
-#include "core/training_plan.hpp"
+#include "core/gemm/gemm_in_parts.hpp"
+#include "core/measure/gemm_measure.hpp"
+#include "core/tune/perf_model.hpp"
+#include "core/report/result_compare.hpp"
+#include "core/train/training_plan.hpp"
 
 namespace tiletune::cli {
 

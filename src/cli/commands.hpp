@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/device_spec.hpp"
+#include "core/device/device_spec.hpp"
 
 namespace tiletune::cli {
 

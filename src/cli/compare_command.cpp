@@ -8,8 +8,8 @@
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
-#include "core/gemm_tuner.hpp"
-#include "core/result_compare.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/report/result_compare.hpp"
 #include "cuda/device_query.hpp"
 
 namespace tiletune::cli {

@@ -8,9 +8,9 @@
 #include "cli/commands.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/output.hpp"
-#include "core/calibration/model_calibration.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
-#include "core/result_compare.hpp"
+#include "core/report/result_compare.hpp"
 
 namespace tiletune::cli {
 

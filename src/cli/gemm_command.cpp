@@ -12,12 +12,12 @@
 #include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
-#include "core/calibration/model_calibration.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
-#include "core/gemm_suite.hpp"
-#include "core/gemm_tuner.hpp"
-#include "core/kernel_export.hpp"
-#include "core/search/search_strategy.hpp"
+#include "core/gemm/gemm_suite.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/report/kernel_export.hpp"
+#include "core/tune/search/search_strategy.hpp"
 
 namespace tiletune::cli {
 

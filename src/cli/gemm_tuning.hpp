@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "core/tuning_db/tuning_db.hpp"
+#include "core/tune/tuning_db/tuning_db.hpp"
 
 namespace tiletune::cli {
 

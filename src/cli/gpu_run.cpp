@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/gemm_measure.hpp"
+#include "core/measure/gemm_measure.hpp"
 
 namespace tiletune::cli {
 

@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "core/compile_cache.hpp"
-#include "core/gemm_tuner.hpp"
+#include "core/compile/compile_cache.hpp"
+#include "core/tune/gemm_tuner.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
 namespace tiletune::cli {

@@ -6,7 +6,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
-#include "core/problem.hpp"
+#include "core/gemm/problem.hpp"
 
 namespace tiletune {
 

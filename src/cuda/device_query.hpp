@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device_spec.hpp"
+#include "core/device/device_spec.hpp"
 
 namespace tiletune {
 

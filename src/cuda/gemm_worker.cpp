@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/host_data.hpp"
-#include "core/kernel_templates.hpp"
-#include "core/measure_protocol.hpp"
-#include "core/wgmma/tensor_map_spec.hpp"
+#include "core/measure/host_data.hpp"
+#include "core/compile/kernel_templates.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
 #include "cuda/cublaslt_gemm.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_timer.hpp"

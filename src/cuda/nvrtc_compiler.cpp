@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
-#include "core/cubin_resources.hpp"
-#include "core/kernel_templates.hpp"
+#include "core/compile/cubin_resources.hpp"
+#include "core/compile/kernel_templates.hpp"
 
 namespace tiletune {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "core/kernel_compiler.hpp"
+#include "core/compile/kernel_compiler.hpp"
 
 namespace tiletune {
 

@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "core/cubin_resources.hpp"
-#include "core/gemm_tuner.hpp"
-#include "core/kernel_templates.hpp"
-#include "core/search_space.hpp"
+#include "core/compile/cubin_resources.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/search_space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "sass_reading.hpp"
 

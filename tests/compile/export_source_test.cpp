@@ -2,8 +2,8 @@
 // kernel tiletune compiled (same registers, same entry), on the CPU.
 #include <gtest/gtest.h>
 
-#include "core/kernel_export.hpp"
-#include "core/kernel_templates.hpp"
+#include "core/report/kernel_export.hpp"
+#include "core/compile/kernel_templates.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 
 using namespace tiletune;

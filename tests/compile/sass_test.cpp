@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "core/gemm_tuner.hpp"
-#include "core/search_space.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/gemm/search_space.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "sass_reading.hpp"
 

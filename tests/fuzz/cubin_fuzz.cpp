@@ -1,6 +1,6 @@
 // The cubin reader on any bytes: figures within the hardware's limits, or an error.
-#include "core/cubin_resources.hpp"
-#include "core/kernel_templates.hpp"
+#include "core/compile/cubin_resources.hpp"
+#include "core/compile/kernel_templates.hpp"
 #include "fuzz_input.hpp"
 
 using namespace tiletune;

@@ -1,6 +1,6 @@
 // Hugging Face config.json (batch --model FILE): a model, its tensors and its JSON, or a usage_error.
 #include "core/errors.hpp"
-#include "core/model_spec.hpp"
+#include "core/train/model_spec.hpp"
 #include "fuzz_input.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // Suite files (gemm --suite FILE): a suite or a usage_error naming what is wrong.
 #include "core/errors.hpp"
-#include "core/gemm_suite.hpp"
+#include "core/gemm/gemm_suite.hpp"
 #include "fuzz_input.hpp"
 
 using namespace tiletune;

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/measure_protocol.hpp"
-#include "core/tile_config.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/gemm/tile_config.hpp"
 
 using namespace tiletune;
 

@@ -1,4 +1,4 @@
-#include "core/compile_cache.hpp"
+#include "core/compile/compile_cache.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/cubin_resources.hpp"
-#include "core/kernel_templates.hpp"
+#include "core/compile/cubin_resources.hpp"
+#include "core/compile/kernel_templates.hpp"
 
 using namespace tiletune;
 namespace fs = std::filesystem;

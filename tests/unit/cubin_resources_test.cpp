@@ -1,12 +1,12 @@
-#include "core/cubin_resources.hpp"
+#include "core/compile/cubin_resources.hpp"
 
 #include <fstream>
 #include <iterator>
 
 #include <gtest/gtest.h>
 
-#include "core/gemm_tuner.hpp"
-#include "core/kernel_templates.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/compile/kernel_templates.hpp"
 
 using namespace tiletune;
 

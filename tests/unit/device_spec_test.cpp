@@ -1,4 +1,4 @@
-#include "core/device_spec.hpp"
+#include "core/device/device_spec.hpp"
 
 #include <set>
 

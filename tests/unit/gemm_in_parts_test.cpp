@@ -1,4 +1,4 @@
-#include "core/gemm_in_parts.hpp"
+#include "core/gemm/gemm_in_parts.hpp"
 
 #include <gtest/gtest.h>
 

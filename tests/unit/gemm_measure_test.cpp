@@ -1,4 +1,4 @@
-#include "core/gemm_measure.hpp"
+#include "core/measure/gemm_measure.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/errors.hpp"
-#include "core/gemm_tuner.hpp"
+#include "core/tune/gemm_tuner.hpp"
 
 using namespace tiletune;
 

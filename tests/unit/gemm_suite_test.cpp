@@ -1,4 +1,4 @@
-#include "core/gemm_suite.hpp"
+#include "core/gemm/gemm_suite.hpp"
 
 #include <filesystem>
 #include <fstream>

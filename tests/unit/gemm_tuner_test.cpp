@@ -1,12 +1,12 @@
-#include "core/gemm_tuner.hpp"
+#include "core/tune/gemm_tuner.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/kernel_templates.hpp"
-#include "core/search_space.hpp"
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/search_space.hpp"
 
 using namespace tiletune;
 

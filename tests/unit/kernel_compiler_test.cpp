@@ -1,4 +1,4 @@
-#include "core/kernel_compiler.hpp"
+#include "core/compile/kernel_compiler.hpp"
 
 #include <atomic>
 #include <set>

@@ -1,5 +1,5 @@
 // The launch description, the exported files and their atomic writing, on the CPU.
-#include "core/kernel_export.hpp"
+#include "core/report/kernel_export.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/measure_protocol.hpp"
+#include "core/measure/measure_protocol.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

@@ -1,4 +1,4 @@
-#include "core/measurement.hpp"
+#include "core/measure/measurement.hpp"
 
 #include <cstring>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/host_data.hpp"
-#include "core/measure_protocol.hpp"
+#include "core/measure/host_data.hpp"
+#include "core/measure/measure_protocol.hpp"
 
 using namespace tiletune;
 

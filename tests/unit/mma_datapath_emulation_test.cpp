@@ -26,9 +26,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "core/device_spec.hpp"
-#include "core/measure_protocol.hpp"
-#include "core/search_space.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/gemm/search_space.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "tile_addressing.cuh"

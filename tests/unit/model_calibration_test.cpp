@@ -1,4 +1,4 @@
-#include "core/calibration/model_calibration.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/search/replay_backend.hpp"
+#include "core/tune/search/replay_backend.hpp"
 
 using namespace tiletune;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "core/model_spec.hpp"
+#include "core/train/model_spec.hpp"
 
 #include <filesystem>
 #include <fstream>

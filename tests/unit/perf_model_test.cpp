@@ -1,4 +1,4 @@
-#include "core/perf_model.hpp"
+#include "core/tune/perf_model.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/problem.hpp"
+#include "core/gemm/problem.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "core/search_space.hpp"
+#include "core/gemm/search_space.hpp"
 
 #include <array>
 #include <set>

@@ -1,4 +1,4 @@
-#include "core/search/search_strategy.hpp"
+#include "core/tune/search/search_strategy.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/search/replay_backend.hpp"
+#include "core/tune/search/replay_backend.hpp"
 
 using namespace tiletune;
 namespace fs = std::filesystem;

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/device_spec.hpp"
-#include "core/search_space.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/search_space.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "tile_addressing.cuh"

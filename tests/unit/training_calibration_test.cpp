@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/device_spec.hpp"
-#include "core/training_calibration.hpp"
-#include "core/training_plan.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/train/training_calibration.hpp"
+#include "core/train/training_plan.hpp"
 
 using namespace tiletune;
 

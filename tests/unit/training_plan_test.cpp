@@ -1,4 +1,4 @@
-#include "core/training_plan.hpp"
+#include "core/train/training_plan.hpp"
 
 #include <cstdlib>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/training_communication.hpp"
+#include "core/train/training_communication.hpp"
 
 using namespace tiletune;
 

@@ -1,4 +1,4 @@
-#include "core/tuning_db/tuning_db.hpp"
+#include "core/tune/tuning_db/tuning_db.hpp"
 
 #include <filesystem>
 #include <fstream>

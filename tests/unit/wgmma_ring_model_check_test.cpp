@@ -64,11 +64,11 @@
 #include <vector>
 
 #define TT_HOST_DEVICE inline
-#include "core/device_spec.hpp"
-#include "core/problem.hpp"
-#include "core/search_space.hpp"
-#include "core/tile_config.hpp"
-#include "core/wgmma/tensor_map_spec.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/gemm/tile_config.hpp"
+#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
 #include "wgmma_tile_math.cuh"
 
 using namespace tiletune;

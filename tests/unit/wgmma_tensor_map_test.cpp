@@ -1,12 +1,12 @@
-#include "core/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/measure_protocol.hpp"
-#include "core/search_space.hpp"
-#include "core/kernel_export.hpp"
-#include "core/wgmma/wgmma_layout.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/report/kernel_export.hpp"
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
 
 using namespace tiletune;
 

@@ -10,8 +10,8 @@
 #define TT_HOST_DEVICE inline
 #include "wgmma_tile_math.cuh"
 
-#include "core/tile_config.hpp"
-#include "core/wgmma/wgmma_layout.hpp"
+#include "core/gemm/tile_config.hpp"
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
 
 using namespace tiletune;
 

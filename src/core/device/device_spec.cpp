@@ -1,0 +1,253 @@
+#include "core/device/device_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace tiletune {
+
+namespace {
+
+constexpr std::int64_t KiB = 1024;
+constexpr std::int64_t MiB = 1024 * KiB;
+
+device_spec hopper(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 90;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 228 * KiB;
+  d.smem_per_block_optin_bytes = 227 * KiB;
+  d.l2_bytes = 50 * MiB;
+  return d;
+}
+
+device_spec ampere_a100(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 80;
+  d.sm_count = 108;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 164 * KiB;
+  d.smem_per_block_optin_bytes = 163 * KiB;
+  d.l2_bytes = 40 * MiB;
+  d.boost_clock_mhz = 1410;
+  d.peak_tflops_f32 = 19.5;
+  d.peak_tflops_tf32 = 156;
+  d.peak_tflops_f16 = 312;
+  d.peak_tflops_bf16 = 312;
+  d.l2_bandwidth_gbs = 4800;
+  return d;
+}
+
+device_spec ada(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 89;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 24;
+  d.smem_per_sm_bytes = 100 * KiB;
+  d.smem_per_block_optin_bytes = 99 * KiB;
+  return d;
+}
+
+std::vector<device_spec> make_presets() {
+  // Figures from NVIDIA's datasheets and architecture whitepapers (dense, no
+  // sparsity): H100 datasheet (SXM5 and PCIe), H200 datasheet, A100 datasheet
+  // and Ampere whitepaper, L4 datasheet, Ada (AD102) whitepaper for the RTX
+  // 4090; shared memory, register and thread limits from the CUDA C++
+  // Programming Guide's table of compute capabilities. L2 bandwidth is not
+  // published: those are rough microbenchmark figures used only to rank tiles.
+  std::vector<device_spec> all;
+
+  auto h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
+  h100_sxm.sm_count = 132;
+  h100_sxm.boost_clock_mhz = 1980;
+  h100_sxm.memory_bytes = 80 * 1024 * MiB;
+  h100_sxm.memory_bandwidth_gbs = 3350;
+  h100_sxm.l2_bandwidth_gbs = 7500;
+  h100_sxm.peak_tflops_f32 = 66.9;
+  h100_sxm.peak_tflops_tf32 = 494.7;
+  h100_sxm.peak_tflops_f16 = 989.4;
+  h100_sxm.peak_tflops_bf16 = 989.4;
+  h100_sxm.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
+  all.push_back(h100_sxm);
+
+  auto h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
+  h100_pcie.sm_count = 114;
+  h100_pcie.boost_clock_mhz = 1755;
+  h100_pcie.memory_bytes = 80 * 1024 * MiB;
+  h100_pcie.memory_bandwidth_gbs = 2000;
+  h100_pcie.l2_bandwidth_gbs = 5500;
+  h100_pcie.peak_tflops_f32 = 51.2;
+  h100_pcie.peak_tflops_tf32 = 378;
+  h100_pcie.peak_tflops_f16 = 756;
+  h100_pcie.peak_tflops_bf16 = 756;
+  h100_pcie.gpu_link_gbs = 64;  // PCIe 5.0 x16
+  all.push_back(h100_pcie);
+
+  auto h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
+  h200.sm_count = 132;
+  h200.boost_clock_mhz = 1980;
+  h200.memory_bytes = 141LL * 1000 * 1000 * 1000;
+  h200.memory_bandwidth_gbs = 4800;
+  h200.l2_bandwidth_gbs = 7500;
+  h200.peak_tflops_f32 = 66.9;
+  h200.peak_tflops_tf32 = 494.7;
+  h200.peak_tflops_f16 = 989.4;
+  h200.peak_tflops_bf16 = 989.4;
+  h200.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
+  all.push_back(h200);
+
+  auto a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
+  a100_80.memory_bytes = 80 * 1024 * MiB;
+  a100_80.memory_bandwidth_gbs = 2039;
+  a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
+  all.push_back(a100_80);
+
+  auto a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
+  a100_40.memory_bytes = 40 * 1024 * MiB;
+  a100_40.memory_bandwidth_gbs = 1555;
+  a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
+  all.push_back(a100_40);
+
+  auto l4 = ada("l4", "NVIDIA L4");
+  l4.sm_count = 58;
+  l4.boost_clock_mhz = 2040;
+  l4.l2_bytes = 48 * MiB;
+  l4.memory_bytes = 24 * 1024 * MiB;
+  l4.memory_bandwidth_gbs = 300;
+  l4.l2_bandwidth_gbs = 1500;
+  l4.peak_tflops_f32 = 30.3;
+  l4.peak_tflops_tf32 = 60;
+  l4.peak_tflops_f16 = 121;
+  l4.peak_tflops_bf16 = 121;
+  l4.gpu_link_gbs = 32;  // PCIe 4.0 x16
+  all.push_back(l4);
+
+  auto rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
+  rtx4090.sm_count = 128;
+  rtx4090.boost_clock_mhz = 2520;
+  rtx4090.l2_bytes = 72 * MiB;
+  rtx4090.memory_bytes = 24 * 1024 * MiB;
+  rtx4090.memory_bandwidth_gbs = 1008;
+  rtx4090.l2_bandwidth_gbs = 5000;
+  rtx4090.peak_tflops_f32 = 82.6;
+  rtx4090.peak_tflops_tf32 = 82.6;
+  // GeForce parts run fp16/bf16 with fp32 accumulation at half the fp16-accumulate rate.
+  rtx4090.peak_tflops_f16 = 165.2;
+  rtx4090.peak_tflops_bf16 = 165.2;
+  rtx4090.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink
+  all.push_back(rtx4090);
+
+  return all;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+double device_spec::peak_tflops(dtype t) const {
+  switch (t) {
+    case dtype::f32: return peak_tflops_f32;
+    case dtype::tf32: return peak_tflops_tf32;
+    case dtype::f16: return peak_tflops_f16;
+    case dtype::bf16: return peak_tflops_bf16;
+  }
+  return 0;
+}
+
+std::string device_spec::arch() const { return fmt::format("sm_{}", compute_capability); }
+
+const std::vector<device_spec>& device_presets() {
+  static const std::vector<device_spec> presets = make_presets();
+  return presets;
+}
+
+const device_spec& find_preset(std::string_view name) {
+  std::string key = lower(name);
+  for (const auto& d : device_presets()) {
+    if (d.preset == key) return d;
+  }
+  std::string known;
+  for (const auto& d : device_presets()) known += (known.empty() ? "" : ", ") + d.preset;
+  throw usage_error(fmt::format("unknown GPU preset '{}': known presets are {}", name, known));
+}
+
+std::optional<device_spec> preset_for_device_name(std::string_view device_name,
+                                                  std::int64_t memory_bytes) {
+  const std::string n = lower(device_name);
+  auto has = [&](std::string_view s) { return n.find(s) != std::string::npos; };
+  std::string key;
+  if (has("h200")) key = "h200";
+  else if (has("h100") && has("pcie")) key = "h100-pcie";
+  else if (has("h100")) key = "h100-sxm";
+  else if (has("a100") && !has("pcie")) key = memory_bytes > 48 * 1024 * MiB ? "a100-sxm-80gb" : "a100-sxm-40gb";
+  else if (has(" l4")) key = "l4";
+  else if (has("4090")) key = "rtx-4090";
+  if (key.empty()) return std::nullopt;
+  return find_preset(key);
+}
+
+void estimate_peaks(device_spec& d) {
+  // Dense flops per clock per SM (fp32 FFMA; tensor cores with fp32
+  // accumulate), from the architecture whitepapers. GeForce parts of sm_86 and
+  // sm_89 run half the tensor rate shown for the data-centre parts.
+  double f32 = 128, f16 = 0;
+  switch (d.compute_capability) {
+    case 80: f32 = 128; f16 = 2048; break;
+    case 86: f32 = 256; f16 = 512; break;
+    case 87: f32 = 256; f16 = 1024; break;
+    case 89: f32 = 256; f16 = 1024; break;
+    case 90: f32 = 256; f16 = 4096; break;
+    default: f32 = 128; f16 = 1024; break;
+  }
+  const double clock_hz = d.boost_clock_mhz * 1e6;
+  d.peak_tflops_f32 = d.sm_count * f32 * clock_hz / 1e12;
+  d.peak_tflops_f16 = d.sm_count * f16 * clock_hz / 1e12;
+  d.peak_tflops_bf16 = d.peak_tflops_f16;
+  d.peak_tflops_tf32 = d.peak_tflops_f16 / 2;
+  if (d.l2_bandwidth_gbs <= 0) d.l2_bandwidth_gbs = 2.5 * d.memory_bandwidth_gbs;
+  d.peak_source = "estimated";
+}
+
+nlohmann::json to_json(const device_spec& d) {
+  return {
+      {"name", d.name},
+      {"preset", d.preset.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.preset)},
+      {"arch", d.arch()},
+      {"compute_capability", d.compute_capability},
+      {"sm_count", d.sm_count},
+      {"max_threads_per_sm", d.max_threads_per_sm},
+      {"max_blocks_per_sm", d.max_blocks_per_sm},
+      {"registers_per_sm", d.registers_per_sm},
+      {"smem_per_sm_bytes", d.smem_per_sm_bytes},
+      {"smem_per_block_optin_bytes", d.smem_per_block_optin_bytes},
+      {"l2_bytes", d.l2_bytes},
+      {"memory_bytes", d.memory_bytes},
+      {"memory_bandwidth_gbs", d.memory_bandwidth_gbs},
+      {"boost_clock_mhz", d.boost_clock_mhz},
+      {"peak_tflops",
+       {{"f32", d.peak_tflops_f32},
+        {"tf32", d.peak_tflops_tf32},
+        {"f16", d.peak_tflops_f16},
+        {"bf16", d.peak_tflops_bf16}}},
+      {"peak_source", d.peak_source},
+  };
+}
+
+}  // namespace tiletune

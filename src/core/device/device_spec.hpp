@@ -1,0 +1,61 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/gemm/problem.hpp"
+
+namespace tiletune {
+
+// What the tuner needs to know about a GPU: limits that prune variants and
+// roofs that rank them. Filled from a preset (datasheet figures) or a live GPU.
+struct device_spec {
+  std::string name;         // "NVIDIA H100 SXM5 80GB"
+  std::string preset;       // "h100-sxm", or empty for a live GPU with no preset
+  int compute_capability = 0;  // 90 for sm_90
+  int sm_count = 0;
+  int max_threads_per_block = 1024;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int registers_per_sm = 65536;
+  int max_registers_per_thread = 255;
+  int register_alloc_unit = 256;       // registers are allocated per warp in this unit
+  std::int64_t smem_per_sm_bytes = 0;
+  std::int64_t smem_per_block_optin_bytes = 0;  // the most one block may ask for
+  std::int64_t smem_reserved_per_block_bytes = 1024;
+  std::int64_t l2_bytes = 0;
+  std::int64_t memory_bytes = 0;
+  double memory_bandwidth_gbs = 0;  // DRAM, datasheet
+  double l2_bandwidth_gbs = 0;      // rough microbenchmark figure; ranks variants only
+  double boost_clock_mhz = 0;
+  double gpu_link_gbs = 0;          // to the other GPUs of a node, one direction (NVLink or PCIe), datasheet
+  // Dense peak TFLOP/s per dtype (tensor cores for tf32/f16/bf16 with fp32 accumulate).
+  double peak_tflops_f32 = 0;
+  double peak_tflops_tf32 = 0;
+  double peak_tflops_f16 = 0;
+  double peak_tflops_bf16 = 0;
+  std::string peak_source = "datasheet";  // or "estimated"
+
+  double peak_tflops(dtype t) const;
+  std::string arch() const;  // "sm_90"
+  // The architecture NVRTC compiles for: sm_90, or sm_90a where a family needs it.
+  std::string compile_arch() const { return arch(); }
+};
+
+// The presets accepted by --gpu, in the order --help lists them.
+const std::vector<device_spec>& device_presets();
+// Throws usage_error naming the unknown name and listing the known ones.
+const device_spec& find_preset(std::string_view name);
+// The preset whose name a live GPU's name matches ("NVIDIA H100 80GB HBM3" -> h100-sxm).
+std::optional<device_spec> preset_for_device_name(std::string_view device_name,
+                                                  std::int64_t memory_bytes);
+// Peak figures estimated from SM count and clock, for a GPU with no preset.
+void estimate_peaks(device_spec& spec);
+
+nlohmann::json to_json(const device_spec& d);
+
+}  // namespace tiletune

@@ -1,0 +1,54 @@
+#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace tiletune {
+
+tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char operand) {
+  if (operand != 'a' && operand != 'b') throw std::invalid_argument("tensor_map_for: operand must be 'a' or 'b'");
+  tensor_map_spec s;
+  s.type = p.type == dtype::f16    ? tensor_map_spec::element::f16
+           : p.type == dtype::bf16 ? tensor_map_spec::element::bf16
+                                   : tensor_map_spec::element::f32;
+  const std::uint64_t eb = static_cast<std::uint64_t>(element_bytes(p.type));
+  const bool is_a = operand == 'a';
+  // Stored matrix: rows x cols, cols contiguous (row-major storage, see problem.hpp).
+  const bool k_major = is_a ? !p.layout.a_transposed : p.layout.b_transposed;
+  const std::uint64_t mn = static_cast<std::uint64_t>(is_a ? p.m : p.n);
+  const std::uint64_t k = static_cast<std::uint64_t>(p.k);
+  const std::uint64_t cols = k_major ? k : mn, rows = k_major ? mn : k;
+  const std::uint64_t ld = static_cast<std::uint64_t>(is_a ? p.lda() : p.ldb());
+  s.dims = {cols, rows, static_cast<std::uint64_t>(p.batch)};
+  s.strides_bytes[0] = ld * eb;
+  // One matrix after another; with a single matrix the stride is never used
+  // but must still be a multiple of 16 bytes.
+  const std::uint64_t matrix_bytes = mn * k * eb;
+  s.strides_bytes[1] = p.batch > 1 ? matrix_bytes : (matrix_bytes + 15) / 16 * 16;
+  const std::uint32_t swizzle_elements = static_cast<std::uint32_t>(128 / eb);
+  const std::uint32_t tile_mn = static_cast<std::uint32_t>(is_a ? c.block_m : c.block_n);
+  if (k_major) {
+    s.box = {static_cast<std::uint32_t>(c.block_k), tile_mn, 1};
+  } else {
+    s.box = {swizzle_elements, static_cast<std::uint32_t>(c.block_k), 1};
+  }
+  return s;
+}
+
+nlohmann::json to_json(const tensor_map_spec& s) {
+  const char* type = s.type == tensor_map_spec::element::f16    ? "f16"
+                     : s.type == tensor_map_spec::element::bf16 ? "bf16"
+                                                                : "f32";
+  return {{"data_type", type},
+          {"rank", s.rank},
+          {"dims", s.dims},
+          {"strides_bytes", s.strides_bytes},
+          {"box", s.box},
+          {"element_strides", s.element_strides},
+          {"swizzle", s.swizzle_bytes == 128 ? "128B" : "none"},
+          {"interleave", s.interleave ? "yes" : "none"},
+          {"oob_fill", s.oob_fill_zero ? "zero" : "nan"}};
+}
+
+}  // namespace tiletune

@@ -1,0 +1,36 @@
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/gemm/problem.hpp"
+#include "core/gemm/tile_config.hpp"
+
+namespace tiletune {
+
+// What cuTensorMapEncodeTiled needs for one operand of a wgmma variant, in
+// plain values (src/cuda/tensor_map encodes it). Dimensions go innermost
+// first: (contiguous elements, rows, batch).
+struct tensor_map_spec {
+  enum class element { f16, bf16, f32 };  // tf32 operands are stored and copied as f32 bits
+  element type = element::f32;
+  int rank = 3;
+  std::array<std::uint64_t, 3> dims{};           // elements per dimension
+  std::array<std::uint64_t, 2> strides_bytes{};  // of dims 1 and 2 (dim 0 is contiguous)
+  std::array<std::uint32_t, 3> box{};            // elements per dimension of one copy
+  std::array<std::uint32_t, 3> element_strides{1, 1, 1};
+  int swizzle_bytes = 128;  // CU_TENSOR_MAP_SWIZZLE_128B
+  bool interleave = false;  // CU_TENSOR_MAP_INTERLEAVE_NONE
+  bool oob_fill_zero = true;  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds reads give zeros
+  friend bool operator==(const tensor_map_spec&, const tensor_map_spec&) = default;
+};
+
+// A's map ('a') or B's ('b') for a wgmma variant on a problem. K-major
+// operands (A 'n', B 't') copy a [BM or BN rows][BK] box; MN-major ones
+// (A 't', B 'n') copy [BK rows][64 elements] boxes, BM/64 or BN/64 per stage.
+tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char operand);
+
+nlohmann::json to_json(const tensor_map_spec& s);
+
+}  // namespace tiletune

@@ -1,0 +1,53 @@
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+// The template's own layout code, compiled for the host so the two cannot drift.
+#define TT_HOST_DEVICE inline
+#include "wgmma_tile_math.cuh"
+
+namespace tiletune {
+
+std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
+  return 1024 + tt_smem_total(c.block_m, c.block_n, c.block_k, element_bytes(t), c.stages, c.consumers);
+}
+
+int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }
+
+std::string wgmma_instruction_source(dtype t, int n, layout l) {
+  const int regs = n / 2;
+  std::string outs;
+  for (int i = 0; i < regs; ++i) outs += fmt::format("{}%{}", i ? "," : "", i);
+  std::string type;
+  std::string immediates;  // scale-a, scale-b, then the 16-bit types' transposes
+  switch (t) {
+    case dtype::f16: type = "f16.f16"; break;
+    case dtype::bf16: type = "bf16.bf16"; break;
+    default: type = "tf32.tf32"; break;
+  }
+  if (element_bytes(t) == 2) {
+    // A 't' (stored K x M) and B 'n' (stored K x N) are MN-major: transposed.
+    immediates = fmt::format("1, 1, {}, {}", l.a_transposed ? 1 : 0, l.b_transposed ? 0 : 1);
+  } else {
+    immediates = "1, 1";
+  }
+  std::string s = "__device__ __forceinline__ void tt_wgmma(float* d, unsigned long long desc_a,\n"
+                  "                                         unsigned long long desc_b, int scale_d) {\n"
+                  "  asm volatile(\n";
+  s += "      \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + std::to_string(regs + 2) + ", 0;\\n\"\n";
+  s += fmt::format("      \"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{} {{{}}}, %{}, %{}, p, {};\\n}}\\n\"\n",
+                   n, wgmma_instruction_k(t), type, outs, regs, regs + 1, immediates);
+  s += "      : ";
+  for (int i = 0; i < regs; ++i) s += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
+  s += "\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n";
+  return s;
+}
+
+std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {
+  const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, std::max(sm_count, 1)));
+}
+
+}  // namespace tiletune

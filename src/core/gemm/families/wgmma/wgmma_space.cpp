@@ -1,0 +1,80 @@
+#include "core/gemm/families/wgmma/wgmma_space.hpp"
+
+#include <fmt/format.h>
+
+namespace tiletune {
+
+std::vector<tile_config> wgmma_space(dtype t) {
+  // 128 bytes of k per stage: one 128-byte swizzle row (BK 64 for 16-bit, 32 for tf32).
+  const int bk = 128 / element_bytes(t);
+  struct block {
+    int m, n, consumers;
+  };
+  // Each consumer warpgroup owns BM/consumers rows: 64 or 128 rows, up to 128 accumulators.
+  const block blocks[] = {{64, 256, 1},  {128, 128, 1}, {128, 128, 2},
+                          {128, 192, 2}, {128, 256, 2}, {256, 128, 2}};
+  struct raster {
+    int group;
+    bool along_n;
+  };
+  const raster rasters[] = {{8, false}, {8, true}, {16, true}};
+  std::vector<tile_config> out;
+  for (auto b : blocks)
+    for (int stages : {3, 4, 5})
+      for (auto r : rasters) out.push_back(wgmma_tile(b.m, b.n, bk, b.consumers, stages, r.group, r.along_n));
+  return out;
+}
+
+namespace {
+std::optional<constraint_violation> violation(std::string name, std::string message) {
+  return constraint_violation{std::move(name), std::move(message)};
+}
+}  // namespace
+
+std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& p,
+                                                const device_spec& d) {
+  if (!is_tensor_core_dtype(p.type))
+    return violation("dtype", fmt::format("the wgmma family runs tf32, f16 and bf16, not {}",
+                                          to_string(p.type)));
+  // wgmma and TMA exist on sm_90 only, and the kernels are built for sm_90a.
+  if (d.compute_capability != 90)
+    return violation("architecture",
+                     fmt::format("the wgmma family needs sm_90 (H100, H200), the GPU is {}", d.arch()));
+  if (p.type == dtype::tf32 && (p.layout.a_transposed || !p.layout.b_transposed))
+    return violation("layout", fmt::format("tf32 wgmma reads both operands K-major: layout nt only, "
+                                           "not {}",
+                                           p.layout.name()));
+  // TMA needs every global stride (rows, batch) to be a multiple of 16 bytes.
+  const std::int64_t eb = element_bytes(p.type);
+  auto misaligned = [&](std::int64_t elements) { return (elements * eb) % 16 != 0; };
+  if (misaligned(p.lda()) || misaligned(p.ldb()))
+    return violation("tma_alignment",
+                     fmt::format("lda {} and ldb {} must be multiples of {} elements (16 bytes) for TMA",
+                                 p.lda(), p.ldb(), 16 / eb));
+  if (p.batch > 1 && (misaligned(p.m * p.k) || misaligned(p.k * p.n)))
+    return violation("tma_alignment",
+                     fmt::format("batch strides {} and {} must be multiples of {} elements (16 bytes) "
+                                 "for TMA",
+                                 p.m * p.k, p.k * p.n, 16 / eb));
+  if (c.consumers < 1 || c.consumers > 2 || c.block_m % (64 * c.consumers) || c.block_m > 256 ||
+      c.block_n % 64 || c.block_n > 256)
+    return violation("warpgroup_tile",
+                     fmt::format("{}x{} with {} consumer warpgroups: each needs whole 64-row wgmma "
+                                 "tiles, BN a multiple of 64 up to 256",
+                                 c.block_m, c.block_n, c.consumers));
+  if (c.block_k * eb != 128)
+    return violation("block_k", fmt::format("BK {} is not one 128-byte swizzle row ({} elements)",
+                                            c.block_k, 128 / eb));
+  const int accumulators = c.block_m / c.consumers / 64 * c.block_n / 2;
+  if (accumulators > 128)
+    return violation("accumulator_registers",
+                     fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
+  if (c.cluster_m != 1 || c.cluster_n != 1)
+    return violation("cluster", fmt::format("cluster {}x{}: TMA multicast is not implemented, only 1x1",
+                                            c.cluster_m, c.cluster_n));
+  if (c.stages < 2)
+    return violation("stages", fmt::format("{} stages: the mbarrier ring needs at least 2", c.stages));
+  return std::nullopt;
+}
+
+}  // namespace tiletune

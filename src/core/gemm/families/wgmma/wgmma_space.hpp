@@ -1,0 +1,21 @@
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "core/device/device_spec.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/gemm/tile_config.hpp"
+
+namespace tiletune {
+
+// The wgmma family's default search space for a tensor-core dtype.
+std::vector<tile_config> wgmma_space(dtype t);
+
+// The wgmma family's own named constraints (architecture, dtype, layout,
+// tma_alignment, warpgroup_tile, accumulator_registers, cluster); the
+// common ones (threads, shared memory) are checked by check_constraints.
+std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& p,
+                                                const device_spec& d);
+
+}  // namespace tiletune

@@ -1,0 +1,71 @@
+#include "core/gemm/gemm_suite.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/report/json_file.hpp"
+
+namespace tiletune {
+
+namespace {
+// A suite's problem has these keys only, and whole numbers where sizes go:
+// a misspelt key ("dtpye") or 4096.5 would otherwise be quietly ignored or cut.
+void check_problem_fields(const nlohmann::json& p) {
+  if (!p.is_object()) throw usage_error("a problem must be an object");
+  static const std::set<std::string> known = {"name", "m", "n", "k", "batch", "dtype", "layout", "alpha", "beta"};
+  for (const auto& [key, value] : p.items()) {
+    if (!known.count(key))
+      throw usage_error(fmt::format("unknown key \"{}\" (a problem has name, m, n, k, batch, dtype, layout, alpha, "
+                                    "beta)",
+                                    key));
+    const bool size = key == "m" || key == "n" || key == "k" || key == "batch";
+    if (size && !value.is_number_integer())
+      throw usage_error(fmt::format("\"{}\": {} is not a whole number", key, value.dump()));
+    if ((key == "alpha" || key == "beta") && !value.is_number())
+      throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
+  }
+}
+
+gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& path) {
+  const std::string where = path.string();
+  if (!j.is_object() || j.value("schema", "") != "tiletune.suite/1")
+    throw usage_error(fmt::format("{}: not a suite (expected \"schema\": \"tiletune.suite/1\")", where));
+  if (!j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
+    throw usage_error(fmt::format("{}: \"problems\" must be a non-empty array", where));
+  gemm_suite s;
+  s.name = j.value("name", path.stem().string());
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < j["problems"].size(); ++i) {
+    const auto& p = j["problems"][i];
+    suite_problem sp;
+    sp.name = p.is_object() ? p.value("name", fmt::format("problem {}", i)) : fmt::format("problem {}", i);
+    const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
+    try {
+      check_problem_fields(p);
+      sp.problem = gemm_problem_from_json(p);
+      validate(sp.problem);
+    } catch (const nlohmann::json::exception& e) {
+      throw usage_error(fmt::format("{}: {}", which, e.what()));
+    } catch (const usage_error& e) {
+      throw usage_error(fmt::format("{}: {}", which, e.what()));
+    }
+    if (!names.insert(sp.name).second) throw usage_error(fmt::format("{}: the name is used twice", which));
+    s.problems.push_back(std::move(sp));
+  }
+  return s;
+}
+}  // namespace
+
+gemm_suite load_suite(const std::filesystem::path& path) {
+  const nlohmann::json j = read_json_file(path);
+  try {
+    return parse_suite(j, path);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, e.g. "name": 3
+    throw usage_error(fmt::format("{}: {}", path.string(), e.what()));
+  }
+}
+
+}  // namespace tiletune

@@ -1,0 +1,106 @@
+#include "core/measure/host_data.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace tiletune {
+
+std::uint16_t float_to_half_bits(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<std::uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504: Inf
+  if (abs < 0x33000001u) return static_cast<std::uint16_t>(sign);             // under half the smallest subnormal
+  const int exp = static_cast<int>(abs >> 23) - 127;
+  std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+  if (exp < -14) {
+    // Subnormal half: shift the full mantissa into place with rounding.
+    const int shift = -exp - 14 + 13;
+    const std::uint32_t rounded = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    std::uint32_t h = rounded + ((rem > halfway || (rem == halfway && (rounded & 1))) ? 1 : 0);
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  std::uint32_t h = (static_cast<std::uint32_t>(exp + 15) << 10) | ((mant >> 13) & 0x3ffu);
+  const std::uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;  // may carry into the exponent: still right
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float half_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  const std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+std::uint16_t float_to_bf16_bits(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  const std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>((x + rounding) >> 16);
+}
+
+float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
+  host_matrix m;
+  m.values.resize(count);
+  m.bytes.resize(count * static_cast<std::size_t>(element_bytes(t)));
+  // splitmix64: fast, and good enough for test data.
+  std::uint64_t state = seed;
+  auto next = [&] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t r = next();
+    const float magnitude = 1.0f / 64 + (63.0f / 64) * static_cast<float>(r >> 40) / static_cast<float>(1 << 24);
+    float v = (r & 1) ? -magnitude : magnitude;
+    switch (t) {
+      case dtype::f32:
+      case dtype::tf32:
+        std::memcpy(&m.bytes[i * 4], &v, 4);
+        break;
+      case dtype::f16: {
+        const std::uint16_t h = float_to_half_bits(v);
+        std::memcpy(&m.bytes[i * 2], &h, 2);
+        v = half_bits_to_float(h);
+        break;
+      }
+      case dtype::bf16: {
+        const std::uint16_t b = float_to_bf16_bits(v);
+        std::memcpy(&m.bytes[i * 2], &b, 2);
+        v = bf16_bits_to_float(b);
+        break;
+      }
+    }
+    m.values[i] = v;
+  }
+  return m;
+}
+
+std::vector<float> to_floats(dtype t, const unsigned char* bytes, std::size_t count) {
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (element_bytes(t) == 4) {
+      std::memcpy(&out[i], bytes + i * 4, 4);
+    } else {
+      std::uint16_t b;
+      std::memcpy(&b, bytes + i * 2, 2);
+      out[i] = t == dtype::f16 ? half_bits_to_float(b) : bf16_bits_to_float(b);
+    }
+  }
+  return out;
+}
+
+}  // namespace tiletune

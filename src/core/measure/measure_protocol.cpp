@@ -1,0 +1,172 @@
+#include "core/measure/measure_protocol.hpp"
+
+#include <algorithm>
+
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace tiletune {
+
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
+  launch_shape s;
+  s.grid_x = (p.m + c.block_m - 1) / c.block_m;
+  s.grid_y = (p.n + c.block_n - 1) / c.block_n;
+  s.grid_z = p.batch * std::max(1, c.split_k);
+  s.threads = c.threads();
+  s.dynamic_smem_bytes = c.smem_bytes(p.type, p.layout);
+  if (c.split_k > 1) {
+    // [batch][tile][slice][BM x BN] fp32 partials (mma_gemm.cu), one counter per tile.
+    s.tile_counters = s.grid_x * s.grid_y * p.batch;
+    s.workspace_bytes = s.tile_counters * c.split_k * c.block_m * c.block_n * 4;
+  }
+  return s;
+}
+
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count) {
+  launch_shape s = launch_shape_for(c, p);
+  if (c.family == kernel_family::wgmma) {
+    s.grid_x = wgmma_grid_size(c, p, sm_count);
+    s.grid_y = s.grid_z = 1;
+    s.cluster_x = c.cluster_m * c.cluster_n;
+  }
+  return s;
+}
+
+namespace {
+// A sampling policy's JSON, shared by the worker's setup and a request's own budget.
+nlohmann::json sampling_to_json(const sampling_policy& p) {
+  return {{"warmup", p.warmup},
+          {"min_samples", p.min_samples},
+          {"max_samples", p.max_samples},
+          {"target_spread", p.target_spread},
+          {"time_cap_ms", p.time_cap_ms}};
+}
+sampling_policy sampling_from_json(const nlohmann::json& p) {
+  sampling_policy s;
+  s.warmup = p.at("warmup").get<std::size_t>();
+  s.min_samples = p.at("min_samples").get<std::size_t>();
+  s.max_samples = p.at("max_samples").get<std::size_t>();
+  s.target_spread = p.at("target_spread").get<double>();
+  s.time_cap_ms = p.at("time_cap_ms").get<double>();
+  return s;
+}
+}  // namespace
+
+nlohmann::json to_json(const worker_setup& s) {
+  return {{"problem", to_json(s.problem)},
+          {"device", s.device},
+          {"seed", s.seed},
+          {"sampling", sampling_to_json(s.sampling)},
+          {"flush_l2", s.flush_l2},
+          {"reference_algorithms", s.reference_algorithms}};
+}
+
+worker_setup worker_setup_from_json(const nlohmann::json& j) {
+  worker_setup s;
+  s.problem = gemm_problem_from_json(j.at("problem"));
+  s.device = j.at("device").get<int>();
+  s.seed = j.at("seed").get<std::uint64_t>();
+  s.sampling = sampling_from_json(j.at("sampling"));
+  s.flush_l2 = j.at("flush_l2").get<bool>();
+  s.reference_algorithms = j.at("reference_algorithms").get<int>();
+  return s;
+}
+
+bool has_own_problem(const measure_request& r) {
+  return r.op == "library" || r.op == "bandwidth" || r.op == "launch";
+}
+
+nlohmann::json to_json(const measure_request& r) {
+  nlohmann::json j = {{"op", r.op},
+                      {"id", r.id},
+                      {"cubin_path", r.cubin_path},
+                      {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
+                      {"threads", r.launch.threads},
+                      {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
+  if (r.launch.workspace_bytes > 0) {
+    j["workspace_bytes"] = r.launch.workspace_bytes;
+    j["tile_counters"] = r.launch.tile_counters;
+  }
+  if (has_own_problem(r)) j["problem"] = to_json(r.problem);
+  if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
+    j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
+  if (r.config) j["config"] = tile_to_json(*r.config);
+  if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
+  if (!r.verify) j["verify"] = false;
+  return j;
+}
+
+measure_request measure_request_from_json(const nlohmann::json& j) {
+  measure_request r;
+  r.op = j.at("op").get<std::string>();
+  r.id = j.at("id").get<std::string>();
+  r.cubin_path = j.at("cubin_path").get<std::string>();
+  const auto& g = j.at("grid");
+  r.launch.grid_x = g.at(0).get<std::int64_t>();
+  r.launch.grid_y = g.at(1).get<std::int64_t>();
+  r.launch.grid_z = g.at(2).get<std::int64_t>();
+  r.launch.threads = j.at("threads").get<int>();
+  r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
+  r.launch.workspace_bytes = j.value("workspace_bytes", std::int64_t{0});
+  r.launch.tile_counters = j.value("tile_counters", std::int64_t{0});
+  if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
+  if (j.contains("cluster")) {
+    const auto& c = j.at("cluster");
+    r.launch.cluster_x = c.at(0).get<int>();
+    r.launch.cluster_y = c.at(1).get<int>();
+    r.launch.cluster_z = c.at(2).get<int>();
+  }
+  if (j.contains("config")) r.config = tile_from_json(j.at("config"));
+  if (j.contains("sampling")) r.sampling = sampling_from_json(j.at("sampling"));
+  r.verify = j.value("verify", true);
+  return r;
+}
+
+nlohmann::json to_json(const measure_response& r) {
+  nlohmann::json j = {{"id", r.id},
+                      {"status", r.status},
+                      {"message", r.message},
+                      {"timing", to_json(r.timing)},
+                      {"verified", r.verified},
+                      {"rel_frobenius", r.error.rel_frobenius},
+                      {"max_rel_error", r.error.max_rel_error},
+                      {"non_finite", r.error.non_finite},
+                      {"timer", r.timer},
+                      {"device_bytes", r.device_bytes},
+                      {"algorithm", r.algorithm}};
+  j["sm_clock_mhz"] = r.sm_clock_mhz ? nlohmann::json(*r.sm_clock_mhz) : nlohmann::json(nullptr);
+  // Infinite errors are not JSON numbers.
+  if (!std::isfinite(r.error.rel_frobenius)) j["rel_frobenius"] = nullptr;
+  if (!std::isfinite(r.error.max_rel_error)) j["max_rel_error"] = nullptr;
+  return j;
+}
+
+measure_response measure_response_from_json(const nlohmann::json& j) {
+  measure_response r;
+  r.id = j.at("id").get<std::string>();
+  r.status = j.at("status").get<std::string>();
+  r.message = j.value("message", "");
+  const auto& t = j.at("timing");
+  r.timing.samples = t.at("samples").get<std::size_t>();
+  r.timing.median_us = t.at("median_us").get<double>();
+  r.timing.min_us = t.at("min_us").get<double>();
+  r.timing.p20_us = t.at("p20_us").get<double>();
+  r.timing.p80_us = t.at("p80_us").get<double>();
+  r.timing.spread = t.at("spread").get<double>();
+  r.verified = j.value("verified", false);
+  const double inf = std::numeric_limits<double>::infinity();
+  r.error.rel_frobenius = j.at("rel_frobenius").is_null() ? inf : j.at("rel_frobenius").get<double>();
+  r.error.max_rel_error = j.at("max_rel_error").is_null() ? inf : j.at("max_rel_error").get<double>();
+  r.error.non_finite = j.value("non_finite", std::size_t{0});
+  r.timer = j.value("timer", "");
+  if (j.contains("sm_clock_mhz") && j["sm_clock_mhz"].is_number()) r.sm_clock_mhz = j["sm_clock_mhz"].get<double>();
+  r.device_bytes = j.value("device_bytes", std::int64_t{0});
+  r.algorithm = j.value("algorithm", "");
+  return r;
+}
+
+}  // namespace tiletune

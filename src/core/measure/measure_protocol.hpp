@@ -1,0 +1,85 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/measure/measurement.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/gemm/tile_config.hpp"
+
+namespace tiletune {
+
+// What a measuring worker process needs once: the problem and how to measure.
+// The worker makes its inputs from the seed, so a restarted worker measures
+// on the same data.
+struct worker_setup {
+  gemm_problem problem;
+  int device = 0;
+  std::uint64_t seed = 1;
+  sampling_policy sampling;
+  bool flush_l2 = true;
+  int reference_algorithms = 4;  // cuBLASLt heuristic candidates timed for the reference
+};
+
+struct launch_shape {
+  std::int64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  int threads = 0;
+  std::int64_t dynamic_smem_bytes = 0;
+  int cluster_x = 1, cluster_y = 1, cluster_z = 1;  // thread-block cluster (wgmma)
+  std::int64_t workspace_bytes = 0;  // split-K partial sums (fp32), allocated by the worker
+  std::int64_t tile_counters = 0;    // split-K: one zeroed 32-bit counter per block tile
+};
+// The grid the templates expect: M tiles on x, N tiles on y, batch x split_k on z.
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
+// The same, and for the persistent wgmma family one CTA per SM (sm_count of
+// them at most) on x.
+launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count);
+
+// One job for the worker: time cuBLASLt on the setup's problem
+// ("reference"), one variant ("variant"), cuBLASLt on a problem of its own
+// ("library": the training step's GEMMs for `batch`), or the device's rates
+// ("bandwidth": a copy of problem.m x problem.n elements; "launch":
+// problem.m tiny launches back to back).
+struct measure_request {
+  std::string op;  // "reference" | "variant" | "library" | "bandwidth" | "launch"
+  std::string id;
+  std::string cubin_path;
+  launch_shape launch;
+  gemm_problem problem;  // the ops that carry their own problem (has_own_problem) only
+  std::optional<tile_config> config;  // "variant": the tile, when the launch needs it (wgmma's tensor maps)
+  // A search strategy's own budget for this request (a brief first look, a
+  // longer second); without it the setup's policy applies.
+  std::optional<sampling_policy> sampling;
+  bool verify = true;  // false: this run already verified the variant; time it only
+  // Host side only (never sent): the model's kernel time, from which the
+  // supervisor derives how long the request may take.
+  double predicted_us = 0;
+};
+
+// Whether the request's op brings its own problem (else the setup's holds).
+bool has_own_problem(const measure_request& r);
+
+// The worker's answer. status: ok | incorrect | launch_error | timeout.
+struct measure_response {
+  std::string id;
+  std::string status;
+  std::string message;
+  timing_stats timing;
+  error_metrics error;
+  bool verified = false;
+  std::string timer;  // "cupti" | "cuda_events"
+  std::optional<double> sm_clock_mhz;
+  std::int64_t device_bytes = 0;  // the worker's device memory while measuring
+  std::string algorithm;          // reference: which cuBLASLt algorithm won
+};
+
+nlohmann::json to_json(const worker_setup& s);
+worker_setup worker_setup_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const measure_request& r);
+measure_request measure_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const measure_response& r);
+measure_response measure_response_from_json(const nlohmann::json& j);
+
+}  // namespace tiletune

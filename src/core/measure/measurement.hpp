@@ -1,0 +1,60 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/gemm/problem.hpp"
+
+namespace tiletune {
+
+// Summary of repeated kernel timings.
+struct timing_stats {
+  std::size_t samples = 0;
+  double median_us = 0, min_us = 0, p20_us = 0, p80_us = 0;
+  double spread = 0;  // (p80 - p20) / median: the relative noise
+};
+// Linear-interpolated percentiles of the samples (any order); empty gives zeros.
+timing_stats summarize(std::vector<double> samples_us);
+
+// When to stop sampling: at least min_samples, then until the spread is under
+// target_spread, or max_samples, or time_cap_ms of kernel time.
+struct sampling_policy {
+  std::size_t warmup = 3;
+  std::size_t min_samples = 10;
+  std::size_t max_samples = 200;
+  double target_spread = 0.01;
+  double time_cap_ms = 2000;
+};
+bool enough_samples(const std::vector<double>& samples_us, const sampling_policy& p);
+
+// How far a result is from the reference.
+struct error_metrics {
+  double rel_frobenius = 0;  // ||C - R||_F / ||R||_F
+  double max_rel_error = 0;  // max |c - r| / (|r| + scale), scale = RMS of R
+  std::size_t non_finite = 0;  // NaN or Inf where the reference is finite
+};
+error_metrics compare_outputs(const float* result, const float* reference, std::size_t count);
+
+// What every comparison against one reference shares: its sum of squares and RMS.
+struct reference_summary {
+  double sum_squares = 0;
+  double rms = 0;
+};
+reference_summary summarize_reference(const float* reference, std::size_t count);
+
+// compare_outputs for C as the GPU stored it (the problem's dtype), decoded on
+// the fly and split over `threads` threads: a worker verifies a 4096^2 C in
+// milliseconds instead of ~200 ms (which made verification most of a cold tune).
+error_metrics compare_stored_output(dtype t, const unsigned char* result, const float* reference, std::size_t count,
+                                    const reference_summary& summary, unsigned threads);
+
+// The largest relative Frobenius error a correct variant of a dtype shows.
+double error_bound(dtype t);
+bool passes(const error_metrics& e, dtype t);
+
+nlohmann::json to_json(const timing_stats& s);
+
+}  // namespace tiletune

@@ -1,0 +1,66 @@
+#include "core/report/json_file.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace tiletune {
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(st)) throw usage_error(fmt::format("{}: no such file", path.string()));
+  if (std::filesystem::is_directory(st))
+    throw usage_error(fmt::format("{}: is a directory; give a JSON file", path.string()));
+  if (!std::filesystem::is_regular_file(st))
+    throw usage_error(fmt::format("{}: is not a regular file (a device, FIFO or socket); give a JSON file",
+                                  path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(fmt::format("{}: cannot be read", path.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  // nlohmann's parser and destructor recurse per level: a file of a few KB of
+  // brackets would overflow the stack. Nothing tiletune reads nests past a few levels.
+  constexpr int max_depth = 256;
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > max_depth)
+        throw usage_error(fmt::format("{}: JSON nested deeper than {} levels (byte {})", path.string(), max_depth, i + 1));
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  try {
+    return nlohmann::json::parse(s);
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann reports a 1-based byte offset; a person wants a line and column.
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
+      if (s[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    const char* what = e.byte > s.size() ? "truncated JSON" : "malformed JSON";
+    throw usage_error(fmt::format("{}: {} at line {}, column {} (byte {}): {}", path.string(), what, line, col,
+                                  e.byte, e.what()));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for any type
+    throw usage_error(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
+  }
+}
+
+}  // namespace tiletune

@@ -1,0 +1,106 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/device/device_spec.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/gemm/tile_config.hpp"
+
+// `tiletune gemm --export DIR`: a tuned variant as files a user takes into
+// their own code: ID.cu (the source, constants fixed), ID.cubin, ID.json (how
+// to launch it, schema tiletune.kernel/1).
+namespace tiletune {
+
+// One kernel parameter, in the order the entry function takes them.
+struct kernel_parameter {
+  std::string name;     // as in the kernel's signature
+  std::string c_type;   // as in the kernel's signature, e.g. "const unsigned short*"
+  std::string kind;     // "pointer" | "scalar" | "tensor_map"
+  std::string meaning;  // a sentence for the user
+  nlohmann::json value;  // for the exported problem; null for pointers and tensor maps
+};
+
+// What the host gives cuTensorMapEncodeTiled for a CUtensorMap parameter
+// (passed by value as a __grid_constant__ parameter). Dimensions innermost first.
+struct tensor_map_description {
+  std::string parameter;  // the kernel parameter it is passed as
+  std::string tensor;     // whose memory it maps: "A", "B" or "C"
+  std::string data_type;  // CU_TENSOR_MAP_DATA_TYPE_...
+  std::vector<std::int64_t> global_dims;
+  std::vector<std::int64_t> global_strides_bytes;  // rank - 1 values
+  std::vector<std::int64_t> box_dims;
+  std::vector<std::int64_t> element_strides;
+  std::string interleave = "CU_TENSOR_MAP_INTERLEAVE_NONE";
+  std::string swizzle;       // CU_TENSOR_MAP_SWIZZLE_...
+  std::string l2_promotion;  // CU_TENSOR_MAP_L2_PROMOTION_...
+  std::string oob_fill;      // CU_TENSOR_MAP_FLOAT_OOB_FILL_...
+};
+
+// How to launch one variant on one problem. Each family fills it in its own
+// function in kernel_export.cpp (a family with other parameters adds one there).
+struct kernel_launch {
+  std::string entry;  // extern "C" name of the entry function
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::array<std::int64_t, 3> cluster{1, 1, 1};
+  std::int64_t dynamic_smem_bytes = 0;
+  std::string grid_rule;  // how the grid follows from another problem's sizes
+  std::vector<kernel_parameter> parameters;
+  std::vector<tensor_map_description> tensor_maps;
+  std::vector<std::string> requirements;  // what the caller must hold to (alignment, ...)
+};
+
+// The launch of variant c on problem p on device d. Throws std::invalid_argument
+// for a family that has no launch description.
+kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec& d);
+
+nlohmann::json to_json(const kernel_parameter& k);
+nlohmann::json to_json(const tensor_map_description& t);
+nlohmann::json to_json(const kernel_launch& l);
+
+// One file of an export, named relative to the export folder.
+struct export_file {
+  std::string name;
+  std::string bytes;
+};
+
+// The three files of one ok variant of a plan: ID.cu, ID.cubin, ID.json.
+// Throws std::invalid_argument when the variant is not ok or has no cubin.
+std::vector<export_file> export_variant(const gemm_plan& plan, const variant_result& v, const run_info& run);
+
+// The exported source: a header comment (variant, problem, how to compile and
+// launch it), then the rendered NVRTC source, which includes no header.
+std::string exported_source(const gemm_plan& plan, const variant_result& v, const kernel_launch& launch,
+                            const run_info& run);
+
+// The launch JSON (schema tiletune.kernel/1).
+nlohmann::json export_manifest(const gemm_plan& plan, const variant_result& v, const kernel_launch& launch,
+                               const run_info& run);
+
+// Which variants of a plan to export: each id of `only` (in that order), or
+// the recommended one. A variant that is not ok comes back too: the caller
+// reports it. Empty when nothing is recommended and `only` is empty.
+std::vector<const variant_result*> variants_to_export(const gemm_plan& plan, const std::vector<std::string>& only);
+
+// A folder name for a suite problem's exports: letters, digits, '.', '_' and
+// '-' kept, anything else becomes '-'.
+std::string export_folder_name(const std::string& problem_name);
+
+// Throws usage_error naming DIR when it cannot become the export folder: a
+// path that is a file (itself or a parent), or an unwritable folder.
+void check_export_dir(const std::filesystem::path& dir);
+
+// Writes the files under dir (created if missing; subfolders in names are
+// created too): all are written into a temporary folder inside dir first, then
+// each is renamed into place, so a file is whole or absent, never half
+// written. An existing file is replaced. Throws usage_error naming the path
+// when dir cannot be written, environment_error when a write fails midway.
+void write_export(const std::filesystem::path& dir, const std::vector<export_file>& files);
+
+}  // namespace tiletune

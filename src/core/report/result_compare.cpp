@@ -1,0 +1,285 @@
+#include "core/report/result_compare.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/report/json_file.hpp"
+
+namespace tiletune {
+
+std::string problem_key(const gemm_problem& p) {
+  std::string key = p.describe();
+  if (p.alpha != 1.0 || p.beta != 0.0) key += fmt::format(" alpha {} beta {}", p.alpha, p.beta);
+  return key;
+}
+
+namespace {
+
+// A figure of a result: absent or null is none; anything but a positive finite
+// number is a damaged file, named with its field.
+std::optional<double> number_at(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number())
+    throw usage_error(fmt::format("{}: \"{}\" is {}, not a number", where, key, j[key].dump()));
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || !(v > 0))
+    throw usage_error(fmt::format("{}: \"{}\" is {}, not a positive number", where, key, j[key].dump()));
+  return v;
+}
+
+result_entry entry_from_json(const nlohmann::json& r, const std::string& where) {
+  result_entry e;
+  if (!r.contains("problem")) throw usage_error(fmt::format("{}: a result has no \"problem\"", where));
+  gemm_problem p;
+  try {
+    p = gemm_problem_from_json(r.at("problem"));
+  } catch (const nlohmann::json::exception& ex) {
+    throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, ex.what()));
+  }
+  e.problem = p;
+  e.key = problem_key(p);
+  e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
+  if (r.contains("variants") && r["variants"].is_array())
+    for (const auto& v : r["variants"]) e.incorrect |= v.value("status", "") == "incorrect";
+  if (r.contains("summary") && r["summary"].is_object()) e.incorrect |= r["summary"].value("incorrect", 0) > 0;
+  const auto& rec = r.contains("recommendation") ? r["recommendation"] : nlohmann::json();
+  if (rec.is_object()) {
+    const std::string at = fmt::format("{}: {}: recommendation", where, e.label);
+    e.has_result = true;
+    e.variant_id = rec.value("id", "");
+    e.vs_reference = number_at(rec, "vs_reference", at);
+    e.time_us = number_at(rec, "median_us", at);
+    if (!e.time_us) e.time_us = number_at(rec, "predicted_us", at);
+    if (rec.contains("noise") && !rec["noise"].is_null()) {
+      if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
+        throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
+      e.noise = rec["noise"].get<double>();
+    }
+    // The ratio must be what the two times say: a file edited by hand or
+    // damaged would otherwise decide the verdict.
+    const auto ref_us = r.contains("reference") ? number_at(r["reference"], "median_us", at + " reference")
+                                                : std::nullopt;
+    const auto measured_us = number_at(rec, "median_us", at);
+    if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
+      throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
+                                    at, *e.vs_reference, *ref_us / *measured_us));
+  }
+  return e;
+}
+
+}  // namespace
+
+result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
+  result_file f;
+  f.path = path;
+  f.schema = j["schema"].get<std::string>();
+  f.mode = j.value("mode", "");
+  if (j.contains("device") && j["device"].is_object()) {
+    f.device_name = j["device"].value("name", "");
+    f.device_arch = j["device"].value("arch", "");
+    f.device_model = j["device"].value("preset", "");
+  }
+  if (f.device_model.empty()) f.device_model = f.device_name;
+  if (f.schema == "tiletune.gemm/1") {
+    f.entries.push_back(entry_from_json(j, path));
+  } else if (f.schema == "tiletune.gemm-suite/1") {
+    if (!j.contains("results") || !j["results"].is_array())
+      throw usage_error(fmt::format("{}: a suite result needs a \"results\" array", path));
+    for (const auto& r : j["results"]) f.entries.push_back(entry_from_json(r, path));
+  } else {
+    throw usage_error(fmt::format("{}: schema \"{}\" is not a gemm result (tiletune.gemm/1 or tiletune.gemm-suite/1)",
+                                  path, f.schema));
+  }
+  return f;
+}
+
+result_file load_result_file(const std::filesystem::path& path) {
+  return result_file_from_json(read_json_file(path), path.string());
+}
+
+bool same_device_model(const result_file& f, const std::string& preset, const std::string& name) {
+  return f.device_model == (preset.empty() ? name : preset);
+}
+
+std::string_view to_string(verdict v) {
+  switch (v) {
+    case verdict::same: return "SAME";
+    case verdict::faster: return "FASTER";
+    case verdict::slower: return "SLOWER";
+    case verdict::noisy: return "NOISY";
+    case verdict::incorrect: return "INCORRECT";
+    case verdict::missing: return "MISSING";
+  }
+  return "?";
+}
+
+bool comparison::failed() const {
+  for (const auto& r : rows)
+    if (r.result == verdict::slower || r.result == verdict::incorrect || r.result == verdict::missing) return true;
+  return false;
+}
+
+comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o) {
+  if (!(o.tolerance >= 0 && o.tolerance < 1))
+    throw usage_error(fmt::format("--tolerance {} is invalid: a fraction from 0 to 1 (0.05 = 5%)", o.tolerance));
+  comparison c;
+  c.base_path = base.path;
+  c.new_path = fresh.path;
+  c.options = o;
+  if (base.device_model != fresh.device_model || base.device_arch != fresh.device_arch) {
+    const std::string both = fmt::format("{} was recorded on {} ({}), {} on {} ({})", base.path, base.device_name,
+                                         base.device_arch, fresh.path, fresh.device_name, fresh.device_arch);
+    if (!o.allow_device_mismatch)
+      throw environment_error(both + "; compare results of one GPU model, or pass --allow-device-mismatch");
+    c.notes.push_back("device mismatch allowed: " + both);
+  }
+  if (base.mode != fresh.mode) {
+    const std::string what = fmt::format("{} is {}, {} is {}", base.path, base.mode, fresh.path, fresh.mode);
+    if (!o.allow_mode_mismatch)
+      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; compare "
+                               "two measured (or two predicted) results, or pass --allow-mode-mismatch");
+    c.notes.push_back("mode mismatch allowed: " + what);
+  }
+
+  std::map<std::string, const result_entry*> fresh_by_key;
+  for (const auto& e : fresh.entries) fresh_by_key[e.key] = &e;
+  std::map<std::string, bool> seen;
+  std::size_t shared = 0;
+  for (const auto& b : base.entries) {
+    comparison_row row;
+    row.key = b.key;
+    row.label = b.label;
+    seen[b.key] = true;
+    const auto it = fresh_by_key.find(b.key);
+    if (it == fresh_by_key.end()) {
+      row.result = verdict::missing;
+      row.detail = fmt::format("in {} but not in {}", base.path, fresh.path);
+      c.rows.push_back(row);
+      continue;
+    }
+    ++shared;
+    const result_entry& n = *it->second;
+    if (!n.has_result) {
+      row.result = n.incorrect ? verdict::incorrect : verdict::missing;
+      row.detail = n.incorrect ? "no variant passed verification" : "no variant produced a result";
+      c.rows.push_back(row);
+      continue;
+    }
+    const bool by_ratio = !o.absolute && b.vs_reference && n.vs_reference;
+    if (by_ratio) {
+      row.basis = "ratio to cuBLAS";
+      row.base_value = b.vs_reference;
+      row.new_value = n.vs_reference;
+      row.change = *n.vs_reference / *b.vs_reference - 1;
+    } else if (b.time_us && n.time_us && *b.time_us > 0 && *n.time_us > 0) {
+      row.basis = "time";
+      row.base_value = b.time_us;
+      row.new_value = n.time_us;
+      row.change = *b.time_us / *n.time_us - 1;
+    } else {
+      row.result = verdict::missing;
+      row.detail = "the files carry no comparable figure";
+      c.rows.push_back(row);
+      continue;
+    }
+    row.noise = std::hypot(b.noise, n.noise);
+    const double margin = std::max(o.tolerance, row.noise);
+    if (std::abs(row.change) <= o.tolerance) {
+      row.result = verdict::same;
+    } else if (std::abs(row.change) <= margin) {
+      row.result = verdict::noisy;
+      row.detail = fmt::format("{:+.1f}% is within the measured noise of {:.1f}%", 100 * row.change, 100 * row.noise);
+    } else {
+      row.result = row.change < 0 ? verdict::slower : verdict::faster;
+    }
+    if (b.variant_id != n.variant_id) {
+      if (!row.detail.empty()) row.detail += "; ";
+      row.detail += fmt::format("recommended variant changed: {} -> {}", b.variant_id, n.variant_id);
+    }
+    c.rows.push_back(row);
+  }
+  for (const auto& n : fresh.entries)
+    if (!seen.count(n.key)) c.only_in_new.push_back(n.key);
+  if (shared == 0)
+    throw usage_error(fmt::format("{} and {} share no problem: nothing to compare", base.path, fresh.path));
+  if (!c.only_in_new.empty())
+    c.notes.push_back(fmt::format("{} problem(s) in {} are not in {}", c.only_in_new.size(), fresh.path, base.path));
+  return c;
+}
+
+nlohmann::json to_json(const comparison& c) {
+  nlohmann::json j;
+  j["schema"] = "tiletune.compare/1";
+  j["base"] = c.base_path;
+  j["new"] = c.new_path;
+  j["tolerance"] = c.options.tolerance;
+  j["absolute"] = c.options.absolute;
+  j["rows"] = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  for (const auto& r : c.rows) {
+    ++counts[std::string(to_string(r.result))];
+    j["rows"].push_back({{"problem", r.key},
+                         {"name", r.label},
+                         {"verdict", to_string(r.result)},
+                         {"basis", r.basis},
+                         {"base", r.base_value ? nlohmann::json(*r.base_value) : nlohmann::json(nullptr)},
+                         {"new", r.new_value ? nlohmann::json(*r.new_value) : nlohmann::json(nullptr)},
+                         {"change", r.change},
+                         {"noise", r.noise},
+                         {"detail", r.detail}});
+  }
+  j["counts"] = counts;
+  j["only_in_new"] = c.only_in_new;
+  j["notes"] = c.notes;
+  j["failed"] = c.failed();
+  return j;
+}
+
+namespace {
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters.
+        if (static_cast<unsigned char>(ch) >= 0x20 || ch == '\n' || ch == '\t') out += ch;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string to_junit_xml(const comparison& c) {
+  int failures = 0;
+  for (const auto& r : c.rows)
+    failures += r.result == verdict::slower || r.result == verdict::incorrect || r.result == verdict::missing;
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", c.rows.size(), failures);
+  x += fmt::format("  <testsuite name=\"tiletune\" tests=\"{}\" failures=\"{}\">\n", c.rows.size(), failures);
+  for (const auto& r : c.rows) {
+    const std::string summary =
+        fmt::format("{}: {:+.1f}% by {} (tolerance {:.1f}%, noise {:.1f}%){}", to_string(r.result), 100 * r.change,
+                    r.basis.empty() ? "-" : r.basis, 100 * c.options.tolerance, 100 * r.noise,
+                    r.detail.empty() ? "" : "; " + r.detail);
+    x += fmt::format("    <testcase classname=\"tiletune.gemm\" name=\"{}\">\n", xml_escape(r.label));
+    if (r.result == verdict::slower || r.result == verdict::incorrect || r.result == verdict::missing)
+      x += fmt::format("      <failure message=\"{}\" type=\"{}\"/>\n", xml_escape(summary), to_string(r.result));
+    x += fmt::format("      <system-out>{}</system-out>\n", xml_escape(summary));
+    x += "    </testcase>\n";
+  }
+  x += "  </testsuite>\n</testsuites>\n";
+  return x;
+}
+
+}  // namespace tiletune

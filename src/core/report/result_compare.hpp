@@ -1,0 +1,84 @@
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/gemm/problem.hpp"
+
+namespace tiletune {
+
+// One problem's outcome in a result file, as a comparison reads it.
+struct result_entry {
+  gemm_problem problem;
+  std::string key;    // the problem, e.g. "4096x4096x4096 bf16 nt"
+  std::string label;  // the suite's name for it, or the key
+  bool has_result = false;        // a recommended variant exists
+  bool incorrect = false;         // some variant failed verification
+  std::string variant_id;
+  std::optional<double> vs_reference;  // reference time / variant time (measured only)
+  std::optional<double> time_us;       // measured median, or predicted
+  double noise = 0;                    // relative spread of the measurement
+};
+
+struct result_file {
+  std::string path;
+  std::string schema;
+  std::string mode;  // measured | predicted
+  std::string device_name;
+  std::string device_arch;
+  // The GPU model: the preset it matches (h100-sxm), else its name. A plan for
+  // a preset and a run on the real card carry different names, one model.
+  std::string device_model;
+  std::vector<result_entry> entries;
+};
+// Whether a result of this model may stand for the device (preset, or name when there is none).
+bool same_device_model(const result_file& f, const std::string& preset, const std::string& name);
+
+// Reads a tiletune.gemm/1 or tiletune.gemm-suite/1 file. Throws usage_error
+// with the file and the place of a malformed or truncated document, or the
+// missing field.
+result_file load_result_file(const std::filesystem::path& path);
+result_file result_file_from_json(const nlohmann::json& j, const std::string& path);
+std::string problem_key(const gemm_problem& p);
+
+enum class verdict { same, faster, slower, noisy, incorrect, missing };
+std::string_view to_string(verdict v);  // "SAME", ...
+
+struct compare_options {
+  double tolerance = 0.05;
+  bool absolute = false;  // judge raw time instead of the ratio to cuBLAS
+  bool allow_device_mismatch = false;
+  bool allow_mode_mismatch = false;  // a prediction against a measurement
+};
+
+struct comparison_row {
+  std::string key, label;
+  verdict result = verdict::same;
+  std::string basis;  // "ratio to cuBLAS" | "time"
+  std::optional<double> base_value, new_value;
+  double change = 0;  // relative speed change: +0.10 is 10% faster
+  double noise = 0;
+  std::string detail;
+};
+
+struct comparison {
+  std::string base_path, new_path;
+  compare_options options;
+  std::vector<comparison_row> rows;
+  std::vector<std::string> only_in_new;
+  std::vector<std::string> notes;
+  bool failed() const;  // any SLOWER, INCORRECT or MISSING
+};
+
+// Throws environment_error when the files come from different GPUs (unless
+// allowed), usage_error when they share no problem.
+comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o);
+
+nlohmann::json to_json(const comparison& c);
+std::string to_junit_xml(const comparison& c);
+
+}  // namespace tiletune

@@ -1,0 +1,284 @@
+#include "core/train/model_spec.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/report/json_file.hpp"
+
+namespace tiletune {
+
+std::vector<weight_tensor> weight_tensors(const model_spec& m) {
+  const std::int64_t h = m.hidden_size, L = m.num_layers, I = m.intermediate_size;
+  std::vector<weight_tensor> w;
+  auto add = [&](std::string name, std::int64_t rows, std::int64_t cols, std::int64_t count, bool linear) {
+    if (rows > 0 && cols > 0 && count > 0) w.push_back({std::move(name), rows, cols, count, linear});
+  };
+  const std::int64_t norm_vectors = m.layernorm_bias ? 2 : 1;
+  add("embed_tokens", m.vocab_size, h, 1, false);
+  add("embed_positions", m.learned_positions, h, 1, false);
+  add("embed_token_types", m.token_types, h, 1, false);
+  if (m.embedding_norm) add("embed_norm", h, 1, norm_vectors, false);
+  add("layers.q_proj", m.q_size(), h, L, true);
+  add("layers.k_proj", m.kv_size(), h, L, true);
+  add("layers.v_proj", m.kv_size(), h, L, true);
+  if (m.qkv_bias) add("layers.qkv_bias", m.q_size() + 2 * m.kv_size(), 1, L, false);
+  add("layers.o_proj", h, m.q_size(), L, true);
+  if (m.attn_out_bias) add("layers.o_bias", h, 1, L, false);
+  if (m.gated_mlp) add("layers.gate_proj", I, h, L, true);
+  add("layers.up_proj", I, h, L, true);
+  add("layers.down_proj", h, I, L, true);
+  if (m.mlp_bias) add("layers.mlp_bias", I + h, 1, L, false);
+  add("layers.norms", h, 1, 2 * norm_vectors * L, false);
+  // Decoders end in a norm; BERT-style encoders normalise inside each layer instead.
+  if (m.causal) add("final_norm", h, 1, norm_vectors, false);
+  if (m.pooler) add("pooler", h, h + 1, 1, false);
+  if (m.causal && !m.tied_embeddings) add("lm_head", m.vocab_size, h, 1, true);
+  return w;
+}
+
+std::int64_t parameter_count(const model_spec& m) {
+  std::int64_t n = 0;
+  for (const auto& t : weight_tensors(m)) n += t.parameters();
+  return n;
+}
+
+namespace {
+
+model_spec gpt2(std::string name, std::int64_t h, std::int64_t layers, std::int64_t heads) {
+  model_spec m;
+  m.name = std::move(name);
+  m.model_type = "gpt2";
+  m.causal = true;
+  m.vocab_size = 50257;
+  m.hidden_size = h;
+  m.num_layers = layers;
+  m.num_heads = m.num_kv_heads = heads;
+  m.head_dim = h / heads;
+  m.intermediate_size = 4 * h;
+  m.max_positions = m.learned_positions = 1024;
+  m.tied_embeddings = true;
+  m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
+  m.dropout = 0.1;
+  m.hidden_act = "gelu_new";
+  m.fused_qkv = true;
+  return m;
+}
+
+model_spec bert(std::string name, std::string type, std::int64_t vocab, std::int64_t h, std::int64_t layers,
+                std::int64_t heads, std::int64_t positions, std::int64_t token_types) {
+  model_spec m;
+  m.name = std::move(name);
+  m.model_type = std::move(type);
+  m.causal = false;
+  m.vocab_size = vocab;
+  m.hidden_size = h;
+  m.num_layers = layers;
+  m.num_heads = m.num_kv_heads = heads;
+  m.head_dim = h / heads;
+  m.intermediate_size = 4 * h;
+  m.max_positions = m.learned_positions = positions;
+  m.token_types = token_types;
+  m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
+  m.embedding_norm = m.pooler = true;
+  m.dropout = 0.1;
+  m.hidden_act = "gelu";
+  return m;
+}
+
+model_spec llama_like(std::string name, std::string type, std::int64_t vocab, std::int64_t h,
+                      std::int64_t layers, std::int64_t heads, std::int64_t kv_heads, std::int64_t inter,
+                      std::int64_t positions, bool tied) {
+  model_spec m;
+  m.name = std::move(name);
+  m.model_type = std::move(type);
+  m.causal = true;
+  m.vocab_size = vocab;
+  m.hidden_size = h;
+  m.num_layers = layers;
+  m.num_heads = heads;
+  m.num_kv_heads = kv_heads;
+  m.head_dim = h / heads;
+  m.intermediate_size = inter;
+  m.max_positions = positions;
+  m.tied_embeddings = tied;
+  m.gated_mlp = true;
+  return m;
+}
+
+std::vector<model_spec> make_presets() {
+  // The numbers of each model's published config.json on the Hugging Face hub.
+  std::vector<model_spec> all;
+  all.push_back(gpt2("gpt2", 768, 12, 12));
+  all.push_back(gpt2("gpt2-medium", 1024, 24, 16));
+  all.push_back(gpt2("gpt2-large", 1280, 36, 20));
+  all.push_back(bert("bert-base-uncased", "bert", 30522, 768, 12, 12, 512, 2));
+  all.push_back(bert("bert-large-uncased", "bert", 30522, 1024, 24, 16, 512, 2));
+  all.push_back(llama_like("llama-3-8b", "llama", 128256, 4096, 32, 32, 8, 14336, 8192, false));
+  all.push_back(llama_like("llama-3.2-1b", "llama", 128256, 2048, 16, 32, 8, 8192, 131072, true));
+  all.push_back(llama_like("mistral-7b", "mistral", 32000, 4096, 32, 32, 8, 14336, 32768, false));
+  auto qwen = llama_like("qwen2.5-0.5b", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, true);
+  qwen.qkv_bias = true;
+  all.push_back(qwen);
+  all.push_back(llama_like("tinyllama-1.1b", "llama", 32000, 2048, 22, 32, 4, 5632, 2048, false));
+  return all;
+}
+
+std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta"; }
+
+// Field access that names what is missing or mistyped.
+struct config_reader {
+  const nlohmann::json& j;
+  const std::string& source;
+  std::int64_t integer(const char* key) const {
+    if (!j.contains(key) || j[key].is_null())
+      throw usage_error(fmt::format("{}: the field \"{}\" is missing", source, key));
+    if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < 0)
+      throw usage_error(fmt::format("{}: \"{}\" must be a non-negative integer, not {}", source, key, j[key].dump()));
+    return j[key].get<std::int64_t>();
+  }
+  std::int64_t integer_or(const char* key, std::int64_t fallback) const {
+    return (!j.contains(key) || j[key].is_null()) ? fallback : integer(key);
+  }
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_boolean()) throw usage_error(fmt::format("{}: \"{}\" must be true or false", source, key));
+    return j[key].get<bool>();
+  }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_string()) throw usage_error(fmt::format("{}: \"{}\" must be a string", source, key));
+    return j[key].get<std::string>();
+  }
+  double number_or(const char* key, double fallback) const {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_number()) throw usage_error(fmt::format("{}: \"{}\" must be a number", source, key));
+    return j[key].get<double>();
+  }
+};
+
+void check_positive(const model_spec& m, const std::string& source) {
+  auto need = [&](std::int64_t v, const char* what) {
+    if (v <= 0) throw usage_error(fmt::format("{}: \"{}\" must be at least 1", source, what));
+  };
+  need(m.hidden_size, "hidden_size");
+  need(m.num_layers, "num_hidden_layers");
+  need(m.num_heads, "num_attention_heads");
+  need(m.vocab_size, "vocab_size");
+  need(m.intermediate_size, "intermediate_size");
+  need(m.head_dim, "head_dim");
+  if (m.num_kv_heads <= 0 || m.num_heads % m.num_kv_heads)
+    throw usage_error(fmt::format("{}: num_key_value_heads {} must divide num_attention_heads {}", source,
+                                  m.num_kv_heads, m.num_heads));
+}
+
+}  // namespace
+
+const std::vector<model_spec>& model_presets() {
+  static const std::vector<model_spec> presets = make_presets();
+  return presets;
+}
+
+model_spec model_from_hf_config(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw usage_error(fmt::format("{}: a config.json must hold a JSON object", source));
+  if (!j.contains("model_type") || !j["model_type"].is_string())
+    throw usage_error(fmt::format("{}: the field \"model_type\" is missing (supported: {})", source, supported_types()));
+  const std::string type = j["model_type"].get<std::string>();
+  const config_reader r{j, source};
+  model_spec m;
+  m.name = j.value("_name_or_path", std::string());
+  if (m.name.empty()) m.name = source;
+  m.model_type = type;
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
+    m.causal = true;
+    m.vocab_size = r.integer("vocab_size");
+    m.hidden_size = r.integer("hidden_size");
+    m.num_layers = r.integer("num_hidden_layers");
+    m.num_heads = r.integer("num_attention_heads");
+    m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
+    m.intermediate_size = r.integer("intermediate_size");
+    m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
+    m.max_positions = r.integer_or("max_position_embeddings", 0);
+    // Defaults of the transformers config classes: Gemma ties its embeddings.
+    m.tied_embeddings = r.boolean_or("tie_word_embeddings", type == "gemma");
+    m.gated_mlp = true;
+    // Qwen2 always has q/k/v biases; Llama has them (and the o bias) with attention_bias.
+    const bool attention_bias = r.boolean_or("attention_bias", false);
+    m.qkv_bias = type == "qwen2" || attention_bias;
+    m.attn_out_bias = attention_bias;
+    m.mlp_bias = r.boolean_or("mlp_bias", false);
+    m.dropout = r.number_or("attention_dropout", 0.0);
+    m.hidden_act = r.string_or("hidden_act", type == "gemma" ? "gelu_pytorch_tanh" : "silu");
+  } else if (type == "gpt2") {
+    m.causal = true;
+    m.vocab_size = r.integer("vocab_size");
+    m.hidden_size = r.integer("n_embd");
+    m.num_layers = r.integer("n_layer");
+    m.num_heads = m.num_kv_heads = r.integer("n_head");
+    m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
+    m.intermediate_size = r.integer_or("n_inner", 4 * m.hidden_size);
+    m.max_positions = m.learned_positions = r.integer("n_positions");
+    m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
+    m.dropout = r.number_or("attn_pdrop", 0.1);
+    m.hidden_act = r.string_or("activation_function", "gelu_new");
+    m.fused_qkv = true;
+  } else if (type == "bert" || type == "roberta") {
+    m.causal = false;
+    m.vocab_size = r.integer("vocab_size");
+    m.hidden_size = r.integer("hidden_size");
+    m.num_layers = r.integer("num_hidden_layers");
+    m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
+    m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
+    m.intermediate_size = r.integer("intermediate_size");
+    m.max_positions = m.learned_positions = r.integer("max_position_embeddings");
+    m.token_types = r.integer_or("type_vocab_size", 2);
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
+    m.embedding_norm = m.pooler = true;
+    m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
+    m.hidden_act = r.string_or("hidden_act", "gelu");
+  } else {
+    throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
+                                  supported_types()));
+  }
+  check_positive(m, source);
+  return m;
+}
+
+model_spec load_model(std::string_view name_or_path) {
+  for (const auto& m : model_presets())
+    if (m.name == name_or_path) return m;
+  std::filesystem::path path(name_or_path);
+  std::error_code ec;
+  // A downloaded model's folder (Hugging Face layout) holds its config.json.
+  if (std::filesystem::is_directory(path, ec)) {
+    if (!std::filesystem::is_regular_file(path / "config.json", ec))
+      throw usage_error(fmt::format("--model {}: a folder without a config.json", name_or_path));
+    path /= "config.json";
+  }
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    std::string names;
+    for (const auto& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
+    throw usage_error(fmt::format("--model {}: neither a preset ({}) nor a config.json file", name_or_path, names));
+  }
+  const nlohmann::json j = read_json_file(path);
+  return model_from_hf_config(j, path.string());
+}
+
+nlohmann::json to_json(const model_spec& m) {
+  return {{"name", m.name},
+          {"model_type", m.model_type},
+          {"causal", m.causal},
+          {"vocab_size", m.vocab_size},
+          {"hidden_size", m.hidden_size},
+          {"num_layers", m.num_layers},
+          {"num_heads", m.num_heads},
+          {"num_kv_heads", m.num_kv_heads},
+          {"head_dim", m.head_dim},
+          {"intermediate_size", m.intermediate_size},
+          {"tied_embeddings", m.tied_embeddings},
+          {"gated_mlp", m.gated_mlp},
+          {"hidden_act", m.hidden_act}};
+}
+
+}  // namespace tiletune

@@ -1,0 +1,220 @@
+#include "core/train/training_inventory.hpp"
+
+#include <algorithm>
+
+namespace tiletune {
+
+// Sources, checked against transformers 5.x / PyTorch 2.x:
+// - autograd keeps, per op, only the tensors its derivative needs
+//   (tools/autograd/derivatives.yaml): mul keeps the other factor, tanh and
+//   sigmoid their output, pow and silu their input, layer_norm its input and
+//   two per-row statistics, linear/addmm its input and weight.
+// - torch.autocast (aten/src/ATen/autocast_mode.cpp): linear/addmm/matmul and
+//   scaled_dot_product_attention run in 16 bits; layer_norm, pow, log_softmax,
+//   nll_loss in fp32. Only leaf fp32 weights that require grad have their
+//   casts cached; every activation is cast anew by each op that consumes it.
+// - Type promotion: bf16 + fp32 is fp32, so with fp32 embeddings the residual
+//   stream of an autocast model stays fp32 (4 bytes per element).
+// - transformers: LlamaRMSNorm is Python (to(fp32), pow, mean, rsqrt, mul,
+//   to(input dtype), mul by weight); rotary is q*cos + rotate_half(q)*sin with
+//   cos/sin in the hidden states' dtype; GPT-2's "gelu_new" is
+//   0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*pow(x,3)))) in Python;
+//   sdpa_attention_forward calls SDPA with is_causal and no mask, and with
+//   enable_gqa rather than repeating K and V.
+// - SDPA's flash and memory-efficient kernels keep Q, K, V, the output and a
+//   fp32 log-sum-exp per row and head; no s x s matrix.
+// - ForCausalLMLoss (transformers/loss/loss_utils.py) upcasts the logits with
+//   logits.float() and calls cross_entropy = log_softmax + nll_loss.
+namespace {
+
+struct tally {
+  double saved = 0, traffic = 0, kernels = 0;
+  // One memory-bound kernel that reads `read` and writes `write` bytes and
+  // keeps `keep` bytes for backward (all per token).
+  void op(double read, double write, double keep = 0) {
+    traffic += read + write;
+    saved += keep;
+    kernels += 1;
+  }
+  void gemm(double n = 1) { kernels += n; }
+};
+
+struct dims {
+  double h, q, kv, I, heads, s;
+  double a;  // compute (GEMM) element bytes
+  double r;  // residual-stream element bytes
+  bool autocast;
+};
+
+// A norm over the residual stream followed by `consumers` linear layers;
+// returns the element bytes of its output.
+double norm_block(const model_spec& m, const dims& d, tally& t, int consumers) {
+  double out = 0;
+  if (m.layernorm_bias) {
+    // Fused layer_norm keeps its input and mean/rstd; autocast runs it in fp32.
+    out = d.autocast ? 4 : d.a;
+    t.op(d.r * d.h, out * d.h, d.r * d.h + 8);
+  } else {
+    // LlamaRMSNorm: pow keeps the fp32 input (a new cast unless the stream is
+    // fp32); the weight multiply keeps the normalised tensor in the input dtype.
+    if (d.r != 4) t.op(d.r * d.h, 4 * d.h, 4 * d.h);
+    else t.saved += 4 * d.h;
+    t.op(4 * d.h, 4 * d.h);      // pow
+    t.op(4 * d.h, 4);            // mean
+    t.op(8, 8);                  // + eps, rsqrt
+    t.op(4 * d.h + 4, 4 * d.h);  // x * rsqrt
+    if (d.r != 4) t.op(4 * d.h, d.r * d.h);  // .to(input dtype)
+    t.op(d.r * d.h, d.r * d.h, d.r * d.h);   // weight * x keeps x
+    out = d.r;
+  }
+  if (d.autocast && out == 4) {
+    // Each consuming linear casts the fp32 output to 16 bits and keeps its copy.
+    for (int i = 0; i < consumers; ++i) t.op(4 * d.h, 2 * d.h, 2 * d.h);
+  } else {
+    t.saved += out * d.h;  // one tensor, kept by every consumer
+  }
+  return out;
+}
+
+void dropout(const model_spec& m, tally& t, double bytes, double n) {
+  if (m.dropout > 0) t.op(bytes * n, bytes * n + n, n);  // bool mask kept
+}
+
+void residual_add(const dims& d, tally& t) { t.op((d.r + d.a) * d.h, d.r * d.h); }
+
+void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
+  norm_block(m, d, t, m.fused_qkv ? 1 : 3);
+  t.gemm(m.fused_qkv ? 1 : 3);
+  double qe = d.a;  // dtype of Q and K after rotary
+  if (m.learned_positions == 0 && m.causal) {
+    // q*cos + rotate_half(q)*sin: neg, cat, two muls, add; cos/sin in the
+    // residual dtype keep nothing big (they do not require grad).
+    qe = std::max(d.a, d.r);
+    for (double n : {d.q, d.kv}) {
+      t.op(d.a * n / 2, d.a * n / 2);
+      t.op(d.a * n, d.a * n);
+      t.op(d.a * n, qe * n);
+      t.op(d.a * n, qe * n);
+      t.op(2 * qe * n, qe * n);
+    }
+    if (qe != d.a) {
+      t.op(qe * d.q, d.a * d.q);  // SDPA's autocast casts Q and K back to 16 bits
+      t.op(qe * d.kv, d.a * d.kv);
+    }
+  }
+  if (eager) {
+    // Scores, scale+mask, softmax (kept), dropout (mask and output kept), P V.
+    const double sc = d.heads * d.s;
+    t.gemm(2);
+    t.op(d.a * sc, d.a * sc);
+    t.op(d.a * sc, d.a * sc, d.a * sc);
+    if (m.dropout > 0) t.op(d.a * sc, d.a * sc + sc, d.a * sc + sc);
+    t.saved += d.a * (d.q + 2 * d.kv);  // Q, K, V kept by the two matmuls
+  } else {
+    t.gemm(1);  // one fused kernel; its time is counted with the GEMMs
+    t.saved += d.a * (d.q + 2 * d.kv) + 4 * d.heads;
+  }
+  t.saved += d.a * d.q;  // the attention output, kept by the output projection
+  t.gemm(1);
+  dropout(m, t, d.a, d.h);
+  residual_add(d, t);
+}
+
+void mlp_block(const model_spec& m, const dims& d, tally& t) {
+  norm_block(m, d, t, m.gated_mlp ? 2 : 1);
+  const double a = d.a, I = d.I;
+  if (m.gated_mlp) {
+    t.gemm(2);
+    t.op(a * I, a * I, a * I);          // act(gate) keeps gate
+    t.op(2 * a * I, a * I, 2 * a * I);  // act * up keeps both
+    t.saved += a * I;                   // the product, kept by down_proj
+  } else if (m.hidden_act == "gelu_new") {
+    t.gemm(1);
+    // pow runs in fp32 under autocast: a cast of the input, kept by pow.
+    const double g = d.autocast ? 4 : a;
+    if (d.autocast) t.op(a * I, g * I, g * I);
+    else t.saved += g * I;
+    t.op(g * I, g * I);          // pow(x, 3)
+    t.op(g * I, g * I);          // 0.044715 * .
+    t.op((a + g) * I, g * I);    // x + .
+    t.op(g * I, g * I);          // sqrt(2/pi) * .
+    t.op(g * I, g * I, g * I);   // tanh keeps its output
+    t.op(g * I, g * I);          // 1 + .
+    t.op(a * I, a * I, a * I);   // 0.5 * x, kept by the last mul
+    t.op((a + g) * I, g * I, g * I);  // the last mul keeps 1 + tanh
+    if (d.autocast) t.op(g * I, 2 * I, 2 * I);  // c_proj's cast, kept
+    else t.saved += g * I;
+  } else {
+    t.gemm(1);
+    t.op(a * I, a * I, a * I);  // fused gelu/silu keeps its input
+    t.saved += a * I;           // its output, kept by the down projection
+  }
+  t.gemm(1);
+  dropout(m, t, a, d.h);
+  residual_add(d, t);
+}
+
+}  // namespace
+
+token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
+                          bool eager_attention) {
+  dims d{};
+  d.h = static_cast<double>(m.hidden_size);
+  d.q = static_cast<double>(m.q_size());
+  d.kv = static_cast<double>(m.kv_size());
+  d.I = static_cast<double>(m.intermediate_size);
+  d.heads = static_cast<double>(m.num_heads);
+  d.s = static_cast<double>(seq_len);
+  d.a = compute_bytes;
+  d.autocast = autocast;
+  d.r = autocast ? 4 : compute_bytes;
+
+  token_inventory inv;
+  tally layer;
+  attention_block(m, d, layer, eager_attention);
+  mlp_block(m, d, layer);
+  inv.layer_saved = layer.saved;
+  inv.layer_traffic = layer.traffic;
+  inv.layer_kernels = layer.kernels;
+  inv.layer_input = d.r * d.h;
+
+  tally outer;
+  // Token (and position / type) lookups and their sum, in the weights' dtype.
+  const double tables = 1 + (m.learned_positions > 0 ? 1 : 0) + (m.token_types > 0 ? 1 : 0);
+  outer.op(tables * d.r * d.h, d.r * d.h);
+  if (tables > 1) outer.op(tables * d.r * d.h, d.r * d.h);
+  if (m.embedding_norm) outer.op(d.r * d.h, d.r * d.h, d.r * d.h);
+  dropout(m, outer, d.r, d.h);
+  if (m.causal) {
+    norm_block(m, d, outer, 1);  // final norm, then the LM head
+  } else {
+    // BERT's MLM head: dense, gelu, LayerNorm, then the decoder.
+    outer.op(d.r * d.h, 2 * d.h, d.autocast ? 2 * d.h : 0);
+    outer.op(d.a * d.h, d.a * d.h, d.a * d.h);
+    norm_block(m, d, outer, 1);
+  }
+  outer.gemm(1);
+  inv.outer_saved = outer.saved;
+  inv.outer_traffic = outer.traffic;
+  inv.outer_kernels = outer.kernels + 10;  // the loss: cast, log_softmax, nll, their backward
+
+  // The loss over b x s x V logits. 16-bit logits (2), their fp32 upcast (4)
+  // and log_softmax's fp32 output (4) are alive together in forward; in
+  // backward, log_softmax's output (4), nll_loss's dense gradient (4) and
+  // log_softmax's input gradient (4), beside the 16-bit logits (2) held by the
+  // model's output object while the caller keeps it. fp32: no upcast copy.
+  if (compute_bytes == 4) {
+    inv.logit_forward_bytes = 8;
+    inv.logit_backward_bytes = 16;
+    inv.logit_traffic = 12 + 4 + 16;
+  } else {
+    inv.logit_forward_bytes = compute_bytes + 8;
+    inv.logit_backward_bytes = compute_bytes + 12;
+    // upcast, log_softmax (two reads, a write), nll gradient, log_softmax
+    // backward (three reads, a write), the cast back.
+    inv.logit_traffic = (compute_bytes + 4) + 12 + 4 + 16 + (4 + compute_bytes);
+  }
+  return inv;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,32 @@
+#pragma once
+#include "core/train/model_spec.hpp"
+
+namespace tiletune {
+
+// What eager PyTorch + transformers keep and move per token, op by op, for
+// one training step: the tensors saved for backward, the bytes the
+// memory-bound (non-GEMM) kernels read and write, and how many kernels run.
+// One op list drives all three, so memory and time agree with each other.
+struct token_inventory {
+  double layer_saved = 0;    // bytes per token kept for backward by one layer
+  double layer_input = 0;    // bytes per token of a layer's input (what checkpointing keeps)
+  double outer_saved = 0;    // embeddings, final norm, LM-head input
+  double layer_traffic = 0;  // forward bytes per token through memory-bound kernels, one layer
+  double outer_traffic = 0;  // embeddings and final norm
+  double layer_kernels = 0;  // forward kernel launches per layer (GEMMs included)
+  double outer_kernels = 0;
+  // Per logit (token x vocabulary entry): the loss's bytes alive at its
+  // forward peak and at its backward peak, and the bytes it moves.
+  double logit_forward_bytes = 0;
+  double logit_backward_bytes = 0;
+  double logit_traffic = 0;
+};
+
+// compute_bytes: 2 for 16-bit GEMMs, 4 for fp32. autocast: weights and the
+// residual stream stay fp32 while linears run in 16 bits. eager_attention:
+// the s x s scores are materialised (else SDPA's flash / memory-efficient
+// kernels, which keep only the log-sum-exp).
+token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
+                          bool eager_attention);
+
+}  // namespace tiletune

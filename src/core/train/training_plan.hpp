@@ -1,0 +1,159 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/device/device_spec.hpp"
+#include "core/train/model_spec.hpp"
+
+namespace tiletune {
+
+enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
+enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
+enum class attention_impl { flash, eager };
+enum class checkpoint_policy { automatic, on, off };
+
+std::string_view to_string(precision p);
+std::string_view to_string(optimizer_kind o);
+std::string_view to_string(attention_impl a);
+precision parse_precision(std::string_view s);
+optimizer_kind parse_optimizer(std::string_view s);
+attention_impl parse_attention(std::string_view s);
+checkpoint_policy parse_checkpointing(std::string_view s);
+
+struct training_setup {
+  model_spec model;
+  std::int64_t seq_len = 0;
+  precision prec = precision::bf16_mixed;
+  optimizer_kind optimizer = optimizer_kind::adamw;
+  attention_impl attention = attention_impl::flash;
+  checkpoint_policy checkpointing = checkpoint_policy::automatic;
+  int zero_stage = 0;
+  int world_size = 1;
+  int lora_rank = 0;  // 0: full fine-tuning
+  std::optional<std::int64_t> global_batch;
+  double safety_margin = 0.05;  // share of the GPU's memory kept free
+  std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
+};
+
+// Throws usage_error naming the bad field (sequence longer than the model's
+// positions, ZeRO stage, world size, LoRA rank...).
+void validate(const training_setup& s);
+
+// Every term of the training memory, per GPU.
+struct memory_breakdown {
+  std::int64_t parameters = 0;
+  std::int64_t trainable_parameters = 0;
+  std::int64_t weights_bytes = 0;
+  std::int64_t gradients_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  // torch.autocast's cached 16-bit copies of the fp32 linear weights: alive
+  // from the forward until each layer's backward (only the LM head's copy
+  // is left in backward with checkpointing, whose recompute casts anew).
+  std::int64_t autocast_weight_copies_bytes = 0;
+  std::int64_t lm_head_copy_bytes = 0;
+  std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
+  std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
+  std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
+  std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
+  std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
+  std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
+  std::int64_t cuda_context_bytes = 0;
+  // max_memory_reserved over max_memory_allocated: the caching allocator's
+  // rounding and fragmentation, which the tensors alone cannot tell.
+  double allocator_overhead = 0;       // without checkpointing
+  double allocator_overhead_ckpt = 0;  // with checkpointing (recompute fragments more)
+  std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  std::int64_t per_sample_bytes(bool checkpointing) const;
+  // The phase of the step whose allocated bytes peak: "forward", "loss
+  // backward", "recompute" or "optimizer step".
+  std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
+  // What torch.cuda.max_memory_allocated would report.
+  std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
+  // What must fit in the GPU: allocated, the allocator's slack, and the CUDA context.
+  std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing) const;
+};
+
+memory_breakdown estimate_memory(const training_setup& s);
+
+// One GEMM of the training step, as the framework runs it.
+struct step_gemm {
+  std::string name;  // "layers.q_proj forward"
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::int64_t count = 1;  // how many times per step (layers)
+  double flop_scale = 1;   // 0.5 for causal flash attention, which skips masked blocks
+};
+std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t micro_batch, bool checkpointing);
+
+struct step_time {
+  double gemm_ms = 0;
+  double memory_bound_ms = 0;  // norms, activations, softmax, loss: bytes over bandwidth
+  double launch_ms = 0;        // per-kernel overhead of an eager framework
+  double optimizer_ms = 0;     // once per global step
+  double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
+  double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
+  double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
+  double kernels = 0;             // kernel launches per micro-step
+  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + gather_ms; }
+};
+// The time of one GEMM in microseconds: measured on the GPU, or predicted.
+using gemm_time_fn = std::function<double(const gemm_problem&)>;
+// Rates of the device's memory-bound work timed on it (measured mode); the
+// calibrated constants stand in for what is missing.
+struct device_rates {
+  std::optional<double> copy_bandwidth_gbs;  // device-to-device copy: 2 x bytes / time
+  std::optional<double> launch_floor_us;     // back-to-back tiny launches, per launch
+};
+// The GEMMs' dtype for a precision (fp32 runs f32: PyTorch's default has no TF32).
+dtype gemm_dtype(precision p);
+
+// GEMMs from gemm_time (predict_library_gemm when empty: a cuBLAS-like
+// efficiency against the roofs), the rest from bytes over bandwidth.
+step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t micro_batch, bool checkpointing,
+                       const gemm_time_fn& gemm_time = {}, const device_rates& rates = {});
+
+struct batch_candidate {
+  std::int64_t micro_batch = 0;
+  bool checkpointing = false;
+  std::int64_t peak_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;
+  std::string peak_phase;  // the phase of the step whose allocation peaks
+  bool fits = false;
+  std::int64_t grad_accum_steps = 1;
+  std::int64_t effective_global_batch = 0;
+  bool exact_global_batch = true;
+  step_time time;
+  bool measured = false;  // GEMM times measured on the GPU (only candidates that fit are run)
+  double step_ms = 0;  // one micro-batch, optimizer amortised over accumulation
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+};
+
+struct batch_plan {
+  training_setup setup;
+  device_spec device;
+  std::string mode = "predicted";
+  memory_breakdown memory;
+  std::int64_t memory_budget_bytes = 0;
+  std::int64_t max_micro_batch_no_ckpt = 0;
+  std::int64_t max_micro_batch_ckpt = 0;
+  std::vector<batch_candidate> candidates;
+  std::optional<std::size_t> recommended;
+  std::vector<std::string> notes;        // why the recommendation is what it is
+  std::vector<std::string> suggestions;  // when nothing fits: what would
+  device_rates rates;                     // what was timed on the device
+};
+
+// With gemm_time, the step GEMMs are timed by it and the plan's mode is "measured".
+// Rates, when given, replace the datasheet bandwidth and the fitted launch cost.
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time = {},
+                      const device_rates& rates = {});
+
+nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
+
+}  // namespace tiletune

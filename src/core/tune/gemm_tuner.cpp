@@ -1,0 +1,400 @@
+#include "core/tune/gemm_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/compile/kernel_templates.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/measure/measurement.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/version.hpp"
+
+namespace tiletune {
+
+std::string_view to_string(variant_status s) {
+  switch (s) {
+    case variant_status::ok: return "ok";
+    case variant_status::pruned: return "pruned";
+    case variant_status::compile_error: return "compile_error";
+    case variant_status::resource_limit: return "resource_limit";
+    case variant_status::launch_error: return "launch_error";
+    case variant_status::incorrect: return "incorrect";
+    case variant_status::timeout: return "timeout";
+    case variant_status::skipped: return "skipped";
+  }
+  return "?";
+}
+
+compile_job make_compile_job(const tile_config& c, dtype t, layout l, const device_spec& d) {
+  compile_job job;
+  job.name = c.id();
+  job.source = render_kernel_source(c, t, l);
+  job.arch = d.compile_arch();
+  // wgmma, TMA and setmaxnreg need the architecture-specific target.
+  if (c.family == kernel_family::wgmma) job.arch = "sm_90a";
+  job.options = {"-std=c++17", "--ptxas-options=-v"};
+  return job;
+}
+
+std::vector<std::string> kernel_debug_options(const std::string& level) {
+  if (level.empty()) return {};
+  if (level == "lineinfo") return {"-lineinfo"};
+  if (level == "full") return {"-G"};
+  throw usage_error(fmt::format("--kernel-debug {} is invalid: lineinfo (source lines, the same code) or full "
+                                "(-G, unoptimized)",
+                                level));
+}
+
+void check_fits_memory(const gemm_problem& p, const device_spec& d) {
+  const std::int64_t bytes = p.operand_bytes();
+  if (d.memory_bytes > 0 && bytes > d.memory_bytes) {
+    throw usage_error(fmt::format(
+        "{} needs {:.1f} GiB for A, B and C, more than the {:.1f} GiB of the {}", p.describe(),
+        static_cast<double>(bytes) / (1 << 30), static_cast<double>(d.memory_bytes) / (1 << 30),
+        d.name));
+  }
+}
+
+gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
+                    const plan_options& options) {
+  validate(p);
+  gemm_plan plan;
+  plan.problem = p;
+  plan.device = d;
+  plan.compiler_version = compiler.version();
+
+  std::vector<compile_job> jobs;
+  std::vector<std::size_t> job_variant;
+  const std::vector<std::string> debug_options = kernel_debug_options(options.kernel_debug);
+  if (!debug_options.empty())
+    plan.notes.push_back(fmt::format("kernels built for debugging ({}): their speed is not the release build's",
+                                     debug_options.front()));
+  for (kernel_family f : families_for(p.type)) {
+    for (const tile_config& c : problem_search_space(f, p, d)) {
+      if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
+        continue;
+      variant_result v;
+      v.config = c;
+      v.smem_bytes = c.smem_bytes(p.type, p.layout);
+      if (auto broken = check_constraints(c, p, d)) {
+        v.status = variant_status::pruned;
+        v.constraint = broken->constraint;
+        v.reason = broken->message;
+      } else {
+        jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+        jobs.back().options.insert(jobs.back().options.end(), debug_options.begin(), debug_options.end());
+        job_variant.push_back(plan.variants.size());
+      }
+      plan.variants.push_back(std::move(v));
+    }
+  }
+
+  if (!options.only.empty()) {
+    for (const auto& id : options.only) {
+      const bool known = std::any_of(plan.variants.begin(), plan.variants.end(),
+                                     [&](const variant_result& v) { return v.config.id() == id; });
+      if (!known)
+        throw usage_error(fmt::format("--only {}: no variant of that name in the {} search space", id,
+                                      to_string(p.type)));
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto compiled = compile_all(compiler, jobs, options.jobs, options.progress);
+  plan.compile_wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+
+  for (std::size_t j = 0; j < compiled.size(); ++j) {
+    variant_result& v = plan.variants[job_variant[j]];
+    compiled_kernel& k = compiled[j];
+    v.compiled = k.ok;
+    v.from_cache = k.from_cache;
+    v.compile_ms = k.compile_ms;
+    ++plan.compiled;
+    if (k.from_cache) ++plan.cache_hits;
+    if (!k.ok) {
+      v.status = variant_status::compile_error;
+      v.reason = "NVRTC could not compile it";
+      v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
+      continue;
+    }
+    v.resources = k.resources;
+    v.cubin = std::move(k.cubin);
+    v.smem_bytes += k.resources.static_smem_bytes;
+    v.occupancy = estimate_occupancy(d, v.config.threads(), k.resources.registers, v.smem_bytes);
+    if (k.resources.spill_bytes() > 0) {
+      v.status = variant_status::resource_limit;
+      v.constraint = "spills";
+      v.reason = fmt::format("spills registers: {} bytes stored, {} loaded",
+                             k.resources.spill_store_bytes, k.resources.spill_load_bytes);
+    } else if (!k.resources.from_ptxas_report && k.resources.stack_bytes > 0) {
+      // No report to split it: local memory is spills or a local array, both rejected.
+      v.status = variant_status::resource_limit;
+      v.constraint = "local_memory";
+      v.reason = fmt::format("uses {} bytes of local memory per thread (spills or a local array)",
+                             k.resources.stack_bytes);
+    } else if (v.occupancy.blocks_per_sm == 0) {
+      v.status = variant_status::resource_limit;
+      v.constraint = "occupancy";
+      v.reason = fmt::format("cannot be resident: {} registers x {} threads, {} bytes of shared memory",
+                             k.resources.registers, v.config.threads(), v.smem_bytes);
+    } else {
+      v.status = variant_status::ok;
+      v.predicted = predict(d, p, v.config, v.occupancy);
+    }
+  }
+
+  // Best first; among equal predictions, the variant that asks for less.
+  auto cost = [](const variant_result& v) {
+    return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 +
+           static_cast<double>(v.smem_bytes);
+  };
+  std::stable_sort(plan.variants.begin(), plan.variants.end(),
+                   [&](const variant_result& a, const variant_result& b) {
+                     const bool aok = a.status == variant_status::ok;
+                     const bool bok = b.status == variant_status::ok;
+                     if (aok != bok) return aok;
+                     if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
+                     if (a.predicted.time_us != b.predicted.time_us)
+                       return a.predicted.time_us < b.predicted.time_us;
+                     return cost(a) < cost(b);
+                   });
+  int rank = 0;
+  for (auto& v : plan.variants) {
+    if (v.status == variant_status::ok) v.rank = ++rank;
+  }
+  if (rank > 0) plan.recommended = 0;
+  return plan;
+}
+
+nlohmann::json triton_config(const tile_config& c, dtype) {
+  nlohmann::json j = {{"BLOCK_M", c.block_m},
+                      {"BLOCK_N", c.block_n},
+                      {"BLOCK_K", c.block_k},
+                      // Triton counts the compute warps; wgmma's producer warpgroup is extra.
+                      {"num_warps", c.family == kernel_family::wgmma ? 4 * c.consumers : c.threads() / 32},
+                      {"num_stages", c.stages}};
+  // The Triton tutorial's matmul names: SPLIT_K slices of K (partials summed),
+  // GROUP_SIZE_M block rows walked together; along N, the same with N.
+  if (c.split_k > 1) j["SPLIT_K"] = c.split_k;
+  if (c.raster_group > 0) j[c.raster_along_n ? "GROUP_SIZE_N" : "GROUP_SIZE_M"] = c.raster_group;
+  if (c.cluster_m * c.cluster_n > 1) j["num_ctas"] = c.cluster_m * c.cluster_n;
+  return j;
+}
+
+std::string triton_summary(const tile_config& c, dtype t) {
+  const nlohmann::json j = triton_config(c, t);
+  std::string out;
+  for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "GROUP_SIZE_M", "GROUP_SIZE_N", "num_warps",
+                        "num_stages", "num_ctas"})
+    if (j.contains(k)) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, j[k].get<int>());
+  return out;
+}
+
+std::string cutlass_shape(const tile_config& c, dtype t) {
+  if (c.family == kernel_family::simt) {
+    return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m,
+                       c.block_n, c.block_k, c.threads(), c.thread_m, c.thread_n);
+  }
+  const int k = element_bytes(t) == 2 ? 16 : 8;
+  if (c.family == kernel_family::wgmma) {
+    // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments.
+    const std::string raster = c.raster_group > 0 ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}",
+                                                                c.raster_along_n ? "AlongN" : "AlongM", c.raster_group)
+                                                  : "";
+    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}",
+                       c.block_m, c.block_n, c.block_k, c.cluster_m, c.cluster_n,
+                       c.consumers == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
+                       c.stages, raster);
+  }
+  // CUTLASS 2: split-K with the partials reduced by the last block of a tile is
+  // the serial split-K mode; grouped rasterization a threadblock swizzle.
+  std::string extra;
+  if (c.split_k > 1) extra += fmt::format(", SplitKSerial, split_k_slices {}", c.split_k);
+  if (c.raster_group > 0)
+    extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})", c.raster_group,
+                         c.raster_along_n ? "N" : "M");
+  return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
+                     "stages {}{}",
+                     c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k,
+                     k, c.stages, extra);
+}
+
+namespace {
+
+nlohmann::json optional_number(double v, bool present) {
+  return present ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
+  const bool ok = v.status == variant_status::ok;
+  const bool measured = v.measured.has_value();
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  const double tflops =
+      measured && v.measured->timing.median_us > 0 ? plan.problem.flops() / (v.measured->timing.median_us * 1e6)
+                                                   : v.predicted.tflops;
+  nlohmann::json j = {
+      {"id", v.config.id()},
+      {"family", to_string(v.config.family)},
+      {"tile", tile_to_json(v.config)},
+      {"status", to_string(v.status)},
+      {"rank", ok ? nlohmann::json(v.rank) : nlohmann::json(nullptr)},
+      {"resources",
+       {{"registers", v.compiled ? nlohmann::json(v.resources.registers) : nlohmann::json(nullptr)},
+        {"smem_bytes", v.smem_bytes},
+        {"spill_bytes", v.compiled ? nlohmann::json(v.resources.spill_bytes()) : nlohmann::json(nullptr)},
+        {"stack_bytes", v.compiled ? nlohmann::json(v.resources.stack_bytes) : nlohmann::json(nullptr)},
+        {"threads", v.config.threads()}}},
+      {"occupancy", v.compiled ? nlohmann::json{{"blocks_per_sm", v.occupancy.blocks_per_sm},
+                                                {"warps_per_sm", v.occupancy.warps_per_sm},
+                                                {"limited_by", v.occupancy.limited_by}}
+                               : nlohmann::json(nullptr)},
+      {"median_us", nullptr},
+      {"predicted_us", optional_number(v.predicted.time_us, v.predicted.time_us > 0)},
+      {"tflops", optional_number(tflops, ok)},
+      {"percent_of_peak", optional_number(100.0 * tflops / peak, ok && peak > 0)},
+      {"vs_reference", nullptr},
+      {"max_rel_error", nullptr},
+  };
+  if (measured) {
+    const auto& m = *v.measured;
+    if (m.timing.samples > 0) {
+      j["median_us"] = m.timing.median_us;
+      j["timing"] = to_json(m.timing);
+      j["timer"] = m.timer;
+      j["sm_clock_mhz"] = m.sm_clock_mhz ? nlohmann::json(*m.sm_clock_mhz) : nlohmann::json(nullptr);
+      if (plan.reference && plan.reference->timing.median_us > 0)
+        j["vs_reference"] = plan.reference->timing.median_us / m.timing.median_us;
+    }
+    if (m.verified) {
+      j["max_rel_error"] = optional_number(m.error.max_rel_error, std::isfinite(m.error.max_rel_error));
+      j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
+      j["error_bound"] = error_bound(plan.problem.type);
+    }
+    j["memory_bytes"] = plan.problem.operand_bytes() + launch_shape_for(v.config, plan.problem).workspace_bytes;
+  }
+  // Split-K's fp32 partials: device memory beyond the operands.
+  if (const auto ws = launch_shape_for(v.config, plan.problem).workspace_bytes; ws > 0)
+    j["resources"]["workspace_bytes"] = ws;
+  if (ok && v.predicted.time_us > 0) {
+    j["model"] = {{"compute_us", v.predicted.compute_us},
+                  {"memory_us", v.predicted.memory_us},
+                  {"bound", v.predicted.bound},
+                  {"blocks", v.predicted.blocks},
+                  {"waves", v.predicted.waves},
+                  {"wave_efficiency", v.predicted.wave_efficiency},
+                  {"tile_efficiency", v.predicted.tile_efficiency}};
+  }
+  if (v.compiled || v.status == variant_status::compile_error)
+    j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};
+  if (!v.constraint.empty()) j["constraint"] = v.constraint;
+  if (!v.reason.empty()) j["reason"] = v.reason;
+  if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
+  if (!v.search_stage.empty()) j["search_stage"] = v.search_stage;
+  if (v.search_stage == "not_timed") {  // measured mode: no measured figure, and no predicted one in its place
+    j["tflops"] = nullptr;
+    j["percent_of_peak"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
+  nlohmann::json j;
+  j["problem"] = to_json(plan.problem);
+  j["problem"]["flops"] = plan.problem.flops();
+  j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
+  j["reference"] = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
+  if (plan.mode == "predicted") j["reference"]["note"] = "not measured: predicted mode runs no kernel";
+  if (plan.reference) {
+    const auto& r = *plan.reference;
+    if (r.status == "ok" && r.timing.median_us > 0) {
+      j["reference"]["median_us"] = r.timing.median_us;
+      j["reference"]["tflops"] = plan.problem.flops() / (r.timing.median_us * 1e6);
+      j["reference"]["timing"] = to_json(r.timing);
+      j["reference"]["algorithm"] = r.algorithm;
+      j["reference"]["timer"] = r.timer;
+      if (r.sm_clock_mhz) j["reference"]["sm_clock_mhz"] = *r.sm_clock_mhz;
+      if (plan.reference_first_us) {
+        j["reference"]["first_median_us"] = *plan.reference_first_us;
+        j["reference"]["note"] =
+            "timed back to back with the recommended variant, same budget; first_median_us: before the search";
+      }
+    } else {
+      j["reference"]["note"] = "cuBLASLt could not be timed: " + r.message;
+    }
+  }
+  if (plan.mode == "measured") {
+    j["memory"] = {{"peak_device_bytes", plan.peak_device_bytes}, {"operand_bytes", plan.problem.operand_bytes()}};
+    j["notes"] = plan.notes;
+  }
+  if (plan.search) j["search"] = to_json(*plan.search);
+  if (plan.mode != "measured" && !plan.notes.empty()) j["notes"] = plan.notes;
+  j["compile"] = {{"arch", plan.device.compile_arch()},
+                  {"variants_compiled", plan.compiled},
+                  {"cache_hits", plan.cache_hits},
+                  {"wall_ms", plan.compile_wall_ms}};
+  constexpr int statuses = variant_status_count;
+  std::size_t counts[statuses] = {};
+  j["variants"] = nlohmann::json::array();
+  for (const auto& v : plan.variants) {
+    ++counts[static_cast<int>(v.status)];
+    if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
+  }
+  if (plan.variants.size() > max_variants)  // the rest are counted in summary, not listed
+    j["variants_listed"] = {{"listed", j["variants"].size()}, {"of", plan.variants.size()}, {"by", "--top"}};
+  nlohmann::json summary = nlohmann::json::object();
+  for (int s = 0; s < statuses; ++s)
+    summary[std::string(to_string(static_cast<variant_status>(s)))] = counts[s];
+  j["summary"] = summary;
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    const auto vj = variant_json(v, plan);
+    j["recommendation"] = {
+        {"id", v.config.id()},
+        {"family", to_string(v.config.family)},
+        {"tile", tile_to_json(v.config)},
+        {"tflops", vj["tflops"]},
+        {"percent_of_peak", vj["percent_of_peak"]},
+        {"predicted_us", vj["predicted_us"]},
+        {"median_us", vj["median_us"]},
+        {"vs_reference", vj["vs_reference"]},
+        {"triton", triton_config(v.config, plan.problem.type)},
+        {"cutlass", cutlass_shape(v.config, plan.problem.type)},
+        {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
+                                           : "measured"},
+    };
+    if (v.measured) j["recommendation"]["noise"] = v.measured->timing.spread;
+  } else {
+    j["recommendation"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+                             const std::string& compiler_version, const run_info& run) {
+  nlohmann::json j;
+  j["schema"] = schema;
+  j["tool"] = {{"name", "tiletune"},
+               {"version", tool_version},
+               {"commit", source_commit()},
+               {"nvrtc", compiler_version},
+               {"command_line", run.command_line},
+               {"date", run.date_utc}};
+  j["device"] = to_json(device);
+  j["mode"] = mode;
+  return j;
+}
+
+nlohmann::json to_json(const gemm_plan& plan, const run_info& run) {
+  nlohmann::json j = result_header("tiletune.gemm/1", plan.device, plan.mode, plan.compiler_version, run);
+  j.update(result_body(plan, plan.variants.size()));
+  return j;
+}
+
+}  // namespace tiletune

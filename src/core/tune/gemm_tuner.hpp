@@ -1,0 +1,116 @@
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/device/device_spec.hpp"
+#include "core/compile/kernel_compiler.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/tune/perf_model.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/tune/search/search_strategy.hpp"
+#include "core/gemm/tile_config.hpp"
+
+namespace tiletune {
+
+// Every variant ends in one of these; none of them stops the run.
+enum class variant_status {
+  ok,              // compiled and fits (predicted mode), or verified and timed (measured)
+  pruned,          // broke a named constraint before compilation
+  compile_error,   // NVRTC rejected it; the log travels with it
+  resource_limit,  // compiled, but spills registers or cannot be resident on an SM
+  launch_error,
+  incorrect,
+  timeout,
+  skipped,         // not run: its family was suspended after a timeout or launch error (the reason names it)
+};
+// How many statuses there are (skipped is the last): for tallies indexed by status.
+inline constexpr int variant_status_count = static_cast<int>(variant_status::skipped) + 1;
+std::string_view to_string(variant_status s);
+
+struct variant_result {
+  tile_config config;
+  variant_status status = variant_status::pruned;
+  std::string constraint;  // the broken constraint, when pruned or resource_limit
+  std::string reason;      // a sentence for the user, when not ok
+  std::string compile_log;
+  bool compiled = false;
+  bool from_cache = false;
+  double compile_ms = 0;
+  kernel_resources resources;
+  std::int64_t smem_bytes = 0;  // dynamic (the tile's buffers) plus static
+  occupancy_estimate occupancy;
+  prediction predicted;
+  std::string cubin;  // kept for launching; not in the JSON
+  int rank = 0;       // 1 = best among ok; 0 when not ok
+  std::optional<measure_response> measured;  // measured mode
+  std::string search_stage;  // measured mode: the deepest search stage that timed it, or "not_timed"
+};
+
+struct gemm_plan {
+  gemm_problem problem;
+  device_spec device;
+  std::string mode = "predicted";
+  std::string compiler_version;
+  std::vector<variant_result> variants;  // ok ones first, best first
+  std::optional<std::size_t> recommended;
+  double compile_wall_ms = 0;
+  std::size_t compiled = 0;
+  std::size_t cache_hits = 0;
+  // Measured mode:
+  std::optional<measure_response> reference;  // cuBLASLt, timed like the variants
+  // cuBLASLt's first timing, before the search, when `reference` is the later
+  // one timed back to back with the recommended variant.
+  std::optional<double> reference_first_us;
+  std::int64_t peak_device_bytes = 0;
+  std::vector<std::string> notes;
+  std::optional<search_report> search;  // measured mode: which strategy ran and what each stage cost
+};
+
+struct plan_options {
+  int jobs = 1;
+  compile_progress progress;
+  std::vector<std::string> only;  // variant ids to keep; empty keeps all
+  // Debug builds for cuda-gdb and compute-sanitizer: "lineinfo" (source lines
+  // in the SASS, the same code) or "full" (-G: device debug, unoptimized).
+  std::string kernel_debug;
+};
+// The NVRTC options of a --kernel-debug level; throws usage_error naming a bad one.
+std::vector<std::string> kernel_debug_options(const std::string& level);
+
+// The NVRTC job of one variant on one device.
+compile_job make_compile_job(const tile_config& c, dtype t, layout l, const device_spec& d);
+
+// Throws usage_error when A, B and C cannot fit the device's memory together.
+void check_fits_memory(const gemm_problem& p, const device_spec& d);
+
+// Enumerate, prune by constraints, compile (in parallel), prune by resources,
+// predict and rank. No GPU is needed.
+gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
+                    const plan_options& options);
+
+struct run_info {
+  std::string command_line;
+  std::string date_utc;  // ISO 8601
+};
+
+// The contract's JSON (schema tiletune.gemm/1).
+nlohmann::json to_json(const gemm_plan& plan, const run_info& run);
+// The parts of it that belong to one problem (problem, reference, variants up
+// to max_variants, summary, recommendation), for suites.
+nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants);
+// schema, tool, device and mode.
+nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+                             const std::string& compiler_version, const run_info& run);
+
+// The recommended tile in the words of other tools.
+nlohmann::json triton_config(const tile_config& c, dtype t);
+// triton_config as one line of KEY=VALUE, every key present.
+std::string triton_summary(const tile_config& c, dtype t);
+std::string cutlass_shape(const tile_config& c, dtype t);
+
+}  // namespace tiletune

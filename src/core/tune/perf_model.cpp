@@ -1,0 +1,169 @@
+#include "core/tune/perf_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tiletune {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+constexpr double launch_overhead_us = 3.0;
+// DRAM latency under load, for Little's law: the bytes a block keeps in flight
+// (its pipeline's loads) over this latency is the bandwidth it can draw. An
+// assumption of the model (H100/A100 loaded latency is about 0.6 to 1 us).
+constexpr double dram_latency_us = 1.0;
+}  // namespace
+
+double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
+  // Shared memory serves 128 bytes per clock per SM. A thread (simt) or warp
+  // (mma) tile reads its A and B slices from it for every k-step; a small
+  // tile reads more bytes per flop and waits on shared memory, not the ALUs.
+  constexpr double smem_bytes_per_clock = 128;
+  const double clock_hz = d.boost_clock_mhz * 1e6;
+  if (clock_hz <= 0 || rate_per_sm <= 0) return 1;
+  const double flops_per_clock = rate_per_sm / clock_hz;
+  double flops = 0, bytes = 0;
+  if (c.family == kernel_family::simt) {
+    flops = 2.0 * c.thread_m * c.thread_n;  // per thread and k
+    bytes = 4.0 * (c.thread_m + c.thread_n);
+  } else {
+    const double k = element_bytes(t) == 2 ? 16 : 8;
+    flops = 2.0 * c.warp_tile_m() * c.warp_tile_n() * k;  // per warp and k-step
+    bytes = (c.warp_tile_m() + c.warp_tile_n()) * k * element_bytes(t);
+  }
+  if (bytes <= 0) return 1;
+  return std::min(1.0, (flops / flops_per_clock) / (bytes / smem_bytes_per_clock));
+}
+
+occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int registers,
+                                      std::int64_t smem_bytes) {
+  occupancy_estimate o;
+  if (threads <= 0) return o;
+  const int warps = (threads + 31) / 32;
+  const int regs_per_warp =
+      static_cast<int>(ceil_div(std::max(registers, 1) * 32, d.register_alloc_unit)) *
+      d.register_alloc_unit;
+  const int by_regs = registers > d.max_registers_per_thread
+                          ? 0
+                          : (d.registers_per_sm / regs_per_warp) / warps;
+  const int by_smem = smem_bytes > d.smem_per_block_optin_bytes
+                          ? 0
+                          : static_cast<int>(d.smem_per_sm_bytes /
+                                             (smem_bytes + d.smem_reserved_per_block_bytes));
+  const int by_threads = d.max_threads_per_sm / threads;
+  const int by_blocks = d.max_blocks_per_sm;
+  o.blocks_per_sm = by_blocks;
+  o.limited_by = "blocks";
+  auto take = [&](int v, const char* why) {
+    if (v < o.blocks_per_sm) {
+      o.blocks_per_sm = v;
+      o.limited_by = why;
+    }
+  };
+  take(by_threads, "threads");
+  take(by_smem, "shared_memory");
+  take(by_regs, "registers");
+  o.warps_per_sm = o.blocks_per_sm * warps;
+  return o;
+}
+
+double family_efficiency(kernel_family f, int compute_capability) {
+  if (f == kernel_family::simt) return 0.85;
+  // wgmma: an assumption (cuBLAS's Hopper kernels run near 0.75 of the dense
+  // peak on large squares) to calibrate once the family has run on a GPU.
+  if (f == kernel_family::wgmma) return 0.75;
+  // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma;
+  // on Ampere and Ada it is the native path.
+  return compute_capability >= 90 ? 0.63 : 0.85;
+}
+
+prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                   const occupancy_estimate& occ, double efficiency) {
+  prediction r;
+  if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
+  const std::int64_t tiles_m = ceil_div(p.m, c.block_m);
+  const std::int64_t tiles_n = ceil_div(p.n, c.block_n);
+  const std::int64_t k_padded = ceil_div(p.k, c.block_k) * c.block_k;
+  // Split-K: split_k blocks per tile, each over its share of the k-tiles.
+  const std::int64_t split = std::max(1, c.split_k);
+  const std::int64_t k_per_block = ceil_div(ceil_div(p.k, c.block_k), split) * c.block_k;
+  r.blocks = tiles_m * tiles_n * p.batch * split;
+  r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
+                      (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
+
+  // Compute: each SM runs its share of blocks at the family's attainable rate,
+  // lowered when too few warps are resident to hide latency, and for a
+  // two-stage pipeline that exposes part of each load.
+  const double warps = occ.warps_per_sm;
+  double rate_per_sm = d.peak_tflops(p.type) * 1e12 / d.sm_count *
+                       (efficiency > 0 ? efficiency : family_efficiency(c.family, d.compute_capability));
+  rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
+  if (c.family == kernel_family::mma && c.stages < 3) rate_per_sm *= 0.9;
+  rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
+  const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
+  const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
+  const std::int64_t full_waves = r.blocks / resident;
+  const std::int64_t rest = r.blocks % resident;
+  const double blocks_on_busiest_sm =
+      static_cast<double>(full_waves * occ.blocks_per_sm + ceil_div(rest, d.sm_count));
+  r.compute_us = blocks_on_busiest_sm * flops_per_block / rate_per_sm * 1e6;
+  r.waves = static_cast<double>(r.blocks) / resident;
+  r.wave_efficiency =
+      static_cast<double>(r.blocks) / (blocks_on_busiest_sm * d.sm_count);
+
+  // Memory: DRAM moves each operand once (C twice when beta reads it); L2
+  // serves every block its A and B panels. A larger tile reads less per flop:
+  // that is its arithmetic intensity against the memory roof. Split-K writes
+  // and reads back fp32 partials of every tile.
+  const double eb = element_bytes(p.type);
+  const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
+  // (rows past M are neither written nor read).
+  const double partial_bytes =
+      split > 1 ? 2.0 * static_cast<double>(p.m * tiles_n * p.batch * split) * c.block_n * 4 : 0.0;
+  const double dram_bytes =
+      (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
+       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch + partial_bytes;
+  const double l2_bytes = static_cast<double>(r.blocks) * (c.block_m + c.block_n) * k_per_block * eb +
+                          c_passes * static_cast<double>(p.m) * p.n * eb * p.batch + partial_bytes;
+  // Few blocks cannot keep enough loads in flight to draw the full DRAM
+  // bandwidth: each has its pipeline's stages - 1 tiles in flight.
+  const double in_flight_per_block =
+      static_cast<double>(std::max(1, c.stages - 1)) * (c.block_m + c.block_n) * c.block_k * eb;
+  const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(r.blocks, resident));
+  const double drawable_gbs = concurrent_blocks * in_flight_per_block / (dram_latency_us * 1e-6) / 1e9;
+  const double dram_us = dram_bytes / (std::min(d.memory_bandwidth_gbs, drawable_gbs) * 1e9) * 1e6;
+  // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
+  const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
+  const double l2_us = l2_bytes / (d.l2_bandwidth_gbs * 1e9 * busy_sms / d.sm_count) * 1e6;
+  r.memory_us = std::max(dram_us, l2_us);
+
+  r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
+  r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
+  r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
+  return r;
+}
+
+prediction predict_library_gemm(const device_spec& d, const gemm_problem& p, double efficiency) {
+  prediction r;
+  if (d.sm_count <= 0) return r;
+  // Libraries pick smaller tiles for thin problems; 64 rows or columns at the least.
+  const std::int64_t tile_m = p.m >= 128 ? 128 : 64, tile_n = p.n >= 128 ? 128 : 64;
+  const std::int64_t tiles = ceil_div(p.m, tile_m) * ceil_div(p.n, tile_n) * p.batch;
+  const double waves = std::ceil(static_cast<double>(tiles) / d.sm_count);
+  const double tile_flops = 2.0 * tile_m * tile_n * static_cast<double>(p.k);
+  const double rate_per_sm = d.peak_tflops(p.type) * 1e12 * efficiency / d.sm_count;
+  r.blocks = tiles;
+  r.waves = static_cast<double>(tiles) / d.sm_count;
+  r.wave_efficiency = static_cast<double>(tiles) / (waves * d.sm_count);
+  r.compute_us = waves * tile_flops / rate_per_sm * 1e6;
+  const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
+  const double bytes = (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
+                        c_passes * static_cast<double>(p.m) * p.n) * element_bytes(p.type) * p.batch;
+  r.memory_us = bytes / (d.memory_bandwidth_gbs * 1e9) * 1e6;
+  r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
+  r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
+  r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
+  return r;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,42 @@
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/measure/gemm_measure.hpp"
+
+namespace tiletune {
+
+// A recorded measured result (tiletune.gemm/1 JSON) as a plan again: the
+// variants that compiled on the GPU with their resources, predicted afresh by
+// today's model, no cubins. What the search strategies are tested on.
+gemm_plan plan_from_recording(const nlohmann::json& result);
+
+// Answers like the GPU worker did in the recorded run: each request draws
+// samples around the recorded median with the recorded noise (a normal whose
+// p20-p80 width is the recorded spread, no faster than the recorded minimum),
+// under the same stopping rule as the worker (enough_samples) and the
+// request's own budget. Deterministic for a seed. Counts the simulated GPU time.
+class replay_backend : public measure_backend {
+ public:
+  replay_backend(const nlohmann::json& result, sampling_policy full, std::uint64_t seed = 1);
+  measure_response measure(const measure_request& request, const std::string& cubin) override;
+  double simulated_kernel_ms() const { return kernel_ms_; }  // warm-up and timed samples
+  std::size_t requests() const { return requests_; }
+
+ private:
+  struct recorded {
+    std::string status;
+    timing_stats timing;
+  };
+  std::map<std::string, recorded> variants_;
+  recorded reference_;
+  sampling_policy full_;
+  std::uint64_t seed_;
+  double kernel_ms_ = 0;
+  std::size_t requests_ = 0;
+};
+
+}  // namespace tiletune
