@@ -46,6 +46,7 @@ struct gemm_options {
     int jobs = 0;
     std::string cache_dir;
     bool no_cache = false;
+    bool compile_all = false;
     std::string kernel_debug;
   } compile;
   std::string suite;
@@ -263,6 +264,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   options.only = o.only;
   options.kernel_debug = o.compile.kernel_debug;
   options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
+  // An offline plan launches nothing: one program per tile and its rasterization copies, and only the
+  // variants the model says can still reach the table's --top rows. Every one where a GPU runs them,
+  // where --export needs their cubins, and for --only and --compile-all.
 
   // The model calibrated on this GPU model's measured results, where the database has some.
   std::optional<model_calibration> calibration;
@@ -275,6 +279,16 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
                                 db->file().string(), e.what()));
     }
+  }
+  if (!measure && o.export_dir.empty() && o.only.empty() && !o.compile.compile_all) {
+    options.selection = {.share_raster_copies = true, .keep = o.report.top, .ranking_time = {}};
+    // The bound follows the model the plan is finally ranked by.
+    if (calibration)
+      options.selection.ranking_time = [&, d = device.spec](const gemm_problem& p, const tile_config& c,
+                                                             const occupancy_estimate& occ) {
+        const auto r = calibrated_prediction(*calibration, d, p, c, occ);
+        return r ? r->time_us : predict(d, p, c, occ).time_us;
+      };
   }
   const run_info run{ctx.command_line, utc_now_iso()};
   nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
@@ -333,9 +347,15 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
       // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
       // (the calibrated one compresses the predictions, and the cut would then drop nothing).
-      if (!measure && calibration && apply_calibration(plan, *calibration))
-        plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
-                                         calibration->results, calibration->device_model, db->file().string()));
+      if (!measure && calibration) {
+        if (apply_calibration(plan, *calibration))
+          plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
+                                           calibration->results, calibration->device_model, db->file().string()));
+        else if (options.selection.ranking_time)
+          plan.notes.push_back(fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "
+                                           "variants to compile; none compiled has a calibrated figure",
+                                           calibration->results, calibration->device_model, db->file().string()));
+      }
       if (measure) {
         progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
                                   plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
@@ -462,6 +482,9 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "Build the kernels for cuda-gdb and compute-sanitizer: lineinfo (source lines, the same code) or "
                   "full (-G, unoptimized); such runs stay out of the tuning database");
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
+  cmd->add_flag("--compile-all", o->compile.compile_all,
+                "Offline plans: compile every variant, rasterization copies and those the model bounds out of the "
+                "--top best included (by default they are reported as pruned, constraint model_bound)");
   cmd->add_option("--export", o->export_dir,
                   "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
                   "ID.json (how to launch it); see below")

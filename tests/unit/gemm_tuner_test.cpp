@@ -1,5 +1,7 @@
 #include "core/tune/gemm_tuner.hpp"
 
+#include <mutex>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@ class replay_compiler : public kernel_compiler {
  public:
   std::string fail_id, spill_id, fat_id;
   std::vector<std::vector<std::string>> options_seen;
+  std::mutex mutex;
   compiled_kernel compile(const compile_job& job) override {
     compiled_kernel k;
     if (job.name == fail_id) {
@@ -28,6 +31,7 @@ class replay_compiler : public kernel_compiler {
     k.resources.registers = 128;
     if (job.name == spill_id) k.resources.spill_store_bytes = 8;
     if (job.name == fat_id) k.resources.registers = 300;
+    std::lock_guard lock(mutex);  // plan_gemm compiles on several threads
     options_seen.push_back(job.options);
     return k;
   }

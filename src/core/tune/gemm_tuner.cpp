@@ -104,49 +104,9 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  auto compiled = compile_all(compiler, jobs, options.jobs, options.progress);
+  compile_variants(plan, jobs, job_variant, compiler, options.jobs, options.progress, options.selection);
   plan.compile_wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-
-  for (std::size_t j = 0; j < compiled.size(); ++j) {
-    variant_result& v = plan.variants[job_variant[j]];
-    compiled_kernel& k = compiled[j];
-    v.compiled = k.ok;
-    v.from_cache = k.from_cache;
-    v.compile_ms = k.compile_ms;
-    ++plan.compiled;
-    if (k.from_cache) ++plan.cache_hits;
-    if (!k.ok) {
-      v.status = variant_status::compile_error;
-      v.reason = "NVRTC could not compile it";
-      v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
-      continue;
-    }
-    v.resources = k.resources;
-    v.cubin = std::move(k.cubin);
-    v.smem_bytes += k.resources.static_smem_bytes;
-    v.occupancy = estimate_occupancy(d, v.config.threads(), k.resources.registers, v.smem_bytes);
-    if (k.resources.spill_bytes() > 0) {
-      v.status = variant_status::resource_limit;
-      v.constraint = "spills";
-      v.reason = fmt::format("spills registers: {} bytes stored, {} loaded",
-                             k.resources.spill_store_bytes, k.resources.spill_load_bytes);
-    } else if (!k.resources.from_ptxas_report && k.resources.stack_bytes > 0) {
-      // No report to split it: local memory is spills or a local array, both rejected.
-      v.status = variant_status::resource_limit;
-      v.constraint = "local_memory";
-      v.reason = fmt::format("uses {} bytes of local memory per thread (spills or a local array)",
-                             k.resources.stack_bytes);
-    } else if (v.occupancy.blocks_per_sm == 0) {
-      v.status = variant_status::resource_limit;
-      v.constraint = "occupancy";
-      v.reason = fmt::format("cannot be resident: {} registers x {} threads, {} bytes of shared memory",
-                             k.resources.registers, v.config.threads(), v.smem_bytes);
-    } else {
-      v.status = variant_status::ok;
-      v.predicted = predict(d, p, v.config, v.occupancy);
-    }
-  }
 
   // Best first; among equal predictions, the variant that asks for less.
   auto cost = [](const variant_result& v) {
@@ -291,6 +251,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   }
   if (v.compiled || v.status == variant_status::compile_error)
     j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};
+  if (!v.same_program_as.empty()) j["compile"]["same_program_as"] = v.same_program_as;
   if (!v.constraint.empty()) j["constraint"] = v.constraint;
   if (!v.reason.empty()) j["reason"] = v.reason;
   if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;

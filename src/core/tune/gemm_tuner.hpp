@@ -9,6 +9,7 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/compile/kernel_compiler.hpp"
+#include "core/tune/compile_selection.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/tune/perf_model.hpp"
 #include "core/gemm/problem.hpp"
@@ -46,6 +47,7 @@ struct variant_result {
   occupancy_estimate occupancy;
   prediction predicted;
   std::string cubin;  // kept for launching; not in the JSON
+  std::string same_program_as;  // a rasterization copy that took this variant's compiled figures
   int rank = 0;       // 1 = best among ok; 0 when not ok
   std::optional<measure_response> measured;  // measured mode
   std::string search_stage;  // measured mode: the deepest search stage that timed it, or "not_timed"
@@ -78,6 +80,8 @@ struct plan_options {
   // Debug builds for cuda-gdb and compute-sanitizer: "lineinfo" (source lines
   // in the SASS, the same code) or "full" (-G: device debug, unoptimized).
   std::string kernel_debug;
+  // Which variants compile (default: every one); see compile_selection.hpp.
+  compile_selection selection;
 };
 // The NVRTC options of a --kernel-debug level; throws usage_error naming a bad one.
 std::vector<std::string> kernel_debug_options(const std::string& level);

@@ -148,17 +148,26 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
   return c;
 }
 
+std::optional<prediction> calibrated_prediction(const model_calibration& c, const device_spec& d,
+                                                const gemm_problem& p, const tile_config& config,
+                                                const occupancy_estimate& occ) {
+  const auto e = c.efficiency_for(config.family, p.type);
+  if (!e) return std::nullopt;
+  prediction r = predict(d, p, config, occ, *e);
+  const double scale = c.time_scale_for(config.family, p.type);
+  r.time_us *= scale;
+  r.compute_us *= scale;
+  r.memory_us *= scale;
+  r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
+  return r;
+}
+
 bool apply_calibration(gemm_plan& plan, const model_calibration& c) {
   bool applied = false;
   for (auto& v : plan.variants) {
     if (v.status != variant_status::ok) continue;
-    if (const auto e = c.efficiency_for(v.config.family, plan.problem.type)) {
-      v.predicted = predict(plan.device, plan.problem, v.config, v.occupancy, *e);
-      const double scale = c.time_scale_for(v.config.family, plan.problem.type);
-      v.predicted.time_us *= scale;
-      v.predicted.compute_us *= scale;
-      v.predicted.memory_us *= scale;
-      v.predicted.tflops = plan.problem.flops() / (v.predicted.time_us * 1e-6) / 1e12;
+    if (auto r = calibrated_prediction(c, plan.device, plan.problem, v.config, v.occupancy)) {
+      v.predicted = *r;
       applied = true;
     }
   }

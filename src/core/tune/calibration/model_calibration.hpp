@@ -30,6 +30,12 @@ struct model_calibration {
 // measured over predicted). Takes measured tiletune.gemm/1 results of one GPU model.
 model_calibration fit_calibration(const std::vector<nlohmann::json>& measured_results);
 
+// A variant's prediction under the calibration, or none where it has no
+// efficiency for the variant's family (the plain model stands).
+std::optional<prediction> calibrated_prediction(const model_calibration& c, const device_spec& d,
+                                                const gemm_problem& p, const tile_config& config,
+                                                const occupancy_estimate& occ);
+
 // Re-predicts a plan's ok variants with the fitted efficiencies and ranks them
 // again (the recommendation follows). Returns false when nothing applied.
 bool apply_calibration(gemm_plan& plan, const model_calibration& c);

@@ -1,0 +1,190 @@
+#include "core/tune/compile_selection.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/tune/gemm_tuner.hpp"
+#include "core/tune/perf_model.hpp"
+
+namespace tiletune {
+
+std::string program_key(const tile_config& c) {
+  tile_config base = c;
+  base.raster_group = 0;
+  base.raster_along_n = false;
+  return base.id();
+}
+
+namespace {
+double ranking_time_us(const compile_selection& how, const device_spec& d, const gemm_problem& p,
+                       const tile_config& c, const occupancy_estimate& occ) {
+  return how.ranking_time ? how.ranking_time(p, c, occ) : predict(d, p, c, occ).time_us;
+}
+}  // namespace
+
+double optimistic_time_us(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                          std::int64_t dynamic_smem_bytes, const compile_selection& how) {
+  // Registers: the block's BM x BN fp32 accumulators live in its registers
+  // (a variant that spills is not ok and never ranked), so no thread can have
+  // fewer than BM * BN / threads on average, and registers are allocated per
+  // thread alike (setmaxnreg only moves them between warps of the block).
+  // Shared memory: static shared memory only adds to the tile's own.
+  const int threads = std::max(1, c.threads());
+  const int min_registers = static_cast<int>((static_cast<std::int64_t>(c.block_m) * c.block_n + threads - 1) / threads);
+  const occupancy_estimate best = estimate_occupancy(d, threads, min_registers, dynamic_smem_bytes);
+  return ranking_time_us(how, d, p, c, best);
+}
+
+void assess_compiled(variant_result& v, compiled_kernel& k, const device_spec& d, const gemm_problem& p) {
+  v.compiled = k.ok;
+  v.from_cache = k.from_cache;
+  v.compile_ms = k.compile_ms;
+  if (!k.ok) {
+    v.status = variant_status::compile_error;
+    v.reason = "NVRTC could not compile it";
+    v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
+    return;
+  }
+  v.resources = k.resources;
+  v.cubin = std::move(k.cubin);
+  v.smem_bytes += k.resources.static_smem_bytes;
+  v.occupancy = estimate_occupancy(d, v.config.threads(), k.resources.registers, v.smem_bytes);
+  if (k.resources.spill_bytes() > 0) {
+    v.status = variant_status::resource_limit;
+    v.constraint = "spills";
+    v.reason = fmt::format("spills registers: {} bytes stored, {} loaded", k.resources.spill_store_bytes,
+                           k.resources.spill_load_bytes);
+  } else if (!k.resources.from_ptxas_report && k.resources.stack_bytes > 0) {
+    // No report to split it: local memory is spills or a local array, both rejected.
+    v.status = variant_status::resource_limit;
+    v.constraint = "local_memory";
+    v.reason = fmt::format("uses {} bytes of local memory per thread (spills or a local array)",
+                           k.resources.stack_bytes);
+  } else if (v.occupancy.blocks_per_sm == 0) {
+    v.status = variant_status::resource_limit;
+    v.constraint = "occupancy";
+    v.reason = fmt::format("cannot be resident: {} registers x {} threads, {} bytes of shared memory",
+                           k.resources.registers, v.config.threads(), v.smem_bytes);
+  } else {
+    v.status = variant_status::ok;
+    v.predicted = predict(d, p, v.config, v.occupancy);
+  }
+}
+
+namespace {
+
+// The keep-th best predicted time among the ok variants, or +inf while fewer are ok.
+double kth_best_us(const gemm_plan& plan, const compile_selection& how) {
+  const int keep = how.keep;
+  std::vector<double> times;
+  for (const auto& v : plan.variants)
+    if (v.status == variant_status::ok)
+      times.push_back(ranking_time_us(how, plan.device, plan.problem, v.config, v.occupancy));
+  if (keep <= 0 || times.size() < static_cast<std::size_t>(keep)) return std::numeric_limits<double>::infinity();
+  std::nth_element(times.begin(), times.begin() + (keep - 1), times.end());
+  return times[keep - 1];
+}
+
+}  // namespace
+
+void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std::vector<std::size_t>& job_variant,
+                      kernel_compiler& compiler, int threads, const compile_progress& progress,
+                      const compile_selection& how) {
+  const gemm_problem& p = plan.problem;
+  const device_spec& d = plan.device;
+  // Groups of jobs that compile to one program; the first job of each leads it.
+  std::vector<std::size_t> leaders;
+  std::vector<std::vector<std::size_t>> copies;  // per leader, the other jobs of its group
+  {
+    std::map<std::string, std::size_t> group_of;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const tile_config& c = plan.variants[job_variant[j]].config;
+      const std::string key = how.share_raster_copies ? program_key(c) : std::to_string(j);
+      const auto [it, fresh] = group_of.emplace(key, leaders.size());
+      if (fresh) {
+        leaders.push_back(j);
+        copies.emplace_back();
+      } else {
+        copies[it->second].push_back(j);
+      }
+    }
+  }
+  // Compile order: best case first when bounded (stable: the search space's order among equals).
+  std::vector<std::size_t> order(leaders.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> optimistic(leaders.size(), 0.0);
+  if (how.keep > 0) {
+    for (std::size_t g = 0; g < leaders.size(); ++g) {
+      const variant_result& v = plan.variants[job_variant[leaders[g]]];
+      optimistic[g] = optimistic_time_us(d, p, v.config, v.smem_bytes, how);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return optimistic[a] < optimistic[b]; });
+  }
+
+  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
+  std::size_t done = 0, cached = 0, bounded_variants = 0, shared = 0;
+  for (std::size_t at = 0; at < order.size();) {
+    const double bar = kth_best_us(plan, how);
+    if (how.keep > 0 && optimistic[order[at]] > bar) {
+      // Sorted by optimistic time: no group from here on can enter the best `keep`.
+      for (std::size_t r = at; r < order.size(); ++r) {
+        const std::size_t g = order[r];
+        std::vector<std::size_t> members = copies[g];
+        members.push_back(leaders[g]);
+        for (std::size_t j : members) {
+          variant_result& v = plan.variants[job_variant[j]];
+          v.status = variant_status::pruned;
+          v.constraint = "model_bound";
+          v.reason = fmt::format(
+              "not compiled: at best (every block it allows resident) the model gives it {:.1f} us, slower than the "
+              "{} best compiled variants (the {}th: {:.1f} us); --compile-all compiles it",
+              optimistic[g], how.keep, how.keep, bar);
+          ++bounded_variants;
+        }
+      }
+      if (progress) progress(done, done, cached);
+      break;
+    }
+    const std::size_t end = std::min(order.size(), at + round);
+    std::vector<compile_job> batch;
+    for (std::size_t r = at; r < end; ++r) batch.push_back(std::move(jobs[leaders[order[r]]]));
+    const std::size_t done_before = done, cached_before = cached;
+    auto results = compile_all(compiler, batch, threads, [&](std::size_t n, std::size_t, std::size_t hits) {
+      if (progress) progress(done_before + n, order.size(), cached_before + hits);
+    });
+    for (std::size_t r = at; r < end; ++r) {
+      const std::size_t g = order[r];
+      compiled_kernel& k = results[r - at];
+      ++done;
+      if (k.from_cache) ++cached;
+      for (std::size_t j : copies[g]) {
+        // The same program: its figures, no cubin (nothing launches an offline plan).
+        compiled_kernel same{k.ok, k.log, {}, k.resources, 0.0, k.from_cache, k.internal_failure};
+        variant_result& v = plan.variants[job_variant[j]];
+        assess_compiled(v, same, d, p);
+        v.same_program_as = plan.variants[job_variant[leaders[g]]].config.id();
+        ++shared;
+      }
+      assess_compiled(plan.variants[job_variant[leaders[g]]], k, d, p);
+    }
+    at = end;
+  }
+  plan.compiled += done;
+  plan.cache_hits += cached;
+  if (shared > 0)
+    plan.notes.push_back(fmt::format(
+        "{} rasterization copies took the registers and shared memory of their tile's compiled program (the block "
+        "order does not change the program; the measured path compiles each)",
+        shared));
+  if (bounded_variants > 0)
+    plan.notes.push_back(fmt::format(
+        "{} of {} variants not compiled: even at their best the model puts them behind the {} best compiled "
+        "(--compile-all compiles every one)",
+        bounded_variants, jobs.size(), how.keep));
+}
+
+}  // namespace tiletune

@@ -1,0 +1,239 @@
+// The bounded compile of an offline plan (core/tune/compile_selection) must
+// recommend, and rank in its top rows, exactly what compiling every variant
+// does. A replaying compiler stands in for NVRTC with made-up but varied
+// resources (registers, static shared memory, spills, compile errors), the
+// same for a tile and its rasterization copies, as the real compiler's are.
+#include "core/tune/compile_selection.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/gemm/gemm_suite.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/gemm_tuner.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+std::string program_of(const std::string& id);
+
+class varied_compiler : public kernel_compiler {
+ public:
+  std::atomic<int> compiles{0};  // plan_gemm compiles on several threads
+  std::map<std::string, int> accumulator_floor;  // per program, filled before planning
+  compiled_kernel compile(const compile_job& job) override {
+    ++compiles;
+    // The program, not the variant: the block order's suffix does not change it.
+    const std::string program = program_of(job.name);
+    const std::size_t h = std::hash<std::string>{}(program);
+    compiled_kernel k;
+    k.ok = h % 37 != 0;
+    if (!k.ok) {
+      k.log = "error: made up";
+      return k;
+    }
+    k.cubin = "cubin";
+    // At least the accumulators' share (as every compiled non-spilling kernel), up to 255.
+    const int floor = accumulator_floor.at(program);
+    k.resources.registers = floor + static_cast<int>(h % (256 - floor));
+    k.resources.static_smem_bytes = (h >> 8) % 3 == 0 ? 1024 : 0;
+    if ((h >> 12) % 23 == 0) k.resources.spill_store_bytes = 16;
+    return k;
+  }
+  std::string version() const override { return "varied 1"; }
+};
+
+std::string program_of(const std::string& id) { return std::regex_replace(id, std::regex("_g[0-9]+[mn]$"), ""); }
+
+// The compiler's register floor for every variant of p's search space.
+void prepare(varied_compiler& c, const gemm_problem& p, const device_spec& d) {
+  for (kernel_family f : families_for(p.type))
+    for (const tile_config& t : problem_search_space(f, p, d))
+      c.accumulator_floor[program_of(t.id())] = (t.block_m * t.block_n + t.threads() - 1) / t.threads();
+}
+
+struct top_rows {
+  std::vector<std::string> ids;
+  std::vector<double> times;
+};
+
+top_rows top(const gemm_plan& plan, int rows) {
+  top_rows t;
+  for (const auto& v : plan.variants) {
+    if (v.status != variant_status::ok || static_cast<int>(t.ids.size()) >= rows) continue;
+    t.ids.push_back(v.config.id());
+    t.times.push_back(v.predicted.time_us);
+  }
+  return t;
+}
+
+gemm_problem make(std::int64_t m, std::int64_t n, std::int64_t k, const char* type, const char* lay,
+                  std::int64_t batch = 1) {
+  gemm_problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.type = parse_dtype(type);
+  p.layout = parse_layout(lay);
+  return p;
+}
+
+std::vector<gemm_problem> problems() {
+  std::vector<gemm_problem> all;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(TILETUNE_SOURCE_DIR) /
+                                                               "profiles" / "suites"))
+    for (const auto& sp : load_suite(entry.path()).problems) all.push_back(sp.problem);
+  // The odd shapes of the other tests, each dtype.
+  for (const char* t : {"f32", "tf32", "f16", "bf16"}) {
+    all.push_back(make(1000, 3000, 777, t, "tn"));
+    all.push_back(make(17, 4099, 1023, t, "nt"));
+    all.push_back(make(333, 65, 4096, t, "nn", 3));
+    all.push_back(make(4096, 4096, 4096, t, "nt"));
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST(compile_selection, bounded_plans_recommend_and_rank_what_full_plans_do) {
+  const auto all = problems();
+  ASSERT_GT(all.size(), 20u);
+  int full_compiles = 0, bounded_compiles = 0;
+  for (const char* gpu : {"h100-sxm", "a100-sxm-80gb"}) {
+    const device_spec& d = find_preset(gpu);
+    for (const auto& p : all) {
+      for (int keep : {1, 10}) {
+        varied_compiler full_c, bounded_c;
+        prepare(full_c, p, d);
+        prepare(bounded_c, p, d);
+        plan_options full_o{2, {}, {}};
+        plan_options bounded_o{2, {}, {}};
+        bounded_o.selection = {.share_raster_copies = true, .keep = keep};
+        const gemm_plan full = plan_gemm(p, d, full_c, full_o);
+        const gemm_plan bounded = plan_gemm(p, d, bounded_c, bounded_o);
+        const std::string what = fmt::format("{} on {}, keep {}", p.describe(), gpu, keep);
+        ASSERT_EQ(full.recommended.has_value(), bounded.recommended.has_value()) << what;
+        const top_rows a = top(full, keep), b = top(bounded, keep);
+        EXPECT_EQ(a.ids, b.ids) << what;
+        EXPECT_EQ(a.times, b.times) << what;
+        EXPECT_EQ(full.variants.size(), bounded.variants.size()) << what;
+        EXPECT_LE(bounded_c.compiles, full_c.compiles) << what;
+        full_compiles += full_c.compiles;
+        bounded_compiles += bounded_c.compiles;
+        for (const auto& v : bounded.variants)
+          if (v.constraint == "model_bound") EXPECT_NE(v.reason.find("not compiled"), std::string::npos);
+      }
+    }
+  }
+  // The point of it: far fewer programs compiled.
+  EXPECT_LT(bounded_compiles * 2, full_compiles);
+}
+
+TEST(compile_selection, the_optimistic_time_never_exceeds_the_compiled_one) {
+  for (const char* gpu : {"h100-sxm", "a100-sxm-80gb", "rtx-4090"}) {
+    const device_spec* d = &find_preset(gpu);
+    int checked = 0;
+    for (const auto& p : problems()) {
+      for (kernel_family f : families_for(p.type)) {
+        for (const tile_config& c : problem_search_space(f, p, *d)) {
+          if (check_constraints(c, p, *d)) continue;
+          const std::int64_t smem = c.smem_bytes(p.type, p.layout);
+          const double best = optimistic_time_us(*d, p, c, smem);
+          const int floor = (c.block_m * c.block_n + c.threads() - 1) / c.threads();
+          for (int regs : {floor, floor + 7, floor + 40, 255}) {
+            if (regs > 255) continue;
+            const occupancy_estimate occ = estimate_occupancy(*d, c.threads(), regs, smem + 512);
+            if (occ.blocks_per_sm == 0) continue;
+            EXPECT_LE(best, predict(*d, p, c, occ).time_us) << c.id() << " " << p.describe() << " " << regs;
+            ++checked;
+          }
+        }
+      }
+    }
+    EXPECT_GT(checked, 1000) << gpu;
+  }
+}
+
+TEST(compile_selection, raster_copies_share_a_program_key_and_nothing_else_does) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = make(4096, 4096, 4096, "bf16", "nt");
+  std::map<std::string, std::vector<tile_config>> groups;
+  for (kernel_family f : families_for(p.type))
+    for (const tile_config& c : problem_search_space(f, p, d)) groups[program_key(c)].push_back(c);
+  int shared = 0;
+  for (const auto& [key, members] : groups) {
+    for (const auto& c : members) {
+      tile_config a = c, b = members.front();
+      a.raster_group = b.raster_group = 0;
+      a.raster_along_n = b.raster_along_n = false;
+      EXPECT_EQ(a, b) << key;  // only the block order differs within a group
+    }
+    shared += static_cast<int>(members.size()) - 1;
+  }
+  EXPECT_GT(shared, 20);
+}
+
+TEST(compile_selection, a_plan_that_shares_says_so_in_its_variants_and_notes) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = make(4096, 4096, 4096, "bf16", "nt");
+  varied_compiler c;
+  prepare(c, p, d);
+  plan_options o{2, {}, {}};
+  o.selection = {.share_raster_copies = true, .keep = 5};
+  const gemm_plan plan = plan_gemm(p, d, c, o);
+  int copies = 0, bounded = 0;
+  for (const auto& v : plan.variants) {
+    if (!v.same_program_as.empty()) {
+      ++copies;
+      EXPECT_NE(v.same_program_as, v.config.id());
+      EXPECT_TRUE(v.cubin.empty());
+    }
+    if (v.constraint == "model_bound") ++bounded;
+  }
+  EXPECT_GT(copies, 0);
+  EXPECT_GT(bounded, 0);
+  EXPECT_EQ(plan.notes.size(), 2u);
+  const nlohmann::json j = to_json(plan, run_info{"test", "2026-11-23T00:00:00Z"});
+  bool seen = false;
+  for (const auto& v : j["variants"])
+    if (v.contains("compile") && v["compile"].contains("same_program_as")) seen = true;
+  EXPECT_TRUE(seen);
+}
+
+// The plan is re-ranked by a calibrated model afterwards: the bound must use it.
+TEST(compile_selection, the_bound_follows_a_calibrated_model) {
+  model_calibration cal;
+  cal.efficiency = {{"mma/*", 0.95}, {"wgmma/*", 0.30}};  // turns the uncalibrated order around
+  cal.time_scale = {{"wgmma/*", 1.4}};
+  const device_spec& d = find_preset("h100-sxm");
+  for (const auto& p : problems()) {
+    varied_compiler full_c, bounded_c;
+    prepare(full_c, p, d);
+    prepare(bounded_c, p, d);
+    plan_options full_o{2, {}, {}};
+    plan_options bounded_o{2, {}, {}};
+    bounded_o.selection.share_raster_copies = true;
+    bounded_o.selection.keep = 3;
+    bounded_o.selection.ranking_time = [&](const gemm_problem& q, const tile_config& c, const occupancy_estimate& o) {
+      const auto r = calibrated_prediction(cal, d, q, c, o);
+      return r ? r->time_us : predict(d, q, c, o).time_us;
+    };
+    gemm_plan full = plan_gemm(p, d, full_c, full_o);
+    gemm_plan bounded = plan_gemm(p, d, bounded_c, bounded_o);
+    apply_calibration(full, cal);
+    apply_calibration(bounded, cal);
+    EXPECT_EQ(top(full, 3).ids, top(bounded, 3).ids) << p.describe();
+    EXPECT_EQ(top(full, 3).times, top(bounded, 3).times) << p.describe();
+  }
+}
