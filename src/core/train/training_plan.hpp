@@ -1,3 +1,6 @@
+// The batch planner's public interface: the training setup, the memory it
+// needs, the step time, the plan and its JSON. Implemented in training_setup,
+// training_memory, training_step, training_plan and training_plan_json (.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,0 +1,67 @@
+// --export: the chosen variants of a gemm run written to a folder as source,
+// cubin and launch JSON, and the exit code that says what could not be.
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/gemm_options.hpp"
+#include "core/errors.hpp"
+#include "core/report/kernel_export.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+// A variant that ran and failed (exit 1), as opposed to one that cannot run at all (exit 2).
+bool failed_on_the_gpu(variant_status s) {
+  return s == variant_status::incorrect || s == variant_status::launch_error || s == variant_status::timeout ||
+         s == variant_status::skipped;
+}
+
+}  // namespace
+
+int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<std::optional<gemm_plan>>& plans,
+                   const run_info& run) {
+  std::vector<export_file> files;
+  std::vector<std::string> written;
+  std::set<std::string> folders;
+  bool failed_on_gpu = false, cannot_run = false;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
+    const gemm_plan& plan = *plans[i];
+    std::string folder;
+    if (!o.suite.empty()) {
+      folder = export_folder_name(suite.problems[i].name);
+      if (!folders.insert(folder).second) folders.insert(folder += fmt::format("-{}", i + 1));
+      folder += "/";
+    }
+    const auto chosen = variants_to_export(plan, o.only);
+    if (chosen.empty()) {
+      for (const auto& v : plan.variants) failed_on_gpu |= failed_on_the_gpu(v.status);
+      cannot_run = true;
+      fmt::print(stderr, "tiletune: --export: nothing to export for {}: no variant is ok\n", plan.problem.describe());
+    }
+    for (const variant_result* v : chosen) {
+      if (v->status != variant_status::ok) {
+        (failed_on_the_gpu(v->status) ? failed_on_gpu : cannot_run) = true;
+        fmt::print(stderr, "tiletune: --export: {} is {} for {}{}; not exported\n", v->config.id(),
+                   to_string(v->status), plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason);
+        continue;
+      }
+      for (auto& f : export_variant(plan, *v, run)) {
+        f.name = folder + f.name;
+        written.push_back(f.name);
+        files.push_back(std::move(f));
+      }
+    }
+  }
+  if (!files.empty()) write_export(o.export_dir, files);
+  if (!o.report.quiet && !files.empty())
+    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", files.size() / 3,
+               files.size() == 3 ? "" : "s", o.export_dir, fmt::join(written, ", "));
+  return failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,75 @@
+// Internal to the gemm command: its options as the flags set them, and the
+// pieces that use them (running, the tables, --export).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/gemm/gemm_suite.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "core/tune/search/search_strategy.hpp"
+
+namespace tiletune::cli {
+
+struct gemm_options {
+  struct {
+    std::optional<std::int64_t> m, n, k;  // none: not given (a suite gives its own)
+    std::int64_t batch = 1;
+    // The users train LLMs: bf16, and nt is x @ W.T (a linear layer's forward).
+    std::string dtype = "bf16", layout = "nt";
+    double alpha = 1.0, beta = 0.0;
+  } problem;
+  struct {
+    std::optional<std::string> gpu;
+    std::optional<int> index;
+  } device;
+  struct {
+    std::uint64_t seed = 1;
+    std::optional<double> variant_timeout_s;  // none: from each run's predicted time
+    bool keep_going = false;
+    double target_spread = 0.01;
+    double time_cap_ms = 2000;
+  } measure;
+  struct {
+    int jobs = 0;
+    std::string cache_dir;
+    bool no_cache = false;
+    bool compile_all = false;
+    std::string kernel_debug;
+  } compile;
+  std::string suite;
+  std::vector<std::string> only;
+  struct {
+    std::string strategy = std::string(default_search_strategy);
+    bool retune = false;
+    std::string db;
+    bool no_db = false;
+    double budget_s = 0;
+  } tuning;
+  struct {
+    bool dry_run = false;
+    bool verify_only = false;
+    int top = 10;
+    std::string out;
+    bool json = false;
+    bool quiet = false;
+  } report;
+  std::string export_dir;  // --export DIR: the chosen kernels as source, cubin and launch JSON
+};
+
+// Tunes (or answers from the database) every problem of the flags or the
+// suite, then writes the JSON, prints the table and exports; sets the exit code.
+void run_gemm(const gemm_options& o, run_context& ctx);
+
+// The table of a plan: measured, or predicted by the model, its --top rows.
+std::string format_table(const gemm_plan& plan, int top);
+
+// Writes the recommended variant (or each --only variant) of every plan under
+// --export DIR (a subfolder per problem for a suite). Returns the exit code:
+// 0, 1 when a wanted variant failed on the GPU, 2 when one cannot run at all.
+int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<std::optional<gemm_plan>>& plans,
+                   const run_info& run);
+
+}  // namespace tiletune::cli

@@ -1,0 +1,263 @@
+// Running the gemm command: checking the options, then each problem tuned,
+// measured or answered from the tuning database, and the result written.
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/gemm_options.hpp"
+#include "cli/gemm_tuning.hpp"
+#include "cli/gpu_run.hpp"
+#include "cli/output.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
+#include "core/errors.hpp"
+#include "core/report/kernel_export.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+gemm_problem problem_from_flags(const gemm_options& o) {
+  if (!o.problem.m && !o.problem.n && !o.problem.k)
+    throw usage_error("give the problem with --m, --n and --k, or a list of problems with --suite FILE");
+  for (const auto& [flag, value] : {std::pair{"--m", o.problem.m}, {"--n", o.problem.n}, {"--k", o.problem.k}})
+    if (!value) throw usage_error(fmt::format("{} is missing: give all of --m, --n and --k", flag));
+  gemm_problem p;
+  p.m = *o.problem.m;
+  p.n = *o.problem.n;
+  p.k = *o.problem.k;
+  p.batch = o.problem.batch;
+  p.type = parse_dtype(o.problem.dtype);
+  p.layout = parse_layout(o.problem.layout);
+  p.alpha = o.problem.alpha;
+  p.beta = o.problem.beta;
+  validate(p);
+  return p;
+}
+
+}  // namespace
+
+void run_gemm(const gemm_options& o, run_context& ctx) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  gemm_suite suite;
+  if (!o.suite.empty()) {
+    suite = load_suite(o.suite);
+  } else {
+    suite.problems.push_back({"", problem_from_flags(o)});
+  }
+  if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
+  if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
+  if (!(o.tuning.budget_s >= 0))
+    throw usage_error(fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
+  if (o.tuning.no_db && !o.tuning.db.empty())
+    throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
+  make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
+  if (!o.report.out.empty()) check_output_path(o.report.out);
+  if (!o.export_dir.empty()) check_export_dir(o.export_dir);
+
+  const device_choice device = choose_device(o.device.gpu, o.device.index);
+  for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
+  const bool measure = device.live && !o.report.dry_run;
+  if (o.report.verify_only && !device.live)
+    throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
+  if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
+    throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
+  if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o.measure.variant_timeout_s));
+
+  compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
+  kernel_compiler* compiler = &compilers.get();
+  (void)kernel_debug_options(o.compile.kernel_debug);  // a bad level is bad input before anything compiles
+  // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go into it.
+  const bool db_usable = o.only.empty() && !o.report.verify_only && o.compile.kernel_debug.empty();
+  const auto db = db_usable ? open_tuning_db(o.tuning.db, o.tuning.no_db) : nullptr;
+
+  measure_settings settings;
+  settings.seed = o.measure.seed;
+  settings.variant_timeout_s = o.measure.variant_timeout_s;
+  settings.keep_going = o.measure.keep_going;
+  settings.target_spread = o.measure.target_spread;
+  settings.time_cap_ms = o.measure.time_cap_ms;
+  settings.verify_only = o.report.verify_only;
+  settings.search = o.tuning.strategy;
+  progress_line progress(!o.report.quiet);
+  plan_options options;
+  options.only = o.only;
+  options.kernel_debug = o.compile.kernel_debug;
+  options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
+
+  // The model calibrated on this GPU model's measured results, where the database has some.
+  std::optional<model_calibration> calibration;
+  if (db) {
+    std::vector<nlohmann::json> measured;
+    for (const auto& r : db->list(device_model_of(device.spec))) measured.push_back(r.result);
+    try {
+      if (!measured.empty()) calibration = fit_calibration(measured);
+    } catch (const std::exception& e) {
+      progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
+                                db->file().string(), e.what()));
+    }
+  }
+  // An offline plan launches nothing: one program per tile and its rasterization copies, and only the
+  // variants the model says can still reach the table's --top rows. Every one where a GPU runs them,
+  // where --export needs their cubins, and for --only and --compile-all.
+  if (!measure && o.export_dir.empty() && o.only.empty() && !o.compile.compile_all) {
+    options.selection = {.share_raster_copies = true, .keep = o.report.top, .ranking_time = {}};
+    // The bound follows the model the plan is finally ranked by.
+    if (calibration)
+      options.selection.ranking_time = [&, d = device.spec](const gemm_problem& p, const tile_config& c,
+                                                             const occupancy_estimate& occ) {
+        const auto r = calibrated_prediction(*calibration, d, p, c, occ);
+        return r ? r->time_us : predict(d, p, c, occ).time_us;
+      };
+  }
+  const run_info run{ctx.command_line, utc_now_iso()};
+  nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
+  if (device.live) {
+    const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version());
+    tool_now["driver"] = k.driver;
+    tool_now["cuda_runtime"] = k.cuda;
+  }
+  auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+
+  std::vector<nlohmann::json> results;   // one tiletune.gemm/1 result per problem
+  std::vector<std::optional<gemm_plan>> plans;  // where tuned in this run (for the table)
+  std::vector<std::string> not_run;
+  const std::size_t count = suite.problems.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& sp = suite.problems[i];
+    const double elapsed = seconds_since(started);
+    if (o.tuning.budget_s > 0 && i > 0 && elapsed >= o.tuning.budget_s) {
+      for (std::size_t r = i; r < count; ++r) not_run.push_back(suite.problems[r].name);
+      progress.note(fmt::format("--budget-s {:g} spent after {} of {} problems ({}); {}", o.tuning.budget_s, i, count,
+                                format_seconds(elapsed),
+                                !measure ? "offline plans are not stored: a rerun plans every problem again"
+                                : db     ? "the measured ones are in the tuning database: the same command resumes"
+                                         : "without the tuning database a rerun starts over"));
+      break;
+    }
+    const std::string label = count > 1 ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
+                                        : sp.problem.describe();
+    const auto problem_started = clock::now();
+    std::optional<db_answer> answer;
+    // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
+    if (db && !o.tuning.retune && o.export_dir.empty())
+      answer = look_up(*db, device, sp.problem, measure, compiler->version());
+    if (answer) {
+      results.push_back(result_from_answer(*db, *answer, tool_now));
+      plans.emplace_back();
+    } else {
+      progress.note(fmt::format("{}: compiling", label));
+      // On a terminal a bar; in a log (stderr piped) a line every 10 s, so a long compile shows life.
+      options.progress = [&, compile_started = clock::now(), last_line = clock::now()](
+                             std::size_t done, std::size_t total, std::size_t cached_hits) mutable {
+        const double took = seconds_since(compile_started);
+        const std::string text = fmt::format(
+            "{}: compiling variants for {}: {}/{} ({} from cache){}", label, device.spec.arch(), done, total,
+            cached_hits,
+            done > 0 && done < total
+                ? ", about " + format_seconds(took / static_cast<double>(done) * static_cast<double>(total - done)) +
+                      " left"
+                : "");
+        progress.update(text);
+        if (!stderr_is_terminal() && done < total && seconds_since(last_line) >= 10) {
+          progress.note(text);
+          last_line = clock::now();
+        }
+      };
+      gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
+      // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
+      // (the calibrated one compresses the predictions, and the cut would then drop nothing).
+      if (!measure && calibration) {
+        if (apply_calibration(plan, *calibration))
+          plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
+                                           calibration->results, calibration->device_model, db->file().string()));
+        else if (options.selection.ranking_time)
+          plan.notes.push_back(fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "
+                                           "variants to compile; none compiled has a calibrated figure",
+                                           calibration->results, calibration->device_model, db->file().string()));
+      }
+      if (measure) {
+        progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
+                                  plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
+                                  settings.verify_only ? "no" : settings.search));
+        measure_on_gpu(plan, device, settings, count > 1 ? label + ": " : "", progress);
+      }
+      nlohmann::json r = to_json(plan, run);
+      r["tool"] = tool_now;
+      if (db && plan.mode == "measured") {
+        db->store(record_from_result(r, nlohmann::json()));
+        r["tuning_db"] = {{"file", db->file().string()}, {"answered", false}, {"stored", true}};
+      }
+      results.push_back(std::move(r));
+      plans.push_back(std::move(plan));
+    }
+    const double took = seconds_since(problem_started), so_far = seconds_since(started);
+    const std::size_t left = count - i - 1;
+    if (count > 1 || measure)
+      progress.note(fmt::format("{}: {} in {}{}", label, answer ? "answered from the tuning database" : "done",
+                                format_seconds(took),
+                                left ? fmt::format("; elapsed {}, about {} left", format_seconds(so_far),
+                                                   format_seconds(so_far / static_cast<double>(i + 1) * left))
+                                     : ""));
+  }
+  progress.finish();
+
+  bool all_measured = true;
+  for (const auto& r : results) all_measured = all_measured && r.value("mode", "") == "measured";
+  nlohmann::json j;
+  if (o.suite.empty()) {
+    j = results[0];
+  } else {
+    j = result_header("tiletune.gemm-suite/1", device.spec, all_measured ? "measured" : "predicted",
+                      compiler->version(), run);
+    j["tool"] = tool_now;
+    j["suite"] = {{"name", suite.name}, {"file", o.suite}};
+    j["results"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
+      for (const char* k : {"schema", "tool", "device"}) r.erase(k);
+      // A suite keeps the best --top variants of each problem, and says so.
+      const std::size_t total = r["variants"].size();
+      if (total > static_cast<std::size_t>(o.report.top)) {
+        r["variants"].erase(r["variants"].begin() + o.report.top, r["variants"].end());
+        r["variants_listed"] = {{"listed", r["variants"].size()}, {"of", total}, {"by", "--top"}};
+      }
+      r["mode"] = results[i].value("mode", "predicted");
+      if (results[i].contains("tuning_db")) r["tuning_db"] = results[i]["tuning_db"];
+      if (results[i].contains("search")) r["search"] = results[i]["search"];
+      r["name"] = suite.problems[i].name;
+      j["results"].push_back(std::move(r));
+    }
+    j["complete"] = not_run.empty();
+    j["not_run"] = not_run;
+    j["wall_s"] = seconds_since(started);
+  }
+  if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
+  if (o.report.json) {
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else if (!o.report.quiet) {
+    std::string table;
+    if (!o.suite.empty())
+      table = format_suite_results(suite.name, j["device"], j["results"]);
+    else if (plans[0])
+      table = format_table(*plans[0], o.report.top);
+    else
+      table = format_db_answer_table(results[0], o.report.top);
+    std::fputs(table.c_str(), stdout);
+    if (!not_run.empty()) fmt::print("not run (budget spent): {}\n", fmt::join(not_run, ", "));
+    if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
+  }
+  for (const auto& r : results)
+    if (r.value("recommendation", nlohmann::json()).is_null())
+      fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
+                 gemm_problem_from_json(r.at("problem")).describe(), device.spec.name);
+  ctx.exit_code = exit_ok;
+  if (!o.export_dir.empty()) ctx.exit_code = export_kernels(o, suite, plans, run);
+}
+
+}  // namespace tiletune::cli

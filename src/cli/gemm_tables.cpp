@@ -1,0 +1,93 @@
+// The gemm command's tables: a plan's variants, measured on the GPU or
+// predicted by the model, with the recommendation and the notes.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cli/gemm_options.hpp"
+#include "cli/output.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+std::string format_measured_table(const gemm_plan& plan, int top) {
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  text_table t({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS", "regs", "smem KiB",
+                "blocks/SM", "rel error"});
+  int shown = 0;
+  for (const auto& v : plan.variants) {
+    if (!v.measured) continue;
+    if (shown++ >= top) break;
+    const auto& m = *v.measured;
+    const bool timed = m.timing.samples > 0;
+    const double tflops = timed ? plan.problem.flops() / (m.timing.median_us * 1e6) : 0;
+    const bool ref = plan.reference && plan.reference->timing.median_us > 0 && timed;
+    t.add_row({v.rank ? std::to_string(v.rank) : "-", v.config.id(), std::string(to_string(v.status)),
+               timed ? fmt::format("{:.1f}", m.timing.median_us) : "-", timed ? fmt::format("{:.1f}", tflops) : "-",
+               timed && peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
+               ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / m.timing.median_us) : "-",
+               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+               std::to_string(v.occupancy.blocks_per_sm),
+               m.verified && std::isfinite(m.error.rel_frobenius) ? fmt::format("{:.1e}", m.error.rel_frobenius) : "-"});
+  }
+  std::string out = fmt::format("{} on {} ({}), MEASURED\n", plan.problem.describe(), plan.device.name,
+                                plan.device.arch());
+  if (plan.reference && plan.reference->timing.median_us > 0)
+    out += fmt::format("cuBLASLt: {:.1f} us, {:.1f} TFLOP/s ({}; {})\n", plan.reference->timing.median_us,
+                       plan.problem.flops() / (plan.reference->timing.median_us * 1e6), plan.reference->algorithm,
+                       plan.reference->timer);
+  out += "\n" + t.render();
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    out += fmt::format("\nrecommended: {}\n  triton:  {}\n  cutlass: {}\n", v.config.id(),
+                       triton_summary(v.config, plan.problem.type), cutlass_shape(v.config, plan.problem.type));
+  } else {
+    out += "\nno variant ran correctly; the JSON says why for each\n";
+  }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string format_table(const gemm_plan& plan, int top) {
+  if (plan.mode == "measured") return format_measured_table(plan, top);
+  const double peak = plan.device.peak_tflops(plan.problem.type);
+  text_table t({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB", "threads",
+                "blocks/SM", "bound"});
+  int shown = 0;
+  for (const auto& v : plan.variants) {
+    if (v.status != variant_status::ok) continue;
+    if (shown++ >= top) break;
+    t.add_row({std::to_string(v.rank), v.config.id(), "ok", fmt::format("{:.1f}", v.predicted.time_us),
+               fmt::format("{:.1f}", v.predicted.tflops),
+               peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-",
+               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+               std::to_string(v.config.threads()), std::to_string(v.occupancy.blocks_per_sm),
+               v.predicted.bound});
+  }
+  constexpr int statuses = variant_status_count;
+  std::size_t counts[statuses] = {};
+  for (const auto& v : plan.variants) ++counts[static_cast<int>(v.status)];
+  std::string tally;
+  for (int i = 0; i < statuses; ++i)
+    if (counts[i]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[i], to_string(static_cast<variant_status>(i)));
+  std::string out = fmt::format("{} on {} ({}), PREDICTED by the analytical model, not measured\n",
+                                plan.problem.describe(), plan.device.name, plan.device.arch());
+  out += fmt::format("{} variants: {}; compiled {} ({} from cache) in {:.1f} s\n\n", plan.variants.size(), tally,
+                     plan.compiled, plan.cache_hits, plan.compile_wall_ms / 1000);
+  out += t.render();
+  if (plan.recommended) {
+    const auto& v = plan.variants[*plan.recommended];
+    out += fmt::format("\nrecommended: {} (predicted {:.1f} TFLOP/s)\n  triton:  {}\n  cutlass: {}\n",
+                       v.config.id(), v.predicted.tflops, triton_summary(v.config, plan.problem.type),
+                       cutlass_shape(v.config, plan.problem.type));
+  } else {
+    out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";
+  }
+  for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace tiletune::cli

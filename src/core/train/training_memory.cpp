@@ -1,0 +1,210 @@
+// The memory a training configuration needs per GPU: weights, gradients,
+// optimizer states, activations and logits, and the peak over a step's phases.
+#include "core/train/training_plan.hpp"
+
+#include <algorithm>
+
+#include "core/train/training_calibration.hpp"
+#include "core/train/training_inventory.hpp"
+#include "core/train/training_precision.hpp"
+
+namespace tiletune {
+
+namespace {
+std::int64_t linear_parameters(const model_spec& m) {
+  std::int64_t n = 0;
+  for (const auto& t : weight_tensors(m))
+    if (t.linear) n += t.parameters();
+  return n;
+}
+
+// LoRA adapters on every linear layer of the blocks ("all-linear", as in the
+// QLoRA paper): r * (in + out) parameters per adapted matrix.
+std::int64_t lora_parameters(const model_spec& m, int rank) {
+  std::int64_t n = 0;
+  for (const auto& t : weight_tensors(m))
+    if (t.linear && t.name.rfind("layers.", 0) == 0) n += static_cast<std::int64_t>(rank) * (t.rows + t.cols) * t.count;
+  return n;
+}
+
+// Adafactor (Shazeer & Stern 2018) keeps, per matrix, one row and one column
+// of second-moment factors, and a full second moment per vector; no first
+// moment (transformers' default beta1=None). fp32 states.
+std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank) {
+  std::int64_t elements = 0;
+  if (lora_rank > 0) {
+    for (const auto& t : weight_tensors(m))
+      if (t.linear && t.name.rfind("layers.", 0) == 0)
+        elements += (lora_rank + t.cols + t.rows + lora_rank) * t.count;  // A: r x in, B: out x r
+  } else {
+    for (const auto& t : weight_tensors(m)) elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
+  }
+  return elements * 4;
+}
+
+// Bytes of optimizer state per trainable parameter (not counting Adafactor).
+double optimizer_state_bytes(optimizer_kind o, precision p) {
+  const double state = p == precision::bf16 ? 2 : 4;  // pure bf16 keeps states in the parameter dtype
+  switch (o) {
+    case optimizer_kind::adamw: return 2 * state;        // m and v
+    case optimizer_kind::adamw_8bit: return 2;           // bitsandbytes: m and v in 8 bits
+    case optimizer_kind::sgd: return 0;
+    case optimizer_kind::sgd_momentum: return state;     // the momentum buffer
+    case optimizer_kind::adafactor: return 0;            // counted per tensor
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::int64_t memory_breakdown::per_sample_bytes(bool checkpointing) const {
+  return (checkpointing ? checkpointed_activation_bytes_per_sample : activation_bytes_per_sample) +
+         logits_bytes_per_sample;
+}
+
+namespace {
+// Allocated bytes in each phase of a step, the largest of which PyTorch
+// reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
+// Through backward, layer by layer, kept activations and 16-bit weight copies
+// are freed as gradients appear: the sum moves linearly from the loss's
+// backward to the optimizer step, so those two ends bound it.
+struct phase_bytes {
+  const char* name;
+  std::int64_t bytes;
+};
+std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+  const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
+  std::vector<phase_bytes> out;
+  out.push_back({"forward", states + m.autocast_weight_copies_bytes + b * (kept + m.logits_forward_bytes_per_sample)});
+  // Under checkpointing only the LM head still holds its autocast copy in backward.
+  out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
+                                      b * (kept + m.logits_bytes_per_sample)});
+  // Bounded above by all gradients beside the layer inputs and one recomputed layer.
+  if (ckpt)
+    out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
+  out.push_back({"optimizer step", states + m.gradients_bytes});
+  return out;
+}
+}  // namespace
+
+std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing) const {
+  const auto all = phases(*this, micro_batch, checkpointing);
+  return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
+}
+
+std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const {
+  std::int64_t peak = 0;
+  for (const auto& p : phases(*this, micro_batch, checkpointing)) peak = std::max(peak, p.bytes);
+  return peak;
+}
+
+std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
+  const double slack = checkpointing ? allocator_overhead_ckpt : allocator_overhead;
+  return static_cast<std::int64_t>(static_cast<double>(peak_allocated_bytes(micro_batch, checkpointing)) *
+                                   (1 + slack)) +
+         cuda_context_bytes;
+}
+
+memory_breakdown estimate_memory(const training_setup& s) {
+  const model_spec& m = s.model;
+  memory_breakdown r;
+  r.parameters = parameter_count(m);
+  const bool lora = s.lora_rank > 0;
+  const std::int64_t adapters = lora ? lora_parameters(m, s.lora_rank) : 0;
+  r.trainable_parameters = lora ? adapters : r.parameters;
+  const double P = static_cast<double>(r.parameters), T = static_cast<double>(r.trainable_parameters);
+  const double N = s.world_size;
+
+  double weights = 0, grads = 0, optimizer = 0;
+  const double states = s.optimizer == optimizer_kind::adafactor
+                            ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank))
+                            : optimizer_state_bytes(s.optimizer, s.prec) * T;
+  if (s.zero_stage == 0) {
+    // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
+    // transformers docs): AMP keeps fp32 weights and gradients (autocast's
+    // 16-bit weight copies are counted apart: they live only until backward). Pure
+    // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
+    // (fp32 for fp32 training) and trains fp32 adapters.
+    if (lora) {
+      const double base = s.prec == precision::fp32 ? 4 : 2;
+      weights = base * P + 4 * T;
+      grads = 4 * T;
+    } else if (is_mixed(s.prec)) {
+      weights = 4 * P;
+      grads = 4 * T;
+    } else {
+      const double b = s.prec == precision::fp32 ? 4 : 2;
+      weights = b * P;
+      grads = b * T;
+    }
+    optimizer = states;
+  } else {
+    // DeepSpeed ZeRO (Rajbhandari et al. 2020): mixed precision keeps 2-byte
+    // weights and gradients and an fp32 master copy with the optimizer
+    // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
+    // the gradients, stage 3 also the weights.
+    const double wb = s.prec == precision::fp32 ? 4 : 2;
+    const double master = is_mixed(s.prec) ? 4 * T : 0;
+    weights = wb * P;
+    grads = wb * T;
+    optimizer = states + master;
+    optimizer /= N;
+    if (s.zero_stage >= 2) grads /= N;
+    if (s.zero_stage >= 3) weights /= N;
+  }
+  r.weights_bytes = static_cast<std::int64_t>(weights);
+  r.gradients_bytes = static_cast<std::int64_t>(grads);
+  r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
+
+  // Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
+  // (autocast_mode.cpp, cached_cast: leaf tensors that require grad), the
+  // LM head's (the tied embedding's) included; the linear nodes keep them
+  // for backward after the cache is cleared at the end of the autocast block.
+  if (s.zero_stage == 0 && is_mixed(s.prec)) {
+    const bool head_shares_embedding = !m.causal || m.tied_embeddings;
+    const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
+    if (lora) {
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * T);  // the frozen base is 16-bit already
+    } else {
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * (static_cast<double>(linear_parameters(m)) + head));
+      r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
+    }
+  }
+
+  // Activations kept for backward, op by op (training_inventory.cpp has the
+  // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
+  // bytes per token, which assumes 16-bit everything and fused kernels.
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec),
+                                        s.attention == attention_impl::eager);
+  const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
+  double lora_extra = 0;
+  if (lora) {
+    // peft's lora_A keeps its own 16-bit copy of each adapted linear's input,
+    // lora_B its r-wide input.
+    for (const auto& t : weight_tensors(m))
+      if (t.linear && t.name.rfind("layers.", 0) == 0)
+        lora_extra += (2.0 * static_cast<double>(t.cols) + 2.0 * s.lora_rank) * static_cast<double>(t.count);
+  }
+  r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
+  // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
+  // decoder layer) keeps each layer's input; backward recomputes one layer at
+  // a time, whose activations are alive during its backward.
+  r.checkpointed_activation_bytes_per_sample =
+      static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
+  r.recompute_layer_bytes_per_sample =
+      static_cast<std::int64_t>(seq * (inv.layer_saved + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+  const double logits = static_cast<double>(m.vocab_size) * seq;
+  r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
+  r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
+  // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
+  // allocator, so they count in max_memory_allocated.
+  r.library_workspace_bytes = library_workspace_bytes;
+  r.cuda_context_bytes = cuda_context_bytes;
+  r.allocator_overhead = reserved_over_allocated;
+  r.allocator_overhead_ckpt = reserved_over_allocated_ckpt;
+  return r;
+}
+
+}  // namespace tiletune

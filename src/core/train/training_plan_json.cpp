@@ -1,0 +1,144 @@
+// The batch plan as JSON (schema tiletune.batch/1), with the Hugging Face
+// TrainingArguments and DeepSpeed settings of its recommendation.
+#include "core/train/training_plan.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/train/training_calibration.hpp"
+#include "core/version.hpp"
+
+namespace tiletune {
+
+namespace {
+
+nlohmann::json step_json(const step_time& t) {
+  return {{"gemm_ms", t.gemm_ms},
+          {"memory_bound_ms", t.memory_bound_ms},
+          {"launch_ms", t.launch_ms},
+          {"optimizer_ms_per_global_step", t.optimizer_ms},
+          {"allreduce_ms_per_global_step", t.allreduce_ms},
+          {"zero3_gather_ms", t.gather_ms},
+          {"memory_bound_bytes", t.memory_bound_bytes},
+          {"kernels", t.kernels}};
+}
+
+std::string hf_optim(optimizer_kind o) {
+  switch (o) {
+    case optimizer_kind::adamw: return "adamw_torch_fused";
+    case optimizer_kind::adamw_8bit: return "adamw_bnb_8bit";
+    case optimizer_kind::adafactor: return "adafactor";
+    case optimizer_kind::sgd:
+    case optimizer_kind::sgd_momentum: return "sgd";
+  }
+  return "adamw_torch";
+}
+
+}  // namespace
+
+nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc) {
+  const training_setup& s = plan.setup;
+  const memory_breakdown& m = plan.memory;
+  nlohmann::json j;
+  j["schema"] = "tiletune.batch/1";
+  j["tool"] = {{"name", "tiletune"}, {"version", tool_version}, {"commit", source_commit()}, {"command_line", command_line}, {"date", date_utc}};
+  j["mode"] = plan.mode;
+  j["model"] = to_json(s.model);
+  j["model"]["parameters"] = m.parameters;
+  j["model"]["trainable_parameters"] = m.trainable_parameters;
+  j["gpu"] = to_json(plan.device);
+  j["setup"] = {{"seq_len", s.seq_len},
+                {"precision", to_string(s.prec)},
+                {"optimizer", to_string(s.optimizer)},
+                {"attention", to_string(s.attention)},
+                {"zero_stage", s.zero_stage},
+                {"world_size", s.world_size},
+                {"lora_rank", s.lora_rank},
+                {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
+                {"safety_margin", s.safety_margin}};
+  j["memory"] = {{"weights_bytes", m.weights_bytes},
+                 {"gradients_bytes", m.gradients_bytes},
+                 {"optimizer_bytes", m.optimizer_bytes},
+                 {"activation_bytes_per_sample", m.activation_bytes_per_sample},
+                 {"checkpointed_activation_bytes_per_sample", m.checkpointed_activation_bytes_per_sample},
+                 {"logits_bytes_per_sample", m.logits_bytes_per_sample},
+                 {"overhead_bytes", m.cuda_context_bytes},
+                 {"allocator_overhead_fraction", m.allocator_overhead},
+                 {"allocator_overhead_fraction_checkpointing", m.allocator_overhead_ckpt},
+                 {"autocast_weight_copies_bytes", m.autocast_weight_copies_bytes},
+                 {"lm_head_copy_bytes", m.lm_head_copy_bytes},
+                 {"recompute_layer_bytes_per_sample", m.recompute_layer_bytes_per_sample},
+                 {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
+                 {"library_workspace_bytes", m.library_workspace_bytes},
+                 {"safety_margin_covers",
+                  "peak_bytes adds to the modelled tensors the caching allocator's reserved-over-allocated share "
+                  "(largest seen in real training) and the CUDA context measured on an H100; the safety margin "
+                  "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
+                  "allocator settings, tensors a training script keeps beyond the step"},
+                 {"budget_bytes", plan.memory_budget_bytes},
+                 {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
+                                      {"checkpointing", plan.max_micro_batch_ckpt}}},
+                 {"peak_bytes_means",
+                  "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack plus the CUDA context"}};
+  j["candidates"] = nlohmann::json::array();
+  for (const auto& c : plan.candidates) {
+    j["candidates"].push_back({{"micro_batch", c.micro_batch},
+                               {"checkpointing", c.checkpointing},
+                               {"peak_bytes", c.peak_bytes},
+                               {"peak_allocated_bytes", c.peak_allocated_bytes},
+                               {"peak_phase", c.peak_phase},
+                               {"fits", c.fits},
+                               {"grad_accum_steps", c.grad_accum_steps},
+                               {"effective_global_batch", c.effective_global_batch},
+                               {"step_ms", c.step_ms},
+                               {"samples_per_s", c.samples_per_s},
+                               {"tokens_per_s", c.tokens_per_s},
+                               {"time", step_json(c.time)},
+                               {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
+  }
+  auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},
+                       {"launch_floor_us", optional_number(plan.rates.launch_floor_us)}};
+  j["calibration"] = {{"source", "profiles/batch_calibration.json"},
+                      {"cuda_context_bytes", cuda_context_bytes},
+                      {"library_workspace_bytes", library_workspace_bytes},
+                      {"reserved_over_allocated", reserved_over_allocated},
+                      {"reserved_over_allocated_checkpointing", reserved_over_allocated_ckpt},
+                      {"elementwise_bandwidth_share", elementwise_bandwidth_share},
+                      {"launch_us", launch_us}};
+  j["notes"] = plan.notes;
+  if (!plan.recommended) {
+    j["recommendation"] = nullptr;
+    j["suggestions"] = plan.suggestions;
+    j["hf_training_args"] = nullptr;
+    j["deepspeed"] = nullptr;
+    return j;
+  }
+  const auto& r = plan.candidates[*plan.recommended];
+  j["recommendation"] = {{"micro_batch", r.micro_batch},
+                         {"grad_accum_steps", r.grad_accum_steps},
+                         {"global_batch", r.effective_global_batch},
+                         {"exact_global_batch", r.exact_global_batch},
+                         {"checkpointing", r.checkpointing},
+                         {"precision", to_string(s.prec)},
+                         {"optimizer", to_string(s.optimizer)},
+                         {"peak_bytes", r.peak_bytes},
+                         {"samples_per_s", r.samples_per_s},
+                         {"tokens_per_s", r.tokens_per_s}};
+  nlohmann::json hf = {{"per_device_train_batch_size", r.micro_batch},
+                       {"gradient_accumulation_steps", r.grad_accum_steps},
+                       {"gradient_checkpointing", r.checkpointing},
+                       {"bf16", s.prec == precision::bf16_mixed || s.prec == precision::bf16},
+                       {"fp16", s.prec == precision::fp16_mixed},
+                       {"optim", hf_optim(s.optimizer)}};
+  if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
+  j["hf_training_args"] = hf;
+  j["deepspeed"] = {{"train_micro_batch_size_per_gpu", r.micro_batch},
+                    {"gradient_accumulation_steps", r.grad_accum_steps},
+                    {"train_batch_size", r.effective_global_batch},
+                    {"zero_optimization", {{"stage", s.zero_stage}}},
+                    {"bf16", {{"enabled", s.prec == precision::bf16_mixed || s.prec == precision::bf16}}},
+                    {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+  return j;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,78 @@
+// The training setup's flags: the names of precisions, optimizers, attention
+// and checkpointing policies, read and written, and the setup's validation.
+#include "core/train/training_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace tiletune {
+
+namespace {
+
+template <typename E, std::size_t N>
+E parse_enum(std::string_view text, const char* flag, const std::pair<E, const char*> (&names)[N]) {
+  std::string all;
+  for (const auto& [e, name] : names) {
+    if (text == name) return e;
+    all += (all.empty() ? "" : ", ") + std::string(name);
+  }
+  throw usage_error(fmt::format("{} '{}' is not one of {}", flag, text, all));
+}
+
+const std::pair<precision, const char*> precision_names[] = {{precision::fp32, "fp32"},
+                                                             {precision::fp16_mixed, "fp16-mixed"},
+                                                             {precision::bf16_mixed, "bf16-mixed"},
+                                                             {precision::bf16, "bf16"}};
+const std::pair<optimizer_kind, const char*> optimizer_names[] = {{optimizer_kind::adamw, "adamw"},
+                                                                  {optimizer_kind::adamw_8bit, "adamw-8bit"},
+                                                                  {optimizer_kind::adafactor, "adafactor"},
+                                                                  {optimizer_kind::sgd, "sgd"},
+                                                                  {optimizer_kind::sgd_momentum, "sgd-momentum"}};
+const std::pair<attention_impl, const char*> attention_names[] = {{attention_impl::flash, "flash"},
+                                                                  {attention_impl::eager, "eager"}};
+const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
+    {checkpoint_policy::automatic, "auto"}, {checkpoint_policy::on, "on"}, {checkpoint_policy::off, "off"}};
+
+template <typename E, std::size_t N>
+std::string_view name_of(E e, const std::pair<E, const char*> (&names)[N]) {
+  for (const auto& [v, name] : names)
+    if (v == e) return name;
+  return "?";
+}
+
+}  // namespace
+
+std::string_view to_string(precision p) { return name_of(p, precision_names); }
+std::string_view to_string(optimizer_kind o) { return name_of(o, optimizer_names); }
+std::string_view to_string(attention_impl a) { return name_of(a, attention_names); }
+precision parse_precision(std::string_view s) { return parse_enum(s, "--precision", precision_names); }
+optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--optimizer", optimizer_names); }
+attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
+checkpoint_policy parse_checkpointing(std::string_view s) { return parse_enum(s, "--checkpointing", checkpoint_names); }
+
+void validate(const training_setup& s) {
+  if (s.seq_len < 1) throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", s.seq_len));
+  if (s.model.max_positions > 0 && s.seq_len > s.model.max_positions)
+    throw usage_error(fmt::format("--seq-len {} is longer than {}'s {} positions", s.seq_len, s.model.name,
+                                  s.model.max_positions));
+  if (s.seq_len > 1'048'576) throw usage_error(fmt::format("--seq-len {} is too long (at most 1048576)", s.seq_len));
+  if (s.zero_stage < 0 || s.zero_stage > 3)
+    throw usage_error(fmt::format("--zero {} is invalid: ZeRO stages are 0 to 3", s.zero_stage));
+  if (s.link_gbs && !(*s.link_gbs > 0 && *s.link_gbs < 1e6))
+    throw usage_error(fmt::format("--link-gbs {} is invalid: GB/s per GPU, above 0", *s.link_gbs));
+  if (s.world_size < 1 || s.world_size > 65536)
+    throw usage_error(fmt::format("--world-size {} is invalid: 1 to 65536 GPUs", s.world_size));
+  if (s.lora_rank < 0 || s.lora_rank > s.model.hidden_size)
+    throw usage_error(fmt::format("--lora-rank {} is invalid: 0 (off) to the hidden size {}", s.lora_rank,
+                                  s.model.hidden_size));
+  if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
+    throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
+  if (s.global_batch && *s.global_batch < s.world_size)
+    throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
+                                  *s.global_batch, s.world_size));
+  if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
+    throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
+}
+
+}  // namespace tiletune

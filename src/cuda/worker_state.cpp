@@ -1,0 +1,71 @@
+// Setting up the measuring worker's GPU for a problem: buffers, operands,
+// the fp32 cuBLASLt reference every variant is checked against, the timer.
+#include "cuda/worker_state.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace tiletune {
+
+device_ptr device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  TT_CUDA(cudaMalloc(&p, std::max<std::size_t>(bytes, 256)));
+  return device_ptr(p);
+}
+
+void setup_gpu(gpu_state& g) {
+  const gemm_problem& p = g.setup.problem;
+  TT_CUDA(cudaSetDevice(g.setup.device));
+  TT_CUDA(cudaFree(nullptr));  // create the context now
+  std::size_t free_before = 0, total = 0;
+  TT_CUDA(cudaMemGetInfo(&free_before, &total));
+  TT_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+  TT_CUBLAS(cublasLtCreate(&g.lt));
+
+  const std::size_t eb = static_cast<std::size_t>(element_bytes(p.type));
+  g.a_count = static_cast<std::size_t>(p.m * p.k * p.batch);
+  g.b_count = static_cast<std::size_t>(p.k * p.n * p.batch);
+  g.c_count = static_cast<std::size_t>(p.m * p.n * p.batch);
+  const host_matrix a = random_matrix(p.type, g.a_count, g.setup.seed);
+  const host_matrix b = random_matrix(p.type, g.b_count, g.setup.seed + 1);
+  const host_matrix c0 = random_matrix(p.type, g.c_count, g.setup.seed + 2);
+  g.a = device_alloc(g.a_count * eb);
+  g.b = device_alloc(g.b_count * eb);
+  g.c = device_alloc(g.c_count * eb);
+  g.c0 = device_alloc(g.c_count * eb);
+  g.reference = device_alloc(g.c_count * 4);
+  g.workspace = device_alloc(workspace_bytes);
+  TT_CUDA(cudaMemcpy(g.a.get(), a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice));
+  TT_CUDA(cudaMemcpy(g.b.get(), b.bytes.data(), b.bytes.size(), cudaMemcpyHostToDevice));
+  TT_CUDA(cudaMemcpy(g.c0.get(), c0.bytes.data(), c0.bytes.size(), cudaMemcpyHostToDevice));
+  // The flush buffer: writing twice the L2 evicts the operands between samples.
+  int l2 = 0;
+  TT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, g.setup.device));
+  g.flush_bytes = g.setup.flush_l2 ? 2 * static_cast<std::size_t>(l2) : 0;
+  if (g.flush_bytes) g.flush = device_alloc(g.flush_bytes);
+
+  // The verification reference: fp32 output, pedantic fp32 compute, C0 in fp32.
+  TT_CUDA(cudaMemcpy(g.reference.get(), c0.values.data(), g.c_count * 4, cudaMemcpyHostToDevice));
+  cublaslt_gemm accurate(g.lt, p, true, workspace_bytes);
+  if (accurate.algorithms(1) < 1) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);
+  accurate.run(0, g.a.get(), g.b.get(), g.reference.get(), g.workspace.get(), g.stream);
+  g.reference_host.resize(g.c_count);
+  TT_CUDA(cudaMemcpyAsync(g.reference_host.data(), g.reference.get(), g.c_count * 4, cudaMemcpyDeviceToHost, g.stream));
+  TT_CUDA(cudaStreamSynchronize(g.stream));
+  g.reference_sums = summarize_reference(g.reference_host.data(), g.c_count);
+
+  // TILETUNE_TIMER=events skips CUPTI: to compare the timers, or where CUPTI misbehaves.
+  const char* forced = std::getenv("TILETUNE_TIMER");
+  if (forced && std::string(forced) == "events") {
+    g.timer_note = "TILETUNE_TIMER=events";
+  } else {
+    g.timer = make_cupti_timer(g.timer_note);
+  }
+  if (!g.timer) g.timer = make_event_timer();
+  std::size_t free_after = 0;
+  TT_CUDA(cudaMemGetInfo(&free_after, &total));
+  g.device_bytes = static_cast<std::int64_t>(free_before - free_after);
+}
+
+}  // namespace tiletune
