@@ -17,7 +17,7 @@
 
 #include "core/compile/kernel_templates.hpp"
 #include "core/measure/measure_protocol.hpp"
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/tensor_map_spec.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/sm_clock.hpp"
 #include "cuda/tensor_map.hpp"
@@ -86,7 +86,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   void* wgmma_args[] = {&map_a, &map_b, &c, &m, &n, &k, &ldc, &sc, &batch, &alpha, &beta};
   cudaLaunchAttribute cluster_attr[1]{};
   cudaLaunchConfig_t wgmma_config{};
-  const bool is_wgmma = r.config && r.config->family == kernel_family::wgmma;
+  const bool is_wgmma = r.config && r.config->family->uses_tensor_maps();
   if (is_wgmma) {
     map_a = encode_tensor_map(tensor_map_for(p, *r.config, 'a'), a);
     map_b = encode_tensor_map(tensor_map_for(p, *r.config, 'b'), b);

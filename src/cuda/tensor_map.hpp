@@ -2,7 +2,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/tensor_map_spec.hpp"
 
 namespace tiletune {
 

@@ -16,6 +16,7 @@
 #include "core/tune/gemm_tuner.hpp"
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "sass_reading.hpp"
 
@@ -45,7 +46,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
     p.layout = parse_layout(l);
     for (kernel_family f : families_for(t.type))
       // wgmma variants (sm_90a) have their own test below, with a SASS check.
-      for (const auto& c : f == kernel_family::wgmma ? std::vector<tile_config>{} : default_search_space(f, t.type))
+      for (const auto& c : f == family_named("wgmma") ? std::vector<tile_config>{} : default_search_space(f, t.type))
         if (!check_constraints(c, p, d)) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} {}", c.id(), l);
@@ -155,7 +156,7 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     p.m = p.n = p.k = 4096;
     p.type = type;
     p.layout = parse_layout(l);
-    for (const auto& c : default_search_space(kernel_family::wgmma, type))
+    for (const auto& c : default_search_space(family_named("wgmma"), type))
       if (!check_constraints(c, p, d)) {
         jobs.push_back(make_compile_job(c, type, p.layout, d));
         EXPECT_EQ(jobs.back().arch, "sm_90a");
@@ -204,7 +205,7 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   p.type = dtype::bf16;
   p.layout = parse_layout("nt");
   std::optional<tile_config> chosen;
-  for (const auto& c : default_search_space(kernel_family::wgmma, p.type))
+  for (const auto& c : default_search_space(family_named("wgmma"), p.type))
     if (c.block_m == 128 && c.block_n == 128 && c.consumers == 1 && !check_constraints(c, p, d)) chosen = c;
   ASSERT_TRUE(chosen);
   const compile_job plain = make_compile_job(*chosen, p.type, p.layout, d);

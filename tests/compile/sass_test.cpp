@@ -17,6 +17,8 @@
 
 #include "core/tune/gemm_tuner.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "sass_reading.hpp"
 
@@ -91,7 +93,7 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
     EXPECT_TRUE(has(sass, "STG.E.128")) << name(c) << ": no 128-bit global store";
     EXPECT_FALSE(has(sass, "LDL")) << name(c) << ": loads from local memory";
     EXPECT_FALSE(has(sass, "STL")) << name(c) << ": stores to local memory";
-    if (c.config.family == kernel_family::mma) {
+    if (c.config.family == family_named("mma")) {
       EXPECT_TRUE(has(sass, "HMMA")) << name(c) << ": no tensor-core instruction";
       // m16n8k16 (m16n8k8 for tf32) over the warp's tile, for each k-step of a k-tile.
       const int k_step = c.type == dtype::tf32 ? 8 : 16;

@@ -9,6 +9,8 @@
 #include "core/errors.hpp"
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 
 using namespace tiletune;
 
@@ -66,8 +68,8 @@ TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
 
   ASSERT_TRUE(plan.recommended.has_value());
   EXPECT_EQ(*plan.recommended, 0u);
-  EXPECT_EQ(plan.variants.size(), problem_search_space(kernel_family::mma, p, d).size() +
-                                      problem_search_space(kernel_family::wgmma, p, d).size());
+  EXPECT_EQ(plan.variants.size(), problem_search_space(family_named("mma"), p, d).size() +
+                                      problem_search_space(family_named("wgmma"), p, d).size());
   int ok = 0;
   double last = 0;
   for (const auto& v : plan.variants) {
@@ -140,7 +142,7 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
     EXPECT_EQ(tri["BLOCK_K"], c.block_k);
     EXPECT_EQ(tri["num_stages"], c.stages);
     EXPECT_NE(cut.find(fmt::format("<{},{},{}>", c.block_m, c.block_n, c.block_k)), std::string::npos) << cut;
-    if (c.family != kernel_family::simt) {
+    if (c.family != family_named("simt")) {
       EXPECT_NE(cut.find(fmt::format("stages {}", c.stages)), std::string::npos) << cut;
     }
     if (c.split_k > 1) {
@@ -159,7 +161,7 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
                               cut.find(c.raster_along_n ? "along N" : "along M") != std::string::npos;
       EXPECT_TRUE(says_order) << c.id() << ": " << cut;
     }
-    if (c.family == kernel_family::wgmma) {
+    if (c.family == family_named("wgmma")) {
       EXPECT_EQ(tri["num_warps"], 4 * c.consumers);
       EXPECT_NE(cut.find(c.consumers == 2 ? "Cooperative" : "KernelTmaWarpSpecialized"), std::string::npos) << cut;
       EXPECT_NE(cut.find(fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)), std::string::npos) << cut;

@@ -14,6 +14,8 @@
 
 #include "core/errors.hpp"
 #include "core/measure/measure_protocol.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune;

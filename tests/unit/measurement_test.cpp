@@ -9,6 +9,7 @@
 
 #include "core/measure/host_data.hpp"
 #include "core/measure/measure_protocol.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 using namespace tiletune;
 

@@ -29,6 +29,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "tile_addressing.cuh"
@@ -985,7 +986,7 @@ std::vector<tile_config> variants_under_test(dtype t, layout l) {
       p.n = p.k = 4096;
       p.type = t;
       p.layout = l;
-      for (const tile_config& c : problem_search_space(kernel_family::mma, p, d))
+      for (const tile_config& c : problem_search_space(family_named("mma"), p, d))
         if (!check_constraints(c, p, d) && seen.insert(c.id()).second) out.push_back(c);
     }
   }

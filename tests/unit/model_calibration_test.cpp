@@ -37,7 +37,7 @@ TEST(model_calibration, fits_every_family_and_dtype_of_the_recorded_h100_results
     EXPECT_GT(c.time_scale.at(k), 0) << k;
   }
   // A dtype without its own figure falls back to the family's.
-  EXPECT_EQ(c.efficiency_for(kernel_family::mma, dtype::f32), c.efficiency.at("mma/*"));
+  EXPECT_EQ(c.efficiency_for(family_named("mma"), dtype::f32), c.efficiency.at("mma/*"));
 }
 
 // The calibrated model orders the H100's variants more like the measurement

@@ -1,4 +1,6 @@
 #include "core/tune/perf_model.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 #include <gtest/gtest.h>
 

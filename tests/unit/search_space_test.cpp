@@ -1,4 +1,6 @@
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 #include <array>
 #include <set>
@@ -20,8 +22,8 @@ tile_config mma(int bm, int bn, int bk, int wm, int wn, int stages) { return mma
 }  // namespace
 
 TEST(search_space, families_by_dtype) {
-  EXPECT_EQ(families_for(dtype::f32), std::vector<kernel_family>{kernel_family::simt});
-  EXPECT_EQ(families_for(dtype::bf16), (std::vector<kernel_family>{kernel_family::mma, kernel_family::wgmma}));
+  EXPECT_EQ(families_for(dtype::f32), std::vector<kernel_family>{family_named("simt")});
+  EXPECT_EQ(families_for(dtype::bf16), (std::vector<kernel_family>{family_named("mma"), family_named("wgmma")}));
 }
 
 TEST(search_space, ids_are_unique_and_round_trip_through_json) {
@@ -104,7 +106,7 @@ TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   skinny.m = 16;
   int split = 0;
   std::set<std::string> ids;
-  for (const auto& c : problem_search_space(kernel_family::mma, skinny, h100)) {
+  for (const auto& c : problem_search_space(family_named("mma"), skinny, h100)) {
     EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
     EXPECT_EQ(tile_from_json(tile_to_json(c)), c) << c.id();
     if (c.split_k > 1) {
@@ -117,7 +119,7 @@ TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   EXPECT_GT(split, 5);
   // The square problem gets no split-K, and grouped rasterization instead.
   int square_split = 0, grouped = 0;
-  for (const auto& c : problem_search_space(kernel_family::mma, problem(dtype::bf16, "nt"), h100)) {
+  for (const auto& c : problem_search_space(family_named("mma"), problem(dtype::bf16, "nt"), h100)) {
     square_split += c.split_k > 1;
     grouped += c.raster_group > 0;
   }
@@ -139,7 +141,7 @@ TEST(search_space, the_gpu_tests_thin_shapes_get_split_k) {
       p.n = n;
       p.k = k;
       int split = 0;
-      for (const auto& c : problem_search_space(kernel_family::mma, p, find_preset("h100-sxm")))
+      for (const auto& c : problem_search_space(family_named("mma"), p, find_preset("h100-sxm")))
         split += c.split_k > 1 && !check_constraints(c, p, find_preset("h100-sxm"));
       EXPECT_GT(split, 3) << m << "x" << n << "x" << k << " " << to_string(t);
     }

@@ -11,6 +11,7 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "tile_addressing.cuh"
@@ -219,7 +220,7 @@ std::vector<mma_case> mma_cases() {
       p.m = p.n = p.k = 4096;
       p.type = t;
       p.layout = parse_layout(l);
-      for (const auto& c : default_search_space(kernel_family::mma, t))
+      for (const auto& c : default_search_space(family_named("mma"), t))
         if (!check_constraints(c, p, d)) out.push_back({c, t, p.layout});
     }
   return out;
@@ -359,7 +360,7 @@ TEST(tile_addressing, the_epilogue_puts_every_accumulator_at_its_place_once) {
 // layouts, whole vectors otherwise), every config and layout, conflict-free.
 TEST(tile_addressing, simt_shared_stores_are_free_of_bank_conflicts) {
   int checked = 0, padded_conflicts = 0;
-  for (const auto& c : default_search_space(kernel_family::simt, dtype::f32)) {
+  for (const auto& c : default_search_space(family_named("simt"), dtype::f32)) {
     gemm_problem p;
     p.m = p.n = p.k = 4096;
     if (check_constraints(c, p, find_preset("h100-sxm"))) continue;

@@ -24,8 +24,9 @@
 #include "core/gemm/problem.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/tile_config.hpp"
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/tensor_map_spec.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "wgmma_tile_math.cuh"
 
 using namespace tiletune;
@@ -811,7 +812,7 @@ TEST(wgmma_emulation, operand_fetch_reads_the_element_tma_wrote) {
     // An edge tile: M, N and K end inside the tile.
     const gemm_problem p = problem(200, 136, 72, 2, cl.t, cl.layout);
     const int eb = element_bytes(p.type);
-    for (const tile_config& c : default_search_space(kernel_family::wgmma, p.type)) {
+    for (const tile_config& c : default_search_space(family_named("wgmma"), p.type)) {
       if (c.stages != 3 || c.raster_group != 8 || c.raster_along_n || check_constraints(c, p, h100))
         continue;
       const bool a_kmajor = !p.layout.a_transposed, b_kmajor = p.layout.b_transposed;
@@ -905,7 +906,7 @@ TEST(wgmma_emulation, every_default_variant_matches_a_host_gemm) {
   for (const auto& cl : all_layouts) {
     const prepared x = prepare(problem(72, 200, 72, 2, cl.t, cl.layout), 1);
     int index = 0;
-    for (const tile_config& c : default_search_space(kernel_family::wgmma, cl.t)) {
+    for (const tile_config& c : default_search_space(family_named("wgmma"), cl.t)) {
       const double beta = index++ % 2 ? 0.0 : -0.75;
       if (check_constraints(c, x.p, h100)) {
         ++pruned;
@@ -940,7 +941,7 @@ TEST(wgmma_emulation, edge_shapes_match_a_host_gemm) {
   for (const auto& cl : all_layouts)
     for (const shape& s : shapes) {
       const prepared x = prepare(problem(s.m, s.n, s.k, s.batch, cl.t, cl.layout), 7);
-      for (const tile_config& c : default_search_space(kernel_family::wgmma, cl.t)) {
+      for (const tile_config& c : default_search_space(family_named("wgmma"), cl.t)) {
         if (c.raster_group != 8 || c.raster_along_n || c.stages != 3 ||
             check_constraints(c, x.p, h100))
           continue;

@@ -68,7 +68,8 @@
 #include "core/gemm/problem.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/tile_config.hpp"
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/tensor_map_spec.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "wgmma_tile_math.cuh"
 
 using namespace tiletune;
@@ -572,7 +573,7 @@ TEST(wgmma_ring, expect_tx_is_the_bytes_the_boxes_credit) {
     for (const auto& shape : {std::array<std::int64_t, 3>{4096, 4096, 4096},
                               std::array<std::int64_t, 3>{200, 136, 72}}) {
       const gemm_problem p = problem(shape[0], shape[1], shape[2], cl.t, cl.layout);
-      for (const tile_config& c : default_search_space(kernel_family::wgmma, cl.t)) {
+      for (const tile_config& c : default_search_space(family_named("wgmma"), cl.t)) {
         if (check_constraints(c, p, h100)) continue;
         const fill_boxes b = boxes_of(p, c);
         const std::uint32_t credited = b.a_boxes * b.a_box_bytes + b.b_boxes * b.b_box_bytes;

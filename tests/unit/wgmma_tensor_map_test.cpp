@@ -1,4 +1,4 @@
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/tensor_map_spec.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,8 @@
 #include "core/gemm/search_space.hpp"
 #include "core/report/kernel_export.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 
 using namespace tiletune;
 
@@ -112,7 +114,7 @@ TEST(wgmma_constraints, named_and_pruned_where_wgmma_cannot_run) {
 TEST(wgmma_constraints, default_space_size_per_dtype_and_layout) {
   const device_spec& h100 = find_preset("h100-sxm");
   for (dtype ty : {dtype::bf16, dtype::f16, dtype::tf32}) {
-    const auto space = default_search_space(kernel_family::wgmma, ty);
+    const auto space = default_search_space(family_named("wgmma"), ty);
     EXPECT_EQ(space.size(), 54u);
     int kept = 0;
     for (const auto& c : space) kept += !check_constraints(c, problem(4096, 4096, 4096, ty, "nt"), h100);

@@ -12,6 +12,7 @@
 
 #include "core/gemm/tile_config.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 
 using namespace tiletune;
 

@@ -17,12 +17,15 @@ struct embedded_template {
 std::span<const embedded_template> embedded_templates();
 // Throws std::out_of_range for an unknown name.
 std::string_view template_text(std::string_view name);
+// A template as it goes into a rendered source: behind a #line, so compiler messages name it.
+std::string template_with_line(std::string_view name);
 
 // The name of the kernel's entry point in every template.
 inline constexpr const char* kernel_entry_name = "tiletune_gemm";
 
 // Complete NVRTC source for one variant of one problem: the configuration as
-// macros, then the common header and the family's template.
+// macros, then the family's part (gemm_family::render: its macros, the
+// common header, its own headers and template).
 std::string render_kernel_source(const tile_config& c, dtype t, layout l);
 
 }  // namespace tiletune

@@ -1,170 +1,31 @@
 #include "core/gemm/search_space.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
-
-#include "core/gemm/families/wgmma/wgmma_space.hpp"
 
 namespace tiletune {
 
 std::vector<kernel_family> families_for(dtype t) {
-  if (is_tensor_core_dtype(t)) return {kernel_family::mma, kernel_family::wgmma};
-  return {kernel_family::simt};
+  std::vector<kernel_family> out;
+  for (const gemm_family* f : all_families())
+    if (f->serves(t)) out.push_back(kernel_family{f});
+  return out;
+}
+
+std::vector<tile_config> default_search_space(kernel_family family, dtype t) { return family->default_space(t); }
+
+std::vector<tile_config> problem_search_space(kernel_family family, const gemm_problem& p, const device_spec& d) {
+  return family->problem_space(p, d);
 }
 
 namespace {
-
-std::vector<tile_config> simt_space() {
-  std::vector<tile_config> out;
-  for (int bm : {32, 64, 128})
-    for (int bn : {32, 64, 128})
-      for (int bk : {8, 16})
-        for (int tm : {4, 8})
-          for (int tn : {4, 8}) out.push_back(simt_tile(bm, bn, bk, tm, tn));
-  return out;
-}
-
-std::vector<tile_config> mma_space(dtype t) {
-  // tf32 runs k-steps of 8, the 16-bit types k-steps of 16: the same bytes per BK.
-  const std::vector<int> bks = element_bytes(t) == 2 ? std::vector<int>{32, 64}
-                                                     : std::vector<int>{16, 32};
-  const std::pair<int, int> blocks[] = {{64, 64},   {64, 128},  {128, 64},
-                                        {128, 128}, {128, 256}, {256, 128}};
-  const std::pair<int, int> warps[] = {{2, 2}, {2, 4}, {4, 2}};
-  std::vector<tile_config> out;
-  for (auto [bm, bn] : blocks)
-    for (auto [wm, wn] : warps)
-      for (int bk : bks)
-        for (int stages : {2, 3, 4}) out.push_back(mma_tile(bm, bn, bk, wm, wn, stages));
-  return out;
-}
-
 std::optional<constraint_violation> violation(std::string name, std::string message) {
   return constraint_violation{std::move(name), std::move(message)};
 }
-
-std::optional<constraint_violation> check_simt(const tile_config& c) {
-  if (c.block_m % c.thread_m || c.block_n % c.thread_n)
-    return violation("thread_tile", "the thread tile does not divide the block tile");
-  const int threads = c.threads();
-  // Fewer than 2 warps cannot hide latency; more than 8 leave too few registers per thread.
-  if (threads < 64 || threads > 256)
-    return violation("threads_per_block",
-                     fmt::format("{} threads per block; the simt family uses 64 to 256", threads));
-  const int per_load = threads * c.vector_width;
-  if ((c.block_m * c.block_k) % per_load || (c.block_n * c.block_k) % per_load)
-    return violation("load_balance",
-                     fmt::format("{} threads with {}-wide loads do not evenly load a {}x{} and a "
-                                 "{}x{} tile",
-                                 threads, c.vector_width, c.block_m, c.block_k, c.block_k,
-                                 c.block_n));
-  return std::nullopt;
-}
-
-std::optional<constraint_violation> check_mma(const tile_config& c, dtype t) {
-  const int wm = c.warp_tile_m(), wn = c.warp_tile_n();
-  // Warp tiles are whole m16 x n16 steps (ldmatrix.x4 loads B for two n8 tiles).
-  if (c.block_m % c.warps_m || c.block_n % c.warps_n || wm % 16 || wn % 16)
-    return violation("warp_tile",
-                     fmt::format("warp tile {}x{} is not a multiple of 16x16", wm, wn));
-  // Small warp tiles reload the same fragments for too few MMAs.
-  if (wm * wn < 32 * 32)
-    return violation("warp_tile",
-                     fmt::format("warp tile {}x{} is under 32x32: too little fragment reuse", wm, wn));
-  // Long thin warp tiles load more fragments per MMA than square ones, and
-  // ptxas spills them at BK 64.
-  if (wm > 2 * wn || wn > 2 * wm)
-    return violation("warp_tile",
-                     fmt::format("warp tile {}x{} is longer than 2:1", wm, wn));
-  // fp32 accumulators per thread: over 128 leaves no registers for fragments
-  // and addresses, and ptxas spills.
-  const int accumulators = wm * wn / 32;
-  if (accumulators > 128)
-    return violation("accumulator_registers",
-                     fmt::format("warp tile {}x{} needs {} accumulator registers per thread, "
-                                 "over 128",
-                                 wm, wn, accumulators));
-  // At 128 accumulators, more than two MMA k-steps per tile (BK 64 for the
-  // 16-bit types, 32 for tf32) leave ptxas too few registers: it spilled on sm_90.
-  const int mma_k = element_bytes(t) == 2 ? 16 : 8;
-  if (accumulators == 128 && c.block_k > 2 * mma_k)
-    return violation("register_pressure",
-                     fmt::format("warp tile {}x{} with BK {} needs more than 255 registers per thread", wm, wn,
-                                 c.block_k));
-  if (c.block_k % mma_k)
-    return violation("block_k", fmt::format("BK {} is not a multiple of the MMA k {}", c.block_k,
-                                            mma_k));
-  return std::nullopt;
-}
-
 }  // namespace
-
-std::vector<tile_config> default_search_space(kernel_family family, dtype t) {
-  switch (family) {
-    case kernel_family::simt: return simt_space();
-    case kernel_family::mma: return mma_space(t);
-    case kernel_family::wgmma: return wgmma_space(t);
-  }
-  return {};
-}
-
-std::vector<tile_config> problem_search_space(kernel_family family, const gemm_problem& p, const device_spec& d) {
-  std::vector<tile_config> out = default_search_space(family, p.type);
-  if (family != kernel_family::mma || d.sm_count <= 0) return out;
-  const std::size_t base = out.size();
-  for (std::size_t i = 0; i < base; ++i) {
-    const tile_config c = out[i];
-    const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
-    const std::int64_t k_tiles = (p.k + c.block_k - 1) / c.block_k;
-    // Split-K where the tiles fill fewer than all SMs and block_m is not far
-    // past M (a 256-row tile of a 16-row problem wastes the split too): the
-    // smallest power of two (at most 16) that reaches one block per SM, and
-    // half of it; each slice keeps at least two pipelines' worth of k-tiles.
-    const bool tall_enough_tile = c.block_m <= std::max<std::int64_t>(64, 2 * p.m);
-    if (tiles < d.sm_count && tall_enough_tile && c.stages >= 3) {
-      int split = 2;
-      while (tiles * split < d.sm_count && split < 16) split *= 2;
-      for (int s : {split / 2, split}) {
-        if (s < 2 || k_tiles / s < 2 * c.stages) continue;
-        tile_config v = c;
-        v.split_k = s;
-        out.push_back(v);
-      }
-    }
-    // Grouped rasterization: 8 tile rows at a time, where there are many waves of large tiles.
-    if (tiles >= 4 * d.sm_count && c.block_m * c.block_n >= 128 * 128 && c.stages >= 3) {
-      tile_config v = c;
-      v.raster_group = 8;
-      out.push_back(v);
-    }
-  }
-  return out;
-}
 
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
                                                       const device_spec& d) {
-  if (c.family == kernel_family::wgmma) {
-    if (auto v = check_wgmma(c, p, d)) return v;
-  } else if (c.family == kernel_family::mma) {
-    if (!is_tensor_core_dtype(p.type))
-      return violation("dtype", fmt::format("the mma family runs tf32, f16 and bf16, not {}",
-                                            to_string(p.type)));
-    if (d.compute_capability < 80)
-      return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
-                                                   "bf16 mma), the GPU is {}",
-                                                   d.arch()));
-    if (auto v = check_mma(c, p.type)) return v;
-    if (c.split_k < 1 || c.split_k > (p.k + c.block_k - 1) / c.block_k)
-      return violation("split_k", fmt::format("split-K {} for {} k-tiles of {}", c.split_k,
-                                              (p.k + c.block_k - 1) / c.block_k, c.block_k));
-  } else {
-    if (c.split_k != 1)
-      return violation("split_k", fmt::format("the simt family has no split-K (asked {})", c.split_k));
-    if (p.type != dtype::f32)
-      return violation("dtype", fmt::format("the simt family runs f32, not {}", to_string(p.type)));
-    if (auto v = check_simt(c)) return v;
-  }
+  if (auto v = c.family->check(c, p, d)) return v;
   if (c.threads() > d.max_threads_per_block)
     return violation("threads_per_block",
                      fmt::format("{} threads per block, the GPU allows {}", c.threads(),
@@ -174,8 +35,8 @@ std::optional<constraint_violation> check_constraints(const tile_config& c, cons
     return violation("shared_memory",
                      fmt::format("needs {} bytes of shared memory per block, the GPU allows {}",
                                  smem, d.smem_per_block_optin_bytes));
-  // Block tiles of N go on gridDim.y, which holds at most 65535 (wgmma's grid is persistent).
-  if (c.family == kernel_family::wgmma) return std::nullopt;
+  // Block tiles of N go on gridDim.y, which holds at most 65535 (a persistent grid loops instead).
+  if (c.family->persistent_grid()) return std::nullopt;
   const std::int64_t n_tiles = (p.n + c.block_n - 1) / c.block_n;
   if (n_tiles > 65535)
     return violation("grid", fmt::format("{} block columns exceed the grid's 65535", n_tiles));

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/gemm/families/wgmma/wgmma_layout.hpp"
+#include "core/gemm/family.hpp"
 
 #include <cmath>
 #include <limits>
@@ -27,13 +27,7 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
 }
 
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count) {
-  launch_shape s = launch_shape_for(c, p);
-  if (c.family == kernel_family::wgmma) {
-    s.grid_x = wgmma_grid_size(c, p, sm_count);
-    s.grid_y = s.grid_z = 1;
-    s.cluster_x = c.cluster_m * c.cluster_n;
-  }
-  return s;
+  return c.family->launch(c, p, sm_count);
 }
 
 namespace {

@@ -14,161 +14,13 @@
 #include "core/compile/kernel_templates.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/version.hpp"
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/family.hpp"
 
 namespace tiletune {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string element_c_type(dtype t) { return element_bytes(t) == 4 ? "float" : "unsigned short"; }
-
-std::string stored_as(char matrix, bool transposed, const char* rows, const char* cols) {
-  return transposed ? fmt::format("{} stored {} x {} row-major (layout '{}': op({}) is its transpose)", matrix, cols,
-                                  rows, 't', matrix)
-                    : fmt::format("{} stored {} x {} row-major (layout '{}')", matrix, rows, cols, 'n');
-}
-
-kernel_parameter scalar(std::string name, std::string type, std::string meaning, nlohmann::json value) {
-  return kernel_parameter{std::move(name), std::move(type), "scalar", std::move(meaning), std::move(value)};
-}
-
-// The parameters of the simt and mma templates (kernels_templates/*.cu), in
-// the order gemm_worker.cpp passes them.
-std::vector<kernel_parameter> pointer_stride_parameters(const gemm_problem& p) {
-  const std::string elem = element_c_type(p.type);
-  const std::string bits = element_bytes(p.type) == 2
-                               ? fmt::format(" ({} bits: pass a {}*)", to_string(p.type),
-                                             p.type == dtype::bf16 ? "__nv_bfloat16" : "__half")
-                               : "";
-  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
-  return {
-      {"A", "const " + elem + "*", "pointer",
-       "device pointer to " + stored_as('A', p.layout.a_transposed, "M", "K") + bits, nullptr},
-      {"B", "const " + elem + "*", "pointer",
-       "device pointer to " + stored_as('B', p.layout.b_transposed, "K", "N") + bits, nullptr},
-      {"C", elem + "*", "pointer",
-       "device pointer to C stored M x N row-major" + bits + "; read only when beta != 0", nullptr},
-      scalar("M", "int", "rows of C and op(A)", p.m),
-      scalar("N", "int", "columns of C and op(B)", p.n),
-      scalar("K", "int", "the reduction dimension", p.k),
-      scalar("lda", "int", "elements between rows of A as stored", p.lda()),
-      scalar("ldb", "int", "elements between rows of B as stored", p.ldb()),
-      scalar("ldc", "int", "elements between rows of C", p.ldc()),
-      scalar("batch_stride_a", "long long", "elements between the batch's A matrices (grid z picks the matrix)",
-             p.m * p.k),
-      scalar("batch_stride_b", "long long", "elements between the batch's B matrices", p.k * p.n),
-      scalar("batch_stride_c", "long long", "elements between the batch's C matrices", p.m * p.n),
-      scalar("alpha", "float", "scale of op(A) * op(B)", alpha),
-      scalar("beta", "float", "scale of the old C (0: C is not read)", beta),
-      {"workspace", "float*", "pointer",
-       "split-K only (else pass nullptr): device buffer of workspace_bytes for the fp32 partial sums", nullptr},
-      {"tile_counters", "unsigned*", "pointer",
-       "split-K only (else pass nullptr): tile_counters 32-bit counters, zeroed once before the first launch "
-       "(the kernel leaves them zero)",
-       nullptr},
-  };
-}
-
-// simt and mma: one block per BM x BN tile of C, the batch on grid z.
-kernel_launch tile_grid_launch(const tile_config& c, const gemm_problem& p) {
-  const launch_shape s = launch_shape_for(c, p);
-  kernel_launch l;
-  l.entry = kernel_entry_name;
-  l.grid = {s.grid_x, s.grid_y, s.grid_z};
-  l.block = {s.threads, 1, 1};
-  l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = c.split_k > 1 ? fmt::format("(ceil(M / {}), ceil(N / {}), batch * {}): split-K in {} slices of K",
-                                            c.block_m, c.block_n, c.split_k, c.split_k)
-                              : fmt::format("(ceil(M / {}), ceil(N / {}), batch)", c.block_m, c.block_n);
-  l.parameters = pointer_stride_parameters(p);
-  l.requirements = {
-      "the tile constants are fixed; M, N, K, the strides, alpha and beta are run-time values, so any shape of this "
-      "dtype and layout runs (edge tiles are predicated) with the grid given by grid_rule",
-      "each matrix must be indexable with 32-bit ints (M*K, K*N, M*N under 2^31 elements)",
-      "16-byte aligned pointers and leading dimensions give vector loads; others take a slower element-wise path",
-      "above 48 KiB of dynamic shared memory, set cudaFuncAttributeMaxDynamicSharedMemorySize "
-      "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to dynamic_smem_bytes before the launch",
-  };
-  if (c.split_k > 1)
-    l.requirements.push_back(fmt::format(
-        "split-K: workspace_bytes = {} (ceil(M/{}) * ceil(N/{}) * batch * {} * {} * {} * 4) and tile_counters = {} "
-        "(one per output tile) for this problem",
-        s.workspace_bytes, c.block_m, c.block_n, c.split_k, c.block_m, c.block_n, s.tile_counters));
-  return l;
-}
-
-kernel_launch simt_launch(const tile_config& c, const gemm_problem& p, const device_spec&) {
-  return tile_grid_launch(c, p);
-}
-
-kernel_launch mma_launch(const tile_config& c, const gemm_problem& p, const device_spec&) {
-  return tile_grid_launch(c, p);
-}
-
-// The CUtensorMap the host encodes for one wgmma operand (src/cuda/tensor_map.cpp does the same).
-tensor_map_description wgmma_tensor_map(const gemm_problem& p, const tile_config& c, char operand) {
-  const tensor_map_spec s = tensor_map_for(p, c, operand);
-  tensor_map_description t;
-  t.parameter = operand == 'a' ? "tmap_a" : "tmap_b";
-  t.tensor = operand == 'a' ? "A" : "B";
-  t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
-                : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
-                                                           : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
-  for (int i = 0; i < s.rank; ++i) {
-    t.global_dims.push_back(static_cast<std::int64_t>(s.dims[i]));
-    t.box_dims.push_back(s.box[i]);
-    t.element_strides.push_back(s.element_strides[i]);
-    if (i > 0) t.global_strides_bytes.push_back(static_cast<std::int64_t>(s.strides_bytes[i - 1]));
-  }
-  t.swizzle = s.swizzle_bytes == 128 ? "CU_TENSOR_MAP_SWIZZLE_128B" : "CU_TENSOR_MAP_SWIZZLE_NONE";
-  t.l2_promotion = "CU_TENSOR_MAP_L2_PROMOTION_L2_256B";
-  t.oob_fill = s.oob_fill_zero ? "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE" : "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA";
-  return t;
-}
-
-// wgmma (kernels_templates/wgmma_gemm.cu): a persistent grid over the SMs,
-// operands through TMA tensor maps passed by value, C by pointer.
-kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) {
-  const launch_shape s = launch_shape_for(c, p, d.sm_count);
-  kernel_launch l;
-  l.entry = kernel_entry_name;
-  l.grid = {s.grid_x, s.grid_y, s.grid_z};
-  l.block = {s.threads, 1, 1};
-  l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
-  l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
-                            "a persistent grid that loops over the tiles",
-                            c.block_m, c.block_n, d.sm_count);
-  const std::string elem = element_c_type(p.type);
-  const std::string map_type = "const __grid_constant__ CUtensorMap";
-  l.parameters = {
-      {"tmap_a", map_type, "tensor_map", "A's tensor map (tensor_maps[0]), passed by value", nullptr},
-      {"tmap_b", map_type, "tensor_map", "B's tensor map (tensor_maps[1]), passed by value", nullptr},
-      {"C", elem + "*", "pointer", "device pointer to C stored M x N row-major; read only when beta != 0", nullptr},
-      scalar("M", "int", "rows of C and op(A)", p.m),
-      scalar("N", "int", "columns of C and op(B)", p.n),
-      scalar("K", "int", "the reduction dimension", p.k),
-      scalar("ldc", "int", "elements between rows of C", p.ldc()),
-      scalar("batch_stride_c", "long long", "elements between the batch's C matrices", p.m * p.n),
-      scalar("batch", "int", "number of GEMMs", p.batch),
-      scalar("alpha", "float", "scale of op(A) * op(B)", static_cast<float>(p.alpha)),
-      scalar("beta", "float", "scale of the old C (0: C is not read)", static_cast<float>(p.beta)),
-  };
-  l.tensor_maps = {wgmma_tensor_map(p, c, 'a'), wgmma_tensor_map(p, c, 'b')};
-  l.requirements = {
-      "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
-      "encode each tensor map with cuTensorMapEncodeTiled from tensor_maps (global address: the matrix's device "
-      "pointer); the maps carry M, N, K, the strides and the batch, so another shape needs new maps and grid",
-      "A's and B's pointers and row strides must be 16-byte aligned (TMA)",
-      "set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to "
-      "dynamic_smem_bytes before the launch",
-      "a launch outside tiletune has not been tried: tiletune's own launch of this family ran correct on an H100 "
-      "(2026-11-23); this description of it was checked on the CPU only",
-  };
-  return l;
-}
 
 std::string dims(const std::array<std::int64_t, 3>& d) { return fmt::format("({}, {}, {})", d[0], d[1], d[2]); }
 
@@ -219,12 +71,8 @@ std::string readable_body(const std::string& rendered) {
 }  // namespace
 
 kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) {
-  switch (c.family) {
-    case kernel_family::simt: return simt_launch(c, p, d);
-    case kernel_family::mma: return mma_launch(c, p, d);
-    case kernel_family::wgmma: return wgmma_launch(c, p, d);
-  }
-  throw std::invalid_argument(fmt::format("no launch description for the family of {}", c.id()));
+  if (!c.family.impl) throw std::invalid_argument(fmt::format("no launch description for the family of {}", c.id()));
+  return c.family->describe_launch(c, p, d);
 }
 
 nlohmann::json to_json(const kernel_parameter& k) {

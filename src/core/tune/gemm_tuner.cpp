@@ -34,9 +34,7 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
   compile_job job;
   job.name = c.id();
   job.source = render_kernel_source(c, t, l);
-  job.arch = d.compile_arch();
-  // wgmma, TMA and setmaxnreg need the architecture-specific target.
-  if (c.family == kernel_family::wgmma) job.arch = "sm_90a";
+  job.arch = c.family->compile_arch(d);
   job.options = {"-std=c++17", "--ptxas-options=-v"};
   return job;
 }
@@ -135,8 +133,7 @@ nlohmann::json triton_config(const tile_config& c, dtype) {
   nlohmann::json j = {{"BLOCK_M", c.block_m},
                       {"BLOCK_N", c.block_n},
                       {"BLOCK_K", c.block_k},
-                      // Triton counts the compute warps; wgmma's producer warpgroup is extra.
-                      {"num_warps", c.family == kernel_family::wgmma ? 4 * c.consumers : c.threads() / 32},
+                      {"num_warps", c.family->triton_num_warps(c)},
                       {"num_stages", c.stages}};
   // The Triton tutorial's matmul names: SPLIT_K slices of K (partials summed),
   // GROUP_SIZE_M block rows walked together; along N, the same with N.
@@ -155,34 +152,7 @@ std::string triton_summary(const tile_config& c, dtype t) {
   return out;
 }
 
-std::string cutlass_shape(const tile_config& c, dtype t) {
-  if (c.family == kernel_family::simt) {
-    return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m,
-                       c.block_n, c.block_k, c.threads(), c.thread_m, c.thread_n);
-  }
-  const int k = element_bytes(t) == 2 ? 16 : 8;
-  if (c.family == kernel_family::wgmma) {
-    // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments.
-    const std::string raster = c.raster_group > 0 ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}",
-                                                                c.raster_along_n ? "AlongN" : "AlongM", c.raster_group)
-                                                  : "";
-    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}",
-                       c.block_m, c.block_n, c.block_k, c.cluster_m, c.cluster_n,
-                       c.consumers == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
-                       c.stages, raster);
-  }
-  // CUTLASS 2: split-K with the partials reduced by the last block of a tile is
-  // the serial split-K mode; grouped rasterization a threadblock swizzle.
-  std::string extra;
-  if (c.split_k > 1) extra += fmt::format(", SplitKSerial, split_k_slices {}", c.split_k);
-  if (c.raster_group > 0)
-    extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})", c.raster_group,
-                         c.raster_along_n ? "N" : "M");
-  return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
-                     "stages {}{}",
-                     c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k,
-                     k, c.stages, extra);
-}
+std::string cutlass_shape(const tile_config& c, dtype t) { return c.family->cutlass_shape(c, t); }
 
 namespace {
 

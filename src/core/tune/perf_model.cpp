@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/gemm/family.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -22,15 +24,8 @@ double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c,
   const double clock_hz = d.boost_clock_mhz * 1e6;
   if (clock_hz <= 0 || rate_per_sm <= 0) return 1;
   const double flops_per_clock = rate_per_sm / clock_hz;
-  double flops = 0, bytes = 0;
-  if (c.family == kernel_family::simt) {
-    flops = 2.0 * c.thread_m * c.thread_n;  // per thread and k
-    bytes = 4.0 * (c.thread_m + c.thread_n);
-  } else {
-    const double k = element_bytes(t) == 2 ? 16 : 8;
-    flops = 2.0 * c.warp_tile_m() * c.warp_tile_n() * k;  // per warp and k-step
-    bytes = (c.warp_tile_m() + c.warp_tile_n()) * k * element_bytes(t);
-  }
+  const smem_traffic traffic = c.family->shared_memory_traffic(c, t);
+  const double flops = traffic.flops, bytes = traffic.bytes;
   if (bytes <= 0) return 1;
   return std::min(1.0, (flops / flops_per_clock) / (bytes / smem_bytes_per_clock));
 }
@@ -68,13 +63,7 @@ occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int reg
 }
 
 double family_efficiency(kernel_family f, int compute_capability) {
-  if (f == kernel_family::simt) return 0.85;
-  // wgmma: an assumption (cuBLAS's Hopper kernels run near 0.75 of the dense
-  // peak on large squares) to calibrate once the family has run on a GPU.
-  if (f == kernel_family::wgmma) return 0.75;
-  // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma;
-  // on Ampere and Ada it is the native path.
-  return compute_capability >= 90 ? 0.63 : 0.85;
+  return f->attainable_efficiency(compute_capability);
 }
 
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
@@ -98,7 +87,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   double rate_per_sm = d.peak_tflops(p.type) * 1e12 / d.sm_count *
                        (efficiency > 0 ? efficiency : family_efficiency(c.family, d.compute_capability));
   rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
-  if (c.family == kernel_family::mma && c.stages < 3) rate_per_sm *= 0.9;
+  rate_per_sm *= c.family->pipeline_factor(c);
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
   const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/gemm/family.hpp"
 #include "core/tune/search/replay_backend.hpp"
 
 namespace tiletune {
@@ -259,8 +260,9 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
   nlohmann::json assumed_eff = nlohmann::json::object();
   if (!results.empty()) {
     const auto d = plan_from_recording(results[0]).device;
-    for (auto f : {kernel_family::simt, kernel_family::mma})
-      assumed_eff[std::string(to_string(f))] = family_efficiency(f, d.compute_capability);
+    for (const gemm_family* f : all_families())
+      if (f->efficiency_from_measurements())
+        assumed_eff[std::string(f->name())] = family_efficiency(kernel_family{f}, d.compute_capability);
   }
   return {{"schema", "tiletune.calibration/1"},
           {"calibration", to_json(all)},

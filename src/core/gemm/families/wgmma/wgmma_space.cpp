@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+
 namespace tiletune {
 
 std::vector<tile_config> wgmma_space(dtype t) {

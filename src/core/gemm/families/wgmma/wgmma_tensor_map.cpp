@@ -1,12 +1,10 @@
-#include "core/gemm/families/wgmma/tensor_map_spec.hpp"
+#include "core/gemm/families/wgmma/wgmma_tensor_map.hpp"
 
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
 namespace tiletune {
 
-tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char operand) {
+tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c, char operand) {
   if (operand != 'a' && operand != 'b') throw std::invalid_argument("tensor_map_for: operand must be 'a' or 'b'");
   tensor_map_spec s;
   s.type = p.type == dtype::f16    ? tensor_map_spec::element::f16
@@ -34,21 +32,6 @@ tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char
     s.box = {swizzle_elements, static_cast<std::uint32_t>(c.block_k), 1};
   }
   return s;
-}
-
-nlohmann::json to_json(const tensor_map_spec& s) {
-  const char* type = s.type == tensor_map_spec::element::f16    ? "f16"
-                     : s.type == tensor_map_spec::element::bf16 ? "bf16"
-                                                                : "f32";
-  return {{"data_type", type},
-          {"rank", s.rank},
-          {"dims", s.dims},
-          {"strides_bytes", s.strides_bytes},
-          {"box", s.box},
-          {"element_strides", s.element_strides},
-          {"swizzle", s.swizzle_bytes == 128 ? "128B" : "none"},
-          {"interleave", s.interleave ? "yes" : "none"},
-          {"oob_fill", s.oob_fill_zero ? "zero" : "nan"}};
 }
 
 }  // namespace tiletune

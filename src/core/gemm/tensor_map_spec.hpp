@@ -5,11 +5,12 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/gemm/problem.hpp"
+#include "core/gemm/family.hpp"  // tensor_map_for asks the variant's family
 #include "core/gemm/tile_config.hpp"
 
 namespace tiletune {
 
-// What cuTensorMapEncodeTiled needs for one operand of a wgmma variant, in
+// What cuTensorMapEncodeTiled needs for one operand of a TMA variant, in
 // plain values (src/cuda/tensor_map encodes it). Dimensions go innermost
 // first: (contiguous elements, rows, batch).
 struct tensor_map_spec {
@@ -26,9 +27,8 @@ struct tensor_map_spec {
   friend bool operator==(const tensor_map_spec&, const tensor_map_spec&) = default;
 };
 
-// A's map ('a') or B's ('b') for a wgmma variant on a problem. K-major
-// operands (A 'n', B 't') copy a [BM or BN rows][BK] box; MN-major ones
-// (A 't', B 'n') copy [BK rows][64 elements] boxes, BM/64 or BN/64 per stage.
+// A's map ('a') or B's ('b') for a variant on a problem, from its family
+// (gemm_family::tensor_map; for a family that uses tensor maps).
 tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char operand);
 
 nlohmann::json to_json(const tensor_map_spec& s);

@@ -1,0 +1,114 @@
+#include "core/gemm/families/mma/mma_family.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/families/mma/mma_parts.hpp"
+#include "core/report/kernel_export.hpp"
+
+namespace tiletune {
+
+namespace {
+
+class mma : public gemm_family {
+ public:
+  std::string_view name() const override { return "mma"; }
+  bool serves(dtype t) const override { return is_tensor_core_dtype(t); }
+
+  std::vector<tile_config> default_space(dtype t) const override { return mma_space(t); }
+  std::vector<tile_config> problem_space(const gemm_problem& p, const device_spec& d) const override {
+    return mma_problem_space(p, d);
+  }
+  std::optional<constraint_violation> check(const tile_config& c, const gemm_problem& p,
+                                            const device_spec& d) const override {
+    return check_mma(c, p, d);
+  }
+
+  int threads(const tile_config& c) const override { return c.warps_m * c.warps_n * 32; }
+  std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
+    // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
+    const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;
+    const std::int64_t pipeline = c.stages * (bm * bk + bk * bn) * element_bytes(t);
+    const std::int64_t staging = static_cast<std::int64_t>(c.warps_m) * 16 * bn * 4;
+    return std::max(pipeline, staging);
+  }
+  std::string id_suffix(const tile_config& c) const override {
+    std::string s = fmt::format("_w{}x{}_s{}", c.warps_m, c.warps_n, c.stages) + split_k_id_suffix(c);
+    if (c.raster_group > 0) s += raster_id_suffix(c);
+    return s;
+  }
+  void to_json(const tile_config& c, nlohmann::json& j) const override {
+    j["warps_m"] = c.warps_m;
+    j["warps_n"] = c.warps_n;
+    j["warp_m"] = c.warp_tile_m();
+    j["warp_n"] = c.warp_tile_n();
+  }
+  bool claims_json(const nlohmann::json& j) const override { return j.contains("warps_m"); }
+  void from_json(const nlohmann::json& j, tile_config& c) const override {
+    c.warps_m = j.at("warps_m").get<int>();
+    c.warps_n = j.at("warps_n").get<int>();
+  }
+
+  std::string render(const tile_config& c, dtype, layout) const override {
+    return fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", c.warps_m,
+                       c.warps_n, c.stages) +
+           fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
+                       c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
+           template_with_line("gemm_common.cuh") + template_with_line("tile_addressing.cuh") +
+           template_with_line("mma_gemm.cu");
+  }
+
+  kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
+    return tile_grid_launch(c, p);
+  }
+
+  double attainable_efficiency(int compute_capability) const override {
+    // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma;
+    // on Ampere and Ada it is the native path.
+    return compute_capability >= 90 ? 0.63 : 0.85;
+  }
+  // A two-stage pipeline exposes part of each load.
+  double pipeline_factor(const tile_config& c) const override { return c.stages < 3 ? 0.9 : 1.0; }
+  smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const override {
+    return warp_tile_smem_traffic(c, t);
+  }
+
+  std::string cutlass_shape(const tile_config& c, dtype t) const override {
+    const int k = element_bytes(t) == 2 ? 16 : 8;
+    // CUTLASS 2: split-K with the partials reduced by the last block of a tile is
+    // the serial split-K mode; grouped rasterization a threadblock swizzle.
+    std::string extra;
+    if (c.split_k > 1) extra += fmt::format(", SplitKSerial, split_k_slices {}", c.split_k);
+    if (c.raster_group > 0)
+      extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})",
+                           c.raster_group, c.raster_along_n ? "N" : "M");
+    return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
+                       "stages {}{}",
+                       c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k, k,
+                       c.stages, extra);
+  }
+};
+
+}  // namespace
+
+const gemm_family& mma_family() {
+  static const mma family;
+  return family;
+}
+
+tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int warps_n, int stages) {
+  tile_config c;
+  c.family = kernel_family{&mma_family()};
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.warps_m = warps_m;
+  c.warps_n = warps_n;
+  c.stages = stages;
+  return c;
+}
+
+}  // namespace tiletune

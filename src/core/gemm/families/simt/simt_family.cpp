@@ -1,0 +1,125 @@
+#include "core/gemm/families/simt/simt_family.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/report/kernel_export.hpp"
+
+namespace tiletune {
+
+namespace {
+
+std::optional<constraint_violation> violation(std::string name, std::string message) {
+  return constraint_violation{std::move(name), std::move(message)};
+}
+
+class simt : public gemm_family {
+ public:
+  std::string_view name() const override { return "simt"; }
+  bool serves(dtype t) const override { return !is_tensor_core_dtype(t); }
+
+  std::vector<tile_config> default_space(dtype) const override {
+    std::vector<tile_config> out;
+    for (int bm : {32, 64, 128})
+      for (int bn : {32, 64, 128})
+        for (int bk : {8, 16})
+          for (int tm : {4, 8})
+            for (int tn : {4, 8}) out.push_back(simt_tile(bm, bn, bk, tm, tn));
+    return out;
+  }
+
+  std::optional<constraint_violation> check(const tile_config& c, const gemm_problem& p,
+                                            const device_spec&) const override {
+    if (c.split_k != 1)
+      return violation("split_k", fmt::format("the simt family has no split-K (asked {})", c.split_k));
+    if (p.type != dtype::f32)
+      return violation("dtype", fmt::format("the simt family runs f32, not {}", to_string(p.type)));
+    if (c.block_m % c.thread_m || c.block_n % c.thread_n)
+      return violation("thread_tile", "the thread tile does not divide the block tile");
+    const int threads = c.threads();
+    // Fewer than 2 warps cannot hide latency; more than 8 leave too few registers per thread.
+    if (threads < 64 || threads > 256)
+      return violation("threads_per_block",
+                       fmt::format("{} threads per block; the simt family uses 64 to 256", threads));
+    const int per_load = threads * c.vector_width;
+    if ((c.block_m * c.block_k) % per_load || (c.block_n * c.block_k) % per_load)
+      return violation("load_balance",
+                       fmt::format("{} threads with {}-wide loads do not evenly load a {}x{} and a "
+                                   "{}x{} tile",
+                                   threads, c.vector_width, c.block_m, c.block_k, c.block_k, c.block_n));
+    return std::nullopt;
+  }
+
+  int threads(const tile_config& c) const override {
+    return (c.thread_m && c.thread_n) ? (c.block_m / c.thread_m) * (c.block_n / c.thread_n) : 0;
+  }
+  std::int64_t smem_bytes(const tile_config& c, dtype) const override {
+    // Two buffers of As[BK][BM] and Bs[BK][BN], fp32.
+    const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;
+    return 2 * (bk * bm + bk * bn) * 4;
+  }
+  std::string id_suffix(const tile_config& c) const override {
+    std::string s = fmt::format("_t{}x{}_v{}", c.thread_m, c.thread_n, c.vector_width) + split_k_id_suffix(c);
+    if (c.raster_group > 0) s += raster_id_suffix(c);
+    return s;
+  }
+  void to_json(const tile_config& c, nlohmann::json& j) const override {
+    j["thread_m"] = c.thread_m;
+    j["thread_n"] = c.thread_n;
+    j["vector_width"] = c.vector_width;
+  }
+  // Older records name no family; a tile without warps is this one's.
+  bool claims_json(const nlohmann::json& j) const override { return !j.contains("warps_m"); }
+  void from_json(const nlohmann::json& j, tile_config& c) const override {
+    c.thread_m = j.at("thread_m").get<int>();
+    c.thread_n = j.at("thread_n").get<int>();
+    c.vector_width = j.at("vector_width").get<int>();
+  }
+
+  std::string render(const tile_config& c, dtype, layout) const override {
+    return fmt::format("#define TT_TM {}\n#define TT_TN {}\n#define TT_VEC {}\n", c.thread_m, c.thread_n,
+                       c.vector_width) +
+           fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
+                       c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
+           template_with_line("gemm_common.cuh") + template_with_line("tile_addressing.cuh") +
+           template_with_line("simt_gemm.cu");
+  }
+
+  kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
+    return tile_grid_launch(c, p);
+  }
+
+  double attainable_efficiency(int) const override { return 0.85; }
+  smem_traffic shared_memory_traffic(const tile_config& c, dtype) const override {
+    return {2.0 * c.thread_m * c.thread_n,  // per thread and k
+            4.0 * (c.thread_m + c.thread_n)};
+  }
+
+  std::string cutlass_shape(const tile_config& c, dtype) const override {
+    return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m, c.block_n,
+                       c.block_k, c.threads(), c.thread_m, c.thread_n);
+  }
+};
+
+}  // namespace
+
+const gemm_family& simt_family() {
+  static const simt family;
+  return family;
+}
+
+tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width) {
+  tile_config c;
+  c.family = kernel_family{&simt_family()};
+  c.block_m = block_m;
+  c.block_n = block_n;
+  c.block_k = block_k;
+  c.thread_m = thread_m;
+  c.thread_n = thread_n;
+  c.vector_width = vector_width;
+  c.stages = 2;  // registers -> shared double buffering
+  return c;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,13 @@
+#pragma once
+#include "core/gemm/family.hpp"
+
+namespace tiletune {
+
+// The simt family (kernels_templates/simt_gemm.cu): fp32 FMA on the CUDA
+// cores, a TM x TN register tile per thread, double-buffered shared memory.
+const gemm_family& simt_family();
+
+// BM x BN x BK, thread tile TM x TN, elements per global vector load.
+tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width = 4);
+
+}  // namespace tiletune

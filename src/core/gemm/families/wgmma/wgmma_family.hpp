@@ -1,0 +1,15 @@
+#pragma once
+#include "core/gemm/family.hpp"
+
+namespace tiletune {
+
+// The wgmma family (kernels_templates/wgmma_gemm.cu): Hopper's warpgroup MMA
+// with TMA operand loads, a producer and 1 or 2 consumer warpgroups, a
+// persistent grid (sm_90a only).
+const gemm_family& wgmma_family();
+
+// BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
+tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,
+                       int raster_group = 8, bool raster_along_n = false);
+
+}  // namespace tiletune

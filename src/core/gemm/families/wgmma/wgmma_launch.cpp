@@ -1,0 +1,78 @@
+#include "core/gemm/families/wgmma/wgmma_parts.hpp"
+
+#include <fmt/format.h>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/families/wgmma/wgmma_tensor_map.hpp"
+#include "core/measure/measure_protocol.hpp"
+
+namespace tiletune {
+
+namespace {
+
+// The CUtensorMap the host encodes for one wgmma operand (src/cuda/tensor_map.cpp does the same).
+tensor_map_description tensor_map_description_of(const gemm_problem& p, const tile_config& c, char operand) {
+  const tensor_map_spec s = wgmma_tensor_map_for(p, c, operand);
+  tensor_map_description t;
+  t.parameter = operand == 'a' ? "tmap_a" : "tmap_b";
+  t.tensor = operand == 'a' ? "A" : "B";
+  t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
+                : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                                                           : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+  for (int i = 0; i < s.rank; ++i) {
+    t.global_dims.push_back(static_cast<std::int64_t>(s.dims[i]));
+    t.box_dims.push_back(s.box[i]);
+    t.element_strides.push_back(s.element_strides[i]);
+    if (i > 0) t.global_strides_bytes.push_back(static_cast<std::int64_t>(s.strides_bytes[i - 1]));
+  }
+  t.swizzle = s.swizzle_bytes == 128 ? "CU_TENSOR_MAP_SWIZZLE_128B" : "CU_TENSOR_MAP_SWIZZLE_NONE";
+  t.l2_promotion = "CU_TENSOR_MAP_L2_PROMOTION_L2_256B";
+  t.oob_fill = s.oob_fill_zero ? "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE" : "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA";
+  return t;
+}
+
+}  // namespace
+
+// wgmma (kernels_templates/wgmma_gemm.cu): a persistent grid over the SMs,
+// operands through TMA tensor maps passed by value, C by pointer.
+kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) {
+  const launch_shape s = launch_shape_for(c, p, d.sm_count);
+  kernel_launch l;
+  l.entry = kernel_entry_name;
+  l.grid = {s.grid_x, s.grid_y, s.grid_z};
+  l.block = {s.threads, 1, 1};
+  l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
+  l.dynamic_smem_bytes = s.dynamic_smem_bytes;
+  l.grid_rule = fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
+                            "a persistent grid that loops over the tiles",
+                            c.block_m, c.block_n, d.sm_count);
+  const std::string elem = element_c_type(p.type);
+  const std::string map_type = "const __grid_constant__ CUtensorMap";
+  l.parameters = {
+      {"tmap_a", map_type, "tensor_map", "A's tensor map (tensor_maps[0]), passed by value", nullptr},
+      {"tmap_b", map_type, "tensor_map", "B's tensor map (tensor_maps[1]), passed by value", nullptr},
+      {"C", elem + "*", "pointer", "device pointer to C stored M x N row-major; read only when beta != 0", nullptr},
+      scalar_parameter("M", "int", "rows of C and op(A)", p.m),
+      scalar_parameter("N", "int", "columns of C and op(B)", p.n),
+      scalar_parameter("K", "int", "the reduction dimension", p.k),
+      scalar_parameter("ldc", "int", "elements between rows of C", p.ldc()),
+      scalar_parameter("batch_stride_c", "long long", "elements between the batch's C matrices", p.m * p.n),
+      scalar_parameter("batch", "int", "number of GEMMs", p.batch),
+      scalar_parameter("alpha", "float", "scale of op(A) * op(B)", static_cast<float>(p.alpha)),
+      scalar_parameter("beta", "float", "scale of the old C (0: C is not read)", static_cast<float>(p.beta)),
+  };
+  l.tensor_maps = {tensor_map_description_of(p, c, 'a'), tensor_map_description_of(p, c, 'b')};
+  l.requirements = {
+      "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
+      "encode each tensor map with cuTensorMapEncodeTiled from tensor_maps (global address: the matrix's device "
+      "pointer); the maps carry M, N, K, the strides and the batch, so another shape needs new maps and grid",
+      "A's and B's pointers and row strides must be 16-byte aligned (TMA)",
+      "set cudaFuncAttributeMaxDynamicSharedMemorySize (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) to "
+      "dynamic_smem_bytes before the launch",
+      "a launch outside tiletune has not been tried: tiletune's own launch of this family ran correct on an H100 "
+      "(2026-11-23); this description of it was checked on the CPU only",
+  };
+  return l;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,102 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/device/device_spec.hpp"
+#include "core/gemm/problem.hpp"
+#include "core/gemm/tile_config.hpp"
+
+namespace tiletune {
+
+struct launch_shape;            // core/measure/measure_protocol.hpp
+struct kernel_launch;           // core/report/kernel_export.hpp
+struct tensor_map_spec;         // core/gemm/tensor_map_spec.hpp
+
+// Why a config cannot run a problem on a device: which named constraint it breaks.
+struct constraint_violation {
+  std::string constraint;  // e.g. "shared_memory"
+  std::string message;     // e.g. "needs 139264 bytes of shared memory, the GPU allows 101376"
+};
+
+// Shared-memory reads against the math they feed, per thread (or warp) and k-step.
+struct smem_traffic {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// Everything a kernel family decides. Each family is one implementation in
+// its own folder (core/gemm/families/<name>/), registered by one line in
+// core/gemm/families/registry.cpp; nothing outside its folder names it.
+class gemm_family {
+ public:
+  virtual ~gemm_family() = default;
+
+  // The name in ids and JSON ("family": ...).
+  virtual std::string_view name() const = 0;
+  // Whether the family has kernels for a dtype (the architecture is a constraint).
+  virtual bool serves(dtype t) const = 0;
+
+  // Search space: the default points for a dtype, and those for one problem
+  // (the default ones plus per-problem copies, e.g. split-K or rasterization).
+  virtual std::vector<tile_config> default_space(dtype t) const = 0;
+  virtual std::vector<tile_config> problem_space(const gemm_problem& p, const device_spec& d) const;
+  // The family's own named constraints; check_constraints adds the common ones.
+  virtual std::optional<constraint_violation> check(const tile_config& c, const gemm_problem& p,
+                                                    const device_spec& d) const = 0;
+
+  // The tile: threads per block, dynamic shared memory, the id after
+  // "<name>_BMxBNxBK", and the family's fields of the tile JSON.
+  virtual int threads(const tile_config& c) const = 0;
+  virtual std::int64_t smem_bytes(const tile_config& c, dtype t) const = 0;
+  virtual std::string id_suffix(const tile_config& c) const = 0;
+  virtual void to_json(const tile_config& c, nlohmann::json& j) const = 0;
+  // Whether a tile JSON without a "family" field is this family's (older records).
+  virtual bool claims_json(const nlohmann::json& j) const = 0;
+  virtual void from_json(const nlohmann::json& j, tile_config& c) const = 0;
+
+  // Source: the rendered kernel after the common #defines (TT_DTYPE to TT_BK):
+  // the family's #defines, headers and template (kernel_templates.hpp).
+  virtual std::string render(const tile_config& c, dtype t, layout l) const = 0;
+  // The NVRTC architecture for a device.
+  virtual std::string compile_arch(const device_spec& d) const { return d.compile_arch(); }
+
+  // Launch: grid, block, shared memory and cluster for the worker (a plain
+  // tile grid unless the family says otherwise), the export's description,
+  // and the TMA tensor maps of operand 'a' or 'b' where it takes them.
+  virtual launch_shape launch(const tile_config& c, const gemm_problem& p, int sm_count) const;
+  virtual kernel_launch describe_launch(const tile_config& c, const gemm_problem& p,
+                                        const device_spec& d) const = 0;
+  virtual bool uses_tensor_maps() const { return false; }
+  virtual tensor_map_spec tensor_map(const gemm_problem& p, const tile_config& c, char operand) const;
+  // A persistent grid loops over the tiles: no grid-size limit applies.
+  virtual bool persistent_grid() const { return false; }
+
+  // Model terms: the fraction of peak the family attains, a factor for its
+  // pipeline depth, its shared-memory traffic, and whether the attainable
+  // efficiency was measured (calibration reports list it as assumed_efficiency).
+  virtual double attainable_efficiency(int compute_capability) const = 0;
+  virtual double pipeline_factor(const tile_config&) const { return 1.0; }
+  virtual smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const = 0;
+  virtual bool efficiency_from_measurements() const { return true; }
+
+  // Other libraries' names for the tile.
+  virtual int triton_num_warps(const tile_config& c) const { return threads(c) / 32; }
+  virtual std::string cutlass_shape(const tile_config& c, dtype t) const = 0;
+};
+
+// The registered families, in registration order (families/registry.cpp).
+const std::vector<const gemm_family*>& all_families();
+
+// Shared pieces for families that use them.
+// "_k<split>" for split-K and "_g<group><m|n>" for grouped rasterization.
+std::string split_k_id_suffix(const tile_config& c);
+std::string raster_id_suffix(const tile_config& c);
+// A warp tile's shared-memory traffic per warp and MMA k-step.
+smem_traffic warp_tile_smem_traffic(const tile_config& c, dtype t);
+
+}  // namespace tiletune

@@ -1,0 +1,65 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/gemm/problem.hpp"
+#include "core/gemm/tile_config.hpp"
+
+// The launch description of an exported kernel (kernel_export.hpp), and the
+// pieces the families share to write theirs.
+namespace tiletune {
+
+// One kernel parameter, in the order the entry function takes them.
+struct kernel_parameter {
+  std::string name;     // as in the kernel's signature
+  std::string c_type;   // as in the kernel's signature, e.g. "const unsigned short*"
+  std::string kind;     // "pointer" | "scalar" | "tensor_map"
+  std::string meaning;  // a sentence for the user
+  nlohmann::json value;  // for the exported problem; null for pointers and tensor maps
+};
+
+// What the host gives cuTensorMapEncodeTiled for a CUtensorMap parameter
+// (passed by value as a __grid_constant__ parameter). Dimensions innermost first.
+struct tensor_map_description {
+  std::string parameter;  // the kernel parameter it is passed as
+  std::string tensor;     // whose memory it maps: "A", "B" or "C"
+  std::string data_type;  // CU_TENSOR_MAP_DATA_TYPE_...
+  std::vector<std::int64_t> global_dims;
+  std::vector<std::int64_t> global_strides_bytes;  // rank - 1 values
+  std::vector<std::int64_t> box_dims;
+  std::vector<std::int64_t> element_strides;
+  std::string interleave = "CU_TENSOR_MAP_INTERLEAVE_NONE";
+  std::string swizzle;       // CU_TENSOR_MAP_SWIZZLE_...
+  std::string l2_promotion;  // CU_TENSOR_MAP_L2_PROMOTION_...
+  std::string oob_fill;      // CU_TENSOR_MAP_FLOAT_OOB_FILL_...
+};
+
+// How to launch one variant on one problem; each family fills it in
+// (gemm_family::describe_launch).
+struct kernel_launch {
+  std::string entry;  // extern "C" name of the entry function
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::array<std::int64_t, 3> cluster{1, 1, 1};
+  std::int64_t dynamic_smem_bytes = 0;
+  std::string grid_rule;  // how the grid follows from another problem's sizes
+  std::vector<kernel_parameter> parameters;
+  std::vector<tensor_map_description> tensor_maps;
+  std::vector<std::string> requirements;  // what the caller must hold to (alignment, ...)
+};
+
+// The C type of an element as the templates' signatures spell it.
+std::string element_c_type(dtype t);
+// "A stored M x K row-major (layout 'n')" and the like.
+std::string stored_as(char matrix, bool transposed, const char* rows, const char* cols);
+kernel_parameter scalar_parameter(std::string name, std::string type, std::string meaning, nlohmann::json value);
+
+// A grid of one block per BM x BN tile of C, the batch (and split-K slices) on
+// grid z, operands by pointer and stride: the kernels of tile_addressing.cuh.
+kernel_launch tile_grid_launch(const tile_config& c, const gemm_problem& p);
+
+}  // namespace tiletune
