@@ -25,7 +25,8 @@ using namespace tiletune;
 
 namespace {
 
-std::string program_of(const std::string& id);
+// The program a variant id compiles to: the block order's suffix does not change it.
+std::string program_of(const std::string& id) { return std::regex_replace(id, std::regex("_g[0-9]+[mn]$"), ""); }
 
 class varied_compiler : public kernel_compiler {
  public:
@@ -33,7 +34,6 @@ class varied_compiler : public kernel_compiler {
   std::map<std::string, int> accumulator_floor;  // per program, filled before planning
   compiled_kernel compile(const compile_job& job) override {
     ++compiles;
-    // The program, not the variant: the block order's suffix does not change it.
     const std::string program = program_of(job.name);
     const std::size_t h = std::hash<std::string>{}(program);
     compiled_kernel k;
@@ -52,8 +52,6 @@ class varied_compiler : public kernel_compiler {
   }
   std::string version() const override { return "varied 1"; }
 };
-
-std::string program_of(const std::string& id) { return std::regex_replace(id, std::regex("_g[0-9]+[mn]$"), ""); }
 
 // The compiler's register floor for every variant of p's search space.
 void prepare(varied_compiler& c, const gemm_problem& p, const device_spec& d) {

@@ -14,7 +14,7 @@
 namespace tiletune {
 
 struct launch_shape;            // core/measure/measure_protocol.hpp
-struct kernel_launch;           // core/report/kernel_export.hpp
+struct kernel_launch;           // core/report/kernel_launch.hpp
 struct tensor_map_spec;         // core/gemm/tensor_map_spec.hpp
 
 // Why a config cannot run a problem on a device: which named constraint it breaks.
