@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/tune/variant_ranking.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/output.hpp"
 
@@ -87,6 +88,7 @@ std::string format_table(const gemm_plan& plan, int top) {
     out += "\nno variant can run this problem on this GPU; the JSON says why for each\n";
   }
   for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  if (const std::string tie = top_tie_note(plan); !tie.empty()) out += "note: " + tie + "\n";
   return out;
 }
 

@@ -1,4 +1,5 @@
 #include "core/tune/compile_selection.hpp"
+#include "core/tune/variant_ranking.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -129,8 +130,9 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
   std::size_t done = 0, cached = 0, bounded_variants = 0, shared = 0;
   for (std::size_t at = 0; at < order.size();) {
     const double bar = kth_best_us(plan, how);
-    if (how.keep > 0 && optimistic[order[at]] > bar) {
-      // Sorted by optimistic time: no group from here on can enter the best `keep`.
+    if (how.keep > 0 && optimistic[order[at]] > bar && !times_tie(optimistic[order[at]], bar)) {
+      // Sorted by optimistic time: no group from here on can enter the best `keep` (a tie
+      // could, on reuse or waves: variant_ranking.hpp).
       for (std::size_t r = at; r < order.size(); ++r) {
         const std::size_t g = order[r];
         std::vector<std::size_t> members = copies[g];

@@ -1,4 +1,5 @@
 #include "core/tune/gemm_tuner.hpp"
+#include "core/tune/variant_ranking.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -106,26 +107,8 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   plan.compile_wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  // Best first; among equal predictions, the variant that asks for less.
-  auto cost = [](const variant_result& v) {
-    return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 +
-           static_cast<double>(v.smem_bytes);
-  };
-  std::stable_sort(plan.variants.begin(), plan.variants.end(),
-                   [&](const variant_result& a, const variant_result& b) {
-                     const bool aok = a.status == variant_status::ok;
-                     const bool bok = b.status == variant_status::ok;
-                     if (aok != bok) return aok;
-                     if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
-                     if (a.predicted.time_us != b.predicted.time_us)
-                       return a.predicted.time_us < b.predicted.time_us;
-                     return cost(a) < cost(b);
-                   });
-  int rank = 0;
-  for (auto& v : plan.variants) {
-    if (v.status == variant_status::ok) v.rank = ++rank;
-  }
-  if (rank > 0) plan.recommended = 0;
+  // Best first; ties broken by reuse, waves, then resources (variant_ranking.hpp).
+  rank_by_prediction(plan);
   return plan;
 }
 
@@ -265,7 +248,11 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
     j["notes"] = plan.notes;
   }
   if (plan.search) j["search"] = to_json(*plan.search);
-  if (plan.mode != "measured" && !plan.notes.empty()) j["notes"] = plan.notes;
+  if (plan.mode != "measured") {
+    std::vector<std::string> notes = plan.notes;
+    if (const std::string tie = top_tie_note(plan); !tie.empty()) notes.push_back(tie);
+    if (!notes.empty()) j["notes"] = notes;
+  }
   j["compile"] = {{"arch", plan.device.compile_arch()},
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},
@@ -301,6 +288,8 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
                                            : "measured"},
     };
     if (v.measured) j["recommendation"]["noise"] = v.measured->timing.spread;
+    if (const std::size_t tie = top_tie_size(plan); plan.mode == "predicted" && tie > 1)
+      j["recommendation"]["tied_with"] = tie - 1;
   } else {
     j["recommendation"] = nullptr;
   }

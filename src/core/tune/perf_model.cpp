@@ -125,6 +125,8 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
   const double l2_us = l2_bytes / (d.l2_bandwidth_gbs * 1e9 * busy_sms / d.sm_count) * 1e6;
   r.memory_us = std::max(dram_us, l2_us);
+  r.dram_bytes = dram_bytes;
+  r.l2_bytes = l2_bytes;
 
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
   r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
@@ -149,6 +151,9 @@ prediction predict_library_gemm(const device_spec& d, const gemm_problem& p, dou
   const double bytes = (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
                         c_passes * static_cast<double>(p.m) * p.n) * element_bytes(p.type) * p.batch;
   r.memory_us = bytes / (d.memory_bandwidth_gbs * 1e9) * 1e6;
+  r.dram_bytes = bytes;
+  r.l2_bytes = static_cast<double>(tiles) * (tile_m + tile_n) * p.k * element_bytes(p.type) +
+               c_passes * static_cast<double>(p.m) * p.n * element_bytes(p.type) * p.batch;
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
   r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
   r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;

@@ -32,6 +32,8 @@ struct prediction {
   double wave_efficiency = 0;  // useful share of the SM-slots the waves occupy
   double tile_efficiency = 0;  // M*N*K over the padded tiles' M*N*K
   std::string bound;           // "compute" or "memory"
+  double dram_bytes = 0;       // unique bytes through DRAM (operands once, C, split-K partials)
+  double l2_bytes = 0;         // bytes L2 serves the blocks: the tile's panels, C, partials
 };
 
 // Fraction of the dtype's peak a family reaches on an architecture when the

@@ -1,4 +1,5 @@
 #include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/variant_ranking.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -173,15 +174,7 @@ bool apply_calibration(gemm_plan& plan, const model_calibration& c) {
     }
   }
   if (!applied) return false;
-  std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
-    const bool aok = a.status == variant_status::ok, bok = b.status == variant_status::ok;
-    if (aok != bok) return aok;
-    if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
-    return a.predicted.time_us < b.predicted.time_us;
-  });
-  int rank = 0;
-  for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
-  if (rank > 0) plan.recommended = 0;
+  rank_by_prediction(plan);
   return true;
 }
 

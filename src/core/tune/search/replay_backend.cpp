@@ -1,4 +1,5 @@
 #include "core/tune/search/replay_backend.hpp"
+#include "core/tune/variant_ranking.hpp"
 
 #include <algorithm>
 #include <random>
@@ -53,12 +54,7 @@ gemm_plan plan_from_recording(const nlohmann::json& result) {
     v.predicted = predict(plan.device, plan.problem, v.config, v.occupancy);
     plan.variants.push_back(std::move(v));
   }
-  std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
-    return a.predicted.time_us < b.predicted.time_us;
-  });
-  int rank = 0;
-  for (auto& v : plan.variants) v.rank = ++rank;
-  if (rank) plan.recommended = 0;
+  rank_by_prediction(plan);
   return plan;
 }
 

@@ -1,0 +1,68 @@
+#include "core/tune/variant_ranking.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tiletune {
+
+namespace {
+constexpr double tie_tolerance = 1e-6;
+
+bool nearly_equal(double a, double b) {
+  return std::abs(a - b) <= tie_tolerance * std::max(std::abs(a), std::abs(b));
+}
+
+double resource_cost(const variant_result& v) {
+  return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 + static_cast<double>(v.smem_bytes);
+}
+}  // namespace
+
+bool times_tie(double a_us, double b_us) { return nearly_equal(a_us, b_us); }
+
+bool predictions_tie(const prediction& a, const prediction& b) { return nearly_equal(a.time_us, b.time_us); }
+
+bool predicted_before(const variant_result& a, const variant_result& b) {
+  if (!predictions_tie(a.predicted, b.predicted)) return a.predicted.time_us < b.predicted.time_us;
+  if (!nearly_equal(a.predicted.l2_bytes, b.predicted.l2_bytes)) return a.predicted.l2_bytes < b.predicted.l2_bytes;
+  if (!nearly_equal(a.predicted.wave_efficiency, b.predicted.wave_efficiency))
+    return a.predicted.wave_efficiency > b.predicted.wave_efficiency;
+  return resource_cost(a) < resource_cost(b);
+}
+
+std::size_t top_tie_size(const gemm_plan& plan) {
+  if (plan.variants.empty() || plan.variants.front().status != variant_status::ok) return 0;
+  std::size_t n = 1;
+  while (n < plan.variants.size() && plan.variants[n].status == variant_status::ok &&
+         predictions_tie(plan.variants[n].predicted, plan.variants.front().predicted))
+    ++n;
+  return n;
+}
+
+void rank_by_prediction(gemm_plan& plan) {
+  std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
+    const bool aok = a.status == variant_status::ok;
+    const bool bok = b.status == variant_status::ok;
+    if (aok != bok) return aok;
+    if (!aok) return static_cast<int>(a.status) < static_cast<int>(b.status);
+    return predicted_before(a, b);
+  });
+  int rank = 0;
+  for (auto& v : plan.variants)
+    if (v.status == variant_status::ok) v.rank = ++rank;
+  plan.recommended.reset();
+  if (rank > 0) plan.recommended = 0;
+}
+
+std::string top_tie_note(const gemm_plan& plan) {
+  if (plan.mode != "predicted") return {};
+  const std::size_t tie = top_tie_size(plan);
+  if (tie < 2) return {};
+  return fmt::format(
+      "the model predicts {} variants at the same best time ({:.1f} us): the tie was broken by fewer bytes "
+      "served by L2, then fuller waves, then fewer resources; time them on a GPU to choose among them",
+      tie, plan.variants.front().predicted.time_us);
+}
+
+}  // namespace tiletune

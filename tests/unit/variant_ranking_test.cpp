@@ -1,0 +1,84 @@
+#include "core/tune/variant_ranking.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/gemm/families/mma/mma_family.hpp"
+
+using namespace tiletune;
+
+namespace {
+variant_result ok_variant(int bm, int bn, double time_us, double l2_bytes, double waves, int registers) {
+  variant_result v;
+  v.config = mma_tile(bm, bn, 32, 2, 2, 3);
+  v.status = variant_status::ok;
+  v.predicted.time_us = time_us;
+  v.predicted.l2_bytes = l2_bytes;
+  v.predicted.wave_efficiency = waves;
+  v.resources.registers = registers;
+  return v;
+}
+}  // namespace
+
+TEST(variant_ranking, a_faster_prediction_wins_whatever_it_costs) {
+  gemm_plan plan;
+  plan.variants = {ok_variant(64, 64, 100, 1e6, 1.0, 64), ok_variant(128, 128, 90, 9e9, 0.1, 255)};
+  rank_by_prediction(plan);
+  EXPECT_EQ(plan.variants[0].config.block_m, 128);
+  EXPECT_EQ(plan.variants[0].rank, 1);
+  EXPECT_EQ(top_tie_size(plan), 1u);
+  EXPECT_TRUE(top_tie_note(plan).empty());
+}
+
+// A tie at the model's efficiency cap goes to the tile that reuses more (fewer
+// L2 bytes), not to the smallest: the cheapest tile used to win it.
+TEST(variant_ranking, a_tie_goes_to_fewer_l2_bytes_then_fuller_waves_then_fewer_resources) {
+  gemm_plan plan;
+  plan.variants = {ok_variant(64, 64, 100, 4e9, 1.0, 64),            // small tile: most bytes
+                   ok_variant(128, 128, 100 * (1 + 1e-9), 2e9, 0.5, 128),  // more reuse, half a wave idle
+                   ok_variant(128, 256, 100, 1.5e9, 0.8, 200),       // most reuse
+                   ok_variant(256, 128, 100, 1.5e9, 0.9, 200),       // same reuse, fuller waves
+                   ok_variant(64, 128, 101, 1e9, 1.0, 32)};          // slower: last
+  plan.variants.back().status = variant_status::ok;
+  rank_by_prediction(plan);
+  ASSERT_EQ(plan.variants.size(), 5u);
+  EXPECT_EQ(plan.variants[0].config.block_m, 256);
+  EXPECT_EQ(plan.variants[1].config.block_n, 256);
+  EXPECT_EQ(plan.variants[2].config.block_m, 128);
+  EXPECT_EQ(plan.variants[3].config.block_m, 64);
+  EXPECT_EQ(plan.variants[3].config.block_n, 64);
+  EXPECT_EQ(plan.variants[4].config.block_n, 128);
+  EXPECT_EQ(top_tie_size(plan), 4u);
+  ASSERT_TRUE(plan.recommended);
+  EXPECT_EQ(*plan.recommended, 0u);
+  // Equal in time, bytes and waves: the variant asking for less wins.
+  gemm_plan same;
+  same.variants = {ok_variant(128, 128, 100, 2e9, 1.0, 200), ok_variant(128, 128, 100, 2e9, 1.0, 96)};
+  rank_by_prediction(same);
+  EXPECT_EQ(same.variants[0].resources.registers, 96);
+}
+
+TEST(variant_ranking, a_predicted_plan_whose_top_is_a_tie_says_so_and_a_measured_one_does_not) {
+  gemm_plan plan;
+  plan.variants = {ok_variant(64, 64, 100, 4e9, 1.0, 64), ok_variant(128, 128, 100, 2e9, 1.0, 128),
+                   ok_variant(128, 64, 120, 3e9, 1.0, 96)};
+  rank_by_prediction(plan);
+  const std::string note = top_tie_note(plan);
+  EXPECT_NE(note.find("2 variants at the same best time"), std::string::npos) << note;
+  EXPECT_NE(note.find("L2"), std::string::npos) << note;
+  plan.mode = "measured";
+  EXPECT_TRUE(top_tie_note(plan).empty());
+}
+
+TEST(variant_ranking, variants_that_are_not_ok_follow_by_status_and_have_no_rank) {
+  gemm_plan plan;
+  plan.variants = {ok_variant(64, 64, 100, 4e9, 1.0, 64), ok_variant(128, 128, 50, 2e9, 1.0, 128)};
+  plan.variants[1].status = variant_status::compile_error;
+  plan.variants.push_back(plan.variants[1]);
+  plan.variants.back().status = variant_status::pruned;
+  rank_by_prediction(plan);
+  EXPECT_EQ(plan.variants[0].status, variant_status::ok);
+  EXPECT_EQ(plan.variants[0].rank, 1);
+  EXPECT_EQ(plan.variants[1].status, variant_status::pruned);
+  EXPECT_EQ(plan.variants[2].status, variant_status::compile_error);
+  EXPECT_EQ(plan.variants[2].rank, 0);
+}
