@@ -8,7 +8,8 @@ namespace tiletune {
 // memory-bound (non-GEMM) kernels read and write, and how many kernels run.
 // One op list drives all three, so memory and time agree with each other.
 struct token_inventory {
-  double layer_saved = 0;    // bytes per token kept for backward by one layer
+  double layer_saved = 0;    // bytes per token kept for backward by one layer (MoE: the layers' mean)
+  double layer_saved_max = 0;  // the same for the layer that keeps the most
   double layer_input = 0;    // bytes per token of a layer's input (what checkpointing keeps)
   double outer_saved = 0;    // embeddings, final norm, LM-head input
   double layer_traffic = 0;  // forward bytes per token through memory-bound kernels, one layer
