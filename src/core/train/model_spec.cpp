@@ -39,7 +39,7 @@ std::vector<weight_tensor> weight_tensors(const model_spec& m) {
   add("layers.down_proj", h, I, dense, true);
   if (m.mlp_bias) add("layers.mlp_bias", I + h, 1, dense, false);
   if (m.is_moe()) add_moe_mlp_tensors(m, w);
-  add("layers.norms", h, 1, 2 * norm_vectors * L, false);
+  add("layers.norms", h, 1, m.norms_per_layer * norm_vectors * L, false);
   // Decoders end in a norm; BERT-style encoders normalise inside each layer instead.
   if (m.causal) add("final_norm", h, 1, norm_vectors, false);
   if (m.pooler) add("pooler", h, h + 1, 1, false);
@@ -147,7 +147,8 @@ std::vector<model_spec> make_presets() {
   return all;
 }
 
-std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta, " + moe_model_types(); }
+std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta, " + dense_family_types() + ", " +
+                                                    moe_model_types(); }
 
 void check_positive(const model_spec& m, const std::string& source) {
   auto need = [&](std::int64_t v, const char* what) {
@@ -229,7 +230,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.embedding_norm = m.pooler = true;
     m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
     m.hidden_act = r.string_or("hidden_act", "gelu");
-  } else if (!read_moe_config(type, r, m)) {
+  } else if (!read_moe_config(type, r, m) && !read_dense_family(type, r, m)) {
     throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
                                   supported_types()));
   }

@@ -48,6 +48,11 @@ struct model_spec {
   double capacity_factor = 0;                 // > 0: each expert takes at most cf x its average tokens, padded to it
   // Multi-head latent attention (DeepSeek-V2/V3), when kv_lora_rank > 0:
   // head_dim is qk_nope_head_dim + qk_rope_head_dim, v_head_dim the values'.
+  std::int64_t norms_per_layer = 2;  // Gemma 2/3: 4 (pre and post norms around attention and MLP)
+  bool parallel_residual = false;   // GPT-NeoX: attention and MLP both read the layer's input
+  double final_logit_softcap = 0;   // Gemma 2: logits = cap * tanh(logits / cap)
+  std::int64_t sliding_window = 0;  // local attention window of some layers (Gemma 2/3)
+  double sliding_layers = 0;        // share of the layers with the window
   std::int64_t qk_norm_params = 0;  // per layer: RMSNorm weights on q and k (Qwen3: 2 x head_dim; OLMoE: q and k widths)
   std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_rope_head_dim = 0, v_head_dim = 0;
 

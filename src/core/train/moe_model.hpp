@@ -21,6 +21,11 @@ void add_moe_mlp_tensors(const model_spec& m, std::vector<weight_tensor>& w);
 // DeepSeek's q (or q_a/q_b), kv_a (compressed KV and the rotary key),
 // kv_b and o projections with their two low-rank norms.
 void add_mla_attention_tensors(const model_spec& m, std::vector<weight_tensor>& w);
+// The newer dense families (dense_families.cpp): phi3, gemma2, gemma3,
+// gemma3_text, qwen3, olmo2, gpt_neox.
+std::string dense_family_types();
+bool read_dense_family(const std::string& type, const config_reader& r, model_spec& m);
+
 // The experts' and MLA's fields for the plan's JSON ("moe", "mla").
 void add_moe_json(const model_spec& m, nlohmann::json& j);
 

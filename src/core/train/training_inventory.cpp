@@ -137,6 +137,7 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
   }
   t.saved += d.a * d.o;  // the attention output, kept by the output projection
   t.gemm(1);
+  if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after attention
   dropout(m, t, d.a, d.h);
   residual_add(d, t);
 }
@@ -184,6 +185,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
     t.saved += a * I;           // its output, kept by the down projection
   }
   t.gemm(1);
+  if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after the MLP
   dropout(m, t, a, d.h);
   residual_add(d, t);
 }
@@ -263,6 +265,16 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
     // upcast, log_softmax (two reads, a write), nll gradient, log_softmax
     // backward (three reads, a write), the cast back.
     inv.logit_traffic = (compute_bytes + 4) + 12 + 4 + 16 + (4 + compute_bytes);
+  }
+  if (m.final_logit_softcap > 0) {
+    // Gemma 2: logits / cap, tanh (keeps its output), * cap, in the logits'
+    // dtype before the loss's upcast: two more logit-wide tensors at the
+    // forward peak, tanh's output through backward.
+    const double lb = compute_bytes;
+    inv.logit_forward_bytes += 2 * lb;
+    inv.logit_backward_bytes += lb;
+    inv.logit_traffic += 3 * 2 * lb * 2;  // three ops and their gradients
+    inv.outer_kernels += 6;
   }
   return inv;
 }

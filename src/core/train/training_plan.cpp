@@ -130,6 +130,13 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       "FSDP offload: every state is counted on the GPU, no PCIe transfer timed), data-loading stalls (the next batch "
       "is assumed ready), and TrainingArguments.torch_empty_cache_steps (emptying the allocator's cache lowers reserved "
       "memory between steps and costs time; the peak within a step is unchanged)");
+  if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
+    plan.notes.push_back(fmt::format(
+        "{}: {:.0f}% of the layers attend within a {}-token window (counted in the flash attention work){}",
+        s.model.model_type, s.model.sliding_layers * 100, s.model.sliding_window,
+        s.model.final_logit_softcap > 0 ? "; the logits are soft-capped (tanh, kept for backward). transformers runs "
+                                          "Gemma 2's attention soft-capping eagerly: plan it with --attention eager"
+                                        : ""));
   if (s.lora_rank > 0)
     plan.notes.push_back(fmt::format(
         "LoRA as peft runs it: fp32 adapters on every linear layer of the blocks, the input cast to the adapters' "

@@ -67,7 +67,13 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
   // masked half.
   const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
   const bool flash = s.attention == attention_impl::flash;
-  const double scale = flash && m.causal ? 0.5 : 1.0;
+  double scale = flash && m.causal ? 0.5 : 1.0;
+  if (flash && m.causal && m.sliding_window > 0 && m.sliding_window < sl) {
+    // Local layers (Gemma 2/3) compute only a window of w keys per query:
+    // s w - w^2 / 2 of the s^2 score entries; averaged over the layers.
+    const double w = static_cast<double>(m.sliding_window) / static_cast<double>(sl);
+    scale = (1 - m.sliding_layers) * 0.5 + m.sliding_layers * (w - w * w / 2);
+  }
   const std::int64_t fwd = checkpointing ? 2 : 1;
   out.push_back({"attention scores", sl, sl, d, bh, m.num_layers * (fwd + (flash ? 1 : 0)), scale});
   out.push_back({"attention values", sl, dv, sl, bh, m.num_layers * fwd, scale});
