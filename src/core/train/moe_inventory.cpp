@@ -41,9 +41,9 @@ void moe_mlp_block(const model_spec& m, const dims& d, tally& t) {
   t.op(x * h * k, x * h * k);
   if (d.autocast && x == 4) {
     // gate and up each cast the fp32 rows to 16 bits and keep their copy.
-    for (int i = 0; i < 2; ++i) t.op(4 * h * k, 2 * h * k, 2 * h * k);
+    for (int i = 0; i < 2; ++i) t.op(4 * h * k, 2 * h * k, d.kept_by_weight(2 * h * k));
   } else {
-    t.saved += x * h * k;  // the gathered rows, kept by gate and up
+    t.saved += d.kept_by_weight(x * h * k);  // the gathered rows, kept by gate and up
   }
   gated_mlp_rows(d, t, static_cast<double>(m.expert_intermediate_size), k);
   // y * weight (bf16 x the hidden dtype: fp32 under autocast) keeps y;
@@ -55,7 +55,7 @@ void moe_mlp_block(const model_spec& m, const dims& d, tally& t) {
     // The shared expert reads the same norm output: casts as for the routed
     // rows, the gated MLP on every token, and its sum into the output.
     if (d.autocast && x == 4) {
-      for (int i = 0; i < 2; ++i) t.op(4 * h, 2 * h, 2 * h);
+      for (int i = 0; i < 2; ++i) t.op(4 * h, 2 * h, d.kept_by_weight(2 * h));
     }
     gated_mlp_rows(d, t, static_cast<double>(m.shared_intermediate_size), 1);
     if (m.shared_expert_gate) {

@@ -48,14 +48,14 @@ double norm_block(const model_spec& m, const dims& d, tally& t, int consumers) {
     t.op(8, 8);                  // + eps, rsqrt
     t.op(4 * d.h + 4, 4 * d.h);  // x * rsqrt
     if (d.r != 4) t.op(4 * d.h, d.r * d.h);  // .to(input dtype)
-    t.op(d.r * d.h, d.r * d.h, d.r * d.h);   // weight * x keeps x
+    t.op(d.r * d.h, d.r * d.h, d.kept_by_weight(d.r * d.h));  // weight * x keeps x
     out = d.r;
   }
   if (d.autocast && out == 4) {
     // Each consuming linear casts the fp32 output to 16 bits and keeps its copy.
-    for (int i = 0; i < consumers; ++i) t.op(4 * d.h, 2 * d.h, 2 * d.h);
-  } else {
-    t.saved += out * d.h;  // one tensor, kept by every consumer
+    for (int i = 0; i < consumers; ++i) t.op(4 * d.h, 2 * d.h, d.kept_by_weight(2 * d.h));
+  } else if (consumers > 0) {
+    t.saved += d.kept_by_weight(out * d.h);  // one tensor, kept by every consumer
   }
   return out;
 }
@@ -135,7 +135,7 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
     t.gemm(1);  // one fused kernel; its time is counted with the GEMMs
     t.saved += d.a * (d.q + d.kv + d.v) + 4 * d.heads;
   }
-  t.saved += d.a * d.o;  // the attention output, kept by the output projection
+  t.saved += d.kept_by_weight(d.a * d.o);  // the attention output, kept by the output projection
   t.gemm(1);
   if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after attention
   dropout(m, t, d.a, d.h);
@@ -149,7 +149,7 @@ void inventory_ops::gated_mlp_rows(const dims& d, tally& t, double inter, double
   t.gemm(2);
   t.op(a * n, a * n, a * n);          // act(gate) keeps gate
   t.op(2 * a * n, a * n, 2 * a * n);  // act * up keeps both
-  t.saved += a * n;                   // the product, kept by down_proj
+  t.saved += d.kept_by_weight(a * n);  // the product, kept by down_proj
   t.gemm(1);
 }
 
@@ -162,7 +162,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
     t.gemm(2);
     t.op(a * I, a * I, a * I);          // act(gate) keeps gate
     t.op(2 * a * I, a * I, 2 * a * I);  // act * up keeps both
-    t.saved += a * I;                   // the product, kept by down_proj
+    t.saved += d.kept_by_weight(a * I);  // the product, kept by down_proj
   } else if (m.hidden_act == "gelu_new") {
     t.gemm(1);
     // pow runs in fp32 under autocast: a cast of the input, kept by pow.
@@ -178,11 +178,11 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
     t.op(a * I, a * I, a * I);   // 0.5 * x, kept by the last mul
     t.op((a + g) * I, g * I, g * I);  // the last mul keeps 1 + tanh
     if (d.autocast) t.op(g * I, 2 * I, 2 * I);  // c_proj's cast, kept
-    else t.saved += g * I;
+    else t.saved += d.kept_by_weight(g * I);
   } else {
     t.gemm(1);
     t.op(a * I, a * I, a * I);  // fused gelu/silu keeps its input
-    t.saved += a * I;           // its output, kept by the down projection
+    t.saved += d.kept_by_weight(a * I);  // its output, kept by the down projection
   }
   t.gemm(1);
   if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after the MLP
@@ -193,7 +193,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention) {
+                          bool eager_attention, bool frozen_base) {
   dims d{};
   d.h = static_cast<double>(m.hidden_size);
   d.q = static_cast<double>(m.q_size());
@@ -204,6 +204,7 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
   d.a = compute_bytes;
   d.autocast = autocast;
   d.r = autocast ? 4 : compute_bytes;
+  d.frozen = frozen_base;
 
   d.v = static_cast<double>(m.num_kv_heads * m.v_dim());
   d.o = static_cast<double>(m.num_heads * m.v_dim());

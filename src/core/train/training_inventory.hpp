@@ -27,7 +27,9 @@ struct token_inventory {
 // residual stream stay fp32 while linears run in 16 bits. eager_attention:
 // the s x s scores are materialised (else SDPA's flash / memory-efficient
 // kernels, which keep only the log-sum-exp).
+// frozen_base: LoRA's frozen base, whose linears and norms keep nothing for
+// their weights' gradients.
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention);
+                          bool eager_attention, bool frozen_base = false);
 
 }  // namespace tiletune

@@ -24,6 +24,11 @@ struct dims {
   bool autocast;
   double v = 0;  // values per token (kv heads x v_head_dim), kv unless MLA
   double o = 0;  // attention output per token (heads x v_head_dim), q unless MLA
+  // A frozen base (LoRA): autograd saves a tensor only for a gradient it must
+  // compute (derivatives.yaml codegen: should_compute_output), so frozen
+  // linears and norm weights keep nothing for their weights' gradients.
+  bool frozen = false;
+  double kept_by_weight(double bytes) const { return frozen ? 0 : bytes; }
 };
 
 // A norm over the residual stream followed by `consumers` linear layers;

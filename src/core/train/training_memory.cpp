@@ -6,6 +6,7 @@
 
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
+#include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
@@ -199,16 +200,24 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // Activations kept for backward, op by op (training_inventory.cpp has the
   // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
   // bytes per token, which assumes 16-bit everything and fused kernels.
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec),
-                                        s.attention == attention_impl::eager);
+  // LoRA's base is frozen and 16-bit (fp32 in fp32 training): autocast has
+  // no base weight to cast, the residual stream stays in the base's dtype,
+  // and frozen linears and norms keep nothing for weight gradients.
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
+                                        s.attention == attention_impl::eager, lora);
   const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
   double lora_extra = 0;
   if (lora) {
-    // peft's lora_A keeps its own 16-bit copy of each adapted linear's input,
-    // lora_B its r-wide input.
+    // peft's lora_A keeps its own copy of each adapted linear's input (peft
+    // casts it to the adapter's dtype; autocast casts that to 16 bits for
+    // the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
+    // (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
+    // made and modules reading one input share it: counted per module, an
+    // overestimate there.
+    const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
     for (const auto& t : weight_tensors(m))
       if (t.linear && t.name.rfind("layers.", 0) == 0)
-        lora_extra += (2.0 * static_cast<double>(t.cols) + 2.0 * s.lora_rank) * static_cast<double>(t.count) *
+        lora_extra += e * (static_cast<double>(t.cols) + s.lora_rank) * static_cast<double>(t.count) *
                       t.token_share;  // an expert's adapters see its share of the tokens
   }
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));

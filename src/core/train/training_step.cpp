@@ -107,8 +107,9 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // writes its own), recompute once more under checkpointing.
   const model_spec& m = s.model;
   const bool mixed = is_mixed(s.prec);
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed,
-                                        s.attention == attention_impl::eager);
+  const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed && !lora_base,
+                                        s.attention == attention_impl::eager, lora_base);
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = checkpointing ? 4 : 3;
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
