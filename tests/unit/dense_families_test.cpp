@@ -120,3 +120,27 @@ TEST(dense_families, an_unsupported_type_names_itself_and_the_supported_ones) {
       EXPECT_NE(what.find(t), std::string::npos) << t;
   }
 }
+
+// fp32 with a 152k tied vocabulary: the end of backward holds the LM head's
+// share of the tied gradient, the embedding's and their sum (3 x V x h x 4
+// bytes beside the other gradients, two of them beyond the gradient itself)
+// and the output's fp32 logits.
+TEST(fp32_loss, a_tied_embedding_s_last_backward_is_a_phase) {
+  training_setup s;
+  s.model = load_model("qwen2.5-0.5b");
+  s.seq_len = 1024;
+  s.prec = precision::fp32;
+  const memory_breakdown m = estimate_memory(s);
+  EXPECT_EQ(m.tied_embedding_grad_bytes, 2LL * 4 * 151936 * 896);
+  EXPECT_EQ(m.logits_held_bytes_per_sample, 4LL * 151936 * 1024);
+  // The phase exceeds the optimizer step by exactly those terms.
+  const std::int64_t optimizer_step =
+      m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes + m.gradients_bytes;
+  EXPECT_GE(m.peak_allocated_bytes(1, false), optimizer_step + m.tied_embedding_grad_bytes + m.logits_held_bytes_per_sample);
+  // Untied models and LoRA (a frozen embedding) have no such phase.
+  s.lora_rank = 8;
+  EXPECT_EQ(estimate_memory(s).tied_embedding_grad_bytes, 0);
+  s.lora_rank = 0;
+  s.model = load_model("llama-3-8b");
+  EXPECT_EQ(estimate_memory(s).tied_embedding_grad_bytes, 0);
+}

@@ -92,6 +92,14 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // Bounded above by all gradients beside the layer inputs and one recomputed layer.
   if (ckpt)
     out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+  // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
+  // every other gradient is in place, the LM head's share of the tied
+  // gradient waits in autograd's input buffer for the embedding's (a dense
+  // V x h from embedding_dense_backward), which are summed before
+  // AccumulateGrad; the model output's logits are still held by the caller.
+  if (m.tied_embedding_grad_bytes > 0)
+    out.push_back({"embedding backward", states + m.gradients_bytes + m.tied_embedding_grad_bytes +
+                                             b * m.logits_held_bytes_per_sample});
   // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
   out.push_back({"optimizer step", states + m.gradients_bytes});
   return out;
@@ -231,6 +239,14 @@ memory_breakdown estimate_memory(const training_setup& s) {
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
+  // The tied embedding's two gradient contributions beside their sum, at the
+  // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
+  const bool tied_head = !m.causal || m.tied_embeddings;
+  if (tied_head && !lora && s.zero_stage == 0) {
+    const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
+    r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
+  }
+  r.logits_held_bytes_per_sample = static_cast<std::int64_t>(activation_bytes(s.prec) * logits);
   // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
   // allocator, so they count in max_memory_allocated.
   r.library_workspace_bytes = library_workspace_bytes;

@@ -78,6 +78,10 @@ struct memory_breakdown {
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
+  // A tied embedding's last backward: the LM head's gradient, held by
+  // autograd until the embedding's own arrives, that one and their sum.
+  std::int64_t tied_embedding_grad_bytes = 0;
+  std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
   // max_memory_reserved over max_memory_allocated: the caching allocator's
   // rounding and fragmentation, which the tensors alone cannot tell.
@@ -86,7 +90,7 @@ struct memory_breakdown {
   std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   std::int64_t per_sample_bytes(bool checkpointing) const;
   // The phase of the step whose allocated bytes peak: "forward", "loss
-  // backward", "recompute" or "optimizer step".
+  // backward", "recompute", "embedding backward" or "optimizer step".
   std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
