@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/device/device_spec.hpp"
+#include "core/tune/perf_model.hpp"
 #include "core/train/training_plan.hpp"
 
 using namespace tiletune;
