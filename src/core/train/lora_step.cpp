@@ -42,6 +42,7 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
     auto add = [&](const char* what, std::int64_t m, std::int64_t n, std::int64_t k) {
       step_gemm g{name + what, m, n, k, batch, count, 1};
       g.fp32 = fp32;
+      g.thin = true;
       out.push_back(g);
     };
     add("_A forward", rows, r, t.cols);
@@ -55,6 +56,16 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
     add("_A data-grad", rows, t.cols, r);
     add("_A weight-grad", r, t.cols, rows);
   }
+}
+
+double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidth_gbs) {
+  const double e = p.type == dtype::f32 ? 4 : 2;
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double batch = static_cast<double>(p.batch);
+  const double bytes = batch * e * (m * k + k * n + m * n);
+  const double flops = batch * 2 * m * n * k;
+  const double peak = d.peak_tflops(p.type);
+  return std::max(bytes / (bandwidth_gbs * 1e3), peak > 0 ? flops / (peak * 1e6) : 0.0);
 }
 
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {

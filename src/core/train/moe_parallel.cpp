@@ -59,11 +59,12 @@ std::vector<std::string> moe_notes(const training_setup& s, double link_gbs) {
   notes.push_back(fmt::format(
       "mixture of experts: {} of {} layers route each token to {} of {} experts{}; {:.2f} B of {:.2f} B parameters "
       "are active per token. The experts' GEMMs are counted as grouped GEMMs (one per projection and layer) over "
-      "{} expert(s) per GPU with tokens x {} / {} rows each: the average under balanced routing. A real router is "
+      "{} expert(s) per GPU with tokens x {} x {} / {} rows each (tokens from every expert-parallel GPU): the average "
+      "under balanced routing. A real router is "
       "less even, and the busiest expert sets the pace",
       m.moe_layers(), m.num_layers, m.experts_per_token, m.num_experts,
       m.shared_intermediate_size > 0 ? " plus a shared expert" : "", active_parameter_count(m) / 1e9,
-      parameter_count(m) / 1e9, m.num_experts / ep, m.experts_per_token, m.num_experts));
+      parameter_count(m) / 1e9, m.num_experts / ep, m.experts_per_token, ep, m.num_experts));
   notes.push_back(
       "transformers' eager MoE blocks loop over the experts (a gather, three GEMMs, the activation, the product, the "
       "weighting and an index_add per expert hit); the plan counts one grouped kernel of each instead "

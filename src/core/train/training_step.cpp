@@ -98,7 +98,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     p.k = g.k;
     p.batch = g.batch;
     p.type = g.fp32 ? dtype::f32 : type;
-    const double us = gemm_time ? gemm_time(p) : predict_library_gemm(d, p).time_us;
+    const double us = gemm_time ? gemm_time(p)
+                      : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
+                                                        elementwise_bandwidth_share)
+                                : predict_library_gemm(d, p).time_us;
     t.gemm_ms += us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
   }
   // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
