@@ -25,7 +25,8 @@ transformers, device; {"oom": true} when it ran out of memory.
 
     scripts/validate_batch.py OUT.jsonl --config gpt2.json --name gpt2 --seq 1024 \
         --mb 8 16 --precision bf16-mixed --ckpt off on [--lora 16] [--tiletune build/tiletune]
-    scripts/validate_batch.py OUT.jsonl --suite      # GPT-2, a tied Llama, BERT (MLM), LoRA
+    scripts/validate_batch.py OUT.jsonl --suite      # GPT-2, a tied Llama, BERT (MLM), LoRA, fp32, MoE
+    scripts/validate_batch.py OUT.jsonl --suite --only mixtral-4layer olmoe-1b-7b   # a part of it
 
 --tiletune BINARY also prints `tiletune batch --gpu PRESET` (offline) against
 each measurement: peak_allocated_bytes vs max_allocated, tokens/s vs tokens/s.
@@ -53,12 +54,54 @@ SUITE_CONFIGS = {
                       "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
                       "max_position_embeddings": 131072, "tie_word_embeddings": True},
 }
+# Mixture-of-experts configurations: the published config.json files kept in
+# tests/fuzz/seeds/model_config/ (read at run time), and a 4-layer Mixtral of
+# full width that trains on one 80 GB GPU. Dense LoRA on 1-8B Llama/Mistral
+# (bf16 base, fp32 adapters, rank 8-16), and fp32 with a 152k tied vocabulary.
+SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fuzz", "seeds", "model_config")
+
+
+def seed_config(name):
+    with open(os.path.join(SEEDS, name)) as f:
+        return json.load(f)
+
+
+SUITE_CONFIGS.update({
+    "llama-3-8b": {"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                   "max_position_embeddings": 8192, "tie_word_embeddings": False},
+    "mistral-7b": {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                   "max_position_embeddings": 32768, "tie_word_embeddings": False},
+    "tinyllama-1.1b": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 22,
+                       "num_attention_heads": 32, "num_key_value_heads": 4, "intermediate_size": 5632,
+                       "max_position_embeddings": 2048, "tie_word_embeddings": False},
+    "qwen2.5-0.5b": {"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896, "num_hidden_layers": 24,
+                     "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
+                     "max_position_embeddings": 32768, "tie_word_embeddings": True},
+    "mixtral-4layer": dict(seed_config("mixtral-8x7b.json"), num_hidden_layers=4),
+    "olmoe-1b-7b": seed_config("olmoe-1b-7b.json"),
+    "qwen1.5-moe-a2.7b": seed_config("qwen1.5-moe-a2.7b.json"),
+    "deepseek-v2-lite": seed_config("deepseek-v2-lite.json"),
+})
 SUITE = [
     ("gpt2", 1024, [4, 8, 16], "bf16-mixed", [False, True], 0),
     ("gpt2", 1024, [8], "bf16", [False], 0),
     ("bert-base-uncased", 512, [16, 32], "bf16-mixed", [False, True], 0),
     ("llama-tied-1b", 2048, [2, 4], "bf16-mixed", [False, True], 0),
     ("llama-tied-1b", 2048, [4], "bf16-mixed", [True], 16),
+    # LoRA (issue 19: tokens/s and peak memory of the adapter path)
+    ("llama-3-8b", 2048, [1, 2, 4], "bf16", [False], 16),
+    ("llama-3-8b", 2048, [2], "bf16-mixed", [False, True], 16),
+    ("mistral-7b", 2048, [2], "bf16", [False], 8),
+    ("tinyllama-1.1b", 2048, [4, 8], "bf16", [False], 16),
+    # fp32 with a 152k tied vocabulary (the logits/loss path in fp32)
+    ("qwen2.5-0.5b", 1024, [4, 8], "fp32", [False], 0),
+    # mixture of experts
+    ("mixtral-4layer", 2048, [1, 2], "bf16", [True], 0),
+    ("olmoe-1b-7b", 2048, [1, 2], "bf16", [True], 0),
+    ("qwen1.5-moe-a2.7b", 2048, [1, 2], "bf16", [False, True], 16),
+    ("deepseek-v2-lite", 2048, [1], "bf16", [True], 16),
 ]
 
 
@@ -174,7 +217,9 @@ def main():
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="JSONL file to append to")
-    ap.add_argument("--suite", action="store_true", help="the built-in set of other families")
+    ap.add_argument("--suite", action="store_true", help="the built-in set: other families, LoRA, fp32, MoE")
+    ap.add_argument("--only", nargs="+", metavar="NAME",
+                    help="with --suite: only these models (" + ", ".join(sorted(SUITE_CONFIGS)) + ")")
     ap.add_argument("--config", help="a Hugging Face config.json")
     ap.add_argument("--name", help="the model's name in the output (default: the config's file name)")
     ap.add_argument("--seq", type=int, default=1024)
@@ -190,6 +235,8 @@ def main():
     specs = []
     if a.suite:
         for name, seq, mbs, precision, ckpts, lora in SUITE:
+            if a.only and name not in a.only:
+                continue
             for ckpt in ckpts:
                 for mb in mbs:
                     specs.append({"name": name, "config_json": SUITE_CONFIGS[name], "seq": seq, "mb": mb,

@@ -38,6 +38,7 @@ struct batch_options {
   int world_size = 1;
   std::optional<double> link_gbs;
   int lora_rank = 0;
+  std::optional<int> expert_parallel;
   double safety_margin = 0.05;
   std::string out;
   bool json = false;
@@ -51,8 +52,12 @@ std::string format_plan(const batch_plan& plan) {
   const auto& s = plan.setup;
   const auto& m = plan.memory;
   std::string out = fmt::format(
-      "{} ({:.3f} B parameters, {:.3f} B trainable) on {}, seq {}, {}, {}{}: {}\n", s.model.name,
-      m.parameters / 1e9, m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
+      "{} ({:.3f} B parameters{}, {:.3f} B trainable) on {}, seq {}, {}, {}{}: {}\n", s.model.name,
+      m.parameters / 1e9,
+      s.model.is_moe() ? fmt::format(", {:.3f} B active, experts over {} GPU(s)", m.active_parameters / 1e9,
+                                     m.expert_parallel)
+                       : "",
+      m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
       to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
       plan.mode == "measured" ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
@@ -185,6 +190,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.world_size = o.world_size;
   s.link_gbs = o.link_gbs;
   s.lora_rank = o.lora_rank;
+  s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) check_output_path(o.out);
   const device_choice device = choose_device(o.gpu, o.device);
@@ -243,6 +249,8 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
                   "inside a node of 8, 50 across nodes)");
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
       ->capture_default_str();
+  cmd->add_option("--expert-parallel", o->expert_parallel,
+                  "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
   cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->json, "Print the JSON on stdout instead of the table");

@@ -5,6 +5,8 @@
 
 #include "core/errors.hpp"
 #include "core/report/json_file.hpp"
+#include "core/train/model_config_reader.hpp"
+#include "core/train/moe_model.hpp"
 
 namespace tiletune {
 
@@ -19,17 +21,25 @@ std::vector<weight_tensor> weight_tensors(const model_spec& m) {
   add("embed_positions", m.learned_positions, h, 1, false);
   add("embed_token_types", m.token_types, h, 1, false);
   if (m.embedding_norm) add("embed_norm", h, 1, norm_vectors, false);
-  add("layers.q_proj", m.q_size(), h, L, true);
-  add("layers.k_proj", m.kv_size(), h, L, true);
-  add("layers.v_proj", m.kv_size(), h, L, true);
-  if (m.qkv_bias) add("layers.qkv_bias", m.q_size() + 2 * m.kv_size(), 1, L, false);
-  add("layers.o_proj", h, m.q_size(), L, true);
+  if (m.is_mla()) {
+    add_mla_attention_tensors(m, w);
+  } else {
+    add("layers.q_proj", m.q_size(), h, L, true);
+    add("layers.k_proj", m.kv_size(), h, L, true);
+    add("layers.v_proj", m.kv_size(), h, L, true);
+    if (m.qkv_bias) add("layers.qkv_bias", m.q_size() + 2 * m.kv_size(), 1, L, false);
+    add("layers.o_proj", h, m.q_size(), L, true);
+  }
   if (m.attn_out_bias) add("layers.o_bias", h, 1, L, false);
-  if (m.gated_mlp) add("layers.gate_proj", I, h, L, true);
-  add("layers.up_proj", I, h, L, true);
-  add("layers.down_proj", h, I, L, true);
-  if (m.mlp_bias) add("layers.mlp_bias", I + h, 1, L, false);
-  add("layers.norms", h, 1, 2 * norm_vectors * L, false);
+  add("layers.qk_norm", m.qk_norm_params, 1, L, false);
+  // The dense MLP: every layer, or those an MoE model keeps dense.
+  const std::int64_t dense = m.is_moe() ? m.dense_layers : L;
+  if (m.gated_mlp) add("layers.gate_proj", I, h, dense, true);
+  add("layers.up_proj", I, h, dense, true);
+  add("layers.down_proj", h, I, dense, true);
+  if (m.mlp_bias) add("layers.mlp_bias", I + h, 1, dense, false);
+  if (m.is_moe()) add_moe_mlp_tensors(m, w);
+  add("layers.norms", h, 1, m.norms_per_layer * norm_vectors * L, false);
   // Decoders end in a norm; BERT-style encoders normalise inside each layer instead.
   if (m.causal) add("final_norm", h, 1, norm_vectors, false);
   if (m.pooler) add("pooler", h, h + 1, 1, false);
@@ -40,6 +50,19 @@ std::vector<weight_tensor> weight_tensors(const model_spec& m) {
 std::int64_t parameter_count(const model_spec& m) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(m)) n += t.parameters();
+  return n;
+}
+
+std::int64_t active_parameter_count(const model_spec& m) {
+  double n = 0;
+  for (const auto& t : weight_tensors(m)) n += static_cast<double>(t.parameters()) * t.token_share;
+  return static_cast<std::int64_t>(n + 0.5);
+}
+
+std::int64_t expert_parameter_count(const model_spec& m) {
+  std::int64_t n = 0;
+  for (const auto& t : weight_tensors(m))
+    if (t.routed()) n += t.parameters();
   return n;
 }
 
@@ -124,38 +147,8 @@ std::vector<model_spec> make_presets() {
   return all;
 }
 
-std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta"; }
-
-// Field access that names what is missing or mistyped.
-struct config_reader {
-  const nlohmann::json& j;
-  const std::string& source;
-  std::int64_t integer(const char* key) const {
-    if (!j.contains(key) || j[key].is_null())
-      throw usage_error(fmt::format("{}: the field \"{}\" is missing", source, key));
-    if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < 0)
-      throw usage_error(fmt::format("{}: \"{}\" must be a non-negative integer, not {}", source, key, j[key].dump()));
-    return j[key].get<std::int64_t>();
-  }
-  std::int64_t integer_or(const char* key, std::int64_t fallback) const {
-    return (!j.contains(key) || j[key].is_null()) ? fallback : integer(key);
-  }
-  bool boolean_or(const char* key, bool fallback) const {
-    if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_boolean()) throw usage_error(fmt::format("{}: \"{}\" must be true or false", source, key));
-    return j[key].get<bool>();
-  }
-  std::string string_or(const char* key, const std::string& fallback) const {
-    if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_string()) throw usage_error(fmt::format("{}: \"{}\" must be a string", source, key));
-    return j[key].get<std::string>();
-  }
-  double number_or(const char* key, double fallback) const {
-    if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_number()) throw usage_error(fmt::format("{}: \"{}\" must be a number", source, key));
-    return j[key].get<double>();
-  }
-};
+std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta, " + dense_family_types() + ", " +
+                                                    moe_model_types(); }
 
 void check_positive(const model_spec& m, const std::string& source) {
   auto need = [&](std::int64_t v, const char* what) {
@@ -237,7 +230,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.embedding_norm = m.pooler = true;
     m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
     m.hidden_act = r.string_or("hidden_act", "gelu");
-  } else {
+  } else if (!read_moe_config(type, r, m) && !read_dense_family(type, r, m)) {
     throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
                                   supported_types()));
   }
@@ -266,7 +259,7 @@ model_spec load_model(std::string_view name_or_path) {
 }
 
 nlohmann::json to_json(const model_spec& m) {
-  return {{"name", m.name},
+  nlohmann::json j = {{"name", m.name},
           {"model_type", m.model_type},
           {"causal", m.causal},
           {"vocab_size", m.vocab_size},
@@ -279,6 +272,8 @@ nlohmann::json to_json(const model_spec& m) {
           {"tied_embeddings", m.tied_embeddings},
           {"gated_mlp", m.gated_mlp},
           {"hidden_act", m.hidden_act}};
+  add_moe_json(m, j);
+  return j;
 }
 
 }  // namespace tiletune

@@ -31,14 +31,23 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const memory_breakdown mem = estimate_memory(s);
   const bool lora = s.lora_rank > 0;
   // DDP reduces gradients in their own dtype: fp32 under AMP, fp32 LoRA adapters, bf16 in pure bf16.
-  const double grad_bytes =
-      static_cast<double>(mem.trainable_parameters) * (s.prec == precision::bf16 && !lora ? 2.0 : 4.0);
-  const double share = (W - 1) / W;
+  const double grad_elem = s.prec == precision::bf16 && !lora ? 2.0 : 4.0;
+  const double param_elem = s.prec == precision::fp32 ? 4.0 : 2.0;
+  // Dense tensors are exchanged among all W GPUs; an MoE model's routed
+  // experts, split over ep ranks, only among the W / ep holding the same
+  // ones (moe_parallel.hpp). A dense model has no experts' share.
+  const double ep = mem.expert_parallel;
+  const double We = W / ep;
+  const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
+  const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep;
+  const double Pd = static_cast<double>(mem.parameters - mem.expert_parameters);
+  const double Pe = static_cast<double>(mem.expert_parameters) / ep;
+  const double share = (W - 1) / W, share_e = (We - 1) / We;
   if (s.zero_stage < 3) {
-    c.per_global_step_ms = 2 * share * grad_bytes / bytes_per_ms;
+    c.per_global_step_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
   } else {
-    const double param16 = static_cast<double>(mem.parameters) * (s.prec == precision::fp32 ? 4.0 : 2.0);
-    c.per_micro_step_ms = (2 * share * param16 + share * grad_bytes) / bytes_per_ms;
+    c.per_micro_step_ms = (2 * (share * Pd + share_e * Pe) * param_elem + (share * Td + share_e * Te) * grad_elem) /
+                          bytes_per_ms;
   }
   return c;
 }

@@ -1,6 +1,9 @@
 #include "core/train/training_inventory.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "core/train/training_inventory_ops.hpp"
 
 namespace tiletune {
 
@@ -25,26 +28,7 @@ namespace tiletune {
 //   fp32 log-sum-exp per row and head; no s x s matrix.
 // - ForCausalLMLoss (transformers/loss/loss_utils.py) upcasts the logits with
 //   logits.float() and calls cross_entropy = log_softmax + nll_loss.
-namespace {
-
-struct tally {
-  double saved = 0, traffic = 0, kernels = 0;
-  // One memory-bound kernel that reads `read` and writes `write` bytes and
-  // keeps `keep` bytes for backward (all per token).
-  void op(double read, double write, double keep = 0) {
-    traffic += read + write;
-    saved += keep;
-    kernels += 1;
-  }
-  void gemm(double n = 1) { kernels += n; }
-};
-
-struct dims {
-  double h, q, kv, I, heads, s;
-  double a;  // compute (GEMM) element bytes
-  double r;  // residual-stream element bytes
-  bool autocast;
-};
+namespace inventory_ops {
 
 // A norm over the residual stream followed by `consumers` linear layers;
 // returns the element bytes of its output.
@@ -64,14 +48,14 @@ double norm_block(const model_spec& m, const dims& d, tally& t, int consumers) {
     t.op(8, 8);                  // + eps, rsqrt
     t.op(4 * d.h + 4, 4 * d.h);  // x * rsqrt
     if (d.r != 4) t.op(4 * d.h, d.r * d.h);  // .to(input dtype)
-    t.op(d.r * d.h, d.r * d.h, d.r * d.h);   // weight * x keeps x
+    t.op(d.r * d.h, d.r * d.h, d.kept_by_weight(d.r * d.h));  // weight * x keeps x
     out = d.r;
   }
   if (d.autocast && out == 4) {
     // Each consuming linear casts the fp32 output to 16 bits and keeps its copy.
-    for (int i = 0; i < consumers; ++i) t.op(4 * d.h, 2 * d.h, 2 * d.h);
-  } else {
-    t.saved += out * d.h;  // one tensor, kept by every consumer
+    for (int i = 0; i < consumers; ++i) t.op(4 * d.h, 2 * d.h, d.kept_by_weight(2 * d.h));
+  } else if (consumers > 0) {
+    t.saved += d.kept_by_weight(out * d.h);  // one tensor, kept by every consumer
   }
   return out;
 }
@@ -82,6 +66,11 @@ void dropout(const model_spec& m, tally& t, double bytes, double n) {
 
 void residual_add(const dims& d, tally& t) { t.op((d.r + d.a) * d.h, d.r * d.h); }
 
+}  // namespace inventory_ops
+
+namespace {
+using namespace inventory_ops;
+
 void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
   norm_block(m, d, t, m.fused_qkv ? 1 : 3);
   t.gemm(m.fused_qkv ? 1 : 3);
@@ -90,7 +79,11 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
     // q*cos + rotate_half(q)*sin: neg, cat, two muls, add; cos/sin in the
     // residual dtype keep nothing big (they do not require grad).
     qe = std::max(d.a, d.r);
-    for (double n : {d.q, d.kv}) {
+    // MLA rotates only the rope part: per head of q, and one shared key.
+    const double rope = static_cast<double>(m.qk_rope_head_dim);
+    const std::array<double, 2> rotated =
+        m.is_mla() ? std::array<double, 2>{d.heads * rope, rope} : std::array<double, 2>{d.q, d.kv};
+    for (double n : rotated) {
       t.op(d.a * n / 2, d.a * n / 2);
       t.op(d.a * n, d.a * n);
       t.op(d.a * n, qe * n);
@@ -102,6 +95,34 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
       t.op(qe * d.kv, d.a * d.kv);
     }
   }
+  if (m.qk_norm_params > 0) {
+    // Qwen3 / OLMoE RMSNorm on q and k (the LlamaRMSNorm ops over q + kv
+    // elements): the fp32 input and the normalised tensor are kept.
+    const double n = d.q + d.kv;
+    t.op(d.a * n, 4 * n, 4 * n);
+    t.op(4 * n, 4 * n);
+    t.op(4 * n, 8);
+    t.op(4 * n + 8, 4 * n);
+    t.op(4 * n, d.a * n);
+    t.op(d.a * n, d.a * n, d.a * n);
+  }
+  if (m.is_mla()) {
+    // DeepSeek MLA: kv_a's output (compressed kv + rope key), its RMSNorm
+    // (fp32 input and output kept), kv_b's input; the same for q_a with
+    // q_lora_rank; then q and k assembled by cat from their nope and rope
+    // parts (copies of q and k).
+    const double c = static_cast<double>(m.kv_lora_rank), ql = static_cast<double>(m.q_lora_rank);
+    for (double n : {c, ql}) {
+      if (n <= 0) continue;
+      t.op(d.a * n, 4 * n, 4 * n);
+      t.op(4 * n, 4 * n);
+      t.op(4 * n + 8, 4 * n);
+      t.op(4 * n, d.a * n, d.a * n);  // normalised, kept by the b projection
+    }
+    t.gemm(ql > 0 ? 2 : 0);  // q_a, q_b beyond the q/k/v count
+    t.op(d.a * d.q, d.a * d.q);
+    t.op(d.a * d.kv, d.a * d.kv);
+  }
   if (eager) {
     // Scores, scale+mask, softmax (kept), dropout (mask and output kept), P V.
     const double sc = d.heads * d.s;
@@ -109,16 +130,30 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
     t.op(d.a * sc, d.a * sc);
     t.op(d.a * sc, d.a * sc, d.a * sc);
     if (m.dropout > 0) t.op(d.a * sc, d.a * sc + sc, d.a * sc + sc);
-    t.saved += d.a * (d.q + 2 * d.kv);  // Q, K, V kept by the two matmuls
+    t.saved += d.a * (d.q + d.kv + d.v);  // Q, K, V kept by the two matmuls
   } else {
     t.gemm(1);  // one fused kernel; its time is counted with the GEMMs
-    t.saved += d.a * (d.q + 2 * d.kv) + 4 * d.heads;
+    t.saved += d.a * (d.q + d.kv + d.v) + 4 * d.heads;
   }
-  t.saved += d.a * d.q;  // the attention output, kept by the output projection
+  t.saved += d.kept_by_weight(d.a * d.o);  // the attention output, kept by the output projection
   t.gemm(1);
+  if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after attention
   dropout(m, t, d.a, d.h);
   residual_add(d, t);
 }
+
+}  // namespace
+
+void inventory_ops::gated_mlp_rows(const dims& d, tally& t, double inter, double rows) {
+  const double a = d.a, n = inter * rows;
+  t.gemm(2);
+  t.op(a * n, a * n, a * n);          // act(gate) keeps gate
+  t.op(2 * a * n, a * n, 2 * a * n);  // act * up keeps both
+  t.saved += d.kept_by_weight(a * n);  // the product, kept by down_proj
+  t.gemm(1);
+}
+
+namespace {
 
 void mlp_block(const model_spec& m, const dims& d, tally& t) {
   norm_block(m, d, t, m.gated_mlp ? 2 : 1);
@@ -127,7 +162,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
     t.gemm(2);
     t.op(a * I, a * I, a * I);          // act(gate) keeps gate
     t.op(2 * a * I, a * I, 2 * a * I);  // act * up keeps both
-    t.saved += a * I;                   // the product, kept by down_proj
+    t.saved += d.kept_by_weight(a * I);  // the product, kept by down_proj
   } else if (m.hidden_act == "gelu_new") {
     t.gemm(1);
     // pow runs in fp32 under autocast: a cast of the input, kept by pow.
@@ -143,13 +178,14 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
     t.op(a * I, a * I, a * I);   // 0.5 * x, kept by the last mul
     t.op((a + g) * I, g * I, g * I);  // the last mul keeps 1 + tanh
     if (d.autocast) t.op(g * I, 2 * I, 2 * I);  // c_proj's cast, kept
-    else t.saved += g * I;
+    else t.saved += d.kept_by_weight(g * I);
   } else {
     t.gemm(1);
     t.op(a * I, a * I, a * I);  // fused gelu/silu keeps its input
-    t.saved += a * I;           // its output, kept by the down projection
+    t.saved += d.kept_by_weight(a * I);  // its output, kept by the down projection
   }
   t.gemm(1);
+  if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after the MLP
   dropout(m, t, a, d.h);
   residual_add(d, t);
 }
@@ -157,7 +193,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention) {
+                          bool eager_attention, bool frozen_base) {
   dims d{};
   d.h = static_cast<double>(m.hidden_size);
   d.q = static_cast<double>(m.q_size());
@@ -168,14 +204,31 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
   d.a = compute_bytes;
   d.autocast = autocast;
   d.r = autocast ? 4 : compute_bytes;
+  d.frozen = frozen_base;
+
+  d.v = static_cast<double>(m.num_kv_heads * m.v_dim());
+  d.o = static_cast<double>(m.num_heads * m.v_dim());
 
   token_inventory inv;
-  tally layer;
-  attention_block(m, d, layer, eager_attention);
-  mlp_block(m, d, layer);
-  inv.layer_saved = layer.saved;
-  inv.layer_traffic = layer.traffic;
-  inv.layer_kernels = layer.kernels;
+  tally attention, dense;
+  attention_block(m, d, attention, eager_attention);
+  mlp_block(m, d, dense);
+  inv.layer_saved = attention.saved + dense.saved;
+  inv.layer_traffic = attention.traffic + dense.traffic;
+  inv.layer_kernels = attention.kernels + dense.kernels;
+  inv.layer_saved_max = inv.layer_saved;
+  if (m.is_moe()) {
+    // Dense and MoE layers averaged over the layers; the largest kept for
+    // the one layer recomputed at a time under checkpointing.
+    tally moe;
+    moe_mlp_block(m, d, moe);
+    const double L = static_cast<double>(m.num_layers), nd = static_cast<double>(m.dense_layers) / L;
+    const double nm = static_cast<double>(m.moe_layers()) / L;
+    inv.layer_saved = attention.saved + nd * dense.saved + nm * moe.saved;
+    inv.layer_traffic = attention.traffic + nd * dense.traffic + nm * moe.traffic;
+    inv.layer_kernels = attention.kernels + nd * dense.kernels + nm * moe.kernels;
+    inv.layer_saved_max = attention.saved + std::max(m.dense_layers > 0 ? dense.saved : 0.0, moe.saved);
+  }
   inv.layer_input = d.r * d.h;
 
   tally outer;
@@ -213,6 +266,16 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
     // upcast, log_softmax (two reads, a write), nll gradient, log_softmax
     // backward (three reads, a write), the cast back.
     inv.logit_traffic = (compute_bytes + 4) + 12 + 4 + 16 + (4 + compute_bytes);
+  }
+  if (m.final_logit_softcap > 0) {
+    // Gemma 2: logits / cap, tanh (keeps its output), * cap, in the logits'
+    // dtype before the loss's upcast: two more logit-wide tensors at the
+    // forward peak, tanh's output through backward.
+    const double lb = compute_bytes;
+    inv.logit_forward_bytes += 2 * lb;
+    inv.logit_backward_bytes += lb;
+    inv.logit_traffic += 3 * 2 * lb * 2;  // three ops and their gradients
+    inv.outer_kernels += 6;
   }
   return inv;
 }

@@ -8,7 +8,8 @@ namespace tiletune {
 // memory-bound (non-GEMM) kernels read and write, and how many kernels run.
 // One op list drives all three, so memory and time agree with each other.
 struct token_inventory {
-  double layer_saved = 0;    // bytes per token kept for backward by one layer
+  double layer_saved = 0;    // bytes per token kept for backward by one layer (MoE: the layers' mean)
+  double layer_saved_max = 0;  // the same for the layer that keeps the most
   double layer_input = 0;    // bytes per token of a layer's input (what checkpointing keeps)
   double outer_saved = 0;    // embeddings, final norm, LM-head input
   double layer_traffic = 0;  // forward bytes per token through memory-bound kernels, one layer
@@ -26,7 +27,9 @@ struct token_inventory {
 // residual stream stay fp32 while linears run in 16 bits. eager_attention:
 // the s x s scores are materialised (else SDPA's flash / memory-efficient
 // kernels, which keep only the log-sum-exp).
+// frozen_base: LoRA's frozen base, whose linears and norms keep nothing for
+// their weights' gradients.
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention);
+                          bool eager_attention, bool frozen_base = false);
 
 }  // namespace tiletune

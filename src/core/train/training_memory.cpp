@@ -6,38 +6,47 @@
 
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
+#include "core/train/lora_step.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
 namespace {
-std::int64_t linear_parameters(const model_spec& m) {
+// Weight tensors of one kind: the routed experts' (experts = true) or the rest.
+bool of_kind(const weight_tensor& t, bool experts) { return t.routed() == experts; }
+
+std::int64_t linear_parameters(const model_spec& m, bool experts) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(m))
-    if (t.linear) n += t.parameters();
+    if (t.linear && of_kind(t, experts)) n += t.parameters();
   return n;
 }
 
 // LoRA adapters on every linear layer of the blocks ("all-linear", as in the
-// QLoRA paper): r * (in + out) parameters per adapted matrix.
-std::int64_t lora_parameters(const model_spec& m, int rank) {
+// QLoRA paper): r * (in + out) parameters per adapted matrix (each expert's
+// too: peft's all-linear adapts them where they are nn.Linear modules).
+std::int64_t lora_parameters(const model_spec& m, int rank, bool experts) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(m))
-    if (t.linear && t.name.rfind("layers.", 0) == 0) n += static_cast<std::int64_t>(rank) * (t.rows + t.cols) * t.count;
+    if (t.linear && t.name.rfind("layers.", 0) == 0 && of_kind(t, experts))
+      n += static_cast<std::int64_t>(rank) * (t.rows + t.cols) * t.count;
   return n;
 }
 
 // Adafactor (Shazeer & Stern 2018) keeps, per matrix, one row and one column
 // of second-moment factors, and a full second moment per vector; no first
 // moment (transformers' default beta1=None). fp32 states.
-std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank) {
+std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank, bool experts) {
   std::int64_t elements = 0;
-  if (lora_rank > 0) {
-    for (const auto& t : weight_tensors(m))
+  for (const auto& t : weight_tensors(m)) {
+    if (!of_kind(t, experts)) continue;
+    if (lora_rank > 0) {
       if (t.linear && t.name.rfind("layers.", 0) == 0)
         elements += (lora_rank + t.cols + t.rows + lora_rank) * t.count;  // A: r x in, B: out x r
-  } else {
-    for (const auto& t : weight_tensors(m)) elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
+    } else {
+      elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
+    }
   }
   return elements * 4;
 }
@@ -83,6 +92,14 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // Bounded above by all gradients beside the layer inputs and one recomputed layer.
   if (ckpt)
     out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+  // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
+  // every other gradient is in place, the LM head's share of the tied
+  // gradient waits in autograd's input buffer for the embedding's (a dense
+  // V x h from embedding_dense_backward), which are summed before
+  // AccumulateGrad; the model output's logits are still held by the caller.
+  if (m.tied_embedding_grad_bytes > 0)
+    out.push_back({"embedding backward", states + m.gradients_bytes + m.tied_embedding_grad_bytes +
+                                             b * m.logits_held_bytes_per_sample});
   // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
   out.push_back({"optimizer step", states + m.gradients_bytes});
   return out;
@@ -111,48 +128,60 @@ memory_breakdown estimate_memory(const training_setup& s) {
   const model_spec& m = s.model;
   memory_breakdown r;
   r.parameters = parameter_count(m);
+  r.active_parameters = active_parameter_count(m);
+  r.expert_parameters = expert_parameter_count(m);
+  r.expert_parallel = expert_parallel_degree(s);
   const bool lora = s.lora_rank > 0;
-  const std::int64_t adapters = lora ? lora_parameters(m, s.lora_rank) : 0;
-  r.trainable_parameters = lora ? adapters : r.parameters;
-  const double P = static_cast<double>(r.parameters), T = static_cast<double>(r.trainable_parameters);
-  const double N = s.world_size;
+  r.trainable_parameters = lora ? lora_parameters(m, s.lora_rank, false) + lora_parameters(m, s.lora_rank, true)
+                                : r.parameters;
+  r.expert_trainable_parameters = lora ? lora_parameters(m, s.lora_rank, true) : r.expert_parameters;
 
+  // Two kinds of tensors, each held by some GPUs: the dense ones by all N
+  // (ZeRO shards over N), the routed experts split over the expert-parallel
+  // ranks, each share held by N / ep of them (moe_parallel.hpp). For a dense
+  // model the experts' share is empty.
+  const double ep = r.expert_parallel;
   double weights = 0, grads = 0, optimizer = 0;
-  const double states = s.optimizer == optimizer_kind::adafactor
-                            ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank))
-                            : optimizer_state_bytes(s.optimizer, s.prec) * T;
-  if (s.zero_stage == 0) {
-    // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
-    // transformers docs): AMP keeps fp32 weights and gradients (autocast's
-    // 16-bit weight copies are counted apart: they live only until backward). Pure
-    // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
-    // (fp32 for fp32 training) and trains fp32 adapters.
-    if (lora) {
-      const double base = s.prec == precision::fp32 ? 4 : 2;
-      weights = base * P + 4 * T;
-      grads = 4 * T;
-    } else if (is_mixed(s.prec)) {
-      weights = 4 * P;
-      grads = 4 * T;
+  for (const bool experts : {false, true}) {
+    const double split = experts ? ep : 1;
+    const double P = static_cast<double>(experts ? r.expert_parameters : r.parameters - r.expert_parameters) / split;
+    const double T = static_cast<double>(experts ? r.expert_trainable_parameters
+                                                 : r.trainable_parameters - r.expert_trainable_parameters) /
+                     split;
+    const double N = s.world_size / split;
+    const double states = s.optimizer == optimizer_kind::adafactor
+                              ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank, experts)) / split
+                              : optimizer_state_bytes(s.optimizer, s.prec) * T;
+    if (s.zero_stage == 0) {
+      // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
+      // transformers docs): AMP keeps fp32 weights and gradients (autocast's
+      // 16-bit weight copies are counted apart: they live only until backward). Pure
+      // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
+      // (fp32 for fp32 training) and trains fp32 adapters.
+      if (lora) {
+        const double base = s.prec == precision::fp32 ? 4 : 2;
+        weights += base * P + 4 * T;
+        grads += 4 * T;
+      } else if (is_mixed(s.prec)) {
+        weights += 4 * P;
+        grads += 4 * T;
+      } else {
+        const double b = s.prec == precision::fp32 ? 4 : 2;
+        weights += b * P;
+        grads += b * T;
+      }
+      optimizer += states;
     } else {
-      const double b = s.prec == precision::fp32 ? 4 : 2;
-      weights = b * P;
-      grads = b * T;
+      // DeepSpeed ZeRO (Rajbhandari et al. 2020): mixed precision keeps 2-byte
+      // weights and gradients and an fp32 master copy with the optimizer
+      // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
+      // the gradients, stage 3 also the weights.
+      const double wb = s.prec == precision::fp32 ? 4 : 2;
+      const double master = is_mixed(s.prec) ? 4 * T : 0;
+      optimizer += (states + master) / N;
+      grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
+      weights += s.zero_stage >= 3 ? wb * P / N : wb * P;
     }
-    optimizer = states;
-  } else {
-    // DeepSpeed ZeRO (Rajbhandari et al. 2020): mixed precision keeps 2-byte
-    // weights and gradients and an fp32 master copy with the optimizer
-    // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
-    // the gradients, stage 3 also the weights.
-    const double wb = s.prec == precision::fp32 ? 4 : 2;
-    const double master = is_mixed(s.prec) ? 4 * T : 0;
-    weights = wb * P;
-    grads = wb * T;
-    optimizer = states + master;
-    optimizer /= N;
-    if (s.zero_stage >= 2) grads /= N;
-    if (s.zero_stage >= 3) weights /= N;
   }
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.gradients_bytes = static_cast<std::int64_t>(grads);
@@ -166,9 +195,12 @@ memory_breakdown estimate_memory(const training_setup& s) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
     if (lora) {
-      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * T);  // the frozen base is 16-bit already
+      // The frozen base is 16-bit already: only the adapters are cast.
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
     } else {
-      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * (static_cast<double>(linear_parameters(m)) + head));
+      const double linear = static_cast<double>(linear_parameters(m, false)) +
+                            static_cast<double>(linear_parameters(m, true)) / ep;
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * (linear + head));
       r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
     }
   }
@@ -176,16 +208,25 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // Activations kept for backward, op by op (training_inventory.cpp has the
   // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
   // bytes per token, which assumes 16-bit everything and fused kernels.
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec),
-                                        s.attention == attention_impl::eager);
+  // LoRA's base is frozen and 16-bit (fp32 in fp32 training): autocast has
+  // no base weight to cast, the residual stream stays in the base's dtype,
+  // and frozen linears and norms keep nothing for weight gradients.
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
+                                        s.attention == attention_impl::eager, lora);
   const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
   double lora_extra = 0;
   if (lora) {
-    // peft's lora_A keeps its own 16-bit copy of each adapted linear's input,
-    // lora_B its r-wide input.
+    // peft's lora_A keeps its own copy of each adapted linear's input (peft
+    // casts it to the adapter's dtype; autocast casts that to 16 bits for
+    // the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
+    // (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
+    // made and modules reading one input share it: counted per module, an
+    // overestimate there.
+    const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
     for (const auto& t : weight_tensors(m))
       if (t.linear && t.name.rfind("layers.", 0) == 0)
-        lora_extra += (2.0 * static_cast<double>(t.cols) + 2.0 * s.lora_rank) * static_cast<double>(t.count);
+        lora_extra += e * (static_cast<double>(t.cols) + s.lora_rank) * static_cast<double>(t.count) *
+                      t.token_share;  // an expert's adapters see its share of the tokens
   }
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
@@ -194,10 +235,18 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.checkpointed_activation_bytes_per_sample =
       static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
   r.recompute_layer_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (inv.layer_saved + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
+  // The tied embedding's two gradient contributions beside their sum, at the
+  // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
+  const bool tied_head = !m.causal || m.tied_embeddings;
+  if (tied_head && !lora && s.zero_stage == 0) {
+    const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
+    r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
+  }
+  r.logits_held_bytes_per_sample = static_cast<std::int64_t>(activation_bytes(s.prec) * logits);
   // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
   // allocator, so they count in max_memory_allocated.
   r.library_workspace_bytes = library_workspace_bytes;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/train/lora_step.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_communication.hpp"
 
 namespace tiletune {
@@ -51,6 +53,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
         s.world_size,
         s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link));
+  for (auto& n : moe_notes(s, comm.link_gbs)) plan.notes.push_back(std::move(n));
   // Per GPU, a global batch G needs G / world samples per optimizer step.
   const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
   for (bool ckpt : policies) {
@@ -82,6 +85,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{}, rates);
       c.time.allreduce_ms = comm.per_global_step_ms;
       c.time.gather_ms = comm.per_micro_step_ms;
+      c.time.alltoall_ms = expert_alltoall_ms(s, comm.link_gbs, b, ckpt);
       // More work never takes less GEMM time: a timing that says so (noise,
       // a shape timed in parts) is raised to the smaller batch's.
       if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
@@ -120,6 +124,25 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   }
   plan.recommended = best;
 
+  plan.notes.push_back(
+      "not modelled: torch.compile (its fusion removes kernels and memory traffic, so compiled steps run faster than "
+      "this eager estimate and may keep fewer activations), CPU offload of optimizer states or parameters (ZeRO-Offload, "
+      "FSDP offload: every state is counted on the GPU, no PCIe transfer timed), data-loading stalls (the next batch "
+      "is assumed ready), and TrainingArguments.torch_empty_cache_steps (emptying the allocator's cache lowers reserved "
+      "memory between steps and costs time; the peak within a step is unchanged)");
+  if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
+    plan.notes.push_back(fmt::format(
+        "{}: {:.0f}% of the layers attend within a {}-token window (counted in the flash attention work){}",
+        s.model.model_type, s.model.sliding_layers * 100, s.model.sliding_window,
+        s.model.final_logit_softcap > 0 ? "; the logits are soft-capped (tanh, kept for backward). transformers runs "
+                                          "Gemma 2's attention soft-capping eagerly: plan it with --attention eager"
+                                        : ""));
+  if (s.lora_rank > 0)
+    plan.notes.push_back(fmt::format(
+        "LoRA as peft runs it: fp32 adapters on every linear layer of the blocks, the input cast to the adapters' "
+        "dtype, {}; lora_dropout 0 (with dropout each adapted linear also keeps a dropped-out copy of its input)",
+        lora_adapters_run_fp32(s) ? "so without autocast the adapter GEMMs and their sum run in fp32"
+                                  : "cast back to 16 bits by autocast for the adapter GEMMs"));
   plan.notes.push_back(fmt::format(
       "peak memory = modelled allocation x (1 + {:.2f} allocator slack; {:.2f} with checkpointing) + {:.2f} GiB CUDA "
       "context, as measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "

@@ -42,6 +42,9 @@ struct training_setup {
   std::optional<std::int64_t> global_batch;
   double safety_margin = 0.05;  // share of the GPU's memory kept free
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
+  // MoE: ranks the routed experts are split over (none: gcd(experts, world
+  // size), 1: experts replicated like dense weights); moe_parallel.cpp.
+  std::optional<int> expert_parallel;
 };
 
 // Throws usage_error naming the bad field (sequence longer than the model's
@@ -52,6 +55,15 @@ void validate(const training_setup& s);
 struct memory_breakdown {
   std::int64_t parameters = 0;
   std::int64_t trainable_parameters = 0;
+  std::int64_t active_parameters = 0;            // per token (MoE: routed experts at top-k / experts)
+  std::int64_t expert_parameters = 0;            // routed experts' (all ranks)
+  std::int64_t expert_trainable_parameters = 0;  // routed experts' trainable (LoRA: their adapters)
+  int expert_parallel = 1;                       // ranks the routed experts are split over
+  // Trainable parameters one GPU holds (experts divided by expert parallelism), before ZeRO sharding.
+  double local_trainable_parameters() const {
+    return static_cast<double>(trainable_parameters - expert_trainable_parameters) +
+           static_cast<double>(expert_trainable_parameters) / expert_parallel;
+  }
   std::int64_t weights_bytes = 0;
   std::int64_t gradients_bytes = 0;
   std::int64_t optimizer_bytes = 0;
@@ -66,6 +78,10 @@ struct memory_breakdown {
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
+  // A tied embedding's last backward: the LM head's gradient, held by
+  // autograd until the embedding's own arrives, that one and their sum.
+  std::int64_t tied_embedding_grad_bytes = 0;
+  std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
   // max_memory_reserved over max_memory_allocated: the caching allocator's
   // rounding and fragmentation, which the tensors alone cannot tell.
@@ -74,7 +90,7 @@ struct memory_breakdown {
   std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
   std::int64_t per_sample_bytes(bool checkpointing) const;
   // The phase of the step whose allocated bytes peak: "forward", "loss
-  // backward", "recompute" or "optimizer step".
+  // backward", "recompute", "embedding backward" or "optimizer step".
   std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
@@ -90,6 +106,8 @@ struct step_gemm {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   std::int64_t count = 1;  // how many times per step (layers)
   double flop_scale = 1;   // 0.5 for causal flash attention, which skips masked blocks
+  bool fp32 = false;       // runs in fp32 whatever the precision (LoRA adapters without autocast)
+  bool thin = false;       // one dimension is a LoRA rank: memory-bound (lora_step.hpp)
 };
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t micro_batch, bool checkpointing);
 
@@ -100,9 +118,10 @@ struct step_time {
   double optimizer_ms = 0;     // once per global step
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
   double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
+  double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
-  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + gather_ms; }
+  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + gather_ms + alltoall_ms; }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;

@@ -18,6 +18,7 @@ nlohmann::json step_json(const step_time& t) {
           {"optimizer_ms_per_global_step", t.optimizer_ms},
           {"allreduce_ms_per_global_step", t.allreduce_ms},
           {"zero3_gather_ms", t.gather_ms},
+          {"expert_alltoall_ms", t.alltoall_ms},
           {"memory_bound_bytes", t.memory_bound_bytes},
           {"kernels", t.kernels}};
 }
@@ -45,6 +46,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["model"] = to_json(s.model);
   j["model"]["parameters"] = m.parameters;
   j["model"]["trainable_parameters"] = m.trainable_parameters;
+  j["model"]["active_parameters"] = m.active_parameters;
   j["gpu"] = to_json(plan.device);
   j["setup"] = {{"seq_len", s.seq_len},
                 {"precision", to_string(s.prec)},
@@ -53,6 +55,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"zero_stage", s.zero_stage},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
+                {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = {{"weights_bytes", m.weights_bytes},
@@ -69,6 +72,12 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                  {"recompute_layer_bytes_per_sample", m.recompute_layer_bytes_per_sample},
                  {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
                  {"library_workspace_bytes", m.library_workspace_bytes},
+                 {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},
+                 {"logits_held_bytes_per_sample", m.logits_held_bytes_per_sample},
+                 {"expert_parameters", m.expert_parameters},
+                 {"expert_trainable_parameters", m.expert_trainable_parameters},
+                 {"expert_parallel", m.expert_parallel},
+                 {"terms_are", "per GPU: routed experts divided over the expert-parallel ranks, then ZeRO's sharding"},
                  {"safety_margin_covers",
                   "peak_bytes adds to the modelled tensors the caching allocator's reserved-over-allocated share "
                   "(largest seen in real training) and the CUDA context measured on an H100; the safety margin "

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/moe_parallel.hpp"
 
 namespace tiletune {
 
@@ -71,6 +72,7 @@ void validate(const training_setup& s) {
   if (s.global_batch && *s.global_batch < s.world_size)
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
                                   *s.global_batch, s.world_size));
+  validate_expert_parallel(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
     throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
 }

@@ -3,10 +3,15 @@
 #include "core/train/training_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
+#include "core/train/lora_step.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -24,8 +29,24 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
   const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
   std::vector<step_gemm> out;
+  const int ep = expert_parallel_degree(s);
   for (const auto& t : weight_tensors(m)) {
     if (!t.linear) continue;
+    if (t.group > 1) {
+      // Routed experts: one grouped GEMM per projection and layer over the
+      // experts this GPU holds, each with its average rows: tokens x top-k /
+      // experts from every expert-parallel rank (x the capacity factor's
+      // padding where the config sets one).
+      const std::int64_t local = t.group / ep, layers = t.count / t.group;
+      const auto rows = static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep *
+                                                            std::max(1.0, m.capacity_factor)));
+      const std::string name = t.name + fmt::format(" (grouped over {} experts)", local);
+      out.push_back({name + " forward", rows, t.rows, t.cols, local, layers, 1});
+      if (checkpointing) out.push_back({name + " recompute", rows, t.rows, t.cols, local, layers, 1});
+      out.push_back({name + " data-grad", rows, t.cols, t.rows, local, layers, 1});
+      if (!lora) out.push_back({name + " weight-grad", t.rows, t.cols, rows, local, layers, 1});
+      continue;
+    }
     const bool in_layers = t.name.rfind("layers.", 0) == 0;
     // y = x W^T, dx = dy W, dW = dy^T x (frozen weights skip dW).
     out.push_back({t.name + " forward", tokens, t.rows, t.cols, 1, t.count, 1});
@@ -33,6 +54,7 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
     out.push_back({t.name + " data-grad", tokens, t.cols, t.rows, 1, t.count, 1});
     if (!lora) out.push_back({t.name + " weight-grad", t.rows, t.cols, tokens, 1, t.count, 1});
   }
+  add_lora_gemms(s, tokens, checkpointing, out);
   if (!m.causal || m.tied_embeddings) {
     // The output projection onto the vocabulary reuses the embedding matrix
     // (BERT's MLM decoder and tied decoders).
@@ -43,13 +65,25 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
   // Attention as batched GEMMs over batch x heads: S = Q K^T, O = P V; backward
   // computes dP, dV, dQ, dK (flash recomputes S); causal flash skips the
   // masked half.
-  const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim;
+  const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
   const bool flash = s.attention == attention_impl::flash;
-  const double scale = flash && m.causal ? 0.5 : 1.0;
+  double scale = flash && m.causal ? 0.5 : 1.0;
+  if (flash && m.causal && m.sliding_window > 0 && m.sliding_window < sl) {
+    // Local layers (Gemma 2/3) compute only a window of w keys per query:
+    // s w - w^2 / 2 of the s^2 score entries; averaged over the layers.
+    const double w = static_cast<double>(m.sliding_window) / static_cast<double>(sl);
+    scale = (1 - m.sliding_layers) * 0.5 + m.sliding_layers * (w - w * w / 2);
+  }
   const std::int64_t fwd = checkpointing ? 2 : 1;
   out.push_back({"attention scores", sl, sl, d, bh, m.num_layers * (fwd + (flash ? 1 : 0)), scale});
-  out.push_back({"attention values", sl, d, sl, bh, m.num_layers * fwd, scale});
-  out.push_back({"attention backward", sl, sl, d, bh, m.num_layers * 4, scale});
+  out.push_back({"attention values", sl, dv, sl, bh, m.num_layers * fwd, scale});
+  if (dv == d) {
+    out.push_back({"attention backward", sl, sl, d, bh, m.num_layers * 4, scale});
+  } else {
+    // MLA: dQ and dK over the query/key width, dP and dV over the values'.
+    out.push_back({"attention backward (q, k)", sl, sl, d, bh, m.num_layers * 2, scale});
+    out.push_back({"attention backward (v)", sl, sl, dv, bh, m.num_layers * 2, scale});
+  }
   return out;
 }
 
@@ -63,8 +97,11 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     p.n = g.n;
     p.k = g.k;
     p.batch = g.batch;
-    p.type = type;
-    const double us = gemm_time ? gemm_time(p) : predict_library_gemm(d, p).time_us;
+    p.type = g.fp32 ? dtype::f32 : type;
+    const double us = gemm_time ? gemm_time(p)
+                      : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
+                                                        elementwise_bandwidth_share)
+                                : predict_library_gemm(d, p).time_us;
     t.gemm_ms += us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
   }
   // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
@@ -73,32 +110,23 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // writes its own), recompute once more under checkpointing.
   const model_spec& m = s.model;
   const bool mixed = is_mixed(s.prec);
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed,
-                                        s.attention == attention_impl::eager);
+  const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed && !lora_base,
+                                        s.attention == attention_impl::eager, lora_base);
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = checkpointing ? 4 : 3;
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
-  double lora_kernels = 0;
-  if (s.lora_rank > 0) {
-    // peft's adapter path beside each adapted linear, per token: lora_A reads
-    // the input, lora_B writes an output-wide tensor, scaled and added to the
-    // base output; backward reads and writes the same again and adds the
-    // input gradient: about 6 input-wide and 10 output-wide element moves.
-    for (const auto& w : weight_tensors(m)) {
-      if (!w.linear || w.name.rfind("layers.", 0) != 0) continue;
-      const double count = static_cast<double>(w.count);
-      bytes += tokens * count * (6 * static_cast<double>(w.cols) + 10 * static_cast<double>(w.rows)) *
-               activation_bytes(s.prec) * passes / 3;
-      lora_kernels += count * 12 * passes / 3;  // A, B, scale, add; their backward
-    }
-  }
+  // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
+  const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
+  bytes += lora.bytes;
+  const double lora_kernels = lora.kernels;
   const memory_breakdown mem = estimate_memory(s);
   if (mixed) {
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
     const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
-    bytes += casts * 6 * (checkpointing ? 2 : 1) + static_cast<double>(mem.trainable_parameters) * 6;
+    bytes += casts * 6 * (checkpointing ? 2 : 1) + mem.local_trainable_parameters() * 6;
   }
   const double bandwidth =
       rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
@@ -114,7 +142,12 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     t.launch_ms = std::max(t.launch_ms, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
   // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
   // weight, m and v, in the parameters' dtype (fp32 under AMP).
-  const double T = static_cast<double>(mem.trainable_parameters);
+  // What this GPU updates: the dense parameters sharded over the world
+  // under ZeRO, its experts over the GPUs holding the same ones.
+  const double ep_share = mem.expert_parallel;
+  const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
+  const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
+  const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
   const double state = s.prec == precision::bf16 ? 2 : 4;
   double per_param = 7 * state;
   switch (s.optimizer) {
@@ -124,8 +157,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     case optimizer_kind::sgd: per_param = 3 * state; break;
     case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
   }
-  const double shard = s.zero_stage >= 1 ? s.world_size : 1;
-  t.optimizer_ms = per_param * T / shard / bandwidth * 1e3;
+  t.optimizer_ms = per_param * T / bandwidth * 1e3;
   return t;
 }
 

@@ -1,0 +1,107 @@
+// The newer dense decoder families from their config.json. Field names and
+// defaults are those of the transformers configuration classes; the layouts
+// those of their modeling files:
+// - phi3 (Phi3Config): fused qkv_proj (q + 2 kv rows) and gate_up_proj; the
+//   same parameters as separate projections.
+// - gemma2 / gemma3_text (Gemma2Config, Gemma3TextConfig): head_dim apart from
+//   hidden / heads, four RMSNorms per layer (before and after attention and
+//   MLP), tied embeddings, GeGLU (hidden_activation), local attention with a
+//   sliding window on every other layer (Gemma 2) or five of six (Gemma 3,
+//   sliding_window_pattern 6), logit soft-capping (Gemma 2: attention 50 and
+//   final 30); Gemma 3 adds q_norm and k_norm over head_dim. "gemma3" (the
+//   multimodal wrapper) is read from its text_config: the vision tower is not counted.
+// - qwen3 (Qwen3Config): q_norm and k_norm over head_dim, head_dim from the config.
+// - olmo2 (Olmo2Config): norms after attention and MLP, q_norm and k_norm over
+//   the whole query and key widths.
+// - gpt_neox (GPTNeoXConfig): one fused QKV projection with biases, LayerNorm
+//   with bias, biased dense MLP, untied embed_out, parallel residual
+//   (use_parallel_residual: attention and MLP both read the layer's input).
+#include <fmt/format.h>
+
+#include "core/train/moe_model.hpp"
+
+namespace tiletune {
+
+std::string dense_family_types() { return "phi3, gemma2, gemma3, gemma3_text, qwen3, olmo2, gpt_neox"; }
+
+namespace {
+
+void read_llama_like(const config_reader& r, model_spec& m, bool tied_default) {
+  m.causal = true;
+  m.vocab_size = r.integer("vocab_size");
+  m.hidden_size = r.integer("hidden_size");
+  m.num_layers = r.integer("num_hidden_layers");
+  m.num_heads = r.integer("num_attention_heads");
+  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
+  m.intermediate_size = r.integer("intermediate_size");
+  m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
+  m.max_positions = r.integer_or("max_position_embeddings", 0);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
+  m.gated_mlp = true;
+  const bool bias = r.boolean_or("attention_bias", false);
+  m.qkv_bias = m.attn_out_bias = bias;
+  m.dropout = r.number_or("attention_dropout", 0.0);
+  m.hidden_act = r.string_or("hidden_act", "silu");
+}
+
+void read_gemma(const std::string& type, const config_reader& r, model_spec& m) {
+  read_llama_like(r, m, true);
+  m.model_type = type;
+  m.head_dim = r.integer_or("head_dim", 256);
+  m.hidden_act = r.string_or("hidden_activation", r.string_or("hidden_act", "gelu_pytorch_tanh"));
+  m.norms_per_layer = 4;
+  m.sliding_window = r.integer_or("sliding_window", type == "gemma2" ? 4096 : 512);
+  if (type == "gemma2") {
+    m.sliding_layers = 0.5;
+    m.final_logit_softcap = r.number_or("final_logit_softcapping", 30.0);
+  } else {
+    m.qk_norm_params = 2 * m.head_dim;
+    const std::int64_t pattern = r.integer_or("sliding_window_pattern", 6);
+    m.sliding_layers = pattern > 0 ? static_cast<double>(pattern - 1) / static_cast<double>(pattern) : 0;
+    m.final_logit_softcap = r.number_or("final_logit_softcapping", 0.0);
+  }
+}
+
+}  // namespace
+
+bool read_dense_family(const std::string& type, const config_reader& r, model_spec& m) {
+  if (type == "phi3") {
+    read_llama_like(r, m, false);
+    m.fused_qkv = true;
+  } else if (type == "gemma2" || type == "gemma3_text") {
+    read_gemma(type, r, m);
+  } else if (type == "gemma3") {
+    if (!r.has("text_config") || !r.j["text_config"].is_object())
+      throw usage_error(fmt::format("{}: a gemma3 config needs its \"text_config\" object", r.source));
+    const config_reader text{r.j["text_config"], r.source};
+    read_gemma("gemma3_text", text, m);
+    m.model_type = type;
+  } else if (type == "qwen3") {
+    read_llama_like(r, m, false);
+    m.qk_norm_params = 2 * m.head_dim;
+  } else if (type == "olmo2") {
+    read_llama_like(r, m, false);
+    m.qk_norm_params = m.q_size() + m.kv_size();
+  } else if (type == "gpt_neox") {
+    m.causal = true;
+    m.vocab_size = r.integer("vocab_size");
+    m.hidden_size = r.integer("hidden_size");
+    m.num_layers = r.integer("num_hidden_layers");
+    m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
+    m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
+    m.intermediate_size = r.integer("intermediate_size");
+    m.max_positions = r.integer_or("max_position_embeddings", 0);
+    m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = r.boolean_or("attention_bias", true);
+    m.mlp_bias = m.layernorm_bias = true;
+    m.fused_qkv = true;
+    m.parallel_residual = r.boolean_or("use_parallel_residual", true);
+    m.hidden_act = r.string_or("hidden_act", "gelu");
+    m.dropout = r.number_or("attention_dropout", 0.0);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,122 @@
+// The LoRA adapter path of a training step, as peft's lora.Linear.forward
+// runs it (peft 0.13+, tuners/lora/layer.py):
+//   result = base_layer(x)                          (the frozen GEMM)
+//   x = self._cast_input_dtype(x, lora_A.weight.dtype)   (a copy when dtypes differ)
+//   result = result + lora_B(lora_A(dropout(x))) * scaling
+//   result = result.to(torch_result_dtype)
+// with fp32 adapters (get_peft_model(autocast_adapter_dtype=True) upcasts
+// bf16/fp16 adapter weights to fp32). Under torch.autocast the two adapter
+// linears cast their inputs back to 16 bits; without autocast (a bf16 model
+// trained in bf16) they run as fp32 GEMMs on an fp32 copy of x, and their
+// fp32 output turns the sum fp32 (type promotion) until the final cast.
+// Counted per adapted linear and token, in bytes read + written by each
+// elementwise kernel (the GEMMs' own reads and writes are in their time):
+#include "core/train/lora_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/train/moe_parallel.hpp"
+#include "core/train/training_precision.hpp"
+
+namespace tiletune {
+
+bool lora_adapters_run_fp32(const training_setup& s) { return s.lora_rank > 0 && !is_mixed(s.prec); }
+
+namespace {
+bool adapted(const weight_tensor& t) { return t.linear && t.name.rfind("layers.", 0) == 0; }
+}  // namespace
+
+void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
+  if (s.lora_rank <= 0) return;
+  const std::int64_t r = s.lora_rank;
+  const int ep = expert_parallel_degree(s);
+  const bool fp32 = lora_adapters_run_fp32(s);
+  for (const auto& t : weight_tensors(s.model)) {
+    if (!adapted(t)) continue;
+    // A routed expert's adapters: one batch entry per local expert, with its rows.
+    const std::int64_t batch = t.group > 1 ? t.group / ep : 1, count = t.count / std::max<std::int64_t>(1, t.group);
+    const auto rows = t.group > 1 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep))
+                                  : tokens;
+    const std::string name = t.name + " lora";
+    auto add = [&](const char* what, std::int64_t m, std::int64_t n, std::int64_t k) {
+      step_gemm g{name + what, m, n, k, batch, count, 1};
+      g.fp32 = fp32;
+      g.thin = true;
+      out.push_back(g);
+    };
+    add("_A forward", rows, r, t.cols);
+    add("_B forward", rows, t.rows, r);
+    if (checkpointing) {
+      add("_A recompute", rows, r, t.cols);
+      add("_B recompute", rows, t.rows, r);
+    }
+    add("_B data-grad", rows, r, t.rows);
+    add("_B weight-grad", t.rows, r, rows);
+    add("_A data-grad", rows, t.cols, r);
+    add("_A weight-grad", r, t.cols, rows);
+  }
+}
+
+double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidth_gbs) {
+  const double e = p.type == dtype::f32 ? 4 : 2;
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
+  const double batch = static_cast<double>(p.batch);
+  const double bytes = batch * e * (m * k + k * n + m * n);
+  const double flops = batch * 2 * m * n * k;
+  const double peak = d.peak_tflops(p.type);
+  return std::max(bytes / (bandwidth_gbs * 1e3), peak > 0 ? flops / (peak * 1e6) : 0.0);
+}
+
+lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
+  lora_path_cost c;
+  if (s.lora_rank <= 0) return c;
+  const double a = activation_bytes(s.prec);
+  // Bytes per input-wide and output-wide element, forward and backward, and kernels.
+  double in_fwd = 0, out_fwd = 0, in_bwd = 0, out_bwd = 0, k_fwd = 0, k_bwd = 0;
+  if (is_mixed(s.prec)) {
+    // Autocast: peft's cast of x to fp32 (a + 4) and autocast's back to 16
+    // bits for lora_A (4 + a); B's 16-bit output scaled (a + a) and added to
+    // the base output (3a). Backward: the scale's gradient (2a), the two
+    // casts' gradients (2 x (a + 4)) and dx added into the base's (3a).
+    in_fwd = 2 * (a + 4);
+    out_fwd = 5 * a;
+    out_bwd = 2 * a;
+    in_bwd = 2 * (a + 4) + 3 * a;
+    k_fwd = 6;  // two casts, A, B, scale, add
+    k_bwd = 8;  // scale, four GEMMs, two casts, the add into dx
+  } else if (lora_adapters_run_fp32(s) && a < 4) {
+    // A 16-bit model without autocast: x copied to fp32 (a + 4); B's fp32
+    // output scaled (8), added to the 16-bit base output into fp32 (a + 8),
+    // the sum cast back (4 + a). Backward: that cast's gradient (a + 4), the
+    // base branch's gradient cast to 16 bits (4 + a), the scale's (8), dx
+    // cast from fp32 (4 + a) and added into the base's (3a).
+    in_fwd = a + 4;
+    out_fwd = 8 + (a + 8) + (4 + a);
+    out_bwd = 2 * (a + 4) + 8;
+    in_bwd = (4 + a) + 3 * a;
+    k_fwd = 6;  // cast, A, B, scale, add, cast
+    k_bwd = 9;  // two casts, scale, four GEMMs, dx's cast and add
+  } else {
+    // fp32 throughout: the scale, the add, the scale's gradient and dx's add.
+    out_fwd = 2 * a + 3 * a;
+    out_bwd = 2 * a;
+    in_bwd = 3 * a;
+    k_fwd = 4;
+    k_bwd = 6;
+  }
+  const double fwd_passes = checkpointing ? 2 : 1;
+  const double n = static_cast<double>(tokens);
+  for (const auto& t : weight_tensors(s.model)) {
+    if (!adapted(t)) continue;
+    // An expert's adapters see its share of the tokens; launches are per expert group.
+    const double per_token = static_cast<double>(t.count) * t.token_share;
+    const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
+    c.bytes += n * per_token * ((in * in_fwd + out * out_fwd) * fwd_passes + in * in_bwd + out * out_bwd);
+    const double launches = static_cast<double>(t.count / std::max<std::int64_t>(1, t.group));
+    c.kernels += launches * (k_fwd * fwd_passes + k_bwd);
+  }
+  return c;
+}
+
+}  // namespace tiletune

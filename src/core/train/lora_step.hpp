@@ -1,0 +1,35 @@
+// Internal to src/core/train: what LoRA adds to a training step beside the
+// frozen base (lora_step.cpp): the adapters' GEMMs and their memory-bound path.
+#pragma once
+#include <vector>
+
+#include "core/train/training_plan.hpp"
+
+namespace tiletune {
+
+// True where peft runs the adapters in fp32: its adapters are fp32
+// (get_peft_model's autocast_adapter_dtype upcasts 16-bit ones) and peft
+// casts each adapted linear's input to the adapter's dtype, so without
+// torch.autocast (pure bf16, fp32) the adapter GEMMs are fp32 GEMMs.
+bool lora_adapters_run_fp32(const training_setup& s);
+
+// The six GEMMs of every adapter per step: A (tokens x r x in) and B (tokens
+// x out x r) forward, B's data- and weight-gradient, A's data- and
+// weight-gradient; A and B again in recompute.
+void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out);
+
+// Offline time of an adapter GEMM (one dimension the rank r): at most r/2
+// FLOP per byte moved in 16 bits (r/4 in fp32), far below the H100's
+// ridge (about 300 FLOP/B for bf16, 20 for fp32), so it is memory-bound:
+// its operands' and result's bytes over the bandwidth the memory-bound
+// kernels reach, or its FLOPs at the dtype's peak where that is longer. The
+// library model's tiles (built for wide GEMMs) do not fit such shapes.
+double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidth_gbs);
+
+struct lora_path_cost {
+  double bytes = 0;    // moved by the adapter path's memory-bound kernels per micro-step
+  double kernels = 0;  // their launches, the adapter GEMMs' included
+};
+lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
+
+}  // namespace tiletune

@@ -1,0 +1,48 @@
+// Internal to src/core/train: the per-token bookkeeping the activation
+// inventory (training_inventory.cpp, moe_inventory.cpp) is written in.
+#pragma once
+#include "core/train/model_spec.hpp"
+
+namespace tiletune::inventory_ops {
+
+struct tally {
+  double saved = 0, traffic = 0, kernels = 0;
+  // One memory-bound kernel that reads `read` and writes `write` bytes and
+  // keeps `keep` bytes for backward (all per token).
+  void op(double read, double write, double keep = 0) {
+    traffic += read + write;
+    saved += keep;
+    kernels += 1;
+  }
+  void gemm(double n = 1) { kernels += n; }
+};
+
+struct dims {
+  double h, q, kv, I, heads, s;
+  double a;  // compute (GEMM) element bytes
+  double r;  // residual-stream element bytes
+  bool autocast;
+  double v = 0;  // values per token (kv heads x v_head_dim), kv unless MLA
+  double o = 0;  // attention output per token (heads x v_head_dim), q unless MLA
+  // A frozen base (LoRA): autograd saves a tensor only for a gradient it must
+  // compute (derivatives.yaml codegen: should_compute_output), so frozen
+  // linears and norm weights keep nothing for their weights' gradients.
+  bool frozen = false;
+  double kept_by_weight(double bytes) const { return frozen ? 0 : bytes; }
+};
+
+// A norm over the residual stream followed by `consumers` linear layers;
+// returns the element bytes of its output.
+double norm_block(const model_spec& m, const dims& d, tally& t, int consumers);
+void dropout(const model_spec& m, tally& t, double bytes, double n);
+void residual_add(const dims& d, tally& t);
+// A gated MLP of width `inter` over `rows` rows per token, whose input
+// (`in` bytes per element, the norm's output) is gathered or not: the
+// activation, the product and what the three GEMMs keep.
+void gated_mlp_rows(const dims& d, tally& t, double inter, double rows);
+
+// The MoE block of one layer (moe_inventory.cpp): norm, router, dispatch,
+// experts, weighting, combine, shared expert, residual.
+void moe_mlp_block(const model_spec& m, const dims& d, tally& t);
+
+}  // namespace tiletune::inventory_ops
