@@ -34,14 +34,15 @@ def load_schemas(folder):
     schemas = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.schema.json"))]
     for s in schemas:
         Draft202012Validator.check_schema(s)
-    try:  # jsonschema >= 4.18
+    try:  # jsonschema >= 4.18 resolves $ref through a registry
         from referencing import Registry, Resource
 
         registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas)
+        Draft202012Validator({}, registry=registry)
 
         def make(s):
             return Draft202012Validator(s, registry=registry)
-    except ImportError:  # older jsonschema (Debian 12 has 4.10)
+    except (ImportError, TypeError):  # older jsonschema (Debian 12 has 4.10): a resolver with a store
         store = {s["$id"]: s for s in schemas}
 
         def make(s):
