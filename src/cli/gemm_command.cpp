@@ -56,8 +56,8 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                 "Offline plans: compile every variant, rasterization copies and those the model bounds out of the "
                 "--top best included (by default they are reported as pruned, constraint model_bound)");
   cmd->add_option("--export", o->export_dir,
-                  "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin and "
-                  "ID.json (how to launch it); see below")
+                  "Write the recommended variant (or each --only variant) into folder DIR as ID.cu, ID.cubin, "
+                  "ID.json (how to launch it) and ID.h (a host header with a launcher); see below")
       ->type_name("DIR")
       ->check(refuse_empty_path);
   cmd->add_option("--search", o->tuning.strategy,
@@ -94,14 +94,18 @@ same run ("mode": "measured"); a variant that faults or hangs gets
 launch_error or timeout and the run goes on.
 
 --export DIR writes the recommended variant, or each variant named by --only,
-as three files in DIR (created if missing; existing files are replaced; each
+as four files in DIR (created if missing; existing files are replaced; each
 file is written whole or not at all): ID.cu, the CUDA C++ source with its tile
 constants fixed, which compiles alone with NVRTC or nvcc and says in its header
 how to launch it; ID.cubin, the binary tiletune compiled from it (read its SASS
 with scripts/show_sass.sh DIR/ID.cubin); ID.json (schema tiletune.kernel/1):
 entry, arch, grid, block, cluster, dynamic shared memory, the parameters in
 order with their values for this problem, registers and spills, and the
-problem with its figures, measured or predicted. With --suite, each problem's
+problem with its figures, measured or predicted; ID.h, a host header declaring
+the kernel and an inline <entry>_launch() for this problem (grid, block,
+cluster, shared memory attribute, tensor maps). The entry in ID.cu and ID.h is
+tiletune_<id>_<dtype>_<layout>, unique, so several exports link into one
+program (ID.cubin keeps tiletune's own name, tiletune_gemm). With --suite, each problem's
 kernels go into a subfolder named after the problem (characters other than
 letters, digits, '.', '_' and '-' become '-'). When a wanted variant is
 not ok, nothing is written for it and the exit code is 1 if it failed on the

@@ -1,5 +1,5 @@
 // --export: the chosen variants of a gemm run written to a folder as source,
-// cubin and launch JSON, and the exit code that says what could not be.
+// cubin, launch JSON and host header, and the exit code that says what could not be.
 #include <cstdio>
 #include <set>
 
@@ -28,6 +28,7 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
   std::vector<std::string> written;
   std::set<std::string> folders;
   bool failed_on_gpu = false, cannot_run = false;
+  std::size_t exported = 0;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
     const gemm_plan& plan = *plans[i];
@@ -50,6 +51,7 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
                    to_string(v->status), plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason);
         continue;
       }
+      ++exported;
       for (auto& f : export_variant(plan, *v, run)) {
         f.name = folder + f.name;
         written.push_back(f.name);
@@ -59,8 +61,8 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
   }
   if (!files.empty()) write_export(o.export_dir, files);
   if (!o.report.quiet && !files.empty())
-    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", files.size() / 3,
-               files.size() == 3 ? "" : "s", o.export_dir, fmt::join(written, ", "));
+    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", exported,
+               exported == 1 ? "" : "s", o.export_dir, fmt::join(written, ", "));
   return failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
 }
 

@@ -304,7 +304,7 @@ std::string sass_of(const fs::path& cubin) {
 #endif
 }
 
-// Checks the three files of one exported variant and returns its launch JSON.
+// Checks the four files of one exported variant and returns its launch JSON.
 nlohmann::json expect_exported(const fs::path& dir, const std::string& id, const std::string& dtype,
                                const std::string& sass_op) {
   const fs::path cu = dir / (id + ".cu"), cubin = dir / (id + ".cubin"), json = dir / (id + ".json");
@@ -314,7 +314,10 @@ nlohmann::json expect_exported(const fs::path& dir, const std::string& id, const
   EXPECT_NE(bin.find("tiletune_gemm"), std::string::npos) << cubin;
   const std::string src = slurp(cu);
   EXPECT_NE(src.find("// tiletune kernel " + id), std::string::npos);
-  EXPECT_NE(src.find("tiletune_gemm("), std::string::npos);
+  const std::string entry = "tiletune_" + id + "_" + dtype + "_";  // then the layout
+  EXPECT_NE(src.find(entry), std::string::npos);
+  EXPECT_EQ(src.find("tiletune_gemm("), std::string::npos) << "the export's entry has a name of its own";
+  EXPECT_NE(slurp(dir / (id + ".h")).find("_launch("), std::string::npos);
   EXPECT_EQ(src.find("#include"), std::string::npos) << "the source stands alone";
   const auto j = nlohmann::json::parse(slurp(json));
   EXPECT_EQ(j["schema"], "tiletune.kernel/1");
@@ -324,7 +327,8 @@ nlohmann::json expect_exported(const fs::path& dir, const std::string& id, const
   EXPECT_EQ(j["problem"]["dtype"], dtype);
   for (const char* key : {"entry", "grid", "block", "cluster", "dynamic_smem_bytes", "parameters", "tensor_maps"})
     EXPECT_TRUE(j["launch"].contains(key)) << key;
-  EXPECT_EQ(j["launch"]["entry"], "tiletune_gemm");
+  EXPECT_TRUE(j["launch"]["entry"].get<std::string>().starts_with(entry)) << j["launch"]["entry"];
+  EXPECT_EQ(j["launch"]["cubin_entry"], "tiletune_gemm");
   EXPECT_EQ(j["launch"]["parameters"].size(), 16u);
   EXPECT_EQ(j["launch"]["parameters"][3]["name"], "M");
   EXPECT_EQ(j["launch"]["parameters"][3]["value"], j["problem"]["m"]);
@@ -360,7 +364,7 @@ TEST(cli, export_writes_the_recommended_kernel_for_an_odd_bf16_shape) {
   const std::string id = nlohmann::json::parse(slurp(out))["recommendation"]["id"];
   const auto j = expect_exported(dir, id, "bf16", "HMMA");
   EXPECT_EQ(j["launch"]["grid"][2], 1);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 3);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 4);  // .cu .cubin .json .h
   // Again into the same folder: the files are replaced, whole.
   fs::resize_file(dir / (id + ".json"), 10);
   ASSERT_EQ(run(args).code, 0);

@@ -145,8 +145,9 @@ TEST(kernel_export, exported_files_say_what_the_plan_says) {
   ASSERT_TRUE(plan.recommended);
   const variant_result& v = plan.variants[*plan.recommended];
   const auto files = export_variant(plan, v, {"tiletune gemm ...", "2026-01-01T00:00:00Z"});
-  ASSERT_EQ(files.size(), 3u);
+  ASSERT_EQ(files.size(), 4u);
   const std::string id = v.config.id();
+  const std::string entry = "tiletune_" + id + "_bf16_nt";
   EXPECT_EQ(files[0].name, id + ".cu");
   EXPECT_EQ(files[1].name, id + ".cubin");
   EXPECT_EQ(files[1].bytes, v.cubin);
@@ -155,7 +156,8 @@ TEST(kernel_export, exported_files_say_what_the_plan_says) {
   const std::string& src = files[0].bytes;
   EXPECT_EQ(src.find("#line"), std::string::npos) << "no #line pointing at files the reader lacks";
   EXPECT_NE(src.find("#define TT_BM " + std::to_string(v.config.block_m)), std::string::npos);
-  EXPECT_NE(src.find("tiletune_gemm("), std::string::npos);
+  EXPECT_NE(src.find(entry + "("), std::string::npos);
+  EXPECT_EQ(src.find("tiletune_gemm("), std::string::npos) << "the export's entry has a name of its own";
   EXPECT_NE(src.find("PREDICTED"), std::string::npos);
   EXPECT_NE(src.find("nvcc -cubin -arch=sm_90"), std::string::npos);
   EXPECT_NE(src.find("1000x3000x777 batch 3 bf16 nt"), std::string::npos);
@@ -165,7 +167,12 @@ TEST(kernel_export, exported_files_say_what_the_plan_says) {
   EXPECT_EQ(j["id"], id);
   EXPECT_EQ(j["mode"], "predicted");
   EXPECT_EQ(j["arch"], "sm_90");
-  EXPECT_EQ(j["launch"]["entry"], "tiletune_gemm");
+  EXPECT_EQ(j["launch"]["entry"], entry);
+  EXPECT_EQ(j["launch"]["cubin_entry"], "tiletune_gemm");
+  EXPECT_EQ(j["files"]["header"], id + ".h");
+  EXPECT_EQ(files[3].name, id + ".h");
+  EXPECT_NE(files[3].bytes.find("extern \"C\" __global__ void " + entry + "("), std::string::npos);
+  EXPECT_NE(files[3].bytes.find("cudaError_t " + entry + "_launch("), std::string::npos);
   EXPECT_EQ(j["resources"]["registers"], 90);
   EXPECT_EQ(j["figures"]["basis"], "predicted");
   EXPECT_EQ(j["figures"]["rank"], 1);

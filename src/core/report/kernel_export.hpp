@@ -15,7 +15,10 @@
 
 // `tiletune gemm --export DIR`: a tuned variant as files a user takes into
 // their own code: ID.cu (the source, constants fixed), ID.cubin, ID.json (how
-// to launch it, schema tiletune.kernel/1).
+// to launch it, schema tiletune.kernel/1), ID.h (the kernel's declaration and a
+// launcher, kernel_header.hpp). The entry in ID.cu and ID.h is
+// export_entry_name (unique per variant, dtype and layout); ID.cubin is the
+// JIT's compile and keeps kernel_entry_name ("tiletune_gemm").
 namespace tiletune {
 
 // The launch of variant c on problem p on device d (its family's
@@ -32,7 +35,10 @@ struct export_file {
   std::string bytes;
 };
 
-// The three files of one ok variant of a plan: ID.cu, ID.cubin, ID.json.
+// The launch of an exported variant: describe_launch with the entry renamed to export_entry_name.
+kernel_launch export_launch(const gemm_plan& plan, const variant_result& v);
+
+// The four files of one ok variant of a plan: ID.cu, ID.cubin, ID.json, ID.h.
 // Throws std::invalid_argument when the variant is not ok or has no cubin.
 std::vector<export_file> export_variant(const gemm_plan& plan, const variant_result& v, const run_info& run);
 

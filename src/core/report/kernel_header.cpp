@@ -1,0 +1,150 @@
+#include "core/report/kernel_header.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/compile/kernel_templates.hpp"
+
+namespace tiletune {
+
+namespace {
+
+bool identifier_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+// alpha and beta are run-time values of every GEMM; the other scalars (sizes,
+// strides, batch) are the tuned problem's, which the tensor maps and grid assume.
+bool passed_by_caller(const kernel_parameter& k) { return k.kind == "scalar" && (k.name == "alpha" || k.name == "beta"); }
+
+const tensor_map_description* map_of(const kernel_launch& l, const std::string& parameter) {
+  for (const auto& t : l.tensor_maps)
+    if (t.parameter == parameter) return &t;
+  return nullptr;
+}
+
+template <typename T>
+std::string c_array(const std::vector<T>& v) {
+  return v.empty() ? "{0}" : fmt::format("{{{}}}", fmt::join(v, ", "));
+}
+
+std::string encode_map(const tensor_map_description& t, const std::string& pointer) {
+  std::string s;
+  s += fmt::format("  CUtensorMap {};\n  {{\n", t.parameter);
+  s += fmt::format("    const cuuint64_t dims[] = {};\n", c_array(t.global_dims));
+  s += fmt::format("    const cuuint64_t strides_bytes[] = {};\n", c_array(t.global_strides_bytes));
+  s += fmt::format("    const cuuint32_t box[] = {};\n", c_array(t.box_dims));
+  s += fmt::format("    const cuuint32_t element_strides[] = {};\n", c_array(t.element_strides));
+  s += fmt::format("    if (encode(&{}, {}, {}, const_cast<void*>({}), dims, strides_bytes, box, element_strides,\n",
+                   t.parameter, t.data_type, t.global_dims.size(), pointer);
+  s += fmt::format("               {}, {}, {}, {}) != CUDA_SUCCESS)\n", t.interleave, t.swizzle, t.l2_promotion,
+                   t.oob_fill);
+  s += "      return cudaErrorInvalidValue;\n  }\n";
+  return s;
+}
+
+}  // namespace
+
+std::string export_entry_name(const tile_config& c, dtype t, layout l) {
+  std::string s = fmt::format("tiletune_{}_{}_{}", c.id(), to_string(t), l.name());
+  for (char& ch : s)
+    if (!identifier_char(ch)) ch = '_';
+  return s;
+}
+
+std::string rename_entry(const std::string& source, const std::string& entry) {
+  const std::string_view from = kernel_entry_name;
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t hit; (hit = source.find(from, at)) != std::string::npos; at = hit + from.size()) {
+    out.append(source, at, hit - at);
+    const bool starts = hit == 0 || !identifier_char(source[hit - 1]);
+    const bool ends = hit + from.size() == source.size() || !identifier_char(source[hit + from.size()]);
+    out += starts && ends ? std::string_view(entry) : from;
+  }
+  out.append(source, at);
+  return out;
+}
+
+std::string exported_header(const kernel_launch& l, const std::string& id, const std::string& about) {
+  const std::string& e = l.entry;
+  std::string s = about;
+  s += fmt::format(
+      "//\n"
+      "// Declares {0}, the kernel of {1}.cu, and {0}_launch(), which launches it on\n"
+      "// the problem it was tuned for (the {0}_* constants below). Include this from a .cu\n"
+      "// file compiled by nvcc, and link {1}.cu compiled for the same architecture (see Build above).\n"
+      "// For another problem size, launch {0} yourself with the grid of grid_rule in {1}.json.\n"
+      "#pragma once\n#include <cuda_runtime.h>\n",
+      e, id);
+  if (!l.tensor_maps.empty()) s += "#include <cuda.h>  // CUtensorMap and its enums (no libcuda link needed)\n";
+
+  std::vector<std::string> declared;
+  for (const auto& k : l.parameters) declared.push_back(k.c_type + " " + k.name);
+  s += fmt::format("\nextern \"C\" __global__ void {}({});\n\n", e, fmt::join(declared, ", "));
+
+  s += "// The tuned problem's scalars, as the launcher passes them.\n";
+  for (const auto& k : l.parameters)
+    if (k.kind == "scalar" && !passed_by_caller(k))
+      s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", k.c_type, e, k.name, k.value.dump(), k.meaning);
+  s += fmt::format("static constexpr unsigned {}_dynamic_smem_bytes = {};\n", e, l.dynamic_smem_bytes);
+
+  std::vector<std::string> taken, passed;
+  for (const auto& k : l.parameters) {
+    if (k.kind == "tensor_map") {
+      const tensor_map_description* t = map_of(l, k.name);
+      const std::string pointer = t ? t->tensor : k.name;
+      taken.push_back("const void* " + pointer);
+      passed.push_back(k.name);
+    } else if (k.kind == "pointer") {
+      taken.push_back(k.c_type + " " + k.name);
+      passed.push_back(k.name);
+    } else {
+      passed.push_back(passed_by_caller(k) ? k.name : e + "_" + k.name);
+    }
+  }
+  for (const auto& k : l.parameters)
+    if (passed_by_caller(k)) taken.push_back(k.c_type + " " + k.name);
+  taken.push_back("cudaStream_t stream = 0");
+
+  s += "\n// Pointers are device pointers";
+  s += l.tensor_maps.empty() ? ".\n" : " (A and B: the start of each matrix the tensor maps cover).\n";
+  s += "// Returns the first CUDA error: the attribute, the tensor maps, or the launch.\n";
+  if (!l.requirements.empty())
+    s += "// The launcher sets the shared memory attribute and encodes any tensor map itself; what the kernel\n"
+         "// needs (requirements in the .json):\n";
+  for (const auto& r : l.requirements) s += "//  - " + r + "\n";
+  s += fmt::format("static inline cudaError_t {}_launch({}) {{\n", e, fmt::join(taken, ", "));
+  s += fmt::format("  cudaError_t err = cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                   "(int){}_dynamic_smem_bytes);\n  if (err != cudaSuccess) return err;\n",
+                   e, e);
+  if (!l.tensor_maps.empty()) {
+    s += "  typedef CUresult (*encode_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,\n"
+         "                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,\n"
+         "                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
+         "  void* encoder = nullptr;\n"
+         "  cudaDriverEntryPointQueryResult found;\n"
+         "  err = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &encoder, 12000, cudaEnableDefault, "
+         "&found);\n"
+         "  if (err != cudaSuccess) return err;\n"
+         "  if (found != cudaDriverEntryPointSuccess || !encoder) return cudaErrorNotSupported;\n"
+         "  const encode_fn encode = reinterpret_cast<encode_fn>(encoder);\n";
+    for (const auto& t : l.tensor_maps) s += encode_map(t, t.tensor);
+  }
+  s += "  cudaLaunchConfig_t config = {};\n";
+  s += fmt::format("  config.gridDim = dim3({}, {}, {});\n", l.grid[0], l.grid[1], l.grid[2]);
+  s += fmt::format("  config.blockDim = dim3({}, {}, {});\n", l.block[0], l.block[1], l.block[2]);
+  s += fmt::format("  config.dynamicSmemBytes = {}_dynamic_smem_bytes;\n  config.stream = stream;\n", e);
+  if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
+    s += "  cudaLaunchAttribute cluster[1];\n";
+    s += "  cluster[0].id = cudaLaunchAttributeClusterDimension;\n";
+    s += fmt::format("  cluster[0].val.clusterDim.x = {};\n  cluster[0].val.clusterDim.y = {};\n"
+                     "  cluster[0].val.clusterDim.z = {};\n",
+                     l.cluster[0], l.cluster[1], l.cluster[2]);
+    s += "  config.attrs = cluster;\n  config.numAttrs = 1;\n";
+  }
+  s += fmt::format("  return cudaLaunchKernelEx(&config, {}, {});\n}}\n", e, fmt::join(passed, ", "));
+  return s;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,132 @@
+// The exported kernel's own name and its host header (ID.h), on the CPU.
+// tests/cli/export_link_cli_test.cpp compiles and links two of them with nvcc.
+#include "core/report/kernel_header.hpp"
+
+#include <cctype>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <gtest/gtest.h>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/report/kernel_export.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+gemm_problem problem(dtype t, const char* layout_name) {
+  gemm_problem p;
+  p.m = 1000;
+  p.n = 3000;
+  p.k = 777;
+  p.batch = 2;
+  p.type = t;
+  p.layout = parse_layout(layout_name);
+  return p;
+}
+
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (const char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  return true;
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(kernel_header, entry_names_are_c_identifiers_distinct_per_variant_dtype_and_layout_and_stable) {
+  std::set<std::string> names;
+  const tile_config tiles[] = {simt_tile(64, 64, 8, 8, 8, 4), mma_tile(128, 128, 32, 2, 2, 3),
+                               mma_tile(128, 64, 32, 2, 2, 3), wgmma_tile(128, 256, 64, 2, 4)};
+  for (const auto& c : tiles)
+    for (const dtype t : {dtype::f32, dtype::bf16})
+      for (const char* l : {"nn", "nt", "tn", "tt"}) {
+        const std::string name = export_entry_name(c, t, parse_layout(l));
+        EXPECT_TRUE(is_c_identifier(name)) << name;
+        EXPECT_NE(name, kernel_entry_name);
+        EXPECT_TRUE(names.insert(name).second) << "twice: " << name;
+        EXPECT_EQ(name, export_entry_name(c, t, parse_layout(l)));
+      }
+  EXPECT_EQ(export_entry_name(mma_tile(128, 128, 32, 2, 2, 3), dtype::bf16, parse_layout("nt")),
+            "tiletune_mma_128x128x32_w2x2_s3_bf16_nt");
+}
+
+TEST(kernel_header, rename_entry_replaces_the_whole_word_only) {
+  EXPECT_EQ(rename_entry("void tiletune_gemm(int); // tiletune_gemm\ntiletune_gemm_x my_tiletune_gemm", "k_1"),
+            "void k_1(int); // k_1\ntiletune_gemm_x my_tiletune_gemm");
+  EXPECT_EQ(rename_entry("tiletune_gemm", "k"), "k");
+  EXPECT_EQ(rename_entry("no entry here", "k"), "no entry here");
+}
+
+TEST(kernel_header, simt_header_declares_the_kernel_and_launches_it_with_every_parameter_in_order) {
+  const gemm_problem p = problem(dtype::f32, "tn");
+  kernel_launch l = describe_launch(simt_tile(64, 64, 8, 8, 8, 4), p, find_preset("h100-sxm"));
+  l.entry = "tiletune_x";
+  const std::string h = exported_header(l, "simt_x", "// about\n");
+  EXPECT_EQ(h.rfind("// about\n", 0), 0u);
+  EXPECT_NE(h.find("#pragma once"), std::string::npos);
+  EXPECT_EQ(h.find("#include <cuda.h>"), std::string::npos) << "no tensor map, no driver types";
+  EXPECT_NE(h.find("extern \"C\" __global__ void tiletune_x(const float* A, const float* B, float* C, int M,"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("static constexpr int tiletune_x_M = 1000;"), std::string::npos) << h;
+  EXPECT_NE(h.find("static constexpr long long tiletune_x_batch_stride_a = 777000;"), std::string::npos) << h;
+  EXPECT_NE(h.find("cudaError_t tiletune_x_launch(const float* A, const float* B, float* C, float* workspace, "
+                   "unsigned* tile_counters, float alpha, float beta, cudaStream_t stream = 0)"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find(fmt::format("config.gridDim = dim3({}, {}, {});", l.grid[0], l.grid[1], l.grid[2])),
+            std::string::npos);
+  EXPECT_NE(h.find(fmt::format("static constexpr unsigned tiletune_x_dynamic_smem_bytes = {};", l.dynamic_smem_bytes)),
+            std::string::npos);
+  EXPECT_NE(h.find("cudaFuncAttributeMaxDynamicSharedMemorySize"), std::string::npos);
+  EXPECT_NE(h.find("cudaLaunchKernelEx(&config, tiletune_x, A, B, C, tiletune_x_M, tiletune_x_N, tiletune_x_K, "
+                   "tiletune_x_lda, tiletune_x_ldb, tiletune_x_ldc, tiletune_x_batch_stride_a, "
+                   "tiletune_x_batch_stride_b, tiletune_x_batch_stride_c, alpha, beta, workspace, tile_counters);"),
+            std::string::npos)
+      << h;
+  EXPECT_EQ(h.find("cudaLaunchAttributeClusterDimension"), std::string::npos);
+}
+
+TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
+  const gemm_problem p = problem(dtype::bf16, "nt");
+  kernel_launch l = describe_launch(wgmma_tile(128, 256, 64, 2, 4), p, find_preset("h100-sxm"));
+  ASSERT_EQ(l.tensor_maps.size(), 2u);
+  l.entry = "tiletune_w";
+  l.cluster = {2, 1, 1};
+  const std::string h = exported_header(l, "wgmma_x", "");
+  EXPECT_NE(h.find("#include <cuda.h>"), std::string::npos);
+  EXPECT_NE(h.find("tiletune_w(const __grid_constant__ CUtensorMap tmap_a, const __grid_constant__ CUtensorMap "
+                   "tmap_b, unsigned short* C,"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("tiletune_w_launch(const void* A, const void* B, unsigned short* C, float alpha, float beta,"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\""), std::string::npos);
+  EXPECT_EQ(count(h, "if (encode(&"), 2u);
+  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(A)"), std::string::npos)
+      << h;
+  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(B)"), std::string::npos);
+  const auto& a = l.tensor_maps[0];
+  EXPECT_NE(h.find(fmt::format("const cuuint64_t dims[] = {{{}, {}, {}}};", a.global_dims[0], a.global_dims[1],
+                               a.global_dims[2])),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("CU_TENSOR_MAP_SWIZZLE_128B"), std::string::npos);
+  EXPECT_NE(h.find("cluster[0].val.clusterDim.x = 2;"), std::string::npos);
+  EXPECT_NE(h.find("config.numAttrs = 1;"), std::string::npos);
+  EXPECT_NE(h.find("cudaLaunchKernelEx(&config, tiletune_w, tmap_a, tmap_b, C, tiletune_w_M,"), std::string::npos);
+}
