@@ -26,6 +26,13 @@ fi
 command -v nvcc >/dev/null || { echo "setup: the CUDA toolkit (nvcc, NVRTC) is not installed" >&2; exit 3; }
 
 # cuobjdump and nvdisasm (PyPI, run on the CPU): the SASS tests read the kernels' machine code.
+# The schema test runs the python3 first on PATH, which may not be Debian's (pyenv): give it jsonschema from PyPI.
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  echo "setup: installing jsonschema from PyPI for $(command -v python3)" >&2
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore jsonschema >/dev/null ||
+    echo "setup: could not install jsonschema; the schema test will report itself skipped" >&2
+fi
+
 if [ ! -x .tools/nvidia/cu13/bin/cuobjdump ] || [ ! -x .tools/nvidia/cu13/bin/nvdisasm ]; then
   echo "setup: installing cuobjdump and nvdisasm from PyPI into .tools/" >&2
   python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --upgrade --target .tools \
