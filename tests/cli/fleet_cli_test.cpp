@@ -117,7 +117,7 @@ TEST(fleet_cli, shards_of_an_offline_suite_run_at_once_merge_and_answer_every_pr
                         (dir / "shard-2.sqlite").string(), (dir / "shared.sqlite").string(), "--into",
                         merged.string()});
   ASSERT_EQ(m.code, 0) << m.err;
-  EXPECT_NE(m.out.find("5 record(s)"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("into " + merged.string() + ": 5 record(s)"), std::string::npos) << m.out;
   const result again = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--store-plans",
                             "--db", merged.string(), "--json", "--quiet"});
   ASSERT_EQ(again.code, 0) << again.err;

@@ -65,7 +65,7 @@ TEST(tuning_export, json_and_triton_give_the_recommended_tile_in_each_tools_name
             std::string::npos)
       << py;
   EXPECT_NE(py.find("'f32', 'nn'"), std::string::npos) << py;
-  EXPECT_EQ(py.find("SPLIT_K"), std::string::npos) << "no split-K tile here";
+  EXPECT_EQ(py.find("'SPLIT_K'"), std::string::npos) << "no split-K tile here";
 }
 
 TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {

@@ -121,8 +121,10 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
       continue;
     }
     std::string fields;
-    for (const auto& [k, v] : triton_tutorial_names(*tile, p.type).items())
-      fields += fmt::format("{}'{}': {}", fields.empty() ? "" : ", ", k, python_value(v));
+    const nlohmann::json names = triton_tutorial_names(*tile, p.type);
+    // In the tutorial's order (a JSON object sorts its keys).
+    for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "GROUP_SIZE_N", "SPLIT_K"})
+      if (names.contains(k)) fields += fmt::format("{}'{}': {}", fields.empty() ? "" : ", ", k, python_value(names[k]));
     const nlohmann::json t = triton_config(*tile, p.type);
     const std::string ctas = t.contains("num_ctas") ? fmt::format(", num_ctas={}", t["num_ctas"].get<int>()) : "";
     const double tflops = number_or(r.result["recommendation"], "tflops", 0);
@@ -158,8 +160,10 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
     const auto& rec = r.result["recommendation"];
     const std::string shape = cutlass_shape(*tile, p.type);
     std::smatch inst;
-    const bool tensorop = std::regex_search(shape, inst, instruction) || shape.find("TileShape<") != std::string::npos;
-    const bool simt = shape.find("SIMT") != std::string::npos;
+    std::regex_search(shape, inst, instruction);
+    const std::string op_class(tile->family->cutlass_op_class());
+    // CUDA-core kernels: CUTLASS lists an instruction of 1x1x1.
+    const bool fma = op_class != "tensorop";
     // A row-major M x K is "row"; stored transposed (t) it is column-major.
     const char* a = p.layout.name()[0] == 'n' ? "row" : "column";
     const char* b = p.layout.name()[1] == 'n' ? "row" : "column";
@@ -175,10 +179,10 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
         "{},{},{},{},{},{:.0f},{:.0f},{},{},{},{}\n",
         ++index, tile->id(), verification_rank(r) == 2 ? "passed" : "not_verified", p.m, p.n, p.k, type, a, type, b,
         type, nlohmann::json(p.alpha).dump(), nlohmann::json(p.beta).dump(), tile->split_k > 1 ? tile->split_k : 1,
-        p.batch, simt ? "simt" : tensorop ? "tensorop" : "", tile->block_m, tile->block_n, tile->block_k, tile->stages,
+        p.batch, op_class, tile->block_m, tile->block_n, tile->block_k, tile->stages,
         warps_m ? std::to_string(warps_m) : std::to_string(tile->family->threads(*tile) / 32),
-        warps_n ? std::to_string(warps_n) : "1", simt ? "1" : inst.size() == 4 ? inst[1].str() : "",
-        simt ? "1" : inst.size() == 4 ? inst[2].str() : "", simt ? "1" : inst.size() == 4 ? inst[3].str() : "",
+        warps_n ? std::to_string(warps_n) : "1", fma ? "1" : inst.size() == 4 ? inst[1].str() : "",
+        fma ? "1" : inst.size() == 4 ? inst[2].str() : "", fma ? "1" : inst.size() == 4 ? inst[3].str() : "",
         cc ? std::to_string(cc) : "", cc ? std::to_string(cc) : "", bytes, flops, fmt::format("{:.0f}", flops / bytes),
         fmt_number(runtime_ms), runtime_ms > 0 ? fmt_number(bytes / (runtime_ms * 1e-3) / 1e9) : "",
         runtime_ms > 0 ? fmt_number(flops / (runtime_ms * 1e-3) / 1e9) : "");
