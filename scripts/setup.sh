@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libsqlite3-dev)
 packages+=(clang libclang-rt-14-dev)  # scripts/sanitize.sh: ASan, UBSan, libFuzzer
 packages+=(python3-jsonschema)  # tests/schemas: every JSON output against schemas/
+# --with-slurm: Slurm's daemons and client (Debian's slurm-wlm) for scripts/slurm_tune.sh and the `slurm` test.
+for arg in "$@"; do [ "$arg" = --with-slurm ] && packages+=(slurmctld slurmd slurm-client); done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

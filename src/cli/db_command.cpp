@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/db_fleet.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
@@ -100,7 +101,8 @@ void run_list(const db_options& o, run_context& ctx) {
                                 {"strategy", r.strategy},
                                 {"measured_at", r.measured_at},
                                 {"recommended", r.recommended},
-                                {"tflops", r.tflops}});
+                                {"tflops", r.tflops},
+                                {"mode", is_measured(r) ? "measured" : "predicted"}});
     std::fputs((out.dump(2) + "\n").c_str(), stdout);
   } else {
     text_table t({"gpu", "problem", "recommended", "TFLOP/s", "measured", "driver", "tool", "search"});
@@ -120,7 +122,8 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
   const auto db = open_tuning_db(file_to_read(o).string(), false);
   std::vector<nlohmann::json> results;
-  for (const auto& r : db->list(o.gpu)) results.push_back(r.result);
+  for (const auto& r : db->list(o.gpu))
+    if (is_measured(r)) results.push_back(r.result);
   if (results.empty())
     throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
                                   db->file().string()));
@@ -169,11 +172,14 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
+  add_db_fleet_commands(*cmd, ctx);
   cmd->footer(R"(
 Examples:
   tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json
   tiletune db list --gpu h100-sxm
   tiletune db calibrate --gpu h100-sxm --out profiles/calibration/h100-sxm.json
+  tiletune db merge shard-0.sqlite shard-1.sqlite --into tuning.sqlite
+  tiletune db export --format triton --out tiletune_configs.py
 
 An offline plan (gemm --gpu NAME) is ranked by the calibrated model by itself
 wherever the database holds measured results of that GPU model, and says so.

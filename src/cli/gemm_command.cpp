@@ -21,6 +21,10 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str();
   cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str();
   cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")->capture_default_str();
+  cmd->add_option("--shard", o->shard,
+                  "Suites: tune only shard I of N (I from 0 to N-1), chosen by a hash of each problem, so N "
+                  "machines can split a suite; see `tiletune db merge`")
+      ->type_name("I/N");
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
@@ -69,6 +73,10 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--db", o->tuning.db,
                   "Tuning database (SQLite; default: tuning.sqlite3 beside the compile cache)");
   cmd->add_flag("--no-db", o->tuning.no_db, "Neither answer from nor store into the tuning database");
+  cmd->add_flag("--store-plans", o->tuning.store_plans,
+                "Offline plans: store them in the tuning database too (as predicted records, which never "
+                "answer a run on a GPU nor calibrate the model); a later --store-plans run answers from them, so a "
+                "stopped shard resumes");
   cmd->add_option("--budget-s", o->tuning.budget_s,
                   "Suites: start no new problem after this many seconds (0: no budget); the tuning database "
                   "keeps what was measured, so the same command resumes")
@@ -122,6 +130,14 @@ from it at once and says so ("tuning_db" in the JSON); --retune measures
 afresh, --no-db leaves it alone. An offline plan (--gpu NAME) answers from a
 measured record of the same GPU model where there is one, and says so.
 A suite stopped by --budget-s or an interruption resumes where it stopped.
+
+Tuning a suite on many machines: each runs one shard with its own database,
+then the databases are merged (problems are dealt by a hash of the problem,
+so shard I of N is the same set on every machine; scripts/slurm_tune.sh does
+this as a Slurm job array):
+  tiletune gemm --suite S --shard 0/3 --db shard-0.sqlite --out shard-0.json
+  tiletune db merge shard-*.sqlite --into tuning.sqlite
+Offline (--gpu NAME), add --store-plans to keep the plans in the database.
 Progress goes to stderr: a bar on a terminal, otherwise one line per step
 and problem with the elapsed time and an estimate of the time left.
 

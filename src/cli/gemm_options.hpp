@@ -40,6 +40,7 @@ struct gemm_options {
     std::string kernel_debug;
   } compile;
   std::string suite;
+  std::string shard;  // --shard I/N: only the suite's problems of shard I (core/tune/fleet/suite_shard.hpp)
   std::vector<std::string> only;
   struct {
     std::string strategy = std::string(default_search_strategy);
@@ -47,6 +48,7 @@ struct gemm_options {
     std::string db;
     bool no_db = false;
     double budget_s = 0;
+    bool store_plans = false;  // offline plans go into the database too (predicted records)
   } tuning;
   struct {
     bool dry_run = false;

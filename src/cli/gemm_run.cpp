@@ -15,6 +15,7 @@
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
 #include "core/report/kernel_export.hpp"
+#include "core/tune/fleet/suite_shard.hpp"
 
 namespace tiletune::cli {
 
@@ -44,8 +45,16 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   gemm_suite suite;
+  std::optional<suite_shard> shard;
+  if (!o.shard.empty()) {
+    if (o.suite.empty()) throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE", o.shard));
+    shard = parse_shard(o.shard);
+  }
+  std::size_t suite_total = 0;
   if (!o.suite.empty()) {
     suite = load_suite(o.suite);
+    suite_total = suite.problems.size();
+    if (shard) suite = select_shard(suite, *shard);
   } else {
     suite.problems.push_back({"", problem_from_flags(o)});
   }
@@ -55,6 +64,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
   if (o.tuning.no_db && !o.tuning.db.empty())
     throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
+  if (o.tuning.no_db && o.tuning.store_plans) throw usage_error("--store-plans and --no-db exclude each other");
   make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
   if (!o.report.out.empty()) check_output_path(o.report.out);
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
@@ -94,7 +104,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   std::optional<model_calibration> calibration;
   if (db) {
     std::vector<nlohmann::json> measured;
-    for (const auto& r : db->list(device_model_of(device.spec))) measured.push_back(r.result);
+    for (const auto& r : db->list(device_model_of(device.spec)))
+      if (is_measured(r)) measured.push_back(r.result);  // stored plans (--store-plans) calibrate nothing
     try {
       if (!measured.empty()) calibration = fit_calibration(measured);
     } catch (const std::exception& e) {
@@ -117,7 +128,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   }
   const run_info run{ctx.command_line, utc_now_iso()};
   nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
-  if (device.live) {
+  if (device.live && !suite.problems.empty()) {
     const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version());
     tool_now["driver"] = k.driver;
     tool_now["cuda_runtime"] = k.cuda;
@@ -128,6 +139,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   std::vector<std::optional<gemm_plan>> plans;  // where tuned in this run (for the table)
   std::vector<std::string> not_run;
   const std::size_t count = suite.problems.size();
+  if (shard)
+    progress.note(fmt::format("shard {}/{}: {} of the suite's {} problems{}", shard->index, shard->count, count,
+                              suite_total, count ? "" : " (none hash to this shard: nothing to do)"));
   for (std::size_t i = 0; i < count; ++i) {
     const auto& sp = suite.problems[i];
     const double elapsed = seconds_since(started);
@@ -135,18 +149,20 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       for (std::size_t r = i; r < count; ++r) not_run.push_back(suite.problems[r].name);
       progress.note(fmt::format("--budget-s {:g} spent after {} of {} problems ({}); {}", o.tuning.budget_s, i, count,
                                 format_seconds(elapsed),
-                                !measure ? "offline plans are not stored: a rerun plans every problem again"
+                                !measure && db && o.tuning.store_plans
+                                    ? "the plans are in the tuning database (--store-plans): the same command resumes"
+                                : !measure ? "offline plans are not stored: a rerun plans every problem again"
                                 : db     ? "the measured ones are in the tuning database: the same command resumes"
                                          : "without the tuning database a rerun starts over"));
       break;
     }
-    const std::string label = count > 1 ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
+    const std::string label = count > 1 || shard ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
                                         : sp.problem.describe();
     const auto problem_started = clock::now();
     std::optional<db_answer> answer;
     // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
     if (db && !o.tuning.retune && o.export_dir.empty())
-      answer = look_up(*db, device, sp.problem, measure, compiler->version());
+      answer = look_up(*db, device, sp.problem, measure, compiler->version(), o.tuning.store_plans);
     if (answer) {
       results.push_back(result_from_answer(*db, *answer, tool_now));
       plans.emplace_back();
@@ -189,8 +205,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       }
       nlohmann::json r = to_json(plan, run);
       r["tool"] = tool_now;
-      if (db && plan.mode == "measured") {
-        db->store(record_from_result(r, nlohmann::json()));
+      if (db && (plan.mode == "measured" || o.tuning.store_plans)) {
+        db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
         r["tuning_db"] = {{"file", db->file().string()}, {"answered", false}, {"stored", true}};
       }
       results.push_back(std::move(r));
@@ -217,6 +233,9 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                       compiler->version(), run);
     j["tool"] = tool_now;
     j["suite"] = {{"name", suite.name}, {"file", o.suite}};
+    if (shard)
+      j["shard"] = {{"index", shard->index}, {"count", shard->count}, {"problems", count}, {"of", suite_total},
+                    {"split", "FNV-1a 64 of the problem's tuning-database key, modulo count"}};
     j["results"] = nlohmann::json::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
       nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];

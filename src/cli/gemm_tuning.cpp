@@ -28,14 +28,20 @@ tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const 
 }
 
 std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
-                                 const std::string& compiler_version) {
+                                 const std::string& compiler_version, bool stored_plans) {
   if (live) {
-    if (auto r = db.find(live_tuning_key(d, p, compiler_version))) return db_answer{std::move(*r), "exact"};
+    auto r = db.find(live_tuning_key(d, p, compiler_version));
+    if (r && is_measured(*r)) return db_answer{std::move(*r), "exact"};
     return std::nullopt;
   }
-  auto same = db.find_same_model(device_model_of(d.spec), p);
-  if (same.empty()) return std::nullopt;
-  return db_answer{std::move(same.front()), "same_device_model"};
+  auto same = db.find_same_model(device_model_of(d.spec), p);  // newest first
+  for (auto& r : same)
+    if (is_measured(r)) return db_answer{std::move(r), "same_device_model"};
+  if (stored_plans)
+    for (auto& r : same)
+      if (r.key.tool_version == tool_version && r.key.compiler == compiler_version)
+        return db_answer{std::move(r), "stored_plan"};
+  return std::nullopt;
 }
 
 nlohmann::json db_answer_json(const tuning_db& db, const db_answer& a) {
@@ -57,10 +63,16 @@ nlohmann::json result_from_answer(const tuning_db& db, const db_answer& a, const
   nlohmann::json j = a.record.result;
   j["measured_with"] = j.value("tool", nlohmann::json::object());
   j["tool"] = tool_now;
-  j["mode"] = "measured";
+  const bool measured = is_measured(a.record);
+  j["mode"] = measured ? "measured" : "predicted";
   j["tuning_db"] = db_answer_json(db, a);
   auto notes = j.value("notes", nlohmann::json::array());
-  notes.push_back(fmt::format("answered from the tuning database {} ({} match): measured on {} on {}; nothing was "
+  if (!measured)
+    notes.push_back(fmt::format("answered from the tuning database {}: a plan stored by --store-plans on {}, "
+                                "predicted by the model; nothing was compiled (--retune plans afresh)",
+                                db.file().string(), a.record.measured_at));
+  else
+    notes.push_back(fmt::format("answered from the tuning database {} ({} match): measured on {} on {}; nothing was "
                               "compiled or run (--retune measures afresh{})",
                               db.file().string(), a.match, a.record.device_name, a.record.measured_at,
                               a.match == "exact" ? "" : "; --no-db plans with the model"));
@@ -77,8 +89,10 @@ std::string number(const nlohmann::json& v, const char* format) {
 std::string format_db_answer_table(const nlohmann::json& result, int top) {
   const auto p = gemm_problem_from_json(result.at("problem"));
   const auto& db = result.at("tuning_db");
-  std::string out = fmt::format("{} on {}, MEASURED, from the tuning database {}\n", p.describe(),
-                                db.value("device_name", ""), db.value("file", ""));
+  std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(),
+                                db.value("device_name", ""),
+                                result.value("mode", "") == "measured" ? "MEASURED" : "PREDICTED (a stored plan)",
+                                db.value("file", ""));
   out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
                      db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),
                      db.value("tool_version", ""), db.value("strategy", ""));

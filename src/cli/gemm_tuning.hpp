@@ -21,13 +21,16 @@ std::string device_model_of(const device_spec& d);
 tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version);
 
 // A stored answer: "exact" (same GPU model, driver, CUDA, tool and compiler)
-// for a run on a GPU; "same_device_model" for an offline plan (--gpu NAME).
+// for a run on a GPU; "same_device_model" for an offline plan (--gpu NAME);
+// "stored_plan" for an offline plan with --store-plans where no measurement
+// answers: a plan stored by the same tiletune and compiler. Only measurements
+// answer a run on a GPU.
 struct db_answer {
   tuning_record record;
   std::string match;
 };
 std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
-                                 const std::string& compiler_version);
+                                 const std::string& compiler_version, bool stored_plans = false);
 
 // The "tuning_db" key of a result: the file, whether it answered, and from what measurement.
 nlohmann::json db_answer_json(const tuning_db& db, const db_answer& a);

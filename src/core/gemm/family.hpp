@@ -87,6 +87,8 @@ class gemm_family {
   // Other libraries' names for the tile.
   virtual int triton_num_warps(const tile_config& c) const { return threads(c) / 32; }
   virtual std::string cutlass_shape(const tile_config& c, dtype t) const = 0;
+  // cutlass_profiler's op_class column: "tensorop", or "simt" for CUDA-core FMA kernels.
+  virtual std::string_view cutlass_op_class() const { return "tensorop"; }
 };
 
 // The registered families, in registration order (families/registry.cpp).

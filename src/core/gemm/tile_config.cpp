@@ -44,6 +44,9 @@ tile_config tile_from_json(const nlohmann::json& j) {
   c.block_k = j.at("block_k").get<int>();
   c.stages = j.value("stages", 2);
   c.split_k = j.value("split_k", 1);
+  // tile_to_json writes these where the tile groups its rasterization; they were not read back.
+  c.raster_group = j.value("raster_group", 0);
+  c.raster_along_n = j.value("raster_along_n", false);
   const std::string name = j.value("family", std::string());
   for (const gemm_family* f : all_families())
     if (name.empty() ? f->claims_json(j) : f->name() == name) {

@@ -41,9 +41,11 @@ void tuning_db::fail(const std::string& what) const {
                                       file_.string(), what, db_ ? sqlite3_errmsg(db_) : "cannot open"));
 }
 
-tuning_db::tuning_db(fs::path file) : file_(std::move(file)) {
+tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mode_(mode) {
   std::error_code ec;
-  if (file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
+  if (mode_ == open_mode::existing && !fs::exists(file_, ec))
+    throw environment_error(fmt::format("tuning database {} does not exist", file_.string()));
+  if (mode_ == open_mode::create && file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
   if (fs::is_directory(file_, ec))
     throw environment_error(fmt::format("tuning database {} is a directory; give a file", file_.string()));
   // A constructor that throws runs no destructor: every failure below closes the handle here
@@ -58,7 +60,11 @@ tuning_db::tuning_db(fs::path file) : file_(std::move(file)) {
 }
 
 void tuning_db::open_and_check() {
-  if (sqlite3_open_v2(file_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+  const bool existing = mode_ == open_mode::existing;
+  // An existing file is opened read-write all the same: reading a WAL database
+  // another run left behind may need to recover its -wal file.
+  if (sqlite3_open_v2(file_.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | (existing ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     fail("cannot open it");
   sqlite3_busy_timeout(db_, busy_timeout_ms);
@@ -79,15 +85,24 @@ void tuning_db::open_and_check() {
   // Switching to WAL takes a lock SQLite does not wait for (several processes
   // opening a new file at once got "database is locked"), so retry it here.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
-  for (int rc; (rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
+  for (int rc; !existing && (rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
     if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > give_up) {
       exec("PRAGMA journal_mode=WAL", "cannot switch to WAL");  // once more, to report the error
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  exec("BEGIN IMMEDIATE", "cannot lock it");
+  exec(existing ? "BEGIN" : "BEGIN IMMEDIATE", "cannot lock it");
   try {
+    if (existing) {
+      statement m;
+      sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tiletune_meta'", -1,
+                         &m.s, nullptr);
+      if (!m.s) exec("SELECT count(*) FROM sqlite_master", "cannot read it");  // reports damage by its kind
+      if (!m.s || sqlite3_step(m.s) != SQLITE_ROW || sqlite3_column_int(m.s, 0) == 0)
+        throw environment_error(fmt::format("{} is not a tiletune tuning database (no tiletune_meta table)",
+                                            file_.string()));
+    }
     exec("CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "cannot create");
     statement q;
     sqlite3_prepare_v2(db_, "SELECT value FROM tiletune_meta WHERE key = 'schema'", -1, &q.s, nullptr);
@@ -98,6 +113,8 @@ void tuning_db::open_and_check() {
         throw environment_error(fmt::format("tuning database {} has schema {}, this tiletune reads {}; give another "
                                             "file with --db FILE, or --no-db",
                                             file_.string(), have, want));
+    } else if (existing) {
+      throw environment_error(fmt::format("{} is not a tiletune tuning database (no schema recorded)", file_.string()));
     } else {
       // A new file, or another program's SQLite database: only an empty one becomes ours.
       statement t;
@@ -117,6 +134,18 @@ void tuning_db::open_and_check() {
            "cannot create");
     }
     exec("COMMIT", "cannot commit");
+    if (existing) {
+      // A damaged page may lie where no query of the schema reads: check every page.
+      statement c;
+      if (sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &c.s, nullptr) != SQLITE_OK)
+        exec("PRAGMA quick_check", "cannot check it");
+      std::string first;
+      int rc = sqlite3_step(c.s);
+      if (rc == SQLITE_ROW) first = column_text(c.s, 0);
+      if (rc != SQLITE_ROW || first != "ok")
+        throw environment_error(fmt::format("tuning database {} is damaged (PRAGMA quick_check: {})", file_.string(),
+                                            rc == SQLITE_ROW ? first : sqlite3_errmsg(db_)));
+    }
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db_);
@@ -179,7 +208,20 @@ std::vector<tuning_record> tuning_db::list(const std::string& model) const {
   return model.empty() ? query("", {}) : query("WHERE device_model = ?1", {model});
 }
 
-void tuning_db::store(const tuning_record& r) {
+void tuning_db::store(const tuning_record& r) { bind_and_step(r); }
+
+void tuning_db::store_all(const std::vector<tuning_record>& records) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
+  try {
+    for (const auto& r : records) bind_and_step(r);
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void tuning_db::bind_and_step(const tuning_record& r) {
   statement q;
   const char* sql =
       "INSERT OR REPLACE INTO results (device_model, driver, cuda, tool_version, compiler, problem, device_name, "
@@ -196,9 +238,10 @@ void tuning_db::store(const tuning_record& r) {
   if (sqlite3_step(q.s) != SQLITE_DONE) fail("cannot store a result");
 }
 
-tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header) {
+tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header, bool allow_predicted) {
   const auto& h = header.is_object() && header.contains("device") ? header : result;
-  if (h.value("mode", "") != "measured")
+  const bool predicted = allow_predicted && h.value("mode", "") == "predicted";
+  if (h.value("mode", "") != "measured" && !predicted)
     throw usage_error("only measured results go into the tuning database; this one is \"" + h.value("mode", "?") + "\"");
   if (!result.contains("problem") || !result.contains("variants"))
     throw usage_error("not a tiletune gemm result: it has no problem or variants");
@@ -214,6 +257,7 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
   r.key.compiler = tool.value("nvrtc", std::string("unknown"));
   r.key.problem = gemm_problem_from_json(result.at("problem"));
   r.measured_at = tool.value("date", std::string());
+  if (predicted) r.key.driver = r.key.cuda = predicted_driver;
   r.strategy = result.contains("search") ? result["search"].value("strategy", "") : "exhaustive";
   const auto& rec = result.value("recommendation", nlohmann::json());
   if (rec.is_object()) {
@@ -226,6 +270,23 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
     if (h.contains(k)) r.result[k] = h[k];
   r.result["schema"] = "tiletune.gemm/1";
   return r;
+}
+
+bool is_measured(const tuning_record& r) { return r.result.value("mode", "") == "measured"; }
+
+int verification_rank(const tuning_record& r) {
+  if (!is_measured(r)) return 0;
+  if (r.recommended.empty()) return 1;
+  for (const auto& v : r.result.value("variants", nlohmann::json::array()))
+    if (v.is_object() && v.value("id", "") == r.recommended)
+      return v.value("status", "") == "ok" && v.contains("max_rel_error") && v["max_rel_error"].is_number() ? 2 : 1;
+  return 1;
+}
+
+bool better_record(const tuning_record& a, const tuning_record& b) {
+  const int ra = verification_rank(a), rb = verification_rank(b);
+  if (ra != rb) return ra > rb;
+  return a.measured_at > b.measured_at;
 }
 
 }  // namespace tiletune

@@ -41,7 +41,11 @@ struct tuning_record {
 class tuning_db {
  public:
   static constexpr int schema_version = 1;
-  explicit tuning_db(std::filesystem::path file);
+  // create: a missing or empty file becomes a new database. existing: the
+  // file must already be a tiletune database of this schema, and whole
+  // (PRAGMA quick_check); nothing in it is changed by opening (db merge's inputs).
+  enum class open_mode { create, existing };
+  explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create);
   ~tuning_db();
   tuning_db(const tuning_db&) = delete;
   tuning_db& operator=(const tuning_db&) = delete;
@@ -53,13 +57,17 @@ class tuning_db {
   std::vector<tuning_record> list(const std::string& device_model = "") const;
   // Inserts or replaces the record of the same key.
   void store(const tuning_record& r);
+  // Stores every record in one transaction: all or none.
+  void store_all(const std::vector<tuning_record>& records);
   const std::filesystem::path& file() const { return file_; }
 
  private:
   std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args) const;
   [[noreturn]] void fail(const std::string& what) const;
   void open_and_check();  // the constructor's work; it closes the handle when this throws
+  void bind_and_step(const tuning_record& r);
   std::filesystem::path file_;
+  open_mode mode_ = open_mode::create;
   sqlite3* db_ = nullptr;
 };
 
@@ -68,6 +76,22 @@ std::filesystem::path default_tuning_db_path();
 
 // A record from a measured tiletune.gemm/1 result (and its suite header when
 // it came from a suite); throws usage_error when it is not a measured result.
-tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header);
+// With allow_predicted, an offline plan is a record too (gemm --store-plans):
+// its driver and CUDA runtime are filed as "predicted", so it never shares a
+// key with (and so never replaces) a measurement.
+tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header,
+                                 bool allow_predicted = false);
+inline constexpr const char* predicted_driver = "predicted";
+
+// Whether a record holds a measurement ("mode": "measured"), not a stored plan.
+bool is_measured(const tuning_record& r);
+// How well a record's answer was checked, from what it holds: 2 measured with
+// its recommended variant verified against cuBLASLt (status ok and a
+// max_rel_error figure), 1 measured without that (no variant ran, or an older
+// record without the figure), 0 a stored plan (predicted, nothing ran).
+int verification_rank(const tuning_record& r);
+// Whether a is the better answer for the same question: better verified, then
+// newer (measured_at, ISO 8601 UTC, compares as text).
+bool better_record(const tuning_record& a, const tuning_record& b);
 
 }  // namespace tiletune

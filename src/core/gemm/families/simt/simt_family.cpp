@@ -96,6 +96,7 @@ class simt : public gemm_family {
             4.0 * (c.thread_m + c.thread_n)};
   }
 
+  std::string_view cutlass_op_class() const override { return "simt"; }
   std::string cutlass_shape(const tile_config& c, dtype) const override {
     return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m, c.block_n,
                        c.block_k, c.threads(), c.thread_m, c.thread_n);

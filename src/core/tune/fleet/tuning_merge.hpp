@@ -1,0 +1,41 @@
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/tune/tuning_db/tuning_db.hpp"
+
+namespace tiletune {
+
+// What db merge did with each input and in all.
+struct merge_input {
+  std::filesystem::path file;
+  std::size_t records = 0;  // read from it
+  std::size_t kept = 0;     // of them, in the merged database
+};
+struct merge_summary {
+  std::vector<merge_input> inputs;
+  std::size_t records = 0;     // in the merged database
+  std::size_t duplicates = 0;  // records of a key another input answered better
+};
+
+// The key a database files a record under (GPU model, driver, CUDA, tool, compiler, problem).
+std::string record_key(const tuning_record& r);
+
+// Of several records, one per key: the better_record (better verified, then
+// newer); on a tie, the one read first.
+std::vector<tuning_record> pick_best(const std::vector<std::vector<tuning_record>>& per_input,
+                                     std::vector<std::size_t>* kept_per_input = nullptr);
+
+// Merges tuning databases into `target` (a final path; a symbolic link is the
+// caller's to resolve). A target that exists is one more input (read first),
+// so merging shards into a database keeps what it had. Every input is opened
+// as an existing database and checked whole before anything is written: a
+// missing input is a usage_error, one of another schema, not a tiletune
+// database, or damaged an environment_error naming it, and then the target is
+// untouched. The merged database is built in a temporary file beside the
+// target and renamed onto it: the target is whole, old or new.
+merge_summary merge_tuning_dbs(const std::vector<std::filesystem::path>& inputs, const std::filesystem::path& target);
+
+}  // namespace tiletune

@@ -1,0 +1,196 @@
+// Tuning a suite on many machines: gemm --shard, --store-plans, db merge and db export, end to end.
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+
+// Starts tiletune in the background, its output in files named after `tag`.
+pid_t start(std::vector<std::string> args, const std::string& tag) {
+  const fs::path out = tmp_dir() / (tag + ".out"), err = tmp_dir() / (tag + ".err");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary_path(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+result finish(pid_t pid, const std::string& tag) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(tmp_dir() / (tag + ".out")),
+          slurp(tmp_dir() / (tag + ".err"))};
+}
+
+// Five small f32 problems (simt: quick to compile offline).
+fs::path small_suite() {
+  const fs::path suite = tmp_dir() / "fleet-suite.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "fleet", "problems": [
+      {"name": "a", "m": 64, "n": 64, "k": 64, "dtype": "f32", "layout": "nn"},
+      {"name": "b", "m": 96, "n": 64, "k": 64, "dtype": "f32", "layout": "nn"},
+      {"name": "c", "m": 128, "n": 64, "k": 64, "dtype": "f32", "layout": "nn"},
+      {"name": "d", "m": 64, "n": 128, "k": 64, "dtype": "f32", "layout": "nn"},
+      {"name": "e", "m": 64, "n": 64, "k": 128, "dtype": "f32", "layout": "nn"}]})";
+  return suite;
+}
+
+std::vector<std::string> shard_args(const fs::path& suite, const std::string& shard, const fs::path& db,
+                                    const fs::path& out) {
+  return {"gemm",         "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--shard", shard,
+          "--store-plans", "--db",   db.string(),    "--out", out.string(), "--quiet"};
+}
+
+std::size_t records_in(const fs::path& db) {
+  const result r = run({"db", "list", "--db", db.string(), "--json"});
+  if (r.code != 0) return 0;
+  return nlohmann::json::parse(r.out)["records"].size();
+}
+
+}  // namespace
+
+TEST(fleet_cli, a_bad_shard_exits_2_naming_it) {
+  const fs::path suite = small_suite(), out = tmp_dir() / "never.json";
+  for (const char* bad : {"3/3", "-1/3", "1/0", "x/2", "1"}) {
+    const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--shard", bad, "--no-db", "--out",
+                          out.string()});
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("--shard ") + bad), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  const result no_suite = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--shard", "0/2"});
+  EXPECT_EQ(no_suite.code, 2);
+  EXPECT_NE(no_suite.err.find("--suite"), std::string::npos) << no_suite.err;
+  EXPECT_EQ(run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--store-plans", "--no-db"}).code, 2);
+}
+
+TEST(fleet_cli, shards_of_an_offline_suite_run_at_once_merge_and_answer_every_problem) {
+  const fs::path suite = small_suite(), dir = tmp_dir() / "shards";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Three shards at once, each with its own database, and three more into one shared database.
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 3; ++i) {
+    const std::string s = std::to_string(i);
+    pids.push_back(start(shard_args(suite, s + "/3", dir / ("shard-" + s + ".sqlite"), dir / ("shard-" + s + ".json")),
+                         "shard" + s));
+    pids.push_back(start(shard_args(suite, s + "/3", dir / "shared.sqlite", dir / ("shared-" + s + ".json")),
+                         "shared" + s));
+  }
+  for (std::size_t p = 0; p < pids.size(); ++p) {
+    const std::string tag = (p % 2 ? "shared" : "shard") + std::to_string(p / 2);
+    const result r = finish(pids[p], tag);
+    ASSERT_EQ(r.code, 0) << tag << ": " << r.err;
+  }
+  // Every problem in exactly one shard.
+  std::multiset<std::string> names;
+  for (int i = 0; i < 3; ++i) {
+    const auto j = nlohmann::json::parse(slurp(dir / ("shard-" + std::to_string(i) + ".json")));
+    EXPECT_EQ(j["shard"]["index"], i);
+    EXPECT_EQ(j["shard"]["of"], 5);
+    for (const auto& r : j["results"]) names.insert(r["name"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::multiset<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(records_in(dir / "shared.sqlite"), 5u) << "concurrent writers of one database lost a plan";
+  // Merged, the database answers every problem of the suite.
+  const fs::path merged = dir / "merged.sqlite";
+  const result m = run({"db", "merge", (dir / "shard-0.sqlite").string(), (dir / "shard-1.sqlite").string(),
+                        (dir / "shard-2.sqlite").string(), (dir / "shared.sqlite").string(), "--into",
+                        merged.string()});
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("into " + merged.string() + ": 5 record(s)"), std::string::npos) << m.out;
+  const result again = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--store-plans",
+                            "--db", merged.string(), "--json", "--quiet"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto j = nlohmann::json::parse(again.out);
+  ASSERT_EQ(j["results"].size(), 5u);
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["tuning_db"]["answered"], true) << r["name"];
+    EXPECT_EQ(r["tuning_db"]["match"], "stored_plan") << r["name"];
+    EXPECT_EQ(r["mode"], "predicted");
+  }
+  // Without --store-plans a stored plan answers nothing (only measurements do), and it calibrates nothing.
+  const auto plain = nlohmann::json::parse(run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run",
+                                               "--db", merged.string(), "--json", "--quiet"})
+                                               .out);
+  for (const auto& r : plain["results"]) EXPECT_FALSE(r.contains("tuning_db") && r["tuning_db"]["answered"] == true);
+  // Export: one config per problem in each format.
+  const result ej = run({"db", "export", "--db", merged.string(), "--format", "json"});
+  ASSERT_EQ(ej.code, 0) << ej.err;
+  EXPECT_EQ(nlohmann::json::parse(ej.out)["configs"].size(), 5u);
+  const fs::path py = dir / "configs.py";
+  ASSERT_EQ(run({"db", "export", "--db", merged.string(), "--format", "triton", "--out", py.string()}).code, 0);
+  const std::string text = slurp(py);
+  std::size_t configs = 0;
+  for (std::size_t at = 0; (at = text.find("triton.Config(", at)) != std::string::npos; ++at) ++configs;
+  EXPECT_EQ(configs, 5u) << text;
+  const result csv = run({"db", "export", "--db", merged.string(), "--format", "cutlass-csv"});
+  ASSERT_EQ(csv.code, 0);
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 6) << csv.out;  // header and 5 rows
+  EXPECT_NE(csv.out.find(",not_verified,"), std::string::npos) << "a plan is not verified";
+  const result bad = run({"db", "export", "--db", merged.string(), "--format", "yaml"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--format yaml"), std::string::npos) << bad.err;
+}
+
+TEST(fleet_cli, a_killed_shard_resumes_and_a_damaged_shard_database_is_refused) {
+  const fs::path suite = small_suite(), dir = tmp_dir() / "killed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path db = dir / "shard-0.sqlite";
+  // Shard 0/1 is the whole suite; killed once it has stored a plan.
+  // Its own empty compile cache, so each problem takes a while and the kill lands mid-suite.
+  auto args = shard_args(suite, "0/1", db, dir / "first.json");
+  args.insert(args.end(), {"--cache-dir", (dir / "cache").string()});
+  const pid_t pid = start(args, "killed");
+  std::size_t stored = 0;
+  for (int tries = 0; tries < 1200 && (stored = records_in(db)) == 0; ++tries) usleep(50000);
+  kill(pid, SIGKILL);
+  const result first = finish(pid, "killed");
+  ASSERT_GE(stored, 1u);
+  if (first.code == 128 + SIGKILL) {
+    EXPECT_FALSE(fs::exists(dir / "first.json")) << "a killed run left a result file";
+  } else {
+    std::fprintf(stderr, "note: the shard finished (exit %d) before it was killed\n", first.code);
+  }
+  auto again = shard_args(suite, "0/1", db, dir / "resumed.json");
+  again.insert(again.end(), {"--cache-dir", (dir / "cache").string()});
+  const result resumed = run(again);
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const auto j = nlohmann::json::parse(slurp(dir / "resumed.json"));
+  ASSERT_EQ(j["results"].size(), 5u);
+  int answered = 0;
+  for (const auto& r : j["results"]) answered += r.contains("tuning_db") && r["tuning_db"]["answered"] == true;
+  EXPECT_GE(answered, 1) << "the resumed shard planned again what it had stored";
+  EXPECT_EQ(records_in(db), 5u);
+  // A damaged shard database: exit 3 naming it, and the merged database is not written.
+  const fs::path damaged = dir / "damaged.sqlite", merged = dir / "merged.sqlite";
+  fs::copy_file(db, damaged);
+  fs::resize_file(damaged, 4096 + 512);
+  const result m = run({"db", "merge", db.string(), damaged.string(), "--into", merged.string()});
+  EXPECT_EQ(m.code, 3) << m.err;
+  EXPECT_NE(m.err.find(damaged.string()), std::string::npos) << m.err;
+  EXPECT_FALSE(fs::exists(merged));
+  const result missing = run({"db", "merge", db.string(), (dir / "none.sqlite").string(), "--into", merged.string()});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("none.sqlite"), std::string::npos) << missing.err;
+}

@@ -1,0 +1,121 @@
+#include "core/tune/fleet/tuning_export.hpp"
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/report/json_file.hpp"
+
+using namespace tiletune;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The measured H100 results of 2026-11-22 (profiles/measured/), as database records.
+tuning_record measured(const std::string& name) {
+  const auto j = read_json_file(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm" / name);
+  return record_from_result(j, nlohmann::json());
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  for (std::string f; std::getline(s, f, sep);) out.push_back(f);
+  if (!line.empty() && line.back() == sep) out.emplace_back();
+  return out;
+}
+
+}  // namespace
+
+TEST(tuning_export, picks_the_best_record_per_gpu_model_and_problem) {
+  auto verified = measured("16x4096x4096-bf16-nt.json");
+  auto newer_unverified = verified;
+  newer_unverified.key.driver = "999.0";
+  newer_unverified.measured_at = "2099-01-01T00:00:00Z";
+  newer_unverified.recommended = "";
+  auto other_gpu = verified;
+  other_gpu.key.device_model = "a100-sxm-80gb";
+  const auto best = best_per_problem({newer_unverified, verified, other_gpu, measured("4096x4096x4096-f32-nn.json")});
+  ASSERT_EQ(best.size(), 3u);
+  for (const auto& r : best)
+    if (r.key.device_model == "h100-sxm" && r.key.problem.m == 16) {
+      EXPECT_EQ(r.measured_at, verified.measured_at);
+    }
+}
+
+TEST(tuning_export, json_and_triton_give_the_recommended_tile_in_each_tools_names) {
+  const auto best = best_per_problem({measured("16x4096x4096-bf16-nt.json"), measured("4096x4096x4096-f32-nn.json")});
+  const auto j = export_json(best, "db.sqlite", "2026-11-24T00:00:00Z");
+  EXPECT_EQ(j["schema"], "tiletune.tuning-export/1");
+  ASSERT_EQ(j["configs"].size(), 2u);
+  const auto& c = j["configs"][0].value("key", "").rfind("16x", 0) == 0 ? j["configs"][0] : j["configs"][1];
+  EXPECT_EQ(c["id"], "mma_64x64x64_w2x2_s3");
+  EXPECT_EQ(c["verified"], true);
+  EXPECT_EQ(c["mode"], "measured");
+  EXPECT_EQ(c["triton"]["BLOCK_SIZE_M"], 64);
+  EXPECT_EQ(c["triton"]["GROUP_SIZE_M"], 1);
+  EXPECT_EQ(c["triton"]["num_warps"], 4);
+  EXPECT_EQ(c["triton"]["num_stages"], 3);
+  const std::string py = export_triton(best, "db.sqlite", "2026-11-24T00:00:00Z");
+  EXPECT_NE(py.find("import triton"), std::string::npos);
+  EXPECT_NE(py.find("('h100-sxm', 16, 4096, 4096, 1, 'bf16', 'nt', 1.0, 0.0): [triton.Config({'BLOCK_SIZE_M': 64, "
+                    "'BLOCK_SIZE_N': 64, 'BLOCK_SIZE_K': 64, 'GROUP_SIZE_M': 1}, num_warps=4, num_stages=3)],"),
+            std::string::npos)
+      << py;
+  EXPECT_NE(py.find("'f32', 'nn'"), std::string::npos) << py;
+  EXPECT_EQ(py.find("'SPLIT_K'"), std::string::npos) << "no split-K tile here";
+}
+
+TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {
+  auto r = measured("16x4096x4096-bf16-nt.json");
+  auto& tile = r.result["recommendation"]["tile"];
+  tile["split_k"] = 4;
+  tile["raster_group"] = 8;
+  const std::string py = export_triton({r}, "db", "now");
+  EXPECT_NE(py.find("'SPLIT_K': 4"), std::string::npos) << py;
+  EXPECT_NE(py.find("'GROUP_SIZE_M': 8"), std::string::npos) << py;
+}
+
+TEST(tuning_export, cutlass_csv_has_the_profilers_columns_and_one_row_per_problem) {
+  const auto best = best_per_problem({measured("16x4096x4096-bf16-nt.json"), measured("4096x4096x4096-f32-nn.json"),
+                                      measured("4096x4096x4096-f16-nn.json")});
+  const std::string csv = export_cutlass_csv(best);
+  std::stringstream s(csv);
+  std::string header, line;
+  std::getline(s, header);
+  EXPECT_EQ(header.rfind("Problem,Provider,OperationKind,Operation,Disposition,Status,gemm_kind,m,n,k,A,B,C,", 0), 0u);
+  const auto columns = split(header, ',');
+  EXPECT_EQ(columns.back(), "GFLOPs");
+  int rows = 0;
+  bool saw_nt = false, saw_simt = false;
+  while (std::getline(s, line)) {
+    ++rows;
+    const auto f = split(line, ',');
+    ASSERT_EQ(f.size(), columns.size()) << line;
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < f.size(); ++i) row[columns[i]] = f[i];
+    EXPECT_EQ(row["Disposition"], "passed") << line;
+    EXPECT_EQ(row["C"].substr(row["C"].find(':')), ":row");
+    EXPECT_GT(std::stod(row["GFLOPs"]), 0) << line;
+    if (row["m"] == "16") {
+      saw_nt = true;
+      EXPECT_EQ(row["A"], "bf16:row");  // nt: A as written (row-major M x K), B transposed
+      EXPECT_EQ(row["B"], "bf16:column");
+      EXPECT_EQ(row["op_class"], "tensorop");
+      EXPECT_EQ(row["inst_k"], "16");
+      EXPECT_EQ(row["cta_m"], "64");
+      EXPECT_EQ(row["min_cc"], "90");
+      // 50.05 us measured for 2*16*4096*4096 flops: 10.7 TFLOP/s, as the record says.
+      EXPECT_NEAR(std::stod(row["GFLOPs"]), 10727, 5);
+    }
+    if (row["Operation"].rfind("simt_", 0) == 0) {
+      saw_simt = true;
+      EXPECT_EQ(row["op_class"], "simt");
+      EXPECT_EQ(row["A"], "f32:row");
+    }
+  }
+  EXPECT_EQ(rows, 3);
+  EXPECT_TRUE(saw_nt && saw_simt);
+}

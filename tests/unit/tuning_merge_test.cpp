@@ -1,0 +1,223 @@
+#include "core/tune/fleet/tuning_merge.hpp"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path dir = fs::temp_directory_path() / ("tiletune-merge-" + std::to_string(getpid()));
+  scratch() {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~scratch() { fs::remove_all(dir); }
+};
+
+// A record of problem m x 256 x 256; verified: its recommended variant has a max_rel_error.
+tuning_record record(std::int64_t m, const std::string& at, bool verified, const std::string& mode = "measured") {
+  tuning_record r;
+  r.key.device_model = "h100-sxm";
+  r.key.driver = mode == "measured" ? "580.1" : predicted_driver;
+  r.key.cuda = mode == "measured" ? "13.0" : predicted_driver;
+  r.key.tool_version = "0.1.0";
+  r.key.compiler = "nvrtc 13.0";
+  r.key.problem.m = m;
+  r.key.problem.n = r.key.problem.k = 256;
+  r.key.problem.type = dtype::bf16;
+  r.measured_at = at;
+  r.recommended = "mma_x";
+  nlohmann::json v = {{"id", "mma_x"}, {"status", "ok"}};
+  if (verified) v["max_rel_error"] = 0.001;
+  r.result = {{"problem", to_json(r.key.problem)}, {"mode", mode}, {"variants", nlohmann::json::array({v})}};
+  return r;
+}
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void expect_refused(const std::vector<fs::path>& inputs, const fs::path& into, const fs::path& named) {
+  const bool existed = fs::exists(into);
+  const std::string before = existed ? bytes_of(into) : "";
+  try {
+    merge_tuning_dbs(inputs, into);
+    ADD_FAILURE() << "merged " << named;
+  } catch (const environment_error& e) {
+    EXPECT_NE(std::string(e.what()).find(named.string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::exists(into), existed);
+  if (existed) {
+    EXPECT_EQ(bytes_of(into), before) << "the target changed";
+  }
+  for (const auto& f : fs::directory_iterator(into.parent_path()))
+    EXPECT_EQ(f.path().string().find(".merge-"), std::string::npos) << "left " << f.path();
+}
+
+}  // namespace
+
+TEST(tuning_merge, keeps_the_better_verified_then_the_newer_record_per_key) {
+  const std::vector<std::vector<tuning_record>> in = {
+      {record(16, "2026-11-20T00:00:00Z", true), record(32, "2026-11-20T00:00:00Z", false),
+       record(48, "2026-11-20T00:00:00Z", true)},
+      {record(16, "2026-11-23T00:00:00Z", false),  // newer but unverified: loses
+       record(32, "2026-11-23T00:00:00Z", false),  // same rank, newer: wins
+       record(48, "2026-11-19T00:00:00Z", true),   // same rank, older: loses
+       record(64, "2026-11-23T00:00:00Z", false, "predicted")}};
+  std::vector<std::size_t> kept;
+  const auto best = pick_best(in, &kept);
+  ASSERT_EQ(best.size(), 4u);
+  EXPECT_EQ(best[0].measured_at, "2026-11-20T00:00:00Z");  // m 16, verified
+  EXPECT_EQ(best[1].measured_at, "2026-11-23T00:00:00Z");  // m 32, newer
+  EXPECT_EQ(best[2].measured_at, "2026-11-20T00:00:00Z");  // m 48, newer of the verified
+  EXPECT_EQ(kept, (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(verification_rank(record(1, "", true)), 2);
+  EXPECT_EQ(verification_rank(record(1, "", false)), 1);
+  EXPECT_EQ(verification_rank(record(1, "", true, "predicted")), 0);
+  EXPECT_TRUE(better_record(record(1, "2000", false), record(1, "2099", true, "predicted")));
+}
+
+TEST(tuning_merge, merges_shard_databases_and_an_existing_target_atomically) {
+  scratch s;
+  const fs::path a = s.dir / "a.sqlite", b = s.dir / "b.sqlite", out = s.dir / "out.sqlite";
+  tuning_db(a).store_all({record(16, "2026-11-20T00:00:00Z", true), record(32, "2026-11-20T00:00:00Z", true)});
+  tuning_db(b).store_all({record(16, "2026-11-23T00:00:00Z", true), record(48, "2026-11-21T00:00:00Z", false)});
+  tuning_db(out).store(record(64, "2026-11-01T00:00:00Z", true, "predicted"));
+  const auto summary = merge_tuning_dbs({a, b}, out);
+  EXPECT_EQ(summary.records, 4u);
+  EXPECT_EQ(summary.duplicates, 1u);
+  ASSERT_EQ(summary.inputs.size(), 3u);  // the target first, then the inputs
+  EXPECT_EQ(summary.inputs[0].file, out);
+  const auto merged = tuning_db(out, tuning_db::open_mode::existing).list();
+  ASSERT_EQ(merged.size(), 4u);
+  EXPECT_EQ(merged.front().measured_at, "2026-11-23T00:00:00Z");  // m 16: b's newer record
+  EXPECT_EQ(merged.front().key.problem.m, 16);
+  for (const char* suffix : {"-wal", "-journal"}) EXPECT_FALSE(fs::exists(out.string() + suffix)) << suffix;
+  // A missing input is bad input, before anything is read.
+  EXPECT_THROW(merge_tuning_dbs({a, s.dir / "none.sqlite"}, out), usage_error);
+}
+
+TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves_the_target) {
+  scratch s;
+  const fs::path good = s.dir / "good.sqlite", out = s.dir / "out.sqlite";
+  {
+    tuning_db g(good);
+    std::vector<tuning_record> many;
+    for (int i = 1; i <= 200; ++i) many.push_back(record(16 * i, "2026-11-20T00:00:00Z", true));
+    g.store_all(many);
+  }
+  tuning_db(out).store(record(8, "2026-11-20T00:00:00Z", true));
+  // Damaged: pages past the first overwritten with garbage.
+  const fs::path damaged = s.dir / "damaged.sqlite";
+  fs::copy_file(good, damaged);
+  ASSERT_GT(fs::file_size(damaged), 3 * 4096u);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 + 100);
+    const std::string junk(2 * 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  expect_refused({good, damaged}, out, damaged);
+  // Truncated to half.
+  const fs::path cut = s.dir / "cut.sqlite";
+  fs::copy_file(good, cut);
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  expect_refused({cut, good}, out, cut);
+  // Not a database at all.
+  const fs::path text = s.dir / "text.sqlite";
+  std::ofstream(text) << "{\"schema\": \"tiletune.gemm/1\"}\n";
+  expect_refused({good, text}, out, text);
+  // Another program's SQLite database.
+  const fs::path foreign = s.dir / "foreign.sqlite";
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  expect_refused({good, foreign}, out, foreign);
+  // A tiletune database of another schema.
+  const fs::path newer = s.dir / "newer.sqlite";
+  fs::copy_file(good, newer);
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "UPDATE tiletune_meta SET value = 'tiletune.tuning-db/99' WHERE key = 'schema'", nullptr, nullptr,
+               nullptr);
+  sqlite3_close(h);
+  expect_refused({good, newer}, out, newer);
+  // A damaged target is refused too (it would be one of the inputs).
+  fs::copy_file(damaged, s.dir / "bad-target.sqlite");
+  expect_refused({good}, s.dir / "bad-target.sqlite", s.dir / "bad-target.sqlite");
+  // Opening an input changes nothing in it.
+  const std::string before = bytes_of(foreign);
+  EXPECT_THROW(tuning_db(foreign, tuning_db::open_mode::existing), environment_error);
+  EXPECT_EQ(bytes_of(foreign), before);
+}
+
+TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databases) {
+  scratch s;
+  const fs::path shared = s.dir / "shared.sqlite", killed = s.dir / "killed.sqlite", out = s.dir / "out.sqlite";
+  // Four processes store 25 records each into one database at once (WAL and the busy timeout queue them).
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 4; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        tuning_db db(shared);
+        for (int i = 0; i < 25; ++i) db.store(record(16 * (w * 25 + i + 1), "2026-11-20T00:00:00Z", true));
+        _exit(0);
+      } catch (...) {
+        _exit(1);
+      }
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    waitpid(k, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(tuning_db(shared, tuning_db::open_mode::existing).list().size(), 100u);
+  // A writer killed (SIGKILL) in the middle of storing: what it committed is there, the file is whole.
+  { tuning_db create(killed); }
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    tuning_db db(killed);
+    for (int i = 1;; ++i) db.store(record(16 * i, "2026-11-21T00:00:00Z", false));
+  }
+  for (int tries = 0; tries < 500; ++tries) {
+    usleep(10000);
+    if (tuning_db(killed, tuning_db::open_mode::existing).list().size() >= 20) break;
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  const auto stored = tuning_db(killed, tuning_db::open_mode::existing).list().size();
+  EXPECT_GE(stored, 20u);
+  // Resumed: the same writer goes on where it stopped (INSERT OR REPLACE of the same keys is harmless).
+  {
+    tuning_db db(killed);
+    for (int i = 1; i <= static_cast<int>(stored) + 5; ++i) db.store(record(16 * i, "2026-11-21T00:00:00Z", false));
+  }
+  const auto summary = merge_tuning_dbs({shared, killed}, out);
+  // m = 16..1600 from the shared one (verified) and 16..16*(stored+5) from the killed one (unverified).
+  EXPECT_EQ(summary.records, std::max<std::size_t>(100, stored + 5));
+  for (const auto& r : tuning_db(out, tuning_db::open_mode::existing).list())
+    if (r.key.problem.m <= 1600) {
+      EXPECT_EQ(verification_rank(r), 2) << r.key.problem.m;
+    }
+}
