@@ -4,6 +4,6 @@
 # then the sanitizer and fuzzing pass (scripts/sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --with-slurm  # Slurm for the `slurm` test (a one-node cluster on localhost)
 ctest --test-dir build --output-on-failure -j2
 scripts/sanitize.sh
