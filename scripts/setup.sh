@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libsqlite3-dev)
 packages+=(clang libclang-rt-14-dev)  # scripts/sanitize.sh: ASan, UBSan, libFuzzer
+packages+=(libjs-vega chromium)  # tiletune report: the chart library it inlines; the browser test (label browser)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

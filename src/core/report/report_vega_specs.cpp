@@ -315,19 +315,22 @@ json throughput_spec(const json& rows) {
 }
 
 json comparison_spec(const json& rows, double tolerance) {
-  double m = 100 * tolerance;
-  for (const auto& r : rows) m = std::max({m, std::abs(r["change_pct"].get<double>()), r["noise_pct"].get<double>()});
-  m = m * 1.15 + 1;
+  double lo = -100 * tolerance, hi = 100 * tolerance;
+  for (const auto& r : rows) {
+    const double change = r["change_pct"].get<double>(), noise = r["noise_pct"].get<double>();
+    lo = std::min({lo, change, -noise}), hi = std::max({hi, change, noise});
+  }
+  const double pad = 0.08 * (hi - lo) + 1;
   json spec = base_spec(rows, 420, std::max(40, 24 * static_cast<int>(rows.size())));
   spec["scales"] = {
       {{"name", "y"}, {"type", "band"}, {"domain", in_row_order("problem")}, {"range", "height"}, {"padding", 0.2}},
-      {{"name", "x"}, {"type", "linear"}, {"domain", {-m, m}}, {"range", "width"}, {"nice", true}},
+      {{"name", "x"}, {"type", "linear"}, {"domain", {lo - pad, hi + pad}}, {"range", "width"}, {"nice", true}},
       {{"name", "colour"}, {"type", "ordinal"},
        {"domain", {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING"}},
        {"range", {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000"}}}};
   spec["axes"] = {{{"orient", "bottom"}, {"scale", "x"}, {"title", "change in speed, % (right: faster)"}, {"grid", true}},
                   {{"orient", "left"}, {"scale", "y"}, {"labelLimit", 260}}};
-  spec["legends"] = {{{"fill", "colour"}, {"title", "verdict"}}};
+  spec["legends"] = {{{"fill", "colour"}, {"title", "verdict"}, {"orient", "bottom"}, {"direction", "horizontal"}}};
   const json y_band = {{"y", field("y", "problem")}, {"height", {{"scale", "y"}, {"band", 1}}}};
   json noise = y_band, bar = y_band;
   noise.update({{"x", {{"scale", "x"}, {"signal", "-datum.noise_pct"}}}, {"x2", field("x", "noise_pct")}, {"fill", {{"value", "#e3e3e3"}}}});
