@@ -288,6 +288,19 @@ TEST(html_report, comparison_rows_carry_verdict_change_and_noise) {
   EXPECT_NE(s[0].facts[0].find("FAILED"), std::string::npos);
 }
 
+TEST(html_report, tuning_db_rows_give_each_record_its_own_bar) {
+  const json list = {{"schema", "tiletune.tuning-db-list/1"}, {"file", "t.sqlite3"},
+                     {"records", {{{"problem", "4096x4096x4096 bf16 nt"}, {"device_model", "h100-sxm"}, {"tflops", 700.0},
+                                   {"recommended", "a"}, {"driver", "13.0"}},
+                                  {{"problem", "4096x4096x4096 bf16 nt"}, {"device_model", "h100-sxm"}, {"tflops", 720.0},
+                                   {"recommended", "b"}, {"driver", "13.1"}}}}};
+  const json rows = report::tuning_db_rows(list, "l.json");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0]["record"], rows[1]["record"]);
+  EXPECT_DOUBLE_EQ(rows[1]["tflops"].get<double>(), 720.0);
+  EXPECT_EQ(chart(report_sections(list, "l.json"), "tuning-db").rows, rows);
+}
+
 TEST(html_report, every_result_file_in_profiles_is_drawn_and_other_files_are_refused) {
   int drawn = 0;
   for (const auto& e : fs::recursive_directory_iterator(profiles)) {

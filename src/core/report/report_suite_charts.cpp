@@ -1,4 +1,6 @@
 // The charts of a suite, a comparison (compare/check) and a tuning database export.
+#include <map>
+
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -161,10 +163,13 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
 json tuning_db_rows(const json& list, const std::string& path) {
   const json& records = require(list, "records", true, path, "the tuning database list");
   json rows = json::array();
+  std::map<std::string, int> seen;  // a problem on one GPU model under several drivers or tools: one bar each
   for (const auto& r : records) {
     const std::string problem = string_at(r, "problem", "?"), gpu = string_at(r, "device_model", "?");
     const double tflops = number_at(r, "tflops").value_or(0);
-    rows.push_back({{"record", problem + " (" + gpu + ")"},
+    std::string record = problem + " (" + gpu + ")";
+    if (const int n = ++seen[record]; n > 1) record += fmt::format(" #{}", n);
+    rows.push_back({{"record", record},
                     {"problem", problem},
                     {"device_model", gpu},
                     {"recommended", string_at(r, "recommended", "none")},
