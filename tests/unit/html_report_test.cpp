@@ -154,6 +154,8 @@ TEST(html_report, a_predicted_plan_is_drawn_from_the_model_and_says_so) {
   }
   const auto s = report_sections(doc, "plan.json");
   EXPECT_EQ(s[0].basis.rfind("Predicted", 0), 0u);
+  EXPECT_TRUE(s[0].predicted);
+  EXPECT_FALSE(report_sections(failing_gemm("measured"), "run.json")[0].predicted);
   EXPECT_FALSE(has_chart(s, "search"));  // a plan times nothing: a notice says so
   EXPECT_FALSE(s[0].notices.empty());
   // Without tflops the model's time gives the figure.

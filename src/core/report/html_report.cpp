@@ -236,8 +236,7 @@ std::string render_report_page(const std::vector<report_section>& sections, cons
     html += fmt::format("<section class=\"result\" id=\"result-{}\" data-kind=\"{}\">\n<h2>{}</h2>\n", i + 1,
                         to_string(s.kind), html_escape(s.title));
     html += fmt::format("<p class=\"source\">{}</p>\n", html_escape(s.source));
-    const bool predicted = s.basis.rfind("Predicted", 0) == 0;
-    html += fmt::format("<p class=\"basis {}\">{}</p>\n", predicted ? "predicted" : "measured", html_escape(s.basis));
+    html += fmt::format("<p class=\"basis {}\">{}</p>\n", s.predicted ? "predicted" : "measured", html_escape(s.basis));
     if (!s.facts.empty()) {
       html += "<ul class=\"facts\">\n";
       for (const auto& f : s.facts) html += "<li>" + html_escape(f) + "</li>\n";

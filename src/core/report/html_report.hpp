@@ -45,7 +45,8 @@ struct report_section {
   std::string source;  // the file it comes from
   result_kind kind = result_kind::gemm;
   std::string title;
-  std::string basis;  // "measured" or "predicted", in words on the page
+  bool predicted = false;  // the figures come from the model, not a GPU
+  std::string basis;       // measured or predicted, and how, in words on the page
   std::vector<std::string> facts;  // short paragraphs
   std::vector<report_chart> charts;
   std::vector<std::string> notices;  // why a chart is absent (nothing timed, nothing fits)

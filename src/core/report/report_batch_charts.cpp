@@ -97,6 +97,7 @@ std::vector<report_section> batch_sections(const json& doc, const std::string& p
   report_section s;
   s.source = path;
   s.kind = result_kind::batch;
+  s.predicted = mode != "measured";
   s.title = fmt::format("Training plan: {} on {}, sequence {}, {}", string_at(model, "name", "?"),
                         string_at(gpu, "name", "?"), number_at(setup, "seq_len").value_or(0),
                         string_at(setup, "precision", "?"));

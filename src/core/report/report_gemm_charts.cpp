@@ -226,6 +226,7 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
   report_section s;
   s.source = path;
   s.kind = result_kind::gemm;
+  s.predicted = mode != "measured";
   s.title = fmt::format("GEMM {} on {}", problem_title(problem), string_at(device, "name", "an unnamed GPU"));
   const json tool = doc.value("tool", json::object());
   s.basis = mode == "measured"

@@ -50,6 +50,7 @@ std::vector<report_section> suite_sections(const json& doc, const std::string& p
   report_section s;
   s.source = path;
   s.kind = result_kind::suite;
+  s.predicted = mode != "measured";
   s.title = fmt::format("Suite {} on {}", string_at(doc.value("suite", json::object()), "name", "(unnamed)"),
                         string_at(device, "name", "an unnamed GPU"));
   s.basis = mode == "measured"
