@@ -30,7 +30,8 @@ json batch_memory_rows(const json& batch, bool checkpointing, const std::string&
                                     .value_or(0);
   json rows = json::array();
   for (const auto& c : candidates) {
-    if (!c.is_object() || c.value("checkpointing", false) != checkpointing) continue;
+    if (!c.is_object()) throw usage_error(fmt::format("{}: a candidate is not an object", path));
+    if (c.value("checkpointing", false) != checkpointing) continue;
     const auto mb = number_at(c, "micro_batch");
     const auto peak = number_at(c, "peak_bytes");
     if (!mb || !peak) throw usage_error(fmt::format("{}: a candidate lacks micro_batch or peak_bytes", path));
@@ -70,7 +71,7 @@ json batch_throughput_rows(const json& batch, const std::string& path) {
   const json rec = batch.value("recommendation", json());
   json rows = json::array();
   for (const auto& c : candidates) {
-    if (!c.is_object()) continue;
+    if (!c.is_object()) throw usage_error(fmt::format("{}: a candidate is not an object", path));
     const auto mb = number_at(c, "micro_batch"), tokens = number_at(c, "tokens_per_s");
     if (!mb || !tokens) continue;
     const bool ckpt = c.value("checkpointing", false), fits = c.value("fits", false), recommended = is_recommended(c, rec);

@@ -66,17 +66,22 @@ vega_library load_vega_library(const std::optional<std::filesystem::path>& dir) 
     lib.scripts.push_back({"vega", bundle, read_text(bundle)});
     return lib;
   }
-  // vega-loader's UMD header asks for topojson-client, which libjs-vega installs beside vega/.
-  const std::filesystem::path topojson_here = lib.dir / "topojson-client.min.js";
-  const std::filesystem::path topojson_debian = lib.dir.parent_path() / "topojson-client" / "topojson-client.min.js";
-  const auto topojson = is_file(topojson_here) ? topojson_here : topojson_debian;
-  if (!is_file(topojson)) missing(topojson, from_default);
-  lib.scripts.push_back({"topojson-client", topojson, read_text(topojson)});
+  std::vector<vega_script> modules;
   for (const auto& name : vega_module_names()) {
     const auto file = lib.dir / (name + ".min.js");
     if (!is_file(file)) missing(file, from_default);
-    lib.scripts.push_back({name, file, read_text(file)});
+    modules.push_back({name, file, read_text(file)});
   }
+  // vega-loader's UMD header asks for topojson-client, which libjs-vega installs beside vega/.
+  const std::filesystem::path topojson_here = lib.dir / "topojson-client.min.js";
+  const std::filesystem::path topojson_debian = lib.dir.parent_path() / "topojson-client" / "topojson-client.min.js";
+  if (is_file(topojson_here))
+    lib.scripts.push_back({"topojson-client", topojson_here, read_text(topojson_here)});
+  else if (is_file(topojson_debian))
+    lib.scripts.push_back({"topojson-client", topojson_debian, read_text(topojson_debian)});
+  else
+    missing(from_default ? topojson_debian : topojson_here, from_default);
+  lib.scripts.insert(lib.scripts.end(), modules.begin(), modules.end());
   return lib;
 }
 
