@@ -140,7 +140,7 @@ std::vector<report_section> batch_sections(const json& doc, const std::string& p
   else
     s.charts.push_back(make_chart("throughput", "Tokens/s by micro-batch",
                                   "One line per checkpointing policy; filled points fit the budget, hollow ones do not; "
-                                  "the star is the recommendation.",
+                                  "the orange diamond is the recommendation.",
                                   tp, throughput_spec(tp)));
   return {s};
 }
