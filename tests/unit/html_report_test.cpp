@@ -55,7 +55,7 @@ json failing_gemm(const std::string& mode) {
                         variant("b", "ok", 128, 128, 200.0, mode == "measured" ? json(10.0) : json(nullptr)),
                         variant("c", "compile_error", 64, 128, nullptr, nullptr),
                         variant("d", "pruned", 64, 128, nullptr, nullptr),
-                        variant("e", "pruned", 256, 128, nullptr, nullptr),
+                        [&] { auto v = variant("e", "pruned", 256, 128, nullptr, nullptr); v["constraint"] = "smem_limit"; return v; }(),
                         variant("f", "incorrect", 128, 64, nullptr, nullptr),
                         variant("g", "launch_error", 128, 64, nullptr, nullptr)}},
           {"recommendation", {{"id", "a"}, {"tflops", 250.0}}}};
@@ -127,6 +127,7 @@ TEST(html_report, failed_and_pruned_cells_show_their_status) {
   EXPECT_EQ(cells.at({64, 128})["status"], "compile_error");  // worse than pruned
   EXPECT_TRUE(cells.at({64, 128})["tflops"].is_null());
   EXPECT_EQ(cells.at({256, 128})["status"], "pruned");
+  EXPECT_EQ(cells.at({256, 128})["label"], "smem_limit");  // the constraint that pruned it
   EXPECT_EQ(cells.at({128, 64})["status"], "incorrect");
   EXPECT_EQ(cells.at({128, 64})["label"], "incorrect");
   // The chart gets exactly these rows, and a status legend for the cells without a figure.

@@ -72,6 +72,7 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
     int variants = 0, ok = 0, pruned = 0, failed = 0;
     std::optional<double> best;
     std::string best_id, worst_status;
+    std::map<std::string, int> constraints;  // of its pruned variants
   };
   std::map<std::tuple<std::string, int, int>, cell> cells;
   for (const auto& v : result.at("variants")) {
@@ -82,7 +83,7 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
     const std::string status = string_at(v, "status", "?");
     ++c.variants;
     if (status == "ok") ++c.ok;
-    else if (status == "pruned") ++c.pruned;
+    else if (status == "pruned") ++c.pruned, ++c.constraints[string_at(v, "constraint", "pruned")];
     else ++c.failed;
     if (const auto t = variant_tflops(v, mode, flops); t && (!c.best || *t > *c.best)) {
       c.best = t;
@@ -95,12 +96,18 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
   for (const auto& [key, c] : cells) {
     const auto& [family, bm, bn] = key;
     std::string status = c.best ? "ok" : c.ok > 0 ? "not timed" : c.worst_status;
+    // A pruned cell names the constraint that pruned most of it (warp_tile, model_bound, ...).
+    std::string label = c.best ? figure_label(*c.best) : status;
+    if (status == "pruned" && !c.constraints.empty())
+      label = std::max_element(c.constraints.begin(), c.constraints.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; })->first;
     std::string tip = fmt::format("{} {}x{}: {} variant(s), {} ok, {} pruned, {} failed", family, bm, bn, c.variants,
                                   c.ok, c.pruned, c.failed);
     if (c.best)
       tip += fmt::format("; best {} at {:.1f} TFLOP/s ({})", c.best_id, *c.best, mode);
     else
       tip += "; " + status;
+    for (const auto& [constraint, n] : c.constraints) tip += fmt::format("; pruned by {}: {}", constraint, n);
     rows.push_back({{"family", family},
                     {"dtype", dtype},
                     {"panel", family + " " + dtype},
@@ -113,7 +120,7 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
                     {"failed", c.failed},
                     {"tflops", c.best ? json(*c.best) : json(nullptr)},
                     {"best_id", c.best_id},
-                    {"label", c.best ? figure_label(*c.best) : status},
+                    {"label", label},
                     {"tip", tip}});
   }
   return rows;
