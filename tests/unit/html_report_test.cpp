@@ -114,8 +114,11 @@ TEST(html_report, heatmap_cells_hold_the_best_measured_figure_of_their_tile) {
   // The recommended variant's cell holds at least that variant's figure in the search.
   const json& rec = doc["recommendation"];
   const json& cell = cells.at({rec["tile"]["block_m"].get<int>(), rec["tile"]["block_n"].get<int>()});
-  for (const auto& v : doc["variants"])
-    if (v["id"] == rec["id"]) EXPECT_GE(cell["tflops"].get<double>(), v["tflops"].get<double>());
+  for (const auto& v : doc["variants"]) {
+    if (v["id"] == rec["id"]) {
+      EXPECT_GE(cell["tflops"].get<double>(), v["tflops"].get<double>());
+    }
+  }
 }
 
 TEST(html_report, failed_and_pruned_cells_show_their_status) {
