@@ -62,6 +62,7 @@ Examples:
   tiletune report profiles/baselines/h100-sxm.json --goal 0.9 --out suite.html
   tiletune batch --model gpt2 --gpu h100-sxm --out b.json && tiletune report b.json
   tiletune compare old.json new.json --out cmp.json; tiletune report cmp.json old.json new.json
+  tiletune db list --json > db.json && tiletune report db.json
 
 Exit codes: 0 written; 2 a file is unreadable, not JSON, or not a result this
 command draws (the message names the file and its schema; nothing is
