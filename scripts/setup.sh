@@ -10,6 +10,7 @@ packages+=(clang libclang-rt-14-dev)  # scripts/sanitize.sh: ASan, UBSan, libFuz
 packages+=(python3-jsonschema)  # tests/schemas: every JSON output against schemas/
 # --with-slurm: Slurm's daemons and client (Debian's slurm-wlm) for scripts/slurm_tune.sh and the `slurm` test.
 for arg in "$@"; do [ "$arg" = --with-slurm ] && packages+=(slurmctld slurmd slurm-client); done
+packages+=(libjs-vega chromium)  # tiletune report: the chart library it inlines; the browser test (label browser)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

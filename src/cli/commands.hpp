@@ -20,6 +20,7 @@ void add_batch_command(CLI::App& app, run_context& ctx);
 void add_compare_command(CLI::App& app, run_context& ctx);
 void add_check_command(CLI::App& app, run_context& ctx);
 void add_db_command(CLI::App& app, run_context& ctx);
+void add_report_command(CLI::App& app, run_context& ctx);
 
 // The GPU a command plans for: a preset (--gpu), a local GPU (--device), or
 // local device 0. `live` says whether it is a GPU on this machine.

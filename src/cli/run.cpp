@@ -26,6 +26,7 @@ int run(int argc, char** argv) {
   add_check_command(app, ctx);
   add_compare_command(app, ctx);
   add_db_command(app, ctx);
+  add_report_command(app, ctx);
   // The measuring worker that `gemm` starts; not for people.
   auto* worker = app.add_subcommand("__worker", "")->group("");
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });

@@ -1,0 +1,201 @@
+// The charts of a suite, a comparison (compare/check) and a tuning database export.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/report/report_charts.hpp"
+
+namespace tiletune::report {
+
+namespace {
+
+const json verdict_domain = {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING"};
+// Colours that read in print and for the colour-blind (Okabe-Ito, with grey for SAME).
+const json verdict_range = {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000"};
+
+}  // namespace
+
+json suite_rows(const json& suite, const std::string& path) {
+  const json& results = require(suite, "results", true, path, "the suite result");
+  json rows = json::array();
+  int order = 0;
+  for (const auto& r : results) {
+    if (!r.is_object()) throw usage_error(fmt::format("{}: an entry of \"results\" is not an object", path));
+    const json rec = r.value("recommendation", json());
+    const json ref = r.value("reference", json());
+    const auto tflops = rec.is_object() ? number_at(rec, "tflops") : std::nullopt;
+    const auto ratio = rec.is_object() ? number_at(rec, "vs_reference") : std::nullopt;
+    const auto ref_tflops = ref.is_object() ? number_at(ref, "tflops") : std::nullopt;
+    const json p = r.value("problem", json::object());
+    const std::string shape = fmt::format("{}x{}x{} {} {}", number_at(p, "m").value_or(0), number_at(p, "n").value_or(0),
+                                          number_at(p, "k").value_or(0), string_at(p, "dtype", "?"),
+                                          string_at(p, "layout", "?"));
+    rows.push_back({{"order", order++},
+                    {"problem", string_at(r, "name", shape)},
+                    {"shape", shape},
+                    {"variant", rec.is_object() ? string_at(rec, "id") : ""},
+                    {"tflops", tflops ? json(*tflops) : json(nullptr)},
+                    {"reference_tflops", ref_tflops ? json(*ref_tflops) : json(nullptr)},
+                    {"vs_reference", ratio ? json(*ratio) : json(nullptr)},
+                    {"label", ratio ? fmt::format("{:.2f}x", *ratio) : "-"}});
+  }
+  return rows;
+}
+
+std::vector<report_section> suite_sections(const json& doc, const std::string& path, const report_options& o) {
+  const json rows = suite_rows(doc, path);
+  const std::string mode = string_at(doc, "mode", "predicted");
+  const json device = doc.value("device", json::object());
+  report_section s;
+  s.source = path;
+  s.kind = result_kind::suite;
+  s.predicted = mode != "measured";
+  s.title = fmt::format("Suite {} on {}", string_at(doc.value("suite", json::object()), "name", "(unnamed)"),
+                        string_at(device, "name", "an unnamed GPU"));
+  s.basis = mode == "measured"
+                ? "Measured: each problem's recommended variant and cuBLASLt were timed back to back in the same run; the "
+                  "ratio is the figure to compare across runs."
+                : "Predicted: nothing was run. TFLOP/s are tiletune's analytical model, and there is no cuBLAS figure.";
+  s.facts.push_back(fmt::format("{} problem(s){}.", rows.size(),
+                                doc.value("complete", true) ? "" : "; the run was cut short"));
+  if (doc.contains("not_run") && doc["not_run"].is_array() && !doc["not_run"].empty())
+    s.facts.push_back(fmt::format("Not run: {}.", doc["not_run"].dump()));
+
+  json ratios = json::array(), dots = json::array();
+  int below = 0;
+  for (auto r : rows) {
+    if (!r["vs_reference"].is_null()) {
+      const bool meets = r["vs_reference"].get<double>() >= o.goal_vs_reference;
+      below += !meets;
+      r["goal"] = meets ? "meets the goal" : "below the goal";
+      ratios.push_back(r);
+    }
+    if (!r["tflops"].is_null())
+      dots.push_back({{"problem", r["problem"]}, {"series", mode == "measured" ? "best variant" : "best variant (predicted)"},
+                      {"tflops", r["tflops"]}, {"tip", fmt::format("{}: {} {:.1f} TFLOP/s", r["problem"].get<std::string>(),
+                                                                    r["variant"].get<std::string>(), r["tflops"].get<double>())}});
+    if (!r["reference_tflops"].is_null())
+      dots.push_back({{"problem", r["problem"]}, {"series", "cuBLASLt"}, {"tflops", r["reference_tflops"]},
+                      {"tip", fmt::format("{}: cuBLASLt {:.1f} TFLOP/s", r["problem"].get<std::string>(),
+                                          r["reference_tflops"].get<double>())}});
+  }
+  if (ratios.empty()) {
+    s.notices.push_back("Best variant vs cuBLAS: no problem has a measured ratio (a predicted plan times no cuBLAS).");
+  } else {
+    s.facts.push_back(fmt::format("{} of {} measured problem(s) below the goal of {:.2f}x cuBLAS.", below, ratios.size(),
+                                  o.goal_vs_reference));
+    bar_options b = bars("problem", "vs_reference", "speed / cuBLASLt's (1 = as fast)", "label", "goal");
+    b.colour_domain = {"meets the goal", "below the goal"};
+    b.colour_range = {"#0072b2", "#d55e00"};
+    b.goal = o.goal_vs_reference;
+    b.goal_label = fmt::format("goal {:.2f}x", o.goal_vs_reference);
+    s.charts.push_back(make_chart("suite-ratio", "Best variant vs cuBLASLt, per problem",
+                                  fmt::format("Bars: the recommended variant's speed as a fraction of cuBLASLt's in the "
+                                              "same run; the dashed line is the goal ({:.2f}x, --goal).",
+                                              o.goal_vs_reference),
+                                  ratios, bar_spec(ratios, b)));
+  }
+  if (dots.empty())
+    s.notices.push_back("TFLOP/s by shape: no problem has a figure.");
+  else
+    s.charts.push_back(make_chart("suite-tflops", "TFLOP/s by shape",
+                                  mode == "measured" ? "Measured TFLOP/s of each problem's recommended variant and of cuBLASLt."
+                                                     : "Predicted TFLOP/s of each problem's recommended variant.",
+                                  dots, dot_spec(dots, "problem", "tflops", "series", "TFLOP/s")));
+  return {s};
+}
+
+json comparison_rows(const json& cmp, const std::string& path) {
+  const json& in = require(cmp, "rows", true, path, "the comparison");
+  json rows = json::array();
+  for (const auto& r : in) {
+    const std::string verdict = string_at(r, "verdict", "?");
+    const double change = number_at(r, "change").value_or(0) * 100, noise = number_at(r, "noise").value_or(0) * 100;
+    const auto base = number_at(r, "base"), fresh = number_at(r, "new");
+    const std::string basis = string_at(r, "basis", "-");
+    rows.push_back({{"problem", string_at(r, "name", string_at(r, "problem", "?"))},
+                    {"verdict", verdict},
+                    {"basis", basis},
+                    {"base", base ? json(*base) : json(nullptr)},
+                    {"new", fresh ? json(*fresh) : json(nullptr)},
+                    {"change_pct", change},
+                    {"noise_pct", noise},
+                    {"label", fmt::format("{} {:+.1f}%", verdict, change)},
+                    {"tip", fmt::format("{}: {} by {}, base {}, new {}, noise {:.1f}%{}", verdict,
+                                        fmt::format("{:+.1f}%", change), basis,
+                                        base ? fmt::format("{:.4g}", *base) : "-", fresh ? fmt::format("{:.4g}", *fresh) : "-",
+                                        noise, string_at(r, "detail").empty() ? "" : "; " + string_at(r, "detail"))}});
+  }
+  return rows;
+}
+
+std::vector<report_section> comparison_sections(const json& doc, const std::string& path, const report_options&) {
+  const json rows = comparison_rows(doc, path);
+  const double tolerance = number_at(doc, "tolerance").value_or(0.05);
+  report_section s;
+  s.source = path;
+  s.kind = result_kind::comparison;
+  s.title = fmt::format("Comparison: {} -> {}", string_at(doc, "base", "?"), string_at(doc, "new", "?"));
+  s.basis = doc.value("absolute", false)
+                ? "Judged on raw time (--absolute): both runs' figures as recorded."
+                : "Judged on the ratio to cuBLAS measured in the same run where both files have one, else on time "
+                  "(a predicted plan's time is the model's).";
+  std::string counts;
+  if (doc.contains("counts") && doc["counts"].is_object())
+    for (const auto& [k, v] : doc["counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.dump(), k);
+  s.facts.push_back(fmt::format("{}: {} (tolerance {:.1f}%).", doc.value("failed", false) ? "FAILED" : "OK",
+                                counts.empty() ? "no problem" : counts, 100 * tolerance));
+  if (doc.contains("notes") && doc["notes"].is_array())
+    for (const auto& n : doc["notes"])
+      if (n.is_string()) s.facts.push_back(n.get<std::string>());
+  if (rows.empty())
+    s.notices.push_back("No problem was compared.");
+  else
+    s.charts.push_back(make_chart("comparison", "Baseline vs new, per problem",
+                                  fmt::format("Bars: the change in speed (right is faster), coloured by the verdict; the "
+                                              "grey band is the measured noise of the two runs, the dashed lines the "
+                                              "tolerance (+-{:.1f}%).",
+                                              100 * tolerance),
+                                  rows, comparison_spec(rows, tolerance)));
+  return {s};
+}
+
+json tuning_db_rows(const json& list, const std::string& path) {
+  const json& records = require(list, "records", true, path, "the tuning database list");
+  json rows = json::array();
+  std::map<std::string, int> seen;  // a problem on one GPU model under several drivers or tools: one bar each
+  for (const auto& r : records) {
+    const std::string problem = string_at(r, "problem", "?"), gpu = string_at(r, "device_model", "?");
+    const double tflops = number_at(r, "tflops").value_or(0);
+    std::string record = problem + " (" + gpu + ")";
+    if (const int n = ++seen[record]; n > 1) record += fmt::format(" #{}", n);
+    rows.push_back({{"record", record},
+                    {"problem", problem},
+                    {"device_model", gpu},
+                    {"recommended", string_at(r, "recommended", "none")},
+                    {"tflops", tflops},
+                    {"measured_at", string_at(r, "measured_at")},
+                    {"label", fmt::format("{:.1f} ({})", tflops, string_at(r, "recommended", "none"))}});
+  }
+  return rows;
+}
+
+std::vector<report_section> tuning_db_sections(const json& doc, const std::string& path, const report_options&) {
+  const json rows = tuning_db_rows(doc, path);
+  report_section s;
+  s.source = path;
+  s.kind = result_kind::tuning_db;
+  s.title = fmt::format("Tuning database {}", string_at(doc, "file", "?"));
+  s.basis = "Measured: the tuning database holds only measured results (offline plans are never stored).";
+  s.facts.push_back(fmt::format("{} record(s).", rows.size()));
+  if (rows.empty())
+    s.notices.push_back("The database holds no record.");
+  else
+    s.charts.push_back(make_chart("tuning-db", "Recorded best TFLOP/s per problem and GPU",
+                                  "Each bar is one record: the recommended variant's measured TFLOP/s.", rows,
+                                  bar_spec(rows, bars("record", "tflops", "TFLOP/s (measured)", "label", "device_model"))));
+  return {s};
+}
+
+}  // namespace tiletune::report

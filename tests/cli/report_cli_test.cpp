@@ -1,0 +1,98 @@
+// `tiletune report` end to end: pages written, bad input refused (exit 2, no page), Vega missing (exit 3).
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+
+const fs::path profiles = fs::path(TILETUNE_SOURCE_DIR) / "profiles";
+
+bool vega_installed() { return fs::exists("/usr/share/javascript/vega/vega-view.min.js"); }
+
+fs::path write(const std::string& name, const std::string& text) {
+  const fs::path p = tmp_dir() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+void expect_refused(const fs::path& input, const std::string& named) {
+  const fs::path out = tmp_dir() / "refused.html";
+  fs::remove(out);
+  const result r = run({"report", input.string(), "--out", out.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(input.string()), std::string::npos) << "names the file: " << r.err;
+  EXPECT_NE(r.err.find(named), std::string::npos) << "names '" << named << "': " << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "no page on bad input";
+}
+
+}  // namespace
+
+TEST(cli_report, help_teaches_the_kinds_and_the_chart_library) {
+  const result r = run({"report", "--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* s : {"tiletune.gemm/1", "tiletune.batch/1", "tiletune.compare/1", "libjs-vega", "Examples", "--out"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(cli_report, writes_one_page_for_several_kinds_of_result) {
+  if (!vega_installed()) GTEST_SKIP() << "libjs-vega is not installed (apt-get install libjs-vega)";
+  const fs::path out = tmp_dir() / "several.html";
+  fs::remove(out);
+  const result r = run({"report", (profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json").string(),
+                        (profiles / "baselines/h100-sxm.json").string(),
+                        (profiles / "measured/h100-2026-11-23/batch/batch-gpt2.json").string(), "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string page = slurp(out);
+  EXPECT_NE(page.find("data-kind=\"gemm\""), std::string::npos);
+  EXPECT_NE(page.find("data-kind=\"suite\""), std::string::npos);
+  EXPECT_NE(page.find("data-kind=\"batch\""), std::string::npos);
+  // Self-contained: Vega is inlined, nothing is fetched.
+  EXPECT_NE(page.find("vega-view.min.js"), std::string::npos);
+  EXPECT_EQ(page.find("<script src="), std::string::npos);
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+}
+
+TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_nothing) {
+  const std::string gemm = slurp(profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json");
+  expect_refused(write("truncated.json", gemm.substr(0, gemm.size() / 2)), "truncated JSON");
+  expect_refused(write("foreign.json", R"({"schema": "acme.widget/3", "x": 1})"), "acme.widget/3");
+  expect_refused(write("noschema.json", R"({"variants": []})"), "schema");
+  expect_refused(write("wrongtype.json", R"({"schema": "tiletune.gemm/1", "problem": {}, "variants": 7})"), "variants");
+  expect_refused(profiles / "suites/llm.json", "tiletune.suite/1");
+  expect_refused(tmp_dir() / "does-not-exist.json", "no such file");
+  // One bad file among good ones: still no page.
+  const fs::path out = tmp_dir() / "mixed.html";
+  fs::remove(out);
+  const result r = run({"report", (profiles / "baselines/h100-sxm.json").string(), write("bad.json", "{").string(),
+                        "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(cli_report, a_missing_chart_library_exits_3_naming_the_file_and_package) {
+  const fs::path empty = tmp_dir() / "no-vega";
+  fs::create_directories(empty);
+  const fs::path out = tmp_dir() / "novega.html";
+  fs::remove(out);
+  const result r = run({"report", (profiles / "baselines/h100-sxm.json").string(), "--vega-dir", empty.string(), "--out",
+                        out.string()});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("libjs-vega"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(empty.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(cli_report, bad_options_exit_2) {
+  const fs::path suite = profiles / "baselines/h100-sxm.json";
+  EXPECT_EQ(run({"report"}).code, 2);
+  EXPECT_EQ(run({"report", suite.string(), "--goal", "0"}).code, 2);
+  EXPECT_EQ(run({"report", suite.string(), "--top", "0"}).code, 2);
+  EXPECT_EQ(run({"report", suite.string(), "--out", ""}).code, 2);
+}
