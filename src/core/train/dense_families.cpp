@@ -27,20 +27,9 @@ std::string dense_family_types() { return "phi3, gemma2, gemma3, gemma3_text, qw
 namespace {
 
 void read_llama_like(const config_reader& r, model_spec& m, bool tied_default) {
-  m.causal = true;
-  m.vocab_size = r.integer("vocab_size");
-  m.hidden_size = r.integer("hidden_size");
-  m.num_layers = r.integer("num_hidden_layers");
-  m.num_heads = r.integer("num_attention_heads");
-  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
-  m.intermediate_size = r.integer("intermediate_size");
-  m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
-  m.max_positions = r.integer_or("max_position_embeddings", 0);
-  m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
-  m.gated_mlp = true;
+  read_llama_decoder(r, m, tied_default);
   const bool bias = r.boolean_or("attention_bias", false);
   m.qkv_bias = m.attn_out_bias = bias;
-  m.dropout = r.number_or("attention_dropout", 0.0);
   m.hidden_act = r.string_or("hidden_act", "silu");
 }
 

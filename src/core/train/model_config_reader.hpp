@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/train/model_spec.hpp"
 
 namespace tiletune {
 
@@ -38,5 +39,24 @@ struct config_reader {
     return j[key].get<double>();
   }
 };
+
+// The decoder fields Llama's config shares with Mistral, Qwen, Gemma, Phi-3,
+// OLMo 2 and the MoE families: sizes, heads, positions, tied embeddings (the
+// config class's default when absent), a gated MLP, attention dropout. Each
+// family then sets its biases, activation and what else differs.
+inline void read_llama_decoder(const config_reader& r, model_spec& m, bool tied_default) {
+  m.causal = true;
+  m.vocab_size = r.integer("vocab_size");
+  m.hidden_size = r.integer("hidden_size");
+  m.num_layers = r.integer("num_hidden_layers");
+  m.num_heads = r.integer("num_attention_heads");
+  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
+  m.intermediate_size = r.integer("intermediate_size");
+  m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
+  m.max_positions = r.integer_or("max_position_embeddings", 0);
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
+  m.gated_mlp = true;
+  m.dropout = r.number_or("attention_dropout", 0.0);
+}
 
 }  // namespace tiletune

@@ -183,24 +183,13 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
   if (m.name.empty()) m.name = source;
   m.model_type = type;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
-    m.causal = true;
-    m.vocab_size = r.integer("vocab_size");
-    m.hidden_size = r.integer("hidden_size");
-    m.num_layers = r.integer("num_hidden_layers");
-    m.num_heads = r.integer("num_attention_heads");
-    m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
-    m.intermediate_size = r.integer("intermediate_size");
-    m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
-    m.max_positions = r.integer_or("max_position_embeddings", 0);
     // Defaults of the transformers config classes: Gemma ties its embeddings.
-    m.tied_embeddings = r.boolean_or("tie_word_embeddings", type == "gemma");
-    m.gated_mlp = true;
+    read_llama_decoder(r, m, type == "gemma");
     // Qwen2 always has q/k/v biases; Llama has them (and the o bias) with attention_bias.
     const bool attention_bias = r.boolean_or("attention_bias", false);
     m.qkv_bias = type == "qwen2" || attention_bias;
     m.attn_out_bias = attention_bias;
     m.mlp_bias = r.boolean_or("mlp_bias", false);
-    m.dropout = r.number_or("attention_dropout", 0.0);
     m.hidden_act = r.string_or("hidden_act", type == "gemma" ? "gelu_pytorch_tanh" : "silu");
   } else if (type == "gpt2") {
     m.causal = true;

@@ -21,18 +21,7 @@ namespace {
 
 // The decoder fields every one of these families shares with Llama.
 void read_decoder(const config_reader& r, model_spec& m) {
-  m.causal = true;
-  m.vocab_size = r.integer("vocab_size");
-  m.hidden_size = r.integer("hidden_size");
-  m.num_layers = r.integer("num_hidden_layers");
-  m.num_heads = r.integer("num_attention_heads");
-  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
-  m.intermediate_size = r.integer("intermediate_size");
-  m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
-  m.max_positions = r.integer_or("max_position_embeddings", 0);
-  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-  m.gated_mlp = true;
-  m.dropout = r.number_or("attention_dropout", 0.0);
+  read_llama_decoder(r, m, false);
   m.hidden_act = r.string_or("hidden_act", "silu");
   m.capacity_factor = r.number_or("capacity_factor", 0.0);
   if (m.capacity_factor < 0)
