@@ -315,6 +315,29 @@ TEST(html_report, tuning_db_rows_give_each_record_its_own_bar) {
   EXPECT_EQ(chart(report_sections(list, "l.json"), "tuning-db").rows, rows);
 }
 
+// db export --format json: the best config per problem (the problem as an object, its key as text);
+// plans stored offline with --store-plans are drawn as predicted and the section says so.
+TEST(html_report, a_tuning_database_export_is_drawn_and_says_which_records_are_predicted) {
+  const json problem = {{"m", 1024}, {"n", 1024}, {"k", 1024}, {"dtype", "bf16"}, {"layout", "nt"}};
+  json doc = {{"schema", "tiletune.tuning-export/1"}, {"database", "t.sqlite"},
+              {"configs", {{{"key", "1024x1024x1024 b1 bf16 nt a1 b0"}, {"problem", problem},
+                            {"device_model", "h100-sxm"}, {"id", "mma_128x64x32_w2x2_s2"}, {"mode", "predicted"},
+                            {"tflops", 210.0}}}}};
+  EXPECT_EQ(classify_result(doc, "e.json"), result_kind::tuning_db);
+  const json rows = report::tuning_db_rows(doc, "e.json");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["problem"], "1024x1024x1024 b1 bf16 nt a1 b0");
+  EXPECT_EQ(rows[0]["recommended"], "mma_128x64x32_w2x2_s2");
+  auto s = report_sections(doc, "e.json");
+  EXPECT_TRUE(s[0].predicted);
+  EXPECT_NE(s[0].basis.find("Predicted"), std::string::npos) << s[0].basis;
+  doc["configs"].push_back(doc["configs"][0]);
+  doc["configs"][1]["mode"] = "measured";
+  s = report_sections(doc, "e.json");
+  EXPECT_FALSE(s[0].predicted);
+  EXPECT_NE(s[0].basis.find("1 of 2"), std::string::npos) << s[0].basis;
+}
+
 TEST(html_report, every_result_file_in_profiles_is_drawn_and_other_files_are_refused) {
   int drawn = 0;
   for (const auto& e : fs::recursive_directory_iterator(profiles)) {

@@ -53,11 +53,12 @@ result_kind classify_result(const nlohmann::json& doc, const std::string& path) 
   if (schema == "tiletune.gemm-suite/1") return result_kind::suite;
   if (schema == "tiletune.batch/1") return result_kind::batch;
   if (schema == "tiletune.compare/1") return result_kind::comparison;
-  if (schema == "tiletune.tuning-db-list/1") return result_kind::tuning_db;
+  if (schema == "tiletune.tuning-db-list/1" || schema == "tiletune.tuning-export/1") return result_kind::tuning_db;
   std::string hint;
   if (schema == "tiletune.suite/1") hint = " (a suite's definition: report the result of `tiletune gemm --suite FILE --out R.json`)";
   throw usage_error(fmt::format("{}: schema \"{}\" is not a result `tiletune report` draws{}; it reads tiletune.gemm/1, "
-                                "tiletune.gemm-suite/1, tiletune.batch/1, tiletune.compare/1 and tiletune.tuning-db-list/1",
+                                "tiletune.gemm-suite/1, tiletune.batch/1, tiletune.compare/1, tiletune.tuning-db-list/1 and "
+                                "tiletune.tuning-export/1",
                                 path, schema, hint));
 }
 

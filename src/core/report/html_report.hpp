@@ -20,7 +20,7 @@ enum class result_kind {
   suite,       // tiletune.gemm-suite/1
   batch,       // tiletune.batch/1
   comparison,  // tiletune.compare/1 (compare --out, check --out)
-  tuning_db,   // tiletune.tuning-db-list/1 (db list --json)
+  tuning_db,   // tiletune.tuning-db-list/1 (db list --json), tiletune.tuning-export/1 (db export --format json)
 };
 std::string_view to_string(result_kind k);
 

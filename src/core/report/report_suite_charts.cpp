@@ -161,40 +161,56 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
   return {s};
 }
 
+// db list --json ("records", the problem as text) and db export --format json
+// ("configs", the problem as an object beside its database key): one bar each.
 json tuning_db_rows(const json& list, const std::string& path) {
-  const json& records = require(list, "records", true, path, "the tuning database list");
+  const bool exported = list.contains("configs");
+  const json& records = require(list, exported ? "configs" : "records", true, path, "the tuning database list");
   json rows = json::array();
   std::map<std::string, int> seen;  // a problem on one GPU model under several drivers or tools: one bar each
   for (const auto& r : records) {
-    const std::string problem = string_at(r, "problem", "?"), gpu = string_at(r, "device_model", "?");
+    const std::string problem = r.contains("problem") && r["problem"].is_string() ? string_at(r, "problem", "?")
+                                                                                   : string_at(r, "key", "?");
+    const std::string gpu = string_at(r, "device_model", "?");
+    const std::string recommended = string_at(r, exported ? "id" : "recommended", "none");
+    const std::string mode = string_at(r, "mode", "measured");
     const double tflops = number_at(r, "tflops").value_or(0);
     std::string record = problem + " (" + gpu + ")";
     if (const int n = ++seen[record]; n > 1) record += fmt::format(" #{}", n);
     rows.push_back({{"record", record},
                     {"problem", problem},
                     {"device_model", gpu},
-                    {"recommended", string_at(r, "recommended", "none")},
+                    {"recommended", recommended},
+                    {"mode", mode},
                     {"tflops", tflops},
                     {"measured_at", string_at(r, "measured_at")},
-                    {"label", fmt::format("{:.1f} ({})", tflops, string_at(r, "recommended", "none"))}});
+                    {"label", fmt::format("{:.1f} ({}, {})", tflops, recommended, mode)}});
   }
   return rows;
 }
 
 std::vector<report_section> tuning_db_sections(const json& doc, const std::string& path, const report_options&) {
   const json rows = tuning_db_rows(doc, path);
+  std::size_t predicted = 0;
+  for (const auto& r : rows) predicted += r["mode"] == "predicted";
   report_section s;
   s.source = path;
   s.kind = result_kind::tuning_db;
-  s.title = fmt::format("Tuning database {}", string_at(doc, "file", "?"));
-  s.basis = "Measured: the tuning database holds only measured results (offline plans are never stored).";
+  s.title = fmt::format("Tuning database {}", string_at(doc, doc.contains("configs") ? "database" : "file", "?"));
+  s.predicted = predicted > 0 && predicted == rows.size();
+  s.basis = predicted == 0 ? "Measured: every record is a measured result."
+            : s.predicted  ? "Predicted: every record is an offline plan stored with --store-plans, not a measurement."
+                           : fmt::format("Mixed: {} of {} records are offline plans stored with --store-plans "
+                                         "(predicted); the rest are measured.",
+                                         predicted, rows.size());
   s.facts.push_back(fmt::format("{} record(s).", rows.size()));
   if (rows.empty())
     s.notices.push_back("The database holds no record.");
   else
     s.charts.push_back(make_chart("tuning-db", "Recorded best TFLOP/s per problem and GPU",
-                                  "Each bar is one record: the recommended variant's measured TFLOP/s.", rows,
-                                  bar_spec(rows, bars("record", "tflops", "TFLOP/s (measured)", "label", "device_model"))));
+                                  "Each bar is one record: the recommended variant's TFLOP/s, measured or predicted "
+                                  "as its label says.",
+                                  rows, bar_spec(rows, bars("record", "tflops", "TFLOP/s", "label", "device_model"))));
   return {s};
 }
 
