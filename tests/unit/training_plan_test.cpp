@@ -243,6 +243,33 @@ TEST(plan, nothing_fits_suggests_what_would) {
   EXPECT_TRUE(to_json(plan, "", "")["recommendation"].is_null());
 }
 
+// A long-sequence LoRA plan whose state fits but whose one sequence does not: the note
+// says the activations are what does not fit (not the weights), and the suggestion is
+// the longest sequence that fits, however many halvings away.
+TEST(plan, a_long_sequence_that_does_not_fit_gets_the_longest_sequence_that_does) {
+  auto s = setup("llama-3-8b", 8192);
+  s.lora_rank = 16;
+  const device_spec& d = find_preset("l4");
+  const auto plan = plan_batch(s, d);
+  ASSERT_FALSE(plan.recommended);
+  const auto m = estimate_memory(s);
+  ASSERT_LT(m.peak_bytes(0, false), plan.memory_budget_bytes) << "the state alone should fit for this test";
+  bool activations_named = false;
+  for (const auto& n : plan.notes) activations_named |= n.find("activations of one 8192-token sequence") != std::string::npos;
+  EXPECT_TRUE(activations_named);
+  std::int64_t suggested = 0;
+  for (const auto& x : plan.suggestions)
+    if (x.rfind("--seq-len ", 0) == 0) suggested = std::stoll(x.substr(10));
+  ASSERT_GT(suggested, 0) << "no --seq-len suggestion";
+  EXPECT_LT(suggested, 4096) << "one halving is not enough here; the test would not show the search";
+  auto fits = s;
+  fits.seq_len = suggested;
+  EXPECT_LE(estimate_memory(fits).peak_bytes(1, true), plan.memory_budget_bytes);
+  auto longer = s;
+  longer.seq_len = suggested * 2;
+  EXPECT_GT(estimate_memory(longer).peak_bytes(1, true), plan.memory_budget_bytes);
+}
+
 TEST(setup, validation_names_the_bad_value) {
   auto s = setup("gpt2", 2048);
   try {

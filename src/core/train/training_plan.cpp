@@ -164,10 +164,16 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
                                        "the effective global batch is {}",
                                        *s.global_batch, r.micro_batch, s.world_size, r.effective_global_batch));
   } else {
-    plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
-                                     "of the {:.1f} GiB budget",
-                                     mem.fixed_tensor_bytes() / double(1LL << 30),
-                                     plan.memory_budget_bytes / double(1LL << 30)));
+    constexpr double gib = double(1LL << 30);
+    if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
+      plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
+                                       "of the {:.1f} GiB budget",
+                                       mem.fixed_tensor_bytes() / gib, plan.memory_budget_bytes / gib));
+    else  // the model's state fits; one sequence's activations do not, even checkpointed
+      plan.notes.push_back(fmt::format(
+          "nothing fits: micro-batch 1 with checkpointing needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
+          "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
+          mem.peak_bytes(1, true) / gib, plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib, s.seq_len));
     // What would fit, smallest change first.
     auto fits_with = [&](training_setup alt) {
       const memory_breakdown m2 = estimate_memory(alt);
@@ -190,10 +196,15 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       alt.zero_stage = 3;
       if (fits_with(alt)) plan.suggestions.push_back("--zero 3");
     }
-    if (s.seq_len > 512) {
+    // The longest sequence that fits, halving down to 128 tokens (a long-context plan
+    // can be several halvings away from fitting).
+    for (std::int64_t len = s.seq_len / 2; len >= 128; len /= 2) {
       training_setup alt = s;
-      alt.seq_len = s.seq_len / 2;
-      if (fits_with(alt)) plan.suggestions.push_back(fmt::format("--seq-len {}", alt.seq_len));
+      alt.seq_len = len;
+      if (fits_with(alt)) {
+        plan.suggestions.push_back(fmt::format("--seq-len {}", len));
+        break;
+      }
     }
   }
   return plan;
