@@ -302,6 +302,25 @@ TEST(html_report, comparison_rows_carry_verdict_change_and_noise) {
   EXPECT_NE(s[0].facts[0].find("FAILED"), std::string::npos);
 }
 
+TEST(html_report, comparison_colour_follows_the_modes_of_its_files) {
+  json cmp = {{"schema", "tiletune.compare/1"}, {"base", "a"}, {"new", "b"}, {"tolerance", 0.05},
+              {"rows", {{{"name", "p1"}, {"verdict", "SAME"}, {"basis", "time"}, {"base", 10.0}, {"new", 10.0},
+                         {"change", 0.0}, {"noise", 0.0}, {"detail", ""}}}},
+              {"failed", false}};
+  EXPECT_FALSE(report_sections(cmp, "c.json")[0].predicted);  // an older file without modes: as recorded
+  cmp["base_mode"] = "measured";
+  cmp["new_mode"] = "measured";
+  EXPECT_FALSE(report_sections(cmp, "c.json")[0].predicted);
+  cmp["base_mode"] = cmp["new_mode"] = "predicted";
+  auto s = report_sections(cmp, "c.json");
+  EXPECT_TRUE(s[0].predicted);
+  EXPECT_NE(s[0].basis.find("predicted figures"), std::string::npos);
+  cmp["base_mode"] = "measured";  // allowed with --allow-mode-mismatch: not a measurement
+  s = report_sections(cmp, "c.json");
+  EXPECT_TRUE(s[0].predicted);
+  EXPECT_NE(s[0].basis.find("the new file predicted"), std::string::npos);
+}
+
 TEST(html_report, tuning_db_rows_give_each_record_its_own_bar) {
   const json list = {{"schema", "tiletune.tuning-db-list/1"}, {"file", "t.sqlite3"},
                      {"records", {{{"problem", "4096x4096x4096 bf16 nt"}, {"device_model", "h100-sxm"}, {"tflops", 700.0},

@@ -138,6 +138,8 @@ TEST(compare, junit_has_a_case_per_problem_and_escapes_names) {
   const auto j = to_json(c);
   EXPECT_EQ(j["counts"]["SLOWER"], 1);
   EXPECT_EQ(j["failed"], true);
+  EXPECT_EQ(j["base_mode"], "measured");  // the report colours the comparison by these
+  EXPECT_EQ(j["new_mode"], "measured");
 }
 
 TEST(compare, single_gemm_results_load_too_and_bad_files_say_where) {

@@ -137,10 +137,16 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
   s.source = path;
   s.kind = result_kind::comparison;
   s.title = fmt::format("Comparison: {} -> {}", string_at(doc, "base", "?"), string_at(doc, "new", "?"));
-  s.basis = doc.value("absolute", false)
-                ? "Judged on raw time (--absolute): both runs' figures as recorded."
-                : "Judged on the ratio to cuBLAS measured in the same run where both files have one, else on time "
-                  "(a predicted plan's time is the model's).";
+  // Older compare files carry no modes: their figures are taken as recorded, i.e. measured.
+  const std::string base_mode = string_at(doc, "base_mode", "measured"), new_mode = string_at(doc, "new_mode", "measured");
+  s.predicted = base_mode == "predicted" || new_mode == "predicted";
+  const std::string modes = base_mode == new_mode
+                                ? fmt::format("Both files hold {} figures. ", base_mode)
+                                : fmt::format("The baseline holds {} figures, the new file {} ones. ", base_mode, new_mode);
+  s.basis = modes + (doc.value("absolute", false)
+                         ? "Judged on raw time (--absolute): both runs' figures as recorded."
+                         : "Judged on the ratio to cuBLAS measured in the same run where both files have one, else on "
+                           "time (a predicted plan's time is the model's).");
   std::string counts;
   if (doc.contains("counts") && doc["counts"].is_object())
     for (const auto& [k, v] : doc["counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.dump(), k);

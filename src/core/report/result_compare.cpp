@@ -131,6 +131,8 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
   comparison c;
   c.base_path = base.path;
   c.new_path = fresh.path;
+  c.base_mode = base.mode;
+  c.new_mode = fresh.mode;
   c.options = o;
   if (base.device_model != fresh.device_model || base.device_arch != fresh.device_arch) {
     const std::string both = fmt::format("{} was recorded on {} ({}), {} on {} ({})", base.path, base.device_name,
@@ -218,6 +220,8 @@ nlohmann::json to_json(const comparison& c) {
   j["schema"] = "tiletune.compare/1";
   j["base"] = c.base_path;
   j["new"] = c.new_path;
+  j["base_mode"] = c.base_mode;
+  j["new_mode"] = c.new_mode;
   j["tolerance"] = c.options.tolerance;
   j["absolute"] = c.options.absolute;
   j["rows"] = nlohmann::json::array();

@@ -67,6 +67,7 @@ struct comparison_row {
 
 struct comparison {
   std::string base_path, new_path;
+  std::string base_mode, new_mode;  // measured | predicted, as each file says
   compare_options options;
   std::vector<comparison_row> rows;
   std::vector<std::string> only_in_new;
