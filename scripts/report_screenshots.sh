@@ -7,11 +7,13 @@
 # Usage: scripts/report_screenshots.sh [BUILD_DIR]   (needs chromium, libjs-vega, python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${1:-build}/tiletune
+bin=$(realpath "${1:-build}/tiletune")
+export PATH="$(dirname "$bin"):$PATH"  # the page header shows the command as a user would type it
 out=docs/report
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
+ln -s "$PWD/profiles" "$work/profiles"
 
 python3 - "$work" <<'EOF'
 import json, os, sys
@@ -31,12 +33,14 @@ both = sorted(set(os.listdir("profiles/measured/h100-2026-11-22/gemm")) & set(os
 pack("2026-11-22", both)
 pack("2026-11-23", both)
 EOF
-"$bin" compare "$work/2026-11-22.json" "$work/2026-11-23.json" --out "$work/compare.json" >/dev/null || [ $? -eq 1 ]
+# From inside the scratch folder, so the page names the two days' files, not a /tmp path.
+(cd "$work" && tiletune compare 2026-11-22.json 2026-11-23.json --out compare.json >/dev/null) || [ $? -eq 1 ]
 
 shot() {  # NAME HEIGHT FILE...
   local name=$1 height=$2
   shift 2
-  "$bin" report "$@" --out "$work/$name.html" >/dev/null
+  # From the scratch folder, with profiles/ linked in: the header names repository paths, not /tmp.
+  (cd "$work" && tiletune report "$@" --out "$name.html" >/dev/null)
   chromium --headless --disable-gpu --no-sandbox --no-first-run --user-data-dir="$work/profile" --hide-scrollbars \
     --virtual-time-budget=15000 --window-size=1000,"$height" --screenshot="$out/$name.png" "file://$work/$name.html" 2>/dev/null
   echo "wrote $out/$name.png"
@@ -44,4 +48,4 @@ shot() {  # NAME HEIGHT FILE...
 shot gemm 2900 profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json
 shot suite 1250 profiles/baselines/h100-sxm.json
 shot batch 1700 profiles/measured/h100-2026-11-23/batch/batch-gpt2.json
-shot compare 700 "$work/compare.json"
+shot compare 700 compare.json
