@@ -237,11 +237,11 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
     const auto answer = std::any_cast<std::shared_ptr<dealt_answer>>(o.result);
     nlohmann::json r = std::move(answer->result);
     const auto& d = *std::find_if(job.devices.begin(), job.devices.end(), [&](const auto& c) { return c.index == o.device; });
-    r["ran_on"] = {{"device", o.device}, {"name", d.spec.name}, {"faults", faults}};
     if (job.db && r.value("mode", "") == "measured") {
       job.db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/false));
       r["tuning_db"] = {{"file", job.db->file().string()}, {"answered", false}, {"stored", true}};
     }
+    r["ran_on"] = {{"device", o.device}, {"name", d.spec.name}, {"faults", faults}};  // this run's, not stored
     const auto& rec = r.value("recommendation", nlohmann::json());
     const auto& vs = rec.is_object() ? rec.value("vs_reference", nlohmann::json()) : nlohmann::json();
     progress.note(fmt::format(

@@ -140,11 +140,13 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
   const fs::path db = tmp_dir() / "devices.sqlite", out = tmp_dir() / "devices-db.json";
   fs::remove(db);
   const std::vector<std::string> args{"gemm", "--suite", suite_file("db", {64, 96, 128}).string(), "--devices", "all",
-                                      "--db", db.string(), "--out", out.string(), "--quiet"};
+                                      "--db", db.string(), "--out", out.string()};
   const auto first = run(args);
   ASSERT_EQ(first.code, 0) << first.err;
   std::set<std::string> stored;
-  for (const auto& res : read_json(out)["results"]) {
+  const auto first_json = read_json(out);
+  ASSERT_EQ(first_json["results"].size(), 3u);
+  for (const auto& res : first_json["results"]) {
     EXPECT_TRUE(res["tuning_db"]["stored"].get<bool>());
     stored.insert(res["name"]);
   }
@@ -154,7 +156,12 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
   EXPECT_EQ(nlohmann::json::parse(list.out)["records"].size(), 3u) << list.out;
   const auto again = run(args);
   ASSERT_EQ(again.code, 0) << again.err;
-  for (const auto& res : read_json(out)["results"]) EXPECT_TRUE(res["tuning_db"]["answered"].get<bool>()) << res["name"];
+  const auto again_json = read_json(out);
+  ASSERT_EQ(again_json["results"].size(), 3u);
+  for (const auto& res : again_json["results"]) {
+    EXPECT_TRUE(res["tuning_db"]["answered"].get<bool>()) << res["name"];
+    EXPECT_FALSE(res.contains("ran_on")) << res["name"];  // nothing ran on a GPU this time
+  }
   EXPECT_NE(again.err.find("dealing 0 problem(s) to 2 device(s) (3 answered from the tuning database)"),
             std::string::npos)
       << again.err;
