@@ -155,6 +155,7 @@ that faulted on 2 GPUs is failed. The JSON says which GPU ran each problem
 ("ran_on"), which GPUs were retired and why ("devices"), and what failed
 ("failed"); the exit code is then 3. This was tested with stand-in workers
 only, never on real GPUs.
+
 Progress goes to stderr: a bar on a terminal, otherwise one line per step
 and problem with the elapsed time and an estimate of the time left.
 

@@ -166,3 +166,11 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
             std::string::npos)
       << again.err;
 }
+
+TEST(gemm_devices, help_gives_the_flag_with_an_example) {
+  const auto r = run({"gemm", "--help"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--devices"), std::string::npos);
+  EXPECT_NE(r.out.find("tiletune gemm --suite profiles/suites/llm.json --devices all"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("never on real GPUs"), std::string::npos);
+}
