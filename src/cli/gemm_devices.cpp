@@ -1,5 +1,7 @@
 #include "cli/gemm_devices.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -8,8 +10,6 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/gemm_tuning.hpp"
 #include "core/errors.hpp"
@@ -31,16 +31,19 @@ local_devices visible_devices() {
     local.devices.push_back(find_preset(names.substr(at, comma - at)));
     at = comma + 1;
   }
-  fmt::print(stderr, "tiletune: TILETUNE_TEST_DEVICES={}: stand-in devices for tests, not this machine's GPUs\n",
-             stand_ins);
+  fmt::print(
+      stderr,
+      "tiletune: TILETUNE_TEST_DEVICES={}: stand-in devices for tests, not this machine's GPUs\n",
+      stand_ins);
   return local;
 }
 
 // Each attempt of a problem gets a new worker; this many devices faulting on
 // one problem make it a failed problem (and cost at most this many devices).
 constexpr int max_attempts_per_problem = 2;
-constexpr double worker_start_s = 300;  // subprocess_backend's limit on a worker's start (CUDA context, cuBLASLt)
-constexpr double compile_s = 60;        // one NVRTC compile of a large variant, with margin
+constexpr double worker_start_s =
+    300;  // subprocess_backend's limit on a worker's start (CUDA context, cuBLASLt)
+constexpr double compile_s = 60;  // one NVRTC compile of a large variant, with margin
 
 // The longest a healthy device goes without a sign of life on problem p: a
 // worker's start, the longest request it can be sent (--variant-timeout, the
@@ -55,7 +58,8 @@ double stall_limit_s(const gemm_problem& p, const measure_settings& s) {
   measure_request slowest;
   slowest.op = "variant";
   slowest.predicted_us = s.time_cap_ms * 1e3;
-  const double request_s = std::max(timeout_for(slowest, setup, t), t.fixed_s ? *t.fixed_s : t.unpredicted_s);
+  const double request_s =
+      std::max(timeout_for(slowest, setup, t), t.fixed_s ? *t.fixed_s : t.unpredicted_s);
   return worker_start_s + request_s + compile_s;
 }
 
@@ -63,7 +67,8 @@ double stall_limit_s(const gemm_problem& p, const measure_settings& s) {
 std::optional<std::string> device_fault(const gemm_plan& plan) {
   if (!plan.reference) return std::nullopt;
   std::string message = plan.reference->message;  // may end in an empty stderr tail
-  while (!message.empty() && (std::isspace(static_cast<unsigned char>(message.back())) || message.back() == ':'))
+  while (!message.empty() &&
+         (std::isspace(static_cast<unsigned char>(message.back())) || message.back() == ':'))
     message.pop_back();
   if (plan.reference->status == "launch_error") return "cuBLASLt failed on it: " + message;
   if (plan.reference->status == "timeout") return "hung: cuBLASLt gave no result: " + message;
@@ -83,13 +88,15 @@ struct abandoned_attempt : std::runtime_error {
 // and measured by a worker process on that GPU, in a thread of its own.
 class gpu_device_runner : public device_runner {
  public:
-  gpu_device_runner(const devices_job& job, device_choice device, const std::vector<gemm_problem>& problems)
+  gpu_device_runner(const devices_job& job, device_choice device,
+                    const std::vector<gemm_problem>& problems)
       : job_(job), device_(std::move(device)), problems_(problems) {}
   ~gpu_device_runner() override {
     abandon();
     if (thread_.joinable()) thread_.join();  // an abandoned attempt ends at its next request
   }
-  void start(std::size_t k, std::function<void()> beat, std::function<void(attempt_end)> done) override {
+  void start(std::size_t k, std::function<void()> beat,
+             std::function<void(attempt_end)> done) override {
     if (thread_.joinable()) thread_.join();  // the previous attempt has posted its end
     thread_ = std::thread([this, p = problems_[k], beat = std::move(beat), done = std::move(done)] {
       attempt_end end;
@@ -137,7 +144,8 @@ std::vector<device_choice> choose_devices(const std::string& list) {
   const local_devices local = visible_devices();
   const int count = static_cast<int>(local.devices.size());
   if (local.devices.empty())
-    throw environment_error(fmt::format("--devices {}: no CUDA GPU is available here: {}", list, local.why_none));
+    throw environment_error(
+        fmt::format("--devices {}: no CUDA GPU is available here: {}", list, local.why_none));
   std::vector<int> picked;
   if (list == "all") {
     for (int i = 0; i < count; ++i) picked.push_back(i);
@@ -146,14 +154,17 @@ std::vector<device_choice> choose_devices(const std::string& list) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
       const std::string item = list.substr(at, comma - at);
       at = comma + 1;
-      if (item.empty() || item.size() > 6 || !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        throw usage_error(fmt::format("--devices {}: '{}' is not a device number: give all, or distinct numbers "
-                                      "such as 0,2,5",
-                                      list, item));
+      if (item.empty() || item.size() > 6 ||
+          !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw usage_error(
+            fmt::format("--devices {}: '{}' is not a device number: give all, or distinct numbers "
+                        "such as 0,2,5",
+                        list, item));
       const int index = std::stoi(item);
       if (index >= count)
-        throw usage_error(fmt::format("--devices {}: device {} does not exist: this machine has {} GPU(s), 0 to {}",
-                                      list, index, count, count - 1));
+        throw usage_error(fmt::format(
+            "--devices {}: device {} does not exist: this machine has {} GPU(s), 0 to {}", list,
+            index, count, count - 1));
       if (std::find(picked.begin(), picked.end(), index) != picked.end())
         throw usage_error(fmt::format("--devices {}: device {} is named twice", list, index));
       picked.push_back(index);
@@ -163,9 +174,10 @@ std::vector<device_choice> choose_devices(const std::string& list) {
   for (int i : picked) {
     chosen.push_back(device_choice{local.devices[i], true, i});
     if (device_model_of(chosen.back().spec) != device_model_of(chosen.front().spec))
-      throw usage_error(fmt::format("--devices {}: device {} is a {} and device {} a {}: results are filed per GPU "
-                                    "model, so tune one model per run",
-                                    list, chosen.front().index, chosen.front().spec.name, i, chosen.back().spec.name));
+      throw usage_error(fmt::format(
+          "--devices {}: device {} is a {} and device {} a {}: results are filed per GPU "
+          "model, so tune one model per run",
+          list, chosen.front().index, chosen.front().spec.name, i, chosen.back().spec.name));
   }
   return chosen;
 }
@@ -182,7 +194,8 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
   std::vector<std::size_t> todo;  // suite indices, in suite order, that a device must tune
   for (std::size_t i = 0; i < n; ++i) {
     if (job.answer_from_db) {
-      if (auto a = look_up(*job.db, job.devices[0], problems[i].problem, true, job.compiler->version())) {
+      if (auto a = look_up(*job.db, job.devices[0], problems[i].problem, true,
+                           job.compiler->version())) {
         out.results[i] = result_from_answer(*job.db, *a, job.tool_now);
         progress.note(fmt::format("{}: answered from the tuning database", label(i)));
         continue;
@@ -203,11 +216,13 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
   settings.max_attempts = max_attempts_per_problem;
   settings.stall_s = [&](std::size_t k) { return stall_limit_s(todo_problems[k], job.settings); };
   settings.keep_dealing = [&, first = true]() mutable {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.started).count();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - job.started).count();
     const bool go = job.budget_s <= 0 || first || elapsed < job.budget_s;
     first = false;
-    if (!go) progress.note(fmt::format("--budget-s {:g} spent after {}: no new problem is dealt", job.budget_s,
-                                       format_seconds(elapsed)));
+    if (!go)
+      progress.note(fmt::format("--budget-s {:g} spent after {}: no new problem is dealt",
+                                job.budget_s, format_seconds(elapsed)));
     return go;
   };
   // A retired device and a failed problem are said even under --quiet.
@@ -219,12 +234,14 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
   pool_events events;
   events.started = [&](int dev, std::size_t k, int attempt) {
     began[k] = std::chrono::steady_clock::now();
-    progress.note(fmt::format("[dev {}] {}: started{}", dev, label(todo[k]),
-                              attempt > 1 ? fmt::format(" (attempt {} of {})", attempt, max_attempts_per_problem) : ""));
+    progress.note(fmt::format(
+        "[dev {}] {}: started{}", dev, label(todo[k]),
+        attempt > 1 ? fmt::format(" (attempt {} of {})", attempt, max_attempts_per_problem) : ""));
   };
   events.retired = [&](int dev, const std::string& why) {
-    warn(fmt::format("[dev {}] RETIRED: {}; its problem is dealt again or, after {} attempts, failed", dev,
-                              why, max_attempts_per_problem));
+    warn(fmt::format(
+        "[dev {}] RETIRED: {}; its problem is dealt again or, after {} attempts, failed", dev, why,
+        max_attempts_per_problem));
   };
   events.finished = [&](std::size_t k, const problem_outcome& o) {
     const std::size_t i = todo[k];
@@ -236,25 +253,30 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
     }
     const auto answer = std::any_cast<std::shared_ptr<dealt_answer>>(o.result);
     nlohmann::json r = std::move(answer->result);
-    const auto& d = *std::find_if(job.devices.begin(), job.devices.end(), [&](const auto& c) { return c.index == o.device; });
+    const auto& d = *std::find_if(job.devices.begin(), job.devices.end(),
+                                  [&](const auto& c) { return c.index == o.device; });
     if (job.db && r.value("mode", "") == "measured") {
       job.db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/false));
       r["tuning_db"] = {{"file", job.db->file().string()}, {"answered", false}, {"stored", true}};
     }
-    r["ran_on"] = {{"device", o.device}, {"name", d.spec.name}, {"faults", faults}};  // this run's, not stored
+    r["ran_on"] = {
+        {"device", o.device}, {"name", d.spec.name}, {"faults", faults}};  // this run's, not stored
     const auto& rec = r.value("recommendation", nlohmann::json());
-    const auto& vs = rec.is_object() ? rec.value("vs_reference", nlohmann::json()) : nlohmann::json();
+    const auto& vs =
+        rec.is_object() ? rec.value("vs_reference", nlohmann::json()) : nlohmann::json();
     progress.note(fmt::format(
         "[dev {}] {}: {} in {}", o.device, label(i),
         !rec.is_object() ? std::string("done, no variant ran correctly")
         : vs.is_number() ? fmt::format("ok {:.2f}x cuBLAS", vs.get<double>())
                          : std::string("ok"),
-        format_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - began[k]).count())));
+        format_seconds(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began[k]).count())));
     out.results[i] = std::move(r);
     out.plans[i] = std::move(answer->plan);
   };
-  progress.note(fmt::format("dealing {} problem(s) to {} device(s) ({} answered from the tuning database)",
-                            todo.size(), job.devices.size(), n - todo.size()));
+  progress.note(
+      fmt::format("dealing {} problem(s) to {} device(s) ({} answered from the tuning database)",
+                  todo.size(), job.devices.size(), n - todo.size()));
   device_pool pool(std::move(pool_devices), settings);
   const auto outcomes = pool.run(todo.size(), events);
   for (std::size_t k = 0; k < outcomes.size(); ++k) {
@@ -264,11 +286,14 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
     if (o.what != problem_outcome::state::failed) continue;
     nlohmann::json faults = nlohmann::json::array();
     for (const auto& f : o.faults) faults.push_back({{"device", f.device}, {"why", f.why}});
-    out.failed.push_back({{"name", sp.name}, {"problem", to_json(sp.problem)}, {"why", o.why}, {"faults", faults}});
+    out.failed.push_back(
+        {{"name", sp.name}, {"problem", to_json(sp.problem)}, {"why", o.why}, {"faults", faults}});
   }
   for (std::size_t s = 0; s < pool.devices().size(); ++s) {
     const auto& st = pool.devices()[s];
-    nlohmann::json d = {{"index", st.index}, {"name", job.devices[s].spec.name}, {"retired", st.retired},
+    nlohmann::json d = {{"index", st.index},
+                        {"name", job.devices[s].spec.name},
+                        {"retired", st.retired},
                         {"answered", st.answered}};
     if (st.retired) d["why"] = st.why;
     out.devices.push_back(std::move(d));

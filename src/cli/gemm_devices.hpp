@@ -2,11 +2,10 @@
 // suite's problems dealt to them as they free up (core/tune/fleet/device_pool).
 #pragma once
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/gpu_run.hpp"

@@ -2,12 +2,12 @@
 // (TILETUNE_TEST_DEVICES) and the stand-in worker (TILETUNE_TEST_WORKER =
 // tests/support/fake_worker, which crashes or hangs per device on request).
 // No real GPU is involved: this checks the dealing, not the measuring.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
-#include <set>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tiletune_process.hpp"
 
@@ -18,24 +18,32 @@ namespace {
 
 struct scoped_env {
   std::string name;
-  scoped_env(std::string n, const std::string& value) : name(std::move(n)) { setenv(name.c_str(), value.c_str(), 1); }
+  scoped_env(std::string n, const std::string& value) : name(std::move(n)) {
+    setenv(name.c_str(), value.c_str(), 1);
+  }
   ~scoped_env() { unsetenv(name.c_str()); }
 };
 
 // f32 problems (simt: the quickest to compile); m of each from the list.
 fs::path suite_file(const std::string& tag, const std::vector<int>& ms) {
   const fs::path suite = tmp_dir() / (tag + "-suite.json");
-  nlohmann::json j = {{"schema", "tiletune.suite/1"}, {"name", tag}, {"problems", nlohmann::json::array()}};
+  nlohmann::json j = {
+      {"schema", "tiletune.suite/1"}, {"name", tag}, {"problems", nlohmann::json::array()}};
   for (std::size_t i = 0; i < ms.size(); ++i)
-    j["problems"].push_back({{"name", "p" + std::to_string(i)}, {"m", ms[i]}, {"n", 64}, {"k", 64},
-                             {"dtype", "f32"}, {"layout", "nn"}});
+    j["problems"].push_back({{"name", "p" + std::to_string(i)},
+                             {"m", ms[i]},
+                             {"n", 64},
+                             {"k", 64},
+                             {"dtype", "f32"},
+                             {"layout", "nn"}});
   std::ofstream(suite) << j.dump();
   return suite;
 }
 
 nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
-const char* one_variant = "simt_64x64x8_t8x8_v4";  // --only: one compile a problem keeps the test short
+const char* one_variant =
+    "simt_64x64x8_t8x8_v4";  // --only: one compile a problem keeps the test short
 
 }  // namespace
 
@@ -59,7 +67,9 @@ TEST(gemm_devices, a_bad_list_exits_2_naming_the_value) {
   }
   const auto offline = with({"--devices", "all", "--gpu", "h100-sxm"});
   EXPECT_EQ(offline.code, 2);
-  EXPECT_NE(offline.err.find("--devices all and --gpu h100-sxm exclude each other"), std::string::npos) << offline.err;
+  EXPECT_NE(offline.err.find("--devices all and --gpu h100-sxm exclude each other"),
+            std::string::npos)
+      << offline.err;
   const auto no_suite = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--devices", "all"});
   EXPECT_EQ(no_suite.code, 2);
   EXPECT_NE(no_suite.err.find("give --suite FILE"), std::string::npos) << no_suite.err;
@@ -77,8 +87,9 @@ TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_pro
   const scoped_env crash("TILETUNE_FAKE_CRASH_DEVICE", "1");
   const scoped_env hang("TILETUNE_FAKE_HANG_DEVICE", "2");
   const fs::path out = tmp_dir() / "devices-deal.json";
-  const auto r = run({"gemm", "--suite", suite_file("deal", {64, 96, 128, 160, 192}).string(), "--devices", "all",
-                      "--only", one_variant, "--variant-timeout", "1", "--out", out.string()});
+  const auto r =
+      run({"gemm", "--suite", suite_file("deal", {64, 96, 128, 160, 192}).string(), "--devices",
+           "all", "--only", one_variant, "--variant-timeout", "3", "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = read_json(out);
   ASSERT_EQ(j["results"].size(), 5u);
@@ -93,9 +104,11 @@ TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_pro
   EXPECT_FALSE(j["devices"][0]["retired"]);
   EXPECT_FALSE(j["devices"][3]["retired"]);
   ASSERT_TRUE(j["devices"][1]["retired"]);
-  EXPECT_NE(j["devices"][1]["why"].get<std::string>().find("cuBLASLt failed"), std::string::npos) << j["devices"][1];
+  EXPECT_NE(j["devices"][1]["why"].get<std::string>().find("cuBLASLt failed"), std::string::npos)
+      << j["devices"][1];
   ASSERT_TRUE(j["devices"][2]["retired"]);
-  EXPECT_NE(j["devices"][2]["why"].get<std::string>().find("hung"), std::string::npos) << j["devices"][2];
+  EXPECT_NE(j["devices"][2]["why"].get<std::string>().find("hung"), std::string::npos)
+      << j["devices"][2];
   EXPECT_EQ(j["devices"][0]["answered"].get<int>() + j["devices"][3]["answered"].get<int>(), 5);
   // The problems first dealt to the bad devices say so.
   std::set<int> faulted_on;
@@ -109,14 +122,15 @@ TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_pro
   EXPECT_NE(r.err.find("[dev 2] RETIRED: hung"), std::string::npos) << r.err;
 }
 
-// A problem that crashes every GPU ends failed after 2 attempts, not in a loop; the rest are answered.
+// A problem that crashes every GPU ends failed after 2 attempts, not in a loop; the rest are
+// answered.
 TEST(gemm_devices, a_problem_that_kills_every_device_is_failed_and_the_run_exits_3) {
   const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,h100-sxm,h100-sxm");
   const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
   const scoped_env poison("TILETUNE_FAKE_CRASH_M", "777");
   const fs::path out = tmp_dir() / "devices-poison.json";
-  const auto r = run({"gemm", "--suite", suite_file("poison", {64, 777, 96}).string(), "--devices", "0,1,2", "--only",
-                      one_variant, "--out", out.string(), "--quiet"});
+  const auto r = run({"gemm", "--suite", suite_file("poison", {64, 777, 96}).string(), "--devices",
+                      "0,1,2", "--only", one_variant, "--out", out.string(), "--quiet"});
   EXPECT_EQ(r.code, 3) << r.err;
   const auto j = read_json(out);
   ASSERT_EQ(j["results"].size(), 2u);
@@ -139,8 +153,10 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
   const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
   const fs::path db = tmp_dir() / "devices.sqlite", out = tmp_dir() / "devices-db.json";
   fs::remove(db);
-  const std::vector<std::string> args{"gemm", "--suite", suite_file("db", {64, 96, 128}).string(), "--devices", "all",
-                                      "--db", db.string(), "--out", out.string()};
+  const std::vector<std::string> args{
+      "gemm",      "--suite", suite_file("db", {64, 96, 128}).string(),
+      "--devices", "all",     "--db",
+      db.string(), "--out",   out.string()};
   const auto first = run(args);
   ASSERT_EQ(first.code, 0) << first.err;
   std::set<std::string> stored;
@@ -162,8 +178,9 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
     EXPECT_TRUE(res["tuning_db"]["answered"].get<bool>()) << res["name"];
     EXPECT_FALSE(res.contains("ran_on")) << res["name"];  // nothing ran on a GPU this time
   }
-  EXPECT_NE(again.err.find("dealing 0 problem(s) to 2 device(s) (3 answered from the tuning database)"),
-            std::string::npos)
+  EXPECT_NE(
+      again.err.find("dealing 0 problem(s) to 2 device(s) (3 answered from the tuning database)"),
+      std::string::npos)
       << again.err;
 }
 
@@ -171,6 +188,8 @@ TEST(gemm_devices, help_gives_the_flag_with_an_example) {
   const auto r = run({"gemm", "--help"});
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--devices"), std::string::npos);
-  EXPECT_NE(r.out.find("tiletune gemm --suite profiles/suites/llm.json --devices all"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tiletune gemm --suite profiles/suites/llm.json --devices all"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("never on real GPUs"), std::string::npos);
 }

@@ -2,6 +2,8 @@
 // hangs, one that faults mid-problem, a problem that faults every device.
 #include "core/tune/fleet/device_pool.hpp"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,8 +13,6 @@
 #include <set>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 using namespace tiletune;
 using namespace std::chrono_literals;
@@ -25,13 +25,16 @@ enum class act { answer, fault, hang };
 // beats of 10 ms, then answers "p<problem>@<device>" (or faults, or hangs until abandoned).
 class fake_device : public device_runner {
  public:
-  fake_device(int index, int ms, std::function<act(std::size_t)> what = [](std::size_t) { return act::answer; })
+  fake_device(
+      int index, int ms,
+      std::function<act(std::size_t)> what = [](std::size_t) { return act::answer; })
       : index_(index), ms_(ms), what_(std::move(what)) {}
   ~fake_device() override {
     abandon();
     for (auto& t : threads_) t.join();
   }
-  void start(std::size_t p, std::function<void()> beat, std::function<void(attempt_end)> done) override {
+  void start(std::size_t p, std::function<void()> beat,
+             std::function<void(attempt_end)> done) override {
     ++started;
     threads_.emplace_back([this, p, beat, done] {
       const act a = what_(p);
@@ -44,7 +47,8 @@ class fake_device : public device_runner {
         std::unique_lock lock(m_);
         cv_.wait(lock, [this] { return abandoned_; });
         lock.unlock();
-        return done({true, "", std::string("late answer")});  // after being given up: must be ignored
+        return done(
+            {true, "", std::string("late answer")});  // after being given up: must be ignored
       }
       done({true, "", "p" + std::to_string(p) + "@" + std::to_string(index_)});
     });
@@ -100,7 +104,8 @@ TEST(device_pool, deals_to_whichever_device_frees_up_and_answers_each_problem_on
   ASSERT_EQ(out.size(), 14u);
   expect_all_answered(out);
   for (std::size_t p = 0; p < 14; ++p) EXPECT_EQ(finished[p], 1) << p;
-  // A queue, not a static split: the fast device answers most, and each started only what it answered.
+  // A queue, not a static split: the fast device answers most, and each started only what it
+  // answered.
   const auto& d = pool.devices();
   EXPECT_GT(d[0].answered, d[2].answered);
   EXPECT_EQ(d[0].answered + d[1].answered + d[2].answered, 14u);
@@ -116,7 +121,9 @@ TEST(device_pool, retires_a_silent_device_and_deals_its_problem_again) {
   device_pool pool({{0, &ok0}, {1, &hangs}, {2, &ok2}}, quick(0.3));
   std::vector<std::string> retired;
   pool_events ev;
-  ev.retired = [&](int dev, const std::string& why) { retired.push_back(std::to_string(dev) + ": " + why); };
+  ev.retired = [&](int dev, const std::string& why) {
+    retired.push_back(std::to_string(dev) + ": " + why);
+  };
   const auto started = std::chrono::steady_clock::now();
   const auto out = pool.run(6, ev);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 3s);
@@ -126,7 +133,8 @@ TEST(device_pool, retires_a_silent_device_and_deals_its_problem_again) {
   EXPECT_TRUE(pool.devices()[1].retired);
   EXPECT_EQ(pool.devices()[1].answered, 0u);
   EXPECT_EQ(hangs.started, 1);  // dealt one problem, never another
-  // The hung device's problem (dealt second: problem 1) was answered elsewhere, and records the hang.
+  // The hung device's problem (dealt second: problem 1) was answered elsewhere, and records the
+  // hang.
   ASSERT_EQ(out[1].faults.size(), 1u);
   EXPECT_EQ(out[1].faults[0].device, 1);
   EXPECT_NE(out[1].device, 1);
@@ -134,7 +142,8 @@ TEST(device_pool, retires_a_silent_device_and_deals_its_problem_again) {
 
 TEST(device_pool, beats_keep_a_slow_device_that_makes_progress) {
   fake_device slow(0, 400), fast(1, 20);
-  device_pool pool({{0, &slow}, {1, &fast}}, quick(0.15));
+  device_pool pool({{0, &slow}, {1, &fast}},
+                   quick(0.3));  // 400 ms of work: retired without its beats
   const auto out = pool.run(4);
   expect_all_answered(out);
   EXPECT_FALSE(pool.devices()[0].retired) << pool.devices()[0].why;
@@ -142,7 +151,8 @@ TEST(device_pool, beats_keep_a_slow_device_that_makes_progress) {
 }
 
 TEST(device_pool, a_device_that_faults_mid_problem_is_retired_and_the_problem_redealt) {
-  fake_device ok0(0, 30), faults(5, 40, [](std::size_t p) { return p == 1 ? act::fault : act::answer; });
+  fake_device ok0(0, 30),
+      faults(5, 40, [](std::size_t p) { return p == 1 ? act::fault : act::answer; });
   device_pool pool({{0, &ok0}, {5, &faults}}, quick());
   const auto out = pool.run(8);
   expect_all_answered(out);
@@ -177,7 +187,8 @@ TEST(device_pool, when_every_device_is_retired_the_rest_fail_instead_of_waiting)
   fake_device d0(0, 10, poison), d1(1, 50, poison);
   device_pool pool({{0, &d0}, {1, &d1}}, quick(5, 5));
   const auto out = pool.run(3);
-  // Device 0 faults on problem 0 while device 1 answers problem 1, then takes problem 0 and faults too.
+  // Device 0 faults on problem 0 while device 1 answers problem 1, then takes problem 0 and faults
+  // too.
   EXPECT_EQ(out[0].what, problem_outcome::state::failed);
   EXPECT_NE(out[0].why.find("no healthy device"), std::string::npos) << out[0].why;
   EXPECT_EQ(out[0].faults.size(), 2u);
@@ -202,7 +213,10 @@ TEST(device_pool, a_spent_budget_deals_no_new_problem) {
   }
   EXPECT_EQ(done, 3);
   EXPECT_EQ(not_run, 4);
-  for (std::size_t p = 0; p < 3; ++p) EXPECT_EQ(out[p].what, problem_outcome::state::done);  // suite order
+  for (std::size_t p = 0; p < 3; ++p)
+    EXPECT_EQ(out[p].what, problem_outcome::state::done);  // suite order
 }
 
-TEST(device_pool, refuses_no_devices) { EXPECT_THROW(device_pool({}, pool_settings{}), std::invalid_argument); }
+TEST(device_pool, refuses_no_devices) {
+  EXPECT_THROW(device_pool({}, pool_settings{}), std::invalid_argument);
+}

@@ -1,5 +1,8 @@
 #include "core/tune/fleet/device_pool.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -7,9 +10,6 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace tiletune {
 
@@ -22,7 +22,7 @@ using clock_type = std::chrono::steady_clock;
 struct mailbox {
   struct letter {
     std::size_t slot;
-    std::uint64_t token;  // the attempt it belongs to: a stale one is ignored
+    std::uint64_t token;             // the attempt it belongs to: a stale one is ignored
     std::optional<attempt_end> end;  // none: a beat
   };
   std::mutex m;
@@ -77,7 +77,8 @@ std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_even
       if (!s.retired) return true;
     return false;
   };
-  // A device faulted or hung on its problem: retire it, and deal the problem again or give up on it.
+  // A device faulted or hung on its problem: retire it, and deal the problem again or give up on
+  // it.
   auto fault = [&](std::size_t slot, const std::string& why) {
     const std::size_t p = slots[slot].problem;
     slots[slot].busy = false;
@@ -90,7 +91,8 @@ std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_even
       std::vector<int> on;
       for (const auto& f : outcomes[p].faults) on.push_back(f.device);
       decide(p, problem_outcome::state::failed,
-             fmt::format("faulted on {} device(s) ({}), the most a problem is tried", on.size(), fmt::join(on, ", ")));
+             fmt::format("faulted on {} device(s) ({}), the most a problem is tried", on.size(),
+                         fmt::join(on, ", ")));
     } else {
       pending.push_front(p);
     }
@@ -109,21 +111,29 @@ std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_even
       if (events.started) events.started(devices_[s].index, p, attempts[p]);
       const std::uint64_t token = slots[s].token;
       devices_[s].runner->start(
-          p, [box, s, token] { box->post({s, token, std::nullopt}); },
-          [box, s, token](attempt_end end) { box->post({s, token, std::move(end)}); });
+          p,
+          [box, s, token] {
+            box->post({s, token, std::nullopt});
+          },
+          [box, s, token](attempt_end end) {
+            box->post({s, token, std::move(end)});
+          });
     }
     bool busy = false;
     for (const auto& sl : slots) busy = busy || sl.busy;
     if (!busy) {
-      // Nothing runs and nothing more can start: what is left is failed (no device) or not run (no budget).
+      // Nothing runs and nothing more can start: what is left is failed (no device) or not run (no
+      // budget).
       const bool any = healthy();
       while (!pending.empty()) {
         const std::size_t p = pending.front();
         pending.pop_front();
         if (any && attempts[p] == 0)
-          decide(p, problem_outcome::state::not_run, "no new problem was started (the budget was spent)");
+          decide(p, problem_outcome::state::not_run,
+                 "no new problem was started (the budget was spent)");
         else
-          decide(p, problem_outcome::state::failed, "no healthy device was left to run it (every device was retired)");
+          decide(p, problem_outcome::state::failed,
+                 "no healthy device was left to run it (every device was retired)");
       }
       break;
     }
@@ -132,8 +142,9 @@ std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_even
     std::optional<clock_type::time_point> deadline;
     for (const auto& sl : slots)
       if (sl.busy) {
-        const auto d = sl.last_beat + std::chrono::duration_cast<clock_type::duration>(
-                                          std::chrono::duration<double>(settings_.stall_s(sl.problem)));
+        const auto d =
+            sl.last_beat + std::chrono::duration_cast<clock_type::duration>(
+                               std::chrono::duration<double>(settings_.stall_s(sl.problem)));
         if (!deadline || d < *deadline) deadline = d;
       }
     std::deque<mailbox::letter> letters;

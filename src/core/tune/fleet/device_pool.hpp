@@ -14,9 +14,9 @@ namespace tiletune {
 
 // How one attempt at a problem ended, as its device's runner reports it.
 struct attempt_end {
-  bool ok = false;   // false: the device faulted; the problem is dealt again elsewhere
-  std::string why;   // a fault: what happened
-  std::any result;   // ok: the problem's result, handed back untouched
+  bool ok = false;  // false: the device faulted; the problem is dealt again elsewhere
+  std::string why;  // a fault: what happened
+  std::any result;  // ok: the problem's result, handed back untouched
 };
 
 // Runs one problem at a time on one device, off the dealer's thread.
@@ -25,7 +25,8 @@ class device_runner {
   virtual ~device_runner() = default;
   // Starts `problem` (its index in the suite). The runner calls beat() whenever
   // it makes progress and done() exactly once at the end, from any thread.
-  virtual void start(std::size_t problem, std::function<void()> beat, std::function<void(attempt_end)> done) = 0;
+  virtual void start(std::size_t problem, std::function<void()> beat,
+                     std::function<void(attempt_end)> done) = 0;
   // The dealer gave up on this device (it went silent): stop, for good. A
   // done() that still comes is ignored.
   virtual void abandon() = 0;
@@ -52,17 +53,17 @@ struct fault_record {
 struct problem_outcome {
   enum class state { done, failed, not_run };
   state what = state::not_run;
-  int device = -1;                    // done: the device that answered
-  std::vector<fault_record> faults;   // the attempts that faulted, in order
-  std::string why;                    // failed: why no device answered
-  std::any result;                    // done: the runner's result
+  int device = -1;                   // done: the device that answered
+  std::vector<fault_record> faults;  // the attempts that faulted, in order
+  std::string why;                   // failed: why no device answered
+  std::any result;                   // done: the runner's result
 };
 
 struct pool_device_state {
   int index = 0;
   bool retired = false;
-  std::string why;            // retired: the fault or the silence
-  std::size_t answered = 0;   // problems it answered
+  std::string why;           // retired: the fault or the silence
+  std::size_t answered = 0;  // problems it answered
 };
 
 // What the dealer reports as it goes, on the thread that called run().
