@@ -30,6 +30,10 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
   cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
+  cmd->add_option("--devices", o->device.devices,
+                  "Suites: measure on several local GPUs at once, one worker each, the problems dealt as they free "
+                  "up: all, or distinct numbers such as 0,2,5 (one GPU model); see below")
+      ->type_name("all|I,J,...");
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
   cmd->add_option("--only", o->only, "Keep only these variant ids (e.g. mma_128x128x32_w2x2_s3)")->delimiter(',');
   cmd->add_flag("--verify-only", o->report.verify_only,
@@ -138,6 +142,20 @@ this as a Slurm job array):
   tiletune gemm --suite S --shard 0/3 --db shard-0.sqlite --out shard-0.json
   tiletune db merge shard-*.sqlite --into tuning.sqlite
 Offline (--gpu NAME), add --store-plans to keep the plans in the database.
+
+Tuning a suite on every GPU of one machine: one worker per GPU, each problem
+dealt to the next GPU that is free, one result file and one database:
+  tiletune gemm --suite profiles/suites/llm.json --devices all --out llm.json
+  tiletune gemm --suite profiles/suites/llm.json --devices 0,2,5 --out llm.json
+stderr says per GPU what it runs ("[dev 2] 5/12 NAME (SHAPE): ok 0.93x
+cuBLAS in 41.0 s"). A GPU whose cuBLASLt run crashes or hangs, whose worker
+cannot start, or that shows no progress within a limit derived from the
+problem's time limits, is retired and its problem dealt to another; a problem
+that faulted on 2 GPUs is failed. The JSON says which GPU ran each problem
+("ran_on"), which GPUs were retired and why ("devices"), and what failed
+("failed"); the exit code is then 3. This was tested with stand-in workers
+only, never on real GPUs.
+
 Progress goes to stderr: a bar on a terminal, otherwise one line per step
 and problem with the elapsed time and an estimate of the time left.
 
@@ -147,7 +165,8 @@ and problem with the elapsed time and an estimate of the time left.
 Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
 2 bad input (the message names it); 3 no GPU and no --gpu, a CUDA library is
 missing, or the tuning database is damaged or not tiletune's (the message
-names the file); 70 internal error.)");
+names the file), or with --devices a problem got no answer (every GPU it was
+dealt to faulted); 70 internal error.)");
   cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
 }
 

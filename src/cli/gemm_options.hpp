@@ -24,6 +24,7 @@ struct gemm_options {
   struct {
     std::optional<std::string> gpu;
     std::optional<int> index;
+    std::string devices;  // --devices all|0,2,5: one worker per GPU, problems dealt as they free up
   } device;
   struct {
     std::uint64_t seed = 1;

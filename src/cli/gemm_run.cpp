@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/gemm_devices.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
@@ -69,7 +70,19 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   if (!o.report.out.empty()) check_output_path(o.report.out);
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
 
-  const device_choice device = choose_device(o.device.gpu, o.device.index);
+  std::vector<device_choice> dealt_to;  // --devices: the GPUs the suite is dealt to
+  if (!o.device.devices.empty()) {
+    const std::string flag = "--devices " + o.device.devices;
+    if (o.device.gpu)
+      throw usage_error(fmt::format("{} and --gpu {} exclude each other: --gpu plans offline for a preset, --devices "
+                                    "measures on local GPUs",
+                                    flag, *o.device.gpu));
+    if (o.device.index) throw usage_error(flag + " and --device exclude each other: --devices names every GPU used");
+    if (o.suite.empty()) throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE");
+    if (o.report.dry_run) throw usage_error(flag + " measures on GPUs and --dry-run launches nothing: drop one");
+    dealt_to = choose_devices(o.device.devices);
+  }
+  const device_choice device = dealt_to.empty() ? choose_device(o.device.gpu, o.device.index) : dealt_to.front();
   for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
   const bool measure = device.live && !o.report.dry_run;
   if (o.report.verify_only && !device.live)
@@ -142,7 +155,16 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   if (shard)
     progress.note(fmt::format("shard {}/{}: {} of the suite's {} problems{}", shard->index, shard->count, count,
                               suite_total, count ? "" : " (none hash to this shard: nothing to do)"));
-  for (std::size_t i = 0; i < count; ++i) {
+  devices_outcome dealt;
+  if (!dealt_to.empty()) {
+    devices_job job{&suite, dealt_to, compiler, options, settings, db.get(), db && !o.tuning.retune && o.export_dir.empty(),
+                    tool_now, run, o.tuning.budget_s, started};
+    dealt = run_on_devices(job, progress);
+    results = std::move(dealt.results);
+    plans = std::move(dealt.plans);
+    not_run = std::move(dealt.not_run);
+  }
+  for (std::size_t i = 0; i < count && dealt_to.empty(); ++i) {
     const auto& sp = suite.problems[i];
     const double elapsed = seconds_since(started);
     if (o.tuning.budget_s > 0 && i > 0 && elapsed >= o.tuning.budget_s) {
@@ -224,7 +246,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   progress.finish();
 
   bool all_measured = true;
-  for (const auto& r : results) all_measured = all_measured && r.value("mode", "") == "measured";
+  for (const auto& r : results) all_measured = all_measured && (r.is_null() || r.value("mode", "") == "measured");
   nlohmann::json j;
   if (o.suite.empty()) {
     j = results[0];
@@ -238,6 +260,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                     {"split", "FNV-1a 64 of the problem's tuning-database key, modulo count"}};
     j["results"] = nlohmann::json::array();
     for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].is_null()) continue;  // --devices: no device answered it (under "failed") or not started
       nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
       for (const char* k : {"schema", "tool", "device"}) r.erase(k);
       // A suite keeps the best --top variants of each problem, and says so.
@@ -248,12 +271,17 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       }
       r["mode"] = results[i].value("mode", "predicted");
       if (results[i].contains("tuning_db")) r["tuning_db"] = results[i]["tuning_db"];
-      if (results[i].contains("search")) r["search"] = results[i]["search"];
+      for (const char* k : {"search", "ran_on"})
+        if (results[i].contains(k)) r[k] = results[i][k];
       r["name"] = suite.problems[i].name;
       j["results"].push_back(std::move(r));
     }
-    j["complete"] = not_run.empty();
+    j["complete"] = not_run.empty() && dealt.failed.empty();
     j["not_run"] = not_run;
+    if (!dealt_to.empty()) {
+      j["devices"] = dealt.devices;
+      j["failed"] = dealt.failed;
+    }
     j["wall_s"] = seconds_since(started);
   }
   if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
@@ -269,14 +297,24 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       table = format_db_answer_table(results[0], o.report.top);
     std::fputs(table.c_str(), stdout);
     if (!not_run.empty()) fmt::print("not run (budget spent): {}\n", fmt::join(not_run, ", "));
+    for (const auto& f : dealt.failed)
+      fmt::print("FAILED {}: {}\n", f["name"].get<std::string>(), f["why"].get<std::string>());
+    for (const auto& d : dealt.devices)
+      if (d["retired"].get<bool>()) fmt::print("device {} retired: {}\n", d["index"].get<int>(), d["why"].get<std::string>());
     if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
   }
   for (const auto& r : results)
-    if (r.value("recommendation", nlohmann::json()).is_null())
+    if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
       fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
                  gemm_problem_from_json(r.at("problem")).describe(), device.spec.name);
   ctx.exit_code = exit_ok;
-  if (!o.export_dir.empty()) ctx.exit_code = export_kernels(o, suite, plans, run);
+  if (!dealt.failed.empty()) {
+    fmt::print(stderr, "tiletune: {} problem(s) got no answer: every device dealt them faulted (see \"failed\" and "
+                       "\"devices\" in the JSON)\n", dealt.failed.size());
+    ctx.exit_code = exit_environment;
+  }
+  if (!o.export_dir.empty())
+    if (const int e = export_kernels(o, suite, plans, run); e != exit_ok) ctx.exit_code = e;
 }
 
 }  // namespace tiletune::cli

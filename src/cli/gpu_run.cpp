@@ -33,6 +33,11 @@ compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
   cached_ = std::make_unique<cached_compiler>(nvrtc_, compile_cache(dir));
 }
 
+std::vector<std::string> worker_argv() {
+  if (const char* stand_in = std::getenv("TILETUNE_TEST_WORKER"); stand_in && *stand_in) return {stand_in};
+  return {self_executable(), "__worker"};
+}
+
 void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o, const std::string& prefix,
                     progress_line& progress) {
   worker_setup setup;
@@ -49,7 +54,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   const scratch_dir scratch("tiletune-run");
   request_timeout timeout;
   timeout.fixed_s = o.variant_timeout_s;
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), timeout);
+  subprocess_backend backend(worker_argv(), setup, scratch.path(), timeout);
   const auto strategy = make_search_strategy(o.search);
   measure_options options;
   options.verify_only = o.verify_only;
@@ -60,6 +65,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   measure_plan(
       plan, backend,
       [&](std::size_t done, std::size_t total, const std::string& id) {
+        if (o.on_progress) o.on_progress();
         const int width = 30;
         const int filled = total ? static_cast<int>(width * done / total) : width;
         // The time left at the pace so far: an upper bound under a search that stops early.

@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +33,13 @@ struct measure_settings {
   double time_cap_ms = 2000;
   bool verify_only = false;
   std::string search = "exhaustive";  // the search strategy (gemm: --search, default halving)
+  // Called after each request the worker answers (gemm --devices: a sign of life; may throw to stop).
+  std::function<void()> on_progress;
 };
+
+// How to start the measuring worker: `tiletune __worker`, or the program named
+// by TILETUNE_TEST_WORKER (a test hook: the CPU tests' stand-in worker).
+std::vector<std::string> worker_argv();
 
 // Runs, verifies and times the plan's variants in a worker process on the local GPU.
 void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o,

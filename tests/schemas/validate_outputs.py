@@ -111,6 +111,16 @@ def produce(binary, work, profiles):
         "--out", str(suite_out))
     out["gemm --suite"] = json.loads(suite_out.read_text())
     out["suite input"] = json.loads(suite.read_text())
+    # --devices on three stand-in GPUs with the stand-in worker (built beside the binary's tests), where
+    # the "odd" problem crashes every worker: ran_on, devices (two retired) and failed.
+    fake_worker = Path(binary).resolve().parent / "tests" / "fake_worker"
+    if fake_worker.exists():
+        devices_out = work / "suite-devices-out.json"
+        run(binary, dict(env, TILETUNE_TEST_DEVICES="h100-sxm,h100-sxm,h100-sxm", TILETUNE_TEST_WORKER=str(fake_worker),
+                         TILETUNE_FAKE_CRASH_M="127"),
+            "gemm", "--suite", str(suite), "--only", "mma_64x64x32_w2x2_s3", "--devices", "all", "--quiet",
+            "--out", str(devices_out), ok_codes=(3,))
+        out["gemm --suite --devices (stand-ins)"] = json.loads(devices_out.read_text())
 
     out["batch (fits)"] = json.loads(run(binary, env, "batch", "--model", "gpt2", "--gpu", "h100-sxm", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",

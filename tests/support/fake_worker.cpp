@@ -2,8 +2,12 @@
 // and misbehaves on request: a variant id containing "crash" aborts, "hang"
 // never answers, "incorrect" fails verification, "slowNNN" takes NNN us; every
 // variant of the family named by TILETUNE_FAKE_HANG_FAMILY hangs, and of
-// TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template).
+// TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template). A whole device
+// misbehaves (gemm --devices): TILETUNE_FAKE_CRASH_DEVICE=I aborts on any
+// request on device I, TILETUNE_FAKE_HANG_DEVICE=I never answers one, and
+// TILETUNE_FAKE_CRASH_M=M aborts on every device when the problem has m == M.
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -31,6 +35,13 @@ int main() {
       const char* family = std::getenv(variable);
       return family && r.config && to_string(r.config->family) == family;
     };
+    auto number_is = [](const char* variable, std::int64_t value) {
+      const char* v = std::getenv(variable);
+      return v && *v && std::stoll(v) == value;
+    };
+    if (number_is("TILETUNE_FAKE_CRASH_DEVICE", setup.device) || number_is("TILETUNE_FAKE_CRASH_M", setup.problem.m))
+      std::abort();
+    if (number_is("TILETUNE_FAKE_HANG_DEVICE", setup.device)) std::this_thread::sleep_for(std::chrono::hours(1));
     if (r.id.find("crash") != std::string::npos || family_is("TILETUNE_FAKE_CRASH_FAMILY")) std::abort();
     if (r.id.find("hang") != std::string::npos || family_is("TILETUNE_FAKE_HANG_FAMILY"))
       std::this_thread::sleep_for(std::chrono::hours(1));
