@@ -39,6 +39,7 @@ struct training_setup {
   int zero_stage = 0;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
+  double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   double safety_margin = 0.05;  // share of the GPU's memory kept free
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
@@ -83,18 +84,24 @@ struct memory_breakdown {
   std::int64_t tied_embedding_grad_bytes = 0;
   std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
-  // max_memory_reserved over max_memory_allocated: the caching allocator's
-  // rounding and fragmentation, which the tensors alone cannot tell.
-  double allocator_overhead = 0;       // without checkpointing
-  double allocator_overhead_ckpt = 0;  // with checkpointing (recompute fragments more)
+  // The caching allocator's rounding and fragmentation (max_memory_reserved
+  // - max_memory_allocated), which the tensors alone cannot tell: a share of
+  // the transient bytes of the peak (all but held_bytes), and with
+  // checkpointing a further share of the gradients (training_calibration.hpp).
+  double allocator_overhead = 0;       // of the transient bytes
+  double allocator_overhead_ckpt = 0;  // of the gradients, with checkpointing only
   std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  // Allocated once and never freed (weights, optimizer states, workspaces): no allocator slack.
+  std::int64_t held_bytes() const;
   std::int64_t per_sample_bytes(bool checkpointing) const;
   // The phase of the step whose allocated bytes peak: "forward", "loss
   // backward", "recompute", "embedding backward" or "optimizer step".
   std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
-  // What must fit in the GPU: allocated, the allocator's slack, and the CUDA context.
+  // What must fit in the GPU: allocated, the allocator's slack on the
+  // transient part, and the CUDA context. Never larger with checkpointing
+  // than without at the same micro-batch.
   std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing) const;
 };
 
