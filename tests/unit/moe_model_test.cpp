@@ -75,7 +75,9 @@ TEST(moe_model, parameters_of_the_published_configs) {
     EXPECT_EQ(parameter_count(m), r.total) << r.file;
     EXPECT_EQ(active_parameter_count(m), r.active) << r.file;
     EXPECT_NEAR(parameter_count(m) / r.published_total, 1.0, 0.005) << r.file;
-    if (r.published_active > 0) EXPECT_NEAR(active_parameter_count(m) / r.published_active, 1.0, 0.005) << r.file;
+    if (r.published_active > 0) {
+      EXPECT_NEAR(active_parameter_count(m) / r.published_active, 1.0, 0.005) << r.file;
+    }
   }
   // OLMoE's 1.3 B is a rounded figure: within its last digit.
   EXPECT_NEAR(active_parameter_count(config("olmoe-1b-7b.json")) / 1e9, 1.3, 0.05);

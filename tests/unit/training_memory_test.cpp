@@ -34,6 +34,10 @@ TEST(memory, checkpointing_never_raises_the_predicted_peak) {
           s.world_size = zero > 0 ? 8 : 1;
           const memory_breakdown m = estimate_memory(s);
           for (std::int64_t b : {0, 1, 2, 3, 8, 64}) {
+            // Allocated bytes too: the checkpointed backward's two ends (the
+            // last layer's, the first's) against the plain step's phases.
+            EXPECT_LE(m.peak_allocated_bytes(b, true), m.peak_allocated_bytes(b, false))
+                << model << " " << to_string(p) << " lora " << lora << " zero " << zero << " micro-batch " << b;
             EXPECT_LE(m.peak_bytes(b, true), m.peak_bytes(b, false))
                 << model << " " << to_string(p) << " lora " << lora << " zero " << zero << " micro-batch " << b;
             ++checked;

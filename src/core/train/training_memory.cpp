@@ -76,7 +76,14 @@ namespace {
 // reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
 // Through backward, layer by layer, kept activations and 16-bit weight copies
 // are freed as gradients appear: the sum moves linearly from the loss's
-// backward to the optimizer step, so those two ends bound it.
+// backward to the optimizer step, so those two ends bound it, with the
+// first layer's backward between them (all gradients but its own, its
+// activations, the incoming and outgoing gradients). Under checkpointing the
+// sum at layer l is the gradients of the layers above it, the inputs of
+// those below and one layer recomputed: linear in l, so its two ends, the
+// last layer's backward and the first's, bound it; the first's holds what
+// the plain step's does then (the recomputed layer in place of the kept
+// one; the layer's input is the tensor its first norm keeps).
 struct phase_bytes {
   const char* name;
   std::int64_t bytes;
@@ -89,9 +96,11 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
-  // Bounded above by all gradients beside the layer inputs and one recomputed layer.
+  // The caller keeps the model output (its logits) through backward.
+  const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
   if (ckpt)
-    out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+    out.push_back({"recompute", states + (m.gradients_bytes - m.layer_gradients_bytes) + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
   // gradient waits in autograd's input buffer for the embedding's (a dense
@@ -265,6 +274,20 @@ memory_breakdown estimate_memory(const training_setup& s) {
       static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
   r.recompute_layer_bytes_per_sample =
       static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+  r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
+  // The blocks' share of the gradients (all of LoRA's), arriving layer by layer in backward.
+  double layer_trainable = 0, all_trainable = 0;
+  for (const auto& t : weight_tensors(m)) {
+    const bool in_layers = t.name.rfind("layers.", 0) == 0;
+    double n = lora ? (t.linear && in_layers ? static_cast<double>(s.lora_rank) * (t.rows + t.cols) * t.count : 0)
+                    : static_cast<double>(t.parameters());
+    if (t.routed()) n /= ep;  // this GPU's experts
+    all_trainable += n;
+    if (in_layers) layer_trainable += n;
+  }
+  r.layer_gradients_bytes =
+      all_trainable > 0 ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
+                        : 0;
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);

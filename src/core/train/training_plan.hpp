@@ -76,6 +76,8 @@ struct memory_breakdown {
   std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
   std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
   std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
+  std::int64_t outer_saved_bytes_per_sample = 0;              // kept outside the blocks (embeddings, final norm)
+  std::int64_t layer_gradients_bytes = 0;                     // the blocks' share of gradients_bytes
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
@@ -95,7 +97,8 @@ struct memory_breakdown {
   std::int64_t held_bytes() const;
   std::int64_t per_sample_bytes(bool checkpointing) const;
   // The phase of the step whose allocated bytes peak: "forward", "loss
-  // backward", "recompute", "embedding backward" or "optimizer step".
+  // backward", "recompute" (the last layer's, checkpointing), "first layer
+  // backward", "embedding backward" or "optimizer step".
   std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
