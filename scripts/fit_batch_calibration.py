@@ -33,6 +33,8 @@ def plan(binary, row, gpu):
     args = [binary, "batch", "--model", row.get("config") or PRESETS[row["model"]], "--seq-len", str(row["seq"]),
             "--gpu", gpu, "--precision", row["precision"], "--checkpointing", "on" if row["ckpt"] else "off",
             "--global-batch", str(row["mb"]), "--lora-rank", str(row.get("lora", 0)), "--json"]
+    if row.get("lora_dropout", 0) > 0:
+        args[-1:-1] = ["--lora-dropout", str(row["lora_dropout"])]
     j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
     return j, next(c for c in j["candidates"] if c["micro_batch"] == row["mb"])
 
