@@ -10,7 +10,10 @@ scripts/validate_batch.py) and prints them with the per-configuration errors.
 Memory: library_workspace_bytes = the median of max_allocated minus the
 modelled tensors (the binary's own workspace term taken out);
 cuda_context_bytes = the median of device_used_end - max_reserved;
-allocator shares = the largest max_reserved / max_allocated - 1 per policy.
+allocator slack: over the transient part (max_allocated minus weights,
+optimizer states and workspace, which are allocated once and never freed),
+the largest without checkpointing; with checkpointing, what remains beyond
+that as a share of the gradients' bytes, the largest (issue 21).
 Time: step = GEMMs + optimizer + memory_bound_bytes / (share * bandwidth)
 + kernels * launch_us, with bytes from the binary and GEMM times from
 --measured files (`tiletune batch` run on the same GPU: cuBLASLt times; the
@@ -30,6 +33,8 @@ def plan(binary, row, gpu):
     args = [binary, "batch", "--model", row.get("config") or PRESETS[row["model"]], "--seq-len", str(row["seq"]),
             "--gpu", gpu, "--precision", row["precision"], "--checkpointing", "on" if row["ckpt"] else "off",
             "--global-batch", str(row["mb"]), "--lora-rank", str(row.get("lora", 0)), "--json"]
+    if row.get("lora_dropout", 0) > 0:
+        args[-1:-1] = ["--lora-dropout", str(row["lora_dropout"])]
     j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
     return j, next(c for c in j["candidates"] if c["micro_batch"] == row["mb"])
 
@@ -69,9 +74,18 @@ def main():
     print("memory residual MiB (measured - modelled):", [round(x / 2**20) for x in residual])
     print("library_workspace_bytes (median, whole MiB):", int(statistics.median(residual)) // 2**20 * 2**20)
     print("cuda_context_bytes (median):", int(statistics.median(r["device_used_end"] - r["max_reserved"] for r in rows)))
-    for ck in (False, True):
-        shares = [r["max_reserved"] / r["max_allocated"] - 1 for r in rows if r["ckpt"] == ck]
-        print(f"reserved/allocated - 1, checkpointing={ck}: max {max(shares):.3f}")
+    def held(j):
+        m = j["memory"]
+        return m["weights_bytes"] + m["optimizer_bytes"] + m["library_workspace_bytes"]
+    plain = [(r["max_reserved"] - r["max_allocated"]) / (r["max_allocated"] - held(j))
+             for r, (j, _) in zip(rows, plans) if not r["ckpt"]]
+    print("allocator slack over the transient part, no checkpointing:", [round(x, 3) for x in plain])
+    transient = math.ceil(max(plain) * 100) / 100
+    print(f"allocator_slack_of_transient {transient}")
+    ckpt = [((r["max_reserved"] - r["max_allocated"]) - transient * (r["max_allocated"] - held(j))) /
+            j["memory"]["gradients_bytes"] for r, (j, _) in zip(rows, plans) if r["ckpt"]]
+    print("checkpointing: the rest over the gradients:", [round(x, 3) for x in ckpt])
+    print(f"allocator_slack_ckpt_of_gradients {math.ceil(max(ckpt) * 100) / 100}")
     best = None
     for share in [x / 100 for x in range(20, 101)]:
         for launch in [x / 2 for x in range(0, 61)]:

@@ -128,7 +128,8 @@ def measure_one(spec):
         import peft  # LoRA on every linear layer of the blocks, as tiletune assumes
         if precision != "fp32":
             model = model.to(torch.bfloat16)  # a frozen 16-bit base
-        lora = peft.LoraConfig(r=spec["lora"], lora_alpha=2 * spec["lora"], lora_dropout=0.0,
+        lora = peft.LoraConfig(r=spec["lora"], lora_alpha=2 * spec["lora"],
+                               lora_dropout=spec.get("lora_dropout", 0.0),
                                target_modules="all-linear")
         model = peft.get_peft_model(model, lora)
         for p in model.parameters():
@@ -163,7 +164,8 @@ def measure_one(spec):
         del out, loss
 
     row = {"model": spec["name"], "config": spec.get("config_path"), "seq": spec["seq"], "mb": spec["mb"],
-           "precision": precision, "ckpt": spec["ckpt"], "lora": spec["lora"], "params": params,
+           "precision": precision, "ckpt": spec["ckpt"], "lora": spec["lora"],
+           "lora_dropout": spec.get("lora_dropout", 0.0), "params": params,
            "trainable": trainable}
     try:
         step()  # warm-up: kernels loaded, AdamW states created
@@ -205,6 +207,8 @@ def tiletune_prediction(binary, gpu, spec):
                 "--precision", spec["precision"], "--optimizer", "adamw", "--attention", "flash",
                 "--checkpointing", "on" if spec["ckpt"] else "off", "--global-batch", str(spec["mb"]),
                 "--lora-rank", str(spec["lora"]), "--json"]
+        if spec.get("lora_dropout", 0.0) > 0:
+            args[-1:-1] = ["--lora-dropout", str(spec["lora_dropout"])]
         j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
     finally:
         os.unlink(f.name)
@@ -228,6 +232,7 @@ def main():
                     choices=["fp32", "bf16-mixed", "bf16", "fp16-mixed"])
     ap.add_argument("--ckpt", nargs="+", default=["off"], choices=["off", "on"])
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank on every linear layer (needs peft)")
+    ap.add_argument("--lora-dropout", type=float, default=0.0, help="peft's lora_dropout (with --lora)")
     ap.add_argument("--tiletune", help="a tiletune binary: print its offline prediction beside each run")
     ap.add_argument("--gpu", default="h100-sxm", help="the preset for --tiletune")
     a = ap.parse_args()
@@ -248,7 +253,8 @@ def main():
             for ckpt in a.ckpt:
                 for mb in a.mb:
                     specs.append({"name": name, "config_path": a.config, "config_json": config_json, "seq": a.seq,
-                                  "mb": mb, "precision": precision, "ckpt": ckpt == "on", "lora": a.lora})
+                                  "mb": mb, "precision": precision, "ckpt": ckpt == "on", "lora": a.lora,
+                                  "lora_dropout": a.lora_dropout})
     else:
         ap.error("give --config or --suite")
 

@@ -38,6 +38,7 @@ struct batch_options {
   int world_size = 1;
   std::optional<double> link_gbs;
   int lora_rank = 0;
+  double lora_dropout = 0;
   std::optional<int> expert_parallel;
   double safety_margin = 0.05;
   std::string out;
@@ -67,8 +68,8 @@ std::string format_plan(const batch_plan& plan) {
                      gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
                      gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
                      gib(plan.memory_budget_bytes));
-  out += fmt::format("peak GiB = allocated x (1 + {:.2f} allocator slack, {:.2f} with checkpointing) + {} CUDA "
-                     "context\n\n",
+  out += fmt::format("peak GiB = weights and optimizer states + transient x (1 + {:.2f} allocator slack; with "
+                     "checkpointing + {:.2f} x gradients) + {} CUDA context\n\n",
                      m.allocator_overhead, m.allocator_overhead_ckpt, gib(m.cuda_context_bytes));
   text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "step ms", "samples/s",
                 "tokens/s"});
@@ -190,6 +191,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.world_size = o.world_size;
   s.link_gbs = o.link_gbs;
   s.lora_rank = o.lora_rank;
+  s.lora_dropout = o.lora_dropout;
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) check_output_path(o.out);
@@ -248,6 +250,9 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
                   "Each GPU's bandwidth to the others in GB/s, one direction (default: the preset's NVLink or PCIe "
                   "inside a node of 8, 50 across nodes)");
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
+      ->capture_default_str();
+  cmd->add_option("--lora-dropout", o->lora_dropout,
+                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask")
       ->capture_default_str();
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");

@@ -88,3 +88,40 @@ TEST(lora_memory, frozen_base_and_fp32_adapter_inputs) {
   EXPECT_GT(per_token_layer, 4.0 * 38912 - 2.0 * (4 * 4096 + 4096 + 14336) - 1024);
   EXPECT_LT(per_token_layer, 4.0 * 38912 - 2.0 * (4 * 4096 + 4096 + 14336) + 2048);
 }
+
+// What autograd keeps per token and layer for LoRA under autocast on a bf16
+// base (Llama-3-8B, derived by hand from derivatives.yaml and peft's
+// forward): each RMSNorm its fp32 input copy (4h, twice), SDPA q, k, v and
+// the log-sum-exp, SiLU its input and the product both factors (6I), each
+// adapter the 16-bit cast of its input and lora_A's r-wide output
+// (2 x (in + r)); no residual in fp32, no base weight copies, nothing for the
+// frozen weights' gradients.
+TEST(lora_memory, autocast_on_a_bf16_base_keeps_what_autograd_keeps) {
+  const training_setup s = lora_setup(precision::bf16_mixed, 16);
+  const memory_breakdown m = estimate_memory(s);
+  const double h = 4096, kv = 1024, I = 14336, r = 16, inputs = 6 * h + I;
+  const double derived = 8 * h + 2 * (h + 2 * kv) + 4 * 32 + 6 * I + 2 * (inputs + 7 * r);
+  const double per_token_layer = static_cast<double>(m.activation_bytes_per_sample) / 2048 / 32;
+  EXPECT_NEAR(per_token_layer, derived, 4 * h / 32 + 64);  // the final norm's input spread over the layers
+  EXPECT_EQ(m.autocast_weight_copies_bytes, static_cast<std::int64_t>(2 * m.local_trainable_parameters()));
+}
+
+// lora_dropout > 0: each adapter's dropout keeps a bool mask of its input,
+// and adds a kernel forward and backward per adapted linear.
+TEST(lora_memory, dropout_keeps_a_mask_per_adapted_input) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  for (precision p : {precision::bf16_mixed, precision::bf16, precision::fp32}) {
+    training_setup plain = lora_setup(p, 16), dropped = plain;
+    dropped.lora_dropout = 0.05;
+    const double extra = static_cast<double>(estimate_memory(dropped).activation_bytes_per_sample -
+                                             estimate_memory(plain).activation_bytes_per_sample);
+    EXPECT_NEAR(extra, 2048.0 * 32 * (6 * 4096 + 14336), 64) << to_string(p);
+    EXPECT_DOUBLE_EQ(predict_step(dropped, h100, 1, false).kernels - predict_step(plain, h100, 1, false).kernels,
+                     32 * 7 * 2);
+    EXPECT_GT(predict_step(dropped, h100, 1, false).memory_bound_bytes,
+              predict_step(plain, h100, 1, false).memory_bound_bytes);
+  }
+  training_setup bad = lora_setup(precision::bf16, 0);
+  bad.lora_dropout = 0.1;
+  EXPECT_THROW(plan_batch(bad, h100), std::exception);
+}

@@ -122,8 +122,8 @@ TEST(calibration, profile_records_the_embedded_constants) {
   const auto& c = j["constants"];
   EXPECT_EQ(c["cuda_context_bytes"]["value"].get<std::int64_t>(), cuda_context_bytes);
   EXPECT_EQ(c["library_workspace_bytes"]["value"].get<std::int64_t>(), library_workspace_bytes);
-  EXPECT_DOUBLE_EQ(c["reserved_over_allocated"]["value"].get<double>(), reserved_over_allocated);
-  EXPECT_DOUBLE_EQ(c["reserved_over_allocated_ckpt"]["value"].get<double>(), reserved_over_allocated_ckpt);
+  EXPECT_DOUBLE_EQ(c["allocator_slack_of_transient"]["value"].get<double>(), allocator_slack_of_transient);
+  EXPECT_DOUBLE_EQ(c["allocator_slack_ckpt_of_gradients"]["value"].get<double>(), allocator_slack_ckpt_of_gradients);
   EXPECT_DOUBLE_EQ(c["elementwise_bandwidth_share"]["value"].get<double>(), elementwise_bandwidth_share);
   EXPECT_DOUBLE_EQ(c["launch_us"]["value"].get<double>(), launch_us);
 }

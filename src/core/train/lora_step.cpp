@@ -10,7 +10,12 @@
 // trained in bf16) they run as fp32 GEMMs on an fp32 copy of x, and their
 // fp32 output turns the sum fp32 (type promotion) until the final cast.
 // Counted per adapted linear and token, in bytes read + written by each
-// elementwise kernel (the GEMMs' own reads and writes are in their time):
+// elementwise kernel (the GEMMs' own reads and writes are in their time).
+// Not run: the frozen base's weight-gradient GEMM (step_gemms leaves it
+// out); its forward and data-gradient GEMMs are the base's own.
+// lora_dropout > 0 (nn.Dropout instead of nn.Identity): native_dropout on
+// the cast input reads it and writes a dropped-out copy and a bool mask,
+// which it keeps; its backward multiplies the gradient by the mask.
 #include "core/train/lora_step.hpp"
 
 #include <algorithm>
@@ -74,17 +79,26 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
   const double a = activation_bytes(s.prec);
   // Bytes per input-wide and output-wide element, forward and backward, and kernels.
   double in_fwd = 0, out_fwd = 0, in_bwd = 0, out_bwd = 0, k_fwd = 0, k_bwd = 0;
+  // Per adapter and pass, bytes per adapter weight element (A: r x in, B: out x r).
+  double weight_fwd = 0, weight_bwd = 0;
   if (is_mixed(s.prec)) {
     // Autocast: peft's cast of x to fp32 (a + 4) and autocast's back to 16
     // bits for lora_A (4 + a); B's 16-bit output scaled (a + a) and added to
     // the base output (3a). Backward: the scale's gradient (2a), the two
     // casts' gradients (2 x (a + 4)) and dx added into the base's (3a).
+    // Autocast also casts the fp32 A and B weights to 16 bits once per
+    // forward (cached_cast: leaf fp32 weights that require grad; again in
+    // recompute, whose autocast context is a new one), and the weight
+    // gradients the 16-bit GEMMs produce are cast back to fp32 (ToCopy's
+    // backward) before AccumulateGrad.
     in_fwd = 2 * (a + 4);
     out_fwd = 5 * a;
     out_bwd = 2 * a;
     in_bwd = 2 * (a + 4) + 3 * a;
-    k_fwd = 6;  // two casts, A, B, scale, add
-    k_bwd = 8;  // scale, four GEMMs, two casts, the add into dx
+    weight_fwd = 4 + a;
+    weight_bwd = a + 4;
+    k_fwd = 8;   // two input casts, two weight casts, A, B, scale, add
+    k_bwd = 10;  // scale, four GEMMs, two weight-gradient casts, two input casts, the add into dx
   } else if (lora_adapters_run_fp32(s) && a < 4) {
     // A 16-bit model without autocast: x copied to fp32 (a + 4); B's fp32
     // output scaled (8), added to the 16-bit base output into fp32 (a + 8),
@@ -105,6 +119,15 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
     k_fwd = 4;
     k_bwd = 6;
   }
+  if (s.lora_dropout > 0) {
+    // On the input in the adapters' dtype (fp32: peft casts before dropout):
+    // read 4, write 4 and the mask 1; backward reads the gradient and the
+    // mask and writes 4.
+    in_fwd += 4 + 4 + 1;
+    in_bwd += 4 + 1 + 4;
+    k_fwd += 1;
+    k_bwd += 1;
+  }
   const double fwd_passes = checkpointing ? 2 : 1;
   const double n = static_cast<double>(tokens);
   for (const auto& t : weight_tensors(s.model)) {
@@ -113,6 +136,8 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
     const double per_token = static_cast<double>(t.count) * t.token_share;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
     c.bytes += n * per_token * ((in * in_fwd + out * out_fwd) * fwd_passes + in * in_bwd + out * out_bwd);
+    c.bytes += static_cast<double>(s.lora_rank) * (in + out) * static_cast<double>(t.count) *
+               (weight_fwd * fwd_passes + weight_bwd);
     const double launches = static_cast<double>(t.count / std::max<std::int64_t>(1, t.group));
     c.kernels += launches * (k_fwd * fwd_passes + k_bwd);
   }

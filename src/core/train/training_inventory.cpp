@@ -71,7 +71,7 @@ void residual_add(const dims& d, tally& t) { t.op((d.r + d.a) * d.h, d.r * d.h);
 namespace {
 using namespace inventory_ops;
 
-void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
+void attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
   norm_block(m, d, t, m.fused_qkv ? 1 : 3);
   t.gemm(m.fused_qkv ? 1 : 3);
   double qe = d.a;  // dtype of Q and K after rotary
@@ -123,7 +123,24 @@ void attention_block(const model_spec& m, const dims& d, tally& t, bool eager) {
     t.op(d.a * d.q, d.a * d.q);
     t.op(d.a * d.kv, d.a * d.kv);
   }
-  if (eager) {
+  if (kernel == attention_kernel::math) {
+    // SDPA's math fallback (aten _scaled_dot_product_attention_math): q and
+    // k each scaled by sqrt(scale), k and v repeated to every query head
+    // (enable_gqa), the causal mask added in place to the scores, then
+    // _safe_softmax, whose output P is kept with v by P V. Kept: the scaled
+    // q, the scaled and repeated k, the repeated v, and P (heads x s per
+    // token): unlike the fused kernels the s x s probabilities are held.
+    const double sc = d.heads * d.s;
+    t.op(d.a * d.q, d.a * d.q, d.a * d.q);    // q * sqrt(scale), kept
+    t.op(d.a * d.kv, d.a * d.q);              // k repeated
+    t.op(d.a * d.v, d.a * d.o, d.a * d.o);    // v repeated, kept
+    t.op(d.a * d.q, d.a * d.q, d.a * d.q);    // k * sqrt(scale), kept
+    t.gemm(1);                                // scores
+    t.op(d.a * sc + 4 * d.s, d.a * sc);       // + causal mask, in place
+    t.op(d.a * sc, d.a * sc, d.a * sc);       // softmax, its output kept
+    t.gemm(1);                                // P V
+    t.kernels += 2;                           // the mask: ones(s, s).tril(), where(-inf, 0)
+  } else if (kernel == attention_kernel::eager) {
     // Scores, scale+mask, softmax (kept), dropout (mask and output kept), P V.
     const double sc = d.heads * d.s;
     t.gemm(2);
@@ -193,7 +210,7 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention, bool frozen_base) {
+                          attention_kernel attention_kind, bool frozen_base) {
   dims d{};
   d.h = static_cast<double>(m.hidden_size);
   d.q = static_cast<double>(m.q_size());
@@ -211,7 +228,7 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
 
   token_inventory inv;
   tally attention, dense;
-  attention_block(m, d, attention, eager_attention);
+  attention_block(m, d, attention, attention_kind);
   mlp_block(m, d, dense);
   inv.layer_saved = attention.saved + dense.saved;
   inv.layer_traffic = attention.traffic + dense.traffic;

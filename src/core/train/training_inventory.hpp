@@ -23,13 +23,16 @@ struct token_inventory {
   double logit_traffic = 0;
 };
 
+// How attention runs: SDPA's flash or memory-efficient kernel (fused: keeps
+// only the log-sum-exp), transformers' eager attention, or SDPA's math
+// fallback (both materialise the s x s scores).
+enum class attention_kernel { fused, eager, math };
+
 // compute_bytes: 2 for 16-bit GEMMs, 4 for fp32. autocast: weights and the
-// residual stream stay fp32 while linears run in 16 bits. eager_attention:
-// the s x s scores are materialised (else SDPA's flash / memory-efficient
-// kernels, which keep only the log-sum-exp).
+// residual stream stay fp32 while linears run in 16 bits.
 // frozen_base: LoRA's frozen base, whose linears and norms keep nothing for
 // their weights' gradients.
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          bool eager_attention, bool frozen_base = false);
+                          attention_kernel attention, bool frozen_base = false);
 
 }  // namespace tiletune

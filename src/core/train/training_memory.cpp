@@ -76,7 +76,14 @@ namespace {
 // reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
 // Through backward, layer by layer, kept activations and 16-bit weight copies
 // are freed as gradients appear: the sum moves linearly from the loss's
-// backward to the optimizer step, so those two ends bound it.
+// backward to the optimizer step, so those two ends bound it, with the
+// first layer's backward between them (all gradients but its own, its
+// activations, the incoming and outgoing gradients). Under checkpointing the
+// sum at layer l is the gradients of the layers above it, the inputs of
+// those below and one layer recomputed: linear in l, so its two ends, the
+// last layer's backward and the first's, bound it; the first's holds what
+// the plain step's does then (the recomputed layer in place of the kept
+// one; the layer's input is the tensor its first norm keeps).
 struct phase_bytes {
   const char* name;
   std::int64_t bytes;
@@ -89,9 +96,11 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
-  // Bounded above by all gradients beside the layer inputs and one recomputed layer.
+  // The caller keeps the model output (its logits) through backward.
+  const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
   if (ckpt)
-    out.push_back({"recompute", states + m.gradients_bytes + b * (kept + m.recompute_layer_bytes_per_sample)});
+    out.push_back({"recompute", states + (m.gradients_bytes - m.layer_gradients_bytes) + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
   // gradient waits in autograd's input buffer for the embedding's (a dense
@@ -117,11 +126,32 @@ std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bo
   return peak;
 }
 
+std::int64_t memory_breakdown::held_bytes() const { return weights_bytes + optimizer_bytes + library_workspace_bytes; }
+
+namespace {
+// What the caching allocator reserves at the step's peak: the tensors held
+// for the whole run (weights, optimizer states, workspaces: no slack), the
+// transient rest of each phase with its slack, and under checkpointing the
+// gradients' share on top (training_calibration.hpp has the sources).
+double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+  const double held = static_cast<double>(m.held_bytes());
+  double reserved = 0;
+  for (const auto& p : phases(m, b, ckpt))
+    reserved = std::max(reserved, held + static_cast<double>(p.bytes - m.held_bytes()) * (1 + m.allocator_overhead));
+  if (ckpt) {
+    reserved += m.allocator_overhead_ckpt * static_cast<double>(m.gradients_bytes);
+    // Checkpointing only drops kept activations and re-creates one layer's
+    // of them at a time in backward: at every moment it holds a subset of
+    // what the plain step holds at the same micro-batch, allocated in the
+    // same order, so it never needs a larger pool than the plain step's.
+    reserved = std::min(reserved, reserved_bytes(m, b, false));
+  }
+  return reserved;
+}
+}  // namespace
+
 std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
-  const double slack = checkpointing ? allocator_overhead_ckpt : allocator_overhead;
-  return static_cast<std::int64_t>(static_cast<double>(peak_allocated_bytes(micro_batch, checkpointing)) *
-                                   (1 + slack)) +
-         cuda_context_bytes;
+  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing)) + cuda_context_bytes;
 }
 
 memory_breakdown estimate_memory(const training_setup& s) {
@@ -212,7 +242,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // no base weight to cast, the residual stream stays in the base's dtype,
   // and frozen linears and norms keep nothing for weight gradients.
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
-                                        s.attention == attention_impl::eager, lora);
+                                        attention_kernel_of(s), lora);
   const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
   double lora_extra = 0;
   if (lora) {
@@ -222,10 +252,18 @@ memory_breakdown estimate_memory(const training_setup& s) {
     // (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
     // made and modules reading one input share it: counted per module, an
     // overestimate there.
+    // With lora_dropout > 0 each adapter's dropout keeps its bool mask (1
+    // byte per input element) and lora_A keeps (a cast of) the dropped-out
+    // copy instead of the input: one more byte per input element.
+    // Nothing else: the frozen base linear keeps no input (no weight
+    // gradient), the scale by a Python float and the add keep nothing, and
+    // peft's fp32 copy of x is not kept under autocast (the cast's backward
+    // needs no input).
     const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
+    const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
     for (const auto& t : weight_tensors(m))
       if (t.linear && t.name.rfind("layers.", 0) == 0)
-        lora_extra += e * (static_cast<double>(t.cols) + s.lora_rank) * static_cast<double>(t.count) *
+        lora_extra += ((e + mask) * static_cast<double>(t.cols) + e * s.lora_rank) * static_cast<double>(t.count) *
                       t.token_share;  // an expert's adapters see its share of the tokens
   }
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
@@ -236,6 +274,20 @@ memory_breakdown estimate_memory(const training_setup& s) {
       static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
   r.recompute_layer_bytes_per_sample =
       static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+  r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
+  // The blocks' share of the gradients (all of LoRA's), arriving layer by layer in backward.
+  double layer_trainable = 0, all_trainable = 0;
+  for (const auto& t : weight_tensors(m)) {
+    const bool in_layers = t.name.rfind("layers.", 0) == 0;
+    double n = lora ? (t.linear && in_layers ? static_cast<double>(s.lora_rank) * (t.rows + t.cols) * t.count : 0)
+                    : static_cast<double>(t.parameters());
+    if (t.routed()) n /= ep;  // this GPU's experts
+    all_trainable += n;
+    if (in_layers) layer_trainable += n;
+  }
+  r.layer_gradients_bytes =
+      all_trainable > 0 ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
+                        : 0;
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
@@ -251,8 +303,8 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // allocator, so they count in max_memory_allocated.
   r.library_workspace_bytes = library_workspace_bytes;
   r.cuda_context_bytes = cuda_context_bytes;
-  r.allocator_overhead = reserved_over_allocated;
-  r.allocator_overhead_ckpt = reserved_over_allocated_ckpt;
+  r.allocator_overhead = allocator_slack_of_transient;
+  r.allocator_overhead_ckpt = allocator_slack_ckpt_of_gradients;
   return r;
 }
 

@@ -140,12 +140,17 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   if (s.lora_rank > 0)
     plan.notes.push_back(fmt::format(
         "LoRA as peft runs it: fp32 adapters on every linear layer of the blocks, the input cast to the adapters' "
-        "dtype, {}; lora_dropout 0 (with dropout each adapted linear also keeps a dropped-out copy of its input)",
+        "dtype, {}; lora_dropout {} ({}); no real LoRA step has been measured for this model (the LoRA figures are "
+        "derived from what peft and autograd run, not calibrated)",
         lora_adapters_run_fp32(s) ? "so without autocast the adapter GEMMs and their sum run in fp32"
-                                  : "cast back to 16 bits by autocast for the adapter GEMMs"));
+                                  : "cast back to 16 bits by autocast for the adapter GEMMs",
+        s.lora_dropout,
+        s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
+                           : "nn.Identity: set --lora-dropout to your LoraConfig's"));
   plan.notes.push_back(fmt::format(
-      "peak memory = modelled allocation x (1 + {:.2f} allocator slack; {:.2f} with checkpointing) + {:.2f} GiB CUDA "
-      "context, as measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "
+      "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
+      "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "
+      "measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "
       "(other processes, other PyTorch or driver versions, allocator settings, tensors a script keeps beyond the step)",
       mem.allocator_overhead, mem.allocator_overhead_ckpt, static_cast<double>(mem.cuda_context_bytes) / (1LL << 30),
       s.safety_margin * 100));

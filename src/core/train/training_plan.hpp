@@ -39,6 +39,7 @@ struct training_setup {
   int zero_stage = 0;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
+  double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   double safety_margin = 0.05;  // share of the GPU's memory kept free
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
@@ -75,6 +76,8 @@ struct memory_breakdown {
   std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
   std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
   std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
+  std::int64_t outer_saved_bytes_per_sample = 0;              // kept outside the blocks (embeddings, final norm)
+  std::int64_t layer_gradients_bytes = 0;                     // the blocks' share of gradients_bytes
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
@@ -83,18 +86,25 @@ struct memory_breakdown {
   std::int64_t tied_embedding_grad_bytes = 0;
   std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
-  // max_memory_reserved over max_memory_allocated: the caching allocator's
-  // rounding and fragmentation, which the tensors alone cannot tell.
-  double allocator_overhead = 0;       // without checkpointing
-  double allocator_overhead_ckpt = 0;  // with checkpointing (recompute fragments more)
+  // The caching allocator's rounding and fragmentation (max_memory_reserved
+  // - max_memory_allocated), which the tensors alone cannot tell: a share of
+  // the transient bytes of the peak (all but held_bytes), and with
+  // checkpointing a further share of the gradients (training_calibration.hpp).
+  double allocator_overhead = 0;       // of the transient bytes
+  double allocator_overhead_ckpt = 0;  // of the gradients, with checkpointing only
   std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  // Allocated once and never freed (weights, optimizer states, workspaces): no allocator slack.
+  std::int64_t held_bytes() const;
   std::int64_t per_sample_bytes(bool checkpointing) const;
   // The phase of the step whose allocated bytes peak: "forward", "loss
-  // backward", "recompute", "embedding backward" or "optimizer step".
+  // backward", "recompute" (the last layer's, checkpointing), "first layer
+  // backward", "embedding backward" or "optimizer step".
   std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
   // What torch.cuda.max_memory_allocated would report.
   std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
-  // What must fit in the GPU: allocated, the allocator's slack, and the CUDA context.
+  // What must fit in the GPU: allocated, the allocator's slack on the
+  // transient part, and the CUDA context. Never larger with checkpointing
+  // than without at the same micro-batch.
   std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing) const;
 };
 

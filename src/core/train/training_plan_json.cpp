@@ -55,6 +55,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"zero_stage", s.zero_stage},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
+                {"lora_dropout", s.lora_dropout},
                 {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
@@ -79,15 +80,17 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                  {"expert_parallel", m.expert_parallel},
                  {"terms_are", "per GPU: routed experts divided over the expert-parallel ranks, then ZeRO's sharding"},
                  {"safety_margin_covers",
-                  "peak_bytes adds to the modelled tensors the caching allocator's reserved-over-allocated share "
-                  "(largest seen in real training) and the CUDA context measured on an H100; the safety margin "
+                  "peak_bytes adds to the modelled tensors the caching allocator's slack on what is allocated and "
+                  "freed within a step (largest seen in real training) and the CUDA context measured on an H100; the safety margin "
                   "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
                   "allocator settings, tensors a training script keeps beyond the step"},
                  {"budget_bytes", plan.memory_budget_bytes},
                  {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
                                       {"checkpointing", plan.max_micro_batch_ckpt}}},
                  {"peak_bytes_means",
-                  "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack plus the CUDA context"}};
+                  "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack on the transient part (not on "
+                  "weights, optimizer states and workspaces; with checkpointing also a share of the gradients, never "
+                  "more than without checkpointing) plus the CUDA context"}};
   j["candidates"] = nlohmann::json::array();
   for (const auto& c : plan.candidates) {
     j["candidates"].push_back({{"micro_batch", c.micro_batch},
@@ -110,8 +113,8 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["calibration"] = {{"source", "profiles/batch_calibration.json"},
                       {"cuda_context_bytes", cuda_context_bytes},
                       {"library_workspace_bytes", library_workspace_bytes},
-                      {"reserved_over_allocated", reserved_over_allocated},
-                      {"reserved_over_allocated_checkpointing", reserved_over_allocated_ckpt},
+                      {"allocator_slack_of_transient", allocator_slack_of_transient},
+                      {"allocator_slack_ckpt_of_gradients", allocator_slack_ckpt_of_gradients},
                       {"elementwise_bandwidth_share", elementwise_bandwidth_share},
                       {"launch_us", launch_us}};
   j["notes"] = plan.notes;

@@ -67,6 +67,11 @@ void validate(const training_setup& s) {
   if (s.lora_rank < 0 || s.lora_rank > s.model.hidden_size)
     throw usage_error(fmt::format("--lora-rank {} is invalid: 0 (off) to the hidden size {}", s.lora_rank,
                                   s.model.hidden_size));
+  if (!(s.lora_dropout >= 0 && s.lora_dropout < 1))
+    throw usage_error(fmt::format("--lora-dropout {} is invalid: a probability from 0 up to (not including) 1",
+                                  s.lora_dropout));
+  if (s.lora_dropout > 0 && s.lora_rank == 0)
+    throw usage_error(fmt::format("--lora-dropout {} needs --lora-rank above 0", s.lora_dropout));
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
   if (s.global_batch && *s.global_batch < s.world_size)

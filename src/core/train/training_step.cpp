@@ -66,7 +66,9 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
   // computes dP, dV, dQ, dK (flash recomputes S); causal flash skips the
   // masked half.
   const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
-  const bool flash = s.attention == attention_impl::flash;
+  // Fused SDPA kernels only (not eager attention nor SDPA's math fallback,
+  // which compute every score and keep the probabilities for backward).
+  const bool flash = attention_kernel_of(s) == attention_kernel::fused;
   double scale = flash && m.causal ? 0.5 : 1.0;
   if (flash && m.causal && m.sliding_window > 0 && m.sliding_window < sl) {
     // Local layers (Gemma 2/3) compute only a window of w keys per query:
@@ -112,7 +114,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const bool mixed = is_mixed(s.prec);
   const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed && !lora_base,
-                                        s.attention == attention_impl::eager, lora_base);
+                                        attention_kernel_of(s), lora_base);
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = checkpointing ? 4 : 3;
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);

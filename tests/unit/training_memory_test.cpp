@@ -1,0 +1,112 @@
+// The peak memory's allocator slack (issue 21): it applies to what a step
+// allocates and frees, not to the weights and optimizer states held for the
+// whole run, so turning checkpointing on never raises the predicted peak.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/train/training_plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+training_setup setup(const std::string& model, std::int64_t seq, precision p, int lora_rank = 0) {
+  training_setup s;
+  s.model = load_model(model);
+  s.seq_len = seq;
+  s.prec = p;
+  s.lora_rank = lora_rank;
+  return s;
+}
+}  // namespace
+
+// Over models whose peak is dominated by states (8B full fine-tuning at one
+// sample), by activations (GPT-2 at 64 samples) or by the logits (Qwen2.5's
+// 152k vocabulary), in every precision, with and without LoRA and ZeRO.
+TEST(memory, checkpointing_never_raises_the_predicted_peak) {
+  int checked = 0;
+  for (const char* model : {"gpt2", "tinyllama-1.1b", "llama-3-8b", "qwen2.5-0.5b", "bert-base-uncased"}) {
+    for (precision p : {precision::fp32, precision::bf16_mixed, precision::fp16_mixed, precision::bf16}) {
+      for (int lora : {0, 16}) {
+        for (int zero : {0, 2, 3}) {
+          training_setup s = setup(model, 512, p, lora);
+          s.zero_stage = zero;
+          s.world_size = zero > 0 ? 8 : 1;
+          const memory_breakdown m = estimate_memory(s);
+          for (std::int64_t b : {0, 1, 2, 3, 8, 64}) {
+            // Allocated bytes too: the checkpointed backward's two ends (the
+            // last layer's, the first's) against the plain step's phases.
+            EXPECT_LE(m.peak_allocated_bytes(b, true), m.peak_allocated_bytes(b, false))
+                << model << " " << to_string(p) << " lora " << lora << " zero " << zero << " micro-batch " << b;
+            EXPECT_LE(m.peak_bytes(b, true), m.peak_bytes(b, false))
+                << model << " " << to_string(p) << " lora " << lora << " zero " << zero << " micro-batch " << b;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 5 * 4 * 2 * 3 * 6);
+}
+
+// Weights and optimizer states get no allocator slack: two setups that differ
+// only in the optimizer's states differ in peak memory by exactly those bytes
+// (the fragmentation is the transient tensors', which are the same).
+TEST(memory, optimizer_states_get_no_allocator_slack) {
+  for (bool ckpt : {false, true}) {
+    training_setup adamw = setup("llama-3-8b", 2048, precision::bf16_mixed);
+    training_setup sgd = adamw;
+    sgd.optimizer = optimizer_kind::sgd;
+    const memory_breakdown a = estimate_memory(adamw), b = estimate_memory(sgd);
+    ASSERT_EQ(a.peak_phase(1, ckpt), b.peak_phase(1, ckpt));
+    EXPECT_NEAR(static_cast<double>(a.peak_bytes(1, ckpt) - b.peak_bytes(1, ckpt)),
+                static_cast<double>(a.optimizer_bytes - b.optimizer_bytes), 2)
+        << ckpt;
+  }
+}
+
+// The slack is on the transient part: a checkpointed 8B step at one sample
+// no longer pays 20% of its 128 GB of states; with activations the plain
+// step's slack is the share of its transient bytes.
+TEST(memory, slack_is_a_share_of_the_transient_bytes) {
+  const memory_breakdown m = estimate_memory(setup("gpt2", 1024, precision::bf16_mixed));
+  const double transient = static_cast<double>(m.peak_allocated_bytes(8, false) - m.held_bytes());
+  EXPECT_NEAR(static_cast<double>(m.peak_bytes(8, false) - m.cuda_context_bytes - m.peak_allocated_bytes(8, false)),
+              m.allocator_overhead * transient, 2);
+  EXPECT_GT(m.held_bytes(), m.weights_bytes + m.optimizer_bytes);  // the workspaces too
+}
+
+// fp32 with grouped-query attention (Qwen2.5-0.5B: 14 query heads, 2
+// key/value heads): SDPA has no fused kernel for enable_gqa in fp32 and runs
+// its math fallback, which keeps the s x s probabilities (4 bytes x heads x s
+// per token) and the repeated k and v. Against the same model with as many
+// key/value heads as query heads (the memory-efficient kernel), it keeps
+// 4 x heads x (s - 1) more bytes per token and layer, and its attention
+// GEMMs skip no causal half.
+TEST(memory, fp32_grouped_query_attention_runs_sdpa_math) {
+  training_setup gqa = setup("qwen2.5-0.5b", 1024, precision::fp32);
+  training_setup mha = gqa;
+  mha.model.num_kv_heads = mha.model.num_heads;
+  const double per_token_layer = static_cast<double>(estimate_memory(gqa).activation_bytes_per_sample -
+                                                     estimate_memory(mha).activation_bytes_per_sample) /
+                                 1024 / 24;
+  EXPECT_DOUBLE_EQ(per_token_layer, 4.0 * 14 * (1024 - 1));
+  for (const auto& g : step_gemms(gqa, 1, false)) {
+    if (g.name.rfind("attention", 0) == 0) {
+      EXPECT_EQ(g.flop_scale, 1.0) << g.name;
+    }
+  }
+  // In 16 bits flash takes enable_gqa; GPT-2 in fp32 has no GQA: both keep the fused kernel.
+  training_setup bf16 = gqa;
+  bf16.prec = precision::bf16;
+  for (const auto& g : step_gemms(bf16, 1, false)) {
+    if (g.name == "attention values") {
+      EXPECT_EQ(g.flop_scale, 0.5);
+    }
+  }
+  for (const auto& g : step_gemms(setup("gpt2", 1024, precision::fp32), 1, false)) {
+    if (g.name == "attention values") {
+      EXPECT_EQ(g.flop_scale, 0.5);
+    }
+  }
+}
