@@ -14,6 +14,7 @@
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/errors.hpp"
 #include "core/report/kernel_export.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
@@ -120,12 +121,17 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     for (const auto& r : db->list(device_model_of(device.spec)))
       if (is_measured(r)) measured.push_back(r.result);  // stored plans (--store-plans) calibrate nothing
     try {
-      if (!measured.empty()) calibration = fit_calibration(measured);
+      if (!measured.empty()) {
+        calibration = fit_calibration(measured);
+        calibration->source = db->file().string();
+      }
     } catch (const std::exception& e) {
       progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
                                 db->file().string(), e.what()));
     }
   }
+  // Else the calibration shipped for this GPU model, fitted to the measurements in profiles/.
+  if (!calibration) calibration = shipped_calibration(device.spec.preset);
   // An offline plan launches nothing: one program per tile and its rasterization copies, and only the
   // variants the model says can still reach the table's --top rows. Every one where a GPU runs them,
   // where --export needs their cubins, and for --only and --compile-all.
@@ -210,14 +216,18 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
       // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
       // (the calibrated one compresses the predictions, and the cut would then drop nothing).
+      // Which model the plan's predictions come from.
+      nlohmann::json model = {{"kind", "physical"}};
       if (!measure && calibration) {
-        if (apply_calibration(plan, *calibration))
+        if (apply_calibration(plan, *calibration)) {
           plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
-                                           calibration->results, calibration->device_model, db->file().string()));
-        else if (options.selection.ranking_time)
+                                           calibration->results, calibration->device_model, calibration->source));
+          model = {{"kind", "calibrated"}, {"calibration", calibration->source}};
+        } else if (options.selection.ranking_time) {
           plan.notes.push_back(fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "
                                            "variants to compile; none compiled has a calibrated figure",
-                                           calibration->results, calibration->device_model, db->file().string()));
+                                           calibration->results, calibration->device_model, calibration->source));
+        }
       }
       if (measure) {
         progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
@@ -227,6 +237,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
       }
       nlohmann::json r = to_json(plan, run);
       r["tool"] = tool_now;
+      r["model"] = model;
       if (db && (plan.mode == "measured" || o.tuning.store_plans)) {
         db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
         r["tuning_db"] = {{"file", db->file().string()}, {"answered", false}, {"stored", true}};
@@ -262,6 +273,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       if (results[i].is_null()) continue;  // --devices: no device answered it (under "failed") or not started
       nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
+      if (plans[i] && results[i].contains("model")) r["model"] = results[i]["model"];
       for (const char* k : {"schema", "tool", "device"}) r.erase(k);
       // A suite keeps the best --top variants of each problem, and says so.
       const std::size_t total = r["variants"].size();

@@ -12,9 +12,23 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 constexpr double launch_overhead_us = 3.0;
 // DRAM latency under load, for Little's law: the bytes a block keeps in flight
 // (its pipeline's loads) over this latency is the bandwidth it can draw. An
-// assumption of the model (H100/A100 loaded latency is about 0.6 to 1 us).
-constexpr double dram_latency_us = 1.0;
+// assumption of the model (H100/A100 loaded latency is about 0.6 to 1 us); 0.9,
+// not 1.0: at 1.0 the floor of mma_64x128x32_w2x4_s2 at 16x4096x4096 (32 blocks,
+// 9.2 KB in flight each) was 114.7 us, above its measured 114.2 us (2026-11-22).
+constexpr double dram_latency_us = 0.9;
+// L2 hit latency under load, the same law for the loads L2 serves (every
+// block's panels, re-read by each block): an assumption of the model, about
+// half the DRAM latency. A block of a skinny problem streams its whole K panel
+// through few loads in flight, which is why split-K pays there (measured on the
+// H100: 128x4096x4096, mma_128x64x64 40 us with split-K 2, 65 us without).
+constexpr double l2_latency_us = 0.5;
 }  // namespace
+
+// A 2 GiB device-to-device copy by tiletune's worker drew 3.0 TB/s of the
+// H100's 3.35 TB/s (profiles/measured/h100-2026-11-23/README.md, "copy
+// bandwidth"): DRAM refresh, page switches and read/write turnarounds keep
+// the rest. A kernel that streams its operands draws no more than that.
+constexpr double dram_attainable_share = 0.9;
 
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
   // Shared memory serves 128 bytes per clock per SM. A thread (simt) or warp
@@ -68,6 +82,11 @@ double family_efficiency(kernel_family f, int compute_capability) {
 
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
                    const occupancy_estimate& occ, double efficiency) {
+  return predict(d, p, c, occ, efficiency, 0);
+}
+
+prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                   const occupancy_estimate& occ, double efficiency, double dram_share) {
   prediction r;
   if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
   const std::int64_t tiles_m = ceil_div(p.m, c.block_m);
@@ -109,21 +128,35 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   // (rows past M are neither written nor read).
   const double partial_bytes =
       split > 1 ? 2.0 * static_cast<double>(p.m * tiles_n * p.batch * split) * c.block_n * 4 : 0.0;
+  // A workspace that fits in half the L2 is written and read back there, not in DRAM
+  // (16x4096x4096 split 4: 2 MB of the H100's 50 MB).
+  const double partials_in_dram = partial_bytes > 0.5 * static_cast<double>(d.l2_bytes) ? partial_bytes : 0.0;
   const double dram_bytes =
       (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
-       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch + partial_bytes;
-  const double l2_bytes = static_cast<double>(r.blocks) * (c.block_m + c.block_n) * k_per_block * eb +
+       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch + partials_in_dram;
+  // What the tiles really move: a block reads only the rows of A and B that
+  // lie inside the problem (TMA and cp.async zero-fill the rest without a
+  // load), so each of the tiles_n block columns reads A's M rows once per
+  // k-slice and each block row B's N rows.
+  const double rows_read = static_cast<double>(tiles_n * p.m + tiles_m * p.n) * split * p.batch;
+  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb +
                           c_passes * static_cast<double>(p.m) * p.n * eb * p.batch + partial_bytes;
   // Few blocks cannot keep enough loads in flight to draw the full DRAM
-  // bandwidth: each has its pipeline's stages - 1 tiles in flight.
-  const double in_flight_per_block =
-      static_cast<double>(std::max(1, c.stages - 1)) * (c.block_m + c.block_n) * c.block_k * eb;
+  // bandwidth: each has its pipeline's stages - 1 tiles in flight, of the
+  // rows inside the problem (a 64-row tile of a 16-row problem loads 16).
+  const double in_flight_per_block = static_cast<double>(std::max(1, c.stages - 1)) *
+                                     static_cast<double>(std::min<std::int64_t>(c.block_m, p.m) +
+                                                         std::min<std::int64_t>(c.block_n, p.n)) *
+                                     c.block_k * eb;
   const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(r.blocks, resident));
   const double drawable_gbs = concurrent_blocks * in_flight_per_block / (dram_latency_us * 1e-6) / 1e9;
-  const double dram_us = dram_bytes / (std::min(d.memory_bandwidth_gbs, drawable_gbs) * 1e9) * 1e6;
+  const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
+  const double dram_us = dram_bytes / (std::min(attainable_gbs, drawable_gbs) * 1e9) * 1e6;
   // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
   const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
-  const double l2_us = l2_bytes / (d.l2_bandwidth_gbs * 1e9 * busy_sms / d.sm_count) * 1e6;
+  const double l2_drawable_gbs = concurrent_blocks * in_flight_per_block / (l2_latency_us * 1e-6) / 1e9;
+  const double l2_us =
+      l2_bytes / (std::min(d.l2_bandwidth_gbs * busy_sms / d.sm_count, l2_drawable_gbs) * 1e9) * 1e6;
   r.memory_us = std::max(dram_us, l2_us);
   r.dram_bytes = dram_bytes;
   r.l2_bytes = l2_bytes;

@@ -25,7 +25,7 @@ occupancy_estimate estimate_occupancy(const device_spec& d, int threads, int reg
 struct prediction {
   double time_us = 0;
   double compute_us = 0;  // tensor/FMA work of whole tiles at the attainable rate
-  double memory_us = 0;   // the slower of DRAM (unique bytes) and L2 (tile traffic)
+  double memory_us = 0;   // the slower of DRAM (unique bytes) and L2 (tile traffic): a floor no kernel of this tile beats
   double tflops = 0;      // useful flops (2*M*N*K*batch) over time_us
   std::int64_t blocks = 0;
   double waves = 0;            // blocks / resident blocks, fractional
@@ -44,9 +44,13 @@ double family_efficiency(kernel_family f, int compute_capability);
 // (128 bytes per clock per SM) at the compute rate rate_per_sm (flop/s).
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm);
 
-// efficiency > 0 replaces family_efficiency's assumption (a calibrated figure, core/calibration).
+// efficiency > 0 replaces family_efficiency's assumption (a calibrated figure, core/calibration);
+// dram_share > 0 the share of the DRAM peak a kernel can draw (physically 0.9: a large copy's; a
+// calibration may fit what GEMMs drew under the measuring protocol).
 prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
                    const occupancy_estimate& occ, double efficiency = 0);
+prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                   const occupancy_estimate& occ, double efficiency, double dram_share);
 
 // A GEMM as a tuned library (cuBLAS) runs it: 128x128 tiles, one per SM at a
 // time, at `efficiency` of the dtype's peak (cuBLAS bf16 8192^3 measured about

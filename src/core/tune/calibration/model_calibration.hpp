@@ -19,6 +19,13 @@ struct model_calibration {
   std::map<std::string, double> time_scale;     // measured over predicted time, left after the efficiency
   std::map<std::string, std::size_t> variants;  // measured variants behind each figure
   std::size_t results = 0;
+  // Shared by every family (terms of the GPU and the measuring protocol, not of a kernel):
+  // the largest share of the DRAM peak any measured kernel drew (cuBLAS included; 0: the
+  // physical model's), and by dtype the largest share of the dtype's peak any reached. No
+  // kernel was measured faster than these rates allow: a calibrated prediction is never below them.
+  double dram_share = 0;
+  std::map<std::string, double> peak_share;
+  std::string source;  // where the fit came from (a database file, or the shipped profile)
   // The dtype's own figure, else the family's, else none (the assumption stands).
   std::optional<double> efficiency_for(kernel_family f, dtype t) const;
   double time_scale_for(kernel_family f, dtype t) const;  // 1 where none was fitted
@@ -30,8 +37,13 @@ struct model_calibration {
 // measured over predicted). Takes measured tiletune.gemm/1 results of one GPU model.
 model_calibration fit_calibration(const std::vector<nlohmann::json>& measured_results);
 
-// A variant's prediction under the calibration, or none where it has no
-// efficiency for the variant's family (the plain model stands).
+// The least time any kernel can take on p under the calibration's shared terms
+// (the flops at the fastest rate measured for the dtype, the unique bytes at the
+// largest DRAM draw measured); 0 where it has none.
+double attainable_floor_us(const model_calibration& c, const device_spec& d, const gemm_problem& p);
+
+// A variant's prediction under the calibration (never below attainable_floor_us),
+// or none where it has no efficiency for the variant's family (the plain model stands).
 std::optional<prediction> calibrated_prediction(const model_calibration& c, const device_spec& d,
                                                 const gemm_problem& p, const tile_config& config,
                                                 const occupancy_estimate& occ);
@@ -52,11 +64,13 @@ struct ranking_quality {
 ranking_quality rank_quality(const gemm_plan& plan, const nlohmann::json& measured_result);
 
 nlohmann::json to_json(const model_calibration& c);
+model_calibration calibration_from_json(const nlohmann::json& j);  // to_json's object back
 nlohmann::json to_json(const ranking_quality& q);
 
 // The calibration and its ranking quality on the results it came from: the
 // uncalibrated model, the calibrated one, and calibrated leaving each
-// problem's own result out of the fit (the honest figure for a new problem).
+// problem's results (every result of the same problem) out of the fit: the
+// honest figure for a new problem.
 nlohmann::json calibration_report(const std::vector<nlohmann::json>& measured_results);
 
 }  // namespace tiletune
