@@ -34,6 +34,11 @@ for d in dtypes:
 doc = {"schema": "tiletune.compile_bench/1", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
        "host": platform.node(), "cpu_cores": cores, "preset": preset, "jobs": 1,
        "problem": "4096x4096x4096 nt", "goal": {"cold_median_ms": 150, "warm_ms_per_variant": 5}, "results": rows}
+import os
+try:  # keep the per-phase section scripts/bench_compile_times.sh adds
+    doc["phases"] = json.load(open(out))["phases"]
+except (OSError, ValueError, KeyError):
+    pass
 tmp = out + ".tmp"
 json.dump(doc, open(tmp, "w"), indent=2)
 import os; os.replace(tmp, out)

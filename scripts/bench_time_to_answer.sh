@@ -27,6 +27,7 @@ timed() {
 }
 
 rm -rf "$work/cache-job" "$work/cache-suite" "$work/cache-full"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 job_cold=$(timed job_cold "${job[@]}" --cache-dir "$work/cache-job")
 job_warm=$(timed job_warm "${job[@]}" --cache-dir "$work/cache-job")
 suite_cold=$(timed suite_cold gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --no-db \
@@ -36,9 +37,10 @@ if [[ ${BENCH_FULL:-1} != 0 ]]; then
   full_cold=$(timed job_full "${job[@]}" --compile-all --cache-dir "$work/cache-full")
 fi
 
-python3 - "$work" "$host" "$job_cold" "$job_warm" "$suite_cold" "$full_cold" "$(nproc)" <<'EOF'
+python3 - "$work" "$host" "$job_cold" "$job_warm" "$suite_cold" "$full_cold" "$(nproc)" "$load_before" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" <<'EOF'
 import json, os, sys, datetime
-work, host, job_cold, job_warm, suite_cold, full_cold, cores = sys.argv[1:]
+work, host, job_cold, job_warm, suite_cold, full_cold, cores, load_before, load_after = sys.argv[1:]
 load = lambda n: json.load(open(os.path.join(work, n + ".json")))
 cold = load("job_cold")
 out = {
@@ -51,6 +53,12 @@ out = {
                    "recommended": cold["recommendation"]["id"]},
     "llm_suite_cold_s": float(suite_cold),
 }
+# Programs the suite compiled afresh (not from the cache): what the cold time is made of, whatever the load.
+suite = load("suite_cold")
+out["llm_suite_programs_compiled"] = sum(r["compile"]["variants_compiled"] - r["compile"]["cache_hits"]
+                                         for r in suite["results"])
+# The 1-minute load average before and after (the machine may be shared): figures under load are slower.
+out["load_average"] = {"before": load_before, "after": load_after}
 if full_cold != "null":
     full = load("job_full")
     out["readme_job"]["compile_all"] = {"cold_s": float(full_cold),

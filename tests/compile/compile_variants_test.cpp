@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "core/compile/cubin_resources.hpp"
+#include "core/tune/compile_selection.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/search_space.hpp"
@@ -53,6 +54,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
   if (t.arch == "sm_86") d.compute_capability = 86;  // no sm_86 preset: an RTX 4090 has its limits
   ASSERT_EQ(d.arch(), t.arch);
   std::vector<compile_job> jobs;
+  std::vector<int> floors;  // register_floor of each job's tile: the bounded compile's premise
   const char* layouts[] = {"nn", "nt", "tn", "tt"};
   for (int li = 0; li < 4; ++li) {
     gemm_problem p;
@@ -66,6 +68,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
         if (!check_constraints(c, p, d) && compile_in_layout(index++, li)) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} {}", c.id(), layouts[li]);
+          floors.push_back(register_floor(c));
         }
   }
   // The problem-dependent copies: split-K (a skinny problem) and grouped rasterization, in one layout.
@@ -80,6 +83,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
         if ((c.split_k > 1 || c.raster_group > 0) && !check_constraints(c, p, d)) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} nt", c.id());
+          floors.push_back(register_floor(c));
         }
   }
   ASSERT_GT(jobs.size(), 20u);
@@ -91,6 +95,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
     EXPECT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
     EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
     EXPECT_LE(r.resources.registers, 255) << jobs[i].name;
+    EXPECT_GE(r.resources.registers, floors[i]) << jobs[i].name;  // the offline plan's bound holds
     EXPECT_GT(r.cubin.size(), 1000u) << jobs[i].name;
     // The figures read from the cubin equal ptxas's, so a run without a report loses nothing.
     ASSERT_TRUE(r.resources.from_ptxas_report) << jobs[i].name << "\n" << r.log;

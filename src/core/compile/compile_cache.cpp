@@ -107,6 +107,11 @@ std::optional<compiled_kernel> compile_cache::load(const std::string& key) const
   }
 }
 
+bool compile_cache::has(const std::string& key) const {
+  std::error_code ec;
+  return fs::is_regular_file(dir_ / (key + ".ttk"), ec);
+}
+
 bool compile_cache::store(const std::string& key, const compiled_kernel& k) const {
   static std::atomic<unsigned> counter{0};
   if (!consistent(k)) return false;
@@ -144,6 +149,10 @@ bool compile_cache::store(const std::string& key, const compiled_kernel& k) cons
 
 cached_compiler::cached_compiler(kernel_compiler& inner, compile_cache cache)
     : inner_(inner), cache_(std::move(cache)), version_(inner.version()) {}
+
+bool cached_compiler::is_cached(const compile_job& job) const {
+  return cache_.has(compile_cache::key(job, version_));
+}
 
 compiled_kernel cached_compiler::compile(const compile_job& job) {
   const std::string key = compile_cache::key(job, version_);

@@ -28,6 +28,8 @@ class compile_cache {
   // as does a result that is not worth keeping (an internal failure, an inconsistent cubin).
   bool store(const std::string& key, const compiled_kernel& k) const;
   const std::filesystem::path& dir() const { return dir_; }
+  // An entry of that key is on disk (it may still read as a miss if damaged).
+  bool has(const std::string& key) const;
 
  private:
   std::filesystem::path dir_;
@@ -38,6 +40,7 @@ class cached_compiler : public kernel_compiler {
  public:
   cached_compiler(kernel_compiler& inner, compile_cache cache);
   compiled_kernel compile(const compile_job& job) override;
+  bool is_cached(const compile_job& job) const override;
   std::string version() const override { return inner_.version(); }
 
  private:

@@ -50,6 +50,9 @@ class kernel_compiler {
  public:
   virtual ~kernel_compiler() = default;
   virtual compiled_kernel compile(const compile_job& job) = 0;
+  // Whether compile(job) would come from a cache rather than a compiler (cheap to ask;
+  // false when unknown). A hint only: a damaged entry still compiles.
+  virtual bool is_cached(const compile_job&) const { return false; }
   // Identifies the compiler build, so the cache never mixes versions.
   virtual std::string version() const = 0;
 };

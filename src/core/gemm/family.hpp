@@ -81,6 +81,11 @@ class gemm_family {
   // efficiency was measured (calibration reports list it as assumed_efficiency).
   virtual double attainable_efficiency(int compute_capability) const = 0;
   virtual double pipeline_factor(const tile_config&) const { return 1.0; }
+  // Registers per thread, beyond its share of the block's fp32 accumulators, that every compiled
+  // kernel of the tile must hold at once: the operands of its innermost multiply, live beside all
+  // the accumulators. A floor for the bounded compile of an offline plan (compile_selection);
+  // 0 where none is certain.
+  virtual int operand_registers(const tile_config&) const { return 0; }
   virtual smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const = 0;
   virtual bool efficiency_from_measurements() const { return true; }
 

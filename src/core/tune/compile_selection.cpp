@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm/family.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/tune/perf_model.hpp"
 
@@ -27,16 +28,23 @@ double ranking_time_us(const compile_selection& how, const device_spec& d, const
 }
 }  // namespace
 
+int register_floor(const tile_config& c) {
+  // The block's BM x BN fp32 accumulators live in its registers (a variant that
+  // spills is not ok and never ranked), so no thread can have fewer than
+  // BM * BN / threads on average, and registers are allocated per thread alike
+  // (setmaxnreg only moves them between warps of the block). All of them are
+  // live at every multiply of the main loop, beside that multiply's operands.
+  const int threads = std::max(1, c.threads());
+  const int accumulators =
+      static_cast<int>((static_cast<std::int64_t>(c.block_m) * c.block_n + threads - 1) / threads);
+  return accumulators + (c.family.impl ? c.family->operand_registers(c) : 0);
+}
+
 double optimistic_time_us(const device_spec& d, const gemm_problem& p, const tile_config& c,
                           std::int64_t dynamic_smem_bytes, const compile_selection& how) {
-  // Registers: the block's BM x BN fp32 accumulators live in its registers
-  // (a variant that spills is not ok and never ranked), so no thread can have
-  // fewer than BM * BN / threads on average, and registers are allocated per
-  // thread alike (setmaxnreg only moves them between warps of the block).
   // Shared memory: static shared memory only adds to the tile's own.
   const int threads = std::max(1, c.threads());
-  const int min_registers = static_cast<int>((static_cast<std::int64_t>(c.block_m) * c.block_n + threads - 1) / threads);
-  const occupancy_estimate best = estimate_occupancy(d, threads, min_registers, dynamic_smem_bytes);
+  const occupancy_estimate best = estimate_occupancy(d, threads, register_floor(c), dynamic_smem_bytes);
   return ranking_time_us(how, d, p, c, best);
 }
 
@@ -126,9 +134,47 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return optimistic[a] < optimistic[b]; });
   }
 
-  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
   std::size_t done = 0, cached = 0, bounded_variants = 0, shared = 0;
-  for (std::size_t at = 0; at < order.size();) {
+  // Compiles the groups order[at, end) as one batch and assesses their variants.
+  auto compile_groups = [&](std::size_t at, std::size_t end) {
+    std::vector<compile_job> batch;
+    for (std::size_t r = at; r < end; ++r) batch.push_back(std::move(jobs[leaders[order[r]]]));
+    const std::size_t done_before = done, cached_before = cached;
+    auto results = compile_all(compiler, batch, threads, [&](std::size_t n, std::size_t, std::size_t hits) {
+      if (progress) progress(done_before + n, order.size(), cached_before + hits);
+    });
+    for (std::size_t r = at; r < end; ++r) {
+      const std::size_t g = order[r];
+      compiled_kernel& k = results[r - at];
+      ++done;
+      if (k.from_cache) ++cached;
+      for (std::size_t j : copies[g]) {
+        // The same program: its figures, no cubin (nothing launches an offline plan).
+        compiled_kernel same{k.ok, k.log, {}, k.resources, 0.0, k.from_cache, k.internal_failure};
+        variant_result& v = plan.variants[job_variant[j]];
+        assess_compiled(v, same, d, p);
+        v.same_program_as = plan.variants[job_variant[leaders[g]]].config.id();
+        ++shared;
+      }
+      assess_compiled(plan.variants[job_variant[leaders[g]]], k, d, p);
+    }
+  };
+
+  std::size_t at = 0;
+  if (how.keep > 0) {
+    // Programs already in the compile cache cost a file read, not a compile: assess them all
+    // first, whatever their bound, so their exact times set the bar the others must beat (in a
+    // suite, what earlier problems compiled). More variants assessed never changes the best
+    // `keep`; the rest keep the order of their optimistic times.
+    const auto first_uncached = std::stable_partition(order.begin(), order.end(), [&](std::size_t g) {
+      return compiler.is_cached(jobs[leaders[g]]);
+    });
+    const std::size_t cached_groups = static_cast<std::size_t>(first_uncached - order.begin());
+    if (cached_groups > 0) compile_groups(0, cached_groups);
+    at = cached_groups;
+  }
+  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
+  while (at < order.size()) {
     const double bar = kth_best_us(plan, how);
     if (how.keep > 0 && optimistic[order[at]] > bar && !times_tie(optimistic[order[at]], bar)) {
       // Sorted by optimistic time: no group from here on can enter the best `keep` (a tie
@@ -152,27 +198,7 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
       break;
     }
     const std::size_t end = std::min(order.size(), at + round);
-    std::vector<compile_job> batch;
-    for (std::size_t r = at; r < end; ++r) batch.push_back(std::move(jobs[leaders[order[r]]]));
-    const std::size_t done_before = done, cached_before = cached;
-    auto results = compile_all(compiler, batch, threads, [&](std::size_t n, std::size_t, std::size_t hits) {
-      if (progress) progress(done_before + n, order.size(), cached_before + hits);
-    });
-    for (std::size_t r = at; r < end; ++r) {
-      const std::size_t g = order[r];
-      compiled_kernel& k = results[r - at];
-      ++done;
-      if (k.from_cache) ++cached;
-      for (std::size_t j : copies[g]) {
-        // The same program: its figures, no cubin (nothing launches an offline plan).
-        compiled_kernel same{k.ok, k.log, {}, k.resources, 0.0, k.from_cache, k.internal_failure};
-        variant_result& v = plan.variants[job_variant[j]];
-        assess_compiled(v, same, d, p);
-        v.same_program_as = plan.variants[job_variant[leaders[g]]].config.id();
-        ++shared;
-      }
-      assess_compiled(plan.variants[job_variant[leaders[g]]], k, d, p);
-    }
+    compile_groups(at, end);
     at = end;
   }
   plan.compiled += done;

@@ -39,6 +39,11 @@ struct compile_selection {
 // The program a variant compiles to, as a key: its id with the raster order cleared.
 std::string program_key(const tile_config& c);
 
+// The fewest registers per thread any compiled, non-spilling kernel of c can use: its share
+// of the block's BM x BN fp32 accumulators plus the operands of its innermost multiply
+// (gemm_family::operand_registers).
+int register_floor(const tile_config& c);
+
 // The model's time for c on p with the most blocks per SM its threads, its
 // shared memory and the registers its accumulators need at the least allow:
 // no compile can make the variant faster than this, since the model's time

@@ -51,6 +51,8 @@ class simt : public gemm_family {
     return std::nullopt;
   }
 
+  // An FFMA's two fp32 factors (an element of A and one of B) beside the accumulators.
+  int operand_registers(const tile_config&) const override { return 2; }
   int threads(const tile_config& c) const override {
     return (c.thread_m && c.thread_n) ? (c.block_m / c.thread_m) * (c.block_n / c.thread_n) : 0;
   }
