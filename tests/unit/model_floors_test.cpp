@@ -20,22 +20,6 @@ std::vector<nlohmann::json> every_shipped_result() {
   for (auto& r : shipped::h100_2026_11_22()) all.push_back(std::move(r));
   return all;
 }
-
-std::map<std::string, double> measured_of(const nlohmann::json& result) {
-  std::map<std::string, double> out;
-  for (const auto& v : result.at("variants"))
-    if (v.value("status", "") == "ok" && v.contains("median_us") && v["median_us"].is_number())
-      out[v["id"].get<std::string>()] = v["median_us"].get<double>();
-  return out;
-}
-
-// cuBLASLt's measured times (beside the recommended variant, and before the search).
-std::vector<double> cublas_of(const nlohmann::json& result) {
-  std::vector<double> out;
-  for (const char* k : {"median_us", "first_median_us"})
-    if (result["reference"].contains(k) && result["reference"][k].is_number()) out.push_back(result["reference"][k]);
-  return out;
-}
 }  // namespace
 
 // A tile's memory time (its DRAM bytes at the attainable bandwidth, its L2
@@ -46,7 +30,7 @@ std::vector<double> cublas_of(const nlohmann::json& result) {
 TEST(model_floors, lie_below_every_measured_time) {
   for (const auto& result : every_shipped_result()) {
     const gemm_plan plan = plan_from_recording(result);  // the physical model
-    const auto measured = measured_of(result);
+    const auto measured = measured_medians(result);
     double best_floor = 1e300;
     for (const auto& v : plan.variants) {
       auto it = measured.find(v.config.id());
@@ -55,13 +39,13 @@ TEST(model_floors, lie_below_every_measured_time) {
           << plan.problem.describe() << " " << v.config.id() << ": memory floor above its measured time";
       best_floor = std::min(best_floor, v.predicted.memory_us);
     }
-    for (double us : cublas_of(result)) {
+    for (double us : reference_times(result)) {
       // The unique bytes alone at the physical attainable DRAM bandwidth (0.9 of the peak).
       EXPECT_LE(static_cast<double>(plan.problem.operand_bytes()) / (plan.device.memory_bandwidth_gbs * 0.9e3), us)
           << plan.problem.describe();
     }
     std::printf("%-26s least tile memory floor %8.1f us, cuBLAS %8.1f us\n", plan.problem.describe().c_str(),
-                best_floor, cublas_of(result).front());
+                best_floor, reference_times(result).front());
   }
 }
 
@@ -91,8 +75,8 @@ TEST(model_floors, no_default_prediction_beats_the_fastest_measured_kernel) {
     }
     ASSERT_TRUE(apply_calibration(plan, *shipped)) << plan.problem.describe();
     double fastest = 1e300;
-    for (double us : cublas_of(result)) fastest = std::min(fastest, us);
-    for (const auto& [id, us] : measured_of(result)) fastest = std::min(fastest, us);
+    for (double us : reference_times(result)) fastest = std::min(fastest, us);
+    for (const auto& [id, us] : measured_medians(result)) fastest = std::min(fastest, us);
     double best_predicted = 1e300;
     for (const auto& v : plan.variants) {
       if (v.status != variant_status::ok) continue;
@@ -100,7 +84,7 @@ TEST(model_floors, no_default_prediction_beats_the_fastest_measured_kernel) {
       best_predicted = std::min(best_predicted, v.predicted.time_us);
     }
     std::printf("%-26s best predicted %8.1f us (calibrated), fastest measured %8.1f us, cuBLAS %8.1f us\n",
-                plan.problem.describe().c_str(), best_predicted, fastest, cublas_of(result).front());
+                plan.problem.describe().c_str(), best_predicted, fastest, reference_times(result).front());
   }
   EXPECT_EQ(misaligned, std::vector<std::string>{"1000x3000x777 bf16 nt"});
 }

@@ -18,25 +18,6 @@ namespace {
 std::string key_of(kernel_family f, dtype t) { return fmt::format("{}/{}", to_string(f), to_string(t)); }
 std::string family_key(kernel_family f) { return fmt::format("{}/*", to_string(f)); }
 
-// The measured median of every ok variant of a result, by id.
-std::map<std::string, double> measured_medians(const nlohmann::json& result) {
-  std::map<std::string, double> out;
-  for (const auto& v : result.at("variants"))
-    if (v.value("status", "") == "ok" && v.contains("median_us") && v["median_us"].is_number())
-      out[v["id"].get<std::string>()] = v["median_us"].get<double>();
-  return out;
-}
-
-// cuBLASLt's measured times in a result: beside the recommended variant, and before the search.
-std::vector<double> reference_times(const nlohmann::json& result) {
-  std::vector<double> out;
-  if (!result.contains("reference") || !result["reference"].is_object()) return out;
-  for (const char* k : {"median_us", "first_median_us"})
-    if (result["reference"].contains(k) && result["reference"][k].is_number() && result["reference"][k].get<double>() > 0)
-      out.push_back(result["reference"][k].get<double>());
-  return out;
-}
-
 struct observation {
   const gemm_plan* plan;
   const variant_result* variant;
@@ -135,6 +116,25 @@ std::vector<double> ranks_of(const std::vector<double>& values) {
 }
 
 }  // namespace
+
+// The measured median of every ok variant of a result, by id.
+std::map<std::string, double> measured_medians(const nlohmann::json& result) {
+  std::map<std::string, double> out;
+  for (const auto& v : result.at("variants"))
+    if (v.value("status", "") == "ok" && v.contains("median_us") && v["median_us"].is_number())
+      out[v["id"].get<std::string>()] = v["median_us"].get<double>();
+  return out;
+}
+
+// cuBLASLt's measured times in a result: beside the recommended variant, and before the search.
+std::vector<double> reference_times(const nlohmann::json& result) {
+  std::vector<double> out;
+  if (!result.contains("reference") || !result["reference"].is_object()) return out;
+  for (const char* k : {"median_us", "first_median_us"})
+    if (result["reference"].contains(k) && result["reference"][k].is_number() && result["reference"][k].get<double>() > 0)
+      out.push_back(result["reference"][k].get<double>());
+  return out;
+}
 
 double model_calibration::time_scale_for(kernel_family f, dtype t) const {
   if (auto it = time_scale.find(key_of(f, t)); it != time_scale.end()) return it->second;

@@ -31,6 +31,11 @@ struct model_calibration {
   double time_scale_for(kernel_family f, dtype t) const;  // 1 where none was fitted
 };
 
+// The measured median of every ok variant of a tiletune.gemm/1 result, by id.
+std::map<std::string, double> measured_medians(const nlohmann::json& result);
+// cuBLASLt's measured times in a result: beside the recommended variant, and before the search.
+std::vector<double> reference_times(const nlohmann::json& result);
+
 // For each family (and family on a dtype): the efficiency (0.05..1.00) whose
 // predictions order each problem's variants most like the measurement, and
 // the time scale that then fits the absolute times (geometric mean of
