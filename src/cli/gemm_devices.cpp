@@ -21,16 +21,22 @@ namespace tiletune::cli {
 
 namespace {
 
+// "a,b,,c" -> {"a", "b", "", "c"}: empty items kept, for the caller to refuse.
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> items;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    items.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+
 local_devices visible_devices() {
   const char* stand_ins = std::getenv("TILETUNE_TEST_DEVICES");
   if (!stand_ins || !*stand_ins) return query_local_devices();
   local_devices local;
-  std::string names = stand_ins;
-  for (std::size_t at = 0; at <= names.size();) {
-    const std::size_t comma = std::min(names.find(',', at), names.size());
-    local.devices.push_back(find_preset(names.substr(at, comma - at)));
-    at = comma + 1;
-  }
+  for (const auto& name : split_commas(stand_ins)) local.devices.push_back(find_preset(name));
   fmt::print(
       stderr,
       "tiletune: TILETUNE_TEST_DEVICES={}: stand-in devices for tests, not this machine's GPUs\n",
@@ -150,10 +156,7 @@ std::vector<device_choice> choose_devices(const std::string& list) {
   if (list == "all") {
     for (int i = 0; i < count; ++i) picked.push_back(i);
   } else {
-    for (std::size_t at = 0; at <= list.size();) {
-      const std::size_t comma = std::min(list.find(',', at), list.size());
-      const std::string item = list.substr(at, comma - at);
-      at = comma + 1;
+    for (const auto& item : split_commas(list)) {
       if (item.empty() || item.size() > 6 ||
           !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
         throw usage_error(

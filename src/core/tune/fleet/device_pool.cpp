@@ -55,7 +55,6 @@ device_pool::device_pool(std::vector<pool_device> devices, pool_settings setting
 
 std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_events& events) {
   std::vector<problem_outcome> outcomes(count);
-  std::vector<bool> decided(count, false);
   std::vector<int> attempts(count, 0);
   std::size_t decided_count = 0;
   std::deque<std::size_t> pending;
@@ -68,7 +67,6 @@ std::vector<problem_outcome> device_pool::run(std::size_t count, const pool_even
   auto decide = [&](std::size_t p, problem_outcome::state what, std::string why) {
     outcomes[p].what = what;
     outcomes[p].why = std::move(why);
-    decided[p] = true;
     ++decided_count;
     if (what != problem_outcome::state::not_run && events.finished) events.finished(p, outcomes[p]);
   };
