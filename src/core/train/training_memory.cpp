@@ -275,19 +275,21 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.recompute_layer_bytes_per_sample =
       static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
   r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
-  // The blocks' share of the gradients (all of LoRA's), arriving layer by layer in backward.
+  // The blocks' share of the gradients, arriving layer by layer in backward
+  // (all of LoRA's: its adapters sit in the blocks only, lora_parameters).
   double layer_trainable = 0, all_trainable = 0;
-  for (const auto& t : weight_tensors(m)) {
-    const bool in_layers = t.name.rfind("layers.", 0) == 0;
-    double n = lora ? (t.linear && in_layers ? static_cast<double>(s.lora_rank) * (t.rows + t.cols) * t.count : 0)
-                    : static_cast<double>(t.parameters());
-    if (t.routed()) n /= ep;  // this GPU's experts
-    all_trainable += n;
-    if (in_layers) layer_trainable += n;
-  }
+  if (!lora)
+    for (const auto& t : weight_tensors(m)) {
+      double n = static_cast<double>(t.parameters());
+      if (t.routed()) n /= ep;  // this GPU's experts
+      all_trainable += n;
+      if (t.name.rfind("layers.", 0) == 0) layer_trainable += n;
+    }
   r.layer_gradients_bytes =
-      all_trainable > 0 ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
-                        : 0;
+      lora ? r.gradients_bytes
+           : all_trainable > 0
+                 ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
+                 : 0;
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
