@@ -117,7 +117,9 @@ def main():
     out_path, rounds, cuobjdump = sys.argv[2], int(sys.argv[3]), sys.argv[4]
     nv = Nvrtc(spec["nvrtc_library"])
     work = tempfile.mkdtemp(prefix="tt_sass_")
-    knobs = {"minimal": ["-minimal"], "pch": ["-pch", f"--pch-dir={tempfile.mkdtemp(prefix='tt_pch_')}"]}
+    # ptxas_cheap: ptxas without its expensive optimisations (-O1 and -Ofc change the SASS, probed 2026-11-23).
+    knobs = {"minimal": ["-minimal"], "pch": ["-pch", f"--pch-dir={tempfile.mkdtemp(prefix='tt_pch_')}"],
+             "ptxas_cheap": ["-Xptxas=--allow-expensive-optimizations=false"]}
     results = []
     for family, variants in spec["families"].items():
         sources = [open(v["source"]).read() for v in variants]

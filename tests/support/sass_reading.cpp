@@ -29,7 +29,9 @@ std::string disassemble(const std::string& cubin, const std::string& name) {
     std::size_t n = 0;
     while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) out.append(buffer.data(), n);
   }
-  std::filesystem::remove(path);
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  std::filesystem::remove(dir, ignored);  // only once empty: another thread of this process may be using it
   return out;
 }
 
