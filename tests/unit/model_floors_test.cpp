@@ -49,30 +49,22 @@ TEST(model_floors, lie_below_every_measured_time) {
   }
 }
 
-// Rows of every operand a multiple of 16 bytes (what 16-byte loads and TMA need).
-bool rows_aligned(const gemm_problem& p) {
-  const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
-  return (p.m * eb) % 16 == 0 && (p.n * eb) % 16 == 0 && (p.k * eb) % 16 == 0;
-}
-
 // The model an offline plan for an H100 uses by default (the shipped
 // calibration) never predicts a variant faster than the fastest kernel,
 // cuBLASLt or a variant, measured on the same problem: a faster prediction
 // would be a floor below what the GPU did.
 //
-// Not for misaligned rows: the model has no term for them. 1000x3000x777 bf16
-// (1554-byte rows) ran at 8% of the peak in cuBLASLt (58.9 us) and is
-// predicted at 27.5 us; it is the one such problem shipped, and stays listed.
+// Misaligned rows included: 1000x3000x777 bf16 (1554-byte rows) ran at 8% of
+// the peak in cuBLASLt (58.9 us) and was predicted at 27.5 us until the model
+// counted mma's element-by-element copies of such rows (perf_model.cpp).
 TEST(model_floors, no_default_prediction_beats_the_fastest_measured_kernel) {
   const auto shipped = shipped_calibration("h100-sxm");
   ASSERT_TRUE(shipped);
-  std::vector<std::string> misaligned;
+  int misaligned = 0;
   for (const auto& result : every_shipped_result()) {
     gemm_plan plan = plan_from_recording(result);
-    if (!rows_aligned(plan.problem)) {
-      misaligned.push_back(plan.problem.describe());
-      continue;
-    }
+    const auto eb = static_cast<std::int64_t>(element_bytes(plan.problem.type));
+    if ((plan.problem.lda() * eb) % 16 != 0 || (plan.problem.ldb() * eb) % 16 != 0) ++misaligned;
     ASSERT_TRUE(apply_calibration(plan, *shipped)) << plan.problem.describe();
     double fastest = 1e300;
     for (double us : reference_times(result)) fastest = std::min(fastest, us);
@@ -86,5 +78,37 @@ TEST(model_floors, no_default_prediction_beats_the_fastest_measured_kernel) {
     std::printf("%-26s best predicted %8.1f us (calibrated), fastest measured %8.1f us, cuBLAS %8.1f us\n",
                 plan.problem.describe().c_str(), best_predicted, fastest, reference_times(result).front());
   }
-  EXPECT_EQ(misaligned, std::vector<std::string>{"1000x3000x777 bf16 nt"});
+  EXPECT_EQ(misaligned, 1);  // 1000x3000x777 bf16 nt, checked like the others
+}
+
+// Decode and skinny problems (16 and 128 rows of 4096x4096 bf16 nt): the default
+// model's best prediction lies within 25% of the fastest variant measured there
+// (either way: predicted over measured from 0.8 to 1.25). One time scale per family
+// on the whole time, fitted mostly where mma runs at about half the model's rate,
+// carried that gap into their memory time: 16x4096x4096 was predicted at 30.3 us
+// (wgmma, never timed there) and its mma variants at 36.9, the best measured 21.2.
+TEST(model_floors, decode_predictions_follow_the_measured_times) {
+  const auto shipped = shipped_calibration("h100-sxm");
+  ASSERT_TRUE(shipped);
+  int checked = 0;
+  for (const auto& result : shipped::h100_2026_11_23()) {
+    gemm_plan plan = plan_from_recording(result);
+    if (plan.problem.m > 128) continue;
+    ASSERT_TRUE(apply_calibration(plan, *shipped)) << plan.problem.describe();
+    const auto measured = measured_medians(result);
+    double best_measured = 1e300, best_predicted = 1e300;
+    for (const auto& [id, us] : measured) best_measured = std::min(best_measured, us);
+    for (const auto& v : plan.variants)
+      if (v.status == variant_status::ok) best_predicted = std::min(best_predicted, v.predicted.time_us);
+    const double ratio = best_predicted / best_measured;
+    EXPECT_LE(ratio, 1.25) << plan.problem.describe();
+    EXPECT_GE(ratio, 0.8) << plan.problem.describe();
+    // The recommendation is a variant that was timed there.
+    EXPECT_TRUE(measured.count(plan.variants.front().config.id())) << plan.variants.front().config.id();
+    std::printf("%-26s best predicted %6.1f us (%s), best measured variant %6.1f us: %.3fx\n",
+                plan.problem.describe().c_str(), best_predicted, plan.variants.front().config.id().c_str(),
+                best_measured, ratio);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);  // 16x4096x4096 and 128x4096x4096 bf16 nt
 }

@@ -88,6 +88,9 @@ class gemm_family {
   virtual int operand_registers(const tile_config&) const { return 0; }
   virtual smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const = 0;
   virtual bool efficiency_from_measurements() const { return true; }
+  // Whether rows that are not 16-byte aligned are copied one element at a time, each
+  // load awaited before the next (the model's serial-copy term, perf_model.cpp).
+  virtual bool copies_unaligned_rows_serially() const { return false; }
 
   // Other libraries' names for the tile.
   virtual int triton_num_warps(const tile_config& c) const { return threads(c) / 32; }

@@ -10,18 +10,28 @@ namespace tiletune {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 constexpr double launch_overhead_us = 3.0;
-// DRAM latency under load, for Little's law: the bytes a block keeps in flight
-// (its pipeline's loads) over this latency is the bandwidth it can draw. An
-// assumption of the model (H100/A100 loaded latency is about 0.6 to 1 us); 0.9,
-// not 1.0: at 1.0 the floor of mma_64x128x32_w2x4_s2 at 16x4096x4096 (32 blocks,
-// 9.2 KB in flight each) was 114.7 us, above its measured 114.2 us (2026-11-22).
-constexpr double dram_latency_us = 0.9;
+// DRAM round-trip latency, for Little's law: a level fed through a window of
+// W bytes in flight takes B/BW + B*L/W for B bytes (see predict). An assumption
+// of the model (H100/A100 DRAM latency is about 0.6 to 1 us); 0.8, not 0.9:
+// at 0.9 the floor of mma_64x128x32_w2x4_s2 at 16x4096x4096 (32 blocks, 9.2 KB
+// in flight each) was 114.4 us, above its measured 114.2 us (2026-11-22). (When
+// the model took the larger of the two terms, not their sum, it was 0.9.)
+constexpr double dram_latency_us = 0.8;
 // L2 hit latency under load, the same law for the loads L2 serves (every
 // block's panels, re-read by each block): an assumption of the model, about
 // half the DRAM latency. A block of a skinny problem streams its whole K panel
 // through few loads in flight, which is why split-K pays there (measured on the
 // H100: 128x4096x4096, mma_128x64x64 40 us with split-K 2, 65 us without).
 constexpr double l2_latency_us = 0.5;
+// An element copied from a row that is not 16-byte aligned, by a family that
+// copies such rows one element at a time (gemm_family::copies_unaligned_rows_serially):
+// its load is an L2 hit (the panels are re-read by every block), and the thread
+// waits for it before it stores the element to shared memory and loads the next.
+// The 51 mma variants measured on 1000x3000x777 bf16 (1554-byte rows, 2026-11-22)
+// took 0.15 to 0.31 us per element so counted (median 0.21 us, about 400 clocks at
+// 1.98 GHz), over tiles, warps and occupancies from 1 to 5 blocks per SM: the least,
+// 0.15 us, keeps each of their floors below its measured time.
+constexpr double serial_copy_latency_us = 0.15;
 }  // namespace
 
 // A 2 GiB device-to-device copy by tiletune's worker drew 3.0 TB/s of the
@@ -29,6 +39,20 @@ constexpr double l2_latency_us = 0.5;
 // bandwidth"): DRAM refresh, page switches and read/write turnarounds keep
 // the rest. A kernel that streams its operands draws no more than that.
 constexpr double dram_attainable_share = 0.9;
+
+namespace {
+// The time the element-by-element copies of the unaligned operands take (0 where none):
+// a_rows and b_rows rows of A and B read, row_bytes each (a block's K slice).
+double serial_copy_us(const gemm_problem& p, const tile_config& c, double a_rows, double b_rows, double row_bytes,
+                      double concurrent_blocks) {
+  if (!c.family->copies_unaligned_rows_serially() || concurrent_blocks <= 0) return 0;
+  const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
+  auto unaligned = [&](std::int64_t ld) { return (ld * eb) % 16 != 0; };
+  const double bytes = ((unaligned(p.lda()) ? a_rows : 0.0) + (unaligned(p.ldb()) ? b_rows : 0.0)) * row_bytes;
+  const double in_flight = concurrent_blocks * c.threads() * static_cast<double>(eb);
+  return bytes * serial_copy_latency_us / in_flight;
+}
+}  // namespace
 
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
   // Shared memory serves 128 bytes per clock per SM. A thread (simt) or warp
@@ -141,22 +165,39 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const double rows_read = static_cast<double>(tiles_n * p.m + tiles_m * p.n) * split * p.batch;
   const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb +
                           c_passes * static_cast<double>(p.m) * p.n * eb * p.batch + partial_bytes;
-  // Few blocks cannot keep enough loads in flight to draw the full DRAM
-  // bandwidth: each has its pipeline's stages - 1 tiles in flight, of the
-  // rows inside the problem (a 64-row tile of a 16-row problem loads 16).
+  // Loads in flight: each block has its pipeline's stages - 1 tiles in flight,
+  // of the rows inside the problem (a 64-row tile of a 16-row problem loads 16).
   const double in_flight_per_block = static_cast<double>(std::max(1, c.stages - 1)) *
                                      static_cast<double>(std::min<std::int64_t>(c.block_m, p.m) +
                                                          std::min<std::int64_t>(c.block_n, p.n)) *
                                      c.block_k * eb;
   const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(r.blocks, resident));
-  const double drawable_gbs = concurrent_blocks * in_flight_per_block / (dram_latency_us * 1e-6) / 1e9;
+  const double in_flight = concurrent_blocks * in_flight_per_block;
+  // DRAM as a pipe of bandwidth BW and latency L fed through the W bytes in
+  // flight: each window's round trip is L + W/BW, so its B bytes take B/BW +
+  // B*L/W, the bandwidth term plus the latency term (while a window waits out
+  // the latency the pipe carries none of its bytes). The larger of the two, as
+  // the model had it, put every decode variant at the bandwidth (16x4096x4096:
+  // 11.2 us for tiles measured from 21 to 42 us, in the order of their bytes in flight).
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
-  const double dram_us = dram_bytes / (std::min(attainable_gbs, drawable_gbs) * 1e9) * 1e6;
+  const double dram_us = dram_bytes / (attainable_gbs * 1e3) + dram_bytes * dram_latency_us / in_flight;
   // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
+  // The larger of its bandwidth and latency terms, not their sum: variants drew up
+  // to 13.5 TB/s of its 14.9 (device_spec.cpp), which leaves no room for a latency
+  // term beside the bandwidth (added, even at 0.2 us, the floors of k_proj's
+  // wgmma_64x256x64_c1_s5 rose above their measured times).
   const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
-  const double l2_drawable_gbs = concurrent_blocks * in_flight_per_block / (l2_latency_us * 1e-6) / 1e9;
-  const double l2_us =
-      l2_bytes / (std::min(d.l2_bandwidth_gbs * busy_sms / d.sm_count, l2_drawable_gbs) * 1e9) * 1e6;
+  double l2_us = std::max(l2_bytes / (d.l2_bandwidth_gbs * busy_sms / d.sm_count * 1e3),
+                          l2_bytes * l2_latency_us / in_flight);
+  // Rows that are not 16-byte aligned: no 16-byte copies (cp.async, TMA); a family
+  // that copies them one element at a time keeps one element per thread in flight,
+  // so the operand's panels take its bytes * latency / (threads * element bytes).
+  const double serial_us = serial_copy_us(p, c, static_cast<double>(tiles_n * split * p.batch) * p.m,
+                                          static_cast<double>(tiles_m * split * p.batch) * p.n,
+                                          static_cast<double>(k_per_block) * eb, concurrent_blocks);
+  l2_us = std::max(l2_us, serial_us);
+  r.dram_us = dram_us;
+  r.l2_us = l2_us;
   r.memory_us = std::max(dram_us, l2_us);
   r.dram_bytes = dram_bytes;
   r.l2_bytes = l2_bytes;

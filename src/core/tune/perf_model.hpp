@@ -34,6 +34,8 @@ struct prediction {
   std::string bound;           // "compute" or "memory"
   double dram_bytes = 0;       // unique bytes through DRAM (operands once, C, split-K partials)
   double l2_bytes = 0;         // bytes L2 serves the blocks: the tile's panels, C, partials
+  double dram_us = 0;          // memory_us's DRAM part: the unique bytes' bandwidth and latency terms
+  double l2_us = 0;            // memory_us's L2 part (and the serial copies of unaligned rows)
 };
 
 // Fraction of the dtype's peak a family reaches on an architecture when the

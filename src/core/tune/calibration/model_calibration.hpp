@@ -16,7 +16,8 @@ namespace tiletune {
 struct model_calibration {
   std::string device_model;
   std::map<std::string, double> efficiency;
-  std::map<std::string, double> time_scale;     // measured over predicted time, left after the efficiency
+  std::map<std::string, double> time_scale;     // on the compute time: measured over predicted, left after the efficiency
+  std::map<std::string, double> overlap_loss;   // share of the shorter of compute and memory time not hidden (0..1)
   std::map<std::string, std::size_t> variants;  // measured variants behind each figure
   std::size_t results = 0;
   // Shared by every family (terms of the GPU and the measuring protocol, not of a kernel):
@@ -28,7 +29,8 @@ struct model_calibration {
   std::string source;  // where the fit came from (a database file, or the shipped profile)
   // The dtype's own figure, else the family's, else none (the assumption stands).
   std::optional<double> efficiency_for(kernel_family f, dtype t) const;
-  double time_scale_for(kernel_family f, dtype t) const;  // 1 where none was fitted
+  double time_scale_for(kernel_family f, dtype t) const;    // 1 where none was fitted
+  double overlap_loss_for(kernel_family f, dtype t) const;  // 0 where none was fitted
 };
 
 // The measured median of every ok variant of a tiletune.gemm/1 result, by id.
@@ -38,8 +40,10 @@ std::vector<double> reference_times(const nlohmann::json& result);
 
 // For each family (and family on a dtype): the efficiency (0.05..1.00) whose
 // predictions order each problem's variants most like the measurement, and
-// the time scale that then fits the absolute times (geometric mean of
-// measured over predicted). Takes measured tiletune.gemm/1 results of one GPU model.
+// the scale on the compute time and the overlap loss (the share of the shorter of
+// compute and memory time not hidden under the longer) that then fit the absolute
+// times (least squares of log measured over predicted). Takes measured
+// tiletune.gemm/1 results of one GPU model.
 model_calibration fit_calibration(const std::vector<nlohmann::json>& measured_results);
 
 // The least time any kernel can take on p under the calibration's shared terms

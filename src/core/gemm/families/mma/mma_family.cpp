@@ -31,6 +31,9 @@ class mma : public gemm_family {
   // mma.sync m16n8k16 (f16/bf16) and m16n8k8 (tf32) take A in 4 and B in 2 32-bit registers per
   // thread (PTX ISA, warp-level matrix fragments), which cannot be accumulator registers.
   int operand_registers(const tile_config&) const override { return 6; }
+  // kernels_templates/mma_gemm.cu, tt_load_tile: rows that are not 16-byte aligned take a loop
+  // (not unrolled) of plain element loads, each stored to shared memory before the next.
+  bool copies_unaligned_rows_serially() const override { return true; }
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
     // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
     const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;

@@ -1,0 +1,70 @@
+// calibration_report (model_calibration.hpp): the fit and its ranking quality, as
+// `tiletune db calibrate` writes it.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/gemm/family.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/search/replay_backend.hpp"
+
+namespace tiletune {
+
+nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
+  const model_calibration all = fit_calibration(results);
+  nlohmann::json problems = nlohmann::json::array();
+  struct sums {
+    double spearman = 0, slowdown = 0, top_rank = 0;
+  } base, fitted, held_out;
+  auto add = [](sums& s, const ranking_quality& q) {
+    s.spearman += q.spearman;
+    s.slowdown += q.top_pick_slowdown;
+    s.top_rank += q.top_pick_measured_rank;
+  };
+  std::vector<std::string> problem_of;
+  for (const auto& r : results) problem_of.push_back(gemm_problem_from_json(r.at("problem")).describe());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const gemm_plan assumed = plan_from_recording(results[i]);
+    gemm_plan calibrated = assumed;
+    apply_calibration(calibrated, all);
+    std::vector<nlohmann::json> others;  // without any result of the same problem
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (problem_of[k] != problem_of[i]) others.push_back(results[k]);
+    gemm_plan loo = assumed;
+    apply_calibration(loo, fit_calibration(others));
+    const auto qa = rank_quality(assumed, results[i]), qc = rank_quality(calibrated, results[i]),
+               ql = rank_quality(loo, results[i]);
+    add(base, qa);
+    add(fitted, qc);
+    add(held_out, ql);
+    problems.push_back({{"problem", assumed.problem.describe()},
+                        {"assumed_model", to_json(qa)},
+                        {"calibrated", to_json(qc)},
+                        {"calibrated_without_this_problem", to_json(ql)}});
+  }
+  const double n = std::max<double>(1, static_cast<double>(results.size()));
+  auto mean = [&](const sums& s) {
+    return nlohmann::json{{"spearman", s.spearman / n},
+                          {"top_pick_slowdown", s.slowdown / n},
+                          {"top_pick_measured_rank", s.top_rank / n}};
+  };
+  nlohmann::json assumed_eff = nlohmann::json::object();
+  if (!results.empty()) {
+    const auto d = plan_from_recording(results[0]).device;
+    for (const gemm_family* f : all_families())
+      if (f->efficiency_from_measurements())
+        assumed_eff[std::string(f->name())] = family_efficiency(kernel_family{f}, d.compute_capability);
+  }
+  return {{"schema", "tiletune.calibration/1"},
+          {"calibration", to_json(all)},
+          {"assumed_efficiency", assumed_eff},
+          {"mean",
+           {{"assumed_model", mean(base)},
+            {"calibrated", mean(fitted)},
+            {"calibrated_without_this_problem", mean(held_out)}}},
+          {"problems", problems}};
+}
+
+}  // namespace tiletune
