@@ -57,7 +57,7 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
       if (f->efficiency_from_measurements())
         assumed_eff[std::string(f->name())] = family_efficiency(kernel_family{f}, d.compute_capability);
   }
-  return {{"schema", "tiletune.calibration/1"},
+  return {{"schema", "tiletune.calibration/2"},
           {"calibration", to_json(all)},
           {"assumed_efficiency", assumed_eff},
           {"mean",
