@@ -104,7 +104,9 @@ std::vector<device_spec> make_presets() {
   h200.boost_clock_mhz = 1980;
   h200.memory_bytes = 141LL * 1000 * 1000 * 1000;
   h200.memory_bandwidth_gbs = 4800;
-  h200.l2_bandwidth_gbs = 7500;
+  // The same GH100 die as the H100 SXM (132 SMs, the same clocks and 50 MB L2; only the HBM
+  // differs), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
+  h200.l2_bandwidth_gbs = h100_sxm.l2_bandwidth_gbs;
   h200.peak_tflops_f32 = 66.9;
   h200.peak_tflops_tf32 = 494.7;
   h200.peak_tflops_f16 = 989.4;
