@@ -1,11 +1,12 @@
-# Writes OUT: a C++ file that maps each template's file name to its text.
+# Writes OUT: a C++ file that maps each template's path under ROOT (kernels_templates/:
+# "mma/mma_gemm.cu", a family's folder and file) to its text.
 set(body "// Generated from kernels_templates/ by cmake/embed_templates.cmake. Do not edit.\n")
 string(APPEND body "#include \"core/compile/kernel_templates.hpp\"\n\nnamespace tiletune {\n\n")
 string(APPEND body "std::span<const embedded_template> embedded_templates() {\n")
 string(APPEND body "  static const embedded_template all[] = {\n")
 string(REPLACE "|" ";" INPUTS "${INPUTS}")
 foreach(path IN LISTS INPUTS)
-  get_filename_component(name ${path} NAME)
+  file(RELATIVE_PATH name ${ROOT} ${path})
   file(READ ${path} text)
   string(APPEND body "    {\"${name}\", R\"tiletune_tpl(${text})tiletune_tpl\"},\n")
 endforeach()

@@ -17,7 +17,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/compile/kernel_templates.hpp"
 #include "core/gemm/family.hpp"
+#include "core/gemm/problem.hpp"
 
 namespace tiletune {
 namespace {
@@ -137,6 +139,38 @@ TEST(family_isolation, no_file_outside_a_family_folder_names_a_family) {
   std::string all;
   for (const auto& f : found) all += f + "\n";
   EXPECT_TRUE(found.empty()) << "a family is named outside its folder (core/gemm/families/<name>/):\n" << all;
+}
+
+// The kernel side of the same rule: a family's source is rendered from the
+// templates of its own folder, kernels_templates/<name>/, and common/ only,
+// and every embedded template sits in a family's folder or common/.
+TEST(family_isolation, a_family_renders_its_own_templates_and_the_common_ones) {
+  std::vector<std::string> names;
+  for (const gemm_family* f : all_families()) names.emplace_back(f->name());
+  std::size_t own_total = 0;
+  for (const gemm_family* f : all_families()) {
+    const std::string own = std::string(f->name()) + "/";
+    const dtype t = f->serves(dtype::bf16) ? dtype::bf16 : dtype::f32;
+    const auto space = f->default_space(t);
+    ASSERT_FALSE(space.empty()) << f->name();
+    const std::string src = render_kernel_source(space.front(), t, parse_layout("nt"));
+    static const std::regex line_marker("#line 1 \"([^\"]+)\"");
+    std::size_t own_files = 0;
+    for (std::sregex_iterator it(src.begin(), src.end(), line_marker), end; it != end; ++it) {
+      const std::string file = (*it)[1];
+      EXPECT_TRUE(file.starts_with(own) || file.starts_with("common/"))
+          << f->name() << " renders " << file << ", from another family's folder";
+      own_files += file.starts_with(own);
+    }
+    EXPECT_GE(own_files, 1u) << f->name() << " renders nothing from kernels_templates/" << own;
+    own_total += own_files;
+  }
+  EXPECT_GE(own_total, names.size());
+  for (const auto& tpl : embedded_templates()) {
+    const std::string name = tpl.name, folder = name.substr(0, name.find('/'));
+    EXPECT_TRUE(folder == "common" || std::find(names.begin(), names.end(), folder) != names.end())
+        << name << " is in no family's folder";
+  }
 }
 
 // The check itself: it sees a family in code and literals, not in comments,

@@ -1,4 +1,4 @@
-// The mma kernel family (kernels_templates/mma_gemm.cu) run end to end on the
+// The mma kernel family (kernels_templates/mma/mma_gemm.cu) run end to end on the
 // host, one block after another: every cp.async of every stage, every
 // ldmatrix (or tf32 shared load), every mma.sync, the epilogue's staging and
 // its stores of C, and split-K's workspace, counters and reduction. Every
@@ -32,7 +32,7 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 
 #define TT_HOST_DEVICE inline
-#include "tile_addressing.cuh"
+#include "common/tile_addressing.cuh"
 
 using namespace tiletune;
 

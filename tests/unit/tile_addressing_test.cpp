@@ -1,4 +1,4 @@
-// The kernels' shared-memory address math (kernels_templates/tile_addressing.cuh)
+// The kernels' shared-memory address math (kernels_templates/common/tile_addressing.cuh)
 // replayed on the host: every warp phase of every variant of the default search
 // spaces, in every layout, counted against 32 banks of 4 bytes.
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 
 #define TT_HOST_DEVICE inline
-#include "tile_addressing.cuh"
+#include "common/tile_addressing.cuh"
 
 using namespace tiletune;
 

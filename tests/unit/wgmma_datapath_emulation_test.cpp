@@ -1,4 +1,4 @@
-// A host emulation of the wgmma kernel's data path (kernels_templates/wgmma_gemm.cu),
+// A host emulation of the wgmma kernel's data path (kernels_templates/wgmma/wgmma_gemm.cu),
 // written from the PTX ISA and the CUDA driver API rather than from the kernel:
 // TMA box copies into 128-byte-swizzled shared memory as tensor_map_for()
 // describes them, wgmma's operand fetch decoded from the descriptors the kernel
@@ -27,7 +27,7 @@
 #include "core/gemm/tensor_map_spec.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
-#include "wgmma_tile_math.cuh"
+#include "wgmma/wgmma_tile_math.cuh"
 
 using namespace tiletune;
 

@@ -1,5 +1,5 @@
 // An explicit-state model check of the wgmma kernel's synchronisation
-// (kernels_templates/wgmma_gemm.cu): the producer thread, the consumer warps,
+// (kernels_templates/wgmma/wgmma_gemm.cu): the producer thread, the consumer warps,
 // the TMA boxes in flight and the full/empty mbarriers of the stage ring, over
 // a persistent CTA's tiles. Every interleaving of small configurations is
 // explored (breadth first, with a visited set); the ring's stepping, init
@@ -70,7 +70,7 @@
 #include "core/gemm/tile_config.hpp"
 #include "core/gemm/tensor_map_spec.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
-#include "wgmma_tile_math.cuh"
+#include "wgmma/wgmma_tile_math.cuh"
 
 using namespace tiletune;
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #define TT_HOST_DEVICE inline
-#include "wgmma_tile_math.cuh"
+#include "wgmma/wgmma_tile_math.cuh"
 
 #include "core/gemm/tile_config.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"

@@ -9,7 +9,7 @@
 namespace tiletune {
 
 struct embedded_template {
-  const char* name;  // file name under kernels_templates/
+  const char* name;  // path under kernels_templates/: "mma/mma_gemm.cu", "common/gemm_common.cuh"
   const char* text;
 };
 

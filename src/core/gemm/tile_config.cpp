@@ -14,7 +14,7 @@ std::string_view to_string(kernel_family f) { return f.impl ? f->name() : "?"; }
 int tile_config::threads() const { return family->threads(*this); }
 
 std::int64_t tile_config::smem_bytes(dtype t, layout l) const {
-  // The templates keep tiles unpadded and XOR-swizzled (kernels_templates/tile_addressing.cuh),
+  // The templates keep tiles unpadded and XOR-swizzled (kernels_templates/common/tile_addressing.cuh),
   // so the layout does not change the size; tile_addressing_test checks that this matches it.
   (void)l;
   return family->smem_bytes(*this, t);

@@ -84,8 +84,8 @@ class simt : public gemm_family {
                        c.vector_width) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
-           template_with_line("gemm_common.cuh") + template_with_line("tile_addressing.cuh") +
-           template_with_line("simt_gemm.cu");
+           template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
+           template_with_line("simt/simt_gemm.cu");
   }
 
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {

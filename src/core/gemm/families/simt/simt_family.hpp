@@ -3,7 +3,7 @@
 
 namespace tiletune {
 
-// The simt family (kernels_templates/simt_gemm.cu): fp32 FMA on the CUDA
+// The simt family (kernels_templates/simt/simt_gemm.cu): fp32 FMA on the CUDA
 // cores, a TM x TN register tile per thread, double-buffered shared memory.
 const gemm_family& simt_family();
 

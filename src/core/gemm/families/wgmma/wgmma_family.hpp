@@ -3,7 +3,7 @@
 
 namespace tiletune {
 
-// The wgmma family (kernels_templates/wgmma_gemm.cu): Hopper's warpgroup MMA
+// The wgmma family (kernels_templates/wgmma/wgmma_gemm.cu): Hopper's warpgroup MMA
 // with TMA operand loads, a producer and 1 or 2 consumer warpgroups, a
 // persistent grid (sm_90a only).
 const gemm_family& wgmma_family();

@@ -33,7 +33,7 @@ tensor_map_description tensor_map_description_of(const gemm_problem& p, const ti
 
 }  // namespace
 
-// wgmma (kernels_templates/wgmma_gemm.cu): a persistent grid over the SMs,
+// wgmma (kernels_templates/wgmma/wgmma_gemm.cu): a persistent grid over the SMs,
 // operands through TMA tensor maps passed by value, C by pointer.
 kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) {
   const launch_shape s = launch_shape_for(c, p, d.sm_count);

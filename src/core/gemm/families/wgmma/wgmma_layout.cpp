@@ -6,7 +6,7 @@
 
 // The template's own layout code, compiled for the host so the two cannot drift.
 #define TT_HOST_DEVICE inline
-#include "wgmma_tile_math.cuh"
+#include "wgmma/wgmma_tile_math.cuh"
 
 namespace tiletune {
 

@@ -8,7 +8,7 @@
 namespace tiletune {
 
 // Dynamic shared memory of a wgmma variant: operand stages, epilogue staging
-// and mbarriers (the template's layout, kernels_templates/wgmma_tile_math.cuh)
+// and mbarriers (the template's layout, kernels_templates/wgmma/wgmma_tile_math.cuh)
 // plus 1024 bytes of slack to align the base for 128-byte swizzling.
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t);
 
