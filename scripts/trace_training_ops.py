@@ -43,6 +43,86 @@ def tensor_bytes(x):
     return 0
 
 
+def peak_memory(torch, model, opt, step, ids):
+    """Bytes allocated at the peak of one more step, and in which phase.
+
+    The profiler's CPU memory events carry the allocator's running total of
+    what was allocated since profiling began and is still alive; what was
+    alive before (weights, optimizer states, the batch; gradients are None
+    after zero_grad(set_to_none)) is summed from the tensors themselves.
+    """
+    import os
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    seen = set()
+
+    def held(t):
+        if t is None or not isinstance(t, torch.Tensor):
+            return 0
+        s = t.untyped_storage()
+        if s.data_ptr() in seen:
+            return 0
+        seen.add(s.data_ptr())
+        return s.nbytes()
+
+    start = sum(held(p) + held(p.grad) for p in model.parameters()) + held(ids)
+    start += sum(held(v) for st in opt.state.values() for v in st.values())
+    names = {"forward": "tt_forward", "backward": "tt_backward", "optimizer": "tt_optimizer"}
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with record_function("tt_step"):
+            step(lambda phase: record_function(names[phase]))
+    path = tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(path)
+    events = json.load(open(path))["traceEvents"]
+    if os.environ.get("TRACE_KEEP_PROFILE"):  # for reading the step's timeline by hand
+        os.replace(path, os.environ["TRACE_KEEP_PROFILE"])
+    else:
+        os.unlink(path)
+    spans = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") in names.values()}
+    # CPU kernels of a binary op on mixed dtypes (a bf16 tensor plus an fp32
+    # one) promote the input in a temporary copy (TensorIterator's
+    # compute_types on CPU); CUDA's kernels cast as they load, allocating
+    # nothing. Such copies (a _to_copy directly inside the binary op) are left
+    # out of the running total, so the total is what CUDA would allocate.
+    ops = sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e.get("dur", 0)))
+    memory = sorted((e for e in events if e.get("name") == "[memory]" and "Total Allocated" in e.get("args", {})),
+                    key=lambda e: e["ts"])
+    promoting = {"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::add_", "aten::mul_", "aten::where"}
+    stack, i, skipped, promoted = [], 0, {}, 0
+    timeline = []  # (ts, CUDA-equivalent total, innermost op)
+    for e in memory:
+        while i < len(ops) and ops[i]["ts"] <= e["ts"]:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] < ops[i]["ts"]:
+                stack.pop()
+            stack.append(ops[i])
+            i += 1
+        while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
+            stack.pop()
+        chain = [o["name"] for o in reversed(stack)]
+        size, addr = e["args"]["Bytes"], e["args"]["Addr"]
+        if size > 0 and "aten::_to_copy" in chain:
+            outer = [o for o in chain[chain.index("aten::_to_copy") + 1:] if o != "aten::to"]
+            if outer and outer[0] in promoting:
+                skipped[addr] = size
+                promoted += size
+        elif size < 0 and addr in skipped:
+            promoted -= skipped.pop(addr)
+        timeline.append((e["ts"], e["args"]["Total Allocated"] - promoted, chain[0] if chain else None))
+    peaks, peak_op = {}, {}
+    for ts, total, op in timeline:
+        for phase, key in names.items():
+            lo, hi = spans[key]
+            if lo <= ts <= hi and total > peaks.get(phase, -1):
+                peaks[phase], peak_op[phase] = total, op
+    phase = max(peaks, key=peaks.get)
+    peak_op = peak_op[phase]
+    return {"start_bytes": start, "peak_bytes": start + peaks[phase], "peak_phase": phase, "peak_op": peak_op,
+            "phase_peak_bytes": {k: start + v for k, v in peaks.items()},
+            "means": "torch.cuda.max_memory_allocated's CPU twin: bytes of live tensors at the step's peak "
+                     "(no allocator rounding, no cuBLAS workspace; the CPU's dtype-promotion copies left out)"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -58,6 +138,8 @@ def main():
     ap.add_argument("--precision", choices=["bf16-mixed", "bf16", "fp32"], default="bf16-mixed")
     ap.add_argument("--lora", type=int, default=0)
     ap.add_argument("--ckpt", action="store_true")
+    ap.add_argument("--memory", action="store_true",
+                    help="also record the step's peak of allocated bytes (torch.cuda.max_memory_allocated's CPU twin)")
     a = ap.parse_args()
 
     import torch
@@ -95,7 +177,8 @@ def main():
     autocast = a.precision == "bf16-mixed"
 
     phase = ["forward"]
-    rows = collections.defaultdict(lambda: {"kernels": 0, "bytes": 0, "ops": collections.Counter(), "gemms": []})
+    rows = collections.defaultdict(lambda: {"kernels": 0, "bytes": 0, "ops": collections.Counter(),
+                                            "op_bytes": collections.Counter(), "gemms": []})
 
     class Trace(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -110,37 +193,61 @@ def main():
                 shapes = [list(x.shape) for x in args if isinstance(x, torch.Tensor)]
                 r["gemms"].append({"op": name, "shapes": shapes, "dtype": str(out.dtype).replace("torch.", "")})
             else:
-                r["bytes"] += tensor_bytes(list(args)) + tensor_bytes(out)
+                moved = tensor_bytes(list(args)) + tensor_bytes(out)
+                r["bytes"] += moved
+                r["op_bytes"][name] += moved
             return out
 
-    def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+    import contextlib
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # Which SDPA kernel CUDA would run (torch/csrc/.../sdp_utils.cpp): flash
+    # takes 16-bit inputs only and memory-efficient attention no grouped
+    # query heads (enable_gqa), so fp32 with GQA falls back to the math
+    # kernel, which computes every score and keeps the probabilities. The
+    # CPU's own flash kernel takes fp32 with GQA: force math there to trace
+    # what the GPU runs.
+    math_attention = a.precision == "fp32" and a.kv_heads < a.heads
+    attention = (lambda: sdpa_kernel([SDPBackend.MATH])) if math_attention else contextlib.nullcontext
+
+    def step(mark=lambda phase: contextlib.nullcontext()):
+        with mark("forward"), attention(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             out = model(input_ids=ids, labels=ids)
         phase[0] = "backward"
-        out.loss.backward()
+        with mark("backward"), attention():
+            out.loss.backward()
         phase[0] = "optimizer"
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        with mark("optimizer"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
         phase[0] = "forward"
 
     step()  # the first step allocates the optimizer's states
     rows.clear()
     with Trace():
         step()
+    memory = peak_memory(torch, model, opt, step, ids) if a.memory else None
     result = {"schema": "tiletune.training_trace/1", "config": cfg,
               "setup": {"seq": a.seq, "mb": a.mb, "precision": a.precision, "lora": a.lora, "ckpt": a.ckpt,
-                        "lora_target_modules": "all-linear", "optimizer": "adamw fused"},
+                        "lora_target_modules": "all-linear", "optimizer": "adamw fused",
+                        "attention": "sdpa math (as CUDA runs fp32 with GQA)" if math_attention else "sdpa fused"},
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                            "python": sys.version.split()[0]},
               "phases": {}}
     if a.lora:
         import peft
         result["versions"]["peft"] = peft.__version__
+    if memory:
+        result["memory"] = memory
     for k, r in rows.items():
         result["phases"][k] = {"kernels": r["kernels"], "gemm_kernels": len(r["gemms"]),
                                "non_gemm_bytes": r["bytes"], "ops": dict(r["ops"].most_common()),
+                               "op_bytes": dict(r["op_bytes"].most_common()),
                                "gemms": r["gemms"]}
     json.dump(result, open(a.out, "w"), indent=1)
+    if memory:
+        print(f"peak allocated {memory['peak_bytes'] / 2**20:.2f} MiB in {memory['peak_phase']} "
+              f"(held at the step's start {memory['start_bytes'] / 2**20:.2f} MiB)")
     for k, r in result["phases"].items():
         print(f"{k:10} kernels {r['kernels']:6d} (gemm {r['gemm_kernels']:4d})  non-GEMM bytes {r['non_gemm_bytes'] / 1e6:10.1f} MB")
 
