@@ -1,14 +1,17 @@
 // `tiletune batch` against what eager PyTorch really runs (issue 19): the
-// kernels and the non-GEMM bytes of one training step of a small Llama,
-// recorded op by op with scripts/trace_training_ops.py (torch, transformers,
-// peft on the CPU; profiles/training_traces/), held against the planner's
-// `time.kernels` and `time.memory_bound_bytes` for the same config, seq and
-// micro-batch. The LoRA path (casts, adapter GEMMs, scale, adds) is where the
-// planner's count was in doubt: it must stay within the band of full
-// training's, which the fitted bandwidth share and launch cost were
-// calibrated on.
+// kernels, the non-GEMM bytes and the peak of allocated memory of one
+// training step of two small Llama-architecture models, recorded op by op
+// with scripts/record_training_traces.sh (torch, transformers, peft on the
+// CPU; profiles/training_traces/), held against the planner's
+// `time.kernels`, `time.memory_bound_bytes` and `peak_allocated_bytes` for
+// the same config, seq and micro-batch. The traces run SDPA's math kernel
+// where CUDA would (fp32 with grouped query heads) and leave out the CPU's
+// dtype-promotion copies, which CUDA does not make.
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 struct counted {
-  double kernels = 0, bytes = 0;
+  double kernels = 0, bytes = 0, peak = 0;
 };
 
 counted traced(const nlohmann::json& t) {
@@ -45,33 +48,75 @@ counted planned(const nlohmann::json& t, const fs::path& dir) {
   counted c;
   const auto plan = nlohmann::json::parse(r.out);  // kept: a range-for over a temporary's member dangles
   for (const auto& cand : plan["candidates"])
-    if (cand["micro_batch"] == s["mb"]) {
+    if (cand["micro_batch"] == s["mb"] && cand["checkpointing"] == s["ckpt"]) {
       c.kernels = cand["time"]["kernels"].get<double>();
       c.bytes = cand["time"]["memory_bound_bytes"].get<double>();
+      // Less cuBLAS's workspaces, which the CPU does not allocate.
+      c.peak = cand["peak_allocated_bytes"].get<double>() - plan["memory"]["library_workspace_bytes"].get<double>();
     }
   return c;
 }
-}  // namespace
 
-TEST(training_trace, the_planner_counts_what_pytorch_runs_for_16_bit_training_and_lora) {
-  const fs::path traces = fs::path(TILETUNE_SOURCE_DIR) / "profiles" / "training_traces";
+std::vector<std::pair<std::string, nlohmann::json>> traces() {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles" / "training_traces";
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".json")
+      out.emplace_back(entry.path().filename().string(), nlohmann::json::parse(std::ifstream(entry.path())));
+  return out;
+}
+
+fs::path scratch() {
   const fs::path dir = fs::path(TILETUNE_TEST_TMP) / "training_trace";
   fs::create_directories(dir);
-  int checked = 0, lora = 0;
-  for (const auto& entry : fs::directory_iterator(traces)) {
-    if (entry.path().extension() != ".json") continue;
-    const auto t = nlohmann::json::parse(std::ifstream(entry.path()));
-    // fp32 is left out: the planner counts 1.48x the bytes PyTorch moves there (noted, not yet fixed).
-    if (t["setup"]["precision"] == "fp32") continue;
-    const counted want = traced(t), got = planned(t, dir);
-    const std::string name = entry.path().filename().string();
+  return dir;
+}
+}  // namespace
+
+// The LoRA path (casts, adapter GEMMs, scale, adds) is where the count was
+// in doubt: it must stay within the band of full training's, which the
+// fitted bandwidth share and launch cost were calibrated on. fp32 too: its
+// attention is SDPA's math kernel (every score computed and kept).
+TEST(training_trace, the_planner_counts_the_kernels_and_bytes_pytorch_runs) {
+  int checked = 0, lora = 0, fp32 = 0;
+  for (const auto& [name, t] : traces()) {
+    const counted want = traced(t), got = planned(t, scratch());
     EXPECT_GT(got.kernels / want.kernels, 0.8) << name << ": planner " << got.kernels << ", PyTorch " << want.kernels;
     EXPECT_LT(got.kernels / want.kernels, 1.2) << name << ": planner " << got.kernels << ", PyTorch " << want.kernels;
+    // fp32 LoRA is over-counted (1.16x), not located: its frozen base skips
+    // the norms' and the embedding's weight-gradient ops (about 110 of the
+    // 250 MB excess in the trace), which the planner's backward (twice the
+    // forward's traffic) still counts, and its dx adds move less than the
+    // planner's one per adapter.
+    const bool fp32_lora = t["setup"]["precision"] == "fp32" && t["setup"]["lora"].get<int>() > 0;
     EXPECT_GT(got.bytes / want.bytes, 0.85) << name << ": planner " << got.bytes << ", PyTorch " << want.bytes;
-    EXPECT_LT(got.bytes / want.bytes, 1.15) << name << ": planner " << got.bytes << ", PyTorch " << want.bytes;
+    EXPECT_LT(got.bytes / want.bytes, fp32_lora ? 1.2 : 1.15)
+        << name << ": planner " << got.bytes << ", PyTorch " << want.bytes;
     ++checked;
     lora += t["setup"]["lora"].get<int>() > 0;
+    fp32 += t["setup"]["precision"] == "fp32";
   }
-  EXPECT_GE(checked, 6);
+  EXPECT_GE(checked, 9);
   EXPECT_GE(lora, 4);
+  EXPECT_GE(fp32, 2);
+}
+
+// The peak of allocated bytes. LoRA's must be close: its gradients are
+// small, so the peak is the activations' and the adapters' temporaries
+// (before: fp32 adapters' Adam states counted in bf16, and the adapter
+// add's temporaries left out, up to 15% under with checkpointing). Full
+// training's is an upper bound by up to one layer's gradients (a 2-layer
+// model: a quarter of them): its first layer's backward is bounded by every
+// gradient, while some of that layer's arrive only as its activations go.
+TEST(training_trace, the_planner_peak_is_what_pytorch_allocates) {
+  int checked = 0;
+  for (const auto& [name, t] : traces()) {
+    if (!t.contains("memory")) continue;
+    const double want = t["memory"]["peak_bytes"].get<double>(), got = planned(t, scratch()).peak;
+    const bool lora = t["setup"]["lora"].get<int>() > 0;
+    EXPECT_GT(got / want, 0.97) << name << ": planner " << got << ", PyTorch " << want;
+    EXPECT_LT(got / want, lora ? 1.03 : 1.12) << name << ": planner " << got << ", PyTorch " << want;
+    ++checked;
+  }
+  EXPECT_GE(checked, 13);
 }

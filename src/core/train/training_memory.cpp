@@ -52,8 +52,11 @@ std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank, bool expe
 }
 
 // Bytes of optimizer state per trainable parameter (not counting Adafactor).
-double optimizer_state_bytes(optimizer_kind o, precision p) {
-  const double state = p == precision::bf16 ? 2 : 4;  // pure bf16 keeps states in the parameter dtype
+// PyTorch's optimizers keep their states in the parameters' dtype: bf16 in
+// pure bf16 training, fp32 otherwise, and fp32 for LoRA in every precision
+// (peft's adapters are fp32, get_peft_model(autocast_adapter_dtype=True)).
+double optimizer_state_bytes(optimizer_kind o, precision p, bool lora) {
+  const double state = p == precision::bf16 && !lora ? 2 : 4;
   switch (o) {
     case optimizer_kind::adamw: return 2 * state;        // m and v
     case optimizer_kind::adamw_8bit: return 2;           // bitsandbytes: m and v in 8 bits
@@ -62,6 +65,33 @@ double optimizer_state_bytes(optimizer_kind o, precision p) {
     case optimizer_kind::adafactor: return 0;            // counted per tensor
   }
   return 0;
+}
+
+// The most a layer's forward (or recompute) holds beyond what it keeps once
+// done, per token, with LoRA: peft's lora.Linear computes
+//   result = base(x); result = result + lora_B(lora_A(x')) * scaling; result.to(dtype)
+// so at the add the base output (a bytes an element), the scaled adapter
+// output (e) and their sum (s, fp32 if either is) are alive together, at the
+// layer's widest adapted output W (a gated MLP's up projection). What the
+// layer keeps after that point is subtracted; traced op by op in eager
+// PyTorch (scripts/trace_training_ops.py --memory, profiles/training_traces):
+// - a 16-bit base without autocast, fp32 adapters: base a + scaled 4 + sum 4
+//   at up's add, less up's output (a, kept by the gate product) and
+//   down_proj's fp32 adapter input (4) kept later: 4 W;
+// - autocast on a 16-bit base: the sum is up's kept 16-bit output, so base 2
+//   + scaled 2 over down's 16-bit adapter input (2) gives 2 W at up; at
+//   down_proj, the gate product (2, its input) and peft's fp32 copy of it (4,
+//   which autocast casts back to 16 bits) are alive beyond what is kept: 6 W;
+// - fp32 throughout: base 4 + scaled 4 + sum 4 at up's add, less the sum
+//   (kept) and the product (kept by lora_A): 4 W.
+// An expert's adapters see its share of the tokens.
+double lora_transient_per_token(const training_setup& s) {
+  const double per_width = is_mixed(s.prec) ? 6 : 4;
+  double widest = 0;
+  for (const auto& t : weight_tensors(s.model))
+    if (t.linear && t.name.rfind("layers.", 0) == 0)
+      widest = std::max(widest, static_cast<double>(t.rows) * std::min(1.0, t.token_share));
+  return per_width * widest;
 }
 
 }  // namespace
@@ -92,7 +122,10 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
   const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
   std::vector<phase_bytes> out;
-  out.push_back({"forward", states + m.autocast_weight_copies_bytes + b * (kept + m.logits_forward_bytes_per_sample)});
+  // The forward's peak: its logits, or with LoRA an adapter's temporaries in
+  // the last layer, over everything kept, if larger.
+  out.push_back({"forward", states + m.autocast_weight_copies_bytes +
+                                b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
@@ -181,7 +214,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
     const double N = s.world_size / split;
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank, experts)) / split
-                              : optimizer_state_bytes(s.optimizer, s.prec) * T;
+                              : optimizer_state_bytes(s.optimizer, s.prec, lora) * T;
     if (s.zero_stage == 0) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
@@ -250,8 +283,8 @@ memory_breakdown estimate_memory(const training_setup& s) {
     // casts it to the adapter's dtype; autocast casts that to 16 bits for
     // the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
     // (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
-    // made and modules reading one input share it: counted per module, an
-    // overestimate there.
+    // made and the modules reading one input keep that one tensor: k and v
+    // share q's, up shares gate's (traced: profiles/training_traces).
     // With lora_dropout > 0 each adapter's dropout keeps its bool mask (1
     // byte per input element) and lora_A keeps (a cast of) the dropped-out
     // copy instead of the input: one more byte per input element.
@@ -261,10 +294,17 @@ memory_breakdown estimate_memory(const training_setup& s) {
     // needs no input).
     const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
     const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
+    const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
+    auto reads_anothers_input = [&](const std::string& n) {
+      return n == "layers.k_proj" || n == "layers.v_proj" ||
+             (m.gated_mlp && (n == "layers.up_proj" || n == "layers.experts.up_proj" || n == "layers.shared_expert.up_proj"));
+    };
     for (const auto& t : weight_tensors(m))
-      if (t.linear && t.name.rfind("layers.", 0) == 0)
-        lora_extra += ((e + mask) * static_cast<double>(t.cols) + e * s.lora_rank) * static_cast<double>(t.count) *
+      if (t.linear && t.name.rfind("layers.", 0) == 0) {
+        const double input = shared_input && reads_anothers_input(t.name) ? 0.0 : (e + mask) * static_cast<double>(t.cols);
+        lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
                       t.token_share;  // an expert's adapters see its share of the tokens
+      }
   }
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
@@ -272,8 +312,17 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // a time, whose activations are alive during its backward.
   r.checkpointed_activation_bytes_per_sample =
       static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
+  r.lora_transient_bytes_per_sample = lora ? static_cast<std::int64_t>(seq * lora_transient_per_token(s)) : 0;
+  // The gradients in flight through a layer's backward: the incoming and
+  // outgoing ones in the residual stream's dtype and, where that is 16-bit,
+  // the fp32 gradient of the norm that upcasts it (LlamaRMSNorm computes in
+  // fp32), still alive beside its cast (traced: tests/cli/training_trace_cli_test).
+  const double in_flight = 2 * inv.layer_input + (inv.layer_input < 4 * static_cast<double>(m.hidden_size) && !m.layernorm_bias
+                                                      ? 4 * static_cast<double>(m.hidden_size)
+                                                      : 0.0);
   r.recompute_layer_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + 2 * inv.layer_input));
+      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight)) +
+      r.lora_transient_bytes_per_sample;
   r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
   // The blocks' share of the gradients, arriving layer by layer in backward
   // (all of LoRA's: its adapters sit in the blocks only, lora_parameters).

@@ -76,6 +76,7 @@ struct memory_breakdown {
   std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
   std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
   std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
+  std::int64_t lora_transient_bytes_per_sample = 0;           // LoRA: a layer's adapter temporaries over what it keeps
   std::int64_t outer_saved_bytes_per_sample = 0;              // kept outside the blocks (embeddings, final norm)
   std::int64_t layer_gradients_bytes = 0;                     // the blocks' share of gradients_bytes
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
