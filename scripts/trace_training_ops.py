@@ -72,7 +72,8 @@ def peak_memory(torch, model, opt, step, ids):
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         with record_function("tt_step"):
             step(lambda phase: record_function(names[phase]))
-    path = tempfile.mktemp(suffix=".json")
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
     prof.export_chrome_trace(path)
     events = json.load(open(path))["traceEvents"]
     if os.environ.get("TRACE_KEEP_PROFILE"):  # for reading the step's timeline by hand

@@ -28,9 +28,11 @@ namespace tiletune {
 
 bool lora_adapters_run_fp32(const training_setup& s) { return s.lora_rank > 0 && !is_mixed(s.prec); }
 
-namespace {
-bool adapted(const weight_tensor& t) { return t.linear && t.name.rfind("layers.", 0) == 0; }
-}  // namespace
+bool lora_adapts(const weight_tensor& t) { return t.linear && t.name.rfind("layers.", 0) == 0; }
+
+double optimizer_state_element_bytes(const training_setup& s) {
+  return s.prec == precision::bf16 && s.lora_rank == 0 ? 2 : 4;
+}
 
 void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
   if (s.lora_rank <= 0) return;
@@ -38,7 +40,7 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
   const int ep = expert_parallel_degree(s);
   const bool fp32 = lora_adapters_run_fp32(s);
   for (const auto& t : weight_tensors(s.model)) {
-    if (!adapted(t)) continue;
+    if (!lora_adapts(t)) continue;
     // A routed expert's adapters: one batch entry per local expert, with its rows.
     const std::int64_t batch = t.group > 1 ? t.group / ep : 1, count = t.count / std::max<std::int64_t>(1, t.group);
     const auto rows = t.group > 1 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep))
@@ -131,7 +133,7 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
   const double fwd_passes = checkpointing ? 2 : 1;
   const double n = static_cast<double>(tokens);
   for (const auto& t : weight_tensors(s.model)) {
-    if (!adapted(t)) continue;
+    if (!lora_adapts(t)) continue;
     // An expert's adapters see its share of the tokens; launches are per expert group.
     const double per_token = static_cast<double>(t.count) * t.token_share;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);

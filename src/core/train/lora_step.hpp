@@ -13,6 +13,16 @@ namespace tiletune {
 // torch.autocast (pure bf16, fp32) the adapter GEMMs are fp32 GEMMs.
 bool lora_adapters_run_fp32(const training_setup& s);
 
+// The weights LoRA adapts: every linear layer of the blocks ("all-linear",
+// as in the QLoRA paper; each expert's too where it is an nn.Linear).
+bool lora_adapts(const weight_tensor& t);
+
+// Bytes of an optimizer state element: PyTorch keeps the states in the
+// parameters' dtype, bf16 in pure bf16 training and fp32 otherwise, and
+// fp32 for LoRA in every precision (peft's adapters are fp32,
+// get_peft_model(autocast_adapter_dtype=True)).
+double optimizer_state_element_bytes(const training_setup& s);
+
 // The six GEMMs of every adapter per step: A (tokens x r x in) and B (tokens
 // x out x r) forward, B's data- and weight-gradient, A's data- and
 // weight-gradient; A and B again in recompute.

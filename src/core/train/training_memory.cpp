@@ -29,7 +29,7 @@ std::int64_t linear_parameters(const model_spec& m, bool experts) {
 std::int64_t lora_parameters(const model_spec& m, int rank, bool experts) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(m))
-    if (t.linear && t.name.rfind("layers.", 0) == 0 && of_kind(t, experts))
+    if (lora_adapts(t) && of_kind(t, experts))
       n += static_cast<std::int64_t>(rank) * (t.rows + t.cols) * t.count;
   return n;
 }
@@ -42,7 +42,7 @@ std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank, bool expe
   for (const auto& t : weight_tensors(m)) {
     if (!of_kind(t, experts)) continue;
     if (lora_rank > 0) {
-      if (t.linear && t.name.rfind("layers.", 0) == 0)
+      if (lora_adapts(t))
         elements += (lora_rank + t.cols + t.rows + lora_rank) * t.count;  // A: r x in, B: out x r
     } else {
       elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
@@ -52,12 +52,9 @@ std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank, bool expe
 }
 
 // Bytes of optimizer state per trainable parameter (not counting Adafactor).
-// PyTorch's optimizers keep their states in the parameters' dtype: bf16 in
-// pure bf16 training, fp32 otherwise, and fp32 for LoRA in every precision
-// (peft's adapters are fp32, get_peft_model(autocast_adapter_dtype=True)).
-double optimizer_state_bytes(optimizer_kind o, precision p, bool lora) {
-  const double state = p == precision::bf16 && !lora ? 2 : 4;
-  switch (o) {
+double optimizer_state_bytes(const training_setup& s) {
+  const double state = optimizer_state_element_bytes(s);
+  switch (s.optimizer) {
     case optimizer_kind::adamw: return 2 * state;        // m and v
     case optimizer_kind::adamw_8bit: return 2;           // bitsandbytes: m and v in 8 bits
     case optimizer_kind::sgd: return 0;
@@ -89,7 +86,7 @@ double lora_transient_per_token(const training_setup& s) {
   const double per_width = is_mixed(s.prec) ? 6 : 4;
   double widest = 0;
   for (const auto& t : weight_tensors(s.model))
-    if (t.linear && t.name.rfind("layers.", 0) == 0)
+    if (lora_adapts(t))
       widest = std::max(widest, static_cast<double>(t.rows) * std::min(1.0, t.token_share));
   return per_width * widest;
 }
@@ -214,7 +211,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
     const double N = s.world_size / split;
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank, experts)) / split
-                              : optimizer_state_bytes(s.optimizer, s.prec, lora) * T;
+                              : optimizer_state_bytes(s) * T;
     if (s.zero_stage == 0) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
@@ -300,7 +297,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
              (m.gated_mlp && (n == "layers.up_proj" || n == "layers.experts.up_proj" || n == "layers.shared_expert.up_proj"));
     };
     for (const auto& t : weight_tensors(m))
-      if (t.linear && t.name.rfind("layers.", 0) == 0) {
+      if (lora_adapts(t)) {
         const double input = shared_input && reads_anothers_input(t.name) ? 0.0 : (e + mask) * static_cast<double>(t.cols);
         lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
                       t.token_share;  // an expert's adapters see its share of the tokens
@@ -317,9 +314,9 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,
   // the fp32 gradient of the norm that upcasts it (LlamaRMSNorm computes in
   // fp32), still alive beside its cast (traced: tests/cli/training_trace_cli_test).
-  const double in_flight = 2 * inv.layer_input + (inv.layer_input < 4 * static_cast<double>(m.hidden_size) && !m.layernorm_bias
-                                                      ? 4 * static_cast<double>(m.hidden_size)
-                                                      : 0.0);
+  const double h = static_cast<double>(m.hidden_size);
+  const bool residual_16_bit = inv.layer_input < 4 * h;  // layer_input: the residual stream's bytes per token
+  const double in_flight = 2 * inv.layer_input + (residual_16_bit && !m.layernorm_bias ? 4 * h : 0.0);
   r.recompute_layer_bytes_per_sample =
       static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight)) +
       r.lora_transient_bytes_per_sample;

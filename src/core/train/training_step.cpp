@@ -150,7 +150,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
   const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
   const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double state = s.prec == precision::bf16 && s.lora_rank == 0 ? 2 : 4;  // LoRA's adapters are fp32
+  const double state = optimizer_state_element_bytes(s);
   double per_param = 7 * state;
   switch (s.optimizer) {
     case optimizer_kind::adamw: per_param = 7 * state; break;
