@@ -39,6 +39,8 @@ double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidt
 struct lora_path_cost {
   double bytes = 0;    // moved by the adapter path's memory-bound kernels per micro-step
   double kernels = 0;  // their launches, the adapter GEMMs' included
+  double forward_kernels = 0;   // of them, one forward pass's
+  double backward_kernels = 0;  // and the backward's
 };
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
 

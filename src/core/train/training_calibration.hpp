@@ -41,4 +41,20 @@ inline constexpr std::int64_t library_workspace_bytes = 70'254'592;
 inline constexpr double elementwise_bandwidth_share = 0.79;
 inline constexpr double launch_us = 3.0;
 
+// The host's issuing time of an eager step (host_time.cpp). Per-op costs in
+// microseconds on the CPU that measured them (profiles/host_time/
+// cpu_host_times.jsonl: the real modules at tiny widths, one thread), fitted
+// by least squares per phase:
+inline constexpr double host_forward_kernel_us = 11.13;   // a forward op issued from Python
+inline constexpr double host_backward_kernel_us = 7.71;   // a backward kernel issued by autograd's engine
+inline constexpr double host_forward_layer_us = 262.3;    // a layer's modules and hooks, forward
+inline constexpr double host_backward_layer_us = 129.5;   // and its autograd nodes' bookkeeping, backward
+inline constexpr double host_checkpoint_forward_layer_us = 479.2;   // a checkpointed layer's wrapper, forward
+inline constexpr double host_checkpoint_backward_layer_us = 1257.6;  // and in backward, beside its recompute
+inline constexpr double host_trainable_tensor_us = 9.77;  // fused AdamW and zero_grad, per trainable tensor
+// That CPU's times to the H100 machine's host (PyTorch 2.11, transformers
+// 5.17): fitted on the steps measured there whose kernels were too short to
+// hide it (profiles/measured/h100-2026-11-23/batch).
+inline constexpr double host_scale = 2.6;
+
 }  // namespace tiletune

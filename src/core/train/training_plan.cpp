@@ -124,6 +124,15 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   }
   plan.recommended = best;
 
+  if (best) {
+    const step_time& t = plan.candidates[*best].time;
+    if (t.host_wait_ms > 0.1 * t.micro_step_ms())
+      plan.notes.push_back(fmt::format(
+          "the host issues this step slower than the GPU runs it: the GPU waits {:.1f} of {:.1f} ms per micro-step for "
+          "Python and autograd to issue its ops (host_time in profiles/host_time: the H100 machine's host, PyTorch 2.11, "
+          "transformers 5.17; a slower CPU waits longer). A larger micro-batch, torch.compile or CUDA graphs hide it",
+          t.host_wait_ms, t.micro_step_ms()));
+  }
   plan.notes.push_back(
       "not modelled: torch.compile (its fusion removes kernels and memory traffic, so compiled steps run faster than "
       "this eager estimate and may keep fewer activations), CPU offload of optimizer states or parameters (ZeRO-Offload, "

@@ -132,7 +132,11 @@ struct step_time {
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
-  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + gather_ms + alltoall_ms; }
+  // The host's time to issue the forward, the backward and the optimizer
+  // step (host_time.hpp), and what of it the GPU waits for per micro-step.
+  double host_forward_ms = 0, host_backward_ms = 0, host_optimizer_ms = 0;
+  double host_wait_ms = 0;
+  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms; }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;

@@ -20,7 +20,11 @@ nlohmann::json step_json(const step_time& t) {
           {"zero3_gather_ms", t.gather_ms},
           {"expert_alltoall_ms", t.alltoall_ms},
           {"memory_bound_bytes", t.memory_bound_bytes},
-          {"kernels", t.kernels}};
+          {"kernels", t.kernels},
+          {"host_forward_ms", t.host_forward_ms},
+          {"host_backward_ms", t.host_backward_ms},
+          {"host_optimizer_ms", t.host_optimizer_ms},
+          {"host_wait_ms", t.host_wait_ms}};
 }
 
 std::string hf_optim(optimizer_kind o) {

@@ -10,6 +10,7 @@
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
+#include "core/train/host_time.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_precision.hpp"
@@ -93,6 +94,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
                        const gemm_time_fn& gemm_time, const device_rates& rates) {
   step_time t;
   const dtype type = gemm_dtype(s.prec);
+  double forward_gemm_ms = 0, attention_ms = 0;  // of gemm_ms: the forward pass's linears, attention
   for (const auto& g : step_gemms(s, b, checkpointing)) {
     gemm_problem p;
     p.m = g.m;
@@ -104,7 +106,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
                       : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
                                                         elementwise_bandwidth_share)
                                 : predict_library_gemm(d, p).time_us;
-    t.gemm_ms += us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
+    const double ms = us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
+    t.gemm_ms += ms;
+    if (g.name.ends_with(" forward")) forward_gemm_ms += ms;
+    if (g.name.starts_with("attention")) attention_ms += ms;
   }
   // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
   // (training_inventory.cpp, op by op), forward once, backward about twice
@@ -142,6 +147,17 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // takes at least kernels x floor; what that adds shows as launch time.
   if (rates.launch_floor_us)
     t.launch_ms = std::max(t.launch_ms, t.kernels * *rates.launch_floor_us * 1e-3 - t.gemm_ms - t.memory_bound_ms);
+  // The host issues each phase while the GPU runs what it has issued: the
+  // GPU waits where the host needs longer (host_time.hpp). The forward's GPU
+  // time is its linears' GEMMs and its share of the rest (one pass of
+  // `passes`).
+  const host_issue host = host_issue_time(s, inv, lora, checkpointing);
+  const double gpu_forward = forward_gemm_ms + (attention_ms + t.memory_bound_ms + t.launch_ms) / passes;
+  const double gpu_backward = t.gemm_ms + t.memory_bound_ms + t.launch_ms - gpu_forward;
+  t.host_forward_ms = host.forward_ms;
+  t.host_backward_ms = host.backward_ms;
+  t.host_optimizer_ms = host.optimizer_ms;
+  t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
   // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
   // weight, m and v, in the parameters' dtype (fp32 under AMP).
   // What this GPU updates: the dense parameters sharded over the world
@@ -159,7 +175,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     case optimizer_kind::sgd: per_param = 3 * state; break;
     case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
   }
-  t.optimizer_ms = per_param * T / bandwidth * 1e3;
+  t.optimizer_ms = std::max(per_param * T / bandwidth * 1e3, host.optimizer_ms);
   return t;
 }
 

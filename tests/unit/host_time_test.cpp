@@ -1,0 +1,161 @@
+// The host's issuing time of an eager step (src/core/train/host_time.cpp)
+// held to what it was fitted on (profiles/host_time/cpu_host_times.jsonl)
+// and to the H100 steps it was scaled to
+// (profiles/measured/h100-2026-11-23/batch/training_calibration.jsonl: the
+// validation steps, with short kernels at small micro-batches).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/device/device_spec.hpp"
+#include "core/train/host_time.hpp"
+#include "core/train/training_calibration.hpp"
+#include "core/train/training_precision.hpp"
+
+using namespace tiletune;
+
+namespace {
+
+const std::string root = TILETUNE_SOURCE_DIR;
+
+std::vector<nlohmann::json> rows_of(const std::string& path) {
+  std::ifstream in(root + "/" + path);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+// scripts/validate_batch.py's llama-tied-1b, the one model there that is not a preset.
+model_spec model_of(const std::string& name) {
+  if (name != "llama-tied-1b") return load_model(name);
+  const std::string path = ::testing::TempDir() + "host_time_llama_tied_1b.json";
+  std::ofstream(path) << R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
+    "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "tie_word_embeddings": true})";
+  model_spec m = load_model(path);
+  std::remove(path.c_str());
+  return m;
+}
+
+training_setup setup_of(const nlohmann::json& row) {
+  training_setup s;
+  s.model = model_of(row["model"].get<std::string>());
+  s.seq_len = row.value("seq", 512);
+  s.prec = parse_precision(row["precision"].get<std::string>());
+  s.optimizer = optimizer_kind::adamw;
+  s.attention = attention_impl::flash;
+  s.checkpointing = row["ckpt"].get<bool>() ? checkpoint_policy::on : checkpoint_policy::off;
+  s.lora_rank = row.value("lora", 0);
+  s.global_batch = row.value("mb", 1);
+  return s;
+}
+
+std::string name_of(const nlohmann::json& row) {
+  return row["model"].get<std::string>() + " " + row["precision"].get<std::string>() +
+         (row["ckpt"].get<bool>() ? " ckpt" : "") + " lora " + std::to_string(row.value("lora", 0));
+}
+
+host_issue host_of(const training_setup& s, bool ckpt) {
+  const bool lora_base = s.lora_rank > 0;
+  const token_inventory inv = inventory(s.model, s.seq_len, activation_bytes(s.prec),
+                                        is_mixed(s.prec) && !lora_base, attention_kernel_of(s), lora_base);
+  return host_issue_time(s, inv, lora_path(s, s.seq_len, ckpt), ckpt);
+}
+
+}  // namespace
+
+// The fit's own data: the 23 CPU configurations, the model's issuing time
+// (unscaled) against the measured step; the median within 12%, each within
+// -30% .. +70% (Qwen2.5 in fp32 is the worst, +61%: SDPA's math fallback
+// counts as many kernels but is one Python call).
+TEST(host_time, the_cpu_steps_it_was_fitted_on) {
+  const auto rows = rows_of("profiles/host_time/cpu_host_times.jsonl");
+  ASSERT_EQ(rows.size(), 23u);
+  std::vector<double> errors;
+  for (const auto& row : rows) {
+    const training_setup s = setup_of(row);
+    const host_issue h = host_of(s, row["ckpt"].get<bool>());
+    const double predicted = (h.forward_ms + h.backward_ms + h.optimizer_ms) / host_scale;
+    const double measured =
+        row["forward_ms"].get<double>() + row["backward_ms"].get<double>() + row["optimizer_ms"].get<double>();
+    const double err = predicted / measured - 1;
+    EXPECT_GT(err, -0.30) << name_of(row);
+    EXPECT_LT(err, 0.70) << name_of(row);
+    errors.push_back(std::abs(err));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.12);
+}
+
+// The H100's validation steps, offline: each within 17% of the measured
+// tokens/s. Without the host's time GPT-2 with checkpointing at micro-batch
+// 4 was predicted 127% too fast, BERT at 16 44%: their kernels are too short
+// to hide Python.
+TEST(host_time, the_h100_steps_with_short_kernels) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const auto rows = rows_of("profiles/measured/h100-2026-11-23/batch/training_calibration.jsonl");
+  ASSERT_EQ(rows.size(), 9u);
+  for (const auto& row : rows) {
+    const batch_plan plan = plan_batch(setup_of(row), h100);
+    const batch_candidate* c = nullptr;
+    for (const auto& x : plan.candidates)
+      if (x.micro_batch == row["mb"].get<std::int64_t>() && x.checkpointing == row["ckpt"].get<bool>() &&
+          x.grad_accum_steps == 1)
+        c = &x;
+    ASSERT_NE(c, nullptr) << name_of(row);
+    const double err = c->tokens_per_s / row["tokens_per_s"].get<double>() - 1;
+    EXPECT_LT(std::abs(err), 0.17) << name_of(row) << " mb " << row["mb"] << ": " << c->tokens_per_s;
+  }
+}
+
+// The host's time does not grow with the micro-batch, the GPU's does: the
+// GPU's wait for the host shrinks to nothing; checkpointing issues the
+// forward twice, LoRA adds its adapters' ops.
+TEST(host_time, short_kernels_wait_for_the_host_and_long_ones_hide_it) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  training_setup s;
+  s.model = load_model("gpt2");
+  s.seq_len = 1024;
+  s.prec = precision::bf16_mixed;
+  const step_time small = predict_step(s, h100, 1, true), large = predict_step(s, h100, 64, true);
+  EXPECT_GT(small.host_wait_ms, 0);
+  EXPECT_EQ(large.host_wait_ms, 0);
+  EXPECT_DOUBLE_EQ(small.host_backward_ms, large.host_backward_ms);
+  const step_time plain = predict_step(s, h100, 1, false);
+  EXPECT_GT(small.host_backward_ms, 1.5 * plain.host_backward_ms);
+  s.lora_rank = 16;
+  s.prec = precision::bf16;
+  const step_time lora = predict_step(s, h100, 1, false);
+  s.lora_rank = 0;
+  const step_time full = predict_step(s, h100, 1, false);
+  EXPECT_GT(lora.host_forward_ms, full.host_forward_ms);
+  EXPECT_GE(lora.micro_step_ms(), lora.host_forward_ms + lora.host_backward_ms - 1e-9);
+}
+
+// A plan whose step waits on the host says so, with the wait.
+TEST(host_time, a_host_bound_plan_says_so) {
+  training_setup s;
+  s.model = load_model("gpt2");
+  s.seq_len = 128;
+  s.global_batch = 1;
+  s.checkpointing = checkpoint_policy::on;
+  const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_TRUE(plan.recommended.has_value());
+  const auto note = std::find_if(plan.notes.begin(), plan.notes.end(),
+                                 [](const std::string& n) { return n.starts_with("the host issues this step"); });
+  ASSERT_NE(note, plan.notes.end());
+  EXPECT_NE(note->find(fmt::format("{:.1f}", plan.candidates[*plan.recommended].time.host_wait_ms)), std::string::npos);
+  s.seq_len = 1024;
+  s.global_batch = 64;
+  s.checkpointing = checkpoint_policy::off;
+  const batch_plan busy = plan_batch(s, find_preset("h100-sxm"));
+  for (const auto& n : busy.notes) EXPECT_FALSE(n.starts_with("the host issues this step")) << n;
+}
