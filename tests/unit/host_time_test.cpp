@@ -15,9 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
-#include "core/train/host_time.hpp"
 #include "core/train/training_calibration.hpp"
-#include "core/train/training_precision.hpp"
+#include "core/train/training_plan.hpp"
 
 using namespace tiletune;
 
@@ -63,13 +62,6 @@ std::string name_of(const nlohmann::json& row) {
          (row["ckpt"].get<bool>() ? " ckpt" : "") + " lora " + std::to_string(row.value("lora", 0));
 }
 
-host_issue host_of(const training_setup& s, bool ckpt) {
-  const bool lora_base = s.lora_rank > 0;
-  const token_inventory inv = inventory(s.model, s.seq_len, activation_bytes(s.prec),
-                                        is_mixed(s.prec) && !lora_base, attention_kernel_of(s), lora_base);
-  return host_issue_time(s, inv, lora_path(s, s.seq_len, ckpt), ckpt);
-}
-
 }  // namespace
 
 // The fit's own data: the 23 CPU configurations, the model's issuing time
@@ -81,9 +73,9 @@ TEST(host_time, the_cpu_steps_it_was_fitted_on) {
   ASSERT_EQ(rows.size(), 23u);
   std::vector<double> errors;
   for (const auto& row : rows) {
-    const training_setup s = setup_of(row);
-    const host_issue h = host_of(s, row["ckpt"].get<bool>());
-    const double predicted = (h.forward_ms + h.backward_ms + h.optimizer_ms) / host_scale;
+    // The host's times do not depend on the micro-batch or the device.
+    const step_time t = predict_step(setup_of(row), find_preset("h100-sxm"), 1, row["ckpt"].get<bool>());
+    const double predicted = (t.host_forward_ms + t.host_backward_ms + t.host_optimizer_ms) / host_scale;
     const double measured =
         row["forward_ms"].get<double>() + row["backward_ms"].get<double>() + row["optimizer_ms"].get<double>();
     const double err = predicted / measured - 1;

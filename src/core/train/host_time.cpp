@@ -9,36 +9,41 @@
 
 namespace tiletune {
 
-host_issue host_issue_time(const training_setup& s, const token_inventory& inv, const lora_path_cost& lora,
-                           bool checkpointing) {
-  host_issue h;
+step_kernels count_step_kernels(const model_spec& m, const token_inventory& inv, const lora_path_cost& lora,
+                                bool checkpointing) {
+  const double layers_k = static_cast<double>(m.num_layers) * inv.layer_kernels;
+  step_kernels k;
+  k.forward = layers_k + inv.outer_kernels + lora.forward_kernels;
+  if (checkpointing) k.recompute = layers_k + lora.forward_kernels;
+  k.backward = 2 * (layers_k + inv.outer_kernels) + lora.backward_kernels;
+  return k;
+}
+
+host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool checkpointing) {
   const double L = static_cast<double>(s.model.num_layers);
-  const double layers_k = L * inv.layer_kernels;
-  // Autograd's backward runs about two kernels per forward op (the
-  // inventory's rule for time), issued by its C++ engine, not by Python.
-  h.forward_kernels = layers_k + inv.outer_kernels + lora.forward_kernels;
-  h.backward_kernels = 2 * (layers_k + inv.outer_kernels) + lora.backward_kernels;
+  // AdamW and zero_grad visit each trainable tensor: LoRA's two adapters per
+  // adapted linear, or every weight.
+  double trainable_tensors = 0;
   for (const auto& t : weight_tensors(s.model)) {
-    // AdamW and zero_grad visit each trainable tensor: LoRA's two adapters
-    // per adapted linear, or every weight.
-    if (s.lora_rank > 0) {
-      if (lora_adapts(t)) h.trainable_tensors += 2.0 * static_cast<double>(t.count);
-    } else {
-      h.trainable_tensors += static_cast<double>(t.count);
-    }
+    if (s.lora_rank == 0)
+      trainable_tensors += static_cast<double>(t.count);
+    else if (lora_adapts(t))
+      trainable_tensors += 2.0 * static_cast<double>(t.count);
   }
-  double forward_us = host_forward_kernel_us * h.forward_kernels + host_forward_layer_us * L;
-  double backward_us = host_backward_kernel_us * h.backward_kernels + host_backward_layer_us * L;
+  // Python issues the forward (and the recompute), autograd's C++ engine the backward.
+  double forward_us = host_forward_kernel_us * k.forward + host_forward_layer_us * L;
+  double backward_us = host_backward_kernel_us * k.backward + host_backward_layer_us * L +
+                       host_forward_kernel_us * k.recompute;
   if (checkpointing) {
-    // Each checkpointed layer: its wrapper in the forward, and in the
-    // backward its forward again, in Python, with its own wrapper work.
+    // Each checkpointed layer's wrapper, in the forward and again in the
+    // backward beside its recompute.
     forward_us += host_checkpoint_forward_layer_us * L;
-    backward_us += host_forward_kernel_us * (layers_k + lora.forward_kernels) + host_checkpoint_backward_layer_us * L;
+    backward_us += host_checkpoint_backward_layer_us * L;
   }
-  const double optimizer_us = host_trainable_tensor_us * h.trainable_tensors;
+  host_issue h;
   h.forward_ms = host_scale * forward_us * 1e-3;
   h.backward_ms = host_scale * backward_us * 1e-3;
-  h.optimizer_ms = host_scale * optimizer_us * 1e-3;
+  h.optimizer_ms = host_scale * host_trainable_tensor_us * trainable_tensors * 1e-3;
   return h;
 }
 

@@ -14,17 +14,23 @@
 
 namespace tiletune {
 
+// The kernels an eager step launches, by phase: the forward to the loss,
+// checkpointing's second forward of the layers (and their adapters), and the
+// backward, about two kernels per forward op (the inventory's rule for time).
+struct step_kernels {
+  double forward = 0, recompute = 0, backward = 0;
+  double total() const { return forward + recompute + backward; }
+};
+// inv: the step's inventory (its forward kernels per layer and outside the
+// layers); lora: the adapter path's kernels (lora_path).
+step_kernels count_step_kernels(const model_spec& m, const token_inventory& inv, const lora_path_cost& lora,
+                                bool checkpointing);
+
 struct host_issue {
   double forward_ms = 0;    // to the loss
   double backward_ms = 0;   // checkpointing's recompute included
   double optimizer_ms = 0;  // the optimizer step and zero_grad
-  double forward_kernels = 0, backward_kernels = 0;  // the op counts it comes from
-  double trainable_tensors = 0;
 };
-
-// inv: the step's inventory (its forward kernels per layer and outside the
-// layers); lora: the adapter path's kernels (lora_path).
-host_issue host_issue_time(const training_setup& s, const token_inventory& inv, const lora_path_cost& lora,
-                           bool checkpointing);
+host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool checkpointing);
 
 }  // namespace tiletune

@@ -127,7 +127,6 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   bytes += lora.bytes;
-  const double lora_kernels = lora.kernels;
   const memory_breakdown mem = estimate_memory(s);
   if (mixed) {
     // Autocast casts each linear weight to 16 bits per forward (again in
@@ -139,9 +138,9 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
       rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
   t.memory_bound_bytes = bytes;
   t.memory_bound_ms = bytes / bandwidth * 1e3;
-  // Eager PyTorch launches every op as its own kernel; backward launches
-  // about two per forward op.
-  t.kernels = (L * inv.layer_kernels * passes + inv.outer_kernels * 3) + lora_kernels;
+  // Eager PyTorch launches every op as its own kernel (host_time.hpp counts them by phase).
+  const step_kernels kernels = count_step_kernels(m, inv, lora, checkpointing);
+  t.kernels = kernels.total();
   t.launch_ms = t.kernels * launch_us * 1e-3;
   // Measured: no kernel runs faster than the GPU's launch floor, so the step
   // takes at least kernels x floor; what that adds shows as launch time.
@@ -151,7 +150,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // GPU waits where the host needs longer (host_time.hpp). The forward's GPU
   // time is its linears' GEMMs and its share of the rest (one pass of
   // `passes`).
-  const host_issue host = host_issue_time(s, inv, lora, checkpointing);
+  const host_issue host = host_issue_time(s, kernels, checkpointing);
   const double gpu_forward = forward_gemm_ms + (attention_ms + t.memory_bound_ms + t.launch_ms) / passes;
   const double gpu_backward = t.gemm_ms + t.memory_bound_ms + t.launch_ms - gpu_forward;
   t.host_forward_ms = host.forward_ms;
