@@ -5,8 +5,6 @@
 // validation steps, with short kernels at small micro-batches).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,70 +15,27 @@
 #include "core/device/device_spec.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_plan.hpp"
+#include "training_rows.hpp"
 
 using namespace tiletune;
-
-namespace {
-
-const std::string root = TILETUNE_SOURCE_DIR;
-
-std::vector<nlohmann::json> rows_of(const std::string& path) {
-  std::ifstream in(root + "/" + path);
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
-// scripts/validate_batch.py's llama-tied-1b, the one model there that is not a preset.
-model_spec model_of(const std::string& name) {
-  if (name != "llama-tied-1b") return load_model(name);
-  const std::string path = ::testing::TempDir() + "host_time_llama_tied_1b.json";
-  std::ofstream(path) << R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 2048,
-    "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
-    "max_position_embeddings": 131072, "tie_word_embeddings": true})";
-  model_spec m = load_model(path);
-  std::remove(path.c_str());
-  return m;
-}
-
-training_setup setup_of(const nlohmann::json& row) {
-  training_setup s;
-  s.model = model_of(row["model"].get<std::string>());
-  s.seq_len = row.value("seq", 512);
-  s.prec = parse_precision(row["precision"].get<std::string>());
-  s.optimizer = optimizer_kind::adamw;
-  s.attention = attention_impl::flash;
-  s.checkpointing = row["ckpt"].get<bool>() ? checkpoint_policy::on : checkpoint_policy::off;
-  s.lora_rank = row.value("lora", 0);
-  s.global_batch = row.value("mb", 1);
-  return s;
-}
-
-std::string name_of(const nlohmann::json& row) {
-  return row["model"].get<std::string>() + " " + row["precision"].get<std::string>() +
-         (row["ckpt"].get<bool>() ? " ckpt" : "") + " lora " + std::to_string(row.value("lora", 0));
-}
-
-}  // namespace
 
 // The fit's own data: the 23 CPU configurations, the model's issuing time
 // (unscaled) against the measured step; the median within 12%, each within
 // -30% .. +70% (Qwen2.5 in fp32 is the worst, +61%: SDPA's math fallback
 // counts as many kernels but is one Python call).
 TEST(host_time, the_cpu_steps_it_was_fitted_on) {
-  const auto rows = rows_of("profiles/host_time/cpu_host_times.jsonl");
-  ASSERT_EQ(rows.size(), 23u);
+  const auto steps = rows::read("profiles/host_time/cpu_host_times.jsonl");
+  ASSERT_EQ(steps.size(), 23u);
   std::vector<double> errors;
-  for (const auto& row : rows) {
+  for (const auto& row : steps) {
     // The host's times do not depend on the micro-batch or the device.
-    const step_time t = predict_step(setup_of(row), find_preset("h100-sxm"), 1, row["ckpt"].get<bool>());
+    const step_time t = predict_step(rows::setup(row), find_preset("h100-sxm"), 1, row["ckpt"].get<bool>());
     const double predicted = (t.host_forward_ms + t.host_backward_ms + t.host_optimizer_ms) / host_scale;
     const double measured =
         row["forward_ms"].get<double>() + row["backward_ms"].get<double>() + row["optimizer_ms"].get<double>();
     const double err = predicted / measured - 1;
-    EXPECT_GT(err, -0.30) << name_of(row);
-    EXPECT_LT(err, 0.70) << name_of(row);
+    EXPECT_GT(err, -0.30) << rows::name(row);
+    EXPECT_LT(err, 0.70) << rows::name(row);
     errors.push_back(std::abs(err));
   }
   std::sort(errors.begin(), errors.end());
@@ -93,18 +48,14 @@ TEST(host_time, the_cpu_steps_it_was_fitted_on) {
 // to hide Python.
 TEST(host_time, the_h100_steps_with_short_kernels) {
   const device_spec& h100 = find_preset("h100-sxm");
-  const auto rows = rows_of("profiles/measured/h100-2026-11-23/batch/training_calibration.jsonl");
-  ASSERT_EQ(rows.size(), 9u);
-  for (const auto& row : rows) {
-    const batch_plan plan = plan_batch(setup_of(row), h100);
-    const batch_candidate* c = nullptr;
-    for (const auto& x : plan.candidates)
-      if (x.micro_batch == row["mb"].get<std::int64_t>() && x.checkpointing == row["ckpt"].get<bool>() &&
-          x.grad_accum_steps == 1)
-        c = &x;
-    ASSERT_NE(c, nullptr) << name_of(row);
+  const auto steps = rows::read("profiles/measured/h100-2026-11-23/batch/training_calibration.jsonl");
+  ASSERT_EQ(steps.size(), 9u);
+  for (const auto& row : steps) {
+    const batch_plan plan = plan_batch(rows::setup(row), h100);
+    const batch_candidate* c = rows::candidate(plan, row);
+    ASSERT_NE(c, nullptr) << rows::name(row);
     const double err = c->tokens_per_s / row["tokens_per_s"].get<double>() - 1;
-    EXPECT_LT(std::abs(err), 0.17) << name_of(row) << " mb " << row["mb"] << ": " << c->tokens_per_s;
+    EXPECT_LT(std::abs(err), 0.17) << rows::name(row) << ": " << c->tokens_per_s;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_plan.hpp"
+#include "training_rows.hpp"
 
 using namespace tiletune;
 
@@ -19,30 +20,7 @@ namespace {
 const std::string root = TILETUNE_SOURCE_DIR;
 
 std::vector<nlohmann::json> calibration_rows() {
-  std::ifstream in(root + "/profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl");
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
-training_setup setup_of(const nlohmann::json& row) {
-  training_setup s;
-  const std::string model = row["model"];
-  s.model = load_model(model == "tinyllama-11b" ? "tinyllama-1.1b" : model);
-  s.seq_len = row["seq"];
-  s.prec = parse_precision(row["precision"].get<std::string>());
-  s.optimizer = optimizer_kind::adamw;
-  s.attention = attention_impl::flash;
-  s.checkpointing = row["ckpt"].get<bool>() ? checkpoint_policy::on : checkpoint_policy::off;
-  s.lora_rank = row.value("lora", 0);
-  s.global_batch = row["mb"].get<std::int64_t>();  // so the measured micro-batch is a candidate
-  return s;
-}
-
-std::string name_of(const nlohmann::json& row) {
-  return row["model"].get<std::string>() + " mb " + std::to_string(row["mb"].get<int>()) + " " +
-         row["precision"].get<std::string>() + (row["ckpt"].get<bool>() ? " ckpt" : "");
+  return rows::read("profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl");
 }
 
 }  // namespace
@@ -53,27 +31,27 @@ TEST(calibration, the_data_is_there) { EXPECT_EQ(calibration_rows().size(), 7u);
 // under it by more than 5%: a plan must fit when it is run.
 TEST(calibration, peak_memory_within_bounds_of_real_training) {
   for (const auto& row : calibration_rows()) {
-    const training_setup s = setup_of(row);
+    const training_setup s = rows::setup(row);
     const memory_breakdown m = estimate_memory(s);
-    EXPECT_EQ(m.parameters, row["params"].get<std::int64_t>()) << name_of(row);
+    EXPECT_EQ(m.parameters, row["params"].get<std::int64_t>()) << rows::name(row);
     const double predicted = static_cast<double>(m.peak_allocated_bytes(row["mb"], row["ckpt"]));
     const double measured = row["max_allocated"].get<double>();
-    EXPECT_LE(predicted, 1.10 * measured) << name_of(row);
-    EXPECT_GE(predicted, 0.95 * measured) << name_of(row);
+    EXPECT_LE(predicted, 1.10 * measured) << rows::name(row);
+    EXPECT_GE(predicted, 0.95 * measured) << rows::name(row);
     // What must fit (allocator slack and context included) covers what the GPU really used.
     EXPECT_GE(static_cast<double>(m.peak_bytes(row["mb"], row["ckpt"])), row["device_used_end"].get<double>())
-        << name_of(row);
+        << rows::name(row);
   }
 }
 
 // Without the one fitted memory constant the derivation alone is within 2%.
 TEST(calibration, memory_formulas_hold_without_the_fitted_workspace) {
   for (const auto& row : calibration_rows()) {
-    memory_breakdown m = estimate_memory(setup_of(row));
+    memory_breakdown m = estimate_memory(rows::setup(row));
     m.library_workspace_bytes = 0;
     const double ratio = static_cast<double>(m.peak_allocated_bytes(row["mb"], row["ckpt"])) /
                          row["max_allocated"].get<double>();
-    EXPECT_NEAR(ratio, 1.0, 0.02) << name_of(row);
+    EXPECT_NEAR(ratio, 1.0, 0.02) << rows::name(row);
   }
 }
 
@@ -82,13 +60,11 @@ TEST(calibration, offline_tokens_per_s_within_25_percent) {
   const device_spec& h100 = find_preset("h100-sxm");
   std::vector<double> errors;
   for (const auto& row : calibration_rows()) {
-    const batch_plan plan = plan_batch(setup_of(row), h100);
-    const batch_candidate* c = nullptr;
-    for (const auto& x : plan.candidates)
-      if (x.micro_batch == row["mb"].get<std::int64_t>() && x.checkpointing == row["ckpt"].get<bool>()) c = &x;
-    ASSERT_NE(c, nullptr) << name_of(row);
+    const batch_plan plan = plan_batch(rows::setup(row), h100);
+    const batch_candidate* c = rows::candidate(plan, row);
+    ASSERT_NE(c, nullptr) << rows::name(row);
     const double err = c->tokens_per_s / row["tokens_per_s"].get<double>() - 1;
-    EXPECT_LT(std::abs(err), 0.25) << name_of(row) << ": " << c->tokens_per_s;
+    EXPECT_LT(std::abs(err), 0.25) << rows::name(row) << ": " << c->tokens_per_s;
     errors.push_back(std::abs(err));
   }
   std::sort(errors.begin(), errors.end());
@@ -107,12 +83,12 @@ TEST(calibration, tokens_per_s_with_the_measured_gemm_times_within_15_percent) {
     double gemm_ms = -1;
     for (const auto& c : measured["candidates"])
       if (c["micro_batch"] == row["mb"] && c["checkpointing"] == row["ckpt"]) gemm_ms = c["time"]["gemm_ms"];
-    ASSERT_GT(gemm_ms, 0) << name_of(row);
-    const training_setup s = setup_of(row);
+    ASSERT_GT(gemm_ms, 0) << rows::name(row);
+    const training_setup s = rows::setup(row);
     const step_time t = predict_step(s, h100, row["mb"], row["ckpt"]);
     const double step_ms = gemm_ms + t.memory_bound_ms + t.launch_ms + t.optimizer_ms;
     const double tokens_per_s = static_cast<double>(row["mb"].get<int>() * row["seq"].get<int>()) / (step_ms * 1e-3);
-    EXPECT_NEAR(tokens_per_s / row["tokens_per_s"].get<double>(), 1.0, 0.15) << name_of(row);
+    EXPECT_NEAR(tokens_per_s / row["tokens_per_s"].get<double>(), 1.0, 0.15) << rows::name(row);
   }
 }
 
