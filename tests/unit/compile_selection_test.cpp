@@ -125,9 +125,12 @@ TEST(compile_selection, bounded_plans_recommend_and_rank_what_full_plans_do) {
         varied_compiler full_c, bounded_c;
         prepare(full_c, p, d);
         prepare(bounded_c, p, d);
-        plan_options full_o{2, {}, {}};
-        plan_options bounded_o{2, {}, {}};
-        bounded_o.selection = {.share_raster_copies = true, .keep = keep};
+        plan_options full_o;
+        full_o.jobs = 2;
+        plan_options bounded_o;
+        bounded_o.jobs = 2;
+        bounded_o.selection.share_raster_copies = true;
+        bounded_o.selection.keep = keep;
         const gemm_plan full = plan_gemm(p, d, full_c, full_o);
         const gemm_plan bounded = plan_gemm(p, d, bounded_c, bounded_o);
         const std::string what = fmt::format("{} on {}, keep {}", p.describe(), gpu, keep);
@@ -140,7 +143,9 @@ TEST(compile_selection, bounded_plans_recommend_and_rank_what_full_plans_do) {
         full_compiles += full_c.compiles;
         bounded_compiles += bounded_c.compiles;
         for (const auto& v : bounded.variants)
-          if (v.constraint == "model_bound") EXPECT_NE(v.reason.find("not compiled"), std::string::npos);
+          if (v.constraint == "model_bound") {
+            EXPECT_NE(v.reason.find("not compiled"), std::string::npos);
+          }
       }
     }
   }
@@ -197,8 +202,10 @@ TEST(compile_selection, a_plan_that_shares_says_so_in_its_variants_and_notes) {
   const gemm_problem p = make(4096, 4096, 4096, "bf16", "nt");
   varied_compiler c;
   prepare(c, p, d);
-  plan_options o{2, {}, {}};
-  o.selection = {.share_raster_copies = true, .keep = 5};
+  plan_options o;
+  o.jobs = 2;
+  o.selection.share_raster_copies = true;
+  o.selection.keep = 5;
   const gemm_plan plan = plan_gemm(p, d, c, o);
   int copies = 0, bounded = 0;
   for (const auto& v : plan.variants) {
@@ -229,8 +236,10 @@ TEST(compile_selection, the_bound_follows_a_calibrated_model) {
     varied_compiler full_c, bounded_c;
     prepare(full_c, p, d);
     prepare(bounded_c, p, d);
-    plan_options full_o{2, {}, {}};
-    plan_options bounded_o{2, {}, {}};
+    plan_options full_o;
+    full_o.jobs = 2;
+    plan_options bounded_o;
+    bounded_o.jobs = 2;
     bounded_o.selection.share_raster_copies = true;
     bounded_o.selection.keep = 3;
     bounded_o.selection.ranking_time = [&](const gemm_problem& q, const tile_config& c, const occupancy_estimate& o) {
@@ -260,9 +269,12 @@ TEST(compile_selection, cached_programs_are_read_first_and_change_no_answer) {
       // Every third program (by its name's hash) is "in the cache".
       for (const auto& [program, floor] : warm_c.accumulator_floor)
         if (std::hash<std::string>{}(program) % 3 == 0) warm_c.cached_programs.insert(program);
-      plan_options full_o{2, {}, {}};
-      plan_options bounded_o{2, {}, {}};
-      bounded_o.selection = {.share_raster_copies = true, .keep = keep};
+      plan_options full_o;
+      full_o.jobs = 2;
+      plan_options bounded_o;
+      bounded_o.jobs = 2;
+      bounded_o.selection.share_raster_copies = true;
+      bounded_o.selection.keep = keep;
       const gemm_plan full = plan_gemm(p, d, full_c, full_o);
       const gemm_plan cold = plan_gemm(p, d, cold_c, bounded_o);
       const gemm_plan warm = plan_gemm(p, d, warm_c, bounded_o);

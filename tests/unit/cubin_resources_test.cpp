@@ -126,8 +126,10 @@ TEST(complete_resources, a_plan_from_cubins_without_reports_is_ok_and_rejects_lo
   p.layout = parse_layout("tt");
   silent_compiler c;
   c.local_id = "mma_128x128x32_w2x2_s3";
-  const gemm_plan plan =
-      plan_gemm(p, find_preset("h100-sxm"), c, plan_options{2, {}, {"mma_256x128x32_w4x2_s4", c.local_id}});
+  plan_options o;
+  o.jobs = 2;
+  o.only = {"mma_256x128x32_w4x2_s4", c.local_id};
+  const gemm_plan plan = plan_gemm(p, find_preset("h100-sxm"), c, o);
   int seen = 0;
   for (const auto& v : plan.variants) {
     if (v.config.id() == "mma_256x128x32_w4x2_s4") {

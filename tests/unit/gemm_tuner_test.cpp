@@ -64,7 +64,9 @@ TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
   c.fail_id = first_kept_id(p, d, 0);
   c.spill_id = first_kept_id(p, d, 1);
   c.fat_id = first_kept_id(p, d, 2);
-  const gemm_plan plan = plan_gemm(p, d, c, plan_options{2, {}, {}});
+  plan_options o;
+  o.jobs = 2;
+  const gemm_plan plan = plan_gemm(p, d, c, o);
 
   ASSERT_TRUE(plan.recommended.has_value());
   EXPECT_EQ(*plan.recommended, 0u);
