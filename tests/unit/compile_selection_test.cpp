@@ -112,6 +112,18 @@ std::vector<gemm_problem> problems() {
   return all;
 }
 
+// Two compile jobs; with keep > 0 the bounded selection: raster copies
+// share their tile's program and the model's `keep` best are compiled.
+plan_options options(int keep = 0) {
+  plan_options o;
+  o.jobs = 2;
+  if (keep > 0) {
+    o.selection.share_raster_copies = true;
+    o.selection.keep = keep;
+  }
+  return o;
+}
+
 }  // namespace
 
 TEST(compile_selection, bounded_plans_recommend_and_rank_what_full_plans_do) {
@@ -125,12 +137,7 @@ TEST(compile_selection, bounded_plans_recommend_and_rank_what_full_plans_do) {
         varied_compiler full_c, bounded_c;
         prepare(full_c, p, d);
         prepare(bounded_c, p, d);
-        plan_options full_o;
-        full_o.jobs = 2;
-        plan_options bounded_o;
-        bounded_o.jobs = 2;
-        bounded_o.selection.share_raster_copies = true;
-        bounded_o.selection.keep = keep;
+        const plan_options full_o = options(), bounded_o = options(keep);
         const gemm_plan full = plan_gemm(p, d, full_c, full_o);
         const gemm_plan bounded = plan_gemm(p, d, bounded_c, bounded_o);
         const std::string what = fmt::format("{} on {}, keep {}", p.describe(), gpu, keep);
@@ -202,10 +209,7 @@ TEST(compile_selection, a_plan_that_shares_says_so_in_its_variants_and_notes) {
   const gemm_problem p = make(4096, 4096, 4096, "bf16", "nt");
   varied_compiler c;
   prepare(c, p, d);
-  plan_options o;
-  o.jobs = 2;
-  o.selection.share_raster_copies = true;
-  o.selection.keep = 5;
+  const plan_options o = options(5);
   const gemm_plan plan = plan_gemm(p, d, c, o);
   int copies = 0, bounded = 0;
   for (const auto& v : plan.variants) {
@@ -236,12 +240,8 @@ TEST(compile_selection, the_bound_follows_a_calibrated_model) {
     varied_compiler full_c, bounded_c;
     prepare(full_c, p, d);
     prepare(bounded_c, p, d);
-    plan_options full_o;
-    full_o.jobs = 2;
-    plan_options bounded_o;
-    bounded_o.jobs = 2;
-    bounded_o.selection.share_raster_copies = true;
-    bounded_o.selection.keep = 3;
+    const plan_options full_o = options();
+    plan_options bounded_o = options(3);
     bounded_o.selection.ranking_time = [&](const gemm_problem& q, const tile_config& c, const occupancy_estimate& o) {
       const auto r = calibrated_prediction(cal, d, q, c, o);
       return r ? r->time_us : predict(d, q, c, o).time_us;
@@ -269,12 +269,7 @@ TEST(compile_selection, cached_programs_are_read_first_and_change_no_answer) {
       // Every third program (by its name's hash) is "in the cache".
       for (const auto& [program, floor] : warm_c.accumulator_floor)
         if (std::hash<std::string>{}(program) % 3 == 0) warm_c.cached_programs.insert(program);
-      plan_options full_o;
-      full_o.jobs = 2;
-      plan_options bounded_o;
-      bounded_o.jobs = 2;
-      bounded_o.selection.share_raster_copies = true;
-      bounded_o.selection.keep = keep;
+      const plan_options full_o = options(), bounded_o = options(keep);
       const gemm_plan full = plan_gemm(p, d, full_c, full_o);
       const gemm_plan cold = plan_gemm(p, d, cold_c, bounded_o);
       const gemm_plan warm = plan_gemm(p, d, warm_c, bounded_o);

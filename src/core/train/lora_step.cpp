@@ -141,7 +141,6 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
     c.bytes += static_cast<double>(s.lora_rank) * (in + out) * static_cast<double>(t.count) *
                (weight_fwd * fwd_passes + weight_bwd);
     const double launches = static_cast<double>(t.count / std::max<std::int64_t>(1, t.group));
-    c.kernels += launches * (k_fwd * fwd_passes + k_bwd);
     c.forward_kernels += launches * k_fwd;
     c.backward_kernels += launches * k_bwd;
   }

@@ -37,10 +37,9 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
 double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidth_gbs);
 
 struct lora_path_cost {
-  double bytes = 0;    // moved by the adapter path's memory-bound kernels per micro-step
-  double kernels = 0;  // their launches, the adapter GEMMs' included
-  double forward_kernels = 0;   // of them, one forward pass's
-  double backward_kernels = 0;  // and the backward's
+  double bytes = 0;             // moved by the adapter path's memory-bound kernels per micro-step
+  double forward_kernels = 0;   // their launches in one forward pass, the adapter GEMMs' included
+  double backward_kernels = 0;  // and in the backward
 };
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
 
