@@ -17,10 +17,9 @@
 
 #include "core/compile/kernel_templates.hpp"
 #include "core/measure/measure_protocol.hpp"
-#include "core/gemm/tensor_map_spec.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/sm_clock.hpp"
-#include "cuda/tensor_map.hpp"
+#include "cuda/variant_launch.hpp"
 #include "cuda/worker_measures.hpp"
 #include "cuda/worker_sampling.hpp"
 #include "cuda/worker_state.hpp"
@@ -53,59 +52,11 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   TT_CUDA(cudaKernelSetAttributeForDevice(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, g.setup.device));
 
   const gemm_problem& p = g.setup.problem;
-  const void* a = g.a.get();
-  const void* b = g.b.get();
   void* c = g.c.get();
-  int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  int lda = static_cast<int>(p.lda()), ldb = static_cast<int>(p.ldb()), ldc = static_cast<int>(p.ldc());
-  long long sa = p.m * p.k, sb = p.k * p.n, sc = p.m * p.n;
-  float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
-  // Split-K: the fp32 partials and the per-tile counters (zeroed once; the kernel resets them).
-  device_ptr split_workspace, split_counters;
-  void* workspace = nullptr;
-  void* counters = nullptr;
-  if (r.launch.workspace_bytes > 0) {
-    split_workspace = device_alloc(static_cast<std::size_t>(r.launch.workspace_bytes));
-    split_counters = device_alloc(static_cast<std::size_t>(r.launch.tile_counters) * 4);
-    TT_CUDA(cudaMemsetAsync(split_counters.get(), 0, static_cast<std::size_t>(r.launch.tile_counters) * 4, g.stream));
-    workspace = split_workspace.get();
-    counters = split_counters.get();
-    out.device_bytes += r.launch.workspace_bytes + r.launch.tile_counters * 4;
-  }
-  void* args[] = {&a, &b, &c, &m, &n, &k, &lda, &ldb, &ldc, &sa, &sb, &sc, &alpha, &beta, &workspace, &counters};
-  const dim3 grid(static_cast<unsigned>(r.launch.grid_x), static_cast<unsigned>(r.launch.grid_y),
-                  static_cast<unsigned>(r.launch.grid_z));
-  const dim3 block(static_cast<unsigned>(r.launch.threads));
-  std::function<void()> launch = [&] {
-    TT_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, static_cast<std::size_t>(smem),
-                             g.stream));
-  };
-  // wgmma: tensor maps of A and B instead of their pointers, a persistent grid, maybe a cluster.
-  encoded_tensor_map map_a, map_b;
-  int batch = static_cast<int>(p.batch);
-  void* wgmma_args[] = {&map_a, &map_b, &c, &m, &n, &k, &ldc, &sc, &batch, &alpha, &beta};
-  cudaLaunchAttribute cluster_attr[1]{};
-  cudaLaunchConfig_t wgmma_config{};
-  const bool is_wgmma = r.config && r.config->family->uses_tensor_maps();
-  if (is_wgmma) {
-    map_a = encode_tensor_map(tensor_map_for(p, *r.config, 'a'), a);
-    map_b = encode_tensor_map(tensor_map_for(p, *r.config, 'b'), b);
-    wgmma_config.gridDim = grid;
-    wgmma_config.blockDim = block;
-    wgmma_config.dynamicSmemBytes = static_cast<std::size_t>(smem);
-    wgmma_config.stream = g.stream;
-    if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z > 1) {
-      cluster_attr[0].id = cudaLaunchAttributeClusterDimension;
-      cluster_attr[0].val.clusterDim.x = static_cast<unsigned>(r.launch.cluster_x);
-      cluster_attr[0].val.clusterDim.y = static_cast<unsigned>(r.launch.cluster_y);
-      cluster_attr[0].val.clusterDim.z = static_cast<unsigned>(r.launch.cluster_z);
-      wgmma_config.attrs = cluster_attr;
-      wgmma_config.numAttrs = 1;
-    }
-    launch = [&] {
-      TT_CUDA(cudaLaunchKernelExC(&wgmma_config, reinterpret_cast<const void*>(kernel), wgmma_args));
-    };
-  }
+  // The variant's parameters as its family describes them, scratch buffers included.
+  variant_launch bound(r, kernel, g);
+  out.device_bytes += bound.scratch_bytes();
+  const std::function<void()> launch = [&bound] { bound(); };
 
   // Verify first, on a poisoned C (all bits set: NaN in every dtype) unless beta reads C.
   // A request that says verify=false comes for a variant this run verified already.

@@ -9,6 +9,10 @@
 
 #include "core/measure/host_data.hpp"
 #include "core/measure/measure_protocol.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/kernel_launch.hpp"
+#include <array>
+#include <stdexcept>
 #include "core/gemm/families/mma/mma_family.hpp"
 
 using namespace tiletune;
@@ -146,12 +150,26 @@ TEST(protocol, messages_round_trip) {
   measure_request r;
   r.op = "variant";
   r.id = c.id();
-  r.launch = launch_shape_for(c, s.problem);
-  EXPECT_EQ(r.launch.grid_x, 1);  // 17 rows in 128-row tiles
-  EXPECT_EQ(r.launch.grid_y, 1);
-  EXPECT_EQ(r.launch.threads, 128);
+  r.launch = c.family->describe_launch(c, s.problem, find_preset("h100-sxm"));
+  EXPECT_EQ(r.launch.grid[0], 1);  // 17 rows in 128-row tiles
+  EXPECT_EQ(r.launch.grid[1], 1);
+  EXPECT_EQ(r.launch.block[0], 128);
   const auto r2 = measure_request_from_json(to_json(r));
   EXPECT_EQ(r2.launch.dynamic_smem_bytes, c.smem_bytes(dtype::tf32, s.problem.layout));
+  EXPECT_EQ(r2.launch.grid, r.launch.grid);
+  EXPECT_EQ(r2.launch.block, r.launch.block);
+  // The worker binds what the family described, in order, values included.
+  ASSERT_EQ(r2.launch.parameters.size(), r.launch.parameters.size());
+  for (std::size_t i = 0; i < r.launch.parameters.size(); ++i) {
+    EXPECT_EQ(r2.launch.parameters[i].name, r.launch.parameters[i].name);
+    EXPECT_EQ(r2.launch.parameters[i].c_type, r.launch.parameters[i].c_type);
+    EXPECT_EQ(r2.launch.parameters[i].value, r.launch.parameters[i].value);
+  }
+  const auto bound = bind_arguments(r2.launch);
+  ASSERT_EQ(bound.size(), r.launch.parameters.size());
+  EXPECT_EQ(bound[0].from, argument_binding::source::operand);
+  EXPECT_EQ(bound[0].operand, 'A');
+  EXPECT_EQ(bound[3].bytes.size(), 4u);  // M, an int
 
   measure_response m;
   m.id = "x";
@@ -181,7 +199,8 @@ TEST(protocol, rate_and_library_requests_carry_their_problem) {
   EXPECT_FALSE(to_json(v).contains("problem"));  // a variant runs on the setup's problem
 }
 
-// Split-K: batch x split_k on grid z, an fp32 slot per tile and slice, a counter per tile.
+// Split-K: batch x split_k on grid z, an fp32 slot per tile and slice, a counter
+// per tile: scratch buffers the worker allocates from the request alone.
 TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   gemm_problem p;
   p.m = 20;
@@ -189,20 +208,41 @@ TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   p.k = 5000;
   p.batch = 3;
   p.type = dtype::bf16;
+  const device_spec& d = find_preset("h100-sxm");
   tile_config c = mma_tile(64, 64, 32, 2, 2, 3);
-  EXPECT_EQ(launch_shape_for(c, p).workspace_bytes, 0);
+  EXPECT_EQ(scratch_bytes(c.family->describe_launch(c, p, d)), 0);
+  EXPECT_EQ(c.family->scratch_bytes(c, p), 0);
   c.split_k = 8;
-  const launch_shape s = launch_shape_for(c, p);
-  EXPECT_EQ(s.grid_x, 1);
-  EXPECT_EQ(s.grid_y, 5);
-  EXPECT_EQ(s.grid_z, 3 * 8);
-  EXPECT_EQ(s.tile_counters, 1 * 5 * 3);
-  EXPECT_EQ(s.workspace_bytes, 15 * 8 * 64 * 64 * 4);
   measure_request r;
   r.op = "variant";
   r.id = c.id();
-  r.launch = s;
+  r.launch = c.family->describe_launch(c, p, d);
+  EXPECT_EQ(r.launch.grid, (std::array<std::int64_t, 3>{1, 5, 3 * 8}));
   const auto r2 = measure_request_from_json(to_json(r));
-  EXPECT_EQ(r2.launch.workspace_bytes, s.workspace_bytes);
-  EXPECT_EQ(r2.launch.tile_counters, s.tile_counters);
+  std::vector<std::int64_t> scratch;
+  for (const auto& b : bind_arguments(r2.launch))
+    if (b.from == argument_binding::source::scratch) scratch.push_back(b.buffer_bytes);
+  EXPECT_EQ(scratch, (std::vector<std::int64_t>{15 * 8 * 64 * 64 * 4, 1 * 5 * 3 * 4}));
+  EXPECT_EQ(scratch_bytes(r2.launch), c.family->scratch_bytes(c, p));
+}
+
+// Binding refuses what no launcher can pass, naming the parameter.
+TEST(measure_protocol, binding_names_a_parameter_it_cannot_bind) {
+  kernel_launch l;
+  l.parameters = {scalar_parameter("M", "int", "rows", 1LL << 40)};
+  try {
+    bind_arguments(l);
+    ADD_FAILURE() << "an int of 2^40 was bound";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("M = 1099511627776"), std::string::npos) << e.what();
+  }
+  l.parameters = {scalar_parameter("x", "half", "a half", 1.0)};
+  EXPECT_THROW(bind_arguments(l), std::invalid_argument);
+  l.parameters = {{"tmap_a", "CUtensorMap", "tensor_map", "A's map", nullptr}};
+  EXPECT_THROW(bind_arguments(l), std::invalid_argument);  // no tensor_maps entry
+  l.parameters = {scalar_parameter("alpha", "float", "scale", 1.5)};
+  const auto b = bind_arguments(l);
+  float alpha = 0;
+  std::memcpy(&alpha, b.at(0).bytes.data(), sizeof alpha);
+  EXPECT_EQ(alpha, 1.5f);
 }

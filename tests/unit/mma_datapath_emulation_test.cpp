@@ -27,12 +27,14 @@
 #include <gtest/gtest.h>
 
 #include "core/device/device_spec.hpp"
+#include "core/gemm/kernel_launch.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "common/tile_addressing.cuh"
+#include "mma/mma_addressing.cuh"
 
 using namespace tiletune;
 
@@ -917,8 +919,15 @@ report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, con
     r.note(fmt::format("launch asks {} bytes / {} threads, the template uses {} / {}", s.dynamic_smem_bytes, s.threads,
                        k.smem_bytes(), k.threads()));
   operands o = make_operands(k, g, seed);
+  // The scratch buffers as the family's launch asks the worker for them.
+  const kernel_launch launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
+  std::int64_t workspace = 0, counters = 0;
+  for (const auto& kp : launch.parameters) {
+    if (kp.name == "workspace") workspace = kp.buffer_bytes;
+    if (kp.name == "tile_counters") counters = kp.buffer_bytes;
+  }
   mma_kernel_emulator emu(k, g, o, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
-                          static_cast<unsigned>(s.grid_z), s.workspace_bytes / 4, s.tile_counters);
+                          static_cast<unsigned>(s.grid_z), workspace / 4, counters / 4);
   emu.launch(seed * 7919u + 13u);
   compare(k, g, o, emu.c_writes(), r);
   return r;

@@ -138,16 +138,23 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
   // The old signature and other families are unchanged.
   const tile_config m = mma_tile(128, 128, 32, 2, 2, 3);
   EXPECT_EQ(launch_shape_for(m, p, 132).grid_x, launch_shape_for(m, p).grid_x);
-  // A request carries the tile to the worker.
+  // A request carries the tile to the worker, and the tensor maps' operands.
   measure_request r;
   r.op = "variant";
   r.id = c.id();
-  r.launch = s;
+  r.launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
   r.config = c;
   const measure_request back = measure_request_from_json(to_json(r));
   ASSERT_TRUE(back.config);
   EXPECT_EQ(*back.config, c);
-  EXPECT_EQ(back.launch.cluster_x, 1);
+  EXPECT_EQ(back.launch.cluster, (std::array<std::int64_t, 3>{1, 1, 1}));
+  const auto bound = bind_arguments(back.launch);
+  ASSERT_GE(bound.size(), 3u);
+  EXPECT_EQ(bound[0].from, argument_binding::source::tensor_map);
+  EXPECT_EQ(bound[0].operand, 'A');
+  EXPECT_EQ(bound[1].operand, 'B');
+  EXPECT_EQ(bound[2].from, argument_binding::source::operand);
+  EXPECT_EQ(bound[2].operand, 'C');
 }
 
 TEST(wgmma_launch, export_says_how_to_launch_a_variant) {

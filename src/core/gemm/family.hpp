@@ -14,7 +14,7 @@
 namespace tiletune {
 
 struct launch_shape;            // core/measure/measure_protocol.hpp
-struct kernel_launch;           // core/report/kernel_launch.hpp
+struct kernel_launch;           // core/gemm/kernel_launch.hpp
 struct tensor_map_spec;         // core/gemm/tensor_map_spec.hpp
 
 // Why a config cannot run a problem on a device: which named constraint it breaks.
@@ -71,6 +71,9 @@ class gemm_family {
   virtual launch_shape launch(const tile_config& c, const gemm_problem& p, int sm_count) const;
   virtual kernel_launch describe_launch(const tile_config& c, const gemm_problem& p,
                                         const device_spec& d) const = 0;
+  // Device memory of the scratch buffers its launch asks for (the buffer_bytes of
+  // describe_launch's parameters), without describing the launch.
+  virtual std::int64_t scratch_bytes(const tile_config&, const gemm_problem&) const { return 0; }
   virtual bool uses_tensor_maps() const { return false; }
   virtual tensor_map_spec tensor_map(const gemm_problem& p, const tile_config& c, char operand) const;
   // A persistent grid loops over the tiles: no grid-size limit applies.

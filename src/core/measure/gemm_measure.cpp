@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/gemm/family.hpp"
 
 namespace tiletune {
 
@@ -118,13 +119,13 @@ measure_response subprocess_backend::measure(const measure_request& request, con
 
 namespace {
 
-// How the worker runs one variant of the plan: its launch on this device, and
-// its tile (wgmma builds its tensor maps from it).
+// How the worker runs one variant of the plan: its launch on this device as its
+// family describes it, and its tile (a family's tensor maps are built from it).
 measure_request variant_request(const gemm_plan& plan, const variant_result& v) {
   measure_request r;
   r.op = "variant";
   r.id = v.config.id();
-  r.launch = launch_shape_for(v.config, plan.problem, plan.device.sm_count);
+  r.launch = v.config.family->describe_launch(v.config, plan.problem, plan.device);
   r.config = v.config;
   r.predicted_us = v.predicted.time_us;
   return r;

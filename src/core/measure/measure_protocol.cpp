@@ -1,6 +1,7 @@
 #include "core/measure/measure_protocol.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "core/gemm/family.hpp"
 
@@ -18,11 +19,6 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p) {
   s.grid_z = p.batch * std::max(1, c.split_k);
   s.threads = c.threads();
   s.dynamic_smem_bytes = c.smem_bytes(p.type, p.layout);
-  if (c.split_k > 1) {
-    // [batch][tile][slice][BM x BN] fp32 partials (mma_gemm.cu), one counter per tile.
-    s.tile_counters = s.grid_x * s.grid_y * p.batch;
-    s.workspace_bytes = s.tile_counters * c.split_k * c.block_m * c.block_n * 4;
-  }
   return s;
 }
 
@@ -74,20 +70,36 @@ bool has_own_problem(const measure_request& r) {
   return r.op == "library" || r.op == "bandwidth" || r.op == "launch";
 }
 
+namespace {
+// A parameter as the worker binds it: no prose, a tensor map's operand beside it.
+nlohmann::json argument_to_json(const kernel_parameter& k, const kernel_launch& l) {
+  nlohmann::json j = {{"name", k.name}, {"kind", k.kind}, {"c_type", k.c_type}};
+  if (!k.value.is_null()) j["value"] = k.value;
+  if (k.buffer_bytes > 0) j["buffer_bytes"] = k.buffer_bytes;
+  for (const auto& t : l.tensor_maps)
+    if (t.parameter == k.name) j["tensor"] = t.tensor;
+  return j;
+}
+std::array<std::int64_t, 3> dim3_from_json(const nlohmann::json& j) {
+  return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>(), j.at(2).get<std::int64_t>()};
+}
+}  // namespace
+
 nlohmann::json to_json(const measure_request& r) {
+  const kernel_launch& l = r.launch;
   nlohmann::json j = {{"op", r.op},
                       {"id", r.id},
                       {"cubin_path", r.cubin_path},
-                      {"grid", {r.launch.grid_x, r.launch.grid_y, r.launch.grid_z}},
-                      {"threads", r.launch.threads},
-                      {"dynamic_smem_bytes", r.launch.dynamic_smem_bytes}};
-  if (r.launch.workspace_bytes > 0) {
-    j["workspace_bytes"] = r.launch.workspace_bytes;
-    j["tile_counters"] = r.launch.tile_counters;
+                      {"grid", l.grid},
+                      {"block", l.block},
+                      {"dynamic_smem_bytes", l.dynamic_smem_bytes}};
+  if (l.cluster[0] * l.cluster[1] * l.cluster[2] != 1) j["cluster"] = l.cluster;
+  if (!l.parameters.empty()) {
+    nlohmann::json args = nlohmann::json::array();
+    for (const auto& k : l.parameters) args.push_back(argument_to_json(k, l));
+    j["arguments"] = std::move(args);
   }
   if (has_own_problem(r)) j["problem"] = to_json(r.problem);
-  if (r.launch.cluster_x * r.launch.cluster_y * r.launch.cluster_z != 1)
-    j["cluster"] = {r.launch.cluster_x, r.launch.cluster_y, r.launch.cluster_z};
   if (r.config) j["config"] = tile_to_json(*r.config);
   if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
   if (!r.verify) j["verify"] = false;
@@ -99,21 +111,27 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   r.op = j.at("op").get<std::string>();
   r.id = j.at("id").get<std::string>();
   r.cubin_path = j.at("cubin_path").get<std::string>();
-  const auto& g = j.at("grid");
-  r.launch.grid_x = g.at(0).get<std::int64_t>();
-  r.launch.grid_y = g.at(1).get<std::int64_t>();
-  r.launch.grid_z = g.at(2).get<std::int64_t>();
-  r.launch.threads = j.at("threads").get<int>();
-  r.launch.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
-  r.launch.workspace_bytes = j.value("workspace_bytes", std::int64_t{0});
-  r.launch.tile_counters = j.value("tile_counters", std::int64_t{0});
-  if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
-  if (j.contains("cluster")) {
-    const auto& c = j.at("cluster");
-    r.launch.cluster_x = c.at(0).get<int>();
-    r.launch.cluster_y = c.at(1).get<int>();
-    r.launch.cluster_z = c.at(2).get<int>();
+  kernel_launch& l = r.launch;
+  l.grid = dim3_from_json(j.at("grid"));
+  l.block = dim3_from_json(j.at("block"));
+  l.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
+  if (j.contains("cluster")) l.cluster = dim3_from_json(j.at("cluster"));
+  for (const auto& a : j.value("arguments", nlohmann::json::array())) {
+    kernel_parameter k;
+    k.name = a.at("name").get<std::string>();
+    k.kind = a.at("kind").get<std::string>();
+    k.c_type = a.at("c_type").get<std::string>();
+    k.value = a.value("value", nlohmann::json());
+    k.buffer_bytes = a.value("buffer_bytes", std::int64_t{0});
+    if (a.contains("tensor")) {
+      tensor_map_description t;
+      t.parameter = k.name;
+      t.tensor = a.at("tensor").get<std::string>();
+      l.tensor_maps.push_back(std::move(t));
+    }
+    l.parameters.push_back(std::move(k));
   }
+  if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
   if (j.contains("config")) r.config = tile_from_json(j.at("config"));
   if (j.contains("sampling")) r.sampling = sampling_from_json(j.at("sampling"));
   r.verify = j.value("verify", true);

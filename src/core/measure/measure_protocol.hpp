@@ -5,8 +5,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/measure/measurement.hpp"
+#include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/problem.hpp"
+#include "core/measure/measurement.hpp"
 #include "core/gemm/tile_config.hpp"
 
 namespace tiletune {
@@ -27,14 +28,12 @@ struct launch_shape {
   std::int64_t grid_x = 1, grid_y = 1, grid_z = 1;
   int threads = 0;
   std::int64_t dynamic_smem_bytes = 0;
-  int cluster_x = 1, cluster_y = 1, cluster_z = 1;  // thread-block cluster (wgmma)
-  std::int64_t workspace_bytes = 0;  // split-K partial sums (fp32), allocated by the worker
-  std::int64_t tile_counters = 0;    // split-K: one zeroed 32-bit counter per block tile
+  int cluster_x = 1, cluster_y = 1, cluster_z = 1;  // thread-block cluster
 };
-// The grid the templates expect: M tiles on x, N tiles on y, batch x split_k on z.
+// A plain tile grid: M tiles on x, N tiles on y, batch x split_k on z.
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p);
-// The same, and for the persistent wgmma family one CTA per SM (sm_count of
-// them at most) on x.
+// The grid the variant's family launches on a GPU of sm_count SMs
+// (gemm_family::launch: a persistent family's grid depends on it).
 launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int sm_count);
 
 // One job for the worker: time cuBLASLt on the setup's problem
@@ -46,9 +45,12 @@ struct measure_request {
   std::string op;  // "reference" | "variant" | "library" | "bandwidth" | "launch"
   std::string id;
   std::string cubin_path;
-  launch_shape launch;
+  // "variant": how to launch it, as its family describes it (grid, block, cluster,
+  // shared memory, and the parameters the worker binds, scratch buffers included).
+  kernel_launch launch;
   gemm_problem problem;  // the ops that carry their own problem (has_own_problem) only
-  std::optional<tile_config> config;  // "variant": the tile, when the launch needs it (wgmma's tensor maps)
+  // "variant": the tile (a family that takes tensor maps builds them from it).
+  std::optional<tile_config> config;
   // A search strategy's own budget for this request (a brief first look, a
   // longer second); without it the setup's policy applies.
   std::optional<sampling_policy> sampling;

@@ -96,7 +96,9 @@ kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const
 }
 
 nlohmann::json to_json(const kernel_parameter& k) {
-  return {{"name", k.name}, {"c_type", k.c_type}, {"kind", k.kind}, {"meaning", k.meaning}, {"value", k.value}};
+  nlohmann::json j = {{"name", k.name}, {"c_type", k.c_type}, {"kind", k.kind}, {"meaning", k.meaning}, {"value", k.value}};
+  if (k.buffer_bytes > 0) j["buffer_bytes"] = k.buffer_bytes;
+  return j;
 }
 
 nlohmann::json to_json(const tensor_map_description& t) {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
-#include "core/report/kernel_launch.hpp"
+#include "core/gemm/kernel_launch.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/gemm/tile_config.hpp"

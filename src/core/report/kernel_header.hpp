@@ -3,7 +3,7 @@
 
 #include "core/gemm/problem.hpp"
 #include "core/gemm/tile_config.hpp"
-#include "core/report/kernel_launch.hpp"
+#include "core/gemm/kernel_launch.hpp"
 
 // The names and the host header of an exported kernel (kernel_export.hpp).
 // Every JIT-compiled kernel is `tiletune_gemm` (kernel_entry_name); an export

@@ -12,6 +12,7 @@
 #include "core/compile/kernel_templates.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/measure/measurement.hpp"
+#include "core/gemm/family.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/version.hpp"
 
@@ -173,6 +174,8 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
       {"vs_reference", nullptr},
       {"max_rel_error", nullptr},
   };
+  // The scratch buffers its family asks for (split-K's partials): device memory beyond the operands.
+  const std::int64_t scratch = v.config.family->scratch_bytes(v.config, plan.problem);
   if (measured) {
     const auto& m = *v.measured;
     if (m.timing.samples > 0) {
@@ -188,11 +191,9 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
       j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
       j["error_bound"] = error_bound(plan.problem.type);
     }
-    j["memory_bytes"] = plan.problem.operand_bytes() + launch_shape_for(v.config, plan.problem).workspace_bytes;
+    j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
   }
-  // Split-K's fp32 partials: device memory beyond the operands.
-  if (const auto ws = launch_shape_for(v.config, plan.problem).workspace_bytes; ws > 0)
-    j["resources"]["workspace_bytes"] = ws;
+  if (scratch > 0) j["resources"]["workspace_bytes"] = scratch;
   if (ok && v.predicted.time_us > 0) {
     j["model"] = {{"compute_us", v.predicted.compute_us},
                   {"memory_us", v.predicted.memory_us},

@@ -1,6 +1,6 @@
 #pragma once
 #include "core/gemm/family.hpp"
-#include "core/report/kernel_launch.hpp"
+#include "core/gemm/kernel_launch.hpp"
 
 namespace tiletune {
 

@@ -2,6 +2,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -9,8 +10,9 @@
 #include "core/gemm/problem.hpp"
 #include "core/gemm/tile_config.hpp"
 
-// The launch description of an exported kernel (kernel_export.hpp), and the
-// pieces the families share to write theirs.
+// How a variant is launched: what its family says (gemm_family::describe_launch),
+// which the measuring worker binds and launches and the kernel export writes out,
+// and the pieces the families share to write theirs.
 namespace tiletune {
 
 // One kernel parameter, in the order the entry function takes them.
@@ -20,7 +22,14 @@ struct kernel_parameter {
   std::string kind;     // "pointer" | "scalar" | "tensor_map"
   std::string meaning;  // a sentence for the user
   nlohmann::json value;  // for the exported problem; null for pointers and tensor maps
+  // A pointer that is not an operand (A, B, C): a scratch buffer of these bytes
+  // that the caller allocates and zeroes once before the first launch (the kernel
+  // leaves it as it found it); 0: the caller passes nullptr.
+  std::int64_t buffer_bytes = 0;
 };
+
+// Whether a pointer parameter is an operand's device pointer ("A", "B" or "C").
+bool is_operand_pointer(const kernel_parameter& k);
 
 // What the host gives cuTensorMapEncodeTiled for a CUtensorMap parameter
 // (passed by value as a __grid_constant__ parameter). Dimensions innermost first.
@@ -52,14 +61,34 @@ struct kernel_launch {
   std::vector<std::string> requirements;  // what the caller must hold to (alignment, ...)
 };
 
+// One argument of a launch as a launcher binds it (the measuring worker, any family).
+struct argument_binding {
+  enum class source { operand, scratch, tensor_map, value };
+  source from = source::value;
+  char operand = 0;               // operand, tensor_map: 'A', 'B' or 'C'
+  std::int64_t buffer_bytes = 0;  // scratch: a zeroed device buffer; 0: nullptr
+  std::vector<unsigned char> bytes;  // value: the scalar as the kernel's C type holds it
+};
+// The launch's parameters in order, each bound to what the caller passes: an
+// operand's pointer, a scratch buffer, an operand's tensor map, or a scalar
+// ("int", "unsigned", "long long", "float", "double"). Throws
+// std::invalid_argument naming a parameter it cannot bind.
+std::vector<argument_binding> bind_arguments(const kernel_launch& l);
+
 // The C type of an element as the templates' signatures spell it.
 std::string element_c_type(dtype t);
 // "A stored M x K row-major (layout 'n')" and the like.
 std::string stored_as(char matrix, bool transposed, const char* rows, const char* cols);
 kernel_parameter scalar_parameter(std::string name, std::string type, std::string meaning, nlohmann::json value);
 
-// A grid of one block per BM x BN tile of C, the batch (and split-K slices) on
-// grid z, operands by pointer and stride: the kernels of tile_addressing.cuh.
+// The parameter of a launch with a name; throws std::logic_error when there is none.
+kernel_parameter& parameter_named(kernel_launch& l, std::string_view name);
+// The bytes of every scratch buffer a launch asks the caller for.
+std::int64_t scratch_bytes(const kernel_launch& l);
+
+// A grid of one block per BM x BN tile of C (launch_shape_for), operands by
+// pointer and stride, then two scratch pointers ("workspace", float*, and
+// "tile_counters", unsigned*) that a family sizes where its kernel uses them.
 kernel_launch tile_grid_launch(const tile_config& c, const gemm_problem& p);
 
 }  // namespace tiletune

@@ -1,0 +1,160 @@
+// The measuring worker launches every family the same way: it binds the
+// parameters a family's describe_launch lists (bind_arguments). That holds only
+// if the list is the kernel's signature, so this test reads the signature of
+// every family's rendered source and holds each description to it: same names
+// in the same order, pointers where the kernel takes pointers, tensor maps where
+// it takes tensor maps, and scalars of the C type the kernel declares (the
+// binding writes that many bytes).
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/family.hpp"
+#include "core/gemm/kernel_launch.hpp"
+#include "core/gemm/search_space.hpp"
+
+namespace tiletune {
+namespace {
+
+struct declared {
+  std::string name;
+  std::string kind;    // "pointer" | "tensor_map" | "scalar"
+  std::string scalar;  // a scalar's C type: "int", "long long", "float", ...
+};
+
+// The parameters of `extern "C" ... tiletune_gemm(...)` in a rendered source.
+std::vector<declared> signature(const std::string& source) {
+  const std::size_t entry = source.find(std::string(kernel_entry_name) + "(");
+  EXPECT_NE(entry, std::string::npos);
+  const std::size_t open = source.find('(', entry), close = source.find(')', open);
+  std::string list = source.substr(open + 1, close - open - 1);
+  std::vector<declared> out;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    std::string p = std::regex_replace(list.substr(at, comma - at), std::regex("\\s+"), " ");
+    p = std::regex_replace(p, std::regex("^ | $"), "");
+    at = comma + 1;
+    if (p.empty()) continue;
+    const std::size_t name_at = p.find_last_of(" *");
+    declared d;
+    d.name = p.substr(name_at + 1);
+    std::string type = p.substr(0, name_at + 1);
+    for (const char* word : {"const ", "__restrict__", "__grid_constant__ "})
+      type = std::regex_replace(type, std::regex(word), "");
+    type = std::regex_replace(type, std::regex("^ +| +$"), "");
+    if (type.find('*') != std::string::npos)
+      d.kind = "pointer";
+    else if (type.find("tensor_map") != std::string::npos || type.find("CUtensorMap") != std::string::npos)
+      d.kind = "tensor_map";
+    else
+      d.kind = "scalar", d.scalar = type;
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Every problem-shaped difference the launch may depend on: odd sizes, a batch, beta.
+gemm_problem odd_problem(dtype t) {
+  gemm_problem p;
+  p.m = 1000;
+  p.n = 776;
+  p.k = 520;
+  p.batch = 3;
+  p.beta = 0.5;
+  p.type = t;
+  p.layout = parse_layout("nt");
+  return p;
+}
+
+void expect_matches(const kernel_launch& l, const std::vector<declared>& sig, const std::string& what) {
+  ASSERT_EQ(l.parameters.size(), sig.size()) << what;
+  for (std::size_t i = 0; i < sig.size(); ++i) {
+    const kernel_parameter& k = l.parameters[i];
+    EXPECT_EQ(k.name, sig[i].name) << what << ", parameter " << i;
+    EXPECT_EQ(k.kind, sig[i].kind) << what << ", " << k.name;
+    if (sig[i].kind == "scalar") {
+      EXPECT_EQ(k.c_type, sig[i].scalar) << what << ", " << k.name;
+    }
+  }
+  EXPECT_NO_THROW(bind_arguments(l)) << what;
+}
+
+TEST(launch_binding, every_family_describes_its_kernels_signature) {
+  const device_spec& d = find_preset("h100-sxm");
+  int checked = 0, served = 0;
+  for (const gemm_family* f : all_families()) {
+    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16}) {
+      if (!f->serves(t)) continue;
+      ++served;
+      const gemm_problem p = odd_problem(t);
+      for (tile_config c : f->problem_space(p, d)) {
+        if (check_constraints(c, p, d)) continue;
+        const std::string what = c.id() + " " + std::string(to_string(t));
+        expect_matches(f->describe_launch(c, p, d), signature(render_kernel_source(c, t, p.layout)), what);
+        EXPECT_EQ(scratch_bytes(f->describe_launch(c, p, d)), f->scratch_bytes(c, p)) << what;
+        ++checked;
+        break;  // one variant per family, dtype and split: the signature is the template's
+      }
+    }
+  }
+  EXPECT_EQ(checked, served);  // every family on every dtype it serves
+  EXPECT_GE(checked, 7);
+}
+
+// Scratch buffers: every variant of a problem space asks the worker for the
+// bytes its family's scratch_bytes (the JSON's workspace_bytes) reports.
+TEST(launch_binding, scratch_buffers_are_what_the_family_reports) {
+  const device_spec& d = find_preset("h100-sxm");
+  int with_scratch = 0;
+  for (const gemm_family* f : all_families()) {
+    const dtype t = f->serves(dtype::bf16) ? dtype::bf16 : dtype::f32;
+    gemm_problem p = odd_problem(t);
+    p.m = 16;  // a skinny problem, where split-K variants join the space
+    p.k = 8192;
+    for (const tile_config& c : f->problem_space(p, d)) {
+      if (check_constraints(c, p, d)) continue;
+      const kernel_launch l = f->describe_launch(c, p, d);
+      EXPECT_EQ(scratch_bytes(l), f->scratch_bytes(c, p)) << c.id();
+      with_scratch += scratch_bytes(l) > 0;
+    }
+  }
+  EXPECT_GT(with_scratch, 0);
+}
+
+// The check itself: a description with two parameters swapped, or a scalar of
+// the wrong width, is caught.
+TEST(launch_binding, the_check_catches_a_swapped_or_mistyped_parameter) {
+  const std::vector<declared> sig = {{"A", "pointer", ""}, {"M", "scalar", "int"}, {"s", "scalar", "long long"}};
+  kernel_launch good;
+  good.parameters = {{"A", "const float*", "pointer", "", nullptr},
+                     scalar_parameter("M", "int", "", 1),
+                     scalar_parameter("s", "long long", "", 2)};
+  expect_matches(good, sig, "good");
+  kernel_launch swapped = good;
+  std::swap(swapped.parameters[1], swapped.parameters[2]);
+  kernel_launch narrow = good;
+  narrow.parameters[2].c_type = "int";
+  for (const kernel_launch* bad : {&swapped, &narrow}) {
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      expect_matches(*bad, sig, "bad");
+    }
+    EXPECT_GT(failures.size(), 0);
+  }
+  const auto parsed = signature(std::string("extern \"C\" __global__ void ") + kernel_entry_name +
+                                "(const float* __restrict__ A, int M,\n long long s) {}");
+  ASSERT_EQ(parsed.size(), 3u);
+  EXPECT_EQ(parsed[0].kind, "pointer");
+  EXPECT_EQ(parsed[2].scalar, "long long");
+}
+
+}  // namespace
+}  // namespace tiletune
