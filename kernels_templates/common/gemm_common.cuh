@@ -76,7 +76,7 @@ __device__ __forceinline__ void tt_store_c(elem_t* C, int ldc, int m, int n, int
   *p = tt_from_float(v);
 }
 
-// ---- Vector epilogue (mma and simt) ------------------------------------------
+// ---- Vector epilogue (pointer-and-stride kernels) ----------------------------
 // Defaults for templates rendered without the split-K and raster macros.
 #ifndef TT_SPLIT_K
 #define TT_SPLIT_K 1

@@ -1,6 +1,8 @@
 #include "core/tune/gemm_tuner.hpp"
 
+#include <filesystem>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -222,7 +224,15 @@ TEST(kernel_templates, sources_carry_the_configuration) {
     EXPECT_NE(s.find(line), std::string::npos) << line;
   EXPECT_EQ(s.find("#include"), std::string::npos);  // self-contained for NVRTC
   EXPECT_THROW(template_text("nope.cu"), std::out_of_range);
-  EXPECT_EQ(embedded_templates().size(), 6u);
+  // Every template of kernels_templates/ is embedded (CMake collects them by folder), and nothing else.
+  std::set<std::string> on_disk, embedded;
+  const std::filesystem::path root = std::filesystem::path(TILETUNE_SOURCE_DIR) / "kernels_templates";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root))
+    if (e.is_regular_file() && (e.path().extension() == ".cu" || e.path().extension() == ".cuh"))
+      on_disk.insert(std::filesystem::relative(e.path(), root).generic_string());
+  for (const auto& t : embedded_templates()) embedded.insert(t.name);
+  EXPECT_EQ(embedded, on_disk);
+  EXPECT_GE(embedded.size(), 6u);
 }
 
 TEST(kernel_templates, wgmma_sources_are_self_contained_and_built_for_sm_90a) {

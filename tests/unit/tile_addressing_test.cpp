@@ -15,6 +15,8 @@
 
 #define TT_HOST_DEVICE inline
 #include "common/tile_addressing.cuh"
+#include "mma/mma_addressing.cuh"
+#include "simt/simt_addressing.cuh"
 
 using namespace tiletune;
 

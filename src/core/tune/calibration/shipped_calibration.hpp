@@ -7,11 +7,11 @@
 namespace tiletune {
 
 // The calibration `tiletune db calibrate` fits to the measured results shipped
-// in profiles/measured/ (profiles/calibration/<model>.json records it with its
-// ranking quality; a unit test keeps the two equal), built in so that an
-// offline plan for that GPU model is ranked by it where the tuning database
-// holds no measured results of its own. None for a GPU model without shipped
-// measurements: there the physical model stands.
+// in profiles/measured/, as profiles/calibration/<model>.json records it (with
+// its ranking quality), built into the binary so that an offline plan for that
+// GPU model is ranked by it where the tuning database holds no measured results
+// of its own. None for a GPU model without shipped measurements: there the
+// physical model stands.
 std::optional<model_calibration> shipped_calibration(const std::string& device_model);
 
 }  // namespace tiletune

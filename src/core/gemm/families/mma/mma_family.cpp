@@ -64,6 +64,7 @@ class mma : public gemm_family {
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
+           template_with_line("mma/mma_addressing.cuh") +
            template_with_line("mma/mma_gemm.cu");
   }
 

@@ -85,6 +85,7 @@ class simt : public gemm_family {
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
+           template_with_line("simt/simt_addressing.cuh") +
            template_with_line("simt/simt_gemm.cu");
   }
 

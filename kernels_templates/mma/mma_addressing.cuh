@@ -1,0 +1,165 @@
+// tiletune kernel templates: the mma family's address math, shared by
+// mma_gemm.cu and the host unit tests (tile_addressing_test.cpp,
+// mma_datapath_emulation_test.cpp), after common/tile_addressing.cuh.
+// Plain int arithmetic only.
+#ifndef TT_HOST_DEVICE
+#define TT_HOST_DEVICE __device__ __forceinline__
+#endif
+
+// ---- Shared memory of a variant ----------------------------------------------
+// The pipeline: STAGES x (A tile + B tile), unpadded. The epilogue reuses it
+// for fp32 staging of warps_m * epi_mi * 16 rows x BN columns at a time,
+// epi_mi m16 steps of each warp per pass: the most that fits, at least 1.
+TT_HOST_DEVICE constexpr int tt_mma_pipeline_bytes(int bm, int bn, int bk, int stages,
+                                                   int elem_bytes) {
+  return stages * (bm * bk + bk * bn) * elem_bytes;
+}
+TT_HOST_DEVICE constexpr int tt_mma_stage_bytes(int warps_m, int epi_mi, int bn) {
+  return warps_m * epi_mi * 16 * bn * 4;
+}
+TT_HOST_DEVICE constexpr int tt_mma_smem_bytes(int bm, int bn, int bk, int warps_m, int stages,
+                                               int elem_bytes) {
+  return tt_mma_pipeline_bytes(bm, bn, bk, stages, elem_bytes) >
+                 tt_mma_stage_bytes(warps_m, 1, bn)
+             ? tt_mma_pipeline_bytes(bm, bn, bk, stages, elem_bytes)
+             : tt_mma_stage_bytes(warps_m, 1, bn);
+}
+// m16 steps per epilogue pass: mi (a power of two) halved until it fits.
+TT_HOST_DEVICE constexpr int tt_mma_epi_mi(int mi, int warps_m, int bn, int smem_bytes) {
+  return (mi <= 1 || tt_mma_stage_bytes(warps_m, mi, bn) <= smem_bytes)
+             ? mi
+             : tt_mma_epi_mi(mi / 2, warps_m, bn, smem_bytes);
+}
+// Staging row sr of a pass holds tile row: warp row sr / (epi_mi*16), then its
+// m16 steps pass*epi_mi.. in order.
+TT_HOST_DEVICE constexpr int tt_mma_stage_row_to_tile_row(int sr, int pass, int epi_mi,
+                                                          int warp_tile_m) {
+  return (sr / (epi_mi * 16)) * warp_tile_m + pass * epi_mi * 16 + sr % (epi_mi * 16);
+}
+
+// ---- Data path: thread and lane maps -----------------------------------------
+// The index arithmetic of mma_gemm.cu, one small function per map, so that
+// tests/unit/mma_datapath_emulation_test.cpp replays the kernel end to end with
+// the kernel's own maps. These are the kernel's expressions with the kernel's
+// types (blockIdx/gridDim are unsigned): the generated code must not change.
+
+// Block: launch order (blockIdx.x fastest), the input of tt_raster.
+TT_HOST_DEVICE constexpr int tt_mma_launch_order(unsigned bx, unsigned by, unsigned grid_x) {
+  return bx + by * grid_x;
+}
+// blockIdx.z = batch * split + slice.
+TT_HOST_DEVICE constexpr int tt_mma_batch(unsigned bz, int split) { return bz / (unsigned)split; }
+TT_HOST_DEVICE constexpr int tt_mma_slice(unsigned bz, int split) { return bz % (unsigned)split; }
+// Warp w's place in the block: warp row w / warps_n, warp column w % warps_n.
+TT_HOST_DEVICE constexpr int tt_mma_warp_m(int warp, int warps_n) { return warp / warps_n; }
+TT_HOST_DEVICE constexpr int tt_mma_warp_n0(int warp, int warps_n, int warp_tile_n) {
+  return (warp % warps_n) * warp_tile_n;
+}
+
+// Split-K: the k-tiles of slice s are [first, end), per_slice = ceil(all / split)
+// each; the last non-empty slice may be short and later ones empty.
+TT_HOST_DEVICE constexpr int tt_mma_k_tiles(int k, int bk) { return (k + bk - 1) / bk; }
+TT_HOST_DEVICE constexpr int tt_mma_per_slice(int k_tiles_all, int split) {
+  return (k_tiles_all + split - 1) / split;
+}
+TT_HOST_DEVICE constexpr int tt_mma_slice_first(int slice, int per_slice) { return slice * per_slice; }
+TT_HOST_DEVICE constexpr int tt_mma_slice_end(int first, int per_slice, int k_tiles_all) {
+  return first + per_slice < k_tiles_all ? first + per_slice : k_tiles_all;
+}
+TT_HOST_DEVICE constexpr int tt_mma_slice_tiles(int first, int end) { return end > first ? end - first : 0; }
+// The tile's counter and workspace tile: [batch][launch-order tile]. The
+// counter's address adds tile to tile_counters + tt_mma_batch_tiles, as the
+// kernel always did (one add more or less changes the code).
+TT_HOST_DEVICE constexpr unsigned tt_mma_batch_tiles(int batch, unsigned grid_x, unsigned grid_y) {
+  return batch * grid_x * grid_y;
+}
+TT_HOST_DEVICE constexpr unsigned tt_mma_tile_slot(int batch, unsigned grid_x, unsigned grid_y, int tile) {
+  return batch * grid_x * grid_y + tile;
+}
+// First float of a slice's BM x BN partials: [batch][tile][slice][BM x BN].
+TT_HOST_DEVICE constexpr long long tt_mma_partial_offset(unsigned tile_slot, int split, int slice,
+                                                         int tile_elems) {
+  return ((long long)tile_slot * split + slice) * tile_elems;
+}
+// The block that brings the counter from split - 1 to split is the last: it reduces.
+TT_HOST_DEVICE constexpr bool tt_mma_is_last_slice(unsigned counter_before, int split) {
+  return counter_before == (unsigned)(split - 1);
+}
+
+// cp.async (tt_load_tile): copy i of thread tid takes chunk tid + i * threads
+// of the tile, counted row-major in 16-byte chunks of chunk_elems elements.
+TT_HOST_DEVICE constexpr int tt_copy_chunk(int tid, int i, int threads) { return tid + i * threads; }
+TT_HOST_DEVICE constexpr int tt_copy_row(int c, int chunks_per_row) { return c / chunks_per_row; }
+TT_HOST_DEVICE constexpr int tt_copy_col(int c, int chunks_per_row, int chunk_elems) {
+  return (c % chunks_per_row) * chunk_elems;
+}
+// Elements of the chunk inside the matrix, 0..chunk_elems; cp.async zero-fills
+// the rest. Written through two helpers because the clamp as one expression
+// here compiled to other SASS than the kernel's inline clamp did.
+TT_HOST_DEVICE constexpr int tt_copy_left(int r, int col, int rows_left, int cols_left) {
+  return r < rows_left ? cols_left - col : 0;
+}
+TT_HOST_DEVICE constexpr int tt_copy_at_most(int v, int chunk_elems) { return v > chunk_elems ? chunk_elems : v; }
+TT_HOST_DEVICE constexpr int tt_copy_valid(int r, int col, int rows_left, int cols_left,
+                                           int chunk_elems) {
+  return tt_copy_left(r, col, rows_left, cols_left) < 0
+             ? 0
+             : tt_copy_at_most(tt_copy_left(r, col, rows_left, cols_left), chunk_elems);
+}
+// Elements from a tile's first element to the start of its row r (row stride
+// ld). 64-bit parameters: the caller widens r and ld first, as the kernel's
+// inline (long long)r * ld did (widening them in here compiled to other SASS).
+TT_HOST_DEVICE constexpr long long tt_row_offset(long long r, long long ld) { return r * ld; }
+
+// ldmatrix.x4 (PTX ISA "ldmatrix"): lanes 8q..8q+7 give the addresses of rows
+// 0..7 of matrix q; the 16x16 piece's four 8x8 matrices are, for A,
+// (m+0,k+0) (m+8,k+0) (m+0,k+8) (m+8,k+8) = registers a0..a3 of mma.m16n8k16,
+// and for B, (n+0,k+0) (n+0,k+8) (n+8,k+0) (n+8,k+8) = b0, b1 of the n8 tile
+// ni and b0, b1 of ni + 1. A tile stored along k is read with .trans.
+TT_HOST_DEVICE constexpr int tt_ldsm_matrix(int lane) { return lane >> 3; }
+TT_HOST_DEVICE constexpr int tt_ldsm_row(int lane) { return lane & 7; }
+TT_HOST_DEVICE constexpr int tt_ldsm_a_trans(int a_t) { return a_t; }
+TT_HOST_DEVICE constexpr int tt_ldsm_b_trans(int b_t) { return !b_t; }
+// The tile row lane (q, r) points at, and its chunk (mask: the swizzle mask of
+// row r, which the row shares: row offsets are multiples of 8).
+TT_HOST_DEVICE constexpr int tt_ldsm_a_row(int a_t, int m, int k_base, int q, int r) {
+  return a_t ? k_base + r + (q >> 1) * 8 : m + r + (q & 1) * 8;
+}
+TT_HOST_DEVICE constexpr int tt_ldsm_a_chunk(int a_t, int m, int k_base, int q, int mask) {
+  return a_t ? (m >> 3) ^ (q & 1) ^ mask : (k_base >> 3) ^ (q >> 1) ^ mask;
+}
+TT_HOST_DEVICE constexpr int tt_ldsm_b_row(int b_t, int n, int k_base, int q, int r) {
+  return b_t ? n + r + (q >> 1) * 8 : k_base + r + (q & 1) * 8;
+}
+TT_HOST_DEVICE constexpr int tt_ldsm_b_chunk(int b_t, int n, int k_base, int q, int mask) {
+  return b_t ? (k_base >> 3) ^ (q & 1) ^ mask : (n >> 3) ^ (q >> 1) ^ mask;
+}
+// Byte offset of that row's 16 bytes in a tile of cols 16-bit elements per row.
+TT_HOST_DEVICE constexpr int tt_ldsm_offset(int row, int chunk, int cols) { return (row * cols + chunk * 8) * 2; }
+// B's matrix q lands in n8 tile ni + tt_ldsm_b_tile(q), register tt_ldsm_b_reg(q).
+TT_HOST_DEVICE constexpr int tt_ldsm_b_tile(int q) { return q >> 1; }
+TT_HOST_DEVICE constexpr int tt_ldsm_b_reg(int q) { return q & 1; }
+
+// mma fragments (PTX ISA "Matrix Fragments for mma.m16n8k16 / mma.m16n8k8"):
+// lane = 4 * group + thread in group.
+TT_HOST_DEVICE constexpr int tt_frag_group(int lane) { return lane >> 2; }
+TT_HOST_DEVICE constexpr int tt_frag_thread(int lane) { return lane & 3; }
+// tf32 A register i: rows group + 8 * (i & 1), k thread + 4 * (i >> 1); B register j: k thread + 4 j.
+TT_HOST_DEVICE constexpr int tt_frag_tf32_a_half(int i) { return i & 1; }
+TT_HOST_DEVICE constexpr int tt_frag_tf32_a_kq(int i) { return i >> 1; }
+// Accumulator 2h + x of an m16n8 tile: row group + 8h, column 2 * thread + x.
+TT_HOST_DEVICE constexpr int tt_frag_acc(int h, int x) { return 2 * h + x; }
+
+// Epilogue staging: the float2 of half h of m16 step j (of this pass) and n8
+// tile ni lands at staging (row, col); see tt_stage_offset. The row is summed
+// in this grouping: warp_m * epi_mi * 16 + j * 16 + ... as one sum compiled to
+// other SASS than the kernel's inline expression.
+TT_HOST_DEVICE constexpr int tt_mma_stage_row(int warp_m, int epi_mi, int j, int group, int h) {
+  return warp_m * epi_mi * 16 + (j * 16 + group + h * 8);
+}
+TT_HOST_DEVICE constexpr int tt_mma_stage_col(int wn0, int ni, int thread) { return wn0 + ni * 8 + 2 * thread; }
+// Read-back (and the split-K reduction): item -> row, first column of its vec results.
+TT_HOST_DEVICE constexpr int tt_epi_item_row(int item, int bn, int vec) { return item / (bn / vec); }
+TT_HOST_DEVICE constexpr int tt_epi_item_col(int item, int bn, int vec) { return (item % (bn / vec)) * vec; }
+// 8-wide items: the threads with bit 5 of col set read their two chunks in the other order.
+TT_HOST_DEVICE constexpr int tt_epi_swap(int col) { return (col >> 5) & 1; }
