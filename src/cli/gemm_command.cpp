@@ -1,11 +1,23 @@
 // The gemm command's flags and help; gemm_run.cpp runs it.
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/output.hpp"
+#include "core/gemm/family.hpp"
 
 namespace tiletune::cli {
+
+namespace {
+// The registered kernel families, a line each.
+std::string kernel_families_help() {
+  std::string s = "Kernel families:\n";
+  for (const gemm_family* f : all_families()) s += fmt::format("  {:<7} {}\n", f->name(), f->summary());
+  return s;
+}
+}  // namespace
 
 void add_gemm_command(CLI::App& app, run_context& ctx) {
   auto o = std::make_shared<gemm_options>();
@@ -35,7 +47,7 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "up: all, or distinct numbers such as 0,2,5 (one GPU model); see below")
       ->type_name("all|I,J,...");
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
-  cmd->add_option("--only", o->only, "Keep only these variant ids (e.g. mma_128x128x32_w2x2_s3)")->delimiter(',');
+  cmd->add_option("--only", o->only, "Keep only these variant ids (as the id column and the JSON's \"id\" print them)")->delimiter(',');
   cmd->add_flag("--verify-only", o->report.verify_only,
                 "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
@@ -91,10 +103,10 @@ Examples:
   tiletune gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout nt --gpu h100-sxm --dry-run --out plan.json
   tiletune gemm --m 1000 --n 3000 --k 777 --dtype f32 --layout tn --gpu a100-sxm-80gb
 
-Every variant of the search space for the dtype (simt for f32, mma.sync for
-tf32/f16/bf16, and on H100/H200 also wgmma, compiled for sm_90a; split-K and
-grouped-raster copies where the problem's shape calls for them) is compiled
-with NVRTC for the GPU's architecture. Variants that
+)" + kernel_families_help() + R"(
+Every variant of the search space of the families that serve the dtype on the
+GPU (split-K and grouped-raster copies where the problem's shape calls for
+them) is compiled with NVRTC for the GPU's architecture. Variants that
 break a constraint are pruned with its name; compiled ones carry their
 registers, shared memory, spills and occupancy; the rest are ranked by the
 analytical model. With --gpu or --dry-run every figure is PREDICTED, and the

@@ -74,10 +74,8 @@ std::vector<device_spec> make_presets() {
   h100_sxm.boost_clock_mhz = 1980;
   h100_sxm.memory_bytes = 80 * 1024 * MiB;
   h100_sxm.memory_bandwidth_gbs = 3350;
-  // L2 to SMs: ncu on wgmma_128x256x64_c2_s4 at 4096^3 bf16 (profiles/measured/h100-2026-11-23/ncu/)
-  // read "L2 Cache Throughput 60.95%" while its 512 tiles drew 1.644 GB in 181.2 us (9.07 TB/s):
-  // 14.9 TB/s at 100%. The recorded variants drew up to 13.5 TB/s (k_proj, wgmma_64x256x64_c1_s5);
-  // the 7.5 TB/s assumed before was below what was measured, so its floors were above real times.
+  // L2 to SMs: from ncu's L2 throughput and the bytes of the best 4096^3 bf16 variant
+  // (profiles/measured/h100-2026-11-23/ncu/; the derivation: docs/model.md).
   h100_sxm.l2_bandwidth_gbs = 14900;
   h100_sxm.peak_tflops_f32 = 66.9;
   h100_sxm.peak_tflops_tf32 = 494.7;

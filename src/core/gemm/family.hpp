@@ -38,6 +38,8 @@ class gemm_family {
 
   // The name in ids and JSON ("family": ...).
   virtual std::string_view name() const = 0;
+  // What its kernels are and which dtypes and GPUs they serve, for --help.
+  virtual std::string_view summary() const = 0;
   // Whether the family has kernels for a dtype (the architecture is a constraint).
   virtual bool serves(dtype t) const = 0;
 
@@ -98,7 +100,7 @@ class gemm_family {
   // Other libraries' names for the tile.
   virtual int triton_num_warps(const tile_config& c) const { return threads(c) / 32; }
   virtual std::string cutlass_shape(const tile_config& c, dtype t) const = 0;
-  // cutlass_profiler's op_class column: "tensorop", or "simt" for CUDA-core FMA kernels.
+  // cutlass_profiler's op_class column: "tensorop", or CUTLASS's name for CUDA-core FMA kernels.
   virtual std::string_view cutlass_op_class() const { return "tensorop"; }
 };
 

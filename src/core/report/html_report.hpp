@@ -34,7 +34,7 @@ struct report_options {
 };
 
 struct report_chart {
-  std::string id;       // stable name, e.g. "heatmap-wgmma"
+  std::string id;       // stable name, e.g. "heatmap-<family>"
   std::string title;
   std::string caption;  // what the chart shows, in words
   nlohmann::json rows;  // the data given to the chart (also spec["data"][0]["values"])

@@ -74,7 +74,7 @@ std::string header_about(const gemm_plan& plan, const variant_result& v, const k
                          const run_info& run) {
   const gemm_problem& p = plan.problem;
   const std::string arch = make_compile_job(v.config, p.type, p.layout, plan.device).arch;
-  // nvcc's -arch=sm_90a emits sm_90 PTX beside the SASS, which wgmma's instructions fail (nvcc 13.0).
+  // nvcc's -arch=sm_90a emits sm_90 PTX beside the SASS, which sm_90a-only instructions fail (nvcc 13.0).
   const std::string target = arch.ends_with('a') ? fmt::format("-gencode arch=compute_{0},code=sm_{0}", arch.substr(3))
                                                  : "-arch=" + arch;
   return fmt::format("// {}.h: host header of tiletune kernel {} (family {}), entry {}.\n"

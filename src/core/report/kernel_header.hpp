@@ -11,7 +11,7 @@
 namespace tiletune {
 
 // The exported kernel's extern "C" name: "tiletune_" + the variant id + "_" +
-// dtype + "_" + layout, e.g. tiletune_mma_128x128x32_w2x2_s3_bf16_nt. A valid
+// dtype + "_" + layout, e.g. tiletune_<family>_128x128x32_..._bf16_nt. A valid
 // C identifier (any other character becomes '_'), the same on every export of
 // that variant, dtype and layout (those fix the kernel's source).
 std::string export_entry_name(const tile_config& c, dtype t, layout l);

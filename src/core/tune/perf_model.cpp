@@ -11,26 +11,20 @@ namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 constexpr double launch_overhead_us = 3.0;
 // DRAM round-trip latency, for Little's law: a level fed through a window of
-// W bytes in flight takes B/BW + B*L/W for B bytes (see predict). An assumption
-// of the model (H100/A100 DRAM latency is about 0.6 to 1 us); 0.8, not 0.9:
-// at 0.9 the floor of mma_64x128x32_w2x4_s2 at 16x4096x4096 (32 blocks, 9.2 KB
-// in flight each) was 114.4 us, above its measured 114.2 us (2026-11-22). (When
-// the model took the larger of the two terms, not their sum, it was 0.9.)
+// W bytes in flight takes B/BW + B*L/W for B bytes (see predict). The largest
+// value that keeps every measured decode floor below its time (docs/model.md,
+// "The model's constants").
 constexpr double dram_latency_us = 0.8;
 // L2 hit latency under load, the same law for the loads L2 serves (every
-// block's panels, re-read by each block): an assumption of the model, about
-// half the DRAM latency. A block of a skinny problem streams its whole K panel
-// through few loads in flight, which is why split-K pays there (measured on the
-// H100: 128x4096x4096, mma_128x64x64 40 us with split-K 2, 65 us without).
+// block's panels, re-read by each block): about half the DRAM latency. A block
+// of a skinny problem streams its whole K panel through few loads in flight,
+// which is why split-K pays there.
 constexpr double l2_latency_us = 0.5;
 // An element copied from a row that is not 16-byte aligned, by a family that
 // copies such rows one element at a time (gemm_family::copies_unaligned_rows_serially):
 // its load is an L2 hit (the panels are re-read by every block), and the thread
 // waits for it before it stores the element to shared memory and loads the next.
-// The 51 mma variants measured on 1000x3000x777 bf16 (1554-byte rows, 2026-11-22)
-// took 0.15 to 0.31 us per element so counted (median 0.21 us, about 400 clocks at
-// 1.98 GHz), over tiles, warps and occupancies from 1 to 5 blocks per SM: the least,
-// 0.15 us, keeps each of their floors below its measured time.
+// The least per-element time measured, so that no floor rises above a measured time.
 constexpr double serial_copy_latency_us = 0.15;
 }  // namespace
 
@@ -55,9 +49,9 @@ double serial_copy_us(const gemm_problem& p, const tile_config& c, double a_rows
 }  // namespace
 
 double shared_memory_factor(const device_spec& d, dtype t, const tile_config& c, double rate_per_sm) {
-  // Shared memory serves 128 bytes per clock per SM. A thread (simt) or warp
-  // (mma) tile reads its A and B slices from it for every k-step; a small
-  // tile reads more bytes per flop and waits on shared memory, not the ALUs.
+  // Shared memory serves 128 bytes per clock per SM. A thread's or a warp's
+  // tile reads its A and B slices from it for every k-step; a small tile
+  // reads more bytes per flop and waits on shared memory, not the ALUs.
   constexpr double smem_bytes_per_clock = 128;
   const double clock_hz = d.boost_clock_mhz * 1e6;
   if (clock_hz <= 0 || rate_per_sm <= 0) return 1;
@@ -182,10 +176,9 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
   const double dram_us = dram_bytes / (attainable_gbs * 1e3) + dram_bytes * dram_latency_us / in_flight;
   // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
-  // The larger of its bandwidth and latency terms, not their sum: variants drew up
-  // to 13.5 TB/s of its 14.9 (device_spec.cpp), which leaves no room for a latency
-  // term beside the bandwidth (added, even at 0.2 us, the floors of k_proj's
-  // wgmma_64x256x64_c1_s5 rose above their measured times).
+  // The larger of its bandwidth and latency terms, not their sum: measured variants
+  // drew up to 90% of L2's bandwidth, which leaves no room for a latency term
+  // beside it (docs/model.md, "The model's constants").
   const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
   double l2_us = std::max(l2_bytes / (d.l2_bandwidth_gbs * busy_sms / d.sm_count * 1e3),
                           l2_bytes * l2_latency_us / in_flight);

@@ -33,13 +33,11 @@ struct fitted {
 };
 
 // A variant's calibrated time from its physical parts: the family's scale on its compute
-// time (the rate its kernels really issue at, which the efficiency alone does not capture:
-// mma.sync runs at about half the model's rate on large H100 problems), the memory time as
-// the physical model has it (DRAM and L2 serve no family slower), the larger of the two
-// plus overlap_loss of the smaller (the share of it the kernel does not hide: 0 for loads
-// wholly beside the math, 1 for none), and the launch. One scale on the whole time, as the
-// calibration had it, carried the large problems' compute gap into the memory time of
-// decode problems (16x4096x4096: its mma variants 36.9 us predicted, 21.2 to 42 measured).
+// time (the rate its kernels really issue at, which the efficiency alone does not capture),
+// the memory time as the physical model has it (DRAM and L2 serve no family slower), the
+// larger of the two plus overlap_loss of the smaller (the share of it the kernel does not
+// hide: 0 for loads wholly beside the math, 1 for none), and the launch. The scale stays
+// off the memory time, so a compute gap of large problems does not slow decode problems.
 double scaled_time(const prediction& r, double compute_scale, double overlap_loss) {
   const double launch = r.time_us - std::max(r.compute_us, r.memory_us);
   const double c = r.compute_us * compute_scale, m = r.memory_us;
@@ -57,8 +55,8 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
   // The efficiency is the rate a busy SM attains: a variant of the family that
   // reached a share of the peak (over its whole run, waves and tails included)
   // shows the family attains at least that, so the fit starts there. Below it,
-  // a low rank-fitted figure (0.105 for mma bf16 on the 2026-11-23 H100 data)
-  // made skinny problems compute-bound and ranked them worse than the plain model.
+  // a low rank-fitted figure made skinny problems compute-bound and ranked them
+  // worse than the plain model (docs/model.md, "Calibration").
   double attained = 0;
   for (const auto& o : obs)
     attained = std::max(attained, o.plan->problem.flops() / (o.measured_us * 1e-6) /
@@ -88,10 +86,7 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
   }
   // The scale and the overlap loss that fit the measured times best (least squares of
   // the log of measured over predicted), but never so that a prediction falls below the
-  // fastest kernel measured on its problem. On the 2026-11-23 H100 results the fit gives
-  // mma an overlap loss of 1 (its warps both load and multiply and meet at a barrier every
-  // k-tile: their waits add) and wgmma about 0.3 (a producer warpgroup loads beside the
-  // consumers).
+  // fastest kernel measured on its problem (the fitted values per family: docs/model.md).
   std::vector<prediction> parts;
   parts.reserve(obs.size());
   for (const auto& o : obs)
@@ -122,7 +117,7 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
   };
   // The scaled compute time never runs the problem's flops faster than the fastest rate any
   // kernel was measured at on its dtype (without this, a fit that adds part of the memory
-  // time put wgmma's compute at 1.3 times the bf16 peak).
+  // time can put a family's compute above the dtype's peak).
   double least_scale = 0.05;
   for (std::size_t i = 0; i < obs.size(); ++i) {
     const auto& p = obs[i].plan->problem;

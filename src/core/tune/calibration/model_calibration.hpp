@@ -12,7 +12,7 @@ namespace tiletune {
 
 // The analytical model's per-family efficiencies fitted to measured results
 // of one GPU model, in place of family_efficiency's fixed assumptions.
-// Keys: "mma/bf16" (a family on a dtype) and "mma/*" (the family on any dtype).
+// Keys: "<family>/bf16" (a family on a dtype) and "<family>/*" (the family on any dtype).
 struct model_calibration {
   std::string device_model;
   std::map<std::string, double> efficiency;

@@ -16,6 +16,9 @@ namespace {
 class mma : public gemm_family {
  public:
   std::string_view name() const override { return "mma"; }
+  std::string_view summary() const override {
+    return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later";
+  }
   bool serves(dtype t) const override { return is_tensor_core_dtype(t); }
 
   std::vector<tile_config> default_space(dtype t) const override { return mma_space(t); }

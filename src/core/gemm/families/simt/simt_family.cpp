@@ -17,6 +17,9 @@ std::optional<constraint_violation> violation(std::string name, std::string mess
 class simt : public gemm_family {
  public:
   std::string_view name() const override { return "simt"; }
+  std::string_view summary() const override {
+    return "CUDA-core FFMA, per-thread register tiles; f32 on any GPU";
+  }
   bool serves(dtype t) const override { return !is_tensor_core_dtype(t); }
 
   std::vector<tile_config> default_space(dtype) const override {

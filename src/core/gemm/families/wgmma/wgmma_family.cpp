@@ -17,6 +17,9 @@ namespace {
 class wgmma : public gemm_family {
  public:
   std::string_view name() const override { return "wgmma"; }
+  std::string_view summary() const override {
+    return "warpgroup MMA fed by TMA, persistent; tf32/f16/bf16 on sm_90a (H100, H200)";
+  }
   bool serves(dtype t) const override { return is_tensor_core_dtype(t); }
 
   std::vector<tile_config> default_space(dtype t) const override { return wgmma_space(t); }
