@@ -66,8 +66,9 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
 
   // -minimal: no texture/surface functions, cudadevrt runtime functions, device-side launch or
   // driver types; the templates include no header and use none of them (gemm_common.cuh). It only
-  // shortens NVRTC's front end: the SASS is byte-identical (scripts/bench_compile_times.sh checks
-  // it per family, profiles/compile_times_<host>.json), so it is not part of the job's options,
+  // shortens NVRTC's front end: the SASS is byte-identical
+  // (scripts/bench/bench_compile_times.sh checks it per family,
+  // profiles/compile_times_<host>.json), so it is not part of the job's options,
   // its cache key or the nvcc command an export prints (nvcc has no such option).
   std::vector<std::string> options{"--gpu-architecture=" + job.arch, "-minimal"};
   options.insert(options.end(), job.options.begin(), job.options.end());

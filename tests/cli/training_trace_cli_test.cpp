@@ -1,7 +1,7 @@
 // `tiletune batch` against what eager PyTorch really runs (issue 19): the
 // kernels, the non-GEMM bytes and the peak of allocated memory of one
 // training step of two small Llama-architecture models, recorded op by op
-// with scripts/record_training_traces.sh (torch, transformers, peft on the
+// with scripts/calibrate/record_training_traces.sh (torch, transformers, peft on the
 // CPU; profiles/training_traces/), held against the planner's
 // `time.kernels`, `time.memory_bound_bytes` and `peak_allocated_bytes` for
 // the same config, seq and micro-batch. The traces run SDPA's math kernel

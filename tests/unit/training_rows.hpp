@@ -1,7 +1,7 @@
 #pragma once
 // Training steps recorded as JSON lines (profiles/measured/*/batch, profiles/host_time,
 // profiles/replays), as the unit tests read them: one row a configuration, with the fields
-// scripts/validate_batch.py writes (model, seq, mb, precision, ckpt, lora).
+// scripts/validate/validate_batch.py writes (model, seq, mb, precision, ckpt, lora).
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -25,7 +25,7 @@ inline std::vector<nlohmann::json> read(const std::string& path) {
 }
 
 // A row's model: a preset, the calibration set's "tinyllama-11b", or
-// scripts/validate_batch.py's llama-tied-1b (the one model there that is not a preset).
+// scripts/validate/validate_batch.py's llama-tied-1b (the one model there that is not a preset).
 inline model_spec model(const std::string& name) {
   if (name == "tinyllama-11b") return load_model("tinyllama-1.1b");
   if (name != "llama-tied-1b") return load_model(name);

@@ -1,7 +1,7 @@
 // The host's issuing time of an eager training step (host_time.hpp), from
 // the op counts the step's inventory already has. The per-op costs were
 // measured on a CPU with the real modules at tiny widths
-// (scripts/measure_host_time.py, profiles/host_time/) and scaled once to the
+// (scripts/calibrate/measure_host_time.py, profiles/host_time/) and scaled once to the
 // host of the H100 machine (training_calibration.hpp).
 #include "core/train/host_time.hpp"
 

@@ -71,7 +71,7 @@ double optimizer_state_bytes(const training_setup& s) {
 // output (e) and their sum (s, fp32 if either is) are alive together, at the
 // layer's widest adapted output W (a gated MLP's up projection). What the
 // layer keeps after that point is subtracted; traced op by op in eager
-// PyTorch (scripts/trace_training_ops.py --memory, profiles/training_traces):
+// PyTorch (scripts/calibrate/trace_training_ops.py --memory, profiles/training_traces):
 // - a 16-bit base without autocast, fp32 adapters: base a + scaled 4 + sum 4
 //   at up's add, less up's output (a, kept by the gate product) and
 //   down_proj's fp32 adapter input (4) kept later: 4 W;

@@ -4,7 +4,7 @@
 # smoke step, a correctness sweep, the benchmark suite measured one problem at
 # a time, torch.matmul on the problems measured, ncu on one recommended kernel,
 # the GPU tests, and a summary last.
-#   scripts/gpu_validate.sh OUT_DIR [PHASE...]
+#   scripts/validate/gpu_validate.sh OUT_DIR [PHASE...]
 #     smoke  one variant per family (and per operand major for wgmma) on small
 #            odd shapes, each in seconds, then compute-sanitizer memcheck and
 #            synccheck on one variant per family and racecheck on a wgmma
@@ -14,21 +14,22 @@
 #     verify every variant of every family checked (--verify-only) on the odd
 #            shapes of KERNEL_REVIEW (127x129x264 batch 3, alpha 1.5, beta 0.5)
 #     bench  the benchmark suite (GPU_VALIDATE_PROBLEMS: suite indices, default
-#            all), torch.matmul on the same problems, ncu, summary
+#            all), torch.matmul on the same problems, ncu, summary (its rows for
+#            the results table of docs/benchmarks.md in OUT_DIR/results_table.md)
 #     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
 #     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt and on cuBLASLt
 #            (PROFILE_VARIANT, default the fastest measured on an H100)
-#     tuning scripts/bench_tuning.sh on its first and fourth shapes, halving only
+#     tuning scripts/bench/bench_tuning.sh on its first and fourth shapes, halving only
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
-#            steps beside tiletune's predictions (scripts/validate_batch.py --suite)
+#            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem)
 # Every step has its own time limit and writes its log under OUT_DIR as it runs;
 # OUT_DIR/steps.log has one line per step (exit code, 124 = stopped at its
 # limit, seconds), so a run cut short still says how far it got.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/gpu_validate.sh OUT_DIR [smoke|verify|bench|tests|tests2|all]...}
+cd "$(dirname "$0")/../.."
+out=${1:?usage: scripts/validate/gpu_validate.sh OUT_DIR [smoke|verify|bench|tests|tests2|all]...}
 shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
@@ -237,7 +238,7 @@ json.dump({"schema": "tiletune.suite/1", "name": "measured", "problems": done},
 print(f"{len(done)} of {len(suite['problems'])} problems measured", file=sys.stderr)
 PY
   if [ -s "$out/gemm-benchmark.json" ]; then
-    step torch 90 "$out/torch.txt" python3 scripts/torch_matmul.py "$out/suite-measured.json" "$out/torch.json"
+    step torch 90 "$out/torch.txt" python3 scripts/validate/torch_matmul.py "$out/suite-measured.json" "$out/torch.json"
     # ncu on the first problem's recommended kernel: its duration and DRAM bytes.
     read -r rec m n k dt lay < <(python3 -c "
 import json, sys
@@ -251,7 +252,7 @@ print(r['recommendation']['id'], p['m'], p['n'], p['k'], p['dtype'], p['layout']
     fi
     torch_json=$out/torch.json
     [ -s "$torch_json" ] || { torch_json=$out/torch-none.json; echo '{"results": []}' >"$torch_json"; }
-    step summary 30 "$out/summary.txt" python3 scripts/summarize_gpu_run.py "$out/gemm-benchmark.json" "$torch_json" "$out"
+    step summary 30 "$out/summary.txt" python3 scripts/validate/summarize_gpu_run.py "$out/gemm-benchmark.json" "$torch_json" "$out"
   fi
 fi
 
@@ -294,13 +295,13 @@ if want batch; then
     step "batch measured $model" 60 "$out/batch-$model.txt" "$bin" batch --model "$model" --seq-len 1024 \
       --global-batch 64 --quiet --out "$out/batch-$model.json"
   done
-  step "validate_batch --suite" 200 "$out/validate_batch.txt" python3 scripts/validate_batch.py \
+  step "validate_batch --suite" 200 "$out/validate_batch.txt" python3 scripts/validate/validate_batch.py \
     "$out/training_calibration.jsonl" --suite --tiletune "$bin"
   tail -16 "$out/validate_batch.txt" >&2
 fi
 if want tuning; then
   step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
-    BENCH_SUITE=0 scripts/bench_tuning.sh "$bin" "$out/tuning"
+    BENCH_SUITE=0 scripts/bench/bench_tuning.sh "$bin" "$out/tuning"
   cp profiles/tuning_times_*.json "$out/" 2>/dev/null
   tail -5 "$out/bench_tuning.txt" >&2
   # The whole benchmark suite cold in one run (empty cache and database), default settings.

@@ -2,9 +2,9 @@
 # Benchmark (not a test): NVRTC compile time per variant, cold cache with one
 # job and warm cache, for one problem per dtype on one preset. Writes
 # profiles/compile_times_<host>.json and prints a summary.
-#   scripts/bench_compile.sh [build/tiletune] [preset]
+#   scripts/bench/bench_compile.sh [build/tiletune] [preset]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:-build/tiletune}
 preset=${2:-h100-sxm}
 cache=$(mktemp -d)
@@ -35,7 +35,7 @@ doc = {"schema": "tiletune.compile_bench/1", "date": datetime.datetime.now(datet
        "host": platform.node(), "cpu_cores": cores, "preset": preset, "jobs": 1,
        "problem": "4096x4096x4096 nt", "goal": {"cold_median_ms": 150, "warm_ms_per_variant": 5}, "results": rows}
 import os
-try:  # keep the per-phase section scripts/bench_compile_times.sh adds
+try:  # keep the per-phase section scripts/bench/bench_compile_times.sh adds
     doc["phases"] = json.load(open(out))["phases"]
 except (OSError, ValueError, KeyError):
     pass

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Fits the constants of `tiletune batch` that the formulas cannot derive to
 real training steps (training_calibration.jsonl, written by
-scripts/validate_batch.py) and prints them with the per-configuration errors.
+scripts/validate/validate_batch.py) and prints them with the per-configuration errors.
 
-    scripts/fit_batch_calibration.py build/tiletune \
+    scripts/calibrate/fit_batch_calibration.py build/tiletune \
         profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl [--gpu h100-sxm] \
         [--measured profiles/measured/h100-2026-11-22/batch/batch-*.json]
 

@@ -7,12 +7,12 @@
 # exhaustive on the same shapes, for the speedup and to check that both pick
 # the same variant or one within the measured noise.
 # Writes profiles/tuning_times_<gpu>_<date>.json and prints a summary.
-#   scripts/bench_tuning.sh [build/tiletune] [out-dir]
+#   scripts/bench/bench_tuning.sh [build/tiletune] [out-dir]
 #   BENCH_SHAPES="0 3" (indices into the shapes below; default all),
 #   BENCH_STRATEGIES="halving" (default "halving exhaustive"), BENCH_SUITE=0 (skip the suite)
 # Each step is time-limited (timeout) and logs into the out-dir as it goes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:-build/tiletune}
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"

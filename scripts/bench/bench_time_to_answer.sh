@@ -5,10 +5,10 @@
 # the bounded compile recommends what compiling every variant recommends
 # (the same job with --compile-all, its time beside).
 # Writes profiles/time_to_answer_<host>.json and prints a summary.
-#   scripts/bench_time_to_answer.sh [build/tiletune] [work-dir]
+#   scripts/bench/bench_time_to_answer.sh [build/tiletune] [work-dir]
 #   BENCH_FULL=0 skips the --compile-all runs (minutes on 2 cores).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:-build/tiletune}
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measures real training steps on the local GPU the way the calibration set
 of `tiletune batch` was measured, and appends them to a JSONL file that
-scripts/fit_batch_calibration.py and the unit tests read
+scripts/calibrate/fit_batch_calibration.py and the unit tests read
 (profiles/measured/<gpu>-<date>/batch/training_calibration.jsonl).
 
 Method (the same as profiles/measured/h100-2026-11-22/batch/): the model is
@@ -23,10 +23,10 @@ device_used_before_model, device_used_end (whole device via cudaMemGetInfo,
 CUDA context included), step_s_median, step_s_min, tokens_per_s, torch,
 transformers, device; {"oom": true} when it ran out of memory.
 
-    scripts/validate_batch.py OUT.jsonl --config gpt2.json --name gpt2 --seq 1024 \
+    scripts/validate/validate_batch.py OUT.jsonl --config gpt2.json --name gpt2 --seq 1024 \
         --mb 8 16 --precision bf16-mixed --ckpt off on [--lora 16] [--tiletune build/tiletune]
-    scripts/validate_batch.py OUT.jsonl --suite      # GPT-2, a tied Llama, BERT (MLM), LoRA, fp32, MoE
-    scripts/validate_batch.py OUT.jsonl --suite --only mixtral-4layer olmoe-1b-7b   # a part of it
+    scripts/validate/validate_batch.py OUT.jsonl --suite      # GPT-2, a tied Llama, BERT (MLM), LoRA, fp32, MoE
+    scripts/validate/validate_batch.py OUT.jsonl --suite --only mixtral-4layer olmoe-1b-7b   # a part of it
 
 --tiletune BINARY also prints `tiletune batch --gpu PRESET` (offline) against
 each measurement: peak_allocated_bytes vs max_allocated, tokens/s vs tokens/s.
@@ -58,7 +58,7 @@ SUITE_CONFIGS = {
 # tests/fuzz/seeds/model_config/ (read at run time), and a 4-layer Mixtral of
 # full width that trains on one 80 GB GPU. Dense LoRA on 1-8B Llama/Mistral
 # (bf16 base, fp32 adapters, rank 8-16), and fp32 with a 152k tied vocabulary.
-SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fuzz", "seeds", "model_config")
+SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fuzz", "seeds", "model_config")
 
 
 def seed_config(name):

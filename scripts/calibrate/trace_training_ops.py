@@ -2,7 +2,7 @@
 """What eager PyTorch really runs in one training step, op by op (a tool, not a test).
 
 Builds a small Llama-architecture model from a config, sets it up the way
-scripts/validate_batch.py does (optionally peft LoRA on every linear layer of
+scripts/validate/validate_batch.py does (optionally peft LoRA on every linear layer of
 the blocks with fp32 adapters on a frozen 16-bit base, autocast for the -mixed
 precisions, gradient checkpointing), runs one step (forward, loss, backward,
 AdamW) on the CPU under a TorchDispatchMode, and writes what ran: per phase,
@@ -12,7 +12,7 @@ on the same config.json counts the same things (`time.kernels`,
 `time.memory_bound_bytes`): tests/unit/training_trace_test.cpp holds the two
 against each other from the recorded JSON, so torch is needed only to record.
 
-    python3 scripts/trace_training_ops.py --out profiles/training_traces/llama-lora16-bf16-mixed.json \
+    python3 scripts/calibrate/trace_training_ops.py --out profiles/training_traces/llama-lora16-bf16-mixed.json \
         --precision bf16-mixed --lora 16 [--ckpt] [--config-out tests/data/llama_small/config.json]
 
 Needs torch, transformers (and peft for --lora) from PyPI. The CPU's autocast
@@ -156,7 +156,7 @@ def main():
     config = transformers.AutoConfig.for_model(**cfg)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    # As scripts/validate_batch.py sets a run up.
+    # As scripts/validate/validate_batch.py sets a run up.
     if a.precision == "bf16":
         model = model.to(torch.bfloat16)
     if a.lora:

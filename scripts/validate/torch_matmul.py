@@ -4,7 +4,7 @@ tiletune's cuBLAS figure. Writes JSON: one entry per problem with the median
 time in microseconds (triton.testing.do_bench when Triton is there, else CUDA
 events around each call with the L2 flushed in between).
 
-    scripts/torch_matmul.py profiles/suites/gpu-benchmark.json out/torch.json
+    scripts/validate/torch_matmul.py profiles/suites/gpu-benchmark.json out/torch.json
 """
 import json
 import statistics

@@ -3,7 +3,7 @@
 phase, with and without the code-preserving knobs of issue 22 part 3, and
 whether each knob leaves the SASS byte-identical.
 
-Driven by scripts/bench_compile_times.sh, which exports a sample of variants
+Driven by scripts/bench/bench_compile_times.sh, which exports a sample of variants
 per family and dtype with `tiletune gemm --export` (the source tiletune
 compiles, its entry renamed) and passes their directories here. Each source is
 compiled through libnvrtc (ctypes, in one process like tiletune's own

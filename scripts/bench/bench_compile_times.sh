@@ -4,10 +4,10 @@
 # part 3), with a SASS identity check per knob and family. Adds a "phases"
 # section to profiles/compile_times_<host>.json (the rest is bench_compile.sh's)
 # and exits 1 when a knob that tiletune turns on by default changed the SASS.
-#   scripts/bench_compile_times.sh [build/tiletune] [rounds] [variants-per-family]
+#   scripts/bench/bench_compile_times.sh [build/tiletune] [rounds] [variants-per-family]
 # Needs cuobjdump ($CUOBJDUMP, .tools/ from scripts/setup.sh, or PATH).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bin=${1:-build/tiletune}
 rounds=${2:-3}
 per_family=${3:-3}
@@ -67,7 +67,7 @@ table = {"simt f32": 697, "mma bf16": 578, "mma f16": 480, "mma tf32": 553,
          "wgmma bf16": 1174, "wgmma f16": 1136, "wgmma tf32": 1406}
 print(json.dumps({"nvrtc_library": nvrtc, "families": families, "issue_table": table}))
 PY
-python3 scripts/bench_compile_times.py "$work/spec.json" "$work/phases.json" "$rounds" "$tool"
+python3 scripts/bench/bench_compile_times.py "$work/spec.json" "$work/phases.json" "$rounds" "$tool"
 
 python3 - "$work/phases.json" "$out" "$host" "$(nproc)" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \
   "$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" <<'PY'

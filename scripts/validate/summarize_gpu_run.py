@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Prints the summary of a GPU validation run: per problem, tiletune's best
 variant, TFLOP/s, % of peak, ratio to cuBLASLt (same run), and the agreement
-of tiletune's cuBLASLt time with torch.matmul's. Also writes the README table
-rows (markdown) to OUT/readme_table.md.
+of tiletune's cuBLASLt time with torch.matmul's. Also writes rows for the
+results table of docs/benchmarks.md (markdown) to OUT/results_table.md.
 
-    scripts/summarize_gpu_run.py OUT/gemm-benchmark.json OUT/torch.json OUT
+    scripts/validate/summarize_gpu_run.py OUT/gemm-benchmark.json OUT/torch.json OUT
 """
 import json
 import sys
@@ -30,8 +30,8 @@ def main():
                         f"{rec['vs_reference']:.2f} | {date} | {device} |")
         else:
             print(f"{r['name']:36} {'none':26}")
-    with open(f"{out_dir}/readme_table.md", "w") as f:
-        f.write("| shape | best variant | TFLOP/s | % of peak | vs cuBLAS | date | device |\n|---|---|---|---|---|---|---|\n")
+    with open(f"{out_dir}/results_table.md", "w") as f:
+        f.write("| problem | best variant | TFLOP/s | % of peak | vs cuBLAS | date | device |\n|---|---|---|---|---|---|---|\n")
         f.write("\n".join(rows) + "\n")
 
 

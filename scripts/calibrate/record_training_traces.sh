@@ -4,11 +4,11 @@
 # tests/cli/training_trace_cli_test.cpp. Needs torch, transformers and peft
 # from PyPI (python3 -m pip install torch transformers peft); runs on the CPU,
 # about 15 minutes on two cores.
-#   scripts/record_training_traces.sh [PYTHON]
+#   scripts/calibrate/record_training_traces.sh [PYTHON]
 set -euo pipefail
 py=${1:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
-out=$here/../profiles/training_traces
+out=$here/../../profiles/training_traces
 mkdir -p "$out"
 trace() {  # name, then trace_training_ops.py's arguments
   local name=$1

@@ -6,7 +6,7 @@ engine; the GPU cannot run ahead of that. When the kernels are short (small
 micro-batches, checkpointing's second forward in Python, LoRA's many small
 adapter ops) the step takes as long as the host needs to issue it, whatever
 the GPU could do. This script measures that issuing time on this machine's
-CPU: it builds the configuration of scripts/validate_batch.py (same model
+CPU: it builds the configuration of scripts/validate/validate_batch.py (same model
 classes, peft LoRA on every linear layer with fp32 adapters, autocast,
 gradient checkpointing, fused AdamW, the same step) with the real number of
 layers and modules but tiny widths (8 per head, 256-token vocabulary, 32
@@ -20,8 +20,8 @@ the host time grows with forward ops, backward ops, recompute and adapters)
 and one scale from the steps measured on the H100 whose kernels were short
 (profiles/host_time/README.md).
 
-    scripts/measure_host_time.py OUT.jsonl            # every configuration
-    scripts/measure_host_time.py OUT.jsonl --only gpt2 tinyllama-1.1b
+    scripts/calibrate/measure_host_time.py OUT.jsonl            # every configuration
+    scripts/calibrate/measure_host_time.py OUT.jsonl --only gpt2 tinyllama-1.1b
 
 Needs torch, transformers and peft from PyPI.
 """
@@ -32,7 +32,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validate"))
 from validate_batch import SUITE_CONFIGS  # noqa: E402
 
 # (name, precision, checkpointing, lora rank): the calibration set's and the
