@@ -195,7 +195,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) check_output_path(o.out);
-  const device_choice device = choose_device(o.gpu, o.device);
+  const device_choice device = choose_device(o.gpu, o.device, ctx.host);
   s.prec = o.precision.empty()
                ? (device.spec.compute_capability >= 80 ? precision::bf16_mixed : precision::fp16_mixed)
                : parse_precision(o.precision);
