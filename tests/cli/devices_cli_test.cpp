@@ -189,6 +189,21 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
       << again.err;
 }
 
+// The shipped binary has no test hook (DESIGN.md, Tests): the variables that named stand-ins
+// before tiletune_standins do nothing. With these two presets standing in it would refuse the
+// mixed models; here it sees this machine's GPUs (on the CPU machine: none, exit 3).
+TEST(gemm_devices, the_shipped_binary_reads_no_stand_ins_from_the_environment) {
+  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,a100-sxm-80gb");
+  const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
+  const auto r = run({"gemm", "--suite", suite_file("shipped", {64}).string(), "--devices", "all",
+                      "--only", one_variant, "--quiet"});
+  EXPECT_EQ(r.err.find("stand-in"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tune one model per run"), std::string::npos) << r.err;
+  if (r.code == 3) {
+    EXPECT_NE(r.err.find("no CUDA GPU is available here"), std::string::npos) << r.err;
+  }
+}
+
 TEST(gemm_devices, help_gives_the_flag_with_an_example) {
   const auto r = run({"gemm", "--help"});
   ASSERT_EQ(r.code, 0);
