@@ -4,8 +4,9 @@
 Runs the real binary offline (--gpu h100-sxm --dry-run, no GPU needed) for
 each kind of output: gemm, gemm --suite, --export's ID.json, batch (a plan
 that fits and one that does not), compare, devices --json, db list --json
-(empty and filled), db calibrate --json; and gemm --suite --devices with the
-test binary tiletune_standins (stand-in GPUs and the stand-in worker). Then every JSON file shipped in
+(empty and filled), db calibrate --json; and gemm --suite --devices and a
+measured batch with the test binary tiletune_standins (stand-in GPUs and the
+stand-in worker). Then every JSON file shipped in
 profiles/. Then shows that the check can fail: for each output a planted
 defect (a required key removed, a key of the wrong type, a value outside its
 enum or below its minimum) must be rejected.
@@ -122,6 +123,10 @@ def produce(binary, standins, fake_worker, work, profiles):
             "gemm", "--suite", str(suite), "--only", "mma_64x64x32_w2x2_s3", "--devices", "all", "--quiet",
             "--out", str(devices_out), ok_codes=(3,))
         out["gemm --suite --devices (stand-ins)"] = json.loads(devices_out.read_text())
+        # batch on a stand-in GPU: its measured plan (the stand-in worker's timings).
+        out["batch (measured, stand-ins)"] = json.loads(run(standins, env, "--standin-gpus", "h100-sxm",
+                                                            "--standin-worker", fake_worker, "batch", "--model",
+                                                            "gpt2", "--json"))
 
     out["batch (fits)"] = json.loads(run(binary, env, "batch", "--model", "gpt2", "--gpu", "h100-sxm", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
