@@ -21,7 +21,7 @@ t0=$SECONDS
 # -O1: ASan's usual level, quick to build on two cores.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
   -DCMAKE_CXX_COMPILER="$cxx" -DTILETUNE_FUZZ=ON "${launcher[@]}" >/dev/null
-targets=(tiletune unit_tests cli_tests fake_worker)
+targets=(tiletune unit_tests cli_tests fake_worker tiletune_standins)
 while read -r name _; do targets+=("fuzz_$name" "fuzz_replay_$name"); done <"$build/fuzz_targets.txt"
 cmake --build "$build" --parallel --target "${targets[@]}"
 echo "sanitize: built in $((SECONDS - t0)) s" >&2

@@ -100,8 +100,9 @@ std::string format_plan(const batch_plan& plan) {
 }
 
 // Times every distinct GEMM of the candidates' training steps with cuBLASLt
-// (what the framework runs) in a worker process on the local GPU.
-batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, bool quiet) {
+// (what the framework runs) in a worker process on the local GPU, started with worker_argv.
+batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
+                       const std::vector<std::string>& worker_argv, bool quiet) {
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 128;
   setup.problem.type = gemm_dtype(s.prec);
@@ -109,7 +110,7 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device, boo
   setup.sampling.time_cap_ms = 200;
   setup.sampling.target_spread = 0.02;
   const scratch_dir scratch("tiletune-batch");
-  subprocess_backend backend({self_executable(), "__worker"}, setup, scratch.path(), request_timeout::fixed(120));
+  subprocess_backend backend(worker_argv, setup, scratch.path(), request_timeout::fixed(120));
   progress_line progress(!quiet);
   std::map<std::string, std::optional<double>> timed;
   std::size_t failures = 0;
@@ -195,7 +196,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) check_output_path(o.out);
-  const device_choice device = choose_device(o.gpu, o.device);
+  const device_choice device = choose_device(o.gpu, o.device, ctx.host);
   s.prec = o.precision.empty()
                ? (device.spec.compute_capability >= 80 ? precision::bf16_mixed : precision::fp16_mixed)
                : parse_precision(o.precision);
@@ -206,7 +207,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
 
   batch_plan plan;
   if (device.live && !o.predict) {
-    plan = plan_on_gpu(s, device, o.quiet);
+    plan = plan_on_gpu(s, device, ctx.host.worker_argv(), o.quiet);
   } else {
     plan = plan_batch(s, device.spec);
   }

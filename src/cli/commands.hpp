@@ -4,14 +4,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/host_services.hpp"
 #include "core/device/device_spec.hpp"
 
 namespace tiletune::cli {
 
-// What every command shares: the command line, and the exit code its callback sets.
+// What every command shares: the command line, the exit code its callback sets,
+// and the machine's GPUs and measuring worker (production_services() but in tests).
 struct run_context {
   std::string command_line;
   int exit_code = 0;
+  host_services host;
 };
 
 void add_devices_command(CLI::App& app, run_context& ctx);
@@ -31,7 +34,8 @@ struct device_choice {
 };
 // Throws usage_error for an unknown preset or device index, and
 // environment_error when no GPU is present and no preset was named.
-device_choice choose_device(const std::optional<std::string>& gpu, const std::optional<int>& device);
+device_choice choose_device(const std::optional<std::string>& gpu, const std::optional<int>& device,
+                            const host_services& host);
 
 // The presets as one line each, for messages and --help.
 std::string preset_list();

@@ -137,12 +137,12 @@ bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
     if (o->measure.variant_timeout_s && !(*o->measure.variant_timeout_s > 0))
       throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o->measure.variant_timeout_s));
     const result_file base = load_result_file(o->baseline);
-    const local_devices local = query_local_devices();
+    const local_devices local = ctx.host.devices();
     if (local.devices.empty())
       throw environment_error(fmt::format("check re-measures on a local GPU and there is none: {}. To compare two "
                                           "result files offline, use `tiletune compare BASE NEW`.",
                                           local.why_none));
-    const device_choice device = choose_device(std::nullopt, o->device);
+    const device_choice device = choose_device(std::nullopt, o->device, ctx.host);
     if (!o->compare.allow_device_mismatch &&
         (!same_device_model(base, device.spec.preset, device.spec.name) || device.spec.arch() != base.device_arch))
       throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
@@ -161,8 +161,8 @@ bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
       options.jobs = 1;
       options.only = {entry.variant_id};
       gemm_plan plan = plan_gemm(entry.problem, device.spec, compilers.get(), options);
-      measure_on_gpu(plan, device, o->measure, fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label),
-                     progress);
+      measure_on_gpu(plan, device, o->measure, ctx.host.worker_argv(),
+                     fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label), progress);
       if (fresh.is_null())
         fresh = result_header("tiletune.gemm-suite/1", device.spec, plan.mode, plan.compiler_version, run);
       auto body = result_body(plan, 1);

@@ -2,7 +2,6 @@
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
-#include "cuda/device_query.hpp"
 
 namespace tiletune::cli {
 
@@ -12,11 +11,12 @@ std::string preset_list() {
   return s;
 }
 
-device_choice choose_device(const std::optional<std::string>& gpu, const std::optional<int>& device) {
+device_choice choose_device(const std::optional<std::string>& gpu, const std::optional<int>& device,
+                            const host_services& host) {
   if (gpu && device)
     throw usage_error("--gpu and --device exclude each other: --gpu plans for a preset, --device picks a local GPU");
   if (gpu) return device_choice{find_preset(*gpu), false, -1};
-  const local_devices local = query_local_devices();
+  const local_devices local = host.devices();
   const int index = device.value_or(0);
   if (local.devices.empty()) {
     throw environment_error(fmt::format(

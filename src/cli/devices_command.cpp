@@ -5,7 +5,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "cuda/device_query.hpp"
 
 namespace tiletune::cli {
 
@@ -17,7 +16,7 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of tables");
   cmd->callback([&ctx, json] {
-    const local_devices local = query_local_devices();
+    const local_devices local = ctx.host.devices();
     if (*json) {
       nlohmann::json j;
       j["schema"] = "tiletune.devices/1";

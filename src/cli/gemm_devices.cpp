@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdlib>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -30,18 +29,6 @@ std::vector<std::string> split_commas(const std::string& list) {
     at = comma + 1;
   }
   return items;
-}
-
-local_devices visible_devices() {
-  const char* stand_ins = std::getenv("TILETUNE_TEST_DEVICES");
-  if (!stand_ins || !*stand_ins) return query_local_devices();
-  local_devices local;
-  for (const auto& name : split_commas(stand_ins)) local.devices.push_back(find_preset(name));
-  fmt::print(
-      stderr,
-      "tiletune: TILETUNE_TEST_DEVICES={}: stand-in devices for tests, not this machine's GPUs\n",
-      stand_ins);
-  return local;
 }
 
 // Each attempt of a problem gets a new worker; this many devices faulting on
@@ -117,7 +104,7 @@ class gpu_device_runner : public device_runner {
           beat();
         };
         progress_line silent(false);
-        measure_on_gpu(plan, device_, settings, "", silent);
+        measure_on_gpu(plan, device_, settings, job_.host->worker_argv(), "", silent);
         if (const auto why = device_fault(plan)) {
           end.why = *why;
         } else {
@@ -146,8 +133,8 @@ class gpu_device_runner : public device_runner {
 
 }  // namespace
 
-std::vector<device_choice> choose_devices(const std::string& list) {
-  const local_devices local = visible_devices();
+std::vector<device_choice> choose_devices(const std::string& list, const host_services& host) {
+  const local_devices local = host.devices();
   const int count = static_cast<int>(local.devices.size());
   if (local.devices.empty())
     throw environment_error(
@@ -198,7 +185,7 @@ devices_outcome run_on_devices(const devices_job& job, progress_line& progress) 
   for (std::size_t i = 0; i < n; ++i) {
     if (job.answer_from_db) {
       if (auto a = look_up(*job.db, job.devices[0], problems[i].problem, true,
-                           job.compiler->version())) {
+                           job.compiler->version(), *job.host)) {
         out.results[i] = result_from_answer(*job.db, *a, job.tool_now);
         progress.note(fmt::format("{}: answered from the tuning database", label(i)));
         continue;

@@ -18,9 +18,8 @@ namespace tiletune::cli {
 
 // The local GPUs --devices names: "all", or distinct numbers such as 0,2,5.
 // usage_error naming the value for a bad list or GPUs of different models,
-// environment_error when there is none. TILETUNE_TEST_DEVICES=PRESET,PRESET,...
-// stands in for the local GPUs (a test hook for the CPU tests; said on stderr).
-std::vector<device_choice> choose_devices(const std::string& list);
+// environment_error when there is none. The local GPUs are host.devices().
+std::vector<device_choice> choose_devices(const std::string& list, const host_services& host);
 
 // What the dealt run takes from run_gemm.
 struct devices_job {
@@ -35,6 +34,7 @@ struct devices_job {
   run_info run;
   double budget_s = 0;
   std::chrono::steady_clock::time_point started;
+  const host_services* host = nullptr;  // the machine's GPUs and measuring worker
 };
 
 // Per problem, in suite order: the result (null where no device answered) and

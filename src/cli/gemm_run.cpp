@@ -81,9 +81,10 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     if (o.device.index) throw usage_error(flag + " and --device exclude each other: --devices names every GPU used");
     if (o.suite.empty()) throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE");
     if (o.report.dry_run) throw usage_error(flag + " measures on GPUs and --dry-run launches nothing: drop one");
-    dealt_to = choose_devices(o.device.devices);
+    dealt_to = choose_devices(o.device.devices, ctx.host);
   }
-  const device_choice device = dealt_to.empty() ? choose_device(o.device.gpu, o.device.index) : dealt_to.front();
+  const device_choice device =
+      dealt_to.empty() ? choose_device(o.device.gpu, o.device.index, ctx.host) : dealt_to.front();
   for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
   const bool measure = device.live && !o.report.dry_run;
   if (o.report.verify_only && !device.live)
@@ -148,7 +149,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   const run_info run{ctx.command_line, utc_now_iso()};
   nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
   if (device.live && !suite.problems.empty()) {
-    const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version());
+    const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version(), ctx.host);
     tool_now["driver"] = k.driver;
     tool_now["cuda_runtime"] = k.cuda;
   }
@@ -164,7 +165,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   devices_outcome dealt;
   if (!dealt_to.empty()) {
     devices_job job{&suite, dealt_to, compiler, options, settings, db.get(), db && !o.tuning.retune && o.export_dir.empty(),
-                    tool_now, run, o.tuning.budget_s, started};
+                    tool_now, run, o.tuning.budget_s, started, &ctx.host};
     dealt = run_on_devices(job, progress);
     results = std::move(dealt.results);
     plans = std::move(dealt.plans);
@@ -190,7 +191,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     std::optional<db_answer> answer;
     // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
     if (db && !o.tuning.retune && o.export_dir.empty())
-      answer = look_up(*db, device, sp.problem, measure, compiler->version(), o.tuning.store_plans);
+      answer = look_up(*db, device, sp.problem, measure, compiler->version(), ctx.host, o.tuning.store_plans);
     if (answer) {
       results.push_back(result_from_answer(*db, *answer, tool_now));
       plans.emplace_back();
@@ -233,7 +234,7 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
         progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
                                   plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
                                   settings.verify_only ? "no" : settings.search));
-        measure_on_gpu(plan, device, settings, count > 1 ? label + ": " : "", progress);
+        measure_on_gpu(plan, device, settings, ctx.host.worker_argv(), count > 1 ? label + ": " : "", progress);
       }
       nlohmann::json r = to_json(plan, run);
       r["tool"] = tool_now;

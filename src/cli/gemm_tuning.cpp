@@ -4,7 +4,6 @@
 
 #include "cli/output.hpp"
 #include "core/version.hpp"
-#include "cuda/device_query.hpp"
 
 namespace tiletune::cli {
 
@@ -15,10 +14,11 @@ std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off) {
 
 std::string device_model_of(const device_spec& d) { return d.preset.empty() ? d.name : d.preset; }
 
-tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version) {
+tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version,
+                           const host_services& host) {
   tuning_key k;
   k.device_model = device_model_of(d.spec);
-  const local_devices local = query_local_devices();
+  const local_devices local = host.devices();
   if (!local.driver_version.empty()) k.driver = local.driver_version;
   if (!local.runtime_version.empty()) k.cuda = local.runtime_version;
   k.tool_version = tool_version;
@@ -28,9 +28,9 @@ tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const 
 }
 
 std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
-                                 const std::string& compiler_version, bool stored_plans) {
+                                 const std::string& compiler_version, const host_services& host, bool stored_plans) {
   if (live) {
-    auto r = db.find(live_tuning_key(d, p, compiler_version));
+    auto r = db.find(live_tuning_key(d, p, compiler_version, host));
     if (r && is_measured(*r)) return db_answer{std::move(*r), "exact"};
     return std::nullopt;
   }

@@ -17,8 +17,9 @@ std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off);
 std::string device_model_of(const device_spec& d);
 
 // The key a measurement on this machine is stored under: this GPU model,
-// driver, CUDA runtime, tool and compiler, and the problem.
-tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version);
+// driver, CUDA runtime (as host.devices() reports them), tool and compiler, and the problem.
+tuning_key live_tuning_key(const device_choice& d, const gemm_problem& p, const std::string& compiler_version,
+                           const host_services& host);
 
 // A stored answer: "exact" (same GPU model, driver, CUDA, tool and compiler)
 // for a run on a GPU; "same_device_model" for an offline plan (--gpu NAME);
@@ -30,7 +31,8 @@ struct db_answer {
   std::string match;
 };
 std::optional<db_answer> look_up(const tuning_db& db, const device_choice& d, const gemm_problem& p, bool live,
-                                 const std::string& compiler_version, bool stored_plans = false);
+                                 const std::string& compiler_version, const host_services& host,
+                                 bool stored_plans = false);
 
 // The "tuning_db" key of a result: the file, whether it answered, and from what measurement.
 nlohmann::json db_answer_json(const tuning_db& db, const db_answer& a);

@@ -1,7 +1,6 @@
 #include "cli/gpu_run.hpp"
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -33,13 +32,8 @@ compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
   cached_ = std::make_unique<cached_compiler>(nvrtc_, compile_cache(dir));
 }
 
-std::vector<std::string> worker_argv() {
-  if (const char* stand_in = std::getenv("TILETUNE_TEST_WORKER"); stand_in && *stand_in) return {stand_in};
-  return {self_executable(), "__worker"};
-}
-
-void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o, const std::string& prefix,
-                    progress_line& progress) {
+void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o,
+                    const std::vector<std::string>& worker_argv, const std::string& prefix, progress_line& progress) {
   worker_setup setup;
   setup.problem = plan.problem;
   setup.device = device.index;
@@ -54,7 +48,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   const scratch_dir scratch("tiletune-run");
   request_timeout timeout;
   timeout.fixed_s = o.variant_timeout_s;
-  subprocess_backend backend(worker_argv(), setup, scratch.path(), timeout);
+  subprocess_backend backend(worker_argv, setup, scratch.path(), timeout);
   const auto strategy = make_search_strategy(o.search);
   measure_options options;
   options.verify_only = o.verify_only;

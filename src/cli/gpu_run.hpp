@@ -37,12 +37,10 @@ struct measure_settings {
   std::function<void()> on_progress;
 };
 
-// How to start the measuring worker: `tiletune __worker`, or the program named
-// by TILETUNE_TEST_WORKER (a test hook: the CPU tests' stand-in worker).
-std::vector<std::string> worker_argv();
-
-// Runs, verifies and times the plan's variants in a worker process on the local GPU.
+// Runs, verifies and times the plan's variants in a worker process on the local GPU,
+// started with worker_argv (host_services::worker_argv).
 void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_settings& o,
-                    const std::string& prefix, progress_line& progress);
+                    const std::vector<std::string>& worker_argv, const std::string& prefix,
+                    progress_line& progress);
 
 }  // namespace tiletune::cli

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -14,8 +15,10 @@
 
 namespace tiletune::cli {
 
-int run(int argc, char** argv) {
-  run_context ctx{shell_join(argc, argv)};
+int run(int argc, char** argv) { return run(argc, argv, production_services()); }
+
+int run(int argc, char** argv, host_services host) {
+  run_context ctx{shell_join(argc, argv), 0, std::move(host)};
   CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
   app.set_version_flag("--version", tool_version);
   app.require_subcommand(1);

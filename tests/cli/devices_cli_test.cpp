@@ -1,6 +1,6 @@
-// gemm --suite S --devices: the binary end to end with stand-in GPUs
-// (TILETUNE_TEST_DEVICES) and the stand-in worker (TILETUNE_TEST_WORKER =
-// tests/support/fake_worker, which crashes or hangs per device on request).
+// gemm --suite S --devices: the CLI end to end with stand-in GPUs and the
+// stand-in worker (tests/support/fake_worker, which crashes or hangs per device
+// on request), injected by tiletune_standins (--standin-gpus, --standin-worker).
 // No real GPU is involved: this checks the dealing, not the measuring.
 #include <gtest/gtest.h>
 
@@ -42,18 +42,22 @@ fs::path suite_file(const std::string& tag, const std::vector<int>& ms) {
 
 nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
+// tiletune_standins' flags: these presets as the local GPUs, measured by fake_worker.
+std::vector<std::string> stand_ins(const std::string& gpus) {
+  return {"--standin-gpus", gpus, "--standin-worker", TILETUNE_FAKE_WORKER};
+}
+
 const char* one_variant =
     "simt_64x64x8_t8x8_v4";  // --only: one compile a problem keeps the test short
 
 }  // namespace
 
 TEST(gemm_devices, a_bad_list_exits_2_naming_the_value) {
-  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,h100-sxm");
   const std::string suite = suite_file("bad", {64}).string();
-  auto with = [&](std::vector<std::string> extra) {
+  auto with = [&](std::vector<std::string> extra, const std::string& gpus = "h100-sxm,h100-sxm") {
     std::vector<std::string> args{"gemm", "--suite", suite};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run(args);
+    return run_with_standins(stand_ins(gpus), args);
   };
   for (const auto& [list, words] : std::vector<std::pair<std::string, std::string>>{
            {"0,0", "device 0 is named twice"},
@@ -70,11 +74,11 @@ TEST(gemm_devices, a_bad_list_exits_2_naming_the_value) {
   EXPECT_NE(offline.err.find("--devices all and --gpu h100-sxm exclude each other"),
             std::string::npos)
       << offline.err;
-  const auto no_suite = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--devices", "all"});
+  const auto no_suite = run_with_standins(
+      stand_ins("h100-sxm,h100-sxm"), {"gemm", "--m", "64", "--n", "64", "--k", "64", "--devices", "all"});
   EXPECT_EQ(no_suite.code, 2);
   EXPECT_NE(no_suite.err.find("give --suite FILE"), std::string::npos) << no_suite.err;
-  const scoped_env mixed("TILETUNE_TEST_DEVICES", "h100-sxm,a100-sxm-80gb");
-  const auto two_models = with({"--devices", "all"});
+  const auto two_models = with({"--devices", "all"}, "h100-sxm,a100-sxm-80gb");
   EXPECT_EQ(two_models.code, 2);
   EXPECT_NE(two_models.err.find("tune one model per run"), std::string::npos) << two_models.err;
 }
@@ -82,14 +86,13 @@ TEST(gemm_devices, a_bad_list_exits_2_naming_the_value) {
 // Four GPUs, one whose worker crashes and one whose worker hangs: both are
 // retired, their problems dealt to the two healthy ones, every problem answered once.
 TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_problem) {
-  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,h100-sxm,h100-sxm,h100-sxm");
-  const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
   const scoped_env crash("TILETUNE_FAKE_CRASH_DEVICE", "1");
   const scoped_env hang("TILETUNE_FAKE_HANG_DEVICE", "2");
   const fs::path out = tmp_dir() / "devices-deal.json";
-  const auto r =
-      run({"gemm", "--suite", suite_file("deal", {64, 96, 128, 160, 192}).string(), "--devices",
-           "all", "--only", one_variant, "--variant-timeout", "3", "--out", out.string()});
+  const auto r = run_with_standins(
+      stand_ins("h100-sxm,h100-sxm,h100-sxm,h100-sxm"),
+      {"gemm", "--suite", suite_file("deal", {64, 96, 128, 160, 192}).string(), "--devices", "all",
+       "--only", one_variant, "--variant-timeout", "3", "--out", out.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = read_json(out);
   ASSERT_EQ(j["results"].size(), 5u);
@@ -117,6 +120,10 @@ TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_pro
   EXPECT_EQ(faulted_on, (std::set<int>{1, 2}));
   EXPECT_TRUE(j["complete"]);
   EXPECT_TRUE(j["failed"].empty());
+  EXPECT_NE(r.err.find("--standin-gpus h100-sxm,h100-sxm,h100-sxm,h100-sxm: stand-in devices for "
+                       "tests, not this machine's GPUs"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("[dev 3] "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[dev 1] RETIRED"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[dev 2] RETIRED: hung"), std::string::npos) << r.err;
@@ -125,12 +132,12 @@ TEST(gemm_devices, retires_a_crashing_and_a_hanging_device_and_answers_every_pro
 // A problem that crashes every GPU ends failed after 2 attempts, not in a loop; the rest are
 // answered.
 TEST(gemm_devices, a_problem_that_kills_every_device_is_failed_and_the_run_exits_3) {
-  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,h100-sxm,h100-sxm");
-  const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
   const scoped_env poison("TILETUNE_FAKE_CRASH_M", "777");
   const fs::path out = tmp_dir() / "devices-poison.json";
-  const auto r = run({"gemm", "--suite", suite_file("poison", {64, 777, 96}).string(), "--devices",
-                      "0,1,2", "--only", one_variant, "--out", out.string(), "--quiet"});
+  const auto r = run_with_standins(
+      stand_ins("h100-sxm,h100-sxm,h100-sxm"),
+      {"gemm", "--suite", suite_file("poison", {64, 777, 96}).string(), "--devices", "0,1,2",
+       "--only", one_variant, "--out", out.string(), "--quiet"});
   EXPECT_EQ(r.code, 3) << r.err;
   const auto j = read_json(out);
   ASSERT_EQ(j["results"].size(), 2u);
@@ -149,15 +156,13 @@ TEST(gemm_devices, a_problem_that_kills_every_device_is_failed_and_the_run_exits
 
 // The whole search on two stand-in GPUs into one database; the same command then answers from it.
 TEST(gemm_devices, results_of_every_device_land_in_one_database) {
-  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,h100-sxm");
-  const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
   const fs::path db = tmp_dir() / "devices.sqlite", out = tmp_dir() / "devices-db.json";
   fs::remove(db);
   const std::vector<std::string> args{
       "gemm",      "--suite", suite_file("db", {64, 96, 128}).string(),
       "--devices", "all",     "--db",
       db.string(), "--out",   out.string()};
-  const auto first = run(args);
+  const auto first = run_with_standins(stand_ins("h100-sxm,h100-sxm"), args);
   ASSERT_EQ(first.code, 0) << first.err;
   std::set<std::string> stored;
   const auto first_json = read_json(out);
@@ -167,10 +172,10 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
     stored.insert(res["name"]);
   }
   EXPECT_EQ(stored.size(), 3u);
-  const auto list = run({"db", "list", "--db", db.string(), "--json"});
+  const auto list = run({"db", "list", "--db", db.string(), "--json"});  // the shipped binary
   ASSERT_EQ(list.code, 0) << list.err;
   EXPECT_EQ(nlohmann::json::parse(list.out)["records"].size(), 3u) << list.out;
-  const auto again = run(args);
+  const auto again = run_with_standins(stand_ins("h100-sxm,h100-sxm"), args);
   ASSERT_EQ(again.code, 0) << again.err;
   const auto again_json = read_json(out);
   ASSERT_EQ(again_json["results"].size(), 3u);
@@ -182,6 +187,21 @@ TEST(gemm_devices, results_of_every_device_land_in_one_database) {
       again.err.find("dealing 0 problem(s) to 2 device(s) (3 answered from the tuning database)"),
       std::string::npos)
       << again.err;
+}
+
+// The shipped binary has no test hook (DESIGN.md, Tests): the variables that named stand-ins
+// before tiletune_standins do nothing. With these two presets standing in it would refuse the
+// mixed models; here it sees this machine's GPUs (on the CPU machine: none, exit 3).
+TEST(gemm_devices, the_shipped_binary_reads_no_stand_ins_from_the_environment) {
+  const scoped_env gpus("TILETUNE_TEST_DEVICES", "h100-sxm,a100-sxm-80gb");
+  const scoped_env worker("TILETUNE_TEST_WORKER", TILETUNE_FAKE_WORKER);
+  const auto r = run({"gemm", "--suite", suite_file("shipped", {64}).string(), "--devices", "all",
+                      "--only", one_variant, "--quiet"});
+  EXPECT_EQ(r.err.find("stand-in"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tune one model per run"), std::string::npos) << r.err;
+  if (r.code == 3) {
+    EXPECT_NE(r.err.find("no CUDA GPU is available here"), std::string::npos) << r.err;
+  }
 }
 
 TEST(gemm_devices, help_gives_the_flag_with_an_example) {

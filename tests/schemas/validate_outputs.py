@@ -4,14 +4,17 @@
 Runs the real binary offline (--gpu h100-sxm --dry-run, no GPU needed) for
 each kind of output: gemm, gemm --suite, --export's ID.json, batch (a plan
 that fits and one that does not), compare, devices --json, db list --json
-(empty and filled), db calibrate --json. Then every JSON file shipped in
+(empty and filled), db calibrate --json; and gemm --suite --devices and a
+measured batch with the test binary tiletune_standins (stand-in GPUs and the
+stand-in worker). Then every JSON file shipped in
 profiles/. Then shows that the check can fail: for each output a planted
 defect (a required key removed, a key of the wrong type, a value outside its
 enum or below its minimum) must be rejected.
 
 Exit 0: all valid and every planted defect rejected; 1: a failure (listed);
 77: Python's jsonschema module is missing (ctest reports the test skipped).
-Usage: validate_outputs.py --binary TILETUNE --schemas DIR --profiles DIR --work DIR
+Usage: validate_outputs.py --binary TILETUNE [--standins TILETUNE_STANDINS --fake-worker FAKE_WORKER]
+                           --schemas DIR --profiles DIR --work DIR
 """
 import argparse
 import copy
@@ -89,7 +92,7 @@ def run(binary, env, *args, ok_codes=(0,)):
     return r.stdout
 
 
-def produce(binary, work, profiles):
+def produce(binary, standins, fake_worker, work, profiles):
     """Runs the binary for each kind of output: {label: document}."""
     env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
     out = {}
@@ -111,16 +114,19 @@ def produce(binary, work, profiles):
         "--out", str(suite_out))
     out["gemm --suite"] = json.loads(suite_out.read_text())
     out["suite input"] = json.loads(suite.read_text())
-    # --devices on three stand-in GPUs with the stand-in worker (built beside the binary's tests), where
+    # --devices on three stand-in GPUs with the stand-in worker (the test binary tiletune_standins), where
     # the "odd" problem crashes every worker: ran_on, devices (two retired) and failed.
-    fake_worker = Path(binary).resolve().parent / "tests" / "fake_worker"
-    if fake_worker.exists():
+    if standins:
         devices_out = work / "suite-devices-out.json"
-        run(binary, dict(env, TILETUNE_TEST_DEVICES="h100-sxm,h100-sxm,h100-sxm", TILETUNE_TEST_WORKER=str(fake_worker),
-                         TILETUNE_FAKE_CRASH_M="127"),
+        run(standins, dict(env, TILETUNE_FAKE_CRASH_M="127"),
+            "--standin-gpus", "h100-sxm,h100-sxm,h100-sxm", "--standin-worker", fake_worker,
             "gemm", "--suite", str(suite), "--only", "mma_64x64x32_w2x2_s3", "--devices", "all", "--quiet",
             "--out", str(devices_out), ok_codes=(3,))
         out["gemm --suite --devices (stand-ins)"] = json.loads(devices_out.read_text())
+        # batch on a stand-in GPU: its measured plan (the stand-in worker's timings).
+        out["batch (measured, stand-ins)"] = json.loads(run(standins, env, "--standin-gpus", "h100-sxm",
+                                                            "--standin-worker", fake_worker, "batch", "--model",
+                                                            "gpt2", "--json"))
 
     out["batch (fits)"] = json.loads(run(binary, env, "batch", "--model", "gpt2", "--gpu", "h100-sxm", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
@@ -215,14 +221,18 @@ def main():
     ap.add_argument("--schemas", required=True)
     ap.add_argument("--profiles", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--standins", help="tiletune_standins, for the outputs of gemm --devices")
+    ap.add_argument("--fake-worker", help="the stand-in worker tiletune_standins measures with")
     a = ap.parse_args()
+    if bool(a.standins) != bool(a.fake_worker):
+        ap.error("--standins and --fake-worker go together")
     work = Path(a.work)
     shutil.rmtree(work / "export", ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     profiles = Path(a.profiles)
 
     checker = Checker(load_schemas(a.schemas))
-    outputs = produce(a.binary, work, profiles)
+    outputs = produce(a.binary, a.standins, a.fake_worker, work, profiles)
     for label, doc in outputs.items():
         checker.valid(doc, label)
     shipped = sorted(profiles.rglob("*.json"))

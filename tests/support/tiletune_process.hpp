@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tiletune_test {
@@ -49,9 +50,9 @@ inline fs::path tmp_dir() {
   return dir;
 }
 
-// Runs tiletune with args; a kernel cache shared by the tests keeps repeated
-// plans fast. `timer` sets TILETUNE_TIMER when given.
-inline result run(std::vector<std::string> args, const char* timer = nullptr) {
+// Runs the program `binary` with args; a kernel cache shared by the tests keeps
+// repeated plans fast. `timer` sets TILETUNE_TIMER when given.
+inline result run_program(const char* binary, std::vector<std::string> args, const char* timer = nullptr) {
   const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
   const pid_t pid = fork();
   if (pid == 0) {
@@ -61,15 +62,29 @@ inline result run(std::vector<std::string> args, const char* timer = nullptr) {
     dup2(e, 2);
     setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
     if (timer) setenv("TILETUNE_TIMER", timer, 1);
-    std::vector<char*> argv{const_cast<char*>(binary_path())};
+    std::vector<char*> argv{const_cast<char*>(binary)};
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(binary_path(), argv.data());
+    execv(binary, argv.data());
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
 }
+
+// Runs tiletune with args.
+inline result run(std::vector<std::string> args, const char* timer = nullptr) {
+  return run_program(binary_path(), std::move(args), timer);
+}
+
+#ifdef TILETUNE_STANDINS
+// The same CLI with test doubles (tests/support/tiletune_standin_main.cpp): `standins` are its
+// leading flags (--standin-gpus LIST, --standin-worker PROGRAM), then tiletune's args.
+inline result run_with_standins(std::vector<std::string> standins, const std::vector<std::string>& args) {
+  standins.insert(standins.end(), args.begin(), args.end());
+  return run_program(TILETUNE_STANDINS, std::move(standins));
+}
+#endif
 
 }  // namespace tiletune_test
