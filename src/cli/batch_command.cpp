@@ -120,12 +120,12 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
     if (const auto it = timed.find(key); it != timed.end()) return it->second;
     progress.update(fmt::format("timing the step's GEMMs with cuBLASLt: {} done, now {}", timed.size(), key));
     measure_request r;
-    r.op = "library";
+    r.op = measure_op::library;
     r.id = key;
     r.problem = p;
     const measure_response m = backend.measure(r, {});
     std::optional<double> us;
-    if (m.status == "ok" && m.timing.median_us > 0) {
+    if (m.status == variant_status::ok && m.timing.median_us > 0) {
       us = m.timing.median_us;
       measured_over_model.push_back(*us / predict_library_gemm(device.spec, p).time_us);
     }
@@ -147,21 +147,21 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
   // The memory-bound work's rates: a 1 GiB device-to-device copy, and 1000
   // back-to-back tiny launches.
   device_rates rates;
-  auto time_rate = [&](const char* op, std::int64_t m, std::int64_t n) -> std::optional<double> {
+  auto time_rate = [&](measure_op op, std::int64_t m, std::int64_t n) -> std::optional<double> {
     measure_request r;
     r.op = op;
-    r.id = op;
+    r.id = std::string(to_string(op));
     r.problem.m = m;
     r.problem.n = n;
     r.problem.k = 1;
     r.problem.type = dtype::f32;
     const measure_response got = backend.measure(r, {});
-    if (got.status != "ok" || got.timing.median_us <= 0) return std::nullopt;
+    if (got.status != variant_status::ok || got.timing.median_us <= 0) return std::nullopt;
     return got.timing.median_us;
   };
   progress.update("timing the device's copy bandwidth and launch floor");
-  if (const auto us = time_rate("bandwidth", 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
-  rates.launch_floor_us = time_rate("launch", 1000, 1);
+  if (const auto us = time_rate(measure_op::bandwidth, 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
+  rates.launch_floor_us = time_rate(measure_op::launch, 1000, 1);
   batch_plan plan = plan_batch(s, device.spec, gemm_time, rates);
   progress.finish();
   plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", timed.size(),

@@ -49,7 +49,7 @@ double stall_limit_s(const gemm_problem& p, const measure_settings& s) {
   setup.problem = p;
   setup.sampling.time_cap_ms = s.time_cap_ms;
   measure_request slowest;
-  slowest.op = "variant";
+  slowest.op = measure_op::variant;
   slowest.predicted_us = s.time_cap_ms * 1e3;
   const double request_s =
       std::max(timeout_for(slowest, setup, t), t.fixed_s ? *t.fixed_s : t.unpredicted_s);
@@ -63,8 +63,8 @@ std::optional<std::string> device_fault(const gemm_plan& plan) {
   while (!message.empty() &&
          (std::isspace(static_cast<unsigned char>(message.back())) || message.back() == ':'))
     message.pop_back();
-  if (plan.reference->status == "launch_error") return "cuBLASLt failed on it: " + message;
-  if (plan.reference->status == "timeout") return "hung: cuBLASLt gave no result: " + message;
+  if (plan.reference->status == variant_status::launch_error) return "cuBLASLt failed on it: " + message;
+  if (plan.reference->status == variant_status::timeout) return "hung: cuBLASLt gave no result: " + message;
   return std::nullopt;
 }
 

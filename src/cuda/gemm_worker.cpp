@@ -39,7 +39,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   std::ifstream file(r.cubin_path, std::ios::binary);
   const std::string cubin((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   if (cubin.empty()) {
-    out.status = "launch_error";
+    out.status = variant_status::launch_error;
     out.message = "cannot read " + r.cubin_path;
     return out;
   }
@@ -62,7 +62,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   // A request that says verify=false comes for a variant this run verified already.
   if (!r.verify) {
     out.timing = sample(g, launch);
-    out.status = "ok";
+    out.status = variant_status::ok;
     out.verified = false;
     out.timer = g.timer->name();
     out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
@@ -81,13 +81,13 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
                                     g.reference_sums, std::max(1u, std::thread::hardware_concurrency()));
   out.verified = true;
   if (!passes(out.error, p.type)) {
-    out.status = "incorrect";
+    out.status = variant_status::incorrect;
     out.message = fmt::format("relative Frobenius error {:.3g} over the bound {:.1g}", out.error.rel_frobenius,
                               error_bound(p.type));
     return out;
   }
   out.timing = sample(g, launch);
-  out.status = "ok";
+  out.status = variant_status::ok;
   out.timer = g.timer->name();
   out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
   return out;
@@ -130,7 +130,7 @@ int run_gemm_worker(std::istream& in, std::ostream& out) {
     } catch (const std::exception& e) {
       measure_response bad;
       bad.id = "?";
-      bad.status = "launch_error";
+      bad.status = variant_status::launch_error;
       bad.message = std::string("bad request: ") + e.what();
       answer(out, bad);
       continue;
@@ -144,15 +144,15 @@ int run_gemm_worker(std::istream& in, std::ostream& out) {
       ~restore_sampling() { g.setup.sampling = saved; }
     } restore{g, setup_sampling};
     try {
-      answer(out, r.op == "reference" ? measure_reference(g, r)
-                  : r.op == "library" ? measure_library(g, r)
-                  : r.op == "bandwidth" ? measure_bandwidth(g, r)
-                  : r.op == "launch" ? measure_launch(g, r)
+      answer(out, r.op == measure_op::reference ? measure_reference(g, r)
+                  : r.op == measure_op::library ? measure_library(g, r)
+                  : r.op == measure_op::bandwidth ? measure_bandwidth(g, r)
+                  : r.op == measure_op::launch ? measure_launch(g, r)
                                       : measure_variant(g, r));
     } catch (const std::exception& e) {
       measure_response fail;
       fail.id = r.id;
-      fail.status = "launch_error";
+      fail.status = variant_status::launch_error;
       fail.message = e.what();
       const bool broken = context_is_broken();
       if (broken) fail.message += " (the CUDA context is broken; the worker restarts)";

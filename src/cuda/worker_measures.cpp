@@ -16,7 +16,7 @@ measure_response measure_reference(gpu_state& g, const measure_request& r) {
   cublaslt_gemm lt(g.lt, g.setup.problem, false, workspace_bytes);
   const int n = lt.algorithms(g.setup.reference_algorithms);
   if (n < 1) {
-    out.status = "launch_error";
+    out.status = variant_status::launch_error;
     out.message = "cuBLASLt offers no algorithm for this problem";
     return out;
   }
@@ -29,7 +29,7 @@ measure_response measure_reference(gpu_state& g, const measure_request& r) {
       out.algorithm = lt.algorithm_name(i);
     }
   }
-  out.status = "ok";
+  out.status = variant_status::ok;
   out.timer = g.timer->name();
   out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
   out.device_bytes = g.device_bytes;
@@ -58,13 +58,13 @@ measure_response measure_library(gpu_state& g, const measure_request& r) {
   TT_CUDA(cudaStreamSynchronize(g.stream));  // the host block goes out of scope below
   cublaslt_gemm lt(g.lt, p, false, workspace_bytes);
   if (lt.algorithms(1) < 1) {
-    out.status = "launch_error";
+    out.status = variant_status::launch_error;
     out.message = "cuBLASLt offers no algorithm for " + p.describe();
     return out;
   }
   out.timing = sample(g, [&] { lt.run(0, a.get(), b.get(), c.get(), g.workspace.get(), g.stream); });
   out.algorithm = lt.algorithm_name(0);
-  out.status = "ok";
+  out.status = variant_status::ok;
   out.timer = g.timer->name();
   return out;
 }
@@ -96,7 +96,7 @@ measure_response measure_bandwidth(gpu_state& g, const measure_request& r) {
   TT_CUDA(cudaMemsetAsync(src.get(), 1, bytes, g.stream));
   const event_timer_scope events(g);
   out.timing = sample(g, [&] { TT_CUDA(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, g.stream)); });
-  out.status = "ok";
+  out.status = variant_status::ok;
   out.timer = g.timer->name();
   return out;
 }
@@ -119,7 +119,7 @@ measure_response measure_launch(gpu_state& g, const measure_request& r) {
   t.p20_us /= n;
   t.p80_us /= n;
   out.timing = t;
-  out.status = "ok";
+  out.status = variant_status::ok;
   out.timer = g.timer->name();
   return out;
 }

@@ -47,15 +47,15 @@ int main() {
       std::this_thread::sleep_for(std::chrono::hours(1));
     measure_response out;
     out.id = r.id;
-    out.verified = r.op == "variant";
+    out.verified = r.op == measure_op::variant;
     out.timer = "cupti";
     out.device_bytes = 1000;
     if (r.id.find("incorrect") != std::string::npos) {
-      out.status = "incorrect";
+      out.status = variant_status::incorrect;
       out.error.rel_frobenius = 0.5;
       out.error.max_rel_error = 2;
     } else {
-      out.status = "ok";
+      out.status = variant_status::ok;
       double us = 100;
       if (const auto at = r.id.find("slow"); at != std::string::npos) us = std::stod(r.id.substr(at + 4));
       out.timing = summarize({us, us, us * 1.005, us * 0.995});

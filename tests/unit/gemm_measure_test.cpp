@@ -50,7 +50,7 @@ class table_backend : public measure_backend {
 measure_response ok(const std::string& id, double us, double spread = 0.001) {
   measure_response m;
   m.id = id;
-  m.status = "ok";
+  m.status = variant_status::ok;
   m.verified = true;
   m.timing.samples = 20;
   m.timing.median_us = us;
@@ -74,11 +74,11 @@ TEST(measure_plan, ranks_by_measured_time_and_never_recommends_an_incorrect_vari
   const std::string actual_best = plan.variants[2].config.id();
   table_backend b;
   b.answer = [&](const measure_request& r) {
-    if (r.op == "reference") return ok("cublaslt", 50);
+    if (r.op == measure_op::reference) return ok("cublaslt", 50);
     if (r.id == wrong) {
       measure_response m;
       m.id = r.id;
-      m.status = "incorrect";
+      m.status = variant_status::incorrect;
       m.verified = true;
       m.error.rel_frobenius = 0.3;
       return m;
@@ -112,7 +112,7 @@ TEST(measure_plan, within_the_noise_the_leaner_variant_wins_and_says_so) {
   table_backend b;
   int i = 0;
   b.answer = [&](const measure_request& r) {
-    if (r.op == "reference") return ok("cublaslt", 50);
+    if (r.op == measure_op::reference) return ok("cublaslt", 50);
     return ok(r.id, 100 + 0.5 * ((i++) % 2), 0.02);
   };
   measure_plan(plan, b);
@@ -142,7 +142,7 @@ TEST(measure_plan, the_recommended_variant_is_timed_again_beside_the_reference) 
   int references = 0;
   b.answer = [&](const measure_request& r) {
     asked.push_back(r);
-    if (r.op == "reference") return ok("cublaslt", references++ == 0 ? 50 : 60);
+    if (r.op == measure_op::reference) return ok("cublaslt", references++ == 0 ? 50 : 60);
     return ok(r.id, 100);
   };
   measure_plan(plan, b);
@@ -150,7 +150,7 @@ TEST(measure_plan, the_recommended_variant_is_timed_again_beside_the_reference) 
   ASSERT_GE(asked.size(), 3u);
   const auto& ref = asked[asked.size() - 2];
   const auto& lead = asked.back();
-  EXPECT_EQ(ref.op, "reference");
+  EXPECT_EQ(ref.op, measure_op::reference);
   EXPECT_EQ(lead.id, plan.variants[*plan.recommended].config.id());
   EXPECT_FALSE(lead.verify);
   ASSERT_TRUE(ref.sampling && lead.sampling);
@@ -171,23 +171,23 @@ TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) 
   setup.problem.m = setup.problem.n = setup.problem.k = 64;
   subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = "first";
-  EXPECT_EQ(backend.measure(r, "bytes").status, "ok");
+  EXPECT_EQ(backend.measure(r, "bytes").status, variant_status::ok);
   r.id = "crash-me";
   const auto crashed = backend.measure(r, "bytes");
-  EXPECT_EQ(crashed.status, "launch_error");
+  EXPECT_EQ(crashed.status, variant_status::launch_error);
   EXPECT_NE(crashed.message.find("signal"), std::string::npos) << crashed.message;
   r.id = "recovered-slow250";
   const auto after = backend.measure(r, "bytes");
-  EXPECT_EQ(after.status, "ok");  // a fresh worker took over
+  EXPECT_EQ(after.status, variant_status::ok);  // a fresh worker took over
   EXPECT_DOUBLE_EQ(after.timing.median_us, 250);
   r.id = "hang";
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(backend.measure(r, "bytes").status, "timeout");
+  EXPECT_EQ(backend.measure(r, "bytes").status, variant_status::timeout);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
   r.id = "incorrect";
-  EXPECT_EQ(backend.measure(r, "bytes").status, "incorrect");
+  EXPECT_EQ(backend.measure(r, "bytes").status, variant_status::incorrect);
   EXPECT_EQ(backend.restarts(), 2u);
   EXPECT_TRUE(std::filesystem::exists(s.dir / "first.cubin"));
 }
@@ -199,7 +199,7 @@ TEST(request_timeout, follows_the_predicted_time_of_the_run) {
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 1024;
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   const request_timeout automatic;
   EXPECT_EQ(timeout_for(r, setup, automatic), automatic.unpredicted_s);  // no prediction: the old fixed limit
   r.predicted_us = 10;
@@ -292,7 +292,7 @@ TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {
   setup.seed = 666;  // the fake refuses
   subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
   measure_request r;
-  r.op = "reference";
+  r.op = measure_op::reference;
   r.id = "cublaslt";
   try {
     backend.measure(r, "");

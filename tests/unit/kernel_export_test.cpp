@@ -246,13 +246,13 @@ TEST(kernel_export, measured_figures_are_labelled_measured) {
   ASSERT_TRUE(plan.recommended);
   plan.mode = "measured";
   measure_response ref;
-  ref.status = "ok";
+  ref.status = variant_status::ok;
   ref.timing.samples = 20;
   ref.timing.median_us = 8;
   plan.reference = ref;
   variant_result& v = plan.variants[*plan.recommended];
   measure_response m;
-  m.status = "ok";
+  m.status = variant_status::ok;
   m.timing.samples = 20;
   m.timing.median_us = 10;
   m.timer = "cupti";

@@ -148,7 +148,7 @@ TEST(protocol, messages_round_trip) {
 
   const tile_config c = mma_tile(128, 64, 32, 2, 2, 3);
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = c.id();
   r.launch = c.family->describe_launch(c, s.problem, find_preset("h100-sxm"));
   EXPECT_EQ(r.launch.grid[0], 1);  // 17 rows in 128-row tiles
@@ -173,7 +173,7 @@ TEST(protocol, messages_round_trip) {
 
   measure_response m;
   m.id = "x";
-  m.status = "incorrect";
+  m.status = variant_status::incorrect;
   m.error.rel_frobenius = std::numeric_limits<double>::infinity();
   m.sm_clock_mhz = 1980;
   const auto m2 = measure_response_from_json(to_json(m));
@@ -185,17 +185,18 @@ TEST(protocol, messages_round_trip) {
 // them the worker copied a default-sized buffer and `batch` divided a GiB by
 // its time (1.7 PB/s on an H100, 2026-11-23).
 TEST(protocol, rate_and_library_requests_carry_their_problem) {
-  for (const char* op : {"bandwidth", "launch", "library"}) {
+  for (measure_op op : {measure_op::bandwidth, measure_op::launch, measure_op::library}) {
     measure_request r;
     r.op = op;
     r.problem.m = 1 << 14;
     r.problem.n = 1000;
     const auto back = measure_request_from_json(to_json(r));
-    EXPECT_EQ(back.problem.m, 1 << 14) << op;
-    EXPECT_EQ(back.problem.n, 1000) << op;
+    EXPECT_EQ(back.op, op);
+    EXPECT_EQ(back.problem.m, 1 << 14) << to_string(op);
+    EXPECT_EQ(back.problem.n, 1000) << to_string(op);
   }
   measure_request v;
-  v.op = "variant";
+  v.op = measure_op::variant;
   EXPECT_FALSE(to_json(v).contains("problem"));  // a variant runs on the setup's problem
 }
 
@@ -214,7 +215,7 @@ TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   EXPECT_EQ(c.family->scratch_bytes(c, p), 0);
   c.split_k = 8;
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = c.id();
   r.launch = c.family->describe_launch(c, p, d);
   EXPECT_EQ(r.launch.grid, (std::array<std::int64_t, 3>{1, 5, 3 * 8}));

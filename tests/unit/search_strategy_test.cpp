@@ -176,7 +176,7 @@ TEST(search_strategy, a_brief_look_asks_the_worker_for_a_small_budget_and_nothin
   measure_plan(plan, b, {}, false, s.get(), sampling_policy{});
   std::map<std::string, int> runs, verifications;
   for (const auto& r : b.seen) {
-    if (r.op != "variant") continue;
+    if (r.op != measure_op::variant) continue;
     ASSERT_TRUE(r.sampling.has_value());
     if (runs[r.id]++ == 0) {
       EXPECT_LE(r.sampling->max_samples, 10u);  // the first look is brief
@@ -188,7 +188,7 @@ TEST(search_strategy, a_brief_look_asks_the_worker_for_a_small_budget_and_nothin
   EXPECT_EQ(verifications[plan.variants[*plan.recommended].config.id()], 1);
   // The protocol carries both.
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = "x";
   r.sampling = sampling_policy{};
   r.sampling->time_cap_ms = 7;
@@ -198,7 +198,7 @@ TEST(search_strategy, a_brief_look_asks_the_worker_for_a_small_budget_and_nothin
   EXPECT_EQ(back.sampling->time_cap_ms, 7);
   EXPECT_FALSE(back.verify);
   measure_request plain;
-  plain.op = "variant";
+  plain.op = measure_op::variant;
   const auto back2 = measure_request_from_json(to_json(plain));
   EXPECT_FALSE(back2.sampling);
   EXPECT_TRUE(back2.verify);

@@ -140,7 +140,7 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
   EXPECT_EQ(launch_shape_for(m, p, 132).grid_x, launch_shape_for(m, p).grid_x);
   // A request carries the tile to the worker, and the tensor maps' operands.
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = c.id();
   r.launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
   r.config = c;

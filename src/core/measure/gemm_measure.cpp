@@ -78,7 +78,7 @@ measure_response subprocess_backend::measure(const measure_request& request, con
   measure_response out;
   out.id = request.id;
   if (!worker_->write_line(to_json(r).dump())) {
-    out.status = "launch_error";
+    out.status = variant_status::launch_error;
     out.message = "the worker had ended: " + worker_->stop() + "\n" + worker_->stderr_tail();
     return out;
   }
@@ -88,7 +88,7 @@ measure_response subprocess_backend::measure(const measure_request& request, con
     case worker_process::read_status::line: {
       const auto j = nlohmann::json::parse(answer.text, nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
-        out.status = "launch_error";
+        out.status = variant_status::launch_error;
         out.message = "the worker answered garbage: " + answer.text.substr(0, 200);
         worker_->stop();
         return out;
@@ -99,7 +99,7 @@ measure_response subprocess_backend::measure(const measure_request& request, con
     }
     case worker_process::read_status::timeout:
       worker_->stop();
-      out.status = "timeout";
+      out.status = variant_status::timeout;
       out.message = fmt::format("no result within {:.1f} s ({}); the worker was stopped", timeout_s,
                                 timeout_.fixed_s ? "--variant-timeout"
                                 : request.predicted_us > 0
@@ -112,7 +112,7 @@ measure_response subprocess_backend::measure(const measure_request& request, con
       break;
   }
   const std::string how = worker_->stop();
-  out.status = "launch_error";
+  out.status = variant_status::launch_error;
   out.message = fmt::format("the worker {} while running it: {}", how, worker_->stderr_tail(600));
   return out;
 }
@@ -123,7 +123,7 @@ namespace {
 // family describes it, and its tile (a family's tensor maps are built from it).
 measure_request variant_request(const gemm_plan& plan, const variant_result& v) {
   measure_request r;
-  r.op = "variant";
+  r.op = measure_op::variant;
   r.id = v.config.id();
   r.launch = v.config.family->describe_launch(v.config, plan.problem, plan.device);
   r.config = v.config;
@@ -157,11 +157,11 @@ class family_guard {
   bool keep_going_;
   std::map<kernel_family, std::string> first_failure_;
 };
-variant_status status_from(const std::string& s) {
-  if (s == "ok") return variant_status::ok;
-  if (s == "incorrect") return variant_status::incorrect;
-  if (s == "timeout") return variant_status::timeout;
-  return variant_status::launch_error;
+// A worker answers ok, incorrect or timeout; anything else is a launch error.
+variant_status status_from(variant_status s) {
+  return s == variant_status::ok || s == variant_status::incorrect || s == variant_status::timeout
+             ? s
+             : variant_status::launch_error;
 }
 
 double resource_cost(const variant_result& v) {
@@ -261,21 +261,21 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
 // reference, short and cool, set against finalists timed longer and hotter
 // gave 8192^3 bf16 0.98x cuBLAS in one run and 0.90x in the next.
 void time_beside_the_reference(gemm_plan& plan, measure_backend& backend, const sampling_policy& full) {
-  if (!plan.recommended || !plan.reference || plan.reference->status != "ok") return;
+  if (!plan.recommended || !plan.reference || plan.reference->status != variant_status::ok) return;
   auto& v = plan.variants[*plan.recommended];
   sampling_policy pair = full;
   pair.min_samples = std::min(std::max<std::size_t>(full.min_samples, 30), std::max<std::size_t>(full.max_samples, 1));
   measure_request ref;
-  ref.op = "reference";
+  ref.op = measure_op::reference;
   ref.id = "cublaslt";
   ref.sampling = pair;
   measure_response again = backend.measure(ref, {});
-  if (again.status != "ok" || again.timing.median_us <= 0) return;
+  if (again.status != variant_status::ok || again.timing.median_us <= 0) return;
   measure_request r = variant_request(plan, v);
   r.sampling = pair;
   r.verify = false;
   measure_response lead = backend.measure(r, v.cubin);
-  if (lead.status != "ok" || lead.timing.median_us <= 0) return;  // the search's figures stand
+  if (lead.status != variant_status::ok || lead.timing.median_us <= 0) return;  // the search's figures stand
   plan.reference_first_us = plan.reference->timing.median_us;
   plan.reference = std::move(again);
   record_answer(plan, v, std::move(lead));
@@ -315,11 +315,11 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
 
   if (!verify_only) {
     measure_request ref;
-    ref.op = "reference";
+    ref.op = measure_op::reference;
     ref.id = "cublaslt";
     if (progress) progress(done, total, ref.id);
     plan.reference = backend.measure(ref, {});
-    if (plan.reference->status != "ok")
+    if (plan.reference->status != variant_status::ok)
       plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
     plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
     const auto exhaustive = make_exhaustive_search();

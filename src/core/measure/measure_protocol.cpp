@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 
 #include "core/gemm/family.hpp"
 
@@ -67,7 +68,7 @@ worker_setup worker_setup_from_json(const nlohmann::json& j) {
 }
 
 bool has_own_problem(const measure_request& r) {
-  return r.op == "library" || r.op == "bandwidth" || r.op == "launch";
+  return r.op == measure_op::library || r.op == measure_op::bandwidth || r.op == measure_op::launch;
 }
 
 namespace {
@@ -87,7 +88,7 @@ std::array<std::int64_t, 3> dim3_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const measure_request& r) {
   const kernel_launch& l = r.launch;
-  nlohmann::json j = {{"op", r.op},
+  nlohmann::json j = {{"op", to_string(r.op)},
                       {"id", r.id},
                       {"cubin_path", r.cubin_path},
                       {"grid", l.grid},
@@ -108,7 +109,10 @@ nlohmann::json to_json(const measure_request& r) {
 
 measure_request measure_request_from_json(const nlohmann::json& j) {
   measure_request r;
-  r.op = j.at("op").get<std::string>();
+  const std::string op = j.at("op").get<std::string>();
+  const auto known = measure_op_named(op);
+  if (!known) throw std::invalid_argument("no measuring op named '" + op + "'");
+  r.op = *known;
   r.id = j.at("id").get<std::string>();
   r.cubin_path = j.at("cubin_path").get<std::string>();
   kernel_launch& l = r.launch;
@@ -140,7 +144,7 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const measure_response& r) {
   nlohmann::json j = {{"id", r.id},
-                      {"status", r.status},
+                      {"status", to_string(r.status)},
                       {"message", r.message},
                       {"timing", to_json(r.timing)},
                       {"verified", r.verified},
@@ -160,7 +164,10 @@ nlohmann::json to_json(const measure_response& r) {
 measure_response measure_response_from_json(const nlohmann::json& j) {
   measure_response r;
   r.id = j.at("id").get<std::string>();
-  r.status = j.at("status").get<std::string>();
+  const std::string status = j.at("status").get<std::string>();
+  const auto known = variant_status_named(status);
+  if (!known) throw std::invalid_argument("no variant status named '" + status + "'");
+  r.status = *known;
   r.message = j.value("message", "");
   const auto& t = j.at("timing");
   r.timing.samples = t.at("samples").get<std::size_t>();

@@ -8,6 +8,7 @@
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/measure/measurement.hpp"
+#include "core/measure/variant_status.hpp"
 #include "core/gemm/tile_config.hpp"
 
 namespace tiletune {
@@ -42,7 +43,7 @@ launch_shape launch_shape_for(const tile_config& c, const gemm_problem& p, int s
 // ("bandwidth": a copy of problem.m x problem.n elements; "launch":
 // problem.m tiny launches back to back).
 struct measure_request {
-  std::string op;  // "reference" | "variant" | "library" | "bandwidth" | "launch"
+  measure_op op = measure_op::variant;
   std::string id;
   std::string cubin_path;
   // "variant": how to launch it, as its family describes it (grid, block, cluster,
@@ -63,10 +64,10 @@ struct measure_request {
 // Whether the request's op brings its own problem (else the setup's holds).
 bool has_own_problem(const measure_request& r);
 
-// The worker's answer. status: ok | incorrect | launch_error | timeout.
+// The worker's answer: ok, incorrect, launch_error or timeout.
 struct measure_response {
   std::string id;
-  std::string status;
+  variant_status status = variant_status::launch_error;
   std::string message;
   timing_stats timing;
   error_metrics error;

@@ -18,20 +18,6 @@
 
 namespace tiletune {
 
-std::string_view to_string(variant_status s) {
-  switch (s) {
-    case variant_status::ok: return "ok";
-    case variant_status::pruned: return "pruned";
-    case variant_status::compile_error: return "compile_error";
-    case variant_status::resource_limit: return "resource_limit";
-    case variant_status::launch_error: return "launch_error";
-    case variant_status::incorrect: return "incorrect";
-    case variant_status::timeout: return "timeout";
-    case variant_status::skipped: return "skipped";
-  }
-  return "?";
-}
-
 compile_job make_compile_job(const tile_config& c, dtype t, layout l, const device_spec& d) {
   compile_job job;
   job.name = c.id();
@@ -228,7 +214,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   if (plan.mode == "predicted") j["reference"]["note"] = "not measured: predicted mode runs no kernel";
   if (plan.reference) {
     const auto& r = *plan.reference;
-    if (r.status == "ok" && r.timing.median_us > 0) {
+    if (r.status == variant_status::ok && r.timing.median_us > 0) {
       j["reference"]["median_us"] = r.timing.median_us;
       j["reference"]["tflops"] = plan.problem.flops() / (r.timing.median_us * 1e6);
       j["reference"]["timing"] = to_json(r.timing);

@@ -13,25 +13,12 @@
 #include "core/measure/measure_protocol.hpp"
 #include "core/tune/perf_model.hpp"
 #include "core/gemm/problem.hpp"
+#include "core/measure/variant_status.hpp"
 #include "core/tune/search/search_strategy.hpp"
 #include "core/gemm/tile_config.hpp"
 
 namespace tiletune {
 
-// Every variant ends in one of these; none of them stops the run.
-enum class variant_status {
-  ok,              // compiled and fits (predicted mode), or verified and timed (measured)
-  pruned,          // broke a named constraint before compilation
-  compile_error,   // NVRTC rejected it; the log travels with it
-  resource_limit,  // compiled, but spills registers or cannot be resident on an SM
-  launch_error,
-  incorrect,
-  timeout,
-  skipped,         // not run: its family was suspended after a timeout or launch error (the reason names it)
-};
-// How many statuses there are (skipped is the last): for tallies indexed by status.
-inline constexpr int variant_status_count = static_cast<int>(variant_status::skipped) + 1;
-std::string_view to_string(variant_status s);
 
 struct variant_result {
   tile_config config;

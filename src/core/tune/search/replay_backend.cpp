@@ -62,12 +62,12 @@ replay_backend::replay_backend(const nlohmann::json& result, sampling_policy ful
     : full_(full), seed_(seed) {
   for (const auto& vj : result.at("variants")) {
     recorded r;
-    r.status = vj.value("status", "");
+    r.status = variant_status_named(vj.value("status", "")).value_or(variant_status::launch_error);
     if (vj.contains("timing") && vj["timing"].is_object()) r.timing = timing_from_json(vj["timing"]);
     variants_[vj.at("id").get<std::string>()] = r;
   }
   const auto& ref = result.at("reference");
-  reference_.status = ref.contains("timing") ? "ok" : "launch_error";
+  reference_.status = ref.contains("timing") ? variant_status::ok : variant_status::launch_error;
   if (ref.contains("timing")) reference_.timing = timing_from_json(ref["timing"]);
 }
 
@@ -77,21 +77,21 @@ measure_response replay_backend::measure(const measure_request& request, const s
   out.id = request.id;
   out.timer = "replay";
   const recorded* rec = nullptr;
-  if (request.op == "reference") {
+  if (request.op == measure_op::reference) {
     rec = &reference_;
   } else if (auto it = variants_.find(request.id); it != variants_.end()) {
     rec = &it->second;
   }
   if (!rec) {
-    out.status = "launch_error";
+    out.status = variant_status::launch_error;
     out.message = "not in the recording: " + request.id;
     return out;
   }
   out.status = rec->status;
-  out.verified = request.op == "variant" && request.verify;
-  if (rec->status != "ok" || rec->timing.median_us <= 0) {
-    if (rec->status == "ok") out.status = "launch_error";
-    out.message = "recorded as " + rec->status;
+  out.verified = request.op == measure_op::variant && request.verify;
+  if (rec->status != variant_status::ok || rec->timing.median_us <= 0) {
+    if (rec->status == variant_status::ok) out.status = variant_status::launch_error;
+    out.message = "recorded as " + std::string(to_string(rec->status));
     return out;
   }
   const sampling_policy p = request.sampling.value_or(full_);

@@ -28,7 +28,7 @@ class replay_backend : public measure_backend {
 
  private:
   struct recorded {
-    std::string status;
+    variant_status status = variant_status::launch_error;
     timing_stats timing;
   };
   std::map<std::string, recorded> variants_;

@@ -22,7 +22,7 @@ struct search_candidate {
   std::optional<measure_response> timing;  // the latest answer; none while never run
   std::string stage;                       // the stage that last timed it; empty while never run
   std::string dropped_because;             // why the search left it behind, when it did
-  bool runnable() const { return timing && timing->status == "ok" && timing->timing.samples > 0; }
+  bool runnable() const { return timing && timing->status == variant_status::ok && timing->timing.samples > 0; }
   bool verified() const { return timing && timing->verified; }
 };
 
