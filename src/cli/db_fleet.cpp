@@ -78,8 +78,8 @@ void add_db_fleet_commands(CLI::App& cmd, run_context& ctx) {
       "merge", "Merge tuning databases (e.g. one per shard of a suite) into one: per key, the better-verified record, "
                "then the newer");
   merge->add_option("files", o->inputs, "The databases to merge")->required();
-  merge->add_option("--into", o->into, "The merged database (written whole, through a temporary file); if it exists, "
-                                       "its records take part")
+  merge->add_option("--into", o->into, "The merged database (merged in place in one transaction; runs writing to it "
+                                       "meanwhile wait); if it exists, its records take part")
       ->required()
       ->check(refuse_empty_path);
   merge->callback([o, &ctx] { run_merge(*o, ctx); });
@@ -92,7 +92,10 @@ measurement whose recommended variant was verified against cuBLASLt, over a
 measurement without that, over a stored plan (--store-plans); then the newer.
 An input of another schema, not a tiletune database, or damaged (PRAGMA
 quick_check) is refused with exit 3 naming it, and nothing is merged: --into
-stays as it was. Do not merge into a database another run has open.)");
+stays as it was. The merge is one transaction in --into that holds its write
+lock: a run storing into it at the same time waits (up to 30 s) and loses
+nothing; --into is whole, as before the merge or after it. A read-only --into
+is refused with exit 3.)");
 
   auto* exp = cmd.add_subcommand("export", "Write the best config per GPU model and problem as JSON, a Triton "
                                            "autotune config list, or CUTLASS profiler CSV");
