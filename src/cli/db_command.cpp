@@ -116,7 +116,7 @@ void run_list(const db_options& o, run_context& ctx) {
 
 void run_calibrate(const db_options& o, run_context& ctx) {
   if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
-  if (!o.out.empty()) check_output_path(o.out);
+  if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file_to_read(o)}});
   std::error_code ec;
   if (!std::filesystem::exists(file_to_read(o), ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));

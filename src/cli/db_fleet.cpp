@@ -46,8 +46,8 @@ void run_merge(const fleet_options& o, run_context& ctx) {
 void run_export(const fleet_options& o, run_context& ctx) {
   if (o.format != "json" && o.format != "triton" && o.format != "cutlass-csv")
     throw usage_error(fmt::format("--format {} is invalid: json, triton or cutlass-csv", o.format));
-  if (!o.out.empty()) check_output_path(o.out);
   const fs::path file = o.file.empty() ? default_tuning_db_path() : fs::path(o.file);
+  if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file}});
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
