@@ -172,7 +172,8 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
-  add_db_fleet_commands(*cmd, ctx);
+  // The group's --db shares o->file with import, list and calibrate; export reads it too.
+  add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));
   cmd->footer(R"(
 Examples:
   tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json

@@ -27,9 +27,13 @@ struct fleet_options {
   std::string format = "json";
   std::string out;
   std::string gpu;
+  std::shared_ptr<const std::string> group_db;  // `db --db FILE ...`
 };
 
 void run_merge(const fleet_options& o, run_context& ctx) {
+  if (o.group_db && !o.group_db->empty())
+    throw usage_error(fmt::format("db --db {}: db merge reads the databases it is given and writes --into; drop --db",
+                                  *o.group_db));
   check_output_path(o.into, "--into");
   const fs::path target = output_target(o.into, "--into");
   std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
@@ -46,7 +50,8 @@ void run_merge(const fleet_options& o, run_context& ctx) {
 void run_export(const fleet_options& o, run_context& ctx) {
   if (o.format != "json" && o.format != "triton" && o.format != "cutlass-csv")
     throw usage_error(fmt::format("--format {} is invalid: json, triton or cutlass-csv", o.format));
-  const fs::path file = o.file.empty() ? default_tuning_db_path() : fs::path(o.file);
+  const std::string given = !o.file.empty() ? o.file : o.group_db ? *o.group_db : std::string();
+  const fs::path file = given.empty() ? default_tuning_db_path() : fs::path(given);
   if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file}});
   std::error_code ec;
   if (!fs::exists(file, ec))
@@ -72,8 +77,9 @@ void run_export(const fleet_options& o, run_context& ctx) {
 
 }  // namespace
 
-void add_db_fleet_commands(CLI::App& cmd, run_context& ctx) {
+void add_db_fleet_commands(CLI::App& cmd, run_context& ctx, std::shared_ptr<const std::string> group_db) {
   auto o = std::make_shared<fleet_options>();
+  o->group_db = std::move(group_db);
   auto* merge = cmd.add_subcommand(
       "merge", "Merge tuning databases (e.g. one per shard of a suite) into one: per key, the better-verified record, "
                "then the newer");
