@@ -118,7 +118,11 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
   cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
-  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")
+      ->capture_default_str()
+      ->check([](const std::string& v) {  // else "-1" wraps to 2^64-1 unsaid
+        return v.find('-') != std::string::npos ? "a seed is a whole number, 0 or more, not " + v : std::string();
+      });
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a run is stopped (default: 5 s plus 4x the model's estimate of that run)");
   cmd->add_flag("--keep-going", o->measure.keep_going,

@@ -94,6 +94,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
+  if (!(o.measure.time_cap_ms > 0))
+    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0", o.measure.time_cap_ms));
   if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
     throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o.measure.variant_timeout_s));
 
