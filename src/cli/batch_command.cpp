@@ -195,7 +195,13 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.lora_dropout = o.lora_dropout;
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
-  if (!o.out.empty()) check_output_path(o.out);
+  if (!o.out.empty()) {
+    // --model names a preset, a config.json, or a folder holding one.
+    std::vector<named_input> inputs{{"--model", o.model}, {"--model", std::filesystem::path(o.model) / "config.json"}};
+    for (const auto& m : model_presets())
+      if (m.name == o.model) inputs.clear();
+    check_output_path(o.out, "--out", inputs);
+  }
   const device_choice device = choose_device(o.gpu, o.device, ctx.host);
   s.prec = o.precision.empty()
                ? (device.spec.compute_capability >= 80 ? precision::bf16_mixed : precision::fp16_mixed)

@@ -56,9 +56,9 @@ void add_report_flags(CLI::App* cmd, report_options& r) {
   cmd->add_flag("--json", r.json, "Print the JSON on stdout instead of the table");
 }
 
-void check_report_paths(const report_options& r) {
-  if (!r.out.empty()) check_output_path(r.out);
-  if (!r.junit.empty()) check_output_path(r.junit, "--junit");
+void check_report_paths(const report_options& r, const std::vector<named_input>& inputs) {
+  if (!r.out.empty()) check_output_path(r.out, "--out", inputs);
+  if (!r.junit.empty()) check_output_path(r.junit, "--junit", inputs);
 }
 
 }  // namespace
@@ -93,7 +93,7 @@ Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING from
 NEW; 2 a file is unreadable, malformed or truncated (the message gives the
 place), or the files share no problem; 3 the files come from different GPUs.)");
   cmd->callback([o, &ctx] {
-    check_report_paths(o->report);
+    check_report_paths(o->report, {{"BASE", o->base}, {"NEW", o->fresh}});
     const result_file base = load_result_file(o->base);
     const result_file fresh = load_result_file(o->fresh);
     const comparison c = compare_results(base, fresh, o->compare);
@@ -118,7 +118,11 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
   cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
-  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")
+      ->capture_default_str()
+      ->check([](const std::string& v) {  // else "-1" wraps to 2^64-1 unsaid
+        return v.find('-') != std::string::npos ? "a seed is a whole number, 0 or more, not " + v : std::string();
+      });
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a run is stopped (default: 5 s plus 4x the model's estimate of that run)");
   cmd->add_flag("--keep-going", o->measure.keep_going,
@@ -133,7 +137,7 @@ change as `tiletune compare` does (by the ratio to cuBLAS unless --absolute).
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
 bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
   cmd->callback([o, &ctx] {
-    check_report_paths(o->report);
+    check_report_paths(o->report, {{"--baseline", o->baseline}});
     if (o->measure.variant_timeout_s && !(*o->measure.variant_timeout_s > 0))
       throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o->measure.variant_timeout_s));
     const result_file base = load_result_file(o->baseline);

@@ -116,7 +116,7 @@ void run_list(const db_options& o, run_context& ctx) {
 
 void run_calibrate(const db_options& o, run_context& ctx) {
   if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
-  if (!o.out.empty()) check_output_path(o.out);
+  if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file_to_read(o)}});
   std::error_code ec;
   if (!std::filesystem::exists(file_to_read(o), ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
@@ -172,7 +172,8 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
-  add_db_fleet_commands(*cmd, ctx);
+  // The group's --db shares o->file with import, list and calibrate; export reads it too.
+  add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));
   cmd->footer(R"(
 Examples:
   tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json

@@ -27,9 +27,13 @@ struct fleet_options {
   std::string format = "json";
   std::string out;
   std::string gpu;
+  std::shared_ptr<const std::string> group_db;  // `db --db FILE ...`
 };
 
 void run_merge(const fleet_options& o, run_context& ctx) {
+  if (o.group_db && !o.group_db->empty())
+    throw usage_error(fmt::format("db --db {}: db merge reads the databases it is given and writes --into; drop --db",
+                                  *o.group_db));
   check_output_path(o.into, "--into");
   const fs::path target = output_target(o.into, "--into");
   std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
@@ -46,8 +50,9 @@ void run_merge(const fleet_options& o, run_context& ctx) {
 void run_export(const fleet_options& o, run_context& ctx) {
   if (o.format != "json" && o.format != "triton" && o.format != "cutlass-csv")
     throw usage_error(fmt::format("--format {} is invalid: json, triton or cutlass-csv", o.format));
-  if (!o.out.empty()) check_output_path(o.out);
-  const fs::path file = o.file.empty() ? default_tuning_db_path() : fs::path(o.file);
+  const std::string given = !o.file.empty() ? o.file : o.group_db ? *o.group_db : std::string();
+  const fs::path file = given.empty() ? default_tuning_db_path() : fs::path(given);
+  if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file}});
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
@@ -72,14 +77,15 @@ void run_export(const fleet_options& o, run_context& ctx) {
 
 }  // namespace
 
-void add_db_fleet_commands(CLI::App& cmd, run_context& ctx) {
+void add_db_fleet_commands(CLI::App& cmd, run_context& ctx, std::shared_ptr<const std::string> group_db) {
   auto o = std::make_shared<fleet_options>();
+  o->group_db = std::move(group_db);
   auto* merge = cmd.add_subcommand(
       "merge", "Merge tuning databases (e.g. one per shard of a suite) into one: per key, the better-verified record, "
                "then the newer");
   merge->add_option("files", o->inputs, "The databases to merge")->required();
-  merge->add_option("--into", o->into, "The merged database (written whole, through a temporary file); if it exists, "
-                                       "its records take part")
+  merge->add_option("--into", o->into, "The merged database (merged in place in one transaction; runs writing to it "
+                                       "meanwhile wait); if it exists, its records take part")
       ->required()
       ->check(refuse_empty_path);
   merge->callback([o, &ctx] { run_merge(*o, ctx); });
@@ -92,7 +98,10 @@ measurement whose recommended variant was verified against cuBLASLt, over a
 measurement without that, over a stored plan (--store-plans); then the newer.
 An input of another schema, not a tiletune database, or damaged (PRAGMA
 quick_check) is refused with exit 3 naming it, and nothing is merged: --into
-stays as it was. Do not merge into a database another run has open.)");
+stays as it was. The merge is one transaction in --into that holds its write
+lock: a run storing into it at the same time waits (up to 30 s) and loses
+nothing; --into is whole, as before the merge or after it. A read-only --into
+is refused with exit 3.)");
 
   auto* exp = cmd.add_subcommand("export", "Write the best config per GPU model and problem as JSON, a Triton "
                                            "autotune config list, or CUTLASS profiler CSV");

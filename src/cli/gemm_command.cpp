@@ -50,7 +50,11 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--only", o->only, "Keep only these variant ids (as the id column and the JSON's \"id\" print them)")->delimiter(',');
   cmd->add_flag("--verify-only", o->report.verify_only,
                 "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
-  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")
+      ->capture_default_str()
+      ->check([](const std::string& v) {  // else "-1" wraps to 2^64-1 unsaid
+        return v.find('-') != std::string::npos ? "a seed is a whole number, 0 or more, not " + v : std::string();
+      });
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a variant's run is stopped and marked timeout (default: 5 s plus 4x the model's "
                   "estimate of that run)");

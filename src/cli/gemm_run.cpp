@@ -68,7 +68,11 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
   if (o.tuning.no_db && o.tuning.store_plans) throw usage_error("--store-plans and --no-db exclude each other");
   make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
-  if (!o.report.out.empty()) check_output_path(o.report.out);
+  if (!o.report.out.empty()) {
+    std::vector<named_input> inputs{{"--suite", o.suite}};
+    if (!o.tuning.no_db) inputs.push_back({"--db", o.tuning.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.tuning.db)});
+    check_output_path(o.report.out, "--out", inputs);
+  }
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
 
   std::vector<device_choice> dealt_to;  // --devices: the GPUs the suite is dealt to
@@ -91,6 +95,8 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
     throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
+  if (!(o.measure.time_cap_ms > 0))
+    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0", o.measure.time_cap_ms));
   if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
     throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o.measure.variant_timeout_s));
 

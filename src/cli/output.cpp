@@ -4,9 +4,12 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -49,7 +52,22 @@ fs::path output_target(const fs::path& file, std::string_view flag) {
   return target;
 }
 
-void check_output_path(const fs::path& file, std::string_view flag) {
+namespace {
+// An existing file that must not be replaced: no write bit at all (root could
+// write it, but its owner asked for it to stay), or not writable by this user.
+void refuse_read_only(const fs::path& target, const fs::path& named, std::string_view flag) {
+  std::error_code ec;
+  const auto st = fs::status(target, ec);
+  if (ec || !fs::exists(st)) return;
+  const auto write_bits = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  if ((st.permissions() & write_bits) == fs::perms::none || access(target.c_str(), W_OK) != 0)
+    throw environment_error(fmt::format("{} {} is read-only: refused, it is left unchanged (make it writable, or "
+                                        "write to another file)",
+                                        flag, named.string()));
+}
+}  // namespace
+
+void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
   const fs::path target = output_target(file, flag);
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -57,6 +75,16 @@ void check_output_path(const fs::path& file, std::string_view flag) {
     throw usage_error(fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
   if (access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
+  if (fs::exists(target, ec))
+    for (const auto& in : inputs) {
+      if (in.file.empty()) continue;
+      std::error_code eq;
+      if (fs::equivalent(target, in.file, eq) && !eq)
+        throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command reads: refused, it is left "
+                                      "unchanged; write to another file",
+                                      flag, file.string(), in.what, in.file.string()));
+    }
+  refuse_read_only(target, file, flag);
 }
 
 std::string refuse_empty_path(const std::string& value) {
@@ -66,23 +94,38 @@ std::string refuse_empty_path(const std::string& value) {
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  refuse_read_only(file, requested, "output");
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
+  std::error_code ec;
+  const auto old = fs::status(file, ec);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out) {
-      std::error_code ec;
       fs::remove(tmp, ec);
       throw environment_error(fmt::format("could not write {}", tmp.string()));
     }
   }
-  std::error_code ec;
+  // The replacement keeps the permissions the file had (0600 stays 0600).
+  if (fs::is_regular_file(old)) fs::permissions(tmp, old.permissions() & fs::perms::mask, ec);
   fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);
     throw environment_error(fmt::format("could not write {}: {}", file.string(), ec.message()));
   }
+}
+
+bool stdout_written(std::string* why) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return true;
+  if (why) *why = err ? std::strerror(err) : "a write failed";
+  std::clearerr(stdout);  // reported once (the CLI fuzz target runs many commands in one process)
+  std::cout.clear();
+  return false;
 }
 
 std::string utc_now_iso() {

@@ -11,11 +11,28 @@ namespace tiletune::cli {
 // device, a FIFO, a socket, a folder) is refused with usage_error naming it,
 // since renaming over it would replace it.
 std::filesystem::path output_target(const std::filesystem::path& file, std::string_view flag = "--out");
-// Fails early, before long work, when FILE cannot be written (exit 2, naming it).
-void check_output_path(const std::filesystem::path& file, std::string_view flag = "--out");
+// A file the command reads, and how the command line named it ("BASE", "--suite").
+struct named_input {
+  std::string what;
+  std::filesystem::path file;
+};
+// Fails early, before long work, when FILE cannot be written: its folder is
+// missing or not writable (usage_error, exit 2); it is one of the command's
+// own inputs, the same file by identity (std::filesystem::equivalent: a link,
+// a hard link or another spelling of it counts) (usage_error naming the
+// option, the file and the input); it exists and is read-only, no write
+// permission bit set or not writable by this user (environment_error, exit 3).
+// In every case the file is left as it was.
+void check_output_path(const std::filesystem::path& file, std::string_view flag = "--out",
+                       const std::vector<named_input>& inputs = {});
 // Writes to a temporary file beside FILE's target, then renames onto it: the
-// target is whole or untouched.
+// target is whole or untouched. An existing target keeps its permission bits;
+// one that became read-only since check_output_path is refused (environment_error).
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
+// Flushes stdout and says whether everything written to it (stdio and
+// std::cout) reached it; on failure, why (strerror). A run's last step: the
+// caller exits 3 when this fails (a full disk, /dev/full, a closed pipe).
+bool stdout_written(std::string* why);
 // A CLI11 check for options that name a file or folder to write: "" is refused.
 std::string refuse_empty_path(const std::string& value);
 

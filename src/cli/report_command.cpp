@@ -68,7 +68,9 @@ Exit codes: 0 written; 2 a file is unreadable, not JSON, or not a result this
 command draws (the message names the file and its schema; nothing is
 written); 3 Vega is not installed (the message names the missing file).)");
   cmd->callback([o, &ctx] {
-    check_output_path(o->out);
+    std::vector<named_input> inputs;
+    for (const auto& f : o->files) inputs.push_back({"FILE", f});
+    check_output_path(o->out, "--out", inputs);
     if (o->report.top_resources < 1)
       throw usage_error(fmt::format("--top {} is invalid: at least 1", o->report.top_resources));
     if (!(o->report.goal_vs_reference > 0))

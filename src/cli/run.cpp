@@ -15,9 +15,8 @@
 
 namespace tiletune::cli {
 
-int run(int argc, char** argv) { return run(argc, argv, production_services()); }
-
-int run(int argc, char** argv, host_services host) {
+namespace {
+int parse_and_run(int argc, char** argv, host_services host) {
   run_context ctx{shell_join(argc, argv), 0, std::move(host)};
   CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
   app.set_version_flag("--version", tool_version);
@@ -48,12 +47,29 @@ int run(int argc, char** argv, host_services host) {
     fmt::print(stderr, "tiletune: {}\n", e.what());
     return exit_environment;
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return exit_environment;  // fmt::print could not write stdout: run() says so
     fmt::print(stderr, "tiletune: internal error: {}\n", e.what());
     return exit_internal;
   } catch (...) {
     fmt::print(stderr, "tiletune: internal error\n");
     return exit_internal;
   }
+}
+}  // namespace
+
+int run(int argc, char** argv) { return run(argc, argv, production_services()); }
+
+int run(int argc, char** argv, host_services host) {
+  const int code = parse_and_run(argc, argv, std::move(host));
+  // Every command's stdout (tables, --json, help) is checked in this one place:
+  // output that did not reach stdout is a failed run, exit 3, even when the
+  // command itself succeeded (or failed only because fmt::print threw on it).
+  std::string why;
+  if (!stdout_written(&why)) {
+    fmt::print(stderr, "tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
+    return code == exit_ok || code == exit_check_failed ? exit_environment : code;
+  }
+  return code;
 }
 
 }  // namespace tiletune::cli

@@ -70,6 +70,12 @@ TEST(cli, bad_values_exit_2_naming_them_and_write_nothing) {
   expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--alpha", "x"}), "x");
   expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--kernel-debug", "bogus"}), "--kernel-debug bogus");
   expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--variant-timeout", "0"}), "--variant-timeout 0");
+  // Issue 39: a negative time cap or seed was taken (the seed wrapped to 2^64-1).
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--time-cap-ms", "-5"}), "--time-cap-ms -5");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--time-cap-ms", "0"}), "--time-cap-ms 0");
+  expect_usage_error(gemm({"--m", "8", "--n", "8", "--k", "8", "--seed", "-1"}), "--seed");
+  expect_usage_error({"check", "--baseline", TILETUNE_SOURCE_DIR "/profiles/baselines/h100-sxm.json", "--seed", "-1"},
+                     "--seed");
 }
 
 TEST(cli, out_into_a_missing_folder_is_refused_before_work) {

@@ -200,3 +200,29 @@ TEST(fleet_cli, a_killed_shard_resumes_and_a_damaged_shard_database_is_refused) 
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("none.sqlite"), std::string::npos) << missing.err;
 }
+
+// Issue 39: `db --db FILE SUB` is honoured by every subcommand (export ignored it and read the
+// default database); merge, which has no use for it, refuses it instead of ignoring it.
+TEST(fleet_cli, the_groups_db_option_is_honoured_by_every_db_subcommand) {
+  const fs::path dir = tmp_dir() / "group-db";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path db = dir / "group.sqlite", into = dir / "into.sqlite";
+  const fs::path measured = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm";
+  const result imp = run({"db", "--db", db.string(), "import", (measured / "4096x4096x4096-bf16-nt.json").string()});
+  ASSERT_EQ(imp.code, 0) << imp.err;
+  ASSERT_TRUE(fs::exists(db));
+  const result list = run({"db", "--db", db.string(), "list", "--json"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  EXPECT_EQ(nlohmann::json::parse(list.out)["records"].size(), 1u);
+  const result cal = run({"db", "--db", db.string(), "calibrate", "--gpu", "h100-sxm", "--json"});
+  EXPECT_EQ(cal.code, 0) << cal.err;
+  const result exp = run({"db", "--db", db.string(), "export", "--format", "json"});
+  ASSERT_EQ(exp.code, 0) << exp.err;
+  EXPECT_NE(exp.out.find(db.string()), std::string::npos) << exp.out;
+  EXPECT_NE(exp.out.find("4096"), std::string::npos) << exp.out;
+  const result merge = run({"db", "--db", db.string(), "merge", db.string(), "--into", into.string()});
+  EXPECT_EQ(merge.code, 2) << merge.err;
+  EXPECT_NE(merge.err.find("--db " + db.string()), std::string::npos) << merge.err;
+  EXPECT_FALSE(fs::exists(into));
+}

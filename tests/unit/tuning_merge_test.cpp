@@ -5,9 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -220,4 +224,95 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
     if (r.key.problem.m <= 1600) {
       EXPECT_EQ(verification_rank(r), 2) << r.key.problem.m;
     }
+}
+
+// Issue 39: db merge built a temporary file and renamed it over the target, so a
+// record another run committed to the target meanwhile was lost. The merge now
+// holds the target's write lock: a writer racing it waits, and loses nothing.
+TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
+  scratch s;
+  const fs::path big = s.dir / "big.sqlite", small = s.dir / "small.sqlite", target = s.dir / "target.sqlite";
+  // Inputs large enough that the merge takes a while (each record carries ~8 KB).
+  const std::string padding(8000, 'p');
+  std::vector<tuning_record> many;
+  for (int i = 1; i <= 1500; ++i) {
+    auto r = record(16 * i, "2026-11-20T00:00:00Z", true);
+    r.result["padding"] = padding;
+    many.push_back(std::move(r));
+  }
+  tuning_db(big).store_all(many);
+  tuning_db(small).store_all({record(8, "2026-11-22T00:00:00Z", true), record(16, "2026-11-23T00:00:00Z", true)});
+  tuning_db(target).store(record(4, "2026-11-01T00:00:00Z", true));
+
+  // The writer: runs storing records (keys of their own) into the target, each opening it,
+  // storing one record (one transaction) and closing it, before, during and after the merge.
+  // It counts what it committed.
+  std::atomic<bool> merging{false}, merged{false}, failed{false};
+  std::atomic<int> committed{0}, during{0};
+  std::thread writer([&] {
+    try {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      int after = 0;
+      for (int i = 1; after < 20 && std::chrono::steady_clock::now() < give_up; ++i) {
+        const bool was_merging = merging.load(), was_merged = merged.load();
+        tuning_db(target).store(record(1'000'000 + i, "2026-11-24T00:00:00Z", false));
+        committed = i;
+        if (was_merging && !was_merged) ++during;
+        if (was_merged) ++after;
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the writer failed: " << e.what();
+      failed = true;
+    }
+  });
+  while (committed < 5 && !failed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  merging = true;
+  const auto started = std::chrono::steady_clock::now();
+  merge_summary summary;
+  try {
+    summary = merge_tuning_dbs({big, small}, target);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the merge failed: " << e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  merged = true;
+  writer.join();
+  ASSERT_FALSE(failed);
+  EXPECT_LT(took, std::chrono::seconds(15));
+  // Every record the writer committed, before, during or after the merge, is in the target.
+  const auto all = tuning_db(target, tuning_db::open_mode::existing).list();
+  std::set<std::int64_t> ms;
+  for (const auto& r : all) ms.insert(r.key.problem.m);
+  int lost = 0;
+  for (int i = 1; i <= committed; ++i) lost += ms.count(1'000'000 + i) ? 0 : 1;
+  EXPECT_EQ(lost, 0) << "of " << committed << " committed by the writer (" << during << " while the merge ran)";
+  // And the merge itself: every key of the inputs, m 16 from small (newer, as verified).
+  for (int i = 1; i <= 1500; ++i) EXPECT_TRUE(ms.count(16 * i)) << 16 * i;
+  EXPECT_TRUE(ms.count(8) && ms.count(4));
+  for (const auto& r : all)
+    if (r.key.problem.m == 16) {
+      EXPECT_EQ(r.measured_at, "2026-11-23T00:00:00Z");
+    }
+  EXPECT_EQ(all.size(), 1500u + 2u + static_cast<std::size_t>(committed.load()));
+  ASSERT_FALSE(summary.inputs.empty());
+  EXPECT_EQ(summary.inputs.front().file, target);
+  // The race was real: the writer committed while the merge was running.
+  EXPECT_GT(during, 0) << "the merge took " << std::chrono::duration<double>(took).count() << " s";
+}
+
+// The target named as an input too is the target (one copy of its records), and
+// the merge goes into a database another connection holds open (WAL and all).
+TEST(tuning_merge, merges_into_a_target_that_is_open_and_named_as_an_input) {
+  scratch s;
+  const fs::path a = s.dir / "a.sqlite", target = s.dir / "target.sqlite";
+  tuning_db(a).store_all({record(16, "2026-11-20T00:00:00Z", true)});
+  tuning_db open(target);
+  open.store(record(32, "2026-11-20T00:00:00Z", true));
+  const fs::path link = s.dir / "link.sqlite";
+  fs::create_symlink(target, link);
+  const auto summary = merge_tuning_dbs({a, link}, target);
+  ASSERT_EQ(summary.inputs.size(), 2u);
+  EXPECT_EQ(summary.records, 2u);
+  EXPECT_EQ(summary.duplicates, 0u);
+  EXPECT_EQ(open.list().size(), 2u);  // the open connection sees the merge
 }

@@ -1,9 +1,8 @@
 #include "core/tune/fleet/tuning_merge.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -20,7 +19,7 @@ std::string record_key(const tuning_record& r) {
 }
 
 std::vector<tuning_record> pick_best(const std::vector<std::vector<tuning_record>>& per_input,
-                                     std::vector<std::size_t>* kept_per_input) {
+                                     std::vector<std::size_t>* kept_per_input, std::vector<std::size_t>* from_input) {
   struct chosen {
     const tuning_record* record;
     std::size_t input;
@@ -41,80 +40,66 @@ std::vector<tuning_record> pick_best(const std::vector<std::vector<tuning_record
   for (const auto& [k, c] : best) in_order.push_back(&c);
   std::sort(in_order.begin(), in_order.end(), [](const chosen* a, const chosen* b) { return a->order < b->order; });
   if (kept_per_input) kept_per_input->assign(per_input.size(), 0);
+  if (from_input) from_input->clear();
   std::vector<tuning_record> out;
   for (const chosen* c : in_order) {
     out.push_back(*c->record);
     if (kept_per_input) ++(*kept_per_input)[c->input];
+    if (from_input) from_input->push_back(c->input);
   }
   return out;
 }
-
-namespace {
-void remove_database_files(const fs::path& db) {
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db.string() + suffix, ec);
-}
-}  // namespace
 
 merge_summary merge_tuning_dbs(const std::vector<fs::path>& given, const fs::path& target) {
   if (given.empty()) throw usage_error("db merge needs databases to merge: tiletune db merge A B ... --into OUT");
   std::error_code ec;
   std::vector<fs::path> inputs;
-  if (fs::exists(target, ec)) inputs.push_back(target);
   for (const auto& f : given) {
     if (!fs::exists(f, ec)) throw usage_error(fmt::format("{}: no such file", f.string()));
     if (!fs::is_regular_file(f, ec)) throw usage_error(fmt::format("{}: not a regular file", f.string()));
+    // The target given as an input too is the target, read under its lock below.
+    if (fs::exists(target, ec) && fs::equivalent(f, target, ec)) continue;
     inputs.push_back(f);
   }
-  // Read and check every input before writing anything.
-  merge_summary summary;
-  std::vector<std::vector<tuning_record>> records;
+  const auto refused = [&](const environment_error& e) {
+    return environment_error(fmt::format("{} (refused: nothing was merged, {} is unchanged)", e.what(), target.string()));
+  };
+  // Read and check every input before the target is opened: a bad input leaves it as it was.
+  std::vector<std::vector<tuning_record>> records(1);  // [0]: the target's, read under its lock
   for (const auto& f : inputs) {
     try {
       const tuning_db db(f, tuning_db::open_mode::existing);
       records.push_back(db.list());
     } catch (const environment_error& e) {
-      throw environment_error(fmt::format("{} (refused: nothing was merged, {} is unchanged)", e.what(),
-                                          target.string()));
+      throw refused(e);
     }
-    summary.inputs.push_back({f, records.back().size(), 0});
   }
-  std::vector<std::size_t> kept;
-  const auto merged = pick_best(records, &kept);
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    summary.inputs[i].kept = kept[i];
-    total += summary.inputs[i].records;
-  }
-  summary.records = merged.size();
-  summary.duplicates = total - merged.size();
-
-  // A temporary database beside the target, renamed onto it when whole.
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const fs::path temp = dir / fmt::format(".{}.merge-{}.tmp", target.filename().string(), getpid());
-  remove_database_files(temp);
+  // An existing target is checked whole like an input; a missing (or still empty) one is created.
+  const bool existed = fs::exists(target, ec) && fs::file_size(target, ec) > 0 && !ec;
+  std::optional<tuning_db> out;
   try {
-    {
-      tuning_db out(temp);
-      out.store_all(merged);
-    }  // closed: SQLite checkpoints the WAL into the file and removes it
-    for (const char* suffix : {"-wal", "-shm"})
-      if (fs::exists(target.string() + suffix, ec) && fs::file_size(target.string() + suffix, ec) > 0)
-        throw environment_error(fmt::format("{} is open in another process ({}{} exists): merge into another file, or "
-                                            "when the other run ends",
-                                            target.string(), target.string(), suffix));
-    if (fs::exists(temp.string() + "-wal", ec))
-      throw environment_error(fmt::format("the merged database {} was left with a WAL file", temp.string()));
-    fs::rename(temp, target);
-    // A stale empty -shm of the old target would describe another file.
-    fs::remove(target.string() + "-shm", ec);
-  } catch (const fs::filesystem_error& e) {
-    remove_database_files(temp);
-    throw environment_error(fmt::format("cannot write {}: {}", target.string(), e.what()));
-  } catch (...) {
-    remove_database_files(temp);
-    throw;
+    out.emplace(target, existed ? tuning_db::open_mode::existing : tuning_db::open_mode::create);
+  } catch (const environment_error& e) {
+    throw refused(e);
   }
+  merge_summary summary;
+  out->update([&](std::vector<tuning_record> current) {
+    records[0] = std::move(current);
+    std::vector<std::size_t> kept, from;
+    auto merged = pick_best(records, &kept, &from);
+    summary = merge_summary{};
+    std::size_t total = 0;
+    if (existed || !records[0].empty()) summary.inputs.push_back({target, records[0].size(), kept[0]});
+    for (std::size_t i = 1; i < records.size(); ++i) summary.inputs.push_back({inputs[i - 1], records[i].size(), kept[i]});
+    for (const auto& r : records) total += r.size();
+    summary.records = merged.size();
+    summary.duplicates = total - merged.size();
+    // Only what the target does not already hold is written.
+    std::vector<tuning_record> changes;
+    for (std::size_t i = 0; i < merged.size(); ++i)
+      if (from[i] != 0) changes.push_back(std::move(merged[i]));
+    return changes;
+  });
   return summary;
 }
 

@@ -221,6 +221,17 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
   }
 }
 
+void tuning_db::update(const std::function<std::vector<tuning_record>(std::vector<tuning_record>)>& change) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
+  try {
+    for (const auto& r : change(query("", {}))) bind_and_step(r);
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 void tuning_db::bind_and_step(const tuning_record& r) {
   statement q;
   const char* sql =

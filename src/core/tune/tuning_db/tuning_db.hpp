@@ -1,5 +1,6 @@
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,13 @@ class tuning_db {
   void store(const tuning_record& r);
   // Stores every record in one transaction: all or none.
   void store_all(const std::vector<tuning_record>& records);
+  // Read, decide, write as one transaction that holds the database's write
+  // lock throughout (BEGIN IMMEDIATE): `change` gets every record as the
+  // database holds it now and returns the records to store (inserted, or
+  // replacing those of the same key). Other writers wait for the commit (the
+  // busy timeout), so nothing they commit is lost and nothing they commit is
+  // decided on unseen. All or none: an exception from `change` rolls back.
+  void update(const std::function<std::vector<tuning_record>(std::vector<tuning_record> current)>& change);
   const std::filesystem::path& file() const { return file_; }
 
  private:

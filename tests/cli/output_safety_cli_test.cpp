@@ -1,0 +1,228 @@
+// Issue 39, data and output safety: --out (and --junit, --into) never replaces a
+// read-only file nor one of the command's own inputs, and output that does not
+// reach stdout is a failed run (exit 3), for every command that writes.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+
+const fs::path source_dir = TILETUNE_SOURCE_DIR;
+
+fs::path scratch(const std::string& name) {
+  const fs::path d = tmp_dir() / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+unsigned mode_of(const fs::path& p) {
+  struct stat st {};
+  stat(p.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+// Files every test uses: two result files, a suite, a config.json and a tuning database with measured results.
+struct inputs {
+  fs::path dir, base, fresh, suite, config, db;
+  explicit inputs(const std::string& name) : dir(scratch(name)) {
+    base = dir / "base.json";
+    fresh = dir / "new.json";
+    suite = dir / "suite.json";
+    config = dir / "config.json";
+    db = dir / "in.sqlite";
+    fs::copy_file(source_dir / "profiles/baselines/h100-sxm.json", base);
+    fs::copy_file(source_dir / "profiles/baselines/h100-sxm.json", fresh);
+    fs::copy_file(source_dir / "profiles/suites/squares.json", suite);
+    std::ofstream(config) << R"({"model_type":"gpt2","vocab_size":50257,"n_embd":768,"n_layer":12,"n_head":12,
+      "n_positions":1024})";
+    const fs::path measured = source_dir / "profiles/measured/h100-2026-11-23/gemm";
+    const result r = run({"db", "import", (measured / "4096x4096x4096-bf16-nt.json").string(),
+                          (measured / "128x4096x4096-bf16-nt.json").string(), "--db", db.string()});
+    EXPECT_EQ(r.code, 0) << r.err;
+  }
+};
+
+// Runs tiletune with stdout going to `out` (a path such as /dev/full); stderr comes back.
+result run_with_stdout(const std::string& out, std::vector<std::string> args) {
+  const fs::path err = tmp_dir() / "stderr-only";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary_path(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), "", slurp(err)};
+}
+
+std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+}  // namespace
+
+TEST(output_safety_cli, a_read_only_output_is_refused_with_exit_3_and_kept_mode_and_all) {
+  const inputs in("read-only-outputs");
+  const fs::path ro = in.dir / "ro.out", ro_db = in.dir / "ro.sqlite", link = in.dir / "link.out";
+  fs::copy_file(in.db, ro_db);
+  fs::create_symlink(ro.filename(), link);
+  struct attempt {
+    std::vector<std::string> args;
+    fs::path file;
+  };
+  const std::vector<attempt> attempts = {
+      {{"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--out", ro.string()}, ro},
+      {{"gemm", "--gpu", "l4", "--dry-run", "--suite", in.suite.string(), "--no-db", "--out", link.string()}, ro},
+      {{"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", ro.string()}, ro},
+      {{"compare", in.base.string(), in.fresh.string(), "--out", ro.string()}, ro},
+      {{"compare", in.base.string(), in.fresh.string(), "--junit", ro.string()}, ro},
+      {{"check", "--baseline", in.base.string(), "--out", ro.string()}, ro},
+      {{"check", "--baseline", in.base.string(), "--junit", link.string()}, ro},
+      {{"report", in.base.string(), "--out", ro.string()}, ro},
+      {{"db", "calibrate", "--gpu", "h100-sxm", "--db", in.db.string(), "--out", ro.string()}, ro},
+      {{"db", "export", "--db", in.db.string(), "--out", ro.string()}, ro},
+      {{"db", "merge", in.db.string(), "--into", ro_db.string()}, ro_db},
+  };
+  for (const auto& a : attempts) {
+    std::ofstream(ro) << "keep me\n";
+    fs::permissions(ro, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(ro_db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    const std::string before = bytes_of(a.file);
+    const result r = run(a.args);
+    std::string line;
+    for (const auto& s : a.args) line += s + " ";
+    EXPECT_EQ(r.code, 3) << line << r.err;
+    EXPECT_NE(r.err.find("read-only"), std::string::npos) << line << r.err;
+    EXPECT_EQ(bytes_of(a.file), before) << line;
+    EXPECT_EQ(mode_of(a.file), 0444u) << line;
+    fs::permissions(ro, fs::perms::owner_write, fs::perm_options::add);  // so the next attempt can reset it
+  }
+  for (const auto& e : fs::directory_iterator(in.dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+TEST(output_safety_cli, an_output_naming_one_of_the_commands_inputs_is_refused_with_exit_2) {
+  const inputs in("own-input-outputs");
+  const fs::path hard = in.dir / "hard-link.json", sym = in.dir / "sym-link.json";
+  fs::create_hard_link(in.base, hard);
+  fs::create_symlink(in.fresh.filename(), sym);
+  const std::string other_spelling = (in.dir / "." / ".." / in.dir.filename() / "base.json").string();
+  struct attempt {
+    std::vector<std::string> args;
+    fs::path input;
+    std::string flag;
+  };
+  const std::vector<attempt> attempts = {
+      {{"compare", in.base.string(), in.base.string(), "--out", in.base.string()}, in.base, "--out"},
+      {{"compare", in.base.string(), in.fresh.string(), "--out", other_spelling}, in.base, "--out"},
+      {{"compare", in.base.string(), in.fresh.string(), "--junit", sym.string()}, in.fresh, "--junit"},
+      {{"compare", in.base.string(), in.fresh.string(), "--out", hard.string()}, in.base, "--out"},
+      {{"check", "--baseline", in.base.string(), "--out", in.base.string()}, in.base, "--out"},
+      {{"report", in.fresh.string(), in.base.string(), "--out", hard.string()}, in.base, "--out"},
+      {{"gemm", "--gpu", "l4", "--dry-run", "--suite", in.suite.string(), "--no-db", "--out", in.suite.string()},
+       in.suite, "--out"},
+      {{"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--db", in.db.string(), "--out",
+        in.db.string()},
+       in.db, "--out"},
+      {{"batch", "--model", in.config.string(), "--gpu", "h100-sxm", "--out", in.config.string()}, in.config, "--out"},
+      {{"batch", "--model", in.dir.string(), "--gpu", "h100-sxm", "--out", in.config.string()}, in.config, "--out"},
+      {{"db", "export", "--db", in.db.string(), "--out", in.db.string()}, in.db, "--out"},
+      {{"db", "calibrate", "--gpu", "h100-sxm", "--db", in.db.string(), "--out", in.db.string()}, in.db, "--out"},
+  };
+  for (const auto& a : attempts) {
+    const std::string before = bytes_of(a.input);
+    const unsigned mode = mode_of(a.input);
+    const result r = run(a.args);
+    std::string line;
+    for (const auto& s : a.args) line += s + " ";
+    EXPECT_EQ(r.code, 2) << line << r.err;
+    EXPECT_NE(r.err.find(a.flag + " " + a.args.back()), std::string::npos) << line << r.err;
+    EXPECT_NE(r.err.find("same file"), std::string::npos) << line << r.err;
+    EXPECT_EQ(bytes_of(a.input), before) << line;
+    EXPECT_EQ(mode_of(a.input), mode) << line;
+  }
+  // Merging a database into itself is no loss: it is the target, counted once.
+  const result m = run({"db", "merge", in.db.string(), "--into", in.db.string()});
+  EXPECT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("merged 1 database(s)"), std::string::npos) << m.out;
+}
+
+TEST(output_safety_cli, stdout_that_cannot_be_written_exits_3_for_every_command) {
+  const inputs in("stdout-checks");  // not "stdout": run() keeps its captured stdout there
+  const std::vector<std::vector<std::string>> commands = {
+      {"devices"},
+      {"devices", "--json"},
+      {"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db"},
+      {"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db", "--json"},
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm"},
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--json"},
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", (in.dir / "b.json").string()},  // "wrote ..."
+      {"compare", in.base.string(), in.fresh.string()},
+      {"compare", in.base.string(), in.fresh.string(), "--json"},
+      {"db", "list", "--db", in.db.string()},
+      {"db", "list", "--db", in.db.string(), "--json"},
+      {"db", "list", "--db", (in.dir / "none.sqlite").string(), "--json"},
+      {"db", "export", "--db", in.db.string()},
+      {"db", "export", "--db", in.db.string(), "--format", "triton"},
+      {"db", "calibrate", "--gpu", "h100-sxm", "--db", in.db.string(), "--json"},
+      {"db", "import", (source_dir / "profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-f16-nn.json").string(),
+       "--db", in.db.string()},
+      {"db", "merge", in.db.string(), "--into", (in.dir / "merged.sqlite").string()},
+      {"--help"},
+      {"gemm", "--help"},
+  };
+  for (const auto& c : commands) {
+    std::string line;
+    for (const auto& s : c) line += s + " ";
+    // The command works where stdout takes its output...
+    const result fine = run_with_stdout((in.dir / "stdout.txt").string(), c);
+    ASSERT_EQ(fine.code, 0) << line << fine.err;
+    ASSERT_GT(fs::file_size(in.dir / "stdout.txt"), 0u) << line;
+    // ...and fails, saying so, where it does not.
+    const result full = run_with_stdout("/dev/full", c);
+    EXPECT_EQ(full.code, 3) << line << full.err;
+    EXPECT_NE(full.err.find("cannot write to stdout"), std::string::npos) << line << full.err;
+    EXPECT_EQ(full.err.find("internal error"), std::string::npos) << line << full.err;
+  }
+}
+
+TEST(output_safety_cli, rewriting_an_output_keeps_its_permissions) {
+  const fs::path dir = scratch("keeps-mode"), out = dir / "plan.json";
+  std::ofstream(out) << "old\n";
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write);
+  const result r = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", out.string(), "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(bytes_of(out), "old\n");
+  EXPECT_EQ(mode_of(out), 0600u);
+}
