@@ -62,24 +62,22 @@ std::string problem_title(const json& p) {
   return t + fmt::format(" {} {}", string_at(p, "dtype", "?"), string_at(p, "layout", "?"));
 }
 
-}  // namespace
+// One heatmap cell: the variants of a family with one block tile.
+struct tile_cell {
+  int variants = 0, ok = 0, pruned = 0, failed = 0;
+  std::optional<double> best;
+  std::string best_id, worst_status;
+  std::map<std::string, int> constraints;  // of its pruned variants
+};
+using tile_key = std::tuple<std::string, int, int>;  // family, block M, block N
 
-json gemm_heatmap_rows(const json& result, const std::string& mode) {
-  const json& problem = result.at("problem");
-  const double flops = problem_flops(problem);
-  const std::string dtype = string_at(problem, "dtype", "?");
-  struct cell {
-    int variants = 0, ok = 0, pruned = 0, failed = 0;
-    std::optional<double> best;
-    std::string best_id, worst_status;
-    std::map<std::string, int> constraints;  // of its pruned variants
-  };
-  std::map<std::tuple<std::string, int, int>, cell> cells;
+std::map<tile_key, tile_cell> tile_cells(const json& result, const std::string& mode, double flops) {
+  std::map<tile_key, tile_cell> cells;
   for (const auto& v : result.at("variants")) {
     const json tile = v.value("tile", json::object());
     const auto bm = number_at(tile, "block_m"), bn = number_at(tile, "block_n");
     if (!bm || !bn) continue;
-    cell& c = cells[{string_at(v, "family", "?"), static_cast<int>(*bm), static_cast<int>(*bn)}];
+    tile_cell& c = cells[{string_at(v, "family", "?"), static_cast<int>(*bm), static_cast<int>(*bn)}];
     const std::string status = string_at(v, "status", "?");
     ++c.variants;
     if (status == "ok") ++c.ok;
@@ -92,37 +90,48 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
     if (status != "ok" && (c.worst_status.empty() || severity(status) > severity(c.worst_status)))
       c.worst_status = status;
   }
+  return cells;
+}
+
+json heatmap_row(const tile_key& key, const tile_cell& c, const std::string& dtype, const std::string& mode) {
+  const auto& [family, bm, bn] = key;
+  std::string status = c.best ? "ok" : c.ok > 0 ? "not timed" : c.worst_status;
+  // A pruned cell names the constraint that pruned most of it (warp_tile, model_bound, ...).
+  std::string label = c.best ? figure_label(*c.best) : status;
+  if (status == "pruned" && !c.constraints.empty())
+    label = std::max_element(c.constraints.begin(), c.constraints.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  std::string tip = fmt::format("{} {}x{}: {} variant(s), {} ok, {} pruned, {} failed", family, bm, bn, c.variants,
+                                c.ok, c.pruned, c.failed);
+  if (c.best)
+    tip += fmt::format("; best {} at {:.1f} TFLOP/s ({})", c.best_id, *c.best, mode);
+  else
+    tip += "; " + status;
+  for (const auto& [constraint, n] : c.constraints) tip += fmt::format("; pruned by {}: {}", constraint, n);
+  return {{"family", family},
+          {"dtype", dtype},
+          {"panel", family + " " + dtype},
+          {"block_m", bm},
+          {"block_n", bn},
+          {"status", status},
+          {"variants", c.variants},
+          {"ok", c.ok},
+          {"pruned", c.pruned},
+          {"failed", c.failed},
+          {"tflops", c.best ? json(*c.best) : json(nullptr)},
+          {"best_id", c.best_id},
+          {"label", label},
+          {"tip", tip}};
+}
+
+}  // namespace
+
+json gemm_heatmap_rows(const json& result, const std::string& mode) {
+  const json& problem = result.at("problem");
+  const double flops = problem_flops(problem);
+  const std::string dtype = string_at(problem, "dtype", "?");
   json rows = json::array();
-  for (const auto& [key, c] : cells) {
-    const auto& [family, bm, bn] = key;
-    std::string status = c.best ? "ok" : c.ok > 0 ? "not timed" : c.worst_status;
-    // A pruned cell names the constraint that pruned most of it (warp_tile, model_bound, ...).
-    std::string label = c.best ? figure_label(*c.best) : status;
-    if (status == "pruned" && !c.constraints.empty())
-      label = std::max_element(c.constraints.begin(), c.constraints.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-    std::string tip = fmt::format("{} {}x{}: {} variant(s), {} ok, {} pruned, {} failed", family, bm, bn, c.variants,
-                                  c.ok, c.pruned, c.failed);
-    if (c.best)
-      tip += fmt::format("; best {} at {:.1f} TFLOP/s ({})", c.best_id, *c.best, mode);
-    else
-      tip += "; " + status;
-    for (const auto& [constraint, n] : c.constraints) tip += fmt::format("; pruned by {}: {}", constraint, n);
-    rows.push_back({{"family", family},
-                    {"dtype", dtype},
-                    {"panel", family + " " + dtype},
-                    {"block_m", bm},
-                    {"block_n", bn},
-                    {"status", status},
-                    {"variants", c.variants},
-                    {"ok", c.ok},
-                    {"pruned", c.pruned},
-                    {"failed", c.failed},
-                    {"tflops", c.best ? json(*c.best) : json(nullptr)},
-                    {"best_id", c.best_id},
-                    {"label", label},
-                    {"tip", tip}});
-  }
+  for (const auto& [key, c] : tile_cells(result, mode, flops)) rows.push_back(heatmap_row(key, c, dtype, mode));
   return rows;
 }
 
@@ -223,13 +232,11 @@ json gemm_resource_rows(const json& result, int top) {
   return rows;
 }
 
-std::vector<report_section> gemm_sections(const json& doc, const std::string& path, const report_options& o) {
-  require(doc, "problem", false, path, "the gemm result");
-  require(doc, "variants", true, path, "the gemm result");
+namespace {
+
+report_section gemm_section_facts(const json& doc, const std::string& path, const std::string& mode) {
   const json device = doc.value("device", json::object());
-  const std::string mode = string_at(doc, "mode", "predicted");
   const json& problem = doc["problem"];
-  const std::string dtype = string_at(problem, "dtype", "?");
   report_section s;
   s.source = path;
   s.kind = result_kind::gemm;
@@ -259,7 +266,15 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
       if (v.is_number() && v.get<double>() > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.get<double>(), k);
     if (!counts.empty()) s.facts.push_back("Variants: " + counts + ".");
   }
+  return s;
+}
 
+std::string colour_title_of(const std::string& mode) {
+  return mode == "measured" ? "TFLOP/s (measured)" : "TFLOP/s (predicted)";
+}
+
+void add_heatmaps(report_section& s, const json& doc, const std::string& mode) {
+  const std::string colour_title = colour_title_of(mode);
   const json cells = gemm_heatmap_rows(doc, mode);
   std::map<std::string, json> panels;
   double heat_lo = 1e300, heat_hi = 0;
@@ -268,7 +283,6 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
     if (c["tflops"].is_number()) heat_lo = std::min(heat_lo, c["tflops"].get<double>()), heat_hi = std::max(heat_hi, c["tflops"].get<double>());
   }
   if (heat_hi <= heat_lo) heat_lo = std::min(heat_lo, heat_hi) * 0.9, heat_hi = heat_hi > 0 ? heat_hi : 1;
-  const std::string colour_title = mode == "measured" ? "TFLOP/s (measured)" : "TFLOP/s (predicted)";
   for (const auto& [panel, rows] : panels)
     s.charts.push_back(make_chart(
         "heatmap-" + panel, fmt::format("Tiles of {}: block M x block N", panel),
@@ -276,7 +290,12 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
                     "and rasterization fold into it); a cell with none shows the status that stopped them.",
                     colour_title),
         rows, heatmap_spec(rows, colour_title, heat_lo, heat_hi)));
+}
 
+void add_roofline(report_section& s, const json& doc, const std::string& mode) {
+  const json device = doc.value("device", json::object());
+  const std::string dtype = string_at(doc["problem"], "dtype", "?");
+  const std::string colour_title = colour_title_of(mode);
   const json points = gemm_roofline_rows(doc, mode);
   if (points.empty()) {
     s.notices.push_back("Roofline: no variant has a figure (none was timed or usable).");
@@ -295,7 +314,9 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
                     bw ? fmt::format(" ({:.0f} GB/s)", *bw) : "", colour_title),
         points, roofline_spec(points, roof, colour_title)));
   }
+}
 
+void add_search_chart(report_section& s, const json& doc, const std::string& mode) {
   const json stages = gemm_search_rows(doc);
   if (stages.empty()) {
     s.notices.push_back(mode == "measured" ? "Search stages: this file records no search (an older result, or every variant was timed)."
@@ -315,7 +336,9 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
                                               number_at(search, "wall_ms").value_or(0)),
                                   stages, bar_spec(stages, b)));
   }
+}
 
+void add_resource_charts(report_section& s, const json& doc, const report_options& o) {
   const json res = gemm_resource_rows(doc, o.top_resources);
   if (res.empty()) {
     s.notices.push_back("Resources: no usable variant.");
@@ -329,6 +352,19 @@ std::vector<report_section> gemm_sections(const json& doc, const std::string& pa
     s.charts.push_back(make_chart("resources-occupancy", "Occupancy: resident warps per SM (top variants)", cap, res,
                                   bar_spec(res, bars("id", "warps_per_sm", "resident warps per SM", "label_warps", "family"))));
   }
+}
+
+}  // namespace
+
+std::vector<report_section> gemm_sections(const json& doc, const std::string& path, const report_options& o) {
+  require(doc, "problem", false, path, "the gemm result");
+  require(doc, "variants", true, path, "the gemm result");
+  const std::string mode = string_at(doc, "mode", "predicted");
+  report_section s = gemm_section_facts(doc, path, mode);
+  add_heatmaps(s, doc, mode);
+  add_roofline(s, doc, mode);
+  add_search_chart(s, doc, mode);
+  add_resource_charts(s, doc, o);
   return {s};
 }
 
