@@ -55,11 +55,27 @@ std::string_view string_at(std::string_view table, std::uint64_t offset) {
   return rest.substr(0, rest.find('\0'));
 }
 
-}  // namespace
+// The section header table of an ELF64 cubin whose bounds have been checked.
+struct section_table {
+  std::string_view cubin;
+  std::uint64_t offset = 0;
+  std::uint16_t entry_size = 0, count = 0, names_index = 0;
 
-bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_resources& out,
-                          std::string& error) {
-  out = {};
+  // Section i, and the offset of its name in the section-name table.
+  std::pair<section, std::uint32_t> header(std::size_t i) const {
+    const std::size_t at = static_cast<std::size_t>(offset) + i * entry_size;
+    section s;
+    s.type = read_le<std::uint32_t>(cubin, at + 4);
+    s.offset = read_le<std::uint64_t>(cubin, at + 24);
+    s.size = read_le<std::uint64_t>(cubin, at + 32);
+    s.link = read_le<std::uint32_t>(cubin, at + 40);
+    s.info = read_le<std::uint32_t>(cubin, at + 44);
+    s.name = {};
+    return std::pair{s, read_le<std::uint32_t>(cubin, at)};
+  }
+};
+
+bool read_section_table(std::string_view cubin, section_table& table, std::string& error) {
   if (cubin.size() < elf64_header_size || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0) {
     error = fmt::format("not an ELF file ({} bytes)", cubin.size());
     return false;
@@ -79,18 +95,21 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
                         shoff, shnum, shentsize, cubin.size());
     return false;
   }
-  auto header = [&](std::size_t i) {
-    const std::size_t at = static_cast<std::size_t>(shoff) + i * shentsize;
-    section s;
-    s.type = read_le<std::uint32_t>(cubin, at + 4);
-    s.offset = read_le<std::uint64_t>(cubin, at + 24);
-    s.size = read_le<std::uint64_t>(cubin, at + 32);
-    s.link = read_le<std::uint32_t>(cubin, at + 40);
-    s.info = read_le<std::uint32_t>(cubin, at + 44);
-    s.name = {};
-    return std::pair{s, read_le<std::uint32_t>(cubin, at)};
-  };
-  const section names = header(shstrndx).first;
+  table = {cubin, shoff, shentsize, shnum, shstrndx};
+  return true;
+}
+
+// The sections that describe one kernel.
+struct kernel_sections {
+  bool found_text = false, found_info = false, found_shared = false;
+  std::uint32_t symbol = 0;
+  section info, symtab;
+};
+
+bool find_kernel_sections(const section_table& table, std::string_view entry, kernel_sections& found,
+                          cubin_resources& out, std::string& error) {
+  const std::string_view cubin = table.cubin;
+  const section names = table.header(table.names_index).first;
   if (names.type == sht_nobits || !fits(names.offset, names.size, cubin.size())) {
     error = "the section-name table lies outside the file";
     return false;
@@ -99,18 +118,15 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
                                                    static_cast<std::size_t>(names.size));
   const std::string text_name = fmt::format(".text.{}", entry);
   const std::string shared_name = fmt::format(".nv.shared.{}", entry);
-  bool found_text = false, found_info = false, found_regcount = false, found_shared = false;
-  std::uint32_t symbol = 0;
-  section info, symtab;
-  for (std::size_t i = 0; i < shnum; ++i) {
-    auto [s, name_offset] = header(i);
+  for (std::size_t i = 0; i < table.count; ++i) {
+    auto [s, name_offset] = table.header(i);
     s.name = string_at(name_table, name_offset);
-    if (s.type == sht_symtab) symtab = s;
+    if (s.type == sht_symtab) found.symtab = s;
     if (s.name == text_name) {
-      found_text = true;
+      found.found_text = true;
       // sh_info of a kernel's .text: its symbol index in the low 24 bits; older
       // cubins keep the register count in the top 8 bits.
-      symbol = s.info & 0xffffffu;
+      found.symbol = s.info & 0xffffffu;
       out.registers = static_cast<int>(s.info >> 24);
     } else if (s.name == shared_name) {
       if (s.size > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
@@ -118,64 +134,90 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
         return false;
       }
       out.static_smem_bytes = static_cast<std::int64_t>(s.size);
-      found_shared = true;
+      found.found_shared = true;
     } else if (s.name == ".nv.info") {
       if (s.type == sht_nobits || !fits(s.offset, s.size, cubin.size())) {
         error = ".nv.info lies outside the file";
         return false;
       }
-      found_info = true;
-      info = s;
+      found.found_info = true;
+      found.info = s;
     }
   }
-  if (!found_text) {
+  if (!found.found_text) {
     error = fmt::format("no section {} (is {} the kernel's name?)", text_name, entry);
     return false;
   }
-  if (found_info) {
-    const std::string_view records = cubin.substr(static_cast<std::size_t>(info.offset),
-                                                  static_cast<std::size_t>(info.size));
-    std::size_t at = 0;
-    while (at + 4 <= records.size()) {
-      const auto format = static_cast<std::uint8_t>(records[at]);
-      const auto attribute = static_cast<std::uint8_t>(records[at + 1]);
-      const auto value = read_le<std::uint16_t>(records, at + 2);
-      at += 4;
-      if (format != eifmt_sval) continue;  // the 16-bit value was the whole record
-      if (value > records.size() - at) {
-        error = fmt::format(".nv.info record 0x{:02x} claims {} bytes, {} are left", attribute, value,
-                            records.size() - at);
-        return false;
-      }
-      // Per-function figures: a u32 symbol index, then the u32 value.
-      if (value == 8 && read_le<std::uint32_t>(records, at) == symbol) {
-        const auto v = read_le<std::uint32_t>(records, at + 4);
-        switch (attribute) {
-          case eiattr_regcount: out.registers = static_cast<int>(v); found_regcount = true; break;
-          case eiattr_frame_size: out.frame_bytes = v; break;
-          case eiattr_min_stack_size: out.min_stack_bytes = v; break;
-          default: break;
-        }
-      }
-      at += value;
+  return true;
+}
+
+bool read_nv_info(std::string_view records, std::uint32_t symbol, cubin_resources& out, bool& found_regcount,
+                  std::string& error) {
+  std::size_t at = 0;
+  while (at + 4 <= records.size()) {
+    const auto format = static_cast<std::uint8_t>(records[at]);
+    const auto attribute = static_cast<std::uint8_t>(records[at + 1]);
+    const auto value = read_le<std::uint16_t>(records, at + 2);
+    at += 4;
+    if (format != eifmt_sval) continue;  // the 16-bit value was the whole record
+    if (value > records.size() - at) {
+      error = fmt::format(".nv.info record 0x{:02x} claims {} bytes, {} are left", attribute, value,
+                          records.size() - at);
+      return false;
     }
+    // Per-function figures: a u32 symbol index, then the u32 value.
+    if (value == 8 && read_le<std::uint32_t>(records, at) == symbol) {
+      const auto v = read_le<std::uint32_t>(records, at + 4);
+      switch (attribute) {
+        case eiattr_regcount: out.registers = static_cast<int>(v); found_regcount = true; break;
+        case eiattr_frame_size: out.frame_bytes = v; break;
+        case eiattr_min_stack_size: out.min_stack_bytes = v; break;
+        default: break;
+      }
+    }
+    at += value;
   }
-  if (found_shared && out.static_smem_bytes >= reserved_smem_bytes && symtab.type == sht_symtab &&
-      symtab.link < shnum) {
-    const section strings = header(symtab.link).first;
+  return true;
+}
+
+// Leaves out the 1 KB the toolchain reserves when the symbol table names it.
+void drop_reserved_smem(const section_table& table, const kernel_sections& found, cubin_resources& out) {
+  const std::string_view cubin = table.cubin;
+  const section& symtab = found.symtab;
+  if (found.found_shared && out.static_smem_bytes >= reserved_smem_bytes && symtab.type == sht_symtab &&
+      symtab.link < table.count) {
+    const section strings = table.header(symtab.link).first;
     if (symtab.type != sht_nobits && fits(symtab.offset, symtab.size, cubin.size()) &&
         strings.type != sht_nobits && fits(strings.offset, strings.size, cubin.size())) {
-      const std::string_view table = cubin.substr(static_cast<std::size_t>(strings.offset),
+      const std::string_view names = cubin.substr(static_cast<std::size_t>(strings.offset),
                                                   static_cast<std::size_t>(strings.size));
       for (std::uint64_t at = 0; at + elf64_symbol_size <= symtab.size; at += elf64_symbol_size) {
         const auto name = read_le<std::uint32_t>(cubin, static_cast<std::size_t>(symtab.offset + at));
-        if (string_at(table, name) == reserved_smem_symbol) {
+        if (string_at(names, name) == reserved_smem_symbol) {
           out.static_smem_bytes -= reserved_smem_bytes;
           break;
         }
       }
     }
   }
+}
+
+}  // namespace
+
+bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_resources& out,
+                          std::string& error) {
+  out = {};
+  section_table table;
+  if (!read_section_table(cubin, table, error)) return false;
+  kernel_sections found;
+  if (!find_kernel_sections(table, entry, found, out, error)) return false;
+  bool found_regcount = false;
+  if (found.found_info) {
+    const std::string_view records = cubin.substr(static_cast<std::size_t>(found.info.offset),
+                                                  static_cast<std::size_t>(found.info.size));
+    if (!read_nv_info(records, found.symbol, out, found_regcount, error)) return false;
+  }
+  drop_reserved_smem(table, found, out);
   if (!found_regcount && out.registers == 0) {
     error = fmt::format("no register count for {} (neither EIATTR_REGCOUNT nor the .text header)", entry);
     return false;

@@ -60,16 +60,14 @@ device_spec ada(std::string key, std::string name) {
   return d;
 }
 
-std::vector<device_spec> make_presets() {
-  // Figures from NVIDIA's datasheets and architecture whitepapers (dense, no
-  // sparsity): H100 datasheet (SXM5 and PCIe), H200 datasheet, A100 datasheet
-  // and Ampere whitepaper, L4 datasheet, Ada (AD102) whitepaper for the RTX
-  // 4090; shared memory, register and thread limits from the CUDA C++
-  // Programming Guide's table of compute capabilities. L2 bandwidth is not
-  // published: those are rough microbenchmark figures used only to rank tiles.
-  std::vector<device_spec> all;
-
-  auto h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
+// Figures from NVIDIA's datasheets and architecture whitepapers (dense, no
+// sparsity): H100 datasheet (SXM5 and PCIe), H200 datasheet, A100 datasheet
+// and Ampere whitepaper, L4 datasheet, Ada (AD102) whitepaper for the RTX
+// 4090; shared memory, register and thread limits from the CUDA C++
+// Programming Guide's table of compute capabilities. L2 bandwidth is not
+// published: those are rough microbenchmark figures used only to rank tiles.
+device_spec h100_sxm_preset() {
+  device_spec h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
   h100_sxm.sm_count = 132;
   h100_sxm.boost_clock_mhz = 1980;
   h100_sxm.memory_bytes = 80 * 1024 * MiB;
@@ -82,9 +80,11 @@ std::vector<device_spec> make_presets() {
   h100_sxm.peak_tflops_f16 = 989.4;
   h100_sxm.peak_tflops_bf16 = 989.4;
   h100_sxm.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
-  all.push_back(h100_sxm);
+  return h100_sxm;
+}
 
-  auto h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
+device_spec h100_pcie_preset() {
+  device_spec h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
   h100_pcie.sm_count = 114;
   h100_pcie.boost_clock_mhz = 1755;
   h100_pcie.memory_bytes = 80 * 1024 * MiB;
@@ -95,36 +95,44 @@ std::vector<device_spec> make_presets() {
   h100_pcie.peak_tflops_f16 = 756;
   h100_pcie.peak_tflops_bf16 = 756;
   h100_pcie.gpu_link_gbs = 64;  // PCIe 5.0 x16
-  all.push_back(h100_pcie);
+  return h100_pcie;
+}
 
-  auto h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
+device_spec h200_preset() {
+  device_spec h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
   h200.sm_count = 132;
   h200.boost_clock_mhz = 1980;
   h200.memory_bytes = 141LL * 1000 * 1000 * 1000;
   h200.memory_bandwidth_gbs = 4800;
   // The same GH100 die as the H100 SXM (132 SMs, the same clocks and 50 MB L2; only the HBM
   // differs), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
-  h200.l2_bandwidth_gbs = h100_sxm.l2_bandwidth_gbs;
+  h200.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs;
   h200.peak_tflops_f32 = 66.9;
   h200.peak_tflops_tf32 = 494.7;
   h200.peak_tflops_f16 = 989.4;
   h200.peak_tflops_bf16 = 989.4;
   h200.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
-  all.push_back(h200);
+  return h200;
+}
 
-  auto a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
+device_spec a100_80_preset() {
+  device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
   a100_80.memory_bytes = 80 * 1024 * MiB;
   a100_80.memory_bandwidth_gbs = 2039;
   a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
-  all.push_back(a100_80);
+  return a100_80;
+}
 
-  auto a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
+device_spec a100_40_preset() {
+  device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
   a100_40.memory_bytes = 40 * 1024 * MiB;
   a100_40.memory_bandwidth_gbs = 1555;
   a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
-  all.push_back(a100_40);
+  return a100_40;
+}
 
-  auto l4 = ada("l4", "NVIDIA L4");
+device_spec l4_preset() {
+  device_spec l4 = ada("l4", "NVIDIA L4");
   l4.sm_count = 58;
   l4.boost_clock_mhz = 2040;
   l4.l2_bytes = 48 * MiB;
@@ -136,9 +144,11 @@ std::vector<device_spec> make_presets() {
   l4.peak_tflops_f16 = 121;
   l4.peak_tflops_bf16 = 121;
   l4.gpu_link_gbs = 32;  // PCIe 4.0 x16
-  all.push_back(l4);
+  return l4;
+}
 
-  auto rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
+device_spec rtx4090_preset() {
+  device_spec rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
   rtx4090.sm_count = 128;
   rtx4090.boost_clock_mhz = 2520;
   rtx4090.l2_bytes = 72 * MiB;
@@ -151,9 +161,12 @@ std::vector<device_spec> make_presets() {
   rtx4090.peak_tflops_f16 = 165.2;
   rtx4090.peak_tflops_bf16 = 165.2;
   rtx4090.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink
-  all.push_back(rtx4090);
+  return rtx4090;
+}
 
-  return all;
+std::vector<device_spec> make_presets() {
+  return {h100_sxm_preset(), h100_pcie_preset(), h200_preset(), a100_80_preset(),
+          a100_40_preset(), l4_preset(), rtx4090_preset()};
 }
 
 std::string lower(std::string_view s) {

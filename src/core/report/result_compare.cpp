@@ -61,8 +61,8 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where) 
     }
     // The ratio must be what the two times say: a file edited by hand or
     // damaged would otherwise decide the verdict.
-    const auto ref_us = r.contains("reference") ? number_at(r["reference"], "median_us", at + " reference")
-                                                : std::nullopt;
+    std::optional<double> ref_us;  // assigned in an if: GCC 12 warns of the ternary's optional
+    if (r.contains("reference")) ref_us = number_at(r["reference"], "median_us", at + " reference");
     const auto measured_us = number_at(rec, "median_us", at);
     if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
       throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
@@ -125,15 +125,10 @@ bool comparison::failed() const {
   return false;
 }
 
-comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o) {
-  if (!(o.tolerance >= 0 && o.tolerance < 1))
-    throw usage_error(fmt::format("--tolerance {} is invalid: a fraction from 0 to 1 (0.05 = 5%)", o.tolerance));
-  comparison c;
-  c.base_path = base.path;
-  c.new_path = fresh.path;
-  c.base_mode = base.mode;
-  c.new_mode = fresh.mode;
-  c.options = o;
+namespace {
+
+// Results of different GPUs or of a prediction against a measurement stop the run unless allowed.
+void check_comparable(const result_file& base, const result_file& fresh, const compare_options& o, comparison& c) {
   if (base.device_model != fresh.device_model || base.device_arch != fresh.device_arch) {
     const std::string both = fmt::format("{} was recorded on {} ({}), {} on {} ({})", base.path, base.device_name,
                                          base.device_arch, fresh.path, fresh.device_name, fresh.device_arch);
@@ -148,6 +143,60 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
                                "two measured (or two predicted) results, or pass --allow-mode-mismatch");
     c.notes.push_back("mode mismatch allowed: " + what);
   }
+}
+
+// The verdict on one problem both files hold.
+comparison_row judge(const result_entry& b, const result_entry& n, const compare_options& o, comparison_row row) {
+  if (!n.has_result) {
+    row.result = n.incorrect ? verdict::incorrect : verdict::missing;
+    row.detail = n.incorrect ? "no variant passed verification" : "no variant produced a result";
+    return row;
+  }
+  const bool by_ratio = !o.absolute && b.vs_reference && n.vs_reference;
+  if (by_ratio) {
+    row.basis = "ratio to cuBLAS";
+    row.base_value = b.vs_reference;
+    row.new_value = n.vs_reference;
+    row.change = *n.vs_reference / *b.vs_reference - 1;
+  } else if (b.time_us && n.time_us && *b.time_us > 0 && *n.time_us > 0) {
+    row.basis = "time";
+    row.base_value = b.time_us;
+    row.new_value = n.time_us;
+    row.change = *b.time_us / *n.time_us - 1;
+  } else {
+    row.result = verdict::missing;
+    row.detail = "the files carry no comparable figure";
+    return row;
+  }
+  row.noise = std::hypot(b.noise, n.noise);
+  const double margin = std::max(o.tolerance, row.noise);
+  if (std::abs(row.change) <= o.tolerance) {
+    row.result = verdict::same;
+  } else if (std::abs(row.change) <= margin) {
+    row.result = verdict::noisy;
+    row.detail = fmt::format("{:+.1f}% is within the measured noise of {:.1f}%", 100 * row.change, 100 * row.noise);
+  } else {
+    row.result = row.change < 0 ? verdict::slower : verdict::faster;
+  }
+  if (b.variant_id != n.variant_id) {
+    if (!row.detail.empty()) row.detail += "; ";
+    row.detail += fmt::format("recommended variant changed: {} -> {}", b.variant_id, n.variant_id);
+  }
+  return row;
+}
+
+}  // namespace
+
+comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o) {
+  if (!(o.tolerance >= 0 && o.tolerance < 1))
+    throw usage_error(fmt::format("--tolerance {} is invalid: a fraction from 0 to 1 (0.05 = 5%)", o.tolerance));
+  comparison c;
+  c.base_path = base.path;
+  c.new_path = fresh.path;
+  c.base_mode = base.mode;
+  c.new_mode = fresh.mode;
+  c.options = o;
+  check_comparable(base, fresh, o, c);
 
   std::map<std::string, const result_entry*> fresh_by_key;
   for (const auto& e : fresh.entries) fresh_by_key[e.key] = &e;
@@ -166,45 +215,7 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
       continue;
     }
     ++shared;
-    const result_entry& n = *it->second;
-    if (!n.has_result) {
-      row.result = n.incorrect ? verdict::incorrect : verdict::missing;
-      row.detail = n.incorrect ? "no variant passed verification" : "no variant produced a result";
-      c.rows.push_back(row);
-      continue;
-    }
-    const bool by_ratio = !o.absolute && b.vs_reference && n.vs_reference;
-    if (by_ratio) {
-      row.basis = "ratio to cuBLAS";
-      row.base_value = b.vs_reference;
-      row.new_value = n.vs_reference;
-      row.change = *n.vs_reference / *b.vs_reference - 1;
-    } else if (b.time_us && n.time_us && *b.time_us > 0 && *n.time_us > 0) {
-      row.basis = "time";
-      row.base_value = b.time_us;
-      row.new_value = n.time_us;
-      row.change = *b.time_us / *n.time_us - 1;
-    } else {
-      row.result = verdict::missing;
-      row.detail = "the files carry no comparable figure";
-      c.rows.push_back(row);
-      continue;
-    }
-    row.noise = std::hypot(b.noise, n.noise);
-    const double margin = std::max(o.tolerance, row.noise);
-    if (std::abs(row.change) <= o.tolerance) {
-      row.result = verdict::same;
-    } else if (std::abs(row.change) <= margin) {
-      row.result = verdict::noisy;
-      row.detail = fmt::format("{:+.1f}% is within the measured noise of {:.1f}%", 100 * row.change, 100 * row.noise);
-    } else {
-      row.result = row.change < 0 ? verdict::slower : verdict::faster;
-    }
-    if (b.variant_id != n.variant_id) {
-      if (!row.detail.empty()) row.detail += "; ";
-      row.detail += fmt::format("recommended variant changed: {} -> {}", b.variant_id, n.variant_id);
-    }
-    c.rows.push_back(row);
+    c.rows.push_back(judge(b, *it->second, o, row));
   }
   for (const auto& n : fresh.entries)
     if (!seen.count(n.key)) c.only_in_new.push_back(n.key);

@@ -75,14 +75,19 @@ double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidt
   return std::max(bytes / (bandwidth_gbs * 1e3), peak > 0 ? flops / (peak * 1e6) : 0.0);
 }
 
-lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
-  lora_path_cost c;
-  if (s.lora_rank <= 0) return c;
-  const double a = activation_bytes(s.prec);
+namespace {
+
+// What the adapter path moves and launches around each adapted linear.
+struct lora_pass_costs {
   // Bytes per input-wide and output-wide element, forward and backward, and kernels.
   double in_fwd = 0, out_fwd = 0, in_bwd = 0, out_bwd = 0, k_fwd = 0, k_bwd = 0;
   // Per adapter and pass, bytes per adapter weight element (A: r x in, B: out x r).
   double weight_fwd = 0, weight_bwd = 0;
+};
+
+lora_pass_costs lora_pass_costs_of(const training_setup& s) {
+  const double a = activation_bytes(s.prec);
+  lora_pass_costs c;
   if (is_mixed(s.prec)) {
     // Autocast: peft's cast of x to fp32 (a + 4) and autocast's back to 16
     // bits for lora_A (4 + a); B's 16-bit output scaled (a + a) and added to
@@ -93,43 +98,52 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
     // recompute, whose autocast context is a new one), and the weight
     // gradients the 16-bit GEMMs produce are cast back to fp32 (ToCopy's
     // backward) before AccumulateGrad.
-    in_fwd = 2 * (a + 4);
-    out_fwd = 5 * a;
-    out_bwd = 2 * a;
-    in_bwd = 2 * (a + 4) + 3 * a;
-    weight_fwd = 4 + a;
-    weight_bwd = a + 4;
-    k_fwd = 8;   // two input casts, two weight casts, A, B, scale, add
-    k_bwd = 10;  // scale, four GEMMs, two weight-gradient casts, two input casts, the add into dx
+    c.in_fwd = 2 * (a + 4);
+    c.out_fwd = 5 * a;
+    c.out_bwd = 2 * a;
+    c.in_bwd = 2 * (a + 4) + 3 * a;
+    c.weight_fwd = 4 + a;
+    c.weight_bwd = a + 4;
+    c.k_fwd = 8;   // two input casts, two weight casts, A, B, scale, add
+    c.k_bwd = 10;  // scale, four GEMMs, two weight-gradient casts, two input casts, the add into dx
   } else if (lora_adapters_run_fp32(s) && a < 4) {
     // A 16-bit model without autocast: x copied to fp32 (a + 4); B's fp32
     // output scaled (8), added to the 16-bit base output into fp32 (a + 8),
     // the sum cast back (4 + a). Backward: that cast's gradient (a + 4), the
     // base branch's gradient cast to 16 bits (4 + a), the scale's (8), dx
     // cast from fp32 (4 + a) and added into the base's (3a).
-    in_fwd = a + 4;
-    out_fwd = 8 + (a + 8) + (4 + a);
-    out_bwd = 2 * (a + 4) + 8;
-    in_bwd = (4 + a) + 3 * a;
-    k_fwd = 6;  // cast, A, B, scale, add, cast
-    k_bwd = 9;  // two casts, scale, four GEMMs, dx's cast and add
+    c.in_fwd = a + 4;
+    c.out_fwd = 8 + (a + 8) + (4 + a);
+    c.out_bwd = 2 * (a + 4) + 8;
+    c.in_bwd = (4 + a) + 3 * a;
+    c.k_fwd = 6;  // cast, A, B, scale, add, cast
+    c.k_bwd = 9;  // two casts, scale, four GEMMs, dx's cast and add
   } else {
     // fp32 throughout: the scale, the add, the scale's gradient and dx's add.
-    out_fwd = 2 * a + 3 * a;
-    out_bwd = 2 * a;
-    in_bwd = 3 * a;
-    k_fwd = 4;
-    k_bwd = 6;
+    c.out_fwd = 2 * a + 3 * a;
+    c.out_bwd = 2 * a;
+    c.in_bwd = 3 * a;
+    c.k_fwd = 4;
+    c.k_bwd = 6;
   }
   if (s.lora_dropout > 0) {
     // On the input in the adapters' dtype (fp32: peft casts before dropout):
     // read 4, write 4 and the mask 1; backward reads the gradient and the
     // mask and writes 4.
-    in_fwd += 4 + 4 + 1;
-    in_bwd += 4 + 1 + 4;
-    k_fwd += 1;
-    k_bwd += 1;
+    c.in_fwd += 4 + 4 + 1;
+    c.in_bwd += 4 + 1 + 4;
+    c.k_fwd += 1;
+    c.k_bwd += 1;
   }
+  return c;
+}
+
+}  // namespace
+
+lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
+  lora_path_cost c;
+  if (s.lora_rank <= 0) return c;
+  const lora_pass_costs p = lora_pass_costs_of(s);
   const double fwd_passes = checkpointing ? 2 : 1;
   const double n = static_cast<double>(tokens);
   for (const auto& t : weight_tensors(s.model)) {
@@ -137,12 +151,12 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
     // An expert's adapters see its share of the tokens; launches are per expert group.
     const double per_token = static_cast<double>(t.count) * t.token_share;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
-    c.bytes += n * per_token * ((in * in_fwd + out * out_fwd) * fwd_passes + in * in_bwd + out * out_bwd);
+    c.bytes += n * per_token * ((in * p.in_fwd + out * p.out_fwd) * fwd_passes + in * p.in_bwd + out * p.out_bwd);
     c.bytes += static_cast<double>(s.lora_rank) * (in + out) * static_cast<double>(t.count) *
-               (weight_fwd * fwd_passes + weight_bwd);
+               (p.weight_fwd * fwd_passes + p.weight_bwd);
     const double launches = static_cast<double>(t.count / std::max<std::int64_t>(1, t.group));
-    c.forward_kernels += launches * k_fwd;
-    c.backward_kernels += launches * k_bwd;
+    c.forward_kernels += launches * p.k_fwd;
+    c.backward_kernels += launches * p.k_bwd;
   }
   return c;
 }

@@ -55,6 +55,54 @@ std::int64_t qwen_dense_layers(const config_reader& r, const model_spec& m) {
   return dense;
 }
 
+void read_qwen_moe(const std::string& type, const config_reader& r, model_spec& m) {
+  read_decoder(r, m);
+  m.num_experts = r.integer_or("num_experts", 60);
+  m.experts_per_token = r.integer_or("num_experts_per_tok", 4);
+  m.expert_intermediate_size = r.integer("moe_intermediate_size");
+  if (type == "qwen2_moe") {
+    // Qwen2MoeAttention: q/k/v with bias; a shared expert behind a sigmoid gate.
+    m.qkv_bias = true;
+    m.shared_intermediate_size = r.integer_or("shared_expert_intermediate_size", 0);
+    m.shared_expert_gate = m.shared_intermediate_size > 0;
+  } else {
+    // Qwen3MoeAttention: RMSNorm over each head of q and of k (head_dim weights each).
+    m.qkv_bias = r.boolean_or("attention_bias", false);
+    m.attn_out_bias = m.qkv_bias;
+    m.qk_norm_params = 2 * m.head_dim;
+  }
+  m.dense_layers = qwen_dense_layers(r, m);
+  check_experts(r, m, "num_experts");
+}
+
+void read_deepseek(const config_reader& r, model_spec& m) {
+  read_decoder(r, m);
+  m.num_experts = r.integer_or("n_routed_experts", 0);
+  m.experts_per_token = r.integer_or("num_experts_per_tok", m.num_experts > 0 ? 1 : 0);
+  m.expert_intermediate_size = r.integer_or("moe_intermediate_size", m.intermediate_size);
+  m.shared_intermediate_size = r.integer_or("n_shared_experts", 0) * m.expert_intermediate_size;
+  // Layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
+  const std::int64_t first = r.integer_or("first_k_dense_replace", 0), freq = r.integer_or("moe_layer_freq", 1);
+  if (freq < 1) throw usage_error(fmt::format("{}: \"moe_layer_freq\" must be at least 1", r.source));
+  std::int64_t sparse = 0;
+  for (std::int64_t i = 0; i < m.num_layers; ++i) sparse += i >= first && i % freq == 0;
+  m.dense_layers = m.num_experts > 0 ? m.num_layers - sparse : m.num_layers;
+  if (m.num_experts == 0) m.dense_layers = 0, m.experts_per_token = 0;  // a dense DeepSeek
+  // MLA: the keys and values of every head come from one compressed
+  // vector; attention runs with num_heads heads of qk_nope + qk_rope
+  // (keys, queries) and v_head_dim (values).
+  m.q_lora_rank = r.integer_or("q_lora_rank", 0);
+  m.kv_lora_rank = r.integer("kv_lora_rank");
+  m.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+  m.head_dim = r.integer("qk_nope_head_dim") + m.qk_rope_head_dim;
+  m.v_head_dim = r.integer("v_head_dim");
+  m.num_kv_heads = m.num_heads;
+  m.qkv_bias = m.attn_out_bias = false;  // attention_bias is q/kv_a only in DeepSeek; off in every release
+  if (m.kv_lora_rank < 1 || m.v_head_dim < 1)
+    throw usage_error(fmt::format("{}: \"kv_lora_rank\" and \"v_head_dim\" must be at least 1", r.source));
+  check_experts(r, m, "n_routed_experts");
+}
+
 }  // namespace
 
 bool read_moe_config(const std::string& type, const config_reader& r, model_spec& m) {
@@ -65,23 +113,7 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
     m.expert_intermediate_size = m.intermediate_size;  // every layer is MoE; no dense MLP
     check_experts(r, m, "num_local_experts");
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    read_decoder(r, m);
-    m.num_experts = r.integer_or("num_experts", 60);
-    m.experts_per_token = r.integer_or("num_experts_per_tok", 4);
-    m.expert_intermediate_size = r.integer("moe_intermediate_size");
-    if (type == "qwen2_moe") {
-      // Qwen2MoeAttention: q/k/v with bias; a shared expert behind a sigmoid gate.
-      m.qkv_bias = true;
-      m.shared_intermediate_size = r.integer_or("shared_expert_intermediate_size", 0);
-      m.shared_expert_gate = m.shared_intermediate_size > 0;
-    } else {
-      // Qwen3MoeAttention: RMSNorm over each head of q and of k (head_dim weights each).
-      m.qkv_bias = r.boolean_or("attention_bias", false);
-      m.attn_out_bias = m.qkv_bias;
-      m.qk_norm_params = 2 * m.head_dim;
-    }
-    m.dense_layers = qwen_dense_layers(r, m);
-    check_experts(r, m, "num_experts");
+    read_qwen_moe(type, r, m);
   } else if (type == "olmoe") {
     read_decoder(r, m);
     m.num_experts = r.integer_or("num_experts", 64);
@@ -93,31 +125,7 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
     m.qkv_bias = m.attn_out_bias = r.boolean_or("attention_bias", false);
     check_experts(r, m, "num_experts");
   } else if (type == "deepseek_v2" || type == "deepseek_v3") {
-    read_decoder(r, m);
-    m.num_experts = r.integer_or("n_routed_experts", 0);
-    m.experts_per_token = r.integer_or("num_experts_per_tok", m.num_experts > 0 ? 1 : 0);
-    m.expert_intermediate_size = r.integer_or("moe_intermediate_size", m.intermediate_size);
-    m.shared_intermediate_size = r.integer_or("n_shared_experts", 0) * m.expert_intermediate_size;
-    // Layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
-    const std::int64_t first = r.integer_or("first_k_dense_replace", 0), freq = r.integer_or("moe_layer_freq", 1);
-    if (freq < 1) throw usage_error(fmt::format("{}: \"moe_layer_freq\" must be at least 1", r.source));
-    std::int64_t sparse = 0;
-    for (std::int64_t i = 0; i < m.num_layers; ++i) sparse += i >= first && i % freq == 0;
-    m.dense_layers = m.num_experts > 0 ? m.num_layers - sparse : m.num_layers;
-    if (m.num_experts == 0) m.dense_layers = 0, m.experts_per_token = 0;  // a dense DeepSeek
-    // MLA: the keys and values of every head come from one compressed
-    // vector; attention runs with num_heads heads of qk_nope + qk_rope
-    // (keys, queries) and v_head_dim (values).
-    m.q_lora_rank = r.integer_or("q_lora_rank", 0);
-    m.kv_lora_rank = r.integer("kv_lora_rank");
-    m.qk_rope_head_dim = r.integer("qk_rope_head_dim");
-    m.head_dim = r.integer("qk_nope_head_dim") + m.qk_rope_head_dim;
-    m.v_head_dim = r.integer("v_head_dim");
-    m.num_kv_heads = m.num_heads;
-    m.qkv_bias = m.attn_out_bias = false;  // attention_bias is q/kv_a only in DeepSeek; off in every release
-    if (m.kv_lora_rank < 1 || m.v_head_dim < 1)
-      throw usage_error(fmt::format("{}: \"kv_lora_rank\" and \"v_head_dim\" must be at least 1", r.source));
-    check_experts(r, m, "n_routed_experts");
+    read_deepseek(r, m);
   } else {
     return false;
   }

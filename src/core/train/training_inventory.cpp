@@ -71,58 +71,58 @@ void residual_add(const dims& d, tally& t) { t.op((d.r + d.a) * d.h, d.r * d.h);
 namespace {
 using namespace inventory_ops;
 
-void attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
-  norm_block(m, d, t, m.fused_qkv ? 1 : 3);
-  t.gemm(m.fused_qkv ? 1 : 3);
-  double qe = d.a;  // dtype of Q and K after rotary
-  if (m.learned_positions == 0 && m.causal) {
-    // q*cos + rotate_half(q)*sin: neg, cat, two muls, add; cos/sin in the
-    // residual dtype keep nothing big (they do not require grad).
-    qe = std::max(d.a, d.r);
-    // MLA rotates only the rope part: per head of q, and one shared key.
-    const double rope = static_cast<double>(m.qk_rope_head_dim);
-    const std::array<double, 2> rotated =
-        m.is_mla() ? std::array<double, 2>{d.heads * rope, rope} : std::array<double, 2>{d.q, d.kv};
-    for (double n : rotated) {
-      t.op(d.a * n / 2, d.a * n / 2);
-      t.op(d.a * n, d.a * n);
-      t.op(d.a * n, qe * n);
-      t.op(d.a * n, qe * n);
-      t.op(2 * qe * n, qe * n);
-    }
-    if (qe != d.a) {
-      t.op(qe * d.q, d.a * d.q);  // SDPA's autocast casts Q and K back to 16 bits
-      t.op(qe * d.kv, d.a * d.kv);
-    }
+void rotary(const model_spec& m, const dims& d, tally& t) {
+  // q*cos + rotate_half(q)*sin: neg, cat, two muls, add; cos/sin in the
+  // residual dtype keep nothing big (they do not require grad).
+  const double qe = std::max(d.a, d.r);  // dtype of Q and K after rotary
+  // MLA rotates only the rope part: per head of q, and one shared key.
+  const double rope = static_cast<double>(m.qk_rope_head_dim);
+  const std::array<double, 2> rotated =
+      m.is_mla() ? std::array<double, 2>{d.heads * rope, rope} : std::array<double, 2>{d.q, d.kv};
+  for (double n : rotated) {
+    t.op(d.a * n / 2, d.a * n / 2);
+    t.op(d.a * n, d.a * n);
+    t.op(d.a * n, qe * n);
+    t.op(d.a * n, qe * n);
+    t.op(2 * qe * n, qe * n);
   }
-  if (m.qk_norm_params > 0) {
-    // Qwen3 / OLMoE RMSNorm on q and k (the LlamaRMSNorm ops over q + kv
-    // elements): the fp32 input and the normalised tensor are kept.
-    const double n = d.q + d.kv;
+  if (qe != d.a) {
+    t.op(qe * d.q, d.a * d.q);  // SDPA's autocast casts Q and K back to 16 bits
+    t.op(qe * d.kv, d.a * d.kv);
+  }
+}
+
+// Qwen3 / OLMoE RMSNorm on q and k (the LlamaRMSNorm ops over q + kv
+// elements): the fp32 input and the normalised tensor are kept.
+void qk_norm(const dims& d, tally& t) {
+  const double n = d.q + d.kv;
+  t.op(d.a * n, 4 * n, 4 * n);
+  t.op(4 * n, 4 * n);
+  t.op(4 * n, 8);
+  t.op(4 * n + 8, 4 * n);
+  t.op(4 * n, d.a * n);
+  t.op(d.a * n, d.a * n, d.a * n);
+}
+
+// DeepSeek MLA: kv_a's output (compressed kv + rope key), its RMSNorm
+// (fp32 input and output kept), kv_b's input; the same for q_a with
+// q_lora_rank; then q and k assembled by cat from their nope and rope
+// parts (copies of q and k).
+void mla_projections(const model_spec& m, const dims& d, tally& t) {
+  const double c = static_cast<double>(m.kv_lora_rank), ql = static_cast<double>(m.q_lora_rank);
+  for (double n : {c, ql}) {
+    if (n <= 0) continue;
     t.op(d.a * n, 4 * n, 4 * n);
     t.op(4 * n, 4 * n);
-    t.op(4 * n, 8);
     t.op(4 * n + 8, 4 * n);
-    t.op(4 * n, d.a * n);
-    t.op(d.a * n, d.a * n, d.a * n);
+    t.op(4 * n, d.a * n, d.a * n);  // normalised, kept by the b projection
   }
-  if (m.is_mla()) {
-    // DeepSeek MLA: kv_a's output (compressed kv + rope key), its RMSNorm
-    // (fp32 input and output kept), kv_b's input; the same for q_a with
-    // q_lora_rank; then q and k assembled by cat from their nope and rope
-    // parts (copies of q and k).
-    const double c = static_cast<double>(m.kv_lora_rank), ql = static_cast<double>(m.q_lora_rank);
-    for (double n : {c, ql}) {
-      if (n <= 0) continue;
-      t.op(d.a * n, 4 * n, 4 * n);
-      t.op(4 * n, 4 * n);
-      t.op(4 * n + 8, 4 * n);
-      t.op(4 * n, d.a * n, d.a * n);  // normalised, kept by the b projection
-    }
-    t.gemm(ql > 0 ? 2 : 0);  // q_a, q_b beyond the q/k/v count
-    t.op(d.a * d.q, d.a * d.q);
-    t.op(d.a * d.kv, d.a * d.kv);
-  }
+  t.gemm(ql > 0 ? 2 : 0);  // q_a, q_b beyond the q/k/v count
+  t.op(d.a * d.q, d.a * d.q);
+  t.op(d.a * d.kv, d.a * d.kv);
+}
+
+void scores_and_values(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
   if (kernel == attention_kernel::math) {
     // SDPA's math fallback (aten _scaled_dot_product_attention_math): q and
     // k each scaled by sqrt(scale), k and v repeated to every query head
@@ -152,6 +152,15 @@ void attention_block(const model_spec& m, const dims& d, tally& t, attention_ker
     t.gemm(1);  // one fused kernel; its time is counted with the GEMMs
     t.saved += d.a * (d.q + d.kv + d.v) + 4 * d.heads;
   }
+}
+
+void attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
+  norm_block(m, d, t, m.fused_qkv ? 1 : 3);
+  t.gemm(m.fused_qkv ? 1 : 3);
+  if (m.learned_positions == 0 && m.causal) rotary(m, d, t);
+  if (m.qk_norm_params > 0) qk_norm(d, t);
+  if (m.is_mla()) mla_projections(m, d, t);
+  scores_and_values(m, d, t, kernel);
   t.saved += d.kept_by_weight(d.a * d.o);  // the attention output, kept by the output projection
   t.gemm(1);
   if (m.norms_per_layer > 2) norm_block(m, d, t, 0);  // Gemma 2/3's norm after attention
@@ -209,8 +218,9 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
 
 }  // namespace
 
-token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention_kind, bool frozen_base) {
+namespace {
+
+dims dims_of(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast, bool frozen_base) {
   dims d{};
   d.h = static_cast<double>(m.hidden_size);
   d.q = static_cast<double>(m.q_size());
@@ -225,8 +235,10 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
 
   d.v = static_cast<double>(m.num_kv_heads * m.v_dim());
   d.o = static_cast<double>(m.num_heads * m.v_dim());
+  return d;
+}
 
-  token_inventory inv;
+void add_layers(const model_spec& m, const dims& d, attention_kernel attention_kind, token_inventory& inv) {
   tally attention, dense;
   attention_block(m, d, attention, attention_kind);
   mlp_block(m, d, dense);
@@ -247,7 +259,10 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
     inv.layer_saved_max = attention.saved + std::max(m.dense_layers > 0 ? dense.saved : 0.0, moe.saved);
   }
   inv.layer_input = d.r * d.h;
+}
 
+// The embeddings before the blocks and the final norm and head after them.
+void add_outer(const model_spec& m, const dims& d, token_inventory& inv) {
   tally outer;
   // Token (and position / type) lookups and their sum, in the weights' dtype.
   const double tables = 1 + (m.learned_positions > 0 ? 1 : 0) + (m.token_types > 0 ? 1 : 0);
@@ -267,12 +282,14 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
   inv.outer_saved = outer.saved;
   inv.outer_traffic = outer.traffic;
   inv.outer_kernels = outer.kernels + 10;  // the loss: cast, log_softmax, nll, their backward
+}
 
-  // The loss over b x s x V logits. 16-bit logits (2), their fp32 upcast (4)
-  // and log_softmax's fp32 output (4) are alive together in forward; in
-  // backward, log_softmax's output (4), nll_loss's dense gradient (4) and
-  // log_softmax's input gradient (4), beside the 16-bit logits (2) held by the
-  // model's output object while the caller keeps it. fp32: no upcast copy.
+// The loss over b x s x V logits. 16-bit logits (2), their fp32 upcast (4)
+// and log_softmax's fp32 output (4) are alive together in forward; in
+// backward, log_softmax's output (4), nll_loss's dense gradient (4) and
+// log_softmax's input gradient (4), beside the 16-bit logits (2) held by the
+// model's output object while the caller keeps it. fp32: no upcast copy.
+void add_logits(const model_spec& m, int compute_bytes, token_inventory& inv) {
   if (compute_bytes == 4) {
     inv.logit_forward_bytes = 8;
     inv.logit_backward_bytes = 16;
@@ -294,6 +311,17 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
     inv.logit_traffic += 3 * 2 * lb * 2;  // three ops and their gradients
     inv.outer_kernels += 6;
   }
+}
+
+}  // namespace
+
+token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
+                          attention_kernel attention_kind, bool frozen_base) {
+  const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base);
+  token_inventory inv;
+  add_layers(m, d, attention_kind, inv);
+  add_outer(m, d, inv);
+  add_logits(m, compute_bytes, inv);
   return inv;
 }
 

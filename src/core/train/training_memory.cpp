@@ -91,115 +91,13 @@ double lora_transient_per_token(const training_setup& s) {
   return per_width * widest;
 }
 
-}  // namespace
-
-std::int64_t memory_breakdown::per_sample_bytes(bool checkpointing) const {
-  return (checkpointing ? checkpointed_activation_bytes_per_sample : activation_bytes_per_sample) +
-         logits_bytes_per_sample;
-}
-
-namespace {
-// Allocated bytes in each phase of a step, the largest of which PyTorch
-// reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
-// Through backward, layer by layer, kept activations and 16-bit weight copies
-// are freed as gradients appear: the sum moves linearly from the loss's
-// backward to the optimizer step, so those two ends bound it, with the
-// first layer's backward between them (all gradients but its own, its
-// activations, the incoming and outgoing gradients). Under checkpointing the
-// sum at layer l is the gradients of the layers above it, the inputs of
-// those below and one layer recomputed: linear in l, so its two ends, the
-// last layer's backward and the first's, bound it; the first's holds what
-// the plain step's does then (the recomputed layer in place of the kept
-// one; the layer's input is the tensor its first norm keeps).
-struct phase_bytes {
-  const char* name;
-  std::int64_t bytes;
-};
-std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt) {
-  const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
-  const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
-  std::vector<phase_bytes> out;
-  // The forward's peak: its logits, or with LoRA an adapter's temporaries in
-  // the last layer, over everything kept, if larger.
-  out.push_back({"forward", states + m.autocast_weight_copies_bytes +
-                                b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
-  // Under checkpointing only the LM head still holds its autocast copy in backward.
-  out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
-                                      b * (kept + m.logits_bytes_per_sample)});
-  // The caller keeps the model output (its logits) through backward.
-  const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
-  if (ckpt)
-    out.push_back({"recompute", states + (m.gradients_bytes - m.layer_gradients_bytes) + b * (kept + layer_backward)});
-  out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
-  // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
-  // every other gradient is in place, the LM head's share of the tied
-  // gradient waits in autograd's input buffer for the embedding's (a dense
-  // V x h from embedding_dense_backward), which are summed before
-  // AccumulateGrad; the model output's logits are still held by the caller.
-  if (m.tied_embedding_grad_bytes > 0)
-    out.push_back({"embedding backward", states + m.gradients_bytes + m.tied_embedding_grad_bytes +
-                                             b * m.logits_held_bytes_per_sample});
-  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
-  out.push_back({"optimizer step", states + m.gradients_bytes});
-  return out;
-}
-}  // namespace
-
-std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing) const {
-  const auto all = phases(*this, micro_batch, checkpointing);
-  return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
-}
-
-std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const {
-  std::int64_t peak = 0;
-  for (const auto& p : phases(*this, micro_batch, checkpointing)) peak = std::max(peak, p.bytes);
-  return peak;
-}
-
-std::int64_t memory_breakdown::held_bytes() const { return weights_bytes + optimizer_bytes + library_workspace_bytes; }
-
-namespace {
-// What the caching allocator reserves at the step's peak: the tensors held
-// for the whole run (weights, optimizer states, workspaces: no slack), the
-// transient rest of each phase with its slack, and under checkpointing the
-// gradients' share on top (training_calibration.hpp has the sources).
-double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt) {
-  const double held = static_cast<double>(m.held_bytes());
-  double reserved = 0;
-  for (const auto& p : phases(m, b, ckpt))
-    reserved = std::max(reserved, held + static_cast<double>(p.bytes - m.held_bytes()) * (1 + m.allocator_overhead));
-  if (ckpt) {
-    reserved += m.allocator_overhead_ckpt * static_cast<double>(m.gradients_bytes);
-    // Checkpointing only drops kept activations and re-creates one layer's
-    // of them at a time in backward: at every moment it holds a subset of
-    // what the plain step holds at the same micro-batch, allocated in the
-    // same order, so it never needs a larger pool than the plain step's.
-    reserved = std::min(reserved, reserved_bytes(m, b, false));
-  }
-  return reserved;
-}
-}  // namespace
-
-std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
-  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing)) + cuda_context_bytes;
-}
-
-memory_breakdown estimate_memory(const training_setup& s) {
+// Two kinds of tensors, each held by some GPUs: the dense ones by all N
+// (ZeRO shards over N), the routed experts split over the expert-parallel
+// ranks, each share held by N / ep of them (moe_parallel.hpp). For a dense
+// model the experts' share is empty.
+void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   const model_spec& m = s.model;
-  memory_breakdown r;
-  r.parameters = parameter_count(m);
-  r.active_parameters = active_parameter_count(m);
-  r.expert_parameters = expert_parameter_count(m);
-  r.expert_parallel = expert_parallel_degree(s);
   const bool lora = s.lora_rank > 0;
-  r.trainable_parameters = lora ? lora_parameters(m, s.lora_rank, false) + lora_parameters(m, s.lora_rank, true)
-                                : r.parameters;
-  r.expert_trainable_parameters = lora ? lora_parameters(m, s.lora_rank, true) : r.expert_parameters;
-
-  // Two kinds of tensors, each held by some GPUs: the dense ones by all N
-  // (ZeRO shards over N), the routed experts split over the expert-parallel
-  // ranks, each share held by N / ep of them (moe_parallel.hpp). For a dense
-  // model the experts' share is empty.
   const double ep = r.expert_parallel;
   double weights = 0, grads = 0, optimizer = 0;
   for (const bool experts : {false, true}) {
@@ -246,15 +144,19 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
+}
 
-  // Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
-  // (autocast_mode.cpp, cached_cast: leaf tensors that require grad), the
-  // LM head's (the tied embedding's) included; the linear nodes keep them
-  // for backward after the cache is cleared at the end of the autocast block.
+// Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
+// (autocast_mode.cpp, cached_cast: leaf tensors that require grad), the
+// LM head's (the tied embedding's) included; the linear nodes keep them
+// for backward after the cache is cleared at the end of the autocast block.
+void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
+  const model_spec& m = s.model;
+  const double ep = r.expert_parallel;
   if (s.zero_stage == 0 && is_mixed(s.prec)) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
-    if (lora) {
+    if (s.lora_rank > 0) {
       // The frozen base is 16-bit already: only the adapters are cast.
       r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
     } else {
@@ -264,45 +166,46 @@ memory_breakdown estimate_memory(const training_setup& s) {
       r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
     }
   }
+}
 
-  // Activations kept for backward, op by op (training_inventory.cpp has the
-  // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
-  // bytes per token, which assumes 16-bit everything and fused kernels.
-  // LoRA's base is frozen and 16-bit (fp32 in fp32 training): autocast has
-  // no base weight to cast, the residual stream stays in the base's dtype,
-  // and frozen linears and norms keep nothing for weight gradients.
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
-                                        attention_kernel_of(s), lora);
-  const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
+// peft's lora_A keeps its own copy of each adapted linear's input (peft
+// casts it to the adapter's dtype; autocast casts that to 16 bits for
+// the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
+// (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
+// made and the modules reading one input keep that one tensor: k and v
+// share q's, up shares gate's (traced: profiles/training_traces).
+// With lora_dropout > 0 each adapter's dropout keeps its bool mask (1
+// byte per input element) and lora_A keeps (a cast of) the dropped-out
+// copy instead of the input: one more byte per input element.
+// Nothing else: the frozen base linear keeps no input (no weight
+// gradient), the scale by a Python float and the add keep nothing, and
+// peft's fp32 copy of x is not kept under autocast (the cast's backward
+// needs no input).
+double lora_kept_per_token(const training_setup& s) {
+  const model_spec& m = s.model;
   double lora_extra = 0;
-  if (lora) {
-    // peft's lora_A keeps its own copy of each adapted linear's input (peft
-    // casts it to the adapter's dtype; autocast casts that to 16 bits for
-    // the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
-    // (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
-    // made and the modules reading one input keep that one tensor: k and v
-    // share q's, up shares gate's (traced: profiles/training_traces).
-    // With lora_dropout > 0 each adapter's dropout keeps its bool mask (1
-    // byte per input element) and lora_A keeps (a cast of) the dropped-out
-    // copy instead of the input: one more byte per input element.
-    // Nothing else: the frozen base linear keeps no input (no weight
-    // gradient), the scale by a Python float and the add keep nothing, and
-    // peft's fp32 copy of x is not kept under autocast (the cast's backward
-    // needs no input).
-    const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
-    const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
-    const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
-    auto reads_anothers_input = [&](const std::string& n) {
-      return n == "layers.k_proj" || n == "layers.v_proj" ||
-             (m.gated_mlp && (n == "layers.up_proj" || n == "layers.experts.up_proj" || n == "layers.shared_expert.up_proj"));
-    };
-    for (const auto& t : weight_tensors(m))
-      if (lora_adapts(t)) {
-        const double input = shared_input && reads_anothers_input(t.name) ? 0.0 : (e + mask) * static_cast<double>(t.cols);
-        lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
-                      t.token_share;  // an expert's adapters see its share of the tokens
-      }
-  }
+  const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
+  const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
+  const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
+  auto reads_anothers_input = [&](const std::string& n) {
+    return n == "layers.k_proj" || n == "layers.v_proj" ||
+           (m.gated_mlp && (n == "layers.up_proj" || n == "layers.experts.up_proj" || n == "layers.shared_expert.up_proj"));
+  };
+  for (const auto& t : weight_tensors(m))
+    if (lora_adapts(t)) {
+      const double input = shared_input && reads_anothers_input(t.name) ? 0.0 : (e + mask) * static_cast<double>(t.cols);
+      lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
+                    t.token_share;  // an expert's adapters see its share of the tokens
+    }
+  return lora_extra;
+}
+
+// The activations a sample keeps, and what one layer holds while it is recomputed.
+void add_activations(const training_setup& s, const token_inventory& inv, memory_breakdown& r) {
+  const model_spec& m = s.model;
+  const bool lora = s.lora_rank > 0;
+  const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
+  const double lora_extra = lora ? lora_kept_per_token(s) : 0.0;
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
   // decoder layer) keeps each layer's input; backward recomputes one layer at
@@ -321,32 +224,69 @@ memory_breakdown estimate_memory(const training_setup& s) {
       static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight)) +
       r.lora_transient_bytes_per_sample;
   r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
-  // The blocks' share of the gradients, arriving layer by layer in backward
-  // (all of LoRA's: its adapters sit in the blocks only, lora_parameters).
+}
+
+// The blocks' share of the gradients, arriving layer by layer in backward
+// (all of LoRA's: its adapters sit in the blocks only, lora_parameters).
+std::int64_t layer_gradients_bytes(const training_setup& s, const memory_breakdown& r) {
+  const bool lora = s.lora_rank > 0;
+  const double ep = r.expert_parallel;
   double layer_trainable = 0, all_trainable = 0;
   if (!lora)
-    for (const auto& t : weight_tensors(m)) {
+    for (const auto& t : weight_tensors(s.model)) {
       double n = static_cast<double>(t.parameters());
       if (t.routed()) n /= ep;  // this GPU's experts
       all_trainable += n;
       if (t.name.rfind("layers.", 0) == 0) layer_trainable += n;
     }
-  r.layer_gradients_bytes =
-      lora ? r.gradients_bytes
-           : all_trainable > 0
-                 ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
-                 : 0;
+  return lora ? r.gradients_bytes
+              : all_trainable > 0
+                    ? static_cast<std::int64_t>(static_cast<double>(r.gradients_bytes) * layer_trainable / all_trainable)
+                    : 0;
+}
+
+void add_logits(const training_setup& s, const token_inventory& inv, memory_breakdown& r) {
+  const model_spec& m = s.model;
+  const double seq = static_cast<double>(s.seq_len);
   const double logits = static_cast<double>(m.vocab_size) * seq;
   r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
   r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
   // The tied embedding's two gradient contributions beside their sum, at the
   // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
   const bool tied_head = !m.causal || m.tied_embeddings;
-  if (tied_head && !lora && s.zero_stage == 0) {
+  if (tied_head && s.lora_rank == 0 && s.zero_stage == 0) {
     const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
     r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
   }
   r.logits_held_bytes_per_sample = static_cast<std::int64_t>(activation_bytes(s.prec) * logits);
+}
+
+}  // namespace
+
+memory_breakdown estimate_memory(const training_setup& s) {
+  const model_spec& m = s.model;
+  memory_breakdown r;
+  r.parameters = parameter_count(m);
+  r.active_parameters = active_parameter_count(m);
+  r.expert_parameters = expert_parameter_count(m);
+  r.expert_parallel = expert_parallel_degree(s);
+  const bool lora = s.lora_rank > 0;
+  r.trainable_parameters = lora ? lora_parameters(m, s.lora_rank, false) + lora_parameters(m, s.lora_rank, true)
+                                : r.parameters;
+  r.expert_trainable_parameters = lora ? lora_parameters(m, s.lora_rank, true) : r.expert_parameters;
+  add_state_bytes(s, r);
+  add_autocast_copies(s, r);
+  // Activations kept for backward, op by op (training_inventory.cpp has the
+  // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as
+  // bytes per token, which assumes 16-bit everything and fused kernels.
+  // LoRA's base is frozen and 16-bit (fp32 in fp32 training): autocast has
+  // no base weight to cast, the residual stream stays in the base's dtype,
+  // and frozen linears and norms keep nothing for weight gradients.
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
+                                        attention_kernel_of(s), lora);
+  add_activations(s, inv, r);
+  r.layer_gradients_bytes = layer_gradients_bytes(s, r);
+  add_logits(s, inv, r);
   // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
   // allocator, so they count in max_memory_allocated.
   r.library_workspace_bytes = library_workspace_bytes;

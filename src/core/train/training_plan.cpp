@@ -13,39 +13,23 @@
 
 namespace tiletune {
 
-batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
-                      const device_rates& rates) {
-  validate(s);
-  batch_plan plan;
-  plan.rates = rates;
-  if (gemm_time) plan.mode = "measured";
-  plan.setup = s;
-  plan.device = d;
-  plan.memory = estimate_memory(s);
-  plan.memory_budget_bytes = static_cast<std::int64_t>(static_cast<double>(d.memory_bytes) * (1 - s.safety_margin));
-  const memory_breakdown& mem = plan.memory;
+namespace {
 
-  // The peak is a maximum of phases, each linear in the micro-batch, so it
-  // only grows with it: the largest that fits is found by bisection.
-  auto max_fit = [&](bool ckpt) -> std::int64_t {
-    auto fits = [&](std::int64_t b) { return mem.peak_bytes(b, ckpt) <= plan.memory_budget_bytes; };
-    if (!fits(1)) return 0;
-    std::int64_t lo = 1, hi = 2;
-    while (hi <= (1 << 20) && fits(hi)) lo = hi, hi *= 2;
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      (fits(mid) ? lo : hi) = mid;
-    }
-    return std::min<std::int64_t>(lo, 1 << 20);
-  };
-  plan.max_micro_batch_no_ckpt = max_fit(false);
-  plan.max_micro_batch_ckpt = max_fit(true);
+// The peak is a maximum of phases, each linear in the micro-batch, so it
+// only grows with it: the largest that fits is found by bisection.
+std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t budget_bytes, bool ckpt) {
+  auto fits = [&](std::int64_t b) { return mem.peak_bytes(b, ckpt) <= budget_bytes; };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = 2;
+  while (hi <= (1 << 20) && fits(hi)) lo = hi, hi *= 2;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return std::min<std::int64_t>(lo, 1 << 20);
+}
 
-  std::vector<bool> policies;
-  if (s.checkpointing != checkpoint_policy::on) policies.push_back(false);
-  if (s.checkpointing != checkpoint_policy::off) policies.push_back(true);
-
-  const communication_estimate comm = estimate_communication(s, d);
+void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm) {
   if (s.world_size > 1)
     plan.notes.push_back(fmt::format(
         "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
@@ -54,55 +38,81 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
         s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link));
   for (auto& n : moe_notes(s, comm.link_gbs)) plan.notes.push_back(std::move(n));
-  // Per GPU, a global batch G needs G / world samples per optimizer step.
-  const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
+}
+
+// Powers of two up to twice the limit, the limit itself and, with a per-GPU batch, its divisors.
+std::vector<std::int64_t> candidate_sizes(std::int64_t limit, std::int64_t per_gpu) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t b = 1; b <= std::max<std::int64_t>(limit, 1) * 2 && b <= (1 << 20); b *= 2) sizes.push_back(b);
+  if (limit > 0) sizes.push_back(limit);
+  if (per_gpu > 0) {
+    // No micro-batch beyond the per-GPU batch; its divisors reach the global batch exactly.
+    std::erase_if(sizes, [&](std::int64_t b) { return b > per_gpu; });
+    for (std::int64_t b = 1; b <= std::min(per_gpu, limit); ++b)
+      if (per_gpu % b == 0) sizes.push_back(b);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// What the planner knows before it times a candidate.
+struct candidate_inputs {
+  const training_setup& s;
+  const device_spec& d;
+  const gemm_time_fn& gemm_time;
+  const device_rates& rates;
+  const communication_estimate& comm;
+  std::int64_t per_gpu;
+};
+
+batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& in, std::int64_t b, bool ckpt) {
+  const training_setup& s = in.s;
+  const memory_breakdown& mem = plan.memory;
+  const std::int64_t per_gpu = in.per_gpu;
+  batch_candidate c;
+  c.micro_batch = b;
+  c.checkpointing = ckpt;
+  c.peak_bytes = mem.peak_bytes(b, ckpt);
+  c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt);
+  c.peak_phase = mem.peak_phase(b, ckpt);
+  c.fits = c.peak_bytes <= plan.memory_budget_bytes;
+  c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
+  c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
+  c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
+  // Only a candidate that fits is worth timing on the GPU.
+  c.measured = c.fits && in.gemm_time;
+  c.time = predict_step(s, in.d, b, ckpt, c.measured ? in.gemm_time : gemm_time_fn{}, in.rates);
+  c.time.allreduce_ms = in.comm.per_global_step_ms;
+  c.time.gather_ms = in.comm.per_micro_step_ms;
+  c.time.alltoall_ms = expert_alltoall_ms(s, in.comm.link_gbs, b, ckpt);
+  // More work never takes less GEMM time: a timing that says so (noise,
+  // a shape timed in parts) is raised to the smaller batch's.
+  if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
+    c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
+  const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
+                                c.time.optimizer_ms + c.time.allreduce_ms;
+  c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
+  c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * s.world_size) / (global_step_ms * 1e-3);
+  c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
+  return c;
+}
+
+void add_candidates(batch_plan& plan, const candidate_inputs& in) {
+  std::vector<bool> policies;
+  if (in.s.checkpointing != checkpoint_policy::on) policies.push_back(false);
+  if (in.s.checkpointing != checkpoint_policy::off) policies.push_back(true);
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
-    std::vector<std::int64_t> sizes;
-    for (std::int64_t b = 1; b <= std::max<std::int64_t>(limit, 1) * 2 && b <= (1 << 20); b *= 2) sizes.push_back(b);
-    if (limit > 0) sizes.push_back(limit);
-    if (per_gpu > 0) {
-      // No micro-batch beyond the per-GPU batch; its divisors reach the global batch exactly.
-      std::erase_if(sizes, [&](std::int64_t b) { return b > per_gpu; });
-      for (std::int64_t b = 1; b <= std::min(per_gpu, limit); ++b)
-        if (per_gpu % b == 0) sizes.push_back(b);
-    }
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    for (std::int64_t b : sizes) {
-      batch_candidate c;
-      c.micro_batch = b;
-      c.checkpointing = ckpt;
-      c.peak_bytes = mem.peak_bytes(b, ckpt);
-      c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt);
-      c.peak_phase = mem.peak_phase(b, ckpt);
-      c.fits = c.peak_bytes <= plan.memory_budget_bytes;
-      c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
-      c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
-      c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
-      // Only a candidate that fits is worth timing on the GPU.
-      c.measured = c.fits && gemm_time;
-      c.time = predict_step(s, d, b, ckpt, c.measured ? gemm_time : gemm_time_fn{}, rates);
-      c.time.allreduce_ms = comm.per_global_step_ms;
-      c.time.gather_ms = comm.per_micro_step_ms;
-      c.time.alltoall_ms = expert_alltoall_ms(s, comm.link_gbs, b, ckpt);
-      // More work never takes less GEMM time: a timing that says so (noise,
-      // a shape timed in parts) is raised to the smaller batch's.
-      if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)
-        c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
-      const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
-                                    c.time.optimizer_ms + c.time.allreduce_ms;
-      c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
-      c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * s.world_size) / (global_step_ms * 1e-3);
-      c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
-      plan.candidates.push_back(c);
-    }
+    for (std::int64_t b : candidate_sizes(limit, in.per_gpu)) plan.candidates.push_back(make_candidate(plan, in, b, ckpt));
   }
+}
 
-  // The throughput-best candidate that fits and reaches the asked global batch
-  // exactly; when none can, the nearest one (the asked batch is the user's
-  // choice, not a few percent of speed's). Without checkpointing preferred
-  // while within 1%.
+// The throughput-best candidate that fits and reaches the asked global batch
+// exactly; when none can, the nearest one (the asked batch is the user's
+// choice, not a few percent of speed's). Without checkpointing preferred
+// while within 1%.
+std::optional<std::size_t> recommend(const batch_plan& plan, const training_setup& s) {
   std::optional<std::size_t> best;
   auto better = [&](std::size_t i, std::size_t j) {
     const auto &a = plan.candidates[i], &b = plan.candidates[j];
@@ -122,17 +132,21 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
     if (!plan.candidates[i].fits) continue;
     if (!best || better(i, *best)) best = i;
   }
-  plan.recommended = best;
+  return best;
+}
 
-  if (best) {
-    const step_time& t = plan.candidates[*best].time;
-    if (t.host_wait_ms > 0.1 * t.micro_step_ms())
-      plan.notes.push_back(fmt::format(
-          "the host issues this step slower than the GPU runs it: the GPU waits {:.1f} of {:.1f} ms per micro-step for "
-          "Python and autograd to issue its ops (host_time in profiles/host_time: the H100 machine's host, PyTorch 2.11, "
-          "transformers 5.17; a slower CPU waits longer). A larger micro-batch, torch.compile or CUDA graphs hide it",
-          t.host_wait_ms, t.micro_step_ms()));
-  }
+void add_host_wait_note(batch_plan& plan) {
+  if (!plan.recommended) return;
+  const step_time& t = plan.candidates[*plan.recommended].time;
+  if (t.host_wait_ms > 0.1 * t.micro_step_ms())
+    plan.notes.push_back(fmt::format(
+        "the host issues this step slower than the GPU runs it: the GPU waits {:.1f} of {:.1f} ms per micro-step for "
+        "Python and autograd to issue its ops (host_time in profiles/host_time: the H100 machine's host, PyTorch 2.11, "
+        "transformers 5.17; a slower CPU waits longer). A larger micro-batch, torch.compile or CUDA graphs hide it",
+        t.host_wait_ms, t.micro_step_ms()));
+}
+
+void add_model_notes(batch_plan& plan, const training_setup& s) {
   plan.notes.push_back(
       "not modelled: torch.compile (its fusion removes kernels and memory traffic, so compiled steps run faster than "
       "this eager estimate and may keep fewer activations), CPU offload of optimizer states or parameters (ZeRO-Offload, "
@@ -156,6 +170,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
         s.lora_dropout,
         s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
                            : "nn.Identity: set --lora-dropout to your LoraConfig's"));
+  const memory_breakdown& mem = plan.memory;
   plan.notes.push_back(fmt::format(
       "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
       "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "
@@ -163,63 +178,102 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
       "(other processes, other PyTorch or driver versions, allocator settings, tensors a script keeps beyond the step)",
       mem.allocator_overhead, mem.allocator_overhead_ckpt, static_cast<double>(mem.cuda_context_bytes) / (1LL << 30),
       s.safety_margin * 100));
-  if (best) {
-    const auto& r = plan.candidates[*best];
-    if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
-      plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
-    else if (r.checkpointing)
-      plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
-                                       "(the largest that fits without it is {})",
-                                       r.micro_batch, plan.max_micro_batch_no_ckpt));
-    else
-      plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
-    if (s.global_batch && !r.exact_global_batch)
-      plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
-                                       "the effective global batch is {}",
-                                       *s.global_batch, r.micro_batch, s.world_size, r.effective_global_batch));
+}
+
+void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
+  const auto& r = plan.candidates[*plan.recommended];
+  if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
+    plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
+  else if (r.checkpointing)
+    plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
+                                     "(the largest that fits without it is {})",
+                                     r.micro_batch, plan.max_micro_batch_no_ckpt));
+  else
+    plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
+  if (s.global_batch && !r.exact_global_batch)
+    plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
+                                     "the effective global batch is {}",
+                                     *s.global_batch, r.micro_batch, s.world_size, r.effective_global_batch));
+}
+
+void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
+  const memory_breakdown& mem = plan.memory;
+  constexpr double gib = double(1LL << 30);
+  if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
+    plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
+                                     "of the {:.1f} GiB budget",
+                                     mem.fixed_tensor_bytes() / gib, plan.memory_budget_bytes / gib));
+  else  // the model's state fits; one sequence's activations do not, even checkpointed
+    plan.notes.push_back(fmt::format(
+        "nothing fits: micro-batch 1 with checkpointing needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
+        "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
+        mem.peak_bytes(1, true) / gib, plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib, s.seq_len));
+}
+
+// What would fit, smallest change first.
+void add_suggestions(batch_plan& plan, const training_setup& s) {
+  auto fits_with = [&](training_setup alt) {
+    const memory_breakdown m2 = estimate_memory(alt);
+    return m2.peak_bytes(1, true) <= plan.memory_budget_bytes;
+  };
+  if (s.optimizer == optimizer_kind::adamw || s.optimizer == optimizer_kind::sgd_momentum) {
+    for (auto o : {optimizer_kind::adamw_8bit, optimizer_kind::adafactor}) {
+      training_setup alt = s;
+      alt.optimizer = o;
+      if (fits_with(alt)) plan.suggestions.push_back(fmt::format("--optimizer {}", to_string(o)));
+    }
+  }
+  if (s.lora_rank == 0) {
+    training_setup alt = s;
+    alt.lora_rank = 16;
+    if (fits_with(alt)) plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
+  }
+  if (s.world_size > 1 && s.zero_stage < 3) {
+    training_setup alt = s;
+    alt.zero_stage = 3;
+    if (fits_with(alt)) plan.suggestions.push_back("--zero 3");
+  }
+  // The longest sequence that fits, halving down to 128 tokens (a long-context plan
+  // can be several halvings away from fitting).
+  for (std::int64_t len = s.seq_len / 2; len >= 128; len /= 2) {
+    training_setup alt = s;
+    alt.seq_len = len;
+    if (fits_with(alt)) {
+      plan.suggestions.push_back(fmt::format("--seq-len {}", len));
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
+                      const device_rates& rates) {
+  validate(s);
+  batch_plan plan;
+  plan.rates = rates;
+  if (gemm_time) plan.mode = "measured";
+  plan.setup = s;
+  plan.device = d;
+  plan.memory = estimate_memory(s);
+  plan.memory_budget_bytes = static_cast<std::int64_t>(static_cast<double>(d.memory_bytes) * (1 - s.safety_margin));
+  plan.max_micro_batch_no_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, false);
+  plan.max_micro_batch_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, true);
+
+  const communication_estimate comm = estimate_communication(s, d);
+  add_communication_notes(plan, s, comm);
+  // Per GPU, a global batch G needs G / world samples per optimizer step.
+  const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
+  add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
+
+  plan.recommended = recommend(plan, s);
+  add_host_wait_note(plan);
+  add_model_notes(plan, s);
+  if (plan.recommended) {
+    add_recommendation_notes(plan, s);
   } else {
-    constexpr double gib = double(1LL << 30);
-    if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
-      plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
-                                       "of the {:.1f} GiB budget",
-                                       mem.fixed_tensor_bytes() / gib, plan.memory_budget_bytes / gib));
-    else  // the model's state fits; one sequence's activations do not, even checkpointed
-      plan.notes.push_back(fmt::format(
-          "nothing fits: micro-batch 1 with checkpointing needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
-          "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
-          mem.peak_bytes(1, true) / gib, plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib, s.seq_len));
-    // What would fit, smallest change first.
-    auto fits_with = [&](training_setup alt) {
-      const memory_breakdown m2 = estimate_memory(alt);
-      return m2.peak_bytes(1, true) <= plan.memory_budget_bytes;
-    };
-    if (s.optimizer == optimizer_kind::adamw || s.optimizer == optimizer_kind::sgd_momentum) {
-      for (auto o : {optimizer_kind::adamw_8bit, optimizer_kind::adafactor}) {
-        training_setup alt = s;
-        alt.optimizer = o;
-        if (fits_with(alt)) plan.suggestions.push_back(fmt::format("--optimizer {}", to_string(o)));
-      }
-    }
-    if (s.lora_rank == 0) {
-      training_setup alt = s;
-      alt.lora_rank = 16;
-      if (fits_with(alt)) plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
-    }
-    if (s.world_size > 1 && s.zero_stage < 3) {
-      training_setup alt = s;
-      alt.zero_stage = 3;
-      if (fits_with(alt)) plan.suggestions.push_back("--zero 3");
-    }
-    // The longest sequence that fits, halving down to 128 tokens (a long-context plan
-    // can be several halvings away from fitting).
-    for (std::int64_t len = s.seq_len / 2; len >= 128; len /= 2) {
-      training_setup alt = s;
-      alt.seq_len = len;
-      if (fits_with(alt)) {
-        plan.suggestions.push_back(fmt::format("--seq-len {}", len));
-        break;
-      }
-    }
+    add_nothing_fits_note(plan, s);
+    add_suggestions(plan, s);
   }
   return plan;
 }

@@ -38,6 +38,108 @@ std::string hf_optim(optimizer_kind o) {
   return "adamw_torch";
 }
 
+nlohmann::json memory_json(const batch_plan& plan) {
+  const memory_breakdown& m = plan.memory;
+  return {{"weights_bytes", m.weights_bytes},
+          {"gradients_bytes", m.gradients_bytes},
+          {"optimizer_bytes", m.optimizer_bytes},
+          {"activation_bytes_per_sample", m.activation_bytes_per_sample},
+          {"checkpointed_activation_bytes_per_sample", m.checkpointed_activation_bytes_per_sample},
+          {"logits_bytes_per_sample", m.logits_bytes_per_sample},
+          {"overhead_bytes", m.cuda_context_bytes},
+          {"allocator_overhead_fraction", m.allocator_overhead},
+          {"allocator_overhead_fraction_checkpointing", m.allocator_overhead_ckpt},
+          {"autocast_weight_copies_bytes", m.autocast_weight_copies_bytes},
+          {"lm_head_copy_bytes", m.lm_head_copy_bytes},
+          {"recompute_layer_bytes_per_sample", m.recompute_layer_bytes_per_sample},
+          {"lora_transient_bytes_per_sample", m.lora_transient_bytes_per_sample},
+          {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
+          {"library_workspace_bytes", m.library_workspace_bytes},
+          {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},
+          {"logits_held_bytes_per_sample", m.logits_held_bytes_per_sample},
+          {"expert_parameters", m.expert_parameters},
+          {"expert_trainable_parameters", m.expert_trainable_parameters},
+          {"expert_parallel", m.expert_parallel},
+          {"terms_are", "per GPU: routed experts divided over the expert-parallel ranks, then ZeRO's sharding"},
+          {"safety_margin_covers",
+           "peak_bytes adds to the modelled tensors the caching allocator's slack on what is allocated and "
+           "freed within a step (largest seen in real training) and the CUDA context measured on an H100; the safety margin "
+           "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
+           "allocator settings, tensors a training script keeps beyond the step"},
+          {"budget_bytes", plan.memory_budget_bytes},
+          {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
+                               {"checkpointing", plan.max_micro_batch_ckpt}}},
+          {"peak_bytes_means",
+           "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack on the transient part (not on "
+           "weights, optimizer states and workspaces; with checkpointing also a share of the gradients, never "
+           "more than without checkpointing) plus the CUDA context"}};
+}
+
+nlohmann::json candidates_json(const batch_plan& plan) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : plan.candidates) {
+    out.push_back({{"micro_batch", c.micro_batch},
+                   {"checkpointing", c.checkpointing},
+                   {"peak_bytes", c.peak_bytes},
+                   {"peak_allocated_bytes", c.peak_allocated_bytes},
+                   {"peak_phase", c.peak_phase},
+                   {"fits", c.fits},
+                   {"grad_accum_steps", c.grad_accum_steps},
+                   {"effective_global_batch", c.effective_global_batch},
+                   {"step_ms", c.step_ms},
+                   {"samples_per_s", c.samples_per_s},
+                   {"tokens_per_s", c.tokens_per_s},
+                   {"time", step_json(c.time)},
+                   {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
+  }
+  return out;
+}
+
+nlohmann::json calibration_json() {
+  return {{"source", "profiles/batch_calibration.json"},
+          {"cuda_context_bytes", cuda_context_bytes},
+          {"library_workspace_bytes", library_workspace_bytes},
+          {"allocator_slack_of_transient", allocator_slack_of_transient},
+          {"allocator_slack_ckpt_of_gradients", allocator_slack_ckpt_of_gradients},
+          {"elementwise_bandwidth_share", elementwise_bandwidth_share},
+          {"launch_us", launch_us}};
+}
+
+nlohmann::json recommendation_json(const batch_plan& plan, const batch_candidate& r) {
+  const training_setup& s = plan.setup;
+  return {{"micro_batch", r.micro_batch},
+          {"grad_accum_steps", r.grad_accum_steps},
+          {"global_batch", r.effective_global_batch},
+          {"exact_global_batch", r.exact_global_batch},
+          {"checkpointing", r.checkpointing},
+          {"precision", to_string(s.prec)},
+          {"optimizer", to_string(s.optimizer)},
+          {"peak_bytes", r.peak_bytes},
+          {"samples_per_s", r.samples_per_s},
+          {"tokens_per_s", r.tokens_per_s}};
+}
+
+// The recommendation as Hugging Face TrainingArguments.
+nlohmann::json hf_training_args_json(const training_setup& s, const batch_candidate& r) {
+  nlohmann::json hf = {{"per_device_train_batch_size", r.micro_batch},
+                       {"gradient_accumulation_steps", r.grad_accum_steps},
+                       {"gradient_checkpointing", r.checkpointing},
+                       {"bf16", s.prec == precision::bf16_mixed || s.prec == precision::bf16},
+                       {"fp16", s.prec == precision::fp16_mixed},
+                       {"optim", hf_optim(s.optimizer)}};
+  if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
+  return hf;
+}
+
+nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r) {
+  return {{"train_micro_batch_size_per_gpu", r.micro_batch},
+          {"gradient_accumulation_steps", r.grad_accum_steps},
+          {"train_batch_size", r.effective_global_batch},
+          {"zero_optimization", {{"stage", s.zero_stage}}},
+          {"bf16", {{"enabled", s.prec == precision::bf16_mixed || s.prec == precision::bf16}}},
+          {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc) {
@@ -63,65 +165,12 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
-  j["memory"] = {{"weights_bytes", m.weights_bytes},
-                 {"gradients_bytes", m.gradients_bytes},
-                 {"optimizer_bytes", m.optimizer_bytes},
-                 {"activation_bytes_per_sample", m.activation_bytes_per_sample},
-                 {"checkpointed_activation_bytes_per_sample", m.checkpointed_activation_bytes_per_sample},
-                 {"logits_bytes_per_sample", m.logits_bytes_per_sample},
-                 {"overhead_bytes", m.cuda_context_bytes},
-                 {"allocator_overhead_fraction", m.allocator_overhead},
-                 {"allocator_overhead_fraction_checkpointing", m.allocator_overhead_ckpt},
-                 {"autocast_weight_copies_bytes", m.autocast_weight_copies_bytes},
-                 {"lm_head_copy_bytes", m.lm_head_copy_bytes},
-                 {"recompute_layer_bytes_per_sample", m.recompute_layer_bytes_per_sample},
-                 {"lora_transient_bytes_per_sample", m.lora_transient_bytes_per_sample},
-                 {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
-                 {"library_workspace_bytes", m.library_workspace_bytes},
-                 {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},
-                 {"logits_held_bytes_per_sample", m.logits_held_bytes_per_sample},
-                 {"expert_parameters", m.expert_parameters},
-                 {"expert_trainable_parameters", m.expert_trainable_parameters},
-                 {"expert_parallel", m.expert_parallel},
-                 {"terms_are", "per GPU: routed experts divided over the expert-parallel ranks, then ZeRO's sharding"},
-                 {"safety_margin_covers",
-                  "peak_bytes adds to the modelled tensors the caching allocator's slack on what is allocated and "
-                  "freed within a step (largest seen in real training) and the CUDA context measured on an H100; the safety margin "
-                  "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
-                  "allocator settings, tensors a training script keeps beyond the step"},
-                 {"budget_bytes", plan.memory_budget_bytes},
-                 {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
-                                      {"checkpointing", plan.max_micro_batch_ckpt}}},
-                 {"peak_bytes_means",
-                  "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack on the transient part (not on "
-                  "weights, optimizer states and workspaces; with checkpointing also a share of the gradients, never "
-                  "more than without checkpointing) plus the CUDA context"}};
-  j["candidates"] = nlohmann::json::array();
-  for (const auto& c : plan.candidates) {
-    j["candidates"].push_back({{"micro_batch", c.micro_batch},
-                               {"checkpointing", c.checkpointing},
-                               {"peak_bytes", c.peak_bytes},
-                               {"peak_allocated_bytes", c.peak_allocated_bytes},
-                               {"peak_phase", c.peak_phase},
-                               {"fits", c.fits},
-                               {"grad_accum_steps", c.grad_accum_steps},
-                               {"effective_global_batch", c.effective_global_batch},
-                               {"step_ms", c.step_ms},
-                               {"samples_per_s", c.samples_per_s},
-                               {"tokens_per_s", c.tokens_per_s},
-                               {"time", step_json(c.time)},
-                               {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
-  }
+  j["memory"] = memory_json(plan);
+  j["candidates"] = candidates_json(plan);
   auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},
                        {"launch_floor_us", optional_number(plan.rates.launch_floor_us)}};
-  j["calibration"] = {{"source", "profiles/batch_calibration.json"},
-                      {"cuda_context_bytes", cuda_context_bytes},
-                      {"library_workspace_bytes", library_workspace_bytes},
-                      {"allocator_slack_of_transient", allocator_slack_of_transient},
-                      {"allocator_slack_ckpt_of_gradients", allocator_slack_ckpt_of_gradients},
-                      {"elementwise_bandwidth_share", elementwise_bandwidth_share},
-                      {"launch_us", launch_us}};
+  j["calibration"] = calibration_json();
   j["notes"] = plan.notes;
   if (!plan.recommended) {
     j["recommendation"] = nullptr;
@@ -131,30 +180,9 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     return j;
   }
   const auto& r = plan.candidates[*plan.recommended];
-  j["recommendation"] = {{"micro_batch", r.micro_batch},
-                         {"grad_accum_steps", r.grad_accum_steps},
-                         {"global_batch", r.effective_global_batch},
-                         {"exact_global_batch", r.exact_global_batch},
-                         {"checkpointing", r.checkpointing},
-                         {"precision", to_string(s.prec)},
-                         {"optimizer", to_string(s.optimizer)},
-                         {"peak_bytes", r.peak_bytes},
-                         {"samples_per_s", r.samples_per_s},
-                         {"tokens_per_s", r.tokens_per_s}};
-  nlohmann::json hf = {{"per_device_train_batch_size", r.micro_batch},
-                       {"gradient_accumulation_steps", r.grad_accum_steps},
-                       {"gradient_checkpointing", r.checkpointing},
-                       {"bf16", s.prec == precision::bf16_mixed || s.prec == precision::bf16},
-                       {"fp16", s.prec == precision::fp16_mixed},
-                       {"optim", hf_optim(s.optimizer)}};
-  if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
-  j["hf_training_args"] = hf;
-  j["deepspeed"] = {{"train_micro_batch_size_per_gpu", r.micro_batch},
-                    {"gradient_accumulation_steps", r.grad_accum_steps},
-                    {"train_batch_size", r.effective_global_batch},
-                    {"zero_optimization", {{"stage", s.zero_stage}}},
-                    {"bf16", {{"enabled", s.prec == precision::bf16_mixed || s.prec == precision::bf16}}},
-                    {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+  j["recommendation"] = recommendation_json(plan, r);
+  j["hf_training_args"] = hf_training_args_json(s, r);
+  j["deepspeed"] = deepspeed_json(s, r);
   return j;
 }
 

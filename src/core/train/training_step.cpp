@@ -25,11 +25,12 @@ dtype gemm_dtype(precision p) {
   }
 }
 
-std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
+namespace {
+
+// Every linear layer's forward, recompute, data- and weight-gradient GEMMs.
+void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
   const model_spec& m = s.model;
-  const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
-  std::vector<step_gemm> out;
   const int ep = expert_parallel_degree(s);
   for (const auto& t : weight_tensors(m)) {
     if (!t.linear) continue;
@@ -55,17 +56,13 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
     out.push_back({t.name + " data-grad", tokens, t.cols, t.rows, 1, t.count, 1});
     if (!lora) out.push_back({t.name + " weight-grad", t.rows, t.cols, tokens, 1, t.count, 1});
   }
-  add_lora_gemms(s, tokens, checkpointing, out);
-  if (!m.causal || m.tied_embeddings) {
-    // The output projection onto the vocabulary reuses the embedding matrix
-    // (BERT's MLM decoder and tied decoders).
-    out.push_back({"lm_head forward", tokens, m.vocab_size, m.hidden_size, 1, 1, 1});
-    out.push_back({"lm_head data-grad", tokens, m.hidden_size, m.vocab_size, 1, 1, 1});
-    if (!lora) out.push_back({"lm_head weight-grad", m.vocab_size, m.hidden_size, tokens, 1, 1, 1});
-  }
-  // Attention as batched GEMMs over batch x heads: S = Q K^T, O = P V; backward
-  // computes dP, dV, dQ, dK (flash recomputes S); causal flash skips the
-  // masked half.
+}
+
+// Attention as batched GEMMs over batch x heads: S = Q K^T, O = P V; backward
+// computes dP, dV, dQ, dK (flash recomputes S); causal flash skips the
+// masked half.
+void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpointing, std::vector<step_gemm>& out) {
+  const model_spec& m = s.model;
   const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
   // Fused SDPA kernels only (not eager attention nor SDPA's math fallback,
   // which compute every score and keep the probabilities for backward).
@@ -87,14 +84,39 @@ std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool 
     out.push_back({"attention backward (q, k)", sl, sl, d, bh, m.num_layers * 2, scale});
     out.push_back({"attention backward (v)", sl, sl, dv, bh, m.num_layers * 2, scale});
   }
+}
+
+}  // namespace
+
+std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
+  const model_spec& m = s.model;
+  const std::int64_t tokens = b * s.seq_len;
+  const bool lora = s.lora_rank > 0;
+  std::vector<step_gemm> out;
+  add_linear_gemms(s, tokens, checkpointing, out);
+  add_lora_gemms(s, tokens, checkpointing, out);
+  if (!m.causal || m.tied_embeddings) {
+    // The output projection onto the vocabulary reuses the embedding matrix
+    // (BERT's MLM decoder and tied decoders).
+    out.push_back({"lm_head forward", tokens, m.vocab_size, m.hidden_size, 1, 1, 1});
+    out.push_back({"lm_head data-grad", tokens, m.hidden_size, m.vocab_size, 1, 1, 1});
+    if (!lora) out.push_back({"lm_head weight-grad", m.vocab_size, m.hidden_size, tokens, 1, 1, 1});
+  }
+  add_attention_gemms(s, b, checkpointing, out);
   return out;
 }
 
-step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
-                       const gemm_time_fn& gemm_time, const device_rates& rates) {
-  step_time t;
+namespace {
+
+// The step's GEMM time and, of it, the forward pass's linears and attention.
+struct gemm_times {
+  double total_ms = 0, forward_ms = 0, attention_ms = 0;
+};
+
+gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
+                      const gemm_time_fn& gemm_time, const device_rates& rates) {
+  gemm_times times;
   const dtype type = gemm_dtype(s.prec);
-  double forward_gemm_ms = 0, attention_ms = 0;  // of gemm_ms: the forward pass's linears, attention
   for (const auto& g : step_gemms(s, b, checkpointing)) {
     gemm_problem p;
     p.m = g.m;
@@ -107,33 +129,71 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
                                                         elementwise_bandwidth_share)
                                 : predict_library_gemm(d, p).time_us;
     const double ms = us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
-    t.gemm_ms += ms;
-    if (g.name.ends_with(" forward")) forward_gemm_ms += ms;
-    if (g.name.starts_with("attention")) attention_ms += ms;
+    times.total_ms += ms;
+    if (g.name.ends_with(" forward")) times.forward_ms += ms;
+    if (g.name.starts_with("attention")) times.attention_ms += ms;
   }
-  // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
-  // (training_inventory.cpp, op by op), forward once, backward about twice
-  // (each op's gradient reads the incoming gradient and what it kept, and
-  // writes its own), recompute once more under checkpointing.
+  return times;
+}
+
+// The memory-bound rest: the bytes every non-GEMM kernel reads and writes
+// (training_inventory.cpp, op by op), forward once, backward about twice
+// (each op's gradient reads the incoming gradient and what it kept, and
+// writes its own), recompute once more under checkpointing.
+double memory_bound_bytes(const training_setup& s, const token_inventory& inv, const lora_path_cost& lora,
+                          const memory_breakdown& mem, std::int64_t b, bool checkpointing) {
   const model_spec& m = s.model;
-  const bool mixed = is_mixed(s.prec);
-  const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), mixed && !lora_base,
-                                        attention_kernel_of(s), lora_base);
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = checkpointing ? 4 : 3;
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
   // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
-  const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   bytes += lora.bytes;
-  const memory_breakdown mem = estimate_memory(s);
-  if (mixed) {
+  if (is_mixed(s.prec)) {
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
     const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
     bytes += casts * 6 * (checkpointing ? 2 : 1) + mem.local_trainable_parameters() * 6;
   }
+  return bytes;
+}
+
+// Optimizer step: fused AdamW reads weight, gradient, m and v and writes
+// weight, m and v, in the parameters' dtype (fp32 under AMP).
+double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, double bandwidth, double host_ms) {
+  // What this GPU updates: the dense parameters sharded over the world
+  // under ZeRO, its experts over the GPUs holding the same ones.
+  const double ep_share = mem.expert_parallel;
+  const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
+  const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
+  const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
+  const double state = optimizer_state_element_bytes(s);
+  double per_param = 7 * state;
+  switch (s.optimizer) {
+    case optimizer_kind::adamw: per_param = 7 * state; break;
+    case optimizer_kind::adamw_8bit: per_param = 3 * state + 4; break;
+    case optimizer_kind::adafactor: per_param = 4 * state; break;
+    case optimizer_kind::sgd: per_param = 3 * state; break;
+    case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
+  }
+  return std::max(per_param * T / bandwidth * 1e3, host_ms);
+}
+
+}  // namespace
+
+step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
+                       const gemm_time_fn& gemm_time, const device_rates& rates) {
+  step_time t;
+  const gemm_times gemms = time_gemms(s, d, b, checkpointing, gemm_time, rates);
+  t.gemm_ms = gemms.total_ms;
+  const model_spec& m = s.model;
+  const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora_base,
+                                        attention_kernel_of(s), lora_base);
+  const double passes = checkpointing ? 4 : 3;
+  const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
+  const memory_breakdown mem = estimate_memory(s);
+  const double bytes = memory_bound_bytes(s, inv, lora, mem, b, checkpointing);
   const double bandwidth =
       rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
   t.memory_bound_bytes = bytes;
@@ -151,30 +211,13 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   // time is its linears' GEMMs and its share of the rest (one pass of
   // `passes`).
   const host_issue host = host_issue_time(s, kernels, checkpointing);
-  const double gpu_forward = forward_gemm_ms + (attention_ms + t.memory_bound_ms + t.launch_ms) / passes;
+  const double gpu_forward = gemms.forward_ms + (gemms.attention_ms + t.memory_bound_ms + t.launch_ms) / passes;
   const double gpu_backward = t.gemm_ms + t.memory_bound_ms + t.launch_ms - gpu_forward;
   t.host_forward_ms = host.forward_ms;
   t.host_backward_ms = host.backward_ms;
   t.host_optimizer_ms = host.optimizer_ms;
   t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
-  // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
-  // weight, m and v, in the parameters' dtype (fp32 under AMP).
-  // What this GPU updates: the dense parameters sharded over the world
-  // under ZeRO, its experts over the GPUs holding the same ones.
-  const double ep_share = mem.expert_parallel;
-  const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
-  const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
-  const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double state = optimizer_state_element_bytes(s);
-  double per_param = 7 * state;
-  switch (s.optimizer) {
-    case optimizer_kind::adamw: per_param = 7 * state; break;
-    case optimizer_kind::adamw_8bit: per_param = 3 * state + 4; break;
-    case optimizer_kind::adafactor: per_param = 4 * state; break;
-    case optimizer_kind::sgd: per_param = 3 * state; break;
-    case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
-  }
-  t.optimizer_ms = std::max(per_param * T / bandwidth * 1e3, host.optimizer_ms);
+  t.optimizer_ms = optimizer_step_ms(s, mem, bandwidth, host.optimizer_ms);
   return t;
 }
 

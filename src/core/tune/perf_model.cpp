@@ -103,20 +103,28 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   return predict(d, p, c, occ, efficiency, 0);
 }
 
-prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
-                   const occupancy_estimate& occ, double efficiency, double dram_share) {
-  prediction r;
-  if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
-  const std::int64_t tiles_m = ceil_div(p.m, c.block_m);
-  const std::int64_t tiles_n = ceil_div(p.n, c.block_n);
-  const std::int64_t k_padded = ceil_div(p.k, c.block_k) * c.block_k;
-  // Split-K: split_k blocks per tile, each over its share of the k-tiles.
-  const std::int64_t split = std::max(1, c.split_k);
-  const std::int64_t k_per_block = ceil_div(ceil_div(p.k, c.block_k), split) * c.block_k;
-  r.blocks = tiles_m * tiles_n * p.batch * split;
-  r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
-                      (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
+namespace {
 
+// How a problem is cut into blocks: tiles, split-K and each block's share of K.
+struct block_grid {
+  std::int64_t tiles_m = 0, tiles_n = 0, k_padded = 0, split = 1, k_per_block = 0;
+};
+
+block_grid grid_of(const gemm_problem& p, const tile_config& c) {
+  block_grid g;
+  g.tiles_m = ceil_div(p.m, c.block_m);
+  g.tiles_n = ceil_div(p.n, c.block_n);
+  g.k_padded = ceil_div(p.k, c.block_k) * c.block_k;
+  // Split-K: split_k blocks per tile, each over its share of the k-tiles.
+  g.split = std::max(1, c.split_k);
+  g.k_per_block = ceil_div(ceil_div(p.k, c.block_k), g.split) * c.block_k;
+  return g;
+}
+
+// Fills the compute time and waves; returns the blocks resident on the whole device at once.
+std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                              const occupancy_estimate& occ, double efficiency, const block_grid& g, prediction& r) {
+  const std::int64_t k_per_block = g.k_per_block;
   // Compute: each SM runs its share of blocks at the family's attainable rate,
   // lowered when too few warps are resident to hide latency, and for a
   // two-stage pipeline that exposes part of each load.
@@ -136,11 +144,20 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   r.waves = static_cast<double>(r.blocks) / resident;
   r.wave_efficiency =
       static_cast<double>(r.blocks) / (blocks_on_busiest_sm * d.sm_count);
+  return resident;
+}
 
-  // Memory: DRAM moves each operand once (C twice when beta reads it); L2
-  // serves every block its A and B panels. A larger tile reads less per flop:
-  // that is its arithmetic intensity against the memory roof. Split-K writes
-  // and reads back fp32 partials of every tile.
+// Memory: DRAM moves each operand once (C twice when beta reads it); L2
+// serves every block its A and B panels. A larger tile reads less per flop:
+// that is its arithmetic intensity against the memory roof. Split-K writes
+// and reads back fp32 partials of every tile.
+struct memory_traffic {
+  double eb = 0, dram_bytes = 0, l2_bytes = 0, concurrent_blocks = 0, in_flight = 0;
+};
+
+memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
+                          std::int64_t blocks, std::int64_t resident) {
+  const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, split = g.split, k_per_block = g.k_per_block;
   const double eb = element_bytes(p.type);
   const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
   // (rows past M are neither written nor read).
@@ -165,8 +182,16 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
                                      static_cast<double>(std::min<std::int64_t>(c.block_m, p.m) +
                                                          std::min<std::int64_t>(c.block_n, p.n)) *
                                      c.block_k * eb;
-  const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(r.blocks, resident));
+  const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(blocks, resident));
   const double in_flight = concurrent_blocks * in_flight_per_block;
+  return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight};
+}
+
+void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
+                     const memory_traffic& t, double dram_share, prediction& r) {
+  const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, split = g.split, k_per_block = g.k_per_block;
+  const double eb = t.eb, dram_bytes = t.dram_bytes, l2_bytes = t.l2_bytes;
+  const double concurrent_blocks = t.concurrent_blocks, in_flight = t.in_flight;
   // DRAM as a pipe of bandwidth BW and latency L fed through the W bytes in
   // flight: each window's round trip is L + W/BW, so its B bytes take B/BW +
   // B*L/W, the bandwidth term plus the latency term (while a window waits out
@@ -194,6 +219,21 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   r.memory_us = std::max(dram_us, l2_us);
   r.dram_bytes = dram_bytes;
   r.l2_bytes = l2_bytes;
+}
+
+}  // namespace
+
+prediction predict(const device_spec& d, const gemm_problem& p, const tile_config& c,
+                   const occupancy_estimate& occ, double efficiency, double dram_share) {
+  prediction r;
+  if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
+  const block_grid g = grid_of(p, c);
+  const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, k_padded = g.k_padded, split = g.split;
+  r.blocks = tiles_m * tiles_n * p.batch * split;
+  r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
+                      (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
+  const std::int64_t resident = add_compute_time(d, p, c, occ, efficiency, g, r);
+  add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), dram_share, r);
 
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
   r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;

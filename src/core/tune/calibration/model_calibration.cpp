@@ -44,12 +44,8 @@ double scaled_time(const prediction& r, double compute_scale, double overlap_los
   return std::max(c, m) + overlap_loss * std::min(c, m) + launch;
 }
 
-// The efficiency that orders each problem's variants most like the
-// measurement (mean Spearman over the problems; the smaller absolute error
-// breaks ties), then the compute scale and overlap loss that remove the remaining
-// bias in the absolute times. Fitting the efficiency to absolute times instead pushed it
-// to ~0.15 on the H100 data and ranked worse (every variant compute-bound).
-fitted fit_one(const std::vector<observation>& obs, double dram_share, const std::map<std::string, double>& peak_share) {
+// fit_one's first step: the efficiency, fitted to the measured order of each problem's variants.
+double rank_fitted_efficiency(const std::vector<observation>& obs, double dram_share) {
   std::map<const gemm_plan*, std::vector<const observation*>> by_problem;
   for (const auto& o : obs) by_problem[o.plan].push_back(&o);
   // The efficiency is the rate a busy SM attains: a variant of the family that
@@ -61,7 +57,7 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
   for (const auto& o : obs)
     attained = std::max(attained, o.plan->problem.flops() / (o.measured_us * 1e-6) /
                                       (o.plan->device.peak_tflops(o.plan->problem.type) * 1e12));
-  fitted best;
+  double efficiency = 0;
   double best_rho = -2, best_err = 1e300;
   for (int step = std::max(10, static_cast<int>(std::ceil(attained / 0.005))); step <= 200; ++step) {
     const double e = step * 0.005;
@@ -81,17 +77,33 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
     if (rho > best_rho + 1e-9 || (std::abs(rho - best_rho) <= 1e-9 && err < best_err)) {
       best_rho = rho;
       best_err = err;
-      best.efficiency = e;
+      efficiency = e;
     }
   }
-  // The scale and the overlap loss that fit the measured times best (least squares of
-  // the log of measured over predicted), but never so that a prediction falls below the
-  // fastest kernel measured on its problem (the fitted values per family: docs/model.md).
-  std::vector<prediction> parts;
-  parts.reserve(obs.size());
-  for (const auto& o : obs)
-    parts.push_back(predict(o.plan->device, o.plan->problem, o.variant->config, o.variant->occupancy,
-                            best.efficiency, dram_share));
+  return efficiency;
+}
+
+// The scaled compute time never runs the problem's flops faster than the fastest rate any
+// kernel was measured at on its dtype (without this, a fit that adds part of the memory
+// time can put a family's compute above the dtype's peak).
+double least_time_scale(const std::vector<observation>& obs, const std::vector<prediction>& parts,
+                        const std::map<std::string, double>& peak_share) {
+  double least_scale = 0.05;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    const auto& p = obs[i].plan->problem;
+    auto it = peak_share.find(std::string(to_string(p.type)));
+    if (it == peak_share.end() || it->second <= 0 || parts[i].compute_us <= 0) continue;
+    const double fastest_us = p.flops() / (obs[i].plan->device.peak_tflops(p.type) * 1e12 * it->second) * 1e6;
+    least_scale = std::max(least_scale, fastest_us / parts[i].compute_us);
+  }
+  return least_scale;
+}
+
+// The scale and the overlap loss that fit the measured times best (least squares of
+// the log of measured over predicted), but never so that a prediction falls below the
+// fastest kernel measured on its problem (the fitted values per family: docs/model.md).
+void fit_scale_and_overlap(const std::vector<observation>& obs, const std::vector<prediction>& parts,
+                           double least_scale, fitted& best) {
   auto score = [&](double s, double rho) {
     double err = 0;
     for (std::size_t i = 0; i < obs.size(); ++i) {
@@ -115,22 +127,26 @@ fitted fit_one(const std::vector<observation>& obs, double dram_share, const std
           best.overlap_loss = rho;
         }
   };
-  // The scaled compute time never runs the problem's flops faster than the fastest rate any
-  // kernel was measured at on its dtype (without this, a fit that adds part of the memory
-  // time can put a family's compute above the dtype's peak).
-  double least_scale = 0.05;
-  for (std::size_t i = 0; i < obs.size(); ++i) {
-    const auto& p = obs[i].plan->problem;
-    auto it = peak_share.find(std::string(to_string(p.type)));
-    if (it == peak_share.end() || it->second <= 0 || parts[i].compute_us <= 0) continue;
-    const double fastest_us = p.flops() / (obs[i].plan->device.peak_tflops(p.type) * 1e12 * it->second) * 1e6;
-    least_scale = std::max(least_scale, fastest_us / parts[i].compute_us);
-  }
-  if (!obs.empty()) {
-    search(least_scale, least_scale + 6, 0.05, 0, 1, 0.05);
-    const double s0 = best.time_scale, r0 = best.overlap_loss;
-    search(std::max(least_scale, s0 - 0.05), s0 + 0.05, 0.0025, r0 - 0.05, r0 + 0.05, 0.0025);
-  }
+  search(least_scale, least_scale + 6, 0.05, 0, 1, 0.05);
+  const double s0 = best.time_scale, r0 = best.overlap_loss;
+  search(std::max(least_scale, s0 - 0.05), s0 + 0.05, 0.0025, r0 - 0.05, r0 + 0.05, 0.0025);
+}
+
+// The efficiency that orders each problem's variants most like the
+// measurement (mean Spearman over the problems; the smaller absolute error
+// breaks ties), then the compute scale and overlap loss that remove the remaining
+// bias in the absolute times. Fitting the efficiency to absolute times instead pushed it
+// to ~0.15 on the H100 data and ranked worse (every variant compute-bound).
+fitted fit_one(const std::vector<observation>& obs, double dram_share, const std::map<std::string, double>& peak_share) {
+  fitted best;
+  best.efficiency = rank_fitted_efficiency(obs, dram_share);
+  std::vector<prediction> parts;
+  parts.reserve(obs.size());
+  for (const auto& o : obs)
+    parts.push_back(predict(o.plan->device, o.plan->problem, o.variant->config, o.variant->occupancy,
+                            best.efficiency, dram_share));
+  const double least_scale = least_time_scale(obs, parts, peak_share);
+  if (!obs.empty()) fit_scale_and_overlap(obs, parts, least_scale, best);
   return best;
 }
 

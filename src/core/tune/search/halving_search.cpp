@@ -24,7 +24,54 @@ class halving_search : public search_strategy {
   std::string name() const override { return "halving"; }
 
   void run(std::vector<search_candidate>& candidates, search_context& ctx, search_report& report) const override {
-    // Stage 0: the model's cut.
+    std::vector<search_candidate*> alive = cut_by_model(candidates, report);
+    const sampling_policy brief = brief_budget(ctx.full), longer = longer_budget(ctx.full);
+    std::string stage = "brief";
+    std::optional<sampling_policy> budget = brief;
+    if (alive.size() <= final_size) {
+      budget = final_budget(ctx.full);
+      stage = "full";
+    }
+    for (int rung = 0;; ++rung) {
+      time_all(alive, ctx, budget, stage);
+      auto ranked = fastest_first(candidates, stage);
+      report.stages.push_back(search_stage_report{stage, alive.size(), alive.size(), 0, 0, 0});
+      if (ranked.empty()) {
+        report.stop_reason = "no variant ran correctly";
+        return;
+      }
+      if (stage == "full") {
+        report.stages.back().kept = ranked.size();
+        report.stop_reason = fmt::format("timed the last {} to the full budget", ranked.size());
+        return;
+      }
+      const auto why = verified_clear_leader(candidates, ranked, ctx, budget, stage);
+      if (ranked.empty()) {
+        report.stop_reason = "no variant ran correctly";
+        return;
+      }
+      if (why) {
+        report.stages.back().kept = 1;
+        for (std::size_t i = 1; i < ranked.size(); ++i) ranked[i]->dropped_because = "behind a clear leader";
+        report.stop_reason = *why;
+        return;
+      }
+      const std::size_t next = keep_best_third(ranked, stage);
+      report.stages.back().kept = next;
+      alive.assign(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(next));
+      if (alive.size() <= final_size || stage == "longer") {
+        budget = final_budget(ctx.full);
+        stage = "full";
+      } else {
+        budget = longer;
+        stage = "longer";
+      }
+    }
+  }
+
+ private:
+  // Stage 0: the model's cut.
+  static std::vector<search_candidate*> cut_by_model(std::vector<search_candidate>& candidates, search_report& report) {
     std::vector<search_candidate*> alive;
     for (auto& c : candidates) alive.push_back(&c);
     std::stable_sort(alive.begin(), alive.end(),
@@ -39,73 +86,49 @@ class halving_search : public search_strategy {
                                               alive[i]->predicted_us / best_predicted);
     report.stages.push_back(search_stage_report{"model", alive.size(), 0, keep, 0, 0});
     alive.resize(keep);
+    return alive;
+  }
 
-    const sampling_policy brief = brief_budget(ctx.full), longer = longer_budget(ctx.full);
-    std::string stage = "brief";
-    std::optional<sampling_policy> budget = brief;
-    if (alive.size() <= final_size) {
-      budget = final_budget(ctx.full);
-      stage = "full";
-    }
-    for (int rung = 0;; ++rung) {
-      for (std::size_t i = 0; i < alive.size(); ++i) {
-        if (ctx.progress) ctx.progress(stage, i, alive.size());
-        // The brief look only times: most are dropped after it, and checking a large
-        // C on the host costs more than timing it. Whatever goes on is verified.
-        ctx.time(*alive[i], budget, stage, stage != "brief");
-      }
-      auto ranked = fastest_first(candidates, stage);
-      report.stages.push_back(search_stage_report{stage, alive.size(), alive.size(), 0, 0, 0});
-      if (ranked.empty()) {
-        report.stop_reason = "no variant ran correctly";
-        return;
-      }
-      if (stage == "full") {
-        report.stages.back().kept = ranked.size();
-        report.stop_reason = fmt::format("timed the last {} to the full budget", ranked.size());
-        return;
-      }
-      auto why = clear_leader(ranked, stage == "brief");
-      if (why && !ranked[0]->verified()) {
-        // A leader may be recommended only once verified (a wrong kernel can be fast).
-        ctx.time(*ranked[0], budget, stage, true);
-        ranked = fastest_first(candidates, stage);
-        why = ranked.empty() ? std::nullopt : clear_leader(ranked, stage == "brief");
-        if (why && !ranked[0]->verified()) why.reset();
-      }
-      if (ranked.empty()) {
-        report.stop_reason = "no variant ran correctly";
-        return;
-      }
-      if (why) {
-        report.stages.back().kept = 1;
-        for (std::size_t i = 1; i < ranked.size(); ++i) ranked[i]->dropped_because = "behind a clear leader";
-        report.stop_reason = *why;
-        return;
-      }
-      // Keep the best third, and whatever is within the noise of the leader.
-      const double lead = ranked[0]->timing->timing.median_us;
-      std::size_t next = std::max<std::size_t>(2, (ranked.size() + eta - 1) / eta);
-      while (next < ranked.size() &&
-             ranked[next]->timing->timing.median_us <= lead * (1 + noise(*ranked[0], *ranked[next])))
-        ++next;
-      next = std::min(next, ranked.size());
-      for (std::size_t i = next; i < ranked.size(); ++i)
-        ranked[i]->dropped_because = fmt::format("dropped after the {} stage: {:.1f}% behind the leader", stage,
-                                                 100 * (ranked[i]->timing->timing.median_us / lead - 1));
-      report.stages.back().kept = next;
-      alive.assign(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(next));
-      if (alive.size() <= final_size || stage == "longer") {
-        budget = final_budget(ctx.full);
-        stage = "full";
-      } else {
-        budget = longer;
-        stage = "longer";
-      }
+  static void time_all(const std::vector<search_candidate*>& alive, search_context& ctx,
+                       const std::optional<sampling_policy>& budget, const std::string& stage) {
+    for (std::size_t i = 0; i < alive.size(); ++i) {
+      if (ctx.progress) ctx.progress(stage, i, alive.size());
+      // The brief look only times: most are dropped after it, and checking a large
+      // C on the host costs more than timing it. Whatever goes on is verified.
+      ctx.time(*alive[i], budget, stage, stage != "brief");
     }
   }
 
- private:
+  // Why the search can stop here, if the leader is clear and verified; ranked again after verifying.
+  static std::optional<std::string> verified_clear_leader(std::vector<search_candidate>& candidates,
+                                                          std::vector<search_candidate*>& ranked, search_context& ctx,
+                                                          const std::optional<sampling_policy>& budget,
+                                                          const std::string& stage) {
+    auto why = clear_leader(ranked, stage == "brief");
+    if (why && !ranked[0]->verified()) {
+      // A leader may be recommended only once verified (a wrong kernel can be fast).
+      ctx.time(*ranked[0], budget, stage, true);
+      ranked = fastest_first(candidates, stage);
+      why = ranked.empty() ? std::nullopt : clear_leader(ranked, stage == "brief");
+      if (why && !ranked[0]->verified()) why.reset();
+    }
+    return why;
+  }
+
+  // Keep the best third, and whatever is within the noise of the leader.
+  static std::size_t keep_best_third(const std::vector<search_candidate*>& ranked, const std::string& stage) {
+    const double lead = ranked[0]->timing->timing.median_us;
+    std::size_t next = std::max<std::size_t>(2, (ranked.size() + eta - 1) / eta);
+    while (next < ranked.size() &&
+           ranked[next]->timing->timing.median_us <= lead * (1 + noise(*ranked[0], *ranked[next])))
+      ++next;
+    next = std::min(next, ranked.size());
+    for (std::size_t i = next; i < ranked.size(); ++i)
+      ranked[i]->dropped_because = fmt::format("dropped after the {} stage: {:.1f}% behind the leader", stage,
+                                               100 * (ranked[i]->timing->timing.median_us / lead - 1));
+    return next;
+  }
+
   static double noise(const search_candidate& a, const search_candidate& b) {
     return std::max(a.timing->timing.spread, b.timing->timing.spread);
   }

@@ -1,0 +1,100 @@
+// The peak of a step: the bytes allocated in each of its phases and what the
+// caching allocator reserves for them.
+#include "core/train/training_plan.hpp"
+
+#include <algorithm>
+
+namespace tiletune {
+
+std::int64_t memory_breakdown::per_sample_bytes(bool checkpointing) const {
+  return (checkpointing ? checkpointed_activation_bytes_per_sample : activation_bytes_per_sample) +
+         logits_bytes_per_sample;
+}
+
+namespace {
+// Allocated bytes in each phase of a step, the largest of which PyTorch
+// reports as its peak. Gradients are None in forward (zero_grad(set_to_none)).
+// Through backward, layer by layer, kept activations and 16-bit weight copies
+// are freed as gradients appear: the sum moves linearly from the loss's
+// backward to the optimizer step, so those two ends bound it, with the
+// first layer's backward between them (all gradients but its own, its
+// activations, the incoming and outgoing gradients). Under checkpointing the
+// sum at layer l is the gradients of the layers above it, the inputs of
+// those below and one layer recomputed: linear in l, so its two ends, the
+// last layer's backward and the first's, bound it; the first's holds what
+// the plain step's does then (the recomputed layer in place of the kept
+// one; the layer's input is the tensor its first norm keeps).
+struct phase_bytes {
+  const char* name;
+  std::int64_t bytes;
+};
+std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+  const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
+  std::vector<phase_bytes> out;
+  // The forward's peak: its logits, or with LoRA an adapter's temporaries in
+  // the last layer, over everything kept, if larger.
+  out.push_back({"forward", states + m.autocast_weight_copies_bytes +
+                                b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
+  // Under checkpointing only the LM head still holds its autocast copy in backward.
+  out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
+                                      b * (kept + m.logits_bytes_per_sample)});
+  // The caller keeps the model output (its logits) through backward.
+  const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
+  if (ckpt)
+    out.push_back({"recompute", states + (m.gradients_bytes - m.layer_gradients_bytes) + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
+  // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
+  // every other gradient is in place, the LM head's share of the tied
+  // gradient waits in autograd's input buffer for the embedding's (a dense
+  // V x h from embedding_dense_backward), which are summed before
+  // AccumulateGrad; the model output's logits are still held by the caller.
+  if (m.tied_embedding_grad_bytes > 0)
+    out.push_back({"embedding backward", states + m.gradients_bytes + m.tied_embedding_grad_bytes +
+                                             b * m.logits_held_bytes_per_sample});
+  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
+  out.push_back({"optimizer step", states + m.gradients_bytes});
+  return out;
+}
+}  // namespace
+
+std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing) const {
+  const auto all = phases(*this, micro_batch, checkpointing);
+  return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
+}
+
+std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const {
+  std::int64_t peak = 0;
+  for (const auto& p : phases(*this, micro_batch, checkpointing)) peak = std::max(peak, p.bytes);
+  return peak;
+}
+
+std::int64_t memory_breakdown::held_bytes() const { return weights_bytes + optimizer_bytes + library_workspace_bytes; }
+
+namespace {
+// What the caching allocator reserves at the step's peak: the tensors held
+// for the whole run (weights, optimizer states, workspaces: no slack), the
+// transient rest of each phase with its slack, and under checkpointing the
+// gradients' share on top (training_calibration.hpp has the sources).
+double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+  const double held = static_cast<double>(m.held_bytes());
+  double reserved = 0;
+  for (const auto& p : phases(m, b, ckpt))
+    reserved = std::max(reserved, held + static_cast<double>(p.bytes - m.held_bytes()) * (1 + m.allocator_overhead));
+  if (ckpt) {
+    reserved += m.allocator_overhead_ckpt * static_cast<double>(m.gradients_bytes);
+    // Checkpointing only drops kept activations and re-creates one layer's
+    // of them at a time in backward: at every moment it holds a subset of
+    // what the plain step holds at the same micro-batch, allocated in the
+    // same order, so it never needs a larger pool than the plain step's.
+    reserved = std::min(reserved, reserved_bytes(m, b, false));
+  }
+  return reserved;
+}
+}  // namespace
+
+std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
+  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing)) + cuda_context_bytes;
+}
+
+}  // namespace tiletune
