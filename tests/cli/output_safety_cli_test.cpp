@@ -85,11 +85,6 @@ result run_with_stdout(const std::string& out, std::vector<std::string> args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), "", slurp(err)};
 }
 
-std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> more) {
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
 }  // namespace
 
 TEST(output_safety_cli, a_read_only_output_is_refused_with_exit_3_and_kept_mode_and_all) {
