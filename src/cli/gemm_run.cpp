@@ -1,22 +1,22 @@
 // Running the gemm command: checking the options, then each problem tuned,
 // measured or answered from the tuning database, and the result written.
-#include <chrono>
-#include <cstdio>
-#include <thread>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/gemm_devices.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
-#include "core/tune/calibration/model_calibration.hpp"
-#include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/errors.hpp"
 #include "core/report/kernel_export.hpp"
+#include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
 
 namespace tiletune::cli {
@@ -25,8 +25,10 @@ namespace {
 
 gemm_problem problem_from_flags(const gemm_options& o) {
   if (!o.problem.m && !o.problem.n && !o.problem.k)
-    throw usage_error("give the problem with --m, --n and --k, or a list of problems with --suite FILE");
-  for (const auto& [flag, value] : {std::pair{"--m", o.problem.m}, {"--n", o.problem.n}, {"--k", o.problem.k}})
+    throw usage_error(
+        "give the problem with --m, --n and --k, or a list of problems with --suite FILE");
+  for (const auto& [flag, value] :
+       {std::pair{"--m", o.problem.m}, {"--n", o.problem.n}, {"--k", o.problem.k}})
     if (!value) throw usage_error(fmt::format("{} is missing: give all of --m, --n and --k", flag));
   gemm_problem p;
   p.m = *o.problem.m;
@@ -41,72 +43,86 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   return p;
 }
 
-}  // namespace
+using run_clock = std::chrono::steady_clock;
+double seconds_since(run_clock::time_point t) {
+  return std::chrono::duration<double>(run_clock::now() - t).count();
+}
 
-void run_gemm(const gemm_options& o, run_context& ctx) {
-  using clock = std::chrono::steady_clock;
-  const auto started = clock::now();
+// The problems to tune: the suite (or its shard) or the one problem of the flags.
+struct gemm_work {
   gemm_suite suite;
   std::optional<suite_shard> shard;
-  if (!o.shard.empty()) {
-    if (o.suite.empty()) throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE", o.shard));
-    shard = parse_shard(o.shard);
-  }
   std::size_t suite_total = 0;
-  if (!o.suite.empty()) {
-    suite = load_suite(o.suite);
-    suite_total = suite.problems.size();
-    if (shard) suite = select_shard(suite, *shard);
-  } else {
-    suite.problems.push_back({"", problem_from_flags(o)});
+};
+
+gemm_work work_of(const gemm_options& o) {
+  gemm_work w;
+  if (!o.shard.empty()) {
+    if (o.suite.empty())
+      throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE", o.shard));
+    w.shard = parse_shard(o.shard);
   }
-  if (o.report.top < 1) throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
-  if (o.compile.jobs < 0) throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
+  if (!o.suite.empty()) {
+    w.suite = load_suite(o.suite);
+    w.suite_total = w.suite.problems.size();
+    if (w.shard) w.suite = select_shard(w.suite, *w.shard);
+  } else {
+    w.suite.problems.push_back({"", problem_from_flags(o)});
+  }
+  return w;
+}
+
+// The checks of the flags that need no device, before any work.
+void check_run_flags(const gemm_options& o) {
+  if (o.report.top < 1)
+    throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
+  if (o.compile.jobs < 0)
+    throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
   if (!(o.tuning.budget_s >= 0))
-    throw usage_error(fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
+    throw usage_error(
+        fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
   if (o.tuning.no_db && !o.tuning.db.empty())
     throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
-  if (o.tuning.no_db && o.tuning.store_plans) throw usage_error("--store-plans and --no-db exclude each other");
+  if (o.tuning.no_db && o.tuning.store_plans)
+    throw usage_error("--store-plans and --no-db exclude each other");
   make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
   if (!o.report.out.empty()) {
     std::vector<named_input> inputs{{"--suite", o.suite}};
-    if (!o.tuning.no_db) inputs.push_back({"--db", o.tuning.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.tuning.db)});
+    if (!o.tuning.no_db)
+      inputs.push_back({"--db", o.tuning.db.empty() ? default_tuning_db_path()
+                                                    : std::filesystem::path(o.tuning.db)});
     check_output_path(o.report.out, "--out", inputs);
   }
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
-
-  std::vector<device_choice> dealt_to;  // --devices: the GPUs the suite is dealt to
-  if (!o.device.devices.empty()) {
-    const std::string flag = "--devices " + o.device.devices;
-    if (o.device.gpu)
-      throw usage_error(fmt::format("{} and --gpu {} exclude each other: --gpu plans offline for a preset, --devices "
-                                    "measures on local GPUs",
-                                    flag, *o.device.gpu));
-    if (o.device.index) throw usage_error(flag + " and --device exclude each other: --devices names every GPU used");
-    if (o.suite.empty()) throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE");
-    if (o.report.dry_run) throw usage_error(flag + " measures on GPUs and --dry-run launches nothing: drop one");
-    dealt_to = choose_devices(o.device.devices, ctx.host);
-  }
-  const device_choice device =
-      dealt_to.empty() ? choose_device(o.device.gpu, o.device.index, ctx.host) : dealt_to.front();
-  for (const auto& sp : suite.problems) check_fits_memory(sp.problem, device.spec);
-  const bool measure = device.live && !o.report.dry_run;
-  if (o.report.verify_only && !device.live)
-    throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
-    throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01", o.measure.target_spread));
+    throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01",
+                                  o.measure.target_spread));
   if (!(o.measure.time_cap_ms > 0))
     throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0", o.measure.time_cap_ms));
   if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
-    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o.measure.variant_timeout_s));
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0",
+                                  *o.measure.variant_timeout_s));
+}
 
-  compiler_stack compilers(o.compile.cache_dir, o.compile.no_cache);
-  kernel_compiler* compiler = &compilers.get();
-  (void)kernel_debug_options(o.compile.kernel_debug);  // a bad level is bad input before anything compiles
-  // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go into it.
-  const bool db_usable = o.only.empty() && !o.report.verify_only && o.compile.kernel_debug.empty();
-  const auto db = db_usable ? open_tuning_db(o.tuning.db, o.tuning.no_db) : nullptr;
+// The GPUs of --devices (the suite is dealt to them), else none.
+std::vector<device_choice> devices_to_deal_to(const gemm_options& o, const run_context& ctx) {
+  if (o.device.devices.empty()) return {};
+  const std::string flag = "--devices " + o.device.devices;
+  if (o.device.gpu)
+    throw usage_error(fmt::format(
+        "{} and --gpu {} exclude each other: --gpu plans offline for a preset, --devices "
+        "measures on local GPUs",
+        flag, *o.device.gpu));
+  if (o.device.index)
+    throw usage_error(flag + " and --device exclude each other: --devices names every GPU used");
+  if (o.suite.empty())
+    throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE");
+  if (o.report.dry_run)
+    throw usage_error(flag + " measures on GPUs and --dry-run launches nothing: drop one");
+  return choose_devices(o.device.devices, ctx.host);
+}
 
+measure_settings settings_of(const gemm_options& o) {
   measure_settings settings;
   settings.seed = o.measure.seed;
   settings.variant_timeout_s = o.measure.variant_timeout_s;
@@ -115,18 +131,19 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
   settings.time_cap_ms = o.measure.time_cap_ms;
   settings.verify_only = o.report.verify_only;
   settings.search = o.tuning.strategy;
-  progress_line progress(!o.report.quiet);
-  plan_options options;
-  options.only = o.only;
-  options.kernel_debug = o.compile.kernel_debug;
-  options.jobs = o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
+  return settings;
+}
 
-  // The model calibrated on this GPU model's measured results, where the database has some.
+// The model calibrated on this GPU model's measured results, where the database has some;
+// else the calibration shipped for this GPU model, fitted to the measurements in profiles/.
+std::optional<model_calibration> calibration_for(const tuning_db* db, const device_choice& device,
+                                                 progress_line& progress) {
   std::optional<model_calibration> calibration;
   if (db) {
     std::vector<nlohmann::json> measured;
     for (const auto& r : db->list(device_model_of(device.spec)))
-      if (is_measured(r)) measured.push_back(r.result);  // stored plans (--store-plans) calibrate nothing
+      if (is_measured(r))
+        measured.push_back(r.result);  // stored plans (--store-plans) calibrate nothing
     try {
       if (!measured.empty()) {
         calibration = fit_calibration(measured);
@@ -137,203 +154,337 @@ void run_gemm(const gemm_options& o, run_context& ctx) {
                                 db->file().string(), e.what()));
     }
   }
-  // Else the calibration shipped for this GPU model, fitted to the measurements in profiles/.
   if (!calibration) calibration = shipped_calibration(device.spec.preset);
-  // An offline plan launches nothing: one program per tile and its rasterization copies, and only the
-  // variants the model says can still reach the table's --top rows. Every one where a GPU runs them,
-  // where --export needs their cubins, and for --only and --compile-all.
+  return calibration;
+}
+
+plan_options plan_options_of(const gemm_options& o, bool measure,
+                             const std::optional<model_calibration>& calibration,
+                             const device_spec& spec) {
+  plan_options options;
+  options.only = o.only;
+  options.kernel_debug = o.compile.kernel_debug;
+  options.jobs =
+      o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
+
+  // An offline plan launches nothing: one program per tile and its rasterization copies, and only
+  // the variants the model says can still reach the table's --top rows. Every one where a GPU runs
+  // them, where --export needs their cubins, and for --only and --compile-all.
   if (!measure && o.export_dir.empty() && o.only.empty() && !o.compile.compile_all) {
     options.selection = {.share_raster_copies = true, .keep = o.report.top, .ranking_time = {}};
     // The bound follows the model the plan is finally ranked by.
     if (calibration)
-      options.selection.ranking_time = [&, d = device.spec](const gemm_problem& p, const tile_config& c,
-                                                             const occupancy_estimate& occ) {
-        const auto r = calibrated_prediction(*calibration, d, p, c, occ);
+      options.selection.ranking_time = [cal = *calibration, d = spec](
+                                           const gemm_problem& p, const tile_config& c,
+                                           const occupancy_estimate& occ) {
+        const auto r = calibrated_prediction(cal, d, p, c, occ);
         return r ? r->time_us : predict(d, p, c, occ).time_us;
       };
   }
-  const run_info run{ctx.command_line, utc_now_iso()};
-  nlohmann::json tool_now = result_header("tiletune.gemm/1", device.spec, "predicted", compiler->version(), run)["tool"];
-  if (device.live && !suite.problems.empty()) {
-    const tuning_key k = live_tuning_key(device, suite.problems[0].problem, compiler->version(), ctx.host);
-    tool_now["driver"] = k.driver;
-    tool_now["cuda_runtime"] = k.cuda;
-  }
-  auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  return options;
+}
 
-  std::vector<nlohmann::json> results;   // one tiletune.gemm/1 result per problem
-  std::vector<std::optional<gemm_plan>> plans;  // where tuned in this run (for the table)
-  std::vector<std::string> not_run;
-  const std::size_t count = suite.problems.size();
-  if (shard)
-    progress.note(fmt::format("shard {}/{}: {} of the suite's {} problems{}", shard->index, shard->count, count,
-                              suite_total, count ? "" : " (none hash to this shard: nothing to do)"));
-  devices_outcome dealt;
-  if (!dealt_to.empty()) {
-    devices_job job{&suite, dealt_to, compiler, options, settings, db.get(), db && !o.tuning.retune && o.export_dir.empty(),
-                    tool_now, run, o.tuning.budget_s, started, &ctx.host};
-    dealt = run_on_devices(job, progress);
-    results = std::move(dealt.results);
-    plans = std::move(dealt.plans);
-    not_run = std::move(dealt.not_run);
-  }
-  for (std::size_t i = 0; i < count && dealt_to.empty(); ++i) {
-    const auto& sp = suite.problems[i];
-    const double elapsed = seconds_since(started);
-    if (o.tuning.budget_s > 0 && i > 0 && elapsed >= o.tuning.budget_s) {
-      for (std::size_t r = i; r < count; ++r) not_run.push_back(suite.problems[r].name);
-      progress.note(fmt::format("--budget-s {:g} spent after {} of {} problems ({}); {}", o.tuning.budget_s, i, count,
-                                format_seconds(elapsed),
-                                !measure && db && o.tuning.store_plans
-                                    ? "the plans are in the tuning database (--store-plans): the same command resumes"
-                                : !measure ? "offline plans are not stored: a rerun plans every problem again"
-                                : db     ? "the measured ones are in the tuning database: the same command resumes"
-                                         : "without the tuning database a rerun starts over"));
-      break;
-    }
-    const std::string label = count > 1 || shard ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
-                                        : sp.problem.describe();
-    const auto problem_started = clock::now();
-    std::optional<db_answer> answer;
-    // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
-    if (db && !o.tuning.retune && o.export_dir.empty())
-      answer = look_up(*db, device, sp.problem, measure, compiler->version(), ctx.host, o.tuning.store_plans);
-    if (answer) {
-      results.push_back(result_from_answer(*db, *answer, tool_now));
-      plans.emplace_back();
-    } else {
-      progress.note(fmt::format("{}: compiling", label));
-      // On a terminal a bar; in a log (stderr piped) a line every 10 s, so a long compile shows life.
-      options.progress = [&, compile_started = clock::now(), last_line = clock::now()](
-                             std::size_t done, std::size_t total, std::size_t cached_hits) mutable {
-        const double took = seconds_since(compile_started);
-        const std::string text = fmt::format(
-            "{}: compiling variants for {}: {}/{} ({} from cache){}", label, device.spec.arch(), done, total,
-            cached_hits,
-            done > 0 && done < total
-                ? ", about " + format_seconds(took / static_cast<double>(done) * static_cast<double>(total - done)) +
-                      " left"
-                : "");
-        progress.update(text);
-        if (!stderr_is_terminal() && done < total && seconds_since(last_line) >= 10) {
-          progress.note(text);
-          last_line = clock::now();
-        }
-      };
-      gemm_plan plan = plan_gemm(sp.problem, device.spec, *compiler, options);
-      // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
-      // (the calibrated one compresses the predictions, and the cut would then drop nothing).
-      // Which model the plan's predictions come from.
-      nlohmann::json model = {{"kind", "physical"}};
-      if (!measure && calibration) {
-        if (apply_calibration(plan, *calibration)) {
-          plan.notes.push_back(fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
-                                           calibration->results, calibration->device_model, calibration->source));
-          model = {{"kind", "calibrated"}, {"calibration", calibration->source}};
-        } else if (options.selection.ranking_time) {
-          plan.notes.push_back(fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "
-                                           "variants to compile; none compiled has a calibrated figure",
-                                           calibration->results, calibration->device_model, calibration->source));
-        }
-      }
-      if (measure) {
-        progress.note(fmt::format("{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
-                                  plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
-                                  settings.verify_only ? "no" : settings.search));
-        measure_on_gpu(plan, device, settings, ctx.host.worker_argv(), count > 1 ? label + ": " : "", progress);
-      }
-      nlohmann::json r = to_json(plan, run);
-      r["tool"] = tool_now;
-      r["model"] = model;
-      if (db && (plan.mode == "measured" || o.tuning.store_plans)) {
-        db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
-        r["tuning_db"] = {{"file", db->file().string()}, {"answered", false}, {"stored", true}};
-      }
-      results.push_back(std::move(r));
-      plans.push_back(std::move(plan));
-    }
-    const double took = seconds_since(problem_started), so_far = seconds_since(started);
-    const std::size_t left = count - i - 1;
-    if (count > 1 || measure)
-      progress.note(fmt::format("{}: {} in {}{}", label, answer ? "answered from the tuning database" : "done",
-                                format_seconds(took),
-                                left ? fmt::format("; elapsed {}, about {} left", format_seconds(so_far),
-                                                   format_seconds(so_far / static_cast<double>(i + 1) * left))
-                                     : ""));
-  }
-  progress.finish();
+// One run of the gemm command: what it was given and what it decided, then the
+// steps (tune, assemble, output), each a member function.
+class gemm_run {
+ public:
+  gemm_run(const gemm_options& o, run_context& ctx) : o_(o), ctx_(ctx) {}
 
-  bool all_measured = true;
-  for (const auto& r : results) all_measured = all_measured && (r.is_null() || r.value("mode", "") == "measured");
-  nlohmann::json j;
-  if (o.suite.empty()) {
-    j = results[0];
-  } else {
-    j = result_header("tiletune.gemm-suite/1", device.spec, all_measured ? "measured" : "predicted",
-                      compiler->version(), run);
-    j["tool"] = tool_now;
-    j["suite"] = {{"name", suite.name}, {"file", o.suite}};
+  void prepare() {
+    work_ = work_of(o_);
+    check_run_flags(o_);
+    dealt_to_ = devices_to_deal_to(o_, ctx_);
+    device_ = dealt_to_.empty() ? choose_device(o_.device.gpu, o_.device.index, ctx_.host)
+                                : dealt_to_.front();
+    for (const auto& sp : work_.suite.problems) check_fits_memory(sp.problem, device_.spec);
+    measure_ = device_.live && !o_.report.dry_run;
+    if (o_.report.verify_only && !device_.live)
+      throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
+    compilers_.emplace(o_.compile.cache_dir, o_.compile.no_cache);
+    compiler_ = &compilers_->get();
+    (void)kernel_debug_options(
+        o_.compile.kernel_debug);  // a bad level is bad input before anything compiles
+    // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go
+    // into it.
+    const bool db_usable =
+        o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty();
+    db_ = db_usable ? open_tuning_db(o_.tuning.db, o_.tuning.no_db) : nullptr;
+    settings_ = settings_of(o_);
+    calibration_ = calibration_for(db_.get(), device_, progress_);
+    options_ = plan_options_of(o_, measure_, calibration_, device_.spec);
+    run_ = {ctx_.command_line, utc_now_iso()};
+    tool_now_ = result_header("tiletune.gemm/1", device_.spec, "predicted", compiler_->version(),
+                              run_)["tool"];
+    if (device_.live && !work_.suite.problems.empty()) {
+      const tuning_key k = live_tuning_key(device_, work_.suite.problems[0].problem,
+                                           compiler_->version(), ctx_.host);
+      tool_now_["driver"] = k.driver;
+      tool_now_["cuda_runtime"] = k.cuda;
+    }
+  }
+
+  // Every problem: dealt to the GPUs of --devices, else one after the other here.
+  void tune() {
+    const std::size_t count = work_.suite.problems.size();
+    if (work_.shard)
+      progress_.note(fmt::format("shard {}/{}: {} of the suite's {} problems{}", work_.shard->index,
+                                 work_.shard->count, count, work_.suite_total,
+                                 count ? "" : " (none hash to this shard: nothing to do)"));
+    if (!dealt_to_.empty()) {
+      devices_job job{&work_.suite,
+                      dealt_to_,
+                      compiler_,
+                      options_,
+                      settings_,
+                      db_.get(),
+                      db_ && !o_.tuning.retune && o_.export_dir.empty(),
+                      tool_now_,
+                      run_,
+                      o_.tuning.budget_s,
+                      started_,
+                      &ctx_.host};
+      dealt_ = run_on_devices(job, progress_);
+      results_ = std::move(dealt_.results);
+      plans_ = std::move(dealt_.plans);
+      not_run_ = std::move(dealt_.not_run);
+    }
+    for (std::size_t i = 0; i < count && dealt_to_.empty(); ++i) {
+      if (budget_spent(i)) break;
+      tune_problem(i);
+    }
+    progress_.finish();
+  }
+
+  // The command's JSON: the problem's result, or the suite's.
+  nlohmann::json assemble() const {
+    if (o_.suite.empty()) return results_[0];
+    bool all_measured = true;
+    for (const auto& r : results_)
+      all_measured = all_measured && (r.is_null() || r.value("mode", "") == "measured");
+    nlohmann::json j;
+    const auto& suite = work_.suite;
+    const auto& shard = work_.shard;
+    const std::size_t count = suite.problems.size(), suite_total = work_.suite_total;
+    j = result_header("tiletune.gemm-suite/1", device_.spec,
+                      all_measured ? "measured" : "predicted", compiler_->version(), run_);
+    j["tool"] = tool_now_;
+    j["suite"] = {{"name", suite.name}, {"file", o_.suite}};
     if (shard)
-      j["shard"] = {{"index", shard->index}, {"count", shard->count}, {"problems", count}, {"of", suite_total},
+      j["shard"] = {{"index", shard->index},
+                    {"count", shard->count},
+                    {"problems", count},
+                    {"of", suite_total},
                     {"split", "FNV-1a 64 of the problem's tuning-database key, modulo count"}};
     j["results"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (results[i].is_null()) continue;  // --devices: no device answered it (under "failed") or not started
-      nlohmann::json r = plans[i] ? result_body(*plans[i], static_cast<std::size_t>(o.report.top)) : results[i];
-      if (plans[i] && results[i].contains("model")) r["model"] = results[i]["model"];
+    for (std::size_t i = 0; i < results_.size(); ++i) {
+      if (results_[i].is_null())
+        continue;  // --devices: no device answered it (under "failed") or not started
+      nlohmann::json r = plans_[i]
+                             ? result_body(*plans_[i], static_cast<std::size_t>(o_.report.top))
+                             : results_[i];
+      if (plans_[i] && results_[i].contains("model")) r["model"] = results_[i]["model"];
       for (const char* k : {"schema", "tool", "device"}) r.erase(k);
       // A suite keeps the best --top variants of each problem, and says so.
       const std::size_t total = r["variants"].size();
-      if (total > static_cast<std::size_t>(o.report.top)) {
-        r["variants"].erase(r["variants"].begin() + o.report.top, r["variants"].end());
+      if (total > static_cast<std::size_t>(o_.report.top)) {
+        r["variants"].erase(r["variants"].begin() + o_.report.top, r["variants"].end());
         r["variants_listed"] = {{"listed", r["variants"].size()}, {"of", total}, {"by", "--top"}};
       }
-      r["mode"] = results[i].value("mode", "predicted");
-      if (results[i].contains("tuning_db")) r["tuning_db"] = results[i]["tuning_db"];
+      r["mode"] = results_[i].value("mode", "predicted");
+      if (results_[i].contains("tuning_db")) r["tuning_db"] = results_[i]["tuning_db"];
       for (const char* k : {"search", "ran_on"})
-        if (results[i].contains(k)) r[k] = results[i][k];
+        if (results_[i].contains(k)) r[k] = results_[i][k];
       r["name"] = suite.problems[i].name;
       j["results"].push_back(std::move(r));
     }
-    j["complete"] = not_run.empty() && dealt.failed.empty();
-    j["not_run"] = not_run;
-    if (!dealt_to.empty()) {
-      j["devices"] = dealt.devices;
-      j["failed"] = dealt.failed;
+    j["complete"] = not_run_.empty() && dealt_.failed.empty();
+    j["not_run"] = not_run_;
+    if (!dealt_to_.empty()) {
+      j["devices"] = dealt_.devices;
+      j["failed"] = dealt_.failed;
     }
-    j["wall_s"] = seconds_since(started);
+    j["wall_s"] = seconds_since(started_);
+    return j;
   }
-  if (!o.report.out.empty()) write_file_atomically(o.report.out, j.dump(2) + "\n");
-  if (o.report.json) {
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
-  } else if (!o.report.quiet) {
-    std::string table;
-    if (!o.suite.empty())
-      table = format_suite_results(suite.name, j["device"], j["results"]);
-    else if (plans[0])
-      table = format_table(*plans[0], o.report.top);
-    else
-      table = format_db_answer_table(results[0], o.report.top);
-    std::fputs(table.c_str(), stdout);
-    if (!not_run.empty()) fmt::print("not run (budget spent): {}\n", fmt::join(not_run, ", "));
-    for (const auto& f : dealt.failed)
-      fmt::print("FAILED {}: {}\n", f["name"].get<std::string>(), f["why"].get<std::string>());
-    for (const auto& d : dealt.devices)
-      if (d["retired"].get<bool>()) fmt::print("device {} retired: {}\n", d["index"].get<int>(), d["why"].get<std::string>());
-    if (!o.report.out.empty()) fmt::print("wrote {}\n", o.report.out);
+
+  // The JSON to --out and stdout (or the table), the warnings, and the exit code.
+  void output(const nlohmann::json& j) {
+    const auto& suite = work_.suite;
+    if (!o_.report.out.empty()) write_file_atomically(o_.report.out, j.dump(2) + "\n");
+    if (o_.report.json) {
+      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    } else if (!o_.report.quiet) {
+      std::string table;
+      if (!o_.suite.empty())
+        table = format_suite_results(suite.name, j["device"], j["results"]);
+      else if (plans_[0])
+        table = format_table(*plans_[0], o_.report.top);
+      else
+        table = format_db_answer_table(results_[0], o_.report.top);
+      std::fputs(table.c_str(), stdout);
+      if (!not_run_.empty()) fmt::print("not run (budget spent): {}\n", fmt::join(not_run_, ", "));
+      for (const auto& f : dealt_.failed)
+        fmt::print("FAILED {}: {}\n", f["name"].get<std::string>(), f["why"].get<std::string>());
+      for (const auto& d : dealt_.devices)
+        if (d["retired"].get<bool>())
+          fmt::print("device {} retired: {}\n", d["index"].get<int>(), d["why"].get<std::string>());
+      if (!o_.report.out.empty()) fmt::print("wrote {}\n", o_.report.out);
+    }
+    for (const auto& r : results_)
+      if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
+        fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
+                   gemm_problem_from_json(r.at("problem")).describe(), device_.spec.name);
+    ctx_.exit_code = exit_ok;
+    if (!dealt_.failed.empty()) {
+      fmt::print(stderr,
+                 "tiletune: {} problem(s) got no answer: every device dealt them faulted (see "
+                 "\"failed\" and "
+                 "\"devices\" in the JSON)\n",
+                 dealt_.failed.size());
+      ctx_.exit_code = exit_environment;
+    }
+    if (!o_.export_dir.empty())
+      if (const int e = export_kernels(o_, suite, plans_, run_); e != exit_ok) ctx_.exit_code = e;
   }
-  for (const auto& r : results)
-    if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
-      fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
-                 gemm_problem_from_json(r.at("problem")).describe(), device.spec.name);
-  ctx.exit_code = exit_ok;
-  if (!dealt.failed.empty()) {
-    fmt::print(stderr, "tiletune: {} problem(s) got no answer: every device dealt them faulted (see \"failed\" and "
-                       "\"devices\" in the JSON)\n", dealt.failed.size());
-    ctx.exit_code = exit_environment;
+
+ private:
+  // --budget-s: whether it is spent before problem i (the rest then go to not_run).
+  bool budget_spent(std::size_t i) {
+    const auto& suite = work_.suite;
+    const std::size_t count = suite.problems.size();
+    const double elapsed = seconds_since(started_);
+    if (o_.tuning.budget_s > 0 && i > 0 && elapsed >= o_.tuning.budget_s) {
+      for (std::size_t r = i; r < count; ++r) not_run_.push_back(suite.problems[r].name);
+      progress_.note(fmt::format(
+          "--budget-s {:g} spent after {} of {} problems ({}); {}", o_.tuning.budget_s, i, count,
+          format_seconds(elapsed),
+          !measure_ && db_ && o_.tuning.store_plans
+              ? "the plans are in the tuning database (--store-plans): the same command resumes"
+          : !measure_ ? "offline plans are not stored: a rerun plans every problem again"
+          : db_       ? "the measured ones are in the tuning database: the same command resumes"
+                      : "without the tuning database a rerun starts over"));
+      return true;
+    }
+    return false;
   }
-  if (!o.export_dir.empty())
-    if (const int e = export_kernels(o, suite, plans, run); e != exit_ok) ctx.exit_code = e;
+
+  void tune_problem(std::size_t i) {
+    const auto& sp = work_.suite.problems[i];
+    const std::size_t count = work_.suite.problems.size();
+    const std::string label =
+        count > 1 || work_.shard
+            ? fmt::format("[{}/{}] {} ({})", i + 1, count, sp.name, sp.problem.describe())
+            : sp.problem.describe();
+    const auto problem_started = run_clock::now();
+    std::optional<db_answer> answer;
+    // The database holds results, not kernels: --export compiles (and on a GPU tunes) afresh.
+    if (db_ && !o_.tuning.retune && o_.export_dir.empty())
+      answer = look_up(*db_, device_, sp.problem, measure_, compiler_->version(), ctx_.host,
+                       o_.tuning.store_plans);
+    if (answer) {
+      results_.push_back(result_from_answer(*db_, *answer, tool_now_));
+      plans_.emplace_back();
+    } else {
+      plan_problem(sp.problem, label, count);
+    }
+    const double took = seconds_since(problem_started), so_far = seconds_since(started_);
+    const std::size_t left = count - i - 1;
+    if (count > 1 || measure_)
+      progress_.note(
+          fmt::format("{}: {} in {}{}", label,
+                      answer ? "answered from the tuning database" : "done", format_seconds(took),
+                      left ? fmt::format("; elapsed {}, about {} left", format_seconds(so_far),
+                                         format_seconds(so_far / static_cast<double>(i + 1) * left))
+                           : ""));
+  }
+
+  // A problem planned afresh: compiled and ranked, measured on a GPU, stored.
+  void plan_problem(const gemm_problem& problem, const std::string& label, std::size_t count) {
+    progress_.note(fmt::format("{}: compiling", label));
+    // On a terminal a bar; in a log (stderr piped) a line every 10 s, so a long compile shows life.
+    options_.progress = [&, compile_started = run_clock::now(), last_line = run_clock::now()](
+                            std::size_t done, std::size_t total, std::size_t cached_hits) mutable {
+      const double took = seconds_since(compile_started);
+      const std::string text = fmt::format(
+          "{}: compiling variants for {}: {}/{} ({} from cache){}", label, device_.spec.arch(),
+          done, total, cached_hits,
+          done > 0 && done < total ? ", about " +
+                                         format_seconds(took / static_cast<double>(done) *
+                                                        static_cast<double>(total - done)) +
+                                         " left"
+                                   : "");
+      progress_.update(text);
+      if (!stderr_is_terminal() && done < total && seconds_since(last_line) >= 10) {
+        progress_.note(text);
+        last_line = run_clock::now();
+      }
+    };
+    gemm_plan plan = plan_gemm(problem, device_.spec, *compiler_, options_);
+    // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
+    // (the calibrated one compresses the predictions, and the cut would then drop nothing).
+    // Which model the plan's predictions come from.
+    nlohmann::json model = {{"kind", "physical"}};
+    if (!measure_ && calibration_) {
+      if (apply_calibration(plan, *calibration_)) {
+        plan.notes.push_back(
+            fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
+                        calibration_->results, calibration_->device_model, calibration_->source));
+        model = {{"kind", "calibrated"}, {"calibration", calibration_->source}};
+      } else if (options_.selection.ranking_time) {
+        plan.notes.push_back(
+            fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "
+                        "variants to compile; none compiled has a calibrated figure",
+                        calibration_->results, calibration_->device_model, calibration_->source));
+      }
+    }
+    if (measure_) {
+      progress_.note(fmt::format(
+          "{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,
+          plan.compiled, plan.cache_hits, format_seconds(plan.compile_wall_ms / 1000),
+          settings_.verify_only ? "no" : settings_.search));
+      measure_on_gpu(plan, device_, settings_, ctx_.host.worker_argv(),
+                     count > 1 ? label + ": " : "", progress_);
+    }
+    nlohmann::json r = to_json(plan, run_);
+    r["tool"] = tool_now_;
+    r["model"] = model;
+    if (db_ && (plan.mode == "measured" || o_.tuning.store_plans)) {
+      db_->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
+      r["tuning_db"] = {{"file", db_->file().string()}, {"answered", false}, {"stored", true}};
+    }
+    results_.push_back(std::move(r));
+    plans_.push_back(std::move(plan));
+  }
+
+  const gemm_options& o_;
+  run_context& ctx_;
+  const run_clock::time_point started_ = run_clock::now();
+  gemm_work work_;
+  std::vector<device_choice> dealt_to_;  // --devices: the GPUs the suite is dealt to
+  device_choice device_;
+  bool measure_ = false;
+  std::optional<compiler_stack> compilers_;
+  kernel_compiler* compiler_ = nullptr;
+  std::unique_ptr<tuning_db> db_;
+  measure_settings settings_;
+  progress_line progress_{!o_.report.quiet};
+  std::optional<model_calibration> calibration_;
+  plan_options options_;
+  run_info run_;
+  nlohmann::json tool_now_;
+  std::vector<nlohmann::json> results_;          // one tiletune.gemm/1 result per problem
+  std::vector<std::optional<gemm_plan>> plans_;  // where tuned in this run (for the table)
+  std::vector<std::string> not_run_;
+  devices_outcome dealt_;
+};
+
+}  // namespace
+
+void run_gemm(const gemm_options& o, run_context& ctx) {
+  gemm_run run(o, ctx);
+  run.prepare();
+  run.tune();
+  run.output(run.assemble());
 }
 
 }  // namespace tiletune::cli
