@@ -112,6 +112,7 @@ void add_check_command(CLI::App& app, run_context& ctx) {
     std::string cache_dir;
   };
   auto o = std::make_shared<options>();
+  o->measure.search = "exhaustive";  // a regression gate times every variant it re-measures to the full budget
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
   cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (profiles/<gpu>.json)")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")->capture_default_str();
@@ -138,8 +139,7 @@ Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
 bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
   cmd->callback([o, &ctx] {
     check_report_paths(o->report, {{"--baseline", o->baseline}});
-    if (o->measure.variant_timeout_s && !(*o->measure.variant_timeout_s > 0))
-      throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *o->measure.variant_timeout_s));
+    check_variant_timeout(o->measure.variant_timeout_s);
     const result_file base = load_result_file(o->baseline);
     const local_devices local = ctx.host.devices();
     if (local.devices.empty())

@@ -99,9 +99,7 @@ void check_run_flags(const gemm_options& o) {
                                   o.measure.target_spread));
   if (!(o.measure.time_cap_ms > 0))
     throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0", o.measure.time_cap_ms));
-  if (o.measure.variant_timeout_s && !(*o.measure.variant_timeout_s > 0))
-    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0",
-                                  *o.measure.variant_timeout_s));
+  check_variant_timeout(o.measure.variant_timeout_s);
 }
 
 // The GPUs of --devices (the suite is dealt to them), else none.

@@ -86,4 +86,9 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
                                      backend.restarts()));
 }
 
+void check_variant_timeout(const std::optional<double>& seconds) {
+  if (seconds && !(*seconds > 0))
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *seconds));
+}
+
 }  // namespace tiletune::cli

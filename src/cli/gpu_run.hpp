@@ -25,6 +25,9 @@ class compiler_stack {
   std::unique_ptr<cached_compiler> cached_;
 };
 
+// --variant-timeout: seconds above 0 (none: follow each run's estimate); usage_error otherwise.
+void check_variant_timeout(const std::optional<double>& seconds);
+
 struct measure_settings {
   std::uint64_t seed = 1;
   std::optional<double> variant_timeout_s;  // none: follow each run's predicted time (request_timeout)
@@ -32,7 +35,7 @@ struct measure_settings {
   double target_spread = 0.01;
   double time_cap_ms = 2000;
   bool verify_only = false;
-  std::string search = "exhaustive";  // the search strategy (gemm: --search, default halving)
+  std::string search = std::string(default_search_strategy);  // the search strategy (gemm: --search)
   // Called after each request the worker answers (gemm --devices: a sign of life; may throw to stop).
   std::function<void()> on_progress;
 };
