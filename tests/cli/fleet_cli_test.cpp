@@ -18,21 +18,7 @@ namespace {
 
 // Starts tiletune in the background, its output in files named after `tag`.
 pid_t start(std::vector<std::string> args, const std::string& tag) {
-  const fs::path out = tmp_dir() / (tag + ".out"), err = tmp_dir() / (tag + ".err");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(binary_path())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary_path(), argv.data());
-    _exit(127);
-  }
-  return pid;
+  return spawn(binary_path(), std::move(args), tmp_dir() / (tag + ".out"), tmp_dir() / (tag + ".err"));
 }
 
 result finish(pid_t pid, const std::string& tag) {

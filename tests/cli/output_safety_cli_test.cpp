@@ -67,22 +67,8 @@ struct inputs {
 // Runs tiletune with stdout going to `out` (a path such as /dev/full); stderr comes back.
 result run_with_stdout(const std::string& out, std::vector<std::string> args) {
   const fs::path err = tmp_dir() / "stderr-only";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    setenv("XDG_CACHE_HOME", (fs::path(scratch_root()) / "cache").c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(binary_path())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary_path(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), "", slurp(err)};
+  const int code = wait_code(spawn(binary_path(), std::move(args), out, err));
+  return {code, "", slurp(err)};
 }
 
 }  // namespace

@@ -50,10 +50,11 @@ inline fs::path tmp_dir() {
   return dir;
 }
 
-// Runs the program `binary` with args; a kernel cache shared by the tests keeps
-// repeated plans fast. `timer` sets TILETUNE_TIMER when given.
-inline result run_program(const char* binary, std::vector<std::string> args, const char* timer = nullptr) {
-  const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
+// Starts the program `binary` with args, its stdout and stderr into the files
+// out and err; a kernel cache shared by the tests keeps repeated plans fast.
+// `timer` sets TILETUNE_TIMER when given.
+inline pid_t spawn(const char* binary, std::vector<std::string> args, const fs::path& out, const fs::path& err,
+                   const char* timer = nullptr) {
   const pid_t pid = fork();
   if (pid == 0) {
     const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -68,9 +69,21 @@ inline result run_program(const char* binary, std::vector<std::string> args, con
     execv(binary, argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+// Waits for a spawned program: its exit code, or 128 + the signal that ended it.
+inline int wait_code(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs the program `binary` with args (see spawn).
+inline result run_program(const char* binary, std::vector<std::string> args, const char* timer = nullptr) {
+  const fs::path out = tmp_dir() / "stdout", err = tmp_dir() / "stderr";
+  const int code = wait_code(spawn(binary, std::move(args), out, err, timer));
+  return {code, slurp(out), slurp(err)};
 }
 
 // Runs tiletune with args.
