@@ -1,0 +1,97 @@
+// Issue 39, "silent input, exit codes, messages": names match in any case, a
+// missing file or field is named, and every refusal exits 2 naming the value.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+
+void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& named) {
+  const result r = run(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  for (const auto& n : named) EXPECT_NE(r.err.find(n), std::string::npos) << "message should name '" << n << "': " << r.err;
+  // A raw library exception is not a message for a person.
+  EXPECT_EQ(r.err.find("[json.exception"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(input, model_presets_match_in_any_case_as_gpu_presets_do) {
+  const std::vector<std::string> base{"batch", "--gpu", "H100-SXM", "--seq-len", "128", "--json", "--model"};
+  auto with = [&](const std::string& model) {
+    std::vector<std::string> a = base;
+    a.push_back(model);
+    return a;
+  };
+  const result lower = run(with("gpt2"));
+  ASSERT_EQ(lower.code, 0) << lower.err;
+  const auto expected = nlohmann::json::parse(lower.out)["model"]["parameters"];
+  for (const char* name : {"GPT2", "Gpt2"}) {
+    const result r = run(with(name));
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["parameters"], expected) << name;
+  }
+  const result llama = run(with("Llama-3.2-1B"));
+  ASSERT_EQ(llama.code, 0) << llama.err;
+  EXPECT_EQ(nlohmann::json::parse(llama.out)["model"]["name"], "llama-3.2-1b");
+  // A name that is no preset in any case is still refused, naming it.
+  expect_refused(with("GPT3"), {"GPT3", "gpt2"});
+}
+
+TEST(input, a_missing_config_file_says_no_such_file_naming_the_path) {
+  const fs::path nope = tmp_dir() / "nope" / "config.json";
+  fs::remove_all(nope.parent_path());
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", nope.string()}, {"no such file", nope.string()});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "./nope/config.json"}, {"no such file", "./nope/config.json"});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "missing-config.json"}, {"no such file", "missing-config.json"});
+  // A folder without a config.json names the file it looked for.
+  const fs::path folder = tmp_dir() / "model-without-config";
+  fs::create_directories(folder);
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", folder.string()},
+                 {"no such file", (folder / "config.json").string()});
+  // A word that is neither a preset nor a file says both.
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "no-such-model"}, {"no-such-model", "no such file", "gpt2"});
+}
+
+namespace {
+fs::path write_suite(const std::string& name, const std::string& problems, const std::string& extra = "") {
+  const fs::path p = tmp_dir() / name;
+  std::ofstream(p) << R"({"schema": "tiletune.suite/1", )" << extra << R"("problems": [)" << problems << "]}";
+  return p;
+}
+std::vector<std::string> suite_run(const fs::path& suite) {
+  return {"gemm", "--gpu", "l4", "--dry-run", "--suite", suite.string()};
+}
+}  // namespace
+
+TEST(input, a_suite_problem_missing_a_field_is_named_not_a_json_exception) {
+  const std::string good = R"({"name": "good", "m": 64, "n": 64, "k": 64, "dtype": "f32"})";
+  for (const char* field : {"m", "n", "k", "dtype"}) {
+    nlohmann::json p = {{"name", "lacks"}, {"m", 64}, {"n", 64}, {"k", 64}, {"dtype", "f32"}};
+    p.erase(field);
+    const fs::path s = write_suite(std::string("lacks-") + field + ".json", good + ", " + p.dump());
+    expect_refused(suite_run(s), {s.string(), "problem 1 (\"lacks\")", std::string("\"") + field + "\" is missing"});
+  }
+  // Fields of the wrong type are named too (nlohmann's type_error text before).
+  const fs::path name_number = write_suite("name-number.json", R"({"name": 3, "m": 64, "n": 64, "k": 64, "dtype": "f32"})");
+  expect_refused(suite_run(name_number), {"problem 0", "\"name\": 3 is not a string"});
+  const fs::path dtype_number = write_suite("dtype-number.json", R"({"name": "d", "m": 64, "n": 64, "k": 64, "dtype": 16})");
+  expect_refused(suite_run(dtype_number), {"problem 0 (\"d\")", "\"dtype\": 16 is not a string"});
+  const fs::path layout_list = write_suite("layout-list.json", R"({"m": 64, "n": 64, "k": 64, "dtype": "f32", "layout": ["nt"]})");
+  expect_refused(suite_run(layout_list), {"problem 0", "\"layout\""});
+  const fs::path suite_name = write_suite("suite-name.json", good, R"("name": 3, )");
+  expect_refused(suite_run(suite_name), {"suite's \"name\": 3 is not a string"});
+  // A problem without a name is optional (the schema says so): it is called by its place.
+  const result unnamed = run({"gemm", "--gpu", "l4", "--dry-run", "--json", "--suite",
+                              write_suite("unnamed.json", R"({"m": 64, "n": 64, "k": 64, "dtype": "f32"})").string()});
+  ASSERT_EQ(unnamed.code, 0) << unnamed.err;
+  EXPECT_EQ(nlohmann::json::parse(unnamed.out)["results"][0]["name"], "problem 0");
+}
