@@ -95,3 +95,36 @@ TEST(input, a_suite_problem_missing_a_field_is_named_not_a_json_exception) {
   ASSERT_EQ(unnamed.code, 0) << unnamed.err;
   EXPECT_EQ(nlohmann::json::parse(unnamed.out)["results"][0]["name"], "problem 0");
 }
+
+TEST(input, db_gpu_filters_refuse_an_unknown_gpu_naming_it_and_the_presets) {
+  const fs::path db = tmp_dir() / "gpu-filter.sqlite3";
+  fs::remove(db);
+  const fs::path measured = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm/4096x4096x4096-bf16-nt.json";
+  const result first = run({"db", "import", "--db", db.string(), measured.string()});
+  ASSERT_EQ(first.code, 0) << first.err;
+  // A GPU without a preset is filed under its own name: that name is a model the database holds.
+  nlohmann::json other = nlohmann::json::parse(slurp(measured));
+  other["device"]["name"] = "NVIDIA GeForce RTX 3090";
+  other["device"]["preset"] = nullptr;
+  const fs::path other_file = tmp_dir() / "rtx3090.json";
+  std::ofstream(other_file) << other.dump();
+  const result imported = run({"db", "import", "--db", db.string(), other_file.string()});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+
+  for (const std::string sub : {"list", "export"}) {
+    expect_refused({"db", sub, "--db", db.string(), "--gpu", "no-such-gpu"}, {"no-such-gpu", "h100-sxm", "rtx-4090"});
+    // As gemm --gpu, a preset matches in any case.
+    const result upper = run({"db", sub, "--db", db.string(), "--gpu", "H100-SXM", sub == "list" ? "--json" : "--format=json"});
+    ASSERT_EQ(upper.code, 0) << sub << ": " << upper.err;
+    EXPECT_NE(upper.out.find("4096x4096x4096"), std::string::npos) << sub << ": " << upper.out;
+    const result own_name = run({"db", sub, "--db", db.string(), "--gpu", "NVIDIA GeForce RTX 3090"});
+    EXPECT_EQ(own_name.code, 0) << sub << ": " << own_name.err;
+    // A known preset without records is an empty answer, not an error.
+    EXPECT_EQ(run({"db", sub, "--db", db.string(), "--gpu", "l4"}).code, 0) << sub;
+  }
+  expect_refused({"db", "calibrate", "--db", db.string(), "--gpu", "no-such-gpu"}, {"no-such-gpu", "h100-sxm"});
+  // With no database yet, list still refuses the name rather than print an empty list.
+  expect_refused({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "no-such-gpu"},
+                 {"no-such-gpu", "h100-sxm"});
+  EXPECT_EQ(run({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "h100-sxm"}).code, 0);
+}

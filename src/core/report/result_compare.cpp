@@ -83,7 +83,9 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
   if (j.contains("device") && j["device"].is_object()) {
     f.device_name = j["device"].value("name", "");
     f.device_arch = j["device"].value("arch", "");
-    f.device_model = j["device"].value("preset", "");
+    const auto& dev = j["device"];
+    if (dev.contains("preset") && dev["preset"].is_string())  // null for a GPU without a preset
+      f.device_model = dev["preset"].get<std::string>();
   }
   if (f.device_model.empty()) f.device_model = f.device_name;
   if (f.schema == "tiletune.gemm/1") {
