@@ -153,7 +153,7 @@ bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
                                           "--allow-device-mismatch to check anyway",
                                           o->baseline, base.device_name, base.device_arch, device.spec.name,
                                           device.spec.arch()));
-    compiler_stack compilers(o->cache_dir, false);
+    compiler_stack compilers(o->cache_dir, false, /*no_cache_offered=*/false);
     progress_line progress(true);
     const run_info run{ctx.command_line, utc_now_iso()};
     nlohmann::json fresh;

@@ -128,3 +128,21 @@ TEST(input, db_gpu_filters_refuse_an_unknown_gpu_naming_it_and_the_presets) {
                  {"no-such-gpu", "h100-sxm"});
   EXPECT_EQ(run({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "h100-sxm"}).code, 0);
 }
+
+// Messages name only options the command has: check has --cache-dir but no --no-cache.
+TEST(input, a_refusal_names_only_options_the_command_has) {
+  const fs::path blocker = tmp_dir() / "a-file";
+  std::ofstream(blocker) << "x";
+  const std::string cache = (blocker / "cache").string();  // under a file: no folder can be made there
+  const std::vector<std::string> stand_in_h100 = {"--standin-gpus", "h100-sxm", "--standin-worker", TILETUNE_FAKE_WORKER};
+  const result check = run_with_standins(
+      stand_in_h100, {"check", "--baseline", TILETUNE_SOURCE_DIR "/profiles/baselines/h100-sxm.json", "--cache-dir", cache});
+  EXPECT_EQ(check.code, 2) << check.err;
+  EXPECT_NE(check.err.find("--cache-dir " + cache), std::string::npos) << check.err;
+  EXPECT_EQ(check.err.find("--no-cache"), std::string::npos) << "check has no --no-cache: " << check.err;
+  // gemm has both, and says so.
+  const result gemm = run_with_standins(
+      stand_in_h100, {"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--cache-dir", cache});
+  EXPECT_EQ(gemm.code, 2) << gemm.err;
+  EXPECT_NE(gemm.err.find("--no-cache"), std::string::npos) << gemm.err;
+}
