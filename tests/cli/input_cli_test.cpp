@@ -146,3 +146,17 @@ TEST(input, a_refusal_names_only_options_the_command_has) {
   EXPECT_EQ(gemm.code, 2) << gemm.err;
   EXPECT_NE(gemm.err.find("--no-cache"), std::string::npos) << gemm.err;
 }
+
+// A suite's bad value is named by its field, not by gemm's flag: the value did not come from --m.
+TEST(input, a_bad_suite_value_is_named_by_its_field_not_a_flag) {
+  const fs::path zero = write_suite("m-zero.json", R"({"name": "z", "m": 0, "n": 64, "k": 64, "dtype": "f32"})");
+  const result r = run(suite_run(zero));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("problem 0 (\"z\"): \"m\": 0 is invalid"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--m"), std::string::npos) << r.err;
+  const fs::path big = write_suite("batch-big.json", R"({"name": "b", "m": 8, "n": 8, "k": 8, "batch": 100000, "dtype": "f32"})");
+  const result b = run(suite_run(big));
+  EXPECT_EQ(b.code, 2) << b.err;
+  EXPECT_NE(b.err.find("\"batch\": 100000 is too large"), std::string::npos) << b.err;
+  EXPECT_EQ(b.err.find("--batch"), std::string::npos) << b.err;
+}

@@ -62,7 +62,11 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     } catch (const nlohmann::json::exception& e) {
       throw usage_error(fmt::format("{}: {}", which, e.what()));
     } catch (const usage_error& e) {
-      throw usage_error(fmt::format("{}: {}", which, e.what()));
+      // validate() speaks of gemm's flags ("--m 0 is invalid"); here the value is the suite's field "m".
+      std::string why = e.what();
+      for (const char* key : {"m", "n", "k", "batch", "alpha", "beta"})
+        if (why.rfind(fmt::format("--{} ", key), 0) == 0) why = fmt::format("\"{}\": {}", key, why.substr(std::string(key).size() + 3));
+      throw usage_error(fmt::format("{}: {}", which, why));
     }
     if (!names.insert(sp.name).second) throw usage_error(fmt::format("{}: the name is used twice", which));
     s.problems.push_back(std::move(sp));
