@@ -160,3 +160,20 @@ TEST(input, a_bad_suite_value_is_named_by_its_field_not_a_flag) {
   EXPECT_NE(b.err.find("\"batch\": 100000 is too large"), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("--batch"), std::string::npos) << b.err;
 }
+
+// check has no --allow-mode-mismatch: a predicted baseline is refused without suggesting it.
+TEST(input, check_refuses_a_predicted_baseline_without_naming_an_option_it_lacks) {
+  const fs::path predicted = tmp_dir() / "predicted-baseline.json";
+  ASSERT_EQ(run({"gemm", "--gpu", "h100-sxm", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32",
+                 "--out", predicted.string()}).code, 0);
+  const std::vector<std::string> stand_in_h100 = {"--standin-gpus", "h100-sxm", "--standin-worker", TILETUNE_FAKE_WORKER};
+  const result r = run_with_standins(stand_in_h100, {"check", "--baseline", predicted.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("measured baseline"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--allow-mode-mismatch"), std::string::npos) << r.err;
+  // compare has the flag, and still names it.
+  const result c = run({"compare", predicted.string(),
+                        TILETUNE_SOURCE_DIR "/profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json"});
+  EXPECT_EQ(c.code, 2) << c.err;
+  EXPECT_NE(c.err.find("--allow-mode-mismatch"), std::string::npos) << c.err;
+}

@@ -141,8 +141,10 @@ void check_comparable(const result_file& base, const result_file& fresh, const c
   if (base.mode != fresh.mode) {
     const std::string what = fmt::format("{} is {}, {} is {}", base.path, base.mode, fresh.path, fresh.mode);
     if (!o.allow_mode_mismatch)
-      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; compare "
-                               "two measured (or two predicted) results, or pass --allow-mode-mismatch");
+      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; " +
+                        (o.mode_mismatch_flag ? std::string("compare two measured (or two predicted) results, or pass "
+                                                            "--allow-mode-mismatch")
+                                              : std::string("check re-measures, so give it a measured baseline")));
     c.notes.push_back("mode mismatch allowed: " + what);
   }
 }
