@@ -198,8 +198,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   if (!o.out.empty()) {
     // --model names a preset, a config.json, or a folder holding one.
     std::vector<named_input> inputs{{"--model", o.model}, {"--model", std::filesystem::path(o.model) / "config.json"}};
-    for (const auto& m : model_presets())
-      if (m.name == o.model) inputs.clear();
+    if (find_model_preset(o.model)) inputs.clear();
     check_output_path(o.out, "--out", inputs);
   }
   const device_choice device = choose_device(o.gpu, o.device, ctx.host);

@@ -113,6 +113,7 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   };
   auto o = std::make_shared<options>();
   o->measure.search = "exhaustive";  // a regression gate times every variant it re-measures to the full budget
+  o->compare.mode_mismatch_flag = false;  // check has no --allow-mode-mismatch
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
   cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (profiles/<gpu>.json)")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")->capture_default_str();
@@ -153,7 +154,7 @@ bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
                                           "--allow-device-mismatch to check anyway",
                                           o->baseline, base.device_name, base.device_arch, device.spec.name,
                                           device.spec.arch()));
-    compiler_stack compilers(o->cache_dir, false);
+    compiler_stack compilers(o->cache_dir, false, /*no_cache_offered=*/false);
     progress_line progress(true);
     const run_info run{ctx.command_line, utc_now_iso()};
     nlohmann::json fresh;

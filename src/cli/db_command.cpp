@@ -73,6 +73,7 @@ void run_list(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
+    gpu_filter(o.gpu, nullptr);  // an unknown --gpu is refused with or without a database
     if (o.json)
       std::fputs((nlohmann::json{{"schema", "tiletune.tuning-db-list/1"}, {"file", path.string()},
                                  {"records", nlohmann::json::array()}}
@@ -86,7 +87,7 @@ void run_list(const db_options& o, run_context& ctx) {
     return;
   }
   const auto db = open_tuning_db(path.string(), false);
-  const auto records = db->list(o.gpu);
+  const auto records = db->list(gpu_filter(o.gpu, db.get()));
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-list/1"}, {"file", db->file().string()},
                           {"records", nlohmann::json::array()}};
@@ -122,7 +123,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
   const auto db = open_tuning_db(file_to_read(o).string(), false);
   std::vector<nlohmann::json> results;
-  for (const auto& r : db->list(o.gpu))
+  for (const auto& r : db->list(gpu_filter(o.gpu, db.get())))
     if (is_measured(r)) results.push_back(r.result);
   if (results.empty())
     throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.hpp"
+#include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/tune/fleet/tuning_export.hpp"
 #include "core/tune/fleet/tuning_merge.hpp"
@@ -57,7 +58,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
   const tuning_db db(file, tuning_db::open_mode::existing);
-  const auto best = best_per_problem(db.list(o.gpu));
+  const auto best = best_per_problem(db.list(gpu_filter(o.gpu, &db)));
   const std::string date = utc_now_iso();
   std::string text;
   if (o.format == "json")
@@ -76,6 +77,20 @@ void run_export(const fleet_options& o, run_context& ctx) {
 }
 
 }  // namespace
+
+std::string gpu_filter(const std::string& gpu, const tuning_db* db) {
+  if (gpu.empty()) return gpu;
+  if (db)
+    for (const auto& r : db->list())
+      if (r.key.device_model == gpu) return gpu;
+  try {
+    return find_preset(gpu).preset;
+  } catch (const usage_error& e) {
+    throw usage_error(fmt::format("--gpu {}: {}{}", gpu, e.what(),
+                                  db ? fmt::format(", and {} holds no GPU model of that name", db->file().string())
+                                     : std::string()));
+  }
+}
 
 void add_db_fleet_commands(CLI::App& cmd, run_context& ctx, std::shared_ptr<const std::string> group_db) {
   auto o = std::make_shared<fleet_options>();

@@ -12,7 +12,7 @@
 
 namespace tiletune::cli {
 
-compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
+compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache, bool no_cache_offered) {
   if (no_cache) return;
   const std::filesystem::path dir = cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
   std::error_code ec;
@@ -23,8 +23,8 @@ compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache) {
     // A folder the user named must work; the default one only costs repeats their speed.
     if (!cache_dir.empty())
       throw usage_error(fmt::format("--cache-dir {}: cannot keep compiled kernels there ({}); give a writable "
-                                    "folder, or --no-cache",
-                                    cache_dir, why));
+                                    "folder{}",
+                                    cache_dir, why, no_cache_offered ? ", or --no-cache" : ""));
     fmt::print(stderr, "tiletune: the compile cache {} cannot be written ({}); compiling without it\n", dir.string(),
                why);
     return;

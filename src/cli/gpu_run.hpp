@@ -17,7 +17,9 @@ namespace tiletune::cli {
 // NVRTC behind the disk cache (unless disabled).
 class compiler_stack {
  public:
-  compiler_stack(const std::string& cache_dir, bool no_cache);
+  // no_cache_offered: whether the command has --no-cache (check has not), so that a
+  // refusal names only options the command has.
+  compiler_stack(const std::string& cache_dir, bool no_cache, bool no_cache_offered = true);
   kernel_compiler& get() { return cached_ ? static_cast<kernel_compiler&>(*cached_) : nvrtc_; }
 
  private:

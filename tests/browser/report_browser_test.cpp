@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tiletune_process.hpp"
 
@@ -127,6 +128,27 @@ TEST_F(report_browser, compare) {
                         cmp.string()});
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
   expect_page_draws(chromium_, {cmp.string()}, "compare");
+}
+
+// Issue 39: a suite whose names open an HTML comment and a script drew no charts.
+TEST_F(report_browser, names_that_look_like_markup_stay_text_and_the_charts_draw) {
+  const std::string name = "a <!-- <script> b";
+  const fs::path suite = tmp_dir() / "markup-suite.json";
+  std::ofstream(suite) << nlohmann::json{{"schema", "tiletune.suite/1"},
+                                         {"name", name + " suite"},
+                                         {"problems",
+                                          {{{"name", name}, {"m", 256}, {"n", 256}, {"k", 256}, {"dtype", "f16"}},
+                                           {{"name", "<b>bold</b> & \"quoted\""}, {"m", 512}, {"n", 128},
+                                            {"k", 64}, {"dtype", "f32"}}}}}
+                              .dump(2);
+  const fs::path result_file = tmp_dir() / "markup-result.json";
+  const result r = run({"gemm", "--gpu", "l4", "--dry-run", "--suite", suite.string(), "--out", result_file.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_page_draws(chromium_, {result_file.string()}, "markup");
+  // The names are drawn as text: the page's DOM has no element they would have made.
+  const std::string dom = slurp(tmp_dir() / "markup.dom.html");
+  EXPECT_EQ(dom.find("<b>bold</b>"), std::string::npos);
+  EXPECT_NE(dom.find("a &lt;!-- &lt;script&gt; b"), std::string::npos);
 }
 
 // The test itself: a page with a broken chart must fail it.

@@ -4,7 +4,7 @@
 Runs the real binary offline (--gpu h100-sxm --dry-run, no GPU needed) for
 each kind of output: gemm, gemm --suite, --export's ID.json, batch (a plan
 that fits and one that does not), compare, devices --json, db list --json
-(empty and filled), db calibrate --json; and gemm --suite --devices and a
+(empty and filled), db calibrate --json, db export --format json; and gemm --suite --devices and a
 measured batch with the test binary tiletune_standins (stand-in GPUs and the
 stand-in worker). Then every JSON file shipped in
 profiles/. Then shows that the check can fail: for each output a planted
@@ -145,6 +145,7 @@ def produce(binary, standins, fake_worker, work, profiles):
     out["db list --json"] = json.loads(run(binary, env, "db", "list", "--db", str(db), "--json"))
     out["db calibrate --json"] = json.loads(run(binary, env, "db", "calibrate", "--db", str(db), "--gpu",
                                                 "h100-sxm", "--json"))
+    out["db export --format json"] = json.loads(run(binary, env, "db", "export", "--db", str(db), "--format", "json"))
     return out
 
 
@@ -197,6 +198,9 @@ def plant_specific(label, doc):
     if name == "tiletune.tuning-db-list/1" and d["records"]:
         d["records"][0]["tflops"] = -1.0
         return "negative TFLOP/s", d
+    if name == "tiletune.tuning-export/1" and d["configs"]:
+        d["configs"][0]["triton"]["num_warps"] = 0
+        return "zero Triton warps", d
     if name == "tiletune.calibration/2":
         d["mean"]["calibrated"]["spearman"] = 1.5
         return "a Spearman correlation above 1", d

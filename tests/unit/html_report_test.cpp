@@ -402,6 +402,48 @@ TEST(html_report, the_page_escapes_text_and_keeps_scripts_whole) {
   EXPECT_EQ(page.find("window.define"), std::string::npos);  // a bundle needs no module loader
 }
 
+// Issue 39: a problem named "a <!-- <script> b" drew no charts. "<!--" then
+// "<script" inside a script element puts the HTML parser in its double-escaped
+// state, where "</script>" no longer ends the element: escaping "</" was not enough.
+TEST(html_report, a_name_that_opens_an_html_comment_and_a_script_stays_data) {
+  const std::string name = "a <!-- <script> b";
+  report_section s;
+  s.source = name + ".json";
+  s.title = name;
+  s.basis = "Predicted: test";
+  s.facts.push_back(name);
+  s.notices.push_back(name);
+  json rows = json::array({{{"a", name}, {"v", 1.0}, {"tip", name + " -->"}}});
+  s.charts.push_back(report::make_chart(name, name, name, rows, report::bar_spec(rows, report::bars("a", "v", "v"))));
+  vega_library lib;
+  lib.bundle = true;
+  lib.scripts.push_back({"vega", "vega.min.js", "/* bundle */"});
+  const std::string page = render_report_page({s}, lib, "tiletune report '" + name + "'");
+  // Outside the scripts the name is text, escaped wherever it appears.
+  EXPECT_EQ(page.find(name), std::string::npos);
+  EXPECT_EQ(page.find("<!--"), std::string::npos);
+  EXPECT_NE(page.find("a &lt;!-- &lt;script&gt; b"), std::string::npos);
+  // The specs' JSON holds no '<' at all, and reads back as the very same data.
+  const std::string open = "<script type=\"application/json\" id=\"tiletune-specs\">";
+  const auto from = page.find(open);
+  ASSERT_NE(from, std::string::npos);
+  const auto to = page.find("</script>", from);
+  ASSERT_NE(to, std::string::npos);
+  const std::string text = page.substr(from + open.size(), to - from - open.size());
+  EXPECT_EQ(text.find('<'), std::string::npos) << text.substr(0, 200);
+  EXPECT_EQ(text.find('>'), std::string::npos);
+  const json specs = json::parse(text);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0]["spec"]["data"][0]["values"][0]["a"], name);
+  EXPECT_EQ(specs[0]["spec"]["data"][0]["values"][0]["tip"], name + " -->");
+  // Every script element the page opens is closed by its own end tag: the draw script is still a script.
+  std::size_t opens = 0, closes = 0;
+  for (auto p = page.find("<script"); p != std::string::npos; p = page.find("<script", p + 1)) ++opens;
+  for (auto p = page.find("</script"); p != std::string::npos; p = page.find("</script", p + 1)) ++closes;
+  EXPECT_EQ(opens, closes);
+  EXPECT_NE(page.find("JSON.parse(document.getElementById('tiletune-specs')"), std::string::npos);
+}
+
 TEST(html_report, a_missing_chart_library_is_an_environment_error_naming_the_file_and_package) {
   const fs::path dir = fs::temp_directory_path() / "tiletune_vega_test";
   fs::remove_all(dir);

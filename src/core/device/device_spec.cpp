@@ -66,11 +66,17 @@ device_spec ada(std::string key, std::string name) {
 // 4090; shared memory, register and thread limits from the CUDA C++
 // Programming Guide's table of compute capabilities. L2 bandwidth is not
 // published: those are rough microbenchmark figures used only to rank tiles.
+// Memory is what the driver reports (issue 39), not the marketing figure,
+// where a driver's figure is recorded or cited; each preset names its source.
+// Figures: NVIDIA H100 datasheet (SXM5) for SMs, clock, bandwidth and peaks; memory and L2 bandwidth as noted.
 device_spec h100_sxm_preset() {
   device_spec h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
   h100_sxm.sm_count = 132;
   h100_sxm.boost_clock_mhz = 1980;
-  h100_sxm.memory_bytes = 80 * 1024 * MiB;
+  // Memory: the driver's total as recorded on an H100 80GB HBM3 (79.2 GiB, 85017493504 bytes:
+  // device.memory_bytes in profiles/measured/h100-2026-11-22/gemm/*.json, and `tiletune devices`
+  // in profiles/measured/h100-2026-11-23/devices.txt), not the datasheet's 80 GB.
+  h100_sxm.memory_bytes = 85017493504LL;
   h100_sxm.memory_bandwidth_gbs = 3350;
   // L2 to SMs: from ncu's L2 throughput and the bytes of the best 4096^3 bf16 variant
   // (profiles/measured/h100-2026-11-23/ncu/; the derivation: docs/model.md).
@@ -83,10 +89,13 @@ device_spec h100_sxm_preset() {
   return h100_sxm;
 }
 
+// Figures: NVIDIA H100 datasheet (PCIe); memory as noted.
 device_spec h100_pcie_preset() {
   device_spec h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
   h100_pcie.sm_count = 114;
   h100_pcie.boost_clock_mhz = 1755;
+  // Memory: the datasheet's 80 GB (as 80 GiB); no driver-reported total of an H100 PCIe is
+  // recorded in profiles/ or cited, so this one is unverified and may exceed what the card reports.
   h100_pcie.memory_bytes = 80 * 1024 * MiB;
   h100_pcie.memory_bandwidth_gbs = 2000;
   h100_pcie.l2_bandwidth_gbs = 5500;
@@ -98,11 +107,15 @@ device_spec h100_pcie_preset() {
   return h100_pcie;
 }
 
+// Figures: NVIDIA H200 datasheet (SXM) for bandwidth and peaks; the die's figures are the H100 SXM's; memory as noted.
 device_spec h200_preset() {
   device_spec h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
   h200.sm_count = 132;
   h200.boost_clock_mhz = 1980;
-  h200.memory_bytes = 141LL * 1000 * 1000 * 1000;
+  // Memory: what the card reports, nvidia-smi's memory.total of 140.4 GiB (143771 MiB) as cited in
+  // issue 39, not the datasheet's 141 GB (which this preset held as 131.3 GiB). No H200 run is
+  // recorded in profiles/: this figure is cited, not measured here.
+  h200.memory_bytes = 143771LL * MiB;
   h200.memory_bandwidth_gbs = 4800;
   // The same GH100 die as the H100 SXM (132 SMs, the same clocks and 50 MB L2; only the HBM
   // differs), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
@@ -115,27 +128,33 @@ device_spec h200_preset() {
   return h200;
 }
 
+// Figures: NVIDIA A100 datasheet (SXM4 80GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_80_preset() {
   device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
+  // Memory: the datasheet's 80 GB (as 80 GiB); no driver-reported total recorded or cited: unverified.
   a100_80.memory_bytes = 80 * 1024 * MiB;
   a100_80.memory_bandwidth_gbs = 2039;
   a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_80;
 }
 
+// Figures: NVIDIA A100 datasheet (SXM4 40GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_40_preset() {
   device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
+  // Memory: the datasheet's 40 GB (as 40 GiB); no driver-reported total recorded or cited: unverified.
   a100_40.memory_bytes = 40 * 1024 * MiB;
   a100_40.memory_bandwidth_gbs = 1555;
   a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_40;
 }
 
+// Figures: NVIDIA L4 datasheet; memory as noted.
 device_spec l4_preset() {
   device_spec l4 = ada("l4", "NVIDIA L4");
   l4.sm_count = 58;
   l4.boost_clock_mhz = 2040;
   l4.l2_bytes = 48 * MiB;
+  // Memory: the datasheet's 24 GB (as 24 GiB); no driver-reported total recorded or cited: unverified.
   l4.memory_bytes = 24 * 1024 * MiB;
   l4.memory_bandwidth_gbs = 300;
   l4.l2_bandwidth_gbs = 1500;
@@ -147,11 +166,13 @@ device_spec l4_preset() {
   return l4;
 }
 
+// Figures: NVIDIA Ada (AD102) whitepaper for the RTX 4090; memory as noted.
 device_spec rtx4090_preset() {
   device_spec rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
   rtx4090.sm_count = 128;
   rtx4090.boost_clock_mhz = 2520;
   rtx4090.l2_bytes = 72 * MiB;
+  // Memory: the datasheet's 24 GB (as 24 GiB); no driver-reported total recorded or cited: unverified.
   rtx4090.memory_bytes = 24 * 1024 * MiB;
   rtx4090.memory_bandwidth_gbs = 1008;
   rtx4090.l2_bandwidth_gbs = 5000;

@@ -26,7 +26,15 @@ void check_problem_fields(const nlohmann::json& p) {
       throw usage_error(fmt::format("\"{}\": {} is not a whole number", key, value.dump()));
     if ((key == "alpha" || key == "beta") && !value.is_number())
       throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
+    if ((key == "name" || key == "dtype" || key == "layout") && !value.is_string())
+      throw usage_error(fmt::format("\"{}\": {} is not a string", key, value.dump()));
   }
+  // What the reader needs, named, rather than a JSON library's "key not found".
+  for (const char* key : {"m", "n", "k", "dtype"})
+    if (!p.contains(key))
+      throw usage_error(fmt::format("the field \"{}\" is missing (a problem needs m, n, k and dtype; name, batch, "
+                                    "layout, alpha and beta are optional)",
+                                    key));
 }
 
 gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& path) {
@@ -35,13 +43,17 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     throw usage_error(fmt::format("{}: not a suite (expected \"schema\": \"tiletune.suite/1\")", where));
   if (!j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
     throw usage_error(fmt::format("{}: \"problems\" must be a non-empty array", where));
+  if (j.contains("name") && !j["name"].is_string())
+    throw usage_error(fmt::format("{}: the suite's \"name\": {} is not a string", where, j["name"].dump()));
   gemm_suite s;
   s.name = j.value("name", path.stem().string());
   std::set<std::string> names;
   for (std::size_t i = 0; i < j["problems"].size(); ++i) {
     const auto& p = j["problems"][i];
     suite_problem sp;
-    sp.name = p.is_object() ? p.value("name", fmt::format("problem {}", i)) : fmt::format("problem {}", i);
+    // A problem without a name is called by its place in the list.
+    sp.name = p.is_object() && p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>()
+                                                                           : fmt::format("problem {}", i);
     const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
     try {
       check_problem_fields(p);
@@ -50,7 +62,11 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     } catch (const nlohmann::json::exception& e) {
       throw usage_error(fmt::format("{}: {}", which, e.what()));
     } catch (const usage_error& e) {
-      throw usage_error(fmt::format("{}: {}", which, e.what()));
+      // validate() speaks of gemm's flags ("--m 0 is invalid"); here the value is the suite's field "m".
+      std::string why = e.what();
+      for (const char* key : {"m", "n", "k", "batch", "alpha", "beta"})
+        if (why.rfind(fmt::format("--{} ", key), 0) == 0) why = fmt::format("\"{}\": {}", key, why.substr(std::string(key).size() + 3));
+      throw usage_error(fmt::format("{}: {}", which, why));
     }
     if (!names.insert(sp.name).second) throw usage_error(fmt::format("{}: the name is used twice", which));
     s.problems.push_back(std::move(sp));

@@ -118,13 +118,22 @@ std::string script_safe(std::string_view s) {
   return out;
 }
 
-// JSON inside a <script type="application/json">: "<\/" is JSON's own escape for "</".
+// JSON inside a <script type="application/json">. Escaping "</" alone is not
+// enough: "<!--" followed by "<script" puts the HTML parser in the script's
+// "double escaped" state, where "</script>" no longer ends the element and the
+// rest of the page, charts and all, becomes this script's text. So no '<' (nor
+// '>' or '&') reaches the page: JSON's \u escapes mean the same characters to
+// JSON.parse, and outside strings a JSON text has none of them.
 std::string json_script_safe(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    out += s[i];
-    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') out += '\\';
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
+    }
   }
   return out;
 }

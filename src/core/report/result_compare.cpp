@@ -83,7 +83,9 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
   if (j.contains("device") && j["device"].is_object()) {
     f.device_name = j["device"].value("name", "");
     f.device_arch = j["device"].value("arch", "");
-    f.device_model = j["device"].value("preset", "");
+    const auto& dev = j["device"];
+    if (dev.contains("preset") && dev["preset"].is_string())  // null for a GPU without a preset
+      f.device_model = dev["preset"].get<std::string>();
   }
   if (f.device_model.empty()) f.device_model = f.device_name;
   if (f.schema == "tiletune.gemm/1") {
@@ -139,8 +141,10 @@ void check_comparable(const result_file& base, const result_file& fresh, const c
   if (base.mode != fresh.mode) {
     const std::string what = fmt::format("{} is {}, {} is {}", base.path, base.mode, fresh.path, fresh.mode);
     if (!o.allow_mode_mismatch)
-      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; compare "
-                               "two measured (or two predicted) results, or pass --allow-mode-mismatch");
+      throw usage_error(what + ": a prediction against a measurement says nothing about a regression; " +
+                        (o.mode_mismatch_flag ? std::string("compare two measured (or two predicted) results, or pass "
+                                                            "--allow-mode-mismatch")
+                                              : std::string("check re-measures, so give it a measured baseline")));
     c.notes.push_back("mode mismatch allowed: " + what);
   }
 }

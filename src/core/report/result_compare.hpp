@@ -53,6 +53,9 @@ struct compare_options {
   bool absolute = false;  // judge raw time instead of the ratio to cuBLAS
   bool allow_device_mismatch = false;
   bool allow_mode_mismatch = false;  // a prediction against a measurement
+  // Whether the command offers --allow-mode-mismatch (compare does, check does not: it
+  // re-measures, so its baseline must be measured), so that a refusal names only its options.
+  bool mode_mismatch_flag = true;
 };
 
 struct comparison_row {

@@ -1,5 +1,7 @@
 #include "core/train/model_spec.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -227,21 +229,39 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
   return m;
 }
 
-model_spec load_model(std::string_view name_or_path) {
+const model_spec* find_model_preset(std::string_view name) {
+  // Preset names match as --gpu's do, in any case (GPT2, Llama-3-8B).
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string key = lower(name);
   for (const auto& m : model_presets())
-    if (m.name == name_or_path) return m;
+    if (lower(m.name) == key) return &m;
+  return nullptr;
+}
+
+model_spec load_model(std::string_view name_or_path) {
+  // A preset wins over a path of the same name.
+  if (const model_spec* preset = find_model_preset(name_or_path)) return *preset;
   std::filesystem::path path(name_or_path);
   std::error_code ec;
   // A downloaded model's folder (Hugging Face layout) holds its config.json.
   if (std::filesystem::is_directory(path, ec)) {
-    if (!std::filesystem::is_regular_file(path / "config.json", ec))
-      throw usage_error(fmt::format("--model {}: a folder without a config.json", name_or_path));
+    if (!std::filesystem::exists(path / "config.json", ec))
+      throw usage_error(fmt::format("--model {}: a folder without a config.json (no such file: {})", name_or_path,
+                                    (path / "config.json").string()));
     path /= "config.json";
   }
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  if (!std::filesystem::exists(path, ec)) {
+    // A name that looks like a path is a file the user expected to be there; a bare word may be either.
+    const bool path_like = name_or_path.find('/') != std::string_view::npos ||
+                           name_or_path.find('\\') != std::string_view::npos || path.extension() == ".json";
+    if (path_like) throw usage_error(fmt::format("--model {}: no such file", name_or_path));
     std::string names;
     for (const auto& m : model_presets()) names += (names.empty() ? "" : ", ") + m.name;
-    throw usage_error(fmt::format("--model {}: neither a preset ({}) nor a config.json file", name_or_path, names));
+    throw usage_error(fmt::format("--model {}: not a preset ({}), and no such file", name_or_path, names));
   }
   const nlohmann::json j = read_json_file(path);
   return model_from_hf_config(j, path.string());

@@ -88,6 +88,8 @@ std::int64_t expert_parameter_count(const model_spec& m);
 
 // The presets --model accepts.
 const std::vector<model_spec>& model_presets();
+// The preset of that name, in any case (GPT2 is gpt2, as --gpu H100-SXM is h100-sxm); null if none.
+const model_spec* find_model_preset(std::string_view name);
 // A preset name, or a path to a Hugging Face config.json. Throws usage_error
 // naming an unknown preset, an unsupported model_type (with the supported
 // ones), a missing field, or where a malformed file breaks.

@@ -36,7 +36,7 @@ gemm_plan plan_from_recording(const nlohmann::json& result) {
   gemm_plan plan;
   plan.problem = gemm_problem_from_json(result.at("problem"));
   const auto& dev = result.at("device");
-  const std::string preset = dev.value("preset", std::string());
+  const std::string preset = dev.contains("preset") && dev["preset"].is_string() ? dev["preset"].get<std::string>() : "";
   plan.device = find_preset(preset.empty() ? "h100-sxm" : preset);
   plan.compiler_version = result.contains("tool") ? result["tool"].value("nvrtc", std::string()) : "";
   for (const auto& vj : result.at("variants")) {

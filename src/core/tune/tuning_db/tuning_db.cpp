@@ -260,7 +260,8 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
   const auto& dev = h.at("device");
   const auto& tool = h.value("tool", nlohmann::json::object());
   r.device_name = dev.value("name", "");
-  r.key.device_model = dev.value("preset", "");
+  // A GPU without a preset has "preset": null (device_spec's to_json): it is filed under its name.
+  r.key.device_model = dev.contains("preset") && dev["preset"].is_string() ? dev["preset"].get<std::string>() : "";
   if (r.key.device_model.empty()) r.key.device_model = r.device_name;
   r.key.driver = tool.value("driver", std::string("unknown"));
   r.key.cuda = tool.value("cuda_runtime", std::string("unknown"));

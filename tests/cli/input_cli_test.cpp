@@ -1,0 +1,179 @@
+// Issue 39, "silent input, exit codes, messages": names match in any case, a
+// missing file or field is named, and every refusal exits 2 naming the value.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+
+void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& named) {
+  const result r = run(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  for (const auto& n : named) EXPECT_NE(r.err.find(n), std::string::npos) << "message should name '" << n << "': " << r.err;
+  // A raw library exception is not a message for a person.
+  EXPECT_EQ(r.err.find("[json.exception"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+TEST(input, model_presets_match_in_any_case_as_gpu_presets_do) {
+  const std::vector<std::string> base{"batch", "--gpu", "H100-SXM", "--seq-len", "128", "--json", "--model"};
+  auto with = [&](const std::string& model) {
+    std::vector<std::string> a = base;
+    a.push_back(model);
+    return a;
+  };
+  const result lower = run(with("gpt2"));
+  ASSERT_EQ(lower.code, 0) << lower.err;
+  const auto expected = nlohmann::json::parse(lower.out)["model"]["parameters"];
+  for (const char* name : {"GPT2", "Gpt2"}) {
+    const result r = run(with(name));
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["parameters"], expected) << name;
+  }
+  const result llama = run(with("Llama-3.2-1B"));
+  ASSERT_EQ(llama.code, 0) << llama.err;
+  EXPECT_EQ(nlohmann::json::parse(llama.out)["model"]["name"], "llama-3.2-1b");
+  // A name that is no preset in any case is still refused, naming it.
+  expect_refused(with("GPT3"), {"GPT3", "gpt2"});
+}
+
+TEST(input, a_missing_config_file_says_no_such_file_naming_the_path) {
+  const fs::path nope = tmp_dir() / "nope" / "config.json";
+  fs::remove_all(nope.parent_path());
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", nope.string()}, {"no such file", nope.string()});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "./nope/config.json"}, {"no such file", "./nope/config.json"});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "missing-config.json"}, {"no such file", "missing-config.json"});
+  // A folder without a config.json names the file it looked for.
+  const fs::path folder = tmp_dir() / "model-without-config";
+  fs::create_directories(folder);
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", folder.string()},
+                 {"no such file", (folder / "config.json").string()});
+  // A word that is neither a preset nor a file says both.
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "no-such-model"}, {"no-such-model", "no such file", "gpt2"});
+}
+
+namespace {
+fs::path write_suite(const std::string& name, const std::string& problems, const std::string& extra = "") {
+  const fs::path p = tmp_dir() / name;
+  std::ofstream(p) << R"({"schema": "tiletune.suite/1", )" << extra << R"("problems": [)" << problems << "]}";
+  return p;
+}
+std::vector<std::string> suite_run(const fs::path& suite) {
+  return {"gemm", "--gpu", "l4", "--dry-run", "--suite", suite.string()};
+}
+}  // namespace
+
+TEST(input, a_suite_problem_missing_a_field_is_named_not_a_json_exception) {
+  const std::string good = R"({"name": "good", "m": 64, "n": 64, "k": 64, "dtype": "f32"})";
+  for (const char* field : {"m", "n", "k", "dtype"}) {
+    nlohmann::json p = {{"name", "lacks"}, {"m", 64}, {"n", 64}, {"k", 64}, {"dtype", "f32"}};
+    p.erase(field);
+    const fs::path s = write_suite(std::string("lacks-") + field + ".json", good + ", " + p.dump());
+    expect_refused(suite_run(s), {s.string(), "problem 1 (\"lacks\")", std::string("\"") + field + "\" is missing"});
+  }
+  // Fields of the wrong type are named too (nlohmann's type_error text before).
+  const fs::path name_number = write_suite("name-number.json", R"({"name": 3, "m": 64, "n": 64, "k": 64, "dtype": "f32"})");
+  expect_refused(suite_run(name_number), {"problem 0", "\"name\": 3 is not a string"});
+  const fs::path dtype_number = write_suite("dtype-number.json", R"({"name": "d", "m": 64, "n": 64, "k": 64, "dtype": 16})");
+  expect_refused(suite_run(dtype_number), {"problem 0 (\"d\")", "\"dtype\": 16 is not a string"});
+  const fs::path layout_list = write_suite("layout-list.json", R"({"m": 64, "n": 64, "k": 64, "dtype": "f32", "layout": ["nt"]})");
+  expect_refused(suite_run(layout_list), {"problem 0", "\"layout\""});
+  const fs::path suite_name = write_suite("suite-name.json", good, R"("name": 3, )");
+  expect_refused(suite_run(suite_name), {"suite's \"name\": 3 is not a string"});
+  // A problem without a name is optional (the schema says so): it is called by its place.
+  const result unnamed = run({"gemm", "--gpu", "l4", "--dry-run", "--json", "--suite",
+                              write_suite("unnamed.json", R"({"m": 64, "n": 64, "k": 64, "dtype": "f32"})").string()});
+  ASSERT_EQ(unnamed.code, 0) << unnamed.err;
+  EXPECT_EQ(nlohmann::json::parse(unnamed.out)["results"][0]["name"], "problem 0");
+}
+
+TEST(input, db_gpu_filters_refuse_an_unknown_gpu_naming_it_and_the_presets) {
+  const fs::path db = tmp_dir() / "gpu-filter.sqlite3";
+  fs::remove(db);
+  const fs::path measured = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm/4096x4096x4096-bf16-nt.json";
+  const result first = run({"db", "import", "--db", db.string(), measured.string()});
+  ASSERT_EQ(first.code, 0) << first.err;
+  // A GPU without a preset is filed under its own name: that name is a model the database holds.
+  nlohmann::json other = nlohmann::json::parse(slurp(measured));
+  other["device"]["name"] = "NVIDIA GeForce RTX 3090";
+  other["device"]["preset"] = nullptr;
+  const fs::path other_file = tmp_dir() / "rtx3090.json";
+  std::ofstream(other_file) << other.dump();
+  const result imported = run({"db", "import", "--db", db.string(), other_file.string()});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+
+  for (const std::string sub : {"list", "export"}) {
+    expect_refused({"db", sub, "--db", db.string(), "--gpu", "no-such-gpu"}, {"no-such-gpu", "h100-sxm", "rtx-4090"});
+    // As gemm --gpu, a preset matches in any case.
+    const result upper = run({"db", sub, "--db", db.string(), "--gpu", "H100-SXM", sub == "list" ? "--json" : "--format=json"});
+    ASSERT_EQ(upper.code, 0) << sub << ": " << upper.err;
+    EXPECT_NE(upper.out.find("4096x4096x4096"), std::string::npos) << sub << ": " << upper.out;
+    const result own_name = run({"db", sub, "--db", db.string(), "--gpu", "NVIDIA GeForce RTX 3090"});
+    EXPECT_EQ(own_name.code, 0) << sub << ": " << own_name.err;
+    // A known preset without records is an empty answer, not an error.
+    EXPECT_EQ(run({"db", sub, "--db", db.string(), "--gpu", "l4"}).code, 0) << sub;
+  }
+  expect_refused({"db", "calibrate", "--db", db.string(), "--gpu", "no-such-gpu"}, {"no-such-gpu", "h100-sxm"});
+  // With no database yet, list still refuses the name rather than print an empty list.
+  expect_refused({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "no-such-gpu"},
+                 {"no-such-gpu", "h100-sxm"});
+  EXPECT_EQ(run({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "h100-sxm"}).code, 0);
+}
+
+// Messages name only options the command has: check has --cache-dir but no --no-cache.
+TEST(input, a_refusal_names_only_options_the_command_has) {
+  const fs::path blocker = tmp_dir() / "a-file";
+  std::ofstream(blocker) << "x";
+  const std::string cache = (blocker / "cache").string();  // under a file: no folder can be made there
+  const std::vector<std::string> stand_in_h100 = {"--standin-gpus", "h100-sxm", "--standin-worker", TILETUNE_FAKE_WORKER};
+  const result check = run_with_standins(
+      stand_in_h100, {"check", "--baseline", TILETUNE_SOURCE_DIR "/profiles/baselines/h100-sxm.json", "--cache-dir", cache});
+  EXPECT_EQ(check.code, 2) << check.err;
+  EXPECT_NE(check.err.find("--cache-dir " + cache), std::string::npos) << check.err;
+  EXPECT_EQ(check.err.find("--no-cache"), std::string::npos) << "check has no --no-cache: " << check.err;
+  // gemm has both, and says so.
+  const result gemm = run_with_standins(
+      stand_in_h100, {"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--cache-dir", cache});
+  EXPECT_EQ(gemm.code, 2) << gemm.err;
+  EXPECT_NE(gemm.err.find("--no-cache"), std::string::npos) << gemm.err;
+}
+
+// A suite's bad value is named by its field, not by gemm's flag: the value did not come from --m.
+TEST(input, a_bad_suite_value_is_named_by_its_field_not_a_flag) {
+  const fs::path zero = write_suite("m-zero.json", R"({"name": "z", "m": 0, "n": 64, "k": 64, "dtype": "f32"})");
+  const result r = run(suite_run(zero));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("problem 0 (\"z\"): \"m\": 0 is invalid"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--m"), std::string::npos) << r.err;
+  const fs::path big = write_suite("batch-big.json", R"({"name": "b", "m": 8, "n": 8, "k": 8, "batch": 100000, "dtype": "f32"})");
+  const result b = run(suite_run(big));
+  EXPECT_EQ(b.code, 2) << b.err;
+  EXPECT_NE(b.err.find("\"batch\": 100000 is too large"), std::string::npos) << b.err;
+  EXPECT_EQ(b.err.find("--batch"), std::string::npos) << b.err;
+}
+
+// check has no --allow-mode-mismatch: a predicted baseline is refused without suggesting it.
+TEST(input, check_refuses_a_predicted_baseline_without_naming_an_option_it_lacks) {
+  const fs::path predicted = tmp_dir() / "predicted-baseline.json";
+  ASSERT_EQ(run({"gemm", "--gpu", "h100-sxm", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32",
+                 "--out", predicted.string()}).code, 0);
+  const std::vector<std::string> stand_in_h100 = {"--standin-gpus", "h100-sxm", "--standin-worker", TILETUNE_FAKE_WORKER};
+  const result r = run_with_standins(stand_in_h100, {"check", "--baseline", predicted.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("measured baseline"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--allow-mode-mismatch"), std::string::npos) << r.err;
+  // compare has the flag, and still names it.
+  const result c = run({"compare", predicted.string(),
+                        TILETUNE_SOURCE_DIR "/profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json"});
+  EXPECT_EQ(c.code, 2) << c.err;
+  EXPECT_NE(c.err.find("--allow-mode-mismatch"), std::string::npos) << c.err;
+}
