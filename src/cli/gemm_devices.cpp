@@ -18,9 +18,6 @@
 
 namespace tiletune::cli {
 
-namespace {
-
-// "a,b,,c" -> {"a", "b", "", "c"}: empty items kept, for the caller to refuse.
 std::vector<std::string> split_commas(const std::string& list) {
   std::vector<std::string> items;
   for (std::size_t at = 0; at <= list.size();) {
@@ -30,6 +27,8 @@ std::vector<std::string> split_commas(const std::string& list) {
   }
   return items;
 }
+
+namespace {
 
 // Each attempt of a problem gets a new worker; this many devices faulting on
 // one problem make it a failed problem (and cost at most this many devices).

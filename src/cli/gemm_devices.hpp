@@ -16,6 +16,9 @@
 
 namespace tiletune::cli {
 
+// "a,b,,c" -> {"a", "b", "", "c"}: empty items kept, for the caller to refuse.
+std::vector<std::string> split_commas(const std::string& list);
+
 // The local GPUs --devices names: "all", or distinct numbers such as 0,2,5.
 // usage_error naming the value for a bad list or GPUs of different models,
 // environment_error when there is none. The local GPUs are host.devices().

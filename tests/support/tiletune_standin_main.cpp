@@ -23,25 +23,11 @@
 #include <utility>
 #include <vector>
 
+#include "cli/gemm_devices.hpp"
 #include "cli/host_services.hpp"
 #include "cli/run.hpp"
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
-
-namespace {
-
-// "a,b,,c" -> {"a", "b", "", "c"}: an empty item is refused by find_preset.
-std::vector<std::string> split_commas(const std::string& list) {
-  std::vector<std::string> items;
-  for (std::size_t at = 0; at <= list.size();) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    items.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return items;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -63,7 +49,7 @@ int main(int argc, char** argv) {
     tiletune::local_devices stand_ins;
     try {
       if (!value.empty())
-        for (const auto& name : split_commas(value))
+        for (const auto& name : tiletune::cli::split_commas(value))
           stand_ins.devices.push_back(tiletune::find_preset(name));
     } catch (const std::exception& e) {
       fmt::print(stderr, "tiletune_standins: --standin-gpus {}: {}\n", value, e.what());
