@@ -725,12 +725,20 @@ TEST(cli, result_files_are_checked_on_read_and_matched_by_gpu_model) {
     j["reference"] = {{"median_us", 240.0}};  // 240 / 300 = 0.8, so 2.5 cannot be right
     j["recommendation"]["vs_reference"] = 2.5;
   });
-  for (const auto& [file, field] : {std::pair{text_time, "median_us"}, {negative, "vs_reference"}, {disagree, "vs_reference"}}) {
+  const auto no_rows = variant("m-zero.json", [](auto& j) { j["problem"]["m"] = 0; });
+  const auto forged = variant("forged.json", [](auto& j) {  // 4096^3 bf16 needs >= 139 us at 989.4 TFLOP/s
+    j["device"]["peak_tflops"] = {{"bf16", 989.4}};
+    j["recommendation"]["median_us"] = 50.0;
+    j["recommendation"].erase("vs_reference");
+  });
+  for (const auto& [file, field] : {std::pair{text_time, "median_us"}, {negative, "vs_reference"}, {disagree, "vs_reference"},
+                                    {no_rows, "\"m\""}, {forged, "peak 989.4 TFLOP/s"}}) {
     const result c = run({"compare", base.string(), file.string()});
     EXPECT_EQ(c.code, 2) << file << ": " << c.err;
     EXPECT_NE(c.err.find(field), std::string::npos) << c.err;
     const result imp = run({"db", "import", file.string(), "--db", (tmp_dir() / "checked.sqlite3").string()});
     EXPECT_EQ(imp.code, 2) << file << ": " << imp.err;
+    EXPECT_NE(imp.err.find(field), std::string::npos) << imp.err;
   }
   const auto predicted = variant("predicted.json", [](auto& j) { j["mode"] = "predicted"; });
   const result mixed = run({"compare", base.string(), predicted.string()});

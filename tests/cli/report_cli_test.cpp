@@ -62,6 +62,10 @@ TEST(cli_report, writes_one_page_for_several_kinds_of_result) {
 TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_nothing) {
   const std::string gemm = slurp(profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json");
   expect_refused(write("truncated.json", gemm.substr(0, gemm.size() / 2)), "truncated JSON");
+  auto forged = nlohmann::json::parse(gemm);
+  forged["recommendation"]["median_us"] = 20.0;  // 4096^3 bf16 in 20 us: 7x the H100's peak
+  forged["recommendation"].erase("vs_reference");
+  expect_refused(write("forged.json", forged.dump()), "faster than the GPU's peak");
   expect_refused(write("foreign.json", R"({"schema": "acme.widget/3", "x": 1})"), "acme.widget/3");
   expect_refused(write("noschema.json", R"({"variants": []})"), "schema");
   expect_refused(write("wrongtype.json", R"({"schema": "tiletune.gemm/1", "problem": {}, "variants": 7})"), "variants");

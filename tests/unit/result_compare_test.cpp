@@ -163,3 +163,102 @@ TEST(compare, single_gemm_results_load_too_and_bad_files_say_where) {
   std::filesystem::remove(path);
   EXPECT_THROW(load_result_file(path), usage_error);
 }
+
+TEST(compare, each_suite_entry_meets_its_own_counterpart_when_shapes_repeat) {
+  // Two entries of one shape under their own names, the new file in the other order.
+  auto base = suite({{16, 0.8, 100}, {16, 0.5, 160}});
+  base["results"][0]["name"] = "qkv";
+  base["results"][1]["name"] = "o_proj";
+  auto fresh = base;
+  std::swap(fresh["results"][0], fresh["results"][1]);
+  auto c = compare(base, fresh);
+  ASSERT_EQ(c.rows.size(), 2u);
+  for (const auto& r : c.rows) EXPECT_EQ(r.result, verdict::same) << r.label << " " << r.change;
+  EXPECT_TRUE(c.only_in_new.empty());
+  // Unnamed repeats pair in order; one more in the new file is reported, not compared twice.
+  auto plain = suite({{16, 0.8, 100}, {16, 0.5, 160}});
+  for (auto& r : plain["results"]) r.erase("name");
+  auto more = plain;
+  more["results"].push_back(plain["results"][0]);
+  c = compare(plain, more);
+  ASSERT_EQ(c.rows.size(), 2u);
+  for (const auto& r : c.rows) EXPECT_EQ(r.result, verdict::same);
+  EXPECT_EQ(c.only_in_new.size(), 1u);
+}
+
+TEST(compare, a_variant_that_failed_verification_is_incorrect_even_beside_a_recommendation) {
+  const auto base = suite({{1, 0.8, 100}, {2, 0.8, 100}});
+  auto fresh = base;
+  fresh["results"][1]["variants"].push_back({{"id", "broken"}, {"status", "incorrect"}});
+  const auto c = compare(base, fresh);
+  EXPECT_EQ(c.rows[0].result, verdict::same);
+  EXPECT_EQ(c.rows[1].result, verdict::incorrect);
+  EXPECT_NE(c.rows[1].detail.find("failed verification"), std::string::npos);
+  EXPECT_TRUE(c.failed());
+}
+
+namespace {
+std::string refusal(const nlohmann::json& j) {
+  try {
+    (void)result_file_from_json(j, "r.json");
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(result_file, a_problem_the_tool_would_refuse_is_refused_naming_the_field) {
+  for (const char* field : {"m", "n", "k"})
+    for (int bad : {0, -3}) {
+      auto j = suite({{64, 0.8, 100}});
+      j["results"][0]["problem"][field] = bad;
+      const std::string why = refusal(j);
+      EXPECT_NE(why.find(std::string("\"") + field + "\""), std::string::npos) << why;
+      EXPECT_NE(why.find("r.json"), std::string::npos) << why;
+    }
+}
+
+TEST(result_file, figures_faster_than_the_gpu_allows_are_refused_naming_the_figure) {
+  // H100 SXM figures as a result file records them: 4096x4096x4096 bf16 needs >= 139 us at 989 TFLOP/s.
+  auto j = suite({{4096, 1.0, 180}});
+  j["device"]["peak_tflops"] = {{"bf16", 989.4}, {"f32", 66.9}};
+  j["device"]["memory_bandwidth_gbs"] = 3352.32;
+  j["device"]["l2_bytes"] = 52428800;
+  EXPECT_EQ(refusal(j), "");
+  auto fast = j;
+  fast["results"][0]["recommendation"]["median_us"] = 120.0;
+  std::string why = refusal(fast);
+  EXPECT_NE(why.find("median_us 120"), std::string::npos) << why;
+  EXPECT_NE(why.find("989.4 TFLOP/s"), std::string::npos) << why;
+  auto reference = j;
+  reference["results"][0]["reference"] = {{"median_us", 60.0}};
+  reference["results"][0]["recommendation"]["vs_reference"] = 60.0 / 180;
+  EXPECT_NE(refusal(reference).find("reference"), std::string::npos);
+  auto variant = j;
+  variant["results"][0]["variants"] = {{{"id", "v7"}, {"status", "ok"}, {"median_us", 1.0}}};
+  EXPECT_NE(refusal(variant).find("variant v7"), std::string::npos);
+  // A skinny problem is bound by memory: 64x32768x32768 bf16 streams ~2.1 GB beyond the L2 (>= 630 us).
+  auto skinny = suite({{64, 1.0, 3000}});
+  skinny["device"] = j["device"];
+  for (auto& r : skinny["results"]) r["problem"]["n"] = r["problem"]["k"] = 32768;
+  EXPECT_EQ(refusal(skinny), "");
+  skinny["results"][0]["recommendation"]["median_us"] = 400.0;
+  why = refusal(skinny);
+  EXPECT_NE(why.find("memory allows"), std::string::npos) << why;
+}
+
+TEST(result_file, every_recorded_measurement_in_profiles_passes_the_checks) {
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(TILETUNE_SOURCE_DIR) + "/profiles")) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("schema")) continue;
+    const std::string schema = j["schema"].is_string() ? j["schema"].get<std::string>() : "";
+    if (schema != "tiletune.gemm/1" && schema != "tiletune.gemm-suite/1") continue;
+    EXPECT_NO_THROW((void)result_file_from_json(j, e.path().string())) << e.path();
+    ++files;
+  }
+  EXPECT_GT(files, 5u);
+}

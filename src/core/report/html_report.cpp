@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/report/json_file.hpp"
 #include "core/report/report_charts.hpp"
+#include "core/report/result_compare.hpp"
 
 namespace tiletune {
 
@@ -65,10 +66,11 @@ result_kind classify_result(const nlohmann::json& doc, const std::string& path) 
 std::vector<report_section> report_sections(const nlohmann::json& doc, const std::string& path,
                                             const report_options& options) {
   const result_kind kind = classify_result(doc, path);
+  std::vector<report_section> sections;
   try {
     switch (kind) {
-      case result_kind::gemm: return report::gemm_sections(doc, path, options);
-      case result_kind::suite: return report::suite_sections(doc, path, options);
+      case result_kind::gemm: sections = report::gemm_sections(doc, path, options); break;
+      case result_kind::suite: sections = report::suite_sections(doc, path, options); break;
       case result_kind::batch: return report::batch_sections(doc, path, options);
       case result_kind::comparison: return report::comparison_sections(doc, path, options);
       case result_kind::tuning_db: return report::tuning_db_sections(doc, path, options);
@@ -77,7 +79,9 @@ std::vector<report_section> report_sections(const nlohmann::json& doc, const std
     // A field of the wrong type where the schema promises another.
     throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), e.what()));
   }
-  return {};
+  // The checks every reader of a gemm result makes: a problem the tool accepts, figures the GPU allows.
+  (void)result_file_from_json(doc, path);
+  return sections;
 }
 
 std::vector<report_section> report_sections_from_file(const std::filesystem::path& path, const report_options& options) {

@@ -31,8 +31,49 @@ std::optional<double> number_at(const nlohmann::json& j, const char* key, const 
   return v;
 }
 
-result_entry entry_from_json(const nlohmann::json& r, const std::string& where) {
-  result_entry e;
+// What the GPU a file names can do at most, where the file says (a device without figures is not checked).
+struct device_limits {
+  nlohmann::json peak_tflops;  // by dtype name
+  double bandwidth_gbs = 0;
+  double l2_bytes = 0;
+};
+
+device_limits limits_of(const nlohmann::json& device) {
+  device_limits l;
+  if (!device.is_object()) return l;
+  if (device.contains("peak_tflops") && device["peak_tflops"].is_object()) l.peak_tflops = device["peak_tflops"];
+  if (device.contains("memory_bandwidth_gbs") && device["memory_bandwidth_gbs"].is_number())
+    l.bandwidth_gbs = device["memory_bandwidth_gbs"].get<double>();
+  if (device.contains("l2_bytes") && device["l2_bytes"].is_number()) l.l2_bytes = device["l2_bytes"].get<double>();
+  return l;
+}
+
+// A time faster than the GPU's peak math rate or its memory allows (the operands the L2 cannot
+// hold must stream from memory) is a damaged or forged figure: refused, naming it.
+void check_physics(const gemm_problem& p, std::optional<double> time_us, const std::string& figure,
+                   const device_limits& l, const std::string& where) {
+  if (!time_us) return;
+  const std::string type(to_string(p.type));
+  constexpr double slack = 1.05;  // clocks above the datasheet's boost, timer resolution
+  if (l.peak_tflops.contains(type) && l.peak_tflops[type].is_number() && l.peak_tflops[type].get<double>() > 0) {
+    const double floor_us = p.flops() / (l.peak_tflops[type].get<double>() * 1e12) * 1e6;
+    if (*time_us * slack < floor_us)
+      throw usage_error(fmt::format("{}: {} {} us is faster than the GPU's peak {} TFLOP/s allows ({:.4g} us for {}): "
+                                    "not a real measurement",
+                                    where, figure, *time_us, l.peak_tflops[type].get<double>(), floor_us,
+                                    p.describe()));
+  }
+  const double streamed = static_cast<double>(p.operand_bytes()) - l.l2_bytes;
+  if (l.bandwidth_gbs > 0 && streamed > 0) {
+    const double floor_us = streamed / (l.bandwidth_gbs * 1e9) * 1e6;
+    if (*time_us * slack < floor_us)
+      throw usage_error(fmt::format("{}: {} {} us is faster than the GPU's memory allows ({:.0f} GB/s moves the {:.0f} "
+                                    "bytes its L2 cannot hold in {:.4g} us): not a real measurement",
+                                    where, figure, *time_us, l.bandwidth_gbs, streamed, floor_us));
+  }
+}
+
+gemm_problem problem_of(const nlohmann::json& r, const std::string& where) {
   if (!r.contains("problem")) throw usage_error(fmt::format("{}: a result has no \"problem\"", where));
   gemm_problem p;
   try {
@@ -40,11 +81,28 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where) 
   } catch (const nlohmann::json::exception& ex) {
     throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, ex.what()));
   }
+  try {
+    validate(p);
+  } catch (const usage_error& ex) {
+    std::string why = ex.what();  // validate names the command's flags: here they are fields
+    if (why.rfind("--", 0) == 0) why = "\"" + why.substr(2, why.find(' ') - 2) + "\"" + why.substr(why.find(' '));
+    throw usage_error(fmt::format("{}: a result's problem {}: {}", where, r.at("problem").dump(), why));
+  }
+  return p;
+}
+
+result_entry entry_from_json(const nlohmann::json& r, const std::string& where, const device_limits& limits) {
+  result_entry e;
+  const gemm_problem p = problem_of(r, where);
   e.problem = p;
   e.key = problem_key(p);
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
   if (r.contains("variants") && r["variants"].is_array())
-    for (const auto& v : r["variants"]) e.incorrect |= v.value("status", "") == "incorrect";
+    for (const auto& v : r["variants"]) {
+      e.incorrect |= v.value("status", "") == "incorrect";
+      const std::string at = fmt::format("{}: {}: variant {}", where, e.label, v.value("id", "?"));
+      check_physics(p, number_at(v, "median_us", at), "median_us", limits, at);
+    }
   if (r.contains("summary") && r["summary"].is_object()) e.incorrect |= r["summary"].value("incorrect", 0) > 0;
   const auto& rec = r.contains("recommendation") ? r["recommendation"] : nlohmann::json();
   if (rec.is_object()) {
@@ -67,6 +125,9 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where) 
     if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
       throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
                                     at, *e.vs_reference, *ref_us / *measured_us));
+    check_physics(p, measured_us, "median_us", limits, at);
+    check_physics(p, ref_us, "median_us", limits, at + " reference");
+    if (!measured_us) check_physics(p, e.time_us, "predicted_us", limits, at);
   }
   return e;
 }
@@ -89,11 +150,12 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
   }
   if (f.device_model.empty()) f.device_model = f.device_name;
   if (f.schema == "tiletune.gemm/1") {
-    f.entries.push_back(entry_from_json(j, path));
+    f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
   } else if (f.schema == "tiletune.gemm-suite/1") {
     if (!j.contains("results") || !j["results"].is_array())
       throw usage_error(fmt::format("{}: a suite result needs a \"results\" array", path));
-    for (const auto& r : j["results"]) f.entries.push_back(entry_from_json(r, path));
+    const device_limits limits = limits_of(j.value("device", nlohmann::json()));
+    for (const auto& r : j["results"]) f.entries.push_back(entry_from_json(r, path, limits));
   } else {
     throw usage_error(fmt::format("{}: schema \"{}\" is not a gemm result (tiletune.gemm/1 or tiletune.gemm-suite/1)",
                                   path, f.schema));
@@ -151,9 +213,14 @@ void check_comparable(const result_file& base, const result_file& fresh, const c
 
 // The verdict on one problem both files hold.
 comparison_row judge(const result_entry& b, const result_entry& n, const compare_options& o, comparison_row row) {
+  if (n.incorrect) {  // a kernel that computes a wrong answer fails the gate, whichever variant is fastest
+    row.result = verdict::incorrect;
+    row.detail = n.has_result ? "a variant failed verification" : "no variant passed verification";
+    return row;
+  }
   if (!n.has_result) {
-    row.result = n.incorrect ? verdict::incorrect : verdict::missing;
-    row.detail = n.incorrect ? "no variant passed verification" : "no variant produced a result";
+    row.result = verdict::missing;
+    row.detail = "no variant produced a result";
     return row;
   }
   const bool by_ratio = !o.absolute && b.vs_reference && n.vs_reference;
@@ -189,6 +256,20 @@ comparison_row judge(const result_entry& b, const result_entry& n, const compare
   return row;
 }
 
+// For each base entry, the new file's entry that stands for it: the same problem under the same suite
+// name first, then the unmatched ones of the same problem in order (a suite may hold one shape twice).
+std::vector<std::optional<std::size_t>> counterparts(const std::vector<result_entry>& base,
+                                                     const std::vector<result_entry>& fresh, std::vector<bool>& used) {
+  std::vector<std::optional<std::size_t>> match(base.size());
+  for (std::size_t b = 0; b < base.size(); ++b)
+    for (std::size_t i = 0; i < fresh.size() && !match[b]; ++i)
+      if (!used[i] && fresh[i].key == base[b].key && fresh[i].label == base[b].label) used[i] = true, match[b] = i;
+  for (std::size_t b = 0; b < base.size(); ++b)
+    for (std::size_t i = 0; i < fresh.size() && !match[b]; ++i)
+      if (!used[i] && fresh[i].key == base[b].key) used[i] = true, match[b] = i;
+  return match;
+}
+
 }  // namespace
 
 comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o) {
@@ -202,27 +283,26 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
   c.options = o;
   check_comparable(base, fresh, o, c);
 
-  std::map<std::string, const result_entry*> fresh_by_key;
-  for (const auto& e : fresh.entries) fresh_by_key[e.key] = &e;
-  std::map<std::string, bool> seen;
+  std::vector<bool> used(fresh.entries.size(), false);
+  const auto matches = counterparts(base.entries, fresh.entries, used);
   std::size_t shared = 0;
-  for (const auto& b : base.entries) {
+  for (std::size_t bi = 0; bi < base.entries.size(); ++bi) {
+    const result_entry& b = base.entries[bi];
+    const std::optional<std::size_t>& match = matches[bi];
     comparison_row row;
     row.key = b.key;
     row.label = b.label;
-    seen[b.key] = true;
-    const auto it = fresh_by_key.find(b.key);
-    if (it == fresh_by_key.end()) {
+    if (!match) {
       row.result = verdict::missing;
       row.detail = fmt::format("in {} but not in {}", base.path, fresh.path);
       c.rows.push_back(row);
       continue;
     }
     ++shared;
-    c.rows.push_back(judge(b, *it->second, o, row));
+    c.rows.push_back(judge(b, fresh.entries[*match], o, row));
   }
-  for (const auto& n : fresh.entries)
-    if (!seen.count(n.key)) c.only_in_new.push_back(n.key);
+  for (std::size_t i = 0; i < fresh.entries.size(); ++i)
+    if (!used[i]) c.only_in_new.push_back(fresh.entries[i].key);
   if (shared == 0)
     throw usage_error(fmt::format("{} and {} share no problem: nothing to compare", base.path, fresh.path));
   if (!c.only_in_new.empty())
