@@ -4,19 +4,23 @@
 // warpgroups that run wgmma.mma_async with fp32 accumulators, over a
 // persistent grid (tile scheduler in wgmma_tile_math.cuh).
 // Macros (besides gemm_common.cuh's): TT_STAGES, TT_CONSUMERS (1 or 2),
-// TT_RASTER_GROUP (0 = plain order), TT_RASTER_N (1: rasterize along N).
+// TT_RASTER_GROUP (0 = plain order), TT_RASTER_N (1: rasterize along N),
+// TT_STREAM_K (1: stream-K on the tiles past the last whole wave, wgmma_schedule.cuh,
+// with TT_SK_MIN_UNIT k-tiles per range at least and a workspace parameter).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, or k8 for tf32).
 //
 // Consumer warpgroup c owns rows [c*BM/C, (c+1)*BM/C) of the block tile and
 // all BN columns: BM/C/64 wgmma instructions per k-step.
 // Kernel parameters: the tensor maps of A and B (built on the host,
-// tensor_map_spec), then C and the scalars; the grid is persistent
-// (min(tiles, SMs) CTAs), 128 * (1 + TT_CONSUMERS) threads.
+// tensor_map_spec), then C and the scalars, then (stream-K) the workspace; the grid
+// is persistent (min(tiles, SMs) CTAs, every SM with stream-K), 128 * (1 + TT_CONSUMERS)
+// threads, and every CTA resident at once (one per SM), as the fixup's waits need.
 // Status: ran correct on an H100 (2026-11-23; every variant, odd shapes,
 // batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
-// bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23). Clusters (TMA
-// multicast) are not implemented: cluster 1x1 only.
+// bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23); stream-K has not run on a
+// GPU yet (host emulation and model checks only). Clusters (TMA multicast) are not
+// implemented: cluster 1x1 only.
 
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
 #define TT_WG_M (TT_BM / TT_CONSUMERS)
@@ -32,6 +36,14 @@
 #define TT_B_STAGE (TT_BN * TT_BK * TT_ELEM_BYTES)
 #define TT_STAGE_BYTES (TT_A_STAGE + TT_B_STAGE)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
+#ifndef TT_STREAM_K
+#define TT_STREAM_K 0
+#endif
+#ifndef TT_SK_MIN_UNIT
+#define TT_SK_MIN_UNIT 8
+#endif
+#define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
+#define TT_ACC_VALUES (TT_MI * TT_BN / 2)  // fp32 accumulators per consumer thread
 
 struct __align__(16) tt_vec16 {
   unsigned x, y, z, w;
@@ -164,10 +176,61 @@ __device__ __forceinline__ void tt_load_operand(unsigned dst, const tt_tensor_ma
   }
 }
 
+#if TT_STREAM_K
+// Named barrier 1: the consumer warpgroups only (the producer runs ahead on the ring).
+__device__ __forceinline__ void tt_consumers_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(TT_CONSUMER_THREADS) : "memory");
+}
+// A peer's part of a tile: every consumer thread stores its accumulators into the worker's
+// slot; once all have, one thread publishes the flag with the release pattern (fence, then a
+// strong store), so an owner that acquires the flag sees every value.
+__device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_BN / 2], float* workspace, unsigned* flags, int worker,
+                                              int ct) {
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int i = 0; i < TT_BN / 2; ++i)
+      workspace[tt_sk_workspace_index(worker, mi * (TT_BN / 2) + i, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN)] =
+          acc[mi][i];
+  tt_consumers_sync();
+  if (ct == 0) {
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(flags + worker), "r"(1u) : "memory");
+  }
+}
+// An owner's fixup: for each peer in worker order, wait for its flag (acquire), add its
+// partials; then clear the flags for the next launch once every thread has read.
+__device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], const float* workspace, unsigned* flags,
+                                             int first_peer, int last_peer, int ct) {
+  for (int p = first_peer; p <= last_peer; ++p) {
+    unsigned ready = 0;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flags + p) : "memory");
+    } while (ready == 0);
+#pragma unroll
+    for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+      for (int i = 0; i < TT_BN / 2; ++i)
+        acc[mi][i] +=
+            workspace[tt_sk_workspace_index(p, mi * (TT_BN / 2) + i, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN)];
+  }
+  if (first_peer <= last_peer) {
+    tt_consumers_sync();
+    if (ct == 0)
+      for (int p = first_peer; p <= last_peer; ++p)
+        asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(flags + p), "r"(0u) : "memory");
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
               const __grid_constant__ tt_tensor_map tmap_b, elem_t* __restrict__ C, int M, int N,
-              int K, int ldc, long long batch_stride_c, int batch, float alpha, float beta) {
+              int K, int ldc, long long batch_stride_c, int batch, float alpha, float beta
+#if TT_STREAM_K
+              , float* __restrict__ workspace
+#endif
+) {
   extern __shared__ __align__(1024) unsigned char tt_smem_raw[];
   // 128-byte swizzled tiles need 1024-byte aligned addresses (smem_bytes keeps 1024 of slack).
   const unsigned raw_addr = tt_smem_addr(tt_smem_raw);
@@ -194,6 +257,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const int n_tiles = (N + TT_BN - 1) / TT_BN;
   const long long tiles = (long long)m_tiles * n_tiles * batch;
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
+  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, gridDim.x, TT_SK_MIN_UNIT, TT_STREAM_K);
+  const int units = tt_units_of(sched, blockIdx.x);
   const int wg = threadIdx.x / 128;
 
   if (wg == 0) {
@@ -209,10 +274,11 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&tmap_b) : "memory");
       int stage = 0;
       unsigned phase = 0;
-      for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const tt_tile_coord tc = tt_tile_of(tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+      for (int ui = 0; ui < units; ++ui) {
+        const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
+        const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
         const int m0 = tc.m_tile * TT_BM, n0 = tc.n_tile * TT_BN;
-        for (int kt = 0; kt < k_tiles; ++kt) {
+        for (int kt = u.k_begin; kt < u.k_end; ++kt) {
           const int k0 = kt * TT_BK;
           // A fresh barrier passes parity 1.
           tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
@@ -240,10 +306,11 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     int stage = 0;
     unsigned phase = 0;
     float acc[TT_MI][TT_BN / 2];
-    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const tt_tile_coord tc = tt_tile_of(tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+    for (int ui = 0; ui < units; ++ui) {
+      const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
+      const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
       int prev = -1;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
         tt_wgmma_fence();
         const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
@@ -256,7 +323,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
             const unsigned long long da = tt_wgmma_desc(
                 sa + tt_operand_offset(TT_A_KMAJOR, consumer * TT_WG_M + mi * 64, kk, TT_BK, TT_ELEM_BYTES),
                 lbo_a, tt_operand_sbo());
-            tt_wgmma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);
+            tt_wgmma(acc[mi], da, db, (kt > u.k_begin || kk > 0) ? 1 : 0);
           }
         }
         tt_wgmma_commit();
@@ -269,12 +336,23 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       tt_wgmma_wait<0>();
       const int last = tt_release_at_tile_end(prev);
       if (last >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(last));
-      if (k_tiles == 0) {
+      if (u.k_end == u.k_begin) {
 #pragma unroll
         for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
           for (int i = 0; i < TT_BN / 2; ++i) acc[mi][i] = 0.0f;
       }
+#if TT_STREAM_K
+      if (u.worker >= 0) {
+        const int ct = threadIdx.x - 128;
+        unsigned* const flags = reinterpret_cast<unsigned*>(workspace + (long long)sched.sk_workers * TT_BM * TT_BN);
+        if (!u.owner) {
+          tt_sk_publish(acc, workspace, flags, u.worker, ct);
+          continue;
+        }
+        tt_sk_gather(acc, workspace, flags, u.first_peer, u.last_peer, ct);
+      }
+#endif
 
       elem_t* Cb = C + tc.batch * batch_stride_c;
 #pragma unroll

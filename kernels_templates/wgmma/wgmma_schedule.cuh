@@ -28,14 +28,14 @@ struct tt_schedule {
   long long sk_iters;  // k-iterations of the tiles [dp_tiles, tiles)
 };
 
-// stream_k 0: every tile whole, in the persistent grid's plain order (tile += ctas).
+// stream_k 0 (or no k-tiles): every tile whole, in the persistent grid's plain order (tile += ctas).
 TT_HOST_DEVICE tt_schedule tt_make_schedule(long long tiles, int k_tiles, int ctas, int min_unit, int stream_k) {
   tt_schedule s;
   s.tiles = tiles;
   s.k_tiles = k_tiles;
   s.ctas = ctas;
   const long long rest = tiles % ctas;
-  if (!stream_k || rest == 0) {
+  if (!stream_k || rest == 0 || k_tiles <= 0) {
     s.dp_tiles = tiles;
     s.sk_workers = 0;
     s.sk_iters = 0;
@@ -109,4 +109,15 @@ TT_HOST_DEVICE tt_work_unit tt_unit(const tt_schedule& s, int cta, int index) {
   u.first_peer = cta + 1;
   u.last_peer = u.owner ? tt_sk_worker_of(s, tile_end - 1) : cta;  // a peer lists none
   return u;
+}
+
+// The workspace: one slot of BM x BN fp32 partials per stream-K worker, each consumer thread's
+// accumulators interleaved with its neighbours' (value v of thread t at v * threads + t) so that a
+// warp's stores and loads are contiguous; the owner's thread t reads back what the peer's thread t
+// wrote. The flags follow the slots: one 32-bit word per worker, zero between launches.
+TT_HOST_DEVICE long long tt_sk_workspace_index(int worker, int value, int thread, int threads, int slot_floats) {
+  return (long long)worker * slot_floats + (long long)value * threads + thread;
+}
+TT_HOST_DEVICE long long tt_sk_workspace_bytes(int workers, int slot_floats) {
+  return (long long)workers * slot_floats * 4 + (long long)workers * 4;
 }

@@ -235,7 +235,7 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   ASSERT_TRUE(chosen);
   const compile_job plain = make_compile_job(*chosen, p.type, p.layout, d);
   compile_job planted = plain;
-  const std::string call = "tt_wgmma(acc[mi], da, db, (kt > 0 || kk > 0) ? 1 : 0);";
+  const std::string call = "tt_wgmma(acc[mi], da, db, (kt > u.k_begin || kk > 0) ? 1 : 0);";
   const auto at = planted.source.find(call);
   ASSERT_NE(at, std::string::npos) << "the template's wgmma call changed; update this test";
   planted.source.insert(at + call.size(), " acc[mi][0] += 1e-3f;");

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,6 +30,7 @@
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "wgmma/wgmma_tile_math.cuh"
+#include "wgmma/wgmma_schedule.cuh"
 
 using namespace tiletune;
 
@@ -134,6 +137,8 @@ struct defects {
   bool fragment_col_off_by_one = false;  // epilogue puts a value one column right
   // Out-of-bounds box elements read from past the row instead of zeros.
   bool tma_no_zero_fill = false;
+  bool fixup_skips_last_peer = false;   // stream-K: an owner adds all but its last peer's partial
+  bool peer_publishes_next_slot = false;  // stream-K: a peer writes into the next worker's slot
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -516,13 +521,18 @@ struct emulation {
 
 // Runs tiletune_gemm for variant c on problem p the way wgmma_gemm.cu does,
 // CTA by CTA over a persistent grid of `sm_count`-limited size (fewer CTAs
-// than tiles walks the stage ring across tiles). Producer and consumers run in
-// lock step here: their interleavings are the ring model checker's business.
+// than tiles walks the stage ring across tiles), each CTA through its units of
+// the schedule (wgmma_schedule.cuh). Producer and consumers run in lock step
+// here: their interleavings are the ring model checker's business, the
+// stream-K fixup's order the fixup model checker's; here every peer has
+// published (into an emulated workspace, NaN until written) before its owner
+// adds the partials, so what is checked is the data: which k-tiles each unit
+// multiplies, where partials go and come from, and the sum the owner stores.
 emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                          const std::vector<std::uint8_t>& a_in,
                          const std::vector<std::uint8_t>& b_in,
                          const std::vector<std::uint8_t>& c_in, int sm_count,
-                         const defects& d = {}) {
+                         const defects& d = {}, int stream_k = 0) {
   emulation out;
   auto& errors = out.errors;
   const dtype t = p.type;
@@ -579,16 +589,92 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   out.writes.assign(static_cast<std::size_t>(p.m * p.n * p.batch), 0);
   const int epi_n = 128 / eb;  // TT_EPI_N
 
-  for (int cta = 0; cta < grid && errors.empty(); ++cta) {
+  const int sm_grid = stream_k ? sm_count : grid;  // stream-K runs on every SM
+  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, sm_grid, 8, stream_k);
+  const int consumer_threads = 128 * consumers, slot_floats = bm * bn;
+  std::vector<float> workspace(static_cast<std::size_t>(sched.sk_workers) * slot_floats,
+                               std::numeric_limits<float>::quiet_NaN());
+  // A consumer thread's accumulator `value` (the kernel's mi * BN/2 + i) in a unit's accumulators.
+  auto acc_value = [&](std::vector<accumulators>& acc, int ct, int value) -> float& {
+    const int consumer = ct / 128, warp = ct / 32 % 4, lane = ct % 32;
+    return acc[static_cast<std::size_t>(consumer * mi_count + value / (bn / 2))].at(warp, lane, value % (bn / 2));
+  };
+  struct waiting_owner {
+    tt_work_unit u;
+    tt_tile_coord tc;
+    std::vector<accumulators> acc;
+  };
+  std::vector<waiting_owner> owners;
+  std::function<void(const tt_tile_coord&, std::vector<accumulators>&)> epilogue;
+  epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
+    const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
+    // Epilogue (tt_epilogue): each warp stages 16 rows x 128 bytes of C in its
+    // own shared buffer and copies them out as 16-byte vectors, or element by
+    // element at the edges and for unaligned C.
+  for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+    for (int mi = 0; mi < mi_count; ++mi)
+      for (int warp = 0; warp < 4; ++warp) {
+        accumulators& a = acc[static_cast<std::size_t>(consumer * mi_count + mi)];
+        const std::uint32_t stage_buf =
+            epi_base +
+            static_cast<std::uint32_t>((consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES);
+        const int row0 = m0 + consumer * wg_m + mi * 64 + tt_acc_warp_row0(warp);
+        const long long cbatch = tc.batch * batch_stride_c;
+        auto c_at = [&](int gr, int gc) {
+          return out.c.data() + (cbatch + static_cast<long long>(gr) * ldc + gc) * eb;
+        };
+        for (int chunk = 0; chunk < bn / epi_n; ++chunk) {
+          const int cc0 = n0 + chunk * epi_n;
+          std::fill_n(smem.bytes.begin() + stage_buf, 16 * TT_EPI_ROW_BYTES, 0xFF);
+          for (int lane = 0; lane < 32; ++lane)
+            for (int j = 0; j < epi_n / 8; ++j) {
+              const int jj = chunk * (epi_n / 8) + j;
+              for (int h = 0; h < 2; ++h) {
+                const int r = tt_acc_row(lane, h);
+                const int col = tt_acc_col(lane, j, 0) + (d.fragment_col_off_by_one ? 1 : 0);
+                float v0 = alpha * a.at(warp, lane, tt_acc_index(jj, h, 0));
+                float v1 = alpha * a.at(warp, lane, tt_acc_index(jj, h, 1));
+                if (beta != 0.0f) {
+                  const int gr = row0 + r, gc = cc0 + col;
+                  if (gr < M && gc < N) v0 += beta * load_element(c_at(gr, gc), store);
+                  if (gr < M && gc + 1 < N) v1 += beta * load_element(c_at(gr, gc + 1), store);
+                }
+                std::uint8_t* s =
+                    smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + col * eb;
+                store_element(s, store, v0);
+                store_element(s + eb, store, v1);
+              }
+            }
+          for (int lane = 0; lane < 32; ++lane)
+            for (int pass = 0; pass < 4; ++pass) {
+              const int r = tt_epi_copy_row(pass, lane), v = tt_epi_copy_vector(lane);
+              const int gr = row0 + r, gc = cc0 + v * (16 / eb);
+              const std::uint8_t* x =
+                  smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + v * 16;
+              if (gr >= M) continue;
+              const int count =
+                  (c_vectors && gc + 16 / eb <= N) ? 16 / eb : std::min(16 / eb, N - gc);
+              for (int i = 0; i < count; ++i) {
+                std::memcpy(c_at(gr, gc + i), x + i * eb, static_cast<std::size_t>(eb));
+                ++out.writes[static_cast<std::size_t>(
+                    cbatch + static_cast<long long>(gr) * ldc + gc + i)];
+              }
+            }
+        }
+      }
+  };
+
+  for (int cta = 0; cta < sm_grid && errors.empty(); ++cta) {
     int p_stage = 0, c_stage = 0;  // the producer's and the consumers' walk of the ring
     unsigned p_phase = 0, c_phase = 0;
-    for (long long tile = cta; tile < tiles && errors.empty(); tile += grid) {
+    for (int ui = 0; ui < tt_units_of(sched, cta) && errors.empty(); ++ui) {
+      const tt_work_unit u = tt_unit(sched, cta, ui);
       const tt_tile_coord tc =
-          tt_tile_of(tile, m_tiles, n_tiles, c.raster_group, c.raster_along_n ? 1 : 0);
+          tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, c.raster_along_n ? 1 : 0);
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
       std::vector<accumulators> acc(static_cast<std::size_t>(consumers * mi_count),
                                     accumulators(bn));
-      for (int kt = 0; kt < k_tiles && errors.empty(); ++kt) {
+      for (int kt = u.k_begin; kt < u.k_end && errors.empty(); ++kt) {
         // Producer: the stage was released; poison it so that bytes TMA does not write show.
         const std::uint32_t sa = a_base + p_stage * a_stage, sb = b_base + p_stage * b_stage;
         ++smem.generation;
@@ -611,7 +697,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
             for (int mi = 0; mi < mi_count; ++mi) {
               const std::uint64_t da = desc(
                   ca + tt_operand_offset(a_kmajor, consumer * wg_m + mi * 64, kq, bk, eb), lbo_a);
-              emulate_wgmma(tc_unit, smem, da, db, kt > 0 || kk > 0,
+              emulate_wgmma(tc_unit, smem, da, db, kt > u.k_begin || kk > 0,
                             acc[static_cast<std::size_t>(consumer * mi_count + mi)], errors);
             }
           }
@@ -619,61 +705,35 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       }
       if (p_stage != c_stage || p_phase != c_phase)
         errors.push_back("producer and consumers left the ring apart");
-      // Epilogue (tt_epilogue): each warp stages 16 rows x 128 bytes of C in its
-      // own shared buffer and copies them out as 16-byte vectors, or element by
-      // element at the edges and for unaligned C.
-      for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
-        for (int mi = 0; mi < mi_count; ++mi)
-          for (int warp = 0; warp < 4; ++warp) {
-            accumulators& a = acc[static_cast<std::size_t>(consumer * mi_count + mi)];
-            const std::uint32_t stage_buf =
-                epi_base +
-                static_cast<std::uint32_t>((consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES);
-            const int row0 = m0 + consumer * wg_m + mi * 64 + tt_acc_warp_row0(warp);
-            const long long cbatch = tc.batch * batch_stride_c;
-            auto c_at = [&](int gr, int gc) {
-              return out.c.data() + (cbatch + static_cast<long long>(gr) * ldc + gc) * eb;
-            };
-            for (int chunk = 0; chunk < bn / epi_n; ++chunk) {
-              const int cc0 = n0 + chunk * epi_n;
-              std::fill_n(smem.bytes.begin() + stage_buf, 16 * TT_EPI_ROW_BYTES, 0xFF);
-              for (int lane = 0; lane < 32; ++lane)
-                for (int j = 0; j < epi_n / 8; ++j) {
-                  const int jj = chunk * (epi_n / 8) + j;
-                  for (int h = 0; h < 2; ++h) {
-                    const int r = tt_acc_row(lane, h);
-                    const int col = tt_acc_col(lane, j, 0) + (d.fragment_col_off_by_one ? 1 : 0);
-                    float v0 = alpha * a.at(warp, lane, tt_acc_index(jj, h, 0));
-                    float v1 = alpha * a.at(warp, lane, tt_acc_index(jj, h, 1));
-                    if (beta != 0.0f) {
-                      const int gr = row0 + r, gc = cc0 + col;
-                      if (gr < M && gc < N) v0 += beta * load_element(c_at(gr, gc), store);
-                      if (gr < M && gc + 1 < N) v1 += beta * load_element(c_at(gr, gc + 1), store);
-                    }
-                    std::uint8_t* s =
-                        smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + col * eb;
-                    store_element(s, store, v0);
-                    store_element(s + eb, store, v1);
-                  }
-                }
-              for (int lane = 0; lane < 32; ++lane)
-                for (int pass = 0; pass < 4; ++pass) {
-                  const int r = tt_epi_copy_row(pass, lane), v = tt_epi_copy_vector(lane);
-                  const int gr = row0 + r, gc = cc0 + v * (16 / eb);
-                  const std::uint8_t* x =
-                      smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + v * 16;
-                  if (gr >= M) continue;
-                  const int count =
-                      (c_vectors && gc + 16 / eb <= N) ? 16 / eb : std::min(16 / eb, N - gc);
-                  for (int i = 0; i < count; ++i) {
-                    std::memcpy(c_at(gr, gc + i), x + i * eb, static_cast<std::size_t>(eb));
-                    ++out.writes[static_cast<std::size_t>(
-                        cbatch + static_cast<long long>(gr) * ldc + gc + i)];
-                  }
-                }
+      if (u.worker >= 0 && !u.owner) {  // tt_sk_publish
+        const int slot = u.worker + (d.peer_publishes_next_slot ? 1 : 0);
+        for (int ct = 0; ct < consumer_threads; ++ct)
+          for (int value = 0; value < mi_count * bn / 2; ++value) {
+            const long long at = tt_sk_workspace_index(slot, value, ct, consumer_threads, slot_floats);
+            if (at < 0 || at >= static_cast<long long>(workspace.size())) {
+              errors.push_back(fmt::format("worker {} writes past the workspace", u.worker));
+              break;
             }
+            workspace[static_cast<std::size_t>(at)] = acc_value(acc, ct, value);
           }
+        continue;
+      }
+      if (u.worker >= 0 && u.first_peer <= u.last_peer) {
+        owners.push_back({u, tc, std::move(acc)});
+        continue;
+      }
+      epilogue(tc, acc);
     }
+  }
+  // tt_sk_gather: each owner adds its peers' partials in worker order, then stores C.
+  for (waiting_owner& w : owners) {
+    const int last = w.u.last_peer - (d.fixup_skips_last_peer ? 1 : 0);
+    for (int peer = w.u.first_peer; peer <= last; ++peer)
+      for (int ct = 0; ct < consumer_threads; ++ct)
+        for (int value = 0; value < mi_count * bn / 2; ++value)
+          acc_value(w.acc, ct, value) += workspace[static_cast<std::size_t>(
+              tt_sk_workspace_index(peer, value, ct, consumer_threads, slot_floats))];
+    epilogue(w.tc, w.acc);
   }
   return out;
 }
@@ -692,11 +752,11 @@ gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_
 
 // Emulates and compares; returns "" when the emulated kernel is right.
 std::string run_and_compare(const tile_config& c, const prepared& x, double alpha, double beta,
-                            int sm_count, const defects& d = {}) {
+                            int sm_count, const defects& d = {}, int stream_k = 0) {
   gemm_problem p = x.p;
   p.alpha = alpha;
   p.beta = beta;
-  const emulation e = emulate_kernel(c, p, x.a, x.b, beta == 0.0 ? x.c_nan : x.c, sm_count, d);
+  const emulation e = emulate_kernel(c, p, x.a, x.b, beta == 0.0 ? x.c_nan : x.c, sm_count, d, stream_k);
   if (!e.errors.empty()) return "emulation error: " + e.errors.front();
   const compare_result r = compare_with_host_gemm(x, alpha, beta, e.c, e.writes);
   if (r.mismatches || r.unwritten_or_rewritten)
@@ -996,4 +1056,43 @@ TEST(wgmma_emulation, planted_defects_are_caught) {
     std::printf("%s:\n  %.160s\n  %.160s\n  %.160s\n", pl.name, r_nn.c_str(), r_tn.c_str(),
                 r_tf.c_str());
   }
+}
+
+// ---- stream-K: units of k-tiles, partials through the workspace ----------------
+
+TEST(wgmma_emulation, stream_k_units_and_their_fixup_match_a_host_gemm) {
+  // The rest after whole waves split into ranges of k-tiles: 4 tiles of 40 k-tiles on 3 CTAs
+  // (one whole wave, the last tile in three ranges: an owner and two peers), a decode shape
+  // (2 tiles on 5 CTAs, split-K across the grid), two batches, beta reading C.
+  struct shape {
+    std::int64_t m, n, k, batch;
+    int sms;
+    double beta;
+  };
+  const shape shapes[] = {{136, 200, 2560, 1, 3, 0.0}, {16, 200, 1280, 1, 5, -0.5}, {72, 136, 1024, 2, 3, 1.5}};
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "tn"}, case_layout{dtype::tf32, "nt"}})
+    for (const shape& sh : shapes) {
+      const prepared x = prepare(problem(sh.m, sh.n, sh.k, sh.batch, cl.t, cl.layout), 11);
+      const int bk = cl.t == dtype::tf32 ? 32 : 64;
+      for (const tile_config& c : {wgmma_tile(128, 128, bk, 2, 4), wgmma_tile(64, 128, bk, 1, 6)}) {
+        EXPECT_EQ(run_and_compare(c, x, 0.75, sh.beta, sh.sms, {}, 1), "") << c.id() << " " << x.p.describe();
+        ++ran;
+      }
+    }
+  EXPECT_EQ(ran, 18);
+}
+
+TEST(wgmma_emulation, stream_k_planted_defects_are_caught) {
+  const prepared x = prepare(problem(16, 200, 1280, 1, dtype::bf16, "nt"), 12);
+  const tile_config c = wgmma_tile(64, 128, 64, 1, 6);
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 5, {}, 1), "");
+  defects skip;
+  skip.fixup_skips_last_peer = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 5, skip, 1), "") << "an owner that forgets a peer";
+  defects slot;
+  slot.peer_publishes_next_slot = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 5, slot, 1), "") << "a peer in its neighbour's slot";
+  // Without stream-K the same problem runs whole tiles and needs no workspace.
+  EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 5, skip, 0), "");
 }
