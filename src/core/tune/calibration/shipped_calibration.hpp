@@ -14,4 +14,10 @@ namespace tiletune {
 // physical model stands.
 std::optional<model_calibration> shipped_calibration(const std::string& device_model);
 
+// The shipped calibration of the GPU's own model, else one measured on another preset of the same
+// architecture: its figures are shares of a GPU's own peaks and rates (efficiencies, DRAM and peak
+// shares, time scales, overlap), so they carry over to a part with other SM counts, clocks and
+// bandwidth, whose predictions then scale with that part's figures. Its source says which.
+std::optional<model_calibration> shipped_calibration_for(const device_spec& d);
+
 }  // namespace tiletune
