@@ -85,8 +85,8 @@ TEST(perf_model, memory_roof) {
   // DRAM: (256*128 + 128*256 + 256*256) * 2 bytes = 262144 bytes at 0.9 of 1 GB/s (what a
   // large copy draws of the peak; this test read the full peak before issue 21), plus the
   // latency term: 4 blocks with 2 stages of (128 + 128) x 32 bf16 in flight (131072 bytes)
-  // wait 0.8 us per window of them.
-  const double window_us = 0.8 / 131072;  // per byte
+  // wait 0.75 us per window of them.
+  const double window_us = 0.75 / 131072;  // per byte
   EXPECT_NEAR(r.memory_us, 262.144 / 0.9 + 262144 * window_us, 1e-9);
   EXPECT_NEAR(r.dram_us, r.memory_us, 1e-12);
   EXPECT_EQ(r.bound, "memory");

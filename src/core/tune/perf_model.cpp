@@ -14,7 +14,7 @@ constexpr double launch_overhead_us = 3.0;
 // W bytes in flight takes B/BW + B*L/W for B bytes (see predict). The largest
 // value that keeps every measured decode floor below its time (docs/model.md,
 // "The model's constants").
-constexpr double dram_latency_us = 0.8;
+constexpr double dram_latency_us = 0.75;
 // L2 hit latency under load, the same law for the loads L2 serves (every
 // block's panels, re-read by each block): about half the DRAM latency. A block
 // of a skinny problem streams its whole K panel through few loads in flight,
@@ -153,6 +153,7 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
 // and reads back fp32 partials of every tile.
 struct memory_traffic {
   double eb = 0, dram_bytes = 0, l2_bytes = 0, concurrent_blocks = 0, in_flight = 0;
+  double busiest_sm_bytes = 0;  // what L2 serves the SM with the most blocks, each block whole
 };
 
 memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
@@ -184,7 +185,16 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
                                      c.block_k * eb;
   const double concurrent_blocks = static_cast<double>(std::min<std::int64_t>(blocks, resident));
   const double in_flight = concurrent_blocks * in_flight_per_block;
-  return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight};
+  // The busiest SM's blocks, counted whole (a block at the problem's edge reads less, but the SM
+  // with the most blocks holds whole ones): its share of L2 bounds it, as the sum bounds them all.
+  const std::int64_t rows = std::min<std::int64_t>(c.block_m, p.m), cols = std::min<std::int64_t>(c.block_n, p.n);
+  const double block_bytes = static_cast<double>(rows + cols) * static_cast<double>(k_per_block) * eb +
+                             c_passes * static_cast<double>(rows * cols) * eb +
+                             (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
+  const std::int64_t per_sm = resident / std::max(1, d.sm_count);
+  const double busiest_blocks =
+      static_cast<double>(blocks / resident * per_sm + (blocks % resident + d.sm_count - 1) / d.sm_count);
+  return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, busiest_blocks * block_bytes};
 }
 
 void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
@@ -198,15 +208,21 @@ void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_con
   // the latency the pipe carries none of its bytes). The larger of the two, as
   // the model had it, put every decode variant at the bandwidth (16x4096x4096:
   // 11.2 us for tiles measured from 21 to 42 us, in the order of their bytes in flight).
+  // Per block, that is at least one DRAM round trip per window of its k-loop: every block of the
+  // first wave waits for its own fills, however many blocks share them. That floor keeps more
+  // blocks of the same kernel from shortening the term (the unique bytes over more windows).
+  const double windows = static_cast<double>(k_per_block) / c.block_k / std::max(1, c.stages - 1);
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
-  const double dram_us = dram_bytes / (attainable_gbs * 1e3) + dram_bytes * dram_latency_us / in_flight;
-  // L2 serves each SM its share of its bandwidth: SMs without a block draw none.
+  const double dram_us =
+      dram_bytes / (attainable_gbs * 1e3) + std::max(dram_bytes * dram_latency_us / in_flight, windows * dram_latency_us);
+  // L2 serves each SM its share of its bandwidth (SMs without a block draw none): the busiest
+  // SM's whole blocks bound the time, as all the bytes bound it at the full bandwidth.
   // The larger of its bandwidth and latency terms, not their sum: measured variants
   // drew up to 90% of L2's bandwidth, which leaves no room for a latency term
   // beside it (docs/model.md, "The model's constants").
-  const double busy_sms = static_cast<double>(std::min<std::int64_t>(r.blocks, d.sm_count));
-  double l2_us = std::max(l2_bytes / (d.l2_bandwidth_gbs * busy_sms / d.sm_count * 1e3),
-                          l2_bytes * l2_latency_us / in_flight);
+  double l2_us = std::max({l2_bytes / (d.l2_bandwidth_gbs * 1e3),
+                           t.busiest_sm_bytes / (d.l2_bandwidth_gbs / d.sm_count * 1e3),
+                           std::max(l2_bytes * l2_latency_us / in_flight, windows * l2_latency_us)});
   // Rows that are not 16-byte aligned: no 16-byte copies (cp.async, TMA); a family
   // that copies them one element at a time keeps one element per thread in flight,
   // so the operand's panels take its bytes * latency / (threads * element bytes).
