@@ -6,6 +6,7 @@
 // it takes tensor maps, and scalars of the C type the kernel declares (the
 // binding writes that many bytes).
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,12 +28,32 @@ struct declared {
   std::string scalar;  // a scalar's C type: "int", "long long", "float", ...
 };
 
+// A parameter list with its `#if MACRO` ... `#endif` lines resolved as the rendered source
+// defines the macro (`#define MACRO 1` present or not), as the preprocessor would.
+std::string resolve_conditionals(const std::string& list, const std::string& source) {
+  std::string out, line;
+  std::vector<bool> active{true};
+  std::istringstream in(list);
+  while (std::getline(in, line)) {
+    const std::string trimmed = std::regex_replace(line, std::regex("^\\s+"), "");
+    if (trimmed.rfind("#if ", 0) == 0) {
+      const std::string macro = std::regex_replace(trimmed.substr(4), std::regex("\\s+$"), "");
+      active.push_back(active.back() && source.find("#define " + macro + " 1") != std::string::npos);
+    } else if (trimmed.rfind("#endif", 0) == 0) {
+      active.pop_back();
+    } else if (active.back()) {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
 // The parameters of `extern "C" ... tiletune_gemm(...)` in a rendered source.
 std::vector<declared> signature(const std::string& source) {
   const std::size_t entry = source.find(std::string(kernel_entry_name) + "(");
   EXPECT_NE(entry, std::string::npos);
   const std::size_t open = source.find('(', entry), close = source.find(')', open);
-  std::string list = source.substr(open + 1, close - open - 1);
+  std::string list = resolve_conditionals(source.substr(open + 1, close - open - 1), source);
   std::vector<declared> out;
   std::size_t at = 0;
   while (at <= list.size()) {
