@@ -177,3 +177,54 @@ TEST(input, check_refuses_a_predicted_baseline_without_naming_an_option_it_lacks
   EXPECT_EQ(c.code, 2) << c.err;
   EXPECT_NE(c.err.find("--allow-mode-mismatch"), std::string::npos) << c.err;
 }
+
+namespace {
+fs::path write_config(const std::string& name, nlohmann::json edits, const std::string& type = "llama") {
+  nlohmann::json j = {{"model_type", type},        {"hidden_size", 4096},         {"num_hidden_layers", 32},
+                      {"num_attention_heads", 32}, {"num_key_value_heads", 8},    {"intermediate_size", 14336},
+                      {"vocab_size", 128256}};
+  if (type == "mixtral") j["num_local_experts"] = 8, j["num_experts_per_tok"] = 2;
+  if (type == "olmoe") j["num_experts"] = 64, j["num_experts_per_tok"] = 8;
+  j.update(edits);
+  const fs::path p = tmp_dir() / name;
+  std::ofstream(p) << j.dump();
+  return p;
+}
+}  // namespace
+
+// Hostile or absurd configs are refused naming the field, never planned with negative memory:
+// counts past any model (which overflowed 64-bit byte counts into negative GiB), a model past
+// what any cluster could train, a mixture-of-experts type without experts.
+TEST(input, absurd_model_configs_are_refused_naming_the_field) {
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{{"hidden_size", 4096000000LL}}, "\"hidden_size\" 4096000000"},
+      {{{"num_hidden_layers", 2000000000LL}}, "\"num_hidden_layers\""},
+      {{{"vocab_size", 1LL << 40}}, "\"vocab_size\""},
+      {{{"intermediate_size", 1LL << 40}}, "\"intermediate_size\""},
+      {{{"hidden_size", 262144}, {"num_hidden_layers", 16384}, {"num_attention_heads", 1024}, {"num_key_value_heads", 1024}},
+       "more than any cluster can train"}};
+  int i = 0;
+  for (const auto& [edit, named] : bad) {
+    const fs::path p = write_config("absurd-" + std::to_string(i++) + ".json", edit);
+    expect_refused({"batch", "--gpu", "h100-sxm", "--model", p.string()}, {named, p.string()});
+  }
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model",
+                  write_config("no-experts.json", {{"num_local_experts", 0}}, "mixtral").string()},
+                 {"\"num_local_experts\" must be at least 1"});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model",
+                  write_config("no-experts-olmoe.json", {{"num_experts", 0}}, "olmoe").string()},
+                 {"\"num_experts\" must be at least 1"});
+  // Large but real-sized: planned, every memory term non-negative (it fits nowhere on one GPU).
+  const fs::path big = write_config("big.json", {{"hidden_size", 32768}, {"num_hidden_layers", 512},
+                                                 {"num_attention_heads", 256}, {"num_key_value_heads", 16},
+                                                 {"intermediate_size", 131072}, {"vocab_size", 262144}});
+  const result r = run({"batch", "--gpu", "h100-sxm", "--model", big.string(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& [k, v] : j["memory"].items()) {
+    if (v.is_number()) EXPECT_GE(v.get<double>(), 0) << k;
+  }
+  for (const auto& c : j["candidates"]) {
+    if (c.contains("peak_bytes")) EXPECT_GE(c["peak_bytes"].get<double>(), 0);
+  }
+}

@@ -167,6 +167,32 @@ void check_positive(const model_spec& m, const std::string& source) {
                                   m.num_kv_heads, m.num_heads));
 }
 
+// Sizes past any model trained, and a model past what any cluster holds, are refused before a
+// count overflows: every product of the planner stays exact in 64 bits below these.
+void check_size(const model_spec& m, const std::string& source) {
+  auto at_most = [&](std::int64_t v, std::int64_t limit, const char* what) {
+    if (v > limit) throw usage_error(fmt::format("{}: \"{}\" {} is larger than any model's (at most {})", source, what, v, limit));
+  };
+  at_most(m.hidden_size, 262144, "hidden_size");
+  at_most(m.num_layers, 16384, "num_hidden_layers");
+  at_most(m.num_heads, 65536, "num_attention_heads");
+  at_most(m.head_dim, 65536, "head_dim");
+  at_most(m.vocab_size, 16777216, "vocab_size");
+  at_most(m.intermediate_size, 4194304, "intermediate_size");
+  at_most(m.expert_intermediate_size, 4194304, "the experts' intermediate size");
+  at_most(m.num_experts, 65536, "the number of experts");
+  // Weights, gradients and two Adam states take 16 bytes a parameter: 1e15 parameters need 16 PB,
+  // more than any cluster's GPU memory. Counted in floating point, where nothing overflows.
+  const double h = static_cast<double>(m.hidden_size), attention = h * (2.0 * m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
+  const double mlp = 3.0 * h * (static_cast<double>(m.intermediate_size) +
+                                static_cast<double>(m.expert_intermediate_size) * static_cast<double>(m.num_experts));
+  const double estimate = static_cast<double>(m.num_layers) * (attention + mlp) + 2.0 * h * static_cast<double>(m.vocab_size);
+  if (estimate > 1e15)
+    throw usage_error(fmt::format("{}: the model has about {:.3g} parameters, more than any cluster can train (its "
+                                  "weights, gradients and optimizer states alone would need {:.3g} PB)",
+                                  source, estimate, estimate * 16 / 1e15));
+}
+
 }  // namespace
 
 const std::vector<model_spec>& model_presets() {
@@ -226,6 +252,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
                                   supported_types()));
   }
   check_positive(m, source);
+  check_size(m, source);
   return m;
 }
 

@@ -28,8 +28,13 @@ void read_decoder(const config_reader& r, model_spec& m) {
     throw usage_error(fmt::format("{}: \"capacity_factor\" must be at least 0", r.source));
 }
 
+// A mixture-of-experts type without experts is a config error (a dense DeepSeek is the one
+// exception, and does not come here with zero).
 void check_experts(const config_reader& r, const model_spec& m, const char* experts_key) {
-  if (m.num_experts > 0 && (m.experts_per_token < 1 || m.experts_per_token > m.num_experts))
+  if (m.num_experts < 1)
+    throw usage_error(fmt::format("{}: \"{}\" must be at least 1 for model_type \"{}\" (a mixture of experts)",
+                                  r.source, experts_key, m.model_type));
+  if (m.experts_per_token < 1 || m.experts_per_token > m.num_experts)
     throw usage_error(fmt::format("{}: \"num_experts_per_tok\" {} must be 1 to \"{}\" {}", r.source,
                                   m.experts_per_token, experts_key, m.num_experts));
 }
@@ -100,7 +105,7 @@ void read_deepseek(const config_reader& r, model_spec& m) {
   m.qkv_bias = m.attn_out_bias = false;  // attention_bias is q/kv_a only in DeepSeek; off in every release
   if (m.kv_lora_rank < 1 || m.v_head_dim < 1)
     throw usage_error(fmt::format("{}: \"kv_lora_rank\" and \"v_head_dim\" must be at least 1", r.source));
-  check_experts(r, m, "n_routed_experts");
+  if (m.num_experts > 0) check_experts(r, m, "n_routed_experts");  // 0: a dense DeepSeek
 }
 
 }  // namespace
