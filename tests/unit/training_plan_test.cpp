@@ -374,3 +374,29 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   s.link_gbs = -1;
   EXPECT_THROW(validate(s), usage_error);
 }
+
+// A prime global batch is reached exactly only by micro-batch 1: the plan keeps it (the user's
+// choice) and says what it costs against the global batch a fast plan comes nearest to.
+TEST(plan, a_global_batch_only_slow_plans_reach_says_what_it_costs) {
+  auto s = setup("gpt2", 1024);
+  s.global_batch = 257;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_TRUE(plan.recommended);
+  const auto& r = plan.candidates[*plan.recommended];
+  EXPECT_EQ(r.micro_batch, 1);
+  EXPECT_EQ(r.effective_global_batch, 257);
+  std::string note;
+  for (const auto& n : plan.notes)
+    if (n.find("--global-batch 257 is reached exactly only") != std::string::npos) note = n;
+  ASSERT_FALSE(note.empty());
+  // 256 = 2^8 is the nearest any fast micro-batch divides; it runs several times faster.
+  EXPECT_NE(note.find("a global batch of 256 (-0.4%)"), std::string::npos) << note;
+  double fastest = 0;
+  for (const auto& c : plan.candidates)
+    if (c.fits) fastest = std::max(fastest, c.samples_per_s);
+  EXPECT_GT(fastest, 3 * r.samples_per_s);
+  // A global batch fast plans divide gets no such note.
+  s.global_batch = 256;
+  for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
+    EXPECT_EQ(n.find("is reached exactly only"), std::string::npos) << n;
+}
