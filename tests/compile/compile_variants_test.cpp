@@ -24,6 +24,7 @@
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "sass_reading.hpp"
 
@@ -164,7 +165,7 @@ namespace {
 // HGMMAs one k-tile of a wgmma variant issues: its k-steps times its m64 instructions per consumer.
 int hgmma_per_k_tile(const tile_config& c, dtype t) {
   const int k_step = t == dtype::tf32 ? 8 : 16;
-  return (c.block_k / k_step) * (c.block_m / c.consumers / 64);
+  return (c.block_k / k_step) * (c.block_m / wgmma_consumers(c) / 64);
 }
 }  // namespace
 
@@ -201,7 +202,7 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     EXPECT_LE(r.resources.registers, 255) << names[i];
     // Two consumers: setmaxnreg moves registers from the producer (40) to the
     // consumers (232), which balances only if the CTA starts at 168 each.
-    if (configs[i].consumers == 2) {
+    if (wgmma_consumers(configs[i]) == 2) {
       EXPECT_EQ(r.resources.registers, 168) << names[i];
     }
     // No wgmma serialization or injected waits (ptxas says so in the log, C751x),
@@ -231,7 +232,7 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   p.layout = parse_layout("nt");
   std::optional<tile_config> chosen;
   for (const auto& c : default_search_space(family_named("wgmma"), p.type))
-    if (c.block_m == 128 && c.block_n == 128 && c.consumers == 1 && !check_constraints(c, p, d)) chosen = c;
+    if (c.block_m == 128 && c.block_n == 128 && wgmma_consumers(c) == 1 && !check_constraints(c, p, d)) chosen = c;
   ASSERT_TRUE(chosen);
   const compile_job plain = make_compile_job(*chosen, p.type, p.layout, d);
   compile_job planted = plain;

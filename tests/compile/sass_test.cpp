@@ -97,7 +97,7 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
       EXPECT_TRUE(has(sass, "HMMA")) << name(c) << ": no tensor-core instruction";
       // m16n8k16 (m16n8k8 for tf32) over the warp's tile, for each k-step of a k-tile.
       const int k_step = c.type == dtype::tf32 ? 8 : 16;
-      const int per_k_tile = (c.config.block_m / c.config.warps_m / 16) * (c.config.block_n / c.config.warps_n / 8) *
+      const int per_k_tile = (mma_warp_tile_m(c.config) / 16) * (mma_warp_tile_n(c.config) / 8) *
                              (c.config.block_k / k_step);
       for (const auto& problem : hmma_count_problems(sass, per_k_tile)) ADD_FAILURE() << name(c) << ": " << problem;
       if (c.type != dtype::tf32) {

@@ -166,8 +166,8 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
       EXPECT_TRUE(says_order) << c.id() << ": " << cut;
     }
     if (c.family == family_named("wgmma")) {
-      EXPECT_EQ(tri["num_warps"], 4 * c.consumers);
-      EXPECT_NE(cut.find(c.consumers == 2 ? "Cooperative" : "KernelTmaWarpSpecialized"), std::string::npos) << cut;
+      EXPECT_EQ(tri["num_warps"], 4 * wgmma_consumers(c));
+      EXPECT_NE(cut.find(wgmma_consumers(c) == 2 ? "Cooperative" : "KernelTmaWarpSpecialized"), std::string::npos) << cut;
       EXPECT_NE(cut.find(fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)), std::string::npos) << cut;
     }
   }

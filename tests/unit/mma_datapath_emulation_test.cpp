@@ -168,8 +168,8 @@ kernel_macros macros_for(const tile_config& c, dtype t, layout l) {
   k.bm = c.block_m;
   k.bn = c.block_n;
   k.bk = c.block_k;
-  k.warps_m = c.warps_m;
-  k.warps_n = c.warps_n;
+  k.warps_m = mma_warps_m(c);
+  k.warps_n = mma_warps_n(c);
   k.stages = c.stages;
   k.split_k = c.split_k;
   k.raster_group = c.raster_group;
@@ -1113,7 +1113,7 @@ TEST(mma_datapath, every_variant_matches_a_host_gemm_on_edge_shapes) {
       for (std::size_t vi = 0; vi < variants.size(); ++vi) {
         const tile_config& c = variants[vi];
         const kernel_macros k = macros_for(c, t, l);
-        shapes.insert(fmt::format("{}x{}x{} w{}x{} s{} {}", c.block_m, c.block_n, c.block_k, c.warps_m, c.warps_n, c.stages,
+        shapes.insert(fmt::format("{}x{}x{} w{}x{} s{} {}", c.block_m, c.block_n, c.block_k, mma_warps_m(c), mma_warps_n(c), c.stages,
                                   to_string(t)));
         // Each variant: the tiny case, and one of the others in rotation over
         // the dtypes and layouts (so every variant meets every recipe).

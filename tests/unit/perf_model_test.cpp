@@ -119,7 +119,7 @@ TEST(perf_model, hopper_mma_sync_is_capped_near_63_percent) {
   const device_spec& h100 = find_preset("h100-sxm");
   tile_config wide = tile128();
   wide.block_n = 256;
-  wide.warps_n = 4;
+  mma_warps_n(wide) = 4;
   const prediction r = predict(h100, bf16(8192, 8192, 8192), wide, {1, 8, "registers"});
   EXPECT_EQ(r.bound, "compute");
   EXPECT_LT(r.tflops, 0.64 * h100.peak_tflops_bf16);
@@ -132,9 +132,9 @@ TEST(perf_model, small_thread_tiles_wait_on_shared_memory) {
   // H100 FFMA: 66.9 TFLOP/s over 132 SMs at 1980 MHz = 256 flop/clock/SM.
   const double rate = h100.peak_tflops_f32 * 1e12 / h100.sm_count;
   // 4x4: 32 flops need 32 bytes per k (0.25 clocks) vs 0.125 clocks of FFMA: half speed.
-  c.thread_m = c.thread_n = 4;
+  simt_thread_m(c) = simt_thread_n(c) = 4;
   EXPECT_NEAR(shared_memory_factor(h100, dtype::f32, c, rate), 0.5, 0.01);
-  c.thread_m = c.thread_n = 8;
+  simt_thread_m(c) = simt_thread_n(c) = 8;
   EXPECT_NEAR(shared_memory_factor(h100, dtype::f32, c, rate), 1.0, 0.01);
   // A 64x64 bf16 warp tile is compute-bound on mma.sync.
   const tile_config m = mma_tile(128, 128, 32, 2, 2, 3);

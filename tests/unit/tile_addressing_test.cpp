@@ -12,6 +12,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "common/tile_addressing.cuh"
@@ -143,11 +144,11 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
   const tile_config& c = k.c;
   const operand_tile ta = k.a(), tb = k.b();
   const int eb = k.eb();
-  for (int warp = 0; warp < c.warps_m * c.warps_n; ++warp) {
-    const int wm0 = (warp / c.warps_n) * c.warp_tile_m(), wn0 = (warp % c.warps_n) * c.warp_tile_n();
+  for (int warp = 0; warp < mma_warps_m(c) * mma_warps_n(c); ++warp) {
+    const int wm0 = (warp / mma_warps_n(c)) * mma_warp_tile_m(c), wn0 = (warp % mma_warps_n(c)) * mma_warp_tile_n(c);
     if (eb == 2) {
       for (int k_base = 0; k_base < c.block_k; k_base += 16) {
-        for (int mi = 0; mi < c.warp_tile_m() / 16; ++mi) {
+        for (int mi = 0; mi < mma_warp_tile_m(c) / 16; ++mi) {
           std::vector<smem_access> lanes;
           for (int lane = 0; lane < 32; ++lane) {
             const auto [row, col] = ldmatrix_a(k, wm0 + mi * 16, k_base, lane);
@@ -157,7 +158,7 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
           }
           out.conflicts += warp_conflicts(lanes);
         }
-        for (int ni = 0; ni < c.warp_tile_n() / 8; ni += 2) {
+        for (int ni = 0; ni < mma_warp_tile_n(c) / 8; ni += 2) {
           std::vector<smem_access> lanes;
           for (int lane = 0; lane < 32; ++lane) {
             const auto [row, col] = ldmatrix_b(k, wn0 + ni * 8, k_base, lane);
@@ -178,7 +179,7 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
         return k.l.b_transposed ? f(n, kk, tb.cols, 4, tb.kc) : f(kk, n, tb.cols, 4, tb.kc);
       };
       for (int k_base = 0; k_base < c.block_k; k_base += 8) {
-        for (int mi = 0; mi < c.warp_tile_m() / 16; ++mi)
+        for (int mi = 0; mi < mma_warp_tile_m(c) / 16; ++mi)
           for (int reg = 0; reg < 4; ++reg) {
             std::vector<smem_access> lanes;
             for (int lane = 0; lane < 32; ++lane) {
@@ -193,7 +194,7 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
             }
             out.conflicts += warp_conflicts(lanes);
           }
-        for (int ni = 0; ni < c.warp_tile_n() / 8; ++ni)
+        for (int ni = 0; ni < mma_warp_tile_n(c) / 8; ++ni)
           for (int j = 0; j < 2; ++j) {
             std::vector<smem_access> lanes;
             for (int lane = 0; lane < 32; ++lane) {
@@ -287,7 +288,7 @@ TEST(tile_addressing, smem_bytes_is_what_the_template_allocates) {
   for (const auto& k : mma_cases()) {
     const tile_config& c = k.c;
     EXPECT_EQ(c.smem_bytes(k.type, k.l),
-              tt_mma_smem_bytes(c.block_m, c.block_n, c.block_k, c.warps_m, c.stages, k.eb()))
+              tt_mma_smem_bytes(c.block_m, c.block_n, c.block_k, mma_warps_m(c), c.stages, k.eb()))
         << name(k);
   }
 }
@@ -298,19 +299,19 @@ TEST(tile_addressing, smem_bytes_is_what_the_template_allocates) {
 TEST(tile_addressing, the_epilogue_puts_every_accumulator_at_its_place_once) {
   for (const auto& k : mma_cases()) {
     const tile_config& c = k.c;
-    const int wm = c.warp_tile_m(), wn = c.warp_tile_n(), mi_count = wm / 16, ni_count = wn / 8;
-    const int smem = tt_mma_smem_bytes(c.block_m, c.block_n, c.block_k, c.warps_m, c.stages, k.eb());
-    const int epi_mi = tt_mma_epi_mi(mi_count, c.warps_m, c.block_n, smem);
+    const int wm = mma_warp_tile_m(c), wn = mma_warp_tile_n(c), mi_count = wm / 16, ni_count = wn / 8;
+    const int smem = tt_mma_smem_bytes(c.block_m, c.block_n, c.block_k, mma_warps_m(c), c.stages, k.eb());
+    const int epi_mi = tt_mma_epi_mi(mi_count, mma_warps_m(c), c.block_n, smem);
     ASSERT_EQ(mi_count % epi_mi, 0) << name(k);
-    const int pass_rows = c.warps_m * epi_mi * 16, vec = 16 / k.eb(), bn = c.block_n;
+    const int pass_rows = mma_warps_m(c) * epi_mi * 16, vec = 16 / k.eb(), bn = c.block_n;
     ASSERT_LE(pass_rows * bn * 4, smem) << name(k);
     std::vector<int> written(static_cast<std::size_t>(c.block_m * bn), 0);
     int conflict_count = 0;
     for (int pass = 0; pass < mi_count / epi_mi; ++pass) {
       // Staging: the value's tile position (row * BN + col), as the kernel stores it.
       std::vector<int> stage(static_cast<std::size_t>(pass_rows * bn), -1);
-      for (int warp = 0; warp < c.warps_m * c.warps_n; ++warp) {
-        const int warp_m = warp / c.warps_n, wm0 = warp_m * wm, wn0 = (warp % c.warps_n) * wn;
+      for (int warp = 0; warp < mma_warps_m(c) * mma_warps_n(c); ++warp) {
+        const int warp_m = warp / mma_warps_n(c), wm0 = warp_m * wm, wn0 = (warp % mma_warps_n(c)) * wn;
         for (int j = 0; j < epi_mi; ++j)
           for (int ni = 0; ni < ni_count; ++ni)
             for (int h = 0; h < 2; ++h) {
@@ -366,7 +367,7 @@ TEST(tile_addressing, simt_shared_stores_are_free_of_bank_conflicts) {
     gemm_problem p;
     p.m = p.n = p.k = 4096;
     if (check_constraints(c, p, find_preset("h100-sxm"))) continue;
-    const int threads = c.threads(), vec = c.vector_width, bk = c.block_k;
+    const int threads = c.threads(), vec = simt_vector_width(c), bk = c.block_k;
     for (int mn : {c.block_m, c.block_n})
       for (int k_contiguous : {0, 1}) {
         const int loads = mn * bk / (threads * vec);

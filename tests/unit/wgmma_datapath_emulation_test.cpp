@@ -539,7 +539,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const int eb = element_bytes(t);
   const dtype store = t == dtype::tf32 ? dtype::f32 : t;
   const int bm = c.block_m, bn = c.block_n, bk = c.block_k, stages = c.stages,
-            consumers = c.consumers;
+            consumers = wgmma_consumers(c);
   const int wg_m = bm / consumers, mi_count = wg_m / 64;
   const int mma_k = wgmma_instruction_k(t);
   // The kernel's TT_A_KMAJOR / TT_B_KMAJOR: A 'n' and B 't' are K-major.
@@ -912,7 +912,7 @@ TEST(wgmma_emulation, operand_fetch_reads_the_element_tma_wrote) {
       load_operand(a_kmajor, c.block_m, c.block_k, sa, map_a, ga, smem, k0, m0, batch, {}, errors);
       load_operand(b_kmajor, c.block_n, c.block_k, sb, map_b, gb, smem, k0, n0, batch, {}, errors);
       ASSERT_TRUE(errors.empty()) << errors.front();
-      const int wg_m = c.block_m / c.consumers, mma_k = ins.k;
+      const int wg_m = c.block_m / wgmma_consumers(c), mma_k = ins.k;
       auto read = [&](std::uint64_t desc, bool mn_major, int mn, int k) {
         const std::int64_t addr = wgmma_operand_address(desc, mn_major, mn, k, eb, errors);
         std::uint32_t v = 0;
@@ -931,7 +931,7 @@ TEST(wgmma_emulation, operand_fetch_reads_the_element_tma_wrote) {
             ASSERT_EQ(read(db, ins.b_mn_major, n, k), want)
                 << c.id() << " " << p.describe() << " B k " << gk << " n " << gn;
           }
-        for (int consumer = 0; consumer < c.consumers; ++consumer)
+        for (int consumer = 0; consumer < wgmma_consumers(c); ++consumer)
           for (int mi = 0; mi < wg_m / 64; ++mi) {
             const int mn0 = consumer * wg_m + mi * 64;
             const std::uint64_t da =

@@ -528,7 +528,7 @@ fill_boxes boxes_of(const gemm_problem& p, const tile_config& c) {
 ring_config config_for(const gemm_problem& p, const tile_config& c, int k_tiles, int tiles) {
   ring_config r;
   r.stages = c.stages;
-  r.consumers = c.consumers;
+  r.consumers = wgmma_consumers(c);
   r.k_tiles = k_tiles;
   r.tiles = tiles;
   const fill_boxes b = boxes_of(p, c);

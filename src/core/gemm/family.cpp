@@ -29,10 +29,4 @@ std::string raster_id_suffix(const tile_config& c) {
   return fmt::format("_g{}{}", c.raster_group, c.raster_along_n ? 'n' : 'm');
 }
 
-smem_traffic warp_tile_smem_traffic(const tile_config& c, dtype t) {
-  const double k = element_bytes(t) == 2 ? 16 : 8;
-  return {2.0 * c.warp_tile_m() * c.warp_tile_n() * k,  // per warp and k-step
-          (c.warp_tile_m() + c.warp_tile_n()) * k * element_bytes(t)};
-}
-
 }  // namespace tiletune

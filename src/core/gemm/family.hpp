@@ -111,7 +111,5 @@ const std::vector<const gemm_family*>& all_families();
 // "_k<split>" for split-K and "_g<group><m|n>" for grouped rasterization.
 std::string split_k_id_suffix(const tile_config& c);
 std::string raster_id_suffix(const tile_config& c);
-// A warp tile's shared-memory traffic per warp and MMA k-step.
-smem_traffic warp_tile_smem_traffic(const tile_config& c, dtype t);
 
 }  // namespace tiletune

@@ -30,7 +30,7 @@ class mma : public gemm_family {
     return check_mma(c, p, d);
   }
 
-  int threads(const tile_config& c) const override { return c.warps_m * c.warps_n * 32; }
+  int threads(const tile_config& c) const override { return mma_warps_m(c) * mma_warps_n(c) * 32; }
   // mma.sync m16n8k16 (f16/bf16) and m16n8k8 (tf32) take A in 4 and B in 2 32-bit registers per
   // thread (PTX ISA, warp-level matrix fragments), which cannot be accumulator registers.
   int operand_registers(const tile_config&) const override { return 6; }
@@ -41,29 +41,29 @@ class mma : public gemm_family {
     // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
     const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;
     const std::int64_t pipeline = c.stages * (bm * bk + bk * bn) * element_bytes(t);
-    const std::int64_t staging = static_cast<std::int64_t>(c.warps_m) * 16 * bn * 4;
+    const std::int64_t staging = static_cast<std::int64_t>(mma_warps_m(c)) * 16 * bn * 4;
     return std::max(pipeline, staging);
   }
   std::string id_suffix(const tile_config& c) const override {
-    std::string s = fmt::format("_w{}x{}_s{}", c.warps_m, c.warps_n, c.stages) + split_k_id_suffix(c);
+    std::string s = fmt::format("_w{}x{}_s{}", mma_warps_m(c), mma_warps_n(c), c.stages) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
     return s;
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
-    j["warps_m"] = c.warps_m;
-    j["warps_n"] = c.warps_n;
-    j["warp_m"] = c.warp_tile_m();
-    j["warp_n"] = c.warp_tile_n();
+    j["warps_m"] = mma_warps_m(c);
+    j["warps_n"] = mma_warps_n(c);
+    j["warp_m"] = mma_warp_tile_m(c);
+    j["warp_n"] = mma_warp_tile_n(c);
   }
   bool claims_json(const nlohmann::json& j) const override { return j.contains("warps_m"); }
   void from_json(const nlohmann::json& j, tile_config& c) const override {
-    c.warps_m = j.at("warps_m").get<int>();
-    c.warps_n = j.at("warps_n").get<int>();
+    mma_warps_m(c) = j.at("warps_m").get<int>();
+    mma_warps_n(c) = j.at("warps_n").get<int>();
   }
 
   std::string render(const tile_config& c, dtype, layout) const override {
-    return fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", c.warps_m,
-                       c.warps_n, c.stages) +
+    return fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", mma_warps_m(c),
+                       mma_warps_n(c), c.stages) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
@@ -87,7 +87,10 @@ class mma : public gemm_family {
   // A two-stage pipeline exposes part of each load.
   double pipeline_factor(const tile_config& c) const override { return c.stages < 3 ? 0.9 : 1.0; }
   smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const override {
-    return warp_tile_smem_traffic(c, t);
+    // Per warp and MMA k-step: the warp tile's math against its operand reads.
+    const double k = element_bytes(t) == 2 ? 16 : 8;
+    const int wm = mma_warp_tile_m(c), wn = mma_warp_tile_n(c);
+    return {2.0 * wm * wn * k, (wm + wn) * k * element_bytes(t)};
   }
 
   std::string cutlass_shape(const tile_config& c, dtype t) const override {
@@ -101,7 +104,7 @@ class mma : public gemm_family {
                            c.raster_group, c.raster_along_n ? "N" : "M");
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
                        "stages {}{}",
-                       c.block_m, c.block_n, c.block_k, c.warp_tile_m(), c.warp_tile_n(), c.block_k, k,
+                       c.block_m, c.block_n, c.block_k, mma_warp_tile_m(c), mma_warp_tile_n(c), c.block_k, k,
                        c.stages, extra);
   }
 };
@@ -119,8 +122,8 @@ tile_config mma_tile(int block_m, int block_n, int block_k, int warps_m, int war
   c.block_m = block_m;
   c.block_n = block_n;
   c.block_k = block_k;
-  c.warps_m = warps_m;
-  c.warps_n = warps_n;
+  mma_warps_m(c) = warps_m;
+  mma_warps_n(c) = warps_n;
   c.stages = stages;
   return c;
 }

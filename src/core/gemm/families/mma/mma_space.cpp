@@ -61,9 +61,9 @@ std::optional<constraint_violation> violation(std::string name, std::string mess
 }
 
 std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
-  const int wm = c.warp_tile_m(), wn = c.warp_tile_n();
+  const int wm = mma_warp_tile_m(c), wn = mma_warp_tile_n(c);
   // Warp tiles are whole m16 x n16 steps (ldmatrix.x4 loads B for two n8 tiles).
-  if (c.block_m % c.warps_m || c.block_n % c.warps_n || wm % 16 || wn % 16)
+  if (c.block_m % mma_warps_m(c) || c.block_n % mma_warps_n(c) || wm % 16 || wn % 16)
     return violation("warp_tile",
                      fmt::format("warp tile {}x{} is not a multiple of 16x16", wm, wn));
   // Small warp tiles reload the same fragments for too few MMAs.

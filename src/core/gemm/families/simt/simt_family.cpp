@@ -38,26 +38,26 @@ class simt : public gemm_family {
       return violation("split_k", fmt::format("the simt family has no split-K (asked {})", c.split_k));
     if (p.type != dtype::f32)
       return violation("dtype", fmt::format("the simt family runs f32, not {}", to_string(p.type)));
-    if (c.block_m % c.thread_m || c.block_n % c.thread_n)
+    if (c.block_m % simt_thread_m(c) || c.block_n % simt_thread_n(c))
       return violation("thread_tile", "the thread tile does not divide the block tile");
     const int threads = c.threads();
     // Fewer than 2 warps cannot hide latency; more than 8 leave too few registers per thread.
     if (threads < 64 || threads > 256)
       return violation("threads_per_block",
                        fmt::format("{} threads per block; the simt family uses 64 to 256", threads));
-    const int per_load = threads * c.vector_width;
+    const int per_load = threads * simt_vector_width(c);
     if ((c.block_m * c.block_k) % per_load || (c.block_n * c.block_k) % per_load)
       return violation("load_balance",
                        fmt::format("{} threads with {}-wide loads do not evenly load a {}x{} and a "
                                    "{}x{} tile",
-                                   threads, c.vector_width, c.block_m, c.block_k, c.block_k, c.block_n));
+                                   threads, simt_vector_width(c), c.block_m, c.block_k, c.block_k, c.block_n));
     return std::nullopt;
   }
 
   // An FFMA's two fp32 factors (an element of A and one of B) beside the accumulators.
   int operand_registers(const tile_config&) const override { return 2; }
   int threads(const tile_config& c) const override {
-    return (c.thread_m && c.thread_n) ? (c.block_m / c.thread_m) * (c.block_n / c.thread_n) : 0;
+    return (simt_thread_m(c) && simt_thread_n(c)) ? (c.block_m / simt_thread_m(c)) * (c.block_n / simt_thread_n(c)) : 0;
   }
   std::int64_t smem_bytes(const tile_config& c, dtype) const override {
     // Two buffers of As[BK][BM] and Bs[BK][BN], fp32.
@@ -65,26 +65,26 @@ class simt : public gemm_family {
     return 2 * (bk * bm + bk * bn) * 4;
   }
   std::string id_suffix(const tile_config& c) const override {
-    std::string s = fmt::format("_t{}x{}_v{}", c.thread_m, c.thread_n, c.vector_width) + split_k_id_suffix(c);
+    std::string s = fmt::format("_t{}x{}_v{}", simt_thread_m(c), simt_thread_n(c), simt_vector_width(c)) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
     return s;
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
-    j["thread_m"] = c.thread_m;
-    j["thread_n"] = c.thread_n;
-    j["vector_width"] = c.vector_width;
+    j["thread_m"] = simt_thread_m(c);
+    j["thread_n"] = simt_thread_n(c);
+    j["vector_width"] = simt_vector_width(c);
   }
   // Older records name no family; a tile without warps is this one's.
   bool claims_json(const nlohmann::json& j) const override { return !j.contains("warps_m"); }
   void from_json(const nlohmann::json& j, tile_config& c) const override {
-    c.thread_m = j.at("thread_m").get<int>();
-    c.thread_n = j.at("thread_n").get<int>();
-    c.vector_width = j.at("vector_width").get<int>();
+    simt_thread_m(c) = j.at("thread_m").get<int>();
+    simt_thread_n(c) = j.at("thread_n").get<int>();
+    simt_vector_width(c) = j.at("vector_width").get<int>();
   }
 
   std::string render(const tile_config& c, dtype, layout) const override {
-    return fmt::format("#define TT_TM {}\n#define TT_TN {}\n#define TT_VEC {}\n", c.thread_m, c.thread_n,
-                       c.vector_width) +
+    return fmt::format("#define TT_TM {}\n#define TT_TN {}\n#define TT_VEC {}\n", simt_thread_m(c), simt_thread_n(c),
+                       simt_vector_width(c)) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
@@ -98,14 +98,14 @@ class simt : public gemm_family {
 
   double attainable_efficiency(int) const override { return 0.85; }
   smem_traffic shared_memory_traffic(const tile_config& c, dtype) const override {
-    return {2.0 * c.thread_m * c.thread_n,  // per thread and k
-            4.0 * (c.thread_m + c.thread_n)};
+    return {2.0 * simt_thread_m(c) * simt_thread_n(c),  // per thread and k
+            4.0 * (simt_thread_m(c) + simt_thread_n(c))};
   }
 
   std::string_view cutlass_op_class() const override { return "simt"; }
   std::string cutlass_shape(const tile_config& c, dtype) const override {
     return fmt::format("ThreadblockShape<{},{},{}> (SIMT, {} threads, thread tile {}x{})", c.block_m, c.block_n,
-                       c.block_k, c.threads(), c.thread_m, c.thread_n);
+                       c.block_k, c.threads(), simt_thread_m(c), simt_thread_n(c));
   }
 };
 
@@ -122,9 +122,9 @@ tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int t
   c.block_m = block_m;
   c.block_n = block_n;
   c.block_k = block_k;
-  c.thread_m = thread_m;
-  c.thread_n = thread_n;
-  c.vector_width = vector_width;
+  simt_thread_m(c) = thread_m;
+  simt_thread_n(c) = thread_n;
+  simt_vector_width(c) = vector_width;
   c.stages = 2;  // registers -> shared double buffering
   return c;
 }

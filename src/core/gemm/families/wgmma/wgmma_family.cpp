@@ -28,16 +28,16 @@ class wgmma : public gemm_family {
     return check_wgmma(c, p, d);
   }
 
-  int threads(const tile_config& c) const override { return 128 * (1 + c.consumers); }  // producer + consumers
+  int threads(const tile_config& c) const override { return 128 * (1 + wgmma_consumers(c)); }  // producer + consumers
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named.
   std::string id_suffix(const tile_config& c) const override {
-    return fmt::format("_c{}_s{}_cl{}x{}", c.consumers, c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
+    return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c);
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["family"] = name();
-    j["consumers"] = c.consumers;
+    j["consumers"] = wgmma_consumers(c);
     j["cluster_m"] = c.cluster_m;
     j["cluster_n"] = c.cluster_n;
     j["raster_group"] = c.raster_group;
@@ -45,7 +45,7 @@ class wgmma : public gemm_family {
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
-    c.consumers = j.at("consumers").get<int>();
+    wgmma_consumers(c) = j.at("consumers").get<int>();
     c.cluster_m = j.value("cluster_m", 1);
     c.cluster_n = j.value("cluster_n", 1);
     c.raster_group = j.value("raster_group", 0);
@@ -56,7 +56,7 @@ class wgmma : public gemm_family {
   std::string render(const tile_config& c, dtype t, layout l) const override {
     return fmt::format("#define TT_STAGES {}\n#define TT_CONSUMERS {}\n#define TT_RASTER_GROUP {}\n"
                        "#define TT_RASTER_N {}\n#define TT_CLUSTER_M {}\n#define TT_CLUSTER_N {}\n",
-                       c.stages, c.consumers, c.raster_group, c.raster_along_n ? 1 : 0, c.cluster_m,
+                       c.stages, wgmma_consumers(c), c.raster_group, c.raster_along_n ? 1 : 0, c.cluster_m,
                        c.cluster_n) +
            template_with_line("common/gemm_common.cuh") + template_with_line("wgmma/wgmma_tile_math.cuh") +
            template_with_line("wgmma/wgmma_schedule.cuh") +
@@ -87,11 +87,11 @@ class wgmma : public gemm_family {
   double attainable_efficiency(int) const override { return 0.75; }
   bool efficiency_from_measurements() const override { return false; }
   smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const override {
-    return warp_tile_smem_traffic(c, t);  // no warp tile: none counted
+    return {};  // no warp tile: none counted
   }
 
   // Triton counts the compute warps; the producer warpgroup is extra.
-  int triton_num_warps(const tile_config& c) const override { return 4 * c.consumers; }
+  int triton_num_warps(const tile_config& c) const override { return 4 * wgmma_consumers(c); }
   std::string cutlass_shape(const tile_config& c, dtype) const override {
     // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments.
     const std::string raster = c.raster_group > 0 ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}",
@@ -99,7 +99,7 @@ class wgmma : public gemm_family {
                                                   : "";
     return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}", c.block_m,
                        c.block_n, c.block_k, c.cluster_m, c.cluster_n,
-                       c.consumers == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
+                       wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
                        c.stages, raster);
   }
 };
@@ -118,7 +118,7 @@ tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int
   c.block_m = block_m;
   c.block_n = block_n;
   c.block_k = block_k;
-  c.consumers = consumers;
+  wgmma_consumers(c) = consumers;
   c.stages = stages;
   c.raster_group = raster_group;
   c.raster_along_n = raster_along_n;

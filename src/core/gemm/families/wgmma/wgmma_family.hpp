@@ -8,6 +8,10 @@ namespace tiletune {
 // persistent grid (sm_90a only).
 const gemm_family& wgmma_family();
 
+// Its knob (tile_config::knobs): consumer warpgroups, 1 or 2.
+inline int wgmma_consumers(const tile_config& c) { return c.knobs[0]; }
+inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
+
 // BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,
                        int raster_group = 8, bool raster_along_n = false);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+
 // The template's own layout code, compiled for the host so the two cannot drift.
 #define TT_HOST_DEVICE inline
 #include "wgmma/wgmma_tile_math.cuh"
@@ -11,7 +13,7 @@
 namespace tiletune {
 
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
-  return 1024 + tt_smem_total(c.block_m, c.block_n, c.block_k, element_bytes(t), c.stages, c.consumers);
+  return 1024 + tt_smem_total(c.block_m, c.block_n, c.block_k, element_bytes(t), c.stages, wgmma_consumers(c));
 }
 
 int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }

@@ -58,16 +58,16 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
                      fmt::format("batch strides {} and {} must be multiples of {} elements (16 bytes) "
                                  "for TMA",
                                  p.m * p.k, p.k * p.n, 16 / eb));
-  if (c.consumers < 1 || c.consumers > 2 || c.block_m % (64 * c.consumers) || c.block_m > 256 ||
+  if (wgmma_consumers(c) < 1 || wgmma_consumers(c) > 2 || c.block_m % (64 * wgmma_consumers(c)) || c.block_m > 256 ||
       c.block_n % 64 || c.block_n > 256)
     return violation("warpgroup_tile",
                      fmt::format("{}x{} with {} consumer warpgroups: each needs whole 64-row wgmma "
                                  "tiles, BN a multiple of 64 up to 256",
-                                 c.block_m, c.block_n, c.consumers));
+                                 c.block_m, c.block_n, wgmma_consumers(c)));
   if (c.block_k * eb != 128)
     return violation("block_k", fmt::format("BK {} is not one 128-byte swizzle row ({} elements)",
                                             c.block_k, 128 / eb));
-  const int accumulators = c.block_m / c.consumers / 64 * c.block_n / 2;
+  const int accumulators = c.block_m / wgmma_consumers(c) / 64 * c.block_n / 2;
   if (accumulators > 128)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
