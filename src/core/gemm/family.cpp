@@ -30,9 +30,10 @@ std::string raster_id_suffix(const tile_config& c) {
 }
 
 smem_traffic warp_tile_smem_traffic(const tile_config& c, dtype t) {
-  const double k = element_bytes(t) == 2 ? 16 : 8;
+  const int bytes = element_bytes(row_of(t).a);  // A and B are what shared memory holds
+  const double k = bytes == 2 ? 16 : 8;
   return {2.0 * c.warp_tile_m() * c.warp_tile_n() * k,  // per warp and k-step
-          (c.warp_tile_m() + c.warp_tile_n()) * k * element_bytes(t)};
+          (c.warp_tile_m() + c.warp_tile_n()) * k * bytes};
 }
 
 }  // namespace tiletune
