@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/output.hpp"
+#include "core/gemm/dtype_table.hpp"
 #include "core/gemm/family.hpp"
 
 namespace tiletune::cli {
@@ -27,7 +28,7 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--k", o->problem.k, "The reduction dimension");
   cmd->add_option("--suite", o->suite, "Tune every problem of a suite file (see profiles/suites/) into one result");
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
-  cmd->add_option("--dtype", o->problem.dtype, "f32 | tf32 | f16 | bf16 (fp32 accumulation)")->capture_default_str();
+  cmd->add_option("--dtype", o->problem.dtype, dtype_names(" | ") + " (fp32 accumulation)")->capture_default_str();
   cmd->add_option("--layout", o->problem.layout,
                   "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
       ->capture_default_str();

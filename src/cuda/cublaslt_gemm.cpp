@@ -1,5 +1,9 @@
 #include "cuda/cublaslt_gemm.hpp"
 
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "cuda/cuda_check.hpp"
@@ -7,12 +11,21 @@
 namespace tiletune {
 
 namespace {
-cudaDataType_t data_type(dtype t) {
-  switch (t) {
-    case dtype::f16: return CUDA_R_16F;
-    case dtype::bf16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
+// The dtype table names cuBLASLt's types; these are the ones this build knows.
+cudaDataType_t data_type(element_type e) {
+  static constexpr std::pair<std::string_view, cudaDataType_t> known[] = {
+      {"CUDA_R_32F", CUDA_R_32F}, {"CUDA_R_16F", CUDA_R_16F}, {"CUDA_R_16BF", CUDA_R_16BF}};
+  for (const auto& [name, type] : known)
+    if (name == info_of(e).cuda_data_type) return type;
+  throw std::invalid_argument(fmt::format("no cudaDataType_t named '{}'", info_of(e).cuda_data_type));
+}
+
+cublasComputeType_t compute_type(dtype t) {
+  static constexpr std::pair<std::string_view, cublasComputeType_t> known[] = {
+      {"CUBLAS_COMPUTE_32F", CUBLAS_COMPUTE_32F}, {"CUBLAS_COMPUTE_32F_FAST_TF32", CUBLAS_COMPUTE_32F_FAST_TF32}};
+  for (const auto& [name, type] : known)
+    if (name == row_of(t).cublas_compute) return type;
+  throw std::invalid_argument(fmt::format("no cublasComputeType_t named '{}'", row_of(t).cublas_compute));
 }
 
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
@@ -31,10 +44,9 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::
 
 cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, bool accurate, std::size_t workspace)
     : handle_(handle), p_(p), workspace_bytes_(workspace) {
-  const cublasComputeType_t compute = accurate                 ? CUBLAS_COMPUTE_32F_PEDANTIC
-                                      : p.type == dtype::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                              : CUBLAS_COMPUTE_32F;
-  TT_CUBLAS(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
+  const operand_types e = p.elements();
+  const cublasComputeType_t compute = accurate ? CUBLAS_COMPUTE_32F_PEDANTIC : compute_type(p.type);
+  TT_CUBLAS(cublasLtMatmulDescCreate(&desc_, compute, data_type(e.accumulator)));
   // cuBLASLt's A is our B: 'n' B (K x N row-major) is an N x K column-major
   // matrix, already B^T; 't' B (N x K row-major) is K x N column-major and
   // needs a transpose. Likewise its B is our A.
@@ -42,10 +54,10 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
   const cublasOperation_t tb = p.layout.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   TT_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   TT_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  const cudaDataType_t in = data_type(p.type);
-  const cudaDataType_t out = accurate ? CUDA_R_32F : in;
-  a_ = p.layout.b_transposed ? make_layout(in, p.k, p.n, p.k, p.batch) : make_layout(in, p.n, p.k, p.n, p.batch);
-  b_ = p.layout.a_transposed ? make_layout(in, p.m, p.k, p.m, p.batch) : make_layout(in, p.k, p.m, p.k, p.batch);
+  const cudaDataType_t in_a = data_type(e.b), in_b = data_type(e.a);  // cuBLASLt's A is our B
+  const cudaDataType_t out = accurate ? CUDA_R_32F : data_type(e.c);
+  a_ = p.layout.b_transposed ? make_layout(in_a, p.k, p.n, p.k, p.batch) : make_layout(in_a, p.n, p.k, p.n, p.batch);
+  b_ = p.layout.a_transposed ? make_layout(in_b, p.m, p.k, p.m, p.batch) : make_layout(in_b, p.k, p.m, p.k, p.batch);
   c_ = make_layout(out, p.n, p.m, p.n, p.batch);
 }
 

@@ -77,7 +77,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   g.result_host.resize(g.c_bytes());
   TT_CUDA(cudaMemcpyAsync(g.result_host.data(), c, g.result_host.size(), cudaMemcpyDeviceToHost, g.stream));
   TT_CUDA(cudaStreamSynchronize(g.stream));
-  out.error = compare_stored_output(p.type, g.result_host.data(), g.reference_host.data(), g.c_count,
+  out.error = compare_stored_output(p.elements().c, g.result_host.data(), g.reference_host.data(), g.c_count,
                                     g.reference_sums, std::max(1u, std::thread::hardware_concurrency()));
   out.verified = true;
   if (!passes(out.error, p.type)) {

@@ -3,6 +3,7 @@
 #include "cuda/worker_measures.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "cuda/sm_clock.hpp"
@@ -44,15 +45,22 @@ measure_response measure_library(gpu_state& g, const measure_request& r) {
   out.id = r.id;
   const gemm_problem& p = r.problem;
   validate(p);
-  const std::size_t eb = static_cast<std::size_t>(element_bytes(p.type));
-  const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k * p.batch) * eb;
-  const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n * p.batch) * eb;
-  const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n * p.batch) * eb;
+  const operand_types e = p.elements();
+  auto bytes_of = [](std::int64_t count, element_type t) {
+    return static_cast<std::size_t>(count) * static_cast<std::size_t>(element_bytes(t));
+  };
+  const std::size_t a_bytes = bytes_of(p.m * p.k * p.batch, e.a);
+  const std::size_t b_bytes = bytes_of(p.k * p.n * p.batch, e.b);
+  const std::size_t c_bytes = bytes_of(p.m * p.n * p.batch, e.c);
   device_ptr a = device_alloc(a_bytes), b = device_alloc(b_bytes), c = device_alloc(c_bytes);
-  const host_matrix block = random_matrix(p.type, 1 << 20, g.setup.seed + 7);
-  for (auto [ptr, bytes] : {std::pair{a.get(), a_bytes}, std::pair{b.get(), b_bytes}, std::pair{c.get(), c_bytes}}) {
-    for (std::size_t at = 0; at < bytes; at += block.bytes.size())
-      TT_CUDA(cudaMemcpyAsync(static_cast<char*>(ptr) + at, block.bytes.data(), std::min(block.bytes.size(), bytes - at),
+  // One block per element type: a repeated block must hold whole elements of its matrix.
+  const host_matrix block_a = random_matrix(e.a, 1 << 20, g.setup.seed + 7);
+  const host_matrix block_b = random_matrix(e.b, 1 << 20, g.setup.seed + 7);
+  const host_matrix block_c = random_matrix(e.c, 1 << 20, g.setup.seed + 7);
+  for (auto [ptr, bytes, block] : {std::tuple{a.get(), a_bytes, &block_a}, std::tuple{b.get(), b_bytes, &block_b},
+                                   std::tuple{c.get(), c_bytes, &block_c}}) {
+    for (std::size_t at = 0; at < bytes; at += block->bytes.size())
+      TT_CUDA(cudaMemcpyAsync(static_cast<char*>(ptr) + at, block->bytes.data(), std::min(block->bytes.size(), bytes - at),
                               cudaMemcpyHostToDevice, g.stream));
   }
   TT_CUDA(cudaStreamSynchronize(g.stream));  // the host block goes out of scope below

@@ -23,17 +23,18 @@ void setup_gpu(gpu_state& g) {
   TT_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
   TT_CUBLAS(cublasLtCreate(&g.lt));
 
-  const std::size_t eb = static_cast<std::size_t>(element_bytes(p.type));
+  const operand_types e = p.elements();
+  auto bytes = [](element_type t) { return static_cast<std::size_t>(element_bytes(t)); };
   g.a_count = static_cast<std::size_t>(p.m * p.k * p.batch);
   g.b_count = static_cast<std::size_t>(p.k * p.n * p.batch);
   g.c_count = static_cast<std::size_t>(p.m * p.n * p.batch);
-  const host_matrix a = random_matrix(p.type, g.a_count, g.setup.seed);
-  const host_matrix b = random_matrix(p.type, g.b_count, g.setup.seed + 1);
-  const host_matrix c0 = random_matrix(p.type, g.c_count, g.setup.seed + 2);
-  g.a = device_alloc(g.a_count * eb);
-  g.b = device_alloc(g.b_count * eb);
-  g.c = device_alloc(g.c_count * eb);
-  g.c0 = device_alloc(g.c_count * eb);
+  const host_matrix a = random_matrix(e.a, g.a_count, g.setup.seed);
+  const host_matrix b = random_matrix(e.b, g.b_count, g.setup.seed + 1);
+  const host_matrix c0 = random_matrix(e.c, g.c_count, g.setup.seed + 2);
+  g.a = device_alloc(g.a_count * bytes(e.a));
+  g.b = device_alloc(g.b_count * bytes(e.b));
+  g.c = device_alloc(g.c_count * bytes(e.c));
+  g.c0 = device_alloc(g.c_count * bytes(e.c));
   g.reference = device_alloc(g.c_count * 4);
   g.workspace = device_alloc(workspace_bytes);
   TT_CUDA(cudaMemcpy(g.a.get(), a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice));

@@ -40,7 +40,7 @@ struct gpu_state {
   std::string timer_note;
   std::int64_t device_bytes = 0;
 
-  std::size_t c_bytes() const { return c_count * static_cast<std::size_t>(element_bytes(setup.problem.type)); }
+  std::size_t c_bytes() const { return c_count * static_cast<std::size_t>(element_bytes(setup.problem.elements().c)); }
 };
 
 // Creates the context, stream and cuBLASLt handle, uploads random operands,

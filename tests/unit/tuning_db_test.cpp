@@ -161,3 +161,13 @@ TEST(tuning_db, record_from_result_takes_the_key_from_a_recorded_h100_file) {
   predicted["mode"] = "predicted";
   EXPECT_THROW(record_from_result(predicted, nlohmann::json()), usage_error);
 }
+
+TEST(tuning_db, a_scaling_mode_is_keyed_only_where_there_is_one) {
+  gemm_problem p;
+  p.m = p.n = p.k = 256;
+  p.type = dtype::bf16;
+  p.layout = parse_layout("nt");
+  EXPECT_EQ(tuning_problem_key(p), "256x256x256 b1 bf16 nt a1 b0");
+  p.scaling = scaling_mode::block;
+  EXPECT_EQ(tuning_problem_key(p), "256x256x256 b1 bf16 nt a1 b0 sblock");
+}

@@ -21,7 +21,7 @@ std::string template_with_line(std::string_view name) {
 
 std::string render_kernel_source(const tile_config& c, dtype t, layout l) {
   if (!c.family.impl) throw std::out_of_range("no kernel template for a tile of no family");
-  const int dtype_code = t == dtype::f32 ? 0 : t == dtype::tf32 ? 1 : t == dtype::f16 ? 2 : 3;
+  const int dtype_code = row_of(t).template_code;
   std::string s = fmt::format(
       "// tiletune variant {} for {} {}\n"
       "#define TT_DTYPE {}\n#define TT_A_T {}\n#define TT_B_T {}\n"

@@ -199,15 +199,17 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-double device_spec::peak_tflops(dtype t) const {
-  switch (t) {
-    case dtype::f32: return peak_tflops_f32;
-    case dtype::tf32: return peak_tflops_tf32;
-    case dtype::f16: return peak_tflops_f16;
-    case dtype::bf16: return peak_tflops_bf16;
+double device_spec::peak_tflops(element_type e) const {
+  switch (e) {
+    case element_type::f32: return peak_tflops_f32;
+    case element_type::tf32: return peak_tflops_tf32;
+    case element_type::f16: return peak_tflops_f16;
+    case element_type::bf16: return peak_tflops_bf16;
   }
   return 0;
 }
+
+double device_spec::peak_tflops(dtype t) const { return peak_tflops(row_of(t).peak); }
 
 std::string device_spec::arch() const { return fmt::format("sm_{}", compute_capability); }
 

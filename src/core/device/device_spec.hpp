@@ -40,6 +40,8 @@ struct device_spec {
   double peak_tflops_bf16 = 0;
   std::string peak_source = "datasheet";  // or "estimated"
 
+  // The device's peak for math on one input element type, and for a dtype (its row says whose).
+  double peak_tflops(element_type e) const;
   double peak_tflops(dtype t) const;
   std::string arch() const;  // "sm_90"
   // The architecture NVRTC compiles for: sm_90, or sm_90a where a family needs it.

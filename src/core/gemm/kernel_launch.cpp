@@ -13,7 +13,16 @@
 
 namespace tiletune {
 
-std::string element_c_type(dtype t) { return element_bytes(t) == 4 ? "float" : "unsigned short"; }
+std::string element_c_type(element_type e) { return std::string(info_of(e).parameter_type); }
+std::string element_c_type(dtype t) { return element_c_type(row_of(t).a); }
+
+namespace {
+// " (bf16 bits: pass a __nv_bfloat16*)" where the parameter type is only the bits.
+std::string bits_note(element_type e) {
+  const element_info& i = info_of(e);
+  return i.device_type.empty() ? "" : fmt::format(" ({} bits: pass a {}*)", i.name, i.device_type);
+}
+}  // namespace
 
 std::string stored_as(char matrix, bool transposed, const char* rows, const char* cols) {
   return transposed ? fmt::format("{} stored {} x {} row-major (layout '{}': op({}) is its transpose)", matrix, cols,
@@ -27,19 +36,15 @@ kernel_parameter scalar_parameter(std::string name, std::string type, std::strin
 
 // The parameters of a pointer-and-stride kernel, in the order of its signature.
 std::vector<kernel_parameter> pointer_stride_parameters(const gemm_problem& p) {
-  const std::string elem = element_c_type(p.type);
-  const std::string bits = element_bytes(p.type) == 2
-                               ? fmt::format(" ({} bits: pass a {}*)", to_string(p.type),
-                                             p.type == dtype::bf16 ? "__nv_bfloat16" : "__half")
-                               : "";
+  const operand_types e = p.elements();
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   return {
-      {"A", "const " + elem + "*", "pointer",
-       "device pointer to " + stored_as('A', p.layout.a_transposed, "M", "K") + bits, nullptr},
-      {"B", "const " + elem + "*", "pointer",
-       "device pointer to " + stored_as('B', p.layout.b_transposed, "K", "N") + bits, nullptr},
-      {"C", elem + "*", "pointer",
-       "device pointer to C stored M x N row-major" + bits + "; read only when beta != 0", nullptr},
+      {"A", "const " + element_c_type(e.a) + "*", "pointer",
+       "device pointer to " + stored_as('A', p.layout.a_transposed, "M", "K") + bits_note(e.a), nullptr},
+      {"B", "const " + element_c_type(e.b) + "*", "pointer",
+       "device pointer to " + stored_as('B', p.layout.b_transposed, "K", "N") + bits_note(e.b), nullptr},
+      {"C", element_c_type(e.c) + "*", "pointer",
+       "device pointer to C stored M x N row-major" + bits_note(e.c) + "; read only when beta != 0", nullptr},
       scalar_parameter("M", "int", "rows of C and op(A)", p.m),
       scalar_parameter("N", "int", "columns of C and op(B)", p.n),
       scalar_parameter("K", "int", "the reduction dimension", p.k),

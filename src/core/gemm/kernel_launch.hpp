@@ -75,7 +75,8 @@ struct argument_binding {
 // std::invalid_argument naming a parameter it cannot bind.
 std::vector<argument_binding> bind_arguments(const kernel_launch& l);
 
-// The C type of an element as the templates' signatures spell it.
+// The C type of an element as the templates' signatures spell it (a dtype: its A and B).
+std::string element_c_type(element_type e);
 std::string element_c_type(dtype t);
 // "A stored M x K row-major (layout 'n')" and the like.
 std::string stored_as(char matrix, bool transposed, const char* rows, const char* cols);

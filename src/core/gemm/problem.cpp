@@ -14,23 +14,6 @@ std::string layout::name() const {
   return std::string{a_transposed ? 't' : 'n'} + (b_transposed ? 't' : 'n');
 }
 
-std::string_view to_string(dtype t) {
-  switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::tf32: return "tf32";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-  }
-  return "?";
-}
-
-dtype parse_dtype(std::string_view text) {
-  for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16}) {
-    if (text == to_string(t)) return t;
-  }
-  throw usage_error(fmt::format("unknown dtype '{}': expected one of f32, tf32, f16, bf16", text));
-}
-
 layout parse_layout(std::string_view text) {
   auto letter = [&](char c) {
     if (c == 'n') return false;
@@ -44,9 +27,10 @@ layout parse_layout(std::string_view text) {
   return layout{letter(text[0]), letter(text[1])};
 }
 
-int element_bytes(dtype t) { return (t == dtype::f16 || t == dtype::bf16) ? 2 : 4; }
-
-bool is_tensor_core_dtype(dtype t) { return t != dtype::f32; }
+operand_types gemm_problem::elements() const {
+  const dtype_row& r = row_of(type);
+  return {r.a, r.b, r.c, r.accumulator};
+}
 
 double gemm_problem::flops() const {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
@@ -54,7 +38,8 @@ double gemm_problem::flops() const {
 }
 
 std::int64_t gemm_problem::operand_bytes() const {
-  return (m * k + k * n + m * n) * batch * element_bytes(type);
+  const operand_types e = elements();
+  return (m * k * element_bytes(e.a) + k * n * element_bytes(e.b) + m * n * element_bytes(e.c)) * batch;
 }
 
 std::int64_t gemm_problem::lda() const { return layout.a_transposed ? m : k; }
@@ -93,13 +78,20 @@ void validate(const gemm_problem& p) {
   elements("C", p.m, p.n);
   if (!std::isfinite(p.alpha)) throw usage_error(fmt::format("--alpha {} is not finite", p.alpha));
   if (!std::isfinite(p.beta)) throw usage_error(fmt::format("--beta {} is not finite", p.beta));
+  if (!allows(row_of(p.type), p.scaling)) {
+    throw usage_error(fmt::format("scaling mode '{}' is not supported for dtype {}", to_string(p.scaling),
+                                  to_string(p.type)));
+  }
 }
 
+// The scaling mode is written only when there is one, so unscaled problems read as before.
 nlohmann::json to_json(const gemm_problem& p) {
-  return {{"m", p.m},         {"n", p.n},
+  nlohmann::json j = {{"m", p.m},         {"n", p.n},
           {"k", p.k},         {"batch", p.batch},
           {"dtype", to_string(p.type)}, {"layout", p.layout.name()},
           {"alpha", p.alpha}, {"beta", p.beta}};
+  if (p.scaling != scaling_mode::none) j["scaling"] = to_string(p.scaling);
+  return j;
 }
 
 gemm_problem gemm_problem_from_json(const nlohmann::json& j) {
@@ -112,6 +104,7 @@ gemm_problem gemm_problem_from_json(const nlohmann::json& j) {
   p.layout = parse_layout(j.value("layout", std::string{"nn"}));
   p.alpha = j.value("alpha", 1.0);
   p.beta = j.value("beta", 0.0);
+  if (j.contains("scaling")) p.scaling = parse_scaling_mode(j.at("scaling").get<std::string>());
   return p;
 }
 

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace tiletune {
+#include "core/gemm/dtype_table.hpp"
 
-enum class dtype { f32, tf32, f16, bf16 };
+namespace tiletune {
 
 // Layout letters give A then B: 'n' is stored as the math says (A is M x K,
 // B is K x N, both row-major), 't' is stored transposed. "nt" is x @ W.T.
@@ -19,15 +19,7 @@ struct layout {
   friend bool operator==(const layout&, const layout&) = default;
 };
 
-std::string_view to_string(dtype t);
-// Throws usage_error naming the text when it is not a dtype.
-dtype parse_dtype(std::string_view text);
 layout parse_layout(std::string_view text);
-
-// Bytes of one element as stored in memory (tf32 is stored as f32).
-int element_bytes(dtype t);
-// True for the dtypes that run on tensor cores.
-bool is_tensor_core_dtype(dtype t);
 
 struct gemm_problem {
   std::int64_t m = 0;
@@ -38,10 +30,14 @@ struct gemm_problem {
   tiletune::layout layout;
   double alpha = 1.0;
   double beta = 0.0;
+  scaling_mode scaling = scaling_mode::none;
+
+  // A, B, C and accumulator element types, from the dtype's row.
+  operand_types elements() const;
 
   // 2*M*N*K per GEMM, times batch.
   double flops() const;
-  // Device bytes of A, B and C for the whole batch.
+  // Device bytes of A, B and C for the whole batch, each at its own element size.
   std::int64_t operand_bytes() const;
   // Leading dimensions as the kernels and cuBLAS see them (row-major storage).
   std::int64_t lda() const;

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace tiletune {
 
@@ -50,10 +51,29 @@ std::uint16_t float_to_bf16_bits(float f) {
 
 float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
-host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
+float store_element(element_type e, float v, unsigned char* out) {
+  switch (e) {
+    case element_type::f32:
+    case element_type::tf32: std::memcpy(out, &v, 4); return v;
+    case element_type::f16: {
+      const std::uint16_t h = float_to_half_bits(v);
+      std::memcpy(out, &h, 2);
+      return half_bits_to_float(h);
+    }
+    case element_type::bf16: {
+      const std::uint16_t b = float_to_bf16_bits(v);
+      std::memcpy(out, &b, 2);
+      return bf16_bits_to_float(b);
+    }
+  }
+  throw std::logic_error("store_element: an element type with no encoding");
+}
+
+host_matrix random_matrix(element_type e, std::size_t count, std::uint64_t seed) {
+  const auto bytes = static_cast<std::size_t>(element_bytes(e));
   host_matrix m;
   m.values.resize(count);
-  m.bytes.resize(count * static_cast<std::size_t>(element_bytes(t)));
+  m.bytes.resize(count * bytes);
   // splitmix64: fast, and good enough for test data.
   std::uint64_t state = seed;
   auto next = [&] {
@@ -65,42 +85,25 @@ host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t r = next();
     const float magnitude = 1.0f / 64 + (63.0f / 64) * static_cast<float>(r >> 40) / static_cast<float>(1 << 24);
-    float v = (r & 1) ? -magnitude : magnitude;
-    switch (t) {
-      case dtype::f32:
-      case dtype::tf32:
-        std::memcpy(&m.bytes[i * 4], &v, 4);
-        break;
-      case dtype::f16: {
-        const std::uint16_t h = float_to_half_bits(v);
-        std::memcpy(&m.bytes[i * 2], &h, 2);
-        v = half_bits_to_float(h);
-        break;
-      }
-      case dtype::bf16: {
-        const std::uint16_t b = float_to_bf16_bits(v);
-        std::memcpy(&m.bytes[i * 2], &b, 2);
-        v = bf16_bits_to_float(b);
-        break;
-      }
-    }
-    m.values[i] = v;
+    m.values[i] = store_element(e, (r & 1) ? -magnitude : magnitude, &m.bytes[i * bytes]);
   }
   return m;
 }
 
-std::vector<float> to_floats(dtype t, const unsigned char* bytes, std::size_t count) {
+host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
+  return random_matrix(row_of(t).a, count, seed);
+}
+
+std::vector<float> to_floats(element_type e, const unsigned char* bytes, std::size_t count) {
   std::vector<float> out(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (element_bytes(t) == 4) {
-      std::memcpy(&out[i], bytes + i * 4, 4);
-    } else {
-      std::uint16_t b;
-      std::memcpy(&b, bytes + i * 2, 2);
-      out[i] = t == dtype::f16 ? half_bits_to_float(b) : bf16_bits_to_float(b);
-    }
-  }
+  with_decoder(e, [&](auto decode) {
+    for (std::size_t i = 0; i < count; ++i) out[i] = decode(bytes, i);
+  });
   return out;
+}
+
+std::vector<float> to_floats(dtype t, const unsigned char* bytes, std::size_t count) {
+  return to_floats(row_of(t).c, bytes, count);
 }
 
 }  // namespace tiletune

@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "core/gemm/problem.hpp"
@@ -19,9 +21,40 @@ struct host_matrix {
   std::vector<unsigned char> bytes;
   std::vector<float> values;
 };
+host_matrix random_matrix(element_type e, std::size_t count, std::uint64_t seed);
+// The same for the element type of a dtype's A and B.
 host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed);
 
-// Bytes of a dtype's elements back to floats (tf32 is stored as f32).
+// Stores v as one element at out; returns the value it stores, as a float.
+float store_element(element_type e, float v, unsigned char* out);
+
+// Calls f with a decoder for e's stored elements (decoder(bytes, i) is element
+// i as a float), chosen once so that loops over millions of elements stay tight.
+template <class F>
+decltype(auto) with_decoder(element_type e, F&& f) {
+  auto bits16 = [](const unsigned char* p, std::size_t i) {
+    std::uint16_t b;
+    std::memcpy(&b, p + i * 2, 2);
+    return b;
+  };
+  switch (e) {
+    case element_type::f32:
+    case element_type::tf32:
+      return f([](const unsigned char* p, std::size_t i) {
+        float v;
+        std::memcpy(&v, p + i * 4, 4);
+        return v;
+      });
+    case element_type::f16:
+      return f([bits16](const unsigned char* p, std::size_t i) { return half_bits_to_float(bits16(p, i)); });
+    case element_type::bf16:
+      return f([bits16](const unsigned char* p, std::size_t i) { return bf16_bits_to_float(bits16(p, i)); });
+  }
+  throw std::logic_error("with_decoder: an element type with no decoding");
+}
+
+// Bytes of elements back to floats; the dtype form reads its C element type.
+std::vector<float> to_floats(element_type e, const unsigned char* bytes, std::size_t count);
 std::vector<float> to_floats(dtype t, const unsigned char* bytes, std::size_t count);
 
 }  // namespace tiletune

@@ -111,39 +111,19 @@ error_metrics compare_outputs(const float* c, const float* r, std::size_t n) {
   return compare_in_stretches([c](std::size_t i) { return c[i]; }, r, n, summarize_reference(r, n), 1);
 }
 
-error_metrics compare_stored_output(dtype t, const unsigned char* c, const float* r, std::size_t n,
+error_metrics compare_stored_output(element_type e, const unsigned char* c, const float* r, std::size_t n,
                                     const reference_summary& summary, unsigned threads) {
-  if (element_bytes(t) == 4)
-    return compare_in_stretches(
-        [c](std::size_t i) {
-          float v;
-          std::memcpy(&v, c + i * 4, 4);
-          return v;
-        },
-        r, n, summary, threads);
-  const bool half = t == dtype::f16;
-  return compare_in_stretches(
-      [c, half](std::size_t i) {
-        std::uint16_t b;
-        std::memcpy(&b, c + i * 2, 2);
-        return half ? half_bits_to_float(b) : bf16_bits_to_float(b);
-      },
-      r, n, summary, threads);
+  return with_decoder(e, [&](auto decode) {
+    return compare_in_stretches([c, decode](std::size_t i) { return decode(c, i); }, r, n, summary, threads);
+  });
 }
 
-double error_bound(dtype t) {
-  // Relative Frobenius error against an fp32-accumulated reference: f32 sees
-  // only summation order (~1e-7); tf32 rounds inputs to 10 mantissa bits
-  // (unit roundoff 4.9e-4); f16 and bf16 round inputs and the output (bf16's
-  // unit roundoff is 3.9e-3).
-  switch (t) {
-    case dtype::f32: return 2e-6;
-    case dtype::tf32: return 2e-3;
-    case dtype::f16: return 1e-2;
-    case dtype::bf16: return 1e-2;
-  }
-  return 1e-2;
+error_metrics compare_stored_output(dtype t, const unsigned char* c, const float* r, std::size_t n,
+                                    const reference_summary& summary, unsigned threads) {
+  return compare_stored_output(row_of(t).c, c, r, n, summary, threads);
 }
+
+double error_bound(dtype t) { return row_of(t).error_bound; }
 
 bool passes(const error_metrics& e, dtype t) {
   return e.non_finite == 0 && std::isfinite(e.rel_frobenius) && e.rel_frobenius <= error_bound(t);

@@ -45,9 +45,12 @@ struct reference_summary {
 };
 reference_summary summarize_reference(const float* reference, std::size_t count);
 
-// compare_outputs for C as the GPU stored it (the problem's dtype), decoded on
-// the fly and split over `threads` threads: a worker verifies a 4096^2 C in
-// milliseconds instead of ~200 ms (which made verification most of a cold tune).
+// compare_outputs for C as the GPU stored it (elements of type e, or the
+// dtype's C type), decoded on the fly and split over `threads` threads: a worker
+// verifies a 4096^2 C in milliseconds instead of ~200 ms (which made
+// verification most of a cold tune).
+error_metrics compare_stored_output(element_type e, const unsigned char* result, const float* reference,
+                                    std::size_t count, const reference_summary& summary, unsigned threads);
 error_metrics compare_stored_output(dtype t, const unsigned char* result, const float* reference, std::size_t count,
                                     const reference_summary& summary, unsigned threads);
 

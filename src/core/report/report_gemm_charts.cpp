@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/gemm/dtype_table.hpp"
 #include "core/report/report_charts.hpp"
 
 namespace tiletune::report {
@@ -32,10 +33,13 @@ double problem_flops(const json& problem) {
 double problem_bytes(const json& problem) {
   if (auto b = number_at(problem, "operand_bytes")) return *b;
   const std::string dt = string_at(problem, "dtype");
-  const double elem = (dt == "f16" || dt == "bf16") ? 2 : 4;
+  double a = 4, b = 4, c = 4;  // a dtype this build does not know counts as 4-byte elements
+  for (const dtype_row& r : dtype_table()) {
+    if (r.name == dt) a = element_bytes(r.a), b = element_bytes(r.b), c = element_bytes(r.c);
+  }
   const double m = number_at(problem, "m").value_or(0), n = number_at(problem, "n").value_or(0),
                k = number_at(problem, "k").value_or(0);
-  return elem * (m * k + k * n + m * n) * number_at(problem, "batch").value_or(1);
+  return (a * m * k + b * k * n + c * m * n) * number_at(problem, "batch").value_or(1);
 }
 
 // The figure a variant is drawn with: measured TFLOP/s in a measured run (only

@@ -66,11 +66,8 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
 }
 
 double thin_gemm_us(const gemm_problem& p, const device_spec& d, double bandwidth_gbs) {
-  const double e = p.type == dtype::f32 ? 4 : 2;
-  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n), k = static_cast<double>(p.k);
-  const double batch = static_cast<double>(p.batch);
-  const double bytes = batch * e * (m * k + k * n + m * n);
-  const double flops = batch * 2 * m * n * k;
+  const double bytes = static_cast<double>(p.operand_bytes());
+  const double flops = p.flops();
   const double peak = d.peak_tflops(p.type);
   return std::max(bytes / (bandwidth_gbs * 1e3), peak > 0 ? flops / (peak * 1e6) : 0.0);
 }

@@ -30,8 +30,11 @@ std::string column_text(sqlite3_stmt* s, int i) {
 }  // namespace
 
 std::string tuning_problem_key(const gemm_problem& p) {
-  return fmt::format("{}x{}x{} b{} {} {} a{} b{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
-                     p.alpha, p.beta);
+  // A scaling mode is keyed only where there is one, so unscaled keys read as before.
+  const std::string scaling =
+      p.scaling == scaling_mode::none ? "" : fmt::format(" s{}", to_string(p.scaling));
+  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
+                     p.alpha, p.beta, scaling);
 }
 
 fs::path default_tuning_db_path() { return default_cache_dir() / "tuning.sqlite3"; }
