@@ -171,123 +171,176 @@ std::vector<device_choice> choose_devices(const std::string& list, const host_se
   return chosen;
 }
 
-devices_outcome run_on_devices(const devices_job& job, progress_line& progress) {
-  const auto& problems = job.suite->problems;
-  const std::size_t n = problems.size();
-  devices_outcome out;
-  out.results.assign(n, nlohmann::json());
-  out.plans.resize(n);
-  auto label = [&](std::size_t i) {
-    return fmt::format("{}/{} {} ({})", i + 1, n, problems[i].name, problems[i].problem.describe());
-  };
-  std::vector<std::size_t> todo;  // suite indices, in suite order, that a device must tune
-  for (std::size_t i = 0; i < n; ++i) {
-    if (job.answer_from_db) {
-      if (auto a = look_up(*job.db, job.devices[0], problems[i].problem, true,
-                           job.compiler->version(), *job.host)) {
-        out.results[i] = result_from_answer(*job.db, *a, job.tool_now);
-        progress.note(fmt::format("{}: answered from the tuning database", label(i)));
-        continue;
-      }
-    }
-    todo.push_back(i);
-  }
-  std::vector<gemm_problem> todo_problems;
-  for (std::size_t i : todo) todo_problems.push_back(problems[i].problem);
+namespace {
 
-  std::vector<std::unique_ptr<gpu_device_runner>> runners;
-  std::vector<pool_device> pool_devices;
-  for (const auto& d : job.devices) {
-    runners.push_back(std::make_unique<gpu_device_runner>(job, d, todo_problems));
-    pool_devices.push_back({d.index, runners.back().get()});
+// One dealt run: the suite's problems, those a device must tune, and what each has answered.
+class dealt_run {
+ public:
+  dealt_run(const devices_job& job, progress_line& progress)
+      : job_(job), problems_(job.suite->problems), progress_(progress) {
+    out_.results.assign(problems_.size(), nlohmann::json());
+    out_.plans.resize(problems_.size());
   }
-  pool_settings settings;
-  settings.max_attempts = max_attempts_per_problem;
-  settings.stall_s = [&](std::size_t k) { return stall_limit_s(todo_problems[k], job.settings); };
-  settings.keep_dealing = [&, first = true]() mutable {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - job.started).count();
-    const bool go = job.budget_s <= 0 || first || elapsed < job.budget_s;
-    first = false;
-    if (!go)
-      progress.note(fmt::format("--budget-s {:g} spent after {}: no new problem is dealt",
-                                job.budget_s, format_seconds(elapsed)));
-    return go;
-  };
+
+  devices_outcome run() {
+    answer_from_db();
+    std::vector<gemm_problem> todo_problems;
+    for (std::size_t i : todo_) todo_problems.push_back(problems_[i].problem);
+    std::vector<std::unique_ptr<gpu_device_runner>> runners;
+    std::vector<pool_device> pool_devices;
+    for (const auto& d : job_.devices) {
+      runners.push_back(std::make_unique<gpu_device_runner>(job_, d, todo_problems));
+      pool_devices.push_back({d.index, runners.back().get()});
+    }
+    began_.resize(todo_.size());
+    progress_.note(
+        fmt::format("dealing {} problem(s) to {} device(s) ({} answered from the tuning database)",
+                    todo_.size(), job_.devices.size(), problems_.size() - todo_.size()));
+    device_pool pool(std::move(pool_devices), settings(todo_problems));
+    collect(pool.run(todo_.size(), events()), pool);
+    return std::move(out_);
+  }
+
+ private:
+  std::string label(std::size_t i) const {
+    return fmt::format("{}/{} {} ({})", i + 1, problems_.size(), problems_[i].name,
+                       problems_[i].problem.describe());
+  }
+
   // A retired device and a failed problem are said even under --quiet.
-  auto warn = [&](const std::string& text) {
-    progress.finish();
+  void warn(const std::string& text) {
+    progress_.finish();
     fmt::print(stderr, "tiletune: {}\n", text);
-  };
-  std::vector<std::chrono::steady_clock::time_point> began(todo.size());
-  pool_events events;
-  events.started = [&](int dev, std::size_t k, int attempt) {
-    began[k] = std::chrono::steady_clock::now();
-    progress.note(fmt::format(
-        "[dev {}] {}: started{}", dev, label(todo[k]),
-        attempt > 1 ? fmt::format(" (attempt {} of {})", attempt, max_attempts_per_problem) : ""));
-  };
-  events.retired = [&](int dev, const std::string& why) {
-    warn(fmt::format(
-        "[dev {}] RETIRED: {}; its problem is dealt again or, after {} attempts, failed", dev, why,
-        max_attempts_per_problem));
-  };
-  events.finished = [&](std::size_t k, const problem_outcome& o) {
-    const std::size_t i = todo[k];
+  }
+
+  // Fills todo_ with the suite indices, in suite order, that a device must tune.
+  void answer_from_db() {
+    for (std::size_t i = 0; i < problems_.size(); ++i) {
+      if (job_.answer_from_db) {
+        if (auto a = look_up(*job_.db, job_.devices[0], problems_[i].problem, true,
+                             job_.compiler->version(), *job_.host)) {
+          out_.results[i] = result_from_answer(*job_.db, *a, job_.tool_now);
+          progress_.note(fmt::format("{}: answered from the tuning database", label(i)));
+          continue;
+        }
+      }
+      todo_.push_back(i);
+    }
+  }
+
+  pool_settings settings(const std::vector<gemm_problem>& todo_problems) {
+    pool_settings settings;
+    settings.max_attempts = max_attempts_per_problem;
+    settings.stall_s = [this, todo_problems](std::size_t k) {
+      return stall_limit_s(todo_problems[k], job_.settings);
+    };
+    settings.keep_dealing = [this, first = true]() mutable {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - job_.started).count();
+      const bool go = job_.budget_s <= 0 || first || elapsed < job_.budget_s;
+      first = false;
+      if (!go)
+        progress_.note(fmt::format("--budget-s {:g} spent after {}: no new problem is dealt",
+                                   job_.budget_s, format_seconds(elapsed)));
+      return go;
+    };
+    return settings;
+  }
+
+  pool_events events() {
+    pool_events events;
+    events.started = [this](int dev, std::size_t k, int attempt) {
+      began_[k] = std::chrono::steady_clock::now();
+      progress_.note(fmt::format(
+          "[dev {}] {}: started{}", dev, label(todo_[k]),
+          attempt > 1 ? fmt::format(" (attempt {} of {})", attempt, max_attempts_per_problem) : ""));
+    };
+    events.retired = [this](int dev, const std::string& why) {
+      warn(fmt::format(
+          "[dev {}] RETIRED: {}; its problem is dealt again or, after {} attempts, failed", dev,
+          why, max_attempts_per_problem));
+    };
+    events.finished = [this](std::size_t k, const problem_outcome& o) { finished(k, o); };
+    return events;
+  }
+
+  static nlohmann::json faults_json(const problem_outcome& o) {
     nlohmann::json faults = nlohmann::json::array();
     for (const auto& f : o.faults) faults.push_back({{"device", f.device}, {"why", f.why}});
+    return faults;
+  }
+
+  // A problem's end: a failure said, or its result stored and kept with the device it ran on.
+  void finished(std::size_t k, const problem_outcome& o) {
+    const std::size_t i = todo_[k];
     if (o.what != problem_outcome::state::done) {
       warn(fmt::format("[dev -] {}: FAILED: {}", label(i), o.why));
       return;
     }
     const auto answer = std::any_cast<std::shared_ptr<dealt_answer>>(o.result);
     nlohmann::json r = std::move(answer->result);
-    const auto& d = *std::find_if(job.devices.begin(), job.devices.end(),
+    const auto& d = *std::find_if(job_.devices.begin(), job_.devices.end(),
                                   [&](const auto& c) { return c.index == o.device; });
-    if (job.db && r.value("mode", "") == "measured") {
-      job.db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/false));
-      r["tuning_db"] = {{"file", job.db->file().string()}, {"answered", false}, {"stored", true}};
+    if (job_.db && r.value("mode", "") == "measured") {
+      job_.db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/false));
+      r["tuning_db"] = {{"file", job_.db->file().string()}, {"answered", false}, {"stored", true}};
     }
-    r["ran_on"] = {
-        {"device", o.device}, {"name", d.spec.name}, {"faults", faults}};  // this run's, not stored
+    r["ran_on"] = {{"device", o.device},
+                   {"name", d.spec.name},
+                   {"faults", faults_json(o)}};  // this run's, not stored
+    note_done(o.device, i, k, r);
+    out_.results[i] = std::move(r);
+    out_.plans[i] = std::move(answer->plan);
+  }
+
+  void note_done(int device, std::size_t i, std::size_t k, const nlohmann::json& r) {
     const auto& rec = r.value("recommendation", nlohmann::json());
     const auto& vs =
         rec.is_object() ? rec.value("vs_reference", nlohmann::json()) : nlohmann::json();
-    progress.note(fmt::format(
-        "[dev {}] {}: {} in {}", o.device, label(i),
+    progress_.note(fmt::format(
+        "[dev {}] {}: {} in {}", device, label(i),
         !rec.is_object() ? std::string("done, no variant ran correctly")
         : vs.is_number() ? fmt::format("ok {:.2f}x cuBLAS", vs.get<double>())
                          : std::string("ok"),
         format_seconds(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - began[k]).count())));
-    out.results[i] = std::move(r);
-    out.plans[i] = std::move(answer->plan);
-  };
-  progress.note(
-      fmt::format("dealing {} problem(s) to {} device(s) ({} answered from the tuning database)",
-                  todo.size(), job.devices.size(), n - todo.size()));
-  device_pool pool(std::move(pool_devices), settings);
-  const auto outcomes = pool.run(todo.size(), events);
-  for (std::size_t k = 0; k < outcomes.size(); ++k) {
-    const auto& o = outcomes[k];
-    const auto& sp = problems[todo[k]];
-    if (o.what == problem_outcome::state::not_run) out.not_run.push_back(sp.name);
-    if (o.what != problem_outcome::state::failed) continue;
-    nlohmann::json faults = nlohmann::json::array();
-    for (const auto& f : o.faults) faults.push_back({{"device", f.device}, {"why", f.why}});
-    out.failed.push_back(
-        {{"name", sp.name}, {"problem", to_json(sp.problem)}, {"why", o.why}, {"faults", faults}});
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began_[k]).count())));
   }
-  for (std::size_t s = 0; s < pool.devices().size(); ++s) {
-    const auto& st = pool.devices()[s];
-    nlohmann::json d = {{"index", st.index},
-                        {"name", job.devices[s].spec.name},
-                        {"retired", st.retired},
-                        {"answered", st.answered}};
-    if (st.retired) d["why"] = st.why;
-    out.devices.push_back(std::move(d));
+
+  // The suite's "failed" and "devices" keys and the problems the budget left out.
+  void collect(const std::vector<problem_outcome>& outcomes, const device_pool& pool) {
+    for (std::size_t k = 0; k < outcomes.size(); ++k) {
+      const auto& o = outcomes[k];
+      const auto& sp = problems_[todo_[k]];
+      if (o.what == problem_outcome::state::not_run) out_.not_run.push_back(sp.name);
+      if (o.what != problem_outcome::state::failed) continue;
+      out_.failed.push_back({{"name", sp.name},
+                             {"problem", to_json(sp.problem)},
+                             {"why", o.why},
+                             {"faults", faults_json(o)}});
+    }
+    for (std::size_t s = 0; s < pool.devices().size(); ++s) {
+      const auto& st = pool.devices()[s];
+      nlohmann::json d = {{"index", st.index},
+                          {"name", job_.devices[s].spec.name},
+                          {"retired", st.retired},
+                          {"answered", st.answered}};
+      if (st.retired) d["why"] = st.why;
+      out_.devices.push_back(std::move(d));
+    }
   }
-  return out;
+
+  const devices_job& job_;
+  const std::vector<suite_problem>& problems_;
+  progress_line& progress_;
+  devices_outcome out_;
+  std::vector<std::size_t> todo_;
+  std::vector<std::chrono::steady_clock::time_point> began_;
+};
+
+}  // namespace
+
+devices_outcome run_on_devices(const devices_job& job, progress_line& progress) {
+  return dealt_run(job, progress).run();
 }
 
 }  // namespace tiletune::cli
