@@ -99,18 +99,58 @@ std::string format_plan(const batch_plan& plan) {
   return out;
 }
 
-// Times every distinct GEMM of the candidates' training steps with cuBLASLt
-// (what the framework runs) in a worker process on the local GPU, started with worker_argv.
-batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
-                       const std::vector<std::string>& worker_argv, bool quiet) {
+// The worker's setup: a placeholder problem of the step's type on the chosen GPU, brief sampling.
+worker_setup batch_worker_setup(const training_setup& s, const device_choice& device) {
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 128;
   setup.problem.type = gemm_dtype(s.prec);
   setup.device = device.index;
   setup.sampling.time_cap_ms = 200;
   setup.sampling.target_spread = 0.02;
+  return setup;
+}
+
+// The memory-bound work's rates: a 1 GiB device-to-device copy, and 1000
+// back-to-back tiny launches.
+device_rates time_device_rates(measure_backend& backend, progress_line& progress) {
+  device_rates rates;
+  auto time_rate = [&](measure_op op, std::int64_t m, std::int64_t n) -> std::optional<double> {
+    measure_request r;
+    r.op = op;
+    r.id = std::string(to_string(op));
+    r.problem.m = m;
+    r.problem.n = n;
+    r.problem.k = 1;
+    r.problem.type = dtype::f32;
+    const measure_response got = backend.measure(r, {});
+    if (got.status != variant_status::ok || got.timing.median_us <= 0) return std::nullopt;
+    return got.timing.median_us;
+  };
+  progress.update("timing the device's copy bandwidth and launch floor");
+  if (const auto us = time_rate(measure_op::bandwidth, 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
+  rates.launch_floor_us = time_rate(measure_op::launch, 1000, 1);
+  return rates;
+}
+
+void add_timing_notes(batch_plan& plan, std::size_t shapes, const std::string& gpu, int split, std::size_t failures,
+                      const device_rates& rates) {
+  plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", shapes, gpu));
+  if (split)
+    plan.notes.push_back(fmt::format("{} GEMM shapes too big to time whole were timed in halves", split));
+  if (failures)
+    plan.notes.push_back(fmt::format("{} GEMMs could not be timed even in parts: the model, scaled to the timed "
+                                     "shapes on this GPU, stands in",
+                                     failures));
+  if (!rates.copy_bandwidth_gbs || !rates.launch_floor_us)
+    plan.notes.push_back("the copy bandwidth or launch floor could not be timed: the calibrated constants stand in");
+}
+
+// Times every distinct GEMM of the candidates' training steps with cuBLASLt
+// (what the framework runs) in a worker process on the local GPU, started with worker_argv.
+batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
+                       const std::vector<std::string>& worker_argv, bool quiet) {
   const scratch_dir scratch("tiletune-batch");
-  subprocess_backend backend(worker_argv, setup, scratch.path(), request_timeout::fixed(120));
+  subprocess_backend backend(worker_argv, batch_worker_setup(s, device), scratch.path(), request_timeout::fixed(120));
   progress_line progress(!quiet);
   std::map<std::string, std::optional<double>> timed;
   std::size_t failures = 0;
@@ -144,36 +184,10 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
     const double scale = r.empty() ? 1.0 : r[r.size() / 2];
     return predict_library_gemm(device.spec, p).time_us * scale;
   };
-  // The memory-bound work's rates: a 1 GiB device-to-device copy, and 1000
-  // back-to-back tiny launches.
-  device_rates rates;
-  auto time_rate = [&](measure_op op, std::int64_t m, std::int64_t n) -> std::optional<double> {
-    measure_request r;
-    r.op = op;
-    r.id = std::string(to_string(op));
-    r.problem.m = m;
-    r.problem.n = n;
-    r.problem.k = 1;
-    r.problem.type = dtype::f32;
-    const measure_response got = backend.measure(r, {});
-    if (got.status != variant_status::ok || got.timing.median_us <= 0) return std::nullopt;
-    return got.timing.median_us;
-  };
-  progress.update("timing the device's copy bandwidth and launch floor");
-  if (const auto us = time_rate(measure_op::bandwidth, 1 << 14, 1 << 14)) rates.copy_bandwidth_gbs = 2.0 * (1LL << 30) / (*us * 1e3);
-  rates.launch_floor_us = time_rate(measure_op::launch, 1000, 1);
+  const device_rates rates = time_device_rates(backend, progress);
   batch_plan plan = plan_batch(s, device.spec, gemm_time, rates);
   progress.finish();
-  plan.notes.push_back(fmt::format("{} distinct GEMM shapes timed with cuBLASLt on the {}", timed.size(),
-                                   device.spec.name));
-  if (split)
-    plan.notes.push_back(fmt::format("{} GEMM shapes too big to time whole were timed in halves", split));
-  if (failures)
-    plan.notes.push_back(fmt::format("{} GEMMs could not be timed even in parts: the model, scaled to the timed "
-                                     "shapes on this GPU, stands in",
-                                     failures));
-  if (!rates.copy_bandwidth_gbs || !rates.launch_floor_us)
-    plan.notes.push_back("the copy bandwidth or launch floor could not be timed: the calibrated constants stand in");
+  add_timing_notes(plan, timed.size(), device.spec.name, split, failures, rates);
   return plan;
 }
 

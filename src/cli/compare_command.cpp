@@ -102,16 +102,78 @@ place), or the files share no problem; 3 the files come from different GPUs.)");
   });
 }
 
+namespace {
+
+// What check's flags set.
+struct check_options {
+  std::string baseline;
+  compare_options compare;
+  report_options report;
+  std::optional<int> device;
+  measure_settings measure;
+  std::string cache_dir;
+};
+
+// The local GPU to re-measure on: there must be one, of the baseline's model unless mismatches are allowed.
+device_choice check_device(const check_options& o, const result_file& base, run_context& ctx) {
+  const local_devices local = ctx.host.devices();
+  if (local.devices.empty())
+    throw environment_error(fmt::format("check re-measures on a local GPU and there is none: {}. To compare two "
+                                        "result files offline, use `tiletune compare BASE NEW`.",
+                                        local.why_none));
+  const device_choice device = choose_device(std::nullopt, o.device, ctx.host);
+  if (!o.compare.allow_device_mismatch &&
+      (!same_device_model(base, device.spec.preset, device.spec.name) || device.spec.arch() != base.device_arch))
+    throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
+                                        "--allow-device-mismatch to check anyway",
+                                        o.baseline, base.device_name, base.device_arch, device.spec.name,
+                                        device.spec.arch()));
+  return device;
+}
+
+// Each baseline problem's recommended variant, compiled and measured afresh, as a suite result.
+nlohmann::json remeasure(const check_options& o, const result_file& base, const device_choice& device,
+                         run_context& ctx) {
+  compiler_stack compilers(o.cache_dir, false, /*no_cache_offered=*/false);
+  progress_line progress(true);
+  const run_info run{ctx.command_line, utc_now_iso()};
+  nlohmann::json fresh;
+  std::size_t i = 0;
+  for (const auto& entry : base.entries) {
+    ++i;
+    if (!entry.has_result) continue;  // nothing to re-measure; compare reports it
+    plan_options options;
+    options.jobs = 1;
+    options.only = {entry.variant_id};
+    gemm_plan plan = plan_gemm(entry.problem, device.spec, compilers.get(), options);
+    measure_on_gpu(plan, device, o.measure, ctx.host.worker_argv(),
+                   fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label), progress);
+    if (fresh.is_null())
+      fresh = result_header("tiletune.gemm-suite/1", device.spec, plan.mode, plan.compiler_version, run);
+    auto body = result_body(plan, 1);
+    body["name"] = entry.label;
+    fresh["results"].push_back(std::move(body));
+  }
+  progress.finish();
+  return fresh;
+}
+
+void run_check(const check_options& o, run_context& ctx) {
+  check_report_paths(o.report, {{"--baseline", o.baseline}});
+  check_variant_timeout(o.measure.variant_timeout_s);
+  const result_file base = load_result_file(o.baseline);
+  const device_choice device = check_device(o, base, ctx);
+  const nlohmann::json fresh = remeasure(o, base, device, ctx);
+  if (fresh.is_null()) throw usage_error(fmt::format("{}: no problem has a recommended variant", o.baseline));
+  const comparison c = compare_results(base, result_file_from_json(fresh, "this run"), o.compare);
+  emit(c, o.report);
+  ctx.exit_code = c.failed() ? exit_check_failed : exit_ok;
+}
+
+}  // namespace
+
 void add_check_command(CLI::App& app, run_context& ctx) {
-  struct options {
-    std::string baseline;
-    compare_options compare;
-    report_options report;
-    std::optional<int> device;
-    measure_settings measure;
-    std::string cache_dir;
-  };
-  auto o = std::make_shared<options>();
+  auto o = std::make_shared<check_options>();
   o->measure.search = "exhaustive";  // a regression gate times every variant it re-measures to the full budget
   o->compare.mode_mismatch_flag = false;  // check has no --allow-mode-mismatch
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
@@ -139,46 +201,7 @@ change as `tiletune compare` does (by the ratio to cuBLAS unless --absolute).
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
 bad baseline file; 3 no GPU, or a baseline from another GPU model.)");
   cmd->callback([o, &ctx] {
-    check_report_paths(o->report, {{"--baseline", o->baseline}});
-    check_variant_timeout(o->measure.variant_timeout_s);
-    const result_file base = load_result_file(o->baseline);
-    const local_devices local = ctx.host.devices();
-    if (local.devices.empty())
-      throw environment_error(fmt::format("check re-measures on a local GPU and there is none: {}. To compare two "
-                                          "result files offline, use `tiletune compare BASE NEW`.",
-                                          local.why_none));
-    const device_choice device = choose_device(std::nullopt, o->device, ctx.host);
-    if (!o->compare.allow_device_mismatch &&
-        (!same_device_model(base, device.spec.preset, device.spec.name) || device.spec.arch() != base.device_arch))
-      throw environment_error(fmt::format("{} was recorded on {} ({}), this GPU is {} ({}); pass "
-                                          "--allow-device-mismatch to check anyway",
-                                          o->baseline, base.device_name, base.device_arch, device.spec.name,
-                                          device.spec.arch()));
-    compiler_stack compilers(o->cache_dir, false, /*no_cache_offered=*/false);
-    progress_line progress(true);
-    const run_info run{ctx.command_line, utc_now_iso()};
-    nlohmann::json fresh;
-    std::size_t i = 0;
-    for (const auto& entry : base.entries) {
-      ++i;
-      if (!entry.has_result) continue;  // nothing to re-measure; compare reports it
-      plan_options options;
-      options.jobs = 1;
-      options.only = {entry.variant_id};
-      gemm_plan plan = plan_gemm(entry.problem, device.spec, compilers.get(), options);
-      measure_on_gpu(plan, device, o->measure, ctx.host.worker_argv(),
-                     fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label), progress);
-      if (fresh.is_null())
-        fresh = result_header("tiletune.gemm-suite/1", device.spec, plan.mode, plan.compiler_version, run);
-      auto body = result_body(plan, 1);
-      body["name"] = entry.label;
-      fresh["results"].push_back(std::move(body));
-    }
-    progress.finish();
-    if (fresh.is_null()) throw usage_error(fmt::format("{}: no problem has a recommended variant", o->baseline));
-    const comparison c = compare_results(base, result_file_from_json(fresh, "this run"), o->compare);
-    emit(c, o->report);
-    ctx.exit_code = c.failed() ? exit_check_failed : exit_ok;
+    run_check(*o, ctx);
   });
 }
 

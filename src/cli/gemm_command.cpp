@@ -18,11 +18,9 @@ std::string kernel_families_help() {
   for (const gemm_family* f : all_families()) s += fmt::format("  {:<7} {}\n", f->name(), f->summary());
   return s;
 }
-}  // namespace
 
-void add_gemm_command(CLI::App& app, run_context& ctx) {
-  auto o = std::make_shared<gemm_options>();
-  auto* cmd = app.add_subcommand("gemm", "Tune the tile shape of one GEMM: C = alpha * op(A) * op(B) + beta * C");
+// The problem: its shape, type and layout, or a suite of them.
+void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--m", o->problem.m, "Rows of C and op(A)");
   cmd->add_option("--n", o->problem.n, "Columns of C and op(B)");
   cmd->add_option("--k", o->problem.k, "The reduction dimension");
@@ -41,12 +39,20 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
+}
+
+// Which GPU: a preset to plan for, or local ones to measure on.
+void add_device_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
   cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
   cmd->add_option("--devices", o->device.devices,
                   "Suites: measure on several local GPUs at once, one worker each, the problems dealt as they free "
                   "up: all, or distinct numbers such as 0,2,5 (one GPU model); see below")
       ->type_name("all|I,J,...");
+}
+
+// What a run does to each variant, and how long it samples.
+void add_run_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
   cmd->add_option("--only", o->only, "Keep only these variant ids (as the id column and the JSON's \"id\" print them)")->delimiter(',');
   cmd->add_flag("--verify-only", o->report.verify_only,
@@ -66,10 +72,18 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "Sample until (p80 - p20) / median is under this")->capture_default_str();
   cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")
       ->capture_default_str();
+}
+
+// What is printed and written.
+void add_output_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--top", o->report.top, "Rows of the table")->capture_default_str();
   cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->report.json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->report.quiet, "No table and no progress line");
+}
+
+// How variants are compiled, cached and exported.
+void add_compile_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_option("--cache-dir", o->compile.cache_dir,
                   "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
@@ -85,6 +99,10 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "ID.json (how to launch it) and ID.h (a host header with a launcher); see below")
       ->type_name("DIR")
       ->check(refuse_empty_path);
+}
+
+// Which variants are timed and how the tuning database is used.
+void add_tuning_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--search", o->tuning.strategy,
                   "Which variants are timed, and how long: halving (the model drops the far-behind, a brief look "
                   "at the rest, longer looks at the best third, stop when the leader is clear of the noise), "
@@ -102,13 +120,17 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
                   "Suites: start no new problem after this many seconds (0: no budget); the tuning database "
                   "keeps what was measured, so the same command resumes")
       ->capture_default_str();
-  cmd->footer(R"(
+}
+
+// The help after the option list, before and after the families' lines.
+constexpr const char* gemm_examples = R"(
 Examples:
   tiletune gemm --suite profiles/suites/llm.json --gpu h100-sxm --dry-run --out llm-plan.json
   tiletune gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout nt --gpu h100-sxm --dry-run --out plan.json
   tiletune gemm --m 1000 --n 3000 --k 777 --dtype f32 --layout tn --gpu a100-sxm-80gb
 
-)" + kernel_families_help() + R"(
+)";
+constexpr const char* gemm_details = R"(
 Every variant of the search space of the families that serve the dtype on the
 GPU (split-K and grouped-raster copies where the problem's shape calls for
 them) is compiled with NVRTC for the GPU's architecture. Variants that
@@ -183,7 +205,19 @@ Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
 2 bad input (the message names it); 3 no GPU and no --gpu, a CUDA library is
 missing, or the tuning database is damaged or not tiletune's (the message
 names the file), or with --devices a problem got no answer (every GPU it was
-dealt to faulted); 70 internal error.)");
+dealt to faulted); 70 internal error.)";
+}  // namespace
+
+void add_gemm_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<gemm_options>();
+  auto* cmd = app.add_subcommand("gemm", "Tune the tile shape of one GEMM: C = alpha * op(A) * op(B) + beta * C");
+  add_problem_options(cmd, o.get());
+  add_device_options(cmd, o.get());
+  add_run_options(cmd, o.get());
+  add_output_options(cmd, o.get());
+  add_compile_options(cmd, o.get());
+  add_tuning_options(cmd, o.get());
+  cmd->footer(gemm_examples + kernel_families_help() + gemm_details);
   cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
 }
 

@@ -12,29 +12,18 @@
 
 namespace tiletune::cli {
 
-void add_report_command(CLI::App& app, run_context& ctx) {
-  struct options {
-    std::vector<std::string> files;
-    std::string out = "report.html";
-    std::optional<std::string> vega_dir;
-    report_options report;
-  };
-  auto o = std::make_shared<options>();
-  auto* cmd = app.add_subcommand("report", "Draw result files as one self-contained HTML page of charts");
-  cmd->add_option("FILE", o->files,
-                  "Result files: gemm (--out of `tiletune gemm`), a suite result, a batch plan, a compare/check "
-                  "--out, a `db list --json` export")
-      ->required();
-  cmd->add_option("--out", o->out, "The HTML page to write")->capture_default_str()->check(refuse_empty_path);
-  cmd->add_option("--goal", o->report.goal_vs_reference,
-                  "Suites: the goal line, as a fraction of cuBLAS's speed (0.9 = 90% of cuBLAS)")
-      ->capture_default_str();
-  cmd->add_option("--top", o->report.top_resources, "gemm: how many of the best variants the resource charts show")
-      ->capture_default_str();
-  cmd->add_option("--vega-dir", o->vega_dir,
-                  "A folder with Vega 5's scripts (default: $TILETUNE_VEGA_DIR, else /usr/share/javascript/vega from "
-                  "Debian's libjs-vega)");
-  cmd->footer(R"(
+namespace {
+
+// What report's flags set.
+struct report_command_options {
+  std::vector<std::string> files;
+  std::string out = "report.html";
+  std::optional<std::string> vega_dir;
+  report_options report;
+};
+
+// The help after the option list.
+constexpr const char* report_help = R"(
 What each kind of file draws (the file's "schema" decides):
   gemm (tiletune.gemm/1)          tile heatmap (block M x N per family; colour =
                                   TFLOP/s, measured or predicted; cells with no
@@ -66,29 +55,51 @@ Examples:
 
 Exit codes: 0 written; 2 a file is unreadable, not JSON, or not a result this
 command draws (the message names the file and its schema; nothing is
-written); 3 Vega is not installed (the message names the missing file).)");
-  cmd->callback([o, &ctx] {
-    std::vector<named_input> inputs;
-    for (const auto& f : o->files) inputs.push_back({"FILE", f});
-    check_output_path(o->out, "--out", inputs);
-    if (o->report.top_resources < 1)
-      throw usage_error(fmt::format("--top {} is invalid: at least 1", o->report.top_resources));
-    if (!(o->report.goal_vs_reference > 0))
-      throw usage_error(fmt::format("--goal {} is invalid: a fraction of cuBLAS's speed, above 0", o->report.goal_vs_reference));
-    // Every file is read and checked before anything is written.
-    std::vector<report_section> sections;
-    for (const auto& f : o->files) {
-      auto more = report_sections_from_file(f, o->report);
-      sections.insert(sections.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    }
-    const vega_library vega =
-        load_vega_library(o->vega_dir ? std::optional<std::filesystem::path>(*o->vega_dir) : std::nullopt);
-    write_file_atomically(o->out, render_report_page(sections, vega, ctx.command_line));
-    std::size_t charts = 0;
-    for (const auto& s : sections) charts += s.charts.size();
-    fmt::print("wrote {}: {} section(s), {} chart(s)\n", o->out, sections.size(), charts);
-    ctx.exit_code = exit_ok;
-  });
+written); 3 Vega is not installed (the message names the missing file).)";
+
+void run_report(const report_command_options& o, run_context& ctx) {
+  std::vector<named_input> inputs;
+  for (const auto& f : o.files) inputs.push_back({"FILE", f});
+  check_output_path(o.out, "--out", inputs);
+  if (o.report.top_resources < 1)
+    throw usage_error(fmt::format("--top {} is invalid: at least 1", o.report.top_resources));
+  if (!(o.report.goal_vs_reference > 0))
+    throw usage_error(fmt::format("--goal {} is invalid: a fraction of cuBLAS's speed, above 0", o.report.goal_vs_reference));
+  // Every file is read and checked before anything is written.
+  std::vector<report_section> sections;
+  for (const auto& f : o.files) {
+    auto more = report_sections_from_file(f, o.report);
+    sections.insert(sections.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  const vega_library vega =
+      load_vega_library(o.vega_dir ? std::optional<std::filesystem::path>(*o.vega_dir) : std::nullopt);
+  write_file_atomically(o.out, render_report_page(sections, vega, ctx.command_line));
+  std::size_t charts = 0;
+  for (const auto& s : sections) charts += s.charts.size();
+  fmt::print("wrote {}: {} section(s), {} chart(s)\n", o.out, sections.size(), charts);
+  ctx.exit_code = exit_ok;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<report_command_options>();
+  auto* cmd = app.add_subcommand("report", "Draw result files as one self-contained HTML page of charts");
+  cmd->add_option("FILE", o->files,
+                  "Result files: gemm (--out of `tiletune gemm`), a suite result, a batch plan, a compare/check "
+                  "--out, a `db list --json` export")
+      ->required();
+  cmd->add_option("--out", o->out, "The HTML page to write")->capture_default_str()->check(refuse_empty_path);
+  cmd->add_option("--goal", o->report.goal_vs_reference,
+                  "Suites: the goal line, as a fraction of cuBLAS's speed (0.9 = 90% of cuBLAS)")
+      ->capture_default_str();
+  cmd->add_option("--top", o->report.top_resources, "gemm: how many of the best variants the resource charts show")
+      ->capture_default_str();
+  cmd->add_option("--vega-dir", o->vega_dir,
+                  "A folder with Vega 5's scripts (default: $TILETUNE_VEGA_DIR, else /usr/share/javascript/vega from "
+                  "Debian's libjs-vega)");
+  cmd->footer(report_help);
+  cmd->callback([o, &ctx] { run_report(*o, ctx); });
 }
 
 }  // namespace tiletune::cli

@@ -98,6 +98,60 @@ void answer(std::ostream& out, const measure_response& r) {
   out.flush();
 }
 
+// Tells the parent the worker is ready: the device, the timer and the memory it holds.
+void announce_ready(std::ostream& out, gpu_state& g) {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, g.setup.device);
+  out << nlohmann::json{{"ready", true},
+                        {"device", prop.name},
+                        {"timer", g.timer->name()},
+                        {"timer_note", g.timer_note},
+                        {"device_bytes", g.device_bytes}}
+             .dump()
+      << '\n';
+  out.flush();
+}
+
+// Answers one request line; false when the CUDA context broke and the worker must exit.
+bool answer_request(std::ostream& out, gpu_state& g, const std::string& line) {
+  measure_request r;
+  try {
+    r = measure_request_from_json(nlohmann::json::parse(line));
+  } catch (const std::exception& e) {
+    measure_response bad;
+    bad.id = "?";
+    bad.status = variant_status::launch_error;
+    bad.message = std::string("bad request: ") + e.what();
+    answer(out, bad);
+    return true;
+  }
+  // A request's own sampling budget (a search strategy's brief look) holds for that request only.
+  const sampling_policy setup_sampling = g.setup.sampling;
+  if (r.sampling) g.setup.sampling = *r.sampling;
+  struct restore_sampling {
+    gpu_state& g;
+    sampling_policy saved;
+    ~restore_sampling() { g.setup.sampling = saved; }
+  } restore{g, setup_sampling};
+  try {
+    answer(out, r.op == measure_op::reference ? measure_reference(g, r)
+                : r.op == measure_op::library ? measure_library(g, r)
+                : r.op == measure_op::bandwidth ? measure_bandwidth(g, r)
+                : r.op == measure_op::launch ? measure_launch(g, r)
+                                    : measure_variant(g, r));
+  } catch (const std::exception& e) {
+    measure_response fail;
+    fail.id = r.id;
+    fail.status = variant_status::launch_error;
+    fail.message = e.what();
+    const bool broken = context_is_broken();
+    if (broken) fail.message += " (the CUDA context is broken; the worker restarts)";
+    answer(out, fail);
+    if (broken) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_gemm_worker(std::istream& in, std::ostream& out) {
@@ -112,54 +166,10 @@ int run_gemm_worker(std::istream& in, std::ostream& out) {
     out.flush();
     return 3;
   }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, g.setup.device);
-  out << nlohmann::json{{"ready", true},
-                        {"device", prop.name},
-                        {"timer", g.timer->name()},
-                        {"timer_note", g.timer_note},
-                        {"device_bytes", g.device_bytes}}
-             .dump()
-      << '\n';
-  out.flush();
+  announce_ready(out, g);
 
-  while (std::getline(in, line)) {
-    measure_request r;
-    try {
-      r = measure_request_from_json(nlohmann::json::parse(line));
-    } catch (const std::exception& e) {
-      measure_response bad;
-      bad.id = "?";
-      bad.status = variant_status::launch_error;
-      bad.message = std::string("bad request: ") + e.what();
-      answer(out, bad);
-      continue;
-    }
-    // A request's own sampling budget (a search strategy's brief look) holds for that request only.
-    const sampling_policy setup_sampling = g.setup.sampling;
-    if (r.sampling) g.setup.sampling = *r.sampling;
-    struct restore_sampling {
-      gpu_state& g;
-      sampling_policy saved;
-      ~restore_sampling() { g.setup.sampling = saved; }
-    } restore{g, setup_sampling};
-    try {
-      answer(out, r.op == measure_op::reference ? measure_reference(g, r)
-                  : r.op == measure_op::library ? measure_library(g, r)
-                  : r.op == measure_op::bandwidth ? measure_bandwidth(g, r)
-                  : r.op == measure_op::launch ? measure_launch(g, r)
-                                      : measure_variant(g, r));
-    } catch (const std::exception& e) {
-      measure_response fail;
-      fail.id = r.id;
-      fail.status = variant_status::launch_error;
-      fail.message = e.what();
-      const bool broken = context_is_broken();
-      if (broken) fail.message += " (the CUDA context is broken; the worker restarts)";
-      answer(out, fail);
-      if (broken) return 4;
-    }
-  }
+  while (std::getline(in, line))
+    if (!answer_request(out, g, line)) return 4;
   return 0;
 }
 

@@ -186,14 +186,8 @@ void record_answer(gemm_plan& plan, variant_result& v, measure_response answer) 
   }
 }
 
-// Lets the strategy choose which variants to time and for how long; records
-// every answer in the plan and what each stage cost in the report.
-void run_search(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
-                const search_strategy& strategy, const sampling_policy& full, family_guard& guard) {
-  using clock = std::chrono::steady_clock;
-  const auto started = clock::now();
-  search_report report;
-  report.strategy = strategy.name();
+// The variants the search may time: every ok one, with the model's time.
+std::vector<search_candidate> search_candidates(const gemm_plan& plan) {
   std::vector<search_candidate> candidates;
   for (std::size_t i = 0; i < plan.variants.size(); ++i) {
     const auto& v = plan.variants[i];
@@ -204,18 +198,52 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
     c.predicted_us = v.predicted.time_us > 0 ? v.predicted.time_us : 1e30;
     candidates.push_back(std::move(c));
   }
-  report.eligible = candidates.size();
+  return candidates;
+}
+
+// What the search spent per stage, and which variants it timed and verified.
+struct search_tally {
   struct stage_cost {
     double wall_ms = 0, kernel_ms = 0;
   };
   std::map<std::string, stage_cost> costs;
   std::set<std::size_t> timed;
+  std::set<std::size_t> verified;
+};
+
+// Puts the tally into the report, and each candidate's stage (or why it was dropped) into its variant.
+void close_search(gemm_plan& plan, const std::vector<search_candidate>& candidates, search_tally& tally,
+                  search_report& report) {
+  for (auto& s : report.stages) {
+    s.wall_ms = tally.costs[s.name].wall_ms;
+    s.kernel_ms = tally.costs[s.name].kernel_ms;
+    report.kernel_ms += s.kernel_ms;
+  }
+  report.timed = tally.timed.size();
+  report.verified = tally.verified.size();
+  for (const auto& c : candidates) {
+    auto& v = plan.variants[c.variant];
+    v.search_stage = c.stage.empty() ? "not_timed" : c.stage;
+    if (v.status == variant_status::ok && !c.dropped_because.empty()) v.reason = c.dropped_because;
+  }
+}
+
+// Lets the strategy choose which variants to time and for how long; records
+// every answer in the plan and what each stage cost in the report.
+void run_search(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
+                const search_strategy& strategy, const sampling_policy& full, family_guard& guard) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  search_report report;
+  report.strategy = strategy.name();
+  std::vector<search_candidate> candidates = search_candidates(plan);
+  report.eligible = candidates.size();
+  search_tally tally;
   search_context ctx;
   ctx.full = full;
   ctx.progress = [&](const std::string& stage, std::size_t done, std::size_t total) {
     if (progress) progress(done, total, stage);
   };
-  std::set<std::size_t> verified;
   ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage,
                  bool verify) {
     auto& v = plan.variants[c.variant];
@@ -223,33 +251,22 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
     measure_request r = variant_request(plan, v);
     r.sampling = budget;
     r.verify = verify && !(v.measured && v.measured->verified);
-    if (progress) progress(timed.size(), candidates.size(), stage + " " + c.id);
+    if (progress) progress(tally.timed.size(), candidates.size(), stage + " " + c.id);
     const auto t0 = clock::now();
     record_answer(plan, v, backend.measure(r, v.cubin));
     guard.saw(v);
-    auto& cost = costs[stage];
+    auto& cost = tally.costs[stage];
     cost.wall_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     const auto& t = v.measured->timing;
     cost.kernel_ms += static_cast<double>(t.samples) * t.median_us / 1e3;
     ++report.requests;
-    timed.insert(c.variant);
-    if (v.measured->verified) verified.insert(c.variant);
+    tally.timed.insert(c.variant);
+    if (v.measured->verified) tally.verified.insert(c.variant);
     c.timing = v.measured;
     c.stage = stage;
   };
   strategy.run(candidates, ctx, report);
-  for (auto& s : report.stages) {
-    s.wall_ms = costs[s.name].wall_ms;
-    s.kernel_ms = costs[s.name].kernel_ms;
-    report.kernel_ms += s.kernel_ms;
-  }
-  report.timed = timed.size();
-  report.verified = verified.size();
-  for (const auto& c : candidates) {
-    auto& v = plan.variants[c.variant];
-    v.search_stage = c.stage.empty() ? "not_timed" : c.stage;
-    if (v.status == variant_status::ok && !c.dropped_because.empty()) v.reason = c.dropped_because;
-  }
+  close_search(plan, candidates, tally, report);
   report.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
   plan.search = report;
 }
@@ -303,55 +320,49 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
   measure_plan(plan, backend, progress, o);
 }
 
-void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
-                  const measure_options& options) {
-  const bool verify_only = options.verify_only;
-  const sampling_policy& full = options.full;
-  family_guard guard(options.keep_going);
-  plan.mode = verify_only ? "predicted" : "measured";
-  std::size_t total = 1;
-  for (const auto& v : plan.variants) total += v.status == variant_status::ok;
-  std::size_t done = 0;
+namespace {
+// cuBLASLt first: the reference every variant is set against.
+void time_reference(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, std::size_t total) {
+  measure_request ref;
+  ref.op = measure_op::reference;
+  ref.id = "cublaslt";
+  if (progress) progress(0, total, ref.id);
+  plan.reference = backend.measure(ref, {});
+  if (plan.reference->status != variant_status::ok)
+    plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
+  plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
+}
 
-  if (!verify_only) {
-    measure_request ref;
-    ref.op = measure_op::reference;
-    ref.id = "cublaslt";
-    if (progress) progress(done, total, ref.id);
-    plan.reference = backend.measure(ref, {});
-    if (plan.reference->status != variant_status::ok)
-      plan.notes.push_back("cuBLASLt could not be timed (" + plan.reference->message + "); vs_reference is null");
-    plan.peak_device_bytes = std::max(plan.peak_device_bytes, plan.reference->device_bytes);
-    const auto exhaustive = make_exhaustive_search();
-    run_search(plan, backend, progress, options.strategy ? *options.strategy : *exhaustive, full, guard);
-    done = total;
-  } else {
+// Checks every ok variant against cuBLASLt without timing; returns the steps done.
+std::size_t verify_each(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
+                        family_guard& guard, std::size_t total) {
+  std::size_t done = 1;
+  for (auto& v : plan.variants) {
+    if (v.status != variant_status::ok) continue;
     ++done;
-    for (auto& v : plan.variants) {
-      if (v.status != variant_status::ok) continue;
-      ++done;
-      if (guard.skips(v)) continue;
-      const measure_request r = variant_request(plan, v);
-      if (progress) progress(done - 1, total, r.id);
-      record_answer(plan, v, backend.measure(r, v.cubin));
-      guard.saw(v);
-    }
+    if (guard.skips(v)) continue;
+    const measure_request r = variant_request(plan, v);
+    if (progress) progress(done - 1, total, r.id);
+    record_answer(plan, v, backend.measure(r, v.cubin));
+    guard.saw(v);
   }
-  if (progress) progress(done, total, "");
-  if (verify_only) {
-    // The model's order stands; only the verdicts changed.
-    std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
-      return (a.status == variant_status::ok) > (b.status == variant_status::ok);
-    });
-    int rank = 0;
-    for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
-    plan.recommended.reset();
-    if (rank > 0) plan.recommended = 0;
-    plan.notes.push_back("verified on the GPU without timing: the ranking is the model's");
-    return;
-  }
+  return done;
+}
 
-  // Measured order: the fastest correct first.
+// The model's order stands; only the verdicts changed.
+void rank_by_model(gemm_plan& plan) {
+  std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
+    return (a.status == variant_status::ok) > (b.status == variant_status::ok);
+  });
+  int rank = 0;
+  for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
+  plan.recommended.reset();
+  if (rank > 0) plan.recommended = 0;
+  plan.notes.push_back("verified on the GPU without timing: the ranking is the model's");
+}
+
+// Measured order: the fastest correct first; returns whether any variant is ok.
+bool rank_by_measurement(gemm_plan& plan) {
   std::stable_sort(plan.variants.begin(), plan.variants.end(), [](const variant_result& a, const variant_result& b) {
     const bool aok = a.status == variant_status::ok, bok = b.status == variant_status::ok;
     if (aok != bok) return aok;
@@ -363,12 +374,12 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
   int rank = 0;
   for (auto& v : plan.variants) v.rank = v.status == variant_status::ok ? ++rank : 0;
   plan.recommended.reset();
-  if (rank == 0) {
-    plan.notes.push_back("no variant ran correctly");
-    return;
-  }
-  // Among the variants within the measured noise of the fastest, the one with
-  // the fewest resources leaves more of the GPU to whatever runs beside it.
+  return rank > 0;
+}
+
+// Among the variants within the measured noise of the fastest, the one with
+// the fewest resources leaves more of the GPU to whatever runs beside it.
+void recommend_leanest(gemm_plan& plan) {
   const auto& fastest = plan.variants[0];
   const double best = fastest.measured->timing.median_us;
   std::size_t pick = 0;
@@ -381,16 +392,39 @@ void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progr
       pick = i;
   }
   plan.recommended = pick;
-  if (pick != 0) {
-    const auto& v = plan.variants[pick];
-    plan.notes.push_back(fmt::format(
-        "recommended {} over the fastest {}: {:.1f}% slower, within the measured noise of {:.1f}%, with fewer "
-        "resources ({} registers x {} threads, {} bytes of shared memory)",
-        v.config.id(), fastest.config.id(), 100 * (v.measured->timing.median_us / best - 1),
-        100 * std::max(fastest.measured->timing.spread, v.measured->timing.spread), v.resources.registers,
-        v.config.threads(), v.smem_bytes));
+  if (pick == 0) return;
+  const auto& v = plan.variants[pick];
+  plan.notes.push_back(fmt::format(
+      "recommended {} over the fastest {}: {:.1f}% slower, within the measured noise of {:.1f}%, with fewer "
+      "resources ({} registers x {} threads, {} bytes of shared memory)",
+      v.config.id(), fastest.config.id(), 100 * (v.measured->timing.median_us / best - 1),
+      100 * std::max(fastest.measured->timing.spread, v.measured->timing.spread), v.resources.registers,
+      v.config.threads(), v.smem_bytes));
+}
+}  // namespace
+
+void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
+                  const measure_options& options) {
+  family_guard guard(options.keep_going);
+  plan.mode = options.verify_only ? "predicted" : "measured";
+  std::size_t total = 1;
+  for (const auto& v : plan.variants) total += v.status == variant_status::ok;
+  if (options.verify_only) {
+    const std::size_t done = verify_each(plan, backend, progress, guard, total);
+    if (progress) progress(done, total, "");
+    rank_by_model(plan);
+    return;
   }
-  time_beside_the_reference(plan, backend, full);
+  time_reference(plan, backend, progress, total);
+  const auto exhaustive = make_exhaustive_search();
+  run_search(plan, backend, progress, options.strategy ? *options.strategy : *exhaustive, options.full, guard);
+  if (progress) progress(total, total, "");
+  if (!rank_by_measurement(plan)) {
+    plan.notes.push_back("no variant ran correctly");
+    return;
+  }
+  recommend_leanest(plan);
+  time_beside_the_reference(plan, backend, options.full);
 }
 
 }  // namespace tiletune

@@ -133,71 +133,98 @@ nlohmann::json to_json(const kernel_launch& l) {
           {"requirements", l.requirements}};
 }
 
+namespace {
+
+// A block of // comment lines; an empty text is a bare //.
+struct comment_block {
+  std::string s;
+  void line(const std::string& text) { s += text.empty() ? "//\n" : "// " + text + "\n"; }
+};
+
+// What the kernel computes, for which problem and GPU, its figures and resources.
+void describe_kernel(comment_block& c, const gemm_plan& plan, const variant_result& v, const kernel_launch& launch,
+                     const compile_job& job) {
+  const gemm_problem& p = plan.problem;
+  c.line(fmt::format("tiletune kernel {} (family {})", v.config.id(), to_string(v.config.family)));
+  c.line("");
+  c.line(fmt::format("C = alpha * op(A) * op(B) + beta * C in {} with fp32 accumulation, layout {}:",
+                     to_string(p.type), p.layout.name()));
+  c.line(fmt::format("  {}; {}; C stored M x N row-major.", stored_as('A', p.layout.a_transposed, "M", "K"),
+                     stored_as('B', p.layout.b_transposed, "K", "N")));
+  c.line(fmt::format("Tuned for {} (alpha {}, beta {}) on {} ({}).", p.describe(), p.alpha, p.beta, plan.device.name,
+                     job.arch));
+  c.line(figures_sentence(plan, v) + ".");
+  c.line(fmt::format("Resources: {} threads, {} registers, {} B dynamic + {} B static shared memory, {} B spilled.",
+                     v.config.threads(), v.resources.registers, launch.dynamic_smem_bytes,
+                     v.resources.static_smem_bytes, v.resources.spill_bytes()));
+  c.line("The tile constants are fixed (the #defines below); sizes, strides, alpha and beta are parameters.");
+  c.line("");
+}
+
+// How to compile the file with NVRTC or nvcc, and what the cubin and header beside it are.
+void describe_compile(comment_block& c, const compile_job& job, const std::string& id, const kernel_launch& launch) {
+  c.line("Compile (no header is included; the file compiles as it is):");
+  c.line(fmt::format("  NVRTC: nvrtcCreateProgram(&prog, source, \"{}.cu\", 0, nullptr, nullptr), then", id));
+  std::vector<std::string> quoted{fmt::format("\"--gpu-architecture={}\"", job.arch)};
+  for (const auto& o : job.options) quoted.push_back("\"" + o + "\"");
+  c.line(fmt::format("         nvrtcCompileProgram with {{{}}} and nvrtcGetCUBIN.", fmt::join(quoted, ", ")));
+  c.line("  nvcc:  " + nvcc_command(job, id));
+  c.line(fmt::format("  The cubin beside this file ({}.cubin) is what tiletune compiled from this source, with the", id));
+  c.line(fmt::format("  entry named \"{}\" as in every kernel tiletune compiles; this file names it \"{}\",",
+                     kernel_entry_name, launch.entry));
+  c.line("  a name of its own, so that several exported kernels link into one program.");
+  c.line(fmt::format("Host header: {}.h declares {} and {}_launch(), which launches it on this problem.", id,
+                     launch.entry, launch.entry));
+  c.line("");
+}
+
+// How to launch it: grid, block, shared memory, the parameters, and the driver API's calls.
+void describe_launch_steps(comment_block& c, const kernel_launch& launch, const std::string& id) {
+  c.line(fmt::format("Launch: entry \"{}\" (extern \"C\"), grid {} = {}, block {}{},", launch.entry,
+                     dims(launch.grid), launch.grid_rule, dims(launch.block),
+                     has_cluster(launch) ? ", cluster " + dims(launch.cluster) : ""));
+  c.line(fmt::format("  {} bytes of dynamic shared memory. Parameters, in order:", launch.dynamic_smem_bytes));
+  for (const auto& k : launch.parameters)
+    c.line(fmt::format("    {} {}: {}{}", k.c_type, k.name, k.meaning,
+                       k.value.is_null() ? "" : fmt::format(" (here {})", k.value.dump())));
+  for (const auto& t : launch.tensor_maps)
+    c.line(fmt::format("    {}: cuTensorMapEncodeTiled over {}, see tensor_maps in {}.json", t.parameter, t.tensor, id));
+  c.line("  With the driver API:");
+  c.line("    CUmodule mod; cuModuleLoadData(&mod, cubin);");
+  c.line(fmt::format("    CUfunction f; cuModuleGetFunction(&f, mod, \"{}\");  // \"{}\" in a cubin nvcc makes of this file",
+                     kernel_entry_name, launch.entry));
+  c.line(fmt::format("    cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, {});",
+                     launch.dynamic_smem_bytes));
+  std::vector<std::string> refs;
+  for (const auto& k : launch.parameters) refs.push_back("&" + k.name);
+  c.line(fmt::format("    void* args[] = {{{}}};", fmt::join(refs, ", ")));
+  if (has_cluster(launch)) {
+    c.line(fmt::format("    cuLaunchKernelEx with gridDim {}, blockDim {}, sharedMemBytes {} and the attribute",
+                       dims(launch.grid), dims(launch.block), launch.dynamic_smem_bytes));
+    c.line(fmt::format("    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {}, passing args.", dims(launch.cluster)));
+  } else {
+    c.line(fmt::format("    cuLaunchKernel(f, {}, {}, {}, {}, {}, {}, {}, stream, args, nullptr);", launch.grid[0],
+                       launch.grid[1], launch.grid[2], launch.block[0], launch.block[1], launch.block[2],
+                       launch.dynamic_smem_bytes));
+  }
+}
+
+}  // namespace
+
 std::string exported_source(const gemm_plan& plan, const variant_result& v, const kernel_launch& launch,
                             const run_info& run) {
   const gemm_problem& p = plan.problem;
   const compile_job job = make_compile_job(v.config, p.type, p.layout, plan.device);
   const std::string id = v.config.id();
-  std::string s;
-  auto line = [&s](const std::string& text) { s += text.empty() ? "//\n" : "// " + text + "\n"; };
-  line(fmt::format("tiletune kernel {} (family {})", id, to_string(v.config.family)));
-  line("");
-  line(fmt::format("C = alpha * op(A) * op(B) + beta * C in {} with fp32 accumulation, layout {}:",
-                   to_string(p.type), p.layout.name()));
-  line(fmt::format("  {}; {}; C stored M x N row-major.", stored_as('A', p.layout.a_transposed, "M", "K"),
-                   stored_as('B', p.layout.b_transposed, "K", "N")));
-  line(fmt::format("Tuned for {} (alpha {}, beta {}) on {} ({}).", p.describe(), p.alpha, p.beta, plan.device.name,
-                   job.arch));
-  line(figures_sentence(plan, v) + ".");
-  line(fmt::format("Resources: {} threads, {} registers, {} B dynamic + {} B static shared memory, {} B spilled.",
-                   v.config.threads(), v.resources.registers, launch.dynamic_smem_bytes, v.resources.static_smem_bytes,
-                   v.resources.spill_bytes()));
-  line("The tile constants are fixed (the #defines below); sizes, strides, alpha and beta are parameters.");
-  line("");
-  line("Compile (no header is included; the file compiles as it is):");
-  line(fmt::format("  NVRTC: nvrtcCreateProgram(&prog, source, \"{}.cu\", 0, nullptr, nullptr), then", id));
-  std::vector<std::string> quoted{fmt::format("\"--gpu-architecture={}\"", job.arch)};
-  for (const auto& o : job.options) quoted.push_back("\"" + o + "\"");
-  line(fmt::format("         nvrtcCompileProgram with {{{}}} and nvrtcGetCUBIN.", fmt::join(quoted, ", ")));
-  line("  nvcc:  " + nvcc_command(job, id));
-  line(fmt::format("  The cubin beside this file ({}.cubin) is what tiletune compiled from this source, with the", id));
-  line(fmt::format("  entry named \"{}\" as in every kernel tiletune compiles; this file names it \"{}\",",
-                   kernel_entry_name, launch.entry));
-  line("  a name of its own, so that several exported kernels link into one program.");
-  line(fmt::format("Host header: {}.h declares {} and {}_launch(), which launches it on this problem.", id,
-                   launch.entry, launch.entry));
-  line("");
-  line(fmt::format("Launch: entry \"{}\" (extern \"C\"), grid {} = {}, block {}{},", launch.entry, dims(launch.grid),
-                   launch.grid_rule, dims(launch.block), has_cluster(launch) ? ", cluster " + dims(launch.cluster) : ""));
-  line(fmt::format("  {} bytes of dynamic shared memory. Parameters, in order:", launch.dynamic_smem_bytes));
-  for (const auto& k : launch.parameters)
-    line(fmt::format("    {} {}: {}{}", k.c_type, k.name, k.meaning,
-                     k.value.is_null() ? "" : fmt::format(" (here {})", k.value.dump())));
-  for (const auto& t : launch.tensor_maps)
-    line(fmt::format("    {}: cuTensorMapEncodeTiled over {}, see tensor_maps in {}.json", t.parameter, t.tensor, id));
-  line("  With the driver API:");
-  line("    CUmodule mod; cuModuleLoadData(&mod, cubin);");
-  line(fmt::format("    CUfunction f; cuModuleGetFunction(&f, mod, \"{}\");  // \"{}\" in a cubin nvcc makes of this file",
-                   kernel_entry_name, launch.entry));
-  line(fmt::format("    cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, {});",
-                   launch.dynamic_smem_bytes));
-  std::vector<std::string> refs;
-  for (const auto& k : launch.parameters) refs.push_back("&" + k.name);
-  line(fmt::format("    void* args[] = {{{}}};", fmt::join(refs, ", ")));
-  if (has_cluster(launch)) {
-    line(fmt::format("    cuLaunchKernelEx with gridDim {}, blockDim {}, sharedMemBytes {} and the attribute",
-                     dims(launch.grid), dims(launch.block), launch.dynamic_smem_bytes));
-    line(fmt::format("    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {}, passing args.", dims(launch.cluster)));
-  } else {
-    line(fmt::format("    cuLaunchKernel(f, {}, {}, {}, {}, {}, {}, {}, stream, args, nullptr);", launch.grid[0],
-                     launch.grid[1], launch.grid[2], launch.block[0], launch.block[1], launch.block[2],
-                     launch.dynamic_smem_bytes));
-  }
-  line(fmt::format("{}.json beside this file says the same for programs (schema tiletune.kernel/1).", id));
-  line(fmt::format("Generated by tiletune {} ({}) on {}.", tool_version, plan.compiler_version, run.date_utc));
-  s += "\n";
-  s += rename_entry(readable_body(job.source), launch.entry);
-  return s;
+  comment_block c;
+  describe_kernel(c, plan, v, launch, job);
+  describe_compile(c, job, id, launch);
+  describe_launch_steps(c, launch, id);
+  c.line(fmt::format("{}.json beside this file says the same for programs (schema tiletune.kernel/1).", id));
+  c.line(fmt::format("Generated by tiletune {} ({}) on {}.", tool_version, plan.compiler_version, run.date_utc));
+  c.s += "\n";
+  c.s += rename_entry(readable_body(job.source), launch.entry);
+  return c.s;
 }
 
 kernel_launch export_launch(const gemm_plan& plan, const variant_result& v) {

@@ -66,7 +66,10 @@ std::string rename_entry(const std::string& source, const std::string& entry) {
   return out;
 }
 
-std::string exported_header(const kernel_launch& l, const std::string& id, const std::string& about) {
+namespace {
+
+// The header's comment, includes, the kernel's declaration and the tuned problem's constants.
+std::string header_declarations(const kernel_launch& l, const std::string& id, const std::string& about) {
   const std::string& e = l.entry;
   std::string s = about;
   s += fmt::format(
@@ -88,50 +91,74 @@ std::string exported_header(const kernel_launch& l, const std::string& id, const
     if (k.kind == "scalar" && !passed_by_caller(k))
       s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", k.c_type, e, k.name, k.value.dump(), k.meaning);
   s += fmt::format("static constexpr unsigned {}_dynamic_smem_bytes = {};\n", e, l.dynamic_smem_bytes);
+  return s;
+}
 
+// What the launcher takes from its caller, and what it passes on to the kernel.
+struct launcher_arguments {
   std::vector<std::string> taken, passed;
+};
+
+launcher_arguments launcher_arguments_of(const kernel_launch& l) {
+  launcher_arguments a;
   for (const auto& k : l.parameters) {
     if (k.kind == "tensor_map") {
       const tensor_map_description* t = map_of(l, k.name);
       const std::string pointer = t ? t->tensor : k.name;
-      taken.push_back("const void* " + pointer);
-      passed.push_back(k.name);
+      a.taken.push_back("const void* " + pointer);
+      a.passed.push_back(k.name);
     } else if (k.kind == "pointer") {
-      taken.push_back(k.c_type + " " + k.name);
-      passed.push_back(k.name);
+      a.taken.push_back(k.c_type + " " + k.name);
+      a.passed.push_back(k.name);
     } else {
-      passed.push_back(passed_by_caller(k) ? k.name : e + "_" + k.name);
+      a.passed.push_back(passed_by_caller(k) ? k.name : l.entry + "_" + k.name);
     }
   }
   for (const auto& k : l.parameters)
-    if (passed_by_caller(k)) taken.push_back(k.c_type + " " + k.name);
-  taken.push_back("cudaStream_t stream = 0");
+    if (passed_by_caller(k)) a.taken.push_back(k.c_type + " " + k.name);
+  a.taken.push_back("cudaStream_t stream = 0");
+  return a;
+}
 
-  s += "\n// Pointers are device pointers";
+// The launcher's comment, its signature and the shared memory attribute it sets.
+std::string launcher_opening(const kernel_launch& l, const launcher_arguments& a) {
+  const std::string& e = l.entry;
+  std::string s = "\n// Pointers are device pointers";
   s += l.tensor_maps.empty() ? ".\n" : " (A and B: the start of each matrix the tensor maps cover).\n";
   s += "// Returns the first CUDA error: the attribute, the tensor maps, or the launch.\n";
   if (!l.requirements.empty())
     s += "// The launcher sets the shared memory attribute and encodes any tensor map itself; what the kernel\n"
          "// needs (requirements in the .json):\n";
   for (const auto& r : l.requirements) s += "//  - " + r + "\n";
-  s += fmt::format("static inline cudaError_t {}_launch({}) {{\n", e, fmt::join(taken, ", "));
+  s += fmt::format("static inline cudaError_t {}_launch({}) {{\n", e, fmt::join(a.taken, ", "));
   s += fmt::format("  cudaError_t err = cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
                    "(int){}_dynamic_smem_bytes);\n  if (err != cudaSuccess) return err;\n",
                    e, e);
-  if (!l.tensor_maps.empty()) {
-    s += "  typedef CUresult (*encode_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,\n"
-         "                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,\n"
-         "                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
-         "  void* encoder = nullptr;\n"
-         "  cudaDriverEntryPointQueryResult found;\n"
-         "  err = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &encoder, 12000, cudaEnableDefault, "
-         "&found);\n"
-         "  if (err != cudaSuccess) return err;\n"
-         "  if (found != cudaDriverEntryPointSuccess || !encoder) return cudaErrorNotSupported;\n"
-         "  const encode_fn encode = reinterpret_cast<encode_fn>(encoder);\n";
-    for (const auto& t : l.tensor_maps) s += encode_map(t, t.tensor);
-  }
-  s += "  cudaLaunchConfig_t config = {};\n";
+  return s;
+}
+
+// The driver's encoder, found through the runtime, and each tensor map encoded with it.
+std::string tensor_map_encoding(const kernel_launch& l) {
+  if (l.tensor_maps.empty()) return "";
+  std::string s =
+      "  typedef CUresult (*encode_fn)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,\n"
+      "                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,\n"
+      "                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
+      "  void* encoder = nullptr;\n"
+      "  cudaDriverEntryPointQueryResult found;\n"
+      "  err = cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &encoder, 12000, cudaEnableDefault, "
+      "&found);\n"
+      "  if (err != cudaSuccess) return err;\n"
+      "  if (found != cudaDriverEntryPointSuccess || !encoder) return cudaErrorNotSupported;\n"
+      "  const encode_fn encode = reinterpret_cast<encode_fn>(encoder);\n";
+  for (const auto& t : l.tensor_maps) s += encode_map(t, t.tensor);
+  return s;
+}
+
+// The launch configuration (grid, block, shared memory, cluster) and the launch itself.
+std::string launch_call(const kernel_launch& l, const launcher_arguments& a) {
+  const std::string& e = l.entry;
+  std::string s = "  cudaLaunchConfig_t config = {};\n";
   s += fmt::format("  config.gridDim = dim3({}, {}, {});\n", l.grid[0], l.grid[1], l.grid[2]);
   s += fmt::format("  config.blockDim = dim3({}, {}, {});\n", l.block[0], l.block[1], l.block[2]);
   s += fmt::format("  config.dynamicSmemBytes = {}_dynamic_smem_bytes;\n  config.stream = stream;\n", e);
@@ -143,8 +170,15 @@ std::string exported_header(const kernel_launch& l, const std::string& id, const
                      l.cluster[0], l.cluster[1], l.cluster[2]);
     s += "  config.attrs = cluster;\n  config.numAttrs = 1;\n";
   }
-  s += fmt::format("  return cudaLaunchKernelEx(&config, {}, {});\n}}\n", e, fmt::join(passed, ", "));
+  s += fmt::format("  return cudaLaunchKernelEx(&config, {}, {});\n}}\n", e, fmt::join(a.passed, ", "));
   return s;
+}
+
+}  // namespace
+
+std::string exported_header(const kernel_launch& l, const std::string& id, const std::string& about) {
+  const launcher_arguments a = launcher_arguments_of(l);
+  return header_declarations(l, id, about) + launcher_opening(l, a) + tensor_map_encoding(l) + launch_call(l, a);
 }
 
 }  // namespace tiletune

@@ -100,45 +100,66 @@ double kth_best_us(const gemm_plan& plan, const compile_selection& how) {
 
 }  // namespace
 
-void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std::vector<std::size_t>& job_variant,
-                      kernel_compiler& compiler, int threads, const compile_progress& progress,
-                      const compile_selection& how) {
-  const gemm_problem& p = plan.problem;
-  const device_spec& d = plan.device;
-  // Groups of jobs that compile to one program; the first job of each leads it.
+namespace {
+
+// Jobs that compile to one program; the first job of each leads it.
+struct program_groups {
   std::vector<std::size_t> leaders;
   std::vector<std::vector<std::size_t>> copies;  // per leader, the other jobs of its group
-  {
-    std::map<std::string, std::size_t> group_of;
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const tile_config& c = plan.variants[job_variant[j]].config;
-      const std::string key = how.share_raster_copies ? program_key(c) : std::to_string(j);
-      const auto [it, fresh] = group_of.emplace(key, leaders.size());
-      if (fresh) {
-        leaders.push_back(j);
-        copies.emplace_back();
-      } else {
-        copies[it->second].push_back(j);
-      }
+};
+
+program_groups group_jobs(const gemm_plan& plan, const std::vector<std::size_t>& job_variant, std::size_t job_count,
+                          const compile_selection& how) {
+  program_groups groups;
+  std::map<std::string, std::size_t> group_of;
+  for (std::size_t j = 0; j < job_count; ++j) {
+    const tile_config& c = plan.variants[job_variant[j]].config;
+    const std::string key = how.share_raster_copies ? program_key(c) : std::to_string(j);
+    const auto [it, fresh] = group_of.emplace(key, groups.leaders.size());
+    if (fresh) {
+      groups.leaders.push_back(j);
+      groups.copies.emplace_back();
+    } else {
+      groups.copies[it->second].push_back(j);
     }
   }
-  // Compile order: best case first when bounded (stable: the search space's order among equals).
-  std::vector<std::size_t> order(leaders.size());
+  return groups;
+}
+
+// Compile order: best case first when bounded (stable: the search space's order among equals);
+// fills each group's optimistic time when bounded.
+std::vector<std::size_t> compile_order(const gemm_plan& plan, const program_groups& groups,
+                                       const std::vector<std::size_t>& job_variant, const compile_selection& how,
+                                       std::vector<double>& optimistic) {
+  std::vector<std::size_t> order(groups.leaders.size());
   std::iota(order.begin(), order.end(), 0);
-  std::vector<double> optimistic(leaders.size(), 0.0);
+  optimistic.assign(groups.leaders.size(), 0.0);
   if (how.keep > 0) {
-    for (std::size_t g = 0; g < leaders.size(); ++g) {
-      const variant_result& v = plan.variants[job_variant[leaders[g]]];
-      optimistic[g] = optimistic_time_us(d, p, v.config, v.smem_bytes, how);
+    for (std::size_t g = 0; g < groups.leaders.size(); ++g) {
+      const variant_result& v = plan.variants[job_variant[groups.leaders[g]]];
+      optimistic[g] = optimistic_time_us(plan.device, plan.problem, v.config, v.smem_bytes, how);
     }
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return optimistic[a] < optimistic[b]; });
   }
+  return order;
+}
 
-  std::size_t done = 0, cached = 0, bounded_variants = 0, shared = 0;
-  // Compiles the groups order[at, end) as one batch and assesses their variants.
-  auto compile_groups = [&](std::size_t at, std::size_t end) {
+// Compiles groups in batches and assesses their variants, counting as it goes.
+struct group_compiler {
+  gemm_plan& plan;
+  std::vector<compile_job>& jobs;
+  const std::vector<std::size_t>& job_variant;
+  kernel_compiler& compiler;
+  int threads;
+  const compile_progress& progress;
+  const program_groups& groups;
+  const std::vector<std::size_t>& order;
+  std::size_t done = 0, cached = 0, shared = 0;
+
+  // Compiles the groups order[at, end) as one batch.
+  void compile(std::size_t at, std::size_t end) {
     std::vector<compile_job> batch;
-    for (std::size_t r = at; r < end; ++r) batch.push_back(std::move(jobs[leaders[order[r]]]));
+    for (std::size_t r = at; r < end; ++r) batch.push_back(std::move(jobs[groups.leaders[order[r]]]));
     const std::size_t done_before = done, cached_before = cached;
     auto results = compile_all(compiler, batch, threads, [&](std::size_t n, std::size_t, std::size_t hits) {
       if (progress) progress(done_before + n, order.size(), cached_before + hits);
@@ -148,61 +169,43 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
       compiled_kernel& k = results[r - at];
       ++done;
       if (k.from_cache) ++cached;
-      for (std::size_t j : copies[g]) {
+      for (std::size_t j : groups.copies[g]) {
         // The same program: its figures, no cubin (nothing launches an offline plan).
         compiled_kernel same{k.ok, k.log, {}, k.resources, 0.0, k.from_cache, k.internal_failure};
         variant_result& v = plan.variants[job_variant[j]];
-        assess_compiled(v, same, d, p);
-        v.same_program_as = plan.variants[job_variant[leaders[g]]].config.id();
+        assess_compiled(v, same, plan.device, plan.problem);
+        v.same_program_as = plan.variants[job_variant[groups.leaders[g]]].config.id();
         ++shared;
       }
-      assess_compiled(plan.variants[job_variant[leaders[g]]], k, d, p);
+      assess_compiled(plan.variants[job_variant[groups.leaders[g]]], k, plan.device, plan.problem);
     }
-  };
+  }
+};
 
-  std::size_t at = 0;
-  if (how.keep > 0) {
-    // Programs already in the compile cache cost a file read, not a compile: assess them all
-    // first, whatever their bound, so their exact times set the bar the others must beat (in a
-    // suite, what earlier problems compiled). More variants assessed never changes the best
-    // `keep`; the rest keep the order of their optimistic times.
-    const auto first_uncached = std::stable_partition(order.begin(), order.end(), [&](std::size_t g) {
-      return compiler.is_cached(jobs[leaders[g]]);
-    });
-    const std::size_t cached_groups = static_cast<std::size_t>(first_uncached - order.begin());
-    if (cached_groups > 0) compile_groups(0, cached_groups);
-    at = cached_groups;
-  }
-  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
-  while (at < order.size()) {
-    const double bar = kth_best_us(plan, how);
-    if (how.keep > 0 && optimistic[order[at]] > bar && !times_tie(optimistic[order[at]], bar)) {
-      // Sorted by optimistic time: no group from here on can enter the best `keep` (a tie
-      // could, on reuse or waves: variant_ranking.hpp).
-      for (std::size_t r = at; r < order.size(); ++r) {
-        const std::size_t g = order[r];
-        std::vector<std::size_t> members = copies[g];
-        members.push_back(leaders[g]);
-        for (std::size_t j : members) {
-          variant_result& v = plan.variants[job_variant[j]];
-          v.status = variant_status::pruned;
-          v.constraint = "model_bound";
-          v.reason = fmt::format(
-              "not compiled: at best (every block it allows resident) the model gives it {:.1f} us, slower than the "
-              "{} best compiled variants (the {}th: {:.1f} us); --compile-all compiles it",
-              optimistic[g], how.keep, how.keep, bar);
-          ++bounded_variants;
-        }
-      }
-      if (progress) progress(done, done, cached);
-      break;
+// Prunes every variant of the groups from order[at] on, bounded out by the model; returns how many.
+std::size_t prune_bounded(gemm_plan& plan, const group_compiler& gc, std::size_t at,
+                          const std::vector<double>& optimistic, double bar, const compile_selection& how) {
+  std::size_t bounded_variants = 0;
+  for (std::size_t r = at; r < gc.order.size(); ++r) {
+    const std::size_t g = gc.order[r];
+    std::vector<std::size_t> members = gc.groups.copies[g];
+    members.push_back(gc.groups.leaders[g]);
+    for (std::size_t j : members) {
+      variant_result& v = plan.variants[gc.job_variant[j]];
+      v.status = variant_status::pruned;
+      v.constraint = "model_bound";
+      v.reason = fmt::format(
+          "not compiled: at best (every block it allows resident) the model gives it {:.1f} us, slower than the "
+          "{} best compiled variants (the {}th: {:.1f} us); --compile-all compiles it",
+          optimistic[g], how.keep, how.keep, bar);
+      ++bounded_variants;
     }
-    const std::size_t end = std::min(order.size(), at + round);
-    compile_groups(at, end);
-    at = end;
   }
-  plan.compiled += done;
-  plan.cache_hits += cached;
+  return bounded_variants;
+}
+
+void add_compile_notes(gemm_plan& plan, std::size_t shared, std::size_t bounded_variants, std::size_t job_count,
+                       int keep) {
   if (shared > 0)
     plan.notes.push_back(fmt::format(
         "{} rasterization copies took the registers and shared memory of their tile's compiled program (the block "
@@ -212,7 +215,49 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
     plan.notes.push_back(fmt::format(
         "{} of {} variants not compiled: even at their best the model puts them behind the {} best compiled "
         "(--compile-all compiles every one)",
-        bounded_variants, jobs.size(), how.keep));
+        bounded_variants, job_count, keep));
+}
+
+}  // namespace
+
+void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std::vector<std::size_t>& job_variant,
+                      kernel_compiler& compiler, int threads, const compile_progress& progress,
+                      const compile_selection& how) {
+  const program_groups groups = group_jobs(plan, job_variant, jobs.size(), how);
+  std::vector<double> optimistic;
+  std::vector<std::size_t> order = compile_order(plan, groups, job_variant, how, optimistic);
+  group_compiler gc{plan, jobs, job_variant, compiler, threads, progress, groups, order};
+  std::size_t at = 0;
+  if (how.keep > 0) {
+    // Programs already in the compile cache cost a file read, not a compile: assess them all
+    // first, whatever their bound, so their exact times set the bar the others must beat (in a
+    // suite, what earlier problems compiled). More variants assessed never changes the best
+    // `keep`; the rest keep the order of their optimistic times.
+    const auto first_uncached = std::stable_partition(order.begin(), order.end(), [&](std::size_t g) {
+      return compiler.is_cached(jobs[groups.leaders[g]]);
+    });
+    const std::size_t cached_groups = static_cast<std::size_t>(first_uncached - order.begin());
+    if (cached_groups > 0) gc.compile(0, cached_groups);
+    at = cached_groups;
+  }
+  std::size_t bounded_variants = 0;
+  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
+  while (at < order.size()) {
+    const double bar = kth_best_us(plan, how);
+    if (how.keep > 0 && optimistic[order[at]] > bar && !times_tie(optimistic[order[at]], bar)) {
+      // Sorted by optimistic time: no group from here on can enter the best `keep` (a tie
+      // could, on reuse or waves: variant_ranking.hpp).
+      bounded_variants = prune_bounded(plan, gc, at, optimistic, bar, how);
+      if (progress) progress(gc.done, gc.done, gc.cached);
+      break;
+    }
+    const std::size_t end = std::min(order.size(), at + round);
+    gc.compile(at, end);
+    at = end;
+  }
+  plan.compiled += gc.done;
+  plan.cache_hits += gc.cached;
+  add_compile_notes(plan, gc.shared, bounded_variants, jobs.size(), how.keep);
 }
 
 }  // namespace tiletune

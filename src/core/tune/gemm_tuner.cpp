@@ -130,14 +130,15 @@ nlohmann::json optional_number(double v, bool present) {
   return present ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
+// The figures every variant has: identity, status, resources, occupancy, the model's time.
+nlohmann::json variant_base_json(const variant_result& v, const gemm_plan& plan) {
   const bool ok = v.status == variant_status::ok;
   const bool measured = v.measured.has_value();
   const double peak = plan.device.peak_tflops(plan.problem.type);
   const double tflops =
       measured && v.measured->timing.median_us > 0 ? plan.problem.flops() / (v.measured->timing.median_us * 1e6)
                                                    : v.predicted.tflops;
-  nlohmann::json j = {
+  return {
       {"id", v.config.id()},
       {"family", to_string(v.config.family)},
       {"tile", tile_to_json(v.config)},
@@ -160,25 +161,33 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
       {"vs_reference", nullptr},
       {"max_rel_error", nullptr},
   };
+}
+
+// What a run on the GPU measured of it: timing, error against cuBLASLt, device memory.
+void add_measured_figures(nlohmann::json& j, const variant_result& v, const gemm_plan& plan, std::int64_t scratch) {
+  const auto& m = *v.measured;
+  if (m.timing.samples > 0) {
+    j["median_us"] = m.timing.median_us;
+    j["timing"] = to_json(m.timing);
+    j["timer"] = m.timer;
+    j["sm_clock_mhz"] = m.sm_clock_mhz ? nlohmann::json(*m.sm_clock_mhz) : nlohmann::json(nullptr);
+    if (plan.reference && plan.reference->timing.median_us > 0)
+      j["vs_reference"] = plan.reference->timing.median_us / m.timing.median_us;
+  }
+  if (m.verified) {
+    j["max_rel_error"] = optional_number(m.error.max_rel_error, std::isfinite(m.error.max_rel_error));
+    j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
+    j["error_bound"] = error_bound(plan.problem.type);
+  }
+  j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
+}
+
+nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
+  const bool ok = v.status == variant_status::ok;
+  nlohmann::json j = variant_base_json(v, plan);
   // The scratch buffers its family asks for (split-K's partials): device memory beyond the operands.
   const std::int64_t scratch = v.config.family->scratch_bytes(v.config, plan.problem);
-  if (measured) {
-    const auto& m = *v.measured;
-    if (m.timing.samples > 0) {
-      j["median_us"] = m.timing.median_us;
-      j["timing"] = to_json(m.timing);
-      j["timer"] = m.timer;
-      j["sm_clock_mhz"] = m.sm_clock_mhz ? nlohmann::json(*m.sm_clock_mhz) : nlohmann::json(nullptr);
-      if (plan.reference && plan.reference->timing.median_us > 0)
-        j["vs_reference"] = plan.reference->timing.median_us / m.timing.median_us;
-    }
-    if (m.verified) {
-      j["max_rel_error"] = optional_number(m.error.max_rel_error, std::isfinite(m.error.max_rel_error));
-      j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
-      j["error_bound"] = error_bound(plan.problem.type);
-    }
-    j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
-  }
+  if (v.measured) add_measured_figures(j, v, plan, scratch);
   if (scratch > 0) j["resources"]["workspace_bytes"] = scratch;
   if (ok && v.predicted.time_us > 0) {
     j["model"] = {{"compute_us", v.predicted.compute_us},
@@ -203,6 +212,73 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   return j;
 }
 
+// cuBLASLt's figures, or why there are none.
+nlohmann::json reference_json(const gemm_plan& plan) {
+  nlohmann::json ref = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
+  if (plan.mode == "predicted") ref["note"] = "not measured: predicted mode runs no kernel";
+  if (plan.reference) {
+    const auto& r = *plan.reference;
+    if (r.status == variant_status::ok && r.timing.median_us > 0) {
+      ref["median_us"] = r.timing.median_us;
+      ref["tflops"] = plan.problem.flops() / (r.timing.median_us * 1e6);
+      ref["timing"] = to_json(r.timing);
+      ref["algorithm"] = r.algorithm;
+      ref["timer"] = r.timer;
+      if (r.sm_clock_mhz) ref["sm_clock_mhz"] = *r.sm_clock_mhz;
+      if (plan.reference_first_us) {
+        ref["first_median_us"] = *plan.reference_first_us;
+        ref["note"] =
+            "timed back to back with the recommended variant, same budget; first_median_us: before the search";
+      }
+    } else {
+      ref["note"] = "cuBLASLt could not be timed: " + r.message;
+    }
+  }
+  return ref;
+}
+
+// The variants (at most max_variants listed) and how many ended in each status.
+void add_variants(nlohmann::json& j, const gemm_plan& plan, std::size_t max_variants) {
+  constexpr int statuses = variant_status_count;
+  std::size_t counts[statuses] = {};
+  j["variants"] = nlohmann::json::array();
+  for (const auto& v : plan.variants) {
+    ++counts[static_cast<int>(v.status)];
+    if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
+  }
+  if (plan.variants.size() > max_variants)  // the rest are counted in summary, not listed
+    j["variants_listed"] = {{"listed", j["variants"].size()}, {"of", plan.variants.size()}, {"by", "--top"}};
+  nlohmann::json summary = nlohmann::json::object();
+  for (int s = 0; s < statuses; ++s)
+    summary[std::string(to_string(static_cast<variant_status>(s)))] = counts[s];
+  j["summary"] = summary;
+}
+
+// The recommended variant in short, with its Triton and CUTLASS equivalents; null when none.
+nlohmann::json recommendation_json(const gemm_plan& plan) {
+  if (!plan.recommended) return nullptr;
+  const auto& v = plan.variants[*plan.recommended];
+  const auto vj = variant_json(v, plan);
+  nlohmann::json rec = {
+      {"id", v.config.id()},
+      {"family", to_string(v.config.family)},
+      {"tile", tile_to_json(v.config)},
+      {"tflops", vj["tflops"]},
+      {"percent_of_peak", vj["percent_of_peak"]},
+      {"predicted_us", vj["predicted_us"]},
+      {"median_us", vj["median_us"]},
+      {"vs_reference", vj["vs_reference"]},
+      {"triton", triton_config(v.config, plan.problem.type)},
+      {"cutlass", cutlass_shape(v.config, plan.problem.type)},
+      {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
+                                         : "measured"},
+  };
+  if (v.measured) rec["noise"] = v.measured->timing.spread;
+  if (const std::size_t tie = top_tie_size(plan); plan.mode == "predicted" && tie > 1)
+    rec["tied_with"] = tie - 1;
+  return rec;
+}
+
 }  // namespace
 
 nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
@@ -210,26 +286,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   j["problem"] = to_json(plan.problem);
   j["problem"]["flops"] = plan.problem.flops();
   j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
-  j["reference"] = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
-  if (plan.mode == "predicted") j["reference"]["note"] = "not measured: predicted mode runs no kernel";
-  if (plan.reference) {
-    const auto& r = *plan.reference;
-    if (r.status == variant_status::ok && r.timing.median_us > 0) {
-      j["reference"]["median_us"] = r.timing.median_us;
-      j["reference"]["tflops"] = plan.problem.flops() / (r.timing.median_us * 1e6);
-      j["reference"]["timing"] = to_json(r.timing);
-      j["reference"]["algorithm"] = r.algorithm;
-      j["reference"]["timer"] = r.timer;
-      if (r.sm_clock_mhz) j["reference"]["sm_clock_mhz"] = *r.sm_clock_mhz;
-      if (plan.reference_first_us) {
-        j["reference"]["first_median_us"] = *plan.reference_first_us;
-        j["reference"]["note"] =
-            "timed back to back with the recommended variant, same budget; first_median_us: before the search";
-      }
-    } else {
-      j["reference"]["note"] = "cuBLASLt could not be timed: " + r.message;
-    }
-  }
+  j["reference"] = reference_json(plan);
   if (plan.mode == "measured") {
     j["memory"] = {{"peak_device_bytes", plan.peak_device_bytes}, {"operand_bytes", plan.problem.operand_bytes()}};
     j["notes"] = plan.notes;
@@ -244,42 +301,8 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
                   {"variants_compiled", plan.compiled},
                   {"cache_hits", plan.cache_hits},
                   {"wall_ms", plan.compile_wall_ms}};
-  constexpr int statuses = variant_status_count;
-  std::size_t counts[statuses] = {};
-  j["variants"] = nlohmann::json::array();
-  for (const auto& v : plan.variants) {
-    ++counts[static_cast<int>(v.status)];
-    if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
-  }
-  if (plan.variants.size() > max_variants)  // the rest are counted in summary, not listed
-    j["variants_listed"] = {{"listed", j["variants"].size()}, {"of", plan.variants.size()}, {"by", "--top"}};
-  nlohmann::json summary = nlohmann::json::object();
-  for (int s = 0; s < statuses; ++s)
-    summary[std::string(to_string(static_cast<variant_status>(s)))] = counts[s];
-  j["summary"] = summary;
-  if (plan.recommended) {
-    const auto& v = plan.variants[*plan.recommended];
-    const auto vj = variant_json(v, plan);
-    j["recommendation"] = {
-        {"id", v.config.id()},
-        {"family", to_string(v.config.family)},
-        {"tile", tile_to_json(v.config)},
-        {"tflops", vj["tflops"]},
-        {"percent_of_peak", vj["percent_of_peak"]},
-        {"predicted_us", vj["predicted_us"]},
-        {"median_us", vj["median_us"]},
-        {"vs_reference", vj["vs_reference"]},
-        {"triton", triton_config(v.config, plan.problem.type)},
-        {"cutlass", cutlass_shape(v.config, plan.problem.type)},
-        {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
-                                           : "measured"},
-    };
-    if (v.measured) j["recommendation"]["noise"] = v.measured->timing.spread;
-    if (const std::size_t tie = top_tie_size(plan); plan.mode == "predicted" && tie > 1)
-      j["recommendation"]["tied_with"] = tie - 1;
-  } else {
-    j["recommendation"] = nullptr;
-  }
+  add_variants(j, plan, max_variants);
+  j["recommendation"] = recommendation_json(plan);
   return j;
 }
 

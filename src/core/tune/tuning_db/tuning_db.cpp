@@ -62,6 +62,99 @@ tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mo
   }
 }
 
+namespace {
+
+// Runs sql; a failure throws environment_error naming the file, and damage as such.
+void exec_checked(sqlite3* db, const fs::path& file, const char* sql, const char* what) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) == SQLITE_OK) return;
+  const std::string msg = err ? err : "";
+  sqlite3_free(err);
+  const int code = sqlite3_errcode(db);
+  if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+    throw environment_error(fmt::format("tuning database {} is damaged or not a database ({}); give another file "
+                                        "with --db FILE, or --no-db",
+                                        file.string(), msg));
+  throw environment_error(fmt::format("tuning database {}: {}: {}", file.string(), what, msg));
+}
+
+// WAL lets readers go on while one run writes; the busy timeout makes writers queue.
+// Switching to WAL takes a lock SQLite does not wait for (several processes
+// opening a new file at once got "database is locked"), so retry it here.
+void switch_to_wal(sqlite3* db, const fs::path& file) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (int rc; (rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > give_up) {
+      exec_checked(db, file, "PRAGMA journal_mode=WAL", "cannot switch to WAL");  // once more, to report the error
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void check_has_meta_table(sqlite3* db, const fs::path& file) {
+  statement m;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tiletune_meta'", -1,
+                     &m.s, nullptr);
+  if (!m.s) exec_checked(db, file, "SELECT count(*) FROM sqlite_master", "cannot read it");  // reports damage by its kind
+  if (!m.s || sqlite3_step(m.s) != SQLITE_ROW || sqlite3_column_int(m.s, 0) == 0)
+    throw environment_error(fmt::format("{} is not a tiletune tuning database (no tiletune_meta table)",
+                                        file.string()));
+}
+
+// A new file, or another program's SQLite database: only an empty one becomes ours.
+void create_schema(sqlite3* db, const fs::path& file) {
+  statement t;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name != 'tiletune_meta'", -1, &t.s, nullptr);
+  if (t.s && sqlite3_step(t.s) == SQLITE_ROW && sqlite3_column_int(t.s, 0) > 0)
+    throw environment_error(fmt::format("{} is an SQLite database of another program, not a tiletune tuning "
+                                        "database; give another file with --db FILE, or --no-db",
+                                        file.string()));
+  const std::string schema =
+      fmt::format("INSERT INTO tiletune_meta VALUES ('schema', '{}/{}')", schema_name, tuning_db::schema_version);
+  exec_checked(db, file, schema.c_str(), "cannot write");
+  exec_checked(db, file, R"(CREATE TABLE results (
+             device_model TEXT NOT NULL, driver TEXT NOT NULL, cuda TEXT NOT NULL,
+             tool_version TEXT NOT NULL, compiler TEXT NOT NULL, problem TEXT NOT NULL,
+             device_name TEXT, strategy TEXT, measured_at TEXT, recommended TEXT, tflops REAL,
+             result TEXT NOT NULL,
+             PRIMARY KEY (device_model, driver, cuda, tool_version, compiler, problem)))",
+               "cannot create");
+}
+
+// The recorded schema must be this tiletune's; a file without one gets it if it may be created.
+void check_or_create_schema(sqlite3* db, const fs::path& file, bool existing) {
+  statement q;
+  sqlite3_prepare_v2(db, "SELECT value FROM tiletune_meta WHERE key = 'schema'", -1, &q.s, nullptr);
+  if (q.s && sqlite3_step(q.s) == SQLITE_ROW) {
+    const std::string have = column_text(q.s, 0);
+    const std::string want = fmt::format("{}/{}", schema_name, tuning_db::schema_version);
+    if (have != want)
+      throw environment_error(fmt::format("tuning database {} has schema {}, this tiletune reads {}; give another "
+                                          "file with --db FILE, or --no-db",
+                                          file.string(), have, want));
+  } else if (existing) {
+    throw environment_error(fmt::format("{} is not a tiletune tuning database (no schema recorded)", file.string()));
+  } else {
+    create_schema(db, file);
+  }
+}
+
+// A damaged page may lie where no query of the schema reads: check every page.
+void check_every_page(sqlite3* db, const fs::path& file) {
+  statement c;
+  if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &c.s, nullptr) != SQLITE_OK)
+    exec_checked(db, file, "PRAGMA quick_check", "cannot check it");
+  std::string first;
+  int rc = sqlite3_step(c.s);
+  if (rc == SQLITE_ROW) first = column_text(c.s, 0);
+  if (rc != SQLITE_ROW || first != "ok")
+    throw environment_error(fmt::format("tuning database {} is damaged (PRAGMA quick_check: {})", file.string(),
+                                        rc == SQLITE_ROW ? first : sqlite3_errmsg(db)));
+}
+
+}  // namespace
+
 void tuning_db::open_and_check() {
   const bool existing = mode_ == open_mode::existing;
   // An existing file is opened read-write all the same: reading a WAL database
@@ -71,84 +164,15 @@ void tuning_db::open_and_check() {
                       nullptr) != SQLITE_OK)
     fail("cannot open it");
   sqlite3_busy_timeout(db_, busy_timeout_ms);
-  char* err = nullptr;
-  auto exec = [&](const char* sql, const char* what) {
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string msg = err ? err : "";
-      sqlite3_free(err);
-      const int code = sqlite3_errcode(db_);
-      if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-        throw environment_error(fmt::format("tuning database {} is damaged or not a database ({}); give another file "
-                                            "with --db FILE, or --no-db",
-                                            file_.string(), msg));
-      throw environment_error(fmt::format("tuning database {}: {}: {}", file_.string(), what, msg));
-    }
-  };
-  // WAL lets readers go on while one run writes; the busy timeout makes writers queue.
-  // Switching to WAL takes a lock SQLite does not wait for (several processes
-  // opening a new file at once got "database is locked"), so retry it here.
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
-  for (int rc; !existing && (rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
-    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > give_up) {
-      exec("PRAGMA journal_mode=WAL", "cannot switch to WAL");  // once more, to report the error
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  exec(existing ? "BEGIN" : "BEGIN IMMEDIATE", "cannot lock it");
+  if (!existing) switch_to_wal(db_, file_);
+  exec_checked(db_, file_, existing ? "BEGIN" : "BEGIN IMMEDIATE", "cannot lock it");
   try {
-    if (existing) {
-      statement m;
-      sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tiletune_meta'", -1,
-                         &m.s, nullptr);
-      if (!m.s) exec("SELECT count(*) FROM sqlite_master", "cannot read it");  // reports damage by its kind
-      if (!m.s || sqlite3_step(m.s) != SQLITE_ROW || sqlite3_column_int(m.s, 0) == 0)
-        throw environment_error(fmt::format("{} is not a tiletune tuning database (no tiletune_meta table)",
-                                            file_.string()));
-    }
-    exec("CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "cannot create");
-    statement q;
-    sqlite3_prepare_v2(db_, "SELECT value FROM tiletune_meta WHERE key = 'schema'", -1, &q.s, nullptr);
-    if (q.s && sqlite3_step(q.s) == SQLITE_ROW) {
-      const std::string have = column_text(q.s, 0);
-      const std::string want = fmt::format("{}/{}", schema_name, schema_version);
-      if (have != want)
-        throw environment_error(fmt::format("tuning database {} has schema {}, this tiletune reads {}; give another "
-                                            "file with --db FILE, or --no-db",
-                                            file_.string(), have, want));
-    } else if (existing) {
-      throw environment_error(fmt::format("{} is not a tiletune tuning database (no schema recorded)", file_.string()));
-    } else {
-      // A new file, or another program's SQLite database: only an empty one becomes ours.
-      statement t;
-      sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name != 'tiletune_meta'", -1, &t.s, nullptr);
-      if (t.s && sqlite3_step(t.s) == SQLITE_ROW && sqlite3_column_int(t.s, 0) > 0)
-        throw environment_error(fmt::format("{} is an SQLite database of another program, not a tiletune tuning "
-                                            "database; give another file with --db FILE, or --no-db",
-                                            file_.string()));
-      exec(fmt::format("INSERT INTO tiletune_meta VALUES ('schema', '{}/{}')", schema_name, schema_version).c_str(),
-           "cannot write");
-      exec(R"(CREATE TABLE results (
-             device_model TEXT NOT NULL, driver TEXT NOT NULL, cuda TEXT NOT NULL,
-             tool_version TEXT NOT NULL, compiler TEXT NOT NULL, problem TEXT NOT NULL,
-             device_name TEXT, strategy TEXT, measured_at TEXT, recommended TEXT, tflops REAL,
-             result TEXT NOT NULL,
-             PRIMARY KEY (device_model, driver, cuda, tool_version, compiler, problem)))",
-           "cannot create");
-    }
-    exec("COMMIT", "cannot commit");
-    if (existing) {
-      // A damaged page may lie where no query of the schema reads: check every page.
-      statement c;
-      if (sqlite3_prepare_v2(db_, "PRAGMA quick_check", -1, &c.s, nullptr) != SQLITE_OK)
-        exec("PRAGMA quick_check", "cannot check it");
-      std::string first;
-      int rc = sqlite3_step(c.s);
-      if (rc == SQLITE_ROW) first = column_text(c.s, 0);
-      if (rc != SQLITE_ROW || first != "ok")
-        throw environment_error(fmt::format("tuning database {} is damaged (PRAGMA quick_check: {})", file_.string(),
-                                            rc == SQLITE_ROW ? first : sqlite3_errmsg(db_)));
-    }
+    if (existing) check_has_meta_table(db_, file_);
+    exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                 "cannot create");
+    check_or_create_schema(db_, file_, existing);
+    exec_checked(db_, file_, "COMMIT", "cannot commit");
+    if (existing) check_every_page(db_, file_);
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db_);
