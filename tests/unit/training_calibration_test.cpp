@@ -2,6 +2,7 @@
 // (profiles/measured/h100-2026-11-22/batch/training_calibration.jsonl).
 #include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,16 +93,20 @@ TEST(calibration, tokens_per_s_with_the_measured_gemm_times_within_15_percent) {
   }
 }
 
-TEST(calibration, profile_records_the_embedded_constants) {
+// A profile without one of its constants stops the planner with the file's
+// name and the field's, rather than planning with a zero.
+TEST(calibration, a_missing_constant_is_named) {
   std::ifstream in(root + "/profiles/batch_calibration.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  const auto& c = j["constants"];
-  EXPECT_EQ(c["cuda_context_bytes"]["value"].get<std::int64_t>(), cuda_context_bytes);
-  EXPECT_EQ(c["library_workspace_bytes"]["value"].get<std::int64_t>(), library_workspace_bytes);
-  EXPECT_DOUBLE_EQ(c["allocator_slack_of_transient"]["value"].get<double>(), allocator_slack_of_transient);
-  EXPECT_DOUBLE_EQ(c["allocator_slack_ckpt_of_gradients"]["value"].get<double>(), allocator_slack_ckpt_of_gradients);
-  EXPECT_DOUBLE_EQ(c["elementwise_bandwidth_share"]["value"].get<double>(), elementwise_bandwidth_share);
-  EXPECT_DOUBLE_EQ(c["launch_us"]["value"].get<double>(), launch_us);
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_NO_THROW(parse_batch_calibration(j.dump()));
+  j["constants"].erase("launch_us");
+  try {
+    parse_batch_calibration(j.dump());
+    FAIL() << "a profile without launch_us was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_calibration.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("constants.launch_us"), std::string::npos) << e.what();
+  }
 }
 
 // Derived, not fitted: what the inventory says for GPT-2 under autocast

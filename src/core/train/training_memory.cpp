@@ -289,10 +289,11 @@ memory_breakdown estimate_memory(const training_setup& s) {
   add_logits(s, inv, r);
   // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
   // allocator, so they count in max_memory_allocated.
-  r.library_workspace_bytes = library_workspace_bytes;
-  r.cuda_context_bytes = cuda_context_bytes;
-  r.allocator_overhead = allocator_slack_of_transient;
-  r.allocator_overhead_ckpt = allocator_slack_ckpt_of_gradients;
+  const batch_calibration& cal = batch_calibration_constants();
+  r.library_workspace_bytes = cal.library_workspace_bytes;
+  r.cuda_context_bytes = cal.cuda_context_bytes;
+  r.allocator_overhead = cal.allocator_slack_of_transient;
+  r.allocator_overhead_ckpt = cal.allocator_slack_ckpt_of_gradients;
   return r;
 }
 

@@ -96,13 +96,14 @@ nlohmann::json candidates_json(const batch_plan& plan) {
 }
 
 nlohmann::json calibration_json() {
+  const batch_calibration& b = batch_calibration_constants();
   return {{"source", "profiles/batch_calibration.json"},
-          {"cuda_context_bytes", cuda_context_bytes},
-          {"library_workspace_bytes", library_workspace_bytes},
-          {"allocator_slack_of_transient", allocator_slack_of_transient},
-          {"allocator_slack_ckpt_of_gradients", allocator_slack_ckpt_of_gradients},
-          {"elementwise_bandwidth_share", elementwise_bandwidth_share},
-          {"launch_us", launch_us}};
+          {"cuda_context_bytes", b.cuda_context_bytes},
+          {"library_workspace_bytes", b.library_workspace_bytes},
+          {"allocator_slack_of_transient", b.allocator_slack_of_transient},
+          {"allocator_slack_ckpt_of_gradients", b.allocator_slack_ckpt_of_gradients},
+          {"elementwise_bandwidth_share", b.elementwise_bandwidth_share},
+          {"launch_us", b.launch_us}};
 }
 
 nlohmann::json recommendation_json(const batch_plan& plan, const batch_candidate& r) {

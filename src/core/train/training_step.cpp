@@ -126,7 +126,7 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.type = g.fp32 ? dtype::f32 : type;
     const double us = gemm_time ? gemm_time(p)
                       : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
-                                                        elementwise_bandwidth_share)
+                                                        batch_calibration_constants().elementwise_bandwidth_share)
                                 : predict_library_gemm(d, p).time_us;
     const double ms = us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
     times.total_ms += ms;
@@ -195,13 +195,14 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const memory_breakdown mem = estimate_memory(s);
   const double bytes = memory_bound_bytes(s, inv, lora, mem, b, checkpointing);
   const double bandwidth =
-      rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 * elementwise_bandwidth_share;
+      rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 *
+      batch_calibration_constants().elementwise_bandwidth_share;
   t.memory_bound_bytes = bytes;
   t.memory_bound_ms = bytes / bandwidth * 1e3;
   // Eager PyTorch launches every op as its own kernel (host_time.hpp counts them by phase).
   const step_kernels kernels = count_step_kernels(m, inv, lora, checkpointing);
   t.kernels = kernels.total();
-  t.launch_ms = t.kernels * launch_us * 1e-3;
+  t.launch_ms = t.kernels * batch_calibration_constants().launch_us * 1e-3;
   // Measured: no kernel runs faster than the GPU's launch floor, so the step
   // takes at least kernels x floor; what that adds shows as launch time.
   if (rates.launch_floor_us)
