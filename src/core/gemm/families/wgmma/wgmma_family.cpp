@@ -1,5 +1,7 @@
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -86,17 +88,24 @@ class wgmma : public gemm_family {
   // large squares) to calibrate once the family has run on a GPU.
   double attainable_efficiency(int) const override { return 0.75; }
   bool efficiency_from_measurements() const override { return false; }
-  smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const override {
+  smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
   }
 
   // Triton counts the compute warps; the producer warpgroup is extra.
   int triton_num_warps(const tile_config& c) const override { return 4 * wgmma_consumers(c); }
   std::string cutlass_shape(const tile_config& c, dtype) const override {
-    // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments.
-    const std::string raster = c.raster_group > 0 ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}",
-                                                                c.raster_along_n ? "AlongN" : "AlongM", c.raster_group)
-                                                  : "";
+    // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments; its
+    // swizzle sizes are 1, 2, 4 and 8 (a larger one is taken as 8), so a larger group says so.
+    const int swizzle = std::min(c.raster_group, 8);
+    const std::string raster =
+        c.raster_group > 0
+            ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}{}", c.raster_along_n ? "AlongN" : "AlongM",
+                          swizzle,
+                          swizzle != c.raster_group
+                              ? fmt::format(" (CUTLASS's largest; this variant groups {} tiles)", c.raster_group)
+                              : std::string())
+            : "";
     return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}", c.block_m,
                        c.block_n, c.block_k, c.cluster_m, c.cluster_n,
                        wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
