@@ -152,7 +152,7 @@ std::optional<model_calibration> calibration_for(const tuning_db* db, const devi
                                 db->file().string(), e.what()));
     }
   }
-  if (!calibration) calibration = shipped_calibration(device.spec.preset);
+  if (!calibration) calibration = shipped_calibration_for(device.spec);
   return calibration;
 }
 

@@ -230,3 +230,19 @@ TEST(input, absurd_model_configs_are_refused_naming_the_field) {
     EXPECT_GE(c["peak_bytes"].get<double>(), 0);
   }
 }
+
+// A GPU slower on every figure is never predicted faster: the H100 PCIe card is planned with the
+// H100 SXM's shipped calibration (one architecture) and its JSON names where it came from.
+TEST(input, a_slower_part_of_one_architecture_is_planned_with_its_calibration_and_slower) {
+  auto plan = [](const char* gpu) {
+    const result r = run({"gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "f32", "--gpu", gpu,
+                          "--dry-run", "--top", "1", "--json"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto sxm = plan("h100-sxm"), pcie = plan("h100-pcie");
+  EXPECT_EQ(pcie["model"]["kind"], "calibrated");
+  EXPECT_NE(pcie["model"]["calibration"].get<std::string>().find("applied to h100-pcie by architecture"),
+            std::string::npos);
+  EXPECT_GT(pcie["recommendation"]["predicted_us"].get<double>(), sxm["recommendation"]["predicted_us"].get<double>());
+}
