@@ -118,7 +118,7 @@ TEST(launch_binding, every_family_describes_its_kernels_signature) {
         if (check_constraints(c, p, d)) continue;
         const std::string what = c.id() + " " + std::string(to_string(t));
         expect_matches(f->describe_launch(c, p, d), signature(render_kernel_source(c, t, p.layout)), what);
-        EXPECT_EQ(scratch_bytes(f->describe_launch(c, p, d)), f->scratch_bytes(c, p)) << what;
+        EXPECT_EQ(scratch_bytes(f->describe_launch(c, p, d)), f->scratch_bytes(c, p, d)) << what;
         ++checked;
         break;  // one variant per family, dtype and split: the signature is the template's
       }
@@ -141,7 +141,7 @@ TEST(launch_binding, scratch_buffers_are_what_the_family_reports) {
     for (const tile_config& c : f->problem_space(p, d)) {
       if (check_constraints(c, p, d)) continue;
       const kernel_launch l = f->describe_launch(c, p, d);
-      EXPECT_EQ(scratch_bytes(l), f->scratch_bytes(c, p)) << c.id();
+      EXPECT_EQ(scratch_bytes(l), f->scratch_bytes(c, p, d)) << c.id();
       with_scratch += scratch_bytes(l) > 0;
     }
   }

@@ -212,7 +212,7 @@ TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   const device_spec& d = find_preset("h100-sxm");
   tile_config c = mma_tile(64, 64, 32, 2, 2, 3);
   EXPECT_EQ(scratch_bytes(c.family->describe_launch(c, p, d)), 0);
-  EXPECT_EQ(c.family->scratch_bytes(c, p), 0);
+  EXPECT_EQ(c.family->scratch_bytes(c, p, d), 0);
   c.split_k = 8;
   measure_request r;
   r.op = measure_op::variant;
@@ -224,7 +224,7 @@ TEST(measure_protocol, split_k_launches_carry_their_workspace) {
   for (const auto& b : bind_arguments(r2.launch))
     if (b.from == argument_binding::source::scratch) scratch.push_back(b.buffer_bytes);
   EXPECT_EQ(scratch, (std::vector<std::int64_t>{15 * 8 * 64 * 64 * 4, 1 * 5 * 3 * 4}));
-  EXPECT_EQ(scratch_bytes(r2.launch), c.family->scratch_bytes(c, p));
+  EXPECT_EQ(scratch_bytes(r2.launch), c.family->scratch_bytes(c, p, d));
 }
 
 // Binding refuses what no launcher can pass, naming the parameter.

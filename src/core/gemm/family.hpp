@@ -74,8 +74,8 @@ class gemm_family {
   virtual kernel_launch describe_launch(const tile_config& c, const gemm_problem& p,
                                         const device_spec& d) const = 0;
   // Device memory of the scratch buffers its launch asks for (the buffer_bytes of
-  // describe_launch's parameters), without describing the launch.
-  virtual std::int64_t scratch_bytes(const tile_config&, const gemm_problem&) const { return 0; }
+  // describe_launch's parameters on that device), without describing the launch.
+  virtual std::int64_t scratch_bytes(const tile_config&, const gemm_problem&, const device_spec&) const { return 0; }
   virtual bool uses_tensor_maps() const { return false; }
   virtual tensor_map_spec tensor_map(const gemm_problem& p, const tile_config& c, char operand) const;
   // A persistent grid loops over the tiles: no grid-size limit applies.

@@ -186,7 +186,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   const bool ok = v.status == variant_status::ok;
   nlohmann::json j = variant_base_json(v, plan);
   // The scratch buffers its family asks for (split-K's partials): device memory beyond the operands.
-  const std::int64_t scratch = v.config.family->scratch_bytes(v.config, plan.problem);
+  const std::int64_t scratch = v.config.family->scratch_bytes(v.config, plan.problem, plan.device);
   if (v.measured) add_measured_figures(j, v, plan, scratch);
   if (scratch > 0) j["resources"]["workspace_bytes"] = scratch;
   if (ok && v.predicted.time_us > 0) {

@@ -74,7 +74,7 @@ class mma : public gemm_family {
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
     return mma_launch(c, p);
   }
-  std::int64_t scratch_bytes(const tile_config& c, const gemm_problem& p) const override {
+  std::int64_t scratch_bytes(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
     const mma_split_k_buffers b = mma_split_k_scratch(c, p);
     return b.workspace_bytes + b.counter_bytes;
   }

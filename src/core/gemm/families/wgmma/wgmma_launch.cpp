@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/compile/kernel_templates.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/families/wgmma/wgmma_tensor_map.hpp"
 #include "core/measure/measure_protocol.hpp"
 
@@ -43,9 +45,14 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   l.block = {s.threads, 1, 1};
   l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
   l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
-                            "a persistent grid that loops over the tiles",
-                            c.block_m, c.block_n, d.sm_count);
+  l.grid_rule = wgmma_stream_k(c)
+                    ? fmt::format("(SM count {}, 1, 1): a persistent grid, every CTA resident at once; the tiles "
+                                  "of whole waves (batch * ceil(M / {}) * ceil(N / {}) rounded down to a multiple "
+                                  "of the grid) go whole, the k-tiles of the rest are shared out (stream-K)",
+                                  d.sm_count, c.block_m, c.block_n)
+                    : fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
+                                  "a persistent grid that loops over the tiles",
+                                  c.block_m, c.block_n, d.sm_count);
   const std::string elem = element_c_type(p.type);
   const std::string map_type = "const __grid_constant__ CUtensorMap";
   l.parameters = {
@@ -61,6 +68,14 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
       scalar_parameter("alpha", "float", "scale of op(A) * op(B)", static_cast<float>(p.alpha)),
       scalar_parameter("beta", "float", "scale of the old C (0: C is not read)", static_cast<float>(p.beta)),
   };
+  if (wgmma_stream_k(c)) {
+    kernel_parameter w{"workspace", "float*", "pointer",
+                       "stream-K fixup: one fp32 BM x BN slot per worker, then one 32-bit flag per worker; "
+                       "zeroed once before the first launch, every launch leaves the flags zero",
+                       nullptr};
+    w.buffer_bytes = wgmma_stream_k_workspace_bytes(c, p, d.sm_count);
+    l.parameters.push_back(std::move(w));
+  }
   l.tensor_maps = {tensor_map_description_of(p, c, 'a'), tensor_map_description_of(p, c, 'b')};
   l.requirements = {
       "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
@@ -72,6 +87,10 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
       "a launch outside tiletune has not been tried: tiletune's own launch of this family ran correct on an H100 "
       "(2026-11-23); this description of it was checked on the CPU only",
   };
+  if (wgmma_stream_k(c))
+    l.requirements.push_back(
+        "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "
+        "resident at once: no other kernel may hold an SM while it runs; stream-K has not run on a GPU yet");
   return l;
 }
 

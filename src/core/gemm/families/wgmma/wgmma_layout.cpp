@@ -9,6 +9,7 @@
 // The template's own layout code, compiled for the host so the two cannot drift.
 #define TT_HOST_DEVICE inline
 #include "wgmma/wgmma_tile_math.cuh"
+#include "wgmma/wgmma_schedule.cuh"
 
 namespace tiletune {
 
@@ -47,9 +48,28 @@ std::string wgmma_instruction_source(dtype t, int n, layout l) {
   return s;
 }
 
+namespace {
+std::int64_t output_tiles(const tile_config& c, const gemm_problem& p) {
+  return ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+}
+}  // namespace
+
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {
-  const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
-  return std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, std::max(sm_count, 1)));
+  const std::int64_t sms = std::max(sm_count, 1);
+  if (wgmma_stream_k(c)) return sms;
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(output_tiles(c, p), sms));
+}
+
+wgmma_stream_k_plan wgmma_stream_k_schedule(const tile_config& c, const gemm_problem& p, int sm_count) {
+  const int k_tiles = static_cast<int>((p.k + c.block_k - 1) / c.block_k);
+  const tt_schedule s = tt_make_schedule(output_tiles(c, p), k_tiles, static_cast<int>(wgmma_grid_size(c, p, sm_count)),
+                                         wgmma_stream_k_min_unit, wgmma_stream_k(c) ? 1 : 0);
+  return {s.tiles, s.dp_tiles, s.sk_iters, s.k_tiles, s.ctas, s.sk_workers};
+}
+
+std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count) {
+  if (!wgmma_stream_k(c)) return 0;
+  return tt_sk_workspace_bytes(wgmma_stream_k_schedule(c, p, sm_count).sk_workers, c.block_m * c.block_n);
 }
 
 }  // namespace tiletune

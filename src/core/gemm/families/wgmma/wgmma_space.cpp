@@ -1,5 +1,7 @@
 #include "core/gemm/families/wgmma/wgmma_space.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
@@ -24,6 +26,24 @@ std::vector<tile_config> wgmma_space(dtype t) {
   for (auto b : blocks)
     for (int stages : {3, 4, 5})
       for (auto r : rasters) out.push_back(wgmma_tile(b.m, b.n, bk, b.consumers, stages, r.group, r.along_n));
+  return out;
+}
+
+std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
+  std::vector<tile_config> out = wgmma_space(p.type);
+  const std::size_t n = out.size();
+  const std::int64_t sms = std::max(d.sm_count, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const tile_config& c = out[i];
+    if (c.raster_group != 8 || c.raster_along_n) continue;
+    const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+    const std::int64_t waves = (tiles + sms - 1) / sms;
+    const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
+    if (idle < wgmma_stream_k_idle_share) continue;
+    tile_config sk = c;
+    set_wgmma_stream_k(sk, true);
+    out.push_back(sk);
+  }
   return out;
 }
 

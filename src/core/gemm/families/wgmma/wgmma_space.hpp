@@ -12,6 +12,12 @@ namespace tiletune {
 // The wgmma family's default search space for a tensor-core dtype.
 std::vector<tile_config> wgmma_space(dtype t);
 
+// The space for one problem: the default points, plus a stream-K copy of each tile (in the first
+// raster order) whose last wave would leave at least wgmma_stream_k_idle_share of the grid's
+// SM-time idle: fewer tiles than SMs (decode shapes), or a partial last wave.
+inline constexpr double wgmma_stream_k_idle_share = 0.02;
+std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d);
+
 // The wgmma family's own named constraints (architecture, dtype, layout,
 // tma_alignment, warpgroup_tile, accumulator_registers, cluster); the
 // common ones (threads, shared memory) are checked by check_constraints.
