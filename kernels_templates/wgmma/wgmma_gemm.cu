@@ -18,9 +18,10 @@
 // threads, and every CTA resident at once (one per SM), as the fixup's waits need.
 // Status: ran correct on an H100 (2026-11-23; every variant, odd shapes,
 // batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
-// bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23); stream-K has not run on a
-// GPU yet (host emulation and model checks only). Clusters (TMA multicast) are not
-// implemented: cluster 1x1 only.
+// bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23), and on an H200 (2026-11-26)
+// through the schedule; stream-K ran correct there too (smoke cases, memcheck, racecheck,
+// synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Clusters (TMA
+// multicast) are not implemented: cluster 1x1 only.
 
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
 #define TT_WG_M (TT_BM / TT_CONSUMERS)
@@ -184,14 +185,18 @@ __device__ __forceinline__ void tt_consumers_sync() {
 // A peer's part of a tile: every consumer thread stores its accumulators into the worker's
 // slot; once all have, one thread publishes the flag with the release pattern (fence, then a
 // strong store), so an owner that acquires the flag sees every value.
+// Value v of thread ct in worker w's slot sits at slot(w, ct)[v * TT_CONSUMER_THREADS]
+// (tt_sk_workspace_index is linear in v): one base address, then immediate offsets.
+__device__ __forceinline__ float* tt_sk_slot(float* workspace, int worker, int ct) {
+  return workspace + tt_sk_workspace_index(worker, 0, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN);
+}
 __device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_BN / 2], float* workspace, unsigned* flags, int worker,
                                               int ct) {
+  float* const slot = tt_sk_slot(workspace, worker, ct);
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-    for (int i = 0; i < TT_BN / 2; ++i)
-      workspace[tt_sk_workspace_index(worker, mi * (TT_BN / 2) + i, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN)] =
-          acc[mi][i];
+    for (int i = 0; i < TT_BN / 2; ++i) slot[(mi * (TT_BN / 2) + i) * TT_CONSUMER_THREADS] = acc[mi][i];
   tt_consumers_sync();
   if (ct == 0) {
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
@@ -200,19 +205,18 @@ __device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_BN / 2], float* wo
 }
 // An owner's fixup: for each peer in worker order, wait for its flag (acquire), add its
 // partials; then clear the flags for the next launch once every thread has read.
-__device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], const float* workspace, unsigned* flags,
+__device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], float* workspace, unsigned* flags,
                                              int first_peer, int last_peer, int ct) {
   for (int p = first_peer; p <= last_peer; ++p) {
     unsigned ready = 0;
     do {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(ready) : "l"(flags + p) : "memory");
     } while (ready == 0);
+    const float* const slot = tt_sk_slot(workspace, p, ct);
 #pragma unroll
     for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-      for (int i = 0; i < TT_BN / 2; ++i)
-        acc[mi][i] +=
-            workspace[tt_sk_workspace_index(p, mi * (TT_BN / 2) + i, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN)];
+      for (int i = 0; i < TT_BN / 2; ++i) acc[mi][i] += slot[(mi * (TT_BN / 2) + i) * TT_CONSUMER_THREADS];
   }
   if (first_peer <= last_peer) {
     tt_consumers_sync();

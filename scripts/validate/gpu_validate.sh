@@ -87,7 +87,7 @@ smoke_cases=(
   "f16 tn 136 200 72 3 wgmma_64x256x64_c1_s3_cl1x1_g8m"
   "tf32 nt 136 200 72 3 wgmma_128x128x32_c1_s3_cl1x1_g8m"
   "bf16 nt 20 320 5000 1 wgmma_128x128x64_c2_s4_cl1x1_g8m_sk"
-  "bf16 nn 136 200 1000 3 wgmma_128x256x64_c2_s4_cl1x1_g8m_sk"
+  "bf16 nn 136 200 1000 3 wgmma_128x128x64_c2_s4_cl1x1_g8m_sk"
   "f16 tn 136 200 1000 3 wgmma_64x256x64_c1_s3_cl1x1_g8m_sk"
   "tf32 nt 20 320 5000 1 wgmma_128x128x32_c1_s3_cl1x1_g8m_sk"
   "bf16 nt 4096 4096 4096 1 wgmma_128x256x64_c2_s4_cl1x1_g8m_sk"

@@ -252,5 +252,78 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   EXPECT_FALSE(hgmma_issue_problems(disassemble(bad.cubin, "planted"), per_k_tile).empty());
 }
 
+// Stream-K (_sk): one copy of each tile shape (4 stages; 3 where 4 do not fit) for bf16 nt, and a
+// 128x128 two-consumer copy with MN-major B (nn), compile for sm_90a without spills or local
+// memory; the SASS runs HGMMA, the fixup's release fence (MEMBAR.ALL.GPU) and its strong GPU-scope
+// flag accesses. The copies of 128-accumulator two-consumer tiles with an MN-major operand spill a
+// few bytes (H200 run, 2026-11-26): those come out as resource_limit and are not checked here.
+namespace {
+std::vector<compile_job> stream_k_jobs(const device_spec& d) {
+  gemm_problem p;
+  p.m = 16;  // decode: every tile shape gets its stream-K copy
+  p.n = p.k = 4096;
+  p.type = dtype::bf16;
+  std::vector<compile_job> jobs;
+  for (const char* lay : {"nt", "nn"}) {
+    p.layout = parse_layout(lay);
+    for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (!wgmma_stream_k(c) || check_constraints(c, p, d)) continue;
+      const bool wanted = std::string(lay) == "nt" ? (c.stages == 4 || (c.stages == 3 && c.block_m == 64))
+                                                   : (c.block_m == 128 && c.block_n == 128 &&
+                                                      wgmma_consumers(c) == 2 && c.stages == 4);
+      if (wanted) jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+    }
+  }
+  return jobs;
+}
+// What the fixup must show in the SASS; empty when all is there.
+std::string stream_k_sass_problems(const std::string& sass) {
+  std::string problems;
+  for (const char* needed : {"HGMMA", "MEMBAR.ALL.GPU", "STG.E.STRONG.GPU", "LDG.E.STRONG.GPU"})
+    if (sass.find(needed) == std::string::npos) problems += std::string(" no ") + needed + ";";
+  for (const char* banned : {"LDL", "STL"})
+    if (sass.find(banned) != std::string::npos) problems += std::string(" ") + banned + " (local memory);";
+  return problems;
+}
+}  // namespace
+
+TEST(compile_wgmma_stream_k, copies_compile_without_spills_and_the_sass_runs_the_fixup) {
+  const device_spec& d = find_preset("h100-sxm");
+  const std::vector<compile_job> jobs = stream_k_jobs(d);
+  ASSERT_GE(jobs.size(), 7u);  // 6 tile shapes in nt, 1 in nn
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    const std::string name = jobs[i].name;
+    ASSERT_TRUE(r.ok) << name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << name;
+    EXPECT_LE(r.resources.registers, 255) << name;
+    EXPECT_EQ(stream_k_sass_problems(disassemble(r.cubin, name)), "") << name;
+  }
+}
+
+// The SASS check can fail: the same variant with the fixup's release fence taken out shows no
+// MEMBAR.ALL.GPU, and the check says so.
+TEST(compile_wgmma_stream_k, a_planted_missing_release_fence_is_caught) {
+  const device_spec& d = find_preset("h100-sxm");
+  const compile_job plain = stream_k_jobs(d).front();
+  compile_job planted = plain;
+  const std::string fence = "asm volatile(\"fence.acq_rel.gpu;\\n\" ::: \"memory\");";
+  // The publish's fence is the source's last (gemm_common.cuh's tt_fence_gpu has the same text).
+  const auto at = planted.source.rfind(fence);
+  ASSERT_NE(at, std::string::npos) << "the template's release fence changed; update this test";
+  ASSERT_LT(planted.source.rfind("tt_sk_publish", at), at) << "the last fence is not the publish's";
+  planted.source.erase(at, fence.size());
+  planted.name += "_planted";
+  nvrtc_compiler nvrtc;
+  const auto good = nvrtc.compile(plain);
+  const auto bad = nvrtc.compile(planted);
+  ASSERT_TRUE(good.ok && bad.ok) << good.log << bad.log;
+  EXPECT_EQ(stream_k_sass_problems(disassemble(good.cubin, "plain")), "");
+  EXPECT_NE(stream_k_sass_problems(disassemble(bad.cubin, "planted")).find("MEMBAR.ALL.GPU"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16),
                          [](const auto& info) { return "sm_90a_" + std::string(to_string(info.param)); });

@@ -15,6 +15,7 @@
 
 #include "core/compile/kernel_templates.hpp"
 #include "core/device/device_spec.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "core/gemm/family.hpp"
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/search_space.hpp"
@@ -126,6 +127,25 @@ TEST(launch_binding, every_family_describes_its_kernels_signature) {
   }
   EXPECT_EQ(checked, served);  // every family on every dtype it serves
   EXPECT_GE(checked, 7);
+}
+
+// A stream-K wgmma variant takes one more parameter, the fixup's workspace (behind #if
+// TT_STREAM_K in the template): its description has it, and the rendered signature too.
+TEST(launch_binding, a_stream_k_variant_describes_its_workspace_parameter) {
+  const device_spec& d = find_preset("h100-sxm");
+  gemm_problem p = odd_problem(dtype::bf16);
+  p.m = 16;
+  p.k = 8192;
+  int checked = 0;
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+    if (!wgmma_stream_k(c) || check_constraints(c, p, d)) continue;
+    const kernel_launch l = c.family->describe_launch(c, p, d);
+    expect_matches(l, signature(render_kernel_source(c, p.type, p.layout)), c.id());
+    EXPECT_EQ(l.parameters.back().name, "workspace") << c.id();
+    EXPECT_GT(l.parameters.back().buffer_bytes, 0) << c.id();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // Scratch buffers: every variant of a problem space asks the worker for the

@@ -134,6 +134,22 @@ TEST(wgmma_schedule, whole_waves_stay_data_parallel_and_stream_k_off_is_the_plai
   EXPECT_EQ(check_walk(s), "");
 }
 
+// The kernel addresses a worker's slot as one base, slot(w, t) = index(w, 0, t), plus
+// v * threads per value (tt_sk_slot in wgmma_gemm.cu): that holds only while the index is
+// linear in the value, which this pins; the emulation reads through the index itself.
+TEST(wgmma_schedule, the_workspace_index_is_one_base_per_thread_plus_the_value_times_the_threads) {
+  const int slot = 128 * 256, threads = 256;
+  for (int w : {0, 1, 7, 131})
+    for (int t : {0, 1, 127, 255})
+      for (int v : {0, 1, 63, 127})
+        EXPECT_EQ(tt_sk_workspace_index(w, v, t, threads, slot),
+                  tt_sk_workspace_index(w, 0, t, threads, slot) + static_cast<long long>(v) * threads)
+            << w << " " << t << " " << v;
+  // Slots do not overlap: a worker's last value ends before the next worker's first.
+  EXPECT_LT(tt_sk_workspace_index(0, slot / threads - 1, threads - 1, threads, slot),
+            tt_sk_workspace_index(1, 0, 0, threads, slot));
+}
+
 namespace {
 // Planted defects in the unit function: an owner that forgets its last peer, an owner at the end.
 tt_work_unit forgets_last_peer(const tt_schedule& s, int cta, int index) {

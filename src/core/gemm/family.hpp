@@ -29,6 +29,22 @@ struct smem_traffic {
   double bytes = 0;
 };
 
+// A persistent grid that shares the k-loops of some tiles out among its CTAs (stream-K): what the
+// performance model counts instead of whole blocks over resident slots.
+struct shared_k_schedule {
+  std::int64_t ctas = 0;         // CTAs, every one resident at once
+  double busiest_cta_tiles = 0;  // whole output tiles' worth of MMA work on the busiest CTA
+  std::int64_t longest_k = 0;    // the longest k-extent (elements) one CTA runs through its ring unbroken
+  double fixup_bytes = 0;        // fp32 partial tiles written by peers and read back by owners
+  // The busiest owner's fixup after its k-loop, not overlapped with it: the partial tiles it
+  // stores or reads back, and the peers it waits on one after the other.
+  double owner_fixup_bytes = 0;
+  int owner_waits = 0;
+  // Units (whole tiles or parts of one) the busiest CTA starts beyond its whole tiles' worth:
+  // each one more pipeline fill and one more epilogue.
+  int extra_tile_starts = 0;
+};
+
 // Everything a kernel family decides. Each family is one implementation in
 // its own folder (core/gemm/families/<name>/), registered by one line in
 // core/gemm/families/registry.cpp; nothing outside its folder names it.
@@ -86,6 +102,11 @@ class gemm_family {
   // efficiency was measured (calibration reports list it as assumed_efficiency).
   virtual double attainable_efficiency(int compute_capability) const = 0;
   virtual double pipeline_factor(const tile_config&) const { return 1.0; }
+  // Stream-K: how the variant shares k-loops out on a device of sm_count SMs; none (the
+  // default) where every block runs whole tiles.
+  virtual std::optional<shared_k_schedule> shared_k(const tile_config&, const gemm_problem&, int) const {
+    return std::nullopt;
+  }
   // Registers per thread, beyond its share of the block's fp32 accumulators, that every compiled
   // kernel of the tile must hold at once: the operands of its innermost multiply, live beside all
   // the accumulators. A floor for the bounded compile of an offline plan (compile_selection);

@@ -197,6 +197,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
                   {"waves", v.predicted.waves},
                   {"wave_efficiency", v.predicted.wave_efficiency},
                   {"tile_efficiency", v.predicted.tile_efficiency}};
+    if (v.predicted.fixup_us > 0) j["model"]["fixup_us"] = v.predicted.fixup_us;  // stream-K
   }
   if (v.compiled || v.status == variant_status::compile_error)
     j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};

@@ -105,12 +105,14 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
 
 namespace {
 
-// How a problem is cut into blocks: tiles, split-K and each block's share of K.
+// How a problem is cut into blocks: tiles, split-K and each block's share of K; with
+// stream-K (sk), the persistent CTAs that share k-loops out instead.
 struct block_grid {
   std::int64_t tiles_m = 0, tiles_n = 0, k_padded = 0, split = 1, k_per_block = 0;
+  std::optional<shared_k_schedule> sk;
 };
 
-block_grid grid_of(const gemm_problem& p, const tile_config& c) {
+block_grid grid_of(const gemm_problem& p, const tile_config& c, const device_spec& d) {
   block_grid g;
   g.tiles_m = ceil_div(p.m, c.block_m);
   g.tiles_n = ceil_div(p.n, c.block_n);
@@ -118,6 +120,7 @@ block_grid grid_of(const gemm_problem& p, const tile_config& c) {
   // Split-K: split_k blocks per tile, each over its share of the k-tiles.
   g.split = std::max(1, c.split_k);
   g.k_per_block = ceil_div(ceil_div(p.k, c.block_k), g.split) * c.block_k;
+  g.sk = c.family->shared_k(c, p, d.sm_count);
   return g;
 }
 
@@ -136,6 +139,14 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
   const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
+  if (g.sk) {
+    // Stream-K: one CTA per SM, the busiest one's whole tiles and longest range.
+    const double tiles = static_cast<double>(g.tiles_m * g.tiles_n * p.batch);
+    r.compute_us = g.sk->busiest_cta_tiles * flops_per_block / rate_per_sm * 1e6;
+    r.waves = tiles / static_cast<double>(d.sm_count);
+    r.wave_efficiency = tiles / (g.sk->busiest_cta_tiles * d.sm_count);
+    return resident;
+  }
   const std::int64_t full_waves = r.blocks / resident;
   const std::int64_t rest = r.blocks % resident;
   const double blocks_on_busiest_sm =
@@ -162,8 +173,10 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   const double eb = element_bytes(p.type);
   const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
   // (rows past M are neither written nor read).
+  // (Stream-K: the fixup's partial tiles, written by peers and read back by owners.)
   const double partial_bytes =
-      split > 1 ? 2.0 * static_cast<double>(p.m * tiles_n * p.batch * split) * c.block_n * 4 : 0.0;
+      split > 1 ? 2.0 * static_cast<double>(p.m * tiles_n * p.batch * split) * c.block_n * 4
+                : (g.sk ? g.sk->fixup_bytes : 0.0);
   // A workspace that fits in half the L2 is written and read back there, not in DRAM
   // (16x4096x4096 split 4: 2 MB of the H100's 50 MB).
   const double partials_in_dram = partial_bytes > 0.5 * static_cast<double>(d.l2_bytes) ? partial_bytes : 0.0;
@@ -193,7 +206,8 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
                              (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
   const std::int64_t per_sm = resident / std::max(1, d.sm_count);
   const double busiest_blocks =
-      static_cast<double>(blocks / resident * per_sm + (blocks % resident + d.sm_count - 1) / d.sm_count);
+      g.sk ? g.sk->busiest_cta_tiles
+           : static_cast<double>(blocks / resident * per_sm + (blocks % resident + d.sm_count - 1) / d.sm_count);
   return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, busiest_blocks * block_bytes};
 }
 
@@ -211,7 +225,9 @@ void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_con
   // Per block, that is at least one DRAM round trip per window of its k-loop: every block of the
   // first wave waits for its own fills, however many blocks share them. That floor keeps more
   // blocks of the same kernel from shortening the term (the unique bytes over more windows).
-  const double windows = static_cast<double>(k_per_block) / c.block_k / std::max(1, c.stages - 1);
+  // (Stream-K: the longest k-extent a CTA streams unbroken.)
+  const double windows = static_cast<double>(g.sk ? g.sk->longest_k : k_per_block) / c.block_k /
+                         std::max(1, c.stages - 1);
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
   const double dram_us =
       dram_bytes / (attainable_gbs * 1e3) + std::max(dram_bytes * dram_latency_us / in_flight, windows * dram_latency_us);
@@ -243,16 +259,25 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
                    const occupancy_estimate& occ, double efficiency, double dram_share) {
   prediction r;
   if (occ.blocks_per_sm <= 0 || d.sm_count <= 0) return r;
-  const block_grid g = grid_of(p, c);
+  const block_grid g = grid_of(p, c, d);
   const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, k_padded = g.k_padded, split = g.split;
-  r.blocks = tiles_m * tiles_n * p.batch * split;
+  r.blocks = g.sk ? g.sk->ctas : tiles_m * tiles_n * p.batch * split;
   r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
                       (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
   const std::int64_t resident = add_compute_time(d, p, c, occ, efficiency, g, r);
   add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), dram_share, r);
 
+  if (g.sk) {
+    // The owner's fixup follows its k-loop: its partial tiles through its SM's share of L2
+    // bandwidth, and one L2 round trip per peer it waits on; each unit the busiest CTA starts
+    // beyond its tiles' worth adds a pipeline fill (a DRAM round trip) and an epilogue's store.
+    const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;
+    const double tile_store_bytes = static_cast<double>(c.block_m) * c.block_n * element_bytes(p.type);
+    r.fixup_us = g.sk->owner_fixup_bytes / (sm_l2_gbs * 1e3) + g.sk->owner_waits * l2_latency_us +
+                 g.sk->extra_tile_starts * (dram_latency_us + tile_store_bytes / (sm_l2_gbs * 1e3));
+  }
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
-  r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
+  r.time_us = std::max(r.compute_us, r.memory_us) + r.fixup_us + launch_overhead_us;
   r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
   return r;
 }

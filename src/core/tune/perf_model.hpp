@@ -36,6 +36,7 @@ struct prediction {
   double l2_bytes = 0;         // bytes L2 serves the blocks: the tile's panels, C, partials
   double dram_us = 0;          // memory_us's DRAM part: the unique bytes' bandwidth and latency terms
   double l2_us = 0;            // memory_us's L2 part (and the serial copies of unaligned rows)
+  double fixup_us = 0;         // stream-K: the busiest owner's fixup after its k-loop (in time_us, serial)
 };
 
 // Fraction of the dtype's peak a family reaches on an architecture when the

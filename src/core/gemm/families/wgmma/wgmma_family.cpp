@@ -98,6 +98,10 @@ class wgmma : public gemm_family {
   // An assumption (cuBLAS's Hopper kernels run near 0.75 of the dense peak on
   // large squares) to calibrate once the family has run on a GPU.
   double attainable_efficiency(int) const override { return 0.75; }
+  std::optional<shared_k_schedule> shared_k(const tile_config& c, const gemm_problem& p,
+                                            int sm_count) const override {
+    return wgmma_shared_k(c, p, sm_count);
+  }
   bool efficiency_from_measurements() const override { return false; }
   smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
@@ -117,10 +121,11 @@ class wgmma : public gemm_family {
                               ? fmt::format(" (CUTLASS's largest; this variant groups {} tiles)", c.raster_group)
                               : std::string())
             : "";
-    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}", c.block_m,
+    // Stream-K: CUTLASS 3's StreamKScheduler (its decomposition and reduction are its own).
+    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}{}", c.block_m,
                        c.block_n, c.block_k, c.cluster_m, c.cluster_n,
                        wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
-                       c.stages, raster);
+                       c.stages, raster, wgmma_stream_k(c) ? ", TileScheduler StreamKScheduler" : "");
   }
 };
 

@@ -1,6 +1,7 @@
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -65,6 +66,39 @@ wgmma_stream_k_plan wgmma_stream_k_schedule(const tile_config& c, const gemm_pro
   const tt_schedule s = tt_make_schedule(output_tiles(c, p), k_tiles, static_cast<int>(wgmma_grid_size(c, p, sm_count)),
                                          wgmma_stream_k_min_unit, wgmma_stream_k(c) ? 1 : 0);
   return {s.tiles, s.dp_tiles, s.sk_iters, s.k_tiles, s.ctas, s.sk_workers};
+}
+
+std::optional<shared_k_schedule> wgmma_shared_k(const tile_config& c, const gemm_problem& p, int sm_count) {
+  if (!wgmma_stream_k(c)) return std::nullopt;
+  const int k_tiles = static_cast<int>((p.k + c.block_k - 1) / c.block_k);
+  const tt_schedule s = tt_make_schedule(((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) *
+                                             p.batch,
+                                         k_tiles, static_cast<int>(wgmma_grid_size(c, p, sm_count)),
+                                         wgmma_stream_k_min_unit, 1);
+  if (s.sk_workers == 0) return std::nullopt;
+  // CTA 0 runs the most: its data-parallel tiles and the longest range (ranges differ by one k-tile).
+  std::int64_t longest_range = 0, peers = 0;
+  int most_peers = 0, most_units = 0;
+  for (int w = 0; w < s.sk_workers; ++w) {
+    most_units = std::max(most_units, tt_units_of(s, w));
+    longest_range = std::max<std::int64_t>(longest_range, tt_sk_begin(s, w + 1) - tt_sk_begin(s, w));
+    peers += tt_sk_begin(s, w) % k_tiles != 0;  // a range that starts inside a tile publishes a partial
+    for (int u = 0; u < tt_units_of(s, w); ++u) {
+      const tt_work_unit unit = tt_unit(s, w, u);
+      if (unit.owner) most_peers = std::max(most_peers, unit.last_peer - unit.first_peer + 1);
+    }
+  }
+  shared_k_schedule r;
+  r.ctas = s.ctas;
+  r.busiest_cta_tiles = static_cast<double>(s.dp_tiles / s.ctas) + static_cast<double>(longest_range) / k_tiles;
+  r.longest_k = (s.dp_tiles > 0 ? k_tiles : longest_range) * c.block_k;
+  r.fixup_bytes = 2.0 * static_cast<double>(peers) * c.block_m * c.block_n * 4;
+  // A worker publishes its first part (when a peer) and gathers for its second: at most one
+  // publish and the most peers any tile has.
+  r.owner_fixup_bytes = static_cast<double>(most_peers + 1) * c.block_m * c.block_n * 4;
+  r.owner_waits = most_peers;
+  r.extra_tile_starts = std::max(0, most_units - static_cast<int>(std::ceil(r.busiest_cta_tiles)));
+  return r;
 }
 
 std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count) {

@@ -1,7 +1,9 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "core/gemm/family.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/gemm/tile_config.hpp"
 
@@ -35,5 +37,7 @@ wgmma_stream_k_plan wgmma_stream_k_schedule(const tile_config& c, const gemm_pro
 // The workspace the kernel's fixup needs: one fp32 BM x BN slot and one flag per stream-K worker
 // (0 where the schedule has none, or the variant is not stream-K).
 std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count);
+// The model's view of that schedule (gemm_family::shared_k); none without stream-K workers.
+std::optional<shared_k_schedule> wgmma_shared_k(const tile_config& c, const gemm_problem& p, int sm_count);
 
 }  // namespace tiletune
