@@ -246,6 +246,11 @@ for i, p in enumerate(suite["problems"]):
     merged["results"].append(body)
     done.append(p)
 if merged:
+    # The suite result's own fields: which problems ran, and the searches' wall time.
+    names = [p["name"] for p in done]
+    merged["not_run"] = [p["name"] for p in suite["problems"] if p["name"] not in names]
+    merged["complete"] = not merged["not_run"]
+    merged["wall_s"] = sum(r.get("search", {}).get("wall_ms", 0) for r in merged["results"]) / 1000
     json.dump(merged, open(os.path.join(out, "gemm-benchmark.json"), "w"), indent=2)
 json.dump({"schema": "tiletune.suite/1", "name": "measured", "problems": done},
           open(os.path.join(out, "suite-measured.json"), "w"), indent=2)

@@ -1,6 +1,9 @@
 // The gemm command's tables: a plan's variants, measured on the GPU or
 // predicted by the model, with the recommendation and the notes.
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,10 +15,32 @@ namespace tiletune::cli {
 
 namespace {
 
+// A problem whose least traffic takes longer at the memory bandwidth than its flops at the peak
+// (decode shapes): its tables add GB/s and % of the bandwidth after % peak.
+bool memory_bound(const gemm_plan& plan) {
+  const double peak = plan.device.peak_tflops(plan.problem.type), bw = plan.device.memory_bandwidth_gbs;
+  return peak > 0 && bw > 0 &&
+         static_cast<double>(plan.problem.least_traffic_bytes()) / (bw * 1e9) > plan.problem.flops() / (peak * 1e12);
+}
+
+// The row with "GB/s" and "% HBM" after its "% peak" cell (the sixth) where add.
+std::vector<std::string> with_bandwidth(std::vector<std::string> cells, bool add, std::string gbs, std::string share) {
+  if (add) cells.insert(cells.begin() + 6, {std::move(gbs), std::move(share)});
+  return cells;
+}
+// A time's bandwidth cells: the problem's least traffic over it, and its share of the device's.
+std::pair<std::string, std::string> bandwidth_cells(const gemm_plan& plan, double time_us) {
+  if (time_us <= 0 || plan.device.memory_bandwidth_gbs <= 0) return {"-", "-"};
+  const double gbs = static_cast<double>(plan.problem.least_traffic_bytes()) / (time_us * 1e3);
+  return {fmt::format("{:.0f}", gbs), fmt::format("{:.0f}", 100 * gbs / plan.device.memory_bandwidth_gbs)};
+}
+
 std::string format_measured_table(const gemm_plan& plan, int top) {
   const double peak = plan.device.peak_tflops(plan.problem.type);
-  text_table t({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS", "regs", "smem KiB",
-                "blocks/SM", "rel error"});
+  const bool bw = memory_bound(plan);
+  text_table t(with_bandwidth({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS", "regs",
+                               "smem KiB", "blocks/SM", "rel error"},
+                              bw, "GB/s", "% HBM"));
   int shown = 0;
   for (const auto& v : plan.variants) {
     if (!v.measured) continue;
@@ -24,13 +49,16 @@ std::string format_measured_table(const gemm_plan& plan, int top) {
     const bool timed = m.timing.samples > 0;
     const double tflops = timed ? plan.problem.flops() / (m.timing.median_us * 1e6) : 0;
     const bool ref = plan.reference && plan.reference->timing.median_us > 0 && timed;
-    t.add_row({v.rank ? std::to_string(v.rank) : "-", v.config.id(), std::string(to_string(v.status)),
-               timed ? fmt::format("{:.1f}", m.timing.median_us) : "-", timed ? fmt::format("{:.1f}", tflops) : "-",
-               timed && peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
-               ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / m.timing.median_us) : "-",
-               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
-               std::to_string(v.occupancy.blocks_per_sm),
-               m.verified && std::isfinite(m.error.rel_frobenius) ? fmt::format("{:.1e}", m.error.rel_frobenius) : "-"});
+    const auto [gbs, share] = bandwidth_cells(plan, timed ? m.timing.median_us : 0);
+    t.add_row(with_bandwidth(
+        {v.rank ? std::to_string(v.rank) : "-", v.config.id(), std::string(to_string(v.status)),
+         timed ? fmt::format("{:.1f}", m.timing.median_us) : "-", timed ? fmt::format("{:.1f}", tflops) : "-",
+         timed && peak > 0 ? fmt::format("{:.0f}", 100 * tflops / peak) : "-",
+         ref ? fmt::format("{:.2f}", plan.reference->timing.median_us / m.timing.median_us) : "-",
+         std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+         std::to_string(v.occupancy.blocks_per_sm),
+         m.verified && std::isfinite(m.error.rel_frobenius) ? fmt::format("{:.1e}", m.error.rel_frobenius) : "-"},
+        bw, gbs, share));
   }
   std::string out = fmt::format("{} on {} ({}), MEASURED\n", plan.problem.describe(), plan.device.name,
                                 plan.device.arch());
@@ -55,18 +83,22 @@ std::string format_measured_table(const gemm_plan& plan, int top) {
 std::string format_table(const gemm_plan& plan, int top) {
   if (plan.mode == "measured") return format_measured_table(plan, top);
   const double peak = plan.device.peak_tflops(plan.problem.type);
-  text_table t({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB", "threads",
-                "blocks/SM", "bound"});
+  const bool bw = memory_bound(plan);
+  text_table t(with_bandwidth({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB",
+                               "threads", "blocks/SM", "bound"},
+                              bw, "GB/s", "% HBM"));
   int shown = 0;
   for (const auto& v : plan.variants) {
     if (v.status != variant_status::ok) continue;
     if (shown++ >= top) break;
-    t.add_row({std::to_string(v.rank), v.config.id(), "ok", fmt::format("{:.1f}", v.predicted.time_us),
-               fmt::format("{:.1f}", v.predicted.tflops),
-               peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-",
-               std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
-               std::to_string(v.config.threads()), std::to_string(v.occupancy.blocks_per_sm),
-               v.predicted.bound});
+    const auto [gbs, share] = bandwidth_cells(plan, v.predicted.time_us);
+    t.add_row(with_bandwidth({std::to_string(v.rank), v.config.id(), "ok", fmt::format("{:.1f}", v.predicted.time_us),
+                              fmt::format("{:.1f}", v.predicted.tflops),
+                              peak > 0 ? fmt::format("{:.0f}", 100 * v.predicted.tflops / peak) : "-",
+                              std::to_string(v.resources.registers), fmt::format("{:.1f}", v.smem_bytes / 1024.0),
+                              std::to_string(v.config.threads()), std::to_string(v.occupancy.blocks_per_sm),
+                              v.predicted.bound},
+                             bw, gbs, share));
   }
   constexpr int statuses = variant_status_count;
   std::size_t counts[statuses] = {};

@@ -159,6 +159,27 @@ TEST(cli, every_dtype_plans_odd_shapes_with_table_and_json) {
   EXPECT_NE(t.out.find("simt_"), std::string::npos);
 }
 
+// Memory-bound shapes speak bandwidth (decode issue): the table adds GB/s and % HBM, and the JSON
+// gives every variant's least traffic over its time; a compute-bound square's table does not.
+TEST(cli, a_memory_bound_gemm_reports_its_bandwidth) {
+  const result decode = run({"gemm", "--m", "16", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--layout", "nt",
+                             "--gpu", "h100-sxm", "--top", "3"});
+  ASSERT_EQ(decode.code, 0) << decode.err;
+  EXPECT_NE(decode.out.find("GB/s"), std::string::npos) << decode.out;
+  EXPECT_NE(decode.out.find("% HBM"), std::string::npos) << decode.out;
+  const result j = run({"gemm", "--m", "16", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--layout", "nt",
+                        "--gpu", "h100-sxm", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto rec = nlohmann::json::parse(j.out)["recommendation"];
+  const double bytes = (16.0 * 4096 + 4096.0 * 4096 + 16.0 * 4096) * 2;
+  EXPECT_NEAR(rec["gbs"].get<double>(), bytes / (rec["predicted_us"].get<double>() * 1e3), 1e-6 * bytes);
+  EXPECT_NEAR(rec["percent_of_bandwidth"].get<double>(), 100 * rec["gbs"].get<double>() / 3350, 1e-6);
+  const result square = run({"gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--layout", "nt",
+                             "--gpu", "h100-sxm", "--top", "3"});
+  ASSERT_EQ(square.code, 0) << square.err;
+  EXPECT_EQ(square.out.find("% HBM"), std::string::npos) << square.out;
+}
+
 TEST(cli, batch_plans_and_writes_json) {
   const fs::path out = tmp_dir() / "batch.json";
   fs::remove(out);

@@ -64,6 +64,10 @@ TEST(problem, flops_and_bytes) {
   p.type = dtype::bf16;
   EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 4096.0 * 4096 * 4096 * 2);
   EXPECT_EQ(p.operand_bytes(), 3LL * 4096 * 4096 * 2 * 2);
+  // The least traffic reads C once more when beta reads it.
+  EXPECT_EQ(p.least_traffic_bytes(), p.operand_bytes());
+  p.beta = 0.5;
+  EXPECT_EQ(p.least_traffic_bytes(), p.operand_bytes() + 4096LL * 4096 * 2 * 2);
 }
 
 TEST(problem, validation_names_the_bad_value) {

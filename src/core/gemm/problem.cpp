@@ -42,6 +42,10 @@ std::int64_t gemm_problem::operand_bytes() const {
   return (m * k * element_bytes(e.a) + k * n * element_bytes(e.b) + m * n * element_bytes(e.c)) * batch;
 }
 
+std::int64_t gemm_problem::least_traffic_bytes() const {
+  return operand_bytes() + (beta != 0.0 ? m * n * element_bytes(elements().c) * batch : 0);
+}
+
 std::int64_t gemm_problem::lda() const { return layout.a_transposed ? m : k; }
 std::int64_t gemm_problem::ldb() const { return layout.b_transposed ? k : n; }
 

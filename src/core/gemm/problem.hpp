@@ -39,6 +39,9 @@ struct gemm_problem {
   double flops() const;
   // Device bytes of A, B and C for the whole batch, each at its own element size.
   std::int64_t operand_bytes() const;
+  // The fewest bytes any kernel moves through DRAM: A and B read once, C written once (and
+  // read once more when beta != 0). Over a time, the bandwidth a memory-bound GEMM drew.
+  std::int64_t least_traffic_bytes() const;
   // Leading dimensions as the kernels and cuBLAS see them (row-major storage).
   std::int64_t lda() const;
   std::int64_t ldb() const;

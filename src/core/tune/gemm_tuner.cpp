@@ -138,6 +138,8 @@ nlohmann::json variant_base_json(const variant_result& v, const gemm_plan& plan)
   const double tflops =
       measured && v.measured->timing.median_us > 0 ? plan.problem.flops() / (v.measured->timing.median_us * 1e6)
                                                    : v.predicted.tflops;
+  const double time_us = tflops > 0 ? plan.problem.flops() / (tflops * 1e6) : 0;
+  const double gbs = time_us > 0 ? static_cast<double>(plan.problem.least_traffic_bytes()) / (time_us * 1e3) : 0;
   return {
       {"id", v.config.id()},
       {"family", to_string(v.config.family)},
@@ -158,6 +160,10 @@ nlohmann::json variant_base_json(const variant_result& v, const gemm_plan& plan)
       {"predicted_us", optional_number(v.predicted.time_us, v.predicted.time_us > 0)},
       {"tflops", optional_number(tflops, ok)},
       {"percent_of_peak", optional_number(100.0 * tflops / peak, ok && peak > 0)},
+      // Memory-bound shapes (decode) speak bandwidth: the least traffic over the time.
+      {"gbs", optional_number(gbs, ok && gbs > 0)},
+      {"percent_of_bandwidth", optional_number(100.0 * gbs / plan.device.memory_bandwidth_gbs,
+                                               ok && gbs > 0 && plan.device.memory_bandwidth_gbs > 0)},
       {"vs_reference", nullptr},
       {"max_rel_error", nullptr},
   };
@@ -266,6 +272,8 @@ nlohmann::json recommendation_json(const gemm_plan& plan) {
       {"tile", tile_to_json(v.config)},
       {"tflops", vj["tflops"]},
       {"percent_of_peak", vj["percent_of_peak"]},
+      {"gbs", vj["gbs"]},
+      {"percent_of_bandwidth", vj["percent_of_bandwidth"]},
       {"predicted_us", vj["predicted_us"]},
       {"median_us", vj["median_us"]},
       {"vs_reference", vj["vs_reference"]},
