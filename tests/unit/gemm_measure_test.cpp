@@ -131,10 +131,10 @@ TEST(measure_plan, within_the_noise_the_leaner_variant_wins_and_says_so) {
   }
 }
 
-// The ratio to cuBLAS comes from a pair timed back to back after the search:
-// the reference again, then the recommended variant, with the same budget and
-// no second verification. Here the card "warms up": every reference after the
-// first takes 60 us instead of 50, so the ratio must use 60.
+// The ratio to cuBLAS comes from a pair timed again after the search: the reference,
+// the recommended variant twice, the reference, with the same budget and no second
+// verification. Here the card "warms up": every reference after the first takes 60 us
+// instead of 50, so the ratio must use 60.
 TEST(measure_plan, the_recommended_variant_is_timed_again_beside_the_reference) {
   gemm_plan plan = small_plan();
   table_backend b;
@@ -147,11 +147,13 @@ TEST(measure_plan, the_recommended_variant_is_timed_again_beside_the_reference) 
   };
   measure_plan(plan, b);
   ASSERT_TRUE(plan.recommended);
-  ASSERT_GE(asked.size(), 3u);
-  const auto& ref = asked[asked.size() - 2];
-  const auto& lead = asked.back();
+  ASSERT_GE(asked.size(), 5u);
+  const auto& ref = asked[asked.size() - 4];
+  const auto& lead = asked[asked.size() - 3];
   EXPECT_EQ(ref.op, measure_op::reference);
   EXPECT_EQ(lead.id, plan.variants[*plan.recommended].config.id());
+  EXPECT_EQ(asked[asked.size() - 2].id, lead.id);
+  EXPECT_EQ(asked.back().op, measure_op::reference);
   EXPECT_FALSE(lead.verify);
   ASSERT_TRUE(ref.sampling && lead.sampling);
   EXPECT_EQ(ref.sampling->min_samples, lead.sampling->min_samples);
@@ -163,6 +165,30 @@ TEST(measure_plan, the_recommended_variant_is_timed_again_beside_the_reference) 
   const auto j = to_json(plan, run_info{});
   EXPECT_DOUBLE_EQ(j["reference"]["first_median_us"].get<double>(), 50);
   EXPECT_NEAR(j["recommendation"]["vs_reference"].get<double>(), 0.6, 1e-9);
+}
+
+// A card whose clock falls at a steady rate (the power cap): after the search every request
+// takes 10% longer than the one before. Timed one after the other, the variant would look 10%
+// slower than it is; in the order reference, variant, variant, reference the drift drops out of
+// the geometric means, and the ratio is the true 0.5.
+TEST(measure_plan, a_steadily_falling_clock_drops_out_of_the_ratio) {
+  gemm_plan plan = small_plan();
+  table_backend b;
+  bool searched = false;
+  double drift = 1;
+  b.answer = [&](const measure_request& r) {
+    if (r.op == measure_op::reference && searched) drift *= 1.1;  // the pair after the search
+    if (r.op == measure_op::reference) {
+      searched = true;
+      return ok("cublaslt", 50 * drift);
+    }
+    if (drift > 1) drift *= 1.1;
+    return ok(r.id, 100 * drift);
+  };
+  measure_plan(plan, b);
+  ASSERT_TRUE(plan.recommended);
+  const auto j = to_json(plan, run_info{});
+  EXPECT_NEAR(j["recommendation"]["vs_reference"].get<double>(), 0.5, 1e-9);
 }
 
 TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) {

@@ -235,7 +235,8 @@ nlohmann::json reference_json(const gemm_plan& plan) {
       if (plan.reference_first_us) {
         ref["first_median_us"] = *plan.reference_first_us;
         ref["note"] =
-            "timed back to back with the recommended variant, same budget; first_median_us: before the search";
+            "timed again beside the recommended variant, same budget, in the order cuBLASLt, variant, variant, "
+            "cuBLASLt (geometric means); first_median_us: before the search";
       }
     } else {
       ref["note"] = "cuBLASLt could not be timed: " + r.message;

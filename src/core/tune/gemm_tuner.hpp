@@ -53,7 +53,7 @@ struct gemm_plan {
   // Measured mode:
   std::optional<measure_response> reference;  // cuBLASLt, timed like the variants
   // cuBLASLt's first timing, before the search, when `reference` is the later
-  // one timed back to back with the recommended variant.
+  // one timed beside the recommended variant (cuBLASLt, variant, variant, cuBLASLt).
   std::optional<double> reference_first_us;
   std::int64_t peak_device_bytes = 0;
   std::vector<std::string> notes;
