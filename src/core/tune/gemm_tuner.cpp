@@ -135,10 +135,9 @@ nlohmann::json variant_base_json(const variant_result& v, const gemm_plan& plan)
   const bool ok = v.status == variant_status::ok;
   const bool measured = v.measured.has_value();
   const double peak = plan.device.peak_tflops(plan.problem.type);
-  const double tflops =
-      measured && v.measured->timing.median_us > 0 ? plan.problem.flops() / (v.measured->timing.median_us * 1e6)
-                                                   : v.predicted.tflops;
-  const double time_us = tflops > 0 ? plan.problem.flops() / (tflops * 1e6) : 0;
+  const double time_us =
+      measured && v.measured->timing.median_us > 0 ? v.measured->timing.median_us : v.predicted.time_us;
+  const double tflops = time_us > 0 ? plan.problem.flops() / (time_us * 1e6) : 0;
   const double gbs = time_us > 0 ? static_cast<double>(plan.problem.least_traffic_bytes()) / (time_us * 1e3) : 0;
   return {
       {"id", v.config.id()},

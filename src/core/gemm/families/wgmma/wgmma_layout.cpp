@@ -49,47 +49,44 @@ std::string wgmma_instruction_source(dtype t, int n, layout l) {
   return s;
 }
 
-namespace {
-std::int64_t output_tiles(const tile_config& c, const gemm_problem& p) {
+std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p) {
   return ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
 }
-}  // namespace
 
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {
   const std::int64_t sms = std::max(sm_count, 1);
   if (wgmma_stream_k(c)) return sms;
-  return std::max<std::int64_t>(1, std::min<std::int64_t>(output_tiles(c, p), sms));
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(wgmma_output_tiles(c, p), sms));
 }
 
-wgmma_stream_k_plan wgmma_stream_k_schedule(const tile_config& c, const gemm_problem& p, int sm_count) {
-  const int k_tiles = static_cast<int>((p.k + c.block_k - 1) / c.block_k);
-  const tt_schedule s = tt_make_schedule(output_tiles(c, p), k_tiles, static_cast<int>(wgmma_grid_size(c, p, sm_count)),
-                                         wgmma_stream_k_min_unit, wgmma_stream_k(c) ? 1 : 0);
-  return {s.tiles, s.dp_tiles, s.sk_iters, s.k_tiles, s.ctas, s.sk_workers};
+namespace {
+// The kernel's own schedule (wgmma_schedule.cuh) for a problem on sm_count SMs.
+tt_schedule schedule_of(const tile_config& c, const gemm_problem& p, int sm_count) {
+  return tt_make_schedule(wgmma_output_tiles(c, p), static_cast<int>((p.k + c.block_k - 1) / c.block_k),
+                          static_cast<int>(wgmma_grid_size(c, p, sm_count)), wgmma_stream_k_min_unit,
+                          wgmma_stream_k(c) ? 1 : 0);
 }
+}  // namespace
 
 std::optional<shared_k_schedule> wgmma_shared_k(const tile_config& c, const gemm_problem& p, int sm_count) {
-  if (!wgmma_stream_k(c)) return std::nullopt;
-  const int k_tiles = static_cast<int>((p.k + c.block_k - 1) / c.block_k);
-  const tt_schedule s = tt_make_schedule(((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) *
-                                             p.batch,
-                                         k_tiles, static_cast<int>(wgmma_grid_size(c, p, sm_count)),
-                                         wgmma_stream_k_min_unit, 1);
-  if (s.sk_workers == 0) return std::nullopt;
-  // CTA 0 runs the most: its data-parallel tiles and the longest range (ranges differ by one k-tile).
+  const tt_schedule s = schedule_of(c, p, sm_count);
+  if (s.sk_workers == 0) return std::nullopt;  // not stream-K, or whole waves only
+  const int k_tiles = s.k_tiles;
   std::int64_t longest_range = 0, peers = 0;
   int most_peers = 0, most_units = 0;
   for (int w = 0; w < s.sk_workers; ++w) {
-    most_units = std::max(most_units, tt_units_of(s, w));
+    const int units = tt_units_of(s, w);
+    most_units = std::max(most_units, units);
     longest_range = std::max<std::int64_t>(longest_range, tt_sk_begin(s, w + 1) - tt_sk_begin(s, w));
     peers += tt_sk_begin(s, w) % k_tiles != 0;  // a range that starts inside a tile publishes a partial
-    for (int u = 0; u < tt_units_of(s, w); ++u) {
+    for (int u = 0; u < units; ++u) {
       const tt_work_unit unit = tt_unit(s, w, u);
       if (unit.owner) most_peers = std::max(most_peers, unit.last_peer - unit.first_peer + 1);
     }
   }
   shared_k_schedule r;
   r.ctas = s.ctas;
+  // Every CTA has the same whole tiles (dp_tiles is a multiple of the grid); the ranges differ.
   r.busiest_cta_tiles = static_cast<double>(s.dp_tiles / s.ctas) + static_cast<double>(longest_range) / k_tiles;
   r.longest_k = (s.dp_tiles > 0 ? k_tiles : longest_range) * c.block_k;
   r.fixup_bytes = 2.0 * static_cast<double>(peers) * c.block_m * c.block_n * 4;
@@ -102,8 +99,7 @@ std::optional<shared_k_schedule> wgmma_shared_k(const tile_config& c, const gemm
 }
 
 std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count) {
-  if (!wgmma_stream_k(c)) return 0;
-  return tt_sk_workspace_bytes(wgmma_stream_k_schedule(c, p, sm_count).sk_workers, c.block_m * c.block_n);
+  return tt_sk_workspace_bytes(schedule_of(c, p, sm_count).sk_workers, c.block_m * c.block_n);
 }
 
 }  // namespace tiletune

@@ -23,17 +23,13 @@ int wgmma_instruction_k(dtype t);
 // (16-bit types only; tf32 has none and needs both operands K-major).
 std::string wgmma_instruction_source(dtype t, int n, layout l);
 
+// Output tiles of a problem, all batches.
+std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p);
 // Persistent grid: one CTA per SM, never more CTAs than output tiles; with stream-K, every SM.
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count);
 
-// Stream-K (wgmma_schedule.cuh run on the host): the k-tiles of one output tile, the minimum
-// range a worker takes, and the kernel's schedule for a problem on sm_count SMs.
+// Stream-K (wgmma_schedule.cuh run on the host): the fewest k-tiles a worker's range takes.
 inline constexpr int wgmma_stream_k_min_unit = 8;
-struct wgmma_stream_k_plan {
-  std::int64_t tiles = 0, dp_tiles = 0, sk_iters = 0;
-  int k_tiles = 0, ctas = 0, sk_workers = 0;
-};
-wgmma_stream_k_plan wgmma_stream_k_schedule(const tile_config& c, const gemm_problem& p, int sm_count);
 // The workspace the kernel's fixup needs: one fp32 BM x BN slot and one flag per stream-K worker
 // (0 where the schedule has none, or the variant is not stream-K).
 std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count);

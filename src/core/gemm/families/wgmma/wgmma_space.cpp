@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_layout.hpp"
 
 namespace tiletune {
 
@@ -36,7 +37,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   for (std::size_t i = 0; i < n; ++i) {
     const tile_config& c = out[i];
     if (c.raster_group != 8 || c.raster_along_n) continue;
-    const std::int64_t tiles = ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+    const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
     const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
     if (idle < wgmma_stream_k_idle_share) continue;
