@@ -18,13 +18,17 @@
 #            all), torch.matmul on the same problems, ncu, summary (its rows for
 #            the results table of docs/benchmarks.md in OUT_DIR/results_table.md)
 #     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
-#     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt and on cuBLASLt
-#            (PROFILE_VARIANT, default the fastest measured on an H100)
+#     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt (PROFILE_VARIANT, default
+#            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
 #     tuning scripts/bench/bench_tuning.sh on its first and fourth shapes, halving only
+#     probe  the register-only mma.sync (HMMA.16816) throughput probe, scripts/bench/hmma_probe.cu
+#            ($build/hmma_probe when carried, else built here with nvcc)
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     all    = smoke verify bench tests
-#   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem)
+#   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
+#   GPU_TESTS_FILTER (a --gtest_filter for the tests phases; default all),
+#   GPU_VALIDATE_TUNING_SUITE (the suite timed cold in the tuning phase; default the bench suite)
 # Every step has its own time limit and writes its log under OUT_DIR as it runs;
 # OUT_DIR/steps.log has one line per step (exit code, 124 = stopped at its
 # limit, seconds), so a run cut short still says how far it got.
@@ -281,7 +285,8 @@ fi
 # and a fresh TILETUNE_TEST_SCRATCH is an empty tiletune cache ---
 gpu_tests() {
   step "gpu tests ($1)" 420 "$out/gpu_tests$1.log" \
-    env TILETUNE_BIN="$PWD/$bin" TILETUNE_TEST_SCRATCH="$(mktemp -d)" "$build/tests/gpu_tests"
+    env TILETUNE_BIN="$PWD/$bin" TILETUNE_TEST_SCRATCH="$(mktemp -d)" "$build/tests/gpu_tests" \
+    ${GPU_TESTS_FILTER:+--gtest_filter="$GPU_TESTS_FILTER"}
   local rc=$?
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|^\[  SKIPPED |tests ran" "$out/gpu_tests$1.log" >&2
   return $rc
@@ -304,12 +309,37 @@ want tests2 && { gpu_tests "-1"; gpu_tests "-2"; }
 
 if want profile && command -v ncu >/dev/null; then
   pv=${PROFILE_VARIANT:-wgmma_128x256x64_c2_s4_cl1x1_g8m}
+  read -r pm pn pk <<<"${PROFILE_SHAPE:-4096 4096 4096}"
   step "ncu full $pv" 150 "$out/ncu-full-run.log" ncu --set full --clock-control none --target-processes all \
-    -k regex:tiletune_gemm --launch-skip 3 --launch-count 1 -o "$out/ncu-$pv" -f "$bin" gemm --m 4096 --n 4096 \
-    --k 4096 --dtype bf16 --layout nt --only "$pv" --no-db --quiet --time-cap-ms 50
+    -k regex:tiletune_gemm --launch-skip 3 --launch-count 1 -o "$out/ncu-$pv" -f "$bin" gemm --m "$pm" --n "$pn" \
+    --k "$pk" --dtype bf16 --layout nt --only "$pv" --no-db --quiet --time-cap-ms 50
   [ -f "$out/ncu-$pv.ncu-rep" ] && ncu --import "$out/ncu-$pv.ncu-rep" --print-summary none >"$out/ncu-$pv.txt" 2>&1
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Bank Conflicts|Tensor" \
     "$out/ncu-$pv.txt" 2>/dev/null | head -20 >&2
+fi
+if want tuning; then
+  step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
+    BENCH_SUITE=0 scripts/bench/bench_tuning.sh "$bin" "$out/tuning"
+  cp profiles/tuning_times_*.json "$out/" 2>/dev/null
+  tail -5 "$out/bench_tuning.txt" >&2
+  # The whole benchmark suite cold in one run (empty cache and database), default settings.
+  suite_dir=$(mktemp -d)
+  t0=$SECONDS
+  tsuite=${GPU_VALIDATE_TUNING_SUITE:-$suite}
+  step "suite cold $(basename "$tsuite")" 240 "$out/suite-cold.txt" "$bin" gemm --suite "$tsuite" --cache-dir "$suite_dir" \
+    --db "$suite_dir/tuning.sqlite3" --variant-timeout 10 --out "$out/suite-cold.json" &&
+    say "suite cold: $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" \
+      "$out/suite-cold.json") problems in $((SECONDS - t0)) s"
+fi
+
+if want probe; then
+  probe=$build/hmma_probe
+  if [ ! -x "$probe" ]; then
+    probe=$out/hmma_probe
+    step "build hmma_probe" 60 "$out/hmma_probe-build.log" nvcc -O3 -arch=native -o "$probe" scripts/bench/hmma_probe.cu
+  fi
+  step "hmma probe" 60 "$out/hmma_probe.txt" "$probe" "$out/hmma_probe.json"
+  tail -3 "$out/hmma_probe.txt" >&2
 fi
 if want batch; then
   for model in gpt2 tinyllama-1.1b; do
@@ -320,19 +350,5 @@ if want batch; then
     "$out/training_calibration.jsonl" --suite --tiletune "$bin"
   tail -16 "$out/validate_batch.txt" >&2
 fi
-if want tuning; then
-  step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
-    BENCH_SUITE=0 scripts/bench/bench_tuning.sh "$bin" "$out/tuning"
-  cp profiles/tuning_times_*.json "$out/" 2>/dev/null
-  tail -5 "$out/bench_tuning.txt" >&2
-  # The whole benchmark suite cold in one run (empty cache and database), default settings.
-  suite_dir=$(mktemp -d)
-  t0=$SECONDS
-  step "suite cold" 240 "$out/suite-cold.txt" "$bin" gemm --suite "$suite" --cache-dir "$suite_dir" \
-    --db "$suite_dir/tuning.sqlite3" --variant-timeout 10 --out "$out/suite-cold.json" &&
-    say "suite cold: $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" \
-      "$out/suite-cold.json") problems in $((SECONDS - t0)) s"
-fi
-
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
