@@ -27,6 +27,9 @@
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
+#   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
+#   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
+#   put OUT_DIR outside $OUT and the tarball in it),
 #   GPU_TESTS_FILTER (a --gtest_filter for the tests phases; default all),
 #   GPU_VALIDATE_TUNING_SUITE (the suite timed cold in the tuning phase; default the bench suite)
 # Every step has its own time limit and writes its log under OUT_DIR as it runs;
@@ -41,6 +44,11 @@ phases=" ${*:-all} "
 [[ $phases == *" smoke "* ]] || phases=" smoke$phases"
 want() { [[ $phases == *" $1 "* ]]; }
 mkdir -p "$out" "$out/gemm"
+if [ -n "${GPU_VALIDATE_TARBALL:-}" ]; then
+  pack() { tar czf "$GPU_VALIDATE_TARBALL" -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null; }
+  trap pack EXIT
+  trap 'exit 143' TERM INT
+fi
 build=${BUILD_DIR:-build}  # a carried build may be a slim copy: tiletune and tests/gpu_tests
 bin=$build/tiletune
 suite=${GPU_VALIDATE_SUITE:-profiles/suites/gpu-benchmark.json}

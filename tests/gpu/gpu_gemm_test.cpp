@@ -1,5 +1,7 @@
 // GPU tests (ctest label `gpu`): run the tiletune binary on the local GPU.
 // Every test skips itself, saying why, where no GPU is present.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -128,18 +130,38 @@ TEST(gpu, timing_scales_with_work) {
   EXPECT_LT(ratio, 2.2);
 }
 
-// CUPTI's kernel durations and CUDA events agree on a large GEMM.
+// CUPTI's kernel durations and CUDA events agree on a large GEMM. The two timers
+// run in separate processes, and a heavy 8192^3 GEMM can meet the card's power
+// cap in one and not the other (an H200 fell from 1980 to ~1400 MHz that way),
+// so times compare in SM cycles (time x the clock the run logged), and a pair
+// that disagrees is timed once more in the other order before the test fails.
+double cycles_of(const nlohmann::json& timed) {
+  const double us = timed["median_us"].get<double>();
+  const auto& mhz = timed["sm_clock_mhz"];
+  return mhz.is_number() ? us * mhz.get<double>() : us;
+}
+
 TEST(gpu, cupti_and_events_agree) {
   REQUIRE_GPU();
   const std::vector<std::string> a = {"--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
                                       "--only", "mma_128x128x32_w2x2_s3"};
-  const auto cupti = gemm_json(a);
-  const auto events = gemm_json(a, "events");
+  auto worst_gap = [](const nlohmann::json& cupti, const nlohmann::json& events) {
+    return std::max(std::abs(cycles_of(events["reference"]) / cycles_of(cupti["reference"]) - 1.0),
+                    std::abs(cycles_of(events["variants"][0]) / cycles_of(cupti["variants"][0]) - 1.0));
+  };
+  auto cupti = gemm_json(a);
+  auto events = gemm_json(a, "events");
   ASSERT_EQ(cupti["reference"]["timer"], "cupti") << "CUPTI unavailable here";
   ASSERT_EQ(events["reference"]["timer"], "cuda_events");
-  EXPECT_NEAR(reference_us(events) / reference_us(cupti), 1.0, 0.05);
-  EXPECT_NEAR(events["variants"][0]["median_us"].get<double>() / cupti["variants"][0]["median_us"].get<double>(),
-              1.0, 0.05);
+  if (worst_gap(cupti, events) > 0.05) {
+    events = gemm_json(a, "events");
+    cupti = gemm_json(a);
+  }
+  EXPECT_LE(worst_gap(cupti, events), 0.05)
+      << "cuBLASLt " << events["reference"]["median_us"] << " us at " << events["reference"]["sm_clock_mhz"]
+      << " MHz (events) vs " << cupti["reference"]["median_us"] << " us at " << cupti["reference"]["sm_clock_mhz"]
+      << " MHz (CUPTI); variant " << events["variants"][0]["median_us"] << " vs "
+      << cupti["variants"][0]["median_us"];
 }
 
 // A measured run: the contract's measured fields, and a reference beside every variant.
