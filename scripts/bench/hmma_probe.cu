@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     FILE* f = std::fopen(argv[1], "w");
     if (!f) return 1;
-    std::fprintf(f, "{\"device\": \"%s\", \"sm\": %d, \"sm_count\": %d, \"max_clock_mhz\": %d, \"rows\": [",
+    std::fprintf(f, "{\"schema\": \"tiletune.hmma_probe/1\", \"device\": \"%s\", \"sm\": %d, \"sm_count\": %d, \"max_clock_mhz\": %d, \"rows\": [",
                  p.name, p.major * 10 + p.minor, p.multiProcessorCount, clock_khz / 1000);
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(f,
