@@ -62,12 +62,20 @@ run_task() {
   local args=(gemm --suite "$suite" --shard "$i/$shards" --db "$db" --out "$work/shard-$i.json" --quiet)
   [ -n "$gpu" ] && args+=(--gpu "$gpu" --dry-run --store-plans)
   echo "task $i of $shards on $(hostname): $tiletune ${args[*]} ${gemm_args[*]}"
-  "$tiletune" "${args[@]}" "${gemm_args[@]}"
+  # Exit 4 (--budget-s spent) still copies out what was tuned: the task run again resumes
+  # from it, and the merge (afterok) waits for a complete shard.
+  local rc=0
+  "$tiletune" "${args[@]}" "${gemm_args[@]}" || rc=$?
+  [[ $rc == 0 || $rc == 4 ]] || exit "$rc"
   # Copied in under a temporary name, then renamed: the folder never holds half a database.
   for f in "shard-$i.sqlite" "shard-$i.json"; do
     cp "$work/$f" "$out/.$f.tmp.$$"
     mv -f "$out/.$f.tmp.$$" "$out/$f"
   done
+  if ((rc == 4)); then
+    echo "task $i stopped by --budget-s: $out/shard-$i.sqlite holds what was tuned; run the task again to resume" >&2
+    exit 4
+  fi
   echo "task $i done: $out/shard-$i.sqlite"
 }
 

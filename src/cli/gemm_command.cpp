@@ -118,7 +118,7 @@ void add_tuning_options(CLI::App* cmd, gemm_options* o) {
                 "stopped shard resumes");
   cmd->add_option("--budget-s", o->tuning.budget_s,
                   "Suites: start no new problem after this many seconds (0: no budget); the tuning database "
-                  "keeps what was measured, so the same command resumes")
+                  "keeps what was measured, so the same command resumes; a suite cut this way exits 4")
       ->capture_default_str();
 }
 
@@ -205,7 +205,8 @@ Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
 2 bad input (the message names it); 3 no GPU and no --gpu, a CUDA library is
 missing, or the tuning database is damaged or not tiletune's (the message
 names the file), or with --devices a problem got no answer (every GPU it was
-dealt to faulted); 70 internal error.)";
+dealt to faulted); 4 --budget-s stopped a suite before its last problem (the
+output is written; "not_run" names the rest); 70 internal error.)";
 }  // namespace
 
 void add_gemm_command(CLI::App& app, run_context& ctx) {

@@ -343,6 +343,8 @@ class gemm_run {
     }
     if (!o_.export_dir.empty())
       if (const int e = export_kernels(o_, suite, plans_, run_); e != exit_ok) ctx_.exit_code = e;
+    // A suite cut short by its budget is not a finished run: a script sees it in the code.
+    if (!not_run_.empty() && ctx_.exit_code == exit_ok) ctx_.exit_code = exit_incomplete;
   }
 
  private:
@@ -354,7 +356,7 @@ class gemm_run {
     if (o_.tuning.budget_s > 0 && i > 0 && elapsed >= o_.tuning.budget_s) {
       for (std::size_t r = i; r < count; ++r) not_run_.push_back(suite.problems[r].name);
       progress_.note(fmt::format(
-          "--budget-s {:g} spent after {} of {} problems ({}); {}", o_.tuning.budget_s, i, count,
+          "--budget-s {:g} spent after {} of {} problems ({}); exit code 4; {}", o_.tuning.budget_s, i, count,
           format_seconds(elapsed),
           !measure_ && db_ && o_.tuning.store_plans
               ? "the plans are in the tuning database (--store-plans): the same command resumes"

@@ -67,7 +67,7 @@ int run(int argc, char** argv, host_services host) {
   std::string why;
   if (!stdout_written(&why)) {
     fmt::print(stderr, "tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
-    return code == exit_ok || code == exit_check_failed ? exit_environment : code;
+    return code == exit_ok || code == exit_check_failed || code == exit_incomplete ? exit_environment : code;
   }
   return code;
 }

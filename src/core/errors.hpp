@@ -10,6 +10,7 @@ enum exit_code : int {
   exit_check_failed = 1,
   exit_usage = 2,
   exit_environment = 3,
+  exit_incomplete = 4,  // --budget-s stopped a suite early: the output is written, "not_run" names the rest
   exit_internal = 70,
 };
 
