@@ -182,7 +182,39 @@ TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
     EXPECT_TRUE(j["recommendation"].contains(k)) << k;
   EXPECT_EQ(j["hf_training_args"]["per_device_train_batch_size"], r.micro_batch);
   EXPECT_EQ(j["hf_training_args"]["bf16"], true);
+  EXPECT_EQ(j["model_load"]["torch_dtype"], "float32");
   EXPECT_EQ(j["deepspeed"]["train_batch_size"], 512);
+}
+
+// The pasted settings run the precision that was planned: autocast only for the
+// mixed ones, the weights' dtype said, and no DeepSpeed config for pure bf16
+// (DeepSpeed would keep fp32 masters and states, another plan's memory).
+TEST(plan, the_emitted_settings_train_the_planned_precision) {
+  struct want {
+    precision prec;
+    bool hf_bf16, hf_fp16;
+    const char* torch_dtype;
+    bool deepspeed;
+  };
+  for (const want w : {want{precision::bf16, false, false, "bfloat16", false},
+                       want{precision::bf16_mixed, true, false, "float32", true},
+                       want{precision::fp16_mixed, false, true, "float32", true},
+                       want{precision::fp32, false, false, "float32", true}}) {
+    const auto s = setup("gpt2", 1024, w.prec);
+    const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+    ASSERT_TRUE(plan.recommended) << to_string(w.prec);
+    const auto j = to_json(plan, "cmd", "date");
+    EXPECT_EQ(j["hf_training_args"]["bf16"], w.hf_bf16) << to_string(w.prec);
+    EXPECT_EQ(j["hf_training_args"]["fp16"], w.hf_fp16) << to_string(w.prec);
+    EXPECT_EQ(j["model_load"]["torch_dtype"], w.torch_dtype) << to_string(w.prec);
+    EXPECT_EQ(j["deepspeed"].is_object(), w.deepspeed) << to_string(w.prec);
+    if (w.deepspeed) {
+      EXPECT_EQ(j["deepspeed"]["bf16"]["enabled"], w.prec == precision::bf16_mixed);
+      EXPECT_EQ(j["deepspeed"]["fp16"]["enabled"], w.prec == precision::fp16_mixed);
+    } else {
+      EXPECT_NE(j["notes"].dump().find("DeepSpeed"), std::string::npos);
+    }
+  }
 }
 
 // The asked global batch is kept whenever some fitting candidate reaches it,

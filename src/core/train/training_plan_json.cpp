@@ -120,24 +120,37 @@ nlohmann::json recommendation_json(const batch_plan& plan, const batch_candidate
           {"tokens_per_s", r.tokens_per_s}};
 }
 
-// The recommendation as Hugging Face TrainingArguments.
+// The recommendation as Hugging Face TrainingArguments. Their bf16/fp16 flags
+// are autocast over the loaded weights (model_load_json): set for the mixed
+// precisions only; pure bf16 is a bf16 model trained without autocast.
 nlohmann::json hf_training_args_json(const training_setup& s, const batch_candidate& r) {
   nlohmann::json hf = {{"per_device_train_batch_size", r.micro_batch},
                        {"gradient_accumulation_steps", r.grad_accum_steps},
                        {"gradient_checkpointing", r.checkpointing},
-                       {"bf16", s.prec == precision::bf16_mixed || s.prec == precision::bf16},
+                       {"bf16", s.prec == precision::bf16_mixed},
                        {"fp16", s.prec == precision::fp16_mixed},
                        {"optim", hf_optim(s.optimizer)}};
   if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
   return hf;
 }
 
+// What the weights are loaded as (from_pretrained's torch_dtype): fp32 under
+// the mixed precisions, whose autocast makes the 16-bit copies, bf16 for pure
+// bf16 (its gradients and optimizer states follow the weights).
+nlohmann::json model_load_json(const training_setup& s) {
+  return {{"torch_dtype", s.prec == precision::bf16 ? "bfloat16" : "float32"}};
+}
+
+// DeepSpeed's 16-bit modes keep fp32 master weights and fp32 optimizer states,
+// which is the mixed precisions' memory; no DeepSpeed setting trains pure bf16
+// states, so a pure-bf16 plan has no DeepSpeed config (to_json says why).
 nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r) {
+  if (s.prec == precision::bf16) return nullptr;
   return {{"train_micro_batch_size_per_gpu", r.micro_batch},
           {"gradient_accumulation_steps", r.grad_accum_steps},
           {"train_batch_size", r.effective_global_batch},
           {"zero_optimization", {{"stage", s.zero_stage}}},
-          {"bf16", {{"enabled", s.prec == precision::bf16_mixed || s.prec == precision::bf16}}},
+          {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
           {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
 }
 
@@ -177,13 +190,19 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["recommendation"] = nullptr;
     j["suggestions"] = plan.suggestions;
     j["hf_training_args"] = nullptr;
+    j["model_load"] = nullptr;
     j["deepspeed"] = nullptr;
     return j;
   }
   const auto& r = plan.candidates[*plan.recommended];
   j["recommendation"] = recommendation_json(plan, r);
   j["hf_training_args"] = hf_training_args_json(s, r);
+  j["model_load"] = model_load_json(s);
   j["deepspeed"] = deepspeed_json(s, r);
+  if (j["deepspeed"].is_null())
+    j["notes"].push_back(
+        "no DeepSpeed config: DeepSpeed's bf16 mode keeps fp32 master weights and fp32 optimizer states, which is "
+        "--precision bf16-mixed's memory, not this plan's; plan with bf16-mixed for DeepSpeed");
   return j;
 }
 
