@@ -39,6 +39,9 @@ __global__ void hmma_loop(int iters, float* sink, long long* cycles) {  // cycle
   __syncwarp();
   long long t0 = clock64();
   for (int i = 0; i < iters; ++i) {
+#ifdef HMMA_PROBE_PLANTED_LOAD  // a defect for tests/compile/hmma_probe_sass.sh: an operand read in the loop
+    a0 = reinterpret_cast<const volatile uint32_t*>(sink)[i & 31];
+#endif
 #pragma unroll
     for (int c = 0; c < CHAINS; ++c)
       asm volatile(
