@@ -145,6 +145,12 @@ void run_calibrate(const db_options& o, run_context& ctx) {
                  fmt::format("{:.1f}", q["top_pick_measured_rank"].get<double>())});
     }
     fmt::print("\n\nranking quality, mean over the problems:\n{}", t.render());
+    const auto& pick = report["offline_pick"]["calibrated_without_this_problem"];
+    fmt::print(
+        "offline pick, each problem left out of the fit: predicted time off by {:.1f}% (median; worst {:.1f}%), "
+        "measured {:.1f}% slower than the best (median; worst {:.1f}%)\n",
+        100 * pick["median_time_error"].get<double>(), 100 * pick["worst_time_error"].get<double>(),
+        100 * (pick["median_slowdown"].get<double>() - 1), 100 * (pick["worst_slowdown"].get<double>() - 1));
     if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
   }
   ctx.exit_code = exit_ok;

@@ -1,5 +1,8 @@
 #include "core/tune/calibration/model_calibration.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -162,4 +165,76 @@ TEST(model_calibration, the_built_in_calibration_is_the_profile) {
   EXPECT_FALSE(built_in->source.empty());
   // Other GPU models have no shipped measurements: the physical model stands.
   EXPECT_FALSE(shipped_calibration("a100-sxm-80gb"));
+}
+
+// Issue 39's figures of the offline pick, leave-one-out (fit on the other
+// problems, predict the one left out): how far its predicted time is from what
+// it measured, and how much slower it measured than the best measured variant.
+// The goals are a median within 5% (worst 12%) and a pick within 2% of the best
+// (worst 8%); the figures below are today's, kept as ceilings, and
+// docs/model.md states them. The pick is the model's first among the variants
+// each search measured (a halving search times part of the space).
+namespace {
+std::vector<nlohmann::json> recorded_h200() {
+  std::vector<nlohmann::json> out;
+  const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json" && e.path().filename().string().find("alone") == std::string::npos)
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    out.push_back(nlohmann::json::parse(in));
+  }
+  return out;
+}
+
+void print_offline_pick(const char* what, const nlohmann::json& report) {
+  for (const char* m : {"assumed_model", "calibrated", "calibrated_without_this_problem"}) {
+    const auto& p = report["offline_pick"][m];
+    std::printf("%s %-32s time error median %5.1f%% worst %5.1f%%, slowdown median %5.1f%% worst %5.1f%%\n", what, m,
+                100 * p["median_time_error"].get<double>(), 100 * p["worst_time_error"].get<double>(),
+                100 * (p["median_slowdown"].get<double>() - 1), 100 * (p["worst_slowdown"].get<double>() - 1));
+  }
+}
+}  // namespace
+
+TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
+  const auto h100 = calibration_report(recorded_h100());
+  const auto h200_results = recorded_h200();
+  ASSERT_EQ(h200_results.size(), 14u);
+  const auto h200 = calibration_report(h200_results);
+  print_offline_pick("H100", h100);
+  print_offline_pick("H200", h200);
+  // Today's held-out figures (2026-11-26), not the goals: none of the four goals is met.
+  // The calibrated fit (least squares over every measured variant) over-predicts the
+  // large bf16 shapes' picks by 8-18% and under-predicts the 16- and 128-row picks
+  // by 8-29%; the physical model alone has the smaller median (4.9% and 10.1%).
+  struct ceiling {
+    const nlohmann::json* report;
+    double median_error, worst_error, median_slowdown, worst_slowdown;
+  };
+  for (const ceiling& c : {ceiling{&h100, 0.146, 0.365, 1.055, 1.198}, ceiling{&h200, 0.149, 0.367, 1.049, 1.307}}) {
+    const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
+    EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
+    EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);
+    EXPECT_LE(p["median_slowdown"].get<double>(), c.median_slowdown);
+    EXPECT_LE(p["worst_slowdown"].get<double>(), c.worst_slowdown);
+    // The figures are the problems' own: the worst is one of them, the median between.
+    std::vector<double> errors;
+    for (const auto& q : (*c.report)["problems"])
+      errors.push_back(std::abs(q["calibrated_without_this_problem"]["top_pick_time_error"].get<double>()));
+    EXPECT_DOUBLE_EQ(*std::max_element(errors.begin(), errors.end()), p["worst_time_error"].get<double>());
+    EXPECT_LE(p["median_time_error"].get<double>(), p["worst_time_error"].get<double>());
+  }
+  if (std::getenv("TILETUNE_PRINT_PICKS"))
+    for (const auto* r : {&h100, &h200})
+      for (const auto& p : (*r)["problems"])
+        std::printf("%-28s a %+6.1f%% c %+6.1f%% l %+6.1f%%  slow %.3f %.3f %.3f  %s\n", p["problem"].get<std::string>().c_str(),
+                    100 * p["assumed_model"]["top_pick_time_error"].get<double>(),
+                    100 * p["calibrated"]["top_pick_time_error"].get<double>(),
+                    100 * p["calibrated_without_this_problem"]["top_pick_time_error"].get<double>(),
+                    p["assumed_model"]["top_pick_slowdown"].get<double>(), p["calibrated"]["top_pick_slowdown"].get<double>(),
+                    p["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), "");
 }

@@ -1,6 +1,7 @@
 // calibration_report (model_calibration.hpp): the fit and its ranking quality, as
 // `tiletune db calibrate` writes it.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,14 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
   nlohmann::json problems = nlohmann::json::array();
   struct sums {
     double spearman = 0, slowdown = 0, top_rank = 0;
+    std::vector<double> time_errors, slowdowns;  // per result: |predicted/measured - 1| of the pick, its slowdown
   } base, fitted, held_out;
   auto add = [](sums& s, const ranking_quality& q) {
     s.spearman += q.spearman;
     s.slowdown += q.top_pick_slowdown;
     s.top_rank += q.top_pick_measured_rank;
+    s.time_errors.push_back(std::abs(q.top_pick_time_error()));
+    s.slowdowns.push_back(q.top_pick_slowdown);
   };
   std::vector<std::string> problem_of;
   for (const auto& r : results) problem_of.push_back(gemm_problem_from_json(r.at("problem")).describe());
@@ -50,6 +54,22 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
                           {"top_pick_slowdown", s.slowdown / n},
                           {"top_pick_measured_rank", s.top_rank / n}};
   };
+  // The offline pick (the model's first choice among the measured variants):
+  // how far its predicted time is from its measured one, and how much slower it
+  // measured than the best, as a median and the worst over the results.
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+  };
+  auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  auto pick = [&](const sums& s) {
+    return nlohmann::json{{"median_time_error", median(s.time_errors)},
+                          {"worst_time_error", worst(s.time_errors)},
+                          {"median_slowdown", median(s.slowdowns)},
+                          {"worst_slowdown", worst(s.slowdowns)}};
+  };
   nlohmann::json assumed_eff = nlohmann::json::object();
   if (!results.empty()) {
     const auto d = plan_from_recording(results[0]).device;
@@ -64,6 +84,10 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
            {{"assumed_model", mean(base)},
             {"calibrated", mean(fitted)},
             {"calibrated_without_this_problem", mean(held_out)}}},
+          {"offline_pick",
+           {{"assumed_model", pick(base)},
+            {"calibrated", pick(fitted)},
+            {"calibrated_without_this_problem", pick(held_out)}}},
           {"problems", problems}};
 }
 

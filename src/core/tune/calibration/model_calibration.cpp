@@ -328,6 +328,8 @@ ranking_quality rank_quality(const gemm_plan& plan, const nlohmann::json& result
   q.top_pick_measured_rank = 1 + static_cast<int>(std::count_if(meas.begin(), meas.end(), [&](double m) { return m < meas[top]; }));
   q.top_pick_slowdown = meas[top] / meas[best];
   q.winner_predicted_rank = 1 + static_cast<int>(std::count_if(pred.begin(), pred.end(), [&](double p) { return p < pred[best]; }));
+  q.top_pick_predicted_us = pred[top];
+  q.top_pick_measured_us = meas[top];
   return q;
 }
 
@@ -356,7 +358,10 @@ nlohmann::json to_json(const ranking_quality& q) {
           {"spearman", q.spearman},
           {"top_pick_measured_rank", q.top_pick_measured_rank},
           {"top_pick_slowdown", q.top_pick_slowdown},
-          {"winner_predicted_rank", q.winner_predicted_rank}};
+          {"winner_predicted_rank", q.winner_predicted_rank},
+          {"top_pick_predicted_us", q.top_pick_predicted_us},
+          {"top_pick_measured_us", q.top_pick_measured_us},
+          {"top_pick_time_error", q.top_pick_time_error()}};
 }
 
 }  // namespace tiletune

@@ -68,6 +68,11 @@ struct ranking_quality {
   int top_pick_measured_rank = 0;   // where the model's first choice lands when measured (1 = the best)
   double top_pick_slowdown = 0;     // its measured time over the best measured time
   int winner_predicted_rank = 0;    // where the measured best sits in the model's order
+  double top_pick_predicted_us = 0;  // the model's first choice: its predicted and measured time
+  double top_pick_measured_us = 0;
+  double top_pick_time_error() const {  // signed: predicted over measured, less one
+    return top_pick_measured_us > 0 ? top_pick_predicted_us / top_pick_measured_us - 1 : 0;
+  }
 };
 // `plan` holds predictions for the variants of the measured result (plan_from_recording).
 ranking_quality rank_quality(const gemm_plan& plan, const nlohmann::json& measured_result);
