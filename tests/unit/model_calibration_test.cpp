@@ -76,8 +76,10 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // falls as the problem grows) moved the calibrated figures up (0.833 -> 0.846, held out 0.812
   // -> 0.825) and the physical model's down (0.733 -> 0.723).
   EXPECT_GE(assumed, 0.722);
-  EXPECT_GE(fitted, 0.846);
-  EXPECT_GE(held_out, 0.825);
+  // Weighting the scale's fit toward each problem's contenders (0.846 -> 0.845, held out
+  // 0.825 -> 0.824) cut the pick's held-out time error from 14.5% to 5.9% (median).
+  EXPECT_GE(fitted, 0.845);
+  EXPECT_GE(held_out, 0.824);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
@@ -207,15 +209,15 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   const auto h200 = calibration_report(h200_results);
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
-  // Today's held-out figures (2026-11-26), not the goals: none of the four goals is met.
-  // The calibrated fit (least squares over every measured variant) over-predicts the
-  // large bf16 shapes' picks by 8-18% and under-predicts the 16- and 128-row picks
-  // by 8-29%; the physical model alone has the smaller median (4.9% and 10.1%).
+  // Today's held-out figures, not the goals (none of the four is met): the time error's
+  // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders.
+  // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out)
+  // and the 128-row decode pick (predicted 27-30% fast).
   struct ceiling {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.146, 0.365, 1.055, 1.198}, ceiling{&h200, 0.149, 0.367, 1.049, 1.307}}) {
+  for (const ceiling& c : {ceiling{&h100, 0.060, 0.365, 1.055, 1.198}, ceiling{&h200, 0.078, 0.367, 1.049, 1.307}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);
