@@ -6,6 +6,7 @@
 // misbehaves (gemm --devices): TILETUNE_FAKE_CRASH_DEVICE=I aborts on any
 // request on device I, TILETUNE_FAKE_HANG_DEVICE=I never answers one, and
 // TILETUNE_FAKE_CRASH_M=M aborts on every device when the problem has m == M.
+// It knows the test families of tests/families/ besides the built-in ones.
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -17,10 +18,12 @@
 
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/tile_config.hpp"
+#include "toy/toy_family.hpp"
 
 using namespace tiletune;
 
 int main() {
+  const family_registration toy{toy_family()};  // the test families (tests/families/) parse like any
   std::string line;
   if (!std::getline(std::cin, line)) return 0;
   const worker_setup setup = worker_setup_from_json(nlohmann::json::parse(line));

@@ -128,6 +128,20 @@ class gemm_family {
 // The registered families, in registration order (families/registry.cpp).
 const std::vector<const gemm_family*>& all_families();
 
+// A family from elsewhere (a test's, a plug-in's), registered for the object's
+// lifetime: one line, `const family_registration r{my_family()};`. Not while
+// another thread plans or reads all_families().
+class family_registration {
+ public:
+  explicit family_registration(const gemm_family& f);
+  ~family_registration();
+  family_registration(const family_registration&) = delete;
+  family_registration& operator=(const family_registration&) = delete;
+
+ private:
+  const gemm_family* family_;
+};
+
 // Shared pieces for families that use them.
 // "_k<split>" for split-K and "_g<group><m|n>" for grouped rasterization.
 std::string split_k_id_suffix(const tile_config& c);

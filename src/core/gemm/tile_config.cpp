@@ -25,7 +25,9 @@ std::string tile_config::id() const {
 }
 
 nlohmann::json tile_to_json(const tile_config& c) {
-  nlohmann::json j = {{"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k}};
+  // The family's name first: a tile reads back through its own family (tile_from_json).
+  nlohmann::json j = {
+      {"family", to_string(c.family)}, {"block_m", c.block_m}, {"block_n", c.block_n}, {"block_k", c.block_k}};
   c.family->to_json(c, j);
   j["stages"] = c.stages;
   j["split_k"] = c.split_k;

@@ -41,7 +41,6 @@ class wgmma : public gemm_family {
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
-    j["family"] = name();
     j["consumers"] = wgmma_consumers(c);
     j["cluster_m"] = c.cluster_m;
     j["cluster_n"] = c.cluster_n;
