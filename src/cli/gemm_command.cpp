@@ -25,6 +25,14 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--n", o->problem.n, "Columns of C and op(B)");
   cmd->add_option("--k", o->problem.k, "The reduction dimension");
   cmd->add_option("--suite", o->suite, "Tune every problem of a suite file (see profiles/suites/) into one result");
+  cmd->add_option("--model", o->model.name,
+                  "Tune every distinct GEMM of one step of a model (a name as `tiletune batch --model` takes, or a "
+                  "Hugging Face config.json) as a suite, with a table of each GEMM's share of the step");
+  cmd->add_option("--tokens", o->model.tokens,
+                  "With --model: the step's tokens (train, prefill: sequences x length; decode: sequences)");
+  cmd->add_option("--phase", o->model.phase,
+                  "With --model: train (forward, data- and weight-gradient GEMMs), prefill or decode (forward)")
+      ->capture_default_str();
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   cmd->add_option("--dtype", o->problem.dtype, dtype_names(" | ") + " (fp32 accumulation)")->capture_default_str();
   cmd->add_option("--layout", o->problem.layout,
@@ -39,6 +47,12 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
+  // A model's GEMMs take their shapes and layouts from the model; --dtype stays.
+  for (const char* flag : {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite"})
+    cmd->get_option("--model")->excludes(cmd->get_option(flag));
+  cmd->get_option("--tokens")->needs(cmd->get_option("--model"));
+  cmd->get_option("--phase")->needs(cmd->get_option("--model"));
+  cmd->get_option("--model")->needs(cmd->get_option("--tokens"));
 }
 
 // Which GPU: a preset to plan for, or local ones to measure on.

@@ -33,7 +33,7 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
     if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
     const gemm_plan& plan = *plans[i];
     std::string folder;
-    if (!o.suite.empty()) {
+    if (o.is_suite()) {
       folder = export_folder_name(suite.problems[i].name);
       if (!folders.insert(folder).second) folders.insert(folder += fmt::format("-{}", i + 1));
       folder += "/";

@@ -41,6 +41,13 @@ struct gemm_options {
     std::string kernel_debug;
   } compile;
   std::string suite;
+  struct {
+    std::string name;  // --model NAME|config.json: the model's GEMMs as the suite
+    std::int64_t tokens = 0;
+    std::string phase = "train";
+  } model;
+  // A list of problems (--suite or --model) rather than the one of --m --n --k.
+  bool is_suite() const { return !suite.empty() || !model.name.empty(); }
   std::string shard;  // --shard I/N: only the suite's problems of shard I (core/tune/fleet/suite_shard.hpp)
   std::vector<std::string> only;
   struct {

@@ -18,6 +18,7 @@
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
+#include "core/train/model_gemms.hpp"
 
 namespace tiletune::cli {
 
@@ -48,21 +49,31 @@ double seconds_since(run_clock::time_point t) {
   return std::chrono::duration<double>(run_clock::now() - t).count();
 }
 
-// The problems to tune: the suite (or its shard) or the one problem of the flags.
+// The problems to tune: the suite (or its shard), the model's GEMMs, or the one problem of the flags.
 struct gemm_work {
   gemm_suite suite;
   std::optional<suite_shard> shard;
   std::size_t suite_total = 0;
+  std::vector<std::int64_t> counts;  // --model: how often one step runs each problem (before a shard)
+  std::vector<std::string> notes;    // --model: what the suite leaves out
 };
 
 gemm_work work_of(const gemm_options& o) {
   gemm_work w;
   if (!o.shard.empty()) {
-    if (o.suite.empty())
-      throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE", o.shard));
+    if (!o.is_suite())
+      throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE or --model", o.shard));
     w.shard = parse_shard(o.shard);
   }
-  if (!o.suite.empty()) {
+  if (!o.model.name.empty()) {
+    model_gemm_suite m = model_gemms(load_model(o.model.name), o.model.tokens, parse_model_phase(o.model.phase),
+                                     parse_dtype(o.problem.dtype));
+    w.suite = std::move(m.suite);
+    w.counts = std::move(m.counts);
+    w.notes = std::move(m.notes);
+    w.suite_total = w.suite.problems.size();
+    if (w.shard) w.suite = select_shard(w.suite, *w.shard);
+  } else if (!o.suite.empty()) {
     w.suite = load_suite(o.suite);
     w.suite_total = w.suite.problems.size();
     if (w.shard) w.suite = select_shard(w.suite, *w.shard);
@@ -113,8 +124,8 @@ std::vector<device_choice> devices_to_deal_to(const gemm_options& o, const run_c
         flag, *o.device.gpu));
   if (o.device.index)
     throw usage_error(flag + " and --device exclude each other: --devices names every GPU used");
-  if (o.suite.empty())
-    throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE");
+  if (!o.is_suite())
+    throw usage_error(flag + " deals a suite's problems to GPUs: give --suite FILE or --model");
   if (o.report.dry_run)
     throw usage_error(flag + " measures on GPUs and --dry-run launches nothing: drop one");
   return choose_devices(o.device.devices, ctx.host);
@@ -255,7 +266,7 @@ class gemm_run {
 
   // The command's JSON: the problem's result, or the suite's.
   nlohmann::json assemble() const {
-    if (o_.suite.empty()) return results_[0];
+    if (!o_.is_suite()) return results_[0];
     bool all_measured = true;
     for (const auto& r : results_)
       all_measured = all_measured && (r.is_null() || r.value("mode", "") == "measured");
@@ -267,6 +278,10 @@ class gemm_run {
                       all_measured ? "measured" : "predicted", compiler_->version(), run_);
     j["tool"] = tool_now_;
     j["suite"] = {{"name", suite.name}, {"file", o_.suite}};
+    if (!o_.model.name.empty()) {
+      j["suite"]["model"] = {{"name", o_.model.name}, {"tokens", o_.model.tokens}, {"phase", o_.model.phase}};
+      if (!work_.shard) j["model_step"] = model_step_json(results_, work_.counts, suite);
+    }
     if (shard)
       j["shard"] = {{"index", shard->index},
                     {"count", shard->count},
@@ -313,9 +328,11 @@ class gemm_run {
       std::fputs((j.dump(2) + "\n").c_str(), stdout);
     } else if (!o_.report.quiet) {
       std::string table;
-      if (!o_.suite.empty())
+      if (o_.is_suite()) {
         table = format_suite_results(suite.name, j["device"], j["results"]);
-      else if (plans_[0])
+        if (j.contains("model_step")) table += format_model_step(j["model_step"]);
+        for (const auto& n : work_.notes) table += "note: " + n + "\n";
+      } else if (plans_[0])
         table = format_table(*plans_[0], o_.report.top);
       else
         table = format_db_answer_table(results_[0], o_.report.top);

@@ -147,6 +147,44 @@ std::string format_suite_results(const std::string& suite_name, const nlohmann::
          t.render();
 }
 
+nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const std::vector<std::int64_t>& counts,
+                               const gemm_suite& suite) {
+  nlohmann::json rows = nlohmann::json::array();
+  double total_ms = 0;
+  for (std::size_t i = 0; i < results.size() && i < counts.size(); ++i) {
+    const auto& rec = results[i].is_object() ? results[i].value("recommendation", nlohmann::json()) : nlohmann::json();
+    nlohmann::json row = {{"name", suite.problems[i].name},
+                          {"shape", suite.problems[i].problem.describe()},
+                          {"count", counts[i]},
+                          {"us", nullptr},
+                          {"ms_per_step", nullptr},
+                          {"basis", nullptr}};
+    if (rec.is_object()) {
+      const bool measured = rec.value("median_us", nlohmann::json()).is_number();
+      const double us = measured ? rec["median_us"].get<double>() : rec.value("predicted_us", 0.0);
+      row["us"] = us;
+      row["ms_per_step"] = us * static_cast<double>(counts[i]) / 1e3;
+      row["basis"] = measured ? "measured" : "predicted";
+      total_ms += row["ms_per_step"].get<double>();
+    }
+    rows.push_back(std::move(row));
+  }
+  for (auto& r : rows)
+    r["share"] = r["ms_per_step"].is_number() && total_ms > 0 ? nlohmann::json(r["ms_per_step"].get<double>() / total_ms)
+                                                               : nlohmann::json(nullptr);
+  return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}};
+}
+
+std::string format_model_step(const nlohmann::json& step) {
+  text_table t({"GEMM", "shape", "per step", "us each", "ms per step", "share"});
+  for (const auto& r : step["gemms"])
+    t.add_row({r["name"].get<std::string>(), r["shape"].get<std::string>(), std::to_string(r["count"].get<std::int64_t>()),
+               number(r["us"], "{:.1f}"), number(r["ms_per_step"], "{:.2f}"),
+               r["share"].is_number() ? fmt::format("{:.0f}%", 100 * r["share"].get<double>()) : "-"});
+  return fmt::format("\nthe step's GEMMs: {:.2f} ms in all\n\n", step["gemm_ms_per_step"].get<double>()) +
+         t.render();
+}
+
 std::string format_seconds(double s) {
   if (s < 90) return fmt::format("{:.1f} s", s);
   return fmt::format("{} min {:02} s", static_cast<int>(s / 60), static_cast<int>(s) % 60);

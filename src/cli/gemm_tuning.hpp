@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/gemm/gemm_suite.hpp"
+
 #include "cli/commands.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 
@@ -44,6 +46,12 @@ nlohmann::json result_from_answer(const tuning_db& db, const db_answer& a, const
 std::string format_db_answer_table(const nlohmann::json& result, int top);
 std::string format_suite_results(const std::string& suite_name, const nlohmann::json& device,
                                  const nlohmann::json& results);
+
+// --model: each GEMM of the step, how often it runs, its time (measured, else predicted) and its
+// share of the step's GEMM time; and that as a table.
+nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const std::vector<std::int64_t>& counts,
+                               const gemm_suite& suite);
+std::string format_model_step(const nlohmann::json& step);
 
 // "12.3 s" / "2 min 05 s".
 std::string format_seconds(double s);

@@ -781,3 +781,37 @@ TEST(cli, result_files_are_checked_on_read_and_matched_by_gpu_model) {
   });
   EXPECT_EQ(run({"compare", real.string(), pcie.string()}).code, 3);
 }
+
+// gemm --model: the model's distinct GEMMs tuned as a suite, with each one's share of the step.
+TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
+  const fs::path out = tmp_dir() / "model.json";
+  const result r = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "decode", "--gpu", "h100-sxm",
+                        "--dry-run", "--no-db", "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["schema"], "tiletune.gemm-suite/1");
+  EXPECT_EQ(j["suite"]["model"]["name"], "gpt2");
+  EXPECT_EQ(j["suite"]["model"]["phase"], "decode");
+  const auto& gemms = j["model_step"]["gemms"];
+  ASSERT_EQ(gemms.size(), j["results"].size());
+  double share = 0, ms = 0;
+  for (const auto& g : gemms) {
+    EXPECT_GE(g["count"].get<int>(), 1) << g;
+    EXPECT_EQ(g["basis"], "predicted") << g;
+    share += g["share"].get<double>();
+    ms += g["ms_per_step"].get<double>();
+  }
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  EXPECT_NEAR(ms, j["model_step"]["gemm_ms_per_step"].get<double>(), 1e-9);
+  // The table says it too.
+  EXPECT_NE(r.out.find("the step's GEMMs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: attention's own GEMMs are left out"), std::string::npos) << r.out;
+
+  expect_usage_error({"gemm", "--model", "gpt2", "--gpu", "h100-sxm"}, "--tokens");
+  expect_usage_error({"gemm", "--tokens", "512", "--gpu", "h100-sxm"}, "--model");
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "512", "--m", "8", "--gpu", "h100-sxm"}, "--m");
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "inference", "--gpu", "h100-sxm"},
+                     "inference");
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "0", "--gpu", "h100-sxm"}, "--tokens 0");
+  expect_usage_error({"gemm", "--model", "no-such-model", "--tokens", "8", "--gpu", "h100-sxm"}, "no-such-model");
+}

@@ -114,6 +114,10 @@ def produce(binary, standins, fake_worker, work, profiles):
         "--out", str(suite_out))
     out["gemm --suite"] = json.loads(suite_out.read_text())
     out["suite input"] = json.loads(suite.read_text())
+    model_out = work / "model-out.json"
+    run(binary, env, "gemm", "--model", "gpt2", "--tokens", "64", "--phase", "train", "--only", "mma_64x64x32_w2x2_s3",
+        *offline, "--out", str(model_out))
+    out["gemm --model"] = json.loads(model_out.read_text())
     # --devices on three stand-in GPUs with the stand-in worker (the test binary tiletune_standins), where
     # the "odd" problem crashes every worker: ran_on, devices (two retired) and failed.
     if standins:

@@ -1,0 +1,30 @@
+#pragma once
+// Every distinct GEMM of one step of a model, as a suite to tune
+// (`tiletune gemm --model`): the linear layers' forward GEMMs, and for training
+// their data- and weight-gradient GEMMs, with how often each runs per step.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/gemm/gemm_suite.hpp"
+#include "core/train/model_spec.hpp"
+
+namespace tiletune {
+
+enum class model_phase { train, prefill, decode };
+model_phase parse_model_phase(std::string_view s);  // throws usage_error naming the value
+std::string_view to_string(model_phase p);
+
+struct model_gemm_suite {
+  gemm_suite suite;                  // one problem per distinct shape, dtype and layout
+  std::vector<std::int64_t> counts;  // per problem: how many times one step runs it
+  std::vector<std::string> notes;    // what the suite leaves out or approximates
+};
+
+// tokens: rows of the step's activations (train and prefill: sequences x length;
+// decode: the sequences that each decode one token). Attention's own GEMMs are
+// left out (a fused attention kernel runs them), so are LoRA's thin adapters.
+model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t);
+
+}  // namespace tiletune
