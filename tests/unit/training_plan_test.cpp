@@ -432,3 +432,31 @@ TEST(plan, a_global_batch_only_slow_plans_reach_says_what_it_costs) {
   for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
     EXPECT_EQ(n.find("is reached exactly only"), std::string::npos) << n;
 }
+
+// Gradient accumulation: zero_grad comes after the optimizer step, so every micro-step after
+// the first runs its forward beside the gradients the earlier ones left. GPT-2's fp32
+// gradients under bf16-mixed are 4 x 124,439,808 = 497,759,232 bytes (issue 37: up to 30 GiB
+// for an 8B model, 4 x 8.03e9 bytes); the forward and loss-backward phases carry them.
+TEST(plan, accumulation_holds_the_gradients_through_every_later_forward) {
+  auto s = setup("gpt2", 1024);
+  const memory_breakdown m = estimate_memory(s);
+  EXPECT_EQ(m.gradients_bytes, 4 * gpt2_params);
+  const std::string phase = m.peak_phase(8, false);
+  ASSERT_TRUE(phase == "forward" || phase == "loss backward") << phase;
+  EXPECT_EQ(m.peak_allocated_bytes(8, false, true) - m.peak_allocated_bytes(8, false), 4 * gpt2_params);
+  EXPECT_GT(m.peak_bytes(8, false, true), m.peak_bytes(8, false));
+  // The backward's end and the optimizer step held every gradient already: with no activations
+  // (micro-batch 0) accumulating never counts the gradients twice.
+  EXPECT_LT(m.peak_allocated_bytes(0, false, true) - m.peak_allocated_bytes(0, false), 4 * gpt2_params);
+  // A plan with accumulation charges it; one micro-step per optimizer step does not.
+  s.global_batch = 64;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  int accumulating = 0, single = 0;
+  for (const auto& c : plan.candidates) {
+    const bool acc = c.grad_accum_steps > 1;
+    EXPECT_EQ(c.peak_allocated_bytes, m.peak_allocated_bytes(c.micro_batch, c.checkpointing, acc)) << c.micro_batch;
+    (acc ? accumulating : single) += 1;
+  }
+  EXPECT_GT(accumulating, 0);
+  EXPECT_GT(single, 0);
+}

@@ -28,21 +28,24 @@ struct phase_bytes {
   const char* name;
   std::int64_t bytes;
 };
-std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
   const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps').
+  const std::int64_t earlier = accumulating ? m.gradients_bytes : 0;
   const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
   // the last layer, over everything kept, if larger.
-  out.push_back({"forward", states + m.autocast_weight_copies_bytes +
+  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
-  out.push_back({"loss backward", states + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
+  out.push_back({"loss backward", states + earlier + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
   // The caller keeps the model output (its logits) through backward.
   const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
   if (ckpt)
-    out.push_back({"recompute", states + (m.gradients_bytes - m.layer_gradients_bytes) + b * (kept + layer_backward)});
+    out.push_back({"recompute", states + (accumulating ? m.gradients_bytes : m.gradients_bytes - m.layer_gradients_bytes) +
+                                    b * (kept + layer_backward)});
   out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
@@ -58,14 +61,15 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
 }
 }  // namespace
 
-std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing) const {
-  const auto all = phases(*this, micro_batch, checkpointing);
+std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
+  const auto all = phases(*this, micro_batch, checkpointing, accumulating);
   return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
 }
 
-std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const {
+std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing,
+                                                   bool accumulating) const {
   std::int64_t peak = 0;
-  for (const auto& p : phases(*this, micro_batch, checkpointing)) peak = std::max(peak, p.bytes);
+  for (const auto& p : phases(*this, micro_batch, checkpointing, accumulating)) peak = std::max(peak, p.bytes);
   return peak;
 }
 
@@ -76,10 +80,10 @@ namespace {
 // for the whole run (weights, optimizer states, workspaces: no slack), the
 // transient rest of each phase with its slack, and under checkpointing the
 // gradients' share on top (training_calibration.hpp has the sources).
-double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt) {
+double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
   const double held = static_cast<double>(m.held_bytes());
   double reserved = 0;
-  for (const auto& p : phases(m, b, ckpt))
+  for (const auto& p : phases(m, b, ckpt, accumulating))
     reserved = std::max(reserved, held + static_cast<double>(p.bytes - m.held_bytes()) * (1 + m.allocator_overhead));
   if (ckpt) {
     reserved += m.allocator_overhead_ckpt * static_cast<double>(m.gradients_bytes);
@@ -87,14 +91,15 @@ double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt) {
     // of them at a time in backward: at every moment it holds a subset of
     // what the plain step holds at the same micro-batch, allocated in the
     // same order, so it never needs a larger pool than the plain step's.
-    reserved = std::min(reserved, reserved_bytes(m, b, false));
+    reserved = std::min(reserved, reserved_bytes(m, b, false, accumulating));
   }
   return reserved;
 }
 }  // namespace
 
-std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing) const {
-  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing)) + cuda_context_bytes;
+std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
+  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing, accumulating)) +
+         cuda_context_bytes;
 }
 
 }  // namespace tiletune

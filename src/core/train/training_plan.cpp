@@ -17,8 +17,10 @@ namespace {
 
 // The peak is a maximum of phases, each linear in the micro-batch, so it
 // only grows with it: the largest that fits is found by bisection.
-std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t budget_bytes, bool ckpt) {
-  auto fits = [&](std::int64_t b) { return mem.peak_bytes(b, ckpt) <= budget_bytes; };
+// accumulating: the micro-steps hold the earlier ones' gradients (a per-GPU batch above the micro-batch).
+std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t budget_bytes, bool ckpt,
+                                   bool accumulating) {
+  auto fits = [&](std::int64_t b) { return mem.peak_bytes(b, ckpt, accumulating) <= budget_bytes; };
   if (!fits(1)) return 0;
   std::int64_t lo = 1, hi = 2;
   while (hi <= (1 << 20) && fits(hi)) lo = hi, hi *= 2;
@@ -73,11 +75,12 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   batch_candidate c;
   c.micro_batch = b;
   c.checkpointing = ckpt;
-  c.peak_bytes = mem.peak_bytes(b, ckpt);
-  c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt);
-  c.peak_phase = mem.peak_phase(b, ckpt);
-  c.fits = c.peak_bytes <= plan.memory_budget_bytes;
   c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
+  const bool accumulating = c.grad_accum_steps > 1;
+  c.peak_bytes = mem.peak_bytes(b, ckpt, accumulating);
+  c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt, accumulating);
+  c.peak_phase = mem.peak_phase(b, ckpt, accumulating);
+  c.fits = c.peak_bytes <= plan.memory_budget_bytes;
   c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
   c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
   // Only a candidate that fits is worth timing on the GPU.
@@ -104,7 +107,14 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
   if (in.s.checkpointing != checkpoint_policy::off) policies.push_back(true);
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
-    for (std::int64_t b : candidate_sizes(limit, in.per_gpu)) plan.candidates.push_back(make_candidate(plan, in, b, ckpt));
+    std::vector<std::int64_t> sizes = candidate_sizes(limit, in.per_gpu);
+    // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
+    if (const std::int64_t acc = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true);
+        in.per_gpu > 0 && acc > 0 && acc < in.per_gpu && std::find(sizes.begin(), sizes.end(), acc) == sizes.end()) {
+      sizes.push_back(acc);
+      std::sort(sizes.begin(), sizes.end());
+    }
+    for (std::int64_t b : sizes) plan.candidates.push_back(make_candidate(plan, in, b, ckpt));
   }
 }
 
@@ -289,8 +299,8 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   plan.device = d;
   plan.memory = estimate_memory(s);
   plan.memory_budget_bytes = static_cast<std::int64_t>(static_cast<double>(d.memory_bytes) * (1 - s.safety_margin));
-  plan.max_micro_batch_no_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, false);
-  plan.max_micro_batch_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, true);
+  plan.max_micro_batch_no_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, false, false);
+  plan.max_micro_batch_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, true, false);
 
   const communication_estimate comm = estimate_communication(s, d);
   add_communication_notes(plan, s, comm);

@@ -100,13 +100,16 @@ struct memory_breakdown {
   // The phase of the step whose allocated bytes peak: "forward", "loss
   // backward", "recompute" (the last layer's, checkpointing), "first layer
   // backward", "embedding backward" or "optimizer step".
-  std::string peak_phase(std::int64_t micro_batch, bool checkpointing) const;
+  // accumulating: a micro-step after the first of a gradient accumulation, whose
+  // forward runs beside the gradients the earlier micro-steps left (zero_grad
+  // comes only after the optimizer step).
+  std::string peak_phase(std::int64_t micro_batch, bool checkpointing, bool accumulating = false) const;
   // What torch.cuda.max_memory_allocated would report.
-  std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing) const;
+  std::int64_t peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating = false) const;
   // What must fit in the GPU: allocated, the allocator's slack on the
   // transient part, and the CUDA context. Never larger with checkpointing
   // than without at the same micro-batch.
-  std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing) const;
+  std::int64_t peak_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating = false) const;
 };
 
 memory_breakdown estimate_memory(const training_setup& s);
