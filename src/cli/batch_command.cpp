@@ -33,6 +33,7 @@ struct batch_options {
   std::string optimizer = "adamw";
   std::string attention = "flash";
   std::optional<std::int64_t> global_batch;
+  std::optional<std::int64_t> micro_batch;
   std::string checkpointing = "auto";
   int zero = 0;
   int world_size = 1;
@@ -202,6 +203,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.attention = parse_attention(o.attention);
   s.checkpointing = parse_checkpointing(o.checkpointing);
   s.global_batch = o.global_batch;
+  s.micro_batch = o.micro_batch;
   s.zero_stage = o.zero;
   s.world_size = o.world_size;
   s.link_gbs = o.link_gbs;
@@ -263,6 +265,9 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, "flash (SDPA/FlashAttention) | eager")->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
+  cmd->add_option("--micro-batch", o->micro_batch,
+                  "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
+                  "that breaks it");
   cmd->add_option("--checkpointing", o->checkpointing, "auto | on | off")->capture_default_str();
   cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();

@@ -460,3 +460,29 @@ TEST(plan, accumulation_holds_the_gradients_through_every_later_forward) {
   EXPECT_GT(accumulating, 0);
   EXPECT_GT(single, 0);
 }
+
+// --micro-batch N: exactly the micro-batch a user runs, both checkpointing policies; when it does
+// not fit, a note names its peak and the phase that sets it (issue 37, mechanism 6).
+TEST(plan, a_given_micro_batch_is_planned_as_it_is) {
+  auto s = setup("gpt2", 1024);
+  s.micro_batch = 12;
+  s.global_batch = 48;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_EQ(plan.candidates.size(), 2u);
+  for (const auto& c : plan.candidates) {
+    EXPECT_EQ(c.micro_batch, 12);
+    EXPECT_EQ(c.grad_accum_steps, 4);
+  }
+  ASSERT_TRUE(plan.recommended);
+  // One that cannot fit on an L4 (24 GB): no recommendation, and the note says why.
+  s.micro_batch = 256;
+  const auto big = plan_batch(s, find_preset("l4"));
+  EXPECT_FALSE(big.recommended);
+  bool said = false;
+  for (const auto& n : big.notes)
+    said = said || (n.find("--micro-batch 256 does not fit") != std::string::npos &&
+                    n.find(big.candidates[0].peak_phase) != std::string::npos);
+  EXPECT_TRUE(said);
+  s.micro_batch = 0;
+  EXPECT_THROW(plan_batch(s, find_preset("l4")), usage_error);
+}

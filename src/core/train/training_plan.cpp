@@ -107,10 +107,11 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
   if (in.s.checkpointing != checkpoint_policy::off) policies.push_back(true);
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
-    std::vector<std::int64_t> sizes = candidate_sizes(limit, in.per_gpu);
+    std::vector<std::int64_t> sizes = in.s.micro_batch ? std::vector<std::int64_t>{*in.s.micro_batch}
+                                                       : candidate_sizes(limit, in.per_gpu);
     // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
     if (const std::int64_t acc = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true);
-        in.per_gpu > 0 && acc > 0 && acc < in.per_gpu && std::find(sizes.begin(), sizes.end(), acc) == sizes.end()) {
+        !in.s.micro_batch && in.per_gpu > 0 && acc > 0 && acc < in.per_gpu && std::find(sizes.begin(), sizes.end(), acc) == sizes.end()) {
       sizes.push_back(acc);
       std::sort(sizes.begin(), sizes.end());
     }
@@ -241,6 +242,17 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
 void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
   const memory_breakdown& mem = plan.memory;
   constexpr double gib = double(1LL << 30);
+  if (s.micro_batch && !plan.candidates.empty()) {
+    // The user's micro-batch: its peak, the phase that sets it, and what does fit.
+    for (const auto& c : plan.candidates)
+      plan.notes.push_back(fmt::format(
+          "--micro-batch {} does not fit{}: its peak is {:.1f} GiB of the {:.1f} GiB budget, set by the {} phase; "
+          "the largest micro-batch that fits is {}",
+          c.micro_batch, c.checkpointing ? " with checkpointing" : " without checkpointing", c.peak_bytes / gib,
+          plan.memory_budget_bytes / gib, c.peak_phase,
+          c.checkpointing ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt));
+    return;
+  }
   if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
     plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
                                      "of the {:.1f} GiB budget",

@@ -41,6 +41,7 @@ struct training_setup {
   int lora_rank = 0;  // 0: full fine-tuning
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
+  std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)
   double safety_margin = 0.05;  // share of the GPU's memory kept free
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
   // MoE: ranks the routed experts are split over (none: gcd(experts, world

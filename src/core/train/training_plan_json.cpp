@@ -178,6 +178,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"lora_dropout", s.lora_dropout},
                 {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
+                {"micro_batch", s.micro_batch ? nlohmann::json(*s.micro_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = memory_json(plan);
   j["candidates"] = candidates_json(plan);

@@ -58,6 +58,8 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--seq-len {} is longer than {}'s {} positions", s.seq_len, s.model.name,
                                   s.model.max_positions));
   if (s.seq_len > 1'048'576) throw usage_error(fmt::format("--seq-len {} is too long (at most 1048576)", s.seq_len));
+  if (s.micro_batch && (*s.micro_batch < 1 || *s.micro_batch > (1 << 20)))
+    throw usage_error(fmt::format("--micro-batch {} is invalid: 1 to 1048576 samples", *s.micro_batch));
   if (s.zero_stage < 0 || s.zero_stage > 3)
     throw usage_error(fmt::format("--zero {} is invalid: ZeRO stages are 0 to 3", s.zero_stage));
   if (s.link_gbs && !(*s.link_gbs > 0 && *s.link_gbs < 1e6))
