@@ -71,15 +71,14 @@ gemm_work work_of(const gemm_options& o) {
     w.suite = std::move(m.suite);
     w.counts = std::move(m.counts);
     w.notes = std::move(m.notes);
-    w.suite_total = w.suite.problems.size();
-    if (w.shard) w.suite = select_shard(w.suite, *w.shard);
   } else if (!o.suite.empty()) {
     w.suite = load_suite(o.suite);
-    w.suite_total = w.suite.problems.size();
-    if (w.shard) w.suite = select_shard(w.suite, *w.shard);
   } else {
     w.suite.problems.push_back({"", problem_from_flags(o)});
+    return w;
   }
+  w.suite_total = w.suite.problems.size();
+  if (w.shard) w.suite = select_shard(w.suite, *w.shard);
   return w;
 }
 

@@ -5,9 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/gemm/gemm_suite.hpp"
-
 #include "cli/commands.hpp"
+#include "core/gemm/gemm_suite.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 
 namespace tiletune::cli {

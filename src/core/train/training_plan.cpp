@@ -42,11 +42,13 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
   for (auto& n : moe_notes(s, comm.link_gbs)) plan.notes.push_back(std::move(n));
 }
 
-// Powers of two up to twice the limit, the limit itself and, with a per-GPU batch, its divisors.
-std::vector<std::int64_t> candidate_sizes(std::int64_t limit, std::int64_t per_gpu) {
+// Powers of two up to twice the limit, the limit itself, the limit when accumulating (0: none) and,
+// with a per-GPU batch, its divisors.
+std::vector<std::int64_t> candidate_sizes(std::int64_t limit, std::int64_t per_gpu, std::int64_t accumulating_limit) {
   std::vector<std::int64_t> sizes;
   for (std::int64_t b = 1; b <= std::max<std::int64_t>(limit, 1) * 2 && b <= (1 << 20); b *= 2) sizes.push_back(b);
   if (limit > 0) sizes.push_back(limit);
+  if (accumulating_limit > 0) sizes.push_back(accumulating_limit);
   if (per_gpu > 0) {
     // No micro-batch beyond the per-GPU batch; its divisors reach the global batch exactly.
     std::erase_if(sizes, [&](std::int64_t b) { return b > per_gpu; });
@@ -107,13 +109,12 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
   if (in.s.checkpointing != checkpoint_policy::off) policies.push_back(true);
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
-    std::vector<std::int64_t> sizes = in.s.micro_batch ? std::vector<std::int64_t>{*in.s.micro_batch}
-                                                       : candidate_sizes(limit, in.per_gpu);
-    // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
-    if (const std::int64_t acc = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true);
-        !in.s.micro_batch && in.per_gpu > 0 && acc > 0 && acc < in.per_gpu && std::find(sizes.begin(), sizes.end(), acc) == sizes.end()) {
-      sizes.push_back(acc);
-      std::sort(sizes.begin(), sizes.end());
+    std::vector<std::int64_t> sizes{in.s.micro_batch.value_or(0)};
+    if (!in.s.micro_batch) {
+      // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
+      const std::int64_t acc =
+          in.per_gpu > 0 ? largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true) : 0;
+      sizes = candidate_sizes(limit, in.per_gpu, acc < in.per_gpu ? acc : 0);
     }
     for (std::int64_t b : sizes) plan.candidates.push_back(make_candidate(plan, in, b, ckpt));
   }
@@ -250,7 +251,7 @@ void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
           "the largest micro-batch that fits is {}",
           c.micro_batch, c.checkpointing ? " with checkpointing" : " without checkpointing", c.peak_bytes / gib,
           plan.memory_budget_bytes / gib, c.peak_phase,
-          c.checkpointing ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt));
+          largest_fitting_batch(mem, plan.memory_budget_bytes, c.checkpointing, c.grad_accum_steps > 1)));
     return;
   }
   if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
