@@ -25,11 +25,15 @@
 #            ($build/hmma_probe when carried, else built here with nvcc)
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
+#     model  `gemm --model` on GPU_VALIDATE_MODELS (NAME:TOKENS:PHASE ..., default a Llama-3-8B
+#            decode step of 16 tokens and a TinyLlama training step of 8192 tokens)
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
 #   put OUT_DIR outside $OUT and the tarball in it),
+#   GPU_VALIDATE_BATCH_ONLY (validate_batch.py --only: models of its suite), GPU_VALIDATE_BATCH_GPU
+#   (its --gpu preset), GPU_VALIDATE_BATCH_LIMIT_S (200),
 #   GPU_TESTS_FILTER (a --gtest_filter for the tests phases; default all),
 #   GPU_VALIDATE_TUNING_SUITE (the suite timed cold in the tuning phase; default the bench suite)
 # Every step has its own time limit and writes its log under OUT_DIR as it runs;
@@ -354,9 +358,20 @@ if want batch; then
     step "batch measured $model" 60 "$out/batch-$model.txt" "$bin" batch --model "$model" --seq-len 1024 \
       --global-batch 64 --quiet --out "$out/batch-$model.json"
   done
-  step "validate_batch --suite" 200 "$out/validate_batch.txt" python3 scripts/validate/validate_batch.py \
-    "$out/training_calibration.jsonl" --suite --tiletune "$bin"
+  step "validate_batch --suite" "${GPU_VALIDATE_BATCH_LIMIT_S:-200}" "$out/validate_batch.txt" \
+    python3 scripts/validate/validate_batch.py "$out/training_calibration.jsonl" --suite --tiletune "$bin" \
+    ${GPU_VALIDATE_BATCH_GPU:+--gpu "$GPU_VALIDATE_BATCH_GPU"} ${GPU_VALIDATE_BATCH_ONLY:+--only $GPU_VALIDATE_BATCH_ONLY}
   tail -16 "$out/validate_batch.txt" >&2
+fi
+if want model; then
+  # `gemm --model`: every distinct GEMM of one step tuned as a suite (default settings,
+  # no database), cut at its budget with exit 4 and the finished problems kept.
+  for spec in ${GPU_VALIDATE_MODELS:-llama-3-8b:16:decode tinyllama-1.1b:8192:train}; do
+    IFS=: read -r mname mtokens mphase <<<"$spec"
+    step "gemm --model $mname $mphase $mtokens" 120 "$out/model-$mname-$mphase.txt" "$bin" gemm --model "$mname" \
+      --tokens "$mtokens" --phase "$mphase" --no-db --budget-s 100 --out "$out/model-$mname-$mphase.json"
+    tail -14 "$out/model-$mname-$mphase.txt" >&2
+  done
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
