@@ -132,13 +132,21 @@ TEST(gpu, timing_scales_with_work) {
 
 // CUPTI's kernel durations and CUDA events agree on a large GEMM. The two timers
 // run in separate processes, and a heavy 8192^3 GEMM can meet the card's power
-// cap in one and not the other (an H200 fell from 1980 to ~1400 MHz that way),
-// so times compare in SM cycles (time x the clock the run logged), and a pair
-// that disagrees is timed once more in the other order before the test fails.
+// cap in one and not the other (an H200 fell from 1980 to ~1400 MHz that way).
+// The clock a run logs is a sample, not the clock each launch ran at: on the
+// same H200 the times agreed within 0.7% while the logged clocks differed by 3%.
+// So a pair agrees when its times or its SM cycles (time x logged clock) are
+// within 5%, and a pair that disagrees is timed once more in the other order.
 double cycles_of(const nlohmann::json& timed) {
   const double us = timed["median_us"].get<double>();
   const auto& mhz = timed["sm_clock_mhz"];
   return mhz.is_number() ? us * mhz.get<double>() : us;
+}
+
+double timer_gap(const nlohmann::json& a, const nlohmann::json& b) {
+  const double in_time = std::abs(a["median_us"].get<double>() / b["median_us"].get<double>() - 1.0);
+  const double in_cycles = std::abs(cycles_of(a) / cycles_of(b) - 1.0);
+  return std::min(in_time, in_cycles);
 }
 
 TEST(gpu, cupti_and_events_agree) {
@@ -146,8 +154,8 @@ TEST(gpu, cupti_and_events_agree) {
   const std::vector<std::string> a = {"--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
                                       "--only", "mma_128x128x32_w2x2_s3"};
   auto worst_gap = [](const nlohmann::json& cupti, const nlohmann::json& events) {
-    return std::max(std::abs(cycles_of(events["reference"]) / cycles_of(cupti["reference"]) - 1.0),
-                    std::abs(cycles_of(events["variants"][0]) / cycles_of(cupti["variants"][0]) - 1.0));
+    return std::max(timer_gap(events["reference"], cupti["reference"]),
+                    timer_gap(events["variants"][0], cupti["variants"][0]));
   };
   auto cupti = gemm_json(a);
   auto events = gemm_json(a, "events");
