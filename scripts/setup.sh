@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libsqlite3-dev)
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libsqlite3-dev zlib1g-dev)
 packages+=(clang libclang-rt-14-dev)  # scripts/sanitize.sh: ASan, UBSan, libFuzzer
 packages+=(python3-jsonschema)  # tests/schemas: every JSON output against schemas/
 # --with-slurm: Slurm's daemons and client (Debian's slurm-wlm) for scripts/slurm_tune.sh and the `slurm` test.

@@ -23,6 +23,9 @@ struct db_options {
   std::string gpu;
   bool json = false;
   std::string out;
+  bool full = false;  // import: keep every variant's row
+  std::string problem, since;
+  std::size_t limit = 0;
 };
 
 nlohmann::json read_result_file(const std::string& path) {
@@ -58,6 +61,7 @@ void run_import(const db_options& o, run_context& ctx) {
     }
   }
   const auto db = open_tuning_db(o.file, false);
+  db->keep_full_results(o.full);
   for (const auto& r : records) db->store(r);
   fmt::print("imported {} measured result(s) from {} file(s) into {}\n", records.size(), o.inputs.size(),
              db->file().string());
@@ -87,11 +91,13 @@ void run_list(const db_options& o, run_context& ctx) {
     return;
   }
   const auto db = open_tuning_db(path.string(), false);
-  const auto records = db->list(gpu_filter(o.gpu, db.get()));
+  const tuning_filter filter{gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit};
+  // Rows are streamed: a table or JSON of the newest few reads only those.
+  const std::size_t total = db->count(filter);
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-list/1"}, {"file", db->file().string()},
                           {"records", nlohmann::json::array()}};
-    for (const auto& r : records)
+    db->for_each_row(filter, [&](const tuning_row& r) {
       out["records"].push_back({{"device_model", r.key.device_model},
                                 {"device_name", r.device_name},
                                 {"driver", r.key.driver},
@@ -103,14 +109,20 @@ void run_list(const db_options& o, run_context& ctx) {
                                 {"measured_at", r.measured_at},
                                 {"recommended", r.recommended},
                                 {"tflops", r.tflops},
-                                {"mode", is_measured(r) ? "measured" : "predicted"}});
+                                {"mode", r.measured ? "measured" : "predicted"}});
+    });
+    out["matching"] = total;
     std::fputs((out.dump(2) + "\n").c_str(), stdout);
   } else {
     text_table t({"gpu", "problem", "recommended", "TFLOP/s", "measured", "driver", "tool", "search"});
-    for (const auto& r : records)
+    std::size_t shown = 0;
+    db->for_each_row(filter, [&](const tuning_row& r) {
+      ++shown;
       t.add_row({r.key.device_model, r.key.problem.describe(), r.recommended.empty() ? "none" : r.recommended,
                  fmt::format("{:.1f}", r.tflops), r.measured_at, r.key.driver, r.key.tool_version, r.strategy});
-    fmt::print("{}: {} record(s)\n\n{}", db->file().string(), records.size(), t.render());
+    });
+    fmt::print("{}: {} record(s){}\n\n{}", db->file().string(), total,
+               shown < total ? fmt::format(", the newest {} shown (--limit)", shown) : "", t.render());
   }
   ctx.exit_code = exit_ok;
 }
@@ -122,9 +134,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   if (!std::filesystem::exists(file_to_read(o), ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
   const auto db = open_tuning_db(file_to_read(o).string(), false);
-  std::vector<nlohmann::json> results;
-  for (const auto& r : db->list(gpu_filter(o.gpu, db.get())))
-    if (is_measured(r)) results.push_back(r.result);
+  const std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
   if (results.empty())
     throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
                                   db->file().string()));
@@ -166,10 +176,15 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   auto* import = cmd->add_subcommand("import", "Store measured result files (tiletune gemm --out JSON, single or suite)");
   import->add_option("files", o->inputs, "Result files")->required();
   import->add_option("--db", o->file, "The database file");
+  import->add_flag("--full", o->full, "Keep every variant's row, not only the compact record (as gemm --db-full)");
   import->callback([o, &ctx] { run_import(*o, ctx); });
   auto* list = cmd->add_subcommand("list", "List the stored results, newest first");
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   list->add_option("--db", o->file, "The database file");
+  list->add_option("--problem", o->problem,
+                   "Only problems whose key holds this text (keys read \"4096x4096x4096 b1 bf16 nt a1 b0\")");
+  list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)");
+  list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")->capture_default_str();
   list->add_flag("--json", o->json, "Print JSON instead of the table");
   list->callback([o, &ctx] { run_list(*o, ctx); });
   auto* cal = cmd->add_subcommand(

@@ -58,7 +58,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
   const tuning_db db(file, tuning_db::open_mode::existing);
-  const auto best = best_per_problem(db.list(gpu_filter(o.gpu, &db)));
+  const auto best = db.best_per_problem(gpu_filter(o.gpu, &db));
   const std::string date = utc_now_iso();
   std::string text;
   if (o.format == "json")
@@ -81,8 +81,8 @@ void run_export(const fleet_options& o, run_context& ctx) {
 std::string gpu_filter(const std::string& gpu, const tuning_db* db) {
   if (gpu.empty()) return gpu;
   if (db)
-    for (const auto& r : db->list())
-      if (r.key.device_model == gpu) return gpu;
+    for (const auto& model : db->device_models())
+      if (model == gpu) return gpu;
   try {
     return find_preset(gpu).preset;
   } catch (const usage_error& e) {

@@ -130,6 +130,10 @@ void add_tuning_options(CLI::App* cmd, gemm_options* o) {
                 "Offline plans: store them in the tuning database too (as predicted records, which never "
                 "answer a run on a GPU nor calibrate the model); a later --store-plans run answers from them, so a "
                 "stopped shard resumes");
+  cmd->add_flag("--db-full", o->tuning.db_full,
+                "Keep every variant's row of what is stored (about 100-150 KB a record); by default the database "
+                "keeps a compact record of a few KB: the result, the recommended and next best variants' rows, and "
+                "each measured variant's time for calibration");
   cmd->add_option("--budget-s", o->tuning.budget_s,
                   "Suites: start no new problem after this many seconds (0: no budget); the tuning database "
                   "keeps what was measured, so the same command resumes; a suite cut this way exits 4")

@@ -57,6 +57,7 @@ struct gemm_options {
     bool no_db = false;
     double budget_s = 0;
     bool store_plans = false;  // offline plans go into the database too (predicted records)
+    bool db_full = false;      // the database keeps every variant's row, not only the compact record
   } tuning;
   struct {
     bool dry_run = false;

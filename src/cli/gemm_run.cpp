@@ -95,6 +95,7 @@ void check_run_flags(const gemm_options& o) {
     throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
   if (o.tuning.no_db && o.tuning.store_plans)
     throw usage_error("--store-plans and --no-db exclude each other");
+  if (o.tuning.no_db && o.tuning.db_full) throw usage_error("--db-full and --no-db exclude each other");
   make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
   if (!o.report.out.empty()) {
     std::vector<named_input> inputs{{"--suite", o.suite}};
@@ -148,11 +149,9 @@ std::optional<model_calibration> calibration_for(const tuning_db* db, const devi
                                                  progress_line& progress) {
   std::optional<model_calibration> calibration;
   if (db) {
-    std::vector<nlohmann::json> measured;
-    for (const auto& r : db->list(device_model_of(device.spec)))
-      if (is_measured(r))
-        measured.push_back(r.result);  // stored plans (--store-plans) calibrate nothing
     try {
+      // Measured records only: stored plans (--store-plans) calibrate nothing.
+      const std::vector<nlohmann::json> measured = db->calibration_inputs(device_model_of(device.spec));
       if (!measured.empty()) {
         calibration = fit_calibration(measured);
         calibration->source = db->file().string();
@@ -217,9 +216,8 @@ class gemm_run {
     const bool db_usable =
         o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty();
     db_ = db_usable ? open_tuning_db(o_.tuning.db, o_.tuning.no_db) : nullptr;
+    if (db_) db_->keep_full_results(o_.tuning.db_full);
     settings_ = settings_of(o_);
-    calibration_ = calibration_for(db_.get(), device_, progress_);
-    options_ = plan_options_of(o_, measure_, calibration_, device_.spec);
     run_ = {ctx_.command_line, utc_now_iso()};
     tool_now_ = result_header("tiletune.gemm/1", device_.spec, "predicted", compiler_->version(),
                               run_)["tool"];
@@ -239,6 +237,7 @@ class gemm_run {
                                  work_.shard->count, count, work_.suite_total,
                                  count ? "" : " (none hash to this shard: nothing to do)"));
     if (!dealt_to_.empty()) {
+      prepare_planning();
       devices_job job{&work_.suite,
                       dealt_to_,
                       compiler_,
@@ -414,8 +413,19 @@ class gemm_run {
                            : ""));
   }
 
+  // The calibration and plan options, on the first problem the database does not answer:
+  // a repeat answered from it reads no other record (the calibration reads every measured
+  // record of the GPU model).
+  void prepare_planning() {
+    if (planning_ready_) return;
+    calibration_ = calibration_for(db_.get(), device_, progress_);
+    options_ = plan_options_of(o_, measure_, calibration_, device_.spec);
+    planning_ready_ = true;
+  }
+
   // A problem planned afresh: compiled and ranked, measured on a GPU, stored.
   void plan_problem(const gemm_problem& problem, const std::string& label, std::size_t count) {
+    prepare_planning();
     progress_.note(fmt::format("{}: compiling", label));
     // On a terminal a bar; in a log (stderr piped) a line every 10 s, so a long compile shows life.
     options_.progress = [&, compile_started = run_clock::now(), last_line = run_clock::now()](
@@ -486,6 +496,7 @@ class gemm_run {
   progress_line progress_{!o_.report.quiet};
   std::optional<model_calibration> calibration_;
   plan_options options_;
+  bool planning_ready_ = false;
   run_info run_;
   nlohmann::json tool_now_;
   std::vector<nlohmann::json> results_;          // one tiletune.gemm/1 result per problem

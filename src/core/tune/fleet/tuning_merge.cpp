@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -64,12 +65,11 @@ merge_summary merge_tuning_dbs(const std::vector<fs::path>& given, const fs::pat
   const auto refused = [&](const environment_error& e) {
     return environment_error(fmt::format("{} (refused: nothing was merged, {} is unchanged)", e.what(), target.string()));
   };
-  // Read and check every input before the target is opened: a bad input leaves it as it was.
-  std::vector<std::vector<tuning_record>> records(1);  // [0]: the target's, read under its lock
+  // Open and check every input (quick_check) before the target is opened: a bad input leaves it as it was.
+  std::vector<std::unique_ptr<tuning_db>> opened;
   for (const auto& f : inputs) {
     try {
-      const tuning_db db(f, tuning_db::open_mode::existing);
-      records.push_back(db.list());
+      opened.push_back(std::make_unique<tuning_db>(f, tuning_db::open_mode::existing));
     } catch (const environment_error& e) {
       throw refused(e);
     }
@@ -82,24 +82,17 @@ merge_summary merge_tuning_dbs(const std::vector<fs::path>& given, const fs::pat
   } catch (const environment_error& e) {
     throw refused(e);
   }
+  std::vector<const tuning_db*> sources;
+  for (const auto& db : opened) sources.push_back(db.get());
+  const auto counts = out->merge_from(sources);
   merge_summary summary;
-  out->update([&](std::vector<tuning_record> current) {
-    records[0] = std::move(current);
-    std::vector<std::size_t> kept, from;
-    auto merged = pick_best(records, &kept, &from);
-    summary = merge_summary{};
-    std::size_t total = 0;
-    if (existed || !records[0].empty()) summary.inputs.push_back({target, records[0].size(), kept[0]});
-    for (std::size_t i = 1; i < records.size(); ++i) summary.inputs.push_back({inputs[i - 1], records[i].size(), kept[i]});
-    for (const auto& r : records) total += r.size();
-    summary.records = merged.size();
-    summary.duplicates = total - merged.size();
-    // Only what the target does not already hold is written.
-    std::vector<tuning_record> changes;
-    for (std::size_t i = 0; i < merged.size(); ++i)
-      if (from[i] != 0) changes.push_back(std::move(merged[i]));
-    return changes;
-  });
+  std::size_t total = 0;
+  if (existed || counts.read[0] > 0) summary.inputs.push_back({target, counts.read[0], counts.kept[0]});
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    summary.inputs.push_back({inputs[i], counts.read[i + 1], counts.kept[i + 1]});
+  for (std::size_t n : counts.read) total += n;
+  for (std::size_t n : counts.kept) summary.records += n;
+  summary.duplicates = total - summary.records;
   return summary;
 }
 

@@ -38,7 +38,7 @@ std::vector<tuning_record> pick_best(const std::vector<std::vector<tuning_record
 // written: a missing input is a usage_error, one of another schema, not a
 // tiletune database, or damaged an environment_error naming it, and then the
 // target is untouched (not created when it did not exist). The merge is one
-// transaction in the target that holds its write lock (tuning_db::update):
+// transaction in the target that holds its write lock (tuning_db::merge_from):
 // the target's records are read under that lock, so a record another run
 // committed before it is merged like any other, and a run writing during the
 // merge waits for the commit (the busy timeout); nothing is lost, and the

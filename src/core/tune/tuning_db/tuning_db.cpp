@@ -9,6 +9,7 @@
 
 #include "core/compile/compile_cache.hpp"
 #include "core/errors.hpp"
+#include "core/tune/tuning_db/sqlite_statement.hpp"
 
 namespace tiletune {
 
@@ -18,24 +19,9 @@ namespace {
 constexpr const char* schema_name = "tiletune.tuning-db";
 constexpr int busy_timeout_ms = 30000;
 
-struct statement {
-  sqlite3_stmt* s = nullptr;
-  ~statement() { sqlite3_finalize(s); }
-};
-
-std::string column_text(sqlite3_stmt* s, int i) {
-  const auto* t = sqlite3_column_text(s, i);
-  return t ? reinterpret_cast<const char*>(t) : "";
-}
+using sqlite::column_text;
+using sqlite::statement;
 }  // namespace
-
-std::string tuning_problem_key(const gemm_problem& p) {
-  // A scaling mode is keyed only where there is one, so unscaled keys read as before.
-  const std::string scaling =
-      p.scaling == scaling_mode::none ? "" : fmt::format(" s{}", to_string(p.scaling));
-  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
-                     p.alpha, p.beta, scaling);
-}
 
 fs::path default_tuning_db_path() { return default_cache_dir() / "tuning.sqlite3"; }
 
@@ -102,6 +88,30 @@ void check_has_meta_table(sqlite3* db, const fs::path& file) {
                                         file.string()));
 }
 
+// Schema 2's tables: the records (named `table`, so an upgrade can build them
+// beside schema 1's), their indexes, and the tiles of the calibration rows.
+void create_tables(sqlite3* db, const fs::path& file, const std::string& table) {
+  const std::string sql = fmt::format(R"(CREATE TABLE {0} (
+             device_model TEXT NOT NULL, driver TEXT NOT NULL, cuda TEXT NOT NULL,
+             tool_version TEXT NOT NULL, compiler TEXT NOT NULL, problem TEXT NOT NULL,
+             device_name TEXT, strategy TEXT, measured_at TEXT, recommended TEXT, tflops REAL,
+             measured INTEGER NOT NULL, verified INTEGER NOT NULL,
+             problem_json TEXT NOT NULL, recommendation TEXT,
+             record BLOB NOT NULL, calibration BLOB, full BLOB,
+             PRIMARY KEY (device_model, driver, cuda, tool_version, compiler, problem));
+           CREATE TABLE IF NOT EXISTS variant_tiles (num INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                                                     tile TEXT NOT NULL))",
+                                      table);
+  exec_checked(db, file, sql.c_str(), "cannot create");
+}
+
+void create_indexes(sqlite3* db, const fs::path& file) {
+  exec_checked(db, file,
+               "CREATE INDEX IF NOT EXISTS results_by_problem ON results (problem, device_model);"
+               "CREATE INDEX IF NOT EXISTS results_by_time ON results (measured_at)",
+               "cannot create");
+}
+
 // A new file, or another program's SQLite database: only an empty one becomes ours.
 void create_schema(sqlite3* db, const fs::path& file) {
   statement t;
@@ -113,22 +123,19 @@ void create_schema(sqlite3* db, const fs::path& file) {
   const std::string schema =
       fmt::format("INSERT INTO tiletune_meta VALUES ('schema', '{}/{}')", schema_name, tuning_db::schema_version);
   exec_checked(db, file, schema.c_str(), "cannot write");
-  exec_checked(db, file, R"(CREATE TABLE results (
-             device_model TEXT NOT NULL, driver TEXT NOT NULL, cuda TEXT NOT NULL,
-             tool_version TEXT NOT NULL, compiler TEXT NOT NULL, problem TEXT NOT NULL,
-             device_name TEXT, strategy TEXT, measured_at TEXT, recommended TEXT, tflops REAL,
-             result TEXT NOT NULL,
-             PRIMARY KEY (device_model, driver, cuda, tool_version, compiler, problem)))",
-               "cannot create");
+  create_tables(db, file, "results");
+  create_indexes(db, file);
 }
 
-// The recorded schema must be this tiletune's; a file without one gets it if it may be created.
-void check_or_create_schema(sqlite3* db, const fs::path& file, bool existing) {
+// The recorded schema must be this tiletune's, or schema 1 (returned: the
+// caller upgrades it); a file without one gets it if it may be created.
+int check_or_create_schema(sqlite3* db, const fs::path& file, bool existing) {
   statement q;
   sqlite3_prepare_v2(db, "SELECT value FROM tiletune_meta WHERE key = 'schema'", -1, &q.s, nullptr);
   if (q.s && sqlite3_step(q.s) == SQLITE_ROW) {
     const std::string have = column_text(q.s, 0);
     const std::string want = fmt::format("{}/{}", schema_name, tuning_db::schema_version);
+    if (have == fmt::format("{}/1", schema_name)) return 1;
     if (have != want)
       throw environment_error(fmt::format("tuning database {} has schema {}, this tiletune reads {}; give another "
                                           "file with --db FILE, or --no-db",
@@ -138,6 +145,7 @@ void check_or_create_schema(sqlite3* db, const fs::path& file, bool existing) {
   } else {
     create_schema(db, file);
   }
+  return tuning_db::schema_version;
 }
 
 // A damaged page may lie where no query of the schema reads: check every page.
@@ -170,7 +178,11 @@ void tuning_db::open_and_check() {
     if (existing) check_has_meta_table(db_, file_);
     exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                  "cannot create");
-    check_or_create_schema(db_, file_, existing);
+    if (check_or_create_schema(db_, file_, existing) == 1) {
+      // An upgrade writes: the read transaction of an existing file becomes a write one.
+      if (existing) exec_checked(db_, file_, "COMMIT; BEGIN IMMEDIATE", "cannot lock it");
+      if (check_or_create_schema(db_, file_, existing) == 1) upgrade_from_1();
+    }
     exec_checked(db_, file_, "COMMIT", "cannot commit");
     if (existing) check_every_page(db_, file_);
   } catch (...) {
@@ -183,15 +195,27 @@ void tuning_db::open_and_check() {
 
 tuning_db::~tuning_db() { sqlite3_close(db_); }
 
-std::vector<tuning_record> tuning_db::query(const std::string& where, const std::vector<std::string>& args) const {
+namespace {
+// The columns every schema has, then schema 2's verification rank.
+constexpr const char* record_columns =
+    "device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, tflops";
+constexpr const char* rank_column = "verified";
+
+// A compact record (read from a database) rather than a search's result.
+bool is_compact(const nlohmann::json& result) {
+  const auto listed = result.value("variants_listed", nlohmann::json::object());
+  return listed.is_object() && listed.value("by", "").rfind("tuning database", 0) == 0;
+}
+}  // namespace
+
+std::vector<tuning_record> tuning_db::query(const std::string& where, const std::vector<std::string>& args,
+                                            bool full) const {
   statement q;
-  const std::string sql =
-      "SELECT device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, "
-      "tflops, result FROM results " +
-      where + " ORDER BY measured_at DESC";
+  const std::string sql = fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC", record_columns,
+                                      full ? "coalesce(full, record)" : "record", rank_column, where);
+  // Each record is inflated and parsed: the queries by key read one or a few.
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
-  for (std::size_t i = 0; i < args.size(); ++i)
-    sqlite3_bind_text(q.s, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
+  for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
   std::vector<tuning_record> out;
   int rc;
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
@@ -206,7 +230,8 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
     r.measured_at = column_text(q.s, 7);
     r.recommended = column_text(q.s, 8);
     r.tflops = sqlite3_column_double(q.s, 9);
-    r.result = nlohmann::json::parse(column_text(q.s, 10), nullptr, false);
+    r.result = nlohmann::json::parse(sqlite::column_inflated(q.s, 10), nullptr, false);
+    r.verified = sqlite3_column_int(q.s, 11);
     if (!r.result.is_object()) fail("a stored result is not JSON");
     try {
       r.key.problem = gemm_problem_from_json(r.result.at("problem"));
@@ -222,20 +247,24 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
 std::optional<tuning_record> tuning_db::find(const tuning_key& k) const {
   auto found = query("WHERE device_model = ?1 AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 "
                      "AND problem = ?6",
-                     {k.device_model, k.driver, k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)});
+                     {k.device_model, k.driver, k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)},
+                     /*full=*/true);
   if (found.empty()) return std::nullopt;
   return std::move(found.front());
 }
 
 std::vector<tuning_record> tuning_db::find_same_model(const std::string& model, const gemm_problem& p) const {
-  return query("WHERE device_model = ?1 AND problem = ?2", {model, tuning_problem_key(p)});
+  return query("WHERE problem = ?2 AND device_model = ?1", {model, tuning_problem_key(p)}, /*full=*/true);
 }
 
 std::vector<tuning_record> tuning_db::list(const std::string& model) const {
   return model.empty() ? query("", {}) : query("WHERE device_model = ?1", {model});
 }
 
-void tuning_db::store(const tuning_record& r) { bind_and_step(r); }
+void tuning_db::store(const tuning_record& r) {
+  // One transaction: the record and the tiles its calibration rows name, whole or not at all.
+  store_all({r});
+}
 
 void tuning_db::store_all(const std::vector<tuning_record>& records) {
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
@@ -248,84 +277,100 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
   }
 }
 
-void tuning_db::update(const std::function<std::vector<tuning_record>(std::vector<tuning_record>)>& change) {
-  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
-  try {
-    for (const auto& r : change(query("", {}))) bind_and_step(r);
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+namespace {
+
+// The number of a variant's tile in variant_tiles, filed on first sight.
+long long tile_number(sqlite3* db, const std::string& id, const nlohmann::json& tile) {
+  statement ins, get;
+  sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO variant_tiles (id, tile) VALUES (?1, ?2)", -1, &ins.s, nullptr);
+  sqlite3_prepare_v2(db, "SELECT num FROM variant_tiles WHERE id = ?1", -1, &get.s, nullptr);
+  if (!ins.s || !get.s) return -1;
+  sqlite::bind(ins.s, 1, id);
+  sqlite::bind(ins.s, 2, tile.dump());
+  if (sqlite3_step(ins.s) != SQLITE_DONE) return -1;
+  sqlite::bind(get.s, 1, id);
+  return sqlite3_step(get.s) == SQLITE_ROW ? sqlite3_column_int64(get.s, 0) : -1;
 }
 
+}  // namespace
+
 void tuning_db::bind_and_step(const tuning_record& r) {
+  const bool compact_given = is_compact(r.result);
+  const bool measured = is_measured(r);
+  // Calibration's rows: every timed variant of a measurement, [tile number, median, registers, shared memory].
+  nlohmann::json calibration;
+  if (measured && !compact_given) {
+    calibration = nlohmann::json::array();
+    for (const auto& v : r.result.value("variants", nlohmann::json::array())) {
+      if (v.value("status", "") != "ok" || !v.contains("median_us") || !v["median_us"].is_number() ||
+          !v.contains("tile") || !v.contains("id"))
+        continue;
+      nlohmann::json tile = v["tile"];
+      if (!tile.contains("family") && v.contains("family")) tile["family"] = v["family"];
+      const long long num = tile_number(db_, v["id"].get<std::string>(), tile);
+      if (num < 0) fail("cannot store a variant's tile");
+      const auto res = v.value("resources", nlohmann::json::object());
+      calibration.push_back({num, v["median_us"], res.value("registers", 0), res.value("smem_bytes", std::int64_t{0})});
+    }
+  }
   statement q;
   const char* sql =
       "INSERT OR REPLACE INTO results (device_model, driver, cuda, tool_version, compiler, problem, device_name, "
-      "strategy, measured_at, recommended, tflops, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+      "strategy, measured_at, recommended, tflops, measured, verified, problem_json, recommendation, record, "
+      "calibration, full) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
   if (sqlite3_prepare_v2(db_, sql, -1, &q.s, nullptr) != SQLITE_OK) fail("cannot write it");
-  const std::string problem = tuning_problem_key(r.key.problem), result = r.result.dump();
+  const std::string problem = tuning_problem_key(r.key.problem);
   const std::string* texts[] = {&r.key.device_model, &r.key.driver,   &r.key.cuda,       &r.key.tool_version,
                                 &r.key.compiler,     &problem,        &r.device_name,    &r.strategy,
                                 &r.measured_at,      &r.recommended};
-  for (int i = 0; i < 10; ++i) sqlite3_bind_text(q.s, i + 1, texts[i]->c_str(), -1, SQLITE_TRANSIENT);
+  for (int i = 0; i < 10; ++i) sqlite::bind(q.s, i + 1, *texts[i]);
   sqlite3_bind_double(q.s, 11, r.tflops);
-  sqlite3_bind_text(q.s, 12, result.c_str(), -1, SQLITE_TRANSIENT);
-  // One statement is one transaction: a record is stored whole or not at all.
+  sqlite3_bind_int(q.s, 12, measured ? 1 : 0);
+  sqlite3_bind_int(q.s, 13, verification_rank(r));
+  sqlite::bind(q.s, 14, r.result.at("problem").dump());
+  const auto rec = r.result.value("recommendation", nlohmann::json());
+  if (rec.is_object()) sqlite::bind(q.s, 15, rec.dump());
+  sqlite::bind_blob(q.s, 16, sqlite::deflate(compact_given ? r.result.dump() : compact_result(r.result).dump()));
+  if (!calibration.is_null()) sqlite::bind_blob(q.s, 17, sqlite::deflate(calibration.dump()));
+  if (keep_full_ && !compact_given) sqlite::bind_blob(q.s, 18, sqlite::deflate(r.result.dump()));
   if (sqlite3_step(q.s) != SQLITE_DONE) fail("cannot store a result");
 }
 
-tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header, bool allow_predicted) {
-  const auto& h = header.is_object() && header.contains("device") ? header : result;
-  const bool predicted = allow_predicted && h.value("mode", "") == "predicted";
-  if (h.value("mode", "") != "measured" && !predicted)
-    throw usage_error("only measured results go into the tuning database; this one is \"" + h.value("mode", "?") + "\"");
-  if (!result.contains("problem") || !result.contains("variants"))
-    throw usage_error("not a tiletune gemm result: it has no problem or variants");
-  tuning_record r;
-  const auto& dev = h.at("device");
-  const auto& tool = h.value("tool", nlohmann::json::object());
-  r.device_name = dev.value("name", "");
-  // A GPU without a preset has "preset": null (device_spec's to_json): it is filed under its name.
-  r.key.device_model = dev.contains("preset") && dev["preset"].is_string() ? dev["preset"].get<std::string>() : "";
-  if (r.key.device_model.empty()) r.key.device_model = r.device_name;
-  r.key.driver = tool.value("driver", std::string("unknown"));
-  r.key.cuda = tool.value("cuda_runtime", std::string("unknown"));
-  r.key.tool_version = tool.value("version", std::string("unknown"));
-  r.key.compiler = tool.value("nvrtc", std::string("unknown"));
-  r.key.problem = gemm_problem_from_json(result.at("problem"));
-  r.measured_at = tool.value("date", std::string());
-  if (predicted) r.key.driver = r.key.cuda = predicted_driver;
-  r.strategy = result.contains("search") ? result["search"].value("strategy", "") : "exhaustive";
-  const auto& rec = result.value("recommendation", nlohmann::json());
-  if (rec.is_object()) {
-    r.recommended = rec.value("id", "");
-    if (rec.contains("tflops") && rec["tflops"].is_number()) r.tflops = rec["tflops"].get<double>();
+// Schema 1 kept the whole result in `result`: each row becomes a schema 2 row
+// (its compact record and calibration rows; the whole result kept only where
+// this database keeps them), in the transaction the caller opened.
+void tuning_db::upgrade_from_1() {
+  exec_checked(db_, file_, "ALTER TABLE results RENAME TO results_1", "cannot upgrade it");
+  create_tables(db_, file_, "results");
+  {
+    statement q;
+    const std::string sql = fmt::format("SELECT {}, result FROM results_1", record_columns);
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it to upgrade it");
+    int rc;
+    while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
+      tuning_record r;
+      r.key.device_model = column_text(q.s, 0);
+      r.key.driver = column_text(q.s, 1);
+      r.key.cuda = column_text(q.s, 2);
+      r.key.tool_version = column_text(q.s, 3);
+      r.key.compiler = column_text(q.s, 4);
+      r.device_name = column_text(q.s, 5);
+      r.strategy = column_text(q.s, 6);
+      r.measured_at = column_text(q.s, 7);
+      r.recommended = column_text(q.s, 8);
+      r.tflops = sqlite3_column_double(q.s, 9);
+      r.result = nlohmann::json::parse(column_text(q.s, 10), nullptr, false);
+      if (!r.result.is_object() || !r.result.contains("problem")) fail("a stored result is not JSON; not upgraded");
+      r.key.problem = gemm_problem_from_json(r.result.at("problem"));
+      bind_and_step(r);
+    }
+    if (rc != SQLITE_DONE) fail("cannot read it to upgrade it");
   }
-  // The whole result as one file would hold it: header and body.
-  r.result = result;
-  for (const char* k : {"schema", "tool", "device", "mode"})
-    if (h.contains(k)) r.result[k] = h[k];
-  r.result["schema"] = "tiletune.gemm/1";
-  return r;
-}
-
-bool is_measured(const tuning_record& r) { return r.result.value("mode", "") == "measured"; }
-
-int verification_rank(const tuning_record& r) {
-  if (!is_measured(r)) return 0;
-  if (r.recommended.empty()) return 1;
-  for (const auto& v : r.result.value("variants", nlohmann::json::array()))
-    if (v.is_object() && v.value("id", "") == r.recommended)
-      return v.value("status", "") == "ok" && v.contains("max_rel_error") && v["max_rel_error"].is_number() ? 2 : 1;
-  return 1;
-}
-
-bool better_record(const tuning_record& a, const tuning_record& b) {
-  const int ra = verification_rank(a), rb = verification_rank(b);
-  if (ra != rb) return ra > rb;
-  return a.measured_at > b.measured_at;
+  exec_checked(db_, file_, "DROP TABLE results_1", "cannot upgrade it");
+  create_indexes(db_, file_);
+  const std::string schema =
+      fmt::format("UPDATE tiletune_meta SET value = '{}/{}' WHERE key = 'schema'", schema_name, schema_version);
+  exec_checked(db_, file_, schema.c_str(), "cannot upgrade it");
 }
 
 }  // namespace tiletune

@@ -32,52 +32,108 @@ struct tuning_record {
   std::string measured_at;  // ISO 8601, UTC
   std::string recommended;  // variant id, empty when none ran
   double tflops = 0;
-  nlohmann::json result;  // the whole measured result (tiletune.gemm/1)
+  nlohmann::json result;  // the measured result (tiletune.gemm/1): whole, or compact as a database keeps it
+  int verified = -1;      // verification_rank as the database filed it; -1: read it from the result
+};
+
+// One row of `db list`: the record's columns, no JSON read.
+struct tuning_row {
+  tuning_key key;  // key.problem from the record's problem
+  std::string device_name, strategy, measured_at, recommended;
+  double tflops = 0;
+  bool measured = false;
+  int verified = 0;  // verification_rank
+};
+// Which rows `db list` streams: every field is optional.
+struct tuning_filter {
+  std::string device_model;  // exactly
+  std::string problem;       // a part of the problem key ("4096x4096x4096 b1 bf16 nt a1 b0")
+  std::string since;         // measured_at >= since (ISO 8601 compares as text)
+  std::size_t limit = 0;     // newest first, at most this many (0: all)
 };
 
 // Measured results in one SQLite file (WAL, busy timeout), shared safely by
 // concurrent runs; each store is its own transaction, so an interrupted suite
 // keeps every problem it finished. A file that is not a tiletune database, or
-// one of a newer schema, is an environment_error naming the file.
+// one of a newer schema, is an environment_error naming the file; one of an
+// older schema is upgraded in place, in one transaction, when opened.
+//
+// A record is small (schema 2): the result without its variants, plus the
+// recommended variant and the next fastest (compact_result), and for a
+// measurement the rows calibration reads (each measured variant's id, time,
+// registers and shared memory; the tiles once per id in their own table). The
+// whole result (every variant, ~140 KB) is kept beside it only when asked
+// (keep_full_results), and read only by find(). Look-ups go through indexes:
+// the key, the problem, the time; nothing parses a record it does not return.
 class tuning_db {
  public:
-  static constexpr int schema_version = 1;
+  static constexpr int schema_version = 2;
   // create: a missing or empty file becomes a new database. existing: the
-  // file must already be a tiletune database of this schema, and whole
-  // (PRAGMA quick_check); nothing in it is changed by opening (db merge's inputs).
+  // file must already be a tiletune database, and whole (PRAGMA quick_check);
+  // nothing in it is changed by opening but an upgrade of an older schema.
   enum class open_mode { create, existing };
   explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create);
   ~tuning_db();
   tuning_db(const tuning_db&) = delete;
   tuning_db& operator=(const tuning_db&) = delete;
 
+  // Whether store() keeps every variant's row too (off: the compact record only).
+  void keep_full_results(bool keep) { keep_full_ = keep; }
+
+  // The record of this key: the whole result where it was kept, else the compact one.
   std::optional<tuning_record> find(const tuning_key& key) const;
   // Records of this problem measured on this GPU model with any driver or tool, newest first.
   std::vector<tuning_record> find_same_model(const std::string& device_model, const gemm_problem& p) const;
-  // Every record (of one GPU model when given), newest first.
+  // Every record (of one GPU model when given), newest first, compact.
   std::vector<tuning_record> list(const std::string& device_model = "") const;
+  // The rows a filter selects, newest first, streamed without reading a record's JSON
+  // but its problem; and how many rows match (without the limit).
+  void for_each_row(const tuning_filter& f, const std::function<void(const tuning_row&)>& each) const;
+  std::size_t count(const tuning_filter& f) const;
+  std::vector<std::string> device_models() const;
+  // The measured results of one GPU model as fit_calibration reads them: the
+  // record with "variants" rebuilt from its calibration rows (every measured
+  // variant, its tile, registers, shared memory and median).
+  std::vector<nlohmann::json> calibration_inputs(const std::string& device_model) const;
+  // The best record per GPU model and problem (better verified, then newer; any
+  // driver, tool or compiler), in GPU model then problem key order; each record's
+  // result holds what export reads: problem, mode, recommendation.
+  std::vector<tuning_record> best_per_problem(const std::string& device_model = "") const;
   // Inserts or replaces the record of the same key.
   void store(const tuning_record& r);
   // Stores every record in one transaction: all or none.
   void store_all(const std::vector<tuning_record>& records);
-  // Read, decide, write as one transaction that holds the database's write
-  // lock throughout (BEGIN IMMEDIATE): `change` gets every record as the
-  // database holds it now and returns the records to store (inserted, or
-  // replacing those of the same key). Other writers wait for the commit (the
-  // busy timeout), so nothing they commit is lost and nothing they commit is
-  // decided on unseen. All or none: an exception from `change` rolls back.
-  void update(const std::function<std::vector<tuning_record>(std::vector<tuning_record> current)>& change);
+  // db merge: every input's rows into this database in one transaction that
+  // holds its write lock (BEGIN IMMEDIATE); per key the better_record stays,
+  // the one read first on a tie (this database's own first, then the inputs in
+  // order). Streams the rows (no JSON read, bounded memory). Returns, per
+  // source (this database first, then each input), the rows read and the rows
+  // the merged database keeps from it.
+  struct merge_counts {
+    std::vector<std::size_t> read, kept;
+  };
+  merge_counts merge_from(const std::vector<const tuning_db*>& inputs);
   const std::filesystem::path& file() const { return file_; }
 
  private:
-  std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args) const;
+  std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args,
+                                   bool full = false) const;
   [[noreturn]] void fail(const std::string& what) const;
   void open_and_check();  // the constructor's work; it closes the handle when this throws
+  void upgrade_from_1();  // schema 1 (the whole result per record) to 2, in the open transaction
   void bind_and_step(const tuning_record& r);
   std::filesystem::path file_;
   open_mode mode_ = open_mode::create;
+  bool keep_full_ = false;
   sqlite3* db_ = nullptr;
 };
+
+// The variants a compact record keeps in full: the recommended one and the
+// next fastest (measured) or best ranked (planned), this many in all.
+inline constexpr std::size_t compact_variant_rows = 4;
+// A result without most of its variants (see tuning_db): "variants" holds the
+// compact_variant_rows best rows, "variants_listed" says how many of how many.
+nlohmann::json compact_result(const nlohmann::json& result);
 
 // default_cache_dir()/tuning.sqlite3: beside the compiled kernels.
 std::filesystem::path default_tuning_db_path();

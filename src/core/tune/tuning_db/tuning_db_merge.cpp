@@ -1,0 +1,126 @@
+// db merge at scale: every input's rows streamed into this database in one
+// transaction, compared by their key and rank columns, copied as they are
+// stored (no record's JSON read but its calibration rows' tile numbers).
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/tune/tuning_db/sqlite_statement.hpp"
+#include "core/tune/tuning_db/tuning_db.hpp"
+
+namespace tiletune {
+
+using sqlite::column_text;
+using sqlite::statement;
+
+namespace {
+
+constexpr const char* all_columns =
+    "device_model, driver, cuda, tool_version, compiler, problem, device_name, strategy, measured_at, recommended, "
+    "tflops, measured, verified, problem_json, recommendation, record, calibration, full";
+constexpr int column_count = 18;
+constexpr int measured_at_column = 8, verified_column = 12, calibration_column = 16;
+
+std::string key_of(sqlite3_stmt* s) {
+  // The six key columns joined by a byte no field holds.
+  std::string k;
+  for (int i = 0; i < 6; ++i) {
+    if (i) k += '\x1f';
+    k += column_text(s, i);
+  }
+  return k;
+}
+
+}  // namespace
+
+tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*>& inputs) {
+  merge_counts counts;
+  counts.read.assign(inputs.size() + 1, 0);
+  counts.kept.assign(inputs.size() + 1, 0);
+  std::unordered_map<std::string, std::size_t> origin;  // key -> the source its row came from
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
+  try {
+    {
+      statement own;
+      if (sqlite3_prepare_v2(db_, "SELECT device_model, driver, cuda, tool_version, compiler, problem FROM results",
+                             -1, &own.s, nullptr) != SQLITE_OK)
+        fail("cannot read it");
+      while (sqlite3_step(own.s) == SQLITE_ROW) {
+        origin[key_of(own.s)] = 0;
+        ++counts.read[0];
+      }
+    }
+    statement look, put;
+    if (sqlite3_prepare_v2(db_,
+                           "SELECT verified, measured_at FROM results WHERE device_model = ?1 AND driver = ?2 AND "
+                           "cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6",
+                           -1, &look.s, nullptr) != SQLITE_OK ||
+        sqlite3_prepare_v2(db_,
+                           fmt::format("INSERT OR REPLACE INTO results ({}) VALUES ({})", all_columns,
+                                       "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18")
+                               .c_str(),
+                           -1, &put.s, nullptr) != SQLITE_OK)
+      fail("cannot write it");
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const tuning_db& in = *inputs[i];
+      // The input's tile numbers, as this database numbers the same tiles.
+      std::unordered_map<long long, long long> tile_of;
+      {
+        statement t, ins, get;
+        sqlite3_prepare_v2(in.db_, "SELECT num, id, tile FROM variant_tiles", -1, &t.s, nullptr);
+        sqlite3_prepare_v2(db_, "INSERT OR IGNORE INTO variant_tiles (id, tile) VALUES (?1, ?2)", -1, &ins.s, nullptr);
+        sqlite3_prepare_v2(db_, "SELECT num FROM variant_tiles WHERE id = ?1", -1, &get.s, nullptr);
+        if (!t.s || !ins.s || !get.s) in.fail("cannot read its tiles");
+        while (sqlite3_step(t.s) == SQLITE_ROW) {
+          sqlite3_reset(ins.s);
+          sqlite3_reset(get.s);
+          sqlite::bind(ins.s, 1, column_text(t.s, 1));
+          sqlite::bind(ins.s, 2, column_text(t.s, 2));
+          sqlite::bind(get.s, 1, column_text(t.s, 1));
+          if (sqlite3_step(ins.s) != SQLITE_DONE || sqlite3_step(get.s) != SQLITE_ROW) fail("cannot store a tile");
+          tile_of[sqlite3_column_int64(t.s, 0)] = sqlite3_column_int64(get.s, 0);
+        }
+      }
+      statement rows;
+      if (sqlite3_prepare_v2(in.db_, fmt::format("SELECT {} FROM results", all_columns).c_str(), -1, &rows.s,
+                             nullptr) != SQLITE_OK)
+        in.fail("cannot read it");
+      int rc;
+      while ((rc = sqlite3_step(rows.s)) == SQLITE_ROW) {
+        ++counts.read[i + 1];
+        sqlite3_reset(look.s);
+        for (int c = 0; c < 6; ++c) sqlite3_bind_value(look.s, c + 1, sqlite3_column_value(rows.s, c));
+        if (sqlite3_step(look.s) == SQLITE_ROW) {
+          // Only a strictly better record replaces: better verified, then newer; on a tie the first read stays.
+          const int theirs = sqlite3_column_int(rows.s, verified_column), ours = sqlite3_column_int(look.s, 0);
+          if (theirs < ours) continue;
+          if (theirs == ours && column_text(rows.s, measured_at_column) <= column_text(look.s, 1)) continue;
+        }
+        sqlite3_reset(put.s);
+        for (int c = 0; c < column_count; ++c) sqlite3_bind_value(put.s, c + 1, sqlite3_column_value(rows.s, c));
+        if (sqlite3_column_type(rows.s, calibration_column) != SQLITE_NULL) {
+          auto cal = nlohmann::json::parse(sqlite::column_inflated(rows.s, calibration_column), nullptr, false);
+          if (!cal.is_array()) in.fail("a record's calibration rows are not JSON");
+          for (auto& row : cal) {
+            const auto it = tile_of.find(row.at(0).get<long long>());
+            if (it == tile_of.end()) in.fail("a calibration row names a tile the database does not hold");
+            row[0] = it->second;
+          }
+          sqlite::bind_blob(put.s, calibration_column + 1, sqlite::deflate(cal.dump()));
+        }
+        if (sqlite3_step(put.s) != SQLITE_DONE) fail("cannot store a merged record");
+        origin[key_of(rows.s)] = i + 1;
+      }
+      if (rc != SQLITE_DONE) in.fail("cannot read it");
+    }
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  for (const auto& [key, source] : origin) ++counts.kept[source];
+  return counts;
+}
+
+}  // namespace tiletune

@@ -1,0 +1,181 @@
+// The tuning database's reads at scale: `db list`'s rows, calibration's
+// inputs, export's best records and db merge, each through an index or one
+// streamed pass, none reading JSON it does not return.
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/tune/tuning_db/sqlite_statement.hpp"
+#include "core/tune/tuning_db/tuning_db.hpp"
+
+namespace tiletune {
+
+using sqlite::column_text;
+using sqlite::statement;
+
+namespace {
+
+// The WHERE clause of a filter and its arguments, in order.
+std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
+  std::vector<std::string> terms;
+  if (!f.device_model.empty()) {
+    args.push_back(f.device_model);
+    terms.push_back(fmt::format("device_model = ?{}", args.size()));
+  }
+  if (!f.problem.empty()) {
+    args.push_back(f.problem);
+    terms.push_back(fmt::format("instr(problem, ?{}) > 0", args.size()));
+  }
+  if (!f.since.empty()) {
+    args.push_back(f.since);
+    terms.push_back(fmt::format("measured_at >= ?{}", args.size()));
+  }
+  return terms.empty() ? "" : fmt::format("WHERE {}", fmt::join(terms, " AND "));
+}
+
+gemm_problem problem_of(const std::string& json_text, const std::string& key) {
+  try {
+    return gemm_problem_from_json(nlohmann::json::parse(json_text));
+  } catch (const std::exception&) {
+    throw environment_error(fmt::format("a stored record ({}) has no readable problem", key));
+  }
+}
+
+}  // namespace
+
+void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(const tuning_row&)>& each) const {
+  std::vector<std::string> args;
+  const std::string sql = fmt::format(
+      "SELECT device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, "
+      "tflops, measured, verified, problem_json, problem FROM results {} "
+      "ORDER BY measured_at DESC{}",
+      where_of(f, args), f.limit ? fmt::format(" LIMIT {}", f.limit) : "");
+  statement q;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
+  for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
+  int rc;
+  while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
+    tuning_row r;
+    r.key.device_model = column_text(q.s, 0);
+    r.key.driver = column_text(q.s, 1);
+    r.key.cuda = column_text(q.s, 2);
+    r.key.tool_version = column_text(q.s, 3);
+    r.key.compiler = column_text(q.s, 4);
+    r.device_name = column_text(q.s, 5);
+    r.strategy = column_text(q.s, 6);
+    r.measured_at = column_text(q.s, 7);
+    r.recommended = column_text(q.s, 8);
+    r.tflops = sqlite3_column_double(q.s, 9);
+    r.measured = sqlite3_column_int(q.s, 10) != 0;
+    r.verified = sqlite3_column_int(q.s, 11);
+    r.key.problem = problem_of(column_text(q.s, 12), column_text(q.s, 13));
+    each(r);
+  }
+  if (rc != SQLITE_DONE) fail("cannot read it");
+}
+
+std::size_t tuning_db::count(const tuning_filter& f) const {
+  std::vector<std::string> args;
+  const std::string sql = fmt::format("SELECT count(*) FROM results {}", where_of(f, args));
+  statement q;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
+  for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
+  if (sqlite3_step(q.s) != SQLITE_ROW) fail("cannot read it");
+  return static_cast<std::size_t>(sqlite3_column_int64(q.s, 0));
+}
+
+std::vector<std::string> tuning_db::device_models() const {
+  statement q;
+  // The primary key's index starts with the GPU model: a skip through it, not a scan of the records.
+  if (sqlite3_prepare_v2(db_, "SELECT DISTINCT device_model FROM results ORDER BY device_model", -1, &q.s, nullptr) !=
+      SQLITE_OK)
+    fail("cannot read it");
+  std::vector<std::string> out;
+  while (sqlite3_step(q.s) == SQLITE_ROW) out.push_back(column_text(q.s, 0));
+  return out;
+}
+
+std::vector<nlohmann::json> tuning_db::calibration_inputs(const std::string& device_model) const {
+  std::map<long long, nlohmann::json> tiles;
+  {
+    statement t;
+    if (sqlite3_prepare_v2(db_, "SELECT num, id, tile FROM variant_tiles", -1, &t.s, nullptr) != SQLITE_OK)
+      fail("cannot read it");
+    while (sqlite3_step(t.s) == SQLITE_ROW)
+      tiles[sqlite3_column_int64(t.s, 0)] = {{"id", column_text(t.s, 1)},
+                                             {"tile", nlohmann::json::parse(column_text(t.s, 2), nullptr, false)}};
+  }
+  statement q;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT record, calibration FROM results WHERE device_model = ?1 AND measured = 1 AND "
+                         "calibration IS NOT NULL ORDER BY measured_at DESC",
+                         -1, &q.s, nullptr) != SQLITE_OK)
+    fail("cannot read it");
+  sqlite::bind(q.s, 1, device_model);
+  std::vector<nlohmann::json> out;
+  int rc;
+  while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
+    auto r = nlohmann::json::parse(sqlite::column_inflated(q.s, 0), nullptr, false);
+    const auto rows = nlohmann::json::parse(sqlite::column_inflated(q.s, 1), nullptr, false);
+    if (!r.is_object() || !rows.is_array()) fail("a stored record is not JSON");
+    nlohmann::json variants = nlohmann::json::array();
+    for (const auto& row : rows) {
+      const auto it = tiles.find(row.at(0).get<long long>());
+      if (it == tiles.end()) fail("a calibration row names a tile the database does not hold");
+      variants.push_back({{"id", it->second["id"]},
+                          {"status", "ok"},
+                          {"tile", it->second["tile"]},
+                          {"resources", {{"registers", row.at(2)}, {"smem_bytes", row.at(3)}}},
+                          {"median_us", row.at(1)}});
+    }
+    r["variants"] = std::move(variants);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) fail("cannot read it");
+  return out;
+}
+
+std::vector<tuning_record> tuning_db::best_per_problem(const std::string& device_model) const {
+  // Ordered so the first row of each (GPU model, problem) is its best: better verified, then newer.
+  const std::string sql = fmt::format(
+      "SELECT device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, "
+      "tflops, problem, problem_json, measured, recommendation, verified FROM results {} "
+      "ORDER BY device_model, problem, verified DESC, measured_at DESC",
+      device_model.empty() ? "" : "WHERE device_model = ?1");
+  statement q;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
+  if (!device_model.empty()) sqlite::bind(q.s, 1, device_model);
+  std::vector<tuning_record> out;
+  std::string last_model, last_problem;
+  int rc;
+  while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
+    const std::string model = column_text(q.s, 0), problem = column_text(q.s, 10);
+    if (!out.empty() && model == last_model && problem == last_problem) continue;
+    last_model = model;
+    last_problem = problem;
+    tuning_record r;
+    r.key.device_model = model;
+    r.key.driver = column_text(q.s, 1);
+    r.key.cuda = column_text(q.s, 2);
+    r.key.tool_version = column_text(q.s, 3);
+    r.key.compiler = column_text(q.s, 4);
+    r.device_name = column_text(q.s, 5);
+    r.strategy = column_text(q.s, 6);
+    r.measured_at = column_text(q.s, 7);
+    r.recommended = column_text(q.s, 8);
+    r.tflops = sqlite3_column_double(q.s, 9);
+    r.key.problem = problem_of(column_text(q.s, 11), problem);
+    r.result = {{"problem", nlohmann::json::parse(column_text(q.s, 11))},
+                {"mode", sqlite3_column_int(q.s, 12) ? "measured" : "predicted"}};
+    if (sqlite3_column_type(q.s, 13) != SQLITE_NULL)
+      r.result["recommendation"] = nlohmann::json::parse(column_text(q.s, 13), nullptr, false);
+    r.verified = sqlite3_column_int(q.s, 14);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) fail("cannot read it");
+  return out;
+}
+
+}  // namespace tiletune
