@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda/cublaslt_library.hpp"
 #include "cuda/cuda_check.hpp"
 
 namespace tiletune {
@@ -31,12 +32,12 @@ cublasComputeType_t compute_type(dtype t) {
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                               std::int64_t batch) {
   cublasLtMatrixLayout_t l = nullptr;
-  TT_CUBLAS(cublasLtMatrixLayoutCreate(&l, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld));
+  TT_CUBLAS(cublaslt().MatrixLayoutCreate(&l, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld));
   if (batch > 1) {
     const std::int32_t count = static_cast<std::int32_t>(batch);
     const std::int64_t stride = rows * cols;
-    TT_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-    TT_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    TT_CUBLAS(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    TT_CUBLAS(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
   }
   return l;
 }
@@ -46,14 +47,14 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
     : handle_(handle), p_(p), workspace_bytes_(workspace) {
   const operand_types e = p.elements();
   const cublasComputeType_t compute = accurate ? CUBLAS_COMPUTE_32F_PEDANTIC : compute_type(p.type);
-  TT_CUBLAS(cublasLtMatmulDescCreate(&desc_, compute, data_type(e.accumulator)));
+  TT_CUBLAS(cublaslt().MatmulDescCreate(&desc_, compute, data_type(e.accumulator)));
   // cuBLASLt's A is our B: 'n' B (K x N row-major) is an N x K column-major
   // matrix, already B^T; 't' B (N x K row-major) is K x N column-major and
   // needs a transpose. Likewise its B is our A.
   const cublasOperation_t ta = p.layout.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = p.layout.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  TT_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  TT_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  TT_CUBLAS(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  TT_CUBLAS(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const cudaDataType_t in_a = data_type(e.b), in_b = data_type(e.a);  // cuBLASLt's A is our B
   const cudaDataType_t out = accurate ? CUDA_R_32F : data_type(e.c);
   a_ = p.layout.b_transposed ? make_layout(in_a, p.k, p.n, p.k, p.batch) : make_layout(in_a, p.n, p.k, p.n, p.batch);
@@ -62,22 +63,22 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
 }
 
 cublaslt_gemm::~cublaslt_gemm() {
-  if (a_) cublasLtMatrixLayoutDestroy(a_);
-  if (b_) cublasLtMatrixLayoutDestroy(b_);
-  if (c_) cublasLtMatrixLayoutDestroy(c_);
-  if (desc_) cublasLtMatmulDescDestroy(desc_);
+  if (a_) cublaslt().MatrixLayoutDestroy(a_);
+  if (b_) cublaslt().MatrixLayoutDestroy(b_);
+  if (c_) cublaslt().MatrixLayoutDestroy(c_);
+  if (desc_) cublaslt().MatmulDescDestroy(desc_);
 }
 
 int cublaslt_gemm::algorithms(int count) {
   cublasLtMatmulPreference_t pref = nullptr;
-  TT_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  TT_CUBLAS(cublaslt().MatmulPreferenceCreate(&pref));
   const std::uint64_t ws = workspace_bytes_;
-  TT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  TT_CUBLAS(cublaslt().MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   heuristics_.resize(static_cast<std::size_t>(std::max(count, 1)));
   int returned = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, pref, count,
+  const cublasStatus_t s = cublaslt().MatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, pref, count,
                                                           heuristics_.data(), &returned);
-  cublasLtMatmulPreferenceDestroy(pref);
+  cublaslt().MatmulPreferenceDestroy(pref);
   TT_CUBLAS(s);
   heuristics_.resize(static_cast<std::size_t>(returned));
   return returned;
@@ -87,17 +88,17 @@ std::string cublaslt_gemm::algorithm_name(int index) const {
   const auto& algo = heuristics_.at(static_cast<std::size_t>(index)).algo;
   int id = -1, tile = -1, stages = -1, splitk = -1;
   std::size_t written = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &written);
+  cublaslt().MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+  cublaslt().MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+  cublaslt().MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
+  cublaslt().MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &written);
   return fmt::format("algo {} tile {} stages {} splitk {}", id, tile, stages, splitk);
 }
 
 void cublaslt_gemm::run(int index, const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const {
   const float alpha = static_cast<float>(p_.alpha), beta = static_cast<float>(p_.beta);
   // cuBLASLt's A is our B, its B our A.
-  TT_CUBLAS(cublasLtMatmul(handle_, desc_, &alpha, b, a_, a, b_, &beta, c, c_, c, c_,
+  TT_CUBLAS(cublaslt().Matmul(handle_, desc_, &alpha, b, a_, a, b_, &beta, c, c_, c, c_,
                            &heuristics_.at(static_cast<std::size_t>(index)).algo, workspace, workspace_bytes_, stream));
 }
 

@@ -2,6 +2,8 @@
 // the fp32 cuBLASLt reference every variant is checked against, the timer.
 #include "cuda/worker_state.hpp"
 
+#include "cuda/cublaslt_library.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -21,7 +23,7 @@ void setup_gpu(gpu_state& g) {
   std::size_t free_before = 0, total = 0;
   TT_CUDA(cudaMemGetInfo(&free_before, &total));
   TT_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-  TT_CUBLAS(cublasLtCreate(&g.lt));
+  TT_CUBLAS(cublaslt().Create(&g.lt));
 
   const operand_types e = p.elements();
   auto bytes = [](element_type t) { return static_cast<std::size_t>(element_bytes(t)); };

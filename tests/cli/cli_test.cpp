@@ -815,3 +815,19 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
   expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "0", "--gpu", "h100-sxm"}, "--tokens 0");
   expect_usage_error({"gemm", "--model", "no-such-model", "--tokens", "8", "--gpu", "h100-sxm"}, "no-such-model");
 }
+
+// cuBLASLt's initializers took ~0.1 s of every command when it was linked: only a
+// GPU run's worker opens it. An offline plan and a database listing never load it.
+TEST(cli, commands_without_a_gpu_run_never_load_cublaslt) {
+  const fs::path db = tmp_dir() / "no-cublaslt.sqlite3";
+  setenv("LD_DEBUG", "libs", 1);
+  const auto plan = run({"gemm", "--gpu", "h100-sxm", "--m", "64", "--n", "64", "--k", "64", "--no-db", "--quiet"});
+  const auto list = run({"db", "list", "--db", db.string()});
+  const auto version = run({"--version"});
+  unsetenv("LD_DEBUG");
+  for (const auto* r : {&plan, &list, &version}) {
+    EXPECT_EQ(r->code, 0) << r->err.substr(r->err.size() > 2000 ? r->err.size() - 2000 : 0);
+    EXPECT_NE(r->err.find("calling init"), std::string::npos) << "LD_DEBUG=libs printed nothing";
+    EXPECT_EQ(r->err.find("libcublasLt"), std::string::npos) << "cuBLASLt was loaded";
+  }
+}
