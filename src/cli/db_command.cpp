@@ -127,6 +127,60 @@ void run_list(const db_options& o, run_context& ctx) {
   ctx.exit_code = exit_ok;
 }
 
+// The stored records of a problem: every variant row kept (gemm --db-full), else the compact
+// record's rows, with how many the search had.
+void run_show(const db_options& o, run_context& ctx) {
+  if (o.problem.empty())
+    throw usage_error("db show needs --problem TEXT (words of the problem key, as db list prints it: "
+                      "\"4096x4096x4096 bf16 nt\")");
+  const auto path = file_to_read(o);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
+  const auto db = open_tuning_db(path.string(), false);
+  const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit ? o.limit : 10});
+  if (o.json) {
+    nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},
+                          {"records", nlohmann::json::array()}};
+    for (const auto& r : records) out["records"].push_back(r.result);
+    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    ctx.exit_code = exit_ok;
+    return;
+  }
+  if (records.empty()) fmt::print("{}: no record's problem has the words \"{}\"\n", db->file().string(), o.problem);
+  for (const auto& r : records) {
+    const auto& variants = r.result.value("variants", nlohmann::json::array());
+    const auto listed = r.result.value("variants_listed", nlohmann::json::object());
+    fmt::print("{} {} ({}), {} on {}, driver {}, tool {}: {} variant row(s){}\n", r.key.device_model,
+               tuning_problem_key(r.key.problem), r.device_name, is_measured(r) ? "measured" : "planned",
+               r.measured_at, r.key.driver, r.key.tool_version, variants.size(),
+               listed.contains("of") ? fmt::format(" of {} (stored without --db-full)", listed["of"].dump()) : "");
+    text_table t({"id", "status", "median us", "predicted us", "TFLOP/s", "vs cuBLASLt"});
+    auto number = [](const nlohmann::json& v, const char* k, const char* f) {
+      return v.contains(k) && v[k].is_number() ? fmt::format(fmt::runtime(f), v[k].get<double>()) : std::string("-");
+    };
+    for (const auto& v : variants)
+      t.add_row({v.value("id", "?"), v.value("status", "?"), number(v, "median_us", "{:.1f}"),
+                 number(v, "predicted_us", "{:.1f}"), number(v, "tflops", "{:.1f}"), number(v, "vs_reference", "{:.3f}")});
+    fmt::print("{}\n", t.render());
+  }
+  ctx.exit_code = exit_ok;
+}
+
+// Rewrites the file without its free pages (an upgraded or often rewritten database).
+void run_vacuum(const db_options& o, run_context& ctx) {
+  const auto path = file_to_read(o);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw usage_error(fmt::format("--db {}: no tuning database there", path.string()));
+  const auto before = std::filesystem::file_size(path, ec);
+  tuning_db db(path, tuning_db::open_mode::existing);  // an older schema is upgraded first
+  db.vacuum();
+  fmt::print("{}: {} record(s), {:.1f} MB before, {:.1f} MB after\n", path.string(), db.count({}), before / 1e6,
+             std::filesystem::file_size(path, ec) / 1e6);
+  ctx.exit_code = exit_ok;
+}
+
 void run_calibrate(const db_options& o, run_context& ctx) {
   if (o.gpu.empty()) throw usage_error("db calibrate needs --gpu MODEL (a preset such as h100-sxm)");
   if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file_to_read(o)}});
@@ -182,11 +236,26 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   list->add_option("--db", o->file, "The database file");
   list->add_option("--problem", o->problem,
-                   "Only problems whose key holds this text (keys read \"4096x4096x4096 b1 bf16 nt a1 b0\")");
+                   "Only problems with these words in their key, e.g. \"4096x4096x4096 bf16 nt\" (a key reads "
+                   "\"4096x4096x4096 b1 bf16 nt a1 b0\": batch, dtype, layout, alpha, beta)");
   list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)");
   list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")->capture_default_str();
   list->add_flag("--json", o->json, "Print JSON instead of the table");
   list->callback([o, &ctx] { run_list(*o, ctx); });
+  auto* show = cmd->add_subcommand("show", "Print the stored records of a problem: their variant rows (every row "
+                                           "where gemm --db-full kept them)");
+  show->add_option("--problem", o->problem,
+                   "The problem: words of its key, e.g. \"4096x4096x4096 bf16 nt\" as db list prints it")
+      ->required();
+  show->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
+  show->add_option("--db", o->file, "The database file");
+  show->add_option("--limit", o->limit, "At most this many records, the newest (default 10)");
+  show->add_flag("--json", o->json, "Print the stored results (tiletune.gemm/1) as JSON");
+  show->callback([o, &ctx] { run_show(*o, ctx); });
+  auto* vacuum = cmd->add_subcommand("vacuum", "Rewrite the database without its free pages (after an upgrade of an "
+                                               "older file, or many replaced records)");
+  vacuum->add_option("--db", o->file, "The database file");
+  vacuum->callback([o, &ctx] { run_vacuum(*o, ctx); });
   auto* cal = cmd->add_subcommand(
       "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
   cal->add_option("--gpu", o->gpu, "The GPU model (a preset such as h100-sxm)")->required();
@@ -199,13 +268,20 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cmd->footer(R"(
 Examples:
   tiletune db import profiles/measured/h100-2026-11-22/gemm/*.json
-  tiletune db list --gpu h100-sxm
+  tiletune db list --gpu h100-sxm --limit 50
+  tiletune db show --problem "4096x4096x4096 bf16 nt" --gpu h100-sxm
   tiletune db calibrate --gpu h100-sxm --out profiles/calibration/h100-sxm.json
   tiletune db merge shard-0.sqlite shard-1.sqlite --into tuning.sqlite
   tiletune db export --format triton --out tiletune_configs.py
 
 An offline plan (gemm --gpu NAME) is ranked by the calibrated model by itself
 wherever the database holds measured results of that GPU model, and says so.
+
+A record is compact (a few KB): the result, the recommended and next best
+variants' rows, and each measured variant's time for calibration; gemm
+--db-full (db import --full) keeps every row too. A file of an older schema is
+upgraded in place, in one transaction, when first opened (db vacuum then
+returns its free pages).
 
 A damaged file, or an SQLite file of another program, is refused with exit 3
 naming it; a result file that is not a measured tiletune result, exit 2.)");

@@ -147,6 +147,8 @@ def produce(binary, standins, fake_worker, work, profiles):
     imports = sorted((profiles / "measured").glob("h100-2026-11-23/gemm/*bf16-nt.json"))[:4]
     run(binary, env, "db", "import", "--db", str(db), *map(str, imports))
     out["db list --json"] = json.loads(run(binary, env, "db", "list", "--db", str(db), "--json"))
+    out["db show --json"] = json.loads(run(binary, env, "db", "show", "--db", str(db), "--problem", "bf16 nt",
+                                           "--json"))
     out["db calibrate --json"] = json.loads(run(binary, env, "db", "calibrate", "--db", str(db), "--gpu",
                                                 "h100-sxm", "--json"))
     out["db export --format json"] = json.loads(run(binary, env, "db", "export", "--db", str(db), "--format", "json"))
@@ -202,6 +204,9 @@ def plant_specific(label, doc):
     if name == "tiletune.tuning-db-list/1" and d["records"]:
         d["records"][0]["tflops"] = -1.0
         return "negative TFLOP/s", d
+    if name == "tiletune.tuning-db-show/1" and d["records"]:
+        d["records"][0]["variants"][0]["status"] = "fine"
+        return "a stored variant's status outside the enum", d
     if name == "tiletune.tuning-export/1" and d["configs"]:
         d["configs"][0]["triton"]["num_warps"] = 0
         return "zero Triton warps", d

@@ -209,10 +209,12 @@ bool is_compact(const nlohmann::json& result) {
 }  // namespace
 
 std::vector<tuning_record> tuning_db::query(const std::string& where, const std::vector<std::string>& args,
-                                            bool full) const {
+                                            bool full, std::size_t limit) const {
   statement q;
-  const std::string sql = fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC", record_columns,
-                                      full ? "coalesce(full, record)" : "record", rank_column, where);
+  const std::string sql =
+      fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC{}", record_columns,
+                  full ? "coalesce(full, record)" : "record", rank_column, where,
+                  limit ? fmt::format(" LIMIT {}", limit) : "");
   // Each record is inflated and parsed: the queries by key read one or a few.
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);

@@ -47,7 +47,7 @@ struct tuning_row {
 // Which rows `db list` streams: every field is optional.
 struct tuning_filter {
   std::string device_model;  // exactly
-  std::string problem;       // a part of the problem key ("4096x4096x4096 b1 bf16 nt a1 b0")
+  std::string problem;       // words of the problem key ("4096x4096x4096 bf16 nt" of "4096x4096x4096 b1 bf16 nt a1 b0")
   std::string since;         // measured_at >= since (ISO 8601 compares as text)
   std::size_t limit = 0;     // newest first, at most this many (0: all)
 };
@@ -91,6 +91,10 @@ class tuning_db {
   void for_each_row(const tuning_filter& f, const std::function<void(const tuning_row&)>& each) const;
   std::size_t count(const tuning_filter& f) const;
   std::vector<std::string> device_models() const;
+  // The records a filter selects, newest first, each whole where its whole result was kept (db show).
+  std::vector<tuning_record> records(const tuning_filter& f) const;
+  // VACUUM: the file rewritten without its free pages (after an upgrade or many replacements).
+  void vacuum();
   // The measured results of one GPU model as fit_calibration reads them: the
   // record with "variants" rebuilt from its calibration rows (every measured
   // variant, its tile, registers, shared memory and median).
@@ -117,7 +121,7 @@ class tuning_db {
 
  private:
   std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args,
-                                   bool full = false) const;
+                                   bool full = false, std::size_t limit = 0) const;
   [[noreturn]] void fail(const std::string& what) const;
   void open_and_check();  // the constructor's work; it closes the handle when this throws
   void upgrade_from_1();  // schema 1 (the whole result per record) to 2, in the open transaction

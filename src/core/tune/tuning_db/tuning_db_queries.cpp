@@ -2,6 +2,7 @@
 // inputs, export's best records and db merge, each through an index or one
 // streamed pass, none reading JSON it does not return.
 #include <map>
+#include <sstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -24,9 +25,12 @@ std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
     args.push_back(f.device_model);
     terms.push_back(fmt::format("device_model = ?{}", args.size()));
   }
-  if (!f.problem.empty()) {
-    args.push_back(f.problem);
-    terms.push_back(fmt::format("instr(problem, ?{}) > 0", args.size()));
+  // Each word of the problem text is a whole word of the key: "4096x4096x4096 bf16 nt" (as db list
+  // prints a problem) matches "4096x4096x4096 b1 bf16 nt a1 b0".
+  std::istringstream words(f.problem);
+  for (std::string w; words >> w;) {
+    args.push_back(" " + w + " ");
+    terms.push_back(fmt::format("instr(' ' || problem || ' ', ?{}) > 0", args.size()));
   }
   if (!f.since.empty()) {
     args.push_back(f.since);
@@ -84,6 +88,16 @@ std::size_t tuning_db::count(const tuning_filter& f) const {
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
   if (sqlite3_step(q.s) != SQLITE_ROW) fail("cannot read it");
   return static_cast<std::size_t>(sqlite3_column_int64(q.s, 0));
+}
+
+std::vector<tuning_record> tuning_db::records(const tuning_filter& f) const {
+  std::vector<std::string> args;
+  const std::string where = where_of(f, args);
+  return query(where, args, /*full=*/true, f.limit);
+}
+
+void tuning_db::vacuum() {
+  if (sqlite3_exec(db_, "VACUUM", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot vacuum it");
 }
 
 std::vector<std::string> tuning_db::device_models() const {
