@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "core/gemm/problem.hpp"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace tiletune {
 
@@ -126,6 +128,8 @@ class tuning_db {
   void open_and_check();  // the constructor's work; it closes the handle when this throws
   void upgrade_from_1();  // schema 1 (the whole result per record) to 2, in the open transaction
   void bind_and_step(const tuning_record& r);
+  void merge_input(const tuning_db& in, std::size_t source, sqlite3_stmt* look, sqlite3_stmt* put,
+                   std::unordered_map<std::string, std::size_t>& origin, merge_counts& counts);
   std::filesystem::path file_;
   open_mode mode_ = open_mode::create;
   bool keep_full_ = false;

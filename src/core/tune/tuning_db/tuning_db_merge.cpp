@@ -34,6 +34,87 @@ std::string key_of(sqlite3_stmt* s) {
 
 }  // namespace
 
+namespace {
+
+// The keys a database holds now (db merge's source 0), and how many.
+std::size_t read_own_keys(sqlite3* db, std::unordered_map<std::string, std::size_t>& origin) {
+  statement own;
+  if (sqlite3_prepare_v2(db, "SELECT device_model, driver, cuda, tool_version, compiler, problem FROM results", -1,
+                         &own.s, nullptr) != SQLITE_OK)
+    return static_cast<std::size_t>(-1);
+  std::size_t n = 0;
+  while (sqlite3_step(own.s) == SQLITE_ROW) {
+    origin[key_of(own.s)] = 0;
+    ++n;
+  }
+  return n;
+}
+
+// An input's tile numbers as `to` numbers the same tiles (filed there on first sight);
+// false when a statement fails.
+bool map_tiles(sqlite3* from, sqlite3* to, std::unordered_map<long long, long long>& tile_of) {
+  statement t, ins, get;
+  sqlite3_prepare_v2(from, "SELECT num, id, tile FROM variant_tiles", -1, &t.s, nullptr);
+  sqlite3_prepare_v2(to, "INSERT OR IGNORE INTO variant_tiles (id, tile) VALUES (?1, ?2)", -1, &ins.s, nullptr);
+  sqlite3_prepare_v2(to, "SELECT num FROM variant_tiles WHERE id = ?1", -1, &get.s, nullptr);
+  if (!t.s || !ins.s || !get.s) return false;
+  while (sqlite3_step(t.s) == SQLITE_ROW) {
+    sqlite3_reset(ins.s);
+    sqlite3_reset(get.s);
+    sqlite::bind(ins.s, 1, column_text(t.s, 1));
+    sqlite::bind(ins.s, 2, column_text(t.s, 2));
+    sqlite::bind(get.s, 1, column_text(t.s, 1));
+    if (sqlite3_step(ins.s) != SQLITE_DONE || sqlite3_step(get.s) != SQLITE_ROW) return false;
+    tile_of[sqlite3_column_int64(t.s, 0)] = sqlite3_column_int64(get.s, 0);
+  }
+  return true;
+}
+
+// Whether the input's row (`row`) replaces what `look` found of its key: only a strictly
+// better record does (better verified, then newer); on a tie the first read stays.
+bool replaces(sqlite3_stmt* row, sqlite3_stmt* look) {
+  if (sqlite3_step(look) != SQLITE_ROW) return true;  // a key the target does not hold
+  const int theirs = sqlite3_column_int(row, verified_column), ours = sqlite3_column_int(look, 0);
+  if (theirs != ours) return theirs > ours;
+  return column_text(row, measured_at_column) > column_text(look, 1);
+}
+
+}  // namespace
+
+// Copies one input's rows that win into this database (see merge_from), counting them in `counts`.
+void tuning_db::merge_input(const tuning_db& in, std::size_t source, sqlite3_stmt* look, sqlite3_stmt* put,
+                            std::unordered_map<std::string, std::size_t>& origin, merge_counts& counts) {
+  std::unordered_map<long long, long long> tile_of;
+  if (!map_tiles(in.db_, db_, tile_of)) in.fail("cannot merge its tiles");
+  statement rows;
+  if (sqlite3_prepare_v2(in.db_, fmt::format("SELECT {} FROM results", all_columns).c_str(), -1, &rows.s, nullptr) !=
+      SQLITE_OK)
+    in.fail("cannot read it");
+  int rc;
+  while ((rc = sqlite3_step(rows.s)) == SQLITE_ROW) {
+    ++counts.read[source];
+    sqlite3_reset(look);
+    for (int c = 0; c < 6; ++c) sqlite3_bind_value(look, c + 1, sqlite3_column_value(rows.s, c));
+    if (!replaces(rows.s, look)) continue;
+    sqlite3_reset(put);
+    for (int c = 0; c < column_count; ++c) sqlite3_bind_value(put, c + 1, sqlite3_column_value(rows.s, c));
+    if (sqlite3_column_type(rows.s, calibration_column) != SQLITE_NULL) {
+      // The calibration rows name tiles by the input's numbers: renumbered as this database files them.
+      auto cal = nlohmann::json::parse(sqlite::column_inflated(rows.s, calibration_column), nullptr, false);
+      if (!cal.is_array()) in.fail("a record's calibration rows are not JSON");
+      for (auto& r : cal) {
+        const auto it = tile_of.find(r.at(0).get<long long>());
+        if (it == tile_of.end()) in.fail("a calibration row names a tile the database does not hold");
+        r[0] = it->second;
+      }
+      sqlite::bind_blob(put, calibration_column + 1, sqlite::deflate(cal.dump()));
+    }
+    if (sqlite3_step(put) != SQLITE_DONE) fail("cannot store a merged record");
+    origin[key_of(rows.s)] = source;
+  }
+  if (rc != SQLITE_DONE) in.fail("cannot read it");
+}
+
 tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*>& inputs) {
   merge_counts counts;
   counts.read.assign(inputs.size() + 1, 0);
@@ -41,16 +122,8 @@ tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*
   std::unordered_map<std::string, std::size_t> origin;  // key -> the source its row came from
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
   try {
-    {
-      statement own;
-      if (sqlite3_prepare_v2(db_, "SELECT device_model, driver, cuda, tool_version, compiler, problem FROM results",
-                             -1, &own.s, nullptr) != SQLITE_OK)
-        fail("cannot read it");
-      while (sqlite3_step(own.s) == SQLITE_ROW) {
-        origin[key_of(own.s)] = 0;
-        ++counts.read[0];
-      }
-    }
+    counts.read[0] = read_own_keys(db_, origin);
+    if (counts.read[0] == static_cast<std::size_t>(-1)) fail("cannot read it");
     statement look, put;
     if (sqlite3_prepare_v2(db_,
                            "SELECT verified, measured_at FROM results WHERE device_model = ?1 AND driver = ?2 AND "
@@ -62,58 +135,7 @@ tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*
                                .c_str(),
                            -1, &put.s, nullptr) != SQLITE_OK)
       fail("cannot write it");
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const tuning_db& in = *inputs[i];
-      // The input's tile numbers, as this database numbers the same tiles.
-      std::unordered_map<long long, long long> tile_of;
-      {
-        statement t, ins, get;
-        sqlite3_prepare_v2(in.db_, "SELECT num, id, tile FROM variant_tiles", -1, &t.s, nullptr);
-        sqlite3_prepare_v2(db_, "INSERT OR IGNORE INTO variant_tiles (id, tile) VALUES (?1, ?2)", -1, &ins.s, nullptr);
-        sqlite3_prepare_v2(db_, "SELECT num FROM variant_tiles WHERE id = ?1", -1, &get.s, nullptr);
-        if (!t.s || !ins.s || !get.s) in.fail("cannot read its tiles");
-        while (sqlite3_step(t.s) == SQLITE_ROW) {
-          sqlite3_reset(ins.s);
-          sqlite3_reset(get.s);
-          sqlite::bind(ins.s, 1, column_text(t.s, 1));
-          sqlite::bind(ins.s, 2, column_text(t.s, 2));
-          sqlite::bind(get.s, 1, column_text(t.s, 1));
-          if (sqlite3_step(ins.s) != SQLITE_DONE || sqlite3_step(get.s) != SQLITE_ROW) fail("cannot store a tile");
-          tile_of[sqlite3_column_int64(t.s, 0)] = sqlite3_column_int64(get.s, 0);
-        }
-      }
-      statement rows;
-      if (sqlite3_prepare_v2(in.db_, fmt::format("SELECT {} FROM results", all_columns).c_str(), -1, &rows.s,
-                             nullptr) != SQLITE_OK)
-        in.fail("cannot read it");
-      int rc;
-      while ((rc = sqlite3_step(rows.s)) == SQLITE_ROW) {
-        ++counts.read[i + 1];
-        sqlite3_reset(look.s);
-        for (int c = 0; c < 6; ++c) sqlite3_bind_value(look.s, c + 1, sqlite3_column_value(rows.s, c));
-        if (sqlite3_step(look.s) == SQLITE_ROW) {
-          // Only a strictly better record replaces: better verified, then newer; on a tie the first read stays.
-          const int theirs = sqlite3_column_int(rows.s, verified_column), ours = sqlite3_column_int(look.s, 0);
-          if (theirs < ours) continue;
-          if (theirs == ours && column_text(rows.s, measured_at_column) <= column_text(look.s, 1)) continue;
-        }
-        sqlite3_reset(put.s);
-        for (int c = 0; c < column_count; ++c) sqlite3_bind_value(put.s, c + 1, sqlite3_column_value(rows.s, c));
-        if (sqlite3_column_type(rows.s, calibration_column) != SQLITE_NULL) {
-          auto cal = nlohmann::json::parse(sqlite::column_inflated(rows.s, calibration_column), nullptr, false);
-          if (!cal.is_array()) in.fail("a record's calibration rows are not JSON");
-          for (auto& row : cal) {
-            const auto it = tile_of.find(row.at(0).get<long long>());
-            if (it == tile_of.end()) in.fail("a calibration row names a tile the database does not hold");
-            row[0] = it->second;
-          }
-          sqlite::bind_blob(put.s, calibration_column + 1, sqlite::deflate(cal.dump()));
-        }
-        if (sqlite3_step(put.s) != SQLITE_DONE) fail("cannot store a merged record");
-        origin[key_of(rows.s)] = i + 1;
-      }
-      if (rc != SQLITE_DONE) in.fail("cannot read it");
-    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) merge_input(*inputs[i], i + 1, look.s, put.s, origin, counts);
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
