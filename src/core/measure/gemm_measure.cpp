@@ -51,16 +51,18 @@ void subprocess_backend::ensure_worker() {
   started_once_ = true;
   worker_ = std::make_unique<worker_process>(argv_);
   worker_->start();
-  if (!worker_->write_line(to_json(setup_).dump()))
-    throw environment_error("the measuring worker did not accept its setup: " + worker_->stderr_tail());
-  const auto ready = worker_->read_line(setup_timeout_s_);
+  // A worker that ends at once (a program that cannot run) may be gone before its setup is
+  // written or after: either way it could not start, and says why on stderr.
+  const bool accepted = worker_->write_line(to_json(setup_).dump());
+  const auto ready = accepted ? worker_->read_line(setup_timeout_s_)
+                              : worker_process::read_result{worker_process::read_status::closed, {}};
   nlohmann::json j;
   if (ready.status == worker_process::read_status::line) j = nlohmann::json::parse(ready.text, nullptr, false);
   if (ready.status != worker_process::read_status::line || !j.is_object() || !j.value("ready", false)) {
     const std::string why = j.is_object() && j.contains("error") ? j["error"].get<std::string>()
                             : ready.status == worker_process::read_status::timeout
                                 ? fmt::format("no answer in {:.0f} s", setup_timeout_s_)
-                                : "it ended: " + worker_->stop();
+                                : (accepted ? "it ended: " : "it ended before reading its setup: ") + worker_->stop();
     const std::string tail = worker_->stderr_tail();
     worker_->stop();
     throw environment_error(fmt::format("the GPU worker could not start: {}{}", why, tail.empty() ? "" : "\n" + tail));
