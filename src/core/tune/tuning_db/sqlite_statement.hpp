@@ -40,3 +40,24 @@ std::string inflate(const void* blob, int bytes);
 std::string column_inflated(sqlite3_stmt* s, int i);
 
 }  // namespace tiletune::sqlite
+
+namespace tiletune::sqlite {
+
+// The ten columns every record query starts with (device_model, driver, cuda, tool_version,
+// compiler, device_name, strategy, measured_at, recommended, tflops) into a tuning_record or
+// tuning_row.
+template <class Record>
+void read_record_head(sqlite3_stmt* s, Record& r) {
+  r.key.device_model = column_text(s, 0);
+  r.key.driver = column_text(s, 1);
+  r.key.cuda = column_text(s, 2);
+  r.key.tool_version = column_text(s, 3);
+  r.key.compiler = column_text(s, 4);
+  r.device_name = column_text(s, 5);
+  r.strategy = column_text(s, 6);
+  r.measured_at = column_text(s, 7);
+  r.recommended = column_text(s, 8);
+  r.tflops = sqlite3_column_double(s, 9);
+}
+
+}  // namespace tiletune::sqlite

@@ -222,16 +222,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
   int rc;
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
     tuning_record r;
-    r.key.device_model = column_text(q.s, 0);
-    r.key.driver = column_text(q.s, 1);
-    r.key.cuda = column_text(q.s, 2);
-    r.key.tool_version = column_text(q.s, 3);
-    r.key.compiler = column_text(q.s, 4);
-    r.device_name = column_text(q.s, 5);
-    r.strategy = column_text(q.s, 6);
-    r.measured_at = column_text(q.s, 7);
-    r.recommended = column_text(q.s, 8);
-    r.tflops = sqlite3_column_double(q.s, 9);
+    sqlite::read_record_head(q.s, r);
     r.result = nlohmann::json::parse(sqlite::column_inflated(q.s, 10), nullptr, false);
     r.verified = sqlite3_column_int(q.s, 11);
     if (!r.result.is_object()) fail("a stored result is not JSON");
@@ -351,16 +342,7 @@ void tuning_db::upgrade_from_1() {
     int rc;
     while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
       tuning_record r;
-      r.key.device_model = column_text(q.s, 0);
-      r.key.driver = column_text(q.s, 1);
-      r.key.cuda = column_text(q.s, 2);
-      r.key.tool_version = column_text(q.s, 3);
-      r.key.compiler = column_text(q.s, 4);
-      r.device_name = column_text(q.s, 5);
-      r.strategy = column_text(q.s, 6);
-      r.measured_at = column_text(q.s, 7);
-      r.recommended = column_text(q.s, 8);
-      r.tflops = sqlite3_column_double(q.s, 9);
+      sqlite::read_record_head(q.s, r);
       r.result = nlohmann::json::parse(column_text(q.s, 10), nullptr, false);
       if (!r.result.is_object() || !r.result.contains("problem")) fail("a stored result is not JSON; not upgraded");
       r.key.problem = gemm_problem_from_json(r.result.at("problem"));

@@ -62,16 +62,7 @@ void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(co
   int rc;
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
     tuning_row r;
-    r.key.device_model = column_text(q.s, 0);
-    r.key.driver = column_text(q.s, 1);
-    r.key.cuda = column_text(q.s, 2);
-    r.key.tool_version = column_text(q.s, 3);
-    r.key.compiler = column_text(q.s, 4);
-    r.device_name = column_text(q.s, 5);
-    r.strategy = column_text(q.s, 6);
-    r.measured_at = column_text(q.s, 7);
-    r.recommended = column_text(q.s, 8);
-    r.tflops = sqlite3_column_double(q.s, 9);
+    sqlite::read_record_head(q.s, r);
     r.measured = sqlite3_column_int(q.s, 10) != 0;
     r.verified = sqlite3_column_int(q.s, 11);
     r.key.problem = problem_of(column_text(q.s, 12), column_text(q.s, 13));
@@ -170,16 +161,7 @@ std::vector<tuning_record> tuning_db::best_per_problem(const std::string& device
     last_model = model;
     last_problem = problem;
     tuning_record r;
-    r.key.device_model = model;
-    r.key.driver = column_text(q.s, 1);
-    r.key.cuda = column_text(q.s, 2);
-    r.key.tool_version = column_text(q.s, 3);
-    r.key.compiler = column_text(q.s, 4);
-    r.device_name = column_text(q.s, 5);
-    r.strategy = column_text(q.s, 6);
-    r.measured_at = column_text(q.s, 7);
-    r.recommended = column_text(q.s, 8);
-    r.tflops = sqlite3_column_double(q.s, 9);
+    sqlite::read_record_head(q.s, r);
     r.key.problem = problem_of(column_text(q.s, 11), problem);
     r.result = {{"problem", nlohmann::json::parse(column_text(q.s, 11))},
                 {"mode", sqlite3_column_int(q.s, 12) ? "measured" : "predicted"}};
