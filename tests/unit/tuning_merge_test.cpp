@@ -232,7 +232,7 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
 TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
   scratch s;
   const fs::path big = s.dir / "big.sqlite", small = s.dir / "small.sqlite", target = s.dir / "target.sqlite";
-  // Inputs large enough that the merge takes a while (each record carries ~8 KB).
+  // Inputs large enough that the merge takes a while (each record's whole result kept, ~8 KB).
   const std::string padding(8000, 'p');
   std::vector<tuning_record> many;
   for (int i = 1; i <= 1500; ++i) {
@@ -240,13 +240,19 @@ TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
     r.result["padding"] = padding;
     many.push_back(std::move(r));
   }
-  tuning_db(big).store_all(many);
+  {
+    tuning_db b(big);
+    b.keep_full_results(true);
+    b.store_all(many);
+  }
   tuning_db(small).store_all({record(8, "2026-11-22T00:00:00Z", true), record(16, "2026-11-23T00:00:00Z", true)});
   tuning_db(target).store(record(4, "2026-11-01T00:00:00Z", true));
 
   // The writer: runs storing records (keys of their own) into the target, each opening it,
   // storing one record (one transaction) and closing it, before, during and after the merge.
-  // It counts what it committed.
+  // It counts what it committed, and the stores whose time overlapped the merge's
+  // (begun before the merge ended, ended after it began: each either committed
+  // just before the merge took the lock or waited for it).
   std::atomic<bool> merging{false}, merged{false}, failed{false};
   std::atomic<int> committed{0}, during{0};
   std::thread writer([&] {
@@ -254,10 +260,10 @@ TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       int after = 0;
       for (int i = 1; after < 20 && std::chrono::steady_clock::now() < give_up; ++i) {
-        const bool was_merging = merging.load(), was_merged = merged.load();
+        const bool was_merged = merged.load();
         tuning_db(target).store(record(1'000'000 + i, "2026-11-24T00:00:00Z", false));
         committed = i;
-        if (was_merging && !was_merged) ++during;
+        if (!was_merged && merging.load()) ++during;
         if (was_merged) ++after;
       }
     } catch (const std::exception& e) {
