@@ -8,6 +8,7 @@
 // variant in all four layouts (scripts/compile_all_layouts.sh).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -254,11 +255,11 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   EXPECT_FALSE(hgmma_issue_problems(disassemble(bad.cubin, "planted"), per_k_tile).empty());
 }
 
-// Stream-K (_sk): one copy of each tile shape (4 stages; 3 where 4 do not fit) for bf16 nt, and a
-// 128x128 two-consumer copy with MN-major B (nn), compile for sm_90a without spills or local
-// memory; the SASS runs HGMMA, the fixup's release fence (MEMBAR.ALL.GPU) and its strong GPU-scope
-// flag accesses. The copies of 128-accumulator two-consumer tiles with an MN-major operand spill a
-// few bytes (H200 run, 2026-11-26): those come out as resource_limit and are not checked here.
+// Stream-K (_sk): one copy of each tile shape (4 stages; 3 where 4 do not fit) for bf16 nt, and
+// the two-consumer copies with an MN-major operand: 128x128 (nn), and those of 128 accumulators a
+// thread that ptxas compiles at --register-usage-level 3 (128x256 nn, 256x128 tn; at the default
+// level they spilled, H100 2026-11-26), compile for sm_90a without spills or local memory; the
+// SASS runs HGMMA, the fixup's release fence (MEMBAR.ALL.GPU) and its strong GPU-scope flag accesses.
 namespace {
 std::vector<compile_job> stream_k_jobs(const device_spec& d) {
   gemm_problem p;
@@ -266,14 +267,17 @@ std::vector<compile_job> stream_k_jobs(const device_spec& d) {
   p.n = p.k = 4096;
   p.type = dtype::bf16;
   std::vector<compile_job> jobs;
-  for (const char* lay : {"nt", "nn"}) {
+  for (const char* lay : {"nt", "nn", "tn"}) {
     p.layout = parse_layout(lay);
+    const std::string l = lay;
     for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
       if (!wgmma_stream_k(c) || check_constraints(c, p, d)) continue;
-      const bool wanted = std::string(lay) == "nt" ? (c.stages == 4 || (c.stages == 3 && c.block_m == 64))
-                                                   : (c.block_m == 128 && c.block_n == 128 &&
-                                                      wgmma_consumers(c) == 2 && c.stages == 4);
+      const bool two_by_128 = wgmma_consumers(c) == 2 && c.stages == 4;
+      const bool wanted = l == "nt"   ? (c.stages == 4 || (c.stages == 3 && c.block_m == 64))
+                          : l == "nn" ? two_by_128 && c.block_m == 128 && (c.block_n == 128 || c.block_n == 256)
+                                      : two_by_128 && c.block_m == 256 && c.block_n == 128;
       if (wanted) jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+      if (wanted) jobs.back().name += " " + l;
     }
   }
   return jobs;
@@ -292,7 +296,15 @@ std::string stream_k_sass_problems(const std::string& sass) {
 TEST(compile_wgmma_stream_k, copies_compile_without_spills_and_the_sass_runs_the_fixup) {
   const device_spec& d = find_preset("h100-sxm");
   const std::vector<compile_job> jobs = stream_k_jobs(d);
-  ASSERT_GE(jobs.size(), 7u);  // 6 tile shapes in nt, 1 in nn
+  std::string names;
+  for (const auto& j : jobs) names += j.name + "; ";
+  ASSERT_EQ(jobs.size(), 10u) << names;  // 6 tile shapes in nt (64x256 twice), 2 in nn, 1 in tn
+  const std::string lower = "--ptxas-options=--register-usage-level=3";
+  EXPECT_EQ(std::count_if(jobs.begin(), jobs.end(),
+                          [&](const compile_job& j) {
+                            return std::find(j.options.begin(), j.options.end(), lower) != j.options.end();
+                          }),
+            2);
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -304,6 +316,24 @@ TEST(compile_wgmma_stream_k, copies_compile_without_spills_and_the_sass_runs_the
     EXPECT_LE(r.resources.registers, 255) << name;
     EXPECT_EQ(stream_k_sass_problems(disassemble(r.cubin, name)), "") << name;
   }
+}
+
+// The lower register-usage level is what keeps those copies whole: without it, ptxas spills.
+TEST(compile_wgmma_stream_k, the_copies_of_128_accumulators_spill_at_the_default_register_usage_level) {
+  const device_spec& d = find_preset("h100-sxm");
+  const std::string lower = "--ptxas-options=--register-usage-level=3";
+  for (const compile_job& j : stream_k_jobs(d)) {
+    auto at = std::find(j.options.begin(), j.options.end(), lower);
+    if (at == j.options.end()) continue;
+    compile_job planted = j;
+    planted.options.erase(planted.options.begin() + (at - j.options.begin()));
+    const auto r = nvrtc_compiler().compile(planted);
+    ASSERT_TRUE(r.ok) << r.log;
+    EXPECT_GT(r.resources.spill_bytes(), 0) << j.name << ": ptxas no longer spills it at the default level; "
+                                            << "wgmma_lower_register_usage may be dropped\n" << r.log;
+    return;  // one is enough (each compile is seconds on the CI's two cores)
+  }
+  FAIL() << "no stream-K job compiles at the lower level";
 }
 
 // The SASS check can fail: the same variant with the fixup's release fence taken out shows no

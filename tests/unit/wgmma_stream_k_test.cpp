@@ -15,7 +15,9 @@
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/search_space.hpp"
+#include "core/tune/gemm_tuner.hpp"
 #include "core/tune/perf_model.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 
 namespace tiletune {
 namespace {
@@ -79,6 +81,35 @@ TEST(wgmma_stream_k, the_template_is_rendered_with_the_hosts_minimum_range) {
   EXPECT_NE(sk.find("#define TT_SK_MIN_UNIT " + std::to_string(wgmma_stream_k_min_unit) + "\n"), std::string::npos);
   const std::string whole = render_kernel_source(plain, dtype::bf16, parse_layout("nt"));
   EXPECT_EQ(whole.find("#define TT_STREAM_K 1"), std::string::npos);
+}
+
+// ptxas compiles at --register-usage-level 3 exactly the stream-K copies whose consumers hold
+// 128 accumulators and read an MN-major operand (the ones that spilled at the default, on an
+// H100, 2026-11-26; tests/compile checks that they no longer do and that the option is why).
+TEST(wgmma_stream_k, copies_that_spilled_compile_at_a_lower_register_usage_level) {
+  const std::string lower = "--ptxas-options=--register-usage-level=3";
+  const device_spec& d = find_preset("h100-sxm");
+  auto lowered = [&](const tile_config& c, const char* lay) {
+    const compile_job job = make_compile_job(c, dtype::bf16, parse_layout(lay), d);
+    EXPECT_EQ(std::count(job.options.begin(), job.options.end(), lower),
+              wgmma_lower_register_usage(c, parse_layout(lay)) ? 1 : 0) << c.id() << " " << lay;
+    EXPECT_EQ(job.options.front(), "-std=c++17");  // the standard options stay first
+    return wgmma_lower_register_usage(c, parse_layout(lay));
+  };
+  for (const tile_config& big : {wgmma_tile(128, 256, 64, 2, 4), wgmma_tile(256, 128, 64, 2, 3)}) {
+    EXPECT_EQ(wgmma_accumulators_per_thread(big), 128);
+    for (const char* lay : {"nn", "tn", "tt"}) {
+      EXPECT_TRUE(lowered(stream_k(big), lay)) << big.id() << " " << lay;
+      EXPECT_FALSE(lowered(big, lay)) << big.id() << " " << lay;  // the whole-tile kernel never spilled
+    }
+    EXPECT_FALSE(lowered(stream_k(big), "nt")) << big.id();  // both operands K-major: no spill
+  }
+  EXPECT_EQ(wgmma_accumulators_per_thread(wgmma_tile(64, 256, 64, 1, 4)), 128);  // one consumer: 255 registers
+  for (const tile_config& other : {wgmma_tile(128, 128, 64, 2, 4), wgmma_tile(64, 256, 64, 1, 4),
+                                   wgmma_tile(128, 128, 64, 1, 4)})
+    for (const char* lay : {"nn", "tn", "tt"}) EXPECT_FALSE(lowered(stream_k(other), lay)) << other.id() << " " << lay;
+  // Other families add nothing.
+  EXPECT_EQ(make_compile_job(mma_tile(128, 64, 32, 2, 2, 3), dtype::bf16, parse_layout("tn"), d).options.size(), 2u);
 }
 
 TEST(wgmma_stream_k, the_launch_takes_every_sm_and_a_workspace_sized_for_its_workers) {

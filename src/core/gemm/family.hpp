@@ -82,6 +82,8 @@ class gemm_family {
   virtual std::string render(const tile_config& c, dtype t, layout l) const = 0;
   // The NVRTC architecture for a device.
   virtual std::string compile_arch(const device_spec& d) const { return d.compile_arch(); }
+  // Compiler options of this variant beyond the standard and ptxas's report (none by default).
+  virtual std::vector<std::string> compile_options(const tile_config&, dtype, layout) const { return {}; }
 
   // Launch: grid, block, shared memory and cluster for the worker (a plain
   // tile grid unless the family says otherwise), the export's description,

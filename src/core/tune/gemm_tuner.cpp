@@ -24,6 +24,7 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
   job.source = render_kernel_source(c, t, l);
   job.arch = c.family->compile_arch(d);
   job.options = {"-std=c++17", "--ptxas-options=-v"};
+  for (auto& o : c.family->compile_options(c, t, l)) job.options.push_back(std::move(o));
   return job;
 }
 

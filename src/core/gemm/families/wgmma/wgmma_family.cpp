@@ -74,6 +74,10 @@ class wgmma : public gemm_family {
   }
   // wgmma, TMA and setmaxnreg need the architecture-specific target.
   std::string compile_arch(const device_spec&) const override { return "sm_90a"; }
+  std::vector<std::string> compile_options(const tile_config& c, dtype, layout l) const override {
+    if (wgmma_lower_register_usage(c, l)) return {"--ptxas-options=--register-usage-level=3"};
+    return {};
+  }
 
   launch_shape launch(const tile_config& c, const gemm_problem& p, int sm_count) const override {
     launch_shape s = launch_shape_for(c, p);
@@ -133,6 +137,11 @@ class wgmma : public gemm_family {
 const gemm_family& wgmma_family() {
   static const wgmma family;
   return family;
+}
+
+bool wgmma_lower_register_usage(const tile_config& c, layout l) {
+  const bool mn_major_operand = l.a_transposed || !l.b_transposed;  // A is K x M, or B is K x N
+  return wgmma_stream_k(c) && wgmma_consumers(c) == 2 && wgmma_accumulators_per_thread(c) == 128 && mn_major_operand;
 }
 
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages, int raster_group,

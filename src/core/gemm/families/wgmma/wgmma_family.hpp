@@ -15,6 +15,18 @@ inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
 inline bool wgmma_stream_k(const tile_config& c) { return c.knobs[1] != 0; }
 inline void set_wgmma_stream_k(tile_config& c, bool on) { c.knobs[1] = on ? 1 : 0; }
 
+// fp32 accumulators each consumer thread holds: (BM / consumers / 64) x BN / 2, at most 128.
+inline int wgmma_accumulators_per_thread(const tile_config& c) {
+  return c.block_m / wgmma_consumers(c) / 64 * c.block_n / 2;
+}
+// Whether ptxas compiles the variant at --register-usage-level 3 (of 0-10, default 5): the
+// stream-K copies with two consumers of 128 accumulators each (232 registers a thread, after
+// setmaxnreg) that read an MN-major operand. At the default their fixup (128 partials added per
+// peer, the loads batched up to the register budget) spills 4-20 bytes of a value live across
+// the tile (ptxas 13.0; found on an H100, 2026-11-26); at 3 it does not, and the main loop is
+// the same code. One consumer of 128 (64x256) has 255 registers and never spilled.
+bool wgmma_lower_register_usage(const tile_config& c, layout l);
+
 // BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,
                        int raster_group = 8, bool raster_along_n = false);

@@ -88,7 +88,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
   if (c.block_k * eb != 128)
     return violation("block_k", fmt::format("BK {} is not one 128-byte swizzle row ({} elements)",
                                             c.block_k, 128 / eb));
-  const int accumulators = c.block_m / wgmma_consumers(c) / 64 * c.block_n / 2;
+  const int accumulators = wgmma_accumulators_per_thread(c);
   if (accumulators > 128)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
