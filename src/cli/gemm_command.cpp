@@ -33,6 +33,11 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--phase", o->model.phase,
                   "With --model: train (forward, data- and weight-gradient GEMMs), prefill or decode (forward)")
       ->capture_default_str();
+  cmd->add_option("--tp", o->model.tensor_parallel,
+                  "With --model: the GEMMs of one of N tensor-parallel ranks (Megatron-style: q, k, v, gate, up and "
+                  "lm_head split by outputs, o and down by inputs; N must divide the attention heads)")
+      ->capture_default_str()
+      ->type_name("N");
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   cmd->add_option("--dtype", o->problem.dtype, dtype_names(" | ") + " (fp32 accumulation)")->capture_default_str();
   cmd->add_option("--layout", o->problem.layout,
@@ -52,6 +57,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
     cmd->get_option("--model")->excludes(cmd->get_option(flag));
   cmd->get_option("--tokens")->needs(cmd->get_option("--model"));
   cmd->get_option("--phase")->needs(cmd->get_option("--model"));
+  cmd->get_option("--tp")->needs(cmd->get_option("--model"));
   cmd->get_option("--model")->needs(cmd->get_option("--tokens"));
 }
 

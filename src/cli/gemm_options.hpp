@@ -45,6 +45,7 @@ struct gemm_options {
     std::string name;  // --model NAME|config.json: the model's GEMMs as the suite
     std::int64_t tokens = 0;
     std::string phase = "train";
+    int tensor_parallel = 1;  // --tp
   } model;
   // A list of problems (--suite or --model) rather than the one of --m --n --k.
   bool is_suite() const { return !suite.empty() || !model.name.empty(); }

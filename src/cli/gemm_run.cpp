@@ -67,7 +67,7 @@ gemm_work work_of(const gemm_options& o) {
   }
   if (!o.model.name.empty()) {
     model_gemm_suite m = model_gemms(load_model(o.model.name), o.model.tokens, parse_model_phase(o.model.phase),
-                                     parse_dtype(o.problem.dtype));
+                                     parse_dtype(o.problem.dtype), o.model.tensor_parallel);
     w.suite = std::move(m.suite);
     w.counts = std::move(m.counts);
     w.notes = std::move(m.notes);
@@ -277,7 +277,10 @@ class gemm_run {
     j["tool"] = tool_now_;
     j["suite"] = {{"name", suite.name}, {"file", o_.suite}};
     if (!o_.model.name.empty()) {
-      j["suite"]["model"] = {{"name", o_.model.name}, {"tokens", o_.model.tokens}, {"phase", o_.model.phase}};
+      j["suite"]["model"] = {{"name", o_.model.name},
+                             {"tokens", o_.model.tokens},
+                             {"phase", o_.model.phase},
+                             {"tensor_parallel", o_.model.tensor_parallel}};
       if (!work_.shard) j["model_step"] = model_step_json(results_, work_.counts, suite);
     }
     if (shard)

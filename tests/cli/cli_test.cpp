@@ -814,6 +814,18 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
                      "inference");
   expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "0", "--gpu", "h100-sxm"}, "--tokens 0");
   expect_usage_error({"gemm", "--model", "no-such-model", "--tokens", "8", "--gpu", "h100-sxm"}, "no-such-model");
+  // --tp: one tensor-parallel rank's GEMMs (gpt2 has 12 heads).
+  const fs::path out2 = tmp_dir() / "model-tp.json";
+  const result tp = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "decode", "--tp", "2", "--gpu",
+                         "h100-sxm", "--dry-run", "--no-db", "--out", out2.string()});
+  ASSERT_EQ(tp.code, 0) << tp.err;
+  const auto j2 = nlohmann::json::parse(slurp(out2));
+  EXPECT_EQ(j2["suite"]["model"]["tensor_parallel"], 2);
+  EXPECT_EQ(j["suite"]["model"]["tensor_parallel"], 1);
+  EXPECT_NE(tp.out.find("one of 2 tensor-parallel ranks"), std::string::npos) << tp.out;
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "512", "--tp", "5", "--gpu", "h100-sxm"},
+                     "--tp 5 does not divide the attention heads");
+  expect_usage_error({"gemm", "--m", "8", "--n", "8", "--k", "8", "--tp", "2", "--gpu", "h100-sxm"}, "--model");
 }
 
 // cuBLASLt's initializers took ~0.1 s of every command when it was linked: only a

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
@@ -78,4 +79,70 @@ TEST(model_gemms, experts_are_batched_and_said_to_be) {
   bool noted = false;
   for (const auto& n : s.notes) noted = noted || n.find("grouped GEMM") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+namespace {
+// The problem whose name starts with this layer's GEMM of that pass ("layers.q_proj forward").
+const suite_problem* gemm_named(const model_gemm_suite& s, const std::string& name) {
+  for (const auto& p : s.suite.problems)
+    if (p.name.starts_with(name) || p.name.find(", " + name) != std::string::npos) return &p;
+  return nullptr;
+}
+std::string shape_of(const model_gemm_suite& s, const std::string& name) {
+  const suite_problem* p = gemm_named(s, name);
+  return p ? fmt::format("{}x{}x{}", p->problem.m, p->problem.n, p->problem.k) : "missing";
+}
+}  // namespace
+
+// --tp N: one rank's GEMMs. Llama-3-8B (32 heads, 8 key/value heads, vocabulary 128256) splits
+// every linear exactly by N up to 8, so a rank runs 1/N of the step's FLOPs; each pass splits
+// the dimension its layer is parallel in (column: outputs; row: inputs).
+TEST(model_gemms, tensor_parallel_ranks_split_columns_by_outputs_and_rows_by_inputs) {
+  const model_spec m = load_model("llama-3-8b");
+  const double whole = step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16));
+  for (int tp : {2, 4, 8})
+    EXPECT_NEAR(step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16, tp)) * tp / whole, 1.0, 1e-12) << tp;
+  const auto s = model_gemms(m, 4096, model_phase::train, dtype::bf16, 4);
+  // Column-parallel q (4096 -> 4096): forward N, data-grad K, weight-grad M are a quarter.
+  EXPECT_EQ(shape_of(s, "layers.q_proj forward"), "4096x1024x4096");
+  EXPECT_EQ(shape_of(s, "layers.q_proj data-grad"), "4096x4096x1024");
+  EXPECT_EQ(shape_of(s, "layers.q_proj weight-grad"), "1024x4096x4096");
+  // Row-parallel down (14336 -> 4096): forward K, data-grad N, weight-grad N.
+  EXPECT_EQ(shape_of(s, "layers.down_proj forward"), "4096x4096x3584");
+  EXPECT_EQ(shape_of(s, "layers.down_proj data-grad"), "4096x3584x4096");
+  EXPECT_EQ(shape_of(s, "layers.down_proj weight-grad"), "4096x3584x4096");
+  EXPECT_EQ(shape_of(s, "layers.k_proj forward"), "4096x256x4096");  // 2 of the 8 key/value heads
+  EXPECT_EQ(shape_of(s, "lm_head forward"), "4096x32064x4096");
+  EXPECT_NE(s.suite.name.find("tp 4"), std::string::npos) << s.suite.name;
+  bool noted = false;
+  for (const auto& n : s.notes) noted = noted || n.find("one of 4 tensor-parallel ranks") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // 16 ranks over 8 key/value heads: each rank holds one (128 outputs), replicated twice.
+  const auto s16 = model_gemms(m, 16, model_phase::decode, dtype::bf16, 16);
+  EXPECT_EQ(shape_of(s16, "layers.k_proj forward"), "16x128x4096");
+  EXPECT_EQ(shape_of(s16, "layers.q_proj forward"), "16x256x4096");
+  EXPECT_EQ(shape_of(s16, "layers.o_proj forward"), "16x4096x256");
+  // Counts that do not divide are refused, naming what.
+  try {
+    model_gemms(m, 16, model_phase::decode, dtype::bf16, 3);
+    ADD_FAILURE() << "--tp 3 accepted";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--tp 3 does not divide the attention heads"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(model_gemms(m, 16, model_phase::decode, dtype::bf16, 0), usage_error);
+  EXPECT_THROW(model_gemms(m, 16, model_phase::decode, dtype::bf16, 64), usage_error);  // 64 > 32 heads
+}
+
+// Experts split like the MLP; the router stays whole on every rank.
+TEST(model_gemms, tensor_parallel_experts_split_like_the_mlp_and_the_router_is_replicated) {
+  const model_spec m =
+      load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  const auto one = model_gemms(m, 4096, model_phase::prefill, dtype::bf16);
+  const auto two = model_gemms(m, 4096, model_phase::prefill, dtype::bf16, 2);
+  const suite_problem* gate1 = gemm_named(one, "layers.experts.gate_proj");
+  const suite_problem* gate2 = gemm_named(two, "layers.experts.gate_proj");
+  ASSERT_TRUE(gate1 && gate2);
+  EXPECT_EQ(gate2->problem.n * 2, gate1->problem.n);
+  EXPECT_EQ(gate2->problem.batch, gate1->problem.batch);
+  EXPECT_EQ(shape_of(two, "layers.router forward"), shape_of(one, "layers.router forward"));
 }

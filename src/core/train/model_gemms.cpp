@@ -26,8 +26,57 @@ std::string_view to_string(model_phase p) {
   return "?";
 }
 
-model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t) {
+namespace {
+
+// One rank's share of a linear layer under tensor parallelism: its outputs and inputs.
+struct rank_share {
+  std::int64_t out = 0, in = 0;
+};
+
+// The layer a step GEMM's name starts with, without "layers." and the experts' "(grouped ...)".
+std::string layer_of(const std::string& gemm_name) {
+  std::string n = gemm_name.substr(0, gemm_name.find(" ("));
+  n = n.substr(0, n.rfind(' '));  // " forward", " data-grad", " weight-grad"
+  return n.starts_with("layers.") ? n.substr(7) : n;
+}
+
+std::int64_t split(std::int64_t width, int tp, const std::string& what, const model_spec& m) {
+  if (width % tp != 0)
+    throw usage_error(fmt::format("--tp {} does not divide {} of {} ({})", tp, what, m.name, width));
+  return width / tp;
+}
+
+rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std::int64_t in, int tp,
+                                 const model_spec& m) {
+  if (tp == 1) return {out, in};
+  const auto ends = [&](std::string_view s) { return layer == s || layer.ends_with(std::string(".") + std::string(s)); };
+  const auto heads = [&] { split(m.num_heads, tp, "the attention heads", m); };
+  if (ends("q_proj") || ends("q_b_proj") || ends("kv_b_proj")) {
+    heads();
+    return {out / tp, in};
+  }
+  if (ends("k_proj") || ends("v_proj")) {
+    if (m.num_kv_heads % tp == 0) return {out / tp, in};
+    if (tp % m.num_kv_heads == 0) return {out / m.num_kv_heads, in};  // one key/value head a rank, replicated
+    split(m.num_kv_heads, tp, "the key/value heads", m);
+  }
+  if (ends("o_proj")) {
+    heads();
+    return {out, in / tp};
+  }
+  if (ends("gate_proj") || ends("up_proj")) return {split(out, tp, "the width of " + layer, m), in};
+  if (ends("down_proj")) return {out, split(in, tp, "the width of " + layer, m)};
+  if (layer == "lm_head") return {(out + tp - 1) / tp, in};  // vocabulary-parallel, the last shard padded
+  return {out, in};  // replicated: the low-rank q_a/kv_a projections, the router, a shared expert's gate
+}
+
+}  // namespace
+
+model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
+                             int tensor_parallel) {
   if (tokens < 1) throw usage_error(fmt::format("--tokens {} is invalid: at least 1", tokens));
+  if (tensor_parallel < 1) throw usage_error(fmt::format("--tp {} is invalid: at least 1", tensor_parallel));
+  const int tp = tensor_parallel;
   training_setup s;
   s.model = m;
   s.seq_len = tokens;  // one "sequence" of all the step's tokens: the linears see tokens rows either way
@@ -38,13 +87,26 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   using key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
   std::map<key, std::size_t> index;
   model_gemm_suite out;
-  out.suite.name = fmt::format("{} {} {} tokens", m.name, to_string(phase), tokens);
+  out.suite.name = fmt::format("{} {} {} tokens{}", m.name, to_string(phase), tokens,
+                                tp > 1 ? fmt::format(" tp {}", tp) : "");
   bool experts = false;
-  for (const auto& g : step_gemms(s, 1, /*checkpointing=*/false)) {
+  for (step_gemm g : step_gemms(s, 1, /*checkpointing=*/false)) {
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     experts = experts || g.batch > 1;
     const std::string lay = layout_of(g.name);
+    // forward: tokens x out x in; data-grad: tokens x in x out; weight-grad: out x in x tokens.
+    const std::string layer = layer_of(g.name);
+    if (lay == "nt") {
+      const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
+      g.n = r.out, g.k = r.in;
+    } else if (lay == "nn") {
+      const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m);
+      g.k = r.out, g.n = r.in;
+    } else {
+      const rank_share r = tensor_parallel_share(layer, g.m, g.n, tp, m);
+      g.m = r.out, g.n = r.in;
+    }
     const key k{g.m, g.n, g.k, g.batch, lay};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;
@@ -65,6 +127,11 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     out.counts.push_back(g.count);
   }
   out.notes.push_back("attention's own GEMMs are left out: a fused attention kernel (flash, SDPA) runs them");
+  if (tp > 1)
+    out.notes.push_back(fmt::format(
+        "one of {} tensor-parallel ranks: q, k, v, gate, up and lm_head keep 1/{} of their outputs, o and down "
+        "1/{} of their inputs{}; the all-reduces between them are communication, not GEMMs, and are not timed",
+        tp, tp, tp, m.num_kv_heads > 0 && m.num_kv_heads % tp != 0 ? " (key/value heads replicated, one a rank)" : ""));
   if (experts)
     out.notes.push_back(
         "routed experts are a batched GEMM of each expert's average rows (uniform routing); a grouped GEMM "

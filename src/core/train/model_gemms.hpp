@@ -25,6 +25,15 @@ struct model_gemm_suite {
 // tokens: rows of the step's activations (train and prefill: sequences x length;
 // decode: the sequences that each decode one token). Attention's own GEMMs are
 // left out (a fused attention kernel runs them), so are LoRA's thin adapters.
-model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t);
+//
+// tensor_parallel: the GEMMs one of that many ranks runs under Megatron-style
+// tensor parallelism: column-parallel layers (q, k, v, gate, up, MLA's q_b and
+// kv_b, lm_head over the vocabulary) keep 1/tp of their outputs, row-parallel
+// ones (o, down) 1/tp of their inputs, routed experts split like the MLP; the
+// low-rank projections and the router are replicated. Key/value heads fewer
+// than the ranks are replicated (one head a rank). Throws usage_error naming a
+// count tp does not divide (attention heads, an MLP's width).
+model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
+                             int tensor_parallel = 1);
 
 }  // namespace tiletune
