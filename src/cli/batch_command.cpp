@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 #include <map>
+#include <set>
 #include <memory>
 
 #include <fmt/format.h>
@@ -19,6 +20,8 @@
 #include "core/tune/perf_model.hpp"
 #include "core/report/result_compare.hpp"
 #include "core/train/training_plan.hpp"
+#include "core/tune/tuning_db/stored_gemm_times.hpp"
+#include "cli/gemm_tuning.hpp"
 
 namespace tiletune::cli {
 
@@ -46,6 +49,8 @@ struct batch_options {
   bool json = false;
   bool quiet = false;
   bool predict = false;
+  std::string db;  // --db: empty, the default file where it exists
+  bool no_db = false;
 };
 
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
@@ -192,6 +197,34 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
   return plan;
 }
 
+// A predicted plan, with the GEMM times the tuning database holds for this GPU model
+// (cuBLASLt's, measured by `tiletune gemm` runs) and the model scaled to them for the rest.
+batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d, const batch_options& o) {
+  if (o.no_db) return plan_batch(s, d);
+  const std::filesystem::path file = o.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.db);
+  if (!std::filesystem::exists(file)) {
+    if (!o.db.empty()) throw usage_error(fmt::format("--db {}: no such file", o.db));
+    return plan_batch(s, d);
+  }
+  const stored_gemm_times stored = load_stored_gemm_times(tuning_db(file, tuning_db::open_mode::existing),
+                                                          device_model_of(d), d);
+  if (stored.us.empty()) return plan_batch(s, d);
+  std::set<std::string> used;
+  device_rates rates;
+  rates.stored_gemm_scale = stored.model_scale;
+  rates.stored_gemm_us = [&](const gemm_problem& p) {
+    const auto us = stored.find(p);
+    if (us) used.insert(tuning_problem_key(p));
+    return us;
+  };
+  batch_plan plan = plan_batch(s, d, {}, rates);
+  plan.notes.push_back(fmt::format(
+      "the tuning database {} holds cuBLASLt times of {} GEMM problem(s) measured on the {}: {} of the candidates' "
+      "GEMM shapes are those times, and the model's GEMM times for the rest are scaled by {:.2f} to match them",
+      file.string(), stored.us.size(), device_model_of(d), used.size(), stored.model_scale));
+  return plan;
+}
+
 void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
   s.model = load_model(o.model);
@@ -230,7 +263,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   if (device.live && !o.predict) {
     plan = plan_on_gpu(s, device, ctx.host.worker_argv(), o.quiet);
   } else {
-    plan = plan_batch(s, device.spec);
+    plan = plan_from_stored_times(s, device.spec, o);
   }
   const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
   if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
@@ -251,10 +284,9 @@ std::string model_list() {
 
 }  // namespace
 
-void add_batch_command(CLI::App& app, run_context& ctx) {
-  auto o = std::make_shared<batch_options>();
-  auto* cmd = app.add_subcommand("batch", "Plan micro-batch, accumulation, checkpointing, precision and optimizer "
-                                          "for training a model on a GPU");
+namespace {
+// What is trained, how, and on how many GPUs.
+void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
   cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
@@ -282,6 +314,19 @@ void add_batch_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
+}
+}  // namespace
+
+void add_batch_command(CLI::App& app, run_context& ctx) {
+  auto o = std::make_shared<batch_options>();
+  auto* cmd = app.add_subcommand("batch", "Plan micro-batch, accumulation, checkpointing, precision and optimizer "
+                                          "for training a model on a GPU");
+  add_training_options(cmd, o.get());
+  cmd->add_option("--db", o->db,
+                  "Predicted plans: read the GEMM times that `tiletune gemm` runs stored for this GPU model from "
+                  "this tuning database (default: tuning.sqlite3 beside the compile cache, where it exists)");
+  cmd->add_flag("--no-db", o->no_db, "Predicted plans: read no tuning database; the model times every GEMM");
+  cmd->get_option("--db")->excludes(cmd->get_option("--no-db"));
   cmd->add_option("--out", o->out, "Write the JSON plan to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->quiet, "No table");
@@ -303,6 +348,10 @@ constants fitted to real training are in profiles/batch_calibration.json.
 With --gpu NAME (or --predict) every figure is PREDICTED ("mode":
 "predicted"); on a machine with a GPU the step's GEMMs, the copy bandwidth and
 the launch floor are timed on it ("mode": "measured"; memory stays a model).
+A predicted plan reads the tuning database: where `tiletune gemm` (--model
+with the plan's tokens, say) measured a step GEMM on this GPU model, its
+cuBLASLt time is the GEMM's, and the model's times for the rest are scaled to
+those measurements (a note says how many and by what).
 
 The recommendation is the throughput-best micro-batch that fits with the
 safety margin, with gradient accumulation to reach --global-batch; it is also

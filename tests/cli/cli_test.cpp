@@ -197,6 +197,42 @@ TEST(cli, batch_plans_and_writes_json) {
             256);
 }
 
+// A predicted plan reads the GEMM times a tuning database holds for its GPU model: three
+// Llama-3-8B forward GEMMs measured on an H100 (q/o, k/v and down at 4096 tokens).
+TEST(cli, batch_reads_the_gemm_times_a_tuning_database_holds) {
+  const fs::path db = tmp_dir() / "batch-times.sqlite", missing = tmp_dir() / "no-such.sqlite";
+  for (const char* ext : {"", "-wal", "-shm"}) fs::remove(db.string() + ext);
+  const fs::path measured = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm";
+  const result imported = run({"db", "import", "--db", db.string(), (measured / "q_proj-4096x4096x4096-bf16-nt.json").string(),
+                               (measured / "k_proj-4096x1024x4096-bf16-nt.json").string(),
+                               (measured / "down_proj-4096x4096x14336-bf16-nt.json").string()});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const std::vector<std::string> plan = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "4096",
+                                         "--micro-batch", "1", "--lora-rank", "16", "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = plan;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const result r = run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto stored = with({"--db", db.string()}), model = with({"--no-db"});
+  std::string note;
+  for (const auto& n : stored["notes"])
+    if (n.get<std::string>().find("tuning database") != std::string::npos) note = n;
+  EXPECT_NE(note.find("holds cuBLASLt times of 3 GEMM problem(s) measured on the h100-sxm: 3 of the candidates'"),
+            std::string::npos)
+      << stored["notes"];
+  EXPECT_TRUE(stored["device_rates"]["stored_gemm_scale"].is_number());
+  EXPECT_FALSE(model["device_rates"].contains("stored_gemm_scale"));
+  EXPECT_EQ(stored["mode"], "predicted");
+  EXPECT_NE(stored["candidates"][0]["step_ms"], model["candidates"][0]["step_ms"]);
+  // The default database is read only where it exists (the tests' cache has none).
+  EXPECT_EQ(with({})["candidates"][0]["step_ms"], model["candidates"][0]["step_ms"]);
+  expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--db", missing.string()}, missing.string());
+  expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--db", db.string(), "--no-db"}, "--no-db");
+}
+
 TEST(cli, batch_reads_a_config_json) {
   const fs::path config = tmp_dir() / "config.json";
   std::ofstream(config) << R"({"model_type":"gpt2","vocab_size":50257,"n_embd":768,"n_layer":12,"n_head":12,

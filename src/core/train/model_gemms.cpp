@@ -80,10 +80,6 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   training_setup s;
   s.model = m;
   s.seq_len = tokens;  // one "sequence" of all the step's tokens: the linears see tokens rows either way
-  // y = x W^T is nt (W stored out x in), dx = dy W is nn, dW = dy^T x is tn.
-  auto layout_of = [](const std::string& name) {
-    return name.ends_with(" weight-grad") ? "tn" : name.ends_with(" data-grad") ? "nn" : "nt";
-  };
   using key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
   std::map<key, std::size_t> index;
   model_gemm_suite out;
@@ -94,7 +90,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     experts = experts || g.batch > 1;
-    const std::string lay = layout_of(g.name);
+    const std::string lay = step_gemm_layout(g.name).name();
     // forward: tokens x out x in; data-grad: tokens x in x out; weight-grad: out x in x tokens.
     const std::string layer = layer_of(g.name);
     if (lay == "nt") {
@@ -120,7 +116,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     p.problem.k = g.k;
     p.problem.batch = g.batch;
     p.problem.type = t;
-    p.problem.layout = parse_layout(lay);
+    p.problem.layout = step_gemm_layout(g.name);
     validate(p.problem);
     index.emplace(k, out.suite.problems.size());
     out.suite.problems.push_back(std::move(p));

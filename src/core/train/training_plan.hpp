@@ -149,7 +149,15 @@ using gemm_time_fn = std::function<double(const gemm_problem&)>;
 struct device_rates {
   std::optional<double> copy_bandwidth_gbs;  // device-to-device copy: 2 x bytes / time
   std::optional<double> launch_floor_us;     // back-to-back tiny launches, per launch
+  // Predicted mode: GEMM times measured earlier on this GPU model (the tuning
+  // database, `tiletune gemm --model`): a stored problem's time, else none; the
+  // model answers the rest, its library GEMM times scaled by stored_gemm_scale.
+  std::function<std::optional<double>(const gemm_problem&)> stored_gemm_us;
+  double stored_gemm_scale = 1;
 };
+// The layout of a step GEMM, from its pass: y = x W^T is nt (W stored out x in),
+// dx = dy W is nn, dW = dy^T x is tn; attention's GEMMs are filed as nn.
+layout step_gemm_layout(const std::string& gemm_name);
 // The GEMMs' dtype for a precision (fp32 runs f32: PyTorch's default has no TF32).
 dtype gemm_dtype(precision p);
 

@@ -185,6 +185,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},
                        {"launch_floor_us", optional_number(plan.rates.launch_floor_us)}};
+  if (plan.rates.stored_gemm_us) j["device_rates"]["stored_gemm_scale"] = plan.rates.stored_gemm_scale;
   j["calibration"] = calibration_json();
   j["notes"] = plan.notes;
   if (!plan.recommended) {

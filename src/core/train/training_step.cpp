@@ -25,6 +25,13 @@ dtype gemm_dtype(precision p) {
   }
 }
 
+layout step_gemm_layout(const std::string& gemm_name) {
+  if (gemm_name.starts_with("attention")) return {};
+  if (gemm_name.ends_with(" weight-grad")) return parse_layout("tn");
+  if (gemm_name.ends_with(" data-grad")) return parse_layout("nn");
+  return parse_layout("nt");  // forward and recompute
+}
+
 namespace {
 
 // Every linear layer's forward, recompute, data- and weight-gradient GEMMs.
@@ -124,10 +131,14 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.k = g.k;
     p.batch = g.batch;
     p.type = g.fp32 ? dtype::f32 : type;
+    p.layout = step_gemm_layout(g.name);
+    const std::optional<double> stored =
+        !gemm_time && rates.stored_gemm_us ? rates.stored_gemm_us(p) : std::optional<double>();
     const double us = gemm_time ? gemm_time(p)
+                      : stored  ? *stored
                       : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
                                                         batch_calibration_constants().elementwise_bandwidth_share)
-                                : predict_library_gemm(d, p).time_us;
+                                : predict_library_gemm(d, p).time_us * rates.stored_gemm_scale;
     const double ms = us * 1e-3 * static_cast<double>(g.count) * g.flop_scale;
     times.total_ms += ms;
     if (g.name.ends_with(" forward")) times.forward_ms += ms;
