@@ -70,6 +70,22 @@ rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std
   return {out, in};  // replicated: the low-rank q_a/kv_a projections, the router, a shared expert's gate
 }
 
+// A step GEMM as one of tp ranks runs it. forward (nt): tokens x out x in; data-grad (nn):
+// tokens x in x out; weight-grad (tn): out x in x tokens.
+void split_for_rank(step_gemm& g, const std::string& lay, int tp, const model_spec& m) {
+  const std::string layer = layer_of(g.name);
+  if (lay == "nt") {
+    const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
+    g.n = r.out, g.k = r.in;
+  } else if (lay == "nn") {
+    const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m);
+    g.k = r.out, g.n = r.in;
+  } else {
+    const rank_share r = tensor_parallel_share(layer, g.m, g.n, tp, m);
+    g.m = r.out, g.n = r.in;
+  }
+}
+
 }  // namespace
 
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
@@ -91,18 +107,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     experts = experts || g.batch > 1;
     const std::string lay = step_gemm_layout(g.name).name();
-    // forward: tokens x out x in; data-grad: tokens x in x out; weight-grad: out x in x tokens.
-    const std::string layer = layer_of(g.name);
-    if (lay == "nt") {
-      const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
-      g.n = r.out, g.k = r.in;
-    } else if (lay == "nn") {
-      const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m);
-      g.k = r.out, g.n = r.in;
-    } else {
-      const rank_share r = tensor_parallel_share(layer, g.m, g.n, tp, m);
-      g.m = r.out, g.n = r.in;
-    }
+    split_for_rank(g, lay, tp, m);
     const key k{g.m, g.n, g.k, g.batch, lay};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;
