@@ -40,6 +40,8 @@ struct batch_options {
   std::string checkpointing = "auto";
   int zero = 0;
   int world_size = 1;
+  int gpus_per_node = 8;
+  double network_gbs = 50;
   std::optional<double> link_gbs;
   int lora_rank = 0;
   double lora_dropout = 0;
@@ -240,6 +242,8 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.zero_stage = o.zero;
   s.world_size = o.world_size;
   s.link_gbs = o.link_gbs;
+  s.gpus_per_node = o.gpus_per_node;
+  s.network_gbs = o.network_gbs;
   s.lora_rank = o.lora_rank;
   s.lora_dropout = o.lora_dropout;
   s.expert_parallel = o.expert_parallel;
@@ -303,9 +307,15 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--checkpointing", o->checkpointing, "auto | on | off")->capture_default_str();
   cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")
+      ->capture_default_str();
+  cmd->add_option("--network-gbs", o->network_gbs,
+                  "Each GPU's network port across nodes in GB/s, one direction (50: 400 Gb/s InfiniBand NDR)")
+      ->capture_default_str();
   cmd->add_option("--link-gbs", o->link_gbs,
-                  "Each GPU's bandwidth to the others in GB/s, one direction (default: the preset's NVLink or PCIe "
-                  "inside a node of 8, 50 across nodes)");
+                  "Override: the collectives' bandwidth per GPU in GB/s, one direction (default: the preset's GPU "
+                  "link inside a node; across nodes the smaller of it and --gpus-per-node x --network-gbs, NCCL's "
+                  "rings using every port)");
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
       ->capture_default_str();
   cmd->add_option("--lora-dropout", o->lora_dropout,

@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "core/train/moe_parallel.hpp"
+
 namespace tiletune {
 
 namespace {
-constexpr int gpus_per_node = 8;
-constexpr double network_gbs_per_gpu = 50;  // a 400 Gb/s port per GPU (DGX H100: ConnectX-7 per GPU)
-constexpr double ring_efficiency = 0.8;     // NCCL ring bus bandwidth against the link's
+constexpr double ring_efficiency = 0.8;  // NCCL ring bus bandwidth against the link's
 }  // namespace
 
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d) {
@@ -17,15 +17,28 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   communication_estimate c;
   const double W = s.world_size;
   if (W <= 1) return c;
+  const int per_node = s.gpus_per_node;
+  const double net = s.network_gbs;
   if (link_gbs) {
-    c.link_gbs = *link_gbs;
+    c.link_gbs = c.alltoall_gbs = *link_gbs;
     c.link = fmt::format("{:g} GB/s per GPU (--link-gbs)", *link_gbs);
-  } else if (s.world_size <= gpus_per_node && d.gpu_link_gbs > 0) {
-    c.link_gbs = d.gpu_link_gbs;
-    c.link = fmt::format("{:g} GB/s per GPU inside one node ({}'s GPU link)", d.gpu_link_gbs, d.name);
+  } else if (s.world_size <= per_node) {
+    c.link_gbs = c.alltoall_gbs = d.gpu_link_gbs > 0 ? d.gpu_link_gbs : net;
+    c.link = d.gpu_link_gbs > 0
+                 ? fmt::format("{:g} GB/s per GPU inside one node ({}'s GPU link)", d.gpu_link_gbs, d.name)
+                 : fmt::format("{:g} GB/s per GPU (the network: the {} has no GPU link)", net, d.name);
   } else {
-    c.link_gbs = d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, network_gbs_per_gpu) : network_gbs_per_gpu;
-    c.link = fmt::format("{:g} GB/s per GPU across nodes (a 400 Gb/s network port per GPU assumed)", c.link_gbs);
+    const double rings = per_node * net;  // one ring channel per network port of the node
+    c.link_gbs = d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, rings) : net;
+    // Expert-parallel ranks are neighbours: a group that fits in a node exchanges over its GPU link.
+    const bool group_in_node = expert_parallel_degree(s) <= per_node && d.gpu_link_gbs > 0;
+    c.alltoall_gbs = group_in_node ? d.gpu_link_gbs : d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, net) : net;
+    c.link = fmt::format(
+        "{:g} GB/s per GPU across {} nodes of {}: NCCL's rings, one per network port ({} x {:g} GB/s), with the "
+        "in-node hops on the GPU link{}; the experts' all-to-all {:g} GB/s",
+        c.link_gbs, (s.world_size + per_node - 1) / per_node, per_node, per_node, net,
+        d.gpu_link_gbs > 0 ? fmt::format(" ({:g} GB/s)", d.gpu_link_gbs) : " (none: the network alone)",
+        c.alltoall_gbs);
   }
   const double bytes_per_ms = c.link_gbs * ring_efficiency * 1e6;
   const memory_breakdown mem = estimate_memory(s);

@@ -20,13 +20,20 @@ namespace tiletune {
 struct communication_estimate {
   double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
-  double link_gbs = 0;            // per GPU, one direction, as assumed
+  double link_gbs = 0;            // the collectives' bus bandwidth per GPU, one direction, as assumed
   std::string link;               // where that figure comes from
+  // An all-to-all (MoE token dispatch) has no ring to share ports: across nodes each GPU's
+  // own network port carries what leaves the node.
+  double alltoall_gbs = 0;
 };
 
-// The link: the preset's GPU-to-GPU bandwidth inside one node (8 GPUs), a
-// 400 Gb/s network port per GPU across nodes, or s.link_gbs when given; ring
-// collectives reach about 80% of it.
+// The link: inside one node (world size up to gpus_per_node) the preset's
+// GPU-to-GPU bandwidth; across nodes NCCL runs one ring channel per network
+// port with the in-node hops on the GPU link, each channel leaving the node
+// once, so a GPU's collectives see min(GPU link, gpus_per_node x network port)
+// (H100 with 8 NDR ports: 400 GB/s; nccl-tests reach 400-450 GB/s bus
+// bandwidth across nodes); s.link_gbs when given, for all. Ring collectives
+// reach about 80% of it.
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d);
 
 }  // namespace tiletune

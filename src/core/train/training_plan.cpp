@@ -39,7 +39,7 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
         s.world_size,
         s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link));
-  for (auto& n : moe_notes(s, comm.link_gbs)) plan.notes.push_back(std::move(n));
+  for (auto& n : moe_notes(s, comm.alltoall_gbs)) plan.notes.push_back(std::move(n));
 }
 
 // Powers of two up to twice the limit, the limit itself, the limit when accumulating (0: none) and,
@@ -90,7 +90,7 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   c.time = predict_step(s, in.d, b, ckpt, c.measured ? in.gemm_time : gemm_time_fn{}, in.rates);
   c.time.allreduce_ms = in.comm.per_global_step_ms;
   c.time.gather_ms = in.comm.per_micro_step_ms;
-  c.time.alltoall_ms = expert_alltoall_ms(s, in.comm.link_gbs, b, ckpt);
+  c.time.alltoall_ms = expert_alltoall_ms(s, in.comm.alltoall_gbs, b, ckpt);
   // More work never takes less GEMM time: a timing that says so (noise,
   // a shape timed in parts) is raised to the smaller batch's.
   if (!plan.candidates.empty() && plan.candidates.back().checkpointing == ckpt)

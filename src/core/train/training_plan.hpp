@@ -44,6 +44,8 @@ struct training_setup {
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)
   double safety_margin = 0.05;  // share of the GPU's memory kept free
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
+  int gpus_per_node = 8;           // GPUs sharing a node's GPU link (NVLink); the rest across the network
+  double network_gbs = 50;         // each GPU's network port, GB/s one direction (400 Gb/s: a DGX H100's NDR per GPU)
   // MoE: ranks the routed experts are split over (none: gcd(experts, world
   // size), 1: experts replicated like dense weights); moe_parallel.cpp.
   std::optional<int> expert_parallel;

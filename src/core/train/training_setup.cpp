@@ -64,6 +64,10 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--zero {} is invalid: ZeRO stages are 0 to 3", s.zero_stage));
   if (s.link_gbs && !(*s.link_gbs > 0 && *s.link_gbs < 1e6))
     throw usage_error(fmt::format("--link-gbs {} is invalid: GB/s per GPU, above 0", *s.link_gbs));
+  if (s.gpus_per_node < 1 || s.gpus_per_node > 1024)
+    throw usage_error(fmt::format("--gpus-per-node {} is invalid: 1 to 1024", s.gpus_per_node));
+  if (!(s.network_gbs > 0 && s.network_gbs < 1e6))
+    throw usage_error(fmt::format("--network-gbs {} is invalid: GB/s per GPU, above 0", s.network_gbs));
   if (s.world_size < 1 || s.world_size > 65536)
     throw usage_error(fmt::format("--world-size {} is invalid: 1 to 65536 GPUs", s.world_size));
   if (s.lora_rank < 0 || s.lora_rank > s.model.hidden_size)
