@@ -413,8 +413,14 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   const auto& r64 = p64.candidates[*p64.recommended];
   EXPECT_GT(r64.time.allreduce_ms, 0);
   EXPECT_LT(r64.samples_per_s / 64, r1.samples_per_s);
+  // The all-reduce runs under the last micro-step's backward (2/3 of its compute): the GPU waits
+  // for the rest, and at least the last of TinyLlama's 22 layers' share.
+  const double volume = estimate_communication(s, h100).per_global_step_ms;
+  const double backward = (r64.time.gemm_ms + r64.time.memory_bound_ms) * 2 / 3;
+  EXPECT_NEAR(r64.time.allreduce_ms, std::max(volume / 22, volume - backward), 1e-9);
+  EXPECT_LT(r64.time.allreduce_ms, volume);
   bool said = false;
-  for (const auto& n : p64.notes) said |= n.find("upper bound") != std::string::npos;
+  for (const auto& n : p64.notes) said |= n.find("overlapped with compute") != std::string::npos;
   EXPECT_TRUE(said);
   s.link_gbs = -1;
   EXPECT_THROW(validate(s), usage_error);
@@ -424,6 +430,15 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   s.gpus_per_node = 8;
   s.network_gbs = 0;
   EXPECT_THROW(validate(s), usage_error);
+}
+
+// The GPU waits for what the compute beside it cannot hide, and at least one layer's share.
+TEST(plan, communication_beside_compute_waits_for_what_it_cannot_hide) {
+  EXPECT_DOUBLE_EQ(exposed_communication_ms(10, 8, 10), 2);    // 10 ms beside 8: 2 wait
+  EXPECT_DOUBLE_EQ(exposed_communication_ms(10, 20, 10), 1);   // all hidden but one layer's 1 ms
+  EXPECT_DOUBLE_EQ(exposed_communication_ms(10, 0, 10), 10);   // nothing to hide it
+  EXPECT_DOUBLE_EQ(exposed_communication_ms(0, 5, 10), 0);
+  EXPECT_DOUBLE_EQ(exposed_communication_ms(10, 20, 0), 10);   // no layers: one share is all of it
 }
 
 // A prime global batch is reached exactly only by micro-batch 1: the plan keeps it (the user's

@@ -65,4 +65,10 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   return c;
 }
 
+double exposed_communication_ms(double comm_ms, double window_ms, std::int64_t layers) {
+  if (comm_ms <= 0) return 0;
+  const double one_layer = comm_ms / static_cast<double>(std::max<std::int64_t>(1, layers));
+  return std::max(one_layer, comm_ms - std::max(0.0, window_ms));
+}
+
 }  // namespace tiletune

@@ -15,8 +15,7 @@ namespace tiletune {
 //     the updated parameters all-gathered: the same volume) once per optimizer step.
 //   ZeRO 3: the 16-bit parameters are all-gathered in forward and again in
 //     backward, and the gradients reduce-scattered, every micro-step.
-// Counted as not overlapped with compute: an upper bound, since DDP and
-// DeepSpeed overlap much of it with backward.
+// The volumes here; what the GPU waits for is exposed_communication_ms.
 struct communication_estimate {
   double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
@@ -35,5 +34,12 @@ struct communication_estimate {
 // bandwidth across nodes); s.link_gbs when given, for all. Ring collectives
 // reach about 80% of it.
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d);
+
+// What of an exchange of comm_ms the GPU waits for when it runs beside window_ms
+// of compute layer by layer: the rest beyond the window, and never less than one
+// layer's share (the first gather, the last reduction, wait with nothing to hide
+// them). DDP buckets its all-reduce under backward; FSDP and ZeRO-3 prefetch the
+// next layer's gather and reduce the last layer's gradients during compute.
+double exposed_communication_ms(double comm_ms, double window_ms, std::int64_t layers);
 
 }  // namespace tiletune
