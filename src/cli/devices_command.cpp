@@ -21,6 +21,8 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
       nlohmann::json j;
       j["schema"] = "tiletune.devices/1";
       j["driver_version"] = local.driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(local.driver_version);
+      j["cuda_driver_version"] =
+          local.cuda_driver_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(local.cuda_driver_version);
       j["runtime_version"] = local.runtime_version;
       j["devices"] = nlohmann::json::array();
       for (std::size_t i = 0; i < local.devices.size(); ++i) {
@@ -39,7 +41,8 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
       fmt::print("No CUDA GPU on this machine: {}.\n", local.why_none);
       fmt::print("Plan offline with `tiletune gemm --gpu NAME ...`.\n\n");
     } else {
-      fmt::print("Local GPUs (driver {}, runtime {}):\n", local.driver_version, local.runtime_version);
+      fmt::print("Local GPUs (driver {}, CUDA {} driver API, runtime {}):\n", local.driver_version,
+                 local.cuda_driver_version, local.runtime_version);
       text_table t({"index", "name", "arch", "SMs", "memory GiB", "bandwidth GB/s", "bf16 TFLOP/s", "preset"});
       for (std::size_t i = 0; i < local.devices.size(); ++i) {
         const auto& d = local.devices[i];

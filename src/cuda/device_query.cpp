@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "core/device/driver_version.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -47,8 +49,12 @@ device_spec describe(int index, const cudaDeviceProp& prop) {
 local_devices query_local_devices() {
   local_devices out;
   int driver = 0, runtime = 0;
-  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
-    out.driver_version = version_string(driver);
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) {
+    out.cuda_driver_version = version_string(driver);
+    // The kernel module's own version tells drivers of one CUDA release apart.
+    out.driver_version = read_nvidia_driver_version();
+    if (out.driver_version.empty()) out.driver_version = out.cuda_driver_version;
+  }
   if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) out.runtime_version = version_string(runtime);
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

@@ -8,7 +8,8 @@ namespace tiletune {
 
 struct local_devices {
   std::vector<device_spec> devices;
-  std::string driver_version;  // "13.0", empty when there is no driver
+  std::string driver_version;       // the kernel driver's ("580.159.04"), else the CUDA driver API's; empty: no driver
+  std::string cuda_driver_version;  // the CUDA driver API's ("13.0"), empty when there is no driver
   std::string runtime_version;
   std::string why_none;  // when devices is empty: what the CUDA runtime said
 };
