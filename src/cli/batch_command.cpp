@@ -68,7 +68,7 @@ std::string format_plan(const batch_plan& plan) {
                        : "",
       m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
       to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
-      plan.mode == "measured" ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
+      plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
                      "({} checkpointed)  logits/sample {}  budget {}\n",

@@ -219,7 +219,7 @@ class gemm_run {
     if (db_) db_->keep_full_results(o_.tuning.db_full);
     settings_ = settings_of(o_);
     run_ = {ctx_.command_line, utc_now_iso()};
-    tool_now_ = result_header("tiletune.gemm/1", device_.spec, "predicted", compiler_->version(),
+    tool_now_ = result_header("tiletune.gemm/1", device_.spec, plan_mode::predicted, compiler_->version(),
                               run_)["tool"];
     if (device_.live && !work_.suite.problems.empty()) {
       const tuning_key k = live_tuning_key(device_, work_.suite.problems[0].problem,
@@ -273,7 +273,7 @@ class gemm_run {
     const auto& shard = work_.shard;
     const std::size_t count = suite.problems.size(), suite_total = work_.suite_total;
     j = result_header("tiletune.gemm-suite/1", device_.spec,
-                      all_measured ? "measured" : "predicted", compiler_->version(), run_);
+                      all_measured ? plan_mode::measured : plan_mode::predicted, compiler_->version(), run_);
     j["tool"] = tool_now_;
     j["suite"] = {{"name", suite.name}, {"file", o_.suite}};
     if (!o_.model.name.empty()) {
@@ -477,7 +477,7 @@ class gemm_run {
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;
-    if (db_ && (plan.mode == "measured" || o_.tuning.store_plans)) {
+    if (db_ && (plan.mode == plan_mode::measured || o_.tuning.store_plans)) {
       db_->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
       r["tuning_db"] = {{"file", db_->file().string()}, {"answered", false}, {"stored", true}};
     }

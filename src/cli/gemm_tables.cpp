@@ -81,7 +81,7 @@ std::string format_measured_table(const gemm_plan& plan, int top) {
 }  // namespace
 
 std::string format_table(const gemm_plan& plan, int top) {
-  if (plan.mode == "measured") return format_measured_table(plan, top);
+  if (plan.mode == plan_mode::measured) return format_measured_table(plan, top);
   const double peak = plan.device.peak_tflops(plan.problem.type);
   const bool bw = memory_bound(plan);
   text_table t(with_bandwidth({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB",

@@ -87,7 +87,7 @@ TEST(measure_plan, ranks_by_measured_time_and_never_recommends_an_incorrect_vari
     return ok(r.id, r.id == predicted_best ? 60 : 100);
   };
   measure_plan(plan, b);
-  EXPECT_EQ(plan.mode, "measured");
+  EXPECT_EQ(plan.mode, plan_mode::measured);
   ASSERT_TRUE(plan.recommended);
   EXPECT_EQ(plan.variants[*plan.recommended].config.id(), actual_best);
   EXPECT_EQ(plan.variants[0].config.id(), actual_best);

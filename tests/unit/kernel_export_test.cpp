@@ -244,7 +244,7 @@ TEST(kernel_export, a_file_or_an_unwritable_folder_is_refused_naming_it) {
 TEST(kernel_export, measured_figures_are_labelled_measured) {
   gemm_plan plan = plan_for(odd_problem(dtype::f16, "tt"));
   ASSERT_TRUE(plan.recommended);
-  plan.mode = "measured";
+  plan.mode = plan_mode::measured;
   measure_response ref;
   ref.status = variant_status::ok;
   ref.timing.samples = 20;

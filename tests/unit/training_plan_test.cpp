@@ -336,7 +336,7 @@ TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
   };
   device_spec d = find_preset("l4");
   const auto plan = plan_batch(s, d, fixed);
-  EXPECT_EQ(plan.mode, "measured");
+  EXPECT_EQ(plan.mode, plan_mode::measured);
   EXPECT_GT(calls, 0);
   for (const auto& c : plan.candidates) {
     EXPECT_EQ(c.measured, c.fits);

@@ -65,7 +65,7 @@ TEST(variant_ranking, a_predicted_plan_whose_top_is_a_tie_says_so_and_a_measured
   const std::string note = top_tie_note(plan);
   EXPECT_NE(note.find("2 variants at the same best time"), std::string::npos) << note;
   EXPECT_NE(note.find("L2"), std::string::npos) << note;
-  plan.mode = "measured";
+  plan.mode = plan_mode::measured;
   EXPECT_TRUE(top_tie_note(plan).empty());
 }
 

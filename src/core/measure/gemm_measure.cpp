@@ -431,7 +431,7 @@ void recommend_leanest(gemm_plan& plan) {
 void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress,
                   const measure_options& options) {
   family_guard guard(options.keep_going);
-  plan.mode = options.verify_only ? "predicted" : "measured";
+  plan.mode = options.verify_only ? plan_mode::predicted : plan_mode::measured;
   std::size_t total = 1;
   for (const auto& v : plan.variants) total += v.status == variant_status::ok;
   if (options.verify_only) {

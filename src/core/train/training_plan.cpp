@@ -312,7 +312,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   validate(s);
   batch_plan plan;
   plan.rates = rates;
-  if (gemm_time) plan.mode = "measured";
+  if (gemm_time) plan.mode = plan_mode::measured;
   plan.setup = s;
   plan.device = d;
   plan.memory = estimate_memory(s);

@@ -12,6 +12,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/device/device_spec.hpp"
+#include "core/plan_mode.hpp"
 #include "core/train/model_spec.hpp"
 
 namespace tiletune {
@@ -188,7 +189,7 @@ struct batch_candidate {
 struct batch_plan {
   training_setup setup;
   device_spec device;
-  std::string mode = "predicted";
+  plan_mode mode = plan_mode::predicted;
   memory_breakdown memory;
   std::int64_t memory_budget_bytes = 0;
   std::int64_t max_micro_batch_no_ckpt = 0;

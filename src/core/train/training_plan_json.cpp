@@ -162,7 +162,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   nlohmann::json j;
   j["schema"] = "tiletune.batch/1";
   j["tool"] = {{"name", "tiletune"}, {"version", tool_version}, {"commit", source_commit()}, {"command_line", command_line}, {"date", date_utc}};
-  j["mode"] = plan.mode;
+  j["mode"] = to_string(plan.mode);
   j["model"] = to_json(s.model);
   j["model"]["parameters"] = m.parameters;
   j["model"]["trainable_parameters"] = m.trainable_parameters;

@@ -222,7 +222,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
 // cuBLASLt's figures, or why there are none.
 nlohmann::json reference_json(const gemm_plan& plan) {
   nlohmann::json ref = {{"provider", "cublaslt"}, {"median_us", nullptr}, {"tflops", nullptr}};
-  if (plan.mode == "predicted") ref["note"] = "not measured: predicted mode runs no kernel";
+  if (plan.mode == plan_mode::predicted) ref["note"] = "not measured: predicted mode runs no kernel";
   if (plan.reference) {
     const auto& r = *plan.reference;
     if (r.status == variant_status::ok && r.timing.median_us > 0) {
@@ -280,11 +280,11 @@ nlohmann::json recommendation_json(const gemm_plan& plan) {
       {"vs_reference", vj["vs_reference"]},
       {"triton", triton_config(v.config, plan.problem.type)},
       {"cutlass", cutlass_shape(v.config, plan.problem.type)},
-      {"basis", plan.mode == "predicted" ? "analytical model: predicted, not measured"
+      {"basis", plan.mode == plan_mode::predicted ? "analytical model: predicted, not measured"
                                          : "measured"},
   };
   if (v.measured) rec["noise"] = v.measured->timing.spread;
-  if (const std::size_t tie = top_tie_size(plan); plan.mode == "predicted" && tie > 1)
+  if (const std::size_t tie = top_tie_size(plan); plan.mode == plan_mode::predicted && tie > 1)
     rec["tied_with"] = tie - 1;
   return rec;
 }
@@ -297,12 +297,12 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   j["problem"]["flops"] = plan.problem.flops();
   j["problem"]["operand_bytes"] = plan.problem.operand_bytes();
   j["reference"] = reference_json(plan);
-  if (plan.mode == "measured") {
+  if (plan.mode == plan_mode::measured) {
     j["memory"] = {{"peak_device_bytes", plan.peak_device_bytes}, {"operand_bytes", plan.problem.operand_bytes()}};
     j["notes"] = plan.notes;
   }
   if (plan.search) j["search"] = to_json(*plan.search);
-  if (plan.mode != "measured") {
+  if (plan.mode != plan_mode::measured) {
     std::vector<std::string> notes = plan.notes;
     if (const std::string tie = top_tie_note(plan); !tie.empty()) notes.push_back(tie);
     if (!notes.empty()) j["notes"] = notes;
@@ -316,7 +316,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
   return j;
 }
 
-nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+nlohmann::json result_header(const std::string& schema, const device_spec& device, plan_mode mode,
                              const std::string& compiler_version, const run_info& run) {
   nlohmann::json j;
   j["schema"] = schema;
@@ -327,7 +327,7 @@ nlohmann::json result_header(const std::string& schema, const device_spec& devic
                {"command_line", run.command_line},
                {"date", run.date_utc}};
   j["device"] = to_json(device);
-  j["mode"] = mode;
+  j["mode"] = to_string(mode);
   return j;
 }
 

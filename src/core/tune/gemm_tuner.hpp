@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/plan_mode.hpp"
 #include "core/device/device_spec.hpp"
 #include "core/compile/kernel_compiler.hpp"
 #include "core/tune/compile_selection.hpp"
@@ -43,7 +44,7 @@ struct variant_result {
 struct gemm_plan {
   gemm_problem problem;
   device_spec device;
-  std::string mode = "predicted";
+  plan_mode mode = plan_mode::predicted;
   std::string compiler_version;
   std::vector<variant_result> variants;  // ok ones first, best first
   std::optional<std::size_t> recommended;
@@ -95,7 +96,7 @@ nlohmann::json to_json(const gemm_plan& plan, const run_info& run);
 // to max_variants, summary, recommendation), for suites.
 nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants);
 // schema, tool, device and mode.
-nlohmann::json result_header(const std::string& schema, const device_spec& device, const std::string& mode,
+nlohmann::json result_header(const std::string& schema, const device_spec& device, plan_mode mode,
                              const std::string& compiler_version, const run_info& run);
 
 // The recommended tile in the words of other tools.

@@ -56,7 +56,7 @@ void rank_by_prediction(gemm_plan& plan) {
 }
 
 std::string top_tie_note(const gemm_plan& plan) {
-  if (plan.mode != "predicted") return {};
+  if (plan.mode != plan_mode::predicted) return {};
   const std::size_t tie = top_tie_size(plan);
   if (tie < 2) return {};
   return fmt::format(
