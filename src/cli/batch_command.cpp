@@ -211,19 +211,20 @@ batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d,
   const stored_gemm_times stored = load_stored_gemm_times(tuning_db(file, tuning_db::open_mode::existing),
                                                           device_model_of(d), d);
   if (stored.us.empty()) return plan_batch(s, d);
-  std::set<std::string> used;
+  // The plan keeps the lookup (its rates): it owns what it reads.
+  auto used = std::make_shared<std::set<std::string>>();
   device_rates rates;
   rates.stored_gemm_scale = stored.model_scale;
-  rates.stored_gemm_us = [&](const gemm_problem& p) {
+  rates.stored_gemm_us = [stored, used](const gemm_problem& p) {
     const auto us = stored.find(p);
-    if (us) used.insert(tuning_problem_key(p));
+    if (us) used->insert(tuning_problem_key(p));
     return us;
   };
   batch_plan plan = plan_batch(s, d, {}, rates);
   plan.notes.push_back(fmt::format(
       "the tuning database {} holds cuBLASLt times of {} GEMM problem(s) measured on the {}: {} of the candidates' "
       "GEMM shapes are those times, and the model's GEMM times for the rest are scaled by {:.2f} to match them",
-      file.string(), stored.us.size(), device_model_of(d), used.size(), stored.model_scale));
+      file.string(), stored.us.size(), device_model_of(d), used->size(), stored.model_scale));
   return plan;
 }
 

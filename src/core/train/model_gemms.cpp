@@ -58,7 +58,8 @@ rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std
   if (ends("k_proj") || ends("v_proj")) {
     if (m.num_kv_heads % tp == 0) return {out / tp, in};
     if (tp % m.num_kv_heads == 0) return {out / m.num_kv_heads, in};  // one key/value head a rank, replicated
-    split(m.num_kv_heads, tp, "the key/value heads", m);
+    throw usage_error(fmt::format("--tp {} does not divide the key/value heads of {} ({}), nor do they divide it",
+                                  tp, m.name, m.num_kv_heads));
   }
   if (ends("o_proj")) {
     heads();
@@ -72,12 +73,12 @@ rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std
 
 // A step GEMM as one of tp ranks runs it. forward (nt): tokens x out x in; data-grad (nn):
 // tokens x in x out; weight-grad (tn): out x in x tokens.
-void split_for_rank(step_gemm& g, const std::string& lay, int tp, const model_spec& m) {
+void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m) {
   const std::string layer = layer_of(g.name);
-  if (lay == "nt") {
+  if (!lay.a_transposed && lay.b_transposed) {  // nt
     const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
     g.n = r.out, g.k = r.in;
-  } else if (lay == "nn") {
+  } else if (!lay.a_transposed) {  // nn
     const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m);
     g.k = r.out, g.n = r.in;
   } else {
@@ -106,9 +107,9 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     experts = experts || g.batch > 1;
-    const std::string lay = step_gemm_layout(g.name).name();
+    const layout lay = step_gemm_layout(g.name);
     split_for_rank(g, lay, tp, m);
-    const key k{g.m, g.n, g.k, g.batch, lay};
+    const key k{g.m, g.n, g.k, g.batch, lay.name()};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;
       out.counts[it->second] += g.count;
@@ -121,7 +122,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     p.problem.k = g.k;
     p.problem.batch = g.batch;
     p.problem.type = t;
-    p.problem.layout = step_gemm_layout(g.name);
+    p.problem.layout = lay;
     validate(p.problem);
     index.emplace(k, out.suite.problems.size());
     out.suite.problems.push_back(std::move(p));

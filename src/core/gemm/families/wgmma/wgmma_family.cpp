@@ -140,8 +140,8 @@ const gemm_family& wgmma_family() {
 }
 
 bool wgmma_lower_register_usage(const tile_config& c, layout l) {
-  const bool mn_major_operand = l.a_transposed || !l.b_transposed;  // A is K x M, or B is K x N
-  return wgmma_stream_k(c) && wgmma_consumers(c) == 2 && wgmma_accumulators_per_thread(c) == 128 && mn_major_operand;
+  return wgmma_stream_k(c) && wgmma_consumers(c) == 2 && wgmma_accumulators_per_thread(c) == 128 &&
+         wgmma_mn_major_operand(l);
 }
 
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages, int raster_group,

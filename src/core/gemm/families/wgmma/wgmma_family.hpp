@@ -26,6 +26,8 @@ inline int wgmma_accumulators_per_thread(const tile_config& c) {
 // the tile (ptxas 13.0; found on an H100, 2026-11-26); at 3 it does not, and the main loop is
 // the same code. One consumer of 128 (64x256) has 255 registers and never spilled.
 bool wgmma_lower_register_usage(const tile_config& c, layout l);
+// Whether A (stored K x M) or B (stored K x N) is MN-major in shared memory.
+inline bool wgmma_mn_major_operand(layout l) { return l.a_transposed || !l.b_transposed; }
 
 // BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,

@@ -63,7 +63,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
   if (d.compute_capability != 90)
     return violation("architecture",
                      fmt::format("the wgmma family needs sm_90 (H100, H200), the GPU is {}", d.arch()));
-  if (p.type == dtype::tf32 && (p.layout.a_transposed || !p.layout.b_transposed))
+  if (p.type == dtype::tf32 && wgmma_mn_major_operand(p.layout))
     return violation("layout", fmt::format("tf32 wgmma reads both operands K-major: layout nt only, "
                                            "not {}",
                                            p.layout.name()));
