@@ -15,6 +15,7 @@
 #include "core/measure/gemm_measure.hpp"
 #include "core/tune/fleet/device_pool.hpp"
 #include "cuda/device_query.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::cli {
 
@@ -281,7 +282,7 @@ class dealt_run {
     nlohmann::json r = std::move(answer->result);
     const auto& d = *std::find_if(job_.devices.begin(), job_.devices.end(),
                                   [&](const auto& c) { return c.index == o.device; });
-    if (job_.db && r.value("mode", "") == "measured") {
+    if (job_.db && is_measured_result(r)) {
       job_.db->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/false));
       r["tuning_db"] = {{"file", job_.db->file().string()}, {"answered", false}, {"stored", true}};
     }

@@ -19,6 +19,7 @@
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
 #include "core/train/model_gemms.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::cli {
 
@@ -267,7 +268,7 @@ class gemm_run {
     if (!o_.is_suite()) return results_[0];
     bool all_measured = true;
     for (const auto& r : results_)
-      all_measured = all_measured && (r.is_null() || r.value("mode", "") == "measured");
+      all_measured = all_measured && (r.is_null() || is_measured_result(r));
     nlohmann::json j;
     const auto& suite = work_.suite;
     const auto& shard = work_.shard;

@@ -4,6 +4,7 @@
 
 #include "cli/output.hpp"
 #include "core/version.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::cli {
 
@@ -91,7 +92,7 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
   const auto& db = result.at("tuning_db");
   std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(),
                                 db.value("device_name", ""),
-                                result.value("mode", "") == "measured" ? "MEASURED" : "PREDICTED (a stored plan)",
+                                is_measured_result(result) ? "MEASURED" : "PREDICTED (a stored plan)",
                                 db.value("file", ""));
   out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
                      db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),

@@ -1,5 +1,10 @@
 #pragma once
+#include <optional>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/measure/variant_status.hpp"
 
 namespace tiletune {
 
@@ -8,5 +13,13 @@ namespace tiletune {
 enum class plan_mode { predicted, measured };
 
 constexpr std::string_view to_string(plan_mode m) { return m == plan_mode::measured ? "measured" : "predicted"; }
+std::optional<plan_mode> plan_mode_named(std::string_view name);
+
+// Reading results back (files, the database): a result's mode and a variant's
+// status as values; none where the field is missing or names no such value.
+std::optional<plan_mode> mode_of(const nlohmann::json& result);
+std::optional<variant_status> status_of(const nlohmann::json& variant);
+inline bool is_measured_result(const nlohmann::json& result) { return mode_of(result) == plan_mode::measured; }
+inline bool is_ok_variant(const nlohmann::json& variant) { return status_of(variant) == variant_status::ok; }
 
 }  // namespace tiletune

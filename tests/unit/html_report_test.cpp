@@ -92,7 +92,7 @@ TEST(html_report, classify_dispatches_on_the_schema_and_refuses_others_naming_fi
 
 TEST(html_report, heatmap_cells_hold_the_best_measured_figure_of_their_tile) {
   const json doc = read_json_file(measured_gemm);
-  const json rows = report::gemm_heatmap_rows(doc, "measured");
+  const json rows = report::gemm_heatmap_rows(doc, plan_mode::measured);
   ASSERT_FALSE(rows.empty());
   int counted = 0;
   double best = 0;
@@ -122,7 +122,7 @@ TEST(html_report, heatmap_cells_hold_the_best_measured_figure_of_their_tile) {
 }
 
 TEST(html_report, failed_and_pruned_cells_show_their_status) {
-  const json rows = report::gemm_heatmap_rows(failing_gemm("measured"), "measured");
+  const json rows = report::gemm_heatmap_rows(failing_gemm("measured"), plan_mode::measured);
   const auto cells = cells_by_tile(rows);
   ASSERT_EQ(cells.size(), 4u);
   EXPECT_EQ(cells.at({128, 128})["status"], "ok");
@@ -147,7 +147,7 @@ TEST(html_report, failed_and_pruned_cells_show_their_status) {
 TEST(html_report, a_measured_run_colours_only_timed_variants_and_plots_cublas) {
   json doc = failing_gemm("measured");
   doc["variants"][1]["median_us"] = nullptr;  // "b" was not timed
-  const json points = report::gemm_roofline_rows(doc, "measured");
+  const json points = report::gemm_roofline_rows(doc, plan_mode::measured);
   ASSERT_EQ(points.size(), 2u);  // "a" and cuBLAS
   EXPECT_EQ(points[0]["id"], "a");
   EXPECT_EQ(points[1]["series"], "cuBLASLt");
@@ -158,7 +158,7 @@ TEST(html_report, a_measured_run_colours_only_timed_variants_and_plots_cublas) {
 
 TEST(html_report, a_predicted_plan_is_drawn_from_the_model_and_says_so) {
   const json doc = failing_gemm("predicted");
-  const json points = report::gemm_roofline_rows(doc, "predicted");
+  const json points = report::gemm_roofline_rows(doc, plan_mode::predicted);
   ASSERT_EQ(points.size(), 2u);  // both ok variants, no cuBLAS (it was not measured)
   for (const auto& p : points) {
     EXPECT_NE(p["series"], "cuBLASLt");
@@ -173,7 +173,7 @@ TEST(html_report, a_predicted_plan_is_drawn_from_the_model_and_says_so) {
   // Without tflops the model's time gives the figure.
   json bare = doc;
   for (auto& v : bare["variants"]) v.erase("tflops");
-  const json rows = report::gemm_heatmap_rows(bare, "predicted");
+  const json rows = report::gemm_heatmap_rows(bare, plan_mode::predicted);
   const double want = doc["problem"]["flops"].get<double>() / (100.0 * 1e6);
   EXPECT_DOUBLE_EQ(cells_by_tile(rows).at({128, 128})["tflops"].get<double>(), want);
 }

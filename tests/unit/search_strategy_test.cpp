@@ -107,7 +107,7 @@ TEST(search_strategy, default_finds_the_exhaustive_winner_on_recorded_h100_probl
       const auto& rec = fast.plan.variants[*fast.plan.recommended];
       EXPECT_TRUE(rec.measured && rec.measured->verified);
       for (const auto& v : fast.plan.variants)
-        if (v.search_stage == "longer" || v.search_stage == "full") {
+        if (v.search_stage == search_stage::longer || v.search_stage == search_stage::full) {
           EXPECT_TRUE(v.measured && v.measured->verified) << v.config.id();
         }
       EXPECT_LT(fast.plan.search->verified, fast.plan.search->timed);

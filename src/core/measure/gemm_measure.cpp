@@ -209,7 +209,7 @@ struct search_tally {
   struct stage_cost {
     double wall_ms = 0, kernel_ms = 0;
   };
-  std::map<std::string, stage_cost> costs;
+  std::map<search_stage, stage_cost> costs;
   std::set<std::size_t> timed;
   std::set<std::size_t> verified;
 };
@@ -226,7 +226,7 @@ void close_search(gemm_plan& plan, const std::vector<search_candidate>& candidat
   report.verified = tally.verified.size();
   for (const auto& c : candidates) {
     auto& v = plan.variants[c.variant];
-    v.search_stage = c.stage.empty() ? "not_timed" : c.stage;
+    v.search_stage = c.stage;
     if (v.status == variant_status::ok && !c.dropped_because.empty()) v.reason = c.dropped_because;
   }
 }
@@ -244,17 +244,17 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
   search_tally tally;
   search_context ctx;
   ctx.full = full;
-  ctx.progress = [&](const std::string& stage, std::size_t done, std::size_t total) {
-    if (progress) progress(done, total, stage);
+  ctx.progress = [&](std::string_view what, std::size_t done, std::size_t total) {
+    if (progress) progress(done, total, std::string(what));
   };
-  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, const std::string& stage,
+  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, search_stage stage,
                  bool verify) {
     auto& v = plan.variants[c.variant];
     if (v.status != variant_status::ok || guard.skips(v)) return;  // failed earlier: out of the race
     measure_request r = variant_request(plan, v);
     r.sampling = budget;
     r.verify = verify && !(v.measured && v.measured->verified);
-    if (progress) progress(tally.timed.size(), candidates.size(), stage + " " + c.id);
+    if (progress) progress(tally.timed.size(), candidates.size(), fmt::format("{} {}", to_string(stage), c.id));
     const auto t0 = clock::now();
     record_answer(plan, v, backend.measure(r, v.cubin));
     guard.saw(v);
@@ -328,12 +328,7 @@ void time_beside_the_reference(gemm_plan& plan, measure_backend& backend, const 
 }
 
 // How deep the search timed a variant: the deepest stage first in the ranking.
-int stage_depth(const variant_result& v) {
-  if (v.search_stage == "full") return 3;
-  if (v.search_stage == "longer") return 2;
-  if (v.search_stage == "brief") return 1;
-  return 0;
-}
+int stage_depth(const variant_result& v) { return v.search_stage ? timing_depth(*v.search_stage) : 0; }
 }  // namespace
 
 void measure_plan(gemm_plan& plan, measure_backend& backend, const measure_progress& progress, bool verify_only,

@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/report/report_charts.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::report {
 
@@ -94,18 +95,18 @@ std::vector<report_section> batch_sections(const json& doc, const std::string& p
   const json gpu = doc.value("gpu", json::object());
   const json setup = doc.value("setup", json::object());
   const json rec = doc.value("recommendation", json());
-  const std::string mode = string_at(doc, "mode", "predicted");
+  const bool measured = is_measured_result(doc);
   report_section s;
   s.source = path;
   s.kind = result_kind::batch;
-  s.predicted = mode != "measured";
+  s.predicted = !measured;
   s.title = fmt::format("Training plan: {} on {}, sequence {}, {}", string_at(model, "name", "?"),
                         string_at(gpu, "name", "?"), number_at(setup, "seq_len").value_or(0),
                         string_at(setup, "precision", "?"));
   s.basis = fmt::format(
       "Memory is modelled, not measured (the model's terms; peak_bytes adds allocator slack and the CUDA context). "
       "Step time: {}.",
-      mode == "measured" ? "the GEMMs were timed with cuBLASLt on the GPU, the rest modelled"
+      measured ? "the GEMMs were timed with cuBLASLt on the GPU, the rest modelled"
                          : "predicted offline from the device model; no GPU ran");
   if (rec.is_object())
     s.facts.push_back(fmt::format("Recommended: micro-batch {:.0f}, {} accumulation step(s), {} checkpointing: {:.0f} "

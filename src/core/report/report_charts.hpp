@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/report/html_report.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::report {
 
@@ -26,10 +27,10 @@ const json& require(const json& j, const char* key, bool array, const std::strin
 // One cell per family, dtype and block M x N: the best figure among its
 // variants (measured TFLOP/s in a measured run, the model's in a plan) or, when
 // none has one, the status that stopped them (pruned, compile_error, ...).
-json gemm_heatmap_rows(const json& result, const std::string& mode);
+json gemm_heatmap_rows(const json& result, plan_mode mode);
 // Every variant with a figure, and cuBLAS when it was measured: arithmetic
 // intensity (flops per DRAM byte) and TFLOP/s.
-json gemm_roofline_rows(const json& result, const std::string& mode);
+json gemm_roofline_rows(const json& result, plan_mode mode);
 // The device's roof: bandwidth up to the ridge, then the dtype's peak.
 json gemm_roof_rows(const json& device, const std::string& dtype, double x_min, double x_max);
 // The search's stages: candidates, how many were timed, wall and kernel time.

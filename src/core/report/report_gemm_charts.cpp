@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "core/gemm/dtype_table.hpp"
 #include "core/report/report_charts.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::report {
 
@@ -44,9 +45,9 @@ double problem_bytes(const json& problem) {
 
 // The figure a variant is drawn with: measured TFLOP/s in a measured run (only
 // variants that were timed have one), the model's in a predicted plan.
-std::optional<double> variant_tflops(const json& v, const std::string& mode, double flops) {
-  if (string_at(v, "status") != "ok") return std::nullopt;
-  if (mode == "measured") {
+std::optional<double> variant_tflops(const json& v, plan_mode mode, double flops) {
+  if (!is_ok_variant(v)) return std::nullopt;
+  if (mode == plan_mode::measured) {
     if (!number_at(v, "median_us")) return std::nullopt;
     return number_at(v, "tflops");
   }
@@ -68,29 +69,30 @@ struct tile_cell {
 };
 using tile_key = std::tuple<std::string, int, int>;  // family, block M, block N
 
-std::map<tile_key, tile_cell> tile_cells(const json& result, const std::string& mode, double flops) {
+std::map<tile_key, tile_cell> tile_cells(const json& result, plan_mode mode, double flops) {
   std::map<tile_key, tile_cell> cells;
   for (const auto& v : result.at("variants")) {
     const json tile = v.value("tile", json::object());
     const auto bm = number_at(tile, "block_m"), bn = number_at(tile, "block_n");
     if (!bm || !bn) continue;
     tile_cell& c = cells[{string_at(v, "family", "?"), static_cast<int>(*bm), static_cast<int>(*bn)}];
+    const auto st = status_of(v);
     const std::string status = string_at(v, "status", "?");
     ++c.variants;
-    if (status == "ok") ++c.ok;
-    else if (status == "pruned") ++c.pruned, ++c.constraints[string_at(v, "constraint", "pruned")];
+    if (st == variant_status::ok) ++c.ok;
+    else if (st == variant_status::pruned) ++c.pruned, ++c.constraints[string_at(v, "constraint", "pruned")];
     else ++c.failed;
     if (const auto t = variant_tflops(v, mode, flops); t && (!c.best || *t > *c.best)) {
       c.best = t;
       c.best_id = string_at(v, "id");
     }
-    if (status != "ok" && (c.worst_status.empty() || severity(status) > severity(c.worst_status)))
+    if (st != variant_status::ok && (c.worst_status.empty() || severity(status) > severity(c.worst_status)))
       c.worst_status = status;
   }
   return cells;
 }
 
-json heatmap_row(const tile_key& key, const tile_cell& c, const std::string& dtype, const std::string& mode) {
+json heatmap_row(const tile_key& key, const tile_cell& c, const std::string& dtype, plan_mode mode) {
   const auto& [family, bm, bn] = key;
   std::string status = c.best ? "ok" : c.ok > 0 ? "not timed" : c.worst_status;
   // A pruned cell names the constraint that pruned most of it (warp_tile, model_bound, ...).
@@ -101,7 +103,7 @@ json heatmap_row(const tile_key& key, const tile_cell& c, const std::string& dty
   std::string tip = fmt::format("{} {}x{}: {} variant(s), {} ok, {} pruned, {} failed", family, bm, bn, c.variants,
                                 c.ok, c.pruned, c.failed);
   if (c.best)
-    tip += fmt::format("; best {} at {:.1f} TFLOP/s ({})", c.best_id, *c.best, mode);
+    tip += fmt::format("; best {} at {:.1f} TFLOP/s ({})", c.best_id, *c.best, to_string(mode));
   else
     tip += "; " + status;
   for (const auto& [constraint, n] : c.constraints) tip += fmt::format("; pruned by {}: {}", constraint, n);
@@ -123,7 +125,7 @@ json heatmap_row(const tile_key& key, const tile_cell& c, const std::string& dty
 
 }  // namespace
 
-json gemm_heatmap_rows(const json& result, const std::string& mode) {
+json gemm_heatmap_rows(const json& result, plan_mode mode) {
   const json& problem = result.at("problem");
   const double flops = problem_flops(problem);
   const std::string dtype = string_at(problem, "dtype", "?");
@@ -132,7 +134,7 @@ json gemm_heatmap_rows(const json& result, const std::string& mode) {
   return rows;
 }
 
-json gemm_roofline_rows(const json& result, const std::string& mode) {
+json gemm_roofline_rows(const json& result, plan_mode mode) {
   const json& problem = result.at("problem");
   const double flops = problem_flops(problem), bytes = problem_bytes(problem);
   json rows = json::array();
@@ -145,8 +147,8 @@ json gemm_roofline_rows(const json& result, const std::string& mode) {
                     {"series", string_at(v, "family", "?")},
                     {"intensity", flops / b},
                     {"tflops", *t},
-                    {"basis", mode},
-                    {"tip", fmt::format("{}: {:.1f} TFLOP/s ({}), {:.0f} FLOP/byte", string_at(v, "id"), *t, mode,
+                    {"basis", to_string(mode)},
+                    {"tip", fmt::format("{}: {:.1f} TFLOP/s ({}), {:.0f} FLOP/byte", string_at(v, "id"), *t, to_string(mode),
                                         flops / b)}});
   }
   const json ref = result.value("reference", json());
@@ -202,7 +204,7 @@ json gemm_search_rows(const json& result) {
 json gemm_resource_rows(const json& result, int top) {
   std::vector<const json*> ok;
   for (const auto& v : result.at("variants"))
-    if (string_at(v, "status") == "ok" && v.contains("resources")) ok.push_back(&v);
+    if (is_ok_variant(v) && v.contains("resources")) ok.push_back(&v);
   std::stable_sort(ok.begin(), ok.end(), [](const json* a, const json* b) {
     return number_at(*a, "rank").value_or(1e9) < number_at(*b, "rank").value_or(1e9);
   });

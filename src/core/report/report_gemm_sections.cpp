@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/report/report_charts.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::report {
 
@@ -18,16 +19,16 @@ std::string problem_title(const json& p) {
   return t + fmt::format(" {} {}", string_at(p, "dtype", "?"), string_at(p, "layout", "?"));
 }
 
-report_section gemm_section_facts(const json& doc, const std::string& path, const std::string& mode) {
+report_section gemm_section_facts(const json& doc, const std::string& path, plan_mode mode) {
   const json device = doc.value("device", json::object());
   const json& problem = doc["problem"];
   report_section s;
   s.source = path;
   s.kind = result_kind::gemm;
-  s.predicted = mode != "measured";
+  s.predicted = mode != plan_mode::measured;
   s.title = fmt::format("GEMM {} on {}", problem_title(problem), string_at(device, "name", "an unnamed GPU"));
   const json tool = doc.value("tool", json::object());
-  s.basis = mode == "measured"
+  s.basis = mode == plan_mode::measured
                 ? fmt::format("Measured: every TFLOP/s on this page was timed on {} ({}, timer {}); cuBLASLt was timed in "
                               "the same run. Variants the search did not time carry no figure.",
                               string_at(device, "name", "the GPU"), string_at(tool, "date", "date unknown"),
@@ -53,11 +54,11 @@ report_section gemm_section_facts(const json& doc, const std::string& path, cons
   return s;
 }
 
-std::string colour_title_of(const std::string& mode) {
-  return mode == "measured" ? "TFLOP/s (measured)" : "TFLOP/s (predicted)";
+std::string colour_title_of(plan_mode mode) {
+  return mode == plan_mode::measured ? "TFLOP/s (measured)" : "TFLOP/s (predicted)";
 }
 
-void add_heatmaps(report_section& s, const json& doc, const std::string& mode) {
+void add_heatmaps(report_section& s, const json& doc, plan_mode mode) {
   const std::string colour_title = colour_title_of(mode);
   const json cells = gemm_heatmap_rows(doc, mode);
   std::map<std::string, json> panels;
@@ -76,7 +77,7 @@ void add_heatmaps(report_section& s, const json& doc, const std::string& mode) {
         rows, heatmap_spec(rows, colour_title, heat_lo, heat_hi)));
 }
 
-void add_roofline(report_section& s, const json& doc, const std::string& mode) {
+void add_roofline(report_section& s, const json& doc, plan_mode mode) {
   const json device = doc.value("device", json::object());
   const std::string dtype = string_at(doc["problem"], "dtype", "?");
   const std::string colour_title = colour_title_of(mode);
@@ -100,10 +101,10 @@ void add_roofline(report_section& s, const json& doc, const std::string& mode) {
   }
 }
 
-void add_search_chart(report_section& s, const json& doc, const std::string& mode) {
+void add_search_chart(report_section& s, const json& doc, plan_mode mode) {
   const json stages = gemm_search_rows(doc);
   if (stages.empty()) {
-    s.notices.push_back(mode == "measured" ? "Search stages: this file records no search (an older result, or every variant was timed)."
+    s.notices.push_back(mode == plan_mode::measured ? "Search stages: this file records no search (an older result, or every variant was timed)."
                                            : "Search stages: a predicted plan times nothing; the model ranked every variant.");
   } else {
     const json search = doc["search"];
@@ -143,7 +144,7 @@ void add_resource_charts(report_section& s, const json& doc, const report_option
 std::vector<report_section> gemm_sections(const json& doc, const std::string& path, const report_options& o) {
   require(doc, "problem", false, path, "the gemm result");
   require(doc, "variants", true, path, "the gemm result");
-  const std::string mode = string_at(doc, "mode", "predicted");
+  const plan_mode mode = mode_of(doc).value_or(plan_mode::predicted);
   report_section s = gemm_section_facts(doc, path, mode);
   add_heatmaps(s, doc, mode);
   add_roofline(s, doc, mode);

@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/report/report_charts.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune::report {
 
@@ -46,15 +47,15 @@ json suite_rows(const json& suite, const std::string& path) {
 
 namespace {
 
-report_section suite_section_facts(const json& doc, const std::string& path, const json& rows, const std::string& mode) {
+report_section suite_section_facts(const json& doc, const std::string& path, const json& rows, plan_mode mode) {
   const json device = doc.value("device", json::object());
   report_section s;
   s.source = path;
   s.kind = result_kind::suite;
-  s.predicted = mode != "measured";
+  s.predicted = mode != plan_mode::measured;
   s.title = fmt::format("Suite {} on {}", string_at(doc.value("suite", json::object()), "name", "(unnamed)"),
                         string_at(device, "name", "an unnamed GPU"));
-  s.basis = mode == "measured"
+  s.basis = mode == plan_mode::measured
                 ? "Measured: each problem's recommended variant and cuBLASLt were timed back to back in the same run; the "
                   "ratio is the figure to compare across runs."
                 : "Predicted: nothing was run. TFLOP/s are tiletune's analytical model, and there is no cuBLAS figure.";
@@ -67,7 +68,7 @@ report_section suite_section_facts(const json& doc, const std::string& path, con
 }
 
 // The ratio to cuBLASLt against the goal, and each problem's TFLOP/s.
-void add_suite_charts(report_section& s, const json& rows, const std::string& mode, const report_options& o) {
+void add_suite_charts(report_section& s, const json& rows, plan_mode mode, const report_options& o) {
   json ratios = json::array(), dots = json::array();
   int below = 0;
   for (auto r : rows) {
@@ -78,7 +79,7 @@ void add_suite_charts(report_section& s, const json& rows, const std::string& mo
       ratios.push_back(r);
     }
     if (!r["tflops"].is_null())
-      dots.push_back({{"problem", r["problem"]}, {"series", mode == "measured" ? "best variant" : "best variant (predicted)"},
+      dots.push_back({{"problem", r["problem"]}, {"series", mode == plan_mode::measured ? "best variant" : "best variant (predicted)"},
                       {"tflops", r["tflops"]}, {"tip", fmt::format("{}: {} {:.1f} TFLOP/s", r["problem"].get<std::string>(),
                                                                     r["variant"].get<std::string>(), r["tflops"].get<double>())}});
     if (!r["reference_tflops"].is_null())
@@ -106,7 +107,7 @@ void add_suite_charts(report_section& s, const json& rows, const std::string& mo
     s.notices.push_back("TFLOP/s by shape: no problem has a figure.");
   else
     s.charts.push_back(make_chart("suite-tflops", "TFLOP/s by shape",
-                                  mode == "measured" ? "Measured TFLOP/s of each problem's recommended variant and of cuBLASLt."
+                                  mode == plan_mode::measured ? "Measured TFLOP/s of each problem's recommended variant and of cuBLASLt."
                                                      : "Predicted TFLOP/s of each problem's recommended variant.",
                                   dots, dot_spec(dots, "problem", "tflops", "series", "TFLOP/s")));
 }
@@ -115,7 +116,7 @@ void add_suite_charts(report_section& s, const json& rows, const std::string& mo
 
 std::vector<report_section> suite_sections(const json& doc, const std::string& path, const report_options& o) {
   const json rows = suite_rows(doc, path);
-  const std::string mode = string_at(doc, "mode", "predicted");
+  const plan_mode mode = mode_of(doc).value_or(plan_mode::predicted);
   report_section s = suite_section_facts(doc, path, rows, mode);
   add_suite_charts(s, rows, mode, o);
   return {s};
@@ -154,7 +155,7 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
   s.title = fmt::format("Comparison: {} -> {}", string_at(doc, "base", "?"), string_at(doc, "new", "?"));
   // Older compare files carry no modes: their figures are taken as recorded, i.e. measured.
   const std::string base_mode = string_at(doc, "base_mode", "measured"), new_mode = string_at(doc, "new_mode", "measured");
-  s.predicted = base_mode == "predicted" || new_mode == "predicted";
+  s.predicted = plan_mode_named(base_mode) == plan_mode::predicted || plan_mode_named(new_mode) == plan_mode::predicted;
   const std::string modes = base_mode == new_mode
                                 ? fmt::format("Both files hold {} figures. ", base_mode)
                                 : fmt::format("The baseline holds {} figures, the new file {} ones. ", base_mode, new_mode);
@@ -213,7 +214,7 @@ json tuning_db_rows(const json& list, const std::string& path) {
 std::vector<report_section> tuning_db_sections(const json& doc, const std::string& path, const report_options&) {
   const json rows = tuning_db_rows(doc, path);
   std::size_t predicted = 0;
-  for (const auto& r : rows) predicted += r["mode"] == "predicted";
+  for (const auto& r : rows) predicted += mode_of(r) == plan_mode::predicted;
   report_section s;
   s.source = path;
   s.kind = result_kind::tuning_db;

@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/report/json_file.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -99,7 +100,7 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
   if (r.contains("variants") && r["variants"].is_array())
     for (const auto& v : r["variants"]) {
-      e.incorrect |= v.value("status", "") == "incorrect";
+      e.incorrect |= status_of(v) == variant_status::incorrect;
       const std::string at = fmt::format("{}: {}: variant {}", where, e.label, v.value("id", "?"));
       check_physics(p, number_at(v, "median_us", at), "median_us", limits, at);
     }

@@ -211,8 +211,8 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
   if (!v.constraint.empty()) j["constraint"] = v.constraint;
   if (!v.reason.empty()) j["reason"] = v.reason;
   if (!v.compile_log.empty()) j["compile_log"] = v.compile_log;
-  if (!v.search_stage.empty()) j["search_stage"] = v.search_stage;
-  if (v.search_stage == "not_timed") {  // measured mode: no measured figure, and no predicted one in its place
+  if (v.search_stage) j["search_stage"] = to_string(*v.search_stage);
+  if (v.search_stage == search_stage::not_timed) {  // measured mode: no measured figure, and no predicted one in its place
     j["tflops"] = nullptr;
     j["percent_of_peak"] = nullptr;
   }

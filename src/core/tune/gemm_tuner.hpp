@@ -38,7 +38,7 @@ struct variant_result {
   std::string same_program_as;  // a rasterization copy that took this variant's compiled figures
   int rank = 0;       // 1 = best among ok; 0 when not ok
   std::optional<measure_response> measured;  // measured mode
-  std::string search_stage;  // measured mode: the deepest search stage that timed it, or "not_timed"
+  std::optional<tiletune::search_stage> search_stage;  // measured mode: the stage that last timed it (or not_timed)
 };
 
 struct gemm_plan {

@@ -14,10 +14,10 @@ class exhaustive_search : public search_strategy {
     std::size_t done = 0;
     for (auto& c : candidates) {
       if (ctx.progress) ctx.progress("timing every variant", done, candidates.size());
-      ctx.time(c, std::nullopt, "full", true);
+      ctx.time(c, std::nullopt, search_stage::full, true);
       ++done;
     }
-    report.stages.push_back(search_stage_report{"full", candidates.size(), candidates.size(), candidates.size(), 0, 0});
+    report.stages.push_back(search_stage_report{search_stage::full, candidates.size(), candidates.size(), candidates.size(), 0, 0});
     report.stop_reason = fmt::format("timed all {} variants", candidates.size());
   }
 };

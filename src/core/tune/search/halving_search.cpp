@@ -26,11 +26,11 @@ class halving_search : public search_strategy {
   void run(std::vector<search_candidate>& candidates, search_context& ctx, search_report& report) const override {
     std::vector<search_candidate*> alive = cut_by_model(candidates, report);
     const sampling_policy brief = brief_budget(ctx.full), longer = longer_budget(ctx.full);
-    std::string stage = "brief";
+    search_stage stage = search_stage::brief;
     std::optional<sampling_policy> budget = brief;
     if (alive.size() <= final_size) {
       budget = final_budget(ctx.full);
-      stage = "full";
+      stage = search_stage::full;
     }
     for (int rung = 0;; ++rung) {
       time_all(alive, ctx, budget, stage);
@@ -40,7 +40,7 @@ class halving_search : public search_strategy {
         report.stop_reason = "no variant ran correctly";
         return;
       }
-      if (stage == "full") {
+      if (stage == search_stage::full) {
         report.stages.back().kept = ranked.size();
         report.stop_reason = fmt::format("timed the last {} to the full budget", ranked.size());
         return;
@@ -59,12 +59,12 @@ class halving_search : public search_strategy {
       const std::size_t next = keep_best_third(ranked, stage);
       report.stages.back().kept = next;
       alive.assign(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(next));
-      if (alive.size() <= final_size || stage == "longer") {
+      if (alive.size() <= final_size || stage == search_stage::longer) {
         budget = final_budget(ctx.full);
-        stage = "full";
+        stage = search_stage::full;
       } else {
         budget = longer;
-        stage = "longer";
+        stage = search_stage::longer;
       }
     }
   }
@@ -84,18 +84,18 @@ class halving_search : public search_strategy {
     for (std::size_t i = keep; i < alive.size(); ++i)
       alive[i]->dropped_because = fmt::format("not timed: the model puts it at {:.2f}x its best prediction",
                                               alive[i]->predicted_us / best_predicted);
-    report.stages.push_back(search_stage_report{"model", alive.size(), 0, keep, 0, 0});
+    report.stages.push_back(search_stage_report{search_stage::model, alive.size(), 0, keep, 0, 0});
     alive.resize(keep);
     return alive;
   }
 
   static void time_all(const std::vector<search_candidate*>& alive, search_context& ctx,
-                       const std::optional<sampling_policy>& budget, const std::string& stage) {
+                       const std::optional<sampling_policy>& budget, search_stage stage) {
     for (std::size_t i = 0; i < alive.size(); ++i) {
-      if (ctx.progress) ctx.progress(stage, i, alive.size());
+      if (ctx.progress) ctx.progress(to_string(stage), i, alive.size());
       // The brief look only times: most are dropped after it, and checking a large
       // C on the host costs more than timing it. Whatever goes on is verified.
-      ctx.time(*alive[i], budget, stage, stage != "brief");
+      ctx.time(*alive[i], budget, stage, stage != search_stage::brief);
     }
   }
 
@@ -103,20 +103,20 @@ class halving_search : public search_strategy {
   static std::optional<std::string> verified_clear_leader(std::vector<search_candidate>& candidates,
                                                           std::vector<search_candidate*>& ranked, search_context& ctx,
                                                           const std::optional<sampling_policy>& budget,
-                                                          const std::string& stage) {
-    auto why = clear_leader(ranked, stage == "brief");
+                                                          search_stage stage) {
+    auto why = clear_leader(ranked, stage == search_stage::brief);
     if (why && !ranked[0]->verified()) {
       // A leader may be recommended only once verified (a wrong kernel can be fast).
       ctx.time(*ranked[0], budget, stage, true);
       ranked = fastest_first(candidates, stage);
-      why = ranked.empty() ? std::nullopt : clear_leader(ranked, stage == "brief");
+      why = ranked.empty() ? std::nullopt : clear_leader(ranked, stage == search_stage::brief);
       if (why && !ranked[0]->verified()) why.reset();
     }
     return why;
   }
 
   // Keep the best third, and whatever is within the noise of the leader.
-  static std::size_t keep_best_third(const std::vector<search_candidate*>& ranked, const std::string& stage) {
+  static std::size_t keep_best_third(const std::vector<search_candidate*>& ranked, search_stage stage) {
     const double lead = ranked[0]->timing->timing.median_us;
     std::size_t next = std::max<std::size_t>(2, (ranked.size() + eta - 1) / eta);
     while (next < ranked.size() &&
@@ -124,7 +124,7 @@ class halving_search : public search_strategy {
       ++next;
     next = std::min(next, ranked.size());
     for (std::size_t i = next; i < ranked.size(); ++i)
-      ranked[i]->dropped_because = fmt::format("dropped after the {} stage: {:.1f}% behind the leader", stage,
+      ranked[i]->dropped_because = fmt::format("dropped after the {} stage: {:.1f}% behind the leader", to_string(stage),
                                                100 * (ranked[i]->timing->timing.median_us / lead - 1));
     return next;
   }

@@ -9,6 +9,7 @@
 #include "core/compile/compile_cache.hpp"
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -31,7 +32,7 @@ std::uint64_t seed_of(const std::string& id, std::uint64_t seed, std::size_t cal
 }  // namespace
 
 gemm_plan plan_from_recording(const nlohmann::json& result) {
-  if (!result.is_object() || result.value("mode", "") != "measured" || !result.contains("variants"))
+  if (!result.is_object() || !is_measured_result(result) || !result.contains("variants"))
     throw usage_error("not a measured tiletune gemm result (\"mode\": \"measured\" with variants)");
   gemm_plan plan;
   plan.problem = gemm_problem_from_json(result.at("problem"));
@@ -40,9 +41,11 @@ gemm_plan plan_from_recording(const nlohmann::json& result) {
   plan.device = find_preset(preset.empty() ? "h100-sxm" : preset);
   plan.compiler_version = result.contains("tool") ? result["tool"].value("nvrtc", std::string()) : "";
   for (const auto& vj : result.at("variants")) {
-    const std::string status = vj.value("status", "");
+    const auto status = status_of(vj);
     // Only what compiled and fit on the GPU enters the search again.
-    if (status == "pruned" || status == "compile_error" || status == "resource_limit") continue;
+    if (status == variant_status::pruned || status == variant_status::compile_error ||
+        status == variant_status::resource_limit)
+      continue;
     variant_result v;
     v.config = tile_from_json(vj.at("tile"));
     v.status = variant_status::ok;

@@ -12,7 +12,7 @@ namespace tiletune {
 nlohmann::json to_json(const search_report& r) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : r.stages)
-    stages.push_back({{"name", s.name},
+    stages.push_back({{"name", to_string(s.name)},
                       {"candidates", s.candidates},
                       {"timed", s.timed},
                       {"kept", s.kept},
@@ -36,7 +36,7 @@ std::unique_ptr<search_strategy> make_search_strategy(std::string_view name) {
   throw usage_error(fmt::format("--search {} is unknown: use {}", name, fmt::join(search_strategy_names(), ", ")));
 }
 
-std::vector<search_candidate*> fastest_first(std::vector<search_candidate>& candidates, const std::string& stage) {
+std::vector<search_candidate*> fastest_first(std::vector<search_candidate>& candidates, search_stage stage) {
   std::vector<search_candidate*> out;
   for (auto& c : candidates)
     if (c.runnable() && c.stage == stage) out.push_back(&c);

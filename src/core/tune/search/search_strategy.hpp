@@ -11,6 +11,7 @@
 
 #include "core/measure/measure_protocol.hpp"
 #include "core/measure/measurement.hpp"
+#include "core/tune/search/search_stage.hpp"
 
 namespace tiletune {
 
@@ -20,7 +21,7 @@ struct search_candidate {
   std::string id;
   double predicted_us = 0;
   std::optional<measure_response> timing;  // the latest answer; none while never run
-  std::string stage;                       // the stage that last timed it; empty while never run
+  search_stage stage = search_stage::not_timed;  // the stage that last timed it
   std::string dropped_because;             // why the search left it behind, when it did
   bool runnable() const { return timing && timing->status == variant_status::ok && timing->timing.samples > 0; }
   bool verified() const { return timing && timing->verified; }
@@ -28,7 +29,7 @@ struct search_candidate {
 
 // One step of a search: how many it looked at, timed and kept, and what it cost.
 struct search_stage_report {
-  std::string name;
+  search_stage name = search_stage::not_timed;
   std::size_t candidates = 0, timed = 0, kept = 0;
   double wall_ms = 0;    // host clock of the stage
   double kernel_ms = 0;  // kernel time of its samples (samples x median): the GPU time it asked for
@@ -52,10 +53,10 @@ struct search_context {
   // the answer and the stage in it. With verify, a candidate not yet verified
   // in this run is checked against cuBLASLt first (once); a strategy may time
   // without it only what it then drops or verifies before recommending.
-  std::function<void(search_candidate&, const std::optional<sampling_policy>&, const std::string& stage, bool verify)>
+  std::function<void(search_candidate&, const std::optional<sampling_policy>&, search_stage stage, bool verify)>
       time;
   sampling_policy full;  // the run's policy (--target-spread, --time-cap-ms)
-  std::function<void(const std::string& stage, std::size_t done, std::size_t total)> progress;
+  std::function<void(std::string_view what, std::size_t done, std::size_t total)> progress;
 };
 
 class search_strategy {
@@ -76,6 +77,6 @@ std::unique_ptr<search_strategy> make_halving_search();
 std::unique_ptr<search_strategy> make_model_search();
 
 // Shared by the strategies: the runnable candidates, fastest measured first.
-std::vector<search_candidate*> fastest_first(std::vector<search_candidate>& candidates, const std::string& stage);
+std::vector<search_candidate*> fastest_first(std::vector<search_candidate>& candidates, search_stage stage);
 
 }  // namespace tiletune

@@ -10,6 +10,7 @@
 #include "core/compile/compile_cache.hpp"
 #include "core/errors.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -295,7 +296,7 @@ void tuning_db::bind_and_step(const tuning_record& r) {
   if (measured && !compact_given) {
     calibration = nlohmann::json::array();
     for (const auto& v : r.result.value("variants", nlohmann::json::array())) {
-      if (v.value("status", "") != "ok" || !v.contains("median_us") || !v["median_us"].is_number() ||
+      if (!is_ok_variant(v) || !v.contains("median_us") || !v["median_us"].is_number() ||
           !v.contains("tile") || !v.contains("id"))
         continue;
       nlohmann::json tile = v["tile"];

@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -34,14 +35,14 @@ nlohmann::json compact_result(const nlohmann::json& result) {
   auto sort_key = [&](std::size_t i) {
     const auto& v = variants[i];
     const bool is_rec = !recommended.empty() && v.value("id", "") == recommended;
-    const bool timed = v.value("status", "") == "ok" && has_number(v, "median_us");
+    const bool timed = is_ok_variant(v) && has_number(v, "median_us");
     const double rank = has_number(v, "rank") ? v["rank"].get<double>() : 1e18;
     return std::make_tuple(is_rec ? 0 : timed ? 1 : 2, timed ? v["median_us"].get<double>() : rank, i);
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sort_key(a) < sort_key(b); });
   nlohmann::json kept = nlohmann::json::array();
   for (std::size_t i = 0; i < order.size() && kept.size() < compact_variant_rows; ++i)
-    if (variants[order[i]].value("status", "") != "pruned") kept.push_back(variants[order[i]]);
+    if (status_of(variants[order[i]]) != variant_status::pruned) kept.push_back(variants[order[i]]);
   // Counted as --top counts what it leaves out; a result --top already cut keeps its total.
   const auto listed = result.value("variants_listed", nlohmann::json::object());
   out["variants_listed"] = {{"listed", kept.size()},
@@ -53,8 +54,8 @@ nlohmann::json compact_result(const nlohmann::json& result) {
 
 tuning_record record_from_result(const nlohmann::json& result, const nlohmann::json& header, bool allow_predicted) {
   const auto& h = header.is_object() && header.contains("device") ? header : result;
-  const bool predicted = allow_predicted && h.value("mode", "") == "predicted";
-  if (h.value("mode", "") != "measured" && !predicted)
+  const bool predicted = allow_predicted && mode_of(h) == plan_mode::predicted;
+  if (!is_measured_result(h) && !predicted)
     throw usage_error("only measured results go into the tuning database; this one is \"" + h.value("mode", "?") + "\"");
   if (!result.contains("problem") || !result.contains("variants"))
     throw usage_error("not a tiletune gemm result: it has no problem or variants");
@@ -86,7 +87,7 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
   return r;
 }
 
-bool is_measured(const tuning_record& r) { return r.result.value("mode", "") == "measured"; }
+bool is_measured(const tuning_record& r) { return is_measured_result(r.result); }
 
 int verification_rank(const tuning_record& r) {
   if (r.verified >= 0) return r.verified;
@@ -94,7 +95,7 @@ int verification_rank(const tuning_record& r) {
   if (r.recommended.empty()) return 1;
   for (const auto& v : r.result.value("variants", nlohmann::json::array()))
     if (v.is_object() && v.value("id", "") == r.recommended)
-      return v.value("status", "") == "ok" && v.contains("max_rel_error") && v["max_rel_error"].is_number() ? 2 : 1;
+      return is_ok_variant(v) && v.contains("max_rel_error") && v["max_rel_error"].is_number() ? 2 : 1;
   return 1;
 }
 
