@@ -6,7 +6,10 @@
 // Macros (besides gemm_common.cuh's): TT_STAGES, TT_CONSUMERS (1 or 2),
 // TT_RASTER_GROUP (0 = plain order), TT_RASTER_N (1: rasterize along N),
 // TT_STREAM_K (1: stream-K on the tiles past the last whole wave, wgmma_schedule.cuh,
-// with TT_SK_MIN_UNIT k-tiles per range at least and a workspace parameter).
+// with TT_SK_MIN_UNIT k-tiles per range at least and a workspace parameter),
+// TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
+// most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
+// matrix per group, and the parameters group_rows and group_stride follow beta).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, or k8 for tf32).
 //
@@ -42,6 +45,12 @@
 #endif
 #ifndef TT_SK_MIN_UNIT
 #define TT_SK_MIN_UNIT 8
+#endif
+#ifndef TT_GROUPED
+#define TT_GROUPED 0
+#endif
+#ifndef TT_GROUPS_MAX
+#define TT_GROUPS_MAX 256
 #endif
 #define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
 #define TT_ACC_VALUES (TT_MI * TT_BN / 2)  // fp32 accumulators per consumer thread
@@ -227,10 +236,68 @@ __device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], float* wor
 }
 #endif
 
+// Where a tile's operands and output are: A's first row and batch, B's batch, C's row bound
+// and offset. A plain (batched) GEMM: the tile's batch for all three. A grouped one: the
+// group's rows of A and C (one batch) and the group's matrix of B.
+struct tt_tile_place {
+  int a_row0, a_batch, b_batch, row_bound;
+  long long c_offset;
+};
+#if TT_GROUPED
+struct tt_group_table {
+  int first_tile[TT_GROUPS_MAX + 1];
+  int first_row[TT_GROUPS_MAX];
+  int end_row[TT_GROUPS_MAX];
+};
+// One warp builds the table (wgmma_grouped.cuh): its lanes' chunk sums, a shuffle scan, the fills.
+__device__ __forceinline__ void tt_build_group_table(tt_group_table& t, const int* rows, int groups, int stride,
+                                                     int lane) {
+  const int b = tt_group_chunk_begin(lane, groups), e = tt_group_chunk_begin(lane + 1, groups);
+  const tt_group_sums mine = tt_group_chunk_sums(rows, b, e, stride, TT_BM);
+  tt_group_sums incl = mine;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int tiles = __shfl_up_sync(0xffffffffu, incl.tiles, d), r = __shfl_up_sync(0xffffffffu, incl.rows, d);
+    if (lane >= d) {
+      incl.tiles += tiles;
+      incl.rows += r;
+    }
+  }
+  tt_group_sums before;
+  before.tiles = incl.tiles - mine.tiles;
+  before.rows = incl.rows - mine.rows;
+  tt_group_chunk_fill(rows, b, e, stride, TT_BM, before, t.first_tile, t.first_row, t.end_row);
+  if (lane == 31) t.first_tile[groups] = incl.tiles;
+}
+__device__ __forceinline__ tt_tile_place tt_place_of(const tt_tile_coord& tc, const tt_group_table& t, int groups) {
+  const tt_group_tile g = tt_group_of_m_tile(tc.m_tile, t.first_tile, t.first_row, t.end_row, groups, TT_BM);
+  tt_tile_place p;
+  p.a_row0 = g.row0;
+  p.a_batch = 0;
+  p.b_batch = g.group;
+  p.row_bound = g.row_end;
+  p.c_offset = 0;
+  return p;
+}
+#else
+__device__ __forceinline__ tt_tile_place tt_place_of(const tt_tile_coord& tc, int M, long long batch_stride_c) {
+  tt_tile_place p;
+  p.a_row0 = tc.m_tile * TT_BM;
+  p.a_batch = tc.batch;
+  p.b_batch = tc.batch;
+  p.row_bound = M;
+  p.c_offset = tc.batch * batch_stride_c;
+  return p;
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(TT_THREADS, 1)
 tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
               const __grid_constant__ tt_tensor_map tmap_b, elem_t* __restrict__ C, int M, int N,
               int K, int ldc, long long batch_stride_c, int batch, float alpha, float beta
+#if TT_GROUPED
+              , const int* __restrict__ group_rows, int group_stride
+#endif
 #if TT_STREAM_K
               , float* __restrict__ workspace
 #endif
@@ -255,11 +322,25 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+#if TT_GROUPED
+  __shared__ tt_group_table group_table;
+  if (batch > TT_GROUPS_MAX) __trap();  // the host refuses such a problem; never read past the table
+  // Warp 1 (the producer warpgroup's, idle while thread 0 sets up the barriers) builds the table.
+  if (threadIdx.x / 32 == 1) tt_build_group_table(group_table, group_rows, batch, group_stride, threadIdx.x & 31);
+#define TT_PLACE(tc) tt_place_of(tc, group_table, batch)
+#else
+#define TT_PLACE(tc) tt_place_of(tc, M, batch_stride_c)
+#endif
   __syncthreads();
 
-  const int m_tiles = (M + TT_BM - 1) / TT_BM;
   const int n_tiles = (N + TT_BN - 1) / TT_BN;
+#if TT_GROUPED
+  const int m_tiles = group_table.first_tile[batch];
+  const long long tiles = (long long)m_tiles * n_tiles;
+#else
+  const int m_tiles = (M + TT_BM - 1) / TT_BM;
   const long long tiles = (long long)m_tiles * n_tiles * batch;
+#endif
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
   const tt_schedule sched = tt_make_schedule(tiles, k_tiles, gridDim.x, TT_SK_MIN_UNIT, TT_STREAM_K);
   const int units = tt_units_of(sched, blockIdx.x);
@@ -281,7 +362,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       for (int ui = 0; ui < units; ++ui) {
         const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
         const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
-        const int m0 = tc.m_tile * TT_BM, n0 = tc.n_tile * TT_BN;
+        const tt_tile_place place = TT_PLACE(tc);
+        const int n0 = tc.n_tile * TT_BN;
         for (int kt = u.k_begin; kt < u.k_end; ++kt) {
           const int k0 = kt * TT_BK;
           // A fresh barrier passes parity 1.
@@ -289,8 +371,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
                                    tt_stage_tx_bytes(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
-          tt_load_operand<TT_A_KMAJOR, TT_BM>(sa, &tmap_a, k0, m0, tc.batch, TT_FULL(stage));
-          tt_load_operand<TT_B_KMAJOR, TT_BN>(sb, &tmap_b, k0, n0, tc.batch, TT_FULL(stage));
+          tt_load_operand<TT_A_KMAJOR, TT_BM>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage));
+          tt_load_operand<TT_B_KMAJOR, TT_BN>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage));
           phase = tt_ring_advance(stage, phase, TT_STAGES);
         }
       }
@@ -358,15 +440,17 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       }
 #endif
 
-      elem_t* Cb = C + tc.batch * batch_stride_c;
+      const tt_tile_place place = TT_PLACE(tc);
+      elem_t* Cb = C + place.c_offset;
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi) {
-        const int row0 = tc.m_tile * TT_BM + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
-        tt_epilogue(acc[mi], epi_stage, Cb, ldc, M, N, row0, tc.n_tile * TT_BN, c_vectors, alpha,
+        const int row0 = place.a_row0 + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
+        tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_BN, c_vectors, alpha,
                     beta, lane);
       }
     }
   }
 #undef TT_FULL
 #undef TT_EMPTY
+#undef TT_PLACE
 }

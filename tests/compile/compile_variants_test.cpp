@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -355,6 +357,66 @@ TEST(compile_wgmma_stream_k, a_planted_missing_release_fence_is_caught) {
   ASSERT_TRUE(good.ok && bad.ok) << good.log << bad.log;
   EXPECT_EQ(stream_k_sass_problems(disassemble(good.cubin, "plain")), "");
   EXPECT_NE(stream_k_sass_problems(disassemble(bad.cubin, "planted")).find("MEMBAR.ALL.GPU"), std::string::npos);
+}
+
+// Grouped GEMM (wgmma_grouped.cuh): the template with TT_GROUPED compiles for a one- and a
+// two-consumer tile, whole tiles and stream-K, without spills; its SASS runs HGMMA and the
+// table's shuffle scan. Not yet run on a GPU: no problem asks for it until the grouped
+// problem lands (issue 36).
+namespace {
+std::vector<compile_job> grouped_jobs(const device_spec& d) {
+  gemm_problem p;
+  p.m = 16;  // every tile shape gets its stream-K copy
+  p.n = p.k = 4096;
+  p.type = dtype::bf16;
+  p.layout = parse_layout("nt");
+  std::vector<compile_job> jobs;
+  std::set<std::tuple<int, int, bool>> taken;  // one per tile and scheduler
+  for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
+    if (check_constraints(c, p, d) || c.stages != 4 || c.block_n != 256) continue;
+    if ((c.block_m != 64 && c.block_m != 128) || !taken.insert({c.block_m, wgmma_consumers(c), wgmma_stream_k(c)}).second)
+      continue;
+    jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+    jobs.back().source = "#define TT_GROUPED 1\n" + jobs.back().source;
+    jobs.back().name += " grouped";
+  }
+  return jobs;
+}
+std::string grouped_sass_problems(const std::string& sass) {
+  std::string problems;
+  for (const char* needed : {"HGMMA", "SHFL.UP"})
+    if (sass.find(needed) == std::string::npos) problems += std::string(" no ") + needed + ";";
+  for (const char* banned : {"LDL", "STL"})
+    if (sass.find(banned) != std::string::npos) problems += std::string(" ") + banned + " (local memory);";
+  return problems;
+}
+}  // namespace
+
+TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_builds_its_table_by_shuffles) {
+  const device_spec& d = find_preset("h100-sxm");
+  const std::vector<compile_job> jobs = grouped_jobs(d);
+  std::string names;
+  for (const auto& j : jobs) names += j.name + "; ";
+  ASSERT_GE(jobs.size(), 3u) << names;
+  ASSERT_TRUE(std::any_of(jobs.begin(), jobs.end(), [](const compile_job& j) { return j.name.find("_sk") != std::string::npos; }))
+      << names;
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    std::printf("%s: %d registers, %lld bytes of static shared memory\n", jobs[i].name.c_str(), r.resources.registers,
+                static_cast<long long>(r.resources.static_smem_bytes));
+    ASSERT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << jobs[i].name;
+    EXPECT_EQ(grouped_sass_problems(disassemble(r.cubin, jobs[i].name)), "") << jobs[i].name;
+  }
+  // The check can fail: the same tile without TT_GROUPED builds no table.
+  compile_job plain = jobs.front();
+  plain.source.erase(0, std::string("#define TT_GROUPED 1\n").size());
+  const auto r = nvrtc.compile(plain);
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_NE(grouped_sass_problems(disassemble(r.cubin, "plain")).find("SHFL.UP"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16),
