@@ -35,6 +35,7 @@ struct batch_options {
   std::string precision;  // empty: bf16-mixed where the GPU has bf16, else fp16-mixed
   std::string optimizer = "adamw";
   std::string attention = "flash";
+  std::string loss = "eager";
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
   std::string checkpointing = "auto";
@@ -237,6 +238,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
                         : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
   s.attention = parse_attention(o.attention);
+  s.loss = parse_loss(o.loss);
   s.checkpointing = parse_checkpointing(o.checkpointing);
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
@@ -301,6 +303,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, "flash (SDPA/FlashAttention) | eager")->capture_default_str();
+  cmd->add_option("--loss", o->loss,
+                  "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
+                  "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
+                  "first principles, not traced")
+      ->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
   cmd->add_option("--micro-batch", o->micro_batch,
                   "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "

@@ -275,6 +275,25 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"gpt2", "--zero", "5"}), "--zero 5");
   expect_usage_error(with({"gpt2", "--world-size", "0"}), "--world-size 0");
   expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "maybe");
+  expect_usage_error(with({"gpt2", "--loss", "liger"}), "--loss 'liger'");
+}
+
+// --loss reaches the plan: the JSON names it, and a fused loss (no logits kept) lowers the
+// peak of the same micro-batch by the eager loss's 14 bytes per logit, less what fused keeps.
+TEST(cli, batch_loss_changes_the_peak_by_the_logits) {
+  auto peak = [](const char* loss) {
+    const result r = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "2048", "--micro-batch",
+                          "4", "--checkpointing", "off", "--no-db", "--json", "--loss", loss});
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["setup"]["loss"], loss);
+    return j["candidates"][0]["peak_bytes"].get<double>();
+  };
+  const double saved = peak("eager") - peak("fused");
+  // 4 samples x 2048 tokens x (14 x 128256 logits' bytes - 2 x 4096 x 2 of the input's gradient): 14.6 GB,
+  // and the caching allocator's slack on it on top.
+  EXPECT_GT(saved, 4 * 2048 * (14.0 * 128256 - 4 * 4096)) << saved;
+  EXPECT_LT(saved, 1.5 * 4 * 2048 * 14.0 * 128256) << saved;
 }
 
 namespace {

@@ -311,17 +311,42 @@ void add_logits(const model_spec& m, int compute_bytes, token_inventory& inv) {
     inv.logit_traffic += 3 * 2 * lb * 2;  // three ops and their gradients
     inv.outer_kernels += 6;
   }
+  inv.logit_held_bytes = compute_bytes;
+}
+
+// The other losses, from first principles (neither was traced on this machine).
+// chunked (torchtune, 8 chunks): the same ops a chunk at a time; every 16-bit logit is kept
+// (the output layer returns all chunks), the fp32 temporaries exist for one chunk.
+// fused (Liger's FusedLinearCrossEntropy): token chunks whose logits total about the hidden
+// states' size (chunk = tokens x hidden / vocabulary), the gradient written in place over
+// them, the input's gradient computed in forward and held to backward; no logit tensor kept.
+void apply_loss(const model_spec& m, int compute_bytes, loss_impl loss, token_inventory& inv) {
+  if (loss == loss_impl::chunked) {
+    constexpr double chunks = 8;
+    const double kept = compute_bytes;
+    inv.logit_forward_bytes = kept + (inv.logit_forward_bytes - kept) / chunks;
+    inv.logit_backward_bytes = kept + (inv.logit_backward_bytes - kept) / chunks;
+    inv.outer_kernels += 10 * (chunks - 1);
+  } else if (loss == loss_impl::fused) {
+    const double per_logit =
+        m.vocab_size > 0 ? static_cast<double>(m.hidden_size) / static_cast<double>(m.vocab_size) * compute_bytes : 0;
+    inv.logit_forward_bytes = 2 * per_logit;  // the chunk's logits and the input's gradient
+    inv.logit_backward_bytes = per_logit;     // the input's gradient
+    inv.logit_held_bytes = 0;
+    inv.logit_traffic = 3.0 * compute_bytes;  // the chunk's logits written, read, its gradient written over them
+  }
 }
 
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention_kind, bool frozen_base) {
+                          attention_kernel attention_kind, bool frozen_base, loss_impl loss) {
   const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base);
   token_inventory inv;
   add_layers(m, d, attention_kind, inv);
   add_outer(m, d, inv);
   add_logits(m, compute_bytes, inv);
+  apply_loss(m, compute_bytes, loss, inv);
   return inv;
 }
 

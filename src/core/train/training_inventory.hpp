@@ -21,7 +21,15 @@ struct token_inventory {
   double logit_forward_bytes = 0;
   double logit_backward_bytes = 0;
   double logit_traffic = 0;
+  double logit_held_bytes = 0;  // the model output's logits, kept by the caller through backward
 };
+
+// How the loss meets the logits. eager: transformers' ForCausalLMLoss, every logit upcast to
+// fp32 at once; chunked: the output layer and loss in chunks (torchtune's CEWithChunkedOutputLoss,
+// 8 chunks), the 16-bit logits all kept, the fp32 ones a chunk at a time; fused: the output layer
+// and cross-entropy in one op over token chunks (Liger's FusedLinearCrossEntropy, Cut Cross
+// Entropy), no logit tensor kept.
+enum class loss_impl { eager, chunked, fused };
 
 // How attention runs: SDPA's flash or memory-efficient kernel (fused: keeps
 // only the log-sum-exp), transformers' eager attention, or SDPA's math
@@ -33,6 +41,6 @@ enum class attention_kernel { fused, eager, math };
 // frozen_base: LoRA's frozen base, whose linears and norms keep nothing for
 // their weights' gradients.
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention, bool frozen_base = false);
+                          attention_kernel attention, bool frozen_base = false, loss_impl loss = loss_impl::eager);
 
 }  // namespace tiletune

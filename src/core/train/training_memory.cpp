@@ -258,7 +258,7 @@ void add_logits(const training_setup& s, const token_inventory& inv, memory_brea
     const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
     r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
   }
-  r.logits_held_bytes_per_sample = static_cast<std::int64_t>(activation_bytes(s.prec) * logits);
+  r.logits_held_bytes_per_sample = static_cast<std::int64_t>(inv.logit_held_bytes * logits);
 }
 
 }  // namespace
@@ -283,7 +283,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // no base weight to cast, the residual stream stays in the base's dtype,
   // and frozen linears and norms keep nothing for weight gradients.
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora,
-                                        attention_kernel_of(s), lora);
+                                        attention_kernel_of(s), lora, s.loss);
   add_activations(s, inv, r);
   r.layer_gradients_bytes = layer_gradients_bytes(s, r);
   add_logits(s, inv, r);

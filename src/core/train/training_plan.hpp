@@ -14,6 +14,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/plan_mode.hpp"
 #include "core/train/model_spec.hpp"
+#include "core/train/training_inventory.hpp"
 
 namespace tiletune {
 
@@ -25,9 +26,11 @@ enum class checkpoint_policy { automatic, on, off };
 std::string_view to_string(precision p);
 std::string_view to_string(optimizer_kind o);
 std::string_view to_string(attention_impl a);
+std::string_view to_string(loss_impl l);
 precision parse_precision(std::string_view s);
 optimizer_kind parse_optimizer(std::string_view s);
 attention_impl parse_attention(std::string_view s);
+loss_impl parse_loss(std::string_view s);
 checkpoint_policy parse_checkpointing(std::string_view s);
 
 struct training_setup {
@@ -36,6 +39,7 @@ struct training_setup {
   precision prec = precision::bf16_mixed;
   optimizer_kind optimizer = optimizer_kind::adamw;
   attention_impl attention = attention_impl::flash;
+  loss_impl loss = loss_impl::eager;
   checkpoint_policy checkpointing = checkpoint_policy::automatic;
   int zero_stage = 0;
   int world_size = 1;

@@ -32,6 +32,8 @@ const std::pair<optimizer_kind, const char*> optimizer_names[] = {{optimizer_kin
                                                                   {optimizer_kind::sgd_momentum, "sgd-momentum"}};
 const std::pair<attention_impl, const char*> attention_names[] = {{attention_impl::flash, "flash"},
                                                                   {attention_impl::eager, "eager"}};
+const std::pair<loss_impl, const char*> loss_names[] = {
+    {loss_impl::eager, "eager"}, {loss_impl::chunked, "chunked"}, {loss_impl::fused, "fused"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
     {checkpoint_policy::automatic, "auto"}, {checkpoint_policy::on, "on"}, {checkpoint_policy::off, "off"}};
 
@@ -47,9 +49,11 @@ std::string_view name_of(E e, const std::pair<E, const char*> (&names)[N]) {
 std::string_view to_string(precision p) { return name_of(p, precision_names); }
 std::string_view to_string(optimizer_kind o) { return name_of(o, optimizer_names); }
 std::string_view to_string(attention_impl a) { return name_of(a, attention_names); }
+std::string_view to_string(loss_impl l) { return name_of(l, loss_names); }
 precision parse_precision(std::string_view s) { return parse_enum(s, "--precision", precision_names); }
 optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--optimizer", optimizer_names); }
 attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
+loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) { return parse_enum(s, "--checkpointing", checkpoint_names); }
 
 void validate(const training_setup& s) {

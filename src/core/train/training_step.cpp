@@ -200,7 +200,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const model_spec& m = s.model;
   const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora_base,
-                                        attention_kernel_of(s), lora_base);
+                                        attention_kernel_of(s), lora_base, s.loss);
   const double passes = checkpointing ? 4 : 3;
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   const memory_breakdown mem = estimate_memory(s);
