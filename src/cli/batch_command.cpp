@@ -46,6 +46,7 @@ struct batch_options {
   std::optional<double> link_gbs;
   int lora_rank = 0;
   double lora_dropout = 0;
+  std::string lora_targets = "all-linear";
   std::optional<int> expert_parallel;
   double safety_margin = 0.05;
   std::string out;
@@ -68,7 +69,7 @@ std::string format_plan(const batch_plan& plan) {
                                      m.expert_parallel)
                        : "",
       m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
-      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {}", s.lora_rank) : "",
+      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {} on {}", s.lora_rank, lora_targets_name(s.lora_targets)) : "",
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
@@ -249,6 +250,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.network_gbs = o.network_gbs;
   s.lora_rank = o.lora_rank;
   s.lora_dropout = o.lora_dropout;
+  s.lora_targets = parse_lora_targets(o.lora_targets);
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
@@ -324,8 +326,14 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "Override: the collectives' bandwidth per GPU in GB/s, one direction (default: the preset's GPU "
                   "link inside a node; across nodes the smaller of it and --gpus-per-node x --network-gbs, NCCL's "
                   "rings using every port)");
-  cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank on every linear layer of the blocks (0: full fine-tuning)")
-      ->capture_default_str();
+  auto* rank = cmd->add_option("--lora-rank", o->lora_rank,
+                               "LoRA rank on the linear layers --lora-targets names (0: full fine-tuning)")
+                   ->capture_default_str();
+  cmd->add_option("--lora-targets", o->lora_targets,
+                  "The linears LoRA adapts: all-linear (peft's, every linear of the blocks) or a list of q, k, v, o, "
+                  "gate, up, down (q,v: the LoRA paper's and many trainers' default)")
+      ->capture_default_str()
+      ->needs(rank);
   cmd->add_option("--lora-dropout", o->lora_dropout,
                   "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
 
 using namespace tiletune;
@@ -141,4 +142,23 @@ TEST(memory, each_loss_keeps_what_its_implementation_allocates) {
     EXPECT_LT(chunked.peak_bytes(b, false, false), eager.peak_bytes(b, false, false)) << b;
     EXPECT_LT(fused.peak_bytes(b, false, false), chunked.peak_bytes(b, false, false)) << b;
   }
+}
+
+// --lora-targets: peft's print_trainable_parameters for Llama-3-8B at rank 16 reads
+// 6,815,744 with target_modules q_proj,v_proj and 41,943,040 with all-linear
+// (32 layers x 16 x ((4096+4096) + (1024+4096)) and x 16 x (2(4096+4096) + 2(1024+4096) + 3(14336+4096))).
+TEST(memory, lora_targets_count_the_adapters_peft_counts) {
+  training_setup s = setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
+  EXPECT_EQ(estimate_memory(s).trainable_parameters, 41'943'040);
+  s.lora_targets = parse_lora_targets("q,v");
+  const memory_breakdown qv = estimate_memory(s);
+  EXPECT_EQ(qv.trainable_parameters, 6'815'744);
+  s.lora_targets = lora_all_linear;
+  const memory_breakdown all = estimate_memory(s);
+  EXPECT_LT(qv.peak_bytes(4, false, false), all.peak_bytes(4, false, false));
+  EXPECT_LT(qv.activation_bytes_per_sample, all.activation_bytes_per_sample);
+  EXPECT_EQ(lora_targets_name(parse_lora_targets("v,q")), "q,v");
+  EXPECT_EQ(lora_targets_name(parse_lora_targets("q,k,v,o,gate,up,down")), "q,k,v,o,gate,up,down");
+  EXPECT_EQ(lora_targets_name(parse_lora_targets("all-linear")), "all-linear");
+  for (const char* bad : {"", "q,", "qkv", "q,,v", "all"}) EXPECT_THROW(parse_lora_targets(bad), usage_error) << bad;
 }

@@ -27,7 +27,7 @@ host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool 
   for (const auto& t : weight_tensors(s.model)) {
     if (s.lora_rank == 0)
       trainable_tensors += static_cast<double>(t.count);
-    else if (lora_adapts(t))
+    else if (lora_adapts(s, t))
       trainable_tensors += 2.0 * static_cast<double>(t.count);
   }
   // Python issues the forward (and the recompute), autograd's C++ engine the backward.

@@ -28,7 +28,23 @@ namespace tiletune {
 
 bool lora_adapters_run_fp32(const training_setup& s) { return s.lora_rank > 0 && !is_mixed(s.prec); }
 
-bool lora_adapts(const weight_tensor& t) { return t.linear && t.name.rfind("layers.", 0) == 0; }
+bool lora_adapts(const training_setup& s, const weight_tensor& t) {
+  if (!t.linear || !t.name.starts_with("layers.")) return false;
+  if (s.lora_targets == lora_all_linear) return true;
+  std::string_view n = std::string_view(t.name).substr(7);
+  for (std::string_view owner : {"experts.", "shared_expert."})
+    if (n.starts_with(owner)) n.remove_prefix(owner.size());
+  unsigned bits = 0;
+  if (n == "q_proj" || n == "q_a_proj" || n == "q_b_proj") bits = lora_q;
+  else if (n == "k_proj") bits = lora_k;
+  else if (n == "v_proj") bits = lora_v;
+  else if (n == "kv_a_proj" || n == "kv_b_proj") bits = lora_k | lora_v;
+  else if (n == "o_proj") bits = lora_o;
+  else if (n == "gate_proj") bits = lora_gate;
+  else if (n == "up_proj") bits = lora_up;
+  else if (n == "down_proj") bits = lora_down;
+  return (s.lora_targets & bits) != 0;
+}
 
 double optimizer_state_element_bytes(const training_setup& s) {
   return s.prec == precision::bf16 && s.lora_rank == 0 ? 2 : 4;
@@ -40,7 +56,7 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
   const int ep = expert_parallel_degree(s);
   const bool fp32 = lora_adapters_run_fp32(s);
   for (const auto& t : weight_tensors(s.model)) {
-    if (!lora_adapts(t)) continue;
+    if (!lora_adapts(s, t)) continue;
     // A routed expert's adapters: one batch entry per local expert, with its rows.
     const std::int64_t batch = t.group > 1 ? t.group / ep : 1, count = t.count / std::max<std::int64_t>(1, t.group);
     const auto rows = t.group > 1 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep))
@@ -144,7 +160,7 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
   const double fwd_passes = checkpointing ? 2 : 1;
   const double n = static_cast<double>(tokens);
   for (const auto& t : weight_tensors(s.model)) {
-    if (!lora_adapts(t)) continue;
+    if (!lora_adapts(s, t)) continue;
     // An expert's adapters see its share of the tokens; launches are per expert group.
     const double per_token = static_cast<double>(t.count) * t.token_share;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);

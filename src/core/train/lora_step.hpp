@@ -13,9 +13,9 @@ namespace tiletune {
 // torch.autocast (pure bf16, fp32) the adapter GEMMs are fp32 GEMMs.
 bool lora_adapters_run_fp32(const training_setup& s);
 
-// The weights LoRA adapts: every linear layer of the blocks ("all-linear",
-// as in the QLoRA paper; each expert's too where it is an nn.Linear).
-bool lora_adapts(const weight_tensor& t);
+// The weights LoRA adapts: the linear layers of the blocks that --lora-targets names (all of
+// them by default, "all-linear" as in the QLoRA paper; each expert's too where it is an nn.Linear).
+bool lora_adapts(const training_setup& s, const weight_tensor& t);
 
 // Bytes of an optimizer state element: PyTorch keeps the states in the
 // parameters' dtype, bf16 in pure bf16 training and fp32 otherwise, and

@@ -3,6 +3,7 @@
 #include "core/train/training_plan.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
@@ -26,23 +27,24 @@ std::int64_t linear_parameters(const model_spec& m, bool experts) {
 // LoRA adapters on every linear layer of the blocks ("all-linear", as in the
 // QLoRA paper): r * (in + out) parameters per adapted matrix (each expert's
 // too: peft's all-linear adapts them where they are nn.Linear modules).
-std::int64_t lora_parameters(const model_spec& m, int rank, bool experts) {
+std::int64_t lora_parameters(const training_setup& s, bool experts) {
   std::int64_t n = 0;
-  for (const auto& t : weight_tensors(m))
-    if (lora_adapts(t) && of_kind(t, experts))
-      n += static_cast<std::int64_t>(rank) * (t.rows + t.cols) * t.count;
+  for (const auto& t : weight_tensors(s.model))
+    if (lora_adapts(s, t) && of_kind(t, experts))
+      n += static_cast<std::int64_t>(s.lora_rank) * (t.rows + t.cols) * t.count;
   return n;
 }
 
 // Adafactor (Shazeer & Stern 2018) keeps, per matrix, one row and one column
 // of second-moment factors, and a full second moment per vector; no first
 // moment (transformers' default beta1=None). fp32 states.
-std::int64_t adafactor_state_bytes(const model_spec& m, int lora_rank, bool experts) {
+std::int64_t adafactor_state_bytes(const training_setup& s, bool experts) {
+  const int lora_rank = s.lora_rank;
   std::int64_t elements = 0;
-  for (const auto& t : weight_tensors(m)) {
+  for (const auto& t : weight_tensors(s.model)) {
     if (!of_kind(t, experts)) continue;
     if (lora_rank > 0) {
-      if (lora_adapts(t))
+      if (lora_adapts(s, t))
         elements += (lora_rank + t.cols + t.rows + lora_rank) * t.count;  // A: r x in, B: out x r
     } else {
       elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
@@ -86,7 +88,7 @@ double lora_transient_per_token(const training_setup& s) {
   const double per_width = is_mixed(s.prec) ? 6 : 4;
   double widest = 0;
   for (const auto& t : weight_tensors(s.model))
-    if (lora_adapts(t))
+    if (lora_adapts(s, t))
       widest = std::max(widest, static_cast<double>(t.rows) * std::min(1.0, t.token_share));
   return per_width * widest;
 }
@@ -96,7 +98,6 @@ double lora_transient_per_token(const training_setup& s) {
 // ranks, each share held by N / ep of them (moe_parallel.hpp). For a dense
 // model the experts' share is empty.
 void add_state_bytes(const training_setup& s, memory_breakdown& r) {
-  const model_spec& m = s.model;
   const bool lora = s.lora_rank > 0;
   const double ep = r.expert_parallel;
   double weights = 0, grads = 0, optimizer = 0;
@@ -108,7 +109,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
                      split;
     const double N = s.world_size / split;
     const double states = s.optimizer == optimizer_kind::adafactor
-                              ? static_cast<double>(adafactor_state_bytes(m, s.lora_rank, experts)) / split
+                              ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
                               : optimizer_state_bytes(s) * T;
     if (s.zero_stage == 0) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
@@ -187,13 +188,20 @@ double lora_kept_per_token(const training_setup& s) {
   const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
   const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
   const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
-  auto reads_anothers_input = [&](const std::string& n) {
-    return n == "layers.k_proj" || n == "layers.v_proj" ||
-           (m.gated_mlp && (n == "layers.up_proj" || n == "layers.experts.up_proj" || n == "layers.shared_expert.up_proj"));
+  // Linears that read one input: q, k and v the attention's, gate and up the MLP's (each
+  // expert's, the shared expert's). Without a cast or dropout their adapters keep it once.
+  auto input_of = [&](const std::string& n) -> std::string {
+    for (const char* qkv : {"layers.q_proj", "layers.k_proj", "layers.v_proj"})
+      if (n == qkv) return "attention";
+    for (const char* owner : {"layers.", "layers.experts.", "layers.shared_expert."})
+      if (m.gated_mlp && (n == std::string(owner) + "gate_proj" || n == std::string(owner) + "up_proj")) return owner;
+    return n;
   };
+  std::set<std::string> inputs_kept;
   for (const auto& t : weight_tensors(m))
-    if (lora_adapts(t)) {
-      const double input = shared_input && reads_anothers_input(t.name) ? 0.0 : (e + mask) * static_cast<double>(t.cols);
+    if (lora_adapts(s, t)) {
+      const bool kept_already = shared_input && !inputs_kept.insert(input_of(t.name)).second;
+      const double input = kept_already ? 0.0 : (e + mask) * static_cast<double>(t.cols);
       lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
                     t.token_share;  // an expert's adapters see its share of the tokens
     }
@@ -271,9 +279,9 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.expert_parameters = expert_parameter_count(m);
   r.expert_parallel = expert_parallel_degree(s);
   const bool lora = s.lora_rank > 0;
-  r.trainable_parameters = lora ? lora_parameters(m, s.lora_rank, false) + lora_parameters(m, s.lora_rank, true)
+  r.trainable_parameters = lora ? lora_parameters(s, false) + lora_parameters(s, true)
                                 : r.parameters;
-  r.expert_trainable_parameters = lora ? lora_parameters(m, s.lora_rank, true) : r.expert_parameters;
+  r.expert_trainable_parameters = lora ? lora_parameters(s, true) : r.expert_parameters;
   add_state_bytes(s, r);
   add_autocast_copies(s, r);
   // Activations kept for backward, op by op (training_inventory.cpp has the

@@ -22,6 +22,12 @@ enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
 enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
 enum class attention_impl { flash, eager };
 enum class checkpoint_policy { automatic, on, off };
+// The linears LoRA adapts (--lora-targets), as bits; lora_all_linear adapts every linear of the
+// blocks (peft's "all-linear", the QLoRA paper's choice). q covers MLA's q_a/q_b, k and v its kv_a/kv_b.
+enum lora_target : unsigned { lora_q = 1, lora_k = 2, lora_v = 4, lora_o = 8, lora_gate = 16, lora_up = 32, lora_down = 64 };
+inline constexpr unsigned lora_all_linear = ~0u;
+unsigned parse_lora_targets(std::string_view s);  // "q,v", "q,k,v,o,gate,up,down", "all-linear"
+std::string lora_targets_name(unsigned targets);
 
 std::string_view to_string(precision p);
 std::string_view to_string(optimizer_kind o);
@@ -44,6 +50,7 @@ struct training_setup {
   int zero_stage = 0;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
+  unsigned lora_targets = lora_all_linear;
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)

@@ -56,6 +56,39 @@ attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--att
 loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) { return parse_enum(s, "--checkpointing", checkpoint_names); }
 
+namespace {
+const std::pair<lora_target, const char*> lora_target_names[] = {{lora_q, "q"},       {lora_k, "k"},  {lora_v, "v"},
+                                                                  {lora_o, "o"},       {lora_gate, "gate"},
+                                                                  {lora_up, "up"},     {lora_down, "down"}};
+}  // namespace
+
+unsigned parse_lora_targets(std::string_view s) {
+  if (s == "all-linear") return lora_all_linear;
+  unsigned targets = 0;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = s.find(',', start);
+    const std::string_view item = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+    unsigned bit = 0;
+    for (const auto& [b, name] : lora_target_names)
+      if (item == name) bit = b;
+    if (bit == 0)
+      throw usage_error(fmt::format("--lora-targets {}: \"{}\" is not one of q, k, v, o, gate, up, down (or use all-linear)",
+                                    s, item));
+    targets |= bit;
+    if (comma == std::string_view::npos) return targets;
+    start = comma + 1;
+  }
+}
+
+std::string lora_targets_name(unsigned targets) {
+  if (targets == lora_all_linear) return "all-linear";
+  std::string out;
+  for (const auto& [b, name] : lora_target_names)
+    if (targets & b) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
 void validate(const training_setup& s) {
   if (s.seq_len < 1) throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", s.seq_len));
   if (s.model.max_positions > 0 && s.seq_len > s.model.max_positions)
