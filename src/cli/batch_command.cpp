@@ -47,6 +47,7 @@ struct batch_options {
   int lora_rank = 0;
   double lora_dropout = 0;
   std::string lora_targets = "all-linear";
+  std::string adapter_dtype = "fp32";
   std::optional<int> expert_parallel;
   double safety_margin = 0.05;
   std::string out;
@@ -251,6 +252,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.lora_rank = o.lora_rank;
   s.lora_dropout = o.lora_dropout;
   s.lora_targets = parse_lora_targets(o.lora_targets);
+  s.adapters = parse_adapter_dtype(o.adapter_dtype);
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
@@ -332,6 +334,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--lora-targets", o->lora_targets,
                   "The linears LoRA adapts: all-linear (peft's, every linear of the blocks) or a list of q, k, v, o, "
                   "gate, up, down (q,v: the LoRA paper's and many trainers' default)")
+      ->capture_default_str()
+      ->needs(rank);
+  cmd->add_option("--adapter-dtype", o->adapter_dtype,
+                  "fp32 (peft upcasts its adapters) | bf16 (torchtune and other trainers: bf16 adapters, gradients "
+                  "and optimizer states, no casts; needs --precision bf16 or bf16-mixed)")
       ->capture_default_str()
       ->needs(rank);
   cmd->add_option("--lora-dropout", o->lora_dropout,

@@ -278,6 +278,8 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"gpt2", "--loss", "liger"}), "--loss 'liger'");
   expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", "q,x"}), "\"x\" is not one of");
   expect_usage_error(with({"gpt2", "--lora-targets", "q,v"}), "--lora-rank");
+  expect_usage_error(with({"gpt2", "--lora-rank", "8", "--adapter-dtype", "bf16", "--precision", "fp32"}),
+                     "--adapter-dtype bf16 needs a bf16 base");
 }
 
 // --loss reaches the plan: the JSON names it, and a fused loss (no logits kept) lowers the

@@ -162,3 +162,23 @@ TEST(memory, lora_targets_count_the_adapters_peft_counts) {
   EXPECT_EQ(lora_targets_name(parse_lora_targets("all-linear")), "all-linear");
   for (const char* bad : {"", "q,", "qkv", "q,,v", "all"}) EXPECT_THROW(parse_lora_targets(bad), usage_error) << bad;
 }
+
+// --adapter-dtype bf16 (torchtune's LoRA): adapters, their gradients and AdamW's two states in
+// 2 bytes instead of 4, and no autocast copy; Llama-3-8B r16 all-linear has T = 41,943,040
+// adapter parameters, so the weights and the gradients each drop by 2T, the states by 4T.
+TEST(memory, bf16_adapters_halve_what_the_adapters_keep) {
+  training_setup s = setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
+  const memory_breakdown fp32 = estimate_memory(s);
+  s.adapters = adapter_dtype::bf16;
+  const memory_breakdown bf16 = estimate_memory(s);
+  const std::int64_t T = 41'943'040;
+  EXPECT_EQ(fp32.weights_bytes - bf16.weights_bytes, 2 * T);
+  EXPECT_EQ(fp32.gradients_bytes - bf16.gradients_bytes, 2 * T);
+  EXPECT_EQ(fp32.optimizer_bytes - bf16.optimizer_bytes, 4 * T);
+  EXPECT_EQ(fp32.autocast_weight_copies_bytes, 2 * T);
+  EXPECT_EQ(bf16.autocast_weight_copies_bytes, 0);
+  s.prec = precision::fp16_mixed;
+  EXPECT_THROW(validate(s), usage_error);
+  EXPECT_EQ(parse_adapter_dtype("bf16"), adapter_dtype::bf16);
+  EXPECT_THROW(parse_adapter_dtype("fp16"), usage_error);
+}

@@ -26,7 +26,9 @@
 
 namespace tiletune {
 
-bool lora_adapters_run_fp32(const training_setup& s) { return s.lora_rank > 0 && !is_mixed(s.prec); }
+bool lora_adapters_run_fp32(const training_setup& s) {
+  return s.lora_rank > 0 && !is_mixed(s.prec) && s.adapters == adapter_dtype::fp32;
+}
 
 bool lora_adapts(const training_setup& s, const weight_tensor& t) {
   if (!t.linear || !t.name.starts_with("layers.")) return false;
@@ -47,7 +49,8 @@ bool lora_adapts(const training_setup& s, const weight_tensor& t) {
 }
 
 double optimizer_state_element_bytes(const training_setup& s) {
-  return s.prec == precision::bf16 && s.lora_rank == 0 ? 2 : 4;
+  if (s.lora_rank > 0) return s.adapters == adapter_dtype::bf16 ? 2 : 4;
+  return s.prec == precision::bf16 ? 2 : 4;
 }
 
 void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
@@ -101,7 +104,7 @@ struct lora_pass_costs {
 lora_pass_costs lora_pass_costs_of(const training_setup& s) {
   const double a = activation_bytes(s.prec);
   lora_pass_costs c;
-  if (is_mixed(s.prec)) {
+  if (is_mixed(s.prec) && s.adapters == adapter_dtype::fp32) {
     // Autocast: peft's cast of x to fp32 (a + 4) and autocast's back to 16
     // bits for lora_A (4 + a); B's 16-bit output scaled (a + a) and added to
     // the base output (3a). Backward: the scale's gradient (2a), the two
@@ -132,7 +135,8 @@ lora_pass_costs lora_pass_costs_of(const training_setup& s) {
     c.k_fwd = 6;  // cast, A, B, scale, add, cast
     c.k_bwd = 9;  // two casts, scale, four GEMMs, dx's cast and add
   } else {
-    // fp32 throughout: the scale, the add, the scale's gradient and dx's add.
+    // No casts (fp32 throughout, or bf16 adapters on a bf16 base): the scale, the add, the
+    // scale's gradient and dx's add.
     c.out_fwd = 2 * a + 3 * a;
     c.out_bwd = 2 * a;
     c.in_bwd = 3 * a;

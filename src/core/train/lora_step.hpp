@@ -19,8 +19,8 @@ bool lora_adapts(const training_setup& s, const weight_tensor& t);
 
 // Bytes of an optimizer state element: PyTorch keeps the states in the
 // parameters' dtype, bf16 in pure bf16 training and fp32 otherwise, and
-// fp32 for LoRA in every precision (peft's adapters are fp32,
-// get_peft_model(autocast_adapter_dtype=True)).
+// for LoRA the adapters' (fp32 as peft keeps them, get_peft_model(autocast_adapter_dtype=True),
+// or bf16 with --adapter-dtype bf16).
 double optimizer_state_element_bytes(const training_setup& s);
 
 // The six GEMMs of every adapter per step: A (tokens x r x in) and B (tokens

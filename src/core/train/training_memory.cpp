@@ -119,8 +119,9 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // (fp32 for fp32 training) and trains fp32 adapters.
       if (lora) {
         const double base = s.prec == precision::fp32 ? 4 : 2;
-        weights += base * P + 4 * T;
-        grads += 4 * T;
+        const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
+        weights += base * P + adapter * T;
+        grads += adapter * T;
       } else if (is_mixed(s.prec)) {
         weights += 4 * P;
         grads += 4 * T;
@@ -158,8 +159,9 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
     if (s.lora_rank > 0) {
-      // The frozen base is 16-bit already: only the adapters are cast.
-      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
+      // The frozen base is 16-bit already: only fp32 adapters are cast.
+      if (s.adapters == adapter_dtype::fp32)
+        r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
     } else {
       const double linear = static_cast<double>(linear_parameters(m, false)) +
                             static_cast<double>(linear_parameters(m, true)) / ep;

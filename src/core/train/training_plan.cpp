@@ -179,11 +179,15 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
                                         : ""));
   if (s.lora_rank > 0)
     plan.notes.push_back(fmt::format(
-        "LoRA as peft runs it: fp32 adapters on every linear layer of the blocks, the input cast to the adapters' "
+        "LoRA as peft runs it: {} adapters on {}, the input cast to the adapters' "
         "dtype, {}; lora_dropout {} ({}); no real LoRA step has been measured for this model (the LoRA figures are "
         "derived from what peft and autograd run, not calibrated)",
-        lora_adapters_run_fp32(s) ? "so without autocast the adapter GEMMs and their sum run in fp32"
-                                  : "cast back to 16 bits by autocast for the adapter GEMMs",
+        to_string(s.adapters),
+        s.lora_targets == lora_all_linear ? "every linear layer of the blocks"
+                                          : fmt::format("the {} linears of the blocks", lora_targets_name(s.lora_targets)),
+        lora_adapters_run_fp32(s)             ? "so without autocast the adapter GEMMs and their sum run in fp32"
+        : s.adapters == adapter_dtype::bf16   ? "a no-op on a bf16 base: no casts, bf16 gradients and optimizer states"
+                                              : "cast back to 16 bits by autocast for the adapter GEMMs",
         s.lora_dropout,
         s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
                            : "nn.Identity: set --lora-dropout to your LoraConfig's"));

@@ -26,6 +26,11 @@ enum class checkpoint_policy { automatic, on, off };
 // blocks (peft's "all-linear", the QLoRA paper's choice). q covers MLA's q_a/q_b, k and v its kv_a/kv_b.
 enum lora_target : unsigned { lora_q = 1, lora_k = 2, lora_v = 4, lora_o = 8, lora_gate = 16, lora_up = 32, lora_down = 64 };
 inline constexpr unsigned lora_all_linear = ~0u;
+// The adapters' weights: fp32 (peft's get_peft_model upcasts them) or bf16 (torchtune and other
+// trainers keep them in the base's dtype, with bf16 gradients and optimizer states).
+enum class adapter_dtype { fp32, bf16 };
+std::string_view to_string(adapter_dtype a);
+adapter_dtype parse_adapter_dtype(std::string_view s);
 unsigned parse_lora_targets(std::string_view s);  // "q,v", "q,k,v,o,gate,up,down", "all-linear"
 std::string lora_targets_name(unsigned targets);
 
@@ -51,6 +56,7 @@ struct training_setup {
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
   unsigned lora_targets = lora_all_linear;
+  adapter_dtype adapters = adapter_dtype::fp32;
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)

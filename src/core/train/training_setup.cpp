@@ -62,6 +62,13 @@ const std::pair<lora_target, const char*> lora_target_names[] = {{lora_q, "q"}, 
                                                                   {lora_up, "up"},     {lora_down, "down"}};
 }  // namespace
 
+std::string_view to_string(adapter_dtype a) { return a == adapter_dtype::bf16 ? "bf16" : "fp32"; }
+adapter_dtype parse_adapter_dtype(std::string_view s) {
+  if (s == "fp32") return adapter_dtype::fp32;
+  if (s == "bf16") return adapter_dtype::bf16;
+  throw usage_error(fmt::format("--adapter-dtype {} is unknown: use fp32 (peft's) or bf16", s));
+}
+
 unsigned parse_lora_targets(std::string_view s) {
   if (s == "all-linear") return lora_all_linear;
   unsigned targets = 0;
@@ -85,11 +92,17 @@ std::string lora_targets_name(unsigned targets) {
   if (targets == lora_all_linear) return "all-linear";
   std::string out;
   for (const auto& [b, name] : lora_target_names)
-    if (targets & b) out += (out.empty() ? "" : ",") + std::string(name);
+    if (targets & b) {
+      if (!out.empty()) out += ',';
+      out += name;
+    }
   return out;
 }
 
 void validate(const training_setup& s) {
+  if (s.adapters == adapter_dtype::bf16 && s.prec != precision::bf16 && s.prec != precision::bf16_mixed)
+    throw usage_error(fmt::format("--adapter-dtype bf16 needs a bf16 base: --precision bf16 or bf16-mixed, not {}",
+                                  to_string(s.prec)));
   if (s.seq_len < 1) throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", s.seq_len));
   if (s.model.max_positions > 0 && s.seq_len > s.model.max_positions)
     throw usage_error(fmt::format("--seq-len {} is longer than {}'s {} positions", s.seq_len, s.model.name,
