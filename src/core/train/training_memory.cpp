@@ -24,9 +24,9 @@ std::int64_t linear_parameters(const model_spec& m, bool experts) {
   return n;
 }
 
-// LoRA adapters on every linear layer of the blocks ("all-linear", as in the
-// QLoRA paper): r * (in + out) parameters per adapted matrix (each expert's
-// too: peft's all-linear adapts them where they are nn.Linear modules).
+// LoRA adapters on the linears of the blocks --lora-targets names (all of them by default,
+// "all-linear" as in the QLoRA paper): r * (in + out) parameters per adapted matrix (each
+// expert's too: peft adapts them where they are nn.Linear modules).
 std::int64_t lora_parameters(const training_setup& s, bool experts) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(s.model))
