@@ -70,9 +70,11 @@ TEST(toy_family, plans_compiles_exports_and_is_timed_by_the_stand_in_worker) {
   }
   std::filesystem::remove_all(dir);
   EXPECT_EQ(plan.mode, plan_mode::measured);
-  for (const auto& v : plan.variants)
-    if (to_string(v.config.family) == "toy")
+  for (const auto& v : plan.variants) {
+    if (to_string(v.config.family) == "toy") {
       EXPECT_EQ(v.status, variant_status::ok) << v.config.id() << ": " << v.reason;
+    }
+  }
   ASSERT_TRUE(plan.recommended);
   const variant_result& timed = plan.variants[*plan.recommended];
   EXPECT_EQ(to_string(timed.config.family), "toy");

@@ -32,7 +32,7 @@ double linear_parameters(const model_spec& m) {
 TEST(model_gemms, a_step_runs_every_linear_flop_once_per_pass) {
   const model_spec m = load_model("llama-3-8b");
   const double params = linear_parameters(m);
-  for (const auto [phase, passes] : {std::pair{model_phase::train, 6.0}, {model_phase::prefill, 2.0}}) {
+  for (const auto& [phase, passes] : {std::pair{model_phase::train, 6.0}, {model_phase::prefill, 2.0}}) {
     const auto s = model_gemms(m, 4096, phase, dtype::bf16);
     EXPECT_NEAR(step_flops(s) / (passes * 4096 * params), 1.0, 1e-12) << to_string(phase);
     std::set<std::string> shapes;
