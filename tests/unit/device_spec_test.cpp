@@ -13,7 +13,8 @@
 using namespace tiletune;
 
 TEST(device_spec, the_required_presets_exist_with_sane_figures) {
-  for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090"}) {
+  for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090", "h800",
+                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090"}) {
     const device_spec& d = find_preset(name);
     EXPECT_EQ(d.preset, name);
     EXPECT_GT(d.sm_count, 0) << name;
@@ -47,6 +48,14 @@ TEST(device_spec, live_names_map_to_presets) {
   EXPECT_EQ(preset_for_device_name("NVIDIA H200", 141 * gib)->preset, "h200");
   EXPECT_EQ(preset_for_device_name("NVIDIA A100-SXM4-40GB", 40 * gib)->preset, "a100-sxm-40gb");
   EXPECT_EQ(preset_for_device_name("NVIDIA A100-SXM4-80GB", 80 * gib)->preset, "a100-sxm-80gb");
+  EXPECT_EQ(preset_for_device_name("NVIDIA H800", 80 * gib)->preset, "h800");
+  EXPECT_EQ(preset_for_device_name("NVIDIA H100 NVL", 94 * gib)->preset, "h100-nvl");
+  EXPECT_EQ(preset_for_device_name("NVIDIA L4", 23 * gib)->preset, "l4");
+  EXPECT_EQ(preset_for_device_name("NVIDIA L40S", 45 * gib)->preset, "l40s");
+  EXPECT_FALSE(preset_for_device_name("NVIDIA L40", 45 * gib).has_value());  // not an L4
+  EXPECT_EQ(preset_for_device_name("NVIDIA RTX 6000 Ada Generation", 48 * gib)->preset, "rtx-6000-ada");
+  EXPECT_EQ(preset_for_device_name("NVIDIA RTX A6000", 48 * gib)->preset, "rtx-a6000");
+  EXPECT_EQ(preset_for_device_name("NVIDIA GeForce RTX 3090", 24 * gib)->preset, "rtx-3090");
   EXPECT_FALSE(preset_for_device_name("NVIDIA GeForce GTX 1080", 8 * gib).has_value());
 }
 
@@ -71,4 +80,25 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
   EXPECT_NEAR(find_preset("h100-sxm").memory_bytes / double(1LL << 30), 79.2, 0.05);
   // The H200's: nvidia-smi's total of 140.4 GiB (cited in issue 39), not 141 GB read as 131.3 GiB.
   EXPECT_NEAR(find_preset("h200").memory_bytes / double(1LL << 30), 140.4, 0.05);
+}
+
+// The presets added for issue 37, against their datasheets by arithmetic: the estimate from SMs x
+// clock x the architecture's dense rate lands within 2% of each datasheet figure entered.
+TEST(device_spec, new_presets_agree_with_their_clocks_and_sms) {
+  // L40S: 142 x 1024 x 2.52 GHz = 366.4 (datasheet 362.05); RTX 6000 Ada: 142 x 1024 x 2.505 = 364.2;
+  // RTX A6000 (a data-centre rate on GA102): 84 x 1024 x 1.8 = 154.8; fp32: SMs x 256 x clock.
+  for (const char* name : {"l40s", "rtx-6000-ada"}) {
+    device_spec d = find_preset(name);
+    const double bf16 = d.peak_tflops_bf16, f32 = d.peak_tflops_f32;
+    estimate_peaks(d);
+    EXPECT_NEAR(d.peak_tflops_bf16 / bf16, 1, 0.02) << name;
+    EXPECT_NEAR(d.peak_tflops_f32 / f32, 1, 0.02) << name;
+  }
+  const device_spec& a6000 = find_preset("rtx-a6000");
+  EXPECT_NEAR(84 * 1024 * 1.8e9 / 1e12, a6000.peak_tflops_bf16, 0.1);
+  EXPECT_NEAR(84 * 256 * 1.8e9 / 1e12, a6000.peak_tflops_f32, 0.1);
+  const device_spec& h800 = find_preset("h800");
+  EXPECT_EQ(h800.peak_tflops_bf16, find_preset("h100-sxm").peak_tflops_bf16);
+  EXPECT_LT(h800.gpu_link_gbs, find_preset("h100-sxm").gpu_link_gbs);
+  EXPECT_EQ(find_preset("rtx-3090").arch(), "sm_86");
 }

@@ -48,6 +48,22 @@ device_spec ampere_a100(std::string key, std::string name) {
   return d;
 }
 
+// GA102 (sm_86): the RTX A6000 and the GeForce RTX 3090.
+device_spec ampere_ga102(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 86;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 16;
+  d.smem_per_sm_bytes = 100 * KiB;
+  d.smem_per_block_optin_bytes = 99 * KiB;
+  d.l2_bytes = 6 * MiB;
+  d.l2_bandwidth_gbs = 2500;  // rough, as the others: ranks tiles only
+  d.gpu_link_gbs = 32;        // PCIe 4.0 x16
+  return d;
+}
+
 device_spec ada(std::string key, std::string name) {
   device_spec d;
   d.preset = std::move(key);
@@ -185,9 +201,109 @@ device_spec rtx4090_preset() {
   return rtx4090;
 }
 
+// Figures: the H800 is the H100 SXM5 die, clocks, memory and peaks with NVLink cut to 400 GB/s
+// both ways (NVIDIA's H800 product brief); memory as the H100 SXM's (the same 80 GB HBM3; no H800's
+// own driver figure is recorded or cited).
+device_spec h800_preset() {
+  device_spec d = h100_sxm_preset();
+  d.preset = "h800";
+  d.name = "NVIDIA H800 SXM5 80GB";
+  d.gpu_link_gbs = 200;
+  return d;
+}
+
+// Figures: NVIDIA H100 NVL datasheet (per GPU: 94 GB HBM3 at 3.9 TB/s, 835 TFLOP/s bf16 dense,
+// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: the datasheet's 94 GB
+// as 10^9 bytes (no driver figure recorded or cited: unverified, and below 94 GiB on purpose).
+device_spec h100_nvl_preset() {
+  device_spec d = hopper("h100-nvl", "NVIDIA H100 NVL");
+  d.sm_count = 132;
+  d.boost_clock_mhz = 1785;
+  d.memory_bytes = 94'000'000'000LL;
+  d.memory_bandwidth_gbs = 3900;
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1785 / 1980;  // the SXM's, at this clock
+  d.peak_tflops_f32 = 60;
+  d.peak_tflops_tf32 = 417.5;
+  d.peak_tflops_f16 = 835;
+  d.peak_tflops_bf16 = 835;
+  d.gpu_link_gbs = 300;
+  return d;
+}
+
+// Figures: NVIDIA L40S datasheet (48 GB GDDR6 at 864 GB/s; dense: 91.6 fp32, 183 tf32, 362.05
+// bf16/fp16 TFLOP/s); AD102 with 142 SMs at 2520 MHz and 96 MB L2. Memory: 48 GB as 10^9 bytes
+// (unverified).
+device_spec l40s_preset() {
+  device_spec d = ada("l40s", "NVIDIA L40S");
+  d.sm_count = 142;
+  d.boost_clock_mhz = 2520;
+  d.l2_bytes = 96 * MiB;
+  d.memory_bytes = 48'000'000'000LL;
+  d.memory_bandwidth_gbs = 864;
+  d.l2_bandwidth_gbs = 5000;
+  d.peak_tflops_f32 = 91.6;
+  d.peak_tflops_tf32 = 183;
+  d.peak_tflops_f16 = 362.05;
+  d.peak_tflops_bf16 = 362.05;
+  d.gpu_link_gbs = 32;  // PCIe 4.0 x16
+  return d;
+}
+
+// Figures: NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6 at 960 GB/s, 91.1 fp32 TFLOP/s,
+// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: 48 GB as
+// 10^9 bytes (unverified).
+device_spec rtx6000_ada_preset() {
+  device_spec d = ada("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation");
+  d.sm_count = 142;
+  d.boost_clock_mhz = 2505;
+  d.l2_bytes = 96 * MiB;
+  d.memory_bytes = 48'000'000'000LL;
+  d.memory_bandwidth_gbs = 960;
+  d.l2_bandwidth_gbs = 5000;
+  d.peak_tflops_f32 = 91.1;
+  d.peak_tflops_tf32 = 182.1;
+  d.peak_tflops_f16 = 364.2;
+  d.peak_tflops_bf16 = 364.2;
+  d.gpu_link_gbs = 32;  // PCIe 4.0 x16
+  return d;
+}
+
+// Figures: NVIDIA RTX A6000 datasheet (48 GB GDDR6 at 768 GB/s, 38.7 fp32 TFLOP/s, 309.7 fp16
+// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 48 GB as 10^9 bytes
+// (unverified).
+device_spec rtx_a6000_preset() {
+  device_spec d = ampere_ga102("rtx-a6000", "NVIDIA RTX A6000");
+  d.sm_count = 84;
+  d.boost_clock_mhz = 1800;
+  d.memory_bytes = 48'000'000'000LL;
+  d.memory_bandwidth_gbs = 768;
+  d.peak_tflops_f32 = 38.7;
+  d.peak_tflops_tf32 = 77.4;
+  d.peak_tflops_f16 = 154.8;
+  d.peak_tflops_bf16 = 154.8;
+  return d;
+}
+
+// Figures: NVIDIA Ampere GA102 whitepaper for the RTX 3090 (82 SMs at 1695 MHz, 936 GB/s, 35.6
+// fp32 TFLOP/s; fp16/bf16 tensor with fp32 accumulation 71 dense, GeForce's half rate; tf32 35.6).
+// Memory: 24 GB as 10^9 bytes (unverified).
+device_spec rtx3090_preset() {
+  device_spec d = ampere_ga102("rtx-3090", "NVIDIA GeForce RTX 3090");
+  d.sm_count = 82;
+  d.boost_clock_mhz = 1695;
+  d.memory_bytes = 24'000'000'000LL;
+  d.memory_bandwidth_gbs = 936;
+  d.peak_tflops_f32 = 35.6;
+  d.peak_tflops_tf32 = 35.6;
+  d.peak_tflops_f16 = 71;
+  d.peak_tflops_bf16 = 71;
+  return d;
+}
+
 std::vector<device_spec> make_presets() {
-  return {h100_sxm_preset(), h100_pcie_preset(), h200_preset(), a100_80_preset(),
-          a100_40_preset(), l4_preset(), rtx4090_preset()};
+  return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
+          l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset()};
 }
 
 std::string lower(std::string_view s) {
@@ -234,11 +350,17 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   auto has = [&](std::string_view s) { return n.find(s) != std::string::npos; };
   std::string key;
   if (has("h200")) key = "h200";
+  else if (has("h800")) key = "h800";
+  else if (has("h100") && has("nvl")) key = "h100-nvl";
   else if (has("h100") && has("pcie")) key = "h100-pcie";
   else if (has("h100")) key = "h100-sxm";
   else if (has("a100") && !has("pcie")) key = memory_bytes > 48 * 1024 * MiB ? "a100-sxm-80gb" : "a100-sxm-40gb";
-  else if (has(" l4")) key = "l4";
+  else if (has("l40s")) key = "l40s";
+  else if (n.ends_with(" l4") || has(" l4 ")) key = "l4";  // not the L40 or L40S
   else if (has("4090")) key = "rtx-4090";
+  else if (has("rtx 6000 ada")) key = "rtx-6000-ada";
+  else if (has("a6000")) key = "rtx-a6000";
+  else if (has("3090")) key = "rtx-3090";
   if (key.empty()) return std::nullopt;
   return find_preset(key);
 }
