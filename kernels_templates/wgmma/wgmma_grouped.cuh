@@ -20,6 +20,12 @@
 // M tiles of a group of `rows` rows (none for an empty group).
 TT_HOST_DEVICE int tt_group_m_tiles(int rows, int bm) { return rows > 0 ? (rows + bm - 1) / bm : 0; }
 
+// The rows of a group that count: none for a negative count, at most `stride` when masked.
+TT_HOST_DEVICE int tt_group_valid_rows(int rows, int stride) {
+  const int r = rows > 0 ? rows : 0;
+  return stride > 0 && r > stride ? stride : r;
+}
+
 // The table each CTA builds once, in shared memory, from the device's rows per group:
 // first_tile[g] = M tiles of the groups before g (first_tile[groups] = all of them),
 // first_row[g] = the row of A and C where group g starts, end_row[g] = one past its last valid row.
@@ -43,8 +49,7 @@ TT_HOST_DEVICE tt_group_sums tt_group_chunk_sums(const int* rows, int begin, int
   s.tiles = 0;
   s.rows = 0;
   for (int g = begin; g < end; ++g) {
-    const int r = rows[g] > 0 ? rows[g] : 0;  // a negative count is an empty group
-    const int valid = stride > 0 && r > stride ? stride : r;
+    const int valid = tt_group_valid_rows(rows[g], stride);
     s.tiles += tt_group_m_tiles(valid, bm);
     if (stride == 0) s.rows += valid;
   }
@@ -55,8 +60,7 @@ TT_HOST_DEVICE void tt_group_chunk_fill(const int* rows, int begin, int end, int
                                         tt_group_sums before, int* first_tile, int* first_row, int* end_row) {
   int tile = before.tiles, row = before.rows;
   for (int g = begin; g < end; ++g) {
-    const int r = rows[g] > 0 ? rows[g] : 0;
-    const int valid = stride > 0 && r > stride ? stride : r;
+    const int valid = tt_group_valid_rows(rows[g], stride);
     const int start = stride > 0 ? g * stride : row;
     first_tile[g] = tile;
     first_row[g] = start;

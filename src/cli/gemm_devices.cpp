@@ -19,16 +19,6 @@
 
 namespace tiletune::cli {
 
-std::vector<std::string> split_commas(const std::string& list) {
-  std::vector<std::string> items;
-  for (std::size_t at = 0; at <= list.size();) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    items.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return items;
-}
-
 namespace {
 
 // Each attempt of a problem gets a new worker; this many devices faulting on

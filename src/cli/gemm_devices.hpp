@@ -12,12 +12,10 @@
 #include "cli/output.hpp"
 #include "core/gemm/gemm_suite.hpp"
 #include "core/tune/gemm_tuner.hpp"
+#include "core/comma_list.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 
 namespace tiletune::cli {
-
-// "a,b,,c" -> {"a", "b", "", "c"}: empty items kept, for the caller to refuse.
-std::vector<std::string> split_commas(const std::string& list);
 
 // The local GPUs --devices names: "all", or distinct numbers such as 0,2,5.
 // usage_error naming the value for a bad list or GPUs of different models,

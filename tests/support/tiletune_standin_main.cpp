@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     tiletune::local_devices stand_ins;
     try {
       if (!value.empty())
-        for (const auto& name : tiletune::cli::split_commas(value))
+        for (const auto& name : tiletune::split_commas(value))
           stand_ins.devices.push_back(tiletune::find_preset(name));
     } catch (const std::exception& e) {
       fmt::print(stderr, "tiletune_standins: --standin-gpus {}: {}\n", value, e.what());

@@ -73,6 +73,7 @@ device_spec ada(std::string key, std::string name) {
   d.max_blocks_per_sm = 24;
   d.smem_per_sm_bytes = 100 * KiB;
   d.smem_per_block_optin_bytes = 99 * KiB;
+  d.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink on any Ada part
   return d;
 }
 
@@ -178,7 +179,6 @@ device_spec l4_preset() {
   l4.peak_tflops_tf32 = 60;
   l4.peak_tflops_f16 = 121;
   l4.peak_tflops_bf16 = 121;
-  l4.gpu_link_gbs = 32;  // PCIe 4.0 x16
   return l4;
 }
 
@@ -197,7 +197,6 @@ device_spec rtx4090_preset() {
   // GeForce parts run fp16/bf16 with fp32 accumulation at half the fp16-accumulate rate.
   rtx4090.peak_tflops_f16 = 165.2;
   rtx4090.peak_tflops_bf16 = 165.2;
-  rtx4090.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink
   return rtx4090;
 }
 
@@ -245,7 +244,6 @@ device_spec l40s_preset() {
   d.peak_tflops_tf32 = 183;
   d.peak_tflops_f16 = 362.05;
   d.peak_tflops_bf16 = 362.05;
-  d.gpu_link_gbs = 32;  // PCIe 4.0 x16
   return d;
 }
 
@@ -264,7 +262,6 @@ device_spec rtx6000_ada_preset() {
   d.peak_tflops_tf32 = 182.1;
   d.peak_tflops_f16 = 364.2;
   d.peak_tflops_bf16 = 364.2;
-  d.gpu_link_gbs = 32;  // PCIe 4.0 x16
   return d;
 }
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 
 namespace tiletune {
@@ -82,19 +83,15 @@ std::vector<std::int64_t> routed_rows(std::int64_t tokens, int top_k, int expert
 
 std::vector<std::int64_t> parse_group_rows(std::string_view text) {
   std::vector<std::int64_t> rows;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+  for (const std::string& item : split_commas(text)) {
     std::int64_t v = -1;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0)
       throw usage_error(fmt::format("--m-per-group {}: entry {} (\"{}\") is not a row count (0 or more)", text,
                                     rows.size() + 1, item));
     rows.push_back(v);
-    if (comma == std::string_view::npos) return rows;
-    start = comma + 1;
   }
+  return rows;
 }
 
 }  // namespace tiletune

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/train/moe_parallel.hpp"
 
@@ -34,6 +35,8 @@ const std::pair<attention_impl, const char*> attention_names[] = {{attention_imp
                                                                   {attention_impl::eager, "eager"}};
 const std::pair<loss_impl, const char*> loss_names[] = {
     {loss_impl::eager, "eager"}, {loss_impl::chunked, "chunked"}, {loss_impl::fused, "fused"}};
+const std::pair<adapter_dtype, const char*> adapter_names[] = {{adapter_dtype::fp32, "fp32"},
+                                                                {adapter_dtype::bf16, "bf16"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
     {checkpoint_policy::automatic, "auto"}, {checkpoint_policy::on, "on"}, {checkpoint_policy::off, "off"}};
 
@@ -62,20 +65,13 @@ const std::pair<lora_target, const char*> lora_target_names[] = {{lora_q, "q"}, 
                                                                   {lora_up, "up"},     {lora_down, "down"}};
 }  // namespace
 
-std::string_view to_string(adapter_dtype a) { return a == adapter_dtype::bf16 ? "bf16" : "fp32"; }
-adapter_dtype parse_adapter_dtype(std::string_view s) {
-  if (s == "fp32") return adapter_dtype::fp32;
-  if (s == "bf16") return adapter_dtype::bf16;
-  throw usage_error(fmt::format("--adapter-dtype {} is unknown: use fp32 (peft's) or bf16", s));
-}
+std::string_view to_string(adapter_dtype a) { return name_of(a, adapter_names); }
+adapter_dtype parse_adapter_dtype(std::string_view s) { return parse_enum(s, "--adapter-dtype", adapter_names); }
 
 unsigned parse_lora_targets(std::string_view s) {
   if (s == "all-linear") return lora_all_linear;
   unsigned targets = 0;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = s.find(',', start);
-    const std::string_view item = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+  for (const std::string& item : split_commas(s)) {
     unsigned bit = 0;
     for (const auto& [b, name] : lora_target_names)
       if (item == name) bit = b;
@@ -83,9 +79,8 @@ unsigned parse_lora_targets(std::string_view s) {
       throw usage_error(fmt::format("--lora-targets {}: \"{}\" is not one of q, k, v, o, gate, up, down (or use all-linear)",
                                     s, item));
     targets |= bit;
-    if (comma == std::string_view::npos) return targets;
-    start = comma + 1;
   }
+  return targets;
 }
 
 std::string lora_targets_name(unsigned targets) {
