@@ -19,6 +19,29 @@ std::string kernel_families_help() {
   return s;
 }
 
+// A grouped GEMM (mixture-of-experts): G experts' GEMMs of one N and K in one launch.
+void add_group_options(CLI::App* cmd, gemm_options* o) {
+  cmd->add_option("--groups", o->groups.count,
+                  "A grouped GEMM (mixture-of-experts) of G groups sharing --n and --k, each with its own rows: give "
+                  "them with --m-per-group, or as --tokens routed to --top-k experts each")
+      ->type_name("G");
+  cmd->add_option("--m-per-group", o->groups.m_per_group, "With --groups: the rows of each group, such as 128,0,517")
+      ->type_name("R,R,...");
+  cmd->add_option("--top-k", o->groups.top_k, "With --groups --tokens: distinct experts each token is routed to")
+      ->type_name("K");
+  cmd->add_option("--routing", o->groups.routing,
+                  "With --groups --tokens: how tokens spread over experts: uniform, or zipf:S (expert r takes a "
+                  "share as 1/r^S; measured routers show S near 1) [default: uniform]. With --model: a "
+                  "mixture-of-experts model's experts as grouped GEMMs of tokens so routed");
+  cmd->add_option("--group-layout", o->groups.layout,
+                  "With --groups: contiguous (the groups' rows of A and C one after another, unpadded) or masked "
+                  "(each group owns as many rows as the largest, its first rows valid: fixed shapes for CUDA graphs)")
+      ->capture_default_str();
+  for (const char* flag : {"--m-per-group", "--top-k", "--group-layout"})
+    cmd->get_option(flag)->needs(cmd->get_option("--groups"));
+  cmd->get_option("--m-per-group")->excludes(cmd->get_option("--tokens"));
+}
+
 // The problem: its shape, type and layout, or a suite of them.
 void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--m", o->problem.m, "Rows of C and op(A)");
@@ -29,7 +52,8 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "Tune every distinct GEMM of one step of a model (a name as `tiletune batch --model` takes, or a "
                   "Hugging Face config.json) as a suite, with a table of each GEMM's share of the step");
   cmd->add_option("--tokens", o->model.tokens,
-                  "With --model: the step's tokens (train, prefill: sequences x length; decode: sequences)");
+                  "With --model: the step's tokens (train, prefill: sequences x length; decode: sequences). With "
+                  "--groups: the tokens routed to the groups (experts)");
   cmd->add_option("--phase", o->model.phase,
                   "With --model: train (forward, data- and weight-gradient GEMMs), prefill or decode (forward)")
       ->capture_default_str();
@@ -39,6 +63,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
       ->capture_default_str()
       ->type_name("N");
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
+  add_group_options(cmd, o);
   cmd->add_option("--dtype", o->problem.dtype, dtype_names(" | ") + " (fp32 accumulation)")->capture_default_str();
   cmd->add_option("--layout", o->problem.layout,
                   "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
@@ -55,7 +80,8 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   // A model's GEMMs take their shapes and layouts from the model; --dtype stays.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite"})
     cmd->get_option("--model")->excludes(cmd->get_option(flag));
-  cmd->get_option("--tokens")->needs(cmd->get_option("--model"));
+  for (const char* flag : {"--m", "--batch", "--suite", "--model"})
+    cmd->get_option("--groups")->excludes(cmd->get_option(flag));
   cmd->get_option("--phase")->needs(cmd->get_option("--model"));
   cmd->get_option("--tp")->needs(cmd->get_option("--model"));
   cmd->get_option("--model")->needs(cmd->get_option("--tokens"));

@@ -21,6 +21,13 @@ struct gemm_options {
     std::string dtype = "bf16", layout = "nt";
     double alpha = 1.0, beta = 0.0;
   } problem;
+  struct {  // a grouped GEMM: --groups G with --m-per-group, or --tokens routed --top-k experts each
+    std::optional<int> count;
+    std::string m_per_group;
+    std::optional<int> top_k;
+    std::optional<std::string> routing;
+    std::string layout = "contiguous";
+  } groups;
   struct {
     std::optional<std::string> gpu;
     std::optional<int> index;
@@ -43,7 +50,7 @@ struct gemm_options {
   std::string suite;
   struct {
     std::string name;  // --model NAME|config.json: the model's GEMMs as the suite
-    std::int64_t tokens = 0;
+    std::int64_t tokens = 0;  // also a grouped problem's tokens (--groups --tokens --top-k)
     std::string phase = "train";
     int tensor_parallel = 1;  // --tp
   } model;

@@ -25,7 +25,39 @@ namespace tiletune::cli {
 
 namespace {
 
+// --groups G --n --k with --m-per-group, or --tokens and --top-k (and --routing).
+gemm_problem grouped_problem_from_flags(const gemm_options& o) {
+  const int count = *o.groups.count;
+  if (count < 1) throw usage_error(fmt::format("--groups {} is invalid: at least 1", count));
+  for (const auto& [flag, value] : {std::pair{"--n", o.problem.n}, {"--k", o.problem.k}})
+    if (!value) throw usage_error(fmt::format("{} is missing: a grouped GEMM needs --n and --k", flag));
+  const group_layout l = parse_group_layout(o.groups.layout);
+  gemm_groups g;
+  if (!o.groups.m_per_group.empty()) {
+    if (o.groups.top_k || o.groups.routing)
+      throw usage_error("--top-k and --routing route --tokens: with --m-per-group the rows are given");
+    std::vector<std::int64_t> rows = parse_group_rows(o.groups.m_per_group);
+    if (static_cast<int>(rows.size()) != count)
+      throw usage_error(fmt::format("--m-per-group {} gives {} groups' rows, --groups says {}", o.groups.m_per_group,
+                                    rows.size(), count));
+    g = groups_of_rows(std::move(rows), l);
+  } else {
+    if (o.model.tokens == 0 || !o.groups.top_k)
+      throw usage_error(fmt::format(
+          "--groups {} needs each group's rows: --m-per-group R,R,..., or --tokens T --top-k K", count));
+    g = groups_of_routing(o.model.tokens, *o.groups.top_k, count, parse_routing(o.groups.routing.value_or("uniform")),
+                          l);
+  }
+  gemm_problem p = grouped_problem(std::move(g), *o.problem.n, *o.problem.k, parse_dtype(o.problem.dtype),
+                                   parse_layout(o.problem.layout));
+  p.alpha = o.problem.alpha;
+  p.beta = o.problem.beta;
+  validate(p);
+  return p;
+}
+
 gemm_problem problem_from_flags(const gemm_options& o) {
+  if (o.groups.count) return grouped_problem_from_flags(o);
   if (!o.problem.m && !o.problem.n && !o.problem.k)
     throw usage_error(
         "give the problem with --m, --n and --k, or a list of problems with --suite FILE");
@@ -61,14 +93,23 @@ struct gemm_work {
 
 gemm_work work_of(const gemm_options& o) {
   gemm_work w;
+  if (o.model.tokens != 0 && o.model.name.empty() && !o.groups.count)
+    throw usage_error(fmt::format("--tokens {} needs --model (a model's step) or --groups (tokens routed to experts)",
+                                  o.model.tokens));
+  if (o.groups.routing && o.model.name.empty() && !o.groups.count)
+    throw usage_error(fmt::format("--routing {} routes tokens to experts: give --groups, or --model for a "
+                                  "mixture-of-experts model's experts",
+                                  *o.groups.routing));
   if (!o.shard.empty()) {
     if (!o.is_suite())
       throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE or --model", o.shard));
     w.shard = parse_shard(o.shard);
   }
   if (!o.model.name.empty()) {
+    const std::optional<expert_routing> routing =
+        o.groups.routing ? std::optional(parse_routing(*o.groups.routing)) : std::nullopt;
     model_gemm_suite m = model_gemms(load_model(o.model.name), o.model.tokens, parse_model_phase(o.model.phase),
-                                     parse_dtype(o.problem.dtype), o.model.tensor_parallel);
+                                     parse_dtype(o.problem.dtype), o.model.tensor_parallel, routing);
     w.suite = std::move(m.suite);
     w.counts = std::move(m.counts);
     w.notes = std::move(m.notes);

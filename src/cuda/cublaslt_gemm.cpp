@@ -102,4 +102,33 @@ void cublaslt_gemm::run(int index, const void* a, const void* b, void* c, void* 
                            &heuristics_.at(static_cast<std::size_t>(index)).algo, workspace, workspace_bytes_, stream));
 }
 
+cublaslt_group_loop::cublaslt_group_loop(cublasLtHandle_t handle, const gemm_problem& p, bool accurate,
+                                         std::size_t workspace_bytes)
+    : slices_(group_slices(p)) {
+  const operand_types e = p.elements();
+  a_bytes_ = static_cast<std::size_t>(element_bytes(e.a));
+  b_bytes_ = static_cast<std::size_t>(element_bytes(e.b));
+  c_bytes_ = accurate ? 4 : static_cast<std::size_t>(element_bytes(e.c));
+  if (slices_.empty()) slices_.push_back(group_slice{0, p, 0, 0, 0, 0});  // a plain problem: one GEMM
+  for (const group_slice& s : slices_) {
+    gemms_.push_back(std::make_unique<cublaslt_gemm>(handle, s.problem, accurate, workspace_bytes));
+    if (gemms_.back()->algorithms(1) < 1) ready_ = false;
+  }
+}
+
+std::string cublaslt_group_loop::algorithm_name() const {
+  if (gemms_.size() == 1) return gemms_[0]->algorithm_name(0);
+  return fmt::format("a loop of {} cuBLASLt GEMMs, one per group with rows (first: {})", gemms_.size(),
+                     gemms_[0]->algorithm_name(0));
+}
+
+void cublaslt_group_loop::run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const {
+  for (std::size_t i = 0; i < slices_.size(); ++i) {
+    const group_slice& s = slices_[i];
+    gemms_[i]->run(0, static_cast<const char*>(a) + static_cast<std::size_t>(s.a_offset) * a_bytes_,
+                   static_cast<const char*>(b) + static_cast<std::size_t>(s.b_offset) * b_bytes_,
+                   static_cast<char*>(c) + static_cast<std::size_t>(s.c_offset) * c_bytes_, workspace, stream);
+  }
+}
+
 }  // namespace tiletune

@@ -6,6 +6,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "core/gemm/group_slices.hpp"
 #include "core/gemm/problem.hpp"
 
 namespace tiletune {
@@ -36,6 +37,24 @@ class cublaslt_gemm {
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> heuristics_;
+};
+
+// A grouped problem as a loop of cuBLASLt GEMMs, one per group with rows, each with the first
+// algorithm of cuBLASLt's heuristic for its shape: the verification reference (accurate) and the
+// speed reference of grouped variants. A plain problem is one GEMM.
+class cublaslt_group_loop {
+ public:
+  cublaslt_group_loop(cublasLtHandle_t handle, const gemm_problem& p, bool accurate, std::size_t workspace_bytes);
+  // Whether cuBLASLt has an algorithm for every group's GEMM.
+  bool ready() const { return ready_; }
+  std::string algorithm_name() const;
+  void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t stream) const;
+
+ private:
+  std::vector<group_slice> slices_;
+  std::vector<std::unique_ptr<cublaslt_gemm>> gemms_;
+  std::size_t a_bytes_ = 0, b_bytes_ = 0, c_bytes_ = 0;  // per element, C as written
+  bool ready_ = true;
 };
 
 }  // namespace tiletune

@@ -52,6 +52,12 @@ variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, co
         std::memcpy(slot, &map, sizeof map);
         break;
       }
+      case argument_binding::source::group_rows:
+        if (!g.group_rows)
+          throw std::invalid_argument(fmt::format("{}: a group_rows parameter, but the problem has no groups", r.id));
+        pointer = g.group_rows.get();
+        std::memcpy(slot, &pointer, sizeof pointer);
+        break;
       case argument_binding::source::value:
         std::memcpy(slot, b.bytes.data(), b.bytes.size());
         break;

@@ -11,9 +11,32 @@
 
 namespace tiletune {
 
+namespace {
+// A grouped problem's speed reference: the loop of cuBLASLt GEMMs, one per group with rows.
+measure_response measure_group_loop(gpu_state& g, const measure_request& r, const gemm_problem& p, const void* a,
+                                    const void* b, void* c) {
+  measure_response out;
+  out.id = r.id;
+  const cublaslt_group_loop loop(g.lt, p, false, workspace_bytes);
+  if (!loop.ready()) {
+    out.status = variant_status::launch_error;
+    out.message = "cuBLASLt offers no algorithm for a group of " + p.describe();
+    return out;
+  }
+  out.timing = sample(g, [&] { loop.run(a, b, c, g.workspace.get(), g.stream); });
+  out.algorithm = loop.algorithm_name();
+  out.status = variant_status::ok;
+  out.timer = g.timer->name();
+  out.sm_clock_mhz = sm_clock_mhz(g.setup.device);
+  out.device_bytes = g.device_bytes;
+  return out;
+}
+}  // namespace
+
 measure_response measure_reference(gpu_state& g, const measure_request& r) {
   measure_response out;
   out.id = r.id;
+  if (g.setup.problem.grouped()) return measure_group_loop(g, r, g.setup.problem, g.a.get(), g.b.get(), g.c.get());
   cublaslt_gemm lt(g.lt, g.setup.problem, false, workspace_bytes);
   const int n = lt.algorithms(g.setup.reference_algorithms);
   if (n < 1) {
@@ -49,9 +72,9 @@ measure_response measure_library(gpu_state& g, const measure_request& r) {
   auto bytes_of = [](std::int64_t count, element_type t) {
     return static_cast<std::size_t>(count) * static_cast<std::size_t>(element_bytes(t));
   };
-  const std::size_t a_bytes = bytes_of(p.m * p.k * p.batch, e.a);
-  const std::size_t b_bytes = bytes_of(p.k * p.n * p.batch, e.b);
-  const std::size_t c_bytes = bytes_of(p.m * p.n * p.batch, e.c);
+  const std::size_t a_bytes = bytes_of(p.a_elements(), e.a);
+  const std::size_t b_bytes = bytes_of(p.b_elements(), e.b);
+  const std::size_t c_bytes = bytes_of(p.c_elements(), e.c);
   device_ptr a = device_alloc(a_bytes), b = device_alloc(b_bytes), c = device_alloc(c_bytes);
   // One block per element type: a repeated block must hold whole elements of its matrix.
   const host_matrix block_a = random_matrix(e.a, 1 << 20, g.setup.seed + 7);
@@ -64,6 +87,7 @@ measure_response measure_library(gpu_state& g, const measure_request& r) {
                               cudaMemcpyHostToDevice, g.stream));
   }
   TT_CUDA(cudaStreamSynchronize(g.stream));  // the host block goes out of scope below
+  if (p.grouped()) return measure_group_loop(g, r, p, a.get(), b.get(), c.get());
   cublaslt_gemm lt(g.lt, p, false, workspace_bytes);
   if (lt.algorithms(1) < 1) {
     out.status = variant_status::launch_error;

@@ -27,9 +27,9 @@ void setup_gpu(gpu_state& g) {
 
   const operand_types e = p.elements();
   auto bytes = [](element_type t) { return static_cast<std::size_t>(element_bytes(t)); };
-  g.a_count = static_cast<std::size_t>(p.m * p.k * p.batch);
-  g.b_count = static_cast<std::size_t>(p.k * p.n * p.batch);
-  g.c_count = static_cast<std::size_t>(p.m * p.n * p.batch);
+  g.a_count = static_cast<std::size_t>(p.a_elements());
+  g.b_count = static_cast<std::size_t>(p.b_elements());
+  g.c_count = static_cast<std::size_t>(p.c_elements());
   const host_matrix a = random_matrix(e.a, g.a_count, g.setup.seed);
   const host_matrix b = random_matrix(e.b, g.b_count, g.setup.seed + 1);
   const host_matrix c0 = random_matrix(e.c, g.c_count, g.setup.seed + 2);
@@ -42,6 +42,14 @@ void setup_gpu(gpu_state& g) {
   TT_CUDA(cudaMemcpy(g.a.get(), a.bytes.data(), a.bytes.size(), cudaMemcpyHostToDevice));
   TT_CUDA(cudaMemcpy(g.b.get(), b.bytes.data(), b.bytes.size(), cudaMemcpyHostToDevice));
   TT_CUDA(cudaMemcpy(g.c0.get(), c0.bytes.data(), c0.bytes.size(), cudaMemcpyHostToDevice));
+  if (p.groups) {
+    const std::vector<int> rows(p.groups->rows.begin(), p.groups->rows.end());
+    g.group_rows = device_alloc(rows.size() * sizeof(int));
+    TT_CUDA(cudaMemcpy(g.group_rows.get(), rows.data(), rows.size() * sizeof(int), cudaMemcpyHostToDevice));
+  }
+  g.written_rows = written_row_ranges(p);
+  g.writes_every_row = g.written_rows.size() == 1 && g.written_rows[0] == row_range{0, p.m * p.batch};
+  if (!g.writes_every_row) g.c0_host = c0.bytes;
   // The flush buffer: writing twice the L2 evicts the operands between samples.
   int l2 = 0;
   TT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, g.setup.device));
@@ -50,13 +58,20 @@ void setup_gpu(gpu_state& g) {
 
   // The verification reference: fp32 output, pedantic fp32 compute, C0 in fp32.
   TT_CUDA(cudaMemcpy(g.reference.get(), c0.values.data(), g.c_count * 4, cudaMemcpyHostToDevice));
-  cublaslt_gemm accurate(g.lt, p, true, workspace_bytes);
-  if (accurate.algorithms(1) < 1) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);
-  accurate.run(0, g.a.get(), g.b.get(), g.reference.get(), g.workspace.get(), g.stream);
+  // (A grouped problem: one GEMM per group with rows.)
+  const cublaslt_group_loop accurate(g.lt, p, true, workspace_bytes);
+  if (!accurate.ready()) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);
+  accurate.run(g.a.get(), g.b.get(), g.reference.get(), g.workspace.get(), g.stream);
   g.reference_host.resize(g.c_count);
   TT_CUDA(cudaMemcpyAsync(g.reference_host.data(), g.reference.get(), g.c_count * 4, cudaMemcpyDeviceToHost, g.stream));
   TT_CUDA(cudaStreamSynchronize(g.stream));
-  g.reference_sums = summarize_reference(g.reference_host.data(), g.c_count);
+  if (!g.writes_every_row) {  // only the rows a variant writes are compared
+    const std::vector<unsigned char> kept =
+        gather_rows(reinterpret_cast<const unsigned char*>(g.reference_host.data()), p.n * 4, g.written_rows);
+    g.reference_host.assign(reinterpret_cast<const float*>(kept.data()),
+                            reinterpret_cast<const float*>(kept.data() + kept.size()));
+  }
+  g.reference_sums = summarize_reference(g.reference_host.data(), g.reference_host.size());
 
   // TILETUNE_TIMER=events skips CUPTI: to compare the timers, or where CUPTI misbehaves.
   const char* forced = std::getenv("TILETUNE_TIMER");

@@ -32,8 +32,14 @@ struct gpu_state {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   device_ptr a, b, c, c0, reference, flush, workspace;
+  device_ptr group_rows;  // a grouped problem: its rows per group, 32-bit ints
+  // The rows of C a variant writes (core/gemm/group_slices.hpp); reference_host holds only
+  // those. Masked groups leave the rest, which a check requires untouched: poison, or c0_host.
+  std::vector<row_range> written_rows;
+  bool writes_every_row = true;
+  std::vector<unsigned char> c0_host;
   std::size_t a_count = 0, b_count = 0, c_count = 0, flush_bytes = 0;
-  std::vector<float> reference_host;
+  std::vector<float> reference_host;  // of the written rows
   reference_summary reference_sums;   // once per run: every variant is checked against it
   std::vector<unsigned char> result_host;  // C as a variant stored it, reused across variants
   std::unique_ptr<kernel_timer> timer;

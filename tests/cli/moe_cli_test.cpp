@@ -50,3 +50,67 @@ TEST(batch_moe, a_bad_expert_parallel_degree_is_exit_2) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--expert-parallel 3"), std::string::npos) << r.err;
 }
+
+// `tiletune gemm --groups` (issue 36): a grouped GEMM planned offline for an H100, the grouped wgmma
+// kernel recommended and exported with its rows; elsewhere every family refuses it by name.
+TEST(gemm_grouped, routed_tokens_plan_on_the_grouped_kernel_and_export_their_rows) {
+  const fs::path dir = tmp_dir() / "export-grouped";
+  fs::remove_all(dir);
+  const result r = run({"gemm", "--groups", "8", "--tokens", "512", "--top-k", "2", "--routing", "zipf:1.2", "--n",
+                        "1024", "--k", "512", "--gpu", "h100-sxm", "--no-db", "--json", "--export", dir.string(), "--only",
+                        "wgmma_128x128x64_c1_s4_cl1x1_g8m_grp,wgmma_128x256x64_c2_s4_cl1x1_g8m_grp"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& groups = j["problem"]["groups"];
+  EXPECT_EQ(groups["count"], 8);
+  EXPECT_EQ(groups["routing"], "zipf:1.2");
+  std::int64_t rows = 0;
+  for (const auto& v : groups["rows"]) rows += v.get<std::int64_t>();
+  EXPECT_EQ(rows, 1024);
+  EXPECT_EQ(j["problem"]["m"], 1024);
+  EXPECT_DOUBLE_EQ(j["problem"]["flops"].get<double>(), 2.0 * 1024 * 1024 * 512);
+  const std::string id = j["recommendation"]["id"];
+  EXPECT_NE(id.find("_grp"), std::string::npos) << id;
+  const auto launch = nlohmann::json::parse(std::ifstream(dir / (id + ".json")));
+  bool passes_rows = false;
+  for (const auto& p : launch["launch"]["parameters"])
+    if (p["name"] == "group_rows") passes_rows = p["value"] == groups["rows"];
+  EXPECT_TRUE(passes_rows) << launch["launch"]["parameters"].dump();
+}
+
+namespace {
+void expect_usage_error(const std::vector<std::string>& args, const std::string& named) {
+  const result r = run(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(named), std::string::npos) << "message should name '" << named << "': " << r.err;
+}
+}  // namespace
+
+TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
+  const std::vector<std::string> nk = {"--n", "256", "--k", "256", "--gpu", "h100-sxm", "--no-db"};
+  auto with = [&](std::vector<std::string> a) {
+    a.insert(a.begin(), "gemm");
+    a.insert(a.end(), nk.begin(), nk.end());
+    return a;
+  };
+  expect_usage_error(with({"--groups", "3", "--m-per-group", "1,2"}), "gives 2 groups' rows, --groups says 3");
+  expect_usage_error(with({"--groups", "3"}), "--m-per-group R,R,..., or --tokens T --top-k K");
+  expect_usage_error(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
+  expect_usage_error(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");
+  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--routing", "zipf:1"}), "--m-per-group the rows");
+  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--group-layout", "padded"}), "padded");
+  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--layout", "tn"}), "--layout tn");
+  expect_usage_error(with({"--m", "8", "--tokens", "64"}), "--tokens 64 needs --model");
+  expect_usage_error(with({"--m", "8", "--routing", "uniform"}), "--groups");
+}
+
+TEST(gemm_grouped, a_gpu_without_a_grouped_kernel_says_why) {
+  const result r = run({"gemm", "--groups", "2", "--m-per-group", "64,0", "--n", "256", "--k", "256", "--gpu",
+                        "a100-sxm-80gb", "--no-db", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;  // an offline plan where nothing runs says why for each variant
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["recommendation"].is_null());
+  ASSERT_FALSE(j["variants"].empty());
+  for (const auto& v : j["variants"])
+    EXPECT_EQ(v["constraint"], v["family"] == "wgmma" ? "architecture" : "grouped") << v.dump();
+}

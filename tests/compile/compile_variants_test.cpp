@@ -359,17 +359,17 @@ TEST(compile_wgmma_stream_k, a_planted_missing_release_fence_is_caught) {
   EXPECT_NE(stream_k_sass_problems(disassemble(bad.cubin, "planted")).find("MEMBAR.ALL.GPU"), std::string::npos);
 }
 
-// Grouped GEMM (wgmma_grouped.cuh): the template with TT_GROUPED compiles for a one- and a
-// two-consumer tile, whole tiles and stream-K, without spills; its SASS runs HGMMA and the
-// table's shuffle scan. Not yet run on a GPU: no problem asks for it until the grouped
-// problem lands (issue 36).
+// Grouped GEMM (wgmma_grouped.cuh): a grouped problem's variants (TT_GROUPED, from the
+// family's grouped knob) compile for a one- and a two-consumer tile, whole tiles and stream-K,
+// without spills, with exactly the group table's static shared memory the host counts; the SASS
+// runs HGMMA and the table's shuffle scan. Not yet run on a GPU.
 namespace {
-std::vector<compile_job> grouped_jobs(const device_spec& d) {
-  gemm_problem p;
-  p.m = 16;  // every tile shape gets its stream-K copy
-  p.n = p.k = 4096;
-  p.type = dtype::bf16;
-  p.layout = parse_layout("nt");
+gemm_problem grouped_decode_problem() {  // few tiles: every tile shape gets its stream-K copy
+  return grouped_problem(groups_of_rows({16, 0, 3, 9}, group_layout::contiguous), 4096, 4096, dtype::bf16,
+                         parse_layout("nt"));
+}
+std::vector<compile_job> grouped_jobs(const device_spec& d, std::vector<tile_config>& tiles) {
+  const gemm_problem p = grouped_decode_problem();
   std::vector<compile_job> jobs;
   std::set<std::tuple<int, int, bool>> taken;  // one per tile and scheduler
   for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
@@ -377,8 +377,7 @@ std::vector<compile_job> grouped_jobs(const device_spec& d) {
     if ((c.block_m != 64 && c.block_m != 128) || !taken.insert({c.block_m, wgmma_consumers(c), wgmma_stream_k(c)}).second)
       continue;
     jobs.push_back(make_compile_job(c, p.type, p.layout, d));
-    jobs.back().source = "#define TT_GROUPED 1\n" + jobs.back().source;
-    jobs.back().name += " grouped";
+    tiles.push_back(c);
   }
   return jobs;
 }
@@ -394,7 +393,8 @@ std::string grouped_sass_problems(const std::string& sass) {
 
 TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_builds_its_table_by_shuffles) {
   const device_spec& d = find_preset("h100-sxm");
-  const std::vector<compile_job> jobs = grouped_jobs(d);
+  std::vector<tile_config> tiles;
+  const std::vector<compile_job> jobs = grouped_jobs(d, tiles);
   std::string names;
   for (const auto& j : jobs) names += j.name + "; ";
   ASSERT_GE(jobs.size(), 3u) << names;
@@ -409,12 +409,14 @@ TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_bui
     ASSERT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
     EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
     EXPECT_EQ(r.resources.stack_bytes, 0) << jobs[i].name;
+    EXPECT_EQ(r.resources.static_smem_bytes, wgmma_group_table_bytes) << jobs[i].name;
+    EXPECT_NE(jobs[i].name.find("_grp"), std::string::npos) << jobs[i].name;
     EXPECT_EQ(grouped_sass_problems(disassemble(r.cubin, jobs[i].name)), "") << jobs[i].name;
   }
-  // The check can fail: the same tile without TT_GROUPED builds no table.
-  compile_job plain = jobs.front();
-  plain.source.erase(0, std::string("#define TT_GROUPED 1\n").size());
-  const auto r = nvrtc.compile(plain);
+  // The check can fail: the same tile without the grouped knob builds no table.
+  tile_config tile = tiles.front();
+  set_wgmma_grouped(tile, false);
+  const auto r = nvrtc.compile(make_compile_job(tile, dtype::bf16, parse_layout("nt"), d));
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_NE(grouped_sass_problems(disassemble(r.cubin, "plain")).find("SHFL.UP"), std::string::npos);
 }

@@ -105,6 +105,15 @@ def produce(binary, standins, fake_worker, work, profiles):
     for manifest in sorted((work / "export").glob("*.json")):
         out[f"gemm --export: {manifest.name}"] = json.loads(manifest.read_text())
 
+    # A grouped GEMM (issue 36): problem.groups, and the export's group_rows parameter.
+    grouped = work / "grouped.json"
+    run(binary, env, "gemm", "--groups", "4", "--m-per-group", "100,0,37,300", "--n", "512", "--k", "256",
+        "--group-layout", "masked", "--only", "wgmma_128x128x64_c1_s4_cl1x1_g8m_grp", *offline, "--out",
+        str(grouped), "--export", str(work / "export-grouped"))
+    out["gemm --groups"] = json.loads(grouped.read_text())
+    for manifest in sorted((work / "export-grouped").glob("*.json")):
+        out[f"gemm --groups --export: {manifest.name}"] = json.loads(manifest.read_text())
+
     suite = work / "suite.json"
     suite.write_text(json.dumps({"schema": "tiletune.suite/1", "name": "schema-test", "problems": [
         {"name": "small", "m": 64, "n": 64, "k": 64, "dtype": "bf16"},

@@ -81,6 +81,40 @@ TEST(model_gemms, experts_are_batched_and_said_to_be) {
   EXPECT_TRUE(noted);
 }
 
+// --routing: the experts' forward and data-grad GEMMs are grouped GEMMs of the step's tokens routed
+// to top-2 of 8 experts; the weight-grad ones stay batched, and the notes say which is which.
+TEST(model_gemms, routed_experts_are_grouped_problems) {
+  const model_spec mixtral =
+      load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  const auto s = model_gemms(mixtral, 4096, model_phase::train, dtype::bf16, 1, parse_routing("zipf:1.2"));
+  int grouped = 0, batched = 0;
+  for (const auto& p : s.suite.problems) {
+    if (p.problem.groups) {
+      ++grouped;
+      EXPECT_EQ(p.problem.groups->count(), 8) << p.name;
+      EXPECT_EQ(p.problem.m, 4096 * 2) << p.name;
+      EXPECT_EQ(p.problem.groups->routing, "zipf:1.2");
+      EXPECT_EQ(p.problem.groups->rows, routed_rows(4096, 2, 8, parse_routing("zipf:1.2")));
+      EXPECT_EQ(p.name.find("weight-grad"), std::string::npos) << p.name;
+      EXPECT_NO_THROW(validate(p.problem));
+    }
+    if (p.problem.batch > 1) {
+      ++batched;
+      EXPECT_NE(p.name.find("weight-grad"), std::string::npos) << p.name;
+    }
+  }
+  // forward: gate/up (one shape) and down; data-grad: the same two transposed.
+  EXPECT_EQ(grouped, 4);
+  EXPECT_EQ(batched, 2);
+  bool noted = false;
+  for (const auto& n : s.notes) noted = noted || n.find("grouped GEMMs of the tokens routed zipf:1.2") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Uniform routing is another problem, with its own key.
+  const auto u = model_gemms(mixtral, 4096, model_phase::prefill, dtype::bf16, 1, parse_routing("uniform"));
+  for (const auto& p : u.suite.problems)
+    if (p.problem.groups) EXPECT_EQ(p.problem.groups->rows, std::vector<std::int64_t>(8, 1024)) << p.name;
+}
+
 namespace {
 // The problem whose name starts with this layer's GEMM of that pass ("layers.q_proj forward").
 const suite_problem* gemm_named(const model_gemm_suite& s, const std::string& name) {

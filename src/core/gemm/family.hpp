@@ -58,6 +58,9 @@ class gemm_family {
   virtual std::string_view summary() const = 0;
   // Whether the family has kernels for a dtype (the architecture is a constraint).
   virtual bool serves(dtype t) const = 0;
+  // Whether it has a grouped kernel (gemm_problem::groups); the common check refuses grouped
+  // problems to the others (constraint "grouped").
+  virtual bool runs_grouped() const { return false; }
 
   // Search space: the default points for a dtype, and those for one problem
   // (the default ones plus per-problem copies, e.g. split-K or rasterization).

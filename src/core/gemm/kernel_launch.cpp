@@ -70,6 +70,8 @@ bool is_operand_pointer(const kernel_parameter& k) {
   return k.kind == "pointer" && (k.name == "A" || k.name == "B" || k.name == "C");
 }
 
+bool is_group_rows_pointer(const kernel_parameter& k) { return k.kind == "pointer" && k.name == "group_rows"; }
+
 kernel_parameter& parameter_named(kernel_launch& l, std::string_view name) {
   for (auto& k : l.parameters)
     if (k.name == name) return k;
@@ -116,7 +118,9 @@ std::vector<argument_binding> bind_arguments(const kernel_launch& l) {
   std::vector<argument_binding> out;
   for (const auto& k : l.parameters) {
     argument_binding b;
-    if (k.kind == "pointer") {
+    if (is_group_rows_pointer(k)) {
+      b.from = argument_binding::source::group_rows;
+    } else if (k.kind == "pointer") {
       b.from = is_operand_pointer(k) ? argument_binding::source::operand : argument_binding::source::scratch;
       if (is_operand_pointer(k)) b.operand = k.name[0];
       if (k.buffer_bytes < 0)

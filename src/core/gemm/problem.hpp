@@ -3,10 +3,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/gemm/dtype_table.hpp"
+#include "core/gemm/grouped_rows.hpp"
 
 namespace tiletune {
 
@@ -21,6 +23,34 @@ struct layout {
 
 layout parse_layout(std::string_view text);
 
+// A grouped GEMM (mixture-of-experts): G GEMMs that share N, K, the types, the layout and one
+// kernel launch; group g multiplies its rows[g] rows of A by B's matrix g into the same rows of C.
+// A and C hold every group's rows (contiguous: one after another; masked: `stride` rows a group,
+// its first rows[g] valid), B holds G matrices.
+struct gemm_groups {
+  std::vector<std::int64_t> rows;
+  group_layout layout = group_layout::contiguous;
+  std::int64_t stride = 0;  // masked: rows each group owns (at least its most rows); contiguous: 0
+  // How the rows came: tokens routed to experts (routing's name, tokens and top_k set), or given.
+  std::string routing = "given";
+  std::int64_t tokens = 0;
+  int top_k = 0;
+
+  int count() const { return static_cast<int>(rows.size()); }
+  std::int64_t valid_rows() const;  // the rows every group computes, summed
+  std::int64_t held_rows() const;   // the rows A and C hold: valid_rows, or count x stride when masked
+  std::int64_t m_tiles(std::int64_t bm) const;  // M tiles of bm rows over the groups, none for an empty one
+  // The rows' distribution class, what the tuning key records beside G, N and K: the routing
+  // ("uniform", "zipf:1.2") with its tokens and top-k, or "rows#" and a hash of given rows.
+  std::string distribution() const;
+  friend bool operator==(const gemm_groups&, const gemm_groups&) = default;
+};
+
+// The groups of given rows (masked: the stride is the most rows); of `tokens` tokens each routed to
+// top_k of `experts` experts (routed_rows).
+gemm_groups groups_of_rows(std::vector<std::int64_t> rows, group_layout l);
+gemm_groups groups_of_routing(std::int64_t tokens, int top_k, int experts, const expert_routing& r, group_layout l);
+
 struct gemm_problem {
   std::int64_t m = 0;
   std::int64_t n = 0;
@@ -31,11 +61,21 @@ struct gemm_problem {
   double alpha = 1.0;
   double beta = 0.0;
   scaling_mode scaling = scaling_mode::none;
+  // A grouped GEMM when set: batch is 1, m is groups->held_rows(), B holds groups->count() matrices.
+  std::optional<gemm_groups> groups;
+
+  bool grouped() const { return groups.has_value(); }
+  // Elements of A, B and C in device memory, the whole batch or every group.
+  std::int64_t a_elements() const { return m * k * batch; }
+  std::int64_t b_elements() const { return k * n * (groups ? groups->count() : batch); }
+  std::int64_t c_elements() const { return m * n * batch; }
+  // The rows whose output counts: m x batch, or the groups' valid rows.
+  std::int64_t useful_rows() const { return groups ? groups->valid_rows() : m * batch; }
 
   // A, B, C and accumulator element types, from the dtype's row.
   operand_types elements() const;
 
-  // 2*M*N*K per GEMM, times batch.
+  // 2*M*N*K per GEMM, times batch (grouped: 2 x valid rows x N x K).
   double flops() const;
   // Device bytes of A, B and C for the whole batch, each at its own element size.
   std::int64_t operand_bytes() const;
@@ -46,8 +86,11 @@ struct gemm_problem {
   std::int64_t lda() const;
   std::int64_t ldb() const;
   std::int64_t ldc() const { return n; }
-  std::string describe() const;  // "4096x4096x4096 bf16 nt"
+  std::string describe() const;  // "4096x4096x4096 bf16 nt", "8192x14336x4096 in 8 groups (...) bf16 nt"
 };
+
+// A grouped problem of these groups (m from them, batch 1).
+gemm_problem grouped_problem(gemm_groups g, std::int64_t n, std::int64_t k, dtype t, tiletune::layout l);
 
 // Throws usage_error naming the first bad field. Sizes are bounded so that
 // every index the kernels compute fits a 32-bit int per matrix.

@@ -25,6 +25,13 @@ std::optional<constraint_violation> violation(std::string name, std::string mess
 
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
                                                       const device_spec& d) {
+  if (p.grouped() && !c.family->runs_grouped()) {
+    std::string those;
+    for (const gemm_family* f : all_families())
+      if (f->runs_grouped()) those += (those.empty() ? "" : ", ") + std::string(f->name());
+    return violation("grouped", fmt::format("the {} family has no grouped kernel; grouped GEMMs run on: {}",
+                                            to_string(c.family), those.empty() ? "none" : those));
+  }
   if (auto v = c.family->check(c, p, d)) return v;
   if (c.threads() > d.max_threads_per_block)
     return violation("threads_per_block",

@@ -90,7 +90,7 @@ void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m
 }  // namespace
 
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
-                             int tensor_parallel) {
+                             int tensor_parallel, std::optional<expert_routing> routing) {
   if (tokens < 1) throw usage_error(fmt::format("--tokens {} is invalid: at least 1", tokens));
   if (tensor_parallel < 1) throw usage_error(fmt::format("--tp {} is invalid: at least 1", tensor_parallel));
   const int tp = tensor_parallel;
@@ -109,7 +109,8 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     experts = experts || g.batch > 1;
     const layout lay = step_gemm_layout(g.name);
     split_for_rank(g, lay, tp, m);
-    const key k{g.m, g.n, g.k, g.batch, lay.name()};
+    const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
+    const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "")};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;
       out.counts[it->second] += g.count;
@@ -117,12 +118,18 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     }
     suite_problem p;
     p.name = g.name;
-    p.problem.m = g.m;
-    p.problem.n = g.n;
-    p.problem.k = g.k;
-    p.problem.batch = g.batch;
-    p.problem.type = t;
-    p.problem.layout = lay;
+    if (grouped) {
+      p.problem = grouped_problem(groups_of_routing(tokens, static_cast<int>(m.experts_per_token),
+                                                    static_cast<int>(g.batch), *routing, group_layout::contiguous),
+                                  g.n, g.k, t, lay);
+    } else {
+      p.problem.m = g.m;
+      p.problem.n = g.n;
+      p.problem.k = g.k;
+      p.problem.batch = g.batch;
+      p.problem.type = t;
+      p.problem.layout = lay;
+    }
     validate(p.problem);
     index.emplace(k, out.suite.problems.size());
     out.suite.problems.push_back(std::move(p));
@@ -134,10 +141,16 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
         "one of {} tensor-parallel ranks: q, k, v, gate, up and lm_head keep 1/{} of their outputs, o and down "
         "1/{} of their inputs{}; the all-reduces between them are communication, not GEMMs, and are not timed",
         tp, tp, tp, m.num_kv_heads > 0 && m.num_kv_heads % tp != 0 ? " (key/value heads replicated, one a rank)" : ""));
-  if (experts)
+  if (experts && routing)
+    out.notes.push_back(fmt::format(
+        "routed experts' forward and data-grad GEMMs are grouped GEMMs of the tokens routed {} to {} experts each "
+        "(contiguous, no capacity padding; only a family with a grouped kernel runs them); their weight-grad GEMMs are batched "
+        "over each expert's average rows",
+        routing->name(), m.experts_per_token));
+  else if (experts)
     out.notes.push_back(
-        "routed experts are a batched GEMM of each expert's average rows (uniform routing); a grouped GEMM "
-        "with uneven rows per expert is not built yet");
+        "routed experts are a batched GEMM of each expert's average rows (uniform routing); --routing makes their "
+        "forward and data-grad GEMMs grouped GEMMs of routed rows");
   return out;
 }
 

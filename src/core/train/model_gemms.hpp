@@ -3,11 +3,13 @@
 // (`tiletune gemm --model`): the linear layers' forward GEMMs, and for training
 // their data- and weight-gradient GEMMs, with how often each runs per step.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/gemm/gemm_suite.hpp"
+#include "core/gemm/grouped_rows.hpp"
 #include "core/train/model_spec.hpp"
 
 namespace tiletune {
@@ -33,7 +35,12 @@ struct model_gemm_suite {
 // low-rank projections and the router are replicated. Key/value heads fewer
 // than the ranks are replicated (one head a rank). Throws usage_error naming a
 // count tp does not divide (attention heads, an MLP's width).
+//
+// routing: routed experts' forward and data-gradient GEMMs as grouped GEMMs (problem.groups),
+// the step's tokens routed to top-k of the experts as it says (routed_rows), contiguous; none:
+// a batched GEMM of each expert's average rows. Their weight-gradient GEMMs (grouped along K)
+// stay batched either way.
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
-                             int tensor_parallel = 1);
+                             int tensor_parallel = 1, std::optional<expert_routing> routing = std::nullopt);
 
 }  // namespace tiletune

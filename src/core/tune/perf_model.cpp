@@ -114,7 +114,8 @@ struct block_grid {
 
 block_grid grid_of(const gemm_problem& p, const tile_config& c, const device_spec& d) {
   block_grid g;
-  g.tiles_m = ceil_div(p.m, c.block_m);
+  // Grouped: the groups' M tiles (a tile never holds two groups).
+  g.tiles_m = p.grouped() ? p.groups->m_tiles(c.block_m) : ceil_div(p.m, c.block_m);
   g.tiles_n = ceil_div(p.n, c.block_n);
   g.k_padded = ceil_div(p.k, c.block_k) * c.block_k;
   // Split-K: split_k blocks per tile, each over its share of the k-tiles.
@@ -180,16 +181,19 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // A workspace that fits in half the L2 is written and read back there, not in DRAM
   // (16x4096x4096 split 4: 2 MB of the H100's 50 MB).
   const double partials_in_dram = partial_bytes > 0.5 * static_cast<double>(d.l2_bytes) ? partial_bytes : 0.0;
-  const double dram_bytes =
-      (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
-       c_passes * static_cast<double>(p.m) * p.n) * eb * p.batch + partials_in_dram;
+  // The rows of A and C that count (grouped: the groups' valid rows), and B whole (grouped: every group's).
+  const double useful_rows = static_cast<double>(p.useful_rows());
+  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements()) + c_passes * useful_rows * p.n) * eb +
+                            partials_in_dram;
   // What the tiles really move: a block reads only the rows of A and B that
   // lie inside the problem (TMA and cp.async zero-fill the rest without a
   // load), so each of the tiles_n block columns reads A's M rows once per
   // k-slice and each block row B's N rows.
-  const double rows_read = static_cast<double>(tiles_n * p.m + tiles_m * p.n) * split * p.batch;
-  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb +
-                          c_passes * static_cast<double>(p.m) * p.n * eb * p.batch + partial_bytes;
+  // (A grouped tile loads all its rows: those past its group's end are the next group's.)
+  const std::int64_t a_rows_per_column = p.grouped() ? tiles_m * c.block_m : p.m;
+  const double rows_read = static_cast<double>(tiles_n * a_rows_per_column + tiles_m * p.n) * split * p.batch;
+  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb + c_passes * useful_rows * p.n * eb +
+                          partial_bytes;
   // Loads in flight: each block has its pipeline's stages - 1 tiles in flight,
   // of the rows inside the problem (a 64-row tile of a 16-row problem loads 16).
   const double in_flight_per_block = static_cast<double>(std::max(1, c.stages - 1)) *
@@ -262,7 +266,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const block_grid g = grid_of(p, c, d);
   const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, k_padded = g.k_padded, split = g.split;
   r.blocks = g.sk ? g.sk->ctas : tiles_m * tiles_n * p.batch * split;
-  r.tile_efficiency = static_cast<double>(p.m) * p.n * p.k /
+  r.tile_efficiency = static_cast<double>(p.useful_rows()) / static_cast<double>(p.batch) * p.n * p.k /
                       (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
   const std::int64_t resident = add_compute_time(d, p, c, occ, efficiency, g, r);
   add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), dram_share, r);
@@ -282,9 +286,36 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   return r;
 }
 
+namespace {
+// A grouped problem on a library: one GEMM per group with rows, one after the other (the loop
+// of cuBLASLt calls the measured reference runs).
+prediction predict_library_loop(const device_spec& d, const gemm_problem& p, double efficiency) {
+  prediction sum;
+  for (std::int64_t rows : p.groups->rows) {
+    const std::int64_t valid = p.groups->layout == group_layout::masked ? std::min(rows, p.groups->stride) : rows;
+    if (valid == 0) continue;
+    gemm_problem one = p;
+    one.groups.reset();
+    one.m = valid;
+    const prediction r = predict_library_gemm(d, one, efficiency);
+    sum.blocks += r.blocks;
+    sum.compute_us += r.compute_us;
+    sum.memory_us += r.memory_us;
+    sum.dram_bytes += r.dram_bytes;
+    sum.l2_bytes += r.l2_bytes;
+    sum.time_us += r.time_us;
+  }
+  sum.waves = static_cast<double>(sum.blocks) / d.sm_count;
+  sum.bound = sum.compute_us >= sum.memory_us ? "compute" : "memory";
+  sum.tflops = p.flops() / (sum.time_us * 1e-6) / 1e12;
+  return sum;
+}
+}  // namespace
+
 prediction predict_library_gemm(const device_spec& d, const gemm_problem& p, double efficiency) {
   prediction r;
   if (d.sm_count <= 0) return r;
+  if (p.grouped()) return predict_library_loop(d, p, efficiency);
   // Libraries pick smaller tiles for thin problems; 64 rows or columns at the least.
   const std::int64_t tile_m = p.m >= 128 ? 128 : 64, tile_n = p.n >= 128 ? 128 : 64;
   const std::int64_t tiles = ceil_div(p.m, tile_m) * ceil_div(p.n, tile_n) * p.batch;

@@ -14,8 +14,12 @@ std::string tuning_problem_key(const gemm_problem& p) {
   // A scaling mode is keyed only where there is one, so unscaled keys read as before.
   const std::string scaling =
       p.scaling == scaling_mode::none ? "" : fmt::format(" s{}", to_string(p.scaling));
-  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
-                     p.alpha, p.beta, scaling);
+  // A grouped problem: its group count, layout and the rows' distribution class (plain keys read as before).
+  const std::string groups =
+      p.groups ? fmt::format(" g{} {} {}", p.groups->count(), to_string(p.groups->layout), p.groups->distribution())
+               : "";
+  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
+                     p.alpha, p.beta, scaling, groups);
 }
 
 namespace {

@@ -14,6 +14,16 @@ inline int wgmma_consumers(const tile_config& c) { return c.knobs[0]; }
 inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
 inline bool wgmma_stream_k(const tile_config& c) { return c.knobs[1] != 0; }
 inline void set_wgmma_stream_k(tile_config& c, bool on) { c.knobs[1] = on ? 1 : 0; }
+// A grouped GEMM's kernel (1: TT_GROUPED, kernels_templates/wgmma/wgmma_grouped.cuh): the copy of
+// every tile that a grouped problem's space holds instead of the plain one.
+inline bool wgmma_grouped(const tile_config& c) { return c.knobs[2] != 0; }
+inline void set_wgmma_grouped(tile_config& c, bool on) { c.knobs[2] = on ? 1 : 0; }
+// The most groups one launch takes (the template's TT_GROUPS_MAX), and the static shared memory of
+// the table each CTA builds of them: first tiles (groups + 1), first rows and end rows, 4 bytes each,
+// which ptxas rounds up to 1 KB (the dynamic region after it is 1024-byte aligned): 4096 bytes, as
+// compile.sm_90a.grouped reads in the cubin.
+inline constexpr int wgmma_groups_max = 256;
+inline constexpr std::int64_t wgmma_group_table_bytes = ((3 * wgmma_groups_max + 1) * 4 + 1023) / 1024 * 1024;
 
 // fp32 accumulators each consumer thread holds: (BM / consumers / 64) x BN / 2, at most 128.
 inline int wgmma_accumulators_per_thread(const tile_config& c) {

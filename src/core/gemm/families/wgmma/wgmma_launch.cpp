@@ -33,6 +33,24 @@ tensor_map_description tensor_map_description_of(const gemm_problem& p, const ti
   return t;
 }
 
+// A grouped problem: batch is the group count, the rows per group and the masked stride follow beta.
+void add_group_parameters(kernel_launch& l, const gemm_problem& p) {
+  const gemm_groups& g = *p.groups;
+  parameter_named(l, "M").meaning = "rows A and C hold, every group's (not read by the grouped kernel)";
+  parameter_named(l, "batch_stride_c").value = 0;
+  parameter_named(l, "batch").value = g.count();
+  parameter_named(l, "batch").meaning = "number of groups (at most 256)";
+  kernel_parameter rows{"group_rows", "const int*", "pointer",
+                        "device pointer to the rows of each group, one int per group, read once per launch (value: "
+                        "this problem's)",
+                        g.rows};
+  l.parameters.push_back(std::move(rows));
+  l.parameters.push_back(scalar_parameter(
+      "group_stride", "int",
+      "masked layout: rows each group owns (group g from row g * stride); 0: contiguous, group after group",
+      g.layout == group_layout::masked ? g.stride : 0));
+}
+
 }  // namespace
 
 // wgmma (kernels_templates/wgmma/wgmma_gemm.cu): a persistent grid over the SMs,
@@ -45,7 +63,12 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   l.block = {s.threads, 1, 1};
   l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
   l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = wgmma_stream_k(c)
+  l.grid_rule = p.grouped()
+                    ? fmt::format("(min(output tiles = the groups' M tiles of {} rows each summed, times ceil(N / {}), "
+                                  "SM count {}){}, 1, 1): a persistent grid over the groups' tiles; other rows per "
+                                  "group need the grid recomputed (or every SM)",
+                                  c.block_m, c.block_n, d.sm_count, wgmma_stream_k(c) ? ", every SM with stream-K" : "")
+                : wgmma_stream_k(c)
                     ? fmt::format("(SM count {}, 1, 1): a persistent grid, every CTA resident at once; the tiles "
                                   "of whole waves (batch * ceil(M / {}) * ceil(N / {}) rounded down to a multiple "
                                   "of the grid) go whole, the k-tiles of the rest are shared out (stream-K)",
@@ -68,6 +91,7 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
       scalar_parameter("alpha", "float", "scale of op(A) * op(B)", static_cast<float>(p.alpha)),
       scalar_parameter("beta", "float", "scale of the old C (0: C is not read)", static_cast<float>(p.beta)),
   };
+  if (p.grouped()) add_group_parameters(l, p);
   if (wgmma_stream_k(c)) {
     kernel_parameter w{"workspace", "float*", "pointer",
                        "stream-K fixup: one fp32 BM x BN slot per worker, then one 32-bit flag per worker; "
@@ -87,6 +111,11 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
       "a launch outside tiletune has not been tried: tiletune's own launch of this family, bound from this "
       "description, ran correct on an H200 (2026-11-26)",
   };
+  if (p.grouped())
+    l.requirements.push_back(
+        "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
+        "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
+        "the grouped kernel is proven by host emulation and its compile only");
   if (wgmma_stream_k(c))
     l.requirements.push_back(
         "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "

@@ -11,6 +11,7 @@
 #define TT_HOST_DEVICE inline
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_schedule.cuh"
+#include "wgmma/wgmma_grouped.cuh"
 
 namespace tiletune {
 
@@ -50,7 +51,16 @@ std::string wgmma_instruction_source(dtype t, int n, layout l) {
 }
 
 std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p) {
-  return ((p.m + c.block_m - 1) / c.block_m) * ((p.n + c.block_n - 1) / c.block_n) * p.batch;
+  const std::int64_t n_tiles = (p.n + c.block_n - 1) / c.block_n;
+  if (p.grouped()) {  // the groups' M tiles laid end to end, as the kernel's table counts them
+    const gemm_groups& g = *p.groups;
+    const int stride = g.layout == group_layout::masked ? static_cast<int>(g.stride) : 0;
+    std::int64_t m_tiles = 0;
+    for (std::int64_t r : g.rows)
+      m_tiles += tt_group_m_tiles(tt_group_valid_rows(static_cast<int>(r), stride), c.block_m);
+    return m_tiles * n_tiles;
+  }
+  return ((p.m + c.block_m - 1) / c.block_m) * n_tiles * p.batch;
 }
 
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {

@@ -32,6 +32,9 @@ std::vector<tile_config> wgmma_space(dtype t) {
 
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
   std::vector<tile_config> out = wgmma_space(p.type);
+  // A grouped problem runs the grouped kernel: every tile (and its stream-K copy) is that copy.
+  if (p.grouped())
+    for (tile_config& c : out) set_wgmma_grouped(c, true);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -51,6 +54,26 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
 namespace {
 std::optional<constraint_violation> violation(std::string name, std::string message) {
   return constraint_violation{std::move(name), std::move(message)};
+}
+
+// A grouped problem takes the grouped kernel and no plain problem does; at most
+// wgmma_groups_max groups, and the group table's static shared memory beside the dynamic.
+std::optional<constraint_violation> check_wgmma_groups(const tile_config& c, const gemm_problem& p,
+                                                       const device_spec& d) {
+  if (wgmma_grouped(c) != p.grouped())
+    return violation("grouped", p.grouped() ? "a grouped problem needs the grouped kernel (_grp)"
+                                            : "the grouped kernel (_grp) runs grouped problems only");
+  if (!p.grouped()) return std::nullopt;
+  if (p.groups->count() > wgmma_groups_max)
+    return violation("groups", fmt::format("{} groups: the wgmma grouped kernel takes at most {} in one launch",
+                                           p.groups->count(), wgmma_groups_max));
+  const std::int64_t smem = wgmma_smem_bytes(c, p.type) + wgmma_group_table_bytes;
+  if (smem > d.smem_per_block_optin_bytes)
+    return violation("shared_memory",
+                     fmt::format("needs {} bytes of shared memory per block ({} of them the group table), the GPU "
+                                 "allows {}",
+                                 smem, wgmma_group_table_bytes, d.smem_per_block_optin_bytes));
+  return std::nullopt;
 }
 }  // namespace
 
@@ -74,6 +97,11 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
     return violation("tma_alignment",
                      fmt::format("lda {} and ldb {} must be multiples of {} elements (16 bytes) for TMA",
                                  p.lda(), p.ldb(), 16 / eb));
+  if (auto v = check_wgmma_groups(c, p, d)) return v;
+  if (p.grouped() && p.groups->count() > 1 && misaligned(p.k * p.n))
+    return violation("tma_alignment", fmt::format("B's matrices of {} elements each must start 16 bytes apart "
+                                                  "(a multiple of {} elements) for TMA",
+                                                  p.k * p.n, 16 / eb));
   if (p.batch > 1 && (misaligned(p.m * p.k) || misaligned(p.k * p.n)))
     return violation("tma_alignment",
                      fmt::format("batch strides {} and {} must be multiples of {} elements (16 bytes) "

@@ -18,12 +18,14 @@ tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c
   const std::uint64_t k = static_cast<std::uint64_t>(p.k);
   const std::uint64_t cols = k_major ? k : mn, rows = k_major ? mn : k;
   const std::uint64_t ld = static_cast<std::uint64_t>(is_a ? p.lda() : p.ldb());
-  s.dims = {cols, rows, static_cast<std::uint64_t>(p.batch)};
+  // Grouped: A holds every group's rows (one matrix), B one matrix per group.
+  const std::uint64_t matrices = static_cast<std::uint64_t>(!is_a && p.grouped() ? p.groups->count() : p.batch);
+  s.dims = {cols, rows, matrices};
   s.strides_bytes[0] = ld * eb;
   // One matrix after another; with a single matrix the stride is never used
   // but must still be a multiple of 16 bytes.
   const std::uint64_t matrix_bytes = mn * k * eb;
-  s.strides_bytes[1] = p.batch > 1 ? matrix_bytes : (matrix_bytes + 15) / 16 * 16;
+  s.strides_bytes[1] = matrices > 1 ? matrix_bytes : (matrix_bytes + 15) / 16 * 16;
   const std::uint32_t swizzle_elements = static_cast<std::uint32_t>(128 / eb);
   const std::uint32_t tile_mn = static_cast<std::uint32_t>(is_a ? c.block_m : c.block_n);
   if (k_major) {
