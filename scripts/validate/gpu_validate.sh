@@ -27,6 +27,9 @@
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     model  `gemm --model` on GPU_VALIDATE_MODELS (NAME:TOKENS:PHASE ..., default a Llama-3-8B
 #            decode step of 16 tokens and a TinyLlama training step of 8192 tokens)
+#     grouped grouped GEMM: uneven masked groups verified, then Mixtral's experts (8, 4096 tokens, top-2,
+#            uniform and zipf:1.2) and a DeepSeek-shaped masked decode (256 experts, 64 tokens, top-8)
+#            timed against the loop of cuBLASLt GEMMs per group
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -372,6 +375,21 @@ if want model; then
       --tokens "$mtokens" --phase "$mphase" --no-db --budget-s 100 --out "$out/model-$mname-$mphase.json"
     tail -14 "$out/model-$mname-$mphase.txt" >&2
   done
+fi
+if want grouped; then
+  # Grouped GEMM (issue 36), first run: uneven groups checked (every _grp variant, --verify-only),
+  # then the goals' problems timed against the loop of cuBLASLt GEMMs per group (the reference).
+  step "grouped verify" 150 "$out/grouped-verify.txt" "$bin" gemm --groups 8 --m-per-group 0,1,127,128,129,0,517,64 \
+    --n 1000 --k 776 --group-layout masked --alpha 1.5 --beta 0.5 --verify-only --no-db --variant-timeout 10 \
+    --out "$out/grouped-verify.json"
+  for spec in "uniform 14336 4096 contiguous" "zipf:1.2 14336 4096 contiguous" "uniform 4096 14336 contiguous"; do
+    read -r routing n k glayout <<<"$spec"
+    name="grouped-mixtral-${routing/:/}-${n}x${k}"
+    step "gemm $name" 120 "$out/$name.txt" "$bin" gemm --groups 8 --tokens 4096 --top-k 2 --routing "$routing" \
+      --n "$n" --k "$k" --group-layout "$glayout" --no-db --budget-s 100 --out "$out/$name.json"
+  done
+  step "gemm grouped-deepseek-decode" 120 "$out/grouped-deepseek-decode.txt" "$bin" gemm --groups 256 --tokens 64 \
+    --top-k 8 --n 4096 --k 7168 --group-layout masked --no-db --budget-s 100 --out "$out/grouped-deepseek-decode.json"
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"

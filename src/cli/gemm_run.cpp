@@ -217,10 +217,11 @@ plan_options plan_options_of(const gemm_options& o, bool measure,
       o.compile.jobs > 0 ? o.compile.jobs : std::max(1u, std::thread::hardware_concurrency());
 
   // An offline plan launches nothing: one program per tile and its rasterization copies, and only
-  // the variants the model says can still reach the table's --top rows. Every one where a GPU runs
-  // them, where --export needs their cubins, and for --only and --compile-all.
+  // the variants the model says can still reach the table's --top rows (a suite's table, --model's
+  // too, shows each problem's recommendation: only what can still reach the best). Every one where
+  // a GPU runs them, where --export needs their cubins, and for --only and --compile-all.
   if (!measure && o.export_dir.empty() && o.only.empty() && !o.compile.compile_all) {
-    options.selection = {.share_raster_copies = true, .keep = o.report.top, .ranking_time = {}};
+    options.selection = {.share_raster_copies = true, .keep = o.is_suite() ? 1 : o.report.top, .ranking_time = {}};
     // The bound follows the model the plan is finally ranked by.
     if (calibration)
       options.selection.ranking_time = [cal = *calibration, d = spec](

@@ -102,6 +102,8 @@ TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
   expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--layout", "tn"}), "--layout tn");
   expect_usage_error(with({"--m", "8", "--tokens", "64"}), "--tokens 64 needs --model");
   expect_usage_error(with({"--m", "8", "--routing", "uniform"}), "--groups");
+  expect_usage_error({"gemm", "--model", "llama-3-8b", "--tokens", "16", "--routing", "uniform", "--gpu", "h100-sxm"},
+                     "no routed experts");
 }
 
 TEST(gemm_grouped, a_gpu_without_a_grouped_kernel_says_why) {

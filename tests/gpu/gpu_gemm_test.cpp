@@ -105,6 +105,37 @@ TEST(gpu, wgmma_variants_are_correct_on_partial_tiles) {
   }
 }
 
+// Grouped GEMM (issue 36; never run before a GPU session runs this): every grouped wgmma
+// variant, whole tiles and stream-K, against the loop of cuBLASLt GEMMs per group, on groups of
+// 0, 1, 127, 128, 129 and 517 rows; masked groups must also leave their padding rows untouched.
+TEST(gpu, grouped_wgmma_variants_are_correct_on_uneven_groups) {
+  REQUIRE_GPU();
+  for (const char* dtype : {"bf16", "f16", "tf32"}) {
+    for (const char* layout : {"nt", "nn"}) {
+      if (std::string(dtype) == "tf32" && std::string(layout) != "nt") continue;
+      for (const char* group_layout : {"contiguous", "masked"}) {
+        for (const char* beta : {"0", "0.5"}) {
+          const auto j = gemm_json({"--groups", "8", "--m-per-group", "0,1,127,128,129,0,517,64", "--n", "1000",
+                                    "--k", "776", "--group-layout", group_layout, "--dtype", dtype, "--layout",
+                                    layout, "--alpha", "1.5", "--beta", beta, "--verify-only"});
+          ASSERT_TRUE(j.is_object());
+          if (j["device"].value("arch", std::string()) != "sm_90") GTEST_SKIP() << "wgmma runs on sm_90 only";
+          int checked = 0;
+          for (const auto& v : j["variants"]) {
+            const std::string status = v["status"];
+            if (v["family"] != "wgmma" || (status == "pruned" && v.value("constraint", std::string()) == "shared_memory"))
+              continue;
+            EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << group_layout << " beta " << beta << " "
+                                    << v["id"] << ": " << v.value("reason", std::string());
+            ++checked;
+          }
+          EXPECT_GT(checked, 20) << dtype << " " << layout << " " << group_layout;
+        }
+      }
+    }
+  }
+}
+
 TEST(gpu, beta_zero_never_reads_a_poisoned_c) {
   REQUIRE_GPU();
   const auto j = gemm_json({"--m", "129", "--n", "65", "--k", "33", "--dtype", "bf16", "--verify-only"});

@@ -14,7 +14,7 @@ using namespace tiletune;
 
 TEST(device_spec, the_required_presets_exist_with_sane_figures) {
   for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090", "h800",
-                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090"}) {
+                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090", "h20"}) {
     const device_spec& d = find_preset(name);
     EXPECT_EQ(d.preset, name);
     EXPECT_GT(d.sm_count, 0) << name;
@@ -50,6 +50,7 @@ TEST(device_spec, live_names_map_to_presets) {
   EXPECT_EQ(preset_for_device_name("NVIDIA A100-SXM4-80GB", 80 * gib)->preset, "a100-sxm-80gb");
   EXPECT_EQ(preset_for_device_name("NVIDIA H800", 80 * gib)->preset, "h800");
   EXPECT_EQ(preset_for_device_name("NVIDIA H100 NVL", 94 * gib)->preset, "h100-nvl");
+  EXPECT_EQ(preset_for_device_name("NVIDIA H20", 96 * gib)->preset, "h20");
   EXPECT_EQ(preset_for_device_name("NVIDIA L4", 23 * gib)->preset, "l4");
   EXPECT_EQ(preset_for_device_name("NVIDIA L40S", 45 * gib)->preset, "l40s");
   EXPECT_FALSE(preset_for_device_name("NVIDIA L40", 45 * gib).has_value());  // not an L4

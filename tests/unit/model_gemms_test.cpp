@@ -109,6 +109,8 @@ TEST(model_gemms, routed_experts_are_grouped_problems) {
   bool noted = false;
   for (const auto& n : s.notes) noted = noted || n.find("grouped GEMMs of the tokens routed zipf:1.2") != std::string::npos;
   EXPECT_TRUE(noted);
+  EXPECT_THROW(model_gemms(load_model("llama-3-8b"), 64, model_phase::decode, dtype::bf16, 1, parse_routing("uniform")),
+               usage_error);
   // Uniform routing is another problem, with its own key.
   const auto u = model_gemms(mixtral, 4096, model_phase::prefill, dtype::bf16, 1, parse_routing("uniform"));
   for (const auto& p : u.suite.problems)

@@ -229,6 +229,27 @@ device_spec h100_nvl_preset() {
   return d;
 }
 
+// Figures: NVIDIA publishes no H20 datasheet; these are the figures every listing repeats (78 SMs of
+// the GH100 die; 96 GB HBM3 at 4.0 TB/s; 60 MB L2; dense 148 bf16/fp16, 74 tf32, 44 fp32 TFLOP/s,
+// the tensor rate capped by the part, not its clock; NVLink 900 GB/s both ways). Unverified: no H20
+// run is recorded or cited. Memory: 96 GB as 10^9 bytes; L2 bandwidth: the H100 SXM's per SM.
+device_spec h20_preset() {
+  device_spec d = hopper("h20", "NVIDIA H20");
+  d.sm_count = 78;
+  d.boost_clock_mhz = 1980;
+  d.l2_bytes = 60 * MiB;
+  d.memory_bytes = 96'000'000'000LL;
+  d.memory_bandwidth_gbs = 4000;
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 78 / 132;
+  d.peak_tflops_f32 = 44;
+  d.peak_tflops_tf32 = 74;
+  d.peak_tflops_f16 = 148;
+  d.peak_tflops_bf16 = 148;
+  d.peak_source = "listings";  // no datasheet
+  d.gpu_link_gbs = 450;
+  return d;
+}
+
 // Figures: NVIDIA L40S datasheet (48 GB GDDR6 at 864 GB/s; dense: 91.6 fp32, 183 tf32, 362.05
 // bf16/fp16 TFLOP/s); AD102 with 142 SMs at 2520 MHz and 96 MB L2. Memory: 48 GB as 10^9 bytes
 // (unverified).
@@ -300,7 +321,7 @@ device_spec rtx3090_preset() {
 std::vector<device_spec> make_presets() {
   return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
           l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
-          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset()};
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset()};
 }
 
 std::string lower(std::string_view s) {
@@ -348,6 +369,7 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   std::string key;
   if (has("h200")) key = "h200";
   else if (has("h800")) key = "h800";
+  else if (has("h20") && !has("h200")) key = "h20";
   else if (has("h100") && has("nvl")) key = "h100-nvl";
   else if (has("h100") && has("pcie")) key = "h100-pcie";
   else if (has("h100")) key = "h100-sxm";

@@ -135,6 +135,8 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     out.suite.problems.push_back(std::move(p));
     out.counts.push_back(g.count);
   }
+  if (routing && !experts)
+    throw usage_error(fmt::format("--routing {}: {} has no routed experts to route tokens to", routing->name(), m.name));
   out.notes.push_back("attention's own GEMMs are left out: a fused attention kernel (flash, SDPA) runs them");
   if (tp > 1)
     out.notes.push_back(fmt::format(
