@@ -60,6 +60,12 @@ struct batch_options {
 
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
 
+// "on", "off", or "every 2" where every N-th layer is checkpointed.
+std::string checkpointing_name(const training_setup& s, bool on) {
+  if (!on) return "off";
+  return s.checkpoint_every > 1 ? fmt::format("every {}", s.checkpoint_every) : "on";
+}
+
 std::string format_plan(const batch_plan& plan) {
   const auto& s = plan.setup;
   const auto& m = plan.memory;
@@ -86,7 +92,7 @@ std::string format_plan(const batch_plan& plan) {
                 "tokens/s"});
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const auto& c = plan.candidates[i];
-    t.add_row({fmt::format("{}{}", c.micro_batch, plan.recommended == i ? " *" : ""), c.checkpointing ? "on" : "off",
+    t.add_row({fmt::format("{}{}", c.micro_batch, plan.recommended == i ? " *" : ""), checkpointing_name(s, c.checkpointing),
                gib(c.peak_bytes), c.fits ? "yes" : "no", std::to_string(c.grad_accum_steps),
                std::to_string(c.effective_global_batch), fmt::format("{:.1f}", c.step_ms),
                fmt::format("{:.1f}", c.samples_per_s), fmt::format("{:.0f}", c.tokens_per_s)});
@@ -96,7 +102,7 @@ std::string format_plan(const batch_plan& plan) {
     const auto& r = plan.candidates[*plan.recommended];
     out += fmt::format("\nrecommended (*): micro-batch {}, gradient accumulation {}, global batch {}, checkpointing {}, "
                        "{}, {}\n",
-                       r.micro_batch, r.grad_accum_steps, r.effective_global_batch, r.checkpointing ? "on" : "off",
+                       r.micro_batch, r.grad_accum_steps, r.effective_global_batch, checkpointing_name(s, r.checkpointing),
                        to_string(s.prec), to_string(s.optimizer));
   } else {
     out += "\nno micro-batch fits.";
@@ -242,6 +248,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.attention = parse_attention(o.attention);
   s.loss = parse_loss(o.loss);
   s.checkpointing = parse_checkpointing(o.checkpointing);
+  s.checkpoint_every = parse_checkpoint_every(o.checkpointing);
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
   s.zero_stage = o.zero;
@@ -316,7 +323,10 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--micro-batch", o->micro_batch,
                   "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
                   "that breaks it");
-  cmd->add_option("--checkpointing", o->checkpointing, "auto | on | off")->capture_default_str();
+  cmd->add_option("--checkpointing", o->checkpointing,
+                  "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
+                  "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing)")
+      ->capture_default_str();
   cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")

@@ -197,6 +197,23 @@ TEST(cli, batch_plans_and_writes_json) {
             256);
 }
 
+// --checkpointing every-2 (issue 37): the table and the JSON say which layers are checkpointed; a
+// bad N is a usage error naming it.
+TEST(cli, batch_checkpoints_every_nth_layer) {
+  const result r = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "2048", "--lora-rank", "16",
+                        "--precision", "bf16", "--checkpointing", "every-2", "--no-db"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("every 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16 of 32 layers"), std::string::npos) << r.out;
+  const result j = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "2048", "--lora-rank", "16",
+                        "--precision", "bf16", "--checkpointing", "every-2", "--no-db", "--json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto plan = nlohmann::json::parse(j.out);
+  EXPECT_EQ(plan["setup"]["checkpoint_every"], 2);
+  for (const auto& c : plan["candidates"]) EXPECT_TRUE(c["checkpointing"].get<bool>());
+  expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--checkpointing", "every-0"}, "every-0");
+}
+
 // A predicted plan reads the GEMM times a tuning database holds for its GPU model: three
 // Llama-3-8B forward GEMMs measured on an H100 (q/o, k/v and down at 4096 tokens).
 TEST(cli, batch_reads_the_gemm_times_a_tuning_database_holds) {

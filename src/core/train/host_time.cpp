@@ -10,11 +10,11 @@
 namespace tiletune {
 
 step_kernels count_step_kernels(const model_spec& m, const token_inventory& inv, const lora_path_cost& lora,
-                                bool checkpointing) {
+                                double recompute_share) {
   const double layers_k = static_cast<double>(m.num_layers) * inv.layer_kernels;
   step_kernels k;
   k.forward = layers_k + inv.outer_kernels + lora.forward_kernels;
-  if (checkpointing) k.recompute = layers_k + lora.forward_kernels;
+  k.recompute = recompute_share * (layers_k + lora.forward_kernels);
   k.backward = 2 * (layers_k + inv.outer_kernels) + lora.backward_kernels;
   return k;
 }
@@ -37,8 +37,9 @@ host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool 
   if (checkpointing) {
     // Each checkpointed layer's wrapper, in the forward and again in the
     // backward beside its recompute.
-    forward_us += host_checkpoint_forward_layer_us * L;
-    backward_us += host_checkpoint_backward_layer_us * L;
+    const double wrapped = L * recompute_share(s, true);
+    forward_us += host_checkpoint_forward_layer_us * wrapped;
+    backward_us += host_checkpoint_backward_layer_us * wrapped;
   }
   host_issue h;
   h.forward_ms = host_scale * forward_us * 1e-3;

@@ -23,8 +23,9 @@ struct step_kernels {
 };
 // inv: the step's inventory (its forward kernels per layer and outside the
 // layers); lora: the adapter path's kernels (lora_path).
+// recompute_share: the layers a checkpointed step recomputes (recompute_share in training_plan.hpp).
 step_kernels count_step_kernels(const model_spec& m, const token_inventory& inv, const lora_path_cost& lora,
-                                bool checkpointing);
+                                double recompute_share);
 
 struct host_issue {
   double forward_ms = 0;    // to the loss

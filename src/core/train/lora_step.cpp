@@ -65,22 +65,22 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
     const auto rows = t.group > 1 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep))
                                   : tokens;
     const std::string name = t.name + " lora";
-    auto add = [&](const char* what, std::int64_t m, std::int64_t n, std::int64_t k) {
-      step_gemm g{name + what, m, n, k, batch, count, 1};
+    auto add = [&](const char* what, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs) {
+      step_gemm g{name + what, m, n, k, batch, runs, 1};
       g.fp32 = fp32;
       g.thin = true;
       out.push_back(g);
     };
-    add("_A forward", rows, r, t.cols);
-    add("_B forward", rows, t.rows, r);
+    add("_A forward", rows, r, t.cols, count);
+    add("_B forward", rows, t.rows, r, count);
     if (checkpointing) {
-      add("_A recompute", rows, r, t.cols);
-      add("_B recompute", rows, t.rows, r);
+      add("_A recompute", rows, r, t.cols, recomputed_count(s, count));
+      add("_B recompute", rows, t.rows, r, recomputed_count(s, count));
     }
-    add("_B data-grad", rows, r, t.rows);
-    add("_B weight-grad", t.rows, r, rows);
-    add("_A data-grad", rows, t.cols, r);
-    add("_A weight-grad", r, t.cols, rows);
+    add("_B data-grad", rows, r, t.rows, count);
+    add("_B weight-grad", t.rows, r, rows, count);
+    add("_A data-grad", rows, t.cols, r, count);
+    add("_A weight-grad", r, t.cols, rows, count);
   }
 }
 
@@ -161,7 +161,7 @@ lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool chec
   lora_path_cost c;
   if (s.lora_rank <= 0) return c;
   const lora_pass_costs p = lora_pass_costs_of(s);
-  const double fwd_passes = checkpointing ? 2 : 1;
+  const double fwd_passes = 1 + recompute_share(s, checkpointing);
   const double n = static_cast<double>(tokens);
   for (const auto& t : weight_tensors(s.model)) {
     if (!lora_adapts(s, t)) continue;

@@ -43,7 +43,7 @@ double expert_alltoall_ms(const training_setup& s, double link_gbs, std::int64_t
   const double routed = tokens * static_cast<double>(m.experts_per_token) * std::max(1.0, m.capacity_factor);
   // Uniform routing: (ep - 1) / ep of a rank's routed rows live elsewhere.
   const double bytes = routed * static_cast<double>(m.hidden_size) * activation_bytes(s.prec) * (ep - 1.0) / ep;
-  const double per_layer = checkpointing ? 6 : 4;
+  const double per_layer = 4 + 2 * recompute_share(s, checkpointing);  // recompute's dispatch and combine
   return bytes * per_layer * static_cast<double>(m.moe_layers()) / (link_gbs * alltoall_efficiency * 1e6);
 }
 

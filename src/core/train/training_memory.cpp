@@ -219,9 +219,11 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
   // decoder layer) keeps each layer's input; backward recomputes one layer at
-  // a time, whose activations are alive during its backward.
-  r.checkpointed_activation_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (L * inv.layer_input + inv.outer_saved));
+  // a time, whose activations are alive during its backward. Every N-th layer
+  // (--checkpointing every-N): those keep their input, the others everything.
+  const double wrapped = L * recompute_share(s, true), whole = L - wrapped;
+  r.checkpointed_activation_bytes_per_sample = static_cast<std::int64_t>(
+      seq * (wrapped * inv.layer_input + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L)));
   r.lora_transient_bytes_per_sample = lora ? static_cast<std::int64_t>(seq * lora_transient_per_token(s)) : 0;
   // The gradients in flight through a layer's backward: the incoming and
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,

@@ -234,6 +234,12 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
 
 void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   const auto& r = plan.candidates[*plan.recommended];
+  if (s.checkpoint_every > 1)
+    plan.notes.push_back(fmt::format(
+        "checkpointing wraps one layer in every {} ({} of {} layers keep only their input, the rest every "
+        "activation): torchtitan's selective layer checkpointing; Hugging Face's gradient_checkpointing wraps every layer",
+        s.checkpoint_every, std::llround(recompute_share(s, true) * static_cast<double>(s.model.num_layers)),
+        s.model.num_layers));
   if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
     plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
   else if (r.checkpointing)

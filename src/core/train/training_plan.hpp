@@ -42,7 +42,16 @@ precision parse_precision(std::string_view s);
 optimizer_kind parse_optimizer(std::string_view s);
 attention_impl parse_attention(std::string_view s);
 loss_impl parse_loss(std::string_view s);
+// auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every).
 checkpoint_policy parse_checkpointing(std::string_view s);
+int parse_checkpoint_every(std::string_view s);  // N of "every-N", 1 for the others
+
+struct training_setup;
+// The share of the layers a checkpointed step recomputes: the checkpointed ones, ceil(L / N) of L
+// (1 for every layer); 0 without checkpointing. recomputed_count: a per-step count of layer work
+// (a GEMM run once per layer) scaled by it, rounded.
+double recompute_share(const training_setup& s, bool checkpointing);
+std::int64_t recomputed_count(const training_setup& s, std::int64_t count);
 
 struct training_setup {
   model_spec model;
@@ -52,6 +61,9 @@ struct training_setup {
   attention_impl attention = attention_impl::flash;
   loss_impl loss = loss_impl::eager;
   checkpoint_policy checkpointing = checkpoint_policy::automatic;
+  // A checkpointed plan checkpoints every N-th layer (--checkpointing every-N: torchtitan's
+  // selective layer checkpointing; the others keep every activation); 1: every layer.
+  int checkpoint_every = 1;
   int zero_stage = 0;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning

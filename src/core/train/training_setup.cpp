@@ -2,6 +2,10 @@
 // and checkpointing policies, read and written, and the setup's validation.
 #include "core/train/training_plan.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "core/comma_list.hpp"
@@ -57,7 +61,33 @@ precision parse_precision(std::string_view s) { return parse_enum(s, "--precisio
 optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--optimizer", optimizer_names); }
 attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
 loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
-checkpoint_policy parse_checkpointing(std::string_view s) { return parse_enum(s, "--checkpointing", checkpoint_names); }
+checkpoint_policy parse_checkpointing(std::string_view s) {
+  if (s == "full" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
+  return parse_enum(s, "--checkpointing", checkpoint_names);
+}
+
+int parse_checkpoint_every(std::string_view s) {
+  if (!s.starts_with("every-")) return 1;
+  const std::string n(s.substr(6));
+  char* end = nullptr;
+  const long v = std::strtol(n.c_str(), &end, 10);
+  if (n.empty() || end != n.c_str() + n.size() || v < 1 || v > 1000)
+    throw usage_error(fmt::format("--checkpointing {} is invalid: every-N checkpoints every N-th layer, N from 1 "
+                                  "(every layer, as on) to 1000",
+                                  s));
+  return static_cast<int>(v);
+}
+
+double recompute_share(const training_setup& s, bool checkpointing) {
+  if (!checkpointing) return 0;
+  const std::int64_t layers = std::max<std::int64_t>(1, s.model.num_layers);
+  const std::int64_t every = std::max(1, s.checkpoint_every);
+  return static_cast<double>((layers + every - 1) / every) / static_cast<double>(layers);
+}
+
+std::int64_t recomputed_count(const training_setup& s, std::int64_t count) {
+  return std::llround(static_cast<double>(count) * recompute_share(s, true));
+}
 
 namespace {
 const std::pair<lora_target, const char*> lora_target_names[] = {{lora_q, "q"},       {lora_k, "k"},  {lora_v, "v"},

@@ -51,7 +51,7 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
                                                             std::max(1.0, m.capacity_factor)));
       const std::string name = t.name + fmt::format(" (grouped over {} experts)", local);
       out.push_back({name + " forward", rows, t.rows, t.cols, local, layers, 1});
-      if (checkpointing) out.push_back({name + " recompute", rows, t.rows, t.cols, local, layers, 1});
+      if (checkpointing) out.push_back({name + " recompute", rows, t.rows, t.cols, local, recomputed_count(s, layers), 1});
       out.push_back({name + " data-grad", rows, t.cols, t.rows, local, layers, 1});
       if (!lora) out.push_back({name + " weight-grad", t.rows, t.cols, rows, local, layers, 1});
       continue;
@@ -59,7 +59,8 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
     const bool in_layers = t.name.rfind("layers.", 0) == 0;
     // y = x W^T, dx = dy W, dW = dy^T x (frozen weights skip dW).
     out.push_back({t.name + " forward", tokens, t.rows, t.cols, 1, t.count, 1});
-    if (checkpointing && in_layers) out.push_back({t.name + " recompute", tokens, t.rows, t.cols, 1, t.count, 1});
+    if (checkpointing && in_layers)
+      out.push_back({t.name + " recompute", tokens, t.rows, t.cols, 1, recomputed_count(s, t.count), 1});
     out.push_back({t.name + " data-grad", tokens, t.cols, t.rows, 1, t.count, 1});
     if (!lora) out.push_back({t.name + " weight-grad", t.rows, t.cols, tokens, 1, t.count, 1});
   }
@@ -81,9 +82,10 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
     const double w = static_cast<double>(m.sliding_window) / static_cast<double>(sl);
     scale = (1 - m.sliding_layers) * 0.5 + m.sliding_layers * (w - w * w / 2);
   }
-  const std::int64_t fwd = checkpointing ? 2 : 1;
-  out.push_back({"attention scores", sl, sl, d, bh, m.num_layers * (fwd + (flash ? 1 : 0)), scale});
-  out.push_back({"attention values", sl, dv, sl, bh, m.num_layers * fwd, scale});
+  // Forward once, and again in the recomputed layers.
+  const std::int64_t fwd = m.num_layers + (checkpointing ? recomputed_count(s, m.num_layers) : 0);
+  out.push_back({"attention scores", sl, sl, d, bh, fwd + (flash ? m.num_layers : 0), scale});
+  out.push_back({"attention values", sl, dv, sl, bh, fwd, scale});
   if (dv == d) {
     out.push_back({"attention backward", sl, sl, d, bh, m.num_layers * 4, scale});
   } else {
@@ -150,12 +152,12 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
 // The memory-bound rest: the bytes every non-GEMM kernel reads and writes
 // (training_inventory.cpp, op by op), forward once, backward about twice
 // (each op's gradient reads the incoming gradient and what it kept, and
-// writes its own), recompute once more under checkpointing.
+// writes its own), recompute once more in the checkpointed layers.
 double memory_bound_bytes(const training_setup& s, const token_inventory& inv, const lora_path_cost& lora,
                           const memory_breakdown& mem, std::int64_t b, bool checkpointing) {
   const model_spec& m = s.model;
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
-  const double passes = checkpointing ? 4 : 3;
+  const double passes = 3 + recompute_share(s, checkpointing);
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
   // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
@@ -164,7 +166,7 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
     const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
-    bytes += casts * 6 * (checkpointing ? 2 : 1) + mem.local_trainable_parameters() * 6;
+    bytes += casts * 6 * (1 + recompute_share(s, checkpointing)) + mem.local_trainable_parameters() * 6;
   }
   return bytes;
 }
@@ -201,7 +203,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora_base,
                                         attention_kernel_of(s), lora_base, s.loss);
-  const double passes = checkpointing ? 4 : 3;
+  const double passes = 3 + recompute_share(s, checkpointing);
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   const memory_breakdown mem = estimate_memory(s);
   const double bytes = memory_bound_bytes(s, inv, lora, mem, b, checkpointing);
@@ -211,7 +213,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.memory_bound_bytes = bytes;
   t.memory_bound_ms = bytes / bandwidth * 1e3;
   // Eager PyTorch launches every op as its own kernel (host_time.hpp counts them by phase).
-  const step_kernels kernels = count_step_kernels(m, inv, lora, checkpointing);
+  const step_kernels kernels = count_step_kernels(m, inv, lora, recompute_share(s, checkpointing));
   t.kernels = kernels.total();
   t.launch_ms = t.kernels * batch_calibration_constants().launch_us * 1e-3;
   // Measured: no kernel runs faster than the GPU's launch floor, so the step
