@@ -63,6 +63,7 @@ std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<d
 // "on", "off", or "every 2" where every N-th layer is checkpointed.
 std::string checkpointing_name(const training_setup& s, bool on) {
   if (!on) return "off";
+  if (s.checkpoint_ops) return "selective";
   return s.checkpoint_every > 1 ? fmt::format("every {}", s.checkpoint_every) : "on";
 }
 
@@ -249,6 +250,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.loss = parse_loss(o.loss);
   s.checkpointing = parse_checkpointing(o.checkpointing);
   s.checkpoint_every = parse_checkpoint_every(o.checkpointing);
+  s.checkpoint_ops = o.checkpointing == "selective";
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
   s.zero_stage = o.zero;
@@ -325,7 +327,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "that breaks it");
   cmd->add_option("--checkpointing", o->checkpointing,
                   "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
-                  "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing)")
+                  "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "
+                  "selective (on, per op: matmul and attention outputs kept, the rest recomputed: torchtitan's op "
+                  "policy; Llama-style blocks, full fine-tuning)")
       ->capture_default_str();
   cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();

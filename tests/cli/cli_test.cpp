@@ -212,6 +212,13 @@ TEST(cli, batch_checkpoints_every_nth_layer) {
   EXPECT_EQ(plan["setup"]["checkpoint_every"], 2);
   for (const auto& c : plan["candidates"]) EXPECT_TRUE(c["checkpointing"].get<bool>());
   expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--checkpointing", "every-0"}, "every-0");
+  // Per op (torchtitan's selective policy): Llama-style blocks only, the others named.
+  const result sel = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "2048", "--precision",
+                          "bf16", "--checkpointing", "selective", "--no-db", "--json"});
+  ASSERT_EQ(sel.code, 0) << sel.err;
+  EXPECT_TRUE(nlohmann::json::parse(sel.out)["setup"]["checkpoint_ops"].get<bool>());
+  expect_usage_error({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--checkpointing", "selective"},
+                     "an MLP without a gate");
 }
 
 // A predicted plan reads the GEMM times a tuning database holds for its GPU model: three

@@ -95,3 +95,67 @@ TEST(checkpoint_every, the_plan_fits_between_off_and_full) {
   EXPECT_GT(half.max_micro_batch_ckpt, off.max_micro_batch_no_ckpt);
   EXPECT_LT(half.max_micro_batch_ckpt, full.max_micro_batch_ckpt);
 }
+
+// --checkpointing selective (torchtitan's per-op policy): the outputs of aten.mm are saved except
+// every second one counted per block, and the attention kernel's. In a Llama block's order q, k,
+// v, o, gate, up, down: q, v, gate and down saved; k, o and up recomputed.
+namespace {
+training_setup llama_selective() {
+  training_setup s = llama();
+  s.prec = precision::bf16;  // no autocast: 16-bit activations and residual stream
+  s.checkpointing = checkpoint_policy::on;
+  s.checkpoint_ops = true;
+  return s;
+}
+}  // namespace
+
+// Beyond full checkpointing's layer input, each Llama-3-8B layer keeps per token: the outputs of
+// q (4096), v (1024), gate (14336) and down (4096) and the attention's output (4096) at 2 bytes,
+// and its log-sum-exp (32 heads x 4 bytes): 2 x 27648 + 128 = 55424 bytes. 2048 tokens, 32 layers.
+TEST(checkpoint_selective, keeps_the_saved_outputs_beyond_each_layers_input) {
+  training_setup full = llama_selective();
+  full.checkpoint_ops = false;
+  const double sel = static_cast<double>(estimate_memory(llama_selective()).checkpointed_activation_bytes_per_sample);
+  const double on = static_cast<double>(estimate_memory(full).checkpointed_activation_bytes_per_sample);
+  const double off = static_cast<double>(estimate_memory(full).activation_bytes_per_sample);
+  EXPECT_NEAR(sel - on, 2048.0 * 32 * 55424, 2.0);
+  EXPECT_LT(sel, off);  // below keeping everything
+}
+
+TEST(checkpoint_selective, recomputes_k_o_and_up_and_no_attention) {
+  const training_setup s = llama_selective();
+  std::vector<std::string> recomputed;
+  for (const step_gemm& g : step_gemms(s, 1, true))
+    if (g.name.ends_with(" recompute")) recomputed.push_back(g.name);
+  EXPECT_EQ(recomputed, (std::vector<std::string>{"layers.k_proj recompute", "layers.o_proj recompute",
+                                                  "layers.up_proj recompute"}));
+  training_setup plain = s;
+  plain.checkpoint_ops = false;
+  for (const step_gemm& g : step_gemms(s, 1, true))
+    if (g.name == "attention values") EXPECT_EQ(g.count, 32);  // forward once: the kernel's output is saved
+  for (const step_gemm& g : step_gemms(plain, 1, true))
+    if (g.name == "attention values") EXPECT_EQ(g.count, 64);
+}
+
+TEST(checkpoint_selective, other_blocks_are_usage_errors_naming_why) {
+  auto why = [](training_setup s) {
+    try {
+      validate(s);
+    } catch (const usage_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  training_setup s = llama_selective();
+  EXPECT_EQ(why(s), "");
+  s.model = load_model("gpt2");
+  s.seq_len = 1024;
+  EXPECT_NE(why(s).find("an MLP without a gate"), std::string::npos) << why(s);
+  s = llama_selective();
+  s.lora_rank = 16;
+  EXPECT_NE(why(s).find("LoRA"), std::string::npos);
+  s = llama_selective();
+  s.attention = attention_impl::eager;
+  EXPECT_NE(why(s).find("eager attention"), std::string::npos);
+  EXPECT_EQ(parse_checkpointing("selective"), checkpoint_policy::on);
+}

@@ -221,9 +221,12 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   // decoder layer) keeps each layer's input; backward recomputes one layer at
   // a time, whose activations are alive during its backward. Every N-th layer
   // (--checkpointing every-N): those keep their input, the others everything.
+  // Per op (--checkpointing selective): every layer keeps its input and the saved outputs.
   const double wrapped = L * recompute_share(s, true), whole = L - wrapped;
+  const double kept_by_wrapped =
+      s.checkpoint_ops ? std::min(inv.layer_saved, selective_layer_bytes_per_token(s, inv.layer_input)) : inv.layer_input;
   r.checkpointed_activation_bytes_per_sample = static_cast<std::int64_t>(
-      seq * (wrapped * inv.layer_input + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L)));
+      seq * (wrapped * kept_by_wrapped + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L)));
   r.lora_transient_bytes_per_sample = lora ? static_cast<std::int64_t>(seq * lora_transient_per_token(s)) : 0;
   // The gradients in flight through a layer's backward: the incoming and
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,

@@ -234,6 +234,11 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
 
 void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   const auto& r = plan.candidates[*plan.recommended];
+  if (s.checkpoint_ops)
+    plan.notes.push_back(
+        "checkpointing is per op (torchtitan's selective \"op\" policy): each layer keeps its input, its attention "
+        "output and the outputs of q, v, gate and down; k, o, up and the memory-bound ops are recomputed. Modelled "
+        "from the policy, not traced or run here");
   if (s.checkpoint_every > 1)
     plan.notes.push_back(fmt::format(
         "checkpointing wraps one layer in every {} ({} of {} layers keep only their input, the rest every "

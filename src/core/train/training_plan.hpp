@@ -42,7 +42,8 @@ precision parse_precision(std::string_view s);
 optimizer_kind parse_optimizer(std::string_view s);
 attention_impl parse_attention(std::string_view s);
 loss_impl parse_loss(std::string_view s);
-// auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every).
+// auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every)
+// | selective (on, per op: training_setup::checkpoint_ops).
 checkpoint_policy parse_checkpointing(std::string_view s);
 int parse_checkpoint_every(std::string_view s);  // N of "every-N", 1 for the others
 
@@ -51,6 +52,10 @@ struct training_setup;
 // (1 for every layer); 0 without checkpointing. recomputed_count: a per-step count of layer work
 // (a GEMM run once per layer) scaled by it, rounded.
 double recompute_share(const training_setup& s, bool checkpointing);
+// Per-op selective checkpointing: the bytes per token one layer keeps (its input, the saved matmul
+// and attention outputs), and whether a layer's linear (a weight tensor's name) is recomputed.
+double selective_layer_bytes_per_token(const training_setup& s, double layer_input_bytes);
+bool selective_recomputes(const std::string& linear_name);
 std::int64_t recomputed_count(const training_setup& s, std::int64_t count);
 
 struct training_setup {
@@ -64,6 +69,10 @@ struct training_setup {
   // A checkpointed plan checkpoints every N-th layer (--checkpointing every-N: torchtitan's
   // selective layer checkpointing; the others keep every activation); 1: every layer.
   int checkpoint_every = 1;
+  // Per-op selective checkpointing (--checkpointing selective: torchtitan's "op" policy): every
+  // layer keeps its input and the outputs of its attention kernel and of every other matmul (q, v,
+  // gate, down of a Llama block); the rest, k, o and up and every memory-bound op, is recomputed.
+  bool checkpoint_ops = false;
   int zero_stage = 0;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning

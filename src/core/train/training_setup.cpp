@@ -11,6 +11,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
@@ -62,7 +63,7 @@ optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--opt
 attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
 loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) {
-  if (s == "full" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
+  if (s == "full" || s == "selective" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
   return parse_enum(s, "--checkpointing", checkpoint_names);
 }
 
@@ -76,6 +77,22 @@ int parse_checkpoint_every(std::string_view s) {
                                   "(every layer, as on) to 1000",
                                   s));
   return static_cast<int>(v);
+}
+
+// torchtitan's per-op policy saves the outputs of aten.mm except every second one, counted per
+// block, and of the attention kernel: in a Llama block's order q, k, v, o, gate, up, down that is
+// q, v, gate and down saved, k, o and up recomputed.
+bool selective_recomputes(const std::string& linear_name) {
+  return linear_name == "layers.k_proj" || linear_name == "layers.o_proj" || linear_name == "layers.up_proj";
+}
+
+double selective_layer_bytes_per_token(const training_setup& s, double layer_input_bytes) {
+  const model_spec& m = s.model;
+  const double a = activation_bytes(s.prec);
+  const double saved_matmuls = static_cast<double>(m.q_size() + m.kv_size() + m.intermediate_size + m.hidden_size);
+  // The attention kernel's output and its fp32 log-sum-exp per head.
+  const double attention = static_cast<double>(m.q_size()) * a + 4.0 * static_cast<double>(m.num_heads);
+  return layer_input_bytes + saved_matmuls * a + attention;
 }
 
 double recompute_share(const training_setup& s, bool checkpointing) {
@@ -125,6 +142,22 @@ std::string lora_targets_name(unsigned targets) {
 }
 
 void validate(const training_setup& s) {
+  if (s.checkpoint_ops) {
+    const model_spec& m = s.model;
+    // The matmul order and the bias-free linears (aten.mm, not addmm) the policy counts.
+    const char* why = m.is_moe() ? "a mixture of experts"
+                      : m.is_mla() ? "multi-head latent attention"
+                      : !m.gated_mlp ? "an MLP without a gate"
+                      : m.qkv_bias || m.attn_out_bias || m.mlp_bias ? "biased linears (addmm, which the policy does not save)"
+                      : s.lora_rank > 0 ? "LoRA adapters (their matmuls shift the policy's count)"
+                      : s.attention != attention_impl::flash ? "eager attention"
+                                                               : nullptr;
+    if (why)
+      throw usage_error(fmt::format("--checkpointing selective is modelled for Llama-style blocks (q, k, v, o, gate, "
+                                    "up, down without biases, flash attention, full fine-tuning); {} has {}: use on "
+                                    "or every-N",
+                                    m.name, why));
+  }
   if (s.adapters == adapter_dtype::bf16 && s.prec != precision::bf16 && s.prec != precision::bf16_mixed)
     throw usage_error(fmt::format("--adapter-dtype bf16 needs a bf16 base: --precision bf16 or bf16-mixed, not {}",
                                   to_string(s.prec)));

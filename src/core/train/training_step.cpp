@@ -59,7 +59,8 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
     const bool in_layers = t.name.rfind("layers.", 0) == 0;
     // y = x W^T, dx = dy W, dW = dy^T x (frozen weights skip dW).
     out.push_back({t.name + " forward", tokens, t.rows, t.cols, 1, t.count, 1});
-    if (checkpointing && in_layers)
+    // (Per op: only the matmuls the policy does not save.)
+    if (checkpointing && in_layers && (!s.checkpoint_ops || selective_recomputes(t.name)))
       out.push_back({t.name + " recompute", tokens, t.rows, t.cols, 1, recomputed_count(s, t.count), 1});
     out.push_back({t.name + " data-grad", tokens, t.cols, t.rows, 1, t.count, 1});
     if (!lora) out.push_back({t.name + " weight-grad", t.rows, t.cols, tokens, 1, t.count, 1});
@@ -82,8 +83,8 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
     const double w = static_cast<double>(m.sliding_window) / static_cast<double>(sl);
     scale = (1 - m.sliding_layers) * 0.5 + m.sliding_layers * (w - w * w / 2);
   }
-  // Forward once, and again in the recomputed layers.
-  const std::int64_t fwd = m.num_layers + (checkpointing ? recomputed_count(s, m.num_layers) : 0);
+  // Forward once, and again in the recomputed layers (not per op: the policy saves its outputs).
+  const std::int64_t fwd = m.num_layers + (checkpointing && !s.checkpoint_ops ? recomputed_count(s, m.num_layers) : 0);
   out.push_back({"attention scores", sl, sl, d, bh, fwd + (flash ? m.num_layers : 0), scale});
   out.push_back({"attention values", sl, dv, sl, bh, fwd, scale});
   if (dv == d) {
