@@ -2,11 +2,14 @@
 #include "core/tune/tuning_db/stored_gemm_times.hpp"
 
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "core/tune/perf_model.hpp"
+#include "core/train/model_gemms.hpp"
 #include "core/train/training_plan.hpp"
+#include "core/tune/tuning_db/tuning_db.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -110,4 +113,35 @@ TEST(stored_gemm_times, a_plan_uses_a_stored_time_where_its_gemm_is_and_the_scal
   };
   predict_step(s, d, 1, false, {}, rates);
   EXPECT_GT(asked_nn, 0);
+}
+
+// A mixture of experts: the routed experts' forward and data-grad GEMMs read the time `gemm --model
+// --routing uniform` stores for the same step (the grouped problem, keyed as model_gemms makes it),
+// and fall back to the batched problem's; the weight-grad GEMMs (grouped along K) stay batched.
+TEST(stored_gemm_times, moe_experts_read_the_grouped_problems_gemm_model_stores) {
+  training_setup s;
+  s.model = load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  s.seq_len = 4096;
+  s.prec = precision::bf16;
+  const device_spec& d = find_preset("h100-sxm");
+  std::set<std::string> grouped_keys;
+  for (const suite_problem& p :
+       model_gemms(s.model, 4096, model_phase::train, dtype::bf16, 1, parse_routing("uniform")).suite.problems)
+    if (p.problem.grouped()) grouped_keys.insert(tuning_problem_key(p.problem));
+  ASSERT_EQ(grouped_keys.size(), 4u);  // gate/up and down, forward and data-grad
+  std::set<std::string> asked;
+  device_rates rates;
+  rates.stored_gemm_us = [&](const gemm_problem& p) -> std::optional<double> {
+    if (!p.grouped()) return std::nullopt;
+    asked.insert(tuning_problem_key(p));
+    return 1.0;  // 1 us: far below the model's time for any of them
+  };
+  const step_time base = predict_step(s, d, 1, false), stored = predict_step(s, d, 1, false, {}, rates);
+  EXPECT_EQ(asked, grouped_keys);
+  EXPECT_LT(stored.gemm_ms, base.gemm_ms);
+  // Expert parallelism routes other ranks' tokens here: no grouped problem of this step is asked.
+  s.world_size = 8;
+  asked.clear();
+  predict_step(s, d, 1, false, {}, rates);
+  EXPECT_TRUE(asked.empty());
 }

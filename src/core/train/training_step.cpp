@@ -123,6 +123,22 @@ struct gemm_times {
   double total_ms = 0, forward_ms = 0, attention_ms = 0;
 };
 
+// A routed expert GEMM (forward, recompute or data-grad) as `tiletune gemm --model --routing uniform`
+// tunes it: the step's tokens routed uniformly to top-k of the experts, one grouped problem whose
+// stored time is cuBLASLt's loop over the experts. None with expert parallelism or capacity padding
+// (the rows differ), and for the weight-grad GEMMs (grouped along K).
+std::optional<gemm_problem> uniform_grouped(const training_setup& s, const step_gemm& g, const gemm_problem& p,
+                                            std::int64_t tokens) {
+  const model_spec& m = s.model;
+  if (g.batch <= 1 || g.thin || g.name.find(" (grouped over ") == std::string::npos || g.name.ends_with(" weight-grad") || !m.is_moe() || m.capacity_factor > 1 ||
+      expert_parallel_degree(s) != 1 || m.experts_per_token < 1 || m.experts_per_token > g.batch)
+    return std::nullopt;
+  gemm_problem q = grouped_problem(groups_of_routing(tokens, static_cast<int>(m.experts_per_token),
+                                                     static_cast<int>(g.batch), expert_routing{}, group_layout::contiguous),
+                                   p.n, p.k, p.type, p.layout);
+  return q;
+}
+
 gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
                       const gemm_time_fn& gemm_time, const device_rates& rates) {
   gemm_times times;
@@ -135,8 +151,11 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.batch = g.batch;
     p.type = g.fp32 ? dtype::f32 : type;
     p.layout = step_gemm_layout(g.name);
-    const std::optional<double> stored =
-        !gemm_time && rates.stored_gemm_us ? rates.stored_gemm_us(p) : std::optional<double>();
+    std::optional<double> stored;
+    if (!gemm_time && rates.stored_gemm_us) {
+      if (const auto grouped = uniform_grouped(s, g, p, b * s.seq_len)) stored = rates.stored_gemm_us(*grouped);
+      if (!stored) stored = rates.stored_gemm_us(p);
+    }
     const double us = gemm_time ? gemm_time(p)
                       : stored  ? *stored
                       : g.thin  ? thin_gemm_us(p, d, rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) *
