@@ -186,15 +186,20 @@ TEST(grouped_wgmma, plans_the_grouped_kernel_and_other_families_refuse) {
   v = check_constraints(c, grouped(std::vector<std::int64_t>(257, 2), group_layout::contiguous), h100);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->constraint, "groups");
-  // The group table's static shared memory counts: a tile that fits alone no longer does.
-  tile_config big = wgmma_tile(128, 256, 64, 2, 5);
+  // The group table's static shared memory counts: on a GPU whose limit lies 2 KB above the tile's
+  // dynamic shared memory, the plain tile fits and the grouped one does not.
+  tile_config big = wgmma_tile(128, 256, 64, 2, 4);
+  device_spec tight = h100;
+  tight.smem_per_block_optin_bytes = wgmma_smem_bytes(big, dtype::bf16) + 2048;
+  gemm_problem plain_p = p;
+  plain_p.groups.reset();
+  plain_p.m = 4096;
+  EXPECT_FALSE(check_constraints(big, plain_p, tight));
   set_wgmma_grouped(big, true);
-  const std::int64_t dynamic = wgmma_smem_bytes(big, dtype::bf16);
-  if (dynamic <= h100.smem_per_block_optin_bytes && dynamic + wgmma_group_table_bytes > h100.smem_per_block_optin_bytes) {
-    v = check_constraints(big, p, h100);
-    ASSERT_TRUE(v);
-    EXPECT_EQ(v->constraint, "shared_memory");
-  }
+  v = check_constraints(big, p, tight);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->constraint, "shared_memory");
+  EXPECT_FALSE(check_constraints(big, p, h100));
   EXPECT_EQ(tile_from_json(tile_to_json(c)), c);
   EXPECT_NE(render_kernel_source(c, p.type, p.layout).find("#define TT_GROUPED 1\n"), std::string::npos);
 }
