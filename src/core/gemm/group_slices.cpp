@@ -1,7 +1,5 @@
 #include "core/gemm/group_slices.hpp"
 
-#include <algorithm>
-
 namespace tiletune {
 
 std::vector<group_slice> group_slices(const gemm_problem& p) {
@@ -11,7 +9,7 @@ std::vector<group_slice> group_slices(const gemm_problem& p) {
   const bool masked = g.layout == group_layout::masked;
   std::int64_t row = 0;
   for (int i = 0; i < g.count(); ++i) {
-    const std::int64_t valid = masked ? std::min(g.rows[i], g.stride) : g.rows[i];
+    const std::int64_t valid = g.valid(i);
     const std::int64_t first = masked ? i * g.stride : row;
     row += masked ? 0 : valid;
     if (valid == 0) continue;

@@ -31,13 +31,13 @@ layout parse_layout(std::string_view text) {
 
 std::int64_t gemm_groups::valid_rows() const {
   std::int64_t sum = 0;
-  for (std::int64_t r : rows) sum += layout == group_layout::masked ? std::min(r, stride) : r;
+  for (int g = 0; g < count(); ++g) sum += valid(g);
   return sum;
 }
 
 std::int64_t gemm_groups::m_tiles(std::int64_t bm) const {
   std::int64_t tiles = 0;
-  for (std::int64_t r : rows) tiles += ((layout == group_layout::masked ? std::min(r, stride) : r) + bm - 1) / bm;
+  for (int g = 0; g < count(); ++g) tiles += (valid(g) + bm - 1) / bm;
   return tiles;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,8 @@ struct gemm_groups {
   int top_k = 0;
 
   int count() const { return static_cast<int>(rows.size()); }
+  // The rows of group g that count: its rows, at most the stride when masked.
+  std::int64_t valid(int g) const { return layout == group_layout::masked ? std::min(rows[g], stride) : rows[g]; }
   std::int64_t valid_rows() const;  // the rows every group computes, summed
   std::int64_t held_rows() const;   // the rows A and C hold: valid_rows, or count x stride when masked
   std::int64_t m_tiles(std::int64_t bm) const;  // M tiles of bm rows over the groups, none for an empty one

@@ -133,10 +133,9 @@ std::optional<gemm_problem> uniform_grouped(const training_setup& s, const step_
   if (g.batch <= 1 || g.thin || g.name.find(" (grouped over ") == std::string::npos || g.name.ends_with(" weight-grad") || !m.is_moe() || m.capacity_factor > 1 ||
       expert_parallel_degree(s) != 1 || m.experts_per_token < 1 || m.experts_per_token > g.batch)
     return std::nullopt;
-  gemm_problem q = grouped_problem(groups_of_routing(tokens, static_cast<int>(m.experts_per_token),
-                                                     static_cast<int>(g.batch), expert_routing{}, group_layout::contiguous),
-                                   p.n, p.k, p.type, p.layout);
-  return q;
+  return grouped_problem(groups_of_routing(tokens, static_cast<int>(m.experts_per_token), static_cast<int>(g.batch),
+                                           expert_routing{}, group_layout::contiguous),
+                         p.n, p.k, p.type, p.layout);
 }
 
 gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/gemm/family.hpp"
+#include "core/gemm/group_slices.hpp"
 
 namespace tiletune {
 
@@ -291,13 +292,8 @@ namespace {
 // of cuBLASLt calls the measured reference runs).
 prediction predict_library_loop(const device_spec& d, const gemm_problem& p, double efficiency) {
   prediction sum;
-  for (std::int64_t rows : p.groups->rows) {
-    const std::int64_t valid = p.groups->layout == group_layout::masked ? std::min(rows, p.groups->stride) : rows;
-    if (valid == 0) continue;
-    gemm_problem one = p;
-    one.groups.reset();
-    one.m = valid;
-    const prediction r = predict_library_gemm(d, one, efficiency);
+  for (const group_slice& s : group_slices(p)) {
+    const prediction r = predict_library_gemm(d, s.problem, efficiency);
     sum.blocks += r.blocks;
     sum.compute_us += r.compute_us;
     sum.memory_us += r.memory_us;
