@@ -7,6 +7,8 @@
 // TT_RASTER_GROUP (0 = plain order), TT_RASTER_N (1: rasterize along N),
 // TT_STREAM_K (1: stream-K on the tiles past the last whole wave, wgmma_schedule.cuh,
 // with TT_SK_MIN_UNIT k-tiles per range at least and a workspace parameter),
+// TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
+// parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
 // most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
 // matrix per group, and the parameters group_rows and group_stride follow beta).
@@ -24,20 +26,37 @@
 // bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23), and on an H200 (2026-11-26)
 // through the schedule; stream-K ran correct there too (smoke cases, memcheck, racecheck,
 // synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Clusters (TMA
-// multicast) are not implemented: cluster 1x1 only.
+// multicast) are not implemented: cluster 1x1 only. Swap-AB has not run on a GPU yet (host
+// emulation and its compile only).
 
+#ifndef TT_SWAP_AB
+#define TT_SWAP_AB 0
+#endif
+// The kernel's own tile, TT_KM x TT_KN: the variant's BM x BN, or with swap-AB BN x BM, the
+// kernel then computing C^T = op(B)^T op(A)^T (its A the problem's B, its M the problem's N).
+#if TT_SWAP_AB
+#define TT_KM TT_BN
+#define TT_KN TT_BM
+#define TT_A_KMAJOR (TT_B_T)  // the problem's B: K-major when stored N x K ('t')
+#define TT_B_KMAJOR (!TT_A_T)
+#define TT_EPI_CONSUMERS 0  // the transposed epilogue stores from registers, no staging
+#else
+#define TT_KM TT_BM
+#define TT_KN TT_BN
+#define TT_A_KMAJOR (!TT_A_T)
+#define TT_B_KMAJOR (TT_B_T)
+#define TT_EPI_CONSUMERS TT_CONSUMERS
+#endif
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
-#define TT_WG_M (TT_BM / TT_CONSUMERS)
+#define TT_WG_M (TT_KM / TT_CONSUMERS)
 #define TT_MI (TT_WG_M / 64)
 #if TT_ELEM_BYTES == 2
 #define TT_MMA_K 16
 #else
 #define TT_MMA_K 8
 #endif
-#define TT_A_KMAJOR (!TT_A_T)
-#define TT_B_KMAJOR (TT_B_T)
-#define TT_A_STAGE (TT_BM * TT_BK * TT_ELEM_BYTES)
-#define TT_B_STAGE (TT_BN * TT_BK * TT_ELEM_BYTES)
+#define TT_A_STAGE (TT_KM * TT_BK * TT_ELEM_BYTES)
+#define TT_B_STAGE (TT_KN * TT_BK * TT_ELEM_BYTES)
 #define TT_STAGE_BYTES (TT_A_STAGE + TT_B_STAGE)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
 #ifndef TT_STREAM_K
@@ -53,7 +72,7 @@
 #define TT_GROUPS_MAX 256
 #endif
 #define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
-#define TT_ACC_VALUES (TT_MI * TT_BN / 2)  // fp32 accumulators per consumer thread
+#define TT_ACC_VALUES (TT_MI * TT_KN / 2)  // fp32 accumulators per consumer thread
 
 struct __align__(16) tt_vec16 {
   unsigned x, y, z, w;
@@ -124,7 +143,7 @@ __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* sta
   // beta made opaque so the optimizer does not clone the epilogue per beta.
   asm("" : "+f"(beta));
 #pragma unroll
-  for (int chunk = 0; chunk < TT_BN / TT_EPI_N; ++chunk) {
+  for (int chunk = 0; chunk < TT_KN / TT_EPI_N; ++chunk) {
     const int cc0 = col0 + chunk * TT_EPI_N;
 #pragma unroll
     for (int j = 0; j < TT_EPI_N / 8; ++j) {
@@ -173,6 +192,25 @@ __device__ __forceinline__ void tt_epilogue(const float* acc, unsigned char* sta
   }
 }
 
+#if TT_SWAP_AB
+// Swap-AB's epilogue: the kernel's rows are C's columns and its columns C's rows, so value (r, c)
+// of the kernel's tile is C[c][r], stored element by element from the accumulators (C of a
+// decode step is a few rows: its bytes are a small share of what the GEMM moves). Kernel rows at
+// or past M (the problem's N) and columns at or past N (the problem's M: rows of A that TMA
+// zero-filled) are never stored; beta reads C the same way.
+__device__ __forceinline__ void tt_epilogue_transposed(const float* acc, elem_t* C, int ldc, int M, int N, int row0,
+                                                       int col0, float alpha, float beta, int lane) {
+#pragma unroll
+  for (int j = 0; j < TT_KN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        tt_store_c(C, ldc, col0 + tt_acc_col(lane, j, e), row0 + tt_acc_row(lane, h), N, M,
+                   acc[tt_acc_index(j, h, e)], alpha, beta);
+}
+#endif
+
 // One operand's share of a stage: a K-major operand is one [ROWS][BK] box; an
 // MN-major one is ROWS/64 boxes of [BK][64 elements], 128-byte rows each.
 template <int K_MAJOR, int ROWS>
@@ -197,15 +235,15 @@ __device__ __forceinline__ void tt_consumers_sync() {
 // Value v of thread ct in worker w's slot sits at slot(w, ct)[v * TT_CONSUMER_THREADS]
 // (tt_sk_workspace_index is linear in v): one base address, then immediate offsets.
 __device__ __forceinline__ float* tt_sk_slot(float* workspace, int worker, int ct) {
-  return workspace + tt_sk_workspace_index(worker, 0, ct, TT_CONSUMER_THREADS, TT_BM * TT_BN);
+  return workspace + tt_sk_workspace_index(worker, 0, ct, TT_CONSUMER_THREADS, TT_KM * TT_KN);
 }
-__device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_BN / 2], float* workspace, unsigned* flags, int worker,
+__device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_KN / 2], float* workspace, unsigned* flags, int worker,
                                               int ct) {
   float* const slot = tt_sk_slot(workspace, worker, ct);
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-    for (int i = 0; i < TT_BN / 2; ++i) slot[(mi * (TT_BN / 2) + i) * TT_CONSUMER_THREADS] = acc[mi][i];
+    for (int i = 0; i < TT_KN / 2; ++i) slot[(mi * (TT_KN / 2) + i) * TT_CONSUMER_THREADS] = acc[mi][i];
   tt_consumers_sync();
   if (ct == 0) {
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
@@ -214,7 +252,7 @@ __device__ __forceinline__ void tt_sk_publish(float (*acc)[TT_BN / 2], float* wo
 }
 // An owner's fixup: for each peer in worker order, wait for its flag (acquire), add its
 // partials; then clear the flags for the next launch once every thread has read.
-__device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], float* workspace, unsigned* flags,
+__device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_KN / 2], float* workspace, unsigned* flags,
                                              int first_peer, int last_peer, int ct) {
   for (int p = first_peer; p <= last_peer; ++p) {
     unsigned ready = 0;
@@ -225,7 +263,7 @@ __device__ __forceinline__ void tt_sk_gather(float (*acc)[TT_BN / 2], float* wor
 #pragma unroll
     for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-      for (int i = 0; i < TT_BN / 2; ++i) acc[mi][i] += slot[(mi * (TT_BN / 2) + i) * TT_CONSUMER_THREADS];
+      for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] += slot[(mi * (TT_KN / 2) + i) * TT_CONSUMER_THREADS];
   }
   if (first_peer <= last_peer) {
     tt_consumers_sync();
@@ -253,7 +291,7 @@ struct tt_group_table {
 __device__ __forceinline__ void tt_build_group_table(tt_group_table& t, const int* rows, int groups, int stride,
                                                      int lane) {
   const int b = tt_group_chunk_begin(lane, groups), e = tt_group_chunk_begin(lane + 1, groups);
-  const tt_group_sums mine = tt_group_chunk_sums(rows, b, e, stride, TT_BM);
+  const tt_group_sums mine = tt_group_chunk_sums(rows, b, e, stride, TT_KM);
   tt_group_sums incl = mine;
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
@@ -266,11 +304,11 @@ __device__ __forceinline__ void tt_build_group_table(tt_group_table& t, const in
   tt_group_sums before;
   before.tiles = incl.tiles - mine.tiles;
   before.rows = incl.rows - mine.rows;
-  tt_group_chunk_fill(rows, b, e, stride, TT_BM, before, t.first_tile, t.first_row, t.end_row);
+  tt_group_chunk_fill(rows, b, e, stride, TT_KM, before, t.first_tile, t.first_row, t.end_row);
   if (lane == 31) t.first_tile[groups] = incl.tiles;
 }
 __device__ __forceinline__ tt_tile_place tt_place_of(const tt_tile_coord& tc, const tt_group_table& t, int groups) {
-  const tt_group_tile g = tt_group_of_m_tile(tc.m_tile, t.first_tile, t.first_row, t.end_row, groups, TT_BM);
+  const tt_group_tile g = tt_group_of_m_tile(tc.m_tile, t.first_tile, t.first_row, t.end_row, groups, TT_KM);
   tt_tile_place p;
   p.a_row0 = g.row0;
   p.a_batch = 0;
@@ -282,7 +320,7 @@ __device__ __forceinline__ tt_tile_place tt_place_of(const tt_tile_coord& tc, co
 #else
 __device__ __forceinline__ tt_tile_place tt_place_of(const tt_tile_coord& tc, int M, long long batch_stride_c) {
   tt_tile_place p;
-  p.a_row0 = tc.m_tile * TT_BM;
+  p.a_row0 = tc.m_tile * TT_KM;
   p.a_batch = tc.batch;
   p.b_batch = tc.batch;
   p.row_bound = M;
@@ -310,7 +348,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned a_base = base;
   const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
   const unsigned bar_base =
-      base + tt_smem_barrier_offset(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_CONSUMERS);
+      base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
   // full[s] at bar_base + 8s, empty[s] at bar_base + 8 (STAGES + s).
 #define TT_FULL(s) (bar_base + 8 * (s))
 #define TT_EMPTY(s) (bar_base + 8 * (TT_STAGES + (s)))
@@ -333,12 +371,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
   __syncthreads();
 
-  const int n_tiles = (N + TT_BN - 1) / TT_BN;
+  const int n_tiles = (N + TT_KN - 1) / TT_KN;
 #if TT_GROUPED
   const int m_tiles = group_table.first_tile[batch];
   const long long tiles = (long long)m_tiles * n_tiles;
 #else
-  const int m_tiles = (M + TT_BM - 1) / TT_BM;
+  const int m_tiles = (M + TT_KM - 1) / TT_KM;
   const long long tiles = (long long)m_tiles * n_tiles * batch;
 #endif
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
@@ -363,16 +401,16 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
         const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
         const tt_tile_place place = TT_PLACE(tc);
-        const int n0 = tc.n_tile * TT_BN;
+        const int n0 = tc.n_tile * TT_KN;
         for (int kt = u.k_begin; kt < u.k_end; ++kt) {
           const int k0 = kt * TT_BK;
           // A fresh barrier passes parity 1.
           tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
-                                   tt_stage_tx_bytes(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES));
+                                   tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
-          tt_load_operand<TT_A_KMAJOR, TT_BM>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage));
-          tt_load_operand<TT_B_KMAJOR, TT_BN>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage));
+          tt_load_operand<TT_A_KMAJOR, TT_KM>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage));
+          tt_load_operand<TT_B_KMAJOR, TT_KN>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage));
           phase = tt_ring_advance(stage, phase, TT_STAGES);
         }
       }
@@ -383,15 +421,17 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
     const int consumer = wg - 1;
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+#if !TT_SWAP_AB
     unsigned char* const epi_stage =
-        smem + tt_smem_epilogue_offset(TT_BM, TT_BN, TT_BK, TT_ELEM_BYTES, TT_STAGES) +
+        smem + tt_smem_epilogue_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES) +
         (consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES;
     const bool c_vectors = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0 &&
                            (batch_stride_c * TT_ELEM_BYTES) % 16 == 0;
+#endif
     const unsigned lbo_a = tt_operand_lbo(TT_A_KMAJOR, TT_BK), lbo_b = tt_operand_lbo(TT_B_KMAJOR, TT_BK);
     int stage = 0;
     unsigned phase = 0;
-    float acc[TT_MI][TT_BN / 2];
+    float acc[TT_MI][TT_KN / 2];
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
       const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
@@ -426,12 +466,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #pragma unroll
         for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-          for (int i = 0; i < TT_BN / 2; ++i) acc[mi][i] = 0.0f;
+          for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] = 0.0f;
       }
 #if TT_STREAM_K
       if (u.worker >= 0) {
         const int ct = threadIdx.x - 128;
-        unsigned* const flags = reinterpret_cast<unsigned*>(workspace + (long long)sched.sk_workers * TT_BM * TT_BN);
+        unsigned* const flags = reinterpret_cast<unsigned*>(workspace + (long long)sched.sk_workers * TT_KM * TT_KN);
         if (!u.owner) {
           tt_sk_publish(acc, workspace, flags, u.worker, ct);
           continue;
@@ -445,8 +485,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi) {
         const int row0 = place.a_row0 + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
-        tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_BN, c_vectors, alpha,
+#if TT_SWAP_AB
+        tt_epilogue_transposed(acc[mi], Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, alpha, beta, lane);
+#else
+        tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, c_vectors, alpha,
                     beta, lane);
+#endif
       }
     }
   }

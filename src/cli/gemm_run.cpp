@@ -18,6 +18,7 @@
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
+#include "core/tune/variant_ranking.hpp"
 #include "core/train/model_gemms.hpp"
 #include "core/plan_mode.hpp"
 
@@ -517,6 +518,7 @@ class gemm_run {
       measure_on_gpu(plan, device_, settings_, ctx_.host.worker_argv(),
                      count > 1 ? label + ": " : "", progress_);
     }
+    note_untried_recommendation(plan);
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;

@@ -170,7 +170,7 @@ namespace {
 // HGMMAs one k-tile of a wgmma variant issues: its k-steps times its m64 instructions per consumer.
 int hgmma_per_k_tile(const tile_config& c, dtype t) {
   const int k_step = t == dtype::tf32 ? 8 : 16;
-  return (c.block_k / k_step) * (c.block_m / wgmma_consumers(c) / 64);
+  return (c.block_k / k_step) * (wgmma_kernel_m(c) / wgmma_consumers(c) / 64);
 }
 }  // namespace
 
@@ -274,6 +274,7 @@ std::vector<compile_job> stream_k_jobs(const device_spec& d) {
     const std::string l = lay;
     for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
       if (!wgmma_stream_k(c) || check_constraints(c, p, d)) continue;
+      if (wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128)) continue;  // decode tiles: compile.sm_90a.decode
       const bool two_by_128 = wgmma_consumers(c) == 2 && c.stages == 4;
       const bool wanted = l == "nt"   ? (c.stages == 4 || (c.stages == 3 && c.block_m == 64))
                           : l == "nn" ? two_by_128 && c.block_m == 128 && (c.block_n == 128 || c.block_n == 256)

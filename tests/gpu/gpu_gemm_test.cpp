@@ -136,6 +136,37 @@ TEST(gpu, grouped_wgmma_variants_are_correct_on_uneven_groups) {
   }
 }
 
+// Swap-AB (issue 34; never run before a GPU session runs this): every decode tile of the wgmma
+// space (swap-AB at 8-64 rows, whole and stream-K, and the deep-ring 64 x 128) against cuBLASLt on
+// few rows: one, five (batched), thirty, sixty-four; N and K ending inside tiles.
+TEST(gpu, swap_ab_variants_are_correct_on_few_rows) {
+  REQUIRE_GPU();
+  const char* shapes[][4] = {{"1", "200", "136", "1"}, {"5", "1000", "776", "2"}, {"30", "3000", "776", "1"},
+                             {"64", "4096", "1024", "1"}};
+  for (const char* dtype : {"bf16", "f16", "tf32"}) {
+    for (const char* layout : {"nt", "nn"}) {
+      if (std::string(dtype) == "tf32" && std::string(layout) != "nt") continue;
+      for (auto& s : shapes) {
+        const char* beta = s[0][0] == '5' ? "0.5" : "0";
+        const auto j = gemm_json({"--m", s[0], "--n", s[1], "--k", s[2], "--batch", s[3], "--dtype", dtype, "--layout",
+                                  layout, "--alpha", "1.5", "--beta", beta, "--verify-only"});
+        ASSERT_TRUE(j.is_object());
+        if (j["device"].value("arch", std::string()) != "sm_90") GTEST_SKIP() << "wgmma runs on sm_90 only";
+        int checked = 0;
+        for (const auto& v : j["variants"]) {
+          const std::string id = v["id"], status = v["status"];
+          if (id.find("_swab") == std::string::npos) continue;
+          if (status == "pruned" && v.value("constraint", std::string()) == "shared_memory") continue;
+          EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << s[0] << "x" << s[1] << "x" << s[2] << " batch "
+                                  << s[3] << " " << id << ": " << v.value("reason", std::string());
+          ++checked;
+        }
+        EXPECT_GE(checked, 6) << dtype << " " << layout << " " << s[0];
+      }
+    }
+  }
+}
+
 TEST(gpu, beta_zero_never_reads_a_poisoned_c) {
   REQUIRE_GPU();
   const auto j = gemm_json({"--m", "129", "--n", "65", "--k", "33", "--dtype", "bf16", "--verify-only"});

@@ -29,6 +29,9 @@
 #include "core/gemm/tensor_map_spec.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/family.hpp"
+#include "core/gemm/kernel_launch.hpp"
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_schedule.cuh"
 
@@ -139,6 +142,9 @@ struct defects {
   bool tma_no_zero_fill = false;
   bool fixup_skips_last_peer = false;   // stream-K: an owner adds all but its last peer's partial
   bool peer_publishes_next_slot = false;  // stream-K: a peer writes into the next worker's slot
+  bool swap_store_untransposed = false;   // swap-AB: the epilogue stores C[r][c] instead of C[c][r]
+  bool swap_stores_padded_rows = false;   // swap-AB: rows of C past M (zero-filled A) stored too
+  bool swap_maps_in_problem_order = false;  // swap-AB: tmap_a bound to A's map, as without the swap
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -528,6 +534,13 @@ struct emulation {
 // published (into an emulated workspace, NaN until written) before its owner
 // adds the partials, so what is checked is the data: which k-tiles each unit
 // multiplies, where partials go and come from, and the sum the owner stores.
+// The value of `#define NAME value` in a rendered kernel source (0 when it is not defined).
+int rendered_macro(const std::string& source, const std::string& name) {
+  const std::string key = "#define " + name + " ";
+  const auto at = source.find(key);
+  return at == std::string::npos ? 0 : std::stoi(source.substr(at + key.size()));
+}
+
 emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                          const std::vector<std::uint8_t>& a_in,
                          const std::vector<std::uint8_t>& b_in,
@@ -538,19 +551,40 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const dtype t = p.type;
   const int eb = element_bytes(t);
   const dtype store = t == dtype::tf32 ? dtype::f32 : t;
-  const int bm = c.block_m, bn = c.block_n, bk = c.block_k, stages = c.stages,
-            consumers = wgmma_consumers(c);
+  // What the kernel is told: its rendered macros (swap-AB, raster order) and its launch
+  // description (which matrix each tensor map holds, the M and N it gets). With swap-AB the
+  // kernel computes C^T: its A is the problem's B, its M the problem's N, and it stores C
+  // transposed; everything below is in the kernel's terms.
+  const std::string source = render_kernel_source(c, t, p.layout);
+  const bool swap = rendered_macro(source, "TT_SWAP_AB") != 0;
+  const int raster_n = rendered_macro(source, "TT_RASTER_N");
+  kernel_launch launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
+  auto map_tensor = [&](const char* parameter) {
+    for (const auto& m : launch.tensor_maps)
+      if (m.parameter == parameter) return m.tensor;
+    errors.push_back(fmt::format("the launch has no tensor map {}", parameter));
+    return std::string("A");
+  };
+  char a_matrix = map_tensor("tmap_a")[0], b_matrix = map_tensor("tmap_b")[0];
+  if (d.swap_maps_in_problem_order) a_matrix = 'A', b_matrix = 'B';
+  const std::vector<std::uint8_t>& ka_in = a_matrix == 'B' ? b_in : a_in;
+  const std::vector<std::uint8_t>& kb_in = b_matrix == 'A' ? a_in : b_in;
+  const int bm = swap ? c.block_n : c.block_m, bn = swap ? c.block_m : c.block_n, bk = c.block_k,
+            stages = c.stages, consumers = wgmma_consumers(c);
   const int wg_m = bm / consumers, mi_count = wg_m / 64;
   const int mma_k = wgmma_instruction_k(t);
-  // The kernel's TT_A_KMAJOR / TT_B_KMAJOR: A 'n' and B 't' are K-major.
-  const bool a_kmajor = !p.layout.a_transposed, b_kmajor = p.layout.b_transposed;
-  const wgmma_instruction ins = parse_instruction(t, bn, p.layout);
+  // The kernel's TT_A_KMAJOR / TT_B_KMAJOR: A 'n' and B 't' are K-major; with swap-AB its A is
+  // the problem's B (K-major when 't') and its B the problem's A (K-major when 'n').
+  const bool a_kmajor = swap ? p.layout.b_transposed : !p.layout.a_transposed;
+  const bool b_kmajor = swap ? !p.layout.a_transposed : p.layout.b_transposed;
+  const wgmma_instruction ins = parse_instruction(t, bn, wgmma_kernel_layout(c, p.layout));
   tensor_core tc_unit(ins, t);
   if (ins.n != bn || ins.k != mma_k || ins.a_mn_major != !a_kmajor || ins.b_mn_major != !b_kmajor)
     errors.push_back(
         fmt::format("instruction m64n{}k{} trans {}/{} does not fit the variant's operands", ins.n,
                     ins.k, ins.a_mn_major, ins.b_mn_major));
-  const tensor_map_spec map_a = tensor_map_for(p, c, 'a'), map_b = tensor_map_for(p, c, 'b');
+  const tensor_map_spec map_a = tensor_map_for(p, c, static_cast<char>(a_matrix - 'A' + 'a')),
+                        map_b = tensor_map_for(p, c, static_cast<char>(b_matrix - 'A' + 'a'));
 
   // Dynamic shared memory starts wherever the driver puts it; the kernel
   // rounds up to 1024 within wgmma_smem_bytes' slack.
@@ -558,7 +592,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   shared_memory smem;
   smem.bytes.assign(raw + static_cast<std::size_t>(wgmma_smem_bytes(c, t)), 0xFF);
   const std::uint32_t base = raw + ((1024 - (raw & 1023)) & 1023);
-  if (base + static_cast<std::uint32_t>(tt_smem_total(bm, bn, bk, eb, stages, consumers)) >
+  if (base + static_cast<std::uint32_t>(tt_smem_total(bm, bn, bk, eb, stages, swap ? 0 : consumers)) >
       smem.bytes.size())
     errors.push_back("the aligned layout does not fit wgmma_smem_bytes");
   const std::uint32_t a_stage = static_cast<std::uint32_t>(tt_smem_a_stage(bm, bk, eb));
@@ -567,12 +601,13 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const std::uint32_t epi_base =
       base + static_cast<std::uint32_t>(tt_smem_epilogue_offset(bm, bn, bk, eb, stages));
 
-  const int m_tiles = static_cast<int>((p.m + bm - 1) / bm),
-            n_tiles = static_cast<int>((p.n + bn - 1) / bn);
+  const int M = static_cast<int>(parameter_named(launch, "M").value.get<std::int64_t>()),
+            N = static_cast<int>(parameter_named(launch, "N").value.get<std::int64_t>()),
+            ldc = static_cast<int>(p.ldc());
+  const int m_tiles = (M + bm - 1) / bm, n_tiles = (N + bn - 1) / bn;
   const long long tiles = static_cast<long long>(m_tiles) * n_tiles * p.batch;
   const int k_tiles = static_cast<int>((p.k + bk - 1) / bk);
   const int grid = static_cast<int>(wgmma_grid_size(c, p, sm_count));
-  const int M = static_cast<int>(p.m), N = static_cast<int>(p.n), ldc = static_cast<int>(p.ldc());
   const long long batch_stride_c = p.m * p.n;
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   // C is 16-byte aligned here, as the runtime's allocations are.
@@ -608,6 +643,37 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   std::function<void(const tt_tile_coord&, std::vector<accumulators>&)> epilogue;
   epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
+    if (swap) {
+      // Swap-AB (tt_epilogue_transposed): the value at the kernel's row r and column c goes
+      // to C[c][r] straight from the accumulators; the kernel's columns at or past N (C's rows
+      // past M, which TMA zero-filled) and rows at or past M are never stored.
+      const long long cbatch = tc.batch * batch_stride_c;
+      for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+        for (int mi = 0; mi < mi_count; ++mi)
+          for (int warp = 0; warp < 4; ++warp)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int j = 0; j < bn / 8; ++j)
+                for (int h = 0; h < 2; ++h)
+                  for (int e = 0; e < 2; ++e) {
+                    const int r = m0 + consumer * wg_m + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
+                    const int col = n0 + tt_acc_col(lane, j, e) + (d.fragment_col_off_by_one ? 1 : 0);
+                    if (r >= M || (col >= N && !d.swap_stores_padded_rows)) continue;
+                    const long long at =
+                        cbatch + (d.swap_store_untransposed ? static_cast<long long>(r) * ldc + col
+                                                            : static_cast<long long>(col) * ldc + r);
+                    if (at < 0 || at >= static_cast<long long>(out.writes.size())) {
+                      errors.push_back(fmt::format("the epilogue stores outside C (element {})", at));
+                      return;
+                    }
+                    std::uint8_t* cp = out.c.data() + at * eb;
+                    float v = alpha * acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(
+                                          warp, lane, tt_acc_index(j, h, e));
+                    if (beta != 0.0f) v += beta * load_element(cp, store);
+                    store_element(cp, store, v);
+                    ++out.writes[static_cast<std::size_t>(at)];
+                  }
+      return;
+    }
     // Epilogue (tt_epilogue): each warp stages 16 rows x 128 bytes of C in its
     // own shared buffer and copies them out as 16-byte vectors, or element by
     // element at the edges and for unaligned C.
@@ -670,7 +736,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     for (int ui = 0; ui < tt_units_of(sched, cta) && errors.empty(); ++ui) {
       const tt_work_unit u = tt_unit(sched, cta, ui);
       const tt_tile_coord tc =
-          tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, c.raster_along_n ? 1 : 0);
+          tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, raster_n);
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
       std::vector<accumulators> acc(static_cast<std::size_t>(consumers * mi_count),
                                     accumulators(bn));
@@ -681,9 +747,9 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
         std::fill_n(smem.bytes.begin() + sa, a_stage, 0xFF);
         std::fill_n(smem.bytes.begin() + sb, b_stage, 0xFF);
         std::int64_t credited =
-            load_operand(a_kmajor, bm, bk, sa, map_a, a_in, smem, kt * bk, m0, tc.batch, d, errors);
+            load_operand(a_kmajor, bm, bk, sa, map_a, ka_in, smem, kt * bk, m0, tc.batch, d, errors);
         credited +=
-            load_operand(b_kmajor, bn, bk, sb, map_b, b_in, smem, kt * bk, n0, tc.batch, d, errors);
+            load_operand(b_kmajor, bn, bk, sb, map_b, kb_in, smem, kt * bk, n0, tc.batch, d, errors);
         if (credited != tt_stage_tx_bytes(bm, bn, bk, eb))
           errors.push_back(fmt::format("TMA credits {} bytes, expect_tx announces {}", credited,
                                        tt_stage_tx_bytes(bm, bn, bk, eb)));
@@ -1095,4 +1161,100 @@ TEST(wgmma_emulation, stream_k_planted_defects_are_caught) {
   EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 5, slot, 1), "") << "a peer in its neighbour's slot";
   // Without stream-K the same problem runs whole tiles and needs no workspace.
   EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 5, skip, 0), "");
+}
+
+// ---- swap-AB: the kernel computes C^T, its A the problem's B -------------------------
+
+namespace {
+tile_config swap_tile(int rows, int cols, int bk, int consumers, int stages, bool along_n = false) {
+  tile_config c = wgmma_tile(rows, cols, bk, consumers, stages, 8, along_n);
+  set_wgmma_swap_ab(c, true);
+  return c;
+}
+}  // namespace
+
+TEST(wgmma_emulation, swap_ab_tiles_match_a_host_gemm) {
+  // Few rows (1, 5, 16, 30) inside one tile of 8-32 (the instruction's N), the rest of the
+  // kernel's N zero-filled by TMA and never stored; 72 rows over three tiles of 32; N ending
+  // inside the kernel's 64-256-row tiles; two batches; beta reading C transposed; both raster
+  // orders; stream-K splitting a decode shape's k-tiles across 5 CTAs. K-major A only (nt, nn).
+  struct shape {
+    std::int64_t m, n, k, batch;
+    double beta;
+  };
+  const shape shapes[] = {{1, 200, 136, 1, 0.0}, {5, 136, 72, 2, -0.5}, {16, 200, 200, 1, 1.5},
+                          {30, 72, 136, 1, 0.0}, {72, 136, 72, 1, 0.25}};
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "nn"}, case_layout{dtype::tf32, "nt"}})
+    for (const shape& sh : shapes) {
+      const prepared x = prepare(problem(sh.m, sh.n, sh.k, sh.batch, cl.t, cl.layout), 21);
+      const int bk = cl.t == dtype::tf32 ? 32 : 64;
+      int rows = 8;
+      while (rows < std::min<std::int64_t>(sh.m, 32)) rows *= 2;
+      for (const tile_config& c : {swap_tile(rows, 64, bk, 1, 4), swap_tile(rows, 128, bk, 1, 3, true),
+                                   swap_tile(rows, 256, bk, 2, 2)}) {
+        ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id() << " " << x.p.describe();
+        for (int stream_k : {0, 1}) {
+          EXPECT_EQ(run_and_compare(c, x, 0.75, sh.beta, 5, {}, stream_k), "")
+              << c.id() << " " << x.p.describe() << " stream-K " << stream_k;
+          ++ran;
+        }
+      }
+    }
+  EXPECT_EQ(ran, 3 * 5 * 3 * 2);
+}
+
+TEST(wgmma_emulation, swap_ab_planted_defects_are_caught) {
+  const prepared x = prepare(problem(5, 200, 136, 2, dtype::bf16, "nt"), 22);
+  const tile_config c = swap_tile(8, 128, 64, 1, 4);
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.5, 3), "");
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 5, {}, 1), "");
+  struct planted {
+    const char* name;
+    defects d;
+  };
+  std::vector<planted> all;
+  all.push_back({"C stored untransposed", {}});
+  all.back().d.swap_store_untransposed = true;
+  all.push_back({"zero-filled rows of A stored into C", {}});
+  all.back().d.swap_stores_padded_rows = true;
+  all.push_back({"tensor maps in the problem's order", {}});
+  all.back().d.swap_maps_in_problem_order = true;
+  all.push_back({"fragment column off by one", {}});
+  all.back().d.fragment_col_off_by_one = true;
+  for (const planted& pl : all) {
+    const std::string whole = run_and_compare(c, x, 1.0, 0.5, 3, pl.d);
+    const std::string split = run_and_compare(c, x, 1.0, 0.0, 5, pl.d, 1);
+    EXPECT_NE(whole, "") << pl.name << " went unnoticed";
+    EXPECT_NE(split, "") << pl.name << " went unnoticed with stream-K";
+    std::printf("%s:\n  %.160s\n  %.160s\n", pl.name, whole.c_str(), split.c_str());
+  }
+}
+
+// The decode shapes' search space holds swap-AB tiles (with stream-K copies) that the constraints
+// allow, and the tiles the space adds for them compute right on a smaller problem of the same rows.
+TEST(wgmma_emulation, the_decode_space_holds_swap_ab_tiles_that_compute_right) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  for (std::int64_t m : {1, 16, 64}) {
+    const gemm_problem decode = problem(m, 4096, 4096, 1, dtype::bf16, "nt");
+    const prepared x = prepare(problem(m, 200, 200, 1, dtype::bf16, "nt"), 23);
+    int swapped = 0, streamed = 0;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), decode, h100)) {
+      if (!wgmma_swap_ab(c) || check_constraints(c, decode, h100)) continue;
+      ++swapped;
+      streamed += wgmma_stream_k(c);
+      EXPECT_GE(c.block_m, m) << c.id();
+      EXPECT_LT(c.block_m, std::max<std::int64_t>(16, 2 * m)) << c.id() << ": not the smallest that holds M";
+      if (!wgmma_stream_k(c)) {
+        EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 4), "") << c.id();
+      }
+    }
+    EXPECT_GE(swapped, 6) << "M = " << m;
+    EXPECT_GE(streamed, 3) << "M = " << m;
+  }
+  // No swap-AB tile for 65 rows or more, nor for a transposed A.
+  for (const gemm_problem& p : {problem(65, 4096, 4096, 1, dtype::bf16, "nt"), problem(16, 4096, 4096, 1, dtype::bf16, "tn")})
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, h100))
+      EXPECT_FALSE(wgmma_swap_ab(c)) << c.id() << " " << p.describe();
 }

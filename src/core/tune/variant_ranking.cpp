@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/gemm/family.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -53,6 +55,17 @@ void rank_by_prediction(gemm_plan& plan) {
     if (v.status == variant_status::ok) v.rank = ++rank;
   plan.recommended.reset();
   if (rank > 0) plan.recommended = 0;
+}
+
+void note_untried_recommendation(gemm_plan& plan) {
+  if (!plan.recommended || plan.mode == plan_mode::measured) return;
+  const tile_config& c = plan.variants[*plan.recommended].config;
+  if (!c.family.impl) return;
+  const std::string what = c.family->untried_on_gpu(c);
+  if (!what.empty())
+    plan.notes.push_back(fmt::format("the recommended {} uses {}, which has not run on a GPU yet: its figure is "
+                                     "the model's, and a run on the GPU is owed before it is trusted",
+                                     c.id(), what));
 }
 
 std::string top_tie_note(const gemm_plan& plan) {

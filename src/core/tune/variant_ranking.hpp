@@ -26,6 +26,9 @@ bool predicted_before(const variant_result& a, const variant_result& b);
 // Sorts a plan's variants (ok ones first, best first; the rest by status),
 // numbers the ok ones and recommends the first.
 void rank_by_prediction(gemm_plan& plan);
+// A plan not measured whose recommended variant uses a mechanism no GPU has run yet
+// (gemm_family::untried_on_gpu) says so in its notes.
+void note_untried_recommendation(gemm_plan& plan);
 
 // How many ok variants, from the first, tie with the first (1: no tie).
 std::size_t top_tie_size(const gemm_plan& plan);

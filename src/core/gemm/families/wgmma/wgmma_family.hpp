@@ -9,7 +9,8 @@ namespace tiletune {
 const gemm_family& wgmma_family();
 
 // Its knobs (tile_config::knobs): consumer warpgroups, 1 or 2; stream-K on the tiles past
-// the last whole wave (1) or every tile whole (0), kernels_templates/wgmma/wgmma_schedule.cuh.
+// the last whole wave (1) or every tile whole (0), kernels_templates/wgmma/wgmma_schedule.cuh;
+// the grouped kernel; swap-AB.
 inline int wgmma_consumers(const tile_config& c) { return c.knobs[0]; }
 inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
 inline bool wgmma_stream_k(const tile_config& c) { return c.knobs[1] != 0; }
@@ -25,9 +26,30 @@ inline void set_wgmma_grouped(tile_config& c, bool on) { c.knobs[2] = on ? 1 : 0
 inline constexpr int wgmma_groups_max = 256;
 inline constexpr std::int64_t wgmma_group_table_bytes = ((3 * wgmma_groups_max + 1) * 4 + 1023) / 1024 * 1024;
 
-// fp32 accumulators each consumer thread holds: (BM / consumers / 64) x BN / 2, at most 128.
+// Swap-AB (1: TT_SWAP_AB): the kernel computes C^T = op(B)^T op(A)^T, so that the problem's N
+// (a decode step's weight rows) fills wgmma's 64-row M and the problem's few rows of A (the
+// tokens) become the instruction's N of 8-64; its epilogue stores C transposed. The tile keeps
+// the problem's meaning (BM rows of C, BN columns), so the tuner, the model and the schedule's
+// tile count see an ordinary BM x BN tile; the kernel's own tile is BN x BM (wgmma_kernel_m/n).
+inline bool wgmma_swap_ab(const tile_config& c) { return c.knobs[3] != 0; }
+inline void set_wgmma_swap_ab(tile_config& c, bool on) { c.knobs[3] = on ? 1 : 0; }
+// The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
+inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
+inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }
+// The layout the kernel runs: with swap-AB its A is the problem's B and its B the problem's A, so
+// an operand the problem stores MN-major is MN-major to the kernel too ("nn" runs as "tt",
+// "nt" as "nt").
+inline layout wgmma_kernel_layout(const tile_config& c, layout l) {
+  if (!wgmma_swap_ab(c)) return l;
+  return layout{!l.b_transposed, !l.a_transposed};
+}
+
+// Consumers whose warps stage C in shared memory: none with swap-AB (it stores from registers).
+inline int wgmma_epilogue_staging_consumers(const tile_config& c) { return wgmma_swap_ab(c) ? 0 : wgmma_consumers(c); }
+
+// fp32 accumulators each consumer thread holds: (kernel M / consumers / 64) x kernel N / 2, at most 128.
 inline int wgmma_accumulators_per_thread(const tile_config& c) {
-  return c.block_m / wgmma_consumers(c) / 64 * c.block_n / 2;
+  return wgmma_kernel_m(c) / wgmma_consumers(c) / 64 * wgmma_kernel_n(c) / 2;
 }
 // Whether ptxas compiles the variant at --register-usage-level 3 (of 0-10, default 5): the
 // stream-K copies with two consumers of 128 accumulators each (232 registers a thread, after

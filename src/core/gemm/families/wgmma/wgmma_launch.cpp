@@ -13,10 +13,12 @@ namespace tiletune {
 namespace {
 
 // The CUtensorMap the host encodes for one wgmma operand (src/cuda/tensor_map.cpp does the same).
-tensor_map_description tensor_map_description_of(const gemm_problem& p, const tile_config& c, char operand) {
+// `parameter` is the kernel's: with swap-AB, tmap_a holds B's map.
+tensor_map_description tensor_map_description_of(const gemm_problem& p, const tile_config& c, char operand,
+                                                 const char* parameter) {
   const tensor_map_spec s = wgmma_tensor_map_for(p, c, operand);
   tensor_map_description t;
-  t.parameter = operand == 'a' ? "tmap_a" : "tmap_b";
+  t.parameter = parameter;
   t.tensor = operand == 'a' ? "A" : "B";
   t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
                 : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
@@ -78,12 +80,21 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                                   c.block_m, c.block_n, d.sm_count);
   const std::string elem = element_c_type(p.type);
   const std::string map_type = "const __grid_constant__ CUtensorMap";
+  const bool swap = wgmma_swap_ab(c);
   l.parameters = {
-      {"tmap_a", map_type, "tensor_map", "A's tensor map (tensor_maps[0]), passed by value", nullptr},
-      {"tmap_b", map_type, "tensor_map", "B's tensor map (tensor_maps[1]), passed by value", nullptr},
+      {"tmap_a", map_type, "tensor_map",
+       swap ? "B's tensor map (tensor_maps[0]; swap-AB: the kernel's A is B), passed by value"
+            : "A's tensor map (tensor_maps[0]), passed by value",
+       nullptr},
+      {"tmap_b", map_type, "tensor_map",
+       swap ? "A's tensor map (tensor_maps[1]; swap-AB: the kernel's B is A), passed by value"
+            : "B's tensor map (tensor_maps[1]), passed by value",
+       nullptr},
       {"C", elem + "*", "pointer", "device pointer to C stored M x N row-major; read only when beta != 0", nullptr},
-      scalar_parameter("M", "int", "rows of C and op(A)", p.m),
-      scalar_parameter("N", "int", "columns of C and op(B)", p.n),
+      swap ? scalar_parameter("M", "int", "swap-AB: the kernel's rows, the columns of C and op(B) (the problem's N)", p.n)
+           : scalar_parameter("M", "int", "rows of C and op(A)", p.m),
+      swap ? scalar_parameter("N", "int", "swap-AB: the kernel's columns, the rows of C and op(A) (the problem's M)", p.m)
+           : scalar_parameter("N", "int", "columns of C and op(B)", p.n),
       scalar_parameter("K", "int", "the reduction dimension", p.k),
       scalar_parameter("ldc", "int", "elements between rows of C", p.ldc()),
       scalar_parameter("batch_stride_c", "long long", "elements between the batch's C matrices", p.m * p.n),
@@ -100,7 +111,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
     w.buffer_bytes = wgmma_stream_k_workspace_bytes(c, p, d.sm_count);
     l.parameters.push_back(std::move(w));
   }
-  l.tensor_maps = {tensor_map_description_of(p, c, 'a'), tensor_map_description_of(p, c, 'b')};
+  l.tensor_maps = {tensor_map_description_of(p, c, swap ? 'b' : 'a', "tmap_a"),
+                   tensor_map_description_of(p, c, swap ? 'a' : 'b', "tmap_b")};
   l.requirements = {
       "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
       "encode each tensor map with cuTensorMapEncodeTiled from tensor_maps (global address: the matrix's device "
@@ -116,6 +128,10 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
         "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
         "the grouped kernel is proven by host emulation and its compile only");
+  if (swap)
+    l.requirements.push_back(
+        "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "
+        "NOT YET RUN ON A GPU: proven by host emulation and its compile only");
   if (wgmma_stream_k(c))
     l.requirements.push_back(
         "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "

@@ -16,7 +16,8 @@
 namespace tiletune {
 
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
-  return 1024 + tt_smem_total(c.block_m, c.block_n, c.block_k, element_bytes(t), c.stages, wgmma_consumers(c));
+  return 1024 + tt_smem_total(wgmma_kernel_m(c), wgmma_kernel_n(c), c.block_k, element_bytes(t), c.stages,
+                              wgmma_epilogue_staging_consumers(c));
 }
 
 int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }

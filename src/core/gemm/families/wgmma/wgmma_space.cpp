@@ -30,11 +30,49 @@ std::vector<tile_config> wgmma_space(dtype t) {
   return out;
 }
 
+namespace {
+// The deepest ring of at most wgmma_decode_max_stages that fits the GPU's shared memory (0: none).
+int deepest_ring(tile_config c, dtype t, const device_spec& d) {
+  for (int stages = wgmma_decode_max_stages; stages >= 2; --stages) {
+    c.stages = stages;
+    if (d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(c, t) <= d.smem_per_block_optin_bytes) return stages;
+  }
+  return 0;
+}
+
+// Few rows (decode, small batches): tiles that spend their shared memory on deep rings of the
+// weights, which every row shares (wgmma_space.hpp).
+void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, const device_spec& d) {
+  if (p.grouped() || p.m > wgmma_decode_max_rows) return;
+  const int bk = 128 / element_bytes(p.type);
+  auto add_rings = [&](tile_config c) {  // c has 4 stages
+    out.push_back(c);
+    const int deepest = deepest_ring(c, p.type, d);
+    if (deepest <= c.stages) return;
+    c.stages = deepest;
+    out.push_back(c);
+  };
+  add_rings(wgmma_tile(64, 128, bk, 1, 4));
+  if (p.m > wgmma_swap_ab_max_rows || p.layout.a_transposed) return;
+  int rows = 8;  // the instruction's N: the smallest of 8, 16, 32, 64 that holds M
+  while (rows < p.m) rows *= 2;
+  struct block {
+    int n, consumers;
+  };
+  for (const block b : {block{64, 1}, block{128, 1}, block{256, 2}}) {
+    tile_config c = wgmma_tile(rows, b.n, bk, b.consumers, 4);
+    set_wgmma_swap_ab(c, true);
+    add_rings(c);
+  }
+}
+}  // namespace
+
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
   std::vector<tile_config> out = wgmma_space(p.type);
   // A grouped problem runs the grouped kernel: every tile (and its stream-K copy) is that copy.
   if (p.grouped())
     for (tile_config& c : out) set_wgmma_grouped(c, true);
+  add_decode_tiles(out, p, d);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -75,6 +113,16 @@ std::optional<constraint_violation> check_wgmma_groups(const tile_config& c, con
                                  smem, wgmma_group_table_bytes, d.smem_per_block_optin_bytes));
   return std::nullopt;
 }
+// Swap-AB serves plain problems whose A is K-major (its few rows are the kernel's N: one TMA box
+// of BM rows; an MN-major A would need BM a multiple of 64).
+std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, const gemm_problem& p) {
+  if (!wgmma_swap_ab(c)) return std::nullopt;
+  if (p.grouped()) return violation("swap_ab", "swap-AB (_swab) runs plain problems, not grouped ones");
+  if (p.layout.a_transposed)
+    return violation("swap_ab", fmt::format("swap-AB (_swab) reads A K-major (layout nn or nt), not {}",
+                                            p.layout.name()));
+  return std::nullopt;
+}
 }  // namespace
 
 std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& p,
@@ -107,12 +155,18 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
                      fmt::format("batch strides {} and {} must be multiples of {} elements (16 bytes) "
                                  "for TMA",
                                  p.m * p.k, p.k * p.n, 16 / eb));
-  if (wgmma_consumers(c) < 1 || wgmma_consumers(c) > 2 || c.block_m % (64 * wgmma_consumers(c)) || c.block_m > 256 ||
-      c.block_n % 64 || c.block_n > 256)
+  if (auto v = check_wgmma_swap_ab(c, p)) return v;
+  const int km = wgmma_kernel_m(c), kn = wgmma_kernel_n(c);
+  if (wgmma_consumers(c) < 1 || wgmma_consumers(c) > 2 || km % (64 * wgmma_consumers(c)) || km > 256 ||
+      kn % (wgmma_swap_ab(c) ? 8 : 64) || kn > 256)
     return violation("warpgroup_tile",
-                     fmt::format("{}x{} with {} consumer warpgroups: each needs whole 64-row wgmma "
-                                 "tiles, BN a multiple of 64 up to 256",
-                                 c.block_m, c.block_n, wgmma_consumers(c)));
+                     wgmma_swap_ab(c)
+                         ? fmt::format("{}x{} swap-AB with {} consumer warpgroups: BN runs as wgmma's M, whole "
+                                       "64-row tiles per consumer up to 256, and BM as its N, a multiple of 8 up to 256",
+                                       c.block_m, c.block_n, wgmma_consumers(c))
+                         : fmt::format("{}x{} with {} consumer warpgroups: each needs whole 64-row wgmma "
+                                       "tiles, BN a multiple of 64 up to 256",
+                                       c.block_m, c.block_n, wgmma_consumers(c)));
   if (c.block_k * eb != 128)
     return violation("block_k", fmt::format("BK {} is not one 128-byte swizzle row ({} elements)",
                                             c.block_k, 128 / eb));

@@ -16,6 +16,14 @@ std::vector<tile_config> wgmma_space(dtype t);
 // raster order) whose last wave would leave at least wgmma_stream_k_idle_share of the grid's
 // SM-time idle: fewer tiles than SMs (decode shapes), or a partial last wave.
 inline constexpr double wgmma_stream_k_idle_share = 0.02;
+// Problems of at most wgmma_decode_max_rows rows (decode and small batches, bound by reading B)
+// also get a 64 x 128 one-consumer tile with 4 stages and the deepest ring that fits (at most
+// wgmma_decode_max_stages); those of at most wgmma_swap_ab_max_rows with A K-major get swap-AB
+// tiles (wgmma_family.hpp): BM the smallest of 8, 16, 32, 64 that holds M, BN 64 and 128 (one
+// consumer) and 256 (two), each with 4 stages and the deepest ring.
+inline constexpr std::int64_t wgmma_decode_max_rows = 128;
+inline constexpr std::int64_t wgmma_swap_ab_max_rows = 64;
+inline constexpr int wgmma_decode_max_stages = 8;
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d);
 
 // The wgmma family's own named constraints (architecture, dtype, layout,

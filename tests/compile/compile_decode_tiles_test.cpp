@@ -1,0 +1,119 @@
+// The tiles a decode shape's search space adds (wgmma_space.hpp, wgmma_problem_space): swap-AB
+// (_swab) at 8, 16, 32 and 64 rows, whole and stream-K, and the deep-ring 64 x 128 tile, compile
+// for sm_90a without spills or local memory; a swap-AB kernel's SASS issues m64 x BM HGMMAs in
+// clean k-groups (the problem's rows as the instruction's N) and stores C element by element (no
+// staging in shared memory, no 16-byte vector stores). Not yet run on a GPU.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/tune/compile_selection.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "sass_reading.hpp"
+
+using namespace tiletune;
+using namespace tiletune_test;
+
+namespace {
+
+gemm_problem decode_problem(std::int64_t m) {
+  gemm_problem p;
+  p.m = m;
+  p.n = p.k = 4096;
+  p.type = dtype::bf16;
+  p.layout = parse_layout("nt");
+  return p;
+}
+
+// What a swap-AB kernel's SASS must show: HGMMA m64 x BM (the instruction's N is the problem's
+// rows), in k-groups of BK/16 x the kernel's m64 tiles per consumer; 16-bit stores of C and no
+// STS (its epilogue stages nothing); no local memory. Empty: all there.
+std::string swap_ab_sass_problems(const std::string& sass, const tile_config& c) {
+  std::string problems;
+  const std::string hgmma = fmt::format("HGMMA.64x{}x16", c.block_m);
+  if (sass.find(hgmma) == std::string::npos) problems += " no " + hgmma + ";";
+  for (const auto& p : hgmma_issue_problems(sass, (c.block_k / 16) * (wgmma_kernel_m(c) / wgmma_consumers(c) / 64)))
+    problems += " " + p + ";";
+  if (sass.find("STG.E.U16") == std::string::npos) problems += " no STG.E.U16 (C element by element);";
+  for (const char* banned : {"STS", "STG.E.128", "LDL", "STL"})
+    if (sass.find(banned) != std::string::npos) problems += std::string(" ") + banned + ";";
+  return problems;
+}
+
+}  // namespace
+
+TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
+  const device_spec& d = find_preset("h100-sxm");
+  std::vector<compile_job> jobs;
+  std::vector<tile_config> tiles;
+  for (std::int64_t m : {1, 16, 32, 64}) {
+    const gemm_problem p = decode_problem(m);
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (check_constraints(c, p, d)) continue;
+      const bool decode_tile = wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128);
+      // One stage count each (the deepest ring: the most shared memory), at 16 rows both
+      // schedulers, elsewhere stream-K only (the decode shapes' pick); the 64 x 128 tile once.
+      if (!decode_tile || c.stages == 4 || (m != 16 && !wgmma_stream_k(c)) || (!wgmma_swap_ab(c) && m != 16)) continue;
+      jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+      tiles.push_back(c);
+    }
+  }
+  std::string names;
+  for (const auto& j : jobs) names += j.name + "; ";
+  // 16 rows: 3 swap-AB tiles x 2 schedulers + 64x128 x 2; 8 (for M = 1), 32, 64 rows: 3 each.
+  ASSERT_EQ(jobs.size(), 17u) << names;
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    const std::string& name = jobs[i].name;
+    ASSERT_TRUE(r.ok) << name << "\n" << r.log;
+    std::printf("%s: %d registers\n", name.c_str(), r.resources.registers);
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << name;
+    for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << name << ": " << w;
+    const std::string sass = disassemble(r.cubin, name);
+    if (wgmma_swap_ab(tiles[i])) {
+      EXPECT_EQ(swap_ab_sass_problems(sass, tiles[i]), "") << name;
+    } else {
+      EXPECT_EQ(sass.find("LDL"), std::string::npos) << name;
+      EXPECT_EQ(sass.find("STL"), std::string::npos) << name;
+    }
+  }
+}
+
+// The check can fail: the plain 64 x 128 kernel (no swap: an m64n128 instruction, C staged in
+// shared memory and stored as 16-byte vectors) fails what a swap-AB kernel must show; and the
+// swap-AB source without its TT_SWAP_AB macro is a 16 x 128 kernel tile with no m64 wgmma tile,
+// which the template refuses to compile.
+TEST(compile_decode_tiles, the_swap_ab_sass_check_catches_a_kernel_that_is_not_swapped) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = decode_problem(16);
+  tile_config c = wgmma_tile(16, 128, 64, 1, 4);
+  set_wgmma_swap_ab(c, true);
+  const tile_config plain = wgmma_tile(64, 128, 64, 1, 4);
+  ASSERT_EQ(check_constraints(c, p, d), std::nullopt);
+  ASSERT_EQ(check_constraints(plain, p, d), std::nullopt);
+  const compile_job good = make_compile_job(c, p.type, p.layout, d);
+  compile_job no_macro = good;
+  const std::string macro = "#define TT_SWAP_AB 1\n";
+  const auto at = no_macro.source.find(macro);
+  ASSERT_NE(at, std::string::npos) << "the render no longer defines TT_SWAP_AB; update this test";
+  no_macro.source.erase(at, macro.size());
+  nvrtc_compiler nvrtc;
+  const auto g = nvrtc.compile(good);
+  const auto b = nvrtc.compile(make_compile_job(plain, p.type, p.layout, d));
+  ASSERT_TRUE(g.ok && b.ok) << g.log << b.log;
+  EXPECT_EQ(swap_ab_sass_problems(disassemble(g.cubin, "swapped"), c), "");
+  const std::string problems = swap_ab_sass_problems(disassemble(b.cubin, "plain"), c);
+  EXPECT_NE(problems.find("no HGMMA.64x16x16"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("STS"), std::string::npos) << problems;
+  EXPECT_FALSE(nvrtc.compile(no_macro).ok) << "a 16-row kernel tile compiled";
+}
