@@ -9,6 +9,7 @@
 // with TT_SK_MIN_UNIT k-tiles per range at least and a workspace parameter),
 // TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
 // parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
+// TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
 // most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
 // matrix per group, and the parameters group_rows and group_stride follow beta).
@@ -46,6 +47,18 @@
 #define TT_A_KMAJOR (!TT_A_T)
 #define TT_B_KMAJOR (TT_B_T)
 #define TT_EPI_CONSUMERS TT_CONSUMERS
+#endif
+// TT_EVICT_FIRST_B (1): the problem's B (a decode step's weights: every byte read once) loads
+// with an L2 evict-first policy, so that it does not push out what is read again (A, partials).
+#ifndef TT_EVICT_FIRST_B
+#define TT_EVICT_FIRST_B 0
+#endif
+#if TT_SWAP_AB
+#define TT_HINT_A TT_EVICT_FIRST_B
+#define TT_HINT_B 0
+#else
+#define TT_HINT_A 0
+#define TT_HINT_B TT_EVICT_FIRST_B
 #endif
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
 #define TT_WG_M (TT_KM / TT_CONSUMERS)
@@ -211,16 +224,35 @@ __device__ __forceinline__ void tt_epilogue_transposed(const float* acc, elem_t*
 }
 #endif
 
+// The same with an L2 cache policy (createpolicy) for the box's global reads.
+__device__ __forceinline__ void tt_tma_load_3d_hint(unsigned dst, const tt_tensor_map* map, int c0, int c1, int c2,
+                                                    unsigned bar, unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void tt_tma_box(unsigned dst, const tt_tensor_map* map, int c0, int c1, int c2,
+                                           unsigned bar, int hint, unsigned long long policy) {
+  if (hint)
+    tt_tma_load_3d_hint(dst, map, c0, c1, c2, bar, policy);
+  else
+    tt_tma_load_3d(dst, map, c0, c1, c2, bar);
+}
+
 // One operand's share of a stage: a K-major operand is one [ROWS][BK] box; an
 // MN-major one is ROWS/64 boxes of [BK][64 elements], 128-byte rows each.
-template <int K_MAJOR, int ROWS>
+// HINT: load with `policy` (TT_HINT_A / TT_HINT_B).
+template <int K_MAJOR, int ROWS, int HINT>
 __device__ __forceinline__ void tt_load_operand(unsigned dst, const tt_tensor_map* map, int k0, int mn0, int batch,
-                                                unsigned bar) {
+                                                unsigned bar, unsigned long long policy) {
   if (K_MAJOR) {
-    tt_tma_load_3d(dst, map, k0, mn0, batch, bar);
+    tt_tma_box(dst, map, k0, mn0, batch, bar, HINT, policy);
   } else {
 #pragma unroll
-    for (int j = 0; j < ROWS / 64; ++j) tt_tma_load_3d(dst + j * TT_BK * 128, map, mn0 + 64 * j, k0, batch, bar);
+    for (int j = 0; j < ROWS / 64; ++j)
+      tt_tma_box(dst + j * TT_BK * 128, map, mn0 + 64 * j, k0, batch, bar, HINT, policy);
   }
 }
 
@@ -395,6 +427,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     if (threadIdx.x == 0) {
       asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&tmap_a) : "memory");
       asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)&tmap_b) : "memory");
+      unsigned long long policy = 0;
+#if TT_EVICT_FIRST_B
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
       int stage = 0;
       unsigned phase = 0;
       for (int ui = 0; ui < units; ++ui) {
@@ -409,8 +445,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
                                    tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
-          tt_load_operand<TT_A_KMAJOR, TT_KM>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage));
-          tt_load_operand<TT_B_KMAJOR, TT_KN>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage));
+          tt_load_operand<TT_A_KMAJOR, TT_KM, TT_HINT_A>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage),
+                                                         policy);
+          tt_load_operand<TT_B_KMAJOR, TT_KN, TT_HINT_B>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage), policy);
           phase = tt_ring_advance(stage, phase, TT_STAGES);
         }
       }

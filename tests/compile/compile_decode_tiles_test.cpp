@@ -47,6 +47,21 @@ std::string swap_ab_sass_problems(const std::string& sass, const tile_config& c)
   return problems;
 }
 
+// Evict-first on B: B's TMA loads carry the cache policy operand (UTMALDG ... desc[URn]) and A's
+// do not; without it no load carries one. Empty: as it should be.
+std::string evict_first_sass_problems(const std::string& sass, bool evict_first) {
+  int hinted = 0, plain = 0;
+  for (const std::string& i : instructions(sass)) {
+    if (i.rfind("UTMALDG", 0) != 0) continue;
+    (i.find("desc[") != std::string::npos ? hinted : plain) += 1;
+  }
+  if (evict_first && (hinted == 0 || plain == 0))
+    return fmt::format("evict-first: {} TMA loads with a cache policy, {} without (want both: B's and A's)", hinted,
+                       plain);
+  if (!evict_first && hinted > 0) return fmt::format("{} TMA loads with a cache policy, none asked for", hinted);
+  return "";
+}
+
 }  // namespace
 
 TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
@@ -59,16 +74,18 @@ TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
       if (check_constraints(c, p, d)) continue;
       const bool decode_tile = wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128);
       // One stage count each (the deepest ring: the most shared memory), at 16 rows both
-      // schedulers, elsewhere stream-K only (the decode shapes' pick); the 64 x 128 tile once.
-      if (!decode_tile || c.stages == 4 || (m != 16 && !wgmma_stream_k(c)) || (!wgmma_swap_ab(c) && m != 16)) continue;
+      // schedulers with and without evict-first, elsewhere stream-K only (the decode shapes'
+      // pick) without; the 64 x 128 tile at 16 rows only.
+      if (!decode_tile || c.stages == 4 || (!wgmma_swap_ab(c) && m != 16)) continue;
+      if (m != 16 && (!wgmma_stream_k(c) || wgmma_evict_first_b(c))) continue;
       jobs.push_back(make_compile_job(c, p.type, p.layout, d));
       tiles.push_back(c);
     }
   }
   std::string names;
   for (const auto& j : jobs) names += j.name + "; ";
-  // 16 rows: 3 swap-AB tiles x 2 schedulers + 64x128 x 2; 8 (for M = 1), 32, 64 rows: 3 each.
-  ASSERT_EQ(jobs.size(), 17u) << names;
+  // 16 rows: (3 swap-AB tiles + 64x128) x 2 schedulers x 2 (evict-first); 8 (for M = 1), 32, 64 rows: 3 each.
+  ASSERT_EQ(jobs.size(), 25u) << names;
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -86,6 +103,7 @@ TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
       EXPECT_EQ(sass.find("LDL"), std::string::npos) << name;
       EXPECT_EQ(sass.find("STL"), std::string::npos) << name;
     }
+    EXPECT_EQ(evict_first_sass_problems(sass, wgmma_evict_first_b(tiles[i])), "") << name;
   }
 }
 
@@ -116,4 +134,6 @@ TEST(compile_decode_tiles, the_swap_ab_sass_check_catches_a_kernel_that_is_not_s
   EXPECT_NE(problems.find("no HGMMA.64x16x16"), std::string::npos) << problems;
   EXPECT_NE(problems.find("STS"), std::string::npos) << problems;
   EXPECT_FALSE(nvrtc.compile(no_macro).ok) << "a 16-row kernel tile compiled";
+  // The evict-first check fails on a kernel without the policy.
+  EXPECT_NE(evict_first_sass_problems(disassemble(g.cubin, "swapped"), true), "");
 }

@@ -46,6 +46,27 @@ TEST(wgmma_swap_ab, the_id_and_tile_json_name_it_and_older_records_read_unswappe
   EXPECT_EQ(tile_from_json(tile_to_json(plain)), plain);
 }
 
+// Evict-first on B shares the knob with swap-AB (two bits): each sets its own.
+TEST(wgmma_swap_ab, evict_first_is_its_own_bit_in_the_id_json_and_source) {
+  tile_config c = swapped(16, 128);
+  set_wgmma_evict_first_b(c, true);
+  EXPECT_TRUE(wgmma_swap_ab(c));
+  EXPECT_EQ(c.id().substr(c.id().size() - 9), "_swab_efb");
+  tile_config plain_ef = wgmma_tile(64, 128, 64, 1, 8);
+  set_wgmma_evict_first_b(plain_ef, true);
+  EXPECT_FALSE(wgmma_swap_ab(plain_ef));
+  set_wgmma_swap_ab(c, false);
+  EXPECT_TRUE(wgmma_evict_first_b(c));
+  set_wgmma_swap_ab(c, true);
+  const nlohmann::json j = tile_to_json(c);
+  EXPECT_EQ(j.at("evict_first_b"), true);
+  EXPECT_EQ(tile_from_json(j), c);
+  EXPECT_NE(render_kernel_source(c, dtype::bf16, parse_layout("nt")).find("#define TT_EVICT_FIRST_B 1\n"),
+            std::string::npos);
+  EXPECT_EQ(render_kernel_source(swapped(16, 128), dtype::bf16, parse_layout("nt")).find("#define TT_EVICT_FIRST_B 1"),
+            std::string::npos);
+}
+
 TEST(wgmma_swap_ab, the_kernel_tile_is_the_transposed_one) {
   const tile_config c = swapped(16, 256, 2);
   EXPECT_EQ(wgmma_kernel_m(c), 256);

@@ -37,11 +37,11 @@ class wgmma : public gemm_family {
   int threads(const tile_config& c) const override { return 128 * (1 + wgmma_consumers(c)); }  // producer + consumers
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
-  // "_swab": swap-AB.
+  // "_swab": swap-AB; "_efb": evict-first on B.
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
-           (wgmma_swap_ab(c) ? "_swab" : "");
+           (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -52,6 +52,7 @@ class wgmma : public gemm_family {
     if (wgmma_stream_k(c)) j["stream_k"] = true;  // absent: every tile whole (older records)
     if (wgmma_grouped(c)) j["grouped"] = true;
     if (wgmma_swap_ab(c)) j["swap_ab"] = true;
+    if (wgmma_evict_first_b(c)) j["evict_first_b"] = true;
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -63,6 +64,7 @@ class wgmma : public gemm_family {
     set_wgmma_stream_k(c, j.value("stream_k", false));
     set_wgmma_grouped(c, j.value("grouped", false));
     set_wgmma_swap_ab(c, j.value("swap_ab", false));
+    set_wgmma_evict_first_b(c, j.value("evict_first_b", false));
   }
 
   // Its own raster and stream-K macros, no split-K, and its own math and instruction. With swap-AB
@@ -74,6 +76,7 @@ class wgmma : public gemm_family {
                        "#define TT_RASTER_N {}\n#define TT_CLUSTER_M {}\n#define TT_CLUSTER_N {}\n",
                        c.stages, wgmma_consumers(c), c.raster_group, raster_n ? 1 : 0, c.cluster_m, c.cluster_n) +
            (wgmma_swap_ab(c) ? "#define TT_SWAP_AB 1\n" : "") +
+           (wgmma_evict_first_b(c) ? "#define TT_EVICT_FIRST_B 1\n" : "") +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
                               : std::string()) +
@@ -111,7 +114,8 @@ class wgmma : public gemm_family {
   }
   bool persistent_grid() const override { return true; }
   std::string untried_on_gpu(const tile_config& c) const override {
-    if (wgmma_swap_ab(c)) return "swap-AB (_swab)";
+    if (wgmma_swap_ab(c)) return wgmma_evict_first_b(c) ? "swap-AB (_swab) and evict-first (_efb)" : "swap-AB (_swab)";
+    if (wgmma_evict_first_b(c)) return "evict-first on B (_efb)";
     if (wgmma_grouped(c)) return "the grouped kernel (_grp)";
     return {};
   }
@@ -151,7 +155,8 @@ class wgmma : public gemm_family {
            (wgmma_swap_ab(c) ? fmt::format(", swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, "
                                            "TileShape<{},{},{}>, A and B exchanged, C's layout transposed)",
                                            c.block_n, c.block_m, c.block_k)
-                             : std::string());
+                             : std::string()) +
+           (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "");
   }
 };
 

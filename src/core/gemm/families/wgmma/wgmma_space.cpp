@@ -51,6 +51,8 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
     if (deepest <= c.stages) return;
     c.stages = deepest;
     out.push_back(c);
+    set_wgmma_evict_first_b(c, true);
+    out.push_back(c);
   };
   add_rings(wgmma_tile(64, 128, bk, 1, 4));
   if (p.m > wgmma_swap_ab_max_rows || p.layout.a_transposed) return;

@@ -20,7 +20,8 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 // also get a 64 x 128 one-consumer tile with 4 stages and the deepest ring that fits (at most
 // wgmma_decode_max_stages); those of at most wgmma_swap_ab_max_rows with A K-major get swap-AB
 // tiles (wgmma_family.hpp): BM the smallest of 8, 16, 32, 64 that holds M, BN 64 and 128 (one
-// consumer) and 256 (two), each with 4 stages and the deepest ring.
+// consumer) and 256 (two), each with 4 stages and the deepest ring; the deepest ring also with
+// evict-first on B (the weights, read once).
 inline constexpr std::int64_t wgmma_decode_max_rows = 128;
 inline constexpr std::int64_t wgmma_swap_ab_max_rows = 64;
 inline constexpr int wgmma_decode_max_stages = 8;
