@@ -10,6 +10,8 @@
 // TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
 // parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
+// TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
+// leader's shared memory, wgmma_schedule.cuh; the grid is S x the clusters, clusters of S x 1 x 1),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
 // most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
 // matrix per group, and the parameters group_rows and group_stride follow beta).
@@ -80,6 +82,9 @@
 #endif
 #ifndef TT_GROUPED
 #define TT_GROUPED 0
+#endif
+#ifndef TT_CLUSTER_SPLIT
+#define TT_CLUSTER_SPLIT 1
 #endif
 #ifndef TT_GROUPS_MAX
 #define TT_GROUPS_MAX 256
@@ -256,11 +261,84 @@ __device__ __forceinline__ void tt_load_operand(unsigned dst, const tt_tensor_ma
   }
 }
 
-#if TT_STREAM_K
 // Named barrier 1: the consumer warpgroups only (the producer runs ahead on the ring).
 __device__ __forceinline__ void tt_consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(TT_CONSUMER_THREADS) : "memory");
 }
+
+#if TT_CLUSTER_SPLIT > 1
+// Cluster split-K: the peers' partial tiles go into the leader's shared memory (st.shared::cluster
+// at an address mapa gives), published by a remote mbarrier arrival with release at cluster scope;
+// the leader waits with acquire, adds, and hands the slots back with one remote arrival on each
+// peer's `empty` barrier. A CTA's shared memory must outlive every remote access: the kernel ends
+// with a cluster barrier.
+__device__ __forceinline__ unsigned tt_cluster_special(int which) {
+  unsigned r;
+  if (which == 0)
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  else if (which == 1)
+    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  else
+    asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned tt_map_to_rank(unsigned addr, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void tt_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void tt_mbar_arrive_remote_release(unsigned remote_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_bar) : "memory");
+}
+__device__ __forceinline__ void tt_mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nTT_WAIT_CL:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra TT_WAIT_CL;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Peer `rank`'s part of its i-th tile: once the leader has read the slots of tile i - 1, every
+// consumer thread stores its accumulators into slot rank - 1 of the leader's buffer; once all
+// have, one thread arrives on the leader's `full` barrier with release.
+__device__ __forceinline__ void tt_split_publish(float (*acc)[TT_KN / 2], unsigned buffer, unsigned full_bar,
+                                                 unsigned empty_bar, int i, int rank, int ct) {
+  tt_mbar_wait_acquire_cluster(empty_bar, tt_split_empty_parity(i));
+  const unsigned slot = tt_map_to_rank(
+      buffer + 4u * (unsigned)tt_sk_workspace_index(rank - 1, 0, ct, TT_CONSUMER_THREADS, TT_KM * TT_KN), 0);
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int v = 0; v < TT_KN / 2; ++v)
+      asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(slot + 4u * (mi * (TT_KN / 2) + v) * TT_CONSUMER_THREADS),
+                   "f"(acc[mi][v])
+                   : "memory");
+  tt_consumers_sync();
+  if (ct == 0) tt_mbar_arrive_remote_release(tt_map_to_rank(full_bar, 0));
+}
+// The leader's fixup of its i-th tile: wait (acquire) for every peer's arrival, add the slots in
+// rank order, then, once every consumer thread has read, one remote arrival on each peer's `empty`.
+__device__ __forceinline__ void tt_split_gather(float (*acc)[TT_KN / 2], const float* buffer, unsigned full_bar,
+                                                unsigned empty_bar, int i, int ct) {
+  tt_mbar_wait_acquire_cluster(full_bar, tt_split_full_parity(i));
+  const float* const slot = buffer + tt_sk_workspace_index(0, 0, ct, TT_CONSUMER_THREADS, TT_KM * TT_KN);
+#pragma unroll
+  for (int p = 0; p < TT_CLUSTER_SPLIT - 1; ++p)
+#pragma unroll
+    for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+      for (int v = 0; v < TT_KN / 2; ++v)
+        acc[mi][v] += slot[p * TT_KM * TT_KN + (mi * (TT_KN / 2) + v) * TT_CONSUMER_THREADS];
+  tt_consumers_sync();
+  if (ct == 0)
+    for (int r = 1; r < TT_CLUSTER_SPLIT; ++r) tt_mbar_arrive_remote_release(tt_map_to_rank(empty_bar, r));
+}
+#endif
+
+#if TT_STREAM_K
 // A peer's part of a tile: every consumer thread stores its accumulators into the worker's
 // slot; once all have, one thread publishes the flag with the release pattern (fence, then a
 // strong store), so an owner that acquires the flag sees every value.
@@ -381,6 +459,13 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
   const unsigned bar_base =
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
+#if TT_CLUSTER_SPLIT > 1
+  const int split_buffer = tt_smem_split_buffer_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
+  const unsigned split_full =
+      base + tt_smem_split_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
+                                          TT_CLUSTER_SPLIT);
+  const unsigned split_empty = split_full + 8;
+#endif
   // full[s] at bar_base + 8s, empty[s] at bar_base + 8 (STAGES + s).
 #define TT_FULL(s) (bar_base + 8 * (s))
 #define TT_EMPTY(s) (bar_base + 8 * (TT_STAGES + (s)))
@@ -390,6 +475,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       tt_mbar_init(TT_FULL(s), tt_full_arrivals());                // the producer's expect_tx
       tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_CONSUMERS));  // one arrive per consumer warp
     }
+#if TT_CLUSTER_SPLIT > 1
+    tt_mbar_init(split_full, TT_CLUSTER_SPLIT - 1);  // each peer's arrival
+    tt_mbar_init(split_empty, 1);                    // the leader's
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
 #if TT_GROUPED
@@ -412,8 +501,18 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const long long tiles = (long long)m_tiles * n_tiles * batch;
 #endif
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
+#if TT_CLUSTER_SPLIT > 1
+  // Every CTA's barriers are initialized before any remote arrival.
+  tt_cluster_sync();
+  const int rank = (int)tt_cluster_special(0), cta = (int)tt_cluster_special(1);
+  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, (int)tt_cluster_special(2), TT_SK_MIN_UNIT, 0);
+#define TT_UNIT(ui) tt_split_unit(tt_unit(sched, cta, ui), rank, TT_CLUSTER_SPLIT)
+#else
+  const int cta = blockIdx.x;
   const tt_schedule sched = tt_make_schedule(tiles, k_tiles, gridDim.x, TT_SK_MIN_UNIT, TT_STREAM_K);
-  const int units = tt_units_of(sched, blockIdx.x);
+#define TT_UNIT(ui) tt_unit(sched, cta, ui)
+#endif
+  const int units = tt_units_of(sched, cta);
   const int wg = threadIdx.x / 128;
 
   if (wg == 0) {
@@ -434,7 +533,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       int stage = 0;
       unsigned phase = 0;
       for (int ui = 0; ui < units; ++ui) {
-        const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
+        const tt_work_unit u = TT_UNIT(ui);
         const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
         const tt_tile_place place = TT_PLACE(tc);
         const int n0 = tc.n_tile * TT_KN;
@@ -470,7 +569,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     unsigned phase = 0;
     float acc[TT_MI][TT_KN / 2];
     for (int ui = 0; ui < units; ++ui) {
-      const tt_work_unit u = tt_unit(sched, blockIdx.x, ui);
+      const tt_work_unit u = TT_UNIT(ui);
       const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
@@ -505,6 +604,14 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #pragma unroll
           for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] = 0.0f;
       }
+#if TT_CLUSTER_SPLIT > 1
+      if (rank != 0) {
+        tt_split_publish(acc, base + split_buffer, split_full, split_empty, ui, rank, threadIdx.x - 128);
+        continue;
+      }
+      tt_split_gather(acc, reinterpret_cast<const float*>(smem + split_buffer), split_full, split_empty, ui,
+                      threadIdx.x - 128);
+#endif
 #if TT_STREAM_K
       if (u.worker >= 0) {
         const int ct = threadIdx.x - 128;
@@ -531,7 +638,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       }
     }
   }
+#if TT_CLUSTER_SPLIT > 1
+  // No CTA leaves while a peer may still write into its shared memory or arrive on its barriers.
+  tt_cluster_sync();
+#endif
 #undef TT_FULL
 #undef TT_EMPTY
 #undef TT_PLACE
+#undef TT_UNIT
 }

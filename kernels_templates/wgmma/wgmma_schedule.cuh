@@ -121,3 +121,30 @@ TT_HOST_DEVICE long long tt_sk_workspace_index(int worker, int value, int thread
 TT_HOST_DEVICE long long tt_sk_workspace_bytes(int workers, int slot_floats) {
   return (long long)workers * slot_floats * 4 + (long long)workers * 4;
 }
+
+// ---- cluster split-K (TT_CLUSTER_SPLIT S > 1)
+// The S CTAs of a cluster (cluster dims S x 1 x 1) share each of the cluster's tiles: rank r takes
+// k-tiles [tt_split_k_begin(r), tt_split_k_begin(r + 1)). The clusters walk the tiles as the
+// persistent CTAs of a plain schedule would (tt_make_schedule with ctas = clusters, no stream-K).
+// Ranks 1..S-1 write their partial tiles into the leader's (rank 0's) shared memory, slot r - 1,
+// laid out as the stream-K workspace (tt_sk_workspace_index), and the leader adds them in rank
+// order and stores C: the reduction never leaves the cluster.
+TT_HOST_DEVICE int tt_split_k_begin(int k_tiles, int rank, int split) {
+  return (int)((long long)k_tiles * rank / split);
+}
+// The leader's buffer and barriers in shared memory: wgmma_tile_math.cuh (tt_smem_split_*).
+// The parities of the i-th tile a cluster reduces (i = 0, 1, ...): the leader waits for `full`'s
+// phase i to complete; a peer waits for `empty`'s phase i - 1 (the leader read tile i - 1's
+// slots), which a fresh barrier passes at once (parity 1).
+TT_HOST_DEVICE unsigned tt_split_full_parity(int i) { return (unsigned)i & 1u; }
+TT_HOST_DEVICE unsigned tt_split_empty_parity(int i) { return ((unsigned)i & 1u) ^ 1u; }
+// A cluster's whole-tile unit as rank `rank` of `split` runs it: its slice of the k-tiles; the
+// leader (rank 0) owns the tile. split = 1: the unit as it is.
+TT_HOST_DEVICE tt_work_unit tt_split_unit(tt_work_unit u, int rank, int split) {
+  if (split <= 1) return u;
+  const int k0 = u.k_begin, k_tiles = u.k_end - u.k_begin;
+  u.k_begin = k0 + tt_split_k_begin(k_tiles, rank, split);
+  u.k_end = k0 + tt_split_k_begin(k_tiles, rank + 1, split);
+  u.owner = rank == 0;
+  return u;
+}

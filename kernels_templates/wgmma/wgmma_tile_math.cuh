@@ -97,6 +97,21 @@ TT_HOST_DEVICE int tt_smem_barrier_offset(int bm, int bn, int bk, int eb, int st
 TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int consumers) {
   return tt_smem_barrier_offset(bm, bn, bk, eb, stages, consumers) + 2 * stages * 8;
 }
+// Cluster split-K (TT_CLUSTER_SPLIT, wgmma_schedule.cuh): the leader's reduction buffer and its two mbarriers follow everything else in shared memory
+// (tt_smem_total, 16-byte aligned): S - 1 slots of bm x bn fp32 partials, then `full` (S - 1
+// arrivals a tile, one per peer, release at cluster scope) and `empty` (on every CTA: one arrival,
+// the leader's, once it has read the slots of a tile). S = 1: nothing.
+TT_HOST_DEVICE int tt_smem_split_buffer_offset(int bm, int bn, int bk, int eb, int stages, int epi_consumers) {
+  return (tt_smem_total(bm, bn, bk, eb, stages, epi_consumers) + 15) / 16 * 16;
+}
+TT_HOST_DEVICE int tt_smem_split_barrier_offset(int bm, int bn, int bk, int eb, int stages, int epi_consumers,
+                                                int split) {
+  return tt_smem_split_buffer_offset(bm, bn, bk, eb, stages, epi_consumers) + (split - 1) * bm * bn * 4;
+}
+TT_HOST_DEVICE int tt_smem_total_split(int bm, int bn, int bk, int eb, int stages, int epi_consumers, int split) {
+  if (split <= 1) return tt_smem_total(bm, bn, bk, eb, stages, epi_consumers);
+  return tt_smem_split_barrier_offset(bm, bn, bk, eb, stages, epi_consumers, split) + 16;
+}
 
 // ---- accumulator fragments and the epilogue map
 // wgmma's fp32 accumulator D (64 x N) of m64nNk16 and m64nNk8 (PTX ISA,

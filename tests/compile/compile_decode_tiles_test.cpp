@@ -72,7 +72,7 @@ TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
     const gemm_problem p = decode_problem(m);
     for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
       if (check_constraints(c, p, d)) continue;
-      const bool decode_tile = wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128);
+      const bool decode_tile = (wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128)) && c.split_k == 1;
       // One stage count each (the deepest ring: the most shared memory), at 16 rows both
       // schedulers with and without evict-first, elsewhere stream-K only (the decode shapes'
       // pick) without; the 64 x 128 tile at 16 rows only.
@@ -105,6 +105,55 @@ TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
     }
     EXPECT_EQ(evict_first_sass_problems(sass, wgmma_evict_first_b(tiles[i])), "") << name;
   }
+}
+
+// What cluster split-K must show in the SASS: the cluster barrier at the start and before the
+// exit (UCGABAR_ARV / UCGABAR_WAIT twice each), remote mbarrier arrivals (SYNCS.ARRIVE...RED),
+// the peers' stores into the leader's shared memory (generic ST.E to the mapa address), HGMMA, and
+// no local memory. Empty: all there.
+std::string cluster_split_sass_problems(const std::string& sass) {
+  std::string problems;
+  auto count = [&](const char* what) {
+    int n = 0;
+    for (const std::string& i : instructions(sass)) n += i.rfind(what, 0) == 0;
+    return n;
+  };
+  for (const char* barrier : {"UCGABAR_ARV", "UCGABAR_WAIT"})
+    if (count(barrier) < 2) problems += fmt::format(" {} {} times, not at the start and before the exit;", barrier, count(barrier));
+  for (const char* needed : {"SYNCS.ARRIVE.TRANS64.RED", "ST.E", "HGMMA"})
+    if (count(needed) == 0) problems += fmt::format(" no {};", needed);
+  for (const char* banned : {"LDL", "STL"})
+    if (count(banned) > 0) problems += fmt::format(" {} (local memory);", banned);
+  return problems;
+}
+
+TEST(compile_decode_tiles, cluster_split_k_copies_compile_and_the_sass_runs_the_cluster_reduction) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = decode_problem(16);
+  std::vector<compile_job> jobs;
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d))
+    if (c.split_k > 1 && !check_constraints(c, p, d)) jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+  std::string names;
+  for (const auto& j : jobs) names += j.name + "; ";
+  ASSERT_EQ(jobs.size(), 8u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    ASSERT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << jobs[i].name;
+    EXPECT_EQ(cluster_split_sass_problems(disassemble(r.cubin, jobs[i].name)), "") << jobs[i].name;
+  }
+  // The check can fail: without the cluster barrier before the exit, one UCGABAR pair is left.
+  compile_job planted = jobs.front();
+  const std::string exit_sync = "  // No CTA leaves while a peer may still write into its shared memory or arrive on its barriers.\n  tt_cluster_sync();\n";
+  const auto at = planted.source.find(exit_sync);
+  ASSERT_NE(at, std::string::npos) << "the template's exit barrier changed; update this test";
+  planted.source.erase(at, exit_sync.size());
+  const auto bad = nvrtc.compile(planted);
+  ASSERT_TRUE(bad.ok) << bad.log;
+  EXPECT_NE(cluster_split_sass_problems(disassemble(bad.cubin, "planted")).find("UCGABAR_WAIT 1 times"), std::string::npos);
 }
 
 // The check can fail: the plain 64 x 128 kernel (no swap: an m64n128 instruction, C staged in

@@ -136,8 +136,9 @@ TEST(gpu, grouped_wgmma_variants_are_correct_on_uneven_groups) {
   }
 }
 
-// Swap-AB and evict-first (issue 34; never run before a GPU session runs this): every such decode
-// tile of the wgmma space (swap-AB at 8-64 rows, whole and stream-K, evict-first on B) against cuBLASLt on
+// Swap-AB, evict-first and cluster split-K (issue 34; never run before a GPU session runs this):
+// every such decode tile of the wgmma space (swap-AB at 8-64 rows, whole and stream-K, evict-first
+// on B, split-K in clusters of 2 and 4) against cuBLASLt on
 // few rows: one, five (batched), thirty, sixty-four; N and K ending inside tiles.
 TEST(gpu, swap_ab_variants_are_correct_on_few_rows) {
   REQUIRE_GPU();
@@ -155,7 +156,10 @@ TEST(gpu, swap_ab_variants_are_correct_on_few_rows) {
         int checked = 0;
         for (const auto& v : j["variants"]) {
           const std::string id = v["id"], status = v["status"];
-          if (id.find("_swab") == std::string::npos && id.find("_efb") == std::string::npos) continue;
+          const bool decode_mechanism = id.find("_swab") != std::string::npos || id.find("_efb") != std::string::npos ||
+                                        (id.rfind("wgmma_", 0) == 0 && (id.find("_k2") != std::string::npos ||
+                                                                        id.find("_k4") != std::string::npos));
+          if (!decode_mechanism) continue;
           if (status == "pruned" && v.value("constraint", std::string()) == "shared_memory") continue;
           EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << s[0] << "x" << s[1] << "x" << s[2] << " batch "
                                   << s[3] << " " << id << ": " << v.value("reason", std::string());

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -145,6 +146,9 @@ struct defects {
   bool swap_store_untransposed = false;   // swap-AB: the epilogue stores C[r][c] instead of C[c][r]
   bool swap_stores_padded_rows = false;   // swap-AB: rows of C past M (zero-filled A) stored too
   bool swap_maps_in_problem_order = false;  // swap-AB: tmap_a bound to A's map, as without the swap
+  bool split_skips_last_peer = false;     // cluster split-K: the leader adds all but the last slot
+  bool split_peer_in_next_slot = false;   // cluster split-K: a peer writes into its neighbour's slot
+  bool split_same_k_slice = false;        // cluster split-K: every rank multiplies the leader's k-tiles
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -624,8 +628,15 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   out.writes.assign(static_cast<std::size_t>(p.m * p.n * p.batch), 0);
   const int epi_n = 128 / eb;  // TT_EPI_N
 
-  const int sm_grid = stream_k ? sm_count : grid;  // stream-K runs on every SM
-  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, sm_grid, 8, stream_k);
+  // Cluster split-K: the launch's grid in clusters of `split` CTAs, which walk the tiles whole.
+  const int split = std::max(1, rendered_macro(source, "TT_CLUSTER_SPLIT"));
+  if (split > 1 && (launch.cluster[0] != split || launch.grid[0] % split != 0 || stream_k))
+    errors.push_back(fmt::format("cluster split-K {} launched as grid {} in clusters of {}", split, launch.grid[0],
+                                 launch.cluster[0]));
+  const int sm_grid = split > 1 ? static_cast<int>(launch.grid[0]) : stream_k ? sm_count : grid;
+  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, sm_grid / split, 8, split > 1 ? 0 : stream_k);
+  // The leaders' buffers: slot s of the i-th tile of cluster c, NaN until a peer writes it.
+  std::map<std::array<int, 3>, std::vector<float>> split_slots;
   const int consumer_threads = 128 * consumers, slot_floats = bm * bn;
   std::vector<float> workspace(static_cast<std::size_t>(sched.sk_workers) * slot_floats,
                                std::numeric_limits<float>::quiet_NaN());
@@ -733,8 +744,9 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   for (int cta = 0; cta < sm_grid && errors.empty(); ++cta) {
     int p_stage = 0, c_stage = 0;  // the producer's and the consumers' walk of the ring
     unsigned p_phase = 0, c_phase = 0;
-    for (int ui = 0; ui < tt_units_of(sched, cta) && errors.empty(); ++ui) {
-      const tt_work_unit u = tt_unit(sched, cta, ui);
+    const int cluster = cta / split, rank = cta % split;
+    for (int ui = 0; ui < tt_units_of(sched, cluster) && errors.empty(); ++ui) {
+      const tt_work_unit u = tt_split_unit(tt_unit(sched, cluster, ui), d.split_same_k_slice ? 0 : rank, split);
       const tt_tile_coord tc =
           tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, raster_n);
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
@@ -771,6 +783,22 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       }
       if (p_stage != c_stage || p_phase != c_phase)
         errors.push_back("producer and consumers left the ring apart");
+      if (split > 1) {  // tt_split_publish, or the leader waits for its peers (tt_split_gather)
+        if (rank == 0) {
+          owners.push_back({u, tc, std::move(acc)});
+          owners.back().u.worker = cluster;
+          owners.back().u.first_peer = ui;  // the leader's i-th tile
+          continue;
+        }
+        const int slot = rank - 1 + (d.split_peer_in_next_slot ? 1 : 0);
+        std::vector<float>& buffer = split_slots[{cluster, ui, slot}];
+        buffer.assign(static_cast<std::size_t>(slot_floats), std::numeric_limits<float>::quiet_NaN());
+        for (int ct = 0; ct < consumer_threads; ++ct)
+          for (int value = 0; value < mi_count * bn / 2; ++value)
+            buffer[static_cast<std::size_t>(tt_sk_workspace_index(0, value, ct, consumer_threads, slot_floats))] =
+                acc_value(acc, ct, value);
+        continue;
+      }
       if (u.worker >= 0 && !u.owner) {  // tt_sk_publish
         const int slot = u.worker + (d.peer_publishes_next_slot ? 1 : 0);
         for (int ct = 0; ct < consumer_threads; ++ct)
@@ -793,6 +821,22 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   }
   // tt_sk_gather: each owner adds its peers' partials in worker order, then stores C.
   for (waiting_owner& w : owners) {
+    if (split > 1) {  // tt_split_gather: slots 0 .. split - 2 in rank order
+      const int last = split - 2 - (d.split_skips_last_peer ? 1 : 0);
+      for (int slot = 0; slot <= last && errors.empty(); ++slot) {
+        const auto at = split_slots.find({w.u.worker, w.u.first_peer, slot});
+        if (at == split_slots.end()) {
+          errors.push_back(fmt::format("cluster {} tile {}: slot {} was never written", w.u.worker, w.u.first_peer, slot));
+          break;
+        }
+        for (int ct = 0; ct < consumer_threads; ++ct)
+          for (int value = 0; value < mi_count * bn / 2; ++value)
+            acc_value(w.acc, ct, value) += at->second[static_cast<std::size_t>(
+                tt_sk_workspace_index(0, value, ct, consumer_threads, slot_floats))];
+      }
+      epilogue(w.tc, w.acc);
+      continue;
+    }
     const int last = w.u.last_peer - (d.fixup_skips_last_peer ? 1 : 0);
     for (int peer = w.u.first_peer; peer <= last; ++peer)
       for (int ct = 0; ct < consumer_threads; ++ct)
@@ -1257,4 +1301,54 @@ TEST(wgmma_emulation, the_decode_space_holds_swap_ab_tiles_that_compute_right) {
   for (const gemm_problem& p : {problem(65, 4096, 4096, 1, dtype::bf16, "nt"), problem(16, 4096, 4096, 1, dtype::bf16, "tn")})
     for (const tile_config& c : problem_search_space(family_named("wgmma"), p, h100))
       EXPECT_FALSE(wgmma_swap_ab(c)) << c.id() << " " << p.describe();
+}
+
+// ---- cluster split-K: k-slices per rank, partials in the leader's shared memory ----------
+
+namespace {
+tile_config split_tile(tile_config c, int split) {
+  c.split_k = split;
+  return c;
+}
+}  // namespace
+
+TEST(wgmma_emulation, cluster_split_k_matches_a_host_gemm) {
+  // 2 and 4 CTAs a cluster on plain and swap-AB tiles: few tiles (decode), more tiles than the
+  // clusters hold (each cluster walks several), K not a multiple of the split's k-tiles, two
+  // batches, beta reading C; the launch's grid and cluster dims come from its description.
+  struct shape {
+    std::int64_t m, n, k, batch;
+    double beta;
+  };
+  const shape shapes[] = {{16, 200, 1280, 1, 0.0}, {5, 136, 328, 2, -0.5}, {72, 520, 392, 1, 1.5}};
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "nn"}, case_layout{dtype::tf32, "nt"}})
+    for (const shape& sh : shapes) {
+      const prepared x = prepare(problem(sh.m, sh.n, sh.k, sh.batch, cl.t, cl.layout), 31);
+      const int bk = cl.t == dtype::tf32 ? 32 : 64;
+      for (int split : {2, 4})
+        for (const tile_config& c : {split_tile(wgmma_tile(64, 128, bk, 1, 4), split),
+                                     split_tile(swap_tile(sh.m <= 8 ? 8 : 16, 128, bk, 1, 3), split)}) {
+          ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id() << " " << x.p.describe();
+          EXPECT_EQ(run_and_compare(c, x, 0.75, sh.beta, 6), "") << c.id() << " " << x.p.describe();
+          ++ran;
+        }
+    }
+  EXPECT_EQ(ran, 3 * 3 * 2 * 2);
+}
+
+TEST(wgmma_emulation, cluster_split_k_planted_defects_are_caught) {
+  const prepared x = prepare(problem(16, 200, 1280, 1, dtype::bf16, "nt"), 32);
+  const tile_config c = split_tile(swap_tile(16, 128, 64, 1, 4), 4);
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 8), "");
+  defects skip;
+  skip.split_skips_last_peer = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 8, skip), "") << "a leader that forgets a peer";
+  defects next;
+  next.split_peer_in_next_slot = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 8, next), "") << "a peer in its neighbour's slot";
+  defects same;
+  same.split_same_k_slice = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 8, same), "") << "every rank on the leader's k-tiles";
 }

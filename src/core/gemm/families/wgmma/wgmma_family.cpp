@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/compile/kernel_templates.hpp"
@@ -67,7 +68,7 @@ class wgmma : public gemm_family {
     set_wgmma_evict_first_b(c, j.value("evict_first_b", false));
   }
 
-  // Its own raster and stream-K macros, no split-K, and its own math and instruction. With swap-AB
+  // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
   // the kernel's M is the problem's N: its raster order flips so that the tile's keeps its meaning,
   // and its instruction is m64 x BM on the swapped layout.
   std::string render(const tile_config& c, dtype t, layout l) const override {
@@ -77,6 +78,7 @@ class wgmma : public gemm_family {
                        c.stages, wgmma_consumers(c), c.raster_group, raster_n ? 1 : 0, c.cluster_m, c.cluster_n) +
            (wgmma_swap_ab(c) ? "#define TT_SWAP_AB 1\n" : "") +
            (wgmma_evict_first_b(c) ? "#define TT_EVICT_FIRST_B 1\n" : "") +
+           (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
                               : std::string()) +
@@ -99,7 +101,7 @@ class wgmma : public gemm_family {
     launch_shape s = launch_shape_for(c, p);
     s.grid_x = wgmma_grid_size(c, p, sm_count);
     s.grid_y = s.grid_z = 1;
-    s.cluster_x = c.cluster_m * c.cluster_n;
+    s.cluster_x = c.cluster_m * c.cluster_n * std::max(1, c.split_k);
     return s;
   }
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) const override {
@@ -114,10 +116,12 @@ class wgmma : public gemm_family {
   }
   bool persistent_grid() const override { return true; }
   std::string untried_on_gpu(const tile_config& c) const override {
-    if (wgmma_swap_ab(c)) return wgmma_evict_first_b(c) ? "swap-AB (_swab) and evict-first (_efb)" : "swap-AB (_swab)";
-    if (wgmma_evict_first_b(c)) return "evict-first on B (_efb)";
-    if (wgmma_grouped(c)) return "the grouped kernel (_grp)";
-    return {};
+    std::vector<std::string> untried;
+    if (wgmma_swap_ab(c)) untried.push_back("swap-AB (_swab)");
+    if (wgmma_evict_first_b(c)) untried.push_back("evict-first on B (_efb)");
+    if (c.split_k > 1) untried.push_back(fmt::format("split-K inside a cluster (_k{})", c.split_k));
+    if (wgmma_grouped(c)) untried.push_back("the grouped kernel (_grp)");
+    return fmt::format("{}", fmt::join(untried, " and "));
   }
 
   // An assumption (cuBLAS's Hopper kernels run near 0.75 of the dense peak on
@@ -156,7 +160,11 @@ class wgmma : public gemm_family {
                                            "TileShape<{},{},{}>, A and B exchanged, C's layout transposed)",
                                            c.block_n, c.block_m, c.block_k)
                              : std::string()) +
-           (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "");
+           (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "") +
+           (c.split_k > 1 ? fmt::format(", split_k_slices {} (tiletune reduces the slices inside a cluster of {} "
+                                        "through shared memory; CUTLASS's split-K goes through a workspace)",
+                                        c.split_k, c.split_k)
+                          : std::string());
   }
 };
 

@@ -65,7 +65,11 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   l.block = {s.threads, 1, 1};
   l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
   l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = p.grouped()
+  l.grid_rule = c.split_k > 1
+                    ? fmt::format("({} x min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {} / {}), 1, "
+                                  "1) in clusters of ({}, 1, 1): each cluster's CTAs share its tiles' k-tiles",
+                                  c.split_k, c.block_m, c.block_n, d.sm_count, c.split_k, c.split_k)
+                : p.grouped()
                     ? fmt::format("(min(output tiles = the groups' M tiles of {} rows each summed, times ceil(N / {}), "
                                   "SM count {}){}, 1, 1): a persistent grid over the groups' tiles; other rows per "
                                   "group need the grid recomputed (or every SM)",
@@ -128,6 +132,12 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
         "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
         "the grouped kernel is proven by host emulation and its compile only");
+  if (c.split_k > 1)
+    l.requirements.push_back(fmt::format(
+        "split-K inside a cluster (_k{0}): launch with cluster dimensions ({0}, 1, 1) (cudaLaunchKernelEx, "
+        "cudaLaunchAttributeClusterDimension) and every CTA of a cluster resident; NOT YET RUN ON A GPU: proven by "
+        "host emulation, a model check of its barriers and its compile only",
+        c.split_k));
   if (swap)
     l.requirements.push_back(
         "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "

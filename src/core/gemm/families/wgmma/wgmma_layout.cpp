@@ -16,8 +16,8 @@
 namespace tiletune {
 
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
-  return 1024 + tt_smem_total(wgmma_kernel_m(c), wgmma_kernel_n(c), c.block_k, element_bytes(t), c.stages,
-                              wgmma_epilogue_staging_consumers(c));
+  return 1024 + tt_smem_total_split(wgmma_kernel_m(c), wgmma_kernel_n(c), c.block_k, element_bytes(t), c.stages,
+                                    wgmma_epilogue_staging_consumers(c), std::max(1, c.split_k));
 }
 
 int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }
@@ -67,6 +67,8 @@ std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p) {
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {
   const std::int64_t sms = std::max(sm_count, 1);
   if (wgmma_stream_k(c)) return sms;
+  if (c.split_k > 1)  // whole clusters of split_k CTAs, one tile at a time each
+    return c.split_k * std::max<std::int64_t>(1, std::min<std::int64_t>(wgmma_output_tiles(c, p), sms / c.split_k));
   return std::max<std::int64_t>(1, std::min<std::int64_t>(wgmma_output_tiles(c, p), sms));
 }
 

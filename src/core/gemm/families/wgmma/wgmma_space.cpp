@@ -51,6 +51,12 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
     if (deepest <= c.stages) return;
     c.stages = deepest;
     out.push_back(c);
+    for (int split : {2, 4}) {  // split-K inside a cluster, the reduction in shared memory
+      tile_config s = c;
+      s.split_k = split;
+      s.stages = deepest_ring(s, p.type, d);  // the leader's slots take shared memory too
+      if (s.stages >= 2) out.push_back(s);
+    }
     set_wgmma_evict_first_b(c, true);
     out.push_back(c);
   };
@@ -79,7 +85,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
     const tile_config& c = out[i];
-    if (c.raster_group != 8 || c.raster_along_n) continue;
+    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1) continue;
     const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
     const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
@@ -123,6 +129,22 @@ std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, co
   if (p.layout.a_transposed)
     return violation("swap_ab", fmt::format("swap-AB (_swab) reads A K-major (layout nn or nt), not {}",
                                             p.layout.name()));
+  return std::nullopt;
+}
+
+// Split-K inside a cluster of 2 or 4 CTAs, a schedule of whole tiles: not with stream-K nor
+// grouped, and each CTA at least one k-tile.
+std::optional<constraint_violation> check_wgmma_split(const tile_config& c, const gemm_problem& p) {
+  if (c.split_k == 1) return std::nullopt;
+  if (c.split_k != 2 && c.split_k != 4)
+    return violation("split_k", fmt::format("split-K {}: the wgmma family splits K inside a cluster of 2 or 4 CTAs",
+                                            c.split_k));
+  if (wgmma_stream_k(c))
+    return violation("split_k", "split-K inside a cluster and stream-K are two schedules: one at a time");
+  if (p.grouped()) return violation("split_k", "a grouped problem runs whole tiles or stream-K, not split-K");
+  const std::int64_t k_tiles = (p.k + c.block_k - 1) / c.block_k;
+  if (k_tiles < c.split_k)
+    return violation("split_k", fmt::format("split-K {} needs as many k-tiles; K {} makes {}", c.split_k, p.k, k_tiles));
   return std::nullopt;
 }
 }  // namespace
@@ -176,6 +198,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
   if (accumulators > 128)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
+  if (auto v = check_wgmma_split(c, p)) return v;
   if (c.cluster_m != 1 || c.cluster_n != 1)
     return violation("cluster", fmt::format("cluster {}x{}: TMA multicast is not implemented, only 1x1",
                                             c.cluster_m, c.cluster_n));
