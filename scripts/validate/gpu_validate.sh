@@ -30,6 +30,8 @@
 #     grouped grouped GEMM: uneven masked groups verified, then Mixtral's experts (8, 4096 tokens, top-2,
 #            uniform and zipf:1.2) and a DeepSeek-shaped masked decode (256 experts, 64 tokens, top-8)
 #            timed against the loop of cuBLASLt GEMMs per group
+#     decode the decode tiles (swap-AB, evict-first, split-K in a cluster): few-row shapes verified,
+#            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -390,6 +392,24 @@ if want grouped; then
   done
   step "gemm grouped-deepseek-decode" 120 "$out/grouped-deepseek-decode.txt" "$bin" gemm --groups 256 --tokens 64 \
     --top-k 8 --n 4096 --k 7168 --group-layout masked --no-db --budget-s 100 --out "$out/grouped-deepseek-decode.json"
+fi
+if want decode; then
+  # The decode tiles (issue 34), first run: swap-AB, evict-first and split-K in a cluster checked on
+  # few rows (--verify-only, every variant), compute-sanitizer on one split-K swap-AB variant, then
+  # the decode suite timed exhaustively (every decode tile against cuBLASLt, back to back).
+  for shape in "1 200 136 1 0" "5 1000 776 2 0.5" "64 4096 1024 1 0"; do
+    read -r m n k b beta <<<"$shape"
+    step "decode verify ${m}x${n}x${k}" 120 "$out/decode-verify-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
+      --batch "$b" --beta "$beta" --alpha 1.5 --verify-only --no-db --variant-timeout 10 --out "$out/decode-verify-$m.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      step "decode $tool" 120 "$out/decode-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 16 --n 512 \
+        --k 1024 --verify-only --no-db --only wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab
+    done
+  fi
+  step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
+    --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 --out "$out/decode-suite.json"
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
