@@ -10,6 +10,8 @@
 // TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
 // parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
+// TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C and beta 0: stmatrix into swizzled staging,
+// a bulk tensor store per 64 x 64 chunk; a tensor map of C, tmap_c, is the last parameter),
 // TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
 // leader's shared memory, wgmma_schedule.cuh; the grid is S x the clusters, clusters of S x 1 x 1),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
@@ -85,6 +87,9 @@
 #endif
 #ifndef TT_CLUSTER_SPLIT
 #define TT_CLUSTER_SPLIT 1
+#endif
+#ifndef TT_TMA_STORE
+#define TT_TMA_STORE 0
 #endif
 #ifndef TT_GROUPS_MAX
 #define TT_GROUPS_MAX 256
@@ -245,6 +250,64 @@ __device__ __forceinline__ void tt_tma_box(unsigned dst, const tt_tensor_map* ma
   else
     tt_tma_load_3d(dst, map, c0, c1, c2, bar);
 }
+
+#if TT_TMA_STORE
+// Named barrier 2 + c: consumer warpgroup c's 128 threads (immediate ids: a register id makes
+// ptxas reserve all 16 barriers).
+__device__ __forceinline__ void tt_consumer_sync(int consumer) {
+  if (consumer == 0)
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  else
+    asm volatile("bar.sync 3, 128;\n" ::: "memory");
+}
+// Warp `warp` writes its 16 rows of the m64 tile `acc`, columns [64 chunk, 64 chunk + 64), times
+// alpha and rounded to 16 bits, into the staging buffer at shared address `buf`: four stmatrix x4,
+// each two 8-column blocks (wgmma_tile_math.cuh, tt_stmatrix_*, tt_staging_offset).
+__device__ __forceinline__ void tt_stage_chunk(const float* acc, unsigned buf, int chunk, int warp, int lane,
+                                               float alpha) {
+#pragma unroll
+  for (int jj = 0; jj < 8; jj += 2) {
+    const int j = chunk * 8 + jj;
+    unsigned r[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      r[i] = (unsigned)tt_from_float(alpha * acc[tt_stmatrix_acc(i, j, 0)]) |
+             ((unsigned)tt_from_float(alpha * acc[tt_stmatrix_acc(i, j, 1)]) << 16);
+    const unsigned addr = buf + tt_staging_offset(16 * warp + tt_stmatrix_row(lane), tt_stmatrix_block(lane, jj));
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  }
+}
+// The TMA-store epilogue of one m64 tile of a consumer: for each 64-column chunk, the staging
+// buffer it takes (they alternate, `chunks` counting every chunk the consumer stored) must have
+// been read by the store issued two chunks ago; then every warp stages its rows, makes them
+// visible to the async proxy, and after the consumer's barrier one thread issues the store. TMA
+// writes only the box's elements inside C (rows past M, columns past N are not written).
+__device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned staging, const tt_tensor_map* tmap_c,
+                                                int row0, int col0, int batch, int consumer, int warp, int lane,
+                                                float alpha, int& chunks) {
+  const bool leader = warp == 0 && lane == 0;
+  // Unrolled: the chunk picks accumulators by constant index (a loop would put them in local memory).
+#pragma unroll
+  for (int chunk = 0; chunk < TT_KN / 64; ++chunk) {
+    const unsigned buf = staging + ((chunks + chunk) & 1) * TT_TMA_STORE_BUFFER_BYTES;
+    if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+    tt_consumer_sync(consumer);
+    tt_stage_chunk(acc, buf, chunk, warp, lane, alpha);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    tt_consumer_sync(consumer);
+    if (leader) {
+      asm volatile(
+          "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+          "cp.async.bulk.commit_group;\n" ::"l"((unsigned long long)tmap_c),
+          "r"(col0 + 64 * chunk), "r"(row0), "r"(batch), "r"(buf)
+          : "memory");
+    }
+  }
+  chunks += TT_KN / 64;
+}
+#endif
 
 // One operand's share of a stage: a K-major operand is one [ROWS][BK] box; an
 // MN-major one is ROWS/64 boxes of [BK][64 elements], 128-byte rows each.
@@ -449,6 +512,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_STREAM_K
               , float* __restrict__ workspace
 #endif
+#if TT_TMA_STORE
+              , const __grid_constant__ tt_tensor_map tmap_c
+#endif
 ) {
   extern __shared__ __align__(1024) unsigned char tt_smem_raw[];
   // 128-byte swizzled tiles need 1024-byte aligned addresses (smem_bytes keeps 1024 of slack).
@@ -459,11 +525,11 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
   const unsigned bar_base =
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
+  const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
+                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT};
 #if TT_CLUSTER_SPLIT > 1
-  const int split_buffer = tt_smem_split_buffer_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
-  const unsigned split_full =
-      base + tt_smem_split_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
-                                          TT_CLUSTER_SPLIT);
+  const int split_buffer = tt_smem_split_buffer_offset(layout);
+  const unsigned split_full = base + tt_smem_split_barrier_offset(layout);
   const unsigned split_empty = split_full + 8;
 #endif
   // full[s] at bar_base + 8s, empty[s] at bar_base + 8 (STAGES + s).
@@ -567,6 +633,11 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     const unsigned lbo_a = tt_operand_lbo(TT_A_KMAJOR, TT_BK), lbo_b = tt_operand_lbo(TT_B_KMAJOR, TT_BK);
     int stage = 0;
     unsigned phase = 0;
+#if TT_TMA_STORE
+    if (beta != 0.0f) __trap();  // the host never pairs this epilogue with beta != 0
+    const unsigned staging = base + tt_smem_tma_store_offset(layout) + consumer * 2 * TT_TMA_STORE_BUFFER_BYTES;
+    int chunks = 0;
+#endif
     float acc[TT_MI][TT_KN / 2];
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = TT_UNIT(ui);
@@ -625,18 +696,27 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
 
       const tt_tile_place place = TT_PLACE(tc);
+#if !TT_TMA_STORE
       elem_t* Cb = C + place.c_offset;
+#endif
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi) {
         const int row0 = place.a_row0 + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
 #if TT_SWAP_AB
         tt_epilogue_transposed(acc[mi], Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, alpha, beta, lane);
+#elif TT_TMA_STORE
+        tt_epilogue_tma(acc[mi], staging, &tmap_c, row0 - tt_acc_warp_row0(warp), tc.n_tile * TT_KN, tc.batch, consumer,
+                        warp, lane, alpha, chunks);
 #else
         tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, c_vectors, alpha,
                     beta, lane);
 #endif
       }
     }
+#if TT_TMA_STORE
+    // The staging buffers must outlive the stores' reads of them: wait for the last before exit.
+    if (warp == 0 && lane == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
   }
 #if TT_CLUSTER_SPLIT > 1
   // No CTA leaves while a peer may still write into its shared memory or arrive on its barriers.

@@ -97,20 +97,33 @@ TT_HOST_DEVICE int tt_smem_barrier_offset(int bm, int bn, int bk, int eb, int st
 TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int consumers) {
   return tt_smem_barrier_offset(bm, bn, bk, eb, stages, consumers) + 2 * stages * 8;
 }
-// Cluster split-K (TT_CLUSTER_SPLIT, wgmma_schedule.cuh): the leader's reduction buffer and its two mbarriers follow everything else in shared memory
-// (tt_smem_total, 16-byte aligned): S - 1 slots of bm x bn fp32 partials, then `full` (S - 1
-// arrivals a tile, one per peer, release at cluster scope) and `empty` (on every CTA: one arrival,
-// the leader's, once it has read the slots of a tile). S = 1: nothing.
-TT_HOST_DEVICE int tt_smem_split_buffer_offset(int bm, int bn, int bk, int eb, int stages, int epi_consumers) {
-  return (tt_smem_total(bm, bn, bk, eb, stages, epi_consumers) + 15) / 16 * 16;
+// After the ring's barriers (tt_smem_total) come, where a variant has them:
+// - the TMA-store epilogue's staging (TT_TMA_STORE), 1024-byte aligned for the 128-byte swizzle:
+//   `tma_consumers` x 2 buffers of 64 rows x 128 bytes (64 16-bit columns), each consumer
+//   staging one while the other's store drains;
+// - cluster split-K's (TT_CLUSTER_SPLIT, wgmma_schedule.cuh) reduction buffer, 16-byte aligned:
+//   the leader's S - 1 slots of bm x bn fp32 partials, then its two mbarriers, `full` (S - 1
+//   arrivals a tile, one per peer, release at cluster scope) and `empty` (on every CTA: one
+//   arrival, the leader's, once it has read the slots of a tile).
+// A layout is (bm, bn, bk, element bytes, stages, consumers that stage C in the classic epilogue,
+// consumers with TMA-store staging, split); tt_smem_layout_total is what the kernel uses.
+#define TT_TMA_STORE_BUFFER_BYTES (64 * 128)
+struct tt_smem_layout {
+  int bm, bn, bk, eb, stages, epi_consumers, tma_consumers, split;
+};
+TT_HOST_DEVICE int tt_smem_tma_store_offset(const tt_smem_layout& l) {
+  const int end = tt_smem_total(l.bm, l.bn, l.bk, l.eb, l.stages, l.epi_consumers);
+  return l.tma_consumers > 0 ? (end + 1023) / 1024 * 1024 : end;
 }
-TT_HOST_DEVICE int tt_smem_split_barrier_offset(int bm, int bn, int bk, int eb, int stages, int epi_consumers,
-                                                int split) {
-  return tt_smem_split_buffer_offset(bm, bn, bk, eb, stages, epi_consumers) + (split - 1) * bm * bn * 4;
+TT_HOST_DEVICE int tt_smem_split_buffer_offset(const tt_smem_layout& l) {
+  return (tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES + 15) / 16 * 16;
 }
-TT_HOST_DEVICE int tt_smem_total_split(int bm, int bn, int bk, int eb, int stages, int epi_consumers, int split) {
-  if (split <= 1) return tt_smem_total(bm, bn, bk, eb, stages, epi_consumers);
-  return tt_smem_split_barrier_offset(bm, bn, bk, eb, stages, epi_consumers, split) + 16;
+TT_HOST_DEVICE int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
+  return tt_smem_split_buffer_offset(l) + (l.split - 1) * l.bm * l.bn * 4;
+}
+TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
+  if (l.split > 1) return tt_smem_split_barrier_offset(l) + 16;
+  return tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES;
 }
 
 // ---- accumulator fragments and the epilogue map
@@ -128,6 +141,20 @@ TT_HOST_DEVICE int tt_acc_index(int j, int h, int e) { return 4 * j + 2 * h + e;
 // 16-byte vectors: 8 lanes per row, four rows per pass of the warp.
 TT_HOST_DEVICE int tt_epi_copy_row(int pass, int lane) { return pass * 4 + (lane >> 3); }
 TT_HOST_DEVICE int tt_epi_copy_vector(int lane) { return lane & 7; }
+// The TMA-store epilogue: a warp writes its 16 rows of an m64 tile, 64 columns at a time, with
+// stmatrix .m8n8.x4 (PTX ISA, "stmatrix"): four 8 x 8 matrices of 16-bit values, thread t
+// holding row t / 4, columns 2(t % 4) and +1 of matrix i in register i, which is where the
+// accumulator fragment has them; matrices 0 and 1 are rows 0-7 and 8-15 of 8-column block j,
+// 2 and 3 those of block j + 1, and lane l gives the address of row l % 8 of matrix l / 8.
+TT_HOST_DEVICE int tt_stmatrix_row(int lane) { return ((lane >> 3) & 1) * 8 + (lane & 7); }  // of the warp's 16
+TT_HOST_DEVICE int tt_stmatrix_block(int lane, int j) { return j + (lane >> 4); }
+// Register i of stmatrix x4 for blocks j, j + 1 holds accumulators tt_acc_index(j + i / 2, i % 2, 0 and 1).
+TT_HOST_DEVICE int tt_stmatrix_acc(int i, int j, int e) { return tt_acc_index(j + (i >> 1), i & 1, e); }
+// Byte offset of row `row`, 8-column block `block` of a staging buffer (64 rows x 128 bytes) as
+// the store's tensor map reads it: the 128-byte swizzle XORs the 16-byte chunk with row mod 8.
+TT_HOST_DEVICE unsigned tt_staging_offset(int row, int block) {
+  return (unsigned)(row * 128 + (((block ^ row) & 7) << 4));
+}
 
 // ---- the stage ring
 // full[s] and empty[s] mbarriers guard stage s (PTX ISA, "mbarrier"): a phase

@@ -30,7 +30,8 @@
 #     grouped grouped GEMM: uneven masked groups verified, then Mixtral's experts (8, 4096 tokens, top-2,
 #            uniform and zipf:1.2) and a DeepSeek-shaped masked decode (256 experts, 64 tokens, top-8)
 #            timed against the loop of cuBLASLt GEMMs per group
-#     decode the decode tiles (swap-AB, evict-first, split-K in a cluster): few-row shapes verified,
+#     decode the decode tiles (swap-AB, evict-first, split-K in a cluster) and the TMA-store epilogue
+#            (200x136x1280 batch 3, beta 0): shapes verified,
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
@@ -397,7 +398,7 @@ if want decode; then
   # The decode tiles (issue 34), first run: swap-AB, evict-first and split-K in a cluster checked on
   # few rows (--verify-only, every variant), compute-sanitizer on one split-K swap-AB variant, then
   # the decode suite timed exhaustively (every decode tile against cuBLASLt, back to back).
-  for shape in "1 200 136 1 0" "5 1000 776 2 0.5" "64 4096 1024 1 0"; do
+  for shape in "1 200 136 1 0" "5 1000 776 2 0.5" "64 4096 1024 1 0" "200 136 1280 3 0"; do
     read -r m n k b beta <<<"$shape"
     step "decode verify ${m}x${n}x${k}" 120 "$out/decode-verify-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --beta "$beta" --alpha 1.5 --verify-only --no-db --variant-timeout 10 --out "$out/decode-verify-$m.json"

@@ -149,6 +149,9 @@ struct defects {
   bool split_skips_last_peer = false;     // cluster split-K: the leader adds all but the last slot
   bool split_peer_in_next_slot = false;   // cluster split-K: a peer writes into its neighbour's slot
   bool split_same_k_slice = false;        // cluster split-K: every rank multiplies the leader's k-tiles
+  bool tma_staging_no_swizzle = false;    // TMA store: stmatrix addresses without the 128-byte swizzle
+  bool tma_stmatrix_rows_off_by_8 = false;  // TMA store: matrices 1 and 3 given rows 0-7, not 8-15
+  bool tma_store_unclipped = false;       // TMA store: box elements past C's bounds written too
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -561,6 +564,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   // transposed; everything below is in the kernel's terms.
   const std::string source = render_kernel_source(c, t, p.layout);
   const bool swap = rendered_macro(source, "TT_SWAP_AB") != 0;
+  const bool tma_store = rendered_macro(source, "TT_TMA_STORE") != 0;
   const int raster_n = rendered_macro(source, "TT_RASTER_N");
   kernel_launch launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
   auto map_tensor = [&](const char* parameter) {
@@ -654,6 +658,59 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   std::function<void(const tt_tile_coord&, std::vector<accumulators>&)> epilogue;
   epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
+    if (tma_store) {
+      // The TMA-store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
+      // warp's stmatrix .m8n8.x4 as the PTX ISA defines it (lane 8m + r gives the address of row r
+      // of matrix m; thread t's register m holds row t / 4, columns 2(t % 4) and +1) into a
+      // 64-row x 128-byte staging buffer, then the bulk tensor store of the box at (column, row,
+      // batch) through C's tensor map: read through the driver's 128-byte swizzle, written only
+      // where the map's dimensions hold the element.
+      const tensor_map_spec map_c = tensor_map_for(p, c, 'c');
+      const long long cbatch_bytes = static_cast<long long>(tc.batch) * static_cast<long long>(map_c.strides_bytes[1]);
+      for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+        for (int mi = 0; mi < mi_count; ++mi)
+          for (int chunk = 0; chunk < bn / 64; ++chunk) {
+            std::vector<std::uint8_t> staging(TT_TMA_STORE_BUFFER_BYTES, 0xFF);
+            for (int warp = 0; warp < 4; ++warp) {
+              accumulators& a = acc[static_cast<std::size_t>(consumer * mi_count + mi)];
+              for (int jj = 0; jj < 8; jj += 2) {
+                const int j = chunk * 8 + jj;
+                auto reg = [&](int t, int i, int e) {
+                  return alpha * a.at(warp, t, tt_stmatrix_acc(i, j, e));
+                };
+                for (int m = 0; m < 4; ++m)
+                  for (int r = 0; r < 8; ++r) {
+                    const int lane = 8 * m + r;
+                    const int row = 16 * warp + (d.tma_stmatrix_rows_off_by_8 ? (lane & 7) : tt_stmatrix_row(lane));
+                    const int block = tt_stmatrix_block(lane, jj);
+                    const unsigned addr = d.tma_staging_no_swizzle ? static_cast<unsigned>(row * 128 + block * 16)
+                                                                   : tt_staging_offset(row, block);
+                    for (int t = 4 * r; t < 4 * r + 4; ++t) {
+                      store_element(staging.data() + addr + 4 * (t % 4), store, reg(t, m, 0));
+                      store_element(staging.data() + addr + 4 * (t % 4) + 2, store, reg(t, m, 1));
+                    }
+                  }
+              }
+            }
+            const long long row0 = m0 + consumer * wg_m + mi * 64, col0 = n0 + 64 * chunk;
+            for (int row = 0; row < static_cast<int>(map_c.box[1]); ++row)
+              for (int col = 0; col < static_cast<int>(map_c.box[0]); ++col) {
+                const long long gr = row0 + row, gc = col0 + col;
+                const bool inside = gc < static_cast<long long>(map_c.dims[0]) && gr < static_cast<long long>(map_c.dims[1]);
+                if (!inside && !d.tma_store_unclipped) continue;
+                const long long byte = cbatch_bytes + gr * static_cast<long long>(map_c.strides_bytes[0]) + gc * eb;
+                const long long at = byte / eb;
+                if (at < 0 || at >= static_cast<long long>(out.writes.size())) {
+                  errors.push_back(fmt::format("the TMA store writes outside C (element {})", at));
+                  return;
+                }
+                std::memcpy(out.c.data() + at * eb, staging.data() + swizzle_128b(static_cast<std::uint32_t>(row * 128 + col * eb)),
+                            static_cast<std::size_t>(eb));
+                ++out.writes[static_cast<std::size_t>(at)];
+              }
+          }
+      return;
+    }
     if (swap) {
       // Swap-AB (tt_epilogue_transposed): the value at the kernel's row r and column c goes
       // to C[c][r] straight from the accumulators; the kernel's columns at or past N (C's rows
@@ -1351,4 +1408,59 @@ TEST(wgmma_emulation, cluster_split_k_planted_defects_are_caught) {
   defects same;
   same.split_same_k_slice = true;
   EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 8, same), "") << "every rank on the leader's k-tiles";
+}
+
+// ---- the TMA-store epilogue: stmatrix into swizzled staging, a clipped bulk store ------------
+
+namespace {
+tile_config tma_tile(int bm, int bn, int consumers, int stages, bool stream_k = false) {
+  tile_config c = wgmma_tile(bm, bn, 64, consumers, stages);
+  set_wgmma_tma_store(c, true);
+  set_wgmma_stream_k(c, stream_k);
+  return c;
+}
+}  // namespace
+
+TEST(wgmma_emulation, tma_store_epilogue_matches_a_host_gemm) {
+  // Every default tile shape with the TMA-store epilogue, f16 and bf16, nn and nt: M and N ending
+  // inside tiles (the store clips), two batches (a box must not spill into the next matrix), whole
+  // tiles and stream-K; C holds NaN (beta 0) and must be written exactly once where it lies.
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "nn"}})
+    for (const auto& [m, n, k, batch] : {std::array<std::int64_t, 4>{200, 136, 136, 2}, {72, 328, 1280, 1}}) {
+      const prepared x = prepare(problem(m, n, k, batch, cl.t, cl.layout), 41);
+      for (const tile_config& c : default_search_space(family_named("wgmma"), cl.t)) {
+        if (c.raster_group != 8 || c.raster_along_n || c.stages != 3) continue;
+        tile_config t = c;
+        set_wgmma_tma_store(t, true);
+        if (check_constraints(t, x.p, h100)) continue;
+        EXPECT_EQ(run_and_compare(t, x, 1.25, 0.0, 3, {}, 0), "") << t.id() << " " << x.p.describe();
+        EXPECT_EQ(run_and_compare(t, x, 1.25, 0.0, 3, {}, 1), "") << t.id() << " stream-K " << x.p.describe();
+        ran += 2;
+      }
+    }
+  EXPECT_EQ(ran, 2 * 2 * 6 * 2);
+}
+
+TEST(wgmma_emulation, tma_store_planted_defects_are_caught) {
+  const prepared x = prepare(problem(200, 136, 72, 2, dtype::bf16, "nt"), 42);
+  const tile_config c = tma_tile(128, 128, 2, 3);
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 3), "");
+  struct planted {
+    const char* name;
+    defects d;
+  };
+  std::vector<planted> all;
+  all.push_back({"staging without the swizzle", {}});
+  all.back().d.tma_staging_no_swizzle = true;
+  all.push_back({"stmatrix rows off by 8", {}});
+  all.back().d.tma_stmatrix_rows_off_by_8 = true;
+  all.push_back({"a store box not clipped to C", {}});
+  all.back().d.tma_store_unclipped = true;
+  for (const planted& pl : all) {
+    const std::string r = run_and_compare(c, x, 1.0, 0.0, 3, pl.d);
+    EXPECT_NE(r, "") << pl.name << " went unnoticed";
+    std::printf("%s:\n  %.160s\n", pl.name, r.c_str());
+  }
 }

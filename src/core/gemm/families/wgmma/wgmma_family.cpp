@@ -38,11 +38,12 @@ class wgmma : public gemm_family {
   int threads(const tile_config& c) const override { return 128 * (1 + wgmma_consumers(c)); }  // producer + consumers
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
-  // "_swab": swap-AB; "_efb": evict-first on B.
+  // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue.
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
-           (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "");
+           (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
+           (wgmma_tma_store(c) ? "_tmas" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -54,6 +55,7 @@ class wgmma : public gemm_family {
     if (wgmma_grouped(c)) j["grouped"] = true;
     if (wgmma_swap_ab(c)) j["swap_ab"] = true;
     if (wgmma_evict_first_b(c)) j["evict_first_b"] = true;
+    if (wgmma_tma_store(c)) j["tma_store"] = true;
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -66,6 +68,7 @@ class wgmma : public gemm_family {
     set_wgmma_grouped(c, j.value("grouped", false));
     set_wgmma_swap_ab(c, j.value("swap_ab", false));
     set_wgmma_evict_first_b(c, j.value("evict_first_b", false));
+    set_wgmma_tma_store(c, j.value("tma_store", false));
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -78,6 +81,7 @@ class wgmma : public gemm_family {
                        c.stages, wgmma_consumers(c), c.raster_group, raster_n ? 1 : 0, c.cluster_m, c.cluster_n) +
            (wgmma_swap_ab(c) ? "#define TT_SWAP_AB 1\n" : "") +
            (wgmma_evict_first_b(c) ? "#define TT_EVICT_FIRST_B 1\n" : "") +
+           (wgmma_tma_store(c) ? "#define TT_TMA_STORE 1\n" : "") +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
@@ -121,6 +125,7 @@ class wgmma : public gemm_family {
     if (wgmma_evict_first_b(c)) untried.push_back("evict-first on B (_efb)");
     if (c.split_k > 1) untried.push_back(fmt::format("split-K inside a cluster (_k{})", c.split_k));
     if (wgmma_grouped(c)) untried.push_back("the grouped kernel (_grp)");
+    if (wgmma_tma_store(c)) untried.push_back("the TMA-store epilogue (_tmas)");
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 
@@ -161,6 +166,7 @@ class wgmma : public gemm_family {
                                            c.block_n, c.block_m, c.block_k)
                              : std::string()) +
            (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "") +
+           (wgmma_tma_store(c) ? ", epilogue TmaWarpSpecialized (stmatrix, TMA store), EpilogueTile 64x64" : "") +
            (c.split_k > 1 ? fmt::format(", split_k_slices {} (tiletune reduces the slices inside a cluster of {} "
                                         "through shared memory; CUTLASS's split-K goes through a workspace)",
                                         c.split_k, c.split_k)

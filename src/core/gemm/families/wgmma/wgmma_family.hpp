@@ -10,7 +10,7 @@ const gemm_family& wgmma_family();
 
 // Its knobs (tile_config::knobs): consumer warpgroups, 1 or 2; stream-K on the tiles past
 // the last whole wave (1) or every tile whole (0), kernels_templates/wgmma/wgmma_schedule.cuh;
-// the grouped kernel; swap-AB and evict-first on B (two bits).
+// the grouped kernel; swap-AB, evict-first on B and the TMA-store epilogue (three bits).
 inline int wgmma_consumers(const tile_config& c) { return c.knobs[0]; }
 inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
 inline bool wgmma_stream_k(const tile_config& c) { return c.knobs[1] != 0; }
@@ -31,13 +31,18 @@ inline constexpr std::int64_t wgmma_group_table_bytes = ((3 * wgmma_groups_max +
 // tokens) become the instruction's N of 8-64; its epilogue stores C transposed. The tile keeps
 // the problem's meaning (BM rows of C, BN columns), so the tuner, the model and the schedule's
 // tile count see an ordinary BM x BN tile; the kernel's own tile is BN x BM (wgmma_kernel_m/n).
-// Knob 3 holds two bits: 1 swap-AB, 2 evict-first on B.
+// Knob 3 holds three bits: 1 swap-AB, 2 evict-first on B, 4 the TMA-store epilogue.
 inline bool wgmma_swap_ab(const tile_config& c) { return (c.knobs[3] & 1) != 0; }
 inline void set_wgmma_swap_ab(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~1) | (on ? 1 : 0); }
 // Evict-first on B (TT_EVICT_FIRST_B): B's TMA boxes carry an L2 evict-first policy. A decode
 // step's B (the weights) is read once, A and the stream-K partials again and again.
 inline bool wgmma_evict_first_b(const tile_config& c) { return (c.knobs[3] & 2) != 0; }
 inline void set_wgmma_evict_first_b(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~2) | (on ? 2 : 0); }
+// The TMA-store epilogue (TT_TMA_STORE): each consumer writes C 64 x 64 at a time with stmatrix
+// into a 128-byte-swizzled staging buffer (two a consumer), and one thread stores it with a TMA
+// bulk tensor store that drains while the next chunk is staged (16-bit C, beta 0).
+inline bool wgmma_tma_store(const tile_config& c) { return (c.knobs[3] & 4) != 0; }
+inline void set_wgmma_tma_store(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~4) | (on ? 4 : 0); }
 // The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
 inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
 inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }
@@ -49,8 +54,11 @@ inline layout wgmma_kernel_layout(const tile_config& c, layout l) {
   return layout{!l.b_transposed, !l.a_transposed};
 }
 
-// Consumers whose warps stage C in shared memory: none with swap-AB (it stores from registers).
-inline int wgmma_epilogue_staging_consumers(const tile_config& c) { return wgmma_swap_ab(c) ? 0 : wgmma_consumers(c); }
+// Consumers whose warps stage C in the classic epilogue's shared memory: none with swap-AB (it
+// stores from registers) or the TMA-store epilogue (its own staging buffers).
+inline int wgmma_epilogue_staging_consumers(const tile_config& c) {
+  return wgmma_swap_ab(c) || wgmma_tma_store(c) ? 0 : wgmma_consumers(c);
+}
 
 // fp32 accumulators each consumer thread holds: (kernel M / consumers / 64) x kernel N / 2, at most 128.
 inline int wgmma_accumulators_per_thread(const tile_config& c) {

@@ -19,7 +19,7 @@ tensor_map_description tensor_map_description_of(const gemm_problem& p, const ti
   const tensor_map_spec s = wgmma_tensor_map_for(p, c, operand);
   tensor_map_description t;
   t.parameter = parameter;
-  t.tensor = operand == 'a' ? "A" : "B";
+  t.tensor = operand == 'a' ? "A" : operand == 'b' ? "B" : "C";
   t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
                 : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                                                            : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
@@ -117,6 +117,16 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   }
   l.tensor_maps = {tensor_map_description_of(p, c, swap ? 'b' : 'a', "tmap_a"),
                    tensor_map_description_of(p, c, swap ? 'a' : 'b', "tmap_b")};
+  if (wgmma_tma_store(c)) {
+    l.parameters.push_back({"tmap_c", map_type, "tensor_map",
+                            "C's tensor map (tensor_maps[2]; the TMA-store epilogue writes C through it), passed by "
+                            "value",
+                            nullptr});
+    l.tensor_maps.push_back(tensor_map_description_of(p, c, 'c', "tmap_c"));
+    l.requirements.push_back(
+        "TMA-store epilogue (_tmas): C's pointer and row stride 16-byte aligned, beta 0; NOT YET RUN ON A GPU: proven "
+        "by host emulation, a model check of its staging buffers and its compile only");
+  }
   l.requirements = {
       "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
       "encode each tensor map with cuTensorMapEncodeTiled from tensor_maps (global address: the matrix's device "

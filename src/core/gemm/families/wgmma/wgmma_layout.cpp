@@ -15,9 +15,22 @@
 
 namespace tiletune {
 
+namespace {
+// The template's shared-memory layout of a variant (wgmma_tile_math.cuh).
+tt_smem_layout wgmma_smem_layout(const tile_config& c, dtype t) {
+  return {wgmma_kernel_m(c),
+          wgmma_kernel_n(c),
+          c.block_k,
+          element_bytes(t),
+          c.stages,
+          wgmma_epilogue_staging_consumers(c),
+          wgmma_tma_store(c) ? wgmma_consumers(c) : 0,
+          std::max(1, c.split_k)};
+}
+}  // namespace
+
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
-  return 1024 + tt_smem_total_split(wgmma_kernel_m(c), wgmma_kernel_n(c), c.block_k, element_bytes(t), c.stages,
-                                    wgmma_epilogue_staging_consumers(c), std::max(1, c.split_k));
+  return 1024 + tt_smem_layout_total(wgmma_smem_layout(c, t));
 }
 
 int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }

@@ -73,6 +73,17 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
     add_rings(c);
   }
 }
+
+// The TMA-store copy of each default tile in the first raster order, where the problem allows it
+// (16-bit, beta 0, plain; tma_alignment is the constraints' to name).
+void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
+  if (element_bytes(p.type) != 2 || p.beta != 0.0 || p.grouped()) return;
+  for (tile_config c : wgmma_space(p.type)) {
+    if (c.raster_group != 8 || c.raster_along_n) continue;
+    set_wgmma_tma_store(c, true);
+    out.push_back(c);
+  }
+}
 }  // namespace
 
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
@@ -81,6 +92,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   if (p.grouped())
     for (tile_config& c : out) set_wgmma_grouped(c, true);
   add_decode_tiles(out, p, d);
+  add_tma_store_tiles(out, p);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -129,6 +141,25 @@ std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, co
   if (p.layout.a_transposed)
     return violation("swap_ab", fmt::format("swap-AB (_swab) reads A K-major (layout nn or nt), not {}",
                                             p.layout.name()));
+  return std::nullopt;
+}
+
+// The TMA-store epilogue: 16-bit C (stmatrix), beta 0 (it never reads C), a plain problem
+// (a grouped tile's box would cross into the next group's rows; swap-AB stores C transposed), and
+// C's row and batch strides multiples of 16 bytes (TMA).
+std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, const gemm_problem& p) {
+  if (!wgmma_tma_store(c)) return std::nullopt;
+  if (element_bytes(p.type) != 2)
+    return violation("tma_store", fmt::format("the TMA-store epilogue (_tmas) writes 16-bit C (f16, bf16), not {}",
+                                              to_string(p.type)));
+  if (p.beta != 0.0) return violation("tma_store", "the TMA-store epilogue (_tmas) does not read C: beta must be 0");
+  if (p.grouped() || wgmma_swap_ab(c))
+    return violation("tma_store", "the TMA-store epilogue (_tmas) serves plain, unswapped tiles");
+  const std::int64_t eb = element_bytes(p.type);
+  if ((p.ldc() * eb) % 16 != 0 || (p.batch > 1 && (p.m * p.n * eb) % 16 != 0))
+    return violation("tma_alignment", fmt::format("the TMA-store epilogue needs ldc {} (and the batch stride) a "
+                                                  "multiple of {} elements (16 bytes)",
+                                                  p.ldc(), 16 / eb));
   return std::nullopt;
 }
 
@@ -199,6 +230,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
   if (auto v = check_wgmma_split(c, p)) return v;
+  if (auto v = check_wgmma_tma_store(c, p)) return v;
   if (c.cluster_m != 1 || c.cluster_n != 1)
     return violation("cluster", fmt::format("cluster {}x{}: TMA multicast is not implemented, only 1x1",
                                             c.cluster_m, c.cluster_n));

@@ -5,12 +5,25 @@
 namespace tiletune {
 
 tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c, char operand) {
-  if (operand != 'a' && operand != 'b') throw std::invalid_argument("tensor_map_for: operand must be 'a' or 'b'");
+  if (operand != 'a' && operand != 'b' && operand != 'c')
+    throw std::invalid_argument("tensor_map_for: operand must be 'a', 'b' or 'c'");
   tensor_map_spec s;
   s.type = p.type == dtype::f16    ? tensor_map_spec::element::f16
            : p.type == dtype::bf16 ? tensor_map_spec::element::bf16
                                    : tensor_map_spec::element::f32;
   const std::uint64_t eb = static_cast<std::uint64_t>(element_bytes(p.type));
+  if (operand == 'c') {
+    // The TMA-store epilogue's C: M x N row-major (ldc), batch after batch; boxes of 64 rows x 128
+    // bytes, 128-byte swizzled as the staging buffer holds them.
+    const std::uint64_t m = static_cast<std::uint64_t>(p.m), n = static_cast<std::uint64_t>(p.n);
+    const std::uint64_t batch = static_cast<std::uint64_t>(p.batch);
+    s.dims = {n, m, batch};
+    s.strides_bytes[0] = static_cast<std::uint64_t>(p.ldc()) * eb;
+    const std::uint64_t matrix_bytes = m * n * eb;
+    s.strides_bytes[1] = batch > 1 ? matrix_bytes : (matrix_bytes + 15) / 16 * 16;
+    s.box = {static_cast<std::uint32_t>(128 / eb), 64, 1};
+    return s;
+  }
   const bool is_a = operand == 'a';
   // Stored matrix: rows x cols, cols contiguous (row-major storage, see problem.hpp).
   const bool k_major = is_a ? !p.layout.a_transposed : p.layout.b_transposed;
