@@ -12,6 +12,7 @@
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
 // TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C and beta 0: stmatrix into swizzled staging,
 // a bulk tensor store per 64 x 64 chunk; a tensor map of C, tmap_c, is the last parameter),
+// TT_PINGPONG (1: two consumers take alternate tiles whole, below),
 // TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
 // leader's shared memory, wgmma_schedule.cuh; the grid is S x the clusters, clusters of S x 1 x 1),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
@@ -65,7 +66,21 @@
 #define TT_HINT_B TT_EVICT_FIRST_B
 #endif
 #define TT_THREADS (128 * (1 + TT_CONSUMERS))
+#ifndef TT_PINGPONG
+#define TT_PINGPONG 0
+#endif
+// Ping-pong (TT_PINGPONG 1, two consumers): consumer c takes the CTA's units c, c + 2, ... whole,
+// all TT_KM rows, while the other runs its epilogue; a stage is read by one warpgroup. Otherwise
+// (cooperative) each consumer owns TT_KM / TT_CONSUMERS rows of every tile.
+#if TT_PINGPONG
+#define TT_WG_M TT_KM
+#define TT_ROW0(consumer) 0
+#define TT_STAGE_READERS 1
+#else
 #define TT_WG_M (TT_KM / TT_CONSUMERS)
+#define TT_ROW0(consumer) ((consumer) * TT_WG_M)
+#define TT_STAGE_READERS TT_CONSUMERS
+#endif
 #define TT_MI (TT_WG_M / 64)
 #if TT_ELEM_BYTES == 2
 #define TT_MMA_K 16
@@ -526,7 +541,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned bar_base =
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
   const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
-                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT};
+                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG};
+#if TT_PINGPONG
+  const unsigned turn_bar = base + tt_smem_turn_offset(layout);  // turn[c] at turn_bar + 8c
+#endif
 #if TT_CLUSTER_SPLIT > 1
   const int split_buffer = tt_smem_split_buffer_offset(layout);
   const unsigned split_full = base + tt_smem_split_barrier_offset(layout);
@@ -539,8 +557,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   if (threadIdx.x == 0) {
     for (int s = 0; s < TT_STAGES; ++s) {
       tt_mbar_init(TT_FULL(s), tt_full_arrivals());                // the producer's expect_tx
-      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_CONSUMERS));  // one arrive per consumer warp
+      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_STAGE_READERS));  // one arrive per warp that reads it
     }
+#if TT_PINGPONG
+    tt_mbar_init(turn_bar, 1);      // consumer 0's turn: consumer 1's arrival after each main loop
+    tt_mbar_init(turn_bar + 8, 1);  // consumer 1's turn: consumer 0's
+#endif
 #if TT_CLUSTER_SPLIT > 1
     tt_mbar_init(split_full, TT_CLUSTER_SPLIT - 1);  // each peer's arrival
     tt_mbar_init(split_empty, 1);                    // the leader's
@@ -641,7 +663,16 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     float acc[TT_MI][TT_KN / 2];
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = TT_UNIT(ui);
+#if TT_PINGPONG
+      if (!tt_pingpong_mine(ui, consumer)) {  // the other consumer's unit: its k-tiles pass on the ring
+        for (int kt = u.k_begin; kt < u.k_end; ++kt) phase = tt_ring_advance(stage, phase, TT_STAGES);
+        continue;
+      }
+#endif
       const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+#if TT_PINGPONG
+      if (tt_pingpong_waits_turn(ui)) tt_mbar_wait(turn_bar + 8 * consumer, tt_pingpong_turn_parity(ui));
+#endif
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
@@ -654,7 +685,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #pragma unroll
           for (int mi = 0; mi < TT_MI; ++mi) {
             const unsigned long long da = tt_wgmma_desc(
-                sa + tt_operand_offset(TT_A_KMAJOR, consumer * TT_WG_M + mi * 64, kk, TT_BK, TT_ELEM_BYTES),
+                sa + tt_operand_offset(TT_A_KMAJOR, TT_ROW0(consumer) + mi * 64, kk, TT_BK, TT_ELEM_BYTES),
                 lbo_a, tt_operand_sbo());
             tt_wgmma(acc[mi], da, db, (kt > u.k_begin || kk > 0) ? 1 : 0);
           }
@@ -666,6 +697,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         if (release >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(release));
         phase = tt_ring_advance(stage, phase, TT_STAGES);
       }
+#if TT_PINGPONG
+      // Every full wait of this main loop passed: the other consumer's next one may start.
+      if ((threadIdx.x & 127) == 0) tt_mbar_arrive(turn_bar + 8 * (1 - consumer));
+#endif
       tt_wgmma_wait<0>();
       const int last = tt_release_at_tile_end(prev);
       if (last >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(last));
@@ -701,7 +736,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi) {
-        const int row0 = place.a_row0 + consumer * TT_WG_M + mi * 64 + tt_acc_warp_row0(warp);
+        const int row0 = place.a_row0 + TT_ROW0(consumer) + mi * 64 + tt_acc_warp_row0(warp);
 #if TT_SWAP_AB
         tt_epilogue_transposed(acc[mi], Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, alpha, beta, lane);
 #elif TT_TMA_STORE

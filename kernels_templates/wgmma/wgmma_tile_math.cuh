@@ -110,6 +110,7 @@ TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int
 #define TT_TMA_STORE_BUFFER_BYTES (64 * 128)
 struct tt_smem_layout {
   int bm, bn, bk, eb, stages, epi_consumers, tma_consumers, split;
+  int pingpong;  // 1: the two consumers' turn mbarriers come last
 };
 TT_HOST_DEVICE int tt_smem_tma_store_offset(const tt_smem_layout& l) {
   const int end = tt_smem_total(l.bm, l.bn, l.bk, l.eb, l.stages, l.epi_consumers);
@@ -121,9 +122,13 @@ TT_HOST_DEVICE int tt_smem_split_buffer_offset(const tt_smem_layout& l) {
 TT_HOST_DEVICE int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
   return tt_smem_split_buffer_offset(l) + (l.split - 1) * l.bm * l.bn * 4;
 }
-TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
+// Ping-pong's two turn mbarriers (tt_pingpong_turn_parity) follow everything else, 8-byte aligned.
+TT_HOST_DEVICE int tt_smem_turn_offset(const tt_smem_layout& l) {
   if (l.split > 1) return tt_smem_split_barrier_offset(l) + 16;
-  return tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES;
+  return (tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES + 7) / 8 * 8;
+}
+TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
+  return tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0);
 }
 
 // ---- accumulator fragments and the epilogue map
@@ -196,3 +201,13 @@ TT_HOST_DEVICE int tt_release_after_commit(int& prev, int stage) {
 }
 // At the end of a tile, after wgmma.wait_group 0: the last stage it read.
 TT_HOST_DEVICE int tt_release_at_tile_end(int prev) { return prev; }
+// Ping-pong: consumer c runs the CTA's units c, c + 2, ...; both walk the whole ring in the
+// producer's order, the other's k-tiles passed without a wait.
+TT_HOST_DEVICE bool tt_pingpong_mine(int unit, int consumer) { return (unit & 1) == consumer; }
+// Skipping is safe only in turn: a consumer that passed the other's k-tiles before they landed
+// could wait on a stage two fills ahead, which a parity wait cannot tell from the fill it wants.
+// So unit u's main loop starts once the other consumer's main loop of unit u - 1 has passed all its
+// full waits (every earlier fill landed): consumer c waits on its `turn` mbarrier (one arrival a
+// phase, the other consumer's after each of its main loops) for phase (u - 1) / 2.
+TT_HOST_DEVICE bool tt_pingpong_waits_turn(int unit) { return unit > 0; }
+TT_HOST_DEVICE unsigned tt_pingpong_turn_parity(int unit) { return (unsigned)((unit - 1) >> 1) & 1u; }

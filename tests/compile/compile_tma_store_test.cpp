@@ -27,7 +27,7 @@ namespace {
 
 // What the SASS of a TMA-store variant must show; empty when all is there.
 std::string tma_store_sass_problems(const std::string& sass, const tile_config& c) {
-  const int chunks = wgmma_kernel_m(c) / wgmma_consumers(c) / 64 * (wgmma_kernel_n(c) / 64);  // per consumer
+  const int chunks = wgmma_consumer_rows(c) / 64 * (wgmma_kernel_n(c) / 64);  // per consumer
   int stsm = 0, stores = 0, read_waits = 0, final_waits = 0, fences = 0, local = 0;
   for (const std::string& i : instructions(sass)) {
     stsm += i.rfind("STSM.16.M88.4", 0) == 0;
@@ -47,7 +47,7 @@ std::string tma_store_sass_problems(const std::string& sass, const tile_config& 
   return problems;
 }
 
-int hgmma_per_k_tile(const tile_config& c) { return (c.block_k / 16) * (wgmma_kernel_m(c) / wgmma_consumers(c) / 64); }
+int hgmma_per_k_tile(const tile_config& c) { return (c.block_k / 16) * (wgmma_consumer_rows(c) / 64); }
 
 }  // namespace
 
@@ -62,7 +62,7 @@ TEST(compile_tma_store, the_copies_compile_without_spills_and_the_sass_stages_st
   std::set<std::pair<int, int>> shapes;
   bool streamed = false;
   for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
-    if (!wgmma_tma_store(c) || check_constraints(c, p, d) || c.stages != 3) continue;
+    if (!wgmma_tma_store(c) || wgmma_pingpong(c) || check_constraints(c, p, d) || c.stages != 3) continue;
     if (wgmma_stream_k(c) ? std::exchange(streamed, true) : !shapes.insert({c.block_m * 10 + wgmma_consumers(c), c.block_n}).second)
       continue;
     jobs.push_back(make_compile_job(c, p.type, p.layout, d));
@@ -94,4 +94,37 @@ TEST(compile_tma_store, the_copies_compile_without_spills_and_the_sass_stages_st
   ASSERT_TRUE(bad.ok) << bad.log;
   EXPECT_NE(tma_store_sass_problems(disassemble(bad.cubin, "planted"), tiles.front()).find("waits for a staging"),
             std::string::npos);
+}
+
+// Ping-pong (_pp): the copies of 128x128 and 64x256, with either epilogue, compile without spills
+// or local memory; each consumer's main loop issues the whole tile's HGMMAs in clean k-groups.
+TEST(compile_tma_store, pingpong_copies_compile_without_spills) {
+  const device_spec& d = find_preset("h100-sxm");
+  gemm_problem p;
+  p.m = p.n = p.k = 4096;
+  p.type = dtype::bf16;
+  p.layout = parse_layout("nt");
+  std::vector<compile_job> jobs;
+  std::vector<tile_config> tiles;
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d))
+    if (wgmma_pingpong(c) && c.stages == 4 && !check_constraints(c, p, d)) {
+      jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+      tiles.push_back(c);
+    }
+  ASSERT_EQ(jobs.size(), 4u);
+  nvrtc_compiler nvrtc;
+  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    ASSERT_TRUE(r.ok) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << jobs[i].name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << jobs[i].name;
+    for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << jobs[i].name << ": " << w;
+    const std::string sass = disassemble(r.cubin, jobs[i].name);
+    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(tiles[i])))
+      ADD_FAILURE() << jobs[i].name << ": " << problem;
+    if (wgmma_tma_store(tiles[i])) {
+      EXPECT_EQ(tma_store_sass_problems(sass, tiles[i]), "") << jobs[i].name;
+    }
+  }
 }

@@ -167,7 +167,11 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
     }
     if (c.family == family_named("wgmma")) {
       EXPECT_EQ(tri["num_warps"], 4 * wgmma_consumers(c));
-      EXPECT_NE(cut.find(wgmma_consumers(c) == 2 ? "Cooperative" : "KernelTmaWarpSpecialized"), std::string::npos) << cut;
+      EXPECT_NE(cut.find(wgmma_pingpong(c)           ? "Pingpong"
+                         : wgmma_consumers(c) == 2 ? "Cooperative"
+                                                   : "KernelTmaWarpSpecialized"),
+                std::string::npos)
+          << cut;
       EXPECT_NE(cut.find(fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)), std::string::npos) << cut;
     }
   }

@@ -579,7 +579,11 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const std::vector<std::uint8_t>& kb_in = b_matrix == 'A' ? a_in : b_in;
   const int bm = swap ? c.block_n : c.block_m, bn = swap ? c.block_m : c.block_n, bk = c.block_k,
             stages = c.stages, consumers = wgmma_consumers(c);
-  const int wg_m = bm / consumers, mi_count = wg_m / 64;
+  // Ping-pong: the consumer of a unit (tt_pingpong_mine) computes all its rows; the other passes.
+  const bool pingpong = rendered_macro(source, "TT_PINGPONG") != 0;
+  const int wg_m = pingpong ? bm : bm / consumers, mi_count = wg_m / 64;
+  auto row_of = [&](int consumer) { return pingpong ? 0 : consumer * wg_m; };
+  int only_consumer = -1;  // ping-pong: the consumer of the unit at hand
   const int mma_k = wgmma_instruction_k(t);
   // The kernel's TT_A_KMAJOR / TT_B_KMAJOR: A 'n' and B 't' are K-major; with swap-AB its A is
   // the problem's B (K-major when 't') and its B the problem's A (K-major when 'n').
@@ -668,6 +672,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       const tensor_map_spec map_c = tensor_map_for(p, c, 'c');
       const long long cbatch_bytes = static_cast<long long>(tc.batch) * static_cast<long long>(map_c.strides_bytes[1]);
       for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+        if (only_consumer < 0 || consumer == only_consumer)
         for (int mi = 0; mi < mi_count; ++mi)
           for (int chunk = 0; chunk < bn / 64; ++chunk) {
             std::vector<std::uint8_t> staging(TT_TMA_STORE_BUFFER_BYTES, 0xFF);
@@ -692,7 +697,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                   }
               }
             }
-            const long long row0 = m0 + consumer * wg_m + mi * 64, col0 = n0 + 64 * chunk;
+            const long long row0 = m0 + row_of(consumer) + mi * 64, col0 = n0 + 64 * chunk;
             for (int row = 0; row < static_cast<int>(map_c.box[1]); ++row)
               for (int col = 0; col < static_cast<int>(map_c.box[0]); ++col) {
                 const long long gr = row0 + row, gc = col0 + col;
@@ -717,13 +722,14 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       // past M, which TMA zero-filled) and rows at or past M are never stored.
       const long long cbatch = tc.batch * batch_stride_c;
       for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+        if (only_consumer < 0 || consumer == only_consumer)
         for (int mi = 0; mi < mi_count; ++mi)
           for (int warp = 0; warp < 4; ++warp)
             for (int lane = 0; lane < 32; ++lane)
               for (int j = 0; j < bn / 8; ++j)
                 for (int h = 0; h < 2; ++h)
                   for (int e = 0; e < 2; ++e) {
-                    const int r = m0 + consumer * wg_m + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
+                    const int r = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
                     const int col = n0 + tt_acc_col(lane, j, e) + (d.fragment_col_off_by_one ? 1 : 0);
                     if (r >= M || (col >= N && !d.swap_stores_padded_rows)) continue;
                     const long long at =
@@ -746,13 +752,14 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     // own shared buffer and copies them out as 16-byte vectors, or element by
     // element at the edges and for unaligned C.
   for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
+        if (only_consumer < 0 || consumer == only_consumer)
     for (int mi = 0; mi < mi_count; ++mi)
       for (int warp = 0; warp < 4; ++warp) {
         accumulators& a = acc[static_cast<std::size_t>(consumer * mi_count + mi)];
         const std::uint32_t stage_buf =
             epi_base +
             static_cast<std::uint32_t>((consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES);
-        const int row0 = m0 + consumer * wg_m + mi * 64 + tt_acc_warp_row0(warp);
+        const int row0 = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp);
         const long long cbatch = tc.batch * batch_stride_c;
         auto c_at = [&](int gr, int gc) {
           return out.c.data() + (cbatch + static_cast<long long>(gr) * ldc + gc) * eb;
@@ -804,6 +811,7 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     const int cluster = cta / split, rank = cta % split;
     for (int ui = 0; ui < tt_units_of(sched, cluster) && errors.empty(); ++ui) {
       const tt_work_unit u = tt_split_unit(tt_unit(sched, cluster, ui), d.split_same_k_slice ? 0 : rank, split);
+      only_consumer = pingpong ? (tt_pingpong_mine(ui, 0) ? 0 : 1) : -1;
       const tt_tile_coord tc =
           tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, raster_n);
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
@@ -826,12 +834,13 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
         // Consumers: the k-steps of this k-tile, as the kernel's loop builds them.
         const std::uint32_t ca = a_base + c_stage * a_stage, cb = b_base + c_stage * b_stage;
         for (int consumer = 0; consumer < consumers; ++consumer)
+          if (only_consumer < 0 || consumer == only_consumer)
           for (int kk = 0; kk < bk; kk += mma_k) {
             const int kq = d.half_k_step ? kk / 2 : kk;
             const std::uint64_t db = desc(cb + tt_operand_offset(b_kmajor, 0, kq, bk, eb), lbo_b);
             for (int mi = 0; mi < mi_count; ++mi) {
               const std::uint64_t da = desc(
-                  ca + tt_operand_offset(a_kmajor, consumer * wg_m + mi * 64, kq, bk, eb), lbo_a);
+                  ca + tt_operand_offset(a_kmajor, row_of(consumer) + mi * 64, kq, bk, eb), lbo_a);
               emulate_wgmma(tc_unit, smem, da, db, kt > u.k_begin || kk > 0,
                             acc[static_cast<std::size_t>(consumer * mi_count + mi)], errors);
             }
@@ -1463,4 +1472,44 @@ TEST(wgmma_emulation, tma_store_planted_defects_are_caught) {
     EXPECT_NE(r, "") << pl.name << " went unnoticed";
     std::printf("%s:\n  %.160s\n", pl.name, r.c_str());
   }
+}
+
+// ---- ping-pong: two consumers take the CTA's tiles in turn, whole ----------------------------
+
+TEST(wgmma_emulation, pingpong_tiles_match_a_host_gemm) {
+  // 128x128 and 64x256 with two consumers in turn, whole tiles: several tiles per CTA (each
+  // consumer gets some, an odd count leaves consumer 0 one more), both epilogues where they apply,
+  // every layout of bf16 and tf32 nt, two batches, beta reading C.
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::bf16, "tn"}, case_layout{dtype::f16, "nn"},
+                         case_layout{dtype::tf32, "nt"}})
+    for (const double beta : {0.0, 0.5}) {
+      const prepared x = prepare(problem(264, 520, 136, 2, cl.t, cl.layout), 51);
+      const int bk = cl.t == dtype::tf32 ? 32 : 64;
+      for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{64, 256}})
+        for (const bool tma : {false, true}) {
+          tile_config c = wgmma_tile(bm, bn, bk, 2, 3);
+          set_wgmma_pingpong(c, true);
+          set_wgmma_tma_store(c, tma);
+          gemm_problem with_beta = x.p;
+          with_beta.beta = beta;
+          if (check_constraints(c, with_beta, h100)) continue;
+          EXPECT_EQ(run_and_compare(c, x, 0.5, beta, 3), "") << c.id() << " " << x.p.describe() << " beta " << beta;
+          ++ran;
+        }
+    }
+  EXPECT_EQ(ran, 4 * 2 * 2 + 3 * 2);  // the TMA store: 16-bit, beta 0 only
+}
+
+TEST(wgmma_emulation, pingpong_with_the_cooperative_rows_is_caught) {
+  // The host says ping-pong but the kernel were rendered without it: its consumers would split each
+  // tile's rows and both store; the emulation, reading the rendered macros, shows the difference.
+  const prepared x = prepare(problem(264, 520, 136, 1, dtype::bf16, "nt"), 52);
+  tile_config c = wgmma_tile(128, 128, 64, 2, 3);
+  set_wgmma_pingpong(c, true);
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 3), "");
+  defects d;
+  d.fragment_col_off_by_one = true;
+  EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 3, d), "") << "a wrong fragment map goes unnoticed with ping-pong";
 }

@@ -82,7 +82,7 @@ TEST(wgmma_tensor_map, batch_is_the_third_dimension) {
   const auto one = tensor_map_for(problem(3, 8, 8, dtype::bf16, "nt"), c, 'a');
   EXPECT_EQ(one.strides_bytes[1] % 16, 0u);
   EXPECT_EQ(to_json(a)["swizzle"], "128B");
-  EXPECT_THROW(tensor_map_for(p, c, 'c'), std::invalid_argument);
+  EXPECT_THROW(tensor_map_for(p, c, 'd'), std::invalid_argument);  // 'c': the TMA-store epilogue's C (wgmma_tma_store_test)
 }
 
 TEST(wgmma_constraints, named_and_pruned_where_wgmma_cannot_run) {

@@ -38,12 +38,12 @@ class wgmma : public gemm_family {
   int threads(const tile_config& c) const override { return 128 * (1 + wgmma_consumers(c)); }  // producer + consumers
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
-  // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue.
+  // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue; "_pp": ping-pong.
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
            (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
-           (wgmma_tma_store(c) ? "_tmas" : "");
+           (wgmma_tma_store(c) ? "_tmas" : "") + (wgmma_pingpong(c) ? "_pp" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -56,6 +56,7 @@ class wgmma : public gemm_family {
     if (wgmma_swap_ab(c)) j["swap_ab"] = true;
     if (wgmma_evict_first_b(c)) j["evict_first_b"] = true;
     if (wgmma_tma_store(c)) j["tma_store"] = true;
+    if (wgmma_pingpong(c)) j["pingpong"] = true;
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -69,6 +70,7 @@ class wgmma : public gemm_family {
     set_wgmma_swap_ab(c, j.value("swap_ab", false));
     set_wgmma_evict_first_b(c, j.value("evict_first_b", false));
     set_wgmma_tma_store(c, j.value("tma_store", false));
+    set_wgmma_pingpong(c, j.value("pingpong", false));
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -82,6 +84,7 @@ class wgmma : public gemm_family {
            (wgmma_swap_ab(c) ? "#define TT_SWAP_AB 1\n" : "") +
            (wgmma_evict_first_b(c) ? "#define TT_EVICT_FIRST_B 1\n" : "") +
            (wgmma_tma_store(c) ? "#define TT_TMA_STORE 1\n" : "") +
+           (wgmma_pingpong(c) ? "#define TT_PINGPONG 1\n" : "") +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
@@ -126,6 +129,7 @@ class wgmma : public gemm_family {
     if (c.split_k > 1) untried.push_back(fmt::format("split-K inside a cluster (_k{})", c.split_k));
     if (wgmma_grouped(c)) untried.push_back("the grouped kernel (_grp)");
     if (wgmma_tma_store(c)) untried.push_back("the TMA-store epilogue (_tmas)");
+    if (wgmma_pingpong(c)) untried.push_back("ping-pong consumers (_pp)");
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 
@@ -158,7 +162,9 @@ class wgmma : public gemm_family {
     // Stream-K: CUTLASS 3's StreamKScheduler (its decomposition and reduction are its own).
     return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}{}", c.block_m,
                        c.block_n, c.block_k, c.cluster_m, c.cluster_n,
-                       wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative" : "KernelTmaWarpSpecialized",
+                       wgmma_pingpong(c)         ? "KernelTmaWarpSpecializedPingpong"
+                       : wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative"
+                                                 : "KernelTmaWarpSpecialized",
                        c.stages, raster, wgmma_stream_k(c) ? ", TileScheduler StreamKScheduler" : "") +
            (wgmma_grouped(c) ? ", grouped (GemmUniversalMode::kGrouped, ptr-array tensor maps)" : "") +
            (wgmma_swap_ab(c) ? fmt::format(", swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, "

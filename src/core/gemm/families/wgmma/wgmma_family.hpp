@@ -10,7 +10,7 @@ const gemm_family& wgmma_family();
 
 // Its knobs (tile_config::knobs): consumer warpgroups, 1 or 2; stream-K on the tiles past
 // the last whole wave (1) or every tile whole (0), kernels_templates/wgmma/wgmma_schedule.cuh;
-// the grouped kernel; swap-AB, evict-first on B and the TMA-store epilogue (three bits).
+// the grouped kernel; swap-AB, evict-first on B, the TMA-store epilogue and ping-pong (four bits).
 inline int wgmma_consumers(const tile_config& c) { return c.knobs[0]; }
 inline int& wgmma_consumers(tile_config& c) { return c.knobs[0]; }
 inline bool wgmma_stream_k(const tile_config& c) { return c.knobs[1] != 0; }
@@ -31,7 +31,7 @@ inline constexpr std::int64_t wgmma_group_table_bytes = ((3 * wgmma_groups_max +
 // tokens) become the instruction's N of 8-64; its epilogue stores C transposed. The tile keeps
 // the problem's meaning (BM rows of C, BN columns), so the tuner, the model and the schedule's
 // tile count see an ordinary BM x BN tile; the kernel's own tile is BN x BM (wgmma_kernel_m/n).
-// Knob 3 holds three bits: 1 swap-AB, 2 evict-first on B, 4 the TMA-store epilogue.
+// Knob 3 holds four bits: 1 swap-AB, 2 evict-first on B, 4 the TMA-store epilogue, 8 ping-pong.
 inline bool wgmma_swap_ab(const tile_config& c) { return (c.knobs[3] & 1) != 0; }
 inline void set_wgmma_swap_ab(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~1) | (on ? 1 : 0); }
 // Evict-first on B (TT_EVICT_FIRST_B): B's TMA boxes carry an L2 evict-first policy. A decode
@@ -43,6 +43,11 @@ inline void set_wgmma_evict_first_b(tile_config& c, bool on) { c.knobs[3] = (c.k
 // bulk tensor store that drains while the next chunk is staged (16-bit C, beta 0).
 inline bool wgmma_tma_store(const tile_config& c) { return (c.knobs[3] & 4) != 0; }
 inline void set_wgmma_tma_store(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~4) | (on ? 4 : 0); }
+// Ping-pong consumers (TT_PINGPONG, two consumers): each takes alternate tiles whole, so that one's
+// epilogue runs while the other's main loop has the tensor cores (CUTLASS's ping-pong schedule);
+// without it the two cooperate on every tile, half the rows each.
+inline bool wgmma_pingpong(const tile_config& c) { return (c.knobs[3] & 8) != 0; }
+inline void set_wgmma_pingpong(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~8) | (on ? 8 : 0); }
 // The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
 inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
 inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }
@@ -60,9 +65,13 @@ inline int wgmma_epilogue_staging_consumers(const tile_config& c) {
   return wgmma_swap_ab(c) || wgmma_tma_store(c) ? 0 : wgmma_consumers(c);
 }
 
-// fp32 accumulators each consumer thread holds: (kernel M / consumers / 64) x kernel N / 2, at most 128.
+// The kernel's rows each consumer computes per tile: all of them with ping-pong.
+inline int wgmma_consumer_rows(const tile_config& c) {
+  return wgmma_pingpong(c) ? wgmma_kernel_m(c) : wgmma_kernel_m(c) / wgmma_consumers(c);
+}
+// fp32 accumulators each consumer thread holds: (its rows / 64) x kernel N / 2, at most 128.
 inline int wgmma_accumulators_per_thread(const tile_config& c) {
-  return wgmma_kernel_m(c) / wgmma_consumers(c) / 64 * wgmma_kernel_n(c) / 2;
+  return wgmma_consumer_rows(c) / 64 * wgmma_kernel_n(c) / 2;
 }
 // Whether ptxas compiles the variant at --register-usage-level 3 (of 0-10, default 5): the
 // stream-K copies with two consumers of 128 accumulators each (232 registers a thread, after

@@ -25,7 +25,8 @@ tt_smem_layout wgmma_smem_layout(const tile_config& c, dtype t) {
           c.stages,
           wgmma_epilogue_staging_consumers(c),
           wgmma_tma_store(c) ? wgmma_consumers(c) : 0,
-          std::max(1, c.split_k)};
+          std::max(1, c.split_k),
+          wgmma_pingpong(c) ? 1 : 0};
 }
 }  // namespace
 

@@ -84,6 +84,24 @@ void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
     out.push_back(c);
   }
 }
+
+// Ping-pong copies of the tiles one consumer can hold whole (128 accumulators: 128x128, 64x256),
+// two consumers alternating, in the first raster order (and with the TMA-store epilogue where the
+// problem allows it), for plain problems.
+void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
+  if (p.grouped()) return;
+  const int bk = 128 / element_bytes(p.type);
+  const bool tma = element_bytes(p.type) == 2 && p.beta == 0.0;
+  for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{64, 256}})
+    for (int stages : {3, 4, 5}) {
+      tile_config c = wgmma_tile(bm, bn, bk, 2, stages);
+      set_wgmma_pingpong(c, true);
+      out.push_back(c);
+      if (!tma) continue;
+      set_wgmma_tma_store(c, true);
+      out.push_back(c);
+    }
+}
 }  // namespace
 
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
@@ -93,11 +111,12 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
     for (tile_config& c : out) set_wgmma_grouped(c, true);
   add_decode_tiles(out, p, d);
   add_tma_store_tiles(out, p);
+  add_pingpong_tiles(out, p);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
     const tile_config& c = out[i];
-    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1) continue;
+    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c)) continue;
     const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
     const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
@@ -163,6 +182,16 @@ std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, 
   return std::nullopt;
 }
 
+// Ping-pong: two consumers taking whole tiles in turn, over the plain schedule of whole tiles.
+std::optional<constraint_violation> check_wgmma_pingpong(const tile_config& c, const gemm_problem& p) {
+  if (!wgmma_pingpong(c)) return std::nullopt;
+  if (wgmma_consumers(c) != 2) return violation("pingpong", "ping-pong (_pp) alternates two consumer warpgroups");
+  if (wgmma_stream_k(c) || c.split_k > 1 || p.grouped() || wgmma_swap_ab(c))
+    return violation("pingpong", "ping-pong (_pp) runs plain problems in whole tiles: not with stream-K, split-K, "
+                                 "swap-AB or groups");
+  return std::nullopt;
+}
+
 // Split-K inside a cluster of 2 or 4 CTAs, a schedule of whole tiles: not with stream-K nor
 // grouped, and each CTA at least one k-tile.
 std::optional<constraint_violation> check_wgmma_split(const tile_config& c, const gemm_problem& p) {
@@ -211,8 +240,9 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
                                  "for TMA",
                                  p.m * p.k, p.k * p.n, 16 / eb));
   if (auto v = check_wgmma_swap_ab(c, p)) return v;
+  if (auto v = check_wgmma_pingpong(c, p)) return v;
   const int km = wgmma_kernel_m(c), kn = wgmma_kernel_n(c);
-  if (wgmma_consumers(c) < 1 || wgmma_consumers(c) > 2 || km % (64 * wgmma_consumers(c)) || km > 256 ||
+  if (wgmma_consumers(c) < 1 || wgmma_consumers(c) > 2 || km % (64 * (wgmma_pingpong(c) ? 1 : wgmma_consumers(c))) || km > 256 ||
       kn % (wgmma_swap_ab(c) ? 8 : 64) || kn > 256)
     return violation("warpgroup_tile",
                      wgmma_swap_ab(c)
