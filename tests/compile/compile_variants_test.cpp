@@ -275,6 +275,7 @@ std::vector<compile_job> stream_k_jobs(const device_spec& d) {
     for (const auto& c : problem_search_space(family_named("wgmma"), p, d)) {
       if (!wgmma_stream_k(c) || check_constraints(c, p, d)) continue;
       if (wgmma_swap_ab(c) || (c.block_m == 64 && c.block_n == 128)) continue;  // decode tiles: compile.sm_90a.decode
+      if (wgmma_tma_store(c)) continue;  // compile.sm_90a.tma_store
       const bool two_by_128 = wgmma_consumers(c) == 2 && c.stages == 4;
       const bool wanted = l == "nt"   ? (c.stages == 4 || (c.stages == 3 && c.block_m == 64))
                           : l == "nn" ? two_by_128 && c.block_m == 128 && (c.block_n == 128 || c.block_n == 256)
