@@ -31,9 +31,9 @@
 // batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
 // bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23), and on an H200 (2026-11-26)
 // through the schedule; stream-K ran correct there too (smoke cases, memcheck, racecheck,
-// synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Clusters (TMA
-// multicast) are not implemented: cluster 1x1 only. Swap-AB has not run on a GPU yet (host
-// emulation and its compile only).
+// synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Not yet run on a
+// GPU (host emulation, model checks and compiles only): swap-AB, evict-first, split-K in a
+// cluster, the TMA-store epilogue, ping-pong and 2x1 multicast clusters.
 
 #ifndef TT_SWAP_AB
 #define TT_SWAP_AB 0
@@ -106,6 +106,17 @@
 #ifndef TT_TMA_STORE
 #define TT_TMA_STORE 0
 #endif
+// 2-CTA clusters along M with TMA multicast (TT_CLUSTER_M 2): the two CTAs of a cluster take the
+// tiles (2p, n) and (2p + 1, n) of a pair p, which share B's tile; each loads its own A and one
+// half of B, multicast into both CTAs' stage (wgmma_tile_math.cuh, tt_multicast_*). A stage is
+// refilled only once both CTAs' consumers released it: every consumer warp arrives on its own
+// CTA's `empty` and on the peer's.
+#if defined(TT_CLUSTER_M) && TT_CLUSTER_M == 2
+#define TT_MULTICAST 1
+#else
+#define TT_MULTICAST 0
+#endif
+#define TT_CLUSTER_CODE (TT_CLUSTER_SPLIT > 1 || TT_MULTICAST)
 #ifndef TT_GROUPS_MAX
 #define TT_GROUPS_MAX 256
 #endif
@@ -324,6 +335,33 @@ __device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned stagi
 }
 #endif
 
+#if TT_MULTICAST
+// One box into the same offset of every CTA in `mask`, completing bytes on each one's barrier.
+__device__ __forceinline__ void tt_tma_load_3d_multicast(unsigned dst, const tt_tensor_map* map, int c0, int c1, int c2,
+                                                         unsigned bar, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+      : "memory");
+}
+// This CTA's half of B's share of a stage (the rows or boxes tt_multicast_* name), into both CTAs.
+template <int K_MAJOR, int ROWS>
+__device__ __forceinline__ void tt_load_half_multicast(unsigned dst, const tt_tensor_map* map, int k0, int mn0,
+                                                       int batch, unsigned bar, int rank) {
+  if (K_MAJOR) {
+    tt_tma_load_3d_multicast(dst + tt_multicast_kmajor_offset(ROWS, rank), map, k0, mn0 + tt_multicast_first_row(ROWS, rank),
+                             batch, bar, 3);
+  } else {
+#pragma unroll
+    for (int j = 0; j < ROWS / 128; ++j) {
+      const int box = tt_multicast_first_box(ROWS, rank) + j;
+      tt_tma_load_3d_multicast(dst + box * TT_BK * 128, map, mn0 + 64 * box, k0, batch, bar, 3);
+    }
+  }
+}
+#endif
+
 // One operand's share of a stage: a K-major operand is one [ROWS][BK] box; an
 // MN-major one is ROWS/64 boxes of [BK][64 elements], 128-byte rows each.
 // HINT: load with `policy` (TT_HINT_A / TT_HINT_B).
@@ -344,12 +382,11 @@ __device__ __forceinline__ void tt_consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(TT_CONSUMER_THREADS) : "memory");
 }
 
-#if TT_CLUSTER_SPLIT > 1
-// Cluster split-K: the peers' partial tiles go into the leader's shared memory (st.shared::cluster
-// at an address mapa gives), published by a remote mbarrier arrival with release at cluster scope;
-// the leader waits with acquire, adds, and hands the slots back with one remote arrival on each
-// peer's `empty` barrier. A CTA's shared memory must outlive every remote access: the kernel ends
-// with a cluster barrier.
+#if TT_CLUSTER_CODE
+// Clusters (split-K, multicast): a CTA's rank and cluster, another CTA's shared address (mapa),
+// the cluster barrier, mbarrier arrivals on another CTA with release at cluster scope and waits
+// with acquire. A CTA's shared memory must outlive every remote access: with clusters the kernel
+// ends with a cluster barrier, and starts with one after the barriers' init.
 __device__ __forceinline__ unsigned tt_cluster_special(int which) {
   unsigned r;
   if (which == 0)
@@ -379,6 +416,12 @@ __device__ __forceinline__ void tt_mbar_wait_acquire_cluster(unsigned bar, unsig
       "r"(parity)
       : "memory");
 }
+#endif
+#if TT_CLUSTER_SPLIT > 1
+// Cluster split-K: the peers' partial tiles go into the leader's shared memory (st.shared::cluster
+// at an address mapa gives), published by a remote mbarrier arrival with release at cluster scope;
+// the leader waits with acquire, adds, and hands the slots back with one remote arrival on each
+// peer's `empty` barrier.
 // Peer `rank`'s part of its i-th tile: once the leader has read the slots of tile i - 1, every
 // consumer thread stores its accumulators into slot rank - 1 of the leader's buffer; once all
 // have, one thread arrives on the leader's `full` barrier with release.
@@ -553,11 +596,21 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   // full[s] at bar_base + 8s, empty[s] at bar_base + 8 (STAGES + s).
 #define TT_FULL(s) (bar_base + 8 * (s))
 #define TT_EMPTY(s) (bar_base + 8 * (TT_STAGES + (s)))
+#if TT_MULTICAST  // a stage's release reaches both CTAs' producers: the peer's B half lands here too
+#define TT_RELEASE(s)                                                            \
+  do {                                                                           \
+    tt_mbar_arrive(TT_EMPTY(s));                                                 \
+    tt_mbar_arrive_remote_release(tt_map_to_rank(TT_EMPTY(s), (unsigned)(rank ^ 1))); \
+  } while (0)
+#else
+#define TT_RELEASE(s) tt_mbar_arrive(TT_EMPTY(s))
+#endif
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < TT_STAGES; ++s) {
       tt_mbar_init(TT_FULL(s), tt_full_arrivals());                // the producer's expect_tx
-      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_STAGE_READERS));  // one arrive per warp that reads it
+      // one arrival per warp that reads it, in both CTAs with multicast
+      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_STAGE_READERS) * (TT_MULTICAST ? 2 : 1));
     }
 #if TT_PINGPONG
     tt_mbar_init(turn_bar, 1);      // consumer 0's turn: consumer 1's arrival after each main loop
@@ -595,10 +648,20 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const int rank = (int)tt_cluster_special(0), cta = (int)tt_cluster_special(1);
   const tt_schedule sched = tt_make_schedule(tiles, k_tiles, (int)tt_cluster_special(2), TT_SK_MIN_UNIT, 0);
 #define TT_UNIT(ui) tt_split_unit(tt_unit(sched, cta, ui), rank, TT_CLUSTER_SPLIT)
+#define TT_TILE(u) tt_tile_of((u).tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N)
+#elif TT_MULTICAST
+  tt_cluster_sync();  // every CTA's barriers initialized before a multicast or remote arrival reaches them
+  const int rank = (int)tt_cluster_special(0), cta = (int)tt_cluster_special(1);
+  // The clusters walk pairs of M tiles (a last odd tile pairs with an empty one past M).
+  const tt_schedule sched =
+      tt_make_schedule(tt_multicast_pairs(m_tiles, n_tiles, batch), k_tiles, (int)tt_cluster_special(2), TT_SK_MIN_UNIT, 0);
+#define TT_UNIT(ui) tt_unit(sched, cta, ui)
+#define TT_TILE(u) tt_pair_tile(tt_tile_of((u).tile, (m_tiles + 1) / 2, n_tiles, TT_RASTER_GROUP, TT_RASTER_N), rank)
 #else
   const int cta = blockIdx.x;
   const tt_schedule sched = tt_make_schedule(tiles, k_tiles, gridDim.x, TT_SK_MIN_UNIT, TT_STREAM_K);
 #define TT_UNIT(ui) tt_unit(sched, cta, ui)
+#define TT_TILE(u) tt_tile_of((u).tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N)
 #endif
   const int units = tt_units_of(sched, cta);
   const int wg = threadIdx.x / 128;
@@ -622,19 +685,27 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       unsigned phase = 0;
       for (int ui = 0; ui < units; ++ui) {
         const tt_work_unit u = TT_UNIT(ui);
-        const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+        const tt_tile_coord tc = TT_TILE(u);
         const tt_tile_place place = TT_PLACE(tc);
         const int n0 = tc.n_tile * TT_KN;
         for (int kt = u.k_begin; kt < u.k_end; ++kt) {
           const int k0 = kt * TT_BK;
           // A fresh barrier passes parity 1.
+#if TT_MULTICAST
+          tt_mbar_wait_acquire_cluster(TT_EMPTY(stage), tt_producer_wait_parity(phase));  // both CTAs released it
+#else
           tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
+#endif
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
                                    tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
           tt_load_operand<TT_A_KMAJOR, TT_KM, TT_HINT_A>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage),
                                                          policy);
+#if TT_MULTICAST
+          tt_load_half_multicast<TT_B_KMAJOR, TT_KN>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage), rank);
+#else
           tt_load_operand<TT_B_KMAJOR, TT_KN, TT_HINT_B>(sb, &tmap_b, k0, n0, place.b_batch, TT_FULL(stage), policy);
+#endif
           phase = tt_ring_advance(stage, phase, TT_STAGES);
         }
       }
@@ -669,7 +740,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         continue;
       }
 #endif
-      const tt_tile_coord tc = tt_tile_of(u.tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N);
+      const tt_tile_coord tc = TT_TILE(u);
 #if TT_PINGPONG
       if (tt_pingpong_waits_turn(ui)) tt_mbar_wait(turn_bar + 8 * consumer, tt_pingpong_turn_parity(ui));
 #endif
@@ -694,7 +765,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         // The previous k-tile's wgmmas are done once at most one group is pending.
         tt_wgmma_wait<1>();
         const int release = tt_release_after_commit(prev, stage);
-        if (release >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(release));
+        if (release >= 0 && lane == 0) TT_RELEASE(release);
         phase = tt_ring_advance(stage, phase, TT_STAGES);
       }
 #if TT_PINGPONG
@@ -703,7 +774,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
       tt_wgmma_wait<0>();
       const int last = tt_release_at_tile_end(prev);
-      if (last >= 0 && lane == 0) tt_mbar_arrive(TT_EMPTY(last));
+      if (last >= 0 && lane == 0) TT_RELEASE(last);
       if (u.k_end == u.k_begin) {
 #pragma unroll
         for (int mi = 0; mi < TT_MI; ++mi)
@@ -753,7 +824,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     if (warp == 0 && lane == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 #endif
   }
-#if TT_CLUSTER_SPLIT > 1
+#if TT_CLUSTER_CODE
   // No CTA leaves while a peer may still write into its shared memory or arrive on its barriers.
   tt_cluster_sync();
 #endif
@@ -761,4 +832,6 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #undef TT_EMPTY
 #undef TT_PLACE
 #undef TT_UNIT
+#undef TT_TILE
+#undef TT_RELEASE
 }

@@ -155,6 +155,24 @@ TT_HOST_DEVICE int tt_stmatrix_row(int lane) { return ((lane >> 3) & 1) * 8 + (l
 TT_HOST_DEVICE int tt_stmatrix_block(int lane, int j) { return j + (lane >> 4); }
 // Register i of stmatrix x4 for blocks j, j + 1 holds accumulators tt_acc_index(j + i / 2, i % 2, 0 and 1).
 TT_HOST_DEVICE int tt_stmatrix_acc(int i, int j, int e) { return tt_acc_index(j + (i >> 1), i & 1, e); }
+// ---- 2-CTA clusters with TMA multicast (TT_CLUSTER_M 2)
+// A pair p of M tiles: rank r of the cluster takes M tile 2p + r (p from tt_tile_of over
+// ceil(m_tiles / 2) pairs); a last odd tile's partner lies past M (its A is TMA's zero fill and
+// the epilogue stores nothing of it).
+TT_HOST_DEVICE long long tt_multicast_pairs(int m_tiles, int n_tiles, int batch) {
+  return (long long)((m_tiles + 1) / 2) * n_tiles * batch;
+}
+TT_HOST_DEVICE tt_tile_coord tt_pair_tile(tt_tile_coord pair, int rank) {
+  pair.m_tile = 2 * pair.m_tile + rank;
+  return pair;
+}
+// The halves of B's tile that rank r loads and multicasts: K-major, rows [r * BN / 2, (r + 1) * BN / 2)
+// (one box of BN / 2 rows, 1024-byte aligned in the stage); MN-major, boxes [r * BN / 128, ...) of
+// the BN / 64 boxes of 64 columns.
+TT_HOST_DEVICE int tt_multicast_first_row(int rows, int rank) { return rank * (rows / 2); }
+TT_HOST_DEVICE unsigned tt_multicast_kmajor_offset(int rows, int rank) { return (unsigned)(rank * (rows / 2) * 128); }
+TT_HOST_DEVICE int tt_multicast_first_box(int rows, int rank) { return rank * (rows / 128); }
+
 // Byte offset of row `row`, 8-column block `block` of a staging buffer (64 rows x 128 bytes) as
 // the store's tensor map reads it: the 128-byte swizzle XORs the 16-byte chunk with row mod 8.
 TT_HOST_DEVICE unsigned tt_staging_offset(int row, int block) {

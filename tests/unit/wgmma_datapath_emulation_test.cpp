@@ -152,6 +152,8 @@ struct defects {
   bool tma_staging_no_swizzle = false;    // TMA store: stmatrix addresses without the 128-byte swizzle
   bool tma_stmatrix_rows_off_by_8 = false;  // TMA store: matrices 1 and 3 given rows 0-7, not 8-15
   bool tma_store_unclipped = false;       // TMA store: box elements past C's bounds written too
+  bool multicast_own_half_only = false;   // 2x1 cluster: the peer's half of B never lands here
+  bool multicast_same_offset = false;     // 2x1 cluster: both halves of B land at the first half's place
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -641,8 +643,15 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   if (split > 1 && (launch.cluster[0] != split || launch.grid[0] % split != 0 || stream_k))
     errors.push_back(fmt::format("cluster split-K {} launched as grid {} in clusters of {}", split, launch.grid[0],
                                  launch.cluster[0]));
-  const int sm_grid = split > 1 ? static_cast<int>(launch.grid[0]) : stream_k ? sm_count : grid;
-  const tt_schedule sched = tt_make_schedule(tiles, k_tiles, sm_grid / split, 8, split > 1 ? 0 : stream_k);
+  // 2x1 clusters with TMA multicast: the grid's clusters walk pairs of M tiles (tt_multicast_*).
+  const bool multicast = rendered_macro(source, "TT_CLUSTER_M") == 2;
+  if (multicast && (launch.cluster[0] != 2 || launch.grid[0] % 2 != 0))
+    errors.push_back(fmt::format("a 2x1 cluster launched as grid {} in clusters of {}", launch.grid[0], launch.cluster[0]));
+  const int sm_grid = split > 1 || multicast ? static_cast<int>(launch.grid[0]) : stream_k ? sm_count : grid;
+  const int cluster_size = multicast ? 2 : split;
+  const tt_schedule sched =
+      multicast ? tt_make_schedule(tt_multicast_pairs(m_tiles, n_tiles, static_cast<int>(p.batch)), k_tiles, sm_grid / 2, 8, 0)
+                : tt_make_schedule(tiles, k_tiles, sm_grid / split, 8, split > 1 ? 0 : stream_k);
   // The leaders' buffers: slot s of the i-th tile of cluster c, NaN until a peer writes it.
   std::map<std::array<int, 3>, std::vector<float>> split_slots;
   const int consumer_threads = 128 * consumers, slot_floats = bm * bn;
@@ -808,12 +817,13 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   for (int cta = 0; cta < sm_grid && errors.empty(); ++cta) {
     int p_stage = 0, c_stage = 0;  // the producer's and the consumers' walk of the ring
     unsigned p_phase = 0, c_phase = 0;
-    const int cluster = cta / split, rank = cta % split;
+    const int cluster = cta / cluster_size, rank = cta % cluster_size;
     for (int ui = 0; ui < tt_units_of(sched, cluster) && errors.empty(); ++ui) {
       const tt_work_unit u = tt_split_unit(tt_unit(sched, cluster, ui), d.split_same_k_slice ? 0 : rank, split);
       only_consumer = pingpong ? (tt_pingpong_mine(ui, 0) ? 0 : 1) : -1;
       const tt_tile_coord tc =
-          tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, raster_n);
+          multicast ? tt_pair_tile(tt_tile_of(u.tile, (m_tiles + 1) / 2, n_tiles, c.raster_group, raster_n), rank)
+                    : tt_tile_of(u.tile, m_tiles, n_tiles, c.raster_group, raster_n);
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
       std::vector<accumulators> acc(static_cast<std::size_t>(consumers * mi_count),
                                     accumulators(bn));
@@ -825,8 +835,26 @@ emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
         std::fill_n(smem.bytes.begin() + sb, b_stage, 0xFF);
         std::int64_t credited =
             load_operand(a_kmajor, bm, bk, sa, map_a, ka_in, smem, kt * bk, m0, tc.batch, d, errors);
-        credited +=
-            load_operand(b_kmajor, bn, bk, sb, map_b, kb_in, smem, kt * bk, n0, tc.batch, d, errors);
+        if (!multicast) {
+          credited += load_operand(b_kmajor, bn, bk, sb, map_b, kb_in, smem, kt * bk, n0, tc.batch, d, errors);
+        } else {
+          // tt_load_half_multicast of both CTAs: each half lands in this CTA's stage as well.
+          for (int half = 0; half < 2; ++half) {
+            if (half != rank && d.multicast_own_half_only) continue;
+            const int place = d.multicast_same_offset ? 0 : half;
+            if (b_kmajor) {
+              credited += tma_copy_box(map_b, kb_in, smem, sb + tt_multicast_kmajor_offset(bn, place), kt * bk,
+                                       n0 + tt_multicast_first_row(bn, half), tc.batch, d, errors);
+            } else {
+              for (int j = 0; j < bn / 128; ++j) {
+                const int box = tt_multicast_first_box(bn, half) + j;
+                const int at = tt_multicast_first_box(bn, place) + j;
+                credited += tma_copy_box(map_b, kb_in, smem, sb + static_cast<std::uint32_t>(at * bk * 128),
+                                         n0 + 64 * box, kt * bk, tc.batch, d, errors);
+              }
+            }
+          }
+        }
         if (credited != tt_stage_tx_bytes(bm, bn, bk, eb))
           errors.push_back(fmt::format("TMA credits {} bytes, expect_tx announces {}", credited,
                                        tt_stage_tx_bytes(bm, bn, bk, eb)));
@@ -1512,4 +1540,44 @@ TEST(wgmma_emulation, pingpong_with_the_cooperative_rows_is_caught) {
   defects d;
   d.fragment_col_off_by_one = true;
   EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 3, d), "") << "a wrong fragment map goes unnoticed with ping-pong";
+}
+
+// ---- 2x1 clusters: pairs of M tiles sharing B, each CTA multicasting half of it ---------------
+
+TEST(wgmma_emulation, multicast_clusters_match_a_host_gemm) {
+  // Every default tile shape as a 2x1 cluster, K-major and MN-major B: an odd count of M tiles
+  // (the last pair's second tile lies past M), N ending inside a tile, two batches, both
+  // epilogues, a grid with fewer clusters than pairs.
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "nn"}, case_layout{dtype::tf32, "nt"}}) {
+    const prepared x = prepare(problem(328, 264, 136, 2, cl.t, cl.layout), 61);
+    for (const tile_config& d : default_search_space(family_named("wgmma"), cl.t)) {
+      if (d.raster_group != 8 || d.raster_along_n || d.stages != 3) continue;
+      tile_config c = d;
+      c.cluster_m = 2;
+      for (const bool tma : {false, true}) {
+        set_wgmma_tma_store(c, tma);
+        if (check_constraints(c, x.p, h100)) continue;
+        EXPECT_EQ(run_and_compare(c, x, 1.5, 0.0, 4), "") << c.id() << " " << x.p.describe();
+        ++ran;
+      }
+    }
+  }
+  EXPECT_GE(ran, 6 + 6 + 4 + 6);  // bf16 nt both epilogues; f16 nn (BN 128 and 256) both; tf32 plain
+}
+
+TEST(wgmma_emulation, multicast_planted_defects_are_caught) {
+  for (const char* layout : {"nt", "nn"}) {
+    const prepared x = prepare(problem(328, 264, 136, 1, dtype::bf16, layout), 62);
+    tile_config c = wgmma_tile(128, 256, 64, 2, 3);
+    c.cluster_m = 2;
+    ASSERT_EQ(run_and_compare(c, x, 1.0, 0.0, 4), "") << layout;
+    defects own;
+    own.multicast_own_half_only = true;
+    EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 4, own), "") << layout << ": the peer's half never landing";
+    defects same;
+    same.multicast_same_offset = true;
+    EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 4, same), "") << layout << ": both halves in one place";
+  }
 }

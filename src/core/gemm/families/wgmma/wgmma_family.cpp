@@ -130,6 +130,7 @@ class wgmma : public gemm_family {
     if (wgmma_grouped(c)) untried.push_back("the grouped kernel (_grp)");
     if (wgmma_tma_store(c)) untried.push_back("the TMA-store epilogue (_tmas)");
     if (wgmma_pingpong(c)) untried.push_back("ping-pong consumers (_pp)");
+    if (c.cluster_m > 1) untried.push_back("2-CTA clusters with TMA multicast (_cl2x1)");
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 

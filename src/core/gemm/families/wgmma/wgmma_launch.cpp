@@ -65,7 +65,12 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   l.block = {s.threads, 1, 1};
   l.cluster = {s.cluster_x, s.cluster_y, s.cluster_z};
   l.dynamic_smem_bytes = s.dynamic_smem_bytes;
-  l.grid_rule = c.split_k > 1
+  l.grid_rule = c.cluster_m == 2
+                    ? fmt::format("(2 x min(pairs of M tiles = batch * ceil(ceil(M / {}) / 2) * ceil(N / {}), SM count "
+                                  "{} / 2), 1, 1) in clusters of (2, 1, 1): the two CTAs of a cluster take M tiles 2p "
+                                  "and 2p + 1 and share B's tile by TMA multicast",
+                                  c.block_m, c.block_n, d.sm_count)
+                : c.split_k > 1
                     ? fmt::format("({} x min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {} / {}), 1, "
                                   "1) in clusters of ({}, 1, 1): each cluster's CTAs share its tiles' k-tiles",
                                   c.split_k, c.block_m, c.block_n, d.sm_count, c.split_k, c.split_k)
@@ -142,6 +147,11 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
         "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
         "the grouped kernel is proven by host emulation and its compile only");
+  if (c.cluster_m == 2)
+    l.requirements.push_back(
+        "2x1 cluster (_cl2x1): launch with cluster dimensions (2, 1, 1) (cudaLaunchKernelEx); B's tensor map boxes "
+        "hold half of B's tile (each CTA multicasts its half into both); NOT YET RUN ON A GPU: proven by host "
+        "emulation, a model check of the shared ring and its compile only");
   if (c.split_k > 1)
     l.requirements.push_back(fmt::format(
         "split-K inside a cluster (_k{0}): launch with cluster dimensions ({0}, 1, 1) (cudaLaunchKernelEx, "

@@ -81,6 +81,12 @@ std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p) {
 std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm_count) {
   const std::int64_t sms = std::max(sm_count, 1);
   if (wgmma_stream_k(c)) return sms;
+  if (c.cluster_m == 2) {  // clusters of two CTAs over pairs of M tiles (the kernel's tt_multicast_pairs)
+    const std::int64_t pairs = tt_multicast_pairs(static_cast<int>((p.m + c.block_m - 1) / c.block_m),
+                                                  static_cast<int>((p.n + c.block_n - 1) / c.block_n),
+                                                  static_cast<int>(p.batch));
+    return 2 * std::max<std::int64_t>(1, std::min<std::int64_t>(pairs, sms / 2));
+  }
   if (c.split_k > 1)  // whole clusters of split_k CTAs, one tile at a time each
     return c.split_k * std::max<std::int64_t>(1, std::min<std::int64_t>(wgmma_output_tiles(c, p), sms / c.split_k));
   return std::max<std::int64_t>(1, std::min<std::int64_t>(wgmma_output_tiles(c, p), sms));

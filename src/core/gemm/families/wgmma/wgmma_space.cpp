@@ -102,6 +102,17 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
       out.push_back(c);
     }
 }
+
+// The 2x1-cluster copy (TMA multicast of B) of each default tile in the first raster order, for
+// plain problems of at least two M tiles.
+void add_multicast_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
+  if (p.grouped()) return;
+  for (tile_config c : wgmma_space(p.type)) {
+    if (c.raster_group != 8 || c.raster_along_n || (p.m + c.block_m - 1) / c.block_m < 2) continue;
+    c.cluster_m = 2;
+    out.push_back(c);
+  }
+}
 }  // namespace
 
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
@@ -112,11 +123,12 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   add_decode_tiles(out, p, d);
   add_tma_store_tiles(out, p);
   add_pingpong_tiles(out, p);
+  add_multicast_tiles(out, p);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
     const tile_config& c = out[i];
-    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c)) continue;
+    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c) || c.cluster_m > 1) continue;
     const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
     const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
@@ -192,6 +204,25 @@ std::optional<constraint_violation> check_wgmma_pingpong(const tile_config& c, c
   return std::nullopt;
 }
 
+// Clusters of two CTAs along M share B's tile by TMA multicast, each loading half of it: whole
+// tiles of a plain problem, B's half a whole box (K-major: BN / 2 rows; MN-major: BN / 128 of the
+// 64-column boxes).
+std::optional<constraint_violation> check_wgmma_cluster(const tile_config& c, const gemm_problem& p) {
+  if (c.cluster_m == 1 && c.cluster_n == 1) return std::nullopt;
+  if (c.cluster_m != 2 || c.cluster_n != 1)
+    return violation("cluster", fmt::format("cluster {}x{}: the wgmma family runs 1x1 and 2x1 (TMA multicast of B)",
+                                            c.cluster_m, c.cluster_n));
+  if (wgmma_stream_k(c) || c.split_k > 1 || p.grouped() || wgmma_swap_ab(c) || wgmma_pingpong(c) ||
+      wgmma_evict_first_b(c))
+    return violation("cluster", "a 2x1 cluster (TMA multicast) runs plain problems in whole tiles: not with stream-K, "
+                                "split-K, groups, swap-AB, ping-pong or evict-first");
+  if (!p.layout.b_transposed && c.block_n % 128 != 0)
+    return violation("cluster", fmt::format("a 2x1 cluster splits B's {} columns into two halves of whole 64-column "
+                                            "boxes: BN a multiple of 128",
+                                            c.block_n));
+  return std::nullopt;
+}
+
 // Split-K inside a cluster of 2 or 4 CTAs, a schedule of whole tiles: not with stream-K nor
 // grouped, and each CTA at least one k-tile.
 std::optional<constraint_violation> check_wgmma_split(const tile_config& c, const gemm_problem& p) {
@@ -261,9 +292,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
                      fmt::format("{} fp32 accumulators per consumer thread, over 128", accumulators));
   if (auto v = check_wgmma_split(c, p)) return v;
   if (auto v = check_wgmma_tma_store(c, p)) return v;
-  if (c.cluster_m != 1 || c.cluster_n != 1)
-    return violation("cluster", fmt::format("cluster {}x{}: TMA multicast is not implemented, only 1x1",
-                                            c.cluster_m, c.cluster_n));
+  if (auto v = check_wgmma_cluster(c, p)) return v;
   if (c.stages < 2)
     return violation("stages", fmt::format("{} stages: the mbarrier ring needs at least 2", c.stages));
   return std::nullopt;

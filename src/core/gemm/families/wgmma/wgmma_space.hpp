@@ -26,6 +26,8 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 // raster order (and, like every tile, its stream-K copy where the last wave idles).
 // Plain problems also get ping-pong copies (_pp) of 128x128 and 64x256 at 3-5 stages (with the
 // TMA-store epilogue too where it applies).
+// Plain problems of two or more M tiles get the 2x1-cluster copy (TMA multicast of B) of each
+// default tile in the first raster order.
 inline constexpr std::int64_t wgmma_decode_max_rows = 128;
 inline constexpr std::int64_t wgmma_swap_ab_max_rows = 64;
 inline constexpr int wgmma_decode_max_stages = 8;

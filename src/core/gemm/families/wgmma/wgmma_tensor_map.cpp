@@ -42,7 +42,9 @@ tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c
   const std::uint32_t swizzle_elements = static_cast<std::uint32_t>(128 / eb);
   const std::uint32_t tile_mn = static_cast<std::uint32_t>(is_a ? c.block_m : c.block_n);
   if (k_major) {
-    s.box = {static_cast<std::uint32_t>(c.block_k), tile_mn, 1};
+    // 2-CTA multicast: each CTA loads half of B's rows (wgmma_tile_math.cuh, tt_multicast_*).
+    const std::uint32_t rows = !is_a && c.cluster_m == 2 ? tile_mn / 2 : tile_mn;
+    s.box = {static_cast<std::uint32_t>(c.block_k), rows, 1};
   } else {
     s.box = {swizzle_elements, static_cast<std::uint32_t>(c.block_k), 1};
   }
