@@ -51,3 +51,44 @@ TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
     EXPECT_EQ(manifest["resources"]["registers"], v.resources.registers);
   }
 }
+
+// The wgmma mechanisms not yet run on a GPU export whole: the source compiles again alone, the
+// manifest and the host header carry the cluster launch, C's tensor map (TMA store) and B's map
+// first (swap-AB), and the launch requirements say they have not run.
+TEST(export_source, the_new_wgmma_mechanisms_export_with_their_maps_and_clusters) {
+  struct want {
+    std::int64_t m;
+    const char* id;
+    const char* header_has;
+  };
+  for (const want& w : {want{4096, "wgmma_128x128x64_c2_s4_cl1x1_g8m_tmas_pp", "encode(&tmap_c"},
+                        want{4096, "wgmma_128x256x64_c2_s4_cl2x1_g8m", "clusterDim.x = 2"},
+                        want{16, "wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab", "encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(B)"}}) {
+    gemm_problem p;
+    p.m = w.m;
+    p.n = p.k = 4096;
+    p.type = dtype::bf16;
+    p.layout = parse_layout("nt");
+    nvrtc_compiler nvrtc;
+    plan_options o;
+    o.only = {w.id};
+    const gemm_plan plan = plan_gemm(p, find_preset("h100-sxm"), nvrtc, o);
+    ASSERT_TRUE(plan.recommended) << w.id;
+    const variant_result& v = plan.variants[*plan.recommended];
+    ASSERT_EQ(v.config.id(), w.id);
+    const auto files = export_variant(plan, v, {"test", "2026-01-01T00:00:00Z"});
+    ASSERT_EQ(files.size(), 4u);
+    const auto manifest = nlohmann::json::parse(files[2].bytes);
+    compile_job again;
+    again.name = files[0].name;
+    again.source = files[0].bytes;
+    again.arch = manifest["arch"].get<std::string>();
+    for (const auto& opt : manifest["compile"]["nvrtc_options"])
+      if (!opt.get<std::string>().starts_with("--gpu-architecture=")) again.options.push_back(opt.get<std::string>());
+    const compiled_kernel k = nvrtc.compile(again);
+    ASSERT_TRUE(k.ok) << w.id << "\n" << k.log;
+    EXPECT_EQ(k.resources.registers, v.resources.registers) << w.id;
+    EXPECT_NE(files[3].bytes.find(w.header_has), std::string::npos) << w.id << "\n" << files[3].bytes;
+    EXPECT_NE(manifest.dump().find("NOT YET RUN ON A GPU"), std::string::npos) << w.id;
+  }
+}

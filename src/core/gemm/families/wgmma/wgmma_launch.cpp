@@ -128,9 +128,6 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                             "value",
                             nullptr});
     l.tensor_maps.push_back(tensor_map_description_of(p, c, 'c', "tmap_c"));
-    l.requirements.push_back(
-        "TMA-store epilogue (_tmas): C's pointer and row stride 16-byte aligned, beta 0; NOT YET RUN ON A GPU: proven "
-        "by host emulation, a model check of its staging buffers and its compile only");
   }
   l.requirements = {
       "an sm_90a GPU (H100, H200): wgmma and TMA exist on no other architecture",
@@ -147,6 +144,14 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
         "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
         "the grouped kernel is proven by host emulation and its compile only");
+  if (wgmma_tma_store(c))
+    l.requirements.push_back(
+        "TMA-store epilogue (_tmas): C's pointer and row stride 16-byte aligned, beta 0; NOT YET RUN ON A GPU: proven "
+        "by host emulation, a model check of its staging buffers and its compile only");
+  if (wgmma_pingpong(c))
+    l.requirements.push_back(
+        "ping-pong (_pp): NOT YET RUN ON A GPU: proven by host emulation, a model check of its alternating ring and "
+        "its compile only");
   if (c.cluster_m == 2)
     l.requirements.push_back(
         "2x1 cluster (_cl2x1): launch with cluster dimensions (2, 1, 1) (cudaLaunchKernelEx); B's tensor map boxes "

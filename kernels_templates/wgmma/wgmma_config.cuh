@@ -1,0 +1,91 @@
+// wgmma family: the macros every part of the kernel reads (rendered first of the family's own
+// parts; the variant's TT_* values come before it, wgmma_gemm.cu says what each means): the
+// kernel's own tile with swap-AB, the operands' majors, consumer rows with ping-pong, stage sizes.
+
+#ifndef TT_SWAP_AB
+#define TT_SWAP_AB 0
+#endif
+// The kernel's own tile, TT_KM x TT_KN: the variant's BM x BN, or with swap-AB BN x BM, the
+// kernel then computing C^T = op(B)^T op(A)^T (its A the problem's B, its M the problem's N).
+#if TT_SWAP_AB
+#define TT_KM TT_BN
+#define TT_KN TT_BM
+#define TT_A_KMAJOR (TT_B_T)  // the problem's B: K-major when stored N x K ('t')
+#define TT_B_KMAJOR (!TT_A_T)
+#define TT_EPI_CONSUMERS 0  // the transposed epilogue stores from registers, no staging
+#else
+#define TT_KM TT_BM
+#define TT_KN TT_BN
+#define TT_A_KMAJOR (!TT_A_T)
+#define TT_B_KMAJOR (TT_B_T)
+#define TT_EPI_CONSUMERS TT_CONSUMERS
+#endif
+// TT_EVICT_FIRST_B (1): the problem's B (a decode step's weights: every byte read once) loads
+// with an L2 evict-first policy, so that it does not push out what is read again (A, partials).
+#ifndef TT_EVICT_FIRST_B
+#define TT_EVICT_FIRST_B 0
+#endif
+#if TT_SWAP_AB
+#define TT_HINT_A TT_EVICT_FIRST_B
+#define TT_HINT_B 0
+#else
+#define TT_HINT_A 0
+#define TT_HINT_B TT_EVICT_FIRST_B
+#endif
+#define TT_THREADS (128 * (1 + TT_CONSUMERS))
+#ifndef TT_PINGPONG
+#define TT_PINGPONG 0
+#endif
+// Ping-pong (TT_PINGPONG 1, two consumers): consumer c takes the CTA's units c, c + 2, ... whole,
+// all TT_KM rows, while the other runs its epilogue; a stage is read by one warpgroup. Otherwise
+// (cooperative) each consumer owns TT_KM / TT_CONSUMERS rows of every tile.
+#if TT_PINGPONG
+#define TT_WG_M TT_KM
+#define TT_ROW0(consumer) 0
+#define TT_STAGE_READERS 1
+#else
+#define TT_WG_M (TT_KM / TT_CONSUMERS)
+#define TT_ROW0(consumer) ((consumer) * TT_WG_M)
+#define TT_STAGE_READERS TT_CONSUMERS
+#endif
+#define TT_MI (TT_WG_M / 64)
+#if TT_ELEM_BYTES == 2
+#define TT_MMA_K 16
+#else
+#define TT_MMA_K 8
+#endif
+#define TT_A_STAGE (TT_KM * TT_BK * TT_ELEM_BYTES)
+#define TT_B_STAGE (TT_KN * TT_BK * TT_ELEM_BYTES)
+#define TT_STAGE_BYTES (TT_A_STAGE + TT_B_STAGE)
+#define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
+#ifndef TT_STREAM_K
+#define TT_STREAM_K 0
+#endif
+#ifndef TT_SK_MIN_UNIT
+#define TT_SK_MIN_UNIT 8
+#endif
+#ifndef TT_GROUPED
+#define TT_GROUPED 0
+#endif
+#ifndef TT_CLUSTER_SPLIT
+#define TT_CLUSTER_SPLIT 1
+#endif
+#ifndef TT_TMA_STORE
+#define TT_TMA_STORE 0
+#endif
+// 2-CTA clusters along M with TMA multicast (TT_CLUSTER_M 2): the two CTAs of a cluster take the
+// tiles (2p, n) and (2p + 1, n) of a pair p, which share B's tile; each loads its own A and one
+// half of B, multicast into both CTAs' stage (wgmma_tile_math.cuh, tt_multicast_*). A stage is
+// refilled only once both CTAs' consumers released it: every consumer warp arrives on its own
+// CTA's `empty` and on the peer's.
+#if defined(TT_CLUSTER_M) && TT_CLUSTER_M == 2
+#define TT_MULTICAST 1
+#else
+#define TT_MULTICAST 0
+#endif
+#define TT_CLUSTER_CODE (TT_CLUSTER_SPLIT > 1 || TT_MULTICAST)
+#ifndef TT_GROUPS_MAX
+#define TT_GROUPS_MAX 256
+#endif
+#define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
+#define TT_ACC_VALUES (TT_MI * TT_KN / 2)  // fp32 accumulators per consumer thread
