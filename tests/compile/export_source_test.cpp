@@ -9,6 +9,21 @@
 
 using namespace tiletune;
 
+namespace {
+// What the header comment tells a user to do: the exported source alone, the listed options.
+template <typename Files>
+compiled_kernel compile_again(nvrtc_compiler& nvrtc, const Files& files, const nlohmann::json& manifest) {
+  compile_job again;
+  again.name = files[0].name;
+  again.source = files[0].bytes;
+  again.arch = manifest["arch"].template get<std::string>();
+  for (const auto& opt : manifest["compile"]["nvrtc_options"])
+    if (!opt.template get<std::string>().starts_with("--gpu-architecture="))
+      again.options.push_back(opt.template get<std::string>());
+  return nvrtc.compile(again);
+}
+}  // namespace
+
 TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
   struct want {
     dtype type;
@@ -32,16 +47,8 @@ TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
     ASSERT_EQ(v.config.id(), w.id);
     const auto files = export_variant(plan, v, {"test", "2026-01-01T00:00:00Z"});
     ASSERT_EQ(files.size(), 4u);
-
-    // What the header comment tells a user to do: the source alone, the listed options.
     const auto manifest = nlohmann::json::parse(files[2].bytes);
-    compile_job again;
-    again.name = files[0].name;
-    again.source = files[0].bytes;
-    again.arch = manifest["arch"].get<std::string>();
-    for (const auto& opt : manifest["compile"]["nvrtc_options"])
-      if (!opt.get<std::string>().starts_with("--gpu-architecture=")) again.options.push_back(opt.get<std::string>());
-    const compiled_kernel k = nvrtc.compile(again);
+    const compiled_kernel k = compile_again(nvrtc, files, manifest);
     ASSERT_TRUE(k.ok) << w.id << "\n" << k.log;
     EXPECT_EQ(k.cubin.substr(0, 4), "\x7f" "ELF") << w.id;
     EXPECT_NE(k.cubin.find(manifest["launch"]["entry"].get<std::string>()), std::string::npos) << w.id;
@@ -79,13 +86,7 @@ TEST(export_source, the_new_wgmma_mechanisms_export_with_their_maps_and_clusters
     const auto files = export_variant(plan, v, {"test", "2026-01-01T00:00:00Z"});
     ASSERT_EQ(files.size(), 4u);
     const auto manifest = nlohmann::json::parse(files[2].bytes);
-    compile_job again;
-    again.name = files[0].name;
-    again.source = files[0].bytes;
-    again.arch = manifest["arch"].get<std::string>();
-    for (const auto& opt : manifest["compile"]["nvrtc_options"])
-      if (!opt.get<std::string>().starts_with("--gpu-architecture=")) again.options.push_back(opt.get<std::string>());
-    const compiled_kernel k = nvrtc.compile(again);
+    const compiled_kernel k = compile_again(nvrtc, files, manifest);
     ASSERT_TRUE(k.ok) << w.id << "\n" << k.log;
     EXPECT_EQ(k.resources.registers, v.resources.registers) << w.id;
     EXPECT_NE(files[3].bytes.find(w.header_has), std::string::npos) << w.id << "\n" << files[3].bytes;

@@ -1,0 +1,28 @@
+#include "compile_checks.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cuda/nvrtc_compiler.hpp"
+#include "sass_reading.hpp"
+
+namespace tiletune_test {
+
+std::vector<tiletune::compiled_kernel> compile_cleanly(const std::vector<tiletune::compile_job>& jobs) {
+  tiletune::nvrtc_compiler nvrtc;
+  std::vector<tiletune::compiled_kernel> results =
+      tiletune::compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& r = results[i];
+    const std::string& name = jobs[i].name;
+    EXPECT_TRUE(r.ok) << name << "\n" << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << name << "\n" << r.log;
+    EXPECT_EQ(r.resources.stack_bytes, 0) << name;
+    for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << name << ": " << w;
+  }
+  return results;
+}
+
+}  // namespace tiletune_test

@@ -1,0 +1,14 @@
+#pragma once
+// What every compile test asks of the variants it compiles, in one place.
+#include <vector>
+
+#include "core/compile/kernel_compiler.hpp"
+
+namespace tiletune_test {
+
+// Compiles the jobs with NVRTC on every core and returns each result, having added a test failure
+// (named by the job) for each that did not compile, spilled, used a stack, or drew a ptxas
+// performance warning (wgmma serialized, waits or arrives injected).
+std::vector<tiletune::compiled_kernel> compile_cleanly(const std::vector<tiletune::compile_job>& jobs);
+
+}  // namespace tiletune_test
