@@ -12,7 +12,8 @@
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
 // TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C and beta 0: stmatrix into swizzled staging,
 // a bulk tensor store per 64 x 64 chunk; a tensor map of C, tmap_c, is the last parameter),
-// TT_PINGPONG (1: two consumers take alternate tiles whole, below),
+// TT_PINGPONG (1: two consumers take alternate tiles whole, in turn: wgmma_config.cuh),
+// TT_CLUSTER_M (2: clusters of two CTAs over pairs of M tiles, B multicast: wgmma_config.cuh),
 // TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
 // leader's shared memory, wgmma_schedule.cuh; the grid is S x the clusters, clusters of S x 1 x 1),
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
@@ -22,11 +23,12 @@
 // instruction of this variant (m64 x BN x k16, or k8 for tf32).
 //
 // Consumer warpgroup c owns rows [c*BM/C, (c+1)*BM/C) of the block tile and
-// all BN columns: BM/C/64 wgmma instructions per k-step.
+// all BN columns: BM/C/64 wgmma instructions per k-step (ping-pong: all BM rows of its tiles).
 // Kernel parameters: the tensor maps of A and B (built on the host,
-// tensor_map_spec), then C and the scalars, then (stream-K) the workspace; the grid
-// is persistent (min(tiles, SMs) CTAs, every SM with stream-K), 128 * (1 + TT_CONSUMERS)
-// threads, and every CTA resident at once (one per SM), as the fixup's waits need.
+// tensor_map_spec), then C and the scalars, then (grouped) the rows per group, (stream-K) the
+// workspace, (TMA store) C's tensor map; the grid is persistent (min(tiles, SMs) CTAs, every SM
+// with stream-K, whole clusters with split-K or multicast), 128 * (1 + TT_CONSUMERS) threads,
+// and every CTA resident at once (one per SM), as the fixup's waits need.
 // Status: ran correct on an H100 (2026-11-23; every variant, odd shapes,
 // batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
 // bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23), and on an H200 (2026-11-26)
