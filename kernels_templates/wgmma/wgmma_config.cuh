@@ -56,7 +56,6 @@
 #endif
 #define TT_A_STAGE (TT_KM * TT_BK * TT_ELEM_BYTES)
 #define TT_B_STAGE (TT_KN * TT_BK * TT_ELEM_BYTES)
-#define TT_STAGE_BYTES (TT_A_STAGE + TT_B_STAGE)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
 #ifndef TT_STREAM_K
 #define TT_STREAM_K 0
@@ -88,4 +87,3 @@
 #define TT_GROUPS_MAX 256
 #endif
 #define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
-#define TT_ACC_VALUES (TT_MI * TT_KN / 2)  // fp32 accumulators per consumer thread

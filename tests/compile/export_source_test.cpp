@@ -22,6 +22,12 @@ compiled_kernel compile_again(nvrtc_compiler& nvrtc, const Files& files, const n
       again.options.push_back(opt.template get<std::string>());
   return nvrtc.compile(again);
 }
+// The offline plan of one variant of a problem for an H100.
+gemm_plan plan_only(const gemm_problem& p, const char* id, nvrtc_compiler& nvrtc) {
+  plan_options o;
+  o.only = {id};
+  return plan_gemm(p, find_preset("h100-sxm"), nvrtc, o);
+}
 }  // namespace
 
 TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
@@ -39,9 +45,7 @@ TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
     p.type = w.type;
     p.layout = parse_layout(w.layout);
     nvrtc_compiler nvrtc;
-    plan_options o;
-    o.only = {w.id};
-    const gemm_plan plan = plan_gemm(p, find_preset("h100-sxm"), nvrtc, o);
+    const gemm_plan plan = plan_only(p, w.id, nvrtc);
     ASSERT_TRUE(plan.recommended) << w.id;
     const variant_result& v = plan.variants[*plan.recommended];
     ASSERT_EQ(v.config.id(), w.id);
@@ -77,9 +81,7 @@ TEST(export_source, the_new_wgmma_mechanisms_export_with_their_maps_and_clusters
     p.type = dtype::bf16;
     p.layout = parse_layout("nt");
     nvrtc_compiler nvrtc;
-    plan_options o;
-    o.only = {w.id};
-    const gemm_plan plan = plan_gemm(p, find_preset("h100-sxm"), nvrtc, o);
+    const gemm_plan plan = plan_only(p, w.id, nvrtc);
     ASSERT_TRUE(plan.recommended) << w.id;
     const variant_result& v = plan.variants[*plan.recommended];
     ASSERT_EQ(v.config.id(), w.id);

@@ -32,22 +32,24 @@ inline constexpr std::int64_t wgmma_group_table_bytes = ((3 * wgmma_groups_max +
 // the problem's meaning (BM rows of C, BN columns), so the tuner, the model and the schedule's
 // tile count see an ordinary BM x BN tile; the kernel's own tile is BN x BM (wgmma_kernel_m/n).
 // Knob 3 holds four bits: 1 swap-AB, 2 evict-first on B, 4 the TMA-store epilogue, 8 ping-pong.
-inline bool wgmma_swap_ab(const tile_config& c) { return (c.knobs[3] & 1) != 0; }
-inline void set_wgmma_swap_ab(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~1) | (on ? 1 : 0); }
+inline bool wgmma_flag(const tile_config& c, int bit) { return (c.knobs[3] & bit) != 0; }
+inline void set_wgmma_flag(tile_config& c, int bit, bool on) { c.knobs[3] = on ? c.knobs[3] | bit : c.knobs[3] & ~bit; }
+inline bool wgmma_swap_ab(const tile_config& c) { return wgmma_flag(c, 1); }
+inline void set_wgmma_swap_ab(tile_config& c, bool on) { set_wgmma_flag(c, 1, on); }
 // Evict-first on B (TT_EVICT_FIRST_B): B's TMA boxes carry an L2 evict-first policy. A decode
 // step's B (the weights) is read once, A and the stream-K partials again and again.
-inline bool wgmma_evict_first_b(const tile_config& c) { return (c.knobs[3] & 2) != 0; }
-inline void set_wgmma_evict_first_b(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~2) | (on ? 2 : 0); }
+inline bool wgmma_evict_first_b(const tile_config& c) { return wgmma_flag(c, 2); }
+inline void set_wgmma_evict_first_b(tile_config& c, bool on) { set_wgmma_flag(c, 2, on); }
 // The TMA-store epilogue (TT_TMA_STORE): each consumer writes C 64 x 64 at a time with stmatrix
 // into a 128-byte-swizzled staging buffer (two a consumer), and one thread stores it with a TMA
 // bulk tensor store that drains while the next chunk is staged (16-bit C, beta 0).
-inline bool wgmma_tma_store(const tile_config& c) { return (c.knobs[3] & 4) != 0; }
-inline void set_wgmma_tma_store(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~4) | (on ? 4 : 0); }
+inline bool wgmma_tma_store(const tile_config& c) { return wgmma_flag(c, 4); }
+inline void set_wgmma_tma_store(tile_config& c, bool on) { set_wgmma_flag(c, 4, on); }
 // Ping-pong consumers (TT_PINGPONG, two consumers): each takes alternate tiles whole, so that one's
 // epilogue runs while the other's main loop has the tensor cores (CUTLASS's ping-pong schedule);
 // without it the two cooperate on every tile, half the rows each.
-inline bool wgmma_pingpong(const tile_config& c) { return (c.knobs[3] & 8) != 0; }
-inline void set_wgmma_pingpong(tile_config& c, bool on) { c.knobs[3] = (c.knobs[3] & ~8) | (on ? 8 : 0); }
+inline bool wgmma_pingpong(const tile_config& c) { return wgmma_flag(c, 8); }
+inline void set_wgmma_pingpong(tile_config& c, bool on) { set_wgmma_flag(c, 8, on); }
 // The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
 inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
 inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }

@@ -74,12 +74,22 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
   }
 }
 
-// The TMA-store copy of each default tile in the first raster order, where the problem allows it
-// (16-bit, beta 0, plain; tma_alignment is the constraints' to name).
+// The default tiles in the first raster order: those the search adds copies of.
+std::vector<tile_config> first_raster_tiles(dtype t) {
+  std::vector<tile_config> out;
+  for (const tile_config& c : wgmma_space(t))
+    if (c.raster_group == 8 && !c.raster_along_n) out.push_back(c);
+  return out;
+}
+
+// Whether a problem may take the TMA-store epilogue (16-bit, beta 0, plain; tma_alignment is the
+// constraints' to name).
+bool tma_store_applies(const gemm_problem& p) { return element_bytes(p.type) == 2 && p.beta == 0.0 && !p.grouped(); }
+
+// The TMA-store copy of each default tile in the first raster order, where the problem allows it.
 void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
-  if (element_bytes(p.type) != 2 || p.beta != 0.0 || p.grouped()) return;
-  for (tile_config c : wgmma_space(p.type)) {
-    if (c.raster_group != 8 || c.raster_along_n) continue;
+  if (!tma_store_applies(p)) return;
+  for (tile_config c : first_raster_tiles(p.type)) {
     set_wgmma_tma_store(c, true);
     out.push_back(c);
   }
@@ -91,7 +101,7 @@ void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
   if (p.grouped()) return;
   const int bk = 128 / element_bytes(p.type);
-  const bool tma = element_bytes(p.type) == 2 && p.beta == 0.0;
+  const bool tma = tma_store_applies(p);
   for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{64, 256}})
     for (int stages : {3, 4, 5}) {
       tile_config c = wgmma_tile(bm, bn, bk, 2, stages);
@@ -107,8 +117,8 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 // plain problems of at least two M tiles.
 void add_multicast_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
   if (p.grouped()) return;
-  for (tile_config c : wgmma_space(p.type)) {
-    if (c.raster_group != 8 || c.raster_along_n || (p.m + c.block_m - 1) / c.block_m < 2) continue;
+  for (tile_config c : first_raster_tiles(p.type)) {
+    if ((p.m + c.block_m - 1) / c.block_m < 2) continue;
     c.cluster_m = 2;
     out.push_back(c);
   }
