@@ -7,12 +7,16 @@
 #endif
 
 // ---- Shared memory of a variant ----------------------------------------------
-// The pipeline: STAGES x (A tile + B tile), unpadded. The epilogue reuses it
+// The pipeline: STAGES x (A tile, then B tile), unpadded. The epilogue reuses it
 // for fp32 staging of warps_m * epi_mi * 16 rows x BN columns at a time,
 // epi_mi m16 steps of each warp per pass: the most that fits, at least 1.
 TT_HOST_DEVICE constexpr int tt_mma_pipeline_bytes(int bm, int bn, int bk, int stages,
                                                    int elem_bytes) {
   return stages * (bm * bk + bk * bn) * elem_bytes;
+}
+// One stage: A's tile, then B's; stage s starts s stage sizes into the ring.
+TT_HOST_DEVICE constexpr int tt_mma_stage_bytes_ab(int a_elems, int b_elems, int elem_bytes) {
+  return (a_elems + b_elems) * elem_bytes;
 }
 TT_HOST_DEVICE constexpr int tt_mma_stage_bytes(int warps_m, int epi_mi, int bn) {
   return warps_m * epi_mi * 16 * bn * 4;
@@ -93,6 +97,25 @@ TT_HOST_DEVICE constexpr int tt_copy_row(int c, int chunks_per_row) { return c /
 TT_HOST_DEVICE constexpr int tt_copy_col(int c, int chunks_per_row, int chunk_elems) {
   return (c % chunks_per_row) * chunk_elems;
 }
+// The same map with its loop-invariant parts split out, as the kernel's
+// main loop uses it (threads a multiple of chunks_per_row): copy i of thread
+// tid is row tt_copy_row0 + i * tt_copy_row_step, column tt_copy_col0, and
+// sits tt_copy_step_offset(i, ...) elements past copy 0 in the stage. That
+// holds where every row has the swizzle mask of the row step rows further
+// (tt_copy_masks_repeat; the mma family's copy_swizzle constraint).
+TT_HOST_DEVICE constexpr int tt_copy_row0(int tid, int chunks_per_row) { return tid / chunks_per_row; }
+TT_HOST_DEVICE constexpr int tt_copy_col0(int tid, int chunks_per_row, int chunk_elems) {
+  return (tid % chunks_per_row) * chunk_elems;
+}
+TT_HOST_DEVICE constexpr int tt_copy_row_step(int threads, int chunks_per_row) { return threads / chunks_per_row; }
+TT_HOST_DEVICE constexpr int tt_copy_step_offset(int i, int row_step, int cols) { return i * row_step * cols; }
+TT_HOST_DEVICE constexpr bool tt_copy_masks_repeat(int row_step, int cols, int elem_bytes, int k_contiguous) {
+  for (int r = 0; r < 8; ++r)
+    if (tt_swizzle_mask(r, cols * elem_bytes / 16, elem_bytes, k_contiguous) !=
+        tt_swizzle_mask(r + row_step, cols * elem_bytes / 16, elem_bytes, k_contiguous))
+      return false;
+  return true;
+}
 // Elements of the chunk inside the matrix, 0..chunk_elems; cp.async zero-fills
 // the rest. Written through two helpers because the clamp as one expression
 // here compiled to other SASS than the kernel's inline clamp did.
@@ -136,6 +159,30 @@ TT_HOST_DEVICE constexpr int tt_ldsm_b_chunk(int b_t, int n, int k_base, int q, 
 }
 // Byte offset of that row's 16 bytes in a tile of cols 16-bit elements per row.
 TT_HOST_DEVICE constexpr int tt_ldsm_offset(int row, int chunk, int cols) { return (row * cols + chunk * 8) * 2; }
+// The main loop splits each lane's ldmatrix offset into a part computed once
+// per lane and a constant: the swizzle XORs the chunk index, so whichever of
+// (m-step mi or n-pair, k-step ks) moves the chunk gets its own lane offset,
+// and the one that moves whole rows (multiples of 8: the mask stays) adds.
+// A stored [m][k] (a_t 0): lane offsets per ks, mi adds 16 rows; [k][m]: per mi, ks adds 16 rows.
+TT_HOST_DEVICE constexpr int tt_ldsm_a_lanes(int a_t, int mi_count, int k_steps) { return a_t ? mi_count : k_steps; }
+TT_HOST_DEVICE constexpr int tt_ldsm_a_lane_offset(int a_t, int wm0, int idx, int q, int r, int mask, int cols) {
+  return a_t ? tt_ldsm_offset(tt_ldsm_a_row(1, wm0 + idx * 16, 0, q, r), tt_ldsm_a_chunk(1, wm0 + idx * 16, 0, q, mask), cols)
+             : tt_ldsm_offset(tt_ldsm_a_row(0, wm0, idx * 16, q, r), tt_ldsm_a_chunk(0, wm0, idx * 16, q, mask), cols);
+}
+TT_HOST_DEVICE constexpr int tt_ldsm_a_lane_index(int a_t, int mi, int ks) { return a_t ? mi : ks; }
+TT_HOST_DEVICE constexpr int tt_ldsm_a_added(int a_t, int mi, int ks, int cols) {
+  return (a_t ? ks : mi) * 16 * cols * 2;
+}
+// B stored [n][k] (b_t 1): lane offsets per ks, n-pair np (n8 tiles 2np, 2np+1) adds 16 rows; [k][n]: per np, ks adds 16 rows.
+TT_HOST_DEVICE constexpr int tt_ldsm_b_lanes(int b_t, int ni_count, int k_steps) { return b_t ? k_steps : ni_count / 2; }
+TT_HOST_DEVICE constexpr int tt_ldsm_b_lane_offset(int b_t, int wn0, int idx, int q, int r, int mask, int cols) {
+  return b_t ? tt_ldsm_offset(tt_ldsm_b_row(1, wn0, idx * 16, q, r), tt_ldsm_b_chunk(1, wn0, idx * 16, q, mask), cols)
+             : tt_ldsm_offset(tt_ldsm_b_row(0, wn0 + idx * 16, 0, q, r), tt_ldsm_b_chunk(0, wn0 + idx * 16, 0, q, mask), cols);
+}
+TT_HOST_DEVICE constexpr int tt_ldsm_b_lane_index(int b_t, int np, int ks) { return b_t ? ks : np; }
+TT_HOST_DEVICE constexpr int tt_ldsm_b_added(int b_t, int np, int ks, int cols) {
+  return (b_t ? np : ks) * 16 * cols * 2;
+}
 // B's matrix q lands in n8 tile ni + tt_ldsm_b_tile(q), register tt_ldsm_b_reg(q).
 TT_HOST_DEVICE constexpr int tt_ldsm_b_tile(int q) { return q >> 1; }
 TT_HOST_DEVICE constexpr int tt_ldsm_b_reg(int q) { return q & 1; }

@@ -51,21 +51,29 @@
 #define TT_B_CPR (TT_B_COLS / TT_CHUNK)
 
 // Resident blocks asked of ptxas (it caps registers at 64K / (threads x
-// blocks)): for the 16-bit types at BK 32, 8 warps of up to 64 accumulators
-// fit in 128 registers, so two such blocks share an SM, and 4 warps of up to
-// 64 take three blocks (170 registers). BK 64, tf32 (element-wise fragments)
-// and 128 accumulators (about 240 registers) spilled under those caps, and
-// so did ptxas for sm_80 to sm_89 at 8 warps in some layouts (so two blocks
-// of 8 warps is asked on sm_90 only, where the compile tests show no spill).
+// blocks)): for the 16-bit types at BK 32, 4 warps of up to 64 accumulators
+// take three blocks (170 registers). With the main loop's fragments double
+// buffered, 8 warps of 64 accumulators no longer fit two blocks' 128
+// registers (ptxas spilled on sm_90), and BK 64, tf32 and 128 accumulators
+// (about 240 registers) never did: one block each.
 #define TT_ACCUMULATORS (TT_MI * TT_NI * 4)
-#if TT_ACCUMULATORS <= 64 && TT_THREADS == 256 && TT_ELEM_BYTES == 2 && TT_BK <= 32 && \
-    defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define TT_MIN_BLOCKS 2
-#elif TT_ACCUMULATORS <= 64 && TT_THREADS == 128 && TT_ELEM_BYTES == 2 && TT_BK <= 32
+#if TT_ACCUMULATORS <= 64 && TT_THREADS == 128 && TT_ELEM_BYTES == 2 && TT_BK <= 32
 #define TT_MIN_BLOCKS 3
 #else
 #define TT_MIN_BLOCKS 1
 #endif
+
+// A value computed once that the compiler must keep in a register, not
+// recompute inside the loop from what it was computed from (the empty asm
+// hides its origin). Every variant has the registers for it.
+__device__ __forceinline__ int tt_kept(int v) {
+  asm("" : "+r"(v));
+  return v;
+}
+__device__ __forceinline__ long long tt_kept(long long v) {
+  asm("" : "+l"(v));
+  return v;
+}
 
 __device__ __forceinline__ unsigned tt_smem_addr(const void* p) {
   unsigned r;
@@ -81,6 +89,9 @@ __device__ __forceinline__ void tt_cp_async16(unsigned dst, const void* src, int
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
 }
+__device__ __forceinline__ void tt_cp_async16_whole(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
 __device__ __forceinline__ void tt_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void tt_cp_async_wait() {
@@ -88,11 +99,13 @@ __device__ __forceinline__ void tt_cp_async_wait() {
 }
 
 // Copies one rows x cols tile (cols contiguous in global and shared memory)
-// whose top-left element is at `g` (row stride ld). rows_left/cols_left say
-// how much of the tile lies inside the matrix.
+// whose top-left element is at `g` (row stride ld) element by element: the
+// path of rows that are not 16-byte aligned. rows_left/cols_left say how much
+// of the tile lies inside the matrix; the rest is zero. A loop, not unrolled,
+// keeps the kernel small (NVRTC's time grows with the code).
 template <int ROWS, int COLS, int KC>
-__device__ __forceinline__ void tt_load_tile(elem_t* s, unsigned s_addr, const elem_t* g, int ld,
-                                             int rows_left, int cols_left, bool aligned, int tid) {
+__device__ __forceinline__ void tt_load_tile(elem_t* s, const elem_t* g, int ld, int rows_left, int cols_left,
+                                             int tid) {
   constexpr int chunks_per_row = COLS / TT_CHUNK;
   constexpr int chunks = ROWS * chunks_per_row;
 #pragma unroll
@@ -102,18 +115,57 @@ __device__ __forceinline__ void tt_load_tile(elem_t* s, unsigned s_addr, const e
     const int r = tt_copy_row(c, chunks_per_row), col = tt_copy_col(c, chunks_per_row, TT_CHUNK);
     const int valid = tt_copy_valid(r, col, rows_left, cols_left, TT_CHUNK);
     const elem_t* src = g + tt_row_offset(r, ld) + col;
-    const int at = tt_swizzled_offset(r, col, COLS, TT_ELEM_BYTES, KC);
-    if (aligned) {
-      tt_cp_async16(s_addr + at * TT_ELEM_BYTES, valid > 0 ? src : g, valid * TT_ELEM_BYTES);
-    } else {
-      // The slow path for unaligned rows: a loop, not unrolled, keeps the
-      // kernel small (NVRTC's time grows with the code).
-      elem_t* dst = s + at;
+    elem_t* dst = s + tt_swizzled_offset(r, col, COLS, TT_ELEM_BYTES, KC);
 #pragma unroll 1
-      for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : elem_t(0);
-    }
+    for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : elem_t(0);
   }
 }
+
+// The main loop's copies of one operand (16-byte aligned rows): what does not
+// change from k-tile to k-tile is computed once, so a k-tile costs each copy
+// a bound check, an address and the cp.async. Copy i of this thread is row
+// r0 + i * STEP, column col (tt_copy_row0 and the rest: mma_addressing.cuh),
+// at s_off + i * STEP rows in the stage; g points at copy 0 in the current
+// k-tile and moves one k-tile per issue.
+template <int ROWS, int COLS, int KC>
+struct tt_tile_copier {
+  static constexpr int CPR = COLS / TT_CHUNK;
+  static constexpr int CHUNKS = ROWS * CPR;
+  static constexpr int COPIES = (CHUNKS + TT_THREADS - 1) / TT_THREADS;
+  static constexpr int STEP = tt_copy_row_step(TT_THREADS, CPR);
+  static_assert(TT_THREADS % CPR == 0, "a thread's copies share one column");
+  static_assert(tt_copy_masks_repeat(STEP, COLS, TT_ELEM_BYTES, KC), "copies share one swizzle mask");
+  const elem_t* g;
+  long long row_step;  // STEP rows of the stored matrix, in elements
+  unsigned s_off;      // copy 0's byte offset in a stage
+  int r0, col;
+
+  __device__ __forceinline__ void init(const elem_t* tile, int ld, int tid) {
+    r0 = tt_copy_row0(tid, CPR);
+    col = tt_copy_col0(tid, CPR, TT_CHUNK);
+    g = tile + tt_row_offset(r0, ld) + col;
+    row_step = tt_kept(tt_row_offset(STEP, ld));
+    s_off = tt_swizzled_offset(r0, col, COLS, TT_ELEM_BYTES, KC) * TT_ELEM_BYTES;
+  }
+  // One tile into the stage at shared byte s_stage. BOUNDS: rows_left /
+  // cols_left as tt_load_tile's, and chunks that read nothing point at
+  // `inside` (in the matrix); without, every chunk is whole and inside.
+  template <bool BOUNDS>
+  __device__ __forceinline__ void issue(unsigned s_stage, int rows_left, int cols_left,
+                                        const elem_t* inside, int tid) {
+#pragma unroll
+    for (int i = 0; i < COPIES; ++i) {
+      if (CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS) break;
+      const unsigned dst = s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+      if (BOUNDS) {
+        const int valid = tt_copy_valid(r0 + i * STEP, col, rows_left, cols_left, TT_CHUNK);
+        tt_cp_async16(dst, valid > 0 ? g + i * row_step : inside, valid * TT_ELEM_BYTES);
+      } else {
+        tt_cp_async16_whole(dst, g + i * row_step);
+      }
+    }
+  }
+};
 
 __device__ __forceinline__ void tt_ldmatrix_x4(unsigned* r, unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -231,6 +283,155 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
 #endif
 }
 
+#define TT_KSTEPS (TT_BK / TT_MMA_K)  // mma k-steps per k-tile
+
+#if TT_ELEM_BYTES == 2
+// The main loop's ldmatrix offsets: each lane's parts computed once
+// (tt_ldsm_*_lane_offset), the rest constants, so a k-step costs its
+// ldmatrix and one add per stage.
+#define TT_A_LANES tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS)
+#define TT_B_LANES tt_ldsm_b_lanes(TT_B_T, TT_NI, TT_KSTEPS)
+struct tt_fragment_offsets {
+  int a[TT_A_LANES];
+  int b[TT_B_LANES];
+  __device__ __forceinline__ void init(int wm0, int wn0, int lane) {
+    const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(lane);
+    const int a_mask = tt_swizzle_mask(r, TT_A_CPR, 2, TT_A_KC);
+    const int b_mask = tt_swizzle_mask(r, TT_B_CPR, 2, TT_B_KC);
+#pragma unroll
+    for (int i = 0; i < TT_A_LANES; ++i) a[i] = tt_kept(tt_ldsm_a_lane_offset(TT_A_T, wm0, i, q, r, a_mask, TT_A_COLS));
+#pragma unroll
+    for (int i = 0; i < TT_B_LANES; ++i) b[i] = tt_kept(tt_ldsm_b_lane_offset(TT_B_T, wn0, i, q, r, b_mask, TT_B_COLS));
+  }
+  // The fragments of k-step KS of the stage at as_addr / bs_addr (shared bytes).
+  // ks: a constant once the caller's loop is unrolled.
+  __device__ __forceinline__ void load(int KS, unsigned as_addr, unsigned bs_addr, unsigned (&fa)[TT_MI][4],
+                                       unsigned (&fb)[TT_NI][2]) const {
+#pragma unroll
+    for (int mi = 0; mi < TT_MI; ++mi) {
+      const unsigned at = as_addr + a[tt_ldsm_a_lane_index(TT_A_T, mi, KS)] + tt_ldsm_a_added(TT_A_T, mi, KS, TT_A_COLS);
+      if (tt_ldsm_a_trans(TT_A_T))
+        tt_ldmatrix_x4_trans(fa[mi], at);
+      else
+        tt_ldmatrix_x4(fa[mi], at);
+    }
+#pragma unroll
+    for (int np = 0; np < TT_NI / 2; ++np) {
+      const unsigned at = bs_addr + b[tt_ldsm_b_lane_index(TT_B_T, np, KS)] + tt_ldsm_b_added(TT_B_T, np, KS, TT_B_COLS);
+      unsigned t[4];
+      if (tt_ldsm_b_trans(TT_B_T))
+        tt_ldmatrix_x4_trans(t, at);
+      else
+        tt_ldmatrix_x4(t, at);
+#pragma unroll
+      for (int x = 0; x < 4; ++x) fb[2 * np + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
+    }
+  }
+};
+#endif
+
+// What the main loop needs of its block: the operands, where its tiles start
+// and how one k-tile moves them, its k-tiles and the warp's place, and the
+// shared memory (smem, at shared address smem_base).
+struct tt_block {
+  const elem_t* A;
+  const elem_t* B;
+  const elem_t* a_tile;
+  const elem_t* b_tile;
+  long long a_k_step, b_k_step;
+  int lda, ldb, M, N, K, m0, n0, k_begin, k_tiles, tid, lane, wm0, wn0;
+  unsigned smem_base;
+  const elem_t* smem;
+};
+
+// Rows and columns of a tile inside the matrix, k_left = K - k0 of the tile.
+#define TT_A_LEFT(k_left) (TT_A_T ? (k_left) : blk.M - blk.m0), (TT_A_T ? blk.M - blk.m0 : (k_left))
+#define TT_B_LEFT(k_left) (TT_B_T ? blk.N - blk.n0 : (k_left)), (TT_B_T ? (k_left) : blk.N - blk.n0)
+
+// The ring of stages: stage s holds A's tile at byte s * TT_STAGE_BYTES and
+// B's right after it (tt_mma_stage_a / tt_mma_stage_b: mma_addressing.cuh).
+#define TT_STAGE_BYTES tt_mma_stage_bytes_ab(TT_A_STAGE, TT_B_STAGE, TT_ELEM_BYTES)
+#define TT_B_AT (TT_A_STAGE * TT_ELEM_BYTES)  // B's tile in a stage, bytes
+
+// cp.async through a STAGES-deep ring, one barrier per k-tile, and the
+// fragments of the next k-step loaded while this one's mma.sync run.
+// BOUNDS: the block has a tile that crosses the matrix's edge (or a short
+// k-tile); without, every copy is whole and no bound is checked.
+template <bool BOUNDS>
+__device__ __forceinline__ void tt_pipelined(const tt_block& blk, float (&acc)[TT_MI][TT_NI][4]) {
+  const int k_tiles = blk.k_tiles, tid = blk.tid;
+  tt_tile_copier<TT_A_ROWS, TT_A_COLS, TT_A_KC> ca;
+  tt_tile_copier<TT_B_ROWS, TT_B_COLS, TT_B_KC> cb;
+  ca.init(blk.a_tile, blk.lda, tid);
+  cb.init(blk.b_tile, blk.ldb, tid);
+#if TT_ELEM_BYTES == 2
+  tt_fragment_offsets fo;
+  fo.init(blk.wm0, blk.wn0, blk.lane);
+#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb) fo.load(ks, (stage_addr), (stage_addr) + TT_B_AT, fa, fb)
+#else
+#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb)                                                     \
+  tt_load_fragments(blk.smem + ((stage_addr) - blk.smem_base) / TT_ELEM_BYTES,                        \
+                    blk.smem + ((stage_addr) - blk.smem_base + TT_B_AT) / TT_ELEM_BYTES, 0, 0,       \
+                    (ks) * TT_MMA_K, blk.wm0, blk.wn0, blk.lane, fa, fb)
+#endif
+  // The stages being written and read, as shared addresses that step
+  // through the ring.
+  const unsigned ring_end = blk.smem_base + TT_STAGES * TT_STAGE_BYTES;
+  unsigned w_stage = blk.smem_base, r_stage = blk.smem_base;
+  auto next_stage = [&](unsigned at) { return at + TT_STAGE_BYTES == ring_end ? blk.smem_base : at + TT_STAGE_BYTES; };
+  int k_left = blk.K - blk.k_begin;  // of the next tile to copy
+  auto copy_next = [&]() {
+    ca.template issue<BOUNDS>(w_stage, TT_A_LEFT(k_left), blk.A, tid);
+    cb.template issue<BOUNDS>(w_stage + TT_B_AT, TT_B_LEFT(k_left), blk.B, tid);
+    ca.g += blk.a_k_step;
+    cb.g += blk.b_k_step;
+    if (BOUNDS) k_left -= TT_BK;
+  };
+  // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the count).
+#pragma unroll 1
+  for (int s = 0; s < TT_STAGES - 1; ++s) {
+    if (s < k_tiles) copy_next();
+    tt_cp_async_commit();
+    w_stage += TT_STAGE_BYTES;
+  }
+  static_assert(TT_KSTEPS % 2 == 0, "fragment buffers alternate by k-step");
+  unsigned a[2][TT_MI][4];
+  unsigned b[2][TT_NI][2];
+  tt_cp_async_wait<TT_STAGES - 2>();
+  __syncthreads();
+  if (k_tiles > 0) TT_LOAD_FRAGMENTS(r_stage, 0, a[0], b[0]);
+#pragma unroll 1
+  for (int kt = 0; kt < k_tiles; ++kt) {
+#pragma unroll
+    for (int ks = 0; ks < TT_KSTEPS; ++ks) {
+      if (ks == 0) {
+        // Refills the slot of tile kt-1, which every warp finished reading
+        // before the last barrier.
+        if (kt + TT_STAGES - 1 < k_tiles) copy_next();
+        tt_cp_async_commit();
+        w_stage = next_stage(w_stage);
+      }
+      if (ks == TT_KSTEPS - 1) {
+        // Tile kt+1 has landed once at most STAGES-2 groups are pending; the
+        // barrier makes it every warp's, and tells the next refill that
+        // tile kt was read.
+        tt_cp_async_wait<TT_STAGES - 2>();
+        __syncthreads();
+        r_stage = next_stage(r_stage);
+      }
+      // After the last k-tile's last step this reads a slot no tile is
+      // headed for (nothing is in flight then) into fragments never used:
+      // cheaper than a branch in every k-tile.
+      TT_LOAD_FRAGMENTS(r_stage, (ks + 1) % TT_KSTEPS, a[(ks + 1) % 2], b[(ks + 1) % 2]);
+#pragma unroll
+      for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < TT_NI; ++ni) tt_mma(acc[mi][ni], a[ks % 2][mi], b[ks % 2][ni]);
+    }
+  }
+#undef TT_LOAD_FRAGMENTS
+}
+
 // Results of one row piece: VEC (16 bytes of C) fp32 values at tile (row, col).
 #define TT_EPI_VEC (16 / TT_ELEM_BYTES)
 
@@ -249,10 +450,7 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
               float* __restrict__ workspace, unsigned* __restrict__ tile_counters) {
   extern __shared__ __align__(128) unsigned char tt_smem_raw[];
   elem_t* const smem = reinterpret_cast<elem_t*>(tt_smem_raw);
-  elem_t* const As = smem;                            // [STAGES][A_STAGE]
-  elem_t* const Bs = smem + TT_STAGES * TT_A_STAGE;  // [STAGES][B_STAGE]
-  const unsigned as_base = tt_smem_addr(As);
-  const unsigned bs_base = as_base + TT_STAGES * TT_A_STAGE * TT_ELEM_BYTES;
+  const unsigned smem_base = tt_smem_addr(smem);  // stage s: A's tile, then B's (TT_STAGE_BYTES)
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -269,34 +467,10 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   B += batch * batch_stride_b;
   C += batch * batch_stride_c;
 
-  // 16-byte copies need 16-byte aligned rows: one decision per kernel.
+  // 16-byte copies need 16-byte aligned rows: one decision per kernel, made
+  // before the main loop (each path has its own).
   const bool a_aligned = lda % TT_CHUNK == 0 && ((unsigned long long)A & 15) == 0;
   const bool b_aligned = ldb % TT_CHUNK == 0 && ((unsigned long long)B & 15) == 0;
-
-  auto load_stage = [&](int stage, int k0) {
-#if TT_A_T
-    tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_A_KC>(As + stage * TT_A_STAGE,
-                                                as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
-                                                A + tt_row_offset(k0, lda) + m0, lda, K - k0,
-                                                M - m0, a_aligned, tid);
-#else
-    tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_A_KC>(As + stage * TT_A_STAGE,
-                                                as_base + stage * TT_A_STAGE * TT_ELEM_BYTES,
-                                                A + tt_row_offset(m0, lda) + k0, lda, M - m0,
-                                                K - k0, a_aligned, tid);
-#endif
-#if TT_B_T
-    tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_B_KC>(Bs + stage * TT_B_STAGE,
-                                                bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
-                                                B + tt_row_offset(n0, ldb) + k0, ldb, N - n0,
-                                                K - k0, b_aligned, tid);
-#else
-    tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_B_KC>(Bs + stage * TT_B_STAGE,
-                                                bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES,
-                                                B + tt_row_offset(k0, ldb) + n0, ldb, K - k0,
-                                                N - n0, b_aligned, tid);
-#endif
-  };
 
   float acc[TT_MI][TT_NI][4];
 #pragma unroll
@@ -312,38 +486,54 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   const int kt_first = tt_mma_slice_first(slice, per_slice);
   const int kt_end = tt_mma_slice_end(kt_first, per_slice, k_tiles_all);
   const int k_tiles = tt_mma_slice_tiles(kt_first, kt_end);
-  // Prologue: STAGES-1 tiles in flight (empty groups past the end keep the count).
+  const int k_begin = kt_first * TT_BK;
+  // The operands' tiles at k_begin, and how far one k-tile moves them.
+#if TT_A_T
+  const elem_t* const a_tile = A + tt_row_offset(k_begin, lda) + m0;
+  const long long a_k_step = tt_row_offset(TT_BK, lda);
+#else
+  const elem_t* const a_tile = A + tt_row_offset(m0, lda) + k_begin;
+  const long long a_k_step = TT_BK;
+#endif
+#if TT_B_T
+  const elem_t* const b_tile = B + tt_row_offset(n0, ldb) + k_begin;
+  const long long b_k_step = TT_BK;
+#else
+  const elem_t* const b_tile = B + tt_row_offset(k_begin, ldb) + n0;
+  const long long b_k_step = tt_row_offset(TT_BK, ldb);
+#endif
+
+  // Blocks whose tiles lie wholly inside the matrices (every k-tile of the
+  // slice whole, the block inside M and N) copy without bounds.
+  const bool inside = m0 + TT_BM <= M && n0 + TT_BN <= N && k_begin + k_tiles * TT_BK <= K;
+  const tt_block blk{A, B, a_tile, b_tile, a_k_step, b_k_step, lda, ldb, M, N, K, m0, n0, k_begin, k_tiles,
+                     tid, lane, wm0, wn0, smem_base, smem};
+  if (a_aligned && b_aligned) {
+    if (inside)
+      tt_pipelined<false>(blk, acc);
+    else
+      tt_pipelined<true>(blk, acc);
+  } else {
+    // Rows that are not 16-byte aligned: element by element into stage 0,
+    // one k-tile at a time (a path kept small: NVRTC's time grows with the code).
+    unsigned a[TT_MI][4];
+    unsigned b[TT_NI][2];
 #pragma unroll 1
-  for (int s = 0; s < TT_STAGES - 1; ++s) {
-    if (s < k_tiles) load_stage(s, (kt_first + s) * TT_BK);
-    tt_cp_async_commit();
-  }
-
-  unsigned a[TT_MI][4];
-  unsigned b[TT_NI][2];
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    // Tile kt has landed once at most STAGES-2 groups are pending; the barrier
-    // also tells every thread that the stage refilled below was consumed.
-    tt_cp_async_wait<TT_STAGES - 2>();
-    __syncthreads();
-    const int next = kt + TT_STAGES - 1;
-    if (next < k_tiles) load_stage(next % TT_STAGES, (kt_first + next) * TT_BK);
-    tt_cp_async_commit();
-
-    const int stage = kt % TT_STAGES;
-    const elem_t* as = As + stage * TT_A_STAGE;
-    const elem_t* bs = Bs + stage * TT_B_STAGE;
-    const unsigned as_addr = as_base + stage * TT_A_STAGE * TT_ELEM_BYTES;
-    const unsigned bs_addr = bs_base + stage * TT_B_STAGE * TT_ELEM_BYTES;
-    // Two k-steps at a time: a full unroll at BK 64 lets the compiler hoist
-    // every fragment load and spill a 64x64 warp tile's registers.
-#pragma unroll 2
-    for (int kk = 0; kk < TT_BK; kk += TT_MMA_K) {
-      tt_load_fragments(as, bs, as_addr, bs_addr, kk, wm0, wn0, lane, a, b);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int k_left = K - k_begin - kt * TT_BK;
+      __syncthreads();  // every warp is done with the previous tile
+      tt_load_tile<TT_A_ROWS, TT_A_COLS, TT_A_KC>(smem, a_tile + kt * a_k_step, lda, TT_A_LEFT(k_left), tid);
+      tt_load_tile<TT_B_ROWS, TT_B_COLS, TT_B_KC>(smem + TT_A_STAGE, b_tile + kt * b_k_step, ldb, TT_B_LEFT(k_left),
+                                                  tid);
+      __syncthreads();
+#pragma unroll 1
+      for (int kk = 0; kk < TT_BK; kk += TT_MMA_K) {
+        tt_load_fragments(smem, smem + TT_A_STAGE, smem_base, smem_base + TT_B_AT, kk, wm0, wn0, lane, a, b);
 #pragma unroll
-      for (int mi = 0; mi < TT_MI; ++mi)
+        for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < TT_NI; ++ni) tt_mma(acc[mi][ni], a[mi], b[ni]);
+          for (int ni = 0; ni < TT_NI; ++ni) tt_mma(acc[mi][ni], a[mi], b[ni]);
+      }
     }
   }
   tt_cp_async_wait<0>();

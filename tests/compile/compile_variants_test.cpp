@@ -29,6 +29,7 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "mma_budget.hpp"
 #include "sass_reading.hpp"
 
 using namespace tiletune;
@@ -60,6 +61,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
   ASSERT_EQ(d.arch(), t.arch);
   std::vector<compile_job> jobs;
   std::vector<int> floors;  // register_floor of each job's tile: the bounded compile's premise
+  std::vector<tile_config> configs;
   const char* layouts[] = {"nn", "nt", "tn", "tt"};
   for (int li = 0; li < 4; ++li) {
     gemm_problem p;
@@ -74,6 +76,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} {}", c.id(), layouts[li]);
           floors.push_back(register_floor(c));
+          configs.push_back(c);
         }
   }
   // The problem-dependent copies: split-K (a skinny problem) and grouped rasterization, in one layout.
@@ -89,6 +92,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} nt", c.id());
           floors.push_back(register_floor(c));
+          configs.push_back(c);
         }
   }
   ASSERT_GT(jobs.size(), 20u);
@@ -115,6 +119,32 @@ TEST_P(compile_variants, all_compile_without_spills) {
   }
   std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),
               std::string(to_string(t.type)).c_str(), total_ms / jobs.size());
+#ifdef TILETUNE_CUOBJDUMP
+  // Issue 38: every mma variant's main loop within its instruction budget.
+  std::vector<std::size_t> mma;
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (configs[i].family == family_named("mma") && results[i].ok) mma.push_back(i);
+  std::vector<std::vector<std::string>> problems(mma.size());
+  std::vector<double> per_hmma(mma.size(), 0);
+  std::vector<std::thread> readers;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned w = 0; w < threads; ++w)
+    readers.emplace_back([&, w] {
+      for (std::size_t j = w; j < mma.size(); j += threads) {
+        const std::string sass = disassemble(results[mma[j]].cubin, fmt::format("budget_{}_{}", w, j));
+        problems[j] = mma_budget_problems(sass, configs[mma[j]], t.type);
+        for (const hmma_loop& l : hmma_loops(sass))
+          if (l.copies > 0 && l.zero_filling_copies == 0) per_hmma[j] = l.per_hmma();
+      }
+    });
+  for (auto& r : readers) r.join();
+  double worst = 0;
+  for (std::size_t j = 0; j < mma.size(); ++j) {
+    for (const auto& p : problems[j]) ADD_FAILURE() << jobs[mma[j]].name << ": " << p;
+    worst = std::max(worst, per_hmma[j]);
+  }
+  std::printf("%zu mma main loops read, at most %.2f instructions per HMMA\n", mma.size(), worst);
+#endif
 }
 
 std::vector<target> targets() {

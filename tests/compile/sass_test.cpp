@@ -20,6 +20,7 @@
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "mma_budget.hpp"
 #include "sass_reading.hpp"
 
 using namespace tiletune;
@@ -95,17 +96,39 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
     EXPECT_FALSE(has(sass, "STL")) << name(c) << ": stores to local memory";
     if (c.config.family == family_named("mma")) {
       EXPECT_TRUE(has(sass, "HMMA")) << name(c) << ": no tensor-core instruction";
-      // m16n8k16 (m16n8k8 for tf32) over the warp's tile, for each k-step of a k-tile.
-      const int k_step = c.type == dtype::tf32 ? 8 : 16;
-      const int per_k_tile = (mma_warp_tile_m(c.config) / 16) * (mma_warp_tile_n(c.config) / 8) *
-                             (c.config.block_k / k_step);
-      for (const auto& problem : hmma_count_problems(sass, per_k_tile)) ADD_FAILURE() << name(c) << ": " << problem;
+      for (const auto& problem : mma_budget_problems(sass, c.config, c.type)) ADD_FAILURE() << name(c) << ": " << problem;
       if (c.type != dtype::tf32) {
         EXPECT_TRUE(has(sass, "LDSM")) << name(c) << ": no ldmatrix";
       }
     }
   }
   std::printf("%zu variants disassembled\n", all.size());
+}
+
+// The main-loop budget can fail: the same variant with a division of its
+// moving pointer planted in each copy of its main loop, or with every block on the edge blocks' path
+// (bounds checked in the main loop, as before issue 38), is over it.
+TEST(sass, the_main_loop_budget_catches_a_planted_defect) {
+  const device_spec& d = find_preset("a100-sxm-80gb");
+  const tile_config c = mma_tile(64, 64, 32, 2, 2, 3);
+  const compile_job clean = make_compile_job(c, dtype::bf16, parse_layout("nt"), d);
+  const std::pair<std::string, std::string> defects[] = {
+      {"tt_cp_async16_whole(dst, g + i * row_step);",
+       "tt_cp_async16_whole(dst, g + i * row_step + (reinterpret_cast<unsigned long long>(g) / 3 % 5 == 4));"},
+      {"tt_pipelined<false>(blk, acc);", "tt_pipelined<true>(blk, acc);"}};
+  nvrtc_compiler nvrtc;
+  const auto base = nvrtc.compile(clean);
+  ASSERT_TRUE(base.ok) << base.log;
+  EXPECT_TRUE(mma_budget_problems(disassemble(base.cubin, "clean"), c, dtype::bf16).empty());
+  for (const auto& [from, to] : defects) {
+    compile_job job = clean;
+    const auto at = job.source.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    job.source.replace(at, from.size(), to);
+    const auto r = nvrtc.compile(job);
+    ASSERT_TRUE(r.ok) << r.log;
+    EXPECT_FALSE(mma_budget_problems(disassemble(r.cubin, "planted"), c, dtype::bf16).empty()) << to;
+  }
 }
 
 // The check itself can fail: a kernel that spills to local memory is caught.

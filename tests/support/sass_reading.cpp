@@ -84,13 +84,59 @@ std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k
   return problems;
 }
 
-std::vector<std::string> hmma_count_problems(const std::string& sass, int per_k_tile) {
-  int count = 0;
-  for (const std::string& ins : instructions(sass)) count += starts_with(opcode(ins), "HMMA");
-  if (count == 0) return {"no HMMA"};
-  if (count % per_k_tile != 0)
-    return {fmt::format("{} HMMA, not a multiple of the {} one k-tile implies", count, per_k_tile)};
-  return {};
+std::vector<hmma_loop> hmma_loops(const std::string& sass) {
+  static const std::regex line(R"(/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;)");
+  static const std::regex branch(R"(BRA\s+(?:\S+\s+)?0x([0-9a-f]+))");
+  std::vector<std::pair<long, std::string>> code;  // address, instruction
+  std::istringstream in(sass);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) code.emplace_back(std::stol(m[1].str(), nullptr, 16), m[2].str());
+  }
+  std::vector<hmma_loop> loops;
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    std::smatch m;
+    if (opcode(code[i].second) != "BRA" || !std::regex_search(code[i].second, m, branch)) continue;
+    const long target = std::stol(m[1].str(), nullptr, 16);
+    if (target >= code[i].first) continue;
+    hmma_loop loop;
+    for (std::size_t j = 0; j <= i; ++j) {
+      if (code[j].first < target) continue;
+      const std::string op = opcode(code[j].second);
+      ++loop.instructions;
+      loop.hmma += starts_with(op, "HMMA");
+      loop.ldsm += starts_with(op, "LDSM");
+      loop.barriers += starts_with(op, "BAR");
+      if (starts_with(op, "LDGSTS")) {
+        ++loop.copies;
+        loop.zero_filling_copies += op.find("ZFILL") != std::string::npos;
+      }
+    }
+    if (loop.hmma > 0) loops.push_back(loop);
+  }
+  return loops;
+}
+
+std::vector<std::string> mma_main_loop_problems(const std::string& sass, int per_k_tile, double budget,
+                                                double edge_budget) {
+  std::vector<std::string> problems;
+  int main_loops = 0;
+  for (const hmma_loop& l : hmma_loops(sass)) {
+    if (l.copies == 0) continue;  // not a pipelined loop (the element-wise path of unaligned rows)
+    const bool edge = l.zero_filling_copies > 0;
+    main_loops += !edge;
+    const double limit = edge ? edge_budget : budget;
+    const char* which = edge ? "the edge blocks' loop" : "the main loop";
+    if (l.per_hmma() > limit)
+      problems.push_back(fmt::format("{}: {} instructions for {} HMMA, {:.2f} per HMMA, over {}", which, l.instructions,
+                                     l.hmma, l.per_hmma(), limit));
+    if (l.hmma != per_k_tile)
+      problems.push_back(fmt::format("{}: {} HMMA where one k-tile is {}", which, l.hmma, per_k_tile));
+    if (l.barriers != 1) problems.push_back(fmt::format("{}: {} barriers per k-tile, not 1", which, l.barriers));
+  }
+  if (main_loops != 1)
+    problems.push_back(fmt::format("{} main loops copying without bounds, not 1", main_loops));
+  return problems;
 }
 
 std::vector<std::string> ptxas_performance_warnings(const std::string& log) {

@@ -21,9 +21,23 @@ std::vector<std::string> instructions(const std::string& sass);
 // dependency wait between the HGMMAs of a group. Empty: nothing wrong.
 std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile);
 
-// The same for mma.sync kernels: the HMMA count is a positive multiple of the
-// count one k-tile implies (the loop body, perhaps peeled).
-std::vector<std::string> hmma_count_problems(const std::string& sass, int per_k_tile);
+// The loops of a kernel that multiply with HMMA: from a backward branch's
+// target to the branch, in instructions, and what they hold.
+struct hmma_loop {
+  int instructions = 0, hmma = 0, ldsm = 0, barriers = 0;
+  int copies = 0, zero_filling_copies = 0;  // LDGSTS (cp.async), those with .ZFILL (a src-size)
+  double per_hmma() const { return hmma > 0 ? static_cast<double>(instructions) / hmma : 0; }
+};
+std::vector<hmma_loop> hmma_loops(const std::string& sass);
+
+// What is wrong with an mma.sync kernel's main loop, the loop of the blocks
+// that lie inside the matrices: its cp.async copies without bounds (no
+// .ZFILL), it runs `per_k_tile` HMMA (one k-tile) at one barrier, and spends
+// at most `budget` instructions per HMMA, the HMMA included. The loop of the
+// blocks at the edges (copies with .ZFILL) is held to `edge_budget`. Empty:
+// nothing wrong.
+std::vector<std::string> mma_main_loop_problems(const std::string& sass, int per_k_tile, double budget,
+                                                double edge_budget);
 
 // ptxas's performance diagnostics in a compile log: wgmma serialized (C7510,
 // C7511...), waits or arrives it had to inject, "Potential Performance Loss".

@@ -158,6 +158,9 @@ struct kernel_macros {
   int epi_mi() const { return tt_mma_epi_mi(mi(), warps_m, bn, smem_bytes()); }            // tt_epi_mi
   int epi_vec() const { return 16 / eb(); }                                                // TT_EPI_VEC
   int pass_rows() const { return warps_m * epi_mi() * 16; }                                // TT_PASS_ROWS
+  int k_steps() const { return bk / mma_k(); }                                             // TT_KSTEPS
+  int stage_bytes() const { return tt_mma_stage_bytes_ab(a_stage(), b_stage(), eb()); }    // TT_STAGE_BYTES
+  int b_at() const { return a_stage() * eb(); }                                            // TT_B_AT
 };
 
 kernel_macros macros_for(const tile_config& c, dtype t, layout l) {
@@ -190,6 +193,10 @@ struct defects {
   bool split_slice0_twice = false;      // the reduction adds slice 0's partials once more
   bool split_skip_last_slice = false;   // the reduction stops before the last (short) slice
   bool split_floor_per_slice = false;   // per_slice = k_tiles / split: the remainder is lost
+  bool fragments_before_barrier = false;  // the next k-tile's first fragments loaded before its wait and barrier
+  bool refill_the_read_stage = false;   // the prologue leaves the write stage on the read stage
+  bool inside_ignores_k = false;        // blocks copy without bounds when inside M and N, a short k-tile or not
+  bool lane_offset_index_zero = false;  // every ldmatrix takes the lane offset of index 0
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -205,7 +212,10 @@ struct report {
     long long cp_async_full = 0, cp_async_partial = 0, cp_async_empty = 0, element_copies = 0;
     long long c_vector_stores = 0, c_element_stores = 0, c_reads = 0;
     long long full_slices = 0, short_slices = 0, empty_slices = 0, split_reductions = 0;
+    long long unbounded_blocks = 0, bounded_blocks = 0;
     void add(const paths& o) {
+      unbounded_blocks += o.unbounded_blocks;
+      bounded_blocks += o.bounded_blocks;
       cp_async_full += o.cp_async_full;
       cp_async_partial += o.cp_async_partial;
       cp_async_empty += o.cp_async_empty;
@@ -251,6 +261,9 @@ class shared_memory {
   shared_memory(int bytes, report& r) : data_(static_cast<std::size_t>(bytes), 0xff), words_(static_cast<std::size_t>(bytes / 4)), r_(r) {}
 
   void barrier() { ++interval_; }
+  // Loads whose values are never used (the main loop's last fragment
+  // prefetch) may read what no one wrote; every other hazard still counts.
+  void discard_loads(bool on) { discarded_ = on; }
 
   void store(int warp, int at, const void* src, int size, const char* what) {
     if (!check(at, size, what)) return;
@@ -275,7 +288,8 @@ class shared_memory {
     for (int w = at / 4; w < (at + size + 3) / 4; ++w) {
       word& s = words_[static_cast<std::size_t>(w)];
       if (s.in_flight) r_.note(fmt::format("{}: warp {} reads byte {} before its cp.async was waited for", what, warp, w * 4));
-      if (s.written < 0) r_.note(fmt::format("{}: warp {} reads byte {}, never written in this block", what, warp, w * 4));
+      if (s.written < 0 && !discarded_)
+        r_.note(fmt::format("{}: warp {} reads byte {}, never written in this block", what, warp, w * 4));
       if (s.written == interval_ && s.writer != warp)
         r_.note(fmt::format("{}: warp {} reads byte {} that warp {} wrote with no barrier between", what, warp, w * 4, s.writer));
       if (s.read != interval_) {
@@ -348,6 +362,7 @@ class shared_memory {
   std::vector<pending> open_;
   std::vector<std::vector<pending>> groups_;
   int interval_ = 0;
+  bool discarded_ = false;
   report& r_;
 };
 
@@ -552,9 +567,11 @@ class mma_kernel_emulator {
     smem.copy_async(warp, dst, bytes);
   }
 
-  // tt_load_tile: one rows x cols tile, top-left element g_off of the stored matrix.
+  // tt_load_tile (rows that are not 16-byte aligned): one rows x cols tile,
+  // top-left element g_off of the stored matrix, element-wise loads and
+  // st.shared, zeros past each chunk's valid elements.
   void load_tile(shared_memory& smem, int rows, int cols, int kc, int s_addr, const global_buffer& buf,
-                 long long g_off, int ld, int rows_left, int cols_left, bool aligned) {
+                 long long g_off, int ld, int rows_left, int cols_left) {
     const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
     const int chunks_per_row = cols / chunk, chunks = rows * chunks_per_row;
     const int step = d_.copy_stride_half ? threads / 2 : threads;
@@ -566,19 +583,86 @@ class mma_kernel_emulator {
         const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r, col, rows_left, cols_left, chunk);
         const long long src = g_off + tt_row_offset(r, ld) + col;
         const int at = tt_swizzled_offset(r, col, cols, eb, kc);
-        const int warp = tid / 32;
-        if (aligned) {
-          cp_async16(smem, warp, s_addr + at * eb, buf, valid > 0 ? src : g_off, valid * eb);
-        } else {
-          // The unaligned path: element-wise loads and st.shared, zeros past valid.
-          ++r_.ran.element_copies;
-          for (int e = 0; e < chunk; ++e) {
-            u32 raw = 0;
-            if (e < valid) read_global(buf, (src + e) * eb, &raw, eb, "element copy");
-            smem.store(warp, s_addr + (at + e) * eb, &raw, eb, "element copy");
-          }
+        ++r_.ran.element_copies;
+        for (int e = 0; e < chunk; ++e) {
+          u32 raw = 0;
+          if (e < valid) read_global(buf, (src + e) * eb, &raw, eb, "element copy");
+          smem.store(tid / 32, s_addr + (at + e) * eb, &raw, eb, "element copy");
         }
       }
+  }
+
+  // tt_tile_copier::issue: the main loop's copies of one tile into the stage
+  // at stage_addr, tile's top-left element at `origin`. bounds: rows_left /
+  // cols_left as load_tile's, chunks that read nothing point at the matrix's
+  // first element (matrix); without, every chunk is whole.
+  void issue_copies(shared_memory& smem, int rows, int cols, int kc, int stage_addr, const global_buffer& buf,
+                    long long origin, int ld, int rows_left, int cols_left, bool bounds, long long matrix) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int cpr = cols / chunk, chunks = rows * cpr;
+    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
+    if (threads % cpr != 0 || !tt_copy_masks_repeat(step, cols, eb, kc))
+      r_.note(fmt::format("copier: {} threads over {} chunks per row: the static_asserts fail", threads, cpr));
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
+        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
+        const long long g = origin + tt_row_offset(r0, ld) + col;  // init: tile + row_offset(r0, ld) + col
+        const long long src = g + i * tt_row_offset(step, ld);
+        const int s_off = tt_swizzled_offset(r0, col, cols, eb, kc) * eb;
+        const int dst = stage_addr + s_off + tt_copy_step_offset(i, step, cols) * eb;
+        if (bounds) {
+          const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r0 + i * step, col, rows_left, cols_left, chunk);
+          cp_async16(smem, tid / 32, dst, buf, valid > 0 ? src : matrix, valid * eb);
+        } else {
+          cp_async16(smem, tid / 32, dst, buf, src, 16);
+        }
+      }
+  }
+
+  // tt_fragment_offsets (16-bit types): the lane offsets computed once, then
+  // k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
+  void load_fragments_pipelined(shared_memory& smem, int warp, int stage_addr, int ks, regs4* a,
+                                std::array<u32, 64>* b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    const int a_lanes = tt_ldsm_a_lanes(k_.a_t, k_.mi(), k_.k_steps()), b_lanes = tt_ldsm_b_lanes(k_.b_t, k_.ni(), k_.k_steps());
+    const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
+    auto lane_q_r = [&](int lane) {
+      return std::pair<int, int>{tt_ldsm_matrix(lane), tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane)};
+    };
+    auto a_index = [&](int mi) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_a_lane_index(k_.a_t, mi, ks); };
+    auto b_index = [&](int np) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_b_lane_index(k_.b_t, np, ks); };
+    for (int mi = 0; mi < k_.mi(); ++mi) {
+      std::array<int, 32> addr{};
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto [q, r] = lane_q_r(lane);
+        const int mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
+        const int idx = a_index(mi);
+        if (idx >= a_lanes) r_.note("A lane offset index past the lane offsets");
+        addr[static_cast<std::size_t>(lane)] = stage_addr + tt_ldsm_a_lane_offset(k_.a_t, wm0, idx, q, r, mask, k_.a_cols()) +
+                                               tt_ldsm_a_added(k_.a_t, mi, ks, k_.a_cols());
+      }
+      ldmatrix_x4(smem, warp, addr, tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans, a[mi]);
+    }
+    for (int np = 0; np < k_.ni() / 2; ++np) {
+      std::array<int, 32> addr{};
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto [q, r] = lane_q_r(lane);
+        const int mask = tt_swizzle_mask(r, b_cpr, 2, k_.b_kc());
+        const int idx = b_index(np);
+        if (idx >= b_lanes) r_.note("B lane offset index past the lane offsets");
+        addr[static_cast<std::size_t>(lane)] = stage_addr + k_.b_at() +
+                                               tt_ldsm_b_lane_offset(k_.b_t, wn0, idx, q, r, mask, k_.b_cols()) +
+                                               tt_ldsm_b_added(k_.b_t, np, ks, k_.b_cols());
+      }
+      regs4 t{};
+      ldmatrix_x4(smem, warp, addr, tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans, t);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int x = 0; x < 4; ++x)
+          b[2 * np + tt_ldsm_b_tile(x)][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
+              t[static_cast<std::size_t>(lane)][static_cast<std::size_t>(x)];
+    }
   }
 
   // tt_load_fragments for one warp at k-step k_base of the stage at as_addr/bs_addr.
@@ -679,8 +763,6 @@ class mma_kernel_emulator {
     const kernel_macros& k = k_;
     const int eb = k.eb(), threads = k.threads(), warps = threads / 32;
     shared_memory smem(k.smem_bytes(), r_);
-    const int as_base = 0;                                 // tt_smem_addr(As), relative
-    const int bs_base = as_base + k.stages * k.a_stage() * eb;
 
     const int tile = tt_mma_launch_order(bx, by, gx_);
     int tile_m = 0, tile_n = 0;
@@ -692,26 +774,14 @@ class mma_kernel_emulator {
     const bool b_aligned = g_.ldb % k.chunk() == 0 && (b_base * eb) % 16 == 0;
     const int M = g_.m, N = g_.n, K = g_.k;
 
-    auto load_stage = [&](int stage, int k0) {
-      const int sa = as_base + stage * k.a_stage() * eb, sb = bs_base + stage * k.b_stage() * eb;
-      if (k.a_t)
-        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), sa, ops_.a, a_base + tt_row_offset(k0, g_.lda) + m0, g_.lda,
-                  K - k0, M - m0, a_aligned);
-      else
-        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), sa, ops_.a, a_base + tt_row_offset(m0, g_.lda) + k0, g_.lda,
-                  M - m0, K - k0, a_aligned);
-      if (k.b_t)
-        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), sb, ops_.b, b_base + tt_row_offset(n0, g_.ldb) + k0, g_.ldb,
-                  N - n0, K - k0, b_aligned);
-      else
-        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), sb, ops_.b, b_base + tt_row_offset(k0, g_.ldb) + n0, g_.ldb,
-                  K - k0, N - n0, b_aligned);
-    };
-
     // acc[warp][mi][ni]: one m16n8 accumulator fragment of the warp.
     std::vector<accs4> acc(static_cast<std::size_t>(warps * k.mi() * k.ni()), accs4{});
     auto acc_at = [&](int warp, int mi, int ni) -> accs4& {
       return acc[static_cast<std::size_t>((warp * k.mi() + mi) * k.ni() + ni)];
+    };
+    auto mma_all = [&](int warp, const regs4* a, const std::array<u32, 64>* b) {
+      for (int mi = 0; mi < k.mi(); ++mi)
+        for (int ni = 0; ni < k.ni(); ++ni) mma_sync(k.type, a[mi], b[ni], acc_at(warp, mi, ni));
     };
 
     const int k_tiles_all = tt_mma_k_tiles(K, k.bk);
@@ -721,27 +791,100 @@ class mma_kernel_emulator {
     const int kt_end = tt_mma_slice_end(kt_first, per_slice, k_tiles_all);
     const int k_tiles = tt_mma_slice_tiles(kt_first, kt_end);
     if (k.split_k > 1) ++(k_tiles == 0 ? r_.ran.empty_slices : k_tiles < per_slice ? r_.ran.short_slices : r_.ran.full_slices);
-    for (int s = 0; s < k.stages - 1; ++s) {
-      if (s < k_tiles) load_stage(s, (kt_first + s) * k.bk);
-      smem.commit();
-    }
-    std::vector<regs4> a(static_cast<std::size_t>(k.mi()));
-    std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(k.ni()));
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      smem.wait_group(d_.wait_one_group_short ? k.stages - 1 : k.stages - 2);
-      if (!d_.no_barrier_after_wait) smem.barrier();
-      const int next = kt + k.stages - 1;
-      if (next < k_tiles) load_stage(next % k.stages, (kt_first + next) * k.bk);
-      smem.commit();
-      const int stage = kt % k.stages;
-      const int as_addr = as_base + stage * k.a_stage() * eb, bs_addr = bs_base + stage * k.b_stage() * eb;
-      for (int kk = 0; kk < k.bk; kk += k.mma_k())
-        for (int warp = 0; warp < warps; ++warp) {
-          load_fragments(smem, warp, as_addr, bs_addr, kk, a, b);
-          for (int mi = 0; mi < k.mi(); ++mi)
-            for (int ni = 0; ni < k.ni(); ++ni)
-              mma_sync(k.type, a[static_cast<std::size_t>(mi)], b[static_cast<std::size_t>(ni)], acc_at(warp, mi, ni));
+    const int k_begin = kt_first * k.bk;
+    // The operands' tiles at k_begin and one k-tile's step (elements of the buffers).
+    const long long a_tile = a_base + (k.a_t ? tt_row_offset(k_begin, g_.lda) + m0 : tt_row_offset(m0, g_.lda) + k_begin);
+    const long long a_k_step = k.a_t ? tt_row_offset(k.bk, g_.lda) : k.bk;
+    const long long b_tile = b_base + (k.b_t ? tt_row_offset(n0, g_.ldb) + k_begin : tt_row_offset(k_begin, g_.ldb) + n0);
+    const long long b_k_step = k.b_t ? k.bk : tt_row_offset(k.bk, g_.ldb);
+    auto a_left = [&](int k_left) { return k.a_t ? std::pair<int, int>{k_left, M - m0} : std::pair<int, int>{M - m0, k_left}; };
+    auto b_left = [&](int k_left) { return k.b_t ? std::pair<int, int>{N - n0, k_left} : std::pair<int, int>{k_left, N - n0}; };
+    const bool inside = m0 + k.bm <= M && n0 + k.bn <= N && (d_.inside_ignores_k || k_begin + k_tiles * k.bk <= K);
+
+    if (a_aligned && b_aligned) {
+      // tt_pipelined<!inside>.
+      const bool bounds = !inside;
+      ++(bounds ? r_.ran.bounded_blocks : r_.ran.unbounded_blocks);
+      const int stage_bytes = k.stage_bytes(), ring_end = k.stages * stage_bytes;
+      int w_stage = 0, r_stage = 0, k_left = K - k_begin;
+      long long ga = a_tile, gb = b_tile;
+      auto next_stage = [&](int at) { return at + stage_bytes == ring_end ? 0 : at + stage_bytes; };
+      auto copy_next = [&]() {
+        const auto [ar, ac] = a_left(k_left);
+        issue_copies(smem, k.a_rows(), k.a_cols(), k.a_kc(), w_stage, ops_.a, ga, g_.lda, ar, ac, bounds, a_base);
+        const auto [br, bc] = b_left(k_left);
+        issue_copies(smem, k.b_rows(), k.b_cols(), k.b_kc(), w_stage + k.b_at(), ops_.b, gb, g_.ldb, br, bc, bounds, b_base);
+        ga += a_k_step;
+        gb += b_k_step;
+        if (bounds) k_left -= k.bk;
+      };
+      for (int s = 0; s < k.stages - 1; ++s) {
+        if (s < k_tiles) copy_next();
+        smem.commit();
+        if (!d_.refill_the_read_stage) w_stage += stage_bytes;
+      }
+      // Per warp: fragments [warp][buffer][mi or ni].
+      std::vector<regs4> a(static_cast<std::size_t>(warps * 2 * k.mi()));
+      std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(warps * 2 * k.ni()));
+      auto a_buf = [&](int warp, int buf) { return &a[static_cast<std::size_t>((warp * 2 + buf) * k.mi())]; };
+      auto b_buf = [&](int warp, int buf) { return &b[static_cast<std::size_t>((warp * 2 + buf) * k.ni())]; };
+      auto load = [&](int warp, int stage, int ks, int buf) {
+        if (k.eb() == 2) {
+          load_fragments_pipelined(smem, warp, stage, ks, a_buf(warp, buf), b_buf(warp, buf));
+        } else {
+          std::vector<regs4> fa(static_cast<std::size_t>(k.mi()));
+          std::vector<std::array<u32, 64>> fb(static_cast<std::size_t>(k.ni()));
+          load_fragments(smem, warp, stage, stage + k.b_at(), ks * k.mma_k(), fa, fb);
+          std::copy(fa.begin(), fa.end(), a_buf(warp, buf));
+          std::copy(fb.begin(), fb.end(), b_buf(warp, buf));
         }
+      };
+      smem.wait_group(k.stages - 2);
+      smem.barrier();
+      if (k_tiles > 0)
+        for (int warp = 0; warp < warps; ++warp) load(warp, r_stage, 0, 0);
+      const int wait = d_.wait_one_group_short ? k.stages - 1 : k.stages - 2;
+      for (int kt = 0; kt < k_tiles; ++kt)
+        for (int ks = 0; ks < k.k_steps(); ++ks) {
+          if (ks == 0) {
+            if (kt + k.stages - 1 < k_tiles) copy_next();
+            smem.commit();
+            w_stage = next_stage(w_stage);
+          }
+          const bool last_step = ks == k.k_steps() - 1;
+          const int next_ks = (ks + 1) % k.k_steps();
+          if (last_step && d_.fragments_before_barrier)
+            for (int warp = 0; warp < warps; ++warp) load(warp, next_stage(r_stage), next_ks, (ks + 1) % 2);
+          if (last_step) {
+            smem.wait_group(wait);
+            if (!d_.no_barrier_after_wait) smem.barrier();
+            r_stage = next_stage(r_stage);
+          }
+          smem.discard_loads(last_step && kt + 1 == k_tiles);
+          for (int warp = 0; warp < warps; ++warp) {
+            if (!(last_step && d_.fragments_before_barrier)) load(warp, r_stage, next_ks, (ks + 1) % 2);
+            mma_all(warp, a_buf(warp, ks % 2), b_buf(warp, ks % 2));
+          }
+          smem.discard_loads(false);
+        }
+    } else {
+      // Unaligned rows: element-wise into stage 0, one k-tile at a time.
+      std::vector<regs4> a(static_cast<std::size_t>(k.mi()));
+      std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(k.ni()));
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int k_left = K - k_begin - kt * k.bk;
+        smem.barrier();
+        const auto [ar, ac] = a_left(k_left);
+        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), 0, ops_.a, a_tile + kt * a_k_step, g_.lda, ar, ac);
+        const auto [br, bc] = b_left(k_left);
+        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), k.b_at(), ops_.b, b_tile + kt * b_k_step, g_.ldb, br, bc);
+        smem.barrier();
+        for (int kk = 0; kk < k.bk; kk += k.mma_k())
+          for (int warp = 0; warp < warps; ++warp) {
+            load_fragments(smem, warp, 0, k.b_at(), kk, a, b);
+            mma_all(warp, a.data(), b.data());
+          }
+      }
     }
     smem.wait_group(0);
     smem.barrier();
@@ -970,14 +1113,17 @@ gemm_case recipe(int which, const kernel_macros& k) {
     return make_case("split, empty slices", k, 21, k.bn - 3, (s + 1) * k.bk - 5, 1, 0, 1.5f, 0.0f);
   }
   switch (which) {
-    case 0:  // stages+1 k-tiles (the ring wraps), every size a multiple of 8: cp.async, 16-byte C stores
-      return make_case("aligned edges", k, k.bm + 24, k.bn - 8, (k.stages + 1) * k.bk - 8, 1, 0, 0.75f, 0.0f);
+    case 0:  // stages+1 whole k-tiles (the ring wraps), every size a multiple of 8: cp.async, 16-byte C
+             // stores; block (0, 0) lies inside the matrices and copies without bounds, the others with
+      return make_case("aligned edges", k, k.bm + 24, k.bn + 8, (k.stages + 1) * k.bk, 1, 0, 0.75f, 0.0f);
     case 1:  // odd sizes in padded rows: partial cp.async chunks zero-filled, C element-wise at the edge
       return make_case("padded rows, odd edges", k, k.bm - 13, k.bn + 11, 2 * k.bk + 5, 1, 8, 1.5f, -1.25f);
     case 2:  // odd packed rows: the element-wise copy path, element-wise C, batch 2
       return make_case("unaligned rows, batch 2", k, 37, k.bn + k.bn / 2 + 1, k.bk + 3, 2, 0, -1.0f, 0.5f);
-    default:  // a few elements; K = 7, under one 16-byte chunk of the 16-bit types
+    case 3:  // a few elements; K = 7, under one 16-byte chunk of the 16-bit types
       return make_case("tiny", k, 5, 9, 7, 2, 0, 1.0f, 0.0f);
+    default:  // block (0, 0) inside M and N, but its last k-tile short: it copies with bounds
+      return make_case("inside, short k-tile", k, k.bm + 8, k.bn + 8, 2 * k.bk + 8, 1, 0, 1.0f, 0.0f);
   }
 }
 
@@ -1051,7 +1197,7 @@ TEST(mma_datapath, ldmatrix_through_the_kernels_lane_maps_yields_the_ptx_fragmen
         const u16 v = k.a_t ? a_code(col, row) : a_code(row, col);
         smem.store(0, tt_swizzled_offset(row, col, k.a_cols(), 2, k.a_kc()) * 2, &v, 2, "fill");
       }
-    const int bs = k.stages * k.a_stage() * 2;
+    const int bs = k.b_at();  // stage 0's B tile
     for (int row = 0; row < k.b_rows(); ++row)
       for (int col = 0; col < k.b_cols(); ++col) {
         const u16 v = k.b_t ? b_code(col, row) : b_code(row, col);
@@ -1139,14 +1285,16 @@ TEST(mma_datapath, every_variant_matches_a_host_gemm_on_edge_shapes) {
   std::printf("%d variant/layout pairs (%zu distinct tile/warp/stage shapes over the 3 dtypes), %d cases (%d split-K, "
               "%d grouped raster), %lld elements of C, %.1f s\n",
               variant_count, shapes.size(), cases, split_cases, raster_cases, elements, seconds);
-  std::printf("paths: cp.async 16/partial/0 bytes %lld/%lld/%lld, element-wise chunk copies %lld, C 16-byte/element "
-              "stores %lld/%lld, C reads %lld, split-K slices full/short/empty %lld/%lld/%lld, reductions %lld\n",
-              ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty, ran.element_copies, ran.c_vector_stores,
-              ran.c_element_stores, ran.c_reads, ran.full_slices, ran.short_slices, ran.empty_slices, ran.split_reductions);
+  std::printf("paths: blocks copying without/with bounds %lld/%lld, cp.async 16/partial/0 bytes %lld/%lld/%lld, "
+              "element-wise chunk copies %lld, C 16-byte/element stores %lld/%lld, C reads %lld, split-K slices "
+              "full/short/empty %lld/%lld/%lld, reductions %lld\n",
+              ran.unbounded_blocks, ran.bounded_blocks, ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty,
+              ran.element_copies, ran.c_vector_stores, ran.c_element_stores, ran.c_reads, ran.full_slices,
+              ran.short_slices, ran.empty_slices, ran.split_reductions);
   // The recipes reach every edge path of the kernel.
   for (const long long n : {ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty, ran.element_copies,
                             ran.c_vector_stores, ran.c_element_stores, ran.c_reads, ran.full_slices, ran.short_slices,
-                            ran.empty_slices, ran.split_reductions})
+                            ran.empty_slices, ran.split_reductions, ran.unbounded_blocks, ran.bounded_blocks})
     EXPECT_GT(n, 0);
 }
 
@@ -1206,6 +1354,15 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{k4, dtype::bf16, "nt", 0}, {k8, dtype::f16, "nn", 0}});
   add("split-K slices that drop the remainder of the k-tiles", [](defects& d) { d.split_floor_per_slice = true; },
       {{k4, dtype::bf16, "nt", 0}, {k8, dtype::tf32, "nt", 0}});
+  add("the next k-tile's first fragments loaded before its wait and barrier",
+      [](defects& d) { d.fragments_before_barrier = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 1}, {t128, dtype::tf32, "nn", 0}});
+  add("the prologue leaving the write stage on the read stage", [](defects& d) { d.refill_the_read_stage = true; },
+      {{v128, dtype::bf16, "nt", 0}, {t128, dtype::tf32, "tt", 1}});
+  add("blocks inside M and N copying a short k-tile without bounds", [](defects& d) { d.inside_ignores_k = true; },
+      {{v128, dtype::bf16, "nt", 4}, {v64, dtype::f16, "nn", 4}, {t128, dtype::tf32, "tn", 4}});
+  add("every ldmatrix taking lane offset 0", [](defects& d) { d.lane_offset_index_zero = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 0}, {v128, dtype::f16, "tt", 1}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));
