@@ -58,7 +58,7 @@ framework_setting sharded(const training_setup& s, const char* how) {
   return {"--zero", "0", "one GPU: nothing to shard"};
 }
 
-framework_bundle torchtitan(const training_setup& s, bool bf16) {
+framework_bundle torchtitan(const training_setup& s) {
   framework_bundle b;
   b.settings = {
       {"--precision", "bf16-mixed", "TrainingConfig.mixed_precision_param bfloat16, mixed_precision_reduce float32"},
@@ -74,22 +74,20 @@ framework_bundle torchtitan(const training_setup& s, bool bf16) {
   b.notes.push_back({"--loss",
                      "torchtitan's ChunkedLossWrapper runs each chunk's backward at once, so its 16-bit logits are not "
                      "all kept; the chunked loss counts them kept (2 bytes a logit): an overestimate"});
-  (void)bf16;
   return b;
 }
 
-framework_bundle deepspeed(const training_setup& s) {
+framework_bundle deepspeed() {
   framework_bundle b;
   b.settings = {{"--zero", "0", "DeepSpeedZeroConfig.stage 0"}};
   b.notes.push_back({"", "DeepSpeed trains fp32 unless its config enables bf16 or fp16 (BFLOAT16_ENABLED_DEFAULT "
                          "False): the plan keeps tiletune's precision, and the DeepSpeed config it writes enables it"});
   b.notes.push_back({"", "DeepSpeed wraps the model it is given: attention, loss, checkpointing and LoRA are the "
                          "transformers and peft model's, as with hf"});
-  (void)s;
   return b;
 }
 
-framework_bundle megatron(const training_setup& s) {
+framework_bundle megatron() {
   framework_bundle b;
   // TransformerConfig.attention_backend auto (Transformer Engine picks flash or fused attention);
   // cross_entropy_loss_fusion False: tensor_parallel.vocab_parallel_cross_entropy on fp32 logits;
@@ -103,7 +101,6 @@ framework_bundle megatron(const training_setup& s) {
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
                                "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "
                                "peak: the logits term is high"});
-  (void)s;
   return b;
 }
 
@@ -139,14 +136,13 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
   return b;
 }
 
-framework_bundle composer(const training_setup& s) {
+framework_bundle composer() {
   framework_bundle b;
   b.settings = {{"--precision", "fp16-mixed", "Trainer precision default amp_fp16 on GPUs"},
                 {"--zero", "0", "PyTorch DDP, the default (FSDP only when configured)"},
                 {"--checkpointing", "auto", "activation_checkpointing off unless configured"}};
   b.notes.push_back({"", "Composer trains the transformers (HuggingFaceModel) and peft model it is given: "
                          "attention, loss and LoRA are hf's"});
-  (void)s;
   return b;
 }
 
@@ -193,11 +189,11 @@ training_framework parse_framework(std::string_view s) {
 framework_bundle framework_defaults(training_framework f, const training_setup& s, bool gpu_has_bf16) {
   switch (f) {
     case training_framework::hf: return {};
-    case training_framework::fsdp2: return torchtitan(s, gpu_has_bf16);
-    case training_framework::deepspeed: return deepspeed(s);
-    case training_framework::megatron: return megatron(s);
+    case training_framework::fsdp2: return torchtitan(s);  // its bf16 default on a GPU without: refused
+    case training_framework::deepspeed: return deepspeed();
+    case training_framework::megatron: return megatron();
     case training_framework::torchtune: return torchtune(s, gpu_has_bf16);
-    case training_framework::composer: return composer(s);
+    case training_framework::composer: return composer();
     case training_framework::litgpt: return litgpt(s, gpu_has_bf16);
   }
   return {};
