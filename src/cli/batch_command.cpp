@@ -19,6 +19,7 @@
 #include "core/measure/gemm_measure.hpp"
 #include "core/tune/perf_model.hpp"
 #include "core/report/result_compare.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 #include "core/tune/tuning_db/stored_gemm_times.hpp"
 #include "cli/gemm_tuning.hpp"
@@ -32,22 +33,21 @@ struct batch_options {
   std::optional<std::int64_t> seq_len;  // none: min(2048, the model's positions)
   std::optional<std::string> gpu;
   std::optional<int> device;
-  std::string precision;  // empty: bf16-mixed where the GPU has bf16, else fp16-mixed
+  // The framework whose defaults fill the options below left unset (hf: today's plan).
+  std::string framework = "hf";
+  std::optional<std::string> precision;  // none: the framework's (hf: bf16-mixed where the GPU has bf16)
   std::string optimizer = "adamw";
-  std::string attention = "flash";
-  std::string loss = "eager";
+  std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
-  std::string checkpointing = "auto";
-  int zero = 0;
+  std::optional<int> zero;
   int world_size = 1;
   int gpus_per_node = 8;
   double network_gbs = 50;
   std::optional<double> link_gbs;
   int lora_rank = 0;
-  double lora_dropout = 0;
-  std::string lora_targets = "all-linear";
-  std::string adapter_dtype = "fp32";
+  std::optional<double> lora_dropout;
+  std::optional<std::string> lora_targets, adapter_dtype;
   std::optional<int> expert_parallel;
   double safety_margin = 0.05;
   std::string out;
@@ -77,7 +77,9 @@ std::string format_plan(const batch_plan& plan) {
                                      m.expert_parallel)
                        : "",
       m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
-      to_string(s.optimizer), s.lora_rank ? fmt::format(", LoRA rank {} on {}", s.lora_rank, lora_targets_name(s.lora_targets)) : "",
+      to_string(s.optimizer),
+      (s.lora_rank ? fmt::format(", LoRA rank {} on {}", s.lora_rank, lora_targets_name(s.lora_targets)) : "") +
+          (s.framework != training_framework::hf ? fmt::format(", {} defaults", to_string(s.framework)) : ""),
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
@@ -238,30 +240,51 @@ batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d,
   return plan;
 }
 
+// The framework-dependent options the user gave, as their flags' text (apply_framework fills the rest).
+std::map<std::string, std::string> given_flags(const batch_options& o) {
+  std::map<std::string, std::string> given;
+  auto add = [&](const char* flag, const auto& value) {
+    if (value) given[flag] = fmt::format("{}", *value);
+  };
+  add("--precision", o.precision);
+  add("--attention", o.attention);
+  add("--loss", o.loss);
+  add("--checkpointing", o.checkpointing);
+  add("--zero", o.zero);
+  add("--lora-targets", o.lora_targets);
+  add("--adapter-dtype", o.adapter_dtype);
+  add("--lora-dropout", o.lora_dropout);
+  return given;
+}
+
 void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
+  const training_framework framework = parse_framework(o.framework);
+  const std::map<std::string, std::string> given = given_flags(o);
+  {
+    // Every flag's text checked before the device is chosen: a bad value is a usage error anywhere.
+    training_setup check;
+    for (const auto& [flag, text] : given)
+      if (flag == "--precision") parse_precision(text);
+      else if (flag == "--attention") parse_attention(text);
+      else if (flag == "--loss") parse_loss(text);
+      else if (flag == "--checkpointing") set_checkpointing(check, text);
+      else if (flag == "--lora-targets") parse_lora_targets(text);
+      else if (flag == "--adapter-dtype") parse_adapter_dtype(text);
+  }
   s.model = load_model(o.model);
   if (o.seq_len && *o.seq_len < 1)
     throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", *o.seq_len));
   s.seq_len = o.seq_len ? *o.seq_len
                         : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
-  s.attention = parse_attention(o.attention);
-  s.loss = parse_loss(o.loss);
-  s.checkpointing = parse_checkpointing(o.checkpointing);
-  s.checkpoint_every = parse_checkpoint_every(o.checkpointing);
-  s.checkpoint_ops = o.checkpointing == "selective";
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
-  s.zero_stage = o.zero;
   s.world_size = o.world_size;
   s.link_gbs = o.link_gbs;
   s.gpus_per_node = o.gpus_per_node;
   s.network_gbs = o.network_gbs;
   s.lora_rank = o.lora_rank;
-  s.lora_dropout = o.lora_dropout;
-  s.lora_targets = parse_lora_targets(o.lora_targets);
-  s.adapters = parse_adapter_dtype(o.adapter_dtype);
   s.expert_parallel = o.expert_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
@@ -271,9 +294,9 @@ void run_batch(const batch_options& o, run_context& ctx) {
     check_output_path(o.out, "--out", inputs);
   }
   const device_choice device = choose_device(o.gpu, o.device, ctx.host);
-  s.prec = o.precision.empty()
-               ? (device.spec.compute_capability >= 80 ? precision::bf16_mixed : precision::fp16_mixed)
-               : parse_precision(o.precision);
+  // Precision, attention, loss, checkpointing, --zero and LoRA's targets, dtype and dropout: the
+  // user's flags, else the framework's defaults (hf: bf16-mixed where the GPU has bf16, else fp16-mixed).
+  apply_framework(framework, given, device.spec.compute_capability >= 80, s);
   if ((s.prec == precision::bf16_mixed || s.prec == precision::bf16) && device.spec.compute_capability < 80)
     throw usage_error(fmt::format("--precision {}: the {} ({}) has no bf16; use fp16-mixed", to_string(s.prec),
                                   device.spec.name, device.spec.arch()));
@@ -311,16 +334,22 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
   cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
   cmd->add_option("--device", o->device, "Plan for local GPU I");
+  cmd->add_option("--framework", o->framework,
+                  "The trainer whose defaults fill the flags below that you leave out: hf (transformers Trainer and "
+                  "peft) | fsdp2 (torchtitan) | deepspeed | megatron (Megatron-LM) | torchtune | composer | litgpt. "
+                  "Your own flag always wins; docs/batch.md#frameworks lists each default and its source")
+      ->capture_default_str();
   cmd->add_option("--precision", o->precision,
-                  "fp32 | fp16-mixed | bf16-mixed | bf16 (default: bf16-mixed where the GPU has bf16)");
+                  "fp32 | fp16-mixed | bf16-mixed | bf16 (default: the framework's; hf: bf16-mixed where the GPU has "
+                  "bf16, else fp16-mixed)");
   cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
       ->capture_default_str();
-  cmd->add_option("--attention", o->attention, "flash (SDPA/FlashAttention) | eager")->capture_default_str();
+  cmd->add_option("--attention", o->attention,
+                  "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
   cmd->add_option("--loss", o->loss,
                   "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
                   "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
-                  "first principles, not traced")
-      ->capture_default_str();
+                  "first principles, not traced (default: the framework's; hf: eager)");
   cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
   cmd->add_option("--micro-batch", o->micro_batch,
                   "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
@@ -329,9 +358,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
                   "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "
                   "selective (on, per op: matmul and attention outputs kept, the rest recomputed: torchtitan's op "
-                  "policy; Llama-style blocks, full fine-tuning)")
-      ->capture_default_str();
-  cmd->add_option("--zero", o->zero, "DeepSpeed ZeRO stage 0..3")->capture_default_str();
+                  "policy; Llama-style blocks, full fine-tuning) (default: the framework's; hf: auto)");
+  cmd->add_option("--zero", o->zero,
+                  "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")
       ->capture_default_str();
@@ -347,17 +376,17 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                    ->capture_default_str();
   cmd->add_option("--lora-targets", o->lora_targets,
                   "The linears LoRA adapts: all-linear (peft's, every linear of the blocks) or a list of q, k, v, o, "
-                  "gate, up, down (q,v: the LoRA paper's and many trainers' default)")
-      ->capture_default_str()
+                  "gate, up, down (q,v: the LoRA paper's and many trainers' default) (default: the framework's; hf: "
+                  "all-linear)")
       ->needs(rank);
   cmd->add_option("--adapter-dtype", o->adapter_dtype,
                   "fp32 (peft upcasts its adapters) | bf16 (torchtune and other trainers: bf16 adapters, gradients "
-                  "and optimizer states, no casts; needs --precision bf16 or bf16-mixed)")
-      ->capture_default_str()
+                  "and optimizer states, no casts; needs --precision bf16 or bf16-mixed) (default: the framework's; "
+                  "hf: fp32)")
       ->needs(rank);
   cmd->add_option("--lora-dropout", o->lora_dropout,
-                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask")
-      ->capture_default_str();
+                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask "
+                  "(default: the framework's; hf: 0)");
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();

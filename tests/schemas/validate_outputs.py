@@ -142,6 +142,9 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                             "gpt2", "--json"))
 
     out["batch (fits)"] = json.loads(run(binary, env, "batch", "--model", "gpt2", "--gpu", "h100-sxm", "--json"))
+    out["batch (--framework torchtune, LoRA)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
+                                                                "h100-sxm", "--lora-rank", "8", "--framework",
+                                                                "torchtune", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

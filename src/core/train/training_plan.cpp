@@ -10,6 +10,7 @@
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_communication.hpp"
+#include "core/train/training_framework.hpp"
 
 namespace tiletune {
 
@@ -179,10 +180,10 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
                                         : ""));
   if (s.lora_rank > 0)
     plan.notes.push_back(fmt::format(
-        "LoRA as peft runs it: {} adapters on {}, the input cast to the adapters' "
+        "LoRA {}: {} adapters on {}, the input cast to the adapters' "
         "dtype, {}; lora_dropout {} ({}); no real LoRA step has been measured for this model (the LoRA figures are "
         "derived from what peft and autograd run, not calibrated)",
-        to_string(s.adapters),
+        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it", to_string(s.adapters),
         s.lora_targets == lora_all_linear ? "every linear layer of the blocks"
                                           : fmt::format("the {} linears of the blocks", lora_targets_name(s.lora_targets)),
         lora_adapters_run_fp32(s)             ? "so without autocast the adapter GEMMs and their sum run in fp32"
@@ -331,6 +332,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   plan.setup = s;
   plan.device = d;
   plan.memory = estimate_memory(s);
+  plan.notes = s.framework_notes;  // which defaults came from --framework (none for hf)
   plan.memory_budget_bytes = static_cast<std::int64_t>(static_cast<double>(d.memory_bytes) * (1 - s.safety_margin));
   plan.max_micro_batch_no_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, false, false);
   plan.max_micro_batch_ckpt = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, true, false);

@@ -22,6 +22,8 @@ enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
 enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
 enum class attention_impl { flash, eager };
 enum class checkpoint_policy { automatic, on, off };
+// The training framework whose defaults the setup took (training_framework.hpp; 0: hf).
+enum class training_framework : unsigned char;
 // The linears LoRA adapts (--lora-targets), as bits; lora_all_linear adapts every linear of the
 // blocks (peft's "all-linear", the QLoRA paper's choice). q covers MLA's q_a/q_b, k and v its kv_a/kv_b.
 enum lora_target : unsigned { lora_q = 1, lora_k = 2, lora_v = 4, lora_o = 8, lora_gate = 16, lora_up = 32, lora_down = 64 };
@@ -56,10 +58,18 @@ double recompute_share(const training_setup& s, bool checkpointing);
 // and attention outputs), and whether a layer's linear (a weight tensor's name) is recomputed.
 double selective_layer_bytes_per_token(const training_setup& s, double layer_input_bytes);
 bool selective_recomputes(const std::string& linear_name);
+// Why per-op selective checkpointing is not modelled for this setup ("a mixture of experts",
+// "LoRA adapters (...)"), or nullptr where it is (Llama-style blocks, flash attention, full fine-tuning).
+const char* selective_unmodelled(const training_setup& s);
+// Sets s.checkpointing, s.checkpoint_every and s.checkpoint_ops from --checkpointing's text.
+void set_checkpointing(training_setup& s, std::string_view text);
 std::int64_t recomputed_count(const training_setup& s, std::int64_t count);
 
 struct training_setup {
   model_spec model;
+  training_framework framework{};  // --framework (hf)
+  // What the framework's defaults set and what they leave out (empty for hf): the plan's first notes.
+  std::vector<std::string> framework_notes;
   std::int64_t seq_len = 0;
   precision prec = precision::bf16_mixed;
   optimizer_kind optimizer = optimizer_kind::adamw;

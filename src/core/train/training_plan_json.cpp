@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/train/training_calibration.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/version.hpp"
 
 namespace tiletune {
@@ -168,7 +169,8 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["model"]["trainable_parameters"] = m.trainable_parameters;
   j["model"]["active_parameters"] = m.active_parameters;
   j["gpu"] = to_json(plan.device);
-  j["setup"] = {{"seq_len", s.seq_len},
+  j["setup"] = {{"framework", to_string(s.framework)},
+                {"seq_len", s.seq_len},
                 {"precision", to_string(s.prec)},
                 {"optimizer", to_string(s.optimizer)},
                 {"attention", to_string(s.attention)},

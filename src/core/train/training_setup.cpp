@@ -141,18 +141,28 @@ std::string lora_targets_name(unsigned targets) {
   return out;
 }
 
+// The matmul order and the bias-free linears (aten.mm, not addmm) the per-op policy counts.
+const char* selective_unmodelled(const training_setup& s) {
+  const model_spec& m = s.model;
+  return m.is_moe() ? "a mixture of experts"
+         : m.is_mla() ? "multi-head latent attention"
+         : !m.gated_mlp ? "an MLP without a gate"
+         : m.qkv_bias || m.attn_out_bias || m.mlp_bias ? "biased linears (addmm, which the policy does not save)"
+         : s.lora_rank > 0 ? "LoRA adapters (their matmuls shift the policy's count)"
+         : s.attention != attention_impl::flash ? "eager attention"
+                                                  : nullptr;
+}
+
+void set_checkpointing(training_setup& s, std::string_view text) {
+  s.checkpointing = parse_checkpointing(text);
+  s.checkpoint_every = parse_checkpoint_every(text);
+  s.checkpoint_ops = text == "selective";
+}
+
 void validate(const training_setup& s) {
   if (s.checkpoint_ops) {
     const model_spec& m = s.model;
-    // The matmul order and the bias-free linears (aten.mm, not addmm) the policy counts.
-    const char* why = m.is_moe() ? "a mixture of experts"
-                      : m.is_mla() ? "multi-head latent attention"
-                      : !m.gated_mlp ? "an MLP without a gate"
-                      : m.qkv_bias || m.attn_out_bias || m.mlp_bias ? "biased linears (addmm, which the policy does not save)"
-                      : s.lora_rank > 0 ? "LoRA adapters (their matmuls shift the policy's count)"
-                      : s.attention != attention_impl::flash ? "eager attention"
-                                                               : nullptr;
-    if (why)
+    if (const char* why = selective_unmodelled(s))
       throw usage_error(fmt::format("--checkpointing selective is modelled for Llama-style blocks (q, k, v, o, gate, "
                                     "up, down without biases, flash attention, full fine-tuning); {} has {}: use on "
                                     "or every-N",

@@ -1,0 +1,291 @@
+// The training frameworks' defaults (`batch --framework`, issue 37), each item with where it was
+// read. Sources, read in 2026 at the commits named (each framework's newest stored snapshot):
+//   transformers + peft (hf): today's plan, unchanged (docs/batch.md: Memory, LoRA).
+//   torchtitan b5bcd76 (2026-08-21), https://github.com/pytorch/torchtitan/blob/b5bcd76c66d0acb1a08b176d9639425bc55e0b2a/
+//     torchtitan/config/configs.py, torchtitan/trainer.py, torchtitan/components/{loss,lora}.py,
+//     torchtitan/models/llama3/config_registry.py.
+//   DeepSpeed: deepspeed/runtime/zero/config.py (DeepSpeedZeroConfig.stage = 0),
+//     deepspeed/runtime/constants.py (BFLOAT16_ENABLED_DEFAULT = False; fp16 off unless enabled).
+//   Megatron-LM d98e8a6 (2026-08-22), https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/
+//     megatron/core/model_parallel_config.py, megatron/core/transformer/transformer_config.py,
+//     megatron/core/tensor_parallel/cross_entropy.py, megatron/training/arguments.py.
+//   torchtune bd2a0fc (2026-04-23), https://github.com/pytorch/torchtune/blob/bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1/
+//     recipes/configs/llama3_1/8B_{lora_single_device,lora,full,full_single_device}.yaml,
+//     recipes/lora_finetune_single_device.py (docstring: fp32 and bf16 only, bf16 falling back to fp32).
+//   Composer: https://docs.mosaicml.com/projects/composer/en/stable/notes/numerics.html (amp_fp16 the GPU
+//     default), .../notes/distributed_training.html (PyTorch DDP the default), composer.core.Precision
+//     (FP32, AMP_FP16, AMP_BF16, AMP_FP8: no pure bf16).
+//   LitGPT 2685705 (2026-06-29), https://github.com/Lightning-AI/litgpt/blob/26857050fe3ff627cd714fe92f5838f51a3d5efa/
+//     litgpt/finetune/{lora,full}.py, litgpt/utils.py (get_default_supported_precision, chunked_cross_entropy).
+// Not modelled: torch.compile, which no framework here enables by default (torchtitan CompileConfig.enable
+// False, torchtune and LitGPT compile False): docs/batch.md#frameworks says why --compile is left out.
+#include "core/train/training_framework.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace tiletune {
+
+namespace {
+
+const std::pair<training_framework, const char*> framework_names[] = {
+    {training_framework::hf, "hf"},           {training_framework::fsdp2, "fsdp2"},
+    {training_framework::deepspeed, "deepspeed"}, {training_framework::megatron, "megatron"},
+    {training_framework::torchtune, "torchtune"}, {training_framework::composer, "composer"},
+    {training_framework::litgpt, "litgpt"}};
+
+// The flags a framework sets, in the order they are applied (the adapter dtype follows the precision).
+const char* const framework_flags[] = {"--precision", "--attention",    "--loss",          "--checkpointing",
+                                       "--zero",      "--lora-targets", "--adapter-dtype", "--lora-dropout"};
+
+std::string tiletune_default(const std::string& flag, bool gpu_has_bf16) {
+  if (flag == "--precision") return gpu_has_bf16 ? "bf16-mixed" : "fp16-mixed";
+  if (flag == "--attention") return "flash";
+  if (flag == "--loss") return "eager";
+  if (flag == "--checkpointing") return "auto";
+  if (flag == "--zero" || flag == "--lora-dropout") return "0";
+  if (flag == "--lora-targets") return "all-linear";
+  return "fp32";  // --adapter-dtype
+}
+
+// FSDP (ZeRO-3 sharding) over every GPU where there are several (how: `how`); on one GPU nothing is sharded.
+framework_setting sharded(const training_setup& s, const char* how) {
+  if (s.world_size > 1) return {"--zero", "3", how};
+  return {"--zero", "0", "one GPU: nothing to shard"};
+}
+
+framework_bundle torchtitan(const training_setup& s) {
+  framework_bundle b;
+  b.settings = {
+      {"--precision", "bf16-mixed", "TrainingConfig.mixed_precision_param bfloat16, mixed_precision_reduce float32"},
+      {"--attention", "flash", "F.scaled_dot_product_attention"},
+      // ChunkedLossWrapper(num_chunks=8) in every llama3 config of config_registry.py.
+      {"--loss", "chunked", "ChunkedLossWrapper, 8 chunks, in its Llama 3 configs"},
+      // Trainer.Config.activation_checkpoint defaults to SelectiveAC: per op, every second mm recomputed.
+      {"--checkpointing", "selective", "Trainer.Config.activation_checkpoint SelectiveAC, per op"},
+      sharded(s, "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU")};
+  if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
+    b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
+                                         {"--adapter-dtype", "fp32", "fp32 parameters, cast by the mixed-precision policy"}});
+  b.notes.push_back({"--loss",
+                     "torchtitan's ChunkedLossWrapper runs each chunk's backward at once, so its 16-bit logits are not "
+                     "all kept; the chunked loss counts them kept (2 bytes a logit): an overestimate"});
+  return b;
+}
+
+framework_bundle deepspeed() {
+  framework_bundle b;
+  b.settings = {{"--zero", "0", "DeepSpeedZeroConfig.stage 0"}};
+  b.notes.push_back({"", "DeepSpeed trains fp32 unless its config enables bf16 or fp16 (BFLOAT16_ENABLED_DEFAULT "
+                         "False): the plan keeps tiletune's precision, and the DeepSpeed config it writes enables it"});
+  b.notes.push_back({"", "DeepSpeed wraps the model it is given: attention, loss, checkpointing and LoRA are the "
+                         "transformers and peft model's, as with hf"});
+  return b;
+}
+
+framework_bundle megatron() {
+  framework_bundle b;
+  // TransformerConfig.attention_backend auto (Transformer Engine picks flash or fused attention);
+  // cross_entropy_loss_fusion False: tensor_parallel.vocab_parallel_cross_entropy on fp32 logits;
+  // recompute_granularity None: no recompute; --use-distributed-optimizer off: no sharding.
+  b.settings = {{"--attention", "flash", "TransformerConfig.attention_backend auto"},
+                {"--loss", "eager", "cross_entropy_loss_fusion False: vocab-parallel cross-entropy on fp32 logits"},
+                {"--checkpointing", "auto", "recompute_granularity None"},
+                {"--zero", "0", "--use-distributed-optimizer off"}};
+  b.notes.push_back({"", "Megatron-LM trains fp32 unless --bf16 or --fp16 (ModelParallelConfig bf16, fp16 False): "
+                         "the plan keeps tiletune's precision"});
+  b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
+                               "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "
+                               "peak: the logits term is high"});
+  return b;
+}
+
+framework_bundle torchtune(const training_setup& s, bool bf16) {
+  framework_bundle b;
+  const bool lora = s.lora_rank > 0;
+  // dtype: bf16 in every Llama 3.1 8B config; the recipes fall back to fp32 without bf16.
+  b.settings = {{"--precision", bf16 ? "bf16" : "fp32", "dtype: bf16, fp32 where the GPU has no bf16"},
+                {"--attention", "flash", "SDPA; flex attention only for packed samples"},
+                {"--loss", "chunked", "LinearCrossEntropyLoss, 8 output chunks"}};
+  // enable_activation_checkpointing: True in 8B_lora_single_device, 8B_full_single_device and 8B_full;
+  // False in 8B_lora (LoRA on several GPUs), where the planner decides as for hf.
+  if (lora && s.world_size > 1)
+    b.settings.push_back({"--checkpointing", "auto", "enable_activation_checkpointing: False in 8B_lora.yaml"});
+  else
+    b.settings.push_back({"--checkpointing", "on", "enable_activation_checkpointing: True"});
+  b.settings.push_back(sharded(s, "the distributed recipes shard with FSDP2, training.shard_model"));
+  if (lora) {
+    b.settings.insert(b.settings.end(),
+                      {{"--lora-targets", "q,v,o,gate,up,down",
+                        "lora_attn_modules [q_proj, v_proj, output_proj], apply_lora_to_mlp: True"},
+                       // The model, adapters included, is built under training.set_default_dtype(dtype).
+                       {"--adapter-dtype", s.prec == precision::bf16 ? "bf16" : "fp32", "the model's dtype"},
+                       {"--lora-dropout", "0", "lora_dropout: 0.0"}});
+  } else if (s.world_size == 1) {
+    b.notes.push_back({"", "torchtune's single-GPU full fine-tuning configs use bitsandbytes' PagedAdamW8bit with "
+                           "optimizer_in_bwd: not set here (--optimizer adamw-8bit is the nearest; the optimizer step "
+                           "in backward, which frees each gradient at once, is not modelled)"});
+  }
+  b.notes.push_back({"--loss", "torchtune's chunked loss keeps each chunk's fp32 log-probabilities to backward in "
+                               "eager mode (4 bytes a logit by our reading, not traced); the chunked loss counts 2 "
+                               "bytes kept and the fp32 ones for one chunk: the logits term may be low"});
+  return b;
+}
+
+framework_bundle composer() {
+  framework_bundle b;
+  b.settings = {{"--precision", "fp16-mixed", "Trainer precision default amp_fp16 on GPUs"},
+                {"--zero", "0", "PyTorch DDP, the default (FSDP only when configured)"},
+                {"--checkpointing", "auto", "activation_checkpointing off unless configured"}};
+  b.notes.push_back({"", "Composer trains the transformers (HuggingFaceModel) and peft model it is given: "
+                         "attention, loss and LoRA are hf's"});
+  return b;
+}
+
+framework_bundle litgpt(const training_setup& s, bool bf16) {
+  framework_bundle b;
+  const bool several = s.world_size > 1;
+  b.settings = {{"--precision", bf16 ? "bf16-mixed" : "fp16-mixed", "get_default_supported_precision(training=True)"},
+                {"--attention", "flash", "F.scaled_dot_product_attention"},
+                {"--loss", "chunked", "lm_head_chunk_size=128 and chunked_cross_entropy"}};
+  // One GPU: strategy "auto"; several: FSDP with every Block checkpointed (full.py
+  // activation_checkpointing_policy={Block}, lora.py parallelize_fn's checkpoint_wrapper).
+  b.settings.push_back({"--checkpointing", several ? "on" : "auto",
+                        several ? "every Block checkpointed under FSDP" : "no checkpointing on one GPU"});
+  b.settings.push_back(sharded(s, "FSDP over every GPU"));
+  if (s.lora_rank > 0)
+    b.settings.insert(b.settings.end(),
+                      {{"--lora-targets", "q,v", "lora_query, lora_value True; key, projection, mlp, head False"},
+                       // Fabric keeps the model (adapters too) in fp32 under *-mixed, in bf16 under bf16-true.
+                       {"--adapter-dtype", s.prec == precision::bf16 ? "bf16" : "fp32", "the model's dtype"},
+                       {"--lora-dropout", "0.05", "lora_dropout 0.05"}});
+  b.notes.push_back({"--loss", "LitGPT's loss runs in 128-token chunks (the chunked loss counts 8) and keeps every "
+                               "16-bit logit and, by our reading, each chunk's fp32 log-probabilities to backward "
+                               "(not traced): the logits term may be low"});
+  return b;
+}
+
+}  // namespace
+
+std::string_view to_string(training_framework f) {
+  for (const auto& [v, name] : framework_names)
+    if (v == f) return name;
+  return "?";
+}
+
+training_framework parse_framework(std::string_view s) {
+  std::string all;
+  for (const auto& [f, name] : framework_names) {
+    if (s == name) return f;
+    all += (all.empty() ? "" : ", ") + std::string(name);
+  }
+  throw usage_error(fmt::format("--framework '{}' is not one of {}", s, all));
+}
+
+framework_bundle framework_defaults(training_framework f, const training_setup& s, bool gpu_has_bf16) {
+  switch (f) {
+    case training_framework::hf: return {};
+    case training_framework::fsdp2: return torchtitan(s);  // its bf16 default on a GPU without: refused
+    case training_framework::deepspeed: return deepspeed();
+    case training_framework::megatron: return megatron();
+    case training_framework::torchtune: return torchtune(s, gpu_has_bf16);
+    case training_framework::composer: return composer();
+    case training_framework::litgpt: return litgpt(s, gpu_has_bf16);
+  }
+  return {};
+}
+
+namespace {
+
+// One option from its flag's text (--zero and --lora-dropout arrive as the numbers' shortest text).
+void set_option(training_setup& s, const std::string& flag, const std::string& text) {
+  if (flag == "--precision") s.prec = parse_precision(text);
+  else if (flag == "--attention") s.attention = parse_attention(text);
+  else if (flag == "--loss") s.loss = parse_loss(text);
+  else if (flag == "--checkpointing") set_checkpointing(s, text);
+  else if (flag == "--zero") std::from_chars(text.data(), text.data() + text.size(), s.zero_stage);
+  else if (flag == "--lora-targets") s.lora_targets = parse_lora_targets(text);
+  else if (flag == "--adapter-dtype") s.adapters = parse_adapter_dtype(text);
+  else if (flag == "--lora-dropout") std::from_chars(text.data(), text.data() + text.size(), s.lora_dropout);
+}
+
+// What a framework cannot run, named (the precisions each offers: the sources at the top).
+void refuse_unsupported(training_framework f, const std::map<std::string, std::string>& given, bool gpu_has_bf16,
+                        const training_setup& s) {
+  const std::string name(to_string(f));
+  if (f == training_framework::megatron && s.lora_rank > 0)
+    throw usage_error(fmt::format("--framework megatron --lora-rank {}: Megatron-LM has no LoRA (NeMo and Megatron "
+                                  "Bridge add PEFT on top of it); plan LoRA with --framework hf, torchtune or litgpt",
+                                  s.lora_rank));
+  const char* offered = f == training_framework::fsdp2       ? "bf16-mixed and fp32 (mixed_precision_param bfloat16 or float32)"
+                        : f == training_framework::torchtune ? "bf16 and fp32 (dtype; no autocast, no fp16)"
+                        : f == training_framework::composer  ? "fp32, fp16-mixed and bf16-mixed (amp_fp16, amp_bf16; no pure bf16)"
+                                                             : nullptr;
+  const bool ok = f == training_framework::fsdp2       ? s.prec == precision::bf16_mixed || s.prec == precision::fp32
+                  : f == training_framework::torchtune ? s.prec == precision::bf16 || s.prec == precision::fp32
+                  : f == training_framework::composer  ? s.prec != precision::bf16
+                                                       : true;
+  if (!ok)
+    throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
+                                  offered));
+  if (f == training_framework::fsdp2 && !given.contains("--precision") && !gpu_has_bf16)
+    throw usage_error("--framework fsdp2 trains bf16-mixed by default (torchtitan's mixed_precision_param bfloat16) "
+                      "and this GPU has no bf16: pass --precision fp32");
+  if (s.checkpoint_ops && !given.contains("--checkpointing"))
+    if (const char* why = selective_unmodelled(s))
+      throw usage_error(fmt::format("--framework {} checkpoints per op by default (torchtitan's SelectiveAC), which "
+                                    "tiletune models for Llama-style blocks, flash attention and full fine-tuning "
+                                    "only; {} has {}: pass --checkpointing on, off, every-N or auto",
+                                    name, s.model.name, why));
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : "; ") + i;
+  return out;
+}
+
+}  // namespace
+
+void apply_framework(training_framework f, const std::map<std::string, std::string>& given, bool gpu_has_bf16,
+                     training_setup& s) {
+  s.framework = f;
+  std::vector<std::string> applied, replaced, from_framework;
+  auto resolve = [&](const framework_bundle& b, const std::string& flag) {
+    const framework_setting* fw = nullptr;
+    for (const auto& setting : b.settings)
+      if (setting.flag == flag) fw = &setting;
+    if (const auto it = given.find(flag); it != given.end()) {
+      if (fw && fw->value != it->second) replaced.push_back(fmt::format("{} {} ({}'s: {})", flag, it->second, to_string(f), fw->value));
+      set_option(s, flag, it->second);
+    } else if (fw) {
+      applied.push_back(fmt::format("{} {} ({})", flag, fw->value, fw->source));
+      from_framework.push_back(flag);
+      set_option(s, flag, fw->value);
+    } else {
+      set_option(s, flag, tiletune_default(flag, gpu_has_bf16));
+    }
+  };
+  // The precision first: where adapters keep the model's dtype, the adapter dtype follows it.
+  resolve(framework_defaults(f, s, gpu_has_bf16), "--precision");
+  const framework_bundle b = framework_defaults(f, s, gpu_has_bf16);
+  for (const char* flag : framework_flags)
+    if (std::string_view(flag) != "--precision") resolve(b, flag);
+  refuse_unsupported(f, given, gpu_has_bf16, s);
+
+  s.framework_notes.clear();
+  if (f == training_framework::hf) return;  // today's plan, unchanged
+  s.framework_notes.push_back(fmt::format(
+      "--framework {} set {}{}; each has its own flag, which wins", to_string(f),
+      applied.empty() ? "nothing of its own" : joined(applied),
+      replaced.empty() ? "" : "; your flags replaced " + joined(replaced)));
+  for (const auto& n : b.notes)
+    if (n.flag.empty() || std::find(from_framework.begin(), from_framework.end(), n.flag) != from_framework.end())
+      s.framework_notes.push_back(n.text);
+}
+
+}  // namespace tiletune

@@ -1,0 +1,51 @@
+// `tiletune batch --framework NAME` (issue 37): the defaults a training framework runs with, as
+// values of batch's own flags (precision, attention, loss, checkpointing, ZeRO, LoRA targets,
+// adapter dtype, LoRA dropout). An explicit flag always wins over its framework's default.
+// The table and the source of each default: training_framework.cpp and docs/batch.md#frameworks.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/train/training_plan.hpp"
+
+namespace tiletune {
+
+// hf: transformers' Trainer with peft, today's plan; fsdp2: torchtitan (PyTorch's FSDP2 trainer);
+// megatron: Megatron-LM; the others by their project's name.
+enum class training_framework : unsigned char { hf, fsdp2, deepspeed, megatron, torchtune, composer, litgpt };
+std::string_view to_string(training_framework f);
+// A usage error naming the bad value and listing the valid ones.
+training_framework parse_framework(std::string_view s);
+
+// One default: the flag it stands for, its value as that flag spells it, and where it comes from.
+struct framework_setting {
+  std::string flag;
+  std::string value;
+  std::string source;
+};
+// What the bundle leaves to tiletune's own default, or models only in part: shown where `flag`'s value
+// came from the framework (an empty flag: always).
+struct framework_note {
+  std::string flag;
+  std::string text;
+};
+struct framework_bundle {
+  std::vector<framework_setting> settings;
+  std::vector<framework_note> notes;
+};
+// The framework's defaults for a setup: s.model, s.lora_rank, s.world_size and s.prec (which the
+// adapter dtype follows where the framework keeps adapters in the model's dtype) are read;
+// gpu_has_bf16 picks the precision where the framework's default depends on it.
+framework_bundle framework_defaults(training_framework f, const training_setup& s, bool gpu_has_bf16);
+
+// Sets the framework-dependent options of s: each flag in `explicit_flags` (flag -> its text, as
+// the user gave it) as given, the rest from the framework's defaults, else tiletune's own
+// (hf's). s.model, s.lora_rank and s.world_size must be set. Records in s.framework_notes what
+// the framework set and what it leaves out. Throws usage_error for a combination the framework
+// cannot run, naming why.
+void apply_framework(training_framework f, const std::map<std::string, std::string>& explicit_flags,
+                     bool gpu_has_bf16, training_setup& s);
+
+}  // namespace tiletune

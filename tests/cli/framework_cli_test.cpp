@@ -1,0 +1,116 @@
+// `tiletune batch --framework` (issue 37): a trainer's defaults end to end. hf is today's plan
+// (setup.framework its only new field); another framework's defaults reach the JSON, the table and
+// the notes, an explicit flag wins, and what a framework cannot run exits 2 naming why. Expected
+// figures are arithmetic on Llama-3-8B's published parameter count (8,030,261,248), in the comments.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+using namespace tiletune_test;
+
+namespace {
+const std::vector<std::string> llama_lora = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len",
+                                             "2048", "--global-batch", "32", "--lora-rank", "16", "--no-db"};
+result run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run(args);
+}
+nlohmann::json plan_with(const std::vector<std::string>& args, const std::vector<std::string>& extra) {
+  const result r = run_with(args, extra);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+bool any_note(const nlohmann::json& plan, const std::string& text) {
+  for (const auto& n : plan["notes"])
+    if (n.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+// --framework hf and no --framework are the same plan, table and JSON (the command line apart),
+// with setup.framework "hf" and no framework note: hf is the plan batch made before --framework.
+TEST(batch_framework, hf_is_todays_plan) {
+  nlohmann::json plain = plan_with(llama_lora, {"--json"}), hf = plan_with(llama_lora, {"--json", "--framework", "hf"});
+  EXPECT_EQ(hf["setup"]["framework"], "hf");
+  EXPECT_FALSE(any_note(hf, "--framework"));
+  for (auto* j : {&plain, &hf}) (*j)["tool"].erase("command_line"), (*j)["tool"].erase("date");
+  EXPECT_EQ(plain, hf);
+  EXPECT_EQ(run(llama_lora).out, run_with(llama_lora, {"--framework", "hf"}).out);
+}
+
+// torchtune's Llama 3.1 8B LoRA config: pure bf16, LoRA on q, v, o and the MLP with bf16 adapters,
+// the chunked loss, checkpointing on. Its weights are the bf16 base and bf16 adapters:
+// 2 x 8,030,261,248 + 2 x 39,321,600 = 16,139,165,696 bytes, where hf's bf16 base and fp32
+// all-linear adapters hold 2 x 8,030,261,248 + 4 x 41,943,040 = 16,228,294,656 (adapters: 32 layers x
+// 16 x the in + out of each adapted linear, 76,800 on q,v,o,gate,up,down and 81,920 on all seven).
+TEST(batch_framework, torchtune_sets_its_defaults_and_an_explicit_flag_wins) {
+  const nlohmann::json tt = plan_with(llama_lora, {"--json", "--framework", "torchtune"});
+  EXPECT_EQ(tt["setup"]["framework"], "torchtune");
+  EXPECT_EQ(tt["setup"]["precision"], "bf16");
+  EXPECT_EQ(tt["setup"]["loss"], "chunked");
+  EXPECT_EQ(tt["setup"]["lora_targets"], "q,v,o,gate,up,down");
+  EXPECT_EQ(tt["setup"]["adapter_dtype"], "bf16");
+  EXPECT_EQ(tt["model"]["trainable_parameters"], 39'321'600);
+  EXPECT_EQ(tt["memory"]["weights_bytes"], 16'139'165'696LL);
+  EXPECT_EQ(plan_with(llama_lora, {"--json"})["memory"]["weights_bytes"], 16'228'294'656LL);
+  for (const auto& c : tt["candidates"]) EXPECT_TRUE(c["checkpointing"].get<bool>());
+  EXPECT_TRUE(any_note(tt, "--framework torchtune set --precision bf16 (dtype: bf16"));
+  // The table names the framework; an explicit flag replaces its default and the note says so.
+  EXPECT_NE(run_with(llama_lora, {"--framework", "torchtune"}).out.find(", torchtune defaults: PREDICTED"),
+            std::string::npos);
+  const nlohmann::json eager = plan_with(llama_lora, {"--json", "--framework", "torchtune", "--loss", "eager",
+                                                      "--checkpointing", "auto"});
+  EXPECT_EQ(eager["setup"]["loss"], "eager");
+  EXPECT_EQ(eager["setup"]["precision"], "bf16");
+  EXPECT_TRUE(any_note(eager, "your flags replaced --loss eager (torchtune's: chunked)"));
+  bool without = false;
+  for (const auto& c : eager["candidates"]) without |= !c["checkpointing"].get<bool>();
+  EXPECT_TRUE(without);
+}
+
+// torchtitan on 8 GPUs: FSDP2 (ZeRO-3) and bf16-mixed. Per GPU, Llama-3-8B keeps 2P/8 = 2,007,565,312
+// bytes of bf16 weights and (8 + 4)P/8 = 12,045,391,872 of AdamW states and fp32 masters; every
+// candidate checkpoints per op (SelectiveAC).
+TEST(batch_framework, fsdp2_shards_over_every_gpu) {
+  const nlohmann::json p = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--world-size", "8",
+                                      "--global-batch", "64", "--no-db", "--json"},
+                                     {"--framework", "fsdp2"});
+  EXPECT_EQ(p["setup"]["zero_stage"], 3);
+  EXPECT_EQ(p["setup"]["precision"], "bf16-mixed");
+  EXPECT_TRUE(p["setup"]["checkpoint_ops"].get<bool>());
+  EXPECT_EQ(p["memory"]["weights_bytes"], 2'007'565'312LL);
+  EXPECT_EQ(p["memory"]["optimizer_bytes"], 12'045'391'872LL);
+}
+
+TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_writes_nothing) {
+  const fs::path out = tmp_dir() / "framework-refused.json";
+  auto refused = [&](const std::vector<std::string>& extra, const std::string& why) {
+    fs::remove(out);
+    std::vector<std::string> args = {"--out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const result r = run_with({"batch", "--gpu", "h100-sxm", "--no-db"}, args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  };
+  refused({"--model", "gpt2", "--framework", "axolotl"},
+          "--framework 'axolotl' is not one of hf, fsdp2, deepspeed, megatron, torchtune, composer, litgpt");
+  refused({"--model", "llama-3-8b", "--framework", "megatron", "--lora-rank", "8"}, "Megatron-LM has no LoRA");
+  refused({"--model", "llama-3-8b", "--framework", "torchtune", "--precision", "bf16-mixed"},
+          "torchtune trains bf16 and fp32");
+  refused({"--model", "gpt2", "--framework", "fsdp2"}, "pass --checkpointing on, off, every-N or auto");
+  // The same with the framework's checkpointing replaced by a flag plans.
+  EXPECT_EQ(run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "--framework", "fsdp2", "--checkpointing",
+                 "on", "--quiet"})
+                .code,
+            0);
+}
+
+TEST(batch_framework, help_names_the_flag_and_every_framework) {
+  const result r = run({"batch", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* s : {"--framework", "fsdp2 (torchtitan)", "deepspeed", "megatron (Megatron-LM)", "torchtune",
+                        "composer", "litgpt", "docs/batch.md#frameworks"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}

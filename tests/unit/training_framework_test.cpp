@@ -1,0 +1,211 @@
+// `batch --framework` (issue 37): each framework's defaults as the options they set, an explicit
+// flag winning over them, and the combinations a framework cannot run refused. The expected
+// values are the frameworks' documented defaults (training_framework.cpp names each source) and
+// arithmetic on Llama-3-8B's published shapes, written out in each test, not the planner's output.
+#include "core/train/training_framework.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/errors.hpp"
+
+using namespace tiletune;
+
+namespace {
+training_setup base(const char* model, int lora_rank = 0, int world = 1) {
+  training_setup s;
+  s.model = load_model(model);
+  s.seq_len = 2048;
+  s.lora_rank = lora_rank;
+  s.world_size = world;
+  return s;
+}
+training_setup with(training_framework f, training_setup s, const std::map<std::string, std::string>& given = {},
+                    bool gpu_has_bf16 = true) {
+  apply_framework(f, given, gpu_has_bf16, s);
+  return s;
+}
+// The usage error's text, or "" when none is thrown.
+std::string refusal(training_framework f, const training_setup& s, const std::map<std::string, std::string>& given = {},
+                    bool gpu_has_bf16 = true) {
+  try {
+    with(f, s, given, gpu_has_bf16);
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "";
+}
+bool mentions(const std::vector<std::string>& notes, const std::string& text) {
+  for (const auto& n : notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+constexpr std::int64_t llama3_8b = 8'030'261'248;  // Meta's published parameter count
+}  // namespace
+
+TEST(framework, names_parse_and_a_bad_one_lists_the_valid_ones) {
+  for (const char* name : {"hf", "fsdp2", "deepspeed", "megatron", "torchtune", "composer", "litgpt"})
+    EXPECT_EQ(to_string(parse_framework(name)), name);
+  try {
+    parse_framework("axolotl");
+    ADD_FAILURE() << "axolotl parsed";
+  } catch (const usage_error& e) {
+    EXPECT_STREQ(e.what(), "--framework 'axolotl' is not one of hf, fsdp2, deepspeed, megatron, torchtune, composer, litgpt");
+  }
+}
+
+// hf is today's plan: every option at the default batch had before --framework (bf16-mixed where the
+// GPU has bf16, else fp16-mixed; flash; eager loss; auto; ZeRO 0; all-linear fp32 adapters, no dropout)
+// and no note, so its JSON differs from the old one by setup.framework alone.
+TEST(framework, hf_keeps_every_default_and_adds_no_note) {
+  for (const bool bf16 : {true, false}) {
+    const training_setup s = with(training_framework::hf, base("llama-3-8b", 16), {}, bf16);
+    EXPECT_EQ(s.prec, bf16 ? precision::bf16_mixed : precision::fp16_mixed);
+    EXPECT_EQ(s.attention, attention_impl::flash);
+    EXPECT_EQ(s.loss, loss_impl::eager);
+    EXPECT_EQ(s.checkpointing, checkpoint_policy::automatic);
+    EXPECT_EQ(s.checkpoint_every, 1);
+    EXPECT_FALSE(s.checkpoint_ops);
+    EXPECT_EQ(s.zero_stage, 0);
+    EXPECT_EQ(s.lora_targets, lora_all_linear);
+    EXPECT_EQ(s.adapters, adapter_dtype::fp32);
+    EXPECT_EQ(s.lora_dropout, 0.0);
+    EXPECT_TRUE(s.framework_notes.empty());
+  }
+  // deepspeed wraps the same transformers and peft model: hf's options, with notes saying so.
+  const training_setup ds = with(training_framework::deepspeed, base("llama-3-8b", 16));
+  EXPECT_EQ(ds.prec, precision::bf16_mixed);
+  EXPECT_EQ(ds.loss, loss_impl::eager);
+  EXPECT_EQ(ds.zero_stage, 0);
+  EXPECT_TRUE(mentions(ds.framework_notes, "BFLOAT16_ENABLED_DEFAULT False"));
+}
+
+// torchtune's Llama 3.1 8B LoRA config on one GPU: dtype bf16, LinearCrossEntropyLoss (8 chunks),
+// activation checkpointing, LoRA on q, v, output_proj and the MLP, adapters in the model's bf16.
+// At rank 16 those adapters hold 32 layers x 16 x ((4096+4096) q + (4096+1024) v + (4096+4096) o
+// + 3 x (4096+14336) gate, up, down) = 512 x 76,800 = 39,321,600 parameters: all-linear's 41,943,040
+// less k's 512 x (4096+1024) = 2,621,440.
+TEST(framework, torchtune_lora_on_one_gpu_is_its_config) {
+  const training_setup s = with(training_framework::torchtune, base("llama-3-8b", 16));
+  EXPECT_EQ(s.prec, precision::bf16);
+  EXPECT_EQ(s.loss, loss_impl::chunked);
+  EXPECT_EQ(s.checkpointing, checkpoint_policy::on);
+  EXPECT_EQ(s.checkpoint_every, 1);
+  EXPECT_EQ(s.zero_stage, 0);
+  EXPECT_EQ(lora_targets_name(s.lora_targets), "q,v,o,gate,up,down");
+  EXPECT_EQ(s.adapters, adapter_dtype::bf16);
+  EXPECT_EQ(s.lora_dropout, 0.0);
+  EXPECT_EQ(estimate_memory(s).trainable_parameters, 39'321'600);
+  EXPECT_TRUE(mentions(s.framework_notes, "--framework torchtune set --precision bf16"));
+  EXPECT_TRUE(mentions(s.framework_notes, "LinearCrossEntropyLoss"));
+  // Without bf16 on the GPU the recipes fall back to fp32, and the adapters with the model.
+  const training_setup old = with(training_framework::torchtune, base("llama-3-8b", 16), {}, false);
+  EXPECT_EQ(old.prec, precision::fp32);
+  EXPECT_EQ(old.adapters, adapter_dtype::fp32);
+}
+
+// On several GPUs the distributed recipes shard with FSDP2 (ZeRO-3); the 8B LoRA config turns
+// checkpointing off (the planner decides, auto), the full one keeps it on. Pure bf16 full training
+// of Llama-3-8B on 4 GPUs under ZeRO-3 holds 2 bytes x 8,030,261,248 / 4 = 4,015,130,624 of weights
+// per GPU, where hf's bf16-mixed on one GPU holds 4 x 8,030,261,248 = 32,121,044,992.
+TEST(framework, torchtune_on_several_gpus_shards_and_follows_each_config) {
+  const training_setup lora = with(training_framework::torchtune, base("llama-3-8b", 16, 4));
+  EXPECT_EQ(lora.zero_stage, 3);
+  EXPECT_EQ(lora.checkpointing, checkpoint_policy::automatic);
+  const training_setup full = with(training_framework::torchtune, base("llama-3-8b", 0, 4));
+  EXPECT_EQ(full.zero_stage, 3);
+  EXPECT_EQ(full.checkpointing, checkpoint_policy::on);
+  EXPECT_EQ(estimate_memory(full).weights_bytes, 2 * llama3_8b / 4);
+  EXPECT_EQ(estimate_memory(with(training_framework::hf, base("llama-3-8b"))).weights_bytes, 4 * llama3_8b);
+  // Full fine-tuning on one GPU: the config's paged 8-bit AdamW in backward is named, not set.
+  const training_setup one = with(training_framework::torchtune, base("llama-3-8b"));
+  EXPECT_EQ(one.optimizer, optimizer_kind::adamw);
+  EXPECT_TRUE(mentions(one.framework_notes, "PagedAdamW8bit"));
+}
+
+// An explicit flag wins over the framework's default, the note says which it replaced, and a note
+// about the replaced default (torchtune's chunked loss) is dropped.
+TEST(framework, an_explicit_flag_wins_and_the_note_says_so) {
+  const training_setup s = with(training_framework::torchtune, base("llama-3-8b", 16),
+                                {{"--loss", "eager"}, {"--checkpointing", "every-4"}, {"--lora-targets", "q,v"}});
+  EXPECT_EQ(s.loss, loss_impl::eager);
+  EXPECT_EQ(s.checkpoint_every, 4);
+  EXPECT_EQ(lora_targets_name(s.lora_targets), "q,v");
+  EXPECT_EQ(s.prec, precision::bf16);  // not given: still torchtune's
+  EXPECT_TRUE(mentions(s.framework_notes, "your flags replaced --loss eager (torchtune's: chunked)"));
+  EXPECT_FALSE(mentions(s.framework_notes, "LinearCrossEntropyLoss"));
+  EXPECT_FALSE(mentions(s.framework_notes, "log-probabilities"));
+  // --zero and --lora-dropout arrive as numbers' text.
+  const training_setup z = with(training_framework::litgpt, base("llama-3-8b", 16, 8),
+                                {{"--zero", "2"}, {"--lora-dropout", "0.1"}});
+  EXPECT_EQ(z.zero_stage, 2);
+  EXPECT_EQ(z.lora_dropout, 0.1);
+}
+
+// torchtitan: bf16 parameters under FSDP2 with fp32 reduction (bf16-mixed), per-op selective
+// checkpointing (SelectiveAC), the chunked loss of its Llama 3 configs, FSDP over every GPU. On 8 GPUs,
+// ZeRO-3 of Llama-3-8B in bf16-mixed keeps 2P/8 of weights, 2P/8 of gradients and (8 + 4)P/8 of
+// AdamW states and fp32 masters per GPU: 2,007,565,312 and 12,045,391,872 bytes.
+TEST(framework, fsdp2_is_torchtitans_defaults) {
+  const training_setup s = with(training_framework::fsdp2, base("llama-3-8b", 0, 8));
+  EXPECT_EQ(s.prec, precision::bf16_mixed);
+  EXPECT_TRUE(s.checkpoint_ops);
+  EXPECT_EQ(s.checkpointing, checkpoint_policy::on);
+  EXPECT_EQ(s.loss, loss_impl::chunked);
+  EXPECT_EQ(s.zero_stage, 3);
+  const memory_breakdown m = estimate_memory(s);
+  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b / 8);
+  EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b / 8);
+  EXPECT_EQ(m.optimizer_bytes, 12 * llama3_8b / 8);
+  EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b")).zero_stage, 0);  // one GPU: nothing to shard
+}
+
+// What torchtitan cannot run, or the planner cannot model as it runs it, is a usage error naming why.
+TEST(framework, fsdp2_refuses_what_torchtitan_cannot_run) {
+  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp16-mixed"}})
+                .find("fsdp2 trains bf16-mixed and fp32"),
+            std::string::npos);
+  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b"), {}, false).find("pass --precision fp32"),
+            std::string::npos);
+  EXPECT_EQ(refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp32"}}, false), "");
+  // Per-op checkpointing is modelled for Llama-style blocks only: GPT-2's MLP has no gate.
+  EXPECT_NE(refusal(training_framework::fsdp2, base("gpt2")).find("an MLP without a gate: pass --checkpointing"),
+            std::string::npos);
+  EXPECT_EQ(refusal(training_framework::fsdp2, base("gpt2"), {{"--checkpointing", "on"}}), "");
+  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b", 16)).find("LoRA adapters"), std::string::npos);
+}
+
+TEST(framework, each_framework_refuses_what_it_cannot_run) {
+  EXPECT_NE(refusal(training_framework::megatron, base("llama-3-8b", 16)).find("Megatron-LM has no LoRA"),
+            std::string::npos);
+  EXPECT_EQ(refusal(training_framework::megatron, base("llama-3-8b")), "");
+  EXPECT_NE(refusal(training_framework::torchtune, base("llama-3-8b"), {{"--precision", "bf16-mixed"}})
+                .find("torchtune trains bf16 and fp32"),
+            std::string::npos);
+  EXPECT_NE(refusal(training_framework::composer, base("llama-3-8b"), {{"--precision", "bf16"}}).find("no pure bf16"),
+            std::string::npos);
+  for (const char* p : {"fp32", "fp16-mixed", "bf16-mixed", "bf16"})
+    EXPECT_EQ(refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
+}
+
+// Composer's Trainer trains amp_fp16 on GPUs unless told otherwise; LitGPT's finetune_lora adapts
+// q and v (6,815,744 adapter parameters at rank 16: 512 x ((4096+4096) + (4096+1024))) with
+// lora_dropout 0.05, fp32 adapters under bf16-mixed, and checkpoints every block under FSDP on
+// several GPUs.
+TEST(framework, composer_and_litgpt_defaults) {
+  EXPECT_EQ(with(training_framework::composer, base("llama-3-8b")).prec, precision::fp16_mixed);
+  const training_setup one = with(training_framework::litgpt, base("llama-3-8b", 16));
+  EXPECT_EQ(one.prec, precision::bf16_mixed);
+  EXPECT_EQ(lora_targets_name(one.lora_targets), "q,v");
+  EXPECT_EQ(estimate_memory(one).trainable_parameters, 6'815'744);
+  EXPECT_EQ(one.lora_dropout, 0.05);
+  EXPECT_EQ(one.adapters, adapter_dtype::fp32);
+  EXPECT_EQ(one.checkpointing, checkpoint_policy::automatic);
+  EXPECT_EQ(one.zero_stage, 0);
+  const training_setup eight = with(training_framework::litgpt, base("llama-3-8b", 16, 8));
+  EXPECT_EQ(eight.checkpointing, checkpoint_policy::on);
+  EXPECT_EQ(eight.zero_stage, 3);
+  EXPECT_EQ(with(training_framework::litgpt, base("llama-3-8b", 16), {{"--precision", "bf16"}}).adapters,
+            adapter_dtype::bf16);
+  // Without LoRA, no LoRA default is set (--lora-dropout alone would be refused).
+  EXPECT_EQ(with(training_framework::litgpt, base("llama-3-8b")).lora_dropout, 0.0);
+}
