@@ -187,6 +187,19 @@ TT_HOST_DEVICE constexpr int tt_ldsm_b_added(int b_t, int np, int ks, int cols) 
 TT_HOST_DEVICE constexpr int tt_ldsm_b_tile(int q) { return q >> 1; }
 TT_HOST_DEVICE constexpr int tt_ldsm_b_reg(int q) { return q & 1; }
 
+// tf32 fragments along m or n (a tile stored [k][m] or [k][n]), loaded
+// element by element with each lane's offsets computed once: element
+// (k_base + t + 4j, warp0 + 8u + g) of such a tile (u: A's 2 mi + h, B's ni)
+// lies at the lane offset of index u % 4 plus tt_tf32_mn_added. This holds
+// for warp0 a multiple of 32 and rows of >= 32 elements: the chunk's three
+// low bits and the swizzle mask (2 (row % 4), row % 4 = t) see u % 4 only.
+TT_HOST_DEVICE constexpr int tt_tf32_mn_lane_offset(int warp0, int idx, int lane, int cols) {
+  return tt_tf32_offset_mn_contiguous(lane & 3, lane & 3, warp0 + 8 * idx, lane >> 2, cols);
+}
+TT_HOST_DEVICE constexpr int tt_tf32_mn_added(int u, int k_base, int j, int cols) {
+  return (k_base + 4 * j) * cols + 32 * (u / 4);
+}
+
 // mma fragments (PTX ISA "Matrix Fragments for mma.m16n8k16 / mma.m16n8k8"):
 // lane = 4 * group + thread in group.
 TT_HOST_DEVICE constexpr int tt_frag_group(int lane) { return lane >> 2; }

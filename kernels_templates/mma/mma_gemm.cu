@@ -213,6 +213,44 @@ __device__ __forceinline__ unsigned tt_to_tf32(float x) {
 // Every row offset added to a lane's own row is a multiple of 8 and k_base of
 // 16 (8 for tf32), so the swizzle mask is the lane's, and a chunk index
 // c + d with c even and d < 2 (or < 4 for c a multiple of 4) is c ^ d.
+#if TT_ELEM_BYTES == 4
+// tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
+// for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+// b0 (k t, n g), b1 (k t+4, n g); each rounded to tf32.
+__device__ __forceinline__ void tt_load_a_tf32(const elem_t* as, int k_base, int wm0, int lane,
+                                               unsigned (&a)[TT_MI][4]) {
+  const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int h = tt_frag_tf32_a_half(r), j = tt_frag_tf32_a_kq(r);  // rows g + 8h, k t + 4j
+#if TT_A_T
+      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j,
+                                                           wm0 + mi * 16 + 8 * h, g, TT_A_COLS)]);
+#else
+      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t,
+                                                          TT_A_COLS)]);
+#endif
+    }
+}
+__device__ __forceinline__ void tt_load_b_tf32(const elem_t* bs, int k_base, int wn0, int lane,
+                                               unsigned (&b)[TT_NI][2]) {
+  const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
+#pragma unroll
+  for (int ni = 0; ni < TT_NI; ++ni)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#if TT_B_T
+      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, TT_B_COLS)]);
+#else
+      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g,
+                                                           TT_B_COLS)]);
+#endif
+    }
+}
+#endif
+
 __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t* bs,
                                                   unsigned as_addr, unsigned bs_addr, int k_base,
                                                   int wm0, int wn0, int lane,
@@ -252,45 +290,29 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
     for (int x = 0; x < 4; ++x) b[ni + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
   }
 #else
-  // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
-  // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
-  // b0 (k t, n g), b1 (k t+4, n g).
-  const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
-#pragma unroll
-  for (int mi = 0; mi < TT_MI; ++mi)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int h = tt_frag_tf32_a_half(r), j = tt_frag_tf32_a_kq(r);  // rows g + 8h, k t + 4j
-#if TT_A_T
-      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j,
-                                                           wm0 + mi * 16 + 8 * h, g, TT_A_COLS)]);
-#else
-      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t,
-                                                          TT_A_COLS)]);
-#endif
-    }
-#pragma unroll
-  for (int ni = 0; ni < TT_NI; ++ni)
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-#if TT_B_T
-      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, TT_B_COLS)]);
-#else
-      b[ni][j] = tt_to_tf32(bs[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g,
-                                                           TT_B_COLS)]);
-#endif
-    }
+  tt_load_a_tf32(as, k_base, wm0, lane, a);
+  tt_load_b_tf32(bs, k_base, wn0, lane, b);
 #endif
 }
 
 #define TT_KSTEPS (TT_BK / TT_MMA_K)  // mma k-steps per k-tile
 
-#if TT_ELEM_BYTES == 2
-// The main loop's ldmatrix offsets: each lane's parts computed once
-// (tt_ldsm_*_lane_offset), the rest constants, so a k-step costs its
-// ldmatrix and one add per stage.
-#define TT_A_LANES tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS)
-#define TT_B_LANES tt_ldsm_b_lanes(TT_B_T, TT_NI, TT_KSTEPS)
+// The main loop's fragment loads. ldmatrix reads every 16-bit operand, and
+// tf32's operands along k (A 'n', B 't'): an 8x8 matrix of 16-bit elements
+// is 8 rows of 4 tf32 elements, and lane l receives row l/4, element l%4,
+// the m16n8k8 fragment's (group, thread); so such a tile is read as a
+// 16-bit one of twice the columns, each register then rounded to tf32.
+// tf32 operands along m or n are loaded element by element, each lane's
+// offsets computed once (tt_tf32_mn_lane_offset). The ldmatrix
+// offsets: each lane's parts computed once (tt_ldsm_*_lane_offset), the
+// rest constants, so a k-step costs its ldmatrix and one add per stage.
+#define TT_A_LDSM (TT_ELEM_BYTES == 2 || !TT_A_T)
+#define TT_B_LDSM (TT_ELEM_BYTES == 2 || TT_B_T)
+#define TT_A_COLS16 (TT_A_COLS * TT_ELEM_BYTES / 2)  // the tile's columns as 16-bit elements
+#define TT_B_COLS16 (TT_B_COLS * TT_ELEM_BYTES / 2)
+// tf32 along m or n: four lane offsets (tt_tf32_mn_lane_offset).
+#define TT_A_LANES (TT_A_LDSM ? tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS) : 4)
+#define TT_B_LANES (TT_B_LDSM ? tt_ldsm_b_lanes(TT_B_T, TT_NI, TT_KSTEPS) : 4)
 struct tt_fragment_offsets {
   int a[TT_A_LANES];
   int b[TT_B_LANES];
@@ -299,36 +321,71 @@ struct tt_fragment_offsets {
     const int a_mask = tt_swizzle_mask(r, TT_A_CPR, 2, TT_A_KC);
     const int b_mask = tt_swizzle_mask(r, TT_B_CPR, 2, TT_B_KC);
 #pragma unroll
-    for (int i = 0; i < TT_A_LANES; ++i) a[i] = tt_kept(tt_ldsm_a_lane_offset(TT_A_T, wm0, i, q, r, a_mask, TT_A_COLS));
+    for (int i = 0; i < TT_A_LANES; ++i)
+      a[i] = tt_kept(TT_A_LDSM ? tt_ldsm_a_lane_offset(TT_A_T, wm0, i, q, r, a_mask, TT_A_COLS16)
+                               : tt_tf32_mn_lane_offset(wm0, i, lane, TT_A_COLS));
 #pragma unroll
-    for (int i = 0; i < TT_B_LANES; ++i) b[i] = tt_kept(tt_ldsm_b_lane_offset(TT_B_T, wn0, i, q, r, b_mask, TT_B_COLS));
+    for (int i = 0; i < TT_B_LANES; ++i)
+      b[i] = tt_kept(TT_B_LDSM ? tt_ldsm_b_lane_offset(TT_B_T, wn0, i, q, r, b_mask, TT_B_COLS16)
+                               : tt_tf32_mn_lane_offset(wn0, i, lane, TT_B_COLS));
   }
-  // The fragments of k-step KS of the stage at as_addr / bs_addr (shared bytes).
-  // ks: a constant once the caller's loop is unrolled.
-  __device__ __forceinline__ void load(int KS, unsigned as_addr, unsigned bs_addr, unsigned (&fa)[TT_MI][4],
-                                       unsigned (&fb)[TT_NI][2]) const {
+  // The fragments of k-step KS of the stage whose A tile is at shared
+  // address as_addr (generic as) and B tile at bs_addr (bs). KS: a constant
+  // once the caller's loop is unrolled.
+  __device__ __forceinline__ void load(int KS, unsigned as_addr, unsigned bs_addr, const elem_t* as, const elem_t* bs,
+                                       unsigned (&fa)[TT_MI][4], unsigned (&fb)[TT_NI][2]) const {
+#if TT_A_LDSM
 #pragma unroll
     for (int mi = 0; mi < TT_MI; ++mi) {
-      const unsigned at = as_addr + a[tt_ldsm_a_lane_index(TT_A_T, mi, KS)] + tt_ldsm_a_added(TT_A_T, mi, KS, TT_A_COLS);
+      const unsigned at =
+          as_addr + a[tt_ldsm_a_lane_index(TT_A_T, mi, KS)] + tt_ldsm_a_added(TT_A_T, mi, KS, TT_A_COLS16);
       if (tt_ldsm_a_trans(TT_A_T))
         tt_ldmatrix_x4_trans(fa[mi], at);
       else
         tt_ldmatrix_x4(fa[mi], at);
+#if TT_ELEM_BYTES == 4
+#pragma unroll
+      for (int e = 0; e < 4; ++e) fa[mi][e] = tt_to_tf32(__uint_as_float(fa[mi][e]));
+#endif
     }
+#else
+    static_assert(TT_WM % 32 == 0 && TT_A_COLS >= 32, "tt_tf32_mn_lane_offset's premise");
+#pragma unroll
+    for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {  // a_r: rows g + 8h, k t + 4j
+        const int u = 2 * mi + tt_frag_tf32_a_half(r);
+        fa[mi][r] = tt_to_tf32(as[a[u % 4] + tt_tf32_mn_added(u, KS * TT_MMA_K, tt_frag_tf32_a_kq(r), TT_A_COLS)]);
+      }
+#endif
+#if TT_B_LDSM
 #pragma unroll
     for (int np = 0; np < TT_NI / 2; ++np) {
-      const unsigned at = bs_addr + b[tt_ldsm_b_lane_index(TT_B_T, np, KS)] + tt_ldsm_b_added(TT_B_T, np, KS, TT_B_COLS);
+      const unsigned at =
+          bs_addr + b[tt_ldsm_b_lane_index(TT_B_T, np, KS)] + tt_ldsm_b_added(TT_B_T, np, KS, TT_B_COLS16);
       unsigned t[4];
       if (tt_ldsm_b_trans(TT_B_T))
         tt_ldmatrix_x4_trans(t, at);
       else
         tt_ldmatrix_x4(t, at);
 #pragma unroll
-      for (int x = 0; x < 4; ++x) fb[2 * np + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
+      for (int x = 0; x < 4; ++x) {
+#if TT_ELEM_BYTES == 4
+        t[x] = tt_to_tf32(__uint_as_float(t[x]));
+#endif
+        fb[2 * np + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
+      }
     }
+#else
+    static_assert(TT_WN % 32 == 0 && TT_B_COLS >= 32, "tt_tf32_mn_lane_offset's premise");
+#pragma unroll
+    for (int ni = 0; ni < TT_NI; ++ni)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)  // b_j: k t + 4j, n g
+        fb[ni][j] = tt_to_tf32(bs[b[ni % 4] + tt_tf32_mn_added(ni, KS * TT_MMA_K, j, TT_B_COLS)]);
+#endif
   }
 };
-#endif
 
 // What the main loop needs of its block: the operands, where its tiles start
 // and how one k-tile moves them, its k-tiles and the warp's place, and the
@@ -364,16 +421,11 @@ __device__ __forceinline__ void tt_pipelined(const tt_block& blk, float (&acc)[T
   tt_tile_copier<TT_B_ROWS, TT_B_COLS, TT_B_KC> cb;
   ca.init(blk.a_tile, blk.lda, tid);
   cb.init(blk.b_tile, blk.ldb, tid);
-#if TT_ELEM_BYTES == 2
   tt_fragment_offsets fo;
   fo.init(blk.wm0, blk.wn0, blk.lane);
-#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb) fo.load(ks, (stage_addr), (stage_addr) + TT_B_AT, fa, fb)
-#else
-#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb)                                                     \
-  tt_load_fragments(blk.smem + ((stage_addr) - blk.smem_base) / TT_ELEM_BYTES,                        \
-                    blk.smem + ((stage_addr) - blk.smem_base + TT_B_AT) / TT_ELEM_BYTES, 0, 0,       \
-                    (ks) * TT_MMA_K, blk.wm0, blk.wn0, blk.lane, fa, fb)
-#endif
+#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb)                                                 \
+  fo.load(ks, (stage_addr), (stage_addr) + TT_B_AT, blk.smem + ((stage_addr) - blk.smem_base) / TT_ELEM_BYTES, \
+          blk.smem + ((stage_addr) - blk.smem_base + TT_B_AT) / TT_ELEM_BYTES, fa, fb)
   // The stages being written and read, as shared addresses that step
   // through the ring.
   const unsigned ring_end = blk.smem_base + TT_STAGES * TT_STAGE_BYTES;

@@ -120,10 +120,12 @@ TEST_P(compile_variants, all_compile_without_spills) {
   std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),
               std::string(to_string(t.type)).c_str(), total_ms / jobs.size());
 #ifdef TILETUNE_CUOBJDUMP
-  // Issue 38: every mma variant's main loop within its instruction budget.
+  // Issue 38: every mma variant's main loop within its instruction budget,
+  // on the architectures where the mma family is the product (on sm_90,
+  // whose tensor-core path is wgmma, compile.sass reads representatives).
   std::vector<std::size_t> mma;
   for (std::size_t i = 0; i < jobs.size(); ++i)
-    if (configs[i].family == family_named("mma") && results[i].ok) mma.push_back(i);
+    if (t.arch != "sm_90" && configs[i].family == family_named("mma") && results[i].ok) mma.push_back(i);
   std::vector<std::vector<std::string>> problems(mma.size());
   std::vector<double> per_hmma(mma.size(), 0);
   std::vector<std::thread> readers;

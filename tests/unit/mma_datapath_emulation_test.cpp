@@ -197,6 +197,7 @@ struct defects {
   bool refill_the_read_stage = false;   // the prologue leaves the write stage on the read stage
   bool inside_ignores_k = false;        // blocks copy without bounds when inside M and N, a short k-tile or not
   bool lane_offset_index_zero = false;  // every ldmatrix takes the lane offset of index 0
+  bool tf32_ldsm_own_columns = false;   // tf32 tiles along k read by ldmatrix with their 4-byte column count
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -620,12 +621,18 @@ class mma_kernel_emulator {
       }
   }
 
-  // tt_fragment_offsets (16-bit types): the lane offsets computed once, then
-  // k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
+  // tt_fragment_offsets: ldmatrix for every 16-bit operand and tf32's along
+  // k (read as 16-bit tiles of twice the columns, each register then rounded
+  // to tf32), with the lane offsets computed once; tf32 along m or n element
+  // by element. k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
   void load_fragments_pipelined(shared_memory& smem, int warp, int stage_addr, int ks, regs4* a,
                                 std::array<u32, 64>* b) {
     const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
     const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    const bool tf32 = k_.eb() == 4;
+    const bool a_ldsm = !tf32 || !k_.a_t, b_ldsm = !tf32 || k_.b_t;  // TT_A_LDSM, TT_B_LDSM
+    const int a_cols16 = d_.tf32_ldsm_own_columns ? k_.a_cols() : k_.a_cols() * k_.eb() / 2;
+    const int b_cols16 = d_.tf32_ldsm_own_columns ? k_.b_cols() : k_.b_cols() * k_.eb() / 2;
     const int a_lanes = tt_ldsm_a_lanes(k_.a_t, k_.mi(), k_.k_steps()), b_lanes = tt_ldsm_b_lanes(k_.b_t, k_.ni(), k_.k_steps());
     const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
     auto lane_q_r = [&](int lane) {
@@ -633,19 +640,50 @@ class mma_kernel_emulator {
     };
     auto a_index = [&](int mi) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_a_lane_index(k_.a_t, mi, ks); };
     auto b_index = [&](int np) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_b_lane_index(k_.b_t, np, ks); };
-    for (int mi = 0; mi < k_.mi(); ++mi) {
+    auto round_tf32 = [&](regs4& r) {
+      if (!tf32) return;
+      for (auto& lane : r)
+        for (u32& x : lane) x = float_to_tf32(from_bits(x));
+    };
+    // tf32 along m or n: tt_tf32_mn_lane_offset + tt_tf32_mn_added, then cvt.rna.tf32.f32.
+    const int k_base = ks * k_.mma_k();
+    auto tf32_element = [&](int at, const char* what) {
+      float v = 0;
+      smem.load(warp, at * 4, &v, 4, what);
+      return float_to_tf32(v);
+    };
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int mi = 0; !a_ldsm && mi < k_.mi(); ++mi)
+        for (int reg = 0; reg < 4; ++reg) {
+          const int u = 2 * mi + tt_frag_tf32_a_half(reg);
+          const int idx = d_.lane_offset_index_zero ? 0 : u % 4;
+          const int off = tt_tf32_mn_lane_offset(wm0, idx, lane, k_.a_cols()) ^ (d_.read_mask_xor1 ? 4 : 0);
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = tf32_element(
+              stage_addr / 4 + off + tt_tf32_mn_added(u, k_base, tt_frag_tf32_a_kq(reg), k_.a_cols()), "tf32 A load");
+        }
+      for (int ni = 0; !b_ldsm && ni < k_.ni(); ++ni)
+        for (int j = 0; j < 2; ++j) {
+          const int idx = d_.lane_offset_index_zero ? 0 : ni % 4;
+          b[ni][static_cast<std::size_t>(lane * 2 + j)] =
+              tf32_element((stage_addr + k_.b_at()) / 4 + tt_tf32_mn_lane_offset(wn0, idx, lane, k_.b_cols()) +
+                               tt_tf32_mn_added(ni, k_base, j, k_.b_cols()),
+                           "tf32 B load");
+        }
+    }
+    for (int mi = 0; a_ldsm && mi < k_.mi(); ++mi) {
       std::array<int, 32> addr{};
       for (int lane = 0; lane < 32; ++lane) {
         const auto [q, r] = lane_q_r(lane);
         const int mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
         const int idx = a_index(mi);
         if (idx >= a_lanes) r_.note("A lane offset index past the lane offsets");
-        addr[static_cast<std::size_t>(lane)] = stage_addr + tt_ldsm_a_lane_offset(k_.a_t, wm0, idx, q, r, mask, k_.a_cols()) +
-                                               tt_ldsm_a_added(k_.a_t, mi, ks, k_.a_cols());
+        addr[static_cast<std::size_t>(lane)] = stage_addr + tt_ldsm_a_lane_offset(k_.a_t, wm0, idx, q, r, mask, a_cols16) +
+                                               tt_ldsm_a_added(k_.a_t, mi, ks, a_cols16);
       }
       ldmatrix_x4(smem, warp, addr, tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans, a[mi]);
+      round_tf32(a[mi]);
     }
-    for (int np = 0; np < k_.ni() / 2; ++np) {
+    for (int np = 0; b_ldsm && np < k_.ni() / 2; ++np) {
       std::array<int, 32> addr{};
       for (int lane = 0; lane < 32; ++lane) {
         const auto [q, r] = lane_q_r(lane);
@@ -653,11 +691,12 @@ class mma_kernel_emulator {
         const int idx = b_index(np);
         if (idx >= b_lanes) r_.note("B lane offset index past the lane offsets");
         addr[static_cast<std::size_t>(lane)] = stage_addr + k_.b_at() +
-                                               tt_ldsm_b_lane_offset(k_.b_t, wn0, idx, q, r, mask, k_.b_cols()) +
-                                               tt_ldsm_b_added(k_.b_t, np, ks, k_.b_cols());
+                                               tt_ldsm_b_lane_offset(k_.b_t, wn0, idx, q, r, mask, b_cols16) +
+                                               tt_ldsm_b_added(k_.b_t, np, ks, b_cols16);
       }
       regs4 t{};
       ldmatrix_x4(smem, warp, addr, tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans, t);
+      round_tf32(t);
       for (int lane = 0; lane < 32; ++lane)
         for (int x = 0; x < 4; ++x)
           b[2 * np + tt_ldsm_b_tile(x)][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
@@ -704,28 +743,36 @@ class mma_kernel_emulator {
       }
       return;
     }
-    // tf32: ld.shared.f32 per fragment element, then cvt.rna.tf32.f32 (tt_to_tf32).
-    // A wrong mask flips chunk bit 0 within the row: element offset ^ 4. Only
-    // A's: the same k permutation of both operands would leave every sum as it was.
+    load_tf32_elements(smem, warp, as_addr, bs_addr, k_base, a.data(), b.data(), true, true);
+  }
+
+  // tt_load_a_tf32 / tt_load_b_tf32: ld.shared.f32 per fragment element, then
+  // cvt.rna.tf32.f32 (tt_to_tf32). A wrong mask flips chunk bit 0 within the
+  // row: element offset ^ 4. Only A's: the same k permutation of both
+  // operands would leave every sum as it was.
+  void load_tf32_elements(shared_memory& smem, int warp, int as_addr, int bs_addr, int k_base, regs4* a,
+                          std::array<u32, 64>* b, bool do_a, bool do_b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
     const int flip = d_.read_mask_xor1 ? 4 : 0;
     for (int lane = 0; lane < 32; ++lane) {
       const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
-      for (int mi = 0; mi < k_.mi(); ++mi)
+      for (int mi = 0; do_a && mi < k_.mi(); ++mi)
         for (int reg = 0; reg < 4; ++reg) {
           const int h = tt_frag_tf32_a_half(reg), j = tt_frag_tf32_a_kq(reg);
           const int off = k_.a_t ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, k_.a_cols())
                                  : tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols());
           float v = 0;
           smem.load(warp, as_addr + (off ^ flip) * 4, &v, 4, "tf32 A load");
-          a[static_cast<std::size_t>(mi)][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = float_to_tf32(v);
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = float_to_tf32(v);
         }
-      for (int ni = 0; ni < k_.ni(); ++ni)
+      for (int ni = 0; do_b && ni < k_.ni(); ++ni)
         for (int j = 0; j < 2; ++j) {
           const int off = k_.b_t ? tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, k_.b_cols())
                                  : tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g, k_.b_cols());
           float v = 0;
           smem.load(warp, bs_addr + off * 4, &v, 4, "tf32 B load");
-          b[static_cast<std::size_t>(ni)][static_cast<std::size_t>(lane * 2 + j)] = float_to_tf32(v);
+          b[ni][static_cast<std::size_t>(lane * 2 + j)] = float_to_tf32(v);
         }
     }
   }
@@ -829,15 +876,7 @@ class mma_kernel_emulator {
       auto a_buf = [&](int warp, int buf) { return &a[static_cast<std::size_t>((warp * 2 + buf) * k.mi())]; };
       auto b_buf = [&](int warp, int buf) { return &b[static_cast<std::size_t>((warp * 2 + buf) * k.ni())]; };
       auto load = [&](int warp, int stage, int ks, int buf) {
-        if (k.eb() == 2) {
-          load_fragments_pipelined(smem, warp, stage, ks, a_buf(warp, buf), b_buf(warp, buf));
-        } else {
-          std::vector<regs4> fa(static_cast<std::size_t>(k.mi()));
-          std::vector<std::array<u32, 64>> fb(static_cast<std::size_t>(k.ni()));
-          load_fragments(smem, warp, stage, stage + k.b_at(), ks * k.mma_k(), fa, fb);
-          std::copy(fa.begin(), fa.end(), a_buf(warp, buf));
-          std::copy(fb.begin(), fb.end(), b_buf(warp, buf));
-        }
+        load_fragments_pipelined(smem, warp, stage, ks, a_buf(warp, buf), b_buf(warp, buf));
       };
       smem.wait_group(k.stages - 2);
       smem.barrier();
@@ -1361,8 +1400,10 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{v128, dtype::bf16, "nt", 0}, {t128, dtype::tf32, "tt", 1}});
   add("blocks inside M and N copying a short k-tile without bounds", [](defects& d) { d.inside_ignores_k = true; },
       {{v128, dtype::bf16, "nt", 4}, {v64, dtype::f16, "nn", 4}, {t128, dtype::tf32, "tn", 4}});
-  add("every ldmatrix taking lane offset 0", [](defects& d) { d.lane_offset_index_zero = true; },
-      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 0}, {v128, dtype::f16, "tt", 1}});
+  add("every fragment load taking lane offset 0", [](defects& d) { d.lane_offset_index_zero = true; },
+      {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 0}, {v128, dtype::f16, "tt", 1}, {t128, dtype::tf32, "tn", 0}});
+  add("tf32 tiles along k read by ldmatrix as if their columns were 16-bit", [](defects& d) { d.tf32_ldsm_own_columns = true; },
+      {{t128, dtype::tf32, "nt", 0}, {t128, dtype::tf32, "nn", 1}, {t128, dtype::tf32, "tt", 4}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));
