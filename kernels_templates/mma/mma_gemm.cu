@@ -655,15 +655,23 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
     __syncthreads();  // the next pass overwrites the staging rows
   }
 #if TT_SPLIT_K > 1
-  // The last slice to finish a tile sums the partials and writes C.
+  // The last slice to finish a tile sums the partials and writes C. One
+  // thread publishes and counts, between two barriers: its release fence
+  // (after the first barrier, so cumulative over every thread's partials)
+  // comes before its count, its acquire fence after it, and the second
+  // barrier orders that acquire before any thread reads the other slices'
+  // partials (barrier, one thread's release and acquire, barrier).
   volatile unsigned* const last = reinterpret_cast<volatile unsigned*>(tt_smem_raw);  // staging is free
-  tt_fence_gpu();  // this block's partials are visible before its count is
   __syncthreads();
   unsigned* const counter = tile_counters + tt_mma_batch_tiles(batch, gridDim.x, gridDim.y) + tile;
-  if (tid == 0) *last = tt_mma_is_last_slice(tt_atomic_add(counter, 1u), TT_SPLIT_K);
+  if (tid == 0) {
+    tt_fence_gpu();  // release: this block's partials before its count
+    const unsigned before = tt_atomic_add(counter, 1u);
+    tt_fence_gpu();  // acquire: the counted slices' partials before what follows
+    *last = tt_mma_is_last_slice(before, TT_SPLIT_K);
+  }
   __syncthreads();
   if (!*last) return;
-  tt_fence_gpu();
   const float* const slots = partial - slice * (TT_BM * TT_BN);
 #pragma unroll 1
   for (int item = tid; item < TT_BM * (TT_BN / TT_EPI_VEC); item += TT_THREADS) {

@@ -988,7 +988,7 @@ class mma_kernel_emulator {
     if (k.split_k <= 1) return;
 
     // The last slice to finish the tile sums the partials (slice order) and writes C.
-    smem.barrier();  // fence.acq_rel.gpu, __syncthreads
+    smem.barrier();  // __syncthreads; thread 0: fence.acq_rel.gpu, the count, fence.acq_rel.gpu
     const u32 counter = tt_mma_batch_tiles(batch, gx_, gy_) + static_cast<u32>(tile);
     if (counter >= counters_.size()) {
       r_.note(fmt::format("split-K counter {} outside the {} counters", counter, counters_.size()));
