@@ -102,7 +102,8 @@ TT_HOST_DEVICE constexpr int tt_copy_col(int c, int chunks_per_row, int chunk_el
 // tid is row tt_copy_row0 + i * tt_copy_row_step, column tt_copy_col0, and
 // sits tt_copy_step_offset(i, ...) elements past copy 0 in the stage. That
 // holds where every row has the swizzle mask of the row step rows further
-// (tt_copy_masks_repeat; the mma family's copy_swizzle constraint).
+// (tt_copy_masks_repeat, a static_assert of the kernel; every default
+// variant meets it).
 TT_HOST_DEVICE constexpr int tt_copy_row0(int tid, int chunks_per_row) { return tid / chunks_per_row; }
 TT_HOST_DEVICE constexpr int tt_copy_col0(int tid, int chunks_per_row, int chunk_elems) {
   return (tid % chunks_per_row) * chunk_elems;

@@ -208,11 +208,6 @@ __device__ __forceinline__ unsigned tt_to_tf32(float x) {
 }
 #endif
 
-// Fragments of the k-step at k_base (relative to the tile) for this warp;
-// as/bs for element loads, as_addr/bs_addr (shared-space bytes) for ldmatrix.
-// Every row offset added to a lane's own row is a multiple of 8 and k_base of
-// 16 (8 for tf32), so the swizzle mask is the lane's, and a chunk index
-// c + d with c even and d < 2 (or < 4 for c a multiple of 4) is c ^ d.
 #if TT_ELEM_BYTES == 4
 // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
 // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
@@ -251,6 +246,11 @@ __device__ __forceinline__ void tt_load_b_tf32(const elem_t* bs, int k_base, int
 }
 #endif
 
+// Fragments of the k-step at k_base (relative to the tile) for this warp;
+// as/bs for element loads, as_addr/bs_addr (shared-space bytes) for ldmatrix.
+// Every row offset added to a lane's own row is a multiple of 8 and k_base of
+// 16 (8 for tf32), so the swizzle mask is the lane's, and a chunk index
+// c + d with c even and d < 2 (or < 4 for c a multiple of 4) is c ^ d.
 __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t* bs,
                                                   unsigned as_addr, unsigned bs_addr, int k_base,
                                                   int wm0, int wn0, int lane,
@@ -406,7 +406,7 @@ struct tt_block {
 #define TT_B_LEFT(k_left) (TT_B_T ? blk.N - blk.n0 : (k_left)), (TT_B_T ? (k_left) : blk.N - blk.n0)
 
 // The ring of stages: stage s holds A's tile at byte s * TT_STAGE_BYTES and
-// B's right after it (tt_mma_stage_a / tt_mma_stage_b: mma_addressing.cuh).
+// B's right after it (tt_mma_stage_bytes_ab: mma_addressing.cuh).
 #define TT_STAGE_BYTES tt_mma_stage_bytes_ab(TT_A_STAGE, TT_B_STAGE, TT_ELEM_BYTES)
 #define TT_B_AT (TT_A_STAGE * TT_ELEM_BYTES)  // B's tile in a stage, bytes
 

@@ -261,17 +261,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
   const training_framework framework = parse_framework(o.framework);
   const std::map<std::string, std::string> given = given_flags(o);
-  {
-    // Every flag's text checked before the device is chosen: a bad value is a usage error anywhere.
-    training_setup check;
-    for (const auto& [flag, text] : given)
-      if (flag == "--precision") parse_precision(text);
-      else if (flag == "--attention") parse_attention(text);
-      else if (flag == "--loss") parse_loss(text);
-      else if (flag == "--checkpointing") set_checkpointing(check, text);
-      else if (flag == "--lora-targets") parse_lora_targets(text);
-      else if (flag == "--adapter-dtype") parse_adapter_dtype(text);
-  }
+  check_framework_flags(given);  // before the device is chosen: a bad value is a usage error anywhere
   s.model = load_model(o.model);
   if (o.seq_len && *o.seq_len < 1)
     throw usage_error(fmt::format("--seq-len {} is invalid: it must be at least 1", *o.seq_len));

@@ -251,6 +251,11 @@ std::string joined(const std::vector<std::string>& items) {
 
 }  // namespace
 
+void check_framework_flags(const std::map<std::string, std::string>& explicit_flags) {
+  training_setup scratch;
+  for (const auto& [flag, text] : explicit_flags) set_option(scratch, flag, text);
+}
+
 void apply_framework(training_framework f, const std::map<std::string, std::string>& given, bool gpu_has_bf16,
                      training_setup& s) {
   s.framework = f;

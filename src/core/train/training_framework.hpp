@@ -45,6 +45,10 @@ framework_bundle framework_defaults(training_framework f, const training_setup& 
 // (hf's). s.model, s.lora_rank and s.world_size must be set. Records in s.framework_notes what
 // the framework set and what it leaves out. Throws usage_error for a combination the framework
 // cannot run, naming why.
+// Parses each flag the user gave (flag -> its text) as apply_framework will, throwing usage_error
+// naming a bad value: so that a bad value is a usage error before anything else is done.
+void check_framework_flags(const std::map<std::string, std::string>& explicit_flags);
+
 void apply_framework(training_framework f, const std::map<std::string, std::string>& explicit_flags,
                      bool gpu_has_bf16, training_setup& s);
 
