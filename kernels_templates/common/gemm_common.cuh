@@ -1,18 +1,23 @@
 // tiletune kernel templates: what every family shares.
 //
 // tiletune prepends the configuration as macros and compiles with NVRTC:
-//   TT_DTYPE   0 f32, 1 tf32, 2 f16, 3 bf16
+//   TT_DTYPE   0 f32, 1 tf32, 2 f16, 3 bf16, 4 e4m3, 5 e5m2 (fp8: A and B one byte, C bf16)
 //   TT_A_T     0: A is M x K row-major ('n'); 1: A is stored K x M ('t')
 //   TT_B_T     0: B is K x N row-major ('n'); 1: B is stored N x K ('t')
 //   TT_BM, TT_BN, TT_BK   block tile
 // No CUDA header is included, so NVRTC compiles a variant in tens of ms.
 // C = alpha * op(A) * op(B) + beta * C, C is M x N row-major in the input
-// type, accumulation is fp32, and C is not read when beta == 0.
+// type (bf16 for fp8 inputs), accumulation is fp32, and C is not read when beta == 0.
+// elem_t and TT_ELEM_BYTES are C's; TT_AB_BYTES is A's and B's.
 
 #define TT_F32 0
 #define TT_TF32 1
 #define TT_F16 2
 #define TT_BF16 3
+#define TT_E4M3 4
+#define TT_E5M2 5
+#define TT_FP8 (TT_DTYPE == TT_E4M3 || TT_DTYPE == TT_E5M2)
+#define TT_C_BF16 (TT_DTYPE == TT_BF16 || TT_FP8)
 
 #if TT_DTYPE == TT_F32 || TT_DTYPE == TT_TF32
 typedef float elem_t;
@@ -21,10 +26,15 @@ typedef float elem_t;
 typedef unsigned short elem_t;  // raw bits of an f16 or a bf16
 #define TT_ELEM_BYTES 2
 #endif
+#if TT_FP8
+#define TT_AB_BYTES 1
+#else
+#define TT_AB_BYTES TT_ELEM_BYTES
+#endif
 
 __device__ __forceinline__ float tt_to_float(float x) { return x; }
 __device__ __forceinline__ float tt_to_float(unsigned short x) {
-#if TT_DTYPE == TT_BF16
+#if TT_C_BF16
   return __uint_as_float(((unsigned)x) << 16);
 #else
   float f;
@@ -36,7 +46,7 @@ __device__ __forceinline__ float tt_to_float(unsigned short x) {
 __device__ __forceinline__ elem_t tt_from_float(float v) {
 #if TT_DTYPE == TT_F32 || TT_DTYPE == TT_TF32
   return v;
-#elif TT_DTYPE == TT_BF16
+#elif TT_C_BF16
   unsigned short r;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
   return r;

@@ -49,13 +49,9 @@
 #define TT_STAGE_READERS TT_CONSUMERS
 #endif
 #define TT_MI (TT_WG_M / 64)
-#if TT_ELEM_BYTES == 2
-#define TT_MMA_K 16
-#else
-#define TT_MMA_K 8
-#endif
-#define TT_A_STAGE (TT_KM * TT_BK * TT_ELEM_BYTES)
-#define TT_B_STAGE (TT_KN * TT_BK * TT_ELEM_BYTES)
+#define TT_MMA_K (32 / TT_AB_BYTES)  // 32 bytes of k an instruction: k8 tf32, k16, k32 fp8
+#define TT_A_STAGE (TT_KM * TT_BK * TT_AB_BYTES)
+#define TT_B_STAGE (TT_KN * TT_BK * TT_AB_BYTES)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
 #ifndef TT_STREAM_K
 #define TT_STREAM_K 0
@@ -87,3 +83,11 @@
 #define TT_GROUPS_MAX 256
 #endif
 #define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
+// fp8 (wgmma_fp8.cuh): the QGMMAs of TT_PROMOTE k-tiles run into a partial set that is then added
+// into the fp32 accumulators; 0 (the other dtypes) runs every wgmma into the accumulators.
+#ifndef TT_PROMOTE
+#define TT_PROMOTE 0
+#endif
+#if TT_FP8 && !TT_PROMOTE
+#error "an fp8 variant promotes (TT_PROMOTE >= 1)"
+#endif

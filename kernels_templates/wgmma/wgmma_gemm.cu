@@ -19,8 +19,10 @@
 // TT_GROUPED (1: a grouped GEMM, wgmma_grouped.cuh: `batch` is the number of groups, at
 // most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
 // matrix per group, and the parameters group_rows and group_stride follow beta).
+// TT_PROMOTE (fp8, P >= 1: the QGMMAs of P k-tiles at a time run into a partial set, then added
+// into the fp32 accumulators, wgmma_fp8.cuh).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
-// instruction of this variant (m64 x BN x k16, or k8 for tf32).
+// instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
 // Consumer warpgroup c owns rows [c*BM/C, (c+1)*BM/C) of the block tile and
 // all BN columns: BM/C/64 wgmma instructions per k-step (ping-pong: all BM rows of its tiles).
@@ -116,8 +118,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned a_base = base;
   const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
   const unsigned bar_base =
-      base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
-  const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
+      base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
+  const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
                                  TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG};
 #if TT_PINGPONG
   const unsigned turn_bar = base + tt_smem_turn_offset(layout);  // turn[c] at turn_bar + 8c
@@ -231,7 +233,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
 #endif
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
-                                   tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES));
+                                   tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_AB_BYTES));
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
           tt_load_operand<TT_A_KMAJOR, TT_KM, TT_HINT_A>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage),
                                                          policy);
@@ -252,7 +254,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
 #if !TT_SWAP_AB
     unsigned char* const epi_stage =
-        smem + tt_smem_epilogue_offset(TT_KM, TT_KN, TT_BK, TT_ELEM_BYTES, TT_STAGES) +
+        smem + tt_smem_epilogue_offset(TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES) +
         (consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES;
     const bool c_vectors = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0 &&
                            (batch_stride_c * TT_ELEM_BYTES) % 16 == 0;
@@ -266,6 +268,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     int chunks = 0;
 #endif
     float acc[TT_MI][TT_KN / 2];
+#if TT_PROMOTE
+    float part[TT_MI][TT_KN / 2];  // fp8: the running sums of the current interval (wgmma_fp8.cuh)
+#endif
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = TT_UNIT(ui);
 #if TT_PINGPONG
@@ -278,6 +283,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_PINGPONG
       if (tt_pingpong_waits_turn(ui)) tt_mbar_wait(turn_bar + 8 * consumer, tt_pingpong_turn_parity(ui));
 #endif
+#if TT_PROMOTE
+#pragma unroll
+      for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] = 0.0f;
+#endif
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
@@ -286,18 +297,36 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #pragma unroll
         for (int kk = 0; kk < TT_BK; kk += TT_MMA_K) {
           const unsigned long long db = tt_wgmma_desc(
-              sb + tt_operand_offset(TT_B_KMAJOR, 0, kk, TT_BK, TT_ELEM_BYTES), lbo_b, tt_operand_sbo());
+              sb + tt_operand_offset(TT_B_KMAJOR, 0, kk, TT_BK, TT_AB_BYTES), lbo_b, tt_operand_sbo());
 #pragma unroll
           for (int mi = 0; mi < TT_MI; ++mi) {
             const unsigned long long da = tt_wgmma_desc(
-                sa + tt_operand_offset(TT_A_KMAJOR, TT_ROW0(consumer) + mi * 64, kk, TT_BK, TT_ELEM_BYTES),
+                sa + tt_operand_offset(TT_A_KMAJOR, TT_ROW0(consumer) + mi * 64, kk, TT_BK, TT_AB_BYTES),
                 lbo_a, tt_operand_sbo());
+#if TT_PROMOTE
+            tt_wgmma(part[mi], da, db, tt_part_scale_d(kt, u.k_begin, TT_PROMOTE, kk));
+#else
             tt_wgmma(acc[mi], da, db, (kt > u.k_begin || kk > 0) ? 1 : 0);
+#endif
           }
         }
         tt_wgmma_commit();
+#if TT_PROMOTE
+        if (tt_promotes_after(kt, u.k_begin, u.k_end, TT_PROMOTE)) {
+          // The interval's QGMMAs complete (this k-tile's and the previous one's: the release
+          // below stays right), then their sums join the fp32 accumulators.
+          tt_wgmma_wait<0>();
+#pragma unroll
+          for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] += part[mi][i];
+        } else {
+          tt_wgmma_wait<1>();
+        }
+#else
         // The previous k-tile's wgmmas are done once at most one group is pending.
         tt_wgmma_wait<1>();
+#endif
         const int release = tt_release_after_commit(prev, stage);
         if (release >= 0 && lane == 0) TT_RELEASE(release);
         phase = tt_ring_advance(stage, phase, TT_STAGES);

@@ -64,7 +64,13 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
       ->type_name("N");
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   add_group_options(cmd, o);
-  cmd->add_option("--dtype", o->problem.dtype, dtype_names(" | ") + " (fp32 accumulation)")->capture_default_str();
+  cmd->add_option("--dtype", o->problem.dtype,
+                  dtype_names(" | ") + " (fp32 accumulation; e4m3 and e5m2 are fp8 inputs with bf16 C, layout nt)")
+      ->capture_default_str();
+  cmd->add_option("--scaling", o->problem.scaling,
+                  "fp8: how A and B are scaled; tensor (the default: one scale each, passed as their product in "
+                  "--alpha); rowwise and block are not built yet")
+      ->type_name("tensor");
   cmd->add_option("--layout", o->problem.layout,
                   "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
       ->capture_default_str();
@@ -75,7 +81,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "machines can split a suite; see `tiletune db merge`")
       ->type_name("I/N");
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
-  for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta"})
+  for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta", "--scaling"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
   // A model's GEMMs take their shapes and layouts from the model; --dtype stays.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite"})

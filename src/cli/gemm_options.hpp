@@ -20,6 +20,7 @@ struct gemm_options {
     // The users train LLMs: bf16, and nt is x @ W.T (a linear layer's forward).
     std::string dtype = "bf16", layout = "nt";
     double alpha = 1.0, beta = 0.0;
+    std::optional<std::string> scaling;  // none: the dtype's own (tensor for fp8)
   } problem;
   struct {  // a grouped GEMM: --groups G with --m-per-group, or --tokens routed --top-k experts each
     std::optional<int> count;

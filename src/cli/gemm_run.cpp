@@ -53,6 +53,7 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
                                    parse_layout(o.problem.layout));
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
+  if (o.problem.scaling) p.scaling = parse_scaling_mode(*o.problem.scaling);
   validate(p);
   return p;
 }
@@ -74,6 +75,7 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   p.layout = parse_layout(o.problem.layout);
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
+  p.scaling = o.problem.scaling ? parse_scaling_mode(*o.problem.scaling) : default_scaling(p.type);
   validate(p);
   return p;
 }

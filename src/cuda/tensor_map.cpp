@@ -33,6 +33,7 @@ CUtensorMapDataType data_type(tensor_map_spec::element e) {
     case tensor_map_spec::element::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case tensor_map_spec::element::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case tensor_map_spec::element::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case tensor_map_spec::element::u8: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   }
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }

@@ -24,7 +24,8 @@ using namespace tiletune;
 
 namespace {
 // Written here, not read from the table, so that a wrong byte count there fails.
-const std::map<std::string, int> stored_bytes{{"f32", 4}, {"tf32", 4}, {"f16", 2}, {"bf16", 2}};
+const std::map<std::string, int> stored_bytes{{"f32", 4},  {"tf32", 4}, {"f16", 2},
+                                              {"bf16", 2}, {"e4m3", 1}, {"e5m2", 1}};
 
 std::string usage_message(const gemm_problem& p) {
   try {
@@ -105,7 +106,7 @@ TEST(dtype_table, every_row_has_an_error_bound_a_peak_and_a_library_compute_type
 
 TEST(dtype_table, validate_refuses_a_scaling_mode_the_row_does_not_allow) {
   for (const dtype_row& r : dtype_table()) {
-    for (scaling_mode s : {scaling_mode::none, scaling_mode::per_tensor, scaling_mode::block}) {
+    for (scaling_mode s : {scaling_mode::none, scaling_mode::tensor, scaling_mode::rowwise, scaling_mode::block}) {
       gemm_problem p;
       p.m = p.n = p.k = 64;
       p.type = r.type;
@@ -118,8 +119,10 @@ TEST(dtype_table, validate_refuses_a_scaling_mode_the_row_does_not_allow) {
         EXPECT_NE(message.find(r.name), std::string::npos) << message;
       }
     }
-    EXPECT_TRUE(allows(r, scaling_mode::none)) << r.name;  // today's rows are all unscaled
-    EXPECT_FALSE(allows(r, scaling_mode::block)) << r.name;
+    // fp8 is scaled (per tensor today), every other row unscaled; each row's default it allows.
+    EXPECT_EQ(allows(r, scaling_mode::none), !is_fp8(r.type)) << r.name;
+    EXPECT_EQ(allows(r, scaling_mode::tensor), is_fp8(r.type)) << r.name;
+    EXPECT_TRUE(allows(r, default_scaling(r.type))) << r.name;
   }
 }
 
@@ -129,8 +132,13 @@ TEST(dtype_table, json_omits_no_scaling_reads_one_and_names_an_unknown_one) {
   nlohmann::json j = to_json(p);
   EXPECT_FALSE(j.contains("scaling"));
   EXPECT_EQ(gemm_problem_from_json(j).scaling, scaling_mode::none);
-  j["scaling"] = "per_tensor";
-  EXPECT_EQ(gemm_problem_from_json(j).scaling, scaling_mode::per_tensor);
+  j["scaling"] = "tensor";
+  EXPECT_EQ(gemm_problem_from_json(j).scaling, scaling_mode::tensor);
+  // An fp8 problem with no scaling named reads as its dtype's default, and writes it.
+  nlohmann::json fp8 = to_json(p);
+  fp8["dtype"] = "e4m3";
+  EXPECT_EQ(gemm_problem_from_json(fp8).scaling, scaling_mode::tensor);
+  EXPECT_EQ(to_json(gemm_problem_from_json(fp8)).at("scaling"), "tensor");
   p.scaling = scaling_mode::block;
   EXPECT_EQ(to_json(p).at("scaling"), "block");
   j["scaling"] = "per_row";
@@ -140,4 +148,39 @@ TEST(dtype_table, json_omits_no_scaling_reads_one_and_names_an_unknown_one) {
   } catch (const usage_error& e) {
     EXPECT_NE(std::string(e.what()).find("'per_row'"), std::string::npos) << e.what();
   }
+}
+
+// The OCP fp8 formats, value by value from their definitions (not from the codec under test).
+TEST(dtype_table, fp8_codes_decode_as_the_formats_define_them) {
+  const element_type e4 = element_type::e4m3, e5 = element_type::e5m2;
+  EXPECT_EQ(fp8_bits_to_float(e4, 0x7e), 448.0f);       // S.1111.110: the largest
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(e4, 0x7f)));  // S.1111.111: the only NaN
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(e4, 0xff)));
+  EXPECT_EQ(fp8_bits_to_float(e4, 0x78), 256.0f);       // S.1111.000 is finite: no infinity
+  EXPECT_EQ(fp8_bits_to_float(e4, 0x38), 1.0f);         // exponent 7 = bias
+  EXPECT_EQ(fp8_bits_to_float(e4, 0x08), 1.0f / 64);    // the smallest normal, 2^-6
+  EXPECT_EQ(fp8_bits_to_float(e4, 0x01), 1.0f / 512);   // the smallest subnormal, 2^-9
+  EXPECT_EQ(fp8_bits_to_float(e4, 0xb9), -1.125f);
+  EXPECT_EQ(fp8_bits_to_float(e5, 0x7b), 57344.0f);     // S.11110.11: the largest
+  EXPECT_EQ(fp8_bits_to_float(e5, 0x7c), INFINITY);
+  EXPECT_EQ(fp8_bits_to_float(e5, 0xfc), -INFINITY);
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(e5, 0x7d)));
+  EXPECT_EQ(fp8_bits_to_float(e5, 0x3c), 1.0f);
+  EXPECT_EQ(fp8_bits_to_float(e5, 0x01), std::ldexp(1.0f, -16));
+  // Every code: the encoder gives it back (NaNs aside: one NaN each, and -0 stays -0).
+  for (element_type e : {e4, e5})
+    for (int b = 0; b < 256; ++b) {
+      const float v = fp8_bits_to_float(e, static_cast<std::uint8_t>(b));
+      if (std::isnan(v) || std::isinf(v)) continue;
+      EXPECT_EQ(float_to_fp8_bits(e, v), b) << to_string(e) << " code " << b;
+    }
+  // Rounding: to nearest, ties to even, saturating; NaN stays NaN.
+  EXPECT_EQ(fp8_bits_to_float(e4, float_to_fp8_bits(e4, 1.0625f)), 1.0f);    // tie: even mantissa 000
+  EXPECT_EQ(fp8_bits_to_float(e4, float_to_fp8_bits(e4, 1.1875f)), 1.25f);   // tie: even mantissa 010
+  EXPECT_EQ(fp8_bits_to_float(e4, float_to_fp8_bits(e4, 1.07f)), 1.125f);
+  EXPECT_EQ(fp8_bits_to_float(e4, float_to_fp8_bits(e4, 1e6f)), 448.0f);
+  EXPECT_EQ(fp8_bits_to_float(e4, float_to_fp8_bits(e4, -INFINITY)), -448.0f);
+  EXPECT_EQ(fp8_bits_to_float(e5, float_to_fp8_bits(e5, 1e6f)), 57344.0f);
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(e4, float_to_fp8_bits(e4, NAN))));
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(e5, float_to_fp8_bits(e5, NAN))));
 }

@@ -171,7 +171,7 @@ struct shared_memory {
 };
 
 inline int map_element_bytes(const tensor_map_spec& m) {
-  return m.type == tensor_map_spec::element::f32 ? 4 : 2;
+  return m.type == tensor_map_spec::element::f32 ? 4 : m.type == tensor_map_spec::element::u8 ? 1 : 2;
 }
 
 // One cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes

@@ -102,6 +102,7 @@ device_spec h100_sxm_preset() {
   h100_sxm.peak_tflops_tf32 = 494.7;
   h100_sxm.peak_tflops_f16 = 989.4;
   h100_sxm.peak_tflops_bf16 = 989.4;
+  h100_sxm.peak_tflops_fp8 = 1978.9;  // e4m3/e5m2 dense (3958 with sparsity)
   h100_sxm.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
   return h100_sxm;
 }
@@ -120,6 +121,7 @@ device_spec h100_pcie_preset() {
   h100_pcie.peak_tflops_tf32 = 378;
   h100_pcie.peak_tflops_f16 = 756;
   h100_pcie.peak_tflops_bf16 = 756;
+  h100_pcie.peak_tflops_fp8 = 1513;  // dense (3026 with sparsity)
   h100_pcie.gpu_link_gbs = 64;  // PCIe 5.0 x16
   return h100_pcie;
 }
@@ -141,6 +143,7 @@ device_spec h200_preset() {
   h200.peak_tflops_tf32 = 494.7;
   h200.peak_tflops_f16 = 989.4;
   h200.peak_tflops_bf16 = 989.4;
+  h200.peak_tflops_fp8 = 1978.9;
   h200.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
   return h200;
 }
@@ -179,6 +182,7 @@ device_spec l4_preset() {
   l4.peak_tflops_tf32 = 60;
   l4.peak_tflops_f16 = 121;
   l4.peak_tflops_bf16 = 121;
+  l4.peak_tflops_fp8 = 242.5;  // dense (485 with sparsity)
   return l4;
 }
 
@@ -197,6 +201,7 @@ device_spec rtx4090_preset() {
   // GeForce parts run fp16/bf16 with fp32 accumulation at half the fp16-accumulate rate.
   rtx4090.peak_tflops_f16 = 165.2;
   rtx4090.peak_tflops_bf16 = 165.2;
+  rtx4090.peak_tflops_fp8 = 330.3;  // with fp32 accumulation, as bf16
   return rtx4090;
 }
 
@@ -225,6 +230,7 @@ device_spec h100_nvl_preset() {
   d.peak_tflops_tf32 = 417.5;
   d.peak_tflops_f16 = 835;
   d.peak_tflops_bf16 = 835;
+  d.peak_tflops_fp8 = 1670.5;  // dense (3341 with sparsity)
   d.gpu_link_gbs = 300;
   return d;
 }
@@ -245,6 +251,7 @@ device_spec h20_preset() {
   d.peak_tflops_tf32 = 74;
   d.peak_tflops_f16 = 148;
   d.peak_tflops_bf16 = 148;
+  d.peak_tflops_fp8 = 296;
   d.peak_source = "listings";  // no datasheet
   d.gpu_link_gbs = 450;
   return d;
@@ -265,6 +272,7 @@ device_spec l40s_preset() {
   d.peak_tflops_tf32 = 183;
   d.peak_tflops_f16 = 362.05;
   d.peak_tflops_bf16 = 362.05;
+  d.peak_tflops_fp8 = 733;  // dense (1466 with sparsity)
   return d;
 }
 
@@ -283,6 +291,7 @@ device_spec rtx6000_ada_preset() {
   d.peak_tflops_tf32 = 182.1;
   d.peak_tflops_f16 = 364.2;
   d.peak_tflops_bf16 = 364.2;
+  d.peak_tflops_fp8 = 728.5;  // dense (1457 with sparsity)
   return d;
 }
 
@@ -339,6 +348,8 @@ double device_spec::peak_tflops(element_type e) const {
     case element_type::tf32: return peak_tflops_tf32;
     case element_type::f16: return peak_tflops_f16;
     case element_type::bf16: return peak_tflops_bf16;
+    case element_type::e4m3:
+    case element_type::e5m2: return peak_tflops_fp8;
   }
   return 0;
 }
@@ -402,6 +413,8 @@ void estimate_peaks(device_spec& d) {
   d.peak_tflops_f16 = d.sm_count * f16 * clock_hz / 1e12;
   d.peak_tflops_bf16 = d.peak_tflops_f16;
   d.peak_tflops_tf32 = d.peak_tflops_f16 / 2;
+  // fp8 tensor cores (Ada, Hopper) run twice the 16-bit rate; Ampere has none.
+  d.peak_tflops_fp8 = d.compute_capability >= 89 ? 2 * d.peak_tflops_f16 : 0;
   if (d.l2_bandwidth_gbs <= 0) d.l2_bandwidth_gbs = 2.5 * d.memory_bandwidth_gbs;
   d.peak_source = "estimated";
 }
@@ -426,7 +439,8 @@ nlohmann::json to_json(const device_spec& d) {
        {{"f32", d.peak_tflops_f32},
         {"tf32", d.peak_tflops_tf32},
         {"f16", d.peak_tflops_f16},
-        {"bf16", d.peak_tflops_bf16}}},
+        {"bf16", d.peak_tflops_bf16},
+        {"fp8", d.peak_tflops_fp8}}},
       {"peak_source", d.peak_source},
   };
 }

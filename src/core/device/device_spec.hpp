@@ -38,6 +38,7 @@ struct device_spec {
   double peak_tflops_tf32 = 0;
   double peak_tflops_f16 = 0;
   double peak_tflops_bf16 = 0;
+  double peak_tflops_fp8 = 0;  // e4m3 and e5m2 alike; 0 where the GPU has no fp8 tensor cores
   std::string peak_source = "datasheet";  // or "estimated"
 
   // The device's peak for math on one input element type, and for a dtype (its row says whose).

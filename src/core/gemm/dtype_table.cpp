@@ -14,28 +14,39 @@ namespace {
 
 using et = element_type;
 
-constexpr std::array<element_info, 4> elements{{
+constexpr std::array<element_info, 6> elements{{
     {et::f32, "f32", 4, "float", "", "CUDA_R_32F"},
     {et::tf32, "tf32", 4, "float", "", "CUDA_R_32F"},
     {et::f16, "f16", 2, "unsigned short", "__half", "CUDA_R_16F"},
     {et::bf16, "bf16", 2, "unsigned short", "__nv_bfloat16", "CUDA_R_16BF"},
+    {et::e4m3, "e4m3", 1, "unsigned char", "__nv_fp8_e4m3", "CUDA_R_8F_E4M3"},
+    {et::e5m2, "e5m2", 1, "unsigned char", "__nv_fp8_e5m2", "CUDA_R_8F_E5M2"},
 }};
 
 constexpr std::array<scaling_mode, 1> unscaled{scaling_mode::none};
+// fp8 runs with per-tensor scales (alpha carries their product); rowwise and block scales come
+// with the kernels that load them.
+constexpr std::array<scaling_mode, 1> fp8_scalings{scaling_mode::tensor};
 
 // Error bounds: f32 sees only summation order (~1e-7); tf32 rounds inputs to
 // 10 mantissa bits (unit roundoff 4.9e-4); f16 and bf16 round inputs and the
-// output (bf16's unit roundoff is 3.9e-3).
-constexpr std::array<dtype_row, 4> rows{{
+// output (bf16's unit roundoff is 3.9e-3). fp8 inputs are exact (both sides read the same bytes):
+// what remains is the bf16 output and the tensor core's short running sum, promoted to fp32
+// registers every few k-blocks by the kernel (its family's emulation bounds it at K 16384).
+constexpr std::array<dtype_row, 6> rows{{
     {dtype::f32, "f32", et::f32, et::f32, et::f32, et::f32, false, unscaled, et::f32, 0, "CUBLAS_COMPUTE_32F", 2e-6},
     {dtype::tf32, "tf32", et::tf32, et::tf32, et::f32, et::f32, true, unscaled, et::tf32, 1,
      "CUBLAS_COMPUTE_32F_FAST_TF32", 2e-3},
     {dtype::f16, "f16", et::f16, et::f16, et::f16, et::f32, true, unscaled, et::f16, 2, "CUBLAS_COMPUTE_32F", 1e-2},
     {dtype::bf16, "bf16", et::bf16, et::bf16, et::bf16, et::f32, true, unscaled, et::bf16, 3, "CUBLAS_COMPUTE_32F",
      1e-2},
+    {dtype::e4m3, "e4m3", et::e4m3, et::e4m3, et::bf16, et::f32, true, fp8_scalings, et::e4m3, 4, "CUBLAS_COMPUTE_32F",
+     1e-2},
+    {dtype::e5m2, "e5m2", et::e5m2, et::e5m2, et::bf16, et::f32, true, fp8_scalings, et::e5m2, 5, "CUBLAS_COMPUTE_32F",
+     1e-2},
 }};
 
-constexpr std::array<std::string_view, 3> scaling_names{"none", "per_tensor", "block"};
+constexpr std::array<std::string_view, 4> scaling_names{"none", "tensor", "rowwise", "block"};
 
 }  // namespace
 
@@ -89,5 +100,8 @@ bool allows(const dtype_row& r, scaling_mode s) {
     if (m == s) return true;
   return false;
 }
+
+scaling_mode default_scaling(dtype t) { return row_of(t).scalings.front(); }
+bool is_fp8(dtype t) { return element_bytes(t) == 1; }
 
 }  // namespace tiletune

@@ -6,13 +6,16 @@
 namespace tiletune {
 
 // The precision a user names for a GEMM; what it means lives in its row below.
-enum class dtype { f32, tf32, f16, bf16 };
+enum class dtype { f32, tf32, f16, bf16, e4m3, e5m2 };
 
-// How one matrix's elements are stored and rounded (tf32 is stored as f32 bits).
-enum class element_type { f32, tf32, f16, bf16 };
+// How one matrix's elements are stored and rounded (tf32 is stored as f32 bits; e4m3 and e5m2 are
+// the OCP fp8 formats, one byte each: e4m3 has no infinity, its largest finite value is 448).
+enum class element_type { f32, tf32, f16, bf16, e4m3, e5m2 };
 
-// Scale factors applied to A and B: only narrow input types need them.
-enum class scaling_mode { none, per_tensor, block };
+// Scale factors applied to A and B: only narrow input types need them. tensor: one scale per
+// operand (folded into alpha); rowwise: one per row of A and per column of B; block: one per
+// 1 x 128 block of A (a row's k-block) and per 128 x 128 block of B.
+enum class scaling_mode { none, tensor, rowwise, block };
 
 struct element_info {
   element_type type;
@@ -29,7 +32,7 @@ struct dtype_row {
   std::string_view name;
   element_type a, b, c, accumulator;
   bool tensor_cores;
-  std::span<const scaling_mode> scalings;  // allowed scaling modes
+  std::span<const scaling_mode> scalings;  // allowed scaling modes, the default first
   element_type peak;                       // whose device peak bounds it
   int template_code;                       // TT_DTYPE in the kernel templates
   std::string_view cublas_compute;         // cublasComputeType_t by name (fast mode)
@@ -54,7 +57,7 @@ std::string_view to_string(scaling_mode s);
 // Throw usage_error naming the text when it is not a known value.
 dtype parse_dtype(std::string_view text);
 scaling_mode parse_scaling_mode(std::string_view text);
-// The dtype names joined by sep, in table order: "f32, tf32, f16, bf16".
+// The dtype names joined by sep, in table order: "f32, tf32, f16, bf16, e4m3, e5m2".
 std::string dtype_names(std::string_view sep);
 
 int element_bytes(element_type e);
@@ -63,5 +66,9 @@ int element_bytes(dtype t);
 // True for the dtypes that run on tensor cores.
 bool is_tensor_core_dtype(dtype t);
 bool allows(const dtype_row& r, scaling_mode s);
+// The scaling a problem of this dtype has when none is named: the row's first.
+scaling_mode default_scaling(dtype t);
+// True for the one-byte (fp8) dtypes.
+bool is_fp8(dtype t);
 
 }  // namespace tiletune

@@ -75,6 +75,7 @@ gemm_problem grouped_problem(gemm_groups g, std::int64_t n, std::int64_t k, dtyp
   p.n = n;
   p.k = k;
   p.type = t;
+  p.scaling = default_scaling(t);
   p.layout = l;
   p.groups = std::move(g);
   return p;
@@ -208,7 +209,8 @@ gemm_problem gemm_problem_from_json(const nlohmann::json& j) {
   p.layout = parse_layout(j.value("layout", std::string{"nn"}));
   p.alpha = j.value("alpha", 1.0);
   p.beta = j.value("beta", 0.0);
-  if (j.contains("scaling")) p.scaling = parse_scaling_mode(j.at("scaling").get<std::string>());
+  // Absent: the dtype's own (none, or tensor for fp8), as problems written before fp8 read.
+  p.scaling = j.contains("scaling") ? parse_scaling_mode(j.at("scaling").get<std::string>()) : default_scaling(p.type);
   if (j.contains("groups")) {
     const nlohmann::json& in = j.at("groups");
     gemm_groups g;

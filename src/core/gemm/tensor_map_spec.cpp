@@ -13,6 +13,7 @@ tensor_map_spec tensor_map_for(const gemm_problem& p, const tile_config& c, char
 nlohmann::json to_json(const tensor_map_spec& s) {
   const char* type = s.type == tensor_map_spec::element::f16    ? "f16"
                      : s.type == tensor_map_spec::element::bf16 ? "bf16"
+                     : s.type == tensor_map_spec::element::u8   ? "u8"
                                                                 : "f32";
   return {{"data_type", type},
           {"rank", s.rank},

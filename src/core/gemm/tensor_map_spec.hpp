@@ -14,7 +14,8 @@ namespace tiletune {
 // plain values (src/cuda/tensor_map encodes it). Dimensions go innermost
 // first: (contiguous elements, rows, batch).
 struct tensor_map_spec {
-  enum class element { f16, bf16, f32 };  // tf32 operands are stored and copied as f32 bits
+  // tf32 operands are stored and copied as f32 bits, fp8 (e4m3, e5m2) ones as bytes (u8).
+  enum class element { f16, bf16, f32, u8 };
   element type = element::f32;
   int rank = 3;
   std::array<std::uint64_t, 3> dims{};           // elements per dimension

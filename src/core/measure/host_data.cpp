@@ -51,6 +51,57 @@ std::uint16_t float_to_bf16_bits(float f) {
 
 float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
+namespace {
+struct fp8_format {
+  int mantissa_bits, bias;
+  bool ieee;  // e5m2: exponent all ones is infinity or NaN; e4m3: only S.1111.111 is NaN
+};
+fp8_format format_of(element_type e) {
+  if (e == element_type::e4m3) return {3, 7, false};
+  if (e == element_type::e5m2) return {2, 15, true};
+  throw std::logic_error("an fp8 conversion of a type that is not fp8");
+}
+// The largest finite code without its sign: e4m3 0x7e (448), e5m2 0x7b (57344).
+std::uint8_t largest_finite(const fp8_format& f) { return f.ieee ? 0x7b : 0x7e; }
+std::uint8_t nan_code(const fp8_format& f) { return f.ieee ? 0x7e : 0x7f; }
+float decode_magnitude(const fp8_format& f, std::uint8_t code) {  // code < 0x80, finite
+  const int exp = code >> f.mantissa_bits, mant = code & ((1 << f.mantissa_bits) - 1);
+  if (exp == 0) return std::ldexp(static_cast<float>(mant), 1 - f.bias - f.mantissa_bits);
+  return std::ldexp(static_cast<float>((1 << f.mantissa_bits) + mant), exp - f.bias - f.mantissa_bits);
+}
+}  // namespace
+
+float fp8_bits_to_float(element_type e, std::uint8_t b) {
+  const fp8_format f = format_of(e);
+  const std::uint8_t code = b & 0x7f;
+  const bool negative = (b & 0x80) != 0;
+  if (f.ieee && code >= 0x7c) {
+    if (code == 0x7c) return negative ? -INFINITY : INFINITY;
+    return NAN;
+  }
+  if (!f.ieee && code == 0x7f) return NAN;
+  const float v = decode_magnitude(f, code);
+  return negative ? -v : v;
+}
+
+std::uint8_t float_to_fp8_bits(element_type e, float x) {
+  const fp8_format f = format_of(e);
+  if (std::isnan(x)) return nan_code(f);
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  const float a = std::fabs(x);
+  const std::uint8_t top = largest_finite(f);
+  if (a >= decode_magnitude(f, top)) return sign | top;  // saturates (infinity too)
+  // Codes are monotone in their magnitudes: the two around a, the nearer kept, ties to even.
+  std::uint8_t lo = 0, hi = top;
+  while (hi - lo > 1) {
+    const std::uint8_t mid = static_cast<std::uint8_t>((lo + hi) / 2);
+    (decode_magnitude(f, mid) <= a ? lo : hi) = mid;
+  }
+  const float below = a - decode_magnitude(f, lo), above = decode_magnitude(f, hi) - a;
+  const std::uint8_t code = below < above ? lo : above < below ? hi : (lo % 2 == 0 ? lo : hi);
+  return sign | code;
+}
+
 float store_element(element_type e, float v, unsigned char* out) {
   switch (e) {
     case element_type::f32:
@@ -64,6 +115,12 @@ float store_element(element_type e, float v, unsigned char* out) {
       const std::uint16_t b = float_to_bf16_bits(v);
       std::memcpy(out, &b, 2);
       return bf16_bits_to_float(b);
+    }
+    case element_type::e4m3:
+    case element_type::e5m2: {
+      const std::uint8_t b = float_to_fp8_bits(e, v);
+      *out = b;
+      return fp8_bits_to_float(e, b);
     }
   }
   throw std::logic_error("store_element: an element type with no encoding");

@@ -13,6 +13,12 @@ std::uint16_t float_to_half_bits(float f);
 float half_bits_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16_bits(float f);
 float bf16_bits_to_float(std::uint16_t b);
+// The OCP 8-bit floats (OFP8): e4m3 (bias 7, no infinity, S.1111.111 NaN, largest 448,
+// subnormals down to 2^-9) and e5m2 (bias 15, IEEE-like: infinities, NaNs, largest 57344,
+// subnormals down to 2^-16). Encoding rounds to nearest even and saturates at the largest finite
+// value (as cvt.rn.satfinite does); NaN stays NaN. Decoding is exact.
+std::uint8_t float_to_fp8_bits(element_type e, float f);
+float fp8_bits_to_float(element_type e, std::uint8_t b);
 
 // `count` elements of a dtype, random, non-zero, in [-1, -1/64] U [1/64, 1]
 // (zeros run faster and hide bugs), from a seed: the same seed gives the same
@@ -49,6 +55,10 @@ decltype(auto) with_decoder(element_type e, F&& f) {
       return f([bits16](const unsigned char* p, std::size_t i) { return half_bits_to_float(bits16(p, i)); });
     case element_type::bf16:
       return f([bits16](const unsigned char* p, std::size_t i) { return bf16_bits_to_float(bits16(p, i)); });
+    case element_type::e4m3:
+      return f([](const unsigned char* p, std::size_t i) { return fp8_bits_to_float(element_type::e4m3, p[i]); });
+    case element_type::e5m2:
+      return f([](const unsigned char* p, std::size_t i) { return fp8_bits_to_float(element_type::e5m2, p[i]); });
   }
   throw std::logic_error("with_decoder: an element type with no decoding");
 }

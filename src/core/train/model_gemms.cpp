@@ -128,6 +128,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
       p.problem.k = g.k;
       p.problem.batch = g.batch;
       p.problem.type = t;
+      p.problem.scaling = default_scaling(t);
       p.problem.layout = lay;
     }
     validate(p.problem);

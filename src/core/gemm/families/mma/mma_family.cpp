@@ -19,7 +19,8 @@ class mma : public gemm_family {
   std::string_view summary() const override {
     return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later";
   }
-  bool serves(dtype t) const override { return is_tensor_core_dtype(t); }
+  // fp8 (mma.sync m16n8k32 .e4m3 on sm_89) is not built: the wgmma family runs it on sm_90.
+  bool serves(dtype t) const override { return is_tensor_core_dtype(t) && !is_fp8(t); }
 
   std::vector<tile_config> default_space(dtype t) const override { return mma_space(t); }
   std::vector<tile_config> problem_space(const gemm_problem& p, const device_spec& d) const override {

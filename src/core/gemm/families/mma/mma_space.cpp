@@ -98,7 +98,7 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
 }  // namespace
 
 std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_problem& p, const device_spec& d) {
-  if (!is_tensor_core_dtype(p.type))
+  if (!is_tensor_core_dtype(p.type) || is_fp8(p.type))
     return violation("dtype", fmt::format("the mma family runs tf32, f16 and bf16, not {}",
                                           to_string(p.type)));
   if (d.compute_capability < 80)

@@ -50,6 +50,15 @@ inline void set_wgmma_tma_store(tile_config& c, bool on) { set_wgmma_flag(c, 4, 
 // without it the two cooperate on every tile, half the rows each.
 inline bool wgmma_pingpong(const tile_config& c) { return wgmma_flag(c, 8); }
 inline void set_wgmma_pingpong(tile_config& c, bool on) { set_wgmma_flag(c, 8, on); }
+// fp8's promotion interval (TT_PROMOTE, kernels_templates/wgmma/wgmma_fp8.cuh), knob 3's bits
+// 8-15: every this many k-tiles the tensor core's short running sum is added into fp32 registers
+// (a second accumulator set). 0 for the other dtypes; an fp8 tile needs one of
+// wgmma_promotion_intervals.
+inline int wgmma_promotion(const tile_config& c) { return (c.knobs[3] >> 8) & 0xff; }
+inline void set_wgmma_promotion(tile_config& c, int k_tiles) { c.knobs[3] = (c.knobs[3] & 0xff) | (k_tiles << 8); }
+inline constexpr int wgmma_promotion_intervals[] = {1, 2};
+// fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.
+inline constexpr int wgmma_fp8_accumulators_max = 96;
 // The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
 inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
 inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }

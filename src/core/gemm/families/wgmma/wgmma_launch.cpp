@@ -22,6 +22,7 @@ tensor_map_description tensor_map_description_of(const gemm_problem& p, const ti
   t.tensor = operand == 'a' ? "A" : operand == 'b' ? "B" : "C";
   t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
                 : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+                : s.type == tensor_map_spec::element::u8   ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"
                                                            : "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
   for (int i = 0; i < s.rank; ++i) {
     t.global_dims.push_back(static_cast<std::int64_t>(s.dims[i]));

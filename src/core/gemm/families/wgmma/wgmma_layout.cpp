@@ -34,7 +34,7 @@ std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
   return 1024 + tt_smem_layout_total(wgmma_smem_layout(c, t));
 }
 
-int wgmma_instruction_k(dtype t) { return element_bytes(t) == 2 ? 16 : 8; }
+int wgmma_instruction_k(dtype t) { return 32 / element_bytes(t); }  // 32 bytes of k: k8 tf32, k16, k32 fp8
 
 std::string wgmma_instruction_source(dtype t, int n, layout l) {
   const int regs = n / 2;
@@ -45,6 +45,8 @@ std::string wgmma_instruction_source(dtype t, int n, layout l) {
   switch (t) {
     case dtype::f16: type = "f16.f16"; break;
     case dtype::bf16: type = "bf16.bf16"; break;
+    case dtype::e4m3: type = "e4m3.e4m3"; break;
+    case dtype::e5m2: type = "e5m2.e5m2"; break;
     default: type = "tf32.tf32"; break;
   }
   if (element_bytes(t) == 2) {

@@ -14,13 +14,13 @@ namespace tiletune {
 // plus 1024 bytes of slack to align the base for 128-byte swizzling.
 std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t);
 
-// The k of one wgmma instruction: 16 for f16/bf16, 8 for tf32.
+// The k of one wgmma instruction: 32 bytes of it, 16 for f16/bf16, 8 for tf32, 32 for fp8.
 int wgmma_instruction_k(dtype t);
 
 // Device source of tt_wgmma(acc, desc_a, desc_b, scale_d): the one
 // wgmma.mma_async m64 x n x k instruction of a variant, with n/2 fp32
 // accumulators per thread and the layout's transpose immediates
-// (16-bit types only; tf32 has none and needs both operands K-major).
+// (16-bit types only; tf32 and fp8 have none and need both operands K-major).
 std::string wgmma_instruction_source(dtype t, int n, layout l);
 
 // Output tiles of a problem, all batches.

@@ -1,8 +1,10 @@
 #include "core/gemm/families/wgmma/wgmma_space.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
@@ -10,14 +12,17 @@
 namespace tiletune {
 
 std::vector<tile_config> wgmma_space(dtype t) {
-  // 128 bytes of k per stage: one 128-byte swizzle row (BK 64 for 16-bit, 32 for tf32).
+  // 128 bytes of k per stage: one 128-byte swizzle row (BK 64 for 16-bit, 32 for tf32, 128 for fp8).
   const int bk = 128 / element_bytes(t);
   struct block {
     int m, n, consumers;
   };
   // Each consumer warpgroup owns BM/consumers rows: 64 or 128 rows, up to 128 accumulators.
-  const block blocks[] = {{64, 256, 1},  {128, 128, 1}, {128, 128, 2},
-                          {128, 192, 2}, {128, 256, 2}, {256, 128, 2}};
+  static constexpr block wide[] = {{64, 256, 1},  {128, 128, 1}, {128, 128, 2},
+                                   {128, 192, 2}, {128, 256, 2}, {256, 128, 2}};
+  // fp8 keeps two accumulator sets (promotion): at most 96 a set, 64 rows a consumer.
+  static constexpr block fp8[] = {{64, 128, 1}, {64, 192, 1}, {128, 128, 2}, {128, 192, 2}};
+  const std::span<const block> blocks = is_fp8(t) ? std::span<const block>(fp8) : std::span<const block>(wide);
   struct raster {
     int group;
     bool along_n;
@@ -26,7 +31,10 @@ std::vector<tile_config> wgmma_space(dtype t) {
   std::vector<tile_config> out;
   for (auto b : blocks)
     for (int stages : {3, 4, 5})
-      for (auto r : rasters) out.push_back(wgmma_tile(b.m, b.n, bk, b.consumers, stages, r.group, r.along_n));
+      for (auto r : rasters) {
+        out.push_back(wgmma_tile(b.m, b.n, bk, b.consumers, stages, r.group, r.along_n));
+        if (is_fp8(t)) set_wgmma_promotion(out.back(), wgmma_promotion_intervals[0]);
+      }
   return out;
 }
 
@@ -84,7 +92,9 @@ std::vector<tile_config> first_raster_tiles(dtype t) {
 
 // Whether a problem may take the TMA-store epilogue (16-bit, beta 0, plain; tma_alignment is the
 // constraints' to name).
-bool tma_store_applies(const gemm_problem& p) { return element_bytes(p.type) == 2 && p.beta == 0.0 && !p.grouped(); }
+bool tma_store_applies(const gemm_problem& p) {
+  return element_bytes(row_of(p.type).c) == 2 && p.beta == 0.0 && !p.grouped();
+}
 
 // The TMA-store copy of each default tile in the first raster order, where the problem allows it.
 void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
@@ -102,13 +112,30 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
   if (p.grouped()) return;
   const int bk = 128 / element_bytes(p.type);
   const bool tma = tma_store_applies(p);
-  for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{64, 256}})
+  // A consumer holds the whole tile: 128 accumulators, or 96 with fp8's two sets.
+  const auto tiles = is_fp8(p.type) ? std::vector<std::pair<int, int>>{{64, 128}, {64, 192}}
+                                    : std::vector<std::pair<int, int>>{{128, 128}, {64, 256}};
+  for (const auto& [bm, bn] : tiles)
     for (int stages : {3, 4, 5}) {
       tile_config c = wgmma_tile(bm, bn, bk, 2, stages);
       set_wgmma_pingpong(c, true);
       out.push_back(c);
       if (!tma) continue;
       set_wgmma_tma_store(c, true);
+      out.push_back(c);
+    }
+}
+
+// fp8: every tile promotes at the first interval, and the default tiles in the first raster order
+// also at each longer one.
+void add_promotion(std::vector<tile_config>& out, const gemm_problem& p) {
+  if (!is_fp8(p.type)) return;
+  for (tile_config& c : out)
+    if (wgmma_promotion(c) == 0) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
+  for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
+    for (tile_config c : first_raster_tiles(p.type)) {
+      if (p.grouped()) set_wgmma_grouped(c, true);
+      set_wgmma_promotion(c, interval);
       out.push_back(c);
     }
 }
@@ -134,6 +161,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   add_tma_store_tiles(out, p);
   add_pingpong_tiles(out, p);
   add_multicast_tiles(out, p);
+  add_promotion(out, p);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -190,17 +218,37 @@ std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, co
 // C's row and batch strides multiples of 16 bytes (TMA).
 std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, const gemm_problem& p) {
   if (!wgmma_tma_store(c)) return std::nullopt;
-  if (element_bytes(p.type) != 2)
+  const element_type out = row_of(p.type).c;
+  if (element_bytes(out) != 2)
     return violation("tma_store", fmt::format("the TMA-store epilogue (_tmas) writes 16-bit C (f16, bf16), not {}",
-                                              to_string(p.type)));
+                                              to_string(out)));
   if (p.beta != 0.0) return violation("tma_store", "the TMA-store epilogue (_tmas) does not read C: beta must be 0");
   if (p.grouped() || wgmma_swap_ab(c))
     return violation("tma_store", "the TMA-store epilogue (_tmas) serves plain, unswapped tiles");
-  const std::int64_t eb = element_bytes(p.type);
+  const std::int64_t eb = element_bytes(out);
   if ((p.ldc() * eb) % 16 != 0 || (p.batch > 1 && (p.m * p.n * eb) % 16 != 0))
     return violation("tma_alignment", fmt::format("the TMA-store epilogue needs ldc {} (and the batch stride) a "
                                                   "multiple of {} elements (16 bytes)",
                                                   p.ldc(), 16 / eb));
+  return std::nullopt;
+}
+
+// fp8 promotes its running sums every one of wgmma_promotion_intervals k-tiles, into a second
+// accumulator set of at most wgmma_fp8_accumulators_max a thread; other dtypes never promote.
+std::optional<constraint_violation> check_wgmma_promotion(const tile_config& c, const gemm_problem& p) {
+  const int interval = wgmma_promotion(c);
+  if (!is_fp8(p.type)) {
+    if (interval == 0) return std::nullopt;
+    return violation("promotion", fmt::format("promotion (_p{}) is fp8's; {} accumulates in fp32 registers",
+                                              interval, to_string(p.type)));
+  }
+  if (std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
+    return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
+                                              fmt::join(wgmma_promotion_intervals, " or "), interval));
+  if (wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
+    return violation("accumulator_registers",
+                     fmt::format("{} fp32 accumulators per consumer thread, twice with fp8's promotion: over {} a set",
+                                 wgmma_accumulators_per_thread(c), wgmma_fp8_accumulators_max));
   return std::nullopt;
 }
 
@@ -253,16 +301,17 @@ std::optional<constraint_violation> check_wgmma_split(const tile_config& c, cons
 std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& p,
                                                 const device_spec& d) {
   if (!is_tensor_core_dtype(p.type))
-    return violation("dtype", fmt::format("the wgmma family runs tf32, f16 and bf16, not {}",
+    return violation("dtype", fmt::format("the wgmma family runs tf32, f16, bf16, e4m3 and e5m2, not {}",
                                           to_string(p.type)));
   // wgmma and TMA exist on sm_90 only, and the kernels are built for sm_90a.
   if (d.compute_capability != 90)
     return violation("architecture",
                      fmt::format("the wgmma family needs sm_90 (H100, H200), the GPU is {}", d.arch()));
-  if (p.type == dtype::tf32 && wgmma_mn_major_operand(p.layout))
-    return violation("layout", fmt::format("tf32 wgmma reads both operands K-major: layout nt only, "
+  if ((p.type == dtype::tf32 || is_fp8(p.type)) && wgmma_mn_major_operand(p.layout))
+    return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt only, "
                                            "not {}",
-                                           p.layout.name()));
+                                           to_string(p.type), p.layout.name()));
+  if (auto v = check_wgmma_promotion(c, p)) return v;
   // TMA needs every global stride (rows, batch) to be a multiple of 16 bytes.
   const std::int64_t eb = element_bytes(p.type);
   auto misaligned = [&](std::int64_t elements) { return (elements * eb) % 16 != 0; };

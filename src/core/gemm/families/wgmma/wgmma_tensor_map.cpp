@@ -8,10 +8,13 @@ tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c
   if (operand != 'a' && operand != 'b' && operand != 'c')
     throw std::invalid_argument("tensor_map_for: operand must be 'a', 'b' or 'c'");
   tensor_map_spec s;
-  s.type = p.type == dtype::f16    ? tensor_map_spec::element::f16
-           : p.type == dtype::bf16 ? tensor_map_spec::element::bf16
-                                   : tensor_map_spec::element::f32;
-  const std::uint64_t eb = static_cast<std::uint64_t>(element_bytes(p.type));
+  // A's and B's element type, or C's for the TMA-store epilogue (bf16 for fp8 inputs).
+  const element_type e = operand == 'c' ? row_of(p.type).c : row_of(p.type).a;
+  s.type = e == element_type::f16    ? tensor_map_spec::element::f16
+           : e == element_type::bf16 ? tensor_map_spec::element::bf16
+           : element_bytes(e) == 1   ? tensor_map_spec::element::u8
+                                     : tensor_map_spec::element::f32;
+  const std::uint64_t eb = static_cast<std::uint64_t>(element_bytes(e));
   if (operand == 'c') {
     // The TMA-store epilogue's C: M x N row-major (ldc), batch after batch; boxes of 64 rows x 128
     // bytes, 128-byte swizzled as the staging buffer holds them.
