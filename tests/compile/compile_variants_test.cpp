@@ -201,7 +201,7 @@ class compile_wgmma : public ::testing::TestWithParam<dtype> {};
 namespace {
 // HGMMAs one k-tile of a wgmma variant issues: its k-steps times its m64 instructions per consumer.
 int hgmma_per_k_tile(const tile_config& c, dtype t) {
-  const int k_step = t == dtype::tf32 ? 8 : 16;
+  const int k_step = 32 / element_bytes(t);  // 32 bytes of k an instruction
   return (c.block_k / k_step) * (wgmma_kernel_m(c) / wgmma_consumers(c) / 64);
 }
 }  // namespace
@@ -220,7 +220,8 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     p.layout = parse_layout(layouts[li]);
     std::size_t index = 0;
     for (const auto& c : default_search_space(family_named("wgmma"), type))
-      if (!check_constraints(c, p, d) && compile_in_layout(index++, li)) {
+      // fp8 runs nt only: every variant there.
+      if (!check_constraints(c, p, d) && (compile_in_layout(index++, li) || is_fp8(type))) {
         jobs.push_back(make_compile_job(c, type, p.layout, d));
         EXPECT_EQ(jobs.back().arch, "sm_90a");
         names.push_back(fmt::format("{}_{}", c.id(), layouts[li]));
@@ -228,6 +229,8 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
       }
   }
   ASSERT_GE(jobs.size(), type == dtype::tf32 ? 6u : 24u);
+  // fp8: QGMMA (wgmma .e4m3/.e5m2), never HGMMA.
+  const char* mma = is_fp8(type) ? "QGMMA" : "HGMMA";
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
   double total_ms = 0;
@@ -246,8 +249,9 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     // and in the SASS one committed group of back-to-back HGMMAs per k-tile.
     for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << names[i] << ": " << w;
     const std::string sass = disassemble(r.cubin, names[i]);
-    EXPECT_NE(sass.find("HGMMA"), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
-    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(configs[i], type)))
+    EXPECT_NE(sass.find(mma), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
+    if (is_fp8(type)) EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << names[i];
+    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(configs[i], type), mma))
       ADD_FAILURE() << names[i] << ": " << problem;
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];
     EXPECT_EQ(sass.find("STL"), std::string::npos) << names[i];
@@ -455,5 +459,5 @@ TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_bui
   EXPECT_NE(grouped_sass_problems(disassemble(r.cubin, "plain")).find("SHFL.UP"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16),
+INSTANTIATE_TEST_SUITE_P(all, compile_wgmma, ::testing::Values(dtype::tf32, dtype::f16, dtype::bf16, dtype::e4m3, dtype::e5m2),
                          [](const auto& info) { return "sm_90a_" + std::string(to_string(info.param)); });

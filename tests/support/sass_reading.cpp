@@ -56,21 +56,21 @@ std::string opcode(const std::string& instruction) {
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
 
-std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile) {
+std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile, const char* mnemonic) {
   std::vector<std::string> problems;
   int groups = 0, in_group = 0;
   std::string waits;  // a wait seen since the group's first HGMMA
   for (const std::string& ins : instructions(sass)) {
     const std::string op = opcode(ins);
-    if (starts_with(op, "HGMMA")) {
+    if (starts_with(op, mnemonic)) {
       if (in_group > 0 && !waits.empty())
-        problems.push_back(fmt::format("{} between the HGMMAs of k-group {}", waits, groups + 1));
+        problems.push_back(fmt::format("{} between the {}s of k-group {}", waits, mnemonic, groups + 1));
       waits.clear();
       ++in_group;
       if (ins.find("gsb0") != std::string::npos) {
         ++groups;
         if (in_group != per_k_tile)
-          problems.push_back(fmt::format("k-group {} has {} HGMMA where the tile implies {}{}", groups, in_group,
+          problems.push_back(fmt::format("k-group {} has {} {} where the tile implies {}{}", groups, in_group, mnemonic,
                                          per_k_tile, in_group == 1 ? " (serialized: a gsb0 on each)" : ""));
         in_group = 0;
       }
@@ -79,8 +79,8 @@ std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k
       waits = op;
     }
   }
-  if (in_group > 0) problems.push_back(fmt::format("{} HGMMA at the end belong to no committed group", in_group));
-  if (groups == 0) problems.push_back("no HGMMA k-group at all");
+  if (in_group > 0) problems.push_back(fmt::format("{} {} at the end belong to no committed group", in_group, mnemonic));
+  if (groups == 0) problems.push_back(fmt::format("no {} k-group at all", mnemonic));
   return problems;
 }
 

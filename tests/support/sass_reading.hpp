@@ -18,8 +18,9 @@ std::vector<std::string> instructions(const std::string& sass);
 // HGMMAs must come in k-groups of `per_k_tile` (the tile's k-steps x its m64
 // instructions), each ended by exactly one gsb0 (one commit group; a gsb0 on
 // every HGMMA is the serialization ptxas warns of), with no barrier or
-// dependency wait between the HGMMAs of a group. Empty: nothing wrong.
-std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile);
+// dependency wait between the HGMMAs of a group. Empty: nothing wrong. fp8 kernels issue QGMMA
+// (`mnemonic`) the same way.
+std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile, const char* mnemonic = "HGMMA");
 
 // The loops of a kernel that multiply with HMMA: from a backward branch's
 // target to the branch, in instructions, and what they hold.

@@ -32,6 +32,8 @@
 #include "core/gemm/kernel_launch.hpp"
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_schedule.cuh"
+#include "wgmma/wgmma_fp8.cuh"
+#include "core/measure/host_data.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -90,6 +92,11 @@ inline float round_to_tf32(float f) {
   return bits_float(u & ~0x1FFFu);
 }
 inline float truncate_to_tf32(float f) { return bits_float(float_bits(f) & ~0x1FFFu); }
+// f with its mantissa cut to `bits` bits toward zero (0: left as it is).
+inline float truncate_mantissa(float f, int bits) {
+  if (bits <= 0 || bits >= 23) return f;
+  return bits_float(float_bits(f) & ~((1u << (23 - bits)) - 1u));
+}
 
 // Every f16 as a float, computed once: the emulation converts many.
 inline const std::vector<float>& f16_table() {
@@ -100,7 +107,14 @@ inline const std::vector<float>& f16_table() {
   }();
   return table;
 }
+// The dtype C is stored in: bf16 for fp8 inputs, else the inputs' (f32 bits for tf32).
+inline dtype c_dtype(dtype t) {
+  if (is_fp8(t)) return dtype::bf16;
+  return t == dtype::tf32 ? dtype::f32 : t;
+}
+inline element_type fp8_element(dtype t) { return t == dtype::e4m3 ? element_type::e4m3 : element_type::e5m2; }
 inline float load_element(const std::uint8_t* p, dtype t) {
+  if (is_fp8(t)) return fp8_bits_to_float(fp8_element(t), *p);
   if (t == dtype::f16 || t == dtype::bf16) {
     std::uint16_t h;
     std::memcpy(&h, p, 2);
@@ -111,7 +125,9 @@ inline float load_element(const std::uint8_t* p, dtype t) {
   return f;
 }
 inline void store_element(std::uint8_t* p, dtype t, float v) {
-  if (t == dtype::f16 || t == dtype::bf16) {
+  if (is_fp8(t)) {
+    *p = float_to_fp8_bits(fp8_element(t), v);
+  } else if (t == dtype::f16 || t == dtype::bf16) {
     const std::uint16_t h = t == dtype::f16 ? float_to_f16(v) : float_to_bf16(v);
     std::memcpy(p, &h, 2);
   } else {
@@ -126,6 +142,9 @@ inline float round_to(dtype t, float v) {
       return bf16_to_float(float_to_bf16(v));
     case dtype::tf32:
       return round_to_tf32(v);
+    case dtype::e4m3:
+    case dtype::e5m2:
+      return fp8_bits_to_float(fp8_element(t), float_to_fp8_bits(fp8_element(t), v));
     default:
       return v;
   }
@@ -153,6 +172,12 @@ struct defects {
   bool tma_store_unclipped = false;       // TMA store: box elements past C's bounds written too
   bool multicast_own_half_only = false;   // 2x1 cluster: the peer's half of B never lands here
   bool multicast_same_offset = false;     // 2x1 cluster: both halves of B land at the first half's place
+  bool promote_only_on_interval = false;  // fp8: no promotion after a unit's last k-tile unless it ends an interval
+  bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
+  bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
+  // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
+  // each instruction), as a model of fp8's short accumulator; 0 keeps fp32's 23.
+  int accumulator_mantissa_bits = 0;
 };
 
 // ---- shared memory and TMA -------------------------------------------------
@@ -352,6 +377,7 @@ struct accumulators {
 struct tensor_core {
   wgmma_instruction ins;
   dtype t = dtype::f16;
+  int accumulator_bits = 0;  // defects::accumulator_mantissa_bits
   std::vector<float> a, d;
   std::vector<int> fragment;
   std::vector<std::pair<std::uint64_t, std::vector<float>>> b_read;
@@ -415,7 +441,7 @@ inline void emulate_wgmma(tensor_core& tc, const shared_memory& smem, std::uint6
     }
   for (std::size_t r = 0; r < acc.v.size(); ++r) {
     const float x = tc.d[static_cast<std::size_t>(tc.fragment[r])];
-    acc.v[r] = scale_d ? acc.v[r] + x : x;
+    acc.v[r] = truncate_mantissa(scale_d ? acc.v[r] + x : x, tc.accumulator_bits);
   }
 }
 
@@ -433,19 +459,21 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
   std::mt19937 rng(seed);
   const int eb = element_bytes(p.type);
   const dtype store = p.type == dtype::tf32 ? dtype::f32 : p.type;
-  auto fill = [&](std::vector<std::uint8_t>& v, std::int64_t count, bool nan) {
-    v.assign(static_cast<std::size_t>(count * eb), 0);
+  // `as`: how the elements are stored; `rounded`: the values they hold (tf32 in f32 bits).
+  auto fill = [&](std::vector<std::uint8_t>& v, std::int64_t count, bool nan, dtype as, dtype rounded) {
+    const int bytes = element_bytes(as);
+    v.assign(static_cast<std::size_t>(count * bytes), 0);
     for (std::int64_t i = 0; i < count; ++i) {
       const float x = static_cast<float>(rng() >> 8) * 0x1p-23f - 1.0f;
-      store_element(v.data() + i * eb, store, nan ? std::nanf("") : round_to(p.type, x));
+      store_element(v.data() + i * bytes, as, nan ? std::nanf("") : round_to(rounded, x));
     }
   };
   prepared x;
   x.p = p;
-  fill(x.a, p.m * p.k * p.batch, false);
-  fill(x.b, p.k * p.n * p.batch, false);
-  fill(x.c, p.m * p.n * p.batch, false);
-  fill(x.c_nan, p.m * p.n * p.batch, true);
+  fill(x.a, p.m * p.k * p.batch, false, store, p.type);
+  fill(x.b, p.k * p.n * p.batch, false, store, p.type);
+  fill(x.c, p.m * p.n * p.batch, false, c_dtype(p.type), is_fp8(p.type) ? c_dtype(p.type) : p.type);
+  fill(x.c_nan, p.m * p.n * p.batch, true, c_dtype(p.type), c_dtype(p.type));
   const std::int64_t lda = p.lda(), ldb = p.ldb();
   x.dot.assign(static_cast<std::size_t>(p.m * p.n * p.batch), 0.0);
   x.magnitude.assign(x.dot.size(), 0.0);
@@ -496,9 +524,9 @@ inline compare_result compare_with_host_gemm(const prepared& x, double alpha, do
                                       const std::vector<std::uint8_t>& out,
                                       const std::vector<int>& writes) {
   const gemm_problem& p = x.p;
-  const int eb = element_bytes(p.type);
-  const dtype store = p.type == dtype::tf32 ? dtype::f32 : p.type;
-  const double out_rel = p.type == dtype::bf16 ? 0x1p-8 : p.type == dtype::f16 ? 0x1p-11 : 0x1p-24;
+  const dtype store = c_dtype(p.type);
+  const int eb = element_bytes(store);
+  const double out_rel = store == dtype::bf16 ? 0x1p-8 : store == dtype::f16 ? 0x1p-11 : 0x1p-24;
   compare_result r;
   for (std::int64_t bt = 0; bt < p.batch; ++bt)
     for (std::int64_t m = 0; m < p.m; ++m)
@@ -557,8 +585,10 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   emulation out;
   auto& errors = out.errors;
   const dtype t = p.type;
-  const int eb = element_bytes(t);
+  const int eb = element_bytes(t);  // A's and B's; C's are ceb, stored as c_store
   const dtype store = t == dtype::tf32 ? dtype::f32 : t;
+  const dtype c_store = c_dtype(t);
+  const int ceb = element_bytes(c_store);
   // What the kernel is told: its rendered macros (swap-AB, raster order) and its launch
   // description (which matrix each tensor map holds, the M and N it gets). With swap-AB the
   // kernel computes C^T: its A is the problem's B, its M the problem's N, and it stores C
@@ -592,6 +622,10 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const bool b_kmajor = swap ? !p.layout.a_transposed : p.layout.b_transposed;
   const wgmma_instruction ins = parse_instruction(t, bn, wgmma_kernel_layout(c, p.layout));
   tensor_core tc_unit(ins, t);
+  tc_unit.accumulator_bits = d.accumulator_mantissa_bits;
+  // fp8 (TT_PROMOTE, wgmma_fp8.cuh): each interval's QGMMAs into a partial set, then added into acc.
+  const int promote = rendered_macro(source, "TT_PROMOTE");
+  if (is_fp8(t) != (promote > 0)) errors.push_back(fmt::format("{} rendered with TT_PROMOTE {}", to_string(t), promote));
   if (ins.n != bn || ins.k != mma_k || ins.a_mn_major != !a_kmajor || ins.b_mn_major != !b_kmajor)
     errors.push_back(
         fmt::format("instruction m64n{}k{} trans {}/{} does not fit the variant's operands", ins.n,
@@ -624,7 +658,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const long long batch_stride_c = p.m * p.n;
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   // C is 16-byte aligned here, as the runtime's allocations are.
-  const bool c_vectors = (ldc * eb) % 16 == 0 && (batch_stride_c * eb) % 16 == 0;
+  const bool c_vectors = (ldc * ceb) % 16 == 0 && (batch_stride_c * ceb) % 16 == 0;
   const unsigned lbo_a = tt_operand_lbo(a_kmajor, bk), lbo_b = tt_operand_lbo(b_kmajor, bk);
   const unsigned sbo = tt_operand_sbo();
   auto desc = [&](unsigned addr, unsigned lbo) {
@@ -635,7 +669,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   };
   out.c = c_in;
   out.writes.assign(static_cast<std::size_t>(p.m * p.n * p.batch), 0);
-  const int epi_n = 128 / eb;  // TT_EPI_N
+  const int epi_n = 128 / ceb;  // TT_EPI_N
 
   // Cluster split-K: the launch's grid in clusters of `split` CTAs, which walk the tiles whole.
   const int split = std::max(1, rendered_macro(source, "TT_CLUSTER_SPLIT"));
@@ -671,10 +705,10 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
     if (tma_store) {
-      // The TMA-store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
+      // The TMA-c_store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
       // warp's stmatrix .m8n8.x4 as the PTX ISA defines it (lane 8m + r gives the address of row r
       // of matrix m; thread t's register m holds row t / 4, columns 2(t % 4) and +1) into a
-      // 64-row x 128-byte staging buffer, then the bulk tensor store of the box at (column, row,
+      // 64-row x 128-byte staging buffer, then the bulk tensor c_store of the box at (column, row,
       // batch) through C's tensor map: read through the driver's 128-byte swizzle, written only
       // where the map's dimensions hold the element.
       const tensor_map_spec map_c = tensor_map_for(p, c, 'c');
@@ -699,8 +733,8 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                     const unsigned addr = d.tma_staging_no_swizzle ? static_cast<unsigned>(row * 128 + block * 16)
                                                                    : tt_staging_offset(row, block);
                     for (int t = 4 * r; t < 4 * r + 4; ++t) {
-                      store_element(staging.data() + addr + 4 * (t % 4), store, reg(t, m, 0));
-                      store_element(staging.data() + addr + 4 * (t % 4) + 2, store, reg(t, m, 1));
+                      store_element(staging.data() + addr + 4 * (t % 4), c_store, reg(t, m, 0));
+                      store_element(staging.data() + addr + 4 * (t % 4) + 2, c_store, reg(t, m, 1));
                     }
                   }
               }
@@ -711,14 +745,14 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                 const long long gr = row0 + row, gc = col0 + col;
                 const bool inside = gc < static_cast<long long>(map_c.dims[0]) && gr < static_cast<long long>(map_c.dims[1]);
                 if (!inside && !d.tma_store_unclipped) continue;
-                const long long byte = cbatch_bytes + gr * static_cast<long long>(map_c.strides_bytes[0]) + gc * eb;
-                const long long at = byte / eb;
+                const long long byte = cbatch_bytes + gr * static_cast<long long>(map_c.strides_bytes[0]) + gc * ceb;
+                const long long at = byte / ceb;
                 if (at < 0 || at >= static_cast<long long>(out.writes.size())) {
                   errors.push_back(fmt::format("the TMA store writes outside C (element {})", at));
                   return;
                 }
-                std::memcpy(out.c.data() + at * eb, staging.data() + swizzle_128b(static_cast<std::uint32_t>(row * 128 + col * eb)),
-                            static_cast<std::size_t>(eb));
+                std::memcpy(out.c.data() + at * ceb, staging.data() + swizzle_128b(static_cast<std::uint32_t>(row * 128 + col * ceb)),
+                            static_cast<std::size_t>(ceb));
                 ++out.writes[static_cast<std::size_t>(at)];
               }
           }
@@ -747,11 +781,11 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                       errors.push_back(fmt::format("the epilogue stores outside C (element {})", at));
                       return;
                     }
-                    std::uint8_t* cp = out.c.data() + at * eb;
+                    std::uint8_t* cp = out.c.data() + at * ceb;
                     float v = alpha * acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(
                                           warp, lane, tt_acc_index(j, h, e));
-                    if (beta != 0.0f) v += beta * load_element(cp, store);
-                    store_element(cp, store, v);
+                    if (beta != 0.0f) v += beta * load_element(cp, c_store);
+                    store_element(cp, c_store, v);
                     ++out.writes[static_cast<std::size_t>(at)];
                   }
       return;
@@ -770,7 +804,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
         const int row0 = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp);
         const long long cbatch = tc.batch * batch_stride_c;
         auto c_at = [&](int gr, int gc) {
-          return out.c.data() + (cbatch + static_cast<long long>(gr) * ldc + gc) * eb;
+          return out.c.data() + (cbatch + static_cast<long long>(gr) * ldc + gc) * ceb;
         };
         for (int chunk = 0; chunk < bn / epi_n; ++chunk) {
           const int cc0 = n0 + chunk * epi_n;
@@ -785,26 +819,26 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                 float v1 = alpha * a.at(warp, lane, tt_acc_index(jj, h, 1));
                 if (beta != 0.0f) {
                   const int gr = row0 + r, gc = cc0 + col;
-                  if (gr < M && gc < N) v0 += beta * load_element(c_at(gr, gc), store);
-                  if (gr < M && gc + 1 < N) v1 += beta * load_element(c_at(gr, gc + 1), store);
+                  if (gr < M && gc < N) v0 += beta * load_element(c_at(gr, gc), c_store);
+                  if (gr < M && gc + 1 < N) v1 += beta * load_element(c_at(gr, gc + 1), c_store);
                 }
                 std::uint8_t* s =
-                    smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + col * eb;
-                store_element(s, store, v0);
-                store_element(s + eb, store, v1);
+                    smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + col * ceb;
+                store_element(s, c_store, v0);
+                store_element(s + ceb, c_store, v1);
               }
             }
           for (int lane = 0; lane < 32; ++lane)
             for (int pass = 0; pass < 4; ++pass) {
               const int r = tt_epi_copy_row(pass, lane), v = tt_epi_copy_vector(lane);
-              const int gr = row0 + r, gc = cc0 + v * (16 / eb);
+              const int gr = row0 + r, gc = cc0 + v * (16 / ceb);
               const std::uint8_t* x =
                   smem.bytes.data() + stage_buf + r * TT_EPI_ROW_BYTES + v * 16;
               if (gr >= M) continue;
               const int count =
-                  (c_vectors && gc + 16 / eb <= N) ? 16 / eb : std::min(16 / eb, N - gc);
+                  (c_vectors && gc + 16 / ceb <= N) ? 16 / ceb : std::min(16 / ceb, N - gc);
               for (int i = 0; i < count; ++i) {
-                std::memcpy(c_at(gr, gc + i), x + i * eb, static_cast<std::size_t>(eb));
+                std::memcpy(c_at(gr, gc + i), x + i * ceb, static_cast<std::size_t>(ceb));
                 ++out.writes[static_cast<std::size_t>(
                     cbatch + static_cast<long long>(gr) * ldc + gc + i)];
               }
@@ -826,6 +860,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
       std::vector<accumulators> acc(static_cast<std::size_t>(consumers * mi_count),
                                     accumulators(bn));
+      std::vector<accumulators> part = acc;
       for (int kt = u.k_begin; kt < u.k_end && errors.empty(); ++kt) {
         // Producer: the stage was released; poison it so that bytes TMA does not write show.
         const std::uint32_t sa = a_base + p_stage * a_stage, sb = b_base + p_stage * b_stage;
@@ -868,10 +903,25 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
             for (int mi = 0; mi < mi_count; ++mi) {
               const std::uint64_t da = desc(
                   ca + tt_operand_offset(a_kmajor, row_of(consumer) + mi * 64, kq, bk, eb), lbo_a);
-              emulate_wgmma(tc_unit, smem, da, db, kt > u.k_begin || kk > 0,
-                            acc[static_cast<std::size_t>(consumer * mi_count + mi)], errors);
+              const std::size_t at = static_cast<std::size_t>(consumer * mi_count + mi);
+              if (!promote) {
+                emulate_wgmma(tc_unit, smem, da, db, kt > u.k_begin || kk > 0, acc[at], errors);
+                continue;
+              }
+              const bool scale_d = d.part_never_reset ? true
+                                   : d.no_promotion   ? kt > u.k_begin || kk > 0
+                                                      : tt_part_scale_d(kt, u.k_begin, promote, kk) != 0;
+              emulate_wgmma(tc_unit, smem, da, db, scale_d, part[at], errors);
             }
           }
+        if (promote) {
+          const bool now = d.no_promotion              ? kt + 1 == u.k_end
+                           : d.promote_only_on_interval ? (kt - u.k_begin + 1) % promote == 0
+                                                        : tt_promotes_after(kt, u.k_begin, u.k_end, promote);
+          if (now)
+            for (std::size_t i = 0; i < acc.size(); ++i)
+              for (std::size_t v = 0; v < acc[i].v.size(); ++v) acc[i].v[v] += part[i].v[v];
+        }
         c_phase = tt_ring_advance(c_stage, c_phase, stages);
       }
       if (p_stage != c_stage || p_phase != c_phase)
