@@ -15,7 +15,8 @@ namespace {
 // The dtype table names cuBLASLt's types; these are the ones this build knows.
 cudaDataType_t data_type(element_type e) {
   static constexpr std::pair<std::string_view, cudaDataType_t> known[] = {
-      {"CUDA_R_32F", CUDA_R_32F}, {"CUDA_R_16F", CUDA_R_16F}, {"CUDA_R_16BF", CUDA_R_16BF}};
+      {"CUDA_R_32F", CUDA_R_32F},         {"CUDA_R_16F", CUDA_R_16F},         {"CUDA_R_16BF", CUDA_R_16BF},
+      {"CUDA_R_8F_E4M3", CUDA_R_8F_E4M3}, {"CUDA_R_8F_E5M2", CUDA_R_8F_E5M2}};
   for (const auto& [name, type] : known)
     if (name == info_of(e).cuda_data_type) return type;
   throw std::invalid_argument(fmt::format("no cudaDataType_t named '{}'", info_of(e).cuda_data_type));

@@ -58,10 +58,28 @@ void setup_gpu(gpu_state& g) {
 
   // The verification reference: fp32 output, pedantic fp32 compute, C0 in fp32.
   TT_CUDA(cudaMemcpy(g.reference.get(), c0.values.data(), g.c_count * 4, cudaMemcpyHostToDevice));
-  // (A grouped problem: one GEMM per group with rows.)
-  const cublaslt_group_loop accurate(g.lt, p, true, workspace_bytes);
+  // (A grouped problem: one GEMM per group with rows.) cuBLASLt computes fp8 only in its fast
+  // mode: the reference multiplies bf16 copies of the fp8 operands instead, which hold their
+  // values exactly (bf16 has e4m3's and e5m2's exponent range and more mantissa).
+  gemm_problem reference_problem = p;
+  device_ptr a_exact, b_exact;
+  if (is_fp8(p.type)) {
+    reference_problem.type = dtype::bf16;
+    reference_problem.scaling = scaling_mode::none;
+    auto upload_bf16 = [](const host_matrix& m) {
+      std::vector<std::uint16_t> bits(m.values.size());
+      for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bf16_bits(m.values[i]);
+      device_ptr d = device_alloc(bits.size() * 2);
+      TT_CUDA(cudaMemcpy(d.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+      return d;
+    };
+    a_exact = upload_bf16(a);
+    b_exact = upload_bf16(b);
+  }
+  const cublaslt_group_loop accurate(g.lt, reference_problem, true, workspace_bytes);
   if (!accurate.ready()) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);
-  accurate.run(g.a.get(), g.b.get(), g.reference.get(), g.workspace.get(), g.stream);
+  accurate.run(a_exact ? a_exact.get() : g.a.get(), b_exact ? b_exact.get() : g.b.get(), g.reference.get(),
+               g.workspace.get(), g.stream);
   g.reference_host.resize(g.c_count);
   TT_CUDA(cudaMemcpyAsync(g.reference_host.data(), g.reference.get(), g.c_count * 4, cudaMemcpyDeviceToHost, g.stream));
   TT_CUDA(cudaStreamSynchronize(g.stream));

@@ -174,8 +174,10 @@ void validate(const gemm_problem& p) {
   if (!std::isfinite(p.alpha)) throw usage_error(fmt::format("--alpha {} is not finite", p.alpha));
   if (!std::isfinite(p.beta)) throw usage_error(fmt::format("--beta {} is not finite", p.beta));
   if (!allows(row_of(p.type), p.scaling)) {
-    throw usage_error(fmt::format("scaling mode '{}' is not supported for dtype {}", to_string(p.scaling),
-                                  to_string(p.type)));
+    std::string allowed;
+    for (scaling_mode s : row_of(p.type).scalings) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", to_string(s));
+    throw usage_error(fmt::format("scaling mode '{}' is not supported for dtype {} (it takes: {})", to_string(p.scaling),
+                                  to_string(p.type), allowed));
   }
 }
 

@@ -88,7 +88,7 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                     : fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
                                   "a persistent grid that loops over the tiles",
                                   c.block_m, c.block_n, d.sm_count);
-  const std::string elem = element_c_type(p.type);
+  const std::string elem = element_c_type(p.elements().c);  // C's: bf16 for fp8 inputs
   const std::string map_type = "const __grid_constant__ CUtensorMap";
   const bool swap = wgmma_swap_ab(c);
   l.parameters = {

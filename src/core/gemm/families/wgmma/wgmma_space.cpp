@@ -308,8 +308,8 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
     return violation("architecture",
                      fmt::format("the wgmma family needs sm_90 (H100, H200), the GPU is {}", d.arch()));
   if ((p.type == dtype::tf32 || is_fp8(p.type)) && wgmma_mn_major_operand(p.layout))
-    return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt only, "
-                                           "not {}",
+    return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt only (A stored M x K, "
+                                           "B stored N x K), not {}",
                                            to_string(p.type), p.layout.name()));
   if (auto v = check_wgmma_promotion(c, p)) return v;
   // TMA needs every global stride (rows, batch) to be a multiple of 16 bytes.

@@ -1,0 +1,81 @@
+// Issue 35, fp8: `gemm --dtype e4m3|e5m2` plans, compiles and exports through the same commands
+// as the other dtypes (no GPU: --dry-run), keyed with its scaling; what it cannot run is refused
+// or explained, naming the value.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace tiletune_test;
+
+namespace {
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+}  // namespace
+
+TEST(fp8, a_plan_for_e4m3_runs_the_wgmma_family_with_promotion_and_bf16_c) {
+  const fs::path dir = tmp_dir() / "fp8_plan";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path plan = dir / "plan.json";
+  const result r = run({"gemm", "--m", "512", "--n", "384", "--k", "1024", "--dtype", "e4m3", "--gpu", "h100-sxm",
+                        "--dry-run", "--top", "3", "--out", plan.string(), "--export", (dir / "kernel").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = read_json(plan);
+  EXPECT_EQ(j["problem"]["dtype"], "e4m3");
+  EXPECT_EQ(j["problem"]["layout"], "nt");
+  EXPECT_EQ(j["problem"]["scaling"], "tensor");
+  const nlohmann::json& rec = j["recommendation"];
+  ASSERT_TRUE(rec.is_object()) << r.out;
+  EXPECT_EQ(rec["family"], "wgmma");
+  const std::string id = rec["id"];
+  EXPECT_TRUE(id.ends_with("_p1") || id.ends_with("_p2")) << id;
+  int ok = 0;
+  for (const auto& v : j["variants"]) {
+    if (v["status"] != "ok") continue;
+    ++ok;
+    EXPECT_EQ(v["family"], "wgmma") << v["id"];
+    EXPECT_GE(v["tile"].value("promote_k_tiles", 0), 1) << v["id"];
+    EXPECT_EQ(v["tile"]["block_k"], 128) << v["id"];
+  }
+  EXPECT_GE(ok, 20);
+  // The export's host header passes C as bf16 bits and A, B as bytes.
+  std::string header;
+  for (const auto& e : fs::directory_iterator(dir / "kernel"))
+    if (e.path().extension() == ".h") {
+      std::ifstream in(e.path());
+      header.assign(std::istreambuf_iterator<char>(in), {});
+    }
+  ASSERT_FALSE(header.empty());
+  EXPECT_NE(header.find("unsigned short* C"), std::string::npos) << header.substr(0, 3000);
+  EXPECT_NE(header.find("CU_TENSOR_MAP_DATA_TYPE_UINT8"), std::string::npos);
+  EXPECT_NE(header.find("e4m3 (A and B; C bf16)"), std::string::npos);
+}
+
+TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
+  // Another scaling, or a scaled 16-bit problem: refused, naming the mode, the dtype and what it takes.
+  for (const auto& [dtype, scaling, takes] :
+       {std::tuple{"e4m3", "block", "tensor"}, {"e5m2", "rowwise", "tensor"}, {"bf16", "tensor", "none"}}) {
+    const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", dtype, "--scaling", scaling,
+                          "--gpu", "h100-sxm", "--dry-run"});
+    EXPECT_EQ(r.code, 2) << r.err;
+    for (const std::string named : {std::string("'") + scaling + "'", std::string(dtype), std::string(takes)})
+      EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  }
+  // A layout with an MN-major operand, an Ampere GPU: no variant, and the table says why.
+  for (const auto& [layout, gpu, why] : {std::tuple{"nn", "h100-sxm", "layout nt only"},
+                                         {"nt", "a100-sxm-80gb", "needs sm_90"}}) {
+    const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "e4m3", "--layout", layout,
+                          "--gpu", gpu, "--dry-run"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  }
+}
