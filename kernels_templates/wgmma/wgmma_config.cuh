@@ -91,3 +91,10 @@
 #if TT_FP8 && !TT_PROMOTE
 #error "an fp8 variant promotes (TT_PROMOTE >= 1)"
 #endif
+// fp8 scales (wgmma_fp8.cuh): 0 none (per tensor: alpha), 1 rowwise, 2 block (promotes every k-tile).
+#ifndef TT_SCALING
+#define TT_SCALING 0
+#endif
+#if TT_SCALING == 2 && TT_PROMOTE != 1
+#error "block scales promote every k-tile (TT_PROMOTE 1)"
+#endif

@@ -139,3 +139,45 @@ __device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned stagi
   chunks += TT_KN / 64;
 }
 #endif
+
+// fp8 scales (wgmma_fp8.cuh). row0: the first row of the warp's 16 in the consumer's first m64 tile.
+#if TT_SCALING == 2
+// Block scales of k-block kb: sa for the thread's rows (two per m64 tile), sb for the tile's two
+// 128-column blocks of B.
+__device__ __forceinline__ void tt_load_block_scales(float (&sa)[TT_MI][2], float (&sb)[2], const float* scale_a,
+                                                     const float* scale_b, int kb, int row0, int n0, int M, int N,
+                                                     int lane) {
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sa[mi][h] = scale_a[tt_block_scale_a_index(kb, row0 + mi * 64 + tt_acc_row(lane, h), M)];
+  const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+  sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
+  sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
+}
+#endif
+#if TT_SCALING == 1
+// Rowwise scales: each accumulator times its row's scale of A and its column's of B.
+__device__ __forceinline__ void tt_scale_rows_columns(float (&acc)[TT_MI][TT_KN / 2], const float* scale_a,
+                                                      const float* scale_b, int row0, int n0, int M, int N, int lane) {
+  float sa[TT_MI][2];
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + mi * 64 + tt_acc_row(lane, h);
+      sa[mi][h] = scale_a[r < M ? r : M - 1];
+    }
+#pragma unroll
+  for (int j = 0; j < TT_KN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = n0 + tt_acc_col(lane, j, e);
+      const float sb = scale_b[col < N ? col : N - 1];
+#pragma unroll
+      for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) acc[mi][tt_acc_index(j, h, e)] *= sa[mi][h] * sb;
+    }
+}
+#endif

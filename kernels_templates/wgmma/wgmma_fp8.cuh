@@ -20,3 +20,22 @@ TT_HOST_DEVICE bool tt_promotes_after(int kt, int k_begin, int k_end, int interv
 TT_HOST_DEVICE int tt_part_scale_d(int kt, int k_begin, int interval, int kk) {
   return ((kt - k_begin) % interval != 0 || kk > 0) ? 1 : 0;
 }
+
+// ---- scales (TT_SCALING; per-tensor scales are alpha's product and need none of this)
+// 1, rowwise: scale_a[M], one per row of A (and C), scale_b[N], one per column of op(B) (a row of
+//    B stored N x K); the accumulators are scaled before the epilogue: C = alpha sa[m] sb[n] sum_k.
+// 2, block (DeepSeek-V3's recipe): scale_a[ceil(K / 128)][M], one per row and 128-k block of A;
+//    scale_b[ceil(K / 128)][ceil(N / 128)], one per 128 x 128 block of op(B). With BK 128 a k-tile
+//    is a k-block: each k-tile promotes, its partial set scaled on the way in,
+//    acc += part * sa[kb][m] * sb[kb][n / 128]. A tile's columns (n0 a multiple of 64, BN <= 192)
+//    span at most two 128-column blocks: n0 / 128 and the next.
+// Rows and columns past M and N read the last one's scale (their results are never stored).
+#define TT_SCALE_BLOCK 128
+TT_HOST_DEVICE long long tt_block_scale_a_index(int kb, int row, int M) {
+  return (long long)kb * M + (row < M ? row : M - 1);
+}
+TT_HOST_DEVICE long long tt_block_scale_b_index(int kb, int nb, int n_blocks) {
+  return (long long)kb * n_blocks + (nb < n_blocks ? nb : n_blocks - 1);
+}
+// Which of a tile's two B scale blocks (0: n0 / 128, 1: the next) column 8j of the tile is in.
+TT_HOST_DEVICE int tt_scale_b_half(int n0, int j) { return ((n0 & (TT_SCALE_BLOCK - 1)) + 8 * j) / TT_SCALE_BLOCK; }

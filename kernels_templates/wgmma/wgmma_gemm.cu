@@ -20,7 +20,8 @@
 // most TT_GROUPS_MAX, A and C hold every group's rows (batch 1 in A's tensor map), B one
 // matrix per group, and the parameters group_rows and group_stride follow beta).
 // TT_PROMOTE (fp8, P >= 1: the QGMMAs of P k-tiles at a time run into a partial set, then added
-// into the fp32 accumulators, wgmma_fp8.cuh).
+// into the fp32 accumulators, wgmma_fp8.cuh), TT_SCALING (fp8: 1 rowwise, 2 block scales, whose
+// pointers scale_a and scale_b are the last parameters; wgmma_fp8.cuh says their layouts).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
@@ -108,6 +109,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
 #if TT_TMA_STORE
               , const __grid_constant__ tt_tensor_map tmap_c
+#endif
+#if TT_SCALING
+              , const float* __restrict__ scale_a, const float* __restrict__ scale_b
 #endif
 ) {
   extern __shared__ __align__(1024) unsigned char tt_smem_raw[];
@@ -313,13 +317,25 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         tt_wgmma_commit();
 #if TT_PROMOTE
         if (tt_promotes_after(kt, u.k_begin, u.k_end, TT_PROMOTE)) {
+#if TT_SCALING == 2
+          // This k-block's scales, loaded while the QGMMAs run: the thread's rows' of A, B's two blocks.
+          float sa[TT_MI][2], sb[2];
+          tt_load_block_scales(sa, sb, scale_a, scale_b, kt, tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
+                               tc.n_tile * TT_KN, M, N, lane);
+#endif
           // The interval's QGMMAs complete (this k-tile's and the previous one's: the release
           // below stays right), then their sums join the fp32 accumulators.
           tt_wgmma_wait<0>();
 #pragma unroll
           for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-            for (int i = 0; i < TT_KN / 2; ++i) acc[mi][i] += part[mi][i];
+            for (int i = 0; i < TT_KN / 2; ++i)
+#if TT_SCALING == 2
+              // (a select, not sb[half]: an index known only at run time would put sb in local memory)
+              acc[mi][i] += part[mi][i] * (sa[mi][(i >> 1) & 1] * (tt_scale_b_half(tc.n_tile * TT_KN, i >> 2) ? sb[1] : sb[0]));
+#else
+              acc[mi][i] += part[mi][i];
+#endif
         } else {
           tt_wgmma_wait<1>();
         }
@@ -364,6 +380,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       }
 #endif
 
+#if TT_SCALING == 1
+      tt_scale_rows_columns(acc, scale_a, scale_b, tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
+                            tc.n_tile * TT_KN, M, N, lane);
+#endif
       const tt_tile_place place = TT_PLACE(tc);
 #if !TT_TMA_STORE
       elem_t* Cb = C + place.c_offset;

@@ -63,6 +63,21 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
   c_ = make_layout(out, p.n, p.m, p.n, p.batch);
 }
 
+bool cublaslt_gemm::set_scales(const void* a_scales, const void* b_scales) {
+  // cuBLASLt's A is our B. Rowwise: a vector each (its A's N, its B's M); block: 128 x 128 blocks
+  // of B (the weights), 1 x 128 of A (cuBLAS 12.9 and later, Hopper).
+  const bool block = p_.scaling == scaling_mode::block;
+  const std::int32_t its_a = block ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  const std::int32_t its_b = block ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  auto set = [&](cublasLtMatmulDescAttributes_t what, const void* value, std::size_t bytes) {
+    return cublaslt().MatmulDescSetAttribute(desc_, what, value, bytes) == CUBLAS_STATUS_SUCCESS;
+  };
+  return set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &its_a, sizeof its_a) &&
+         set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &its_b, sizeof its_b) &&
+         set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &b_scales, sizeof b_scales) &&
+         set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scales, sizeof a_scales);
+}
+
 cublaslt_gemm::~cublaslt_gemm() {
   if (a_) cublaslt().MatrixLayoutDestroy(a_);
   if (b_) cublaslt().MatrixLayoutDestroy(b_);

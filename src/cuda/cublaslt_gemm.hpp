@@ -24,6 +24,10 @@ class cublaslt_gemm {
   cublaslt_gemm(const cublaslt_gemm&) = delete;
   cublaslt_gemm& operator=(const cublaslt_gemm&) = delete;
 
+  // fp8 with rowwise or block scales: the device scales of A and B (core/measure/host_data.hpp's
+  // layouts; cuBLASLt reads its own, the same count of floats: a timing reference only). Call
+  // before algorithms(). False where this cuBLASLt does not know the scale modes.
+  bool set_scales(const void* a_scales, const void* b_scales);
   // Up to `count` algorithms from cuBLASLt's heuristic, best guess first.
   int algorithms(int count);
   std::string algorithm_name(int index) const;

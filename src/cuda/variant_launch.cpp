@@ -58,6 +58,13 @@ variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, co
         pointer = g.group_rows.get();
         std::memcpy(slot, &pointer, sizeof pointer);
         break;
+      case argument_binding::source::scales:
+        pointer = b.operand == 'A' ? g.scale_a.get() : g.scale_b.get();
+        if (!pointer)
+          throw std::invalid_argument(fmt::format("{}: a scale parameter, but the problem has no rowwise or block "
+                                                  "scales", r.id));
+        std::memcpy(slot, &pointer, sizeof pointer);
+        break;
       case argument_binding::source::value:
         std::memcpy(slot, b.bytes.data(), b.bytes.size());
         break;

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "cuda/sm_clock.hpp"
 #include "cuda/worker_sampling.hpp"
 
@@ -38,6 +40,12 @@ measure_response measure_reference(gpu_state& g, const measure_request& r) {
   out.id = r.id;
   if (g.setup.problem.grouped()) return measure_group_loop(g, r, g.setup.problem, g.a.get(), g.b.get(), g.c.get());
   cublaslt_gemm lt(g.lt, g.setup.problem, false, workspace_bytes);
+  if (g.scale_a && !lt.set_scales(g.scale_a.get(), g.scale_b.get())) {
+    out.status = variant_status::launch_error;
+    out.message = fmt::format("this cuBLASLt has no {} fp8 scales (cuBLAS 12.9 added them)",
+                              to_string(g.setup.problem.scaling));
+    return out;
+  }
   const int n = lt.algorithms(g.setup.reference_algorithms);
   if (n < 1) {
     out.status = variant_status::launch_error;

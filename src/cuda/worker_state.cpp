@@ -61,20 +61,31 @@ void setup_gpu(gpu_state& g) {
   // (A grouped problem: one GEMM per group with rows.) cuBLASLt computes fp8 only in its fast
   // mode: the reference multiplies bf16 copies of the fp8 operands instead, which hold their
   // values exactly (bf16 has e4m3's and e5m2's exponent range and more mantissa).
+  // Rowwise and block scales (powers of two) are folded into those copies, still exact.
   gemm_problem reference_problem = p;
   device_ptr a_exact, b_exact;
   if (is_fp8(p.type)) {
     reference_problem.type = dtype::bf16;
     reference_problem.scaling = scaling_mode::none;
-    auto upload_bf16 = [](const host_matrix& m) {
-      std::vector<std::uint16_t> bits(m.values.size());
-      for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bf16_bits(m.values[i]);
+    const problem_scales scales = random_scales(p, g.setup.seed + 3);
+    auto upload = [](const std::vector<float>& v) {
+      device_ptr d = device_alloc(v.size() * 4);
+      TT_CUDA(cudaMemcpy(d.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+      return d;
+    };
+    if (!scales.a.empty()) {
+      g.scale_a = upload(scales.a);
+      g.scale_b = upload(scales.b);
+    }
+    auto upload_bf16 = [](const std::vector<float>& values) {
+      std::vector<std::uint16_t> bits(values.size());
+      for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = float_to_bf16_bits(values[i]);
       device_ptr d = device_alloc(bits.size() * 2);
       TT_CUDA(cudaMemcpy(d.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
       return d;
     };
-    a_exact = upload_bf16(a);
-    b_exact = upload_bf16(b);
+    a_exact = upload_bf16(scales.a.empty() ? a.values : scaled_values(p, 'a', a.values, scales));
+    b_exact = upload_bf16(scales.b.empty() ? b.values : scaled_values(p, 'b', b.values, scales));
   }
   const cublaslt_group_loop accurate(g.lt, reference_problem, true, workspace_bytes);
   if (!accurate.ready()) throw cuda_error("cuBLASLt has no algorithm for the fp32 reference", 0);

@@ -33,6 +33,7 @@ struct gpu_state {
   cublasLtHandle_t lt = nullptr;
   device_ptr a, b, c, c0, reference, flush, workspace;
   device_ptr group_rows;  // a grouped problem: its rows per group, 32-bit ints
+  device_ptr scale_a, scale_b;  // fp8 with rowwise or block scales (core/measure/host_data.hpp)
   // The rows of C a variant writes (core/gemm/group_slices.hpp); reference_host holds only
   // those. Masked groups leave the rest, which a check requires untouched: poison, or c0_host.
   std::vector<row_range> written_rows;

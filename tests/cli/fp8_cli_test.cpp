@@ -60,13 +60,13 @@ TEST(fp8, a_plan_for_e4m3_runs_the_wgmma_family_with_promotion_and_bf16_c) {
 }
 
 TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
-  // Another scaling, or a scaled 16-bit problem: refused, naming the mode, the dtype and what it takes.
-  for (const auto& [dtype, scaling, takes] :
-       {std::tuple{"e4m3", "block", "tensor"}, {"e5m2", "rowwise", "tensor"}, {"bf16", "tensor", "none"}}) {
+  // fp8 unscaled, a scaled 16-bit problem, an unknown mode: refused, naming the mode and what is taken.
+  for (const auto& [dtype, scaling, takes] : {std::tuple{"e4m3", "none", "tensor, rowwise, block"},
+                                              {"bf16", "block", "none"}, {"e5m2", "blocks", "rowwise"}}) {
     const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", dtype, "--scaling", scaling,
                           "--gpu", "h100-sxm", "--dry-run"});
     EXPECT_EQ(r.code, 2) << r.err;
-    for (const std::string named : {std::string("'") + scaling + "'", std::string(dtype), std::string(takes)})
+    for (const std::string named : {std::string("'") + scaling + "'", std::string(takes)})
       EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
   }
   // A layout with an MN-major operand, an Ampere GPU: no variant, and the table says why.
@@ -78,4 +78,21 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
     EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   }
+}
+
+TEST(fp8, block_scales_plan_with_their_own_variants_and_the_launch_takes_the_scales) {
+  const fs::path dir = tmp_dir() / "fp8_block";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const result r = run({"gemm", "--m", "256", "--n", "384", "--k", "512", "--dtype", "e4m3", "--scaling", "block",
+                        "--gpu", "h100-sxm", "--dry-run", "--only", "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_blk", "--out",
+                        (dir / "plan.json").string(), "--export", (dir / "kernel").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = read_json(dir / "plan.json");
+  EXPECT_EQ(j["problem"]["scaling"], "block");
+  EXPECT_EQ(j["recommendation"]["id"], "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_blk") << r.out;
+  std::ifstream in(dir / "kernel" / "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_blk.h");
+  const std::string header((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(header.find("const float* scale_a, const float* scale_b"), std::string::npos) << header.substr(0, 3000);
+  EXPECT_NE(header.find("NOT YET RUN ON A GPU"), std::string::npos);
 }

@@ -173,6 +173,10 @@ struct defects {
   bool multicast_own_half_only = false;   // 2x1 cluster: the peer's half of B never lands here
   bool multicast_same_offset = false;     // 2x1 cluster: both halves of B land at the first half's place
   bool promote_only_on_interval = false;  // fp8: no promotion after a unit's last k-tile unless it ends an interval
+  bool scale_k_block_off_by_one = false;  // fp8 block scales: the next k-block's scales read
+  bool scale_b_first_block_only = false;  // fp8 block scales: a straddling tile's second B block takes the first's
+  bool scale_after_add = false;           // fp8 block scales: acc = (acc + part) * s, not acc + part * s
+  bool rowwise_without_b = false;         // fp8 rowwise scales: the rows' applied, the columns' forgotten
   bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
   bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
@@ -450,6 +454,7 @@ inline void emulate_wgmma(tensor_core& tc, const shared_memory& smem, std::uint6
 // its host GEMM, shared by every variant that runs it.
 struct prepared {
   gemm_problem p;
+  problem_scales scales;  // fp8 with rowwise or block scales: the kernel's scale_a and scale_b
   std::vector<std::uint8_t> a, b, c, c_nan;  // c_nan: C where beta == 0, which must not be read
   std::vector<double> dot, magnitude;        // op(A) op(B) and the sum of |terms|, per element of C
 };
@@ -474,6 +479,20 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
   fill(x.b, p.k * p.n * p.batch, false, store, p.type);
   fill(x.c, p.m * p.n * p.batch, false, c_dtype(p.type), is_fp8(p.type) ? c_dtype(p.type) : p.type);
   fill(x.c_nan, p.m * p.n * p.batch, true, c_dtype(p.type), c_dtype(p.type));
+  x.scales = random_scales(p, seed + 5);
+  // The reference's scales, from their definition (host_data.hpp), not the kernel's index math.
+  const bool rowwise = p.scaling == scaling_mode::rowwise, block = p.scaling == scaling_mode::block;
+  const std::int64_t n_blocks = (p.n + 127) / 128;
+  auto scale_of_a = [&](std::int64_t m, std::int64_t k) -> double {
+    return rowwise ? x.scales.a[static_cast<std::size_t>(m)]
+           : block ? x.scales.a[static_cast<std::size_t>((k / 128) * p.m + m)]
+                   : 1.0;
+  };
+  auto scale_of_b = [&](std::int64_t n, std::int64_t k) -> double {
+    return rowwise ? x.scales.b[static_cast<std::size_t>(n)]
+           : block ? x.scales.b[static_cast<std::size_t>((k / 128) * n_blocks + n / 128)]
+                   : 1.0;
+  };
   const std::int64_t lda = p.lda(), ldb = p.ldb();
   x.dot.assign(static_cast<std::size_t>(p.m * p.n * p.batch), 0.0);
   x.magnitude.assign(x.dot.size(), 0.0);
@@ -485,13 +504,13 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
       for (std::int64_t n = 0; n < p.n; ++n) {
         const std::int64_t bi =
             bt * p.k * p.n + (p.layout.b_transposed ? n * ldb + k : k * ldb + n);
-        b_col[static_cast<std::size_t>(n * p.k + k)] = load_element(x.b.data() + bi * eb, store);
+        b_col[static_cast<std::size_t>(n * p.k + k)] = load_element(x.b.data() + bi * eb, store) * scale_of_b(n, k);
       }
     for (std::int64_t m = 0; m < p.m; ++m) {
       for (std::int64_t k = 0; k < p.k; ++k) {
         const std::int64_t ai =
             bt * p.m * p.k + (p.layout.a_transposed ? k * lda + m : m * lda + k);
-        a_row[static_cast<std::size_t>(k)] = load_element(x.a.data() + ai * eb, store);
+        a_row[static_cast<std::size_t>(k)] = load_element(x.a.data() + ai * eb, store) * scale_of_a(m, k);
       }
       for (std::int64_t n = 0; n < p.n; ++n) {
         double sum = 0, magnitude = 0;
@@ -581,7 +600,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                          const std::vector<std::uint8_t>& a_in,
                          const std::vector<std::uint8_t>& b_in,
                          const std::vector<std::uint8_t>& c_in, int sm_count,
-                         const defects& d = {}, int stream_k = 0) {
+                         const defects& d = {}, int stream_k = 0, const problem_scales* scales = nullptr) {
   emulation out;
   auto& errors = out.errors;
   const dtype t = p.type;
@@ -626,6 +645,19 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   // fp8 (TT_PROMOTE, wgmma_fp8.cuh): each interval's QGMMAs into a partial set, then added into acc.
   const int promote = rendered_macro(source, "TT_PROMOTE");
   if (is_fp8(t) != (promote > 0)) errors.push_back(fmt::format("{} rendered with TT_PROMOTE {}", to_string(t), promote));
+  // fp8 scales (TT_SCALING 1 rowwise, 2 block), read through the kernel's index math; a read past
+  // the caller's scale buffers is an error.
+  const int scaling = rendered_macro(source, "TT_SCALING");
+  if (scaling != (p.scaling == scaling_mode::rowwise ? 1 : p.scaling == scaling_mode::block ? 2 : 0) ||
+      (scaling && (!scales || scales->a.empty())))
+    errors.push_back(fmt::format("TT_SCALING {} for a problem scaled {}", scaling, to_string(p.scaling)));
+  auto scale_at = [&](const std::vector<float>& v, long long i) {
+    if (i < 0 || i >= static_cast<long long>(v.size())) {
+      errors.push_back(fmt::format("a scale read at {} of {}", i, v.size()));
+      return 0.0f;
+    }
+    return v[static_cast<std::size_t>(i)];
+  };
   if (ins.n != bn || ins.k != mma_k || ins.a_mn_major != !a_kmajor || ins.b_mn_major != !b_kmajor)
     errors.push_back(
         fmt::format("instruction m64n{}k{} trans {}/{} does not fit the variant's operands", ins.n,
@@ -704,6 +736,21 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   std::function<void(const tt_tile_coord&, std::vector<accumulators>&)> epilogue;
   epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
+    if (scaling == 1)  // tt_scale_rows_columns: every accumulator times its row's and its column's scale
+      for (int consumer = 0; consumer < consumers; ++consumer)
+        if (only_consumer < 0 || consumer == only_consumer)
+          for (int mi = 0; mi < mi_count; ++mi)
+            for (int warp = 0; warp < 4; ++warp)
+              for (int lane = 0; lane < 32; ++lane)
+                for (int j = 0; j < bn / 8; ++j)
+                  for (int h = 0; h < 2; ++h)
+                    for (int e = 0; e < 2; ++e) {
+                      const int r = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
+                      const int col = n0 + tt_acc_col(lane, j, e);
+                      const float sb = d.rowwise_without_b ? 1.0f : scale_at(scales->b, std::min(col, N - 1));
+                      acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(warp, lane, tt_acc_index(j, h, e)) *=
+                          scale_at(scales->a, std::min(r, M - 1)) * sb;
+                    }
     if (tma_store) {
       // The TMA-c_store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
       // warp's stmatrix .m8n8.x4 as the PTX ISA defines it (lane 8m + r gives the address of row r
@@ -918,9 +965,28 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
           const bool now = d.no_promotion              ? kt + 1 == u.k_end
                            : d.promote_only_on_interval ? (kt - u.k_begin + 1) % promote == 0
                                                         : tt_promotes_after(kt, u.k_begin, u.k_end, promote);
+          const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+          const int kb = kt + (d.scale_k_block_off_by_one ? 1 : 0);
           if (now)
-            for (std::size_t i = 0; i < acc.size(); ++i)
-              for (std::size_t v = 0; v < acc[i].v.size(); ++v) acc[i].v[v] += part[i].v[v];
+            for (int consumer = 0; consumer < consumers; ++consumer)
+              for (int mi = 0; mi < mi_count; ++mi)
+                for (int warp = 0; warp < 4; ++warp)
+                  for (int lane = 0; lane < 32; ++lane)
+                    for (int r = 0; r < bn / 2; ++r) {
+                      const std::size_t at = static_cast<std::size_t>(consumer * mi_count + mi);
+                      float& a = acc[at].at(warp, lane, r);
+                      const float pv = part[at].at(warp, lane, r);
+                      if (scaling != 2) {
+                        a += pv;
+                        continue;
+                      }
+                      // The kernel's register r: 8-column block r / 4, row half (r / 2) % 2.
+                      const int row = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, (r >> 1) & 1);
+                      const int half = d.scale_b_first_block_only ? 0 : tt_scale_b_half(n0, r >> 2);
+                      const float s = scale_at(scales->a, tt_block_scale_a_index(kb, row, M)) *
+                                      scale_at(scales->b, tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + half, n_blocks));
+                      a = d.scale_after_add ? (a + pv) * s : a + pv * s;
+                    }
         }
         c_phase = tt_ring_advance(c_stage, c_phase, stages);
       }
@@ -1009,7 +1075,7 @@ inline std::string run_and_compare(const tile_config& c, const prepared& x, doub
   gemm_problem p = x.p;
   p.alpha = alpha;
   p.beta = beta;
-  const emulation e = emulate_kernel(c, p, x.a, x.b, beta == 0.0 ? x.c_nan : x.c, sm_count, d, stream_k);
+  const emulation e = emulate_kernel(c, p, x.a, x.b, beta == 0.0 ? x.c_nan : x.c, sm_count, d, stream_k, &x.scales);
   if (!e.errors.empty()) return "emulation error: " + e.errors.front();
   const compare_result r = compare_with_host_gemm(x, alpha, beta, e.c, e.writes);
   if (r.mismatches || r.unwritten_or_rewritten)

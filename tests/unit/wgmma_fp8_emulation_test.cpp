@@ -160,3 +160,95 @@ TEST(wgmma_fp8_emulation, without_promotion_a_short_accumulator_misses_the_bound
               "%.2g never (bound %.0e)\n",
               promoted[0], wgmma_promotion_intervals[0], promoted[1], wgmma_promotion_intervals[1], unpromoted, bound);
 }
+
+namespace {
+gemm_problem scaled(gemm_problem p, scaling_mode s) {
+  p.scaling = s;
+  return p;
+}
+tile_config with_scales(tile_config c, scaling_mode s) {
+  set_wgmma_scales(c, wgmma_scales_for(s));
+  return c;
+}
+}  // namespace
+
+TEST(wgmma_fp8_emulation, rowwise_and_block_scales_match_a_host_gemm) {
+  // The scaled product against the host's (scales from their definition): N 400 puts BN 192's second
+  // tile across two 128-column blocks of B and its third past N's last block; K 400 ends inside a
+  // k-block; plain tiles, stream-K, a split-K cluster, ping-pong, the TMA store and a 2x1 cluster.
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (scaling_mode s : {scaling_mode::rowwise, scaling_mode::block})
+    for (dtype t : {dtype::e4m3, dtype::e5m2}) {
+      const prepared x = prepare(scaled(problem(200, 400, 400, 2, t, "nt"), s), 71);
+      std::vector<tile_config> tiles = {fp8_tile(64, 128, 1, 4, 1), fp8_tile(128, 192, 2, 3, 1),
+                                        fp8_tile(64, 192, 1, 4, 1)};
+      if (s == scaling_mode::rowwise) tiles.push_back(fp8_tile(128, 128, 2, 3, 2));
+      tile_config tmas = fp8_tile(128, 128, 2, 3, 1), pp = fp8_tile(64, 192, 2, 4, 1), cl = fp8_tile(64, 128, 1, 4, 1),
+                  split = fp8_tile(64, 128, 1, 4, 1);
+      set_wgmma_tma_store(tmas, true);
+      set_wgmma_pingpong(pp, true);
+      cl.cluster_m = 2;
+      split.split_k = 2;
+      for (const tile_config& c : {tmas, pp, cl, split}) tiles.push_back(c);
+      for (const tile_config& plain : tiles) {
+        const tile_config c = with_scales(plain, s);
+        ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id();
+        EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5), "") << c.id() << " " << x.p.describe() << " " << to_string(s);
+        ++ran;
+        if (!wgmma_pingpong(c) && c.cluster_m == 1 && c.split_k == 1) {
+          EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5, {}, 1), "") << c.id() << " stream-K " << to_string(s);
+          ++ran;
+        }
+      }
+    }
+  EXPECT_EQ(ran, 2 * ((8 + 5) + (7 + 4)));
+}
+
+TEST(wgmma_fp8_emulation, scale_defects_are_caught) {
+  const prepared block = prepare(scaled(problem(136, 400, 528, 1, dtype::e4m3, "nt"), scaling_mode::block), 72);
+  const tile_config c = with_scales(fp8_tile(64, 192, 1, 4, 1), scaling_mode::block);
+  ASSERT_EQ(run_and_compare(c, block, 1.0, 0.0, 3), "");
+  struct planted {
+    const char* name;
+    defects d;
+  };
+  std::vector<planted> all(3);
+  all[0] = {"the next k-block's scales", {}};
+  all[0].d.scale_k_block_off_by_one = true;
+  all[1] = {"a straddling tile's second B block scaled as its first", {}};
+  all[1].d.scale_b_first_block_only = true;
+  all[2] = {"the scale applied after the add", {}};
+  all[2].d.scale_after_add = true;
+  for (const planted& p : all) {
+    const std::string why = run_and_compare(c, block, 1.0, 0.0, 3, p.d);
+    EXPECT_NE(why, "") << p.name;
+    std::printf("%s:\n  %s\n", p.name, why.c_str());
+  }
+  const prepared rowwise = prepare(scaled(problem(136, 400, 528, 1, dtype::e4m3, "nt"), scaling_mode::rowwise), 73);
+  const tile_config r = with_scales(fp8_tile(64, 192, 1, 4, 2), scaling_mode::rowwise);
+  ASSERT_EQ(run_and_compare(r, rowwise, 1.0, 0.0, 3), "");
+  defects no_b;
+  no_b.rowwise_without_b = true;
+  EXPECT_NE(run_and_compare(r, rowwise, 1.0, 0.0, 3, no_b), "") << "rowwise without B's scales";
+}
+
+TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  for (scaling_mode s : {scaling_mode::tensor, scaling_mode::rowwise, scaling_mode::block}) {
+    const gemm_problem p = scaled(problem(4096, 7168, 4096, 1, dtype::e4m3, "nt"), s);
+    int runnable = 0;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, h100)) {
+      EXPECT_EQ(wgmma_scales(c), wgmma_scales_for(s)) << c.id();
+      if (check_constraints(c, p, h100)) continue;
+      ++runnable;
+      if (s == scaling_mode::block) EXPECT_EQ(wgmma_promotion(c), 1) << c.id();
+    }
+    EXPECT_GE(runnable, 30) << to_string(s);
+  }
+  // A tile's scales must be the problem's.
+  const gemm_problem block = scaled(problem(256, 256, 256, 1, dtype::e4m3, "nt"), scaling_mode::block);
+  const auto v = check_constraints(fp8_tile(64, 128, 1, 4, 1), block, h100);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->constraint, "scaling");
+}

@@ -24,9 +24,9 @@ constexpr std::array<element_info, 6> elements{{
 }};
 
 constexpr std::array<scaling_mode, 1> unscaled{scaling_mode::none};
-// fp8 runs with per-tensor scales (alpha carries their product); rowwise and block scales come
-// with the kernels that load them.
-constexpr std::array<scaling_mode, 1> fp8_scalings{scaling_mode::tensor};
+// fp8 runs with per-tensor scales (alpha carries their product), rowwise or block scales (the
+// kernel reads them).
+constexpr std::array<scaling_mode, 3> fp8_scalings{scaling_mode::tensor, scaling_mode::rowwise, scaling_mode::block};
 
 // Error bounds: f32 sees only summation order (~1e-7); tf32 rounds inputs to
 // 10 mantissa bits (unit roundoff 4.9e-4); f16 and bf16 round inputs and the

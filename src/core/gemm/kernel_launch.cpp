@@ -71,6 +71,9 @@ bool is_operand_pointer(const kernel_parameter& k) {
 }
 
 bool is_group_rows_pointer(const kernel_parameter& k) { return k.kind == "pointer" && k.name == "group_rows"; }
+bool is_scale_pointer(const kernel_parameter& k) {
+  return k.kind == "pointer" && (k.name == "scale_a" || k.name == "scale_b");
+}
 
 kernel_parameter& parameter_named(kernel_launch& l, std::string_view name) {
   for (auto& k : l.parameters)
@@ -120,6 +123,9 @@ std::vector<argument_binding> bind_arguments(const kernel_launch& l) {
     argument_binding b;
     if (is_group_rows_pointer(k)) {
       b.from = argument_binding::source::group_rows;
+    } else if (is_scale_pointer(k)) {
+      b.from = argument_binding::source::scales;
+      b.operand = k.name == "scale_a" ? 'A' : 'B';
     } else if (k.kind == "pointer") {
       b.from = is_operand_pointer(k) ? argument_binding::source::operand : argument_binding::source::scratch;
       if (is_operand_pointer(k)) b.operand = k.name[0];

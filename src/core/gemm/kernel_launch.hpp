@@ -33,6 +33,9 @@ bool is_operand_pointer(const kernel_parameter& k);
 // Whether it is a grouped problem's rows per group ("group_rows"): G 32-bit ints in device memory,
 // which the caller fills from the problem (its value holds them too).
 bool is_group_rows_pointer(const kernel_parameter& k);
+// Whether it is fp8's scales of A or B ("scale_a", "scale_b"): fp32 in device memory, laid out as
+// the problem's scaling mode says (the parameter's meaning spells it), which the caller fills.
+bool is_scale_pointer(const kernel_parameter& k);
 
 // What the host gives cuTensorMapEncodeTiled for a CUtensorMap parameter
 // (passed by value as a __grid_constant__ parameter). Dimensions innermost first.
@@ -66,14 +69,15 @@ struct kernel_launch {
 
 // One argument of a launch as a launcher binds it (the measuring worker, any family).
 struct argument_binding {
-  enum class source { operand, scratch, tensor_map, value, group_rows };
+  enum class source { operand, scratch, tensor_map, value, group_rows, scales };
   source from = source::value;
-  char operand = 0;               // operand, tensor_map: 'A', 'B' or 'C'
+  char operand = 0;               // operand, tensor_map: 'A', 'B' or 'C'; scales: 'A' or 'B'
   std::int64_t buffer_bytes = 0;  // scratch: a zeroed device buffer; 0: nullptr
   std::vector<unsigned char> bytes;  // value: the scalar as the kernel's C type holds it
 };
 // The launch's parameters in order, each bound to what the caller passes: an
-// operand's pointer, a scratch buffer, an operand's tensor map, the rows per group, or a scalar
+// operand's pointer, a scratch buffer, an operand's tensor map, the rows per group, A's or B's
+// scales, or a scalar
 // ("int", "unsigned", "long long", "float", "double"). Throws
 // std::invalid_argument naming a parameter it cannot bind.
 std::vector<argument_binding> bind_arguments(const kernel_launch& l);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace tiletune {
 
@@ -149,6 +150,46 @@ host_matrix random_matrix(element_type e, std::size_t count, std::uint64_t seed)
 
 host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
   return random_matrix(row_of(t).a, count, seed);
+}
+
+problem_scales random_scales(const gemm_problem& p, std::uint64_t seed) {
+  const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
+  std::int64_t a = 0, b = 0;
+  if (p.scaling == scaling_mode::rowwise) a = p.m, b = p.n;
+  if (p.scaling == scaling_mode::block) a = k_blocks * p.m, b = k_blocks * n_blocks;
+  std::uint64_t state = seed;
+  auto next = [&] {  // splitmix64, as random_matrix
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  problem_scales s;
+  for (auto [out, count] : {std::pair{&s.a, a}, std::pair{&s.b, b}}) {
+    out->resize(static_cast<std::size_t>(count));
+    for (float& v : *out) v = std::ldexp(1.0f, static_cast<int>(next() % 7) - 3);
+  }
+  return s;
+}
+
+std::vector<float> scaled_values(const gemm_problem& p, char operand, const std::vector<float>& values,
+                                 const problem_scales& s) {
+  if (p.layout.a_transposed || !p.layout.b_transposed)
+    throw std::invalid_argument("scaled_values: fp8 operands are K-major (layout nt)");
+  const bool is_a = operand == 'a';
+  const std::int64_t rows = is_a ? p.m : p.n, k = p.k, n_blocks = (p.n + 127) / 128;
+  std::vector<float> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t in_matrix = static_cast<std::int64_t>(i) % (rows * k);
+    const std::int64_t row = in_matrix / k, kb = (in_matrix % k) / 128;
+    float scale = 1.0f;
+    if (p.scaling == scaling_mode::rowwise) scale = (is_a ? s.a : s.b)[static_cast<std::size_t>(row)];
+    if (p.scaling == scaling_mode::block)
+      scale = is_a ? s.a[static_cast<std::size_t>(kb * p.m + row)]
+                   : s.b[static_cast<std::size_t>(kb * n_blocks + row / 128)];
+    out[i] = values[i] * scale;
+  }
+  return out;
 }
 
 std::vector<float> to_floats(element_type e, const unsigned char* bytes, std::size_t count) {

@@ -63,6 +63,20 @@ decltype(auto) with_decoder(element_type e, F&& f) {
   throw std::logic_error("with_decoder: an element type with no decoding");
 }
 
+// fp8's scales for a problem with rowwise or block scaling, as the kernels read them (every matrix
+// of a batch shares them): rowwise, a M floats (one per row of A) and b N (one per column of C);
+// block, a ceil(K / 128) x M (k-block major: a[kb * M + m]) and b ceil(K / 128) x ceil(N / 128)
+// (b[kb * ceil(N / 128) + n / 128]). Random powers of two in [1/8, 8] from a seed, so that a
+// scaled fp8 value is exact in bf16 (the verification reference multiplies scaled bf16 copies).
+struct problem_scales {
+  std::vector<float> a, b;
+};
+problem_scales random_scales(const gemm_problem& p, std::uint64_t seed);
+// The values a scaled problem multiplies: A's (operand 'a') or B's ('b') stored values, every one
+// times its scale (layout nt: A stored M x K, B stored N x K, as fp8 requires).
+std::vector<float> scaled_values(const gemm_problem& p, char operand, const std::vector<float>& values,
+                                 const problem_scales& s);
+
 // Bytes of elements back to floats; the dtype form reads its C element type.
 std::vector<float> to_floats(element_type e, const unsigned char* bytes, std::size_t count);
 std::vector<float> to_floats(dtype t, const unsigned char* bytes, std::size_t count);

@@ -39,13 +39,14 @@ class wgmma : public gemm_family {
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
   // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue; "_pp": ping-pong;
-  // "_p1": fp8 promoted every k-tile.
+  // "_p1": fp8 promoted every k-tile; "_rw", "_blk": fp8 with rowwise or block scales.
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
            (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
            (wgmma_tma_store(c) ? "_tmas" : "") + (wgmma_pingpong(c) ? "_pp" : "") +
-           (wgmma_promotion(c) > 0 ? fmt::format("_p{}", wgmma_promotion(c)) : "");
+           (wgmma_promotion(c) > 0 ? fmt::format("_p{}", wgmma_promotion(c)) : "") +
+           (wgmma_scales(c) == 1 ? "_rw" : wgmma_scales(c) == 2 ? "_blk" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -60,6 +61,7 @@ class wgmma : public gemm_family {
     if (wgmma_tma_store(c)) j["tma_store"] = true;
     if (wgmma_pingpong(c)) j["pingpong"] = true;
     if (wgmma_promotion(c) > 0) j["promote_k_tiles"] = wgmma_promotion(c);
+    if (wgmma_scales(c) > 0) j["scales"] = wgmma_scales(c) == 1 ? "rowwise" : "block";
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -75,6 +77,8 @@ class wgmma : public gemm_family {
     set_wgmma_tma_store(c, j.value("tma_store", false));
     set_wgmma_pingpong(c, j.value("pingpong", false));
     set_wgmma_promotion(c, j.value("promote_k_tiles", 0));
+    const std::string scales = j.value("scales", "");
+    set_wgmma_scales(c, scales == "rowwise" ? 1 : scales == "block" ? 2 : 0);
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -90,6 +94,7 @@ class wgmma : public gemm_family {
            (wgmma_tma_store(c) ? "#define TT_TMA_STORE 1\n" : "") +
            (wgmma_pingpong(c) ? "#define TT_PINGPONG 1\n" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("#define TT_PROMOTE {}\n", wgmma_promotion(c)) : std::string()) +
+           (wgmma_scales(c) > 0 ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c)) : std::string()) +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
@@ -138,6 +143,8 @@ class wgmma : public gemm_family {
     if (wgmma_tma_store(c)) untried.push_back("the TMA-store epilogue (_tmas)");
     if (wgmma_pingpong(c)) untried.push_back("ping-pong consumers (_pp)");
     if (c.cluster_m > 1) untried.push_back("2-CTA clusters with TMA multicast (_cl2x1)");
+    if (wgmma_promotion(c) > 0) untried.push_back(fmt::format("fp8 QGMMA with promotion (_p{})", wgmma_promotion(c)));
+    if (wgmma_scales(c) > 0) untried.push_back(wgmma_scales(c) == 1 ? "rowwise scales (_rw)" : "block scales (_blk)");
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 
@@ -188,7 +195,11 @@ class wgmma : public gemm_family {
            (wgmma_promotion(c) > 0
                 ? fmt::format(", {} operands with the promoting (not FastAccum) schedule, mma_promotion_interval {}",
                               is_fp8(t) ? to_string(t) : "fp8", wgmma_promotion(c) * c.block_k / 32)
-                : std::string());
+                : std::string()) +
+           (wgmma_scales(c) == 2 ? ", blockwise scaling (KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum, "
+                                   "ScaleGranularity 1x128 on A, 128x128 on B)"
+            : wgmma_scales(c) == 1 ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
+                                   : "");
   }
 };
 

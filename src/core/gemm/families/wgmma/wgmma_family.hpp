@@ -55,7 +55,15 @@ inline void set_wgmma_pingpong(tile_config& c, bool on) { set_wgmma_flag(c, 8, o
 // (a second accumulator set). 0 for the other dtypes; an fp8 tile needs one of
 // wgmma_promotion_intervals.
 inline int wgmma_promotion(const tile_config& c) { return (c.knobs[3] >> 8) & 0xff; }
-inline void set_wgmma_promotion(tile_config& c, int k_tiles) { c.knobs[3] = (c.knobs[3] & 0xff) | (k_tiles << 8); }
+inline void set_wgmma_promotion(tile_config& c, int k_tiles) { c.knobs[3] = (c.knobs[3] & ~0xff00) | (k_tiles << 8); }
+// fp8's scales the kernel applies (TT_SCALING, knob 3's bits 16-17): 0 none (per-tensor scales
+// are alpha's), 1 rowwise (before the epilogue), 2 block (at each k-tile's promotion); the
+// problem's scaling mode decides it (wgmma_scales_for), and the kernel takes scale_a and scale_b.
+inline int wgmma_scales(const tile_config& c) { return (c.knobs[3] >> 16) & 3; }
+inline void set_wgmma_scales(tile_config& c, int scales) { c.knobs[3] = (c.knobs[3] & ~0x30000) | (scales << 16); }
+inline int wgmma_scales_for(scaling_mode s) {
+  return s == scaling_mode::rowwise ? 1 : s == scaling_mode::block ? 2 : 0;
+}
 inline constexpr int wgmma_promotion_intervals[] = {1, 2};
 // fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.
 inline constexpr int wgmma_fp8_accumulators_max = 96;

@@ -130,12 +130,16 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 // also at each longer one.
 void add_promotion(std::vector<tile_config>& out, const gemm_problem& p) {
   if (!is_fp8(p.type)) return;
-  for (tile_config& c : out)
+  for (tile_config& c : out) {
     if (wgmma_promotion(c) == 0) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
+    set_wgmma_scales(c, wgmma_scales_for(p.scaling));
+  }
+  if (p.scaling == scaling_mode::block) return;  // a k-block's scales: every k-tile promotes
   for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
     for (tile_config c : first_raster_tiles(p.type)) {
       if (p.grouped()) set_wgmma_grouped(c, true);
       set_wgmma_promotion(c, interval);
+      set_wgmma_scales(c, wgmma_scales_for(p.scaling));
       out.push_back(c);
     }
 }
@@ -166,7 +170,11 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
     const tile_config& c = out[i];
-    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c) || c.cluster_m > 1) continue;
+    // (fp8's longer promotion intervals stay whole-tile: with stream-K's fixup, rowwise scales and
+    // one consumer's two sets of 96, interval 2 spilled 60-64 bytes with ptxas 13.0.)
+    if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c) || c.cluster_m > 1 ||
+        wgmma_promotion(c) > 1)
+      continue;
     const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
     const double idle = 1.0 - static_cast<double>(tiles) / static_cast<double>(waves * sms);
@@ -238,13 +246,23 @@ std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, 
 std::optional<constraint_violation> check_wgmma_promotion(const tile_config& c, const gemm_problem& p) {
   const int interval = wgmma_promotion(c);
   if (!is_fp8(p.type)) {
-    if (interval == 0) return std::nullopt;
+    if (interval == 0 && wgmma_scales(c) == 0) return std::nullopt;
     return violation("promotion", fmt::format("promotion (_p{}) is fp8's; {} accumulates in fp32 registers",
                                               interval, to_string(p.type)));
   }
   if (std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
     return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
                                               fmt::join(wgmma_promotion_intervals, " or "), interval));
+  if (wgmma_scales(c) != wgmma_scales_for(p.scaling))
+    return violation("scaling", fmt::format("the variant applies {} scales, the problem's are {}",
+                                            wgmma_scales(c) == 1 ? "rowwise" : wgmma_scales(c) == 2 ? "block" : "no",
+                                            to_string(p.scaling)));
+  if (wgmma_scales(c) > 0 && (p.grouped() || wgmma_swap_ab(c)))
+    return violation("scaling", fmt::format("{} scales run plain, unswapped tiles (not grouped, not swap-AB)",
+                                            to_string(p.scaling)));
+  if (wgmma_scales(c) == 2 && interval != 1)
+    return violation("promotion", fmt::format("block scales apply per 128-k block: promotion every k-tile, not {}",
+                                              interval));
   if (wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, twice with fp8's promotion: over {} a set",

@@ -28,6 +28,9 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 // TMA-store epilogue too where it applies).
 // Plain problems of two or more M tiles get the 2x1-cluster copy (TMA multicast of B) of each
 // default tile in the first raster order.
+// fp8 problems: every tile promotes every k-tile (_p1) and applies the problem's scales (_rw, _blk);
+// the default tiles in the first raster order also every 2 k-tiles (_p2, whole tiles only), except
+// under block scales (a k-block's scales apply at its own promotion).
 inline constexpr std::int64_t wgmma_decode_max_rows = 128;
 inline constexpr std::int64_t wgmma_swap_ab_max_rows = 64;
 inline constexpr int wgmma_decode_max_stages = 8;

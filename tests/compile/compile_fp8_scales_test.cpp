@@ -1,0 +1,67 @@
+// fp8 with rowwise and block scales (issue 35): one variant of each default tile shape, plain and
+// stream-K, with the ping-pong, TMA-store and 2x1-cluster copies, compiles for sm_90a without
+// spills or local memory; its SASS runs QGMMA in clean k-groups (no HGMMA) and reads the scales
+// (block: loads in the main loop, before the promotion's wait). Not yet run on a GPU.
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/tune/compile_selection.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "compile_checks.hpp"
+#include "sass_reading.hpp"
+
+using namespace tiletune;
+using namespace tiletune_test;
+
+namespace {
+int qgmma_per_k_tile(const tile_config& c) { return (c.block_k / 32) * (wgmma_consumer_rows(c) / 64); }
+
+// The global loads of the scales: LDG of 32 bits (the operands come by TMA, C is stored).
+int scale_loads(const std::string& sass) {
+  int n = 0;
+  for (const std::string& i : instructions(sass)) n += i.rfind("LDG.E", 0) == 0 && i.find(".128") == std::string::npos;
+  return n;
+}
+}  // namespace
+
+TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
+  const device_spec& d = find_preset("h100-sxm");
+  for (scaling_mode s : {scaling_mode::rowwise, scaling_mode::block}) {
+    gemm_problem p;
+    p.m = 4096, p.n = 7168, p.k = 4096;
+    p.type = dtype::e4m3;
+    p.layout = parse_layout("nt");
+    p.scaling = s;
+    std::vector<compile_job> jobs;
+    std::vector<tile_config> tiles;
+    std::set<std::tuple<int, int, int, int, int, int>> kinds;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (check_constraints(c, p, d) || c.stages != 4) continue;
+      if (!kinds.insert({c.block_m * 10 + wgmma_consumers(c), c.block_n, wgmma_stream_k(c), wgmma_pingpong(c),
+                         wgmma_tma_store(c) + 2 * c.cluster_m, wgmma_promotion(c)})
+               .second)
+        continue;
+      jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+      tiles.push_back(c);
+    }
+    ASSERT_GE(jobs.size(), 10u) << to_string(s);
+    const auto results = compile_cleanly(jobs);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!results[i].ok) continue;
+      const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+      EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << jobs[i].name;
+      for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
+        ADD_FAILURE() << jobs[i].name << ": " << problem;
+      EXPECT_GE(scale_loads(sass), 2) << jobs[i].name << ": the scales are never read";
+    }
+    std::printf("%zu %s-scaled fp8 variants compiled\n", jobs.size(), std::string(to_string(s)).c_str());
+  }
+}
