@@ -33,6 +33,10 @@
 #     decode the decode tiles (swap-AB, evict-first, split-K in a cluster) and the TMA-store epilogue
 #            (200x136x1280 batch 3, beta 0): shapes verified,
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
+#     fp8    fp8 (issue 35), first run: every e4m3/e5m2 variant verified on odd shapes with each
+#            scaling (tensor, rowwise, block; beta 0.5), compute-sanitizer on a block-scaled
+#            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
+#            timed against cuBLASLt's fp8 matmul
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -411,6 +415,26 @@ if want decode; then
   fi
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
     --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 --out "$out/decode-suite.json"
+fi
+if want fp8; then
+  for case in "e4m3 tensor 200 136 1296 2" "e5m2 tensor 72 328 400 1" "e4m3 rowwise 200 400 400 1" \
+              "e4m3 block 136 400 528 1" "e5m2 block 16 4096 1024 1"; do
+    read -r dt sc m n k b <<<"$case"
+    step "fp8 verify $dt $sc ${m}x${n}x${k}" 120 "$out/fp8-verify-$dt-$sc-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
+      --batch "$b" --dtype "$dt" --scaling "$sc" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
+      --out "$out/fp8-verify-$dt-$sc-$m.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      step "fp8 $tool" 120 "$out/fp8-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 256 --n 400 \
+        --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk
+    done
+  fi
+  for case in "tensor 4096 4096 4096" "tensor 8192 8192 8192" "block 4096 7168 16384"; do
+    read -r sc m n k <<<"$case"
+    step "fp8 time $sc ${m}x${n}x${k}" 200 "$out/fp8-time-$sc-$m-$k.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
+      --dtype e4m3 --scaling "$sc" --no-db --budget-s 180 --out "$out/fp8-time-$sc-$m-$k.json"
+  done
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
