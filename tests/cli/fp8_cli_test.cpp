@@ -66,7 +66,7 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
     const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", dtype, "--scaling", scaling,
                           "--gpu", "h100-sxm", "--dry-run"});
     EXPECT_EQ(r.code, 2) << r.err;
-    for (const std::string named : {std::string("'") + scaling + "'", std::string(takes)})
+    for (const std::string& named : {std::string("'") + scaling + "'", std::string(takes)})
       EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
   }
   // A layout with an MN-major operand, an Ampere GPU: no variant, and the table says why.
@@ -95,4 +95,33 @@ TEST(fp8, block_scales_plan_with_their_own_variants_and_the_launch_takes_the_sca
   const std::string header((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(header.find("const float* scale_a, const float* scale_b"), std::string::npos) << header.substr(0, 3000);
   EXPECT_NE(header.find("NOT YET RUN ON A GPU"), std::string::npos);
+}
+
+TEST(fp8, a_suite_names_each_problem_s_scaling_and_tells_the_scalings_apart) {
+  const fs::path dir = tmp_dir() / "fp8_suite";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream s(dir / "suite.json");
+    s << R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "tensor", "m": 256, "n": 256, "k": 512, "dtype": "e4m3", "layout": "nt"},
+      {"name": "block", "m": 256, "n": 256, "k": 512, "dtype": "e4m3", "layout": "nt", "scaling": "block"}]})";
+  }
+  const result r = run({"gemm", "--suite", (dir / "suite.json").string(), "--gpu", "h100-sxm", "--dry-run", "--top",
+                        "1", "--out", (dir / "plan.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("256x256x512 e4m3 nt block-scaled"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json(dir / "plan.json");
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["problem"]["scaling"], "block");
+  EXPECT_TRUE(std::string(j["results"][1]["recommendation"]["id"]).ends_with("_blk"));
+  // A misspelt mode in a suite is named with its problem.
+  {
+    std::ofstream s(dir / "bad.json");
+    s << R"({"schema": "tiletune.suite/1", "problems": [{"name": "x", "m": 256, "n": 256, "k": 512, "dtype": "e4m3", "scaling": "blok"}]})";
+  }
+  const result bad = run({"gemm", "--suite", (dir / "bad.json").string(), "--gpu", "h100-sxm", "--dry-run"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("'blok'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("(\"x\")"), std::string::npos) << bad.err;
 }

@@ -250,7 +250,9 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << names[i] << ": " << w;
     const std::string sass = disassemble(r.cubin, names[i]);
     EXPECT_NE(sass.find(mma), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
-    if (is_fp8(type)) EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << names[i];
+    if (is_fp8(type)) {
+      EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << names[i];
+    }
     for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(configs[i], type), mma))
       ADD_FAILURE() << names[i] << ": " << problem;
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];

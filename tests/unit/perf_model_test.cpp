@@ -219,3 +219,16 @@ TEST(perf_model, unaligned_rows_are_copied_one_element_at_a_time) {
   EXPECT_NEAR(predict(h100, nt(777), s, s_occ).memory_us, predict(h100, nt(776), s, s_occ).memory_us,
               0.01 * predict(h100, nt(776), s, s_occ).memory_us);
 }
+
+TEST(perf_model, fp8_reads_one_byte_operands_and_writes_bf16_c) {
+  // An fp8 problem's traffic: A and B one byte an element, C two (bf16), as the kernels store it.
+  device_spec d = find_preset("h100-sxm");
+  d.memory_bandwidth_gbs = 1;  // DRAM dominates
+  const occupancy_estimate occ{1, 8, "registers"};
+  gemm_problem p = bf16(256, 256, 256);
+  p.type = dtype::e4m3;
+  p.scaling = scaling_mode::tensor;
+  const prediction r = predict(d, p, tile128(), occ);
+  EXPECT_NEAR(r.dram_bytes, 256.0 * 256 + 256.0 * 256 + 256.0 * 256 * 2, 1e-9);
+  EXPECT_EQ(p.least_traffic_bytes(), 256 * 256 * 4);
+}

@@ -1065,6 +1065,7 @@ inline gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, std:
   p.k = k;
   p.batch = batch;
   p.type = t;
+  p.scaling = default_scaling(t);
   p.layout = parse_layout(l);
   return p;
 }

@@ -46,7 +46,9 @@ TEST(wgmma_fp8_emulation, promotion_math_covers_every_k_tile_once) {
       for (int end = begin + 1; end < begin + 9; ++end) {
         int promoted = 0, pending = 0;
         for (int kt = begin; kt < end; ++kt) {
-          if (tt_part_scale_d(kt, begin, interval, 0) == 0) EXPECT_EQ(pending, 0) << "a reset drops k-tiles";
+          if (tt_part_scale_d(kt, begin, interval, 0) == 0) {
+            EXPECT_EQ(pending, 0) << "a reset drops k-tiles";
+          }
           ++pending;
           EXPECT_EQ(tt_part_scale_d(kt, begin, interval, 32), 1);
           if (tt_promotes_after(kt, begin, end, interval)) {
@@ -242,7 +244,9 @@ TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
       EXPECT_EQ(wgmma_scales(c), wgmma_scales_for(s)) << c.id();
       if (check_constraints(c, p, h100)) continue;
       ++runnable;
-      if (s == scaling_mode::block) EXPECT_EQ(wgmma_promotion(c), 1) << c.id();
+      if (s == scaling_mode::block) {
+        EXPECT_EQ(wgmma_promotion(c), 1) << c.id();
+      }
     }
     EXPECT_GE(runnable, 30) << to_string(s);
   }

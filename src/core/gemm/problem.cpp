@@ -112,7 +112,10 @@ std::string gemm_problem::describe() const {
     s += fmt::format(" in {} groups ({}, {})", groups->count(),
                      groups->routing == "given" ? "rows given" : groups->distribution(), to_string(groups->layout));
   if (batch != 1) s += fmt::format(" batch {}", batch);
-  return s + fmt::format(" {} {}", to_string(type), layout.name());
+  s += fmt::format(" {} {}", to_string(type), layout.name());
+  // A scaling other than the dtype's own (fp8's rowwise or block scales) is a different problem.
+  if (scaling != default_scaling(type)) s += fmt::format(" {}-scaled", to_string(scaling));
+  return s;
 }
 
 namespace {

@@ -172,7 +172,7 @@ struct memory_traffic {
 memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
                           std::int64_t blocks, std::int64_t resident) {
   const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, split = g.split, k_per_block = g.k_per_block;
-  const double eb = element_bytes(p.type);
+  const double eb = element_bytes(p.type), ceb = element_bytes(p.elements().c);  // A's and B's; C's (bf16 for fp8)
   const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
   // (rows past M are neither written nor read).
   // (Stream-K: the fixup's partial tiles, written by peers and read back by owners.)
@@ -184,8 +184,8 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   const double partials_in_dram = partial_bytes > 0.5 * static_cast<double>(d.l2_bytes) ? partial_bytes : 0.0;
   // The rows of A and C that count (grouped: the groups' valid rows), and B whole (grouped: every group's).
   const double useful_rows = static_cast<double>(p.useful_rows());
-  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements()) + c_passes * useful_rows * p.n) * eb +
-                            partials_in_dram;
+  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements())) * eb +
+                            c_passes * useful_rows * p.n * ceb + partials_in_dram;
   // What the tiles really move: a block reads only the rows of A and B that
   // lie inside the problem (TMA and cp.async zero-fill the rest without a
   // load), so each of the tiles_n block columns reads A's M rows once per
@@ -193,7 +193,7 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // (A grouped tile loads all its rows: those past its group's end are the next group's.)
   const std::int64_t a_rows_per_column = p.grouped() ? tiles_m * c.block_m : p.m;
   const double rows_read = static_cast<double>(tiles_n * a_rows_per_column + tiles_m * p.n) * split * p.batch;
-  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb + c_passes * useful_rows * p.n * eb +
+  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb + c_passes * useful_rows * p.n * ceb +
                           partial_bytes;
   // Loads in flight: each block has its pipeline's stages - 1 tiles in flight,
   // of the rows inside the problem (a 64-row tile of a 16-row problem loads 16).
@@ -207,7 +207,7 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // with the most blocks holds whole ones): its share of L2 bounds it, as the sum bounds them all.
   const std::int64_t rows = std::min<std::int64_t>(c.block_m, p.m), cols = std::min<std::int64_t>(c.block_n, p.n);
   const double block_bytes = static_cast<double>(rows + cols) * static_cast<double>(k_per_block) * eb +
-                             c_passes * static_cast<double>(rows * cols) * eb +
+                             c_passes * static_cast<double>(rows * cols) * ceb +
                              (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
   const std::int64_t per_sm = resident / std::max(1, d.sm_count);
   const double busiest_blocks =
@@ -277,7 +277,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     // bandwidth, and one L2 round trip per peer it waits on; each unit the busiest CTA starts
     // beyond its tiles' worth adds a pipeline fill (a DRAM round trip) and an epilogue's store.
     const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;
-    const double tile_store_bytes = static_cast<double>(c.block_m) * c.block_n * element_bytes(p.type);
+    const double tile_store_bytes = static_cast<double>(c.block_m) * c.block_n * element_bytes(p.elements().c);
     r.fixup_us = g.sk->owner_fixup_bytes / (sm_l2_gbs * 1e3) + g.sk->owner_waits * l2_latency_us +
                  g.sk->extra_tile_starts * (dram_latency_us + tile_store_bytes / (sm_l2_gbs * 1e3));
   }
@@ -323,12 +323,12 @@ prediction predict_library_gemm(const device_spec& d, const gemm_problem& p, dou
   r.wave_efficiency = static_cast<double>(tiles) / (waves * d.sm_count);
   r.compute_us = waves * tile_flops / rate_per_sm * 1e6;
   const double c_passes = p.beta != 0.0 ? 2.0 : 1.0;
-  const double bytes = (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n +
-                        c_passes * static_cast<double>(p.m) * p.n) * element_bytes(p.type) * p.batch;
+  const double bytes = ((static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n) * element_bytes(p.type) +
+                        c_passes * static_cast<double>(p.m) * p.n * element_bytes(p.elements().c)) * p.batch;
   r.memory_us = bytes / (d.memory_bandwidth_gbs * 1e9) * 1e6;
   r.dram_bytes = bytes;
   r.l2_bytes = static_cast<double>(tiles) * (tile_m + tile_n) * p.k * element_bytes(p.type) +
-               c_passes * static_cast<double>(p.m) * p.n * element_bytes(p.type) * p.batch;
+               c_passes * static_cast<double>(p.m) * p.n * element_bytes(p.elements().c) * p.batch;
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
   r.time_us = std::max(r.compute_us, r.memory_us) + launch_overhead_us;
   r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
