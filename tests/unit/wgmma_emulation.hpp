@@ -733,24 +733,29 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     std::vector<accumulators> acc;
   };
   std::vector<waiting_owner> owners;
+  // f(value, row, column) for every accumulator of the unit's consumers (ping-pong: its one), at the
+  // kernel's row and column as the kernel's fragment map (tt_acc_*) places them.
+  auto each_accumulator = [&](std::vector<accumulators>& acc, int m0, int n0, const auto& f) {
+    for (int consumer = 0; consumer < consumers; ++consumer)
+      if (only_consumer < 0 || consumer == only_consumer)
+        for (int mi = 0; mi < mi_count; ++mi)
+          for (int warp = 0; warp < 4; ++warp)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int j = 0; j < bn / 8; ++j)
+                for (int h = 0; h < 2; ++h)
+                  for (int e = 0; e < 2; ++e)
+                    f(acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(warp, lane, tt_acc_index(j, h, e)),
+                      m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h),
+                      n0 + tt_acc_col(lane, j, e));
+  };
   std::function<void(const tt_tile_coord&, std::vector<accumulators>&)> epilogue;
   epilogue = [&](const tt_tile_coord& tc, std::vector<accumulators>& acc) {
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
     if (scaling == 1)  // tt_scale_rows_columns: every accumulator times its row's and its column's scale
-      for (int consumer = 0; consumer < consumers; ++consumer)
-        if (only_consumer < 0 || consumer == only_consumer)
-          for (int mi = 0; mi < mi_count; ++mi)
-            for (int warp = 0; warp < 4; ++warp)
-              for (int lane = 0; lane < 32; ++lane)
-                for (int j = 0; j < bn / 8; ++j)
-                  for (int h = 0; h < 2; ++h)
-                    for (int e = 0; e < 2; ++e) {
-                      const int r = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
-                      const int col = n0 + tt_acc_col(lane, j, e);
-                      const float sb = d.rowwise_without_b ? 1.0f : scale_at(scales->b, std::min(col, N - 1));
-                      acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(warp, lane, tt_acc_index(j, h, e)) *=
-                          scale_at(scales->a, std::min(r, M - 1)) * sb;
-                    }
+      each_accumulator(acc, m0, n0, [&](float& v, int r, int col) {
+        const float sb = d.rowwise_without_b ? 1.0f : scale_at(scales->b, std::min(col, N - 1));
+        v *= scale_at(scales->a, std::min(r, M - 1)) * sb;
+      });
     if (tma_store) {
       // The TMA-c_store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
       // warp's stmatrix .m8n8.x4 as the PTX ISA defines it (lane 8m + r gives the address of row r
@@ -810,31 +815,21 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       // to C[c][r] straight from the accumulators; the kernel's columns at or past N (C's rows
       // past M, which TMA zero-filled) and rows at or past M are never stored.
       const long long cbatch = tc.batch * batch_stride_c;
-      for (int consumer = 0; consumer < consumers && errors.empty(); ++consumer)
-        if (only_consumer < 0 || consumer == only_consumer)
-        for (int mi = 0; mi < mi_count; ++mi)
-          for (int warp = 0; warp < 4; ++warp)
-            for (int lane = 0; lane < 32; ++lane)
-              for (int j = 0; j < bn / 8; ++j)
-                for (int h = 0; h < 2; ++h)
-                  for (int e = 0; e < 2; ++e) {
-                    const int r = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, h);
-                    const int col = n0 + tt_acc_col(lane, j, e) + (d.fragment_col_off_by_one ? 1 : 0);
-                    if (r >= M || (col >= N && !d.swap_stores_padded_rows)) continue;
-                    const long long at =
-                        cbatch + (d.swap_store_untransposed ? static_cast<long long>(r) * ldc + col
-                                                            : static_cast<long long>(col) * ldc + r);
-                    if (at < 0 || at >= static_cast<long long>(out.writes.size())) {
-                      errors.push_back(fmt::format("the epilogue stores outside C (element {})", at));
-                      return;
-                    }
-                    std::uint8_t* cp = out.c.data() + at * ceb;
-                    float v = alpha * acc[static_cast<std::size_t>(consumer * mi_count + mi)].at(
-                                          warp, lane, tt_acc_index(j, h, e));
-                    if (beta != 0.0f) v += beta * load_element(cp, c_store);
-                    store_element(cp, c_store, v);
-                    ++out.writes[static_cast<std::size_t>(at)];
-                  }
+      each_accumulator(acc, m0, n0, [&](float& a, int r, int kernel_col) {
+        const int col = kernel_col + (d.fragment_col_off_by_one ? 1 : 0);
+        if (!errors.empty() || r >= M || (col >= N && !d.swap_stores_padded_rows)) return;
+        const long long at = cbatch + (d.swap_store_untransposed ? static_cast<long long>(r) * ldc + col
+                                                                 : static_cast<long long>(col) * ldc + r);
+        if (at < 0 || at >= static_cast<long long>(out.writes.size())) {
+          errors.push_back(fmt::format("the epilogue stores outside C (element {})", at));
+          return;
+        }
+        std::uint8_t* cp = out.c.data() + at * ceb;
+        float v = alpha * a;
+        if (beta != 0.0f) v += beta * load_element(cp, c_store);
+        store_element(cp, c_store, v);
+        ++out.writes[static_cast<std::size_t>(at)];
+      });
       return;
     }
     // Epilogue (tt_epilogue): each warp stages 16 rows x 128 bytes of C in its
