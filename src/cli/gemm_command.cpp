@@ -68,9 +68,11 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   dtype_names(" | ") + " (fp32 accumulation; e4m3 and e5m2 are fp8 inputs with bf16 C, layout nt)")
       ->capture_default_str();
   cmd->add_option("--scaling", o->problem.scaling,
-                  "fp8: how A and B are scaled; tensor (the default: one scale each, passed as their product in "
-                  "--alpha); rowwise and block are not built yet")
-      ->type_name("tensor");
+                  "fp8: how A and B are scaled: tensor (the default: one scale each, passed as their product in "
+                  "--alpha), rowwise (one per row of A and column of B) or block (1x128 of A, 128x128 of B)")
+      ->type_name("tensor|rowwise|block");
+  cmd->add_option("--out-dtype", o->problem.out, "fp8: C's element type, bf16 (the default), f16 or f32")
+      ->type_name("bf16|f16|f32");
   cmd->add_option("--layout", o->problem.layout,
                   "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
       ->capture_default_str();
@@ -81,7 +83,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "machines can split a suite; see `tiletune db merge`")
       ->type_name("I/N");
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
-  for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta", "--scaling"})
+  for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta", "--scaling", "--out-dtype"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
   // A model's GEMMs take their shapes and layouts from the model; --dtype stays.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite"})

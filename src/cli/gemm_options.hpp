@@ -21,6 +21,7 @@ struct gemm_options {
     std::string dtype = "bf16", layout = "nt";
     double alpha = 1.0, beta = 0.0;
     std::optional<std::string> scaling;  // none: the dtype's own (tensor for fp8)
+    std::optional<std::string> out;      // --out-dtype; none: the dtype's C
   } problem;
   struct {  // a grouped GEMM: --groups G with --m-per-group, or --tokens routed --top-k experts each
     std::optional<int> count;

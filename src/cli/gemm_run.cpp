@@ -54,6 +54,7 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
   if (o.problem.scaling) p.scaling = parse_scaling_mode(*o.problem.scaling);
+  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
   validate(p);
   return p;
 }
@@ -76,6 +77,7 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
   p.scaling = o.problem.scaling ? parse_scaling_mode(*o.problem.scaling) : default_scaling(p.type);
+  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
   validate(p);
   return p;
 }

@@ -67,6 +67,7 @@ void setup_gpu(gpu_state& g) {
   if (is_fp8(p.type)) {
     reference_problem.type = dtype::bf16;
     reference_problem.scaling = scaling_mode::none;
+    reference_problem.out.reset();
     const problem_scales scales = random_scales(p, g.setup.seed + 3);
     auto upload = [](const std::vector<float>& v) {
       device_ptr d = device_alloc(v.size() * 4);

@@ -125,3 +125,32 @@ TEST(fp8, a_suite_names_each_problem_s_scaling_and_tells_the_scalings_apart) {
   EXPECT_NE(bad.err.find("'blok'"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("(\"x\")"), std::string::npos) << bad.err;
 }
+
+TEST(fp8, out_dtype_writes_f16_or_f32_c_and_is_refused_elsewhere) {
+  const fs::path dir = tmp_dir() / "fp8_out";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "512", "--dtype", "e5m2", "--out-dtype", "f32",
+                        "--gpu", "h100-sxm", "--dry-run", "--only", "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_of32", "--out",
+                        (dir / "plan.json").string(), "--export", (dir / "kernel").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("256x256x512 e5m2 nt, f32 out"), std::string::npos) << r.out;
+  const nlohmann::json j = read_json(dir / "plan.json");
+  EXPECT_EQ(j["problem"]["out_dtype"], "f32");
+  EXPECT_EQ(j["recommendation"]["id"], "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_of32");
+  std::ifstream in(dir / "kernel" / "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1_of32.h");
+  const std::string header((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(header.find("float* C"), std::string::npos) << header.substr(0, 2000);
+  // bf16 is fp8's own C: the same problem as no flag.
+  const result same = run({"gemm", "--m", "256", "--n", "256", "--k", "512", "--dtype", "e4m3", "--out-dtype", "bf16",
+                           "--gpu", "h100-sxm", "--dry-run", "--json", "--top", "1"});
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_FALSE(nlohmann::json::parse(same.out)["problem"].contains("out_dtype"));
+  for (const auto& [dtype, out, named] : {std::tuple{"bf16", "f32", "its C is bf16"}, {"e4m3", "e4m3", "f16, f32"},
+                                          {"e4m3", "f64", "'f64'"}}) {
+    const result bad = run({"gemm", "--m", "256", "--n", "256", "--k", "512", "--dtype", dtype, "--out-dtype", out,
+                            "--gpu", "h100-sxm", "--dry-run"});
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find(named), std::string::npos) << bad.err;
+  }
+}

@@ -65,3 +65,36 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
     std::printf("%zu %s-scaled fp8 variants compiled\n", jobs.size(), std::string(to_string(s)).c_str());
   }
 }
+
+// --out-dtype: fp8 writing f16 or f32 C compiles the same way (the TMA store only for f16).
+TEST(compile_fp8_scales, f16_and_f32_c_compile_without_spills_and_run_qgmma) {
+  const device_spec& d = find_preset("h100-sxm");
+  for (element_type out : {element_type::f16, element_type::f32}) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = dtype::e4m3;
+    p.layout = parse_layout("nt");
+    p.scaling = scaling_mode::tensor;
+    p.out = out;
+    std::vector<compile_job> jobs;
+    std::vector<tile_config> tiles;
+    std::set<std::tuple<int, int, int, int>> kinds;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (check_constraints(c, p, d) || c.stages != 4 || c.raster_along_n || c.cluster_m > 1 || wgmma_promotion(c) > 1)
+        continue;
+      if (!kinds.insert({c.block_m * 10 + wgmma_consumers(c), c.block_n, wgmma_pingpong(c), wgmma_tma_store(c)}).second)
+        continue;
+      jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+      tiles.push_back(c);
+    }
+    ASSERT_GE(jobs.size(), out == element_type::f16 ? 8u : 5u) << to_string(out);
+    const auto results = compile_cleanly(jobs);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (!results[i].ok) continue;
+      EXPECT_NE(jobs[i].name.find(out == element_type::f16 ? "_of16" : "_of32"), std::string::npos) << jobs[i].name;
+      const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+      for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
+        ADD_FAILURE() << jobs[i].name << ": " << problem;
+    }
+  }
+}

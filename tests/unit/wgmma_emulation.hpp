@@ -107,10 +107,14 @@ inline const std::vector<float>& f16_table() {
   }();
   return table;
 }
-// The dtype C is stored in: bf16 for fp8 inputs, else the inputs' (f32 bits for tf32).
-inline dtype c_dtype(dtype t) {
-  if (is_fp8(t)) return dtype::bf16;
-  return t == dtype::tf32 ? dtype::f32 : t;
+// The dtype C is stored in: the problem's C element type (fp8: bf16, or --out-dtype's f16 or
+// f32; tf32 writes f32 bits).
+inline dtype c_dtype(const gemm_problem& p) {
+  switch (p.elements().c) {
+    case element_type::f16: return dtype::f16;
+    case element_type::bf16: return dtype::bf16;
+    default: return dtype::f32;
+  }
 }
 inline element_type fp8_element(dtype t) { return t == dtype::e4m3 ? element_type::e4m3 : element_type::e5m2; }
 inline float load_element(const std::uint8_t* p, dtype t) {
@@ -477,8 +481,8 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
   x.p = p;
   fill(x.a, p.m * p.k * p.batch, false, store, p.type);
   fill(x.b, p.k * p.n * p.batch, false, store, p.type);
-  fill(x.c, p.m * p.n * p.batch, false, c_dtype(p.type), is_fp8(p.type) ? c_dtype(p.type) : p.type);
-  fill(x.c_nan, p.m * p.n * p.batch, true, c_dtype(p.type), c_dtype(p.type));
+  fill(x.c, p.m * p.n * p.batch, false, c_dtype(p), is_fp8(p.type) ? c_dtype(p) : p.type);
+  fill(x.c_nan, p.m * p.n * p.batch, true, c_dtype(p), c_dtype(p));
   x.scales = random_scales(p, seed + 5);
   // The reference's scales, from their definition (host_data.hpp), not the kernel's index math.
   const bool rowwise = p.scaling == scaling_mode::rowwise, block = p.scaling == scaling_mode::block;
@@ -543,7 +547,7 @@ inline compare_result compare_with_host_gemm(const prepared& x, double alpha, do
                                       const std::vector<std::uint8_t>& out,
                                       const std::vector<int>& writes) {
   const gemm_problem& p = x.p;
-  const dtype store = c_dtype(p.type);
+  const dtype store = c_dtype(p);
   const int eb = element_bytes(store);
   const double out_rel = store == dtype::bf16 ? 0x1p-8 : store == dtype::f16 ? 0x1p-11 : 0x1p-24;
   compare_result r;
@@ -606,7 +610,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const dtype t = p.type;
   const int eb = element_bytes(t);  // A's and B's; C's are ceb, stored as c_store
   const dtype store = t == dtype::tf32 ? dtype::f32 : t;
-  const dtype c_store = c_dtype(t);
+  const dtype c_store = c_dtype(p);
   const int ceb = element_bytes(c_store);
   // What the kernel is told: its rendered macros (swap-AB, raster order) and its launch
   // description (which matrix each tensor map holds, the M and N it gets). With swap-AB the

@@ -256,3 +256,36 @@ TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->constraint, "scaling");
 }
+
+TEST(wgmma_fp8_emulation, f16_and_f32_c_match_a_host_gemm) {
+  // --out-dtype: the same kernels writing f16 or f32 C (the TMA store only 16-bit), beta reading it.
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (element_type out : {element_type::f16, element_type::f32}) {
+    gemm_problem p = problem(200, 136, 400, 2, dtype::e4m3, "nt");
+    p.out = out;
+    const prepared x = prepare(p, 81);
+    tile_config tmas = fp8_tile(128, 128, 2, 3, 1);
+    set_wgmma_tma_store(tmas, true);
+    for (tile_config c : {fp8_tile(64, 128, 1, 4, 1), fp8_tile(128, 192, 2, 3, 2), tmas}) {
+      set_wgmma_out(c, wgmma_out_for(p));
+      if (check_constraints(c, p, h100)) {
+        EXPECT_TRUE(wgmma_tma_store(c) && out == element_type::f32) << c.id();
+        continue;
+      }
+      EXPECT_EQ(run_and_compare(c, x, 0.75, 0.0, 5), "") << c.id();
+      EXPECT_EQ(run_and_compare(c, x, 0.75, 0.0, 5, {}, 1), "") << c.id() << " stream-K";
+      if (!wgmma_tma_store(c)) {
+        EXPECT_EQ(run_and_compare(c, x, 0.75, -0.5, 5), "") << c.id() << " beta";
+      }
+      ran += 2 + !wgmma_tma_store(c);
+    }
+  }
+  EXPECT_EQ(ran, 8 + 6);
+  // A tile must write the problem's C.
+  gemm_problem p = problem(256, 256, 256, 1, dtype::e4m3, "nt");
+  p.out = element_type::f32;
+  const auto v = check_constraints(fp8_tile(64, 128, 1, 4, 1), p, h100);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->constraint, "out_dtype");
+}

@@ -102,6 +102,20 @@ bool allows(const dtype_row& r, scaling_mode s) {
 }
 
 scaling_mode default_scaling(dtype t) { return row_of(t).scalings.front(); }
+
+std::span<const element_type> other_outputs(dtype t) {
+  static constexpr std::array<element_type, 3> fp8_outputs{et::bf16, et::f16, et::f32};
+  if (is_fp8(t)) return fp8_outputs;
+  return {};
+}
+
+element_type parse_element_type(std::string_view text) {
+  for (const element_info& i : elements)
+    if (text == i.name) return i.type;
+  std::string names;
+  for (const element_info& i : elements) names += fmt::format("{}{}", names.empty() ? "" : ", ", i.name);
+  throw usage_error(fmt::format("unknown element type '{}': expected one of {}", text, names));
+}
 bool is_fp8(dtype t) { return element_bytes(t) == 1; }
 
 }  // namespace tiletune

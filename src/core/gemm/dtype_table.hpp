@@ -66,6 +66,11 @@ int element_bytes(dtype t);
 // True for the dtypes that run on tensor cores.
 bool is_tensor_core_dtype(dtype t);
 bool allows(const dtype_row& r, scaling_mode s);
+// The element types C may take instead of the row's (--out-dtype): fp8's f16 and f32 (its default
+// bf16 too); none for the others.
+std::span<const element_type> other_outputs(dtype t);
+// Throws usage_error naming the text when it is no element type.
+element_type parse_element_type(std::string_view text);
 // The scaling a problem of this dtype has when none is named: the row's first.
 scaling_mode default_scaling(dtype t);
 // True for the one-byte (fp8) dtypes.

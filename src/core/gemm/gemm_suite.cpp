@@ -16,25 +16,26 @@ namespace {
 void check_problem_fields(const nlohmann::json& p) {
   if (!p.is_object()) throw usage_error("a problem must be an object");
   static const std::set<std::string> known = {"name",   "m",     "n",    "k",      "batch",
-                                              "dtype",  "layout", "alpha", "beta", "scaling"};
+                                              "dtype",  "layout", "alpha", "beta", "scaling", "out_dtype"};
   for (const auto& [key, value] : p.items()) {
     if (!known.count(key))
       throw usage_error(fmt::format("unknown key \"{}\" (a problem has name, m, n, k, batch, dtype, layout, alpha, "
-                                    "beta, scaling)",
+                                    "beta, scaling, out_dtype)",
                                     key));
     const bool size = key == "m" || key == "n" || key == "k" || key == "batch";
     if (size && !value.is_number_integer())
       throw usage_error(fmt::format("\"{}\": {} is not a whole number", key, value.dump()));
     if ((key == "alpha" || key == "beta") && !value.is_number())
       throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
-    if ((key == "name" || key == "dtype" || key == "layout" || key == "scaling") && !value.is_string())
+    if ((key == "name" || key == "dtype" || key == "layout" || key == "scaling" || key == "out_dtype") &&
+        !value.is_string())
       throw usage_error(fmt::format("\"{}\": {} is not a string", key, value.dump()));
   }
   // What the reader needs, named, rather than a JSON library's "key not found".
   for (const char* key : {"m", "n", "k", "dtype"})
     if (!p.contains(key))
       throw usage_error(fmt::format("the field \"{}\" is missing (a problem needs m, n, k and dtype; name, batch, "
-                                    "layout, alpha, beta and scaling are optional)",
+                                    "layout, alpha, beta, scaling and out_dtype are optional)",
                                     key));
 }
 

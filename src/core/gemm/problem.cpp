@@ -69,6 +69,11 @@ gemm_groups groups_of_routing(std::int64_t tokens, int top_k, int experts, const
   return g;
 }
 
+std::optional<element_type> normal_output(dtype t, element_type out) {
+  if (out == row_of(t).c) return std::nullopt;
+  return out;
+}
+
 gemm_problem grouped_problem(gemm_groups g, std::int64_t n, std::int64_t k, dtype t, tiletune::layout l) {
   gemm_problem p;
   p.m = g.held_rows();
@@ -83,7 +88,7 @@ gemm_problem grouped_problem(gemm_groups g, std::int64_t n, std::int64_t k, dtyp
 
 operand_types gemm_problem::elements() const {
   const dtype_row& r = row_of(type);
-  return {r.a, r.b, r.c, r.accumulator};
+  return {r.a, r.b, out.value_or(r.c), r.accumulator};
 }
 
 double gemm_problem::flops() const {
@@ -115,6 +120,7 @@ std::string gemm_problem::describe() const {
   s += fmt::format(" {} {}", to_string(type), layout.name());
   // A scaling other than the dtype's own (fp8's rowwise or block scales) is a different problem.
   if (scaling != default_scaling(type)) s += fmt::format(" {}-scaled", to_string(scaling));
+  if (out && *out != row_of(type).c) s += fmt::format(", {} out", to_string(*out));
   return s;
 }
 
@@ -176,6 +182,17 @@ void validate(const gemm_problem& p) {
   elements("C", p.m, p.n);
   if (!std::isfinite(p.alpha)) throw usage_error(fmt::format("--alpha {} is not finite", p.alpha));
   if (!std::isfinite(p.beta)) throw usage_error(fmt::format("--beta {} is not finite", p.beta));
+  if (p.out && *p.out != row_of(p.type).c) {
+    const auto outs = other_outputs(p.type);
+    if (std::find(outs.begin(), outs.end(), *p.out) == outs.end()) {
+      std::string allowed;
+      for (element_type e : outs) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", to_string(e));
+      throw usage_error(fmt::format("--out-dtype {} is not offered for dtype {} ({})", to_string(*p.out),
+                                    to_string(p.type),
+                                    allowed.empty() ? fmt::format("its C is {}", to_string(row_of(p.type).c))
+                                                    : "it takes: " + allowed));
+    }
+  }
   if (!allows(row_of(p.type), p.scaling)) {
     std::string allowed;
     for (scaling_mode s : row_of(p.type).scalings) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", to_string(s));
@@ -191,6 +208,7 @@ nlohmann::json to_json(const gemm_problem& p) {
           {"dtype", to_string(p.type)}, {"layout", p.layout.name()},
           {"alpha", p.alpha}, {"beta", p.beta}};
   if (p.scaling != scaling_mode::none) j["scaling"] = to_string(p.scaling);
+  if (p.out && *p.out != row_of(p.type).c) j["out_dtype"] = to_string(*p.out);
   if (p.groups) {
     const gemm_groups& g = *p.groups;
     nlohmann::json& out = j["groups"] = {{"count", g.count()}, {"rows", g.rows},
@@ -216,6 +234,7 @@ gemm_problem gemm_problem_from_json(const nlohmann::json& j) {
   p.beta = j.value("beta", 0.0);
   // Absent: the dtype's own (none, or tensor for fp8), as problems written before fp8 read.
   p.scaling = j.contains("scaling") ? parse_scaling_mode(j.at("scaling").get<std::string>()) : default_scaling(p.type);
+  if (j.contains("out_dtype")) p.out = normal_output(p.type, parse_element_type(j.at("out_dtype").get<std::string>()));
   if (j.contains("groups")) {
     const nlohmann::json& in = j.at("groups");
     gemm_groups g;

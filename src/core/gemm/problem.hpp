@@ -64,6 +64,8 @@ struct gemm_problem {
   double alpha = 1.0;
   double beta = 0.0;
   scaling_mode scaling = scaling_mode::none;
+  // C's element type where it is not the dtype's (fp8's f16 or f32 C, --out-dtype); unset: the row's.
+  std::optional<element_type> out;
   // A grouped GEMM when set: batch is 1, m is groups->held_rows(), B holds groups->count() matrices.
   std::optional<gemm_groups> groups;
 
@@ -75,7 +77,7 @@ struct gemm_problem {
   // The rows whose output counts: m x batch, or the groups' valid rows.
   std::int64_t useful_rows() const { return groups ? groups->valid_rows() : m * batch; }
 
-  // A, B, C and accumulator element types, from the dtype's row.
+  // A, B, C and accumulator element types, from the dtype's row (C: `out` where set).
   operand_types elements() const;
 
   // 2*M*N*K per GEMM, times batch (grouped: 2 x valid rows x N x K).
@@ -91,6 +93,9 @@ struct gemm_problem {
   std::int64_t ldc() const { return n; }
   std::string describe() const;  // "4096x4096x4096 bf16 nt", "8192x14336x4096 in 8 groups (...) bf16 nt"
 };
+
+// A problem's `out` for a named C type: unset where it is the dtype's own (one key per problem).
+std::optional<element_type> normal_output(dtype t, element_type out);
 
 // A grouped problem of these groups (m from them, batch 1).
 gemm_problem grouped_problem(gemm_groups g, std::int64_t n, std::int64_t k, dtype t, tiletune::layout l);

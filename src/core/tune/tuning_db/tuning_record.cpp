@@ -18,8 +18,10 @@ std::string tuning_problem_key(const gemm_problem& p) {
   const std::string groups =
       p.groups ? fmt::format(" g{} {} {}", p.groups->count(), to_string(p.groups->layout), p.groups->distribution())
                : "";
-  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
-                     p.alpha, p.beta, scaling, groups);
+  // So is another C type (fp8's --out-dtype).
+  const std::string out = p.out ? fmt::format(" o{}", to_string(*p.out)) : "";
+  return fmt::format("{}x{}x{} b{} {} {} a{} b{}{}{}{}", p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
+                     p.alpha, p.beta, scaling, groups, out);
 }
 
 namespace {

@@ -39,14 +39,16 @@ class wgmma : public gemm_family {
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override { return wgmma_smem_bytes(c, t); }
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
   // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue; "_pp": ping-pong;
-  // "_p1": fp8 promoted every k-tile; "_rw", "_blk": fp8 with rowwise or block scales.
+  // "_p1": fp8 promoted every k-tile; "_rw", "_blk": fp8 with rowwise or block scales; "_of16",
+  // "_of32": fp8 writing f16 or f32 C.
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
            (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
            (wgmma_tma_store(c) ? "_tmas" : "") + (wgmma_pingpong(c) ? "_pp" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("_p{}", wgmma_promotion(c)) : "") +
-           (wgmma_scales(c) == 1 ? "_rw" : wgmma_scales(c) == 2 ? "_blk" : "");
+           (wgmma_scales(c) == 1 ? "_rw" : wgmma_scales(c) == 2 ? "_blk" : "") +
+           (wgmma_out(c) == 1 ? "_of16" : wgmma_out(c) == 2 ? "_of32" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -62,6 +64,7 @@ class wgmma : public gemm_family {
     if (wgmma_pingpong(c)) j["pingpong"] = true;
     if (wgmma_promotion(c) > 0) j["promote_k_tiles"] = wgmma_promotion(c);
     if (wgmma_scales(c) > 0) j["scales"] = wgmma_scales(c) == 1 ? "rowwise" : "block";
+    if (wgmma_out(c) > 0) j["out"] = wgmma_out(c) == 1 ? "f16" : "f32";
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -79,6 +82,8 @@ class wgmma : public gemm_family {
     set_wgmma_promotion(c, j.value("promote_k_tiles", 0));
     const std::string scales = j.value("scales", "");
     set_wgmma_scales(c, scales == "rowwise" ? 1 : scales == "block" ? 2 : 0);
+    const std::string out = j.value("out", "");
+    set_wgmma_out(c, out == "f16" ? 1 : out == "f32" ? 2 : 0);
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -95,6 +100,7 @@ class wgmma : public gemm_family {
            (wgmma_pingpong(c) ? "#define TT_PINGPONG 1\n" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("#define TT_PROMOTE {}\n", wgmma_promotion(c)) : std::string()) +
            (wgmma_scales(c) > 0 ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c)) : std::string()) +
+           (wgmma_out(c) > 0 ? fmt::format("#define TT_OUT {}\n", wgmma_out(c)) : std::string()) +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)

@@ -64,6 +64,13 @@ inline void set_wgmma_scales(tile_config& c, int scales) { c.knobs[3] = (c.knobs
 inline int wgmma_scales_for(scaling_mode s) {
   return s == scaling_mode::rowwise ? 1 : s == scaling_mode::block ? 2 : 0;
 }
+// fp8's C where it is not bf16 (TT_OUT, knob 3's bits 18-19): 0 the dtype's, 1 f16, 2 f32; the
+// problem's out type decides it (wgmma_out_for).
+inline int wgmma_out(const tile_config& c) { return (c.knobs[3] >> 18) & 3; }
+inline void set_wgmma_out(tile_config& c, int out) { c.knobs[3] = (c.knobs[3] & ~0xC0000) | (out << 18); }
+inline int wgmma_out_for(const gemm_problem& p) {
+  return !p.out ? 0 : *p.out == element_type::f16 ? 1 : *p.out == element_type::f32 ? 2 : 0;
+}
 inline constexpr int wgmma_promotion_intervals[] = {1, 2};
 // fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.
 inline constexpr int wgmma_fp8_accumulators_max = 96;

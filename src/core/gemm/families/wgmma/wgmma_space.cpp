@@ -93,7 +93,7 @@ std::vector<tile_config> first_raster_tiles(dtype t) {
 // Whether a problem may take the TMA-store epilogue (16-bit, beta 0, plain; tma_alignment is the
 // constraints' to name).
 bool tma_store_applies(const gemm_problem& p) {
-  return element_bytes(row_of(p.type).c) == 2 && p.beta == 0.0 && !p.grouped();
+  return element_bytes(p.elements().c) == 2 && p.beta == 0.0 && !p.grouped();
 }
 
 // The TMA-store copy of each default tile in the first raster order, where the problem allows it.
@@ -133,6 +133,7 @@ void add_promotion(std::vector<tile_config>& out, const gemm_problem& p) {
   for (tile_config& c : out) {
     if (wgmma_promotion(c) == 0) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
     set_wgmma_scales(c, wgmma_scales_for(p.scaling));
+    set_wgmma_out(c, wgmma_out_for(p));
   }
   if (p.scaling == scaling_mode::block) return;  // a k-block's scales: every k-tile promotes
   for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
@@ -140,6 +141,7 @@ void add_promotion(std::vector<tile_config>& out, const gemm_problem& p) {
       if (p.grouped()) set_wgmma_grouped(c, true);
       set_wgmma_promotion(c, interval);
       set_wgmma_scales(c, wgmma_scales_for(p.scaling));
+      set_wgmma_out(c, wgmma_out_for(p));
       out.push_back(c);
     }
 }
@@ -226,7 +228,7 @@ std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, co
 // C's row and batch strides multiples of 16 bytes (TMA).
 std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, const gemm_problem& p) {
   if (!wgmma_tma_store(c)) return std::nullopt;
-  const element_type out = row_of(p.type).c;
+  const element_type out = p.elements().c;
   if (element_bytes(out) != 2)
     return violation("tma_store", fmt::format("the TMA-store epilogue (_tmas) writes 16-bit C (f16, bf16), not {}",
                                               to_string(out)));
@@ -246,13 +248,17 @@ std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, 
 std::optional<constraint_violation> check_wgmma_promotion(const tile_config& c, const gemm_problem& p) {
   const int interval = wgmma_promotion(c);
   if (!is_fp8(p.type)) {
-    if (interval == 0 && wgmma_scales(c) == 0) return std::nullopt;
+    if (interval == 0 && wgmma_scales(c) == 0 && wgmma_out(c) == 0) return std::nullopt;
     return violation("promotion", fmt::format("promotion (_p{}) is fp8's; {} accumulates in fp32 registers",
                                               interval, to_string(p.type)));
   }
   if (std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
     return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
                                               fmt::join(wgmma_promotion_intervals, " or "), interval));
+  if (wgmma_out(c) != wgmma_out_for(p))
+    return violation("out_dtype", fmt::format("the variant writes {} C, the problem's is {}",
+                                              wgmma_out(c) == 1 ? "f16" : wgmma_out(c) == 2 ? "f32" : "bf16",
+                                              to_string(p.elements().c)));
   if (wgmma_scales(c) != wgmma_scales_for(p.scaling))
     return violation("scaling", fmt::format("the variant applies {} scales, the problem's are {}",
                                             wgmma_scales(c) == 1 ? "rowwise" : wgmma_scales(c) == 2 ? "block" : "no",

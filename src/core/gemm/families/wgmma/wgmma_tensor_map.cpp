@@ -9,7 +9,7 @@ tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c
     throw std::invalid_argument("tensor_map_for: operand must be 'a', 'b' or 'c'");
   tensor_map_spec s;
   // A's and B's element type, or C's for the TMA-store epilogue (bf16 for fp8 inputs).
-  const element_type e = operand == 'c' ? row_of(p.type).c : row_of(p.type).a;
+  const element_type e = operand == 'c' ? p.elements().c : row_of(p.type).a;
   s.type = e == element_type::f16    ? tensor_map_spec::element::f16
            : e == element_type::bf16 ? tensor_map_spec::element::bf16
            : element_bytes(e) == 1   ? tensor_map_spec::element::u8
