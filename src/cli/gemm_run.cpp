@@ -27,6 +27,14 @@ namespace tiletune::cli {
 namespace {
 
 // --groups G --n --k with --m-per-group, or --tokens and --top-k (and --routing).
+// alpha, beta, and where the flags name them, the scaling mode and C's type.
+void set_scalars_and_types(const gemm_options& o, gemm_problem& p) {
+  p.alpha = o.problem.alpha;
+  p.beta = o.problem.beta;
+  if (o.problem.scaling) p.scaling = parse_scaling_mode(*o.problem.scaling);
+  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
+}
+
 gemm_problem grouped_problem_from_flags(const gemm_options& o) {
   const int count = *o.groups.count;
   if (count < 1) throw usage_error(fmt::format("--groups {} is invalid: at least 1", count));
@@ -51,10 +59,7 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
   }
   gemm_problem p = grouped_problem(std::move(g), *o.problem.n, *o.problem.k, parse_dtype(o.problem.dtype),
                                    parse_layout(o.problem.layout));
-  p.alpha = o.problem.alpha;
-  p.beta = o.problem.beta;
-  if (o.problem.scaling) p.scaling = parse_scaling_mode(*o.problem.scaling);
-  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
+  set_scalars_and_types(o, p);
   validate(p);
   return p;
 }
@@ -74,10 +79,8 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   p.batch = o.problem.batch;
   p.type = parse_dtype(o.problem.dtype);
   p.layout = parse_layout(o.problem.layout);
-  p.alpha = o.problem.alpha;
-  p.beta = o.problem.beta;
-  p.scaling = o.problem.scaling ? parse_scaling_mode(*o.problem.scaling) : default_scaling(p.type);
-  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
+  p.scaling = default_scaling(p.type);
+  set_scalars_and_types(o, p);
   validate(p);
   return p;
 }

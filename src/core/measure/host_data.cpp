@@ -63,6 +63,16 @@ fp8_format format_of(element_type e) {
   throw std::logic_error("an fp8 conversion of a type that is not fp8");
 }
 // The largest finite code without its sign: e4m3 0x7e (448), e5m2 0x7b (57344).
+// splitmix64: fast, and good enough for test data.
+struct splitmix64 {
+  std::uint64_t state;
+  std::uint64_t operator()() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+};
 std::uint8_t largest_finite(const fp8_format& f) { return f.ieee ? 0x7b : 0x7e; }
 std::uint8_t nan_code(const fp8_format& f) { return f.ieee ? 0x7e : 0x7f; }
 float decode_magnitude(const fp8_format& f, std::uint8_t code) {  // code < 0x80, finite
@@ -132,14 +142,7 @@ host_matrix random_matrix(element_type e, std::size_t count, std::uint64_t seed)
   host_matrix m;
   m.values.resize(count);
   m.bytes.resize(count * bytes);
-  // splitmix64: fast, and good enough for test data.
-  std::uint64_t state = seed;
-  auto next = [&] {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  splitmix64 next{seed};
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t r = next();
     const float magnitude = 1.0f / 64 + (63.0f / 64) * static_cast<float>(r >> 40) / static_cast<float>(1 << 24);
@@ -157,13 +160,7 @@ problem_scales random_scales(const gemm_problem& p, std::uint64_t seed) {
   std::int64_t a = 0, b = 0;
   if (p.scaling == scaling_mode::rowwise) a = p.m, b = p.n;
   if (p.scaling == scaling_mode::block) a = k_blocks * p.m, b = k_blocks * n_blocks;
-  std::uint64_t state = seed;
-  auto next = [&] {  // splitmix64, as random_matrix
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  splitmix64 next{seed};
   problem_scales s;
   for (auto [out, count] : {std::pair{&s.a, a}, std::pair{&s.b, b}}) {
     out->resize(static_cast<std::size_t>(count));

@@ -47,8 +47,8 @@ class wgmma : public gemm_family {
            (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
            (wgmma_tma_store(c) ? "_tmas" : "") + (wgmma_pingpong(c) ? "_pp" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("_p{}", wgmma_promotion(c)) : "") +
-           (wgmma_scales(c) == 1 ? "_rw" : wgmma_scales(c) == 2 ? "_blk" : "") +
-           (wgmma_out(c) == 1 ? "_of16" : wgmma_out(c) == 2 ? "_of32" : "");
+           (wgmma_scales(c) == scaling_mode::rowwise ? "_rw" : wgmma_scales(c) == scaling_mode::block ? "_blk" : "") +
+           (wgmma_out(c) ? fmt::format("_o{}", to_string(*wgmma_out(c))) : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
@@ -63,8 +63,8 @@ class wgmma : public gemm_family {
     if (wgmma_tma_store(c)) j["tma_store"] = true;
     if (wgmma_pingpong(c)) j["pingpong"] = true;
     if (wgmma_promotion(c) > 0) j["promote_k_tiles"] = wgmma_promotion(c);
-    if (wgmma_scales(c) > 0) j["scales"] = wgmma_scales(c) == 1 ? "rowwise" : "block";
-    if (wgmma_out(c) > 0) j["out"] = wgmma_out(c) == 1 ? "f16" : "f32";
+    if (wgmma_scales(c) != scaling_mode::none) j["scales"] = to_string(wgmma_scales(c));
+    if (wgmma_out(c)) j["out"] = to_string(*wgmma_out(c));
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -80,10 +80,8 @@ class wgmma : public gemm_family {
     set_wgmma_tma_store(c, j.value("tma_store", false));
     set_wgmma_pingpong(c, j.value("pingpong", false));
     set_wgmma_promotion(c, j.value("promote_k_tiles", 0));
-    const std::string scales = j.value("scales", "");
-    set_wgmma_scales(c, scales == "rowwise" ? 1 : scales == "block" ? 2 : 0);
-    const std::string out = j.value("out", "");
-    set_wgmma_out(c, out == "f16" ? 1 : out == "f32" ? 2 : 0);
+    set_wgmma_scales(c, parse_scaling_mode(j.value("scales", "none")));
+    set_wgmma_out(c, j.contains("out") ? std::optional(parse_element_type(j.at("out").get<std::string>())) : std::nullopt);
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -99,8 +97,11 @@ class wgmma : public gemm_family {
            (wgmma_tma_store(c) ? "#define TT_TMA_STORE 1\n" : "") +
            (wgmma_pingpong(c) ? "#define TT_PINGPONG 1\n" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("#define TT_PROMOTE {}\n", wgmma_promotion(c)) : std::string()) +
-           (wgmma_scales(c) > 0 ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c)) : std::string()) +
-           (wgmma_out(c) > 0 ? fmt::format("#define TT_OUT {}\n", wgmma_out(c)) : std::string()) +
+           (wgmma_scales(c) != scaling_mode::none
+                ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c) == scaling_mode::rowwise ? 1 : 2)
+                : std::string()) +
+           (wgmma_out(c) ? fmt::format("#define TT_OUT {}\n", *wgmma_out(c) == element_type::f16 ? 1 : 2)
+                         : std::string()) +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)
@@ -150,7 +151,7 @@ class wgmma : public gemm_family {
     if (wgmma_pingpong(c)) untried.push_back("ping-pong consumers (_pp)");
     if (c.cluster_m > 1) untried.push_back("2-CTA clusters with TMA multicast (_cl2x1)");
     if (wgmma_promotion(c) > 0) untried.push_back(fmt::format("fp8 QGMMA with promotion (_p{})", wgmma_promotion(c)));
-    if (wgmma_scales(c) > 0) untried.push_back(wgmma_scales(c) == 1 ? "rowwise scales (_rw)" : "block scales (_blk)");
+    if (wgmma_scales(c) != scaling_mode::none) untried.push_back(fmt::format("{} scales", to_string(wgmma_scales(c))));
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 
@@ -200,11 +201,11 @@ class wgmma : public gemm_family {
                           : std::string()) +
            (wgmma_promotion(c) > 0
                 ? fmt::format(", {} operands with the promoting (not FastAccum) schedule, mma_promotion_interval {}",
-                              is_fp8(t) ? to_string(t) : "fp8", wgmma_promotion(c) * c.block_k / 32)
+                              to_string(t), wgmma_promotion(c) * c.block_k / 32)
                 : std::string()) +
-           (wgmma_scales(c) == 2 ? ", blockwise scaling (KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum, "
+           (wgmma_scales(c) == scaling_mode::block ? ", blockwise scaling (KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum, "
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
-            : wgmma_scales(c) == 1 ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
+            : wgmma_scales(c) == scaling_mode::rowwise ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
                                    : "");
   }
 };

@@ -56,20 +56,22 @@ inline void set_wgmma_pingpong(tile_config& c, bool on) { set_wgmma_flag(c, 8, o
 // wgmma_promotion_intervals.
 inline int wgmma_promotion(const tile_config& c) { return (c.knobs[3] >> 8) & 0xff; }
 inline void set_wgmma_promotion(tile_config& c, int k_tiles) { c.knobs[3] = (c.knobs[3] & ~0xff00) | (k_tiles << 8); }
-// fp8's scales the kernel applies (TT_SCALING, knob 3's bits 16-17): 0 none (per-tensor scales
-// are alpha's), 1 rowwise (before the epilogue), 2 block (at each k-tile's promotion); the
-// problem's scaling mode decides it (wgmma_scales_for), and the kernel takes scale_a and scale_b.
-inline int wgmma_scales(const tile_config& c) { return (c.knobs[3] >> 16) & 3; }
-inline void set_wgmma_scales(tile_config& c, int scales) { c.knobs[3] = (c.knobs[3] & ~0x30000) | (scales << 16); }
-inline int wgmma_scales_for(scaling_mode s) {
-  return s == scaling_mode::rowwise ? 1 : s == scaling_mode::block ? 2 : 0;
+// fp8's scales the kernel applies (TT_SCALING, knob 3's bits 16-17, the scaling_mode): none (also
+// for per-tensor scales, which are alpha's), rowwise (before the epilogue) or block (at each
+// k-tile's promotion), the problem's; with scales the kernel takes scale_a and scale_b.
+inline scaling_mode wgmma_scales(const tile_config& c) { return static_cast<scaling_mode>((c.knobs[3] >> 16) & 3); }
+inline void set_wgmma_scales(tile_config& c, scaling_mode s) {
+  const int applied = s == scaling_mode::tensor ? 0 : static_cast<int>(s);
+  c.knobs[3] = (c.knobs[3] & ~0x30000) | (applied << 16);
 }
-// fp8's C where it is not bf16 (TT_OUT, knob 3's bits 18-19): 0 the dtype's, 1 f16, 2 f32; the
-// problem's out type decides it (wgmma_out_for).
-inline int wgmma_out(const tile_config& c) { return (c.knobs[3] >> 18) & 3; }
-inline void set_wgmma_out(tile_config& c, int out) { c.knobs[3] = (c.knobs[3] & ~0xC0000) | (out << 18); }
-inline int wgmma_out_for(const gemm_problem& p) {
-  return !p.out ? 0 : *p.out == element_type::f16 ? 1 : *p.out == element_type::f32 ? 2 : 0;
+// fp8's C where it is not the dtype's (TT_OUT, knob 3's bits 18-20: the element type + 1), the
+// problem's `out`.
+inline std::optional<element_type> wgmma_out(const tile_config& c) {
+  const int e = (c.knobs[3] >> 18) & 7;
+  return e ? std::optional(static_cast<element_type>(e - 1)) : std::nullopt;
+}
+inline void set_wgmma_out(tile_config& c, std::optional<element_type> out) {
+  c.knobs[3] = (c.knobs[3] & ~0x1C0000) | ((out ? static_cast<int>(*out) + 1 : 0) << 18);
 }
 inline constexpr int wgmma_promotion_intervals[] = {1, 2};
 // fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.

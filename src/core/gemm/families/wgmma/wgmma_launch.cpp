@@ -130,14 +130,14 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                             nullptr});
     l.tensor_maps.push_back(tensor_map_description_of(p, c, 'c', "tmap_c"));
   }
-  if (wgmma_scales(c) == 1) {
+  if (wgmma_scales(c) == scaling_mode::rowwise) {
     l.parameters.push_back({"scale_a", "const float*", "pointer",
                             "rowwise scales of A: M floats, one per row (C = alpha * scale_a[m] * scale_b[n] * "
                             "sum_k op(A) op(B))",
                             nullptr});
     l.parameters.push_back({"scale_b", "const float*", "pointer", "rowwise scales of B: N floats, one per column of C",
                             nullptr});
-  } else if (wgmma_scales(c) == 2) {
+  } else if (wgmma_scales(c) == scaling_mode::block) {
     l.parameters.push_back({"scale_a", "const float*", "pointer",
                             "block scales of A: ceil(K / 128) x M floats, k-block major (scale_a[kb * M + m] scales "
                             "A[m][128 kb .. 128 kb + 127])",
@@ -186,8 +186,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "fp8 (_p{}): A and B one byte each (e4m3 or e5m2, both K-major: layout nt), C bf16; {}NOT YET RUN ON A GPU: "
         "proven by host emulation (promotion, scales) and its compile (QGMMA) only",
         wgmma_promotion(c),
-        wgmma_scales(c) == 1   ? "scale_a and scale_b hold the rowwise scales; "
-        : wgmma_scales(c) == 2 ? "scale_a and scale_b hold the block scales (1 x 128 of A, 128 x 128 of B); "
+        wgmma_scales(c) == scaling_mode::rowwise ? "scale_a and scale_b hold the rowwise scales; "
+        : wgmma_scales(c) == scaling_mode::block ? "scale_a and scale_b hold the block scales (1 x 128 of A, 128 x 128 of B); "
                                : "per-tensor scales go into alpha; "));
   if (swap)
     l.requirements.push_back(

@@ -127,23 +127,22 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 }
 
 // fp8: every tile promotes at the first interval, and the default tiles in the first raster order
-// also at each longer one.
-void add_promotion(std::vector<tile_config>& out, const gemm_problem& p) {
+// also at each longer one (not with block scales: a k-block's scales apply at its promotion); each
+// applies the problem's scales and writes its C.
+void add_fp8_settings(std::vector<tile_config>& out, const gemm_problem& p) {
   if (!is_fp8(p.type)) return;
+  if (p.scaling != scaling_mode::block)
+    for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
+      for (tile_config c : first_raster_tiles(p.type)) {
+        set_wgmma_grouped(c, p.grouped());
+        set_wgmma_promotion(c, interval);
+        out.push_back(c);
+      }
   for (tile_config& c : out) {
     if (wgmma_promotion(c) == 0) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
-    set_wgmma_scales(c, wgmma_scales_for(p.scaling));
-    set_wgmma_out(c, wgmma_out_for(p));
+    set_wgmma_scales(c, p.scaling);
+    set_wgmma_out(c, p.out);
   }
-  if (p.scaling == scaling_mode::block) return;  // a k-block's scales: every k-tile promotes
-  for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
-    for (tile_config c : first_raster_tiles(p.type)) {
-      if (p.grouped()) set_wgmma_grouped(c, true);
-      set_wgmma_promotion(c, interval);
-      set_wgmma_scales(c, wgmma_scales_for(p.scaling));
-      set_wgmma_out(c, wgmma_out_for(p));
-      out.push_back(c);
-    }
 }
 
 // The 2x1-cluster copy (TMA multicast of B) of each default tile in the first raster order, for
@@ -167,7 +166,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
   add_tma_store_tiles(out, p);
   add_pingpong_tiles(out, p);
   add_multicast_tiles(out, p);
-  add_promotion(out, p);
+  add_fp8_settings(out, p);
   const std::size_t n = out.size();
   const std::int64_t sms = std::max(d.sm_count, 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -244,29 +243,30 @@ std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, 
 }
 
 // fp8 promotes its running sums every one of wgmma_promotion_intervals k-tiles, into a second
-// accumulator set of at most wgmma_fp8_accumulators_max a thread; other dtypes never promote.
-std::optional<constraint_violation> check_wgmma_promotion(const tile_config& c, const gemm_problem& p) {
+// accumulator set of at most wgmma_fp8_accumulators_max a thread, and applies the problem's scales
+// and writes its C; other dtypes do none of this.
+std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const gemm_problem& p) {
   const int interval = wgmma_promotion(c);
   if (!is_fp8(p.type)) {
-    if (interval == 0 && wgmma_scales(c) == 0 && wgmma_out(c) == 0) return std::nullopt;
-    return violation("promotion", fmt::format("promotion (_p{}) is fp8's; {} accumulates in fp32 registers",
-                                              interval, to_string(p.type)));
+    if (interval == 0 && wgmma_scales(c) == scaling_mode::none && !wgmma_out(c)) return std::nullopt;
+    return violation("promotion", fmt::format("promotion, scales and another C (_p, _rw, _blk, _o) are fp8's, not {}'s",
+                                              to_string(p.type)));
   }
   if (std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
     return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
                                               fmt::join(wgmma_promotion_intervals, " or "), interval));
-  if (wgmma_out(c) != wgmma_out_for(p))
+  if (wgmma_out(c) != p.out)
     return violation("out_dtype", fmt::format("the variant writes {} C, the problem's is {}",
-                                              wgmma_out(c) == 1 ? "f16" : wgmma_out(c) == 2 ? "f32" : "bf16",
+                                              to_string(wgmma_out(c).value_or(row_of(p.type).c)),
                                               to_string(p.elements().c)));
-  if (wgmma_scales(c) != wgmma_scales_for(p.scaling))
-    return violation("scaling", fmt::format("the variant applies {} scales, the problem's are {}",
-                                            wgmma_scales(c) == 1 ? "rowwise" : wgmma_scales(c) == 2 ? "block" : "no",
+  const scaling_mode applied = p.scaling == scaling_mode::tensor ? scaling_mode::none : p.scaling;  // alpha's
+  if (wgmma_scales(c) != applied)
+    return violation("scaling", fmt::format("the variant's scales are {}, the problem's {}", to_string(wgmma_scales(c)),
                                             to_string(p.scaling)));
-  if (wgmma_scales(c) > 0 && (p.grouped() || wgmma_swap_ab(c)))
+  if (wgmma_scales(c) != scaling_mode::none && (p.grouped() || wgmma_swap_ab(c)))
     return violation("scaling", fmt::format("{} scales run plain, unswapped tiles (not grouped, not swap-AB)",
                                             to_string(p.scaling)));
-  if (wgmma_scales(c) == 2 && interval != 1)
+  if (wgmma_scales(c) == scaling_mode::block && interval != 1)
     return violation("promotion", fmt::format("block scales apply per 128-k block: promotion every k-tile, not {}",
                                               interval));
   if (wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
@@ -335,7 +335,7 @@ std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm
     return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt only (A stored M x K, "
                                            "B stored N x K), not {}",
                                            to_string(p.type), p.layout.name()));
-  if (auto v = check_wgmma_promotion(c, p)) return v;
+  if (auto v = check_wgmma_fp8(c, p)) return v;
   // TMA needs every global stride (rows, batch) to be a multiple of 16 bytes.
   const std::int64_t eb = element_bytes(p.type);
   auto misaligned = [&](std::int64_t elements) { return (elements * eb) % 16 != 0; };
