@@ -15,6 +15,13 @@ against each other from the recorded JSON, so torch is needed only to record.
     python3 scripts/calibrate/trace_training_ops.py --out profiles/training_traces/llama-lora16-bf16-mixed.json \
         --precision bf16-mixed --lora 16 [--ckpt] [--config-out tests/data/llama_small/config.json]
 
+--family gpt2 builds a GPT-2 (MHA, learned positions, LayerNorm, gelu_new,
+tied head) of the same width instead; --attention eager runs transformers'
+eager attention (eager_attention_forward in the family's modeling file) in
+place of SDPA. Dropout (--dropout, GPT-2's attn/resid/embd_pdrop) runs as
+CUDA runs it: torch.native_dropout, one kernel keeping a bool mask, where the
+CPU's own F.dropout would draw a mask in the input's dtype over three ops.
+
 Needs torch, transformers (and peft for --lora) from PyPI. The CPU's autocast
 and SDPA kernels stand in for CUDA's: the op sequence is the same up to the
 attention kernel's name.
@@ -137,25 +144,50 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--mb", type=int, default=2)
     ap.add_argument("--precision", choices=["bf16-mixed", "bf16", "fp32"], default="bf16-mixed")
+    ap.add_argument("--family", choices=["llama", "gpt2"], default="llama")
+    ap.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa",
+                    help="transformers' attn_implementation")
+    ap.add_argument("--dropout", type=float, default=0.0, help="gpt2: attn_pdrop, resid_pdrop and embd_pdrop")
     ap.add_argument("--lora", type=int, default=0)
     ap.add_argument("--ckpt", action="store_true")
     ap.add_argument("--memory", action="store_true",
                     help="also record the step's peak of allocated bytes (torch.cuda.max_memory_allocated's CPU twin)")
     a = ap.parse_args()
+    if a.dropout and a.family != "gpt2":
+        ap.error("--dropout sets GPT-2's dropouts (--family gpt2)")
 
     import torch
     import transformers
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    cfg = dict(model_type="llama", hidden_size=a.hidden, intermediate_size=a.intermediate,
-               num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-               vocab_size=a.vocab, max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False,
-               hidden_act="silu", attention_bias=False, mlp_bias=False, rope_theta=10000.0)
+    if a.family == "gpt2":
+        # n_inner is --intermediate; GPT-2's heads are all key/value heads (--kv-heads is not read).
+        cfg = dict(model_type="gpt2", n_embd=a.hidden, n_inner=a.intermediate, n_layer=a.layers, n_head=a.heads,
+                   vocab_size=a.vocab, n_positions=1024, activation_function="gelu_new", attn_pdrop=a.dropout,
+                   resid_pdrop=a.dropout, embd_pdrop=a.dropout, tie_word_embeddings=True)
+    else:
+        cfg = dict(model_type="llama", hidden_size=a.hidden, intermediate_size=a.intermediate,
+                   num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
+                   vocab_size=a.vocab, max_position_embeddings=4096, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                   hidden_act="silu", attention_bias=False, mlp_bias=False, rope_theta=10000.0)
+    heads, kv_heads = (a.heads, a.heads) if a.family == "gpt2" else (a.heads, a.kv_heads)
     if a.config_out:
         json.dump(cfg, open(a.config_out, "w"), indent=2)
     config = transformers.AutoConfig.for_model(**cfg)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=a.attention)
+    if a.dropout > 0:
+        # CUDA's F.dropout is native_dropout (a bool mask kept; Dropout.cpp,
+        # is_fused_kernel_acceptable); the CPU's draws the mask in the input's
+        # dtype over bernoulli_, div_ and mul. Run CUDA's here.
+        plain_dropout = torch.nn.functional.dropout
+
+        def cuda_dropout(input, p=0.5, training=True, inplace=False):
+            if training and 0 < p < 1 and not inplace:
+                return torch.native_dropout(input, p, True)[0]
+            return plain_dropout(input, p, training, inplace)
+
+        torch.nn.functional.dropout = cuda_dropout
     # As scripts/validate/validate_batch.py sets a run up.
     if a.precision == "bf16":
         model = model.to(torch.bfloat16)
@@ -168,6 +200,20 @@ def main():
         for p in model.parameters():
             if p.requires_grad:
                 p.data = p.data.float()
+    if a.precision == "bf16-mixed":
+        # CUDA's autocast runs pow in fp32 (autocast_mode.cpp, its fp32 list);
+        # the CPU's leaves it in 16 bits. GPT-2's gelu_new calls torch.pow on a
+        # 16-bit activation: cast it as CUDA would (LlamaRMSNorm's pow reads
+        # fp32 already, so Llama's traces are unchanged).
+        plain_pow = torch.pow
+
+        def cuda_autocast_pow(input, *args, **kwargs):
+            if (torch.is_autocast_enabled("cpu") and isinstance(input, torch.Tensor)
+                    and input.dtype in (torch.bfloat16, torch.float16)):
+                input = input.float()
+            return plain_pow(input, *args, **kwargs)
+
+        torch.pow = cuda_autocast_pow
     model.train()
     if a.ckpt:
         model.gradient_checkpointing_enable()
@@ -181,6 +227,9 @@ def main():
     rows = collections.defaultdict(lambda: {"kernels": 0, "bytes": 0, "ops": collections.Counter(),
                                             "op_bytes": collections.Counter(), "gemms": []})
 
+    import os
+    listing = bool(os.environ.get("TRACE_LIST_OPS"))
+
     class Trace(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
@@ -188,6 +237,12 @@ def main():
             if name in VIEW_OPS:
                 return out
             r = rows[phase[0]]
+            if listing:  # TRACE_LIST_OPS=1: every kernel, for reading the op sequence by hand
+                def desc(x):
+                    return f"{str(x.dtype).replace('torch.', '')}{list(x.shape)}" if isinstance(x, torch.Tensor) else ""
+                ins = [desc(x) for x in args if isinstance(x, torch.Tensor)]
+                outs = [desc(x) for x in (out if isinstance(out, (list, tuple)) else [out]) if isinstance(x, torch.Tensor)]
+                print(f"{phase[0]:9} {name:32} {' '.join(ins)} -> {' '.join(outs)}", file=sys.stderr)
             r["kernels"] += 1
             r["ops"][name] += 1
             if name in GEMM_OPS:
@@ -208,7 +263,7 @@ def main():
     # kernel, which computes every score and keeps the probabilities. The
     # CPU's own flash kernel takes fp32 with GQA: force math there to trace
     # what the GPU runs.
-    math_attention = a.precision == "fp32" and a.kv_heads < a.heads
+    math_attention = a.attention == "sdpa" and a.precision == "fp32" and kv_heads < heads
     attention = (lambda: sdpa_kernel([SDPBackend.MATH])) if math_attention else contextlib.nullcontext
 
     def step(mark=lambda phase: contextlib.nullcontext()):
@@ -231,7 +286,8 @@ def main():
     result = {"schema": "tiletune.training_trace/1", "config": cfg,
               "setup": {"seq": a.seq, "mb": a.mb, "precision": a.precision, "lora": a.lora, "ckpt": a.ckpt,
                         "lora_target_modules": "all-linear", "optimizer": "adamw fused",
-                        "attention": "sdpa math (as CUDA runs fp32 with GQA)" if math_attention else "sdpa fused"},
+                        "attention": "eager" if a.attention == "eager" else
+                        "sdpa math (as CUDA runs fp32 with GQA)" if math_attention else "sdpa fused"},
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                            "python": sys.version.split()[0]},
               "phases": {}}
