@@ -88,6 +88,9 @@ TEST(memory, lora_trains_only_the_adapters) {
 TEST(memory, eager_attention_keeps_the_score_matrices) {
   // Eager attention keeps softmax's output, dropout's mask and output over
   // b x heads x s x s; SDPA's kernels keep a fp32 log-sum-exp per head instead.
+  // Under autocast softmax's output is fp32: the fp32 mask promotes the 16-bit
+  // scores (traced, issue 39: profiles/training_traces/open/gpt2-small-eager-*).
+  // GPT-2 repeats no heads, so q, k and v are kept as SDPA keeps them.
   auto s = setup("gpt2", 1024);
   s.attention = attention_impl::eager;
   const std::int64_t heads = 12, L = 12, seq = 1024;
@@ -95,7 +98,7 @@ TEST(memory, eager_attention_keeps_the_score_matrices) {
   s.attention = attention_impl::flash;
   const auto flash = estimate_memory(s);
   EXPECT_EQ(eager.activation_bytes_per_sample - flash.activation_bytes_per_sample,
-            seq * L * (2 * heads * seq + heads * seq + 2 * heads * seq - 4 * heads));
+            seq * L * (4 * heads * seq + heads * seq + 2 * heads * seq - 4 * heads));
   // The loss: 16-bit logits, their fp32 upcast and log_softmax's output in
   // forward; in backward also nll_loss's and log_softmax's gradients.
   EXPECT_EQ(flash.logits_forward_bytes_per_sample, 10LL * 50257 * seq);

@@ -15,7 +15,8 @@ step_kernels count_step_kernels(const model_spec& m, const token_inventory& inv,
   step_kernels k;
   k.forward = layers_k + inv.outer_kernels + lora.forward_kernels;
   k.recompute = recompute_share * (layers_k + lora.forward_kernels);
-  k.backward = 2 * (layers_k + inv.outer_kernels) + lora.backward_kernels;
+  k.backward = 2 * (layers_k + inv.outer_kernels - inv.outer_forward_only_kernels) -
+               static_cast<double>(m.num_layers) * inv.layer_backward_once_kernels + lora.backward_kernels;
   return k;
 }
 

@@ -14,6 +14,14 @@ struct token_inventory {
   double outer_saved = 0;    // embeddings, final norm, LM-head input
   double layer_traffic = 0;  // forward bytes per token through memory-bound kernels, one layer
   double outer_traffic = 0;  // embeddings and final norm
+  // Of layer_traffic, the bytes whose backward moves them once, not twice:
+  // eager attention's (scale, mask, casts and softmax over the s x s scores,
+  // whose gradients are a mul, the casts back and softmax's backward: traced,
+  // 28 bytes a score in bf16 against the forward's 28; repeat_kv, whose
+  // gradient is a sum over the repeats; the copies, one or none).
+  double layer_backward_once = 0;
+  double layer_backward_once_kernels = 0;  // those ops' kernels: one gradient kernel each, not two
+  double outer_forward_only_kernels = 0;   // of outer_kernels, those with no backward (eager's mask)
   double layer_kernels = 0;  // forward kernel launches per layer (GEMMs included)
   double outer_kernels = 0;
   // Per logit (token x vocabulary entry): the loss's bytes alive at its

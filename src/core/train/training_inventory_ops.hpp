@@ -7,6 +7,9 @@ namespace tiletune::inventory_ops {
 
 struct tally {
   double saved = 0, traffic = 0, kernels = 0;
+  // Of `traffic`, the bytes whose backward moves them once rather than
+  // about twice (eager attention's score-wide ops, traced).
+  double backward_once = 0, backward_once_kernels = 0;
   // One memory-bound kernel that reads `read` and writes `write` bytes and
   // keeps `keep` bytes for backward (all per token).
   void op(double read, double write, double keep = 0) {

@@ -177,7 +177,7 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   const model_spec& m = s.model;
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = 3 + recompute_share(s, checkpointing);
-  double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
+  double bytes = tokens * (L * (inv.layer_traffic * passes - inv.layer_backward_once) + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
   // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
   bytes += lora.bytes;
