@@ -42,7 +42,7 @@ TEST(issue19_replay, the_rows_are_there) {
 // Which precision the issue's rows ran in. Its "bf16 weights" fits both a
 // pure bf16 step and autocast over a bf16 base; the memory figure tells them
 // apart. The planner's LoRA peak is held within 3% of traced steps
-// (training_trace_cli_test, 13 traced steps). In pure bf16 the 07e1e87 planner is 1-3% under it,
+// (training_trace_cli_test, 22 traced steps). In pure bf16 the 07e1e87 planner is 1-3% under it,
 // as the issue's 3-5% says; in bf16-mixed it is over it by a quarter, which
 // the issue's figure rules out. So the speed rows below are the bf16 ones.
 TEST(issue19_replay, the_lora_memory_figure_says_the_rows_ran_in_pure_bf16) {
