@@ -124,7 +124,7 @@ void mla_projections(const model_spec& m, const dims& d, tally& t) {
 
 // transformers' eager attention, traced op by op with transformers 5.24 and
 // torch 2.15 (scripts/calibrate/trace_training_ops.py --attention eager,
-// profiles/training_traces/*-eager-*.json and gpt2/). Llama's family
+// profiles/training_traces/*-eager-*.json and open/). Llama's family
 // (eager_attention_forward in modeling_llama.py, and the same function in
 // mistral, qwen2, qwen3, gemma, gemma2/3, phi3, olmo2, gpt_neox, mixtral,
 // qwen2_moe, qwen3_moe, olmoe, deepseek_v3):
@@ -154,7 +154,9 @@ void mla_projections(const model_spec& m, const dims& d, tally& t) {
 // Kept per token: q, k (repeated) and v (repeated) at every query head's width,
 // softmax's output (fp32 in Llama's family) and, unless it is that same tensor,
 // the 16-bit probabilities P V reads, and any dropout mask; so where SDPA keeps
-// 4 bytes per head, eager attention keeps 6 per score in bf16 (4 + 2), 4 in fp32.
+// 4 bytes per head, Llama's eager attention keeps 6 per score in bf16 and
+// bf16-mixed (4 + 2), 4 in fp32. (Llama's bf16 traces hold one more h-wide
+// 16-bit tensor per step at the peak, not located: 0.8% of it.)
 void eager_attention(const model_spec& m, const dims& d, tally& t) {
   const double sc = d.heads * d.s;  // scores per token
   // Q and K after rotary (fp32 under autocast: cos/sin are in the residual's dtype).
