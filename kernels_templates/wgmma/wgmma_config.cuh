@@ -53,6 +53,11 @@
 #define TT_A_STAGE (TT_KM * TT_BK * TT_AB_BYTES)
 #define TT_B_STAGE (TT_KN * TT_BK * TT_AB_BYTES)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
+// 1: the consumer index stays threadIdx.x / 128 (the stream-K copies ptxas builds at
+// --register-usage-level 3: a warp-uniform index spilled 4 bytes there, ptxas 13.0).
+#ifndef TT_PER_THREAD_CONSUMER
+#define TT_PER_THREAD_CONSUMER 0
+#endif
 #ifndef TT_STREAM_K
 #define TT_STREAM_K 0
 #endif

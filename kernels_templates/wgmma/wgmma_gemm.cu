@@ -204,7 +204,14 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #define TT_TILE(u) tt_tile_of((u).tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N)
 #endif
   const int units = tt_units_of(sched, cta);
+  // Warp-uniform (a shuffle from lane 0, as CUTLASS's canonical_warp_group_idx): threadIdx.x / 128
+  // is per-thread to the compiler, so every operand descriptor derived from the consumer index went
+  // through R2UR into uniform registers between the HGMMAs.
+#if TT_PER_THREAD_CONSUMER
   const int wg = threadIdx.x / 128;
+#else
+  const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+#endif
 
   if (wg == 0) {
     // Producer: one thread issues every copy; the rest of the warpgroup idles
@@ -274,6 +281,13 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     float acc[TT_MI][TT_KN / 2];
 #if TT_PROMOTE
     float part[TT_MI][TT_KN / 2];  // fp8: the running sums of the current interval (wgmma_fp8.cuh)
+#define TT_FENCE_ACCUMULATORS() \
+  do {                          \
+    tt_fence_accumulators(acc); \
+    tt_fence_accumulators(part); \
+  } while (0)
+#else
+#define TT_FENCE_ACCUMULATORS() tt_fence_accumulators(acc)
 #endif
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = TT_UNIT(ui);
@@ -296,6 +310,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
+        TT_FENCE_ACCUMULATORS();
         tt_wgmma_fence();
         const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
 #pragma unroll
@@ -326,6 +341,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           // The interval's QGMMAs complete (this k-tile's and the previous one's: the release
           // below stays right), then their sums join the fp32 accumulators.
           tt_wgmma_wait<0>();
+          TT_FENCE_ACCUMULATORS();
 #pragma unroll
           for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
@@ -338,10 +354,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
         } else {
           tt_wgmma_wait<1>();
+          TT_FENCE_ACCUMULATORS();
         }
 #else
         // The previous k-tile's wgmmas are done once at most one group is pending.
         tt_wgmma_wait<1>();
+        TT_FENCE_ACCUMULATORS();
 #endif
         const int release = tt_release_after_commit(prev, stage);
         if (release >= 0 && lane == 0) TT_RELEASE(release);
@@ -352,6 +370,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       if ((threadIdx.x & 127) == 0) tt_mbar_arrive(turn_bar + 8 * (1 - consumer));
 #endif
       tt_wgmma_wait<0>();
+      TT_FENCE_ACCUMULATORS();
       const int last = tt_release_at_tile_end(prev);
       if (last >= 0 && lane == 0) TT_RELEASE(last);
       if (u.k_end == u.k_begin) {
@@ -419,4 +438,5 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #undef TT_UNIT
 #undef TT_TILE
 #undef TT_RELEASE
+#undef TT_FENCE_ACCUMULATORS
 }

@@ -106,7 +106,9 @@ inline int wgmma_accumulators_per_thread(const tile_config& c) {
 // setmaxnreg) that read an MN-major operand. At the default their fixup (128 partials added per
 // peer, the loads batched up to the register budget) spills 4-20 bytes of a value live across
 // the tile (ptxas 13.0; found on an H100, 2026-11-26); at 3 it does not, and the main loop is
-// the same code. One consumer of 128 (64x256) has 255 registers and never spilled.
+// the same code. One consumer of 128 (64x256) has 255 registers and never spilled. These copies
+// also keep a per-thread consumer index (TT_PER_THREAD_CONSUMER): the warp-uniform one spilled 4
+// bytes there at levels 1-3.
 bool wgmma_lower_register_usage(const tile_config& c, layout l);
 // Whether A (stored K x M) or B (stored K x N) is MN-major in shared memory.
 inline bool wgmma_mn_major_operand(layout l) { return l.a_transposed || !l.b_transposed; }
