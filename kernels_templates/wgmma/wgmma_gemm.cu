@@ -10,8 +10,9 @@
 // TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
 // parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
-// TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C and beta 0: stmatrix into swizzled staging,
-// a bulk tensor store per 64 x 64 chunk; a tensor map of C, tmap_c, is the last parameter),
+// TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C: stmatrix into swizzled staging, a bulk tensor
+// store per 64 x 64 chunk, with beta != 0 C's box TMA-loaded into the staging first; a tensor map
+// of C, tmap_c, is the last parameter),
 // TT_PINGPONG (1: two consumers take alternate tiles whole, in turn: wgmma_config.cuh),
 // TT_CLUSTER_M (2: clusters of two CTAs over pairs of M tiles, B multicast: wgmma_config.cuh),
 // TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
@@ -156,6 +157,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     tt_mbar_init(turn_bar, 1);      // consumer 0's turn: consumer 1's arrival after each main loop
     tt_mbar_init(turn_bar + 8, 1);  // consumer 1's turn: consumer 0's
 #endif
+#if TT_TMA_STORE
+    // beta != 0: each staging buffer's C load, one arrival a use (the leader's expect_tx).
+    for (int b = 0; b < 2 * TT_CONSUMERS; ++b) tt_mbar_init(base + tt_smem_c_load_barrier_offset(layout) + 8 * b, 1);
+#endif
 #if TT_CLUSTER_SPLIT > 1
     tt_mbar_init(split_full, TT_CLUSTER_SPLIT - 1);  // each peer's arrival
     tt_mbar_init(split_empty, 1);                    // the leader's
@@ -274,8 +279,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     int stage = 0;
     unsigned phase = 0;
 #if TT_TMA_STORE
-    if (beta != 0.0f) __trap();  // the host never pairs this epilogue with beta != 0
     const unsigned staging = base + tt_smem_tma_store_offset(layout) + consumer * 2 * TT_TMA_STORE_BUFFER_BYTES;
+    const unsigned c_bars = base + tt_smem_c_load_barrier_offset(layout) + consumer * 2 * 8;
     int chunks = 0;
 #endif
     float acc[TT_MI][TT_KN / 2];
@@ -415,8 +420,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_SWAP_AB
         tt_epilogue_transposed(acc[mi], Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, alpha, beta, lane);
 #elif TT_TMA_STORE
-        tt_epilogue_tma(acc[mi], staging, &tmap_c, row0 - tt_acc_warp_row0(warp), tc.n_tile * TT_KN, tc.batch, consumer,
-                        warp, lane, alpha, chunks);
+        tt_epilogue_tma(acc[mi], staging, c_bars, &tmap_c, row0 - tt_acc_warp_row0(warp), tc.n_tile * TT_KN, tc.batch,
+                        consumer, warp, lane, alpha, beta, chunks);
 #else
         tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, c_vectors, alpha,
                     beta, lane);
