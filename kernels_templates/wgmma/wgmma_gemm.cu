@@ -22,7 +22,8 @@
 // matrix per group, and the parameters group_rows and group_stride follow beta).
 // TT_PROMOTE (fp8, P >= 1: the QGMMAs of P k-tiles at a time run into a partial set, then added
 // into the fp32 accumulators, wgmma_fp8.cuh), TT_SCALING (fp8: 1 rowwise, 2 block scales, whose
-// pointers scale_a and scale_b are the last parameters; wgmma_fp8.cuh says their layouts).
+// pointers scale_a and scale_b are the last parameters, the problem's A's and B's also with
+// swap-AB, which takes rowwise scales only; wgmma_fp8.cuh says their layouts).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
@@ -407,8 +408,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_SCALING == 1
       // (Row and column computed here and at the promotion, not once per tile: held across the
       // main loop they spilled 8-16 bytes of the two-set 192-column tiles, ptxas 13.0.)
-      tt_scale_rows_columns(acc, scale_a, scale_b, tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
-                            tc.n_tile * TT_KN, M, N, lane);
+      // Swap-AB: the kernel's rows are C's columns (B's scales), its columns C's rows (A's).
+      tt_scale_rows_columns(acc, TT_SWAP_AB ? scale_b : scale_a, TT_SWAP_AB ? scale_a : scale_b,
+                            tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M, N,
+                            lane);
 #endif
       const tt_tile_place place = TT_PLACE(tc);
 #if !TT_TMA_STORE

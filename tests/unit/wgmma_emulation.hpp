@@ -183,6 +183,7 @@ struct defects {
   bool scale_b_first_block_only = false;  // fp8 block scales: a straddling tile's second B block takes the first's
   bool scale_after_add = false;           // fp8 block scales: acc = (acc + part) * s, not acc + part * s
   bool rowwise_without_b = false;         // fp8 rowwise scales: the rows' applied, the columns' forgotten
+  bool swap_scales_unswapped = false;     // fp8 rowwise scales, swap-AB: A's scales on the kernel's rows (C's columns)
   bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
   bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
@@ -759,8 +760,12 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
     if (scaling == 1)  // tt_scale_rows_columns: every accumulator times its row's and its column's scale
       each_accumulator(acc, m0, n0, [&](float& v, int r, int col) {
-        const float sb = d.rowwise_without_b ? 1.0f : scale_at(scales->b, std::min(col, N - 1));
-        v *= scale_at(scales->a, std::min(r, M - 1)) * sb;
+        // The kernel's rows and columns (M, N its parameters): with swap-AB C's columns and rows,
+        // so its row scales are B's and its column scales A's.
+        const std::vector<float>& rows = swap && !d.swap_scales_unswapped ? scales->b : scales->a;
+        const std::vector<float>& cols = swap && !d.swap_scales_unswapped ? scales->a : scales->b;
+        const float sb = d.rowwise_without_b ? 1.0f : scale_at(cols, std::min(col, N - 1));
+        v *= scale_at(rows, std::min(r, M - 1)) * sb;
       });
     if (tma_store) {
       // The TMA-c_store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
