@@ -53,6 +53,11 @@
 #define TT_A_STAGE (TT_KM * TT_BK * TT_AB_BYTES)
 #define TT_B_STAGE (TT_KN * TT_BK * TT_AB_BYTES)
 #define TT_EPI_N (128 / TT_ELEM_BYTES)  // columns staged per chunk: 128 bytes of C
+// 1: the consumer index stays threadIdx.x / 128 (stream-K copies of 128 accumulator registers a
+// thread or more, wgmma_per_thread_consumer: a warp-uniform index spilled 4-12 bytes there).
+#ifndef TT_PER_THREAD_CONSUMER
+#define TT_PER_THREAD_CONSUMER 0
+#endif
 #ifndef TT_STREAM_K
 #define TT_STREAM_K 0
 #endif

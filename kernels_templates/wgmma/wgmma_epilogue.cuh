@@ -93,18 +93,37 @@ __device__ __forceinline__ void tt_consumer_sync(int consumer) {
 }
 // Warp `warp` writes its 16 rows of the m64 tile `acc`, columns [64 chunk, 64 chunk + 64), times
 // alpha and rounded to 16 bits, into the staging buffer at shared address `buf`: four stmatrix x4,
-// each two 8-column blocks (wgmma_tile_math.cuh, tt_stmatrix_*, tt_staging_offset).
+// each two 8-column blocks (wgmma_tile_math.cuh, tt_stmatrix_*, tt_staging_offset). With beta != 0
+// the buffer holds C's box (TMA-loaded, same swizzle): ldmatrix x4 from the same addresses is
+// stmatrix's inverse, so register i holds C at the positions stmatrix then writes from register
+// i, and each value is alpha * acc + beta * C before it is rounded. A warp reads and writes only
+// its own 16 rows.
 __device__ __forceinline__ void tt_stage_chunk(const float* acc, unsigned buf, int chunk, int warp, int lane,
-                                               float alpha) {
+                                               float alpha, float beta) {
 #pragma unroll
   for (int jj = 0; jj < 8; jj += 2) {
     const int j = chunk * 8 + jj;
+    const unsigned addr = buf + tt_staging_offset(16 * warp + tt_stmatrix_row(lane), tt_stmatrix_block(lane, jj));
+    float v[4][2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) v[i][e] = alpha * acc[tt_stmatrix_acc(i, j, e)];
+    if (beta != 0.0f) {
+      unsigned c[4];
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                   : "r"(addr)
+                   : "memory");
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) v[i][e] += beta * tt_to_float((unsigned short)(c[i] >> (16 * e)));
+    }
     unsigned r[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      r[i] = (unsigned)tt_from_float(alpha * acc[tt_stmatrix_acc(i, j, 0)]) |
-             ((unsigned)tt_from_float(alpha * acc[tt_stmatrix_acc(i, j, 1)]) << 16);
-    const unsigned addr = buf + tt_staging_offset(16 * warp + tt_stmatrix_row(lane), tt_stmatrix_block(lane, jj));
+      r[i] = (unsigned)tt_from_float(v[i][0]) | ((unsigned)tt_from_float(v[i][1]) << 16);
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
                  "r"(r[1]), "r"(r[2]), "r"(r[3])
                  : "memory");
@@ -112,20 +131,31 @@ __device__ __forceinline__ void tt_stage_chunk(const float* acc, unsigned buf, i
 }
 // The TMA-store epilogue of one m64 tile of a consumer: for each 64-column chunk, the staging
 // buffer it takes (they alternate, `chunks` counting every chunk the consumer stored) must have
-// been read by the store issued two chunks ago; then every warp stages its rows, makes them
+// been read by the store issued two chunks ago; with beta != 0 the leader then loads C's box into
+// it by TMA (its mbarrier at c_bars + 8 b; out-of-bounds elements arrive as zeros and are never
+// stored) and every thread waits for it; then every warp stages its rows, makes them
 // visible to the async proxy, and after the consumer's barrier one thread issues the store. TMA
 // writes only the box's elements inside C (rows past M, columns past N are not written).
-__device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned staging, const tt_tensor_map* tmap_c,
-                                                int row0, int col0, int batch, int consumer, int warp, int lane,
-                                                float alpha, int& chunks) {
+__device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned staging, unsigned c_bars,
+                                                const tt_tensor_map* tmap_c, int row0, int col0, int batch,
+                                                int consumer, int warp, int lane, float alpha, float beta,
+                                                int& chunks) {
   const bool leader = warp == 0 && lane == 0;
   // Unrolled: the chunk picks accumulators by constant index (a loop would put them in local memory).
 #pragma unroll
   for (int chunk = 0; chunk < TT_KN / 64; ++chunk) {
-    const unsigned buf = staging + ((chunks + chunk) & 1) * TT_TMA_STORE_BUFFER_BYTES;
-    if (leader) asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+    const int n = chunks + chunk, b = tt_staging_buffer(n);
+    const unsigned buf = staging + b * TT_TMA_STORE_BUFFER_BYTES;
+    if (leader) {
+      asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
+      if (beta != 0.0f) {
+        tt_mbar_arrive_expect_tx(c_bars + 8 * b, TT_TMA_STORE_BUFFER_BYTES);
+        tt_tma_load_3d(buf, tmap_c, col0 + 64 * chunk, row0, batch, c_bars + 8 * b);
+      }
+    }
     tt_consumer_sync(consumer);
-    tt_stage_chunk(acc, buf, chunk, warp, lane, alpha);
+    if (beta != 0.0f) tt_mbar_wait(c_bars + 8 * b, tt_c_load_parity(n));
+    tt_stage_chunk(acc, buf, chunk, warp, lane, alpha, beta);
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     tt_consumer_sync(consumer);
     if (leader) {

@@ -10,8 +10,9 @@
 // TT_SWAP_AB (1: the kernel computes C^T = op(B)^T op(A)^T on a BN x BM tile, its M and N
 // parameters the problem's N and M, its tmap_a B's map and tmap_b A's, and stores C transposed),
 // TT_EVICT_FIRST_B (1: B's boxes load with an L2 evict-first policy),
-// TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C and beta 0: stmatrix into swizzled staging,
-// a bulk tensor store per 64 x 64 chunk; a tensor map of C, tmap_c, is the last parameter),
+// TT_TMA_STORE (1: the TMA-store epilogue, 16-bit C: stmatrix into swizzled staging, a bulk tensor
+// store per 64 x 64 chunk, with beta != 0 C's box TMA-loaded into the staging first; a tensor map
+// of C, tmap_c, is the last parameter),
 // TT_PINGPONG (1: two consumers take alternate tiles whole, in turn: wgmma_config.cuh),
 // TT_CLUSTER_M (2: clusters of two CTAs over pairs of M tiles, B multicast: wgmma_config.cuh),
 // TT_CLUSTER_SPLIT (S > 1: split-K inside a cluster of S CTAs, the partial tiles reduced in the
@@ -21,7 +22,8 @@
 // matrix per group, and the parameters group_rows and group_stride follow beta).
 // TT_PROMOTE (fp8, P >= 1: the QGMMAs of P k-tiles at a time run into a partial set, then added
 // into the fp32 accumulators, wgmma_fp8.cuh), TT_SCALING (fp8: 1 rowwise, 2 block scales, whose
-// pointers scale_a and scale_b are the last parameters; wgmma_fp8.cuh says their layouts).
+// pointers scale_a and scale_b are the last parameters, the problem's A's and B's also with
+// swap-AB, which takes rowwise scales only; wgmma_fp8.cuh says their layouts).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
@@ -156,6 +158,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     tt_mbar_init(turn_bar, 1);      // consumer 0's turn: consumer 1's arrival after each main loop
     tt_mbar_init(turn_bar + 8, 1);  // consumer 1's turn: consumer 0's
 #endif
+#if TT_TMA_STORE
+    // beta != 0: each staging buffer's C load, one arrival a use (the leader's expect_tx).
+    for (int b = 0; b < 2 * TT_CONSUMERS; ++b) tt_mbar_init(base + tt_smem_c_load_barrier_offset(layout) + 8 * b, 1);
+#endif
 #if TT_CLUSTER_SPLIT > 1
     tt_mbar_init(split_full, TT_CLUSTER_SPLIT - 1);  // each peer's arrival
     tt_mbar_init(split_empty, 1);                    // the leader's
@@ -204,7 +210,14 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #define TT_TILE(u) tt_tile_of((u).tile, m_tiles, n_tiles, TT_RASTER_GROUP, TT_RASTER_N)
 #endif
   const int units = tt_units_of(sched, cta);
+  // Warp-uniform (a shuffle from lane 0, as CUTLASS's canonical_warp_group_idx): threadIdx.x / 128
+  // is per-thread to the compiler, so every operand descriptor derived from the consumer index went
+  // through R2UR into uniform registers between the HGMMAs.
+#if TT_PER_THREAD_CONSUMER
   const int wg = threadIdx.x / 128;
+#else
+  const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+#endif
 
   if (wg == 0) {
     // Producer: one thread issues every copy; the rest of the warpgroup idles
@@ -267,13 +280,20 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     int stage = 0;
     unsigned phase = 0;
 #if TT_TMA_STORE
-    if (beta != 0.0f) __trap();  // the host never pairs this epilogue with beta != 0
     const unsigned staging = base + tt_smem_tma_store_offset(layout) + consumer * 2 * TT_TMA_STORE_BUFFER_BYTES;
+    const unsigned c_bars = base + tt_smem_c_load_barrier_offset(layout) + consumer * 2 * 8;
     int chunks = 0;
 #endif
     float acc[TT_MI][TT_KN / 2];
 #if TT_PROMOTE
     float part[TT_MI][TT_KN / 2];  // fp8: the running sums of the current interval (wgmma_fp8.cuh)
+#define TT_FENCE_ACCUMULATORS() \
+  do {                          \
+    tt_fence_accumulators(acc); \
+    tt_fence_accumulators(part); \
+  } while (0)
+#else
+#define TT_FENCE_ACCUMULATORS() tt_fence_accumulators(acc)
 #endif
     for (int ui = 0; ui < units; ++ui) {
       const tt_work_unit u = TT_UNIT(ui);
@@ -296,6 +316,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
+        TT_FENCE_ACCUMULATORS();
         tt_wgmma_fence();
         const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
 #pragma unroll
@@ -326,6 +347,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           // The interval's QGMMAs complete (this k-tile's and the previous one's: the release
           // below stays right), then their sums join the fp32 accumulators.
           tt_wgmma_wait<0>();
+          TT_FENCE_ACCUMULATORS();
 #pragma unroll
           for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
@@ -338,10 +360,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
         } else {
           tt_wgmma_wait<1>();
+          TT_FENCE_ACCUMULATORS();
         }
 #else
         // The previous k-tile's wgmmas are done once at most one group is pending.
         tt_wgmma_wait<1>();
+        TT_FENCE_ACCUMULATORS();
 #endif
         const int release = tt_release_after_commit(prev, stage);
         if (release >= 0 && lane == 0) TT_RELEASE(release);
@@ -352,6 +376,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       if ((threadIdx.x & 127) == 0) tt_mbar_arrive(turn_bar + 8 * (1 - consumer));
 #endif
       tt_wgmma_wait<0>();
+      TT_FENCE_ACCUMULATORS();
       const int last = tt_release_at_tile_end(prev);
       if (last >= 0 && lane == 0) TT_RELEASE(last);
       if (u.k_end == u.k_begin) {
@@ -383,8 +408,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_SCALING == 1
       // (Row and column computed here and at the promotion, not once per tile: held across the
       // main loop they spilled 8-16 bytes of the two-set 192-column tiles, ptxas 13.0.)
-      tt_scale_rows_columns(acc, scale_a, scale_b, tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
-                            tc.n_tile * TT_KN, M, N, lane);
+      // Swap-AB: the kernel's rows are C's columns (B's scales), its columns C's rows (A's).
+      tt_scale_rows_columns(acc, TT_SWAP_AB ? scale_b : scale_a, TT_SWAP_AB ? scale_a : scale_b,
+                            tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M, N,
+                            lane);
 #endif
       const tt_tile_place place = TT_PLACE(tc);
 #if !TT_TMA_STORE
@@ -396,8 +423,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_SWAP_AB
         tt_epilogue_transposed(acc[mi], Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, alpha, beta, lane);
 #elif TT_TMA_STORE
-        tt_epilogue_tma(acc[mi], staging, &tmap_c, row0 - tt_acc_warp_row0(warp), tc.n_tile * TT_KN, tc.batch, consumer,
-                        warp, lane, alpha, chunks);
+        tt_epilogue_tma(acc[mi], staging, c_bars, &tmap_c, row0 - tt_acc_warp_row0(warp), tc.n_tile * TT_KN, tc.batch,
+                        consumer, warp, lane, alpha, beta, chunks);
 #else
         tt_epilogue(acc[mi], epi_stage, Cb, ldc, place.row_bound, N, row0, tc.n_tile * TT_KN, c_vectors, alpha,
                     beta, lane);
@@ -419,4 +446,5 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #undef TT_UNIT
 #undef TT_TILE
 #undef TT_RELEASE
+#undef TT_FENCE_ACCUMULATORS
 }

@@ -58,6 +58,17 @@ template <int N>
 __device__ __forceinline__ void tt_wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// The accumulators as operands of an empty asm: the compiler may not move their reads or writes
+// across it. Around wgmma.fence and after each wgmma.wait_group (as CUTLASS's
+// warpgroup_fence_operand): the asm of an mma_async says it writes its accumulators at once, so
+// without the fence an epilogue read could be scheduled before the wait that completes them.
+template <int R, int C>
+__device__ __forceinline__ void tt_fence_accumulators(float (&acc)[R][C]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < C; ++c) asm volatile("" : "+f"(acc[r][c])::"memory");
+}
 
 // The same with an L2 cache policy (createpolicy) for the box's global reads.
 __device__ __forceinline__ void tt_tma_load_3d_hint(unsigned dst, const tt_tensor_map* map, int c0, int c1, int c2,

@@ -101,6 +101,8 @@ TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int
 // - the TMA-store epilogue's staging (TT_TMA_STORE), 1024-byte aligned for the 128-byte swizzle:
 //   `tma_consumers` x 2 buffers of 64 rows x 128 bytes (64 16-bit columns), each consumer
 //   staging one while the other's store drains;
+//   then one mbarrier per buffer for beta != 0, on which the TMA load of C's box into the
+//   buffer completes (one arrival a use, the leader's expect_tx: tt_c_load_parity);
 // - cluster split-K's (TT_CLUSTER_SPLIT, wgmma_schedule.cuh) reduction buffer, 16-byte aligned:
 //   the leader's S - 1 slots of bm x bn fp32 partials, then its two mbarriers, `full` (S - 1
 //   arrivals a tile, one per peer, release at cluster scope) and `empty` (on every CTA: one
@@ -116,8 +118,15 @@ TT_HOST_DEVICE int tt_smem_tma_store_offset(const tt_smem_layout& l) {
   const int end = tt_smem_total(l.bm, l.bn, l.bk, l.eb, l.stages, l.epi_consumers);
   return l.tma_consumers > 0 ? (end + 1023) / 1024 * 1024 : end;
 }
+// The C-load mbarrier of consumer c's buffer b is at this offset + 8 (2c + b).
+TT_HOST_DEVICE int tt_smem_c_load_barrier_offset(const tt_smem_layout& l) {
+  return tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES;
+}
+TT_HOST_DEVICE int tt_smem_tma_store_end(const tt_smem_layout& l) {
+  return tt_smem_c_load_barrier_offset(l) + l.tma_consumers * 2 * 8;
+}
 TT_HOST_DEVICE int tt_smem_split_buffer_offset(const tt_smem_layout& l) {
-  return (tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES + 15) / 16 * 16;
+  return (tt_smem_tma_store_end(l) + 15) / 16 * 16;
 }
 TT_HOST_DEVICE int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
   return tt_smem_split_buffer_offset(l) + (l.split - 1) * l.bm * l.bn * 4;
@@ -125,7 +134,7 @@ TT_HOST_DEVICE int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
 // Ping-pong's two turn mbarriers (tt_pingpong_turn_parity) follow everything else, 8-byte aligned.
 TT_HOST_DEVICE int tt_smem_turn_offset(const tt_smem_layout& l) {
   if (l.split > 1) return tt_smem_split_barrier_offset(l) + 16;
-  return (tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES + 7) / 8 * 8;
+  return (tt_smem_tma_store_end(l) + 7) / 8 * 8;
 }
 TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
   return tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0);
@@ -178,6 +187,11 @@ TT_HOST_DEVICE int tt_multicast_first_box(int rows, int rank) { return rank * (r
 TT_HOST_DEVICE unsigned tt_staging_offset(int row, int block) {
   return (unsigned)(row * 128 + (((block ^ row) & 7) << 4));
 }
+// A consumer's n-th chunk (counted over all its tiles) takes staging buffer n % 2. With beta != 0
+// the chunk's C box is loaded by TMA into that buffer first, completing the buffer's C-load
+// mbarrier once per use: the n-th chunk waits for the phase of parity (n / 2) % 2.
+TT_HOST_DEVICE int tt_staging_buffer(int n) { return n & 1; }
+TT_HOST_DEVICE unsigned tt_c_load_parity(int n) { return (unsigned)(n >> 1) & 1u; }
 
 // ---- the stage ring
 // full[s] and empty[s] mbarriers guard stage s (PTX ISA, "mbarrier"): a phase

@@ -34,9 +34,11 @@ int scale_loads(const std::string& sass) {
 
 TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
   const device_spec& d = find_preset("h100-sxm");
-  for (scaling_mode s : {scaling_mode::rowwise, scaling_mode::block}) {
+  // A prefill shape with each scaling, and a decode step (16 rows) whose swap-AB tiles take rowwise scales.
+  for (const auto& [s, rows] : {std::pair{scaling_mode::rowwise, 4096}, std::pair{scaling_mode::block, 4096},
+                                std::pair{scaling_mode::rowwise, 16}}) {
     gemm_problem p;
-    p.m = 4096, p.n = 7168, p.k = 4096;
+    p.m = rows, p.n = 7168, p.k = 4096;
     p.type = dtype::e4m3;
     p.layout = parse_layout("nt");
     p.scaling = s;
@@ -44,15 +46,15 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
     std::vector<tile_config> tiles;
     std::set<std::tuple<int, int, int, int, int, int>> kinds;
     for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
-      if (check_constraints(c, p, d) || c.stages != 4) continue;
+      if (check_constraints(c, p, d) || c.stages != 4 || (rows == 16 && !wgmma_swap_ab(c))) continue;
       if (!kinds.insert({c.block_m * 10 + wgmma_consumers(c), c.block_n, wgmma_stream_k(c), wgmma_pingpong(c),
-                         wgmma_tma_store(c) + 2 * c.cluster_m, wgmma_promotion(c)})
+                         wgmma_tma_store(c) + 2 * c.cluster_m + 4 * c.split_k, wgmma_promotion(c)})
                .second)
         continue;
       jobs.push_back(make_compile_job(c, p.type, p.layout, d));
       tiles.push_back(c);
     }
-    ASSERT_GE(jobs.size(), 10u) << to_string(s);
+    ASSERT_GE(jobs.size(), rows == 16 ? 3u : 10u) << to_string(s) << " " << rows;
     const auto results = compile_cleanly(jobs);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!results[i].ok) continue;
@@ -62,7 +64,7 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
         ADD_FAILURE() << jobs[i].name << ": " << problem;
       EXPECT_GE(scale_loads(sass), 2) << jobs[i].name << ": the scales are never read";
     }
-    std::printf("%zu %s-scaled fp8 variants compiled\n", jobs.size(), std::string(to_string(s)).c_str());
+    std::printf("%zu %s-scaled fp8 variants of %d rows compiled\n", jobs.size(), std::string(to_string(s)).c_str(), rows);
   }
 }
 

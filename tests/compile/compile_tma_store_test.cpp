@@ -3,7 +3,9 @@
 // (HGMMA k-groups as hgmma_issue_problems reads them), and its SASS stages with stmatrix
 // (STSM.16.M88.4, four per 64-column chunk and m64 tile), fences the staging for the async proxy,
 // waits for a buffer's previous store to have read it (DEPBAR.LE SB0, 0x1) before reusing it,
-// stores with UTMASTG and waits for every store (DEPBAR.LE SB0, 0x0) before the exit. Not yet run on a GPU.
+// stores with UTMASTG and waits for every store (DEPBAR.LE SB0, 0x0) before the exit; for beta != 0
+// it loads C's boxes with UTMALDG and reads them back with ldmatrix (LDSM.16.M88.4, four per chunk).
+// Not yet run on a GPU.
 #include <algorithm>
 #include <string>
 #include <set>
@@ -29,9 +31,11 @@ namespace {
 // What the SASS of a TMA-store variant must show; empty when all is there.
 std::string tma_store_sass_problems(const std::string& sass, const tile_config& c) {
   const int chunks = wgmma_consumer_rows(c) / 64 * (wgmma_kernel_n(c) / 64);  // per consumer
-  int stsm = 0, stores = 0, read_waits = 0, final_waits = 0, fences = 0, local = 0;
+  int stsm = 0, ldsm = 0, loads = 0, stores = 0, read_waits = 0, final_waits = 0, fences = 0, local = 0;
   for (const std::string& i : instructions(sass)) {
     stsm += i.rfind("STSM.16.M88.4", 0) == 0;
+    ldsm += i.rfind("LDSM.16.M88.4", 0) == 0;
+    loads += i.rfind("UTMALDG", 0) == 0;
     stores += i.rfind("UTMASTG", 0) == 0;
     read_waits += i.rfind("DEPBAR.LE SB0, 0x1", 0) == 0;
     final_waits += i.rfind("DEPBAR.LE SB0, 0x0", 0) == 0;
@@ -40,6 +44,8 @@ std::string tma_store_sass_problems(const std::string& sass, const tile_config& 
   }
   std::string problems;
   if (stsm != 4 * chunks) problems += fmt::format(" {} STSM.16.M88.4, not {};", stsm, 4 * chunks);
+  if (ldsm != 4 * chunks) problems += fmt::format(" {} LDSM.16.M88.4 (C read back for beta), not {};", ldsm, 4 * chunks);
+  if (loads < chunks + 2) problems += fmt::format(" {} UTMALDG: fewer than A's, B's and C's {} boxes;", loads, chunks);
   if (stores != chunks) problems += fmt::format(" {} UTMASTG, not {};", stores, chunks);
   if (read_waits != chunks) problems += fmt::format(" {} waits for a staging buffer's read, not {};", read_waits, chunks);
   if (final_waits < 1) problems += " no wait for the stores before the exit;";
@@ -82,7 +88,7 @@ TEST(compile_tma_store, the_copies_compile_without_spills_and_the_sass_stages_st
   }
   // The check can fail: without the wait for a staging buffer's read, its reuse is unguarded.
   compile_job planted = jobs.front();
-  const std::string wait = "if (leader) asm volatile(\"cp.async.bulk.wait_group.read 1;\\n\" ::: \"memory\");";
+  const std::string wait = "asm volatile(\"cp.async.bulk.wait_group.read 1;\\n\" ::: \"memory\");";
   const auto at = planted.source.find(wait);
   ASSERT_NE(at, std::string::npos) << "the template's read wait changed; update this test";
   planted.source.erase(at, wait.size());

@@ -255,6 +255,9 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     }
     for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(configs[i], type), mma))
       ADD_FAILURE() << names[i] << ": " << problem;
+    // The consumer index is warp-uniform: no descriptor moves into uniform registers between the
+    // instructions of a k-group (KERNEL_REVIEW item 3).
+    EXPECT_EQ(uniform_moves_in_k_groups(sass, mma), 0) << names[i] << ": R2UR between the " << mma << "s of k-groups";
     EXPECT_EQ(sass.find("LDL"), std::string::npos) << names[i];
     EXPECT_EQ(sass.find("STL"), std::string::npos) << names[i];
     EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << names[i];
@@ -266,7 +269,8 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
 
 // The checks above can fail: an accumulator write planted between the wgmmas of
 // a k-step makes ptxas serialize them (C7510-C7519 in the log, a gsb0 on every
-// HGMMA), and both checks say so; the same variant unplanted passes both.
+// HGMMA), and both checks say so; the same variant unplanted passes both. A
+// per-thread consumer index puts R2UR between the HGMMAs.
 TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught) {
   const device_spec& d = find_preset("h100-sxm");
   gemm_problem p;
@@ -293,6 +297,20 @@ TEST(compile_wgmma_checks, a_planted_accumulator_write_between_wgmmas_is_caught)
   EXPECT_TRUE(hgmma_issue_problems(disassemble(good.cubin, "plain"), per_k_tile).empty());
   EXPECT_FALSE(ptxas_performance_warnings(bad.log).empty()) << bad.log;
   EXPECT_FALSE(hgmma_issue_problems(disassemble(bad.cubin, "planted"), per_k_tile).empty());
+  // The consumer index as threadIdx.x / 128 (not a shuffle from lane 0): the descriptors it
+  // offsets move through R2UR between the HGMMAs, which the check counts.
+  compile_job per_thread = plain;
+  const std::string shuffle = "__shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0)";
+  const auto wg = per_thread.source.find(shuffle);
+  ASSERT_NE(wg, std::string::npos) << "the template's consumer index changed; update this test";
+  per_thread.source.replace(wg, shuffle.size(), "(int)(threadIdx.x / 128)");
+  per_thread.name += "_per_thread_index";
+  const auto moved = nvrtc.compile(per_thread);
+  ASSERT_TRUE(moved.ok) << moved.log;
+  EXPECT_EQ(uniform_moves_in_k_groups(disassemble(good.cubin, "plain")), 0);
+  const int moves = uniform_moves_in_k_groups(disassemble(moved.cubin, "per_thread"));
+  EXPECT_GT(moves, 0);
+  std::printf("per-thread consumer index: %d R2UR between the HGMMAs of k-groups (warp-uniform: 0)\n", moves);
 }
 
 // Stream-K (_sk): one copy of each tile shape (4 stages; 3 where 4 do not fit) for bf16 nt, and

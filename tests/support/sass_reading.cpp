@@ -84,6 +84,22 @@ std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k
   return problems;
 }
 
+int uniform_moves_in_k_groups(const std::string& sass, const char* mnemonic) {
+  int moves = 0, pending = 0;  // pending: R2UR since the group's last HGMMA
+  bool in_group = false;
+  for (const std::string& ins : instructions(sass)) {
+    const std::string op = opcode(ins);
+    if (starts_with(op, mnemonic)) {
+      if (in_group) moves += pending;
+      pending = 0;
+      in_group = ins.find("gsb0") == std::string::npos;
+    } else if (in_group && starts_with(op, "R2UR")) {
+      ++pending;
+    }
+  }
+  return moves;
+}
+
 std::vector<hmma_loop> hmma_loops(const std::string& sass) {
   static const std::regex line(R"(/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;)");
   static const std::regex branch(R"(BRA\s+(?:\S+\s+)?0x([0-9a-f]+))");

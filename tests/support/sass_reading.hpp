@@ -22,6 +22,11 @@ std::vector<std::string> instructions(const std::string& sass);
 // (`mnemonic`) the same way.
 std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k_tile, const char* mnemonic = "HGMMA");
 
+// R2UR (a per-thread register moved into a uniform one) between the first and the last HGMMA
+// of each committed k-group, summed over the kernel: operand descriptors built from a value the
+// compiler holds per thread (threadIdx.x / 128) are moved so for every instruction.
+int uniform_moves_in_k_groups(const std::string& sass, const char* mnemonic = "HGMMA");
+
 // The loops of a kernel that multiply with HMMA: from a backward branch's
 // target to the branch, in instructions, and what they hold.
 struct hmma_loop {

@@ -174,6 +174,8 @@ struct defects {
   bool tma_staging_no_swizzle = false;    // TMA store: stmatrix addresses without the 128-byte swizzle
   bool tma_stmatrix_rows_off_by_8 = false;  // TMA store: matrices 1 and 3 given rows 0-7, not 8-15
   bool tma_store_unclipped = false;       // TMA store: box elements past C's bounds written too
+  bool tma_c_load_no_swizzle = false;     // TMA store, beta != 0: C's box lands without the 128-byte swizzle
+  bool tma_c_load_next_chunk = false;     // TMA store, beta != 0: the box 64 columns right of the chunk loaded
   bool multicast_own_half_only = false;   // 2x1 cluster: the peer's half of B never lands here
   bool multicast_same_offset = false;     // 2x1 cluster: both halves of B land at the first half's place
   bool promote_only_on_interval = false;  // fp8: no promotion after a unit's last k-tile unless it ends an interval
@@ -181,6 +183,7 @@ struct defects {
   bool scale_b_first_block_only = false;  // fp8 block scales: a straddling tile's second B block takes the first's
   bool scale_after_add = false;           // fp8 block scales: acc = (acc + part) * s, not acc + part * s
   bool rowwise_without_b = false;         // fp8 rowwise scales: the rows' applied, the columns' forgotten
+  bool swap_scales_unswapped = false;     // fp8 rowwise scales, swap-AB: A's scales on the kernel's rows (C's columns)
   bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
   bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
@@ -757,8 +760,12 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     const int m0 = tc.m_tile * bm, n0 = tc.n_tile * bn;
     if (scaling == 1)  // tt_scale_rows_columns: every accumulator times its row's and its column's scale
       each_accumulator(acc, m0, n0, [&](float& v, int r, int col) {
-        const float sb = d.rowwise_without_b ? 1.0f : scale_at(scales->b, std::min(col, N - 1));
-        v *= scale_at(scales->a, std::min(r, M - 1)) * sb;
+        // The kernel's rows and columns (M, N its parameters): with swap-AB C's columns and rows,
+        // so its row scales are B's and its column scales A's.
+        const std::vector<float>& rows = swap && !d.swap_scales_unswapped ? scales->b : scales->a;
+        const std::vector<float>& cols = swap && !d.swap_scales_unswapped ? scales->a : scales->b;
+        const float sb = d.rowwise_without_b ? 1.0f : scale_at(cols, std::min(col, N - 1));
+        v *= scale_at(rows, std::min(r, M - 1)) * sb;
       });
     if (tma_store) {
       // The TMA-c_store epilogue (tt_epilogue_tma): per consumer, m64 tile and 64-column chunk, each
@@ -774,6 +781,23 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
         for (int mi = 0; mi < mi_count; ++mi)
           for (int chunk = 0; chunk < bn / 64; ++chunk) {
             std::vector<std::uint8_t> staging(TT_TMA_STORE_BUFFER_BYTES, 0xFF);
+            const long long row0 = m0 + row_of(consumer) + mi * 64, col0 = n0 + 64 * chunk;
+            if (beta != 0.0f) {
+              // The leader's TMA load of C's box through the same map: swizzled like the store's
+              // read, elements outside C zero-filled.
+              const long long load_col0 = col0 + (d.tma_c_load_next_chunk ? 64 : 0);
+              for (int row = 0; row < static_cast<int>(map_c.box[1]); ++row)
+                for (int col = 0; col < static_cast<int>(map_c.box[0]); ++col) {
+                  const long long gr = row0 + row, gc = load_col0 + col;
+                  const auto at = static_cast<std::uint32_t>(row * 128 + col * ceb);
+                  std::uint8_t* dst = staging.data() + (d.tma_c_load_no_swizzle ? at : swizzle_128b(at));
+                  if (gc < static_cast<long long>(map_c.dims[0]) && gr < static_cast<long long>(map_c.dims[1]))
+                    std::memcpy(dst, out.c.data() + (cbatch_bytes / ceb + gr * static_cast<long long>(map_c.strides_bytes[0]) / ceb + gc) * ceb,
+                                static_cast<std::size_t>(ceb));
+                  else
+                    std::memset(dst, 0, static_cast<std::size_t>(ceb));
+                }
+            }
             for (int warp = 0; warp < 4; ++warp) {
               accumulators& a = acc[static_cast<std::size_t>(consumer * mi_count + mi)];
               for (int jj = 0; jj < 8; jj += 2) {
@@ -788,14 +812,18 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                     const int block = tt_stmatrix_block(lane, jj);
                     const unsigned addr = d.tma_staging_no_swizzle ? static_cast<unsigned>(row * 128 + block * 16)
                                                                    : tt_staging_offset(row, block);
-                    for (int t = 4 * r; t < 4 * r + 4; ++t) {
-                      store_element(staging.data() + addr + 4 * (t % 4), c_store, reg(t, m, 0));
-                      store_element(staging.data() + addr + 4 * (t % 4) + 2, c_store, reg(t, m, 1));
-                    }
+                    // With beta != 0, ldmatrix x4 from the same addresses first: thread t's
+                    // register m holds the same two elements it then writes.
+                    for (int t = 4 * r; t < 4 * r + 4; ++t)
+                      for (int e = 0; e < 2; ++e) {
+                        std::uint8_t* at = staging.data() + addr + 4 * (t % 4) + 2 * e;
+                        float v = reg(t, m, e);
+                        if (beta != 0.0f) v += beta * load_element(at, c_store);
+                        store_element(at, c_store, v);
+                      }
                   }
               }
             }
-            const long long row0 = m0 + row_of(consumer) + mi * 64, col0 = n0 + 64 * chunk;
             for (int row = 0; row < static_cast<int>(map_c.box[1]); ++row)
               for (int col = 0; col < static_cast<int>(map_c.box[0]); ++col) {
                 const long long gr = row0 + row, gc = col0 + col;

@@ -166,7 +166,8 @@ tile_config tma_tile(int bm, int bn, int consumers, int stages, bool stream_k = 
 TEST(wgmma_emulation, tma_store_epilogue_matches_a_host_gemm) {
   // Every default tile shape with the TMA-store epilogue, f16 and bf16, nn and nt: M and N ending
   // inside tiles (the store clips), two batches (a box must not spill into the next matrix), whole
-  // tiles and stream-K; C holds NaN (beta 0) and must be written exactly once where it lies.
+  // tiles and stream-K; C holds NaN (beta 0) and must be written exactly once where it lies; with
+  // beta 0.5 C's boxes are TMA-loaded into the staging and read back with ldmatrix.
   const device_spec& h100 = find_preset("h100-sxm");
   int ran = 0;
   for (const auto& cl : {case_layout{dtype::bf16, "nt"}, case_layout{dtype::f16, "nn"}})
@@ -179,10 +180,12 @@ TEST(wgmma_emulation, tma_store_epilogue_matches_a_host_gemm) {
         if (check_constraints(t, x.p, h100)) continue;
         EXPECT_EQ(run_and_compare(t, x, 1.25, 0.0, 3, {}, 0), "") << t.id() << " " << x.p.describe();
         EXPECT_EQ(run_and_compare(t, x, 1.25, 0.0, 3, {}, 1), "") << t.id() << " stream-K " << x.p.describe();
-        ran += 2;
+        EXPECT_EQ(run_and_compare(t, x, 1.25, 0.5, 3, {}, 0), "") << t.id() << " beta " << x.p.describe();
+        EXPECT_EQ(run_and_compare(t, x, 1.25, 0.5, 3, {}, 1), "") << t.id() << " stream-K beta " << x.p.describe();
+        ran += 4;
       }
     }
-  EXPECT_EQ(ran, 2 * 2 * 6 * 2);
+  EXPECT_EQ(ran, 2 * 2 * 6 * 4);
 }
 
 TEST(wgmma_emulation, tma_store_planted_defects_are_caught) {
@@ -200,8 +203,14 @@ TEST(wgmma_emulation, tma_store_planted_defects_are_caught) {
   all.back().d.tma_stmatrix_rows_off_by_8 = true;
   all.push_back({"a store box not clipped to C", {}});
   all.back().d.tma_store_unclipped = true;
+  all.push_back({"C's box loaded without the swizzle (beta 0.5)", {}});
+  all.back().d.tma_c_load_no_swizzle = true;
+  all.push_back({"C's box of the next chunk loaded (beta 0.5)", {}});
+  all.back().d.tma_c_load_next_chunk = true;
+  ASSERT_EQ(run_and_compare(c, x, 1.0, 0.5, 3), "");
   for (const planted& pl : all) {
-    const std::string r = run_and_compare(c, x, 1.0, 0.0, 3, pl.d);
+    const bool reads_c = pl.d.tma_c_load_no_swizzle || pl.d.tma_c_load_next_chunk;
+    const std::string r = run_and_compare(c, x, 1.0, reads_c ? 0.5 : 0.0, 3, pl.d);
     EXPECT_NE(r, "") << pl.name << " went unnoticed";
     std::printf("%s:\n  %.160s\n", pl.name, r.c_str());
   }
@@ -232,7 +241,7 @@ TEST(wgmma_emulation, pingpong_tiles_match_a_host_gemm) {
           ++ran;
         }
     }
-  EXPECT_EQ(ran, 4 * 2 * 2 + 3 * 2);  // the TMA store: 16-bit, beta 0 only
+  EXPECT_EQ(ran, 4 * 2 * 2 + 3 * 2 * 2);  // the TMA store: 16-bit C (beta 0.5: C loaded by TMA)
 }
 
 TEST(wgmma_emulation, pingpong_with_the_cooperative_rows_is_caught) {

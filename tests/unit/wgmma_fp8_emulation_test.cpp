@@ -84,10 +84,7 @@ TEST(wgmma_fp8_emulation, fp8_variants_match_a_host_gemm) {
       for (const tile_config& c : tiles) {
         gemm_problem p = x.p;
         p.beta = beta;
-        if (check_constraints(c, p, h100)) {
-          EXPECT_TRUE(wgmma_tma_store(c) && beta != 0.0) << c.id() << ": " << check_constraints(c, p, h100)->message;
-          continue;
-        }
+        ASSERT_FALSE(check_constraints(c, p, h100)) << c.id() << ": " << check_constraints(c, p, h100)->message;
         EXPECT_EQ(run_and_compare(c, x, 0.75, beta, 5), "") << c.id() << " " << x.p.describe();
         ++ran;
         if (!wgmma_pingpong(c) && c.cluster_m == 1) {
@@ -96,7 +93,7 @@ TEST(wgmma_fp8_emulation, fp8_variants_match_a_host_gemm) {
         }
       }
     }
-  EXPECT_EQ(ran, 2 * ((7 + 5) + (6 + 4)));  // per dtype: beta 0 (stream-K copies but _pp, _cl2x1), beta -0.5 (no _tmas)
+  EXPECT_EQ(ran, 2 * 2 * (7 + 5));  // per dtype and beta (0 and -0.5: _tmas loads C by TMA): stream-K copies but _pp, _cl2x1
 }
 
 TEST(wgmma_fp8_emulation, decode_tiles_with_swap_ab_and_split_k_match_a_host_gemm) {
@@ -115,6 +112,44 @@ TEST(wgmma_fp8_emulation, decode_tiles_with_swap_ab_and_split_k_match_a_host_gem
   }
   EXPECT_GE(swapped, 6);
   EXPECT_GE(split, 2);
+}
+
+namespace {
+gemm_problem scaled(gemm_problem p, scaling_mode s) {
+  p.scaling = s;
+  return p;
+}
+tile_config with_scales(tile_config c, scaling_mode s) {
+  set_wgmma_scales(c, s);
+  return c;
+}
+}  // namespace
+
+TEST(wgmma_fp8_emulation, decode_swap_ab_tiles_take_rowwise_scales) {
+  // fp8 decode with per-token and per-channel scales: the swap-AB tiles apply B's scales to the
+  // kernel's rows (C's columns) and A's to its columns (C's rows). Block scales stay unswapped.
+  const device_spec& h100 = find_preset("h100-sxm");
+  const gemm_problem decode = scaled(problem(16, 4096, 4096, 1, dtype::e4m3, "nt"), scaling_mode::rowwise);
+  const prepared x = prepare(scaled(problem(16, 200, 1280, 1, dtype::e4m3, "nt"), scaling_mode::rowwise), 65);
+  int swapped = 0;
+  std::optional<tile_config> first;
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), decode, h100)) {
+    if (!wgmma_swap_ab(c) || check_constraints(c, decode, h100) || wgmma_stream_k(c)) continue;
+    EXPECT_EQ(wgmma_scales(c), scaling_mode::rowwise) << c.id();
+    EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 4), "") << c.id();
+    if (!first) first = c;
+    ++swapped;
+  }
+  EXPECT_GE(swapped, 6);
+  ASSERT_TRUE(first);
+  defects unswapped;
+  unswapped.swap_scales_unswapped = true;
+  EXPECT_NE(run_and_compare(*first, x, 1.0, 0.0, 4, unswapped), "") << "A's scales on the kernel's rows";
+  tile_config blk = *first;
+  set_wgmma_scales(blk, scaling_mode::block);
+  const auto v = check_constraints(blk, scaled(decode, scaling_mode::block), h100);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->constraint, "scaling");
 }
 
 TEST(wgmma_fp8_emulation, promotion_defects_are_caught) {
@@ -163,16 +198,6 @@ TEST(wgmma_fp8_emulation, without_promotion_a_short_accumulator_misses_the_bound
               promoted[0], wgmma_promotion_intervals[0], promoted[1], wgmma_promotion_intervals[1], unpromoted, bound);
 }
 
-namespace {
-gemm_problem scaled(gemm_problem p, scaling_mode s) {
-  p.scaling = s;
-  return p;
-}
-tile_config with_scales(tile_config c, scaling_mode s) {
-  set_wgmma_scales(c, s);
-  return c;
-}
-}  // namespace
 
 TEST(wgmma_fp8_emulation, rowwise_and_block_scales_match_a_host_gemm) {
   // The scaled product against the host's (scales from their definition): N 400 puts BN 192's second

@@ -115,6 +115,26 @@ TEST(wgmma_stream_k, copies_that_spilled_compile_at_a_lower_register_usage_level
   EXPECT_EQ(make_compile_job(mma_tile(128, 64, 32, 2, 2, 3), dtype::bf16, parse_layout("tn"), d).options.size(), 2u);
 }
 
+// The consumer index is warp-uniform except in the stream-K copies of 128 accumulator registers a
+// thread or more, fp8's partial set counted (the uniform index spilled there: compile.sm_90a.*).
+TEST(wgmma_stream_k, the_largest_copies_keep_a_per_thread_consumer_index) {
+  auto per_thread = [](const tile_config& c) {
+    const bool rendered = render_kernel_source(c, dtype::bf16, parse_layout("nt")).find(
+                              "#define TT_PER_THREAD_CONSUMER 1\n") != std::string::npos;
+    EXPECT_EQ(rendered, wgmma_per_thread_consumer(c)) << c.id();
+    return wgmma_per_thread_consumer(c);
+  };
+  EXPECT_TRUE(per_thread(stream_k(wgmma_tile(128, 256, 64, 2, 4))));   // 128 a thread
+  EXPECT_TRUE(per_thread(stream_k(wgmma_tile(64, 256, 64, 1, 4))));    // 128, one consumer
+  EXPECT_FALSE(per_thread(stream_k(wgmma_tile(128, 128, 64, 2, 4))));  // 64
+  EXPECT_FALSE(per_thread(wgmma_tile(128, 256, 64, 2, 4)));            // no stream-K
+  tile_config fp8 = stream_k(wgmma_tile(64, 192, 128, 1, 4));           // 96 and 96 of the partial set
+  set_wgmma_promotion(fp8, 1);
+  EXPECT_TRUE(wgmma_per_thread_consumer(fp8));
+  set_wgmma_promotion(fp8, 0);
+  EXPECT_FALSE(wgmma_per_thread_consumer(fp8));
+}
+
 TEST(wgmma_stream_k, the_launch_takes_every_sm_and_a_workspace_sized_for_its_workers) {
   const device_spec& d = find_preset("h100-sxm");
   const gemm_problem p = bf16_nt(16, 4096, 4096);  // 128x128: 32 tiles of 64 k-tiles

@@ -10,8 +10,13 @@
 //   fence.proxy.async (the rows become visible to the TMA unit), the barrier again;
 // - the leader issues the store: the TMA unit reads the buffer at some later moment.
 // At the end the leader waits for every store (wait_group 0) before the CTA exits.
+// With beta != 0, after its read wait the leader also issues the TMA load of the chunk's C box into
+// the buffer (the TMA unit writes every row at some later moment and completes the buffer's
+// mbarrier phase), and every warp, after the first barrier, waits on that mbarrier with the parity
+// of the buffer's use (tt_c_load_parity) and reads its rows (ldmatrix) before it writes them.
 // Checked: a store reads only its own chunk, every row of it fenced; no warp writes a buffer while
-// a store that reads it is pending; no store is pending when the CTA exits; nothing is stuck.
+// a store that reads it is pending; a warp reads only C of its own chunk; no load lands in a buffer
+// a pending store still reads; no store is pending when the CTA exits; nothing is stuck.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -22,9 +27,12 @@
 
 namespace {
 
-enum class defect { none, no_read_wait, waits_for_two, no_second_barrier, no_fence, no_final_wait };
+enum class defect {
+  none, no_read_wait, waits_for_two, no_second_barrier, no_fence, no_final_wait,
+  load_before_read_wait, stale_parity, no_load_wait
+};
 
-enum class op { wait_read, barrier, write, fence, issue, wait_all, exit };
+enum class op { wait_read, load, barrier, load_wait, read_c, write, fence, issue, wait_all, exit };
 
 struct step {
   op what;
@@ -33,6 +41,7 @@ struct step {
 
 struct row_state {
   int chunk = -1;       // the chunk whose values the rows hold
+  bool c = false;       // C's values, as the load left them (not yet the staged result)
   bool fenced = false;  // visible to the async proxy
   auto operator<=>(const row_state&) const = default;
 };
@@ -42,6 +51,8 @@ struct state {
   std::array<int, 4> barriers{};        // named-barrier arrivals per warp
   std::array<std::array<row_state, 4>, 2> buffers{};  // [buffer][warp's rows]
   std::vector<int> pending;             // chunks whose stores have not read their buffer yet
+  std::vector<int> loading;             // chunks whose C loads have not landed yet
+  std::array<int, 2> phases{};          // completed phases of each buffer's C-load mbarrier
   int stored = 0;
   bool exited = false;
   auto operator<=>(const state&) const = default;
@@ -50,17 +61,22 @@ struct state {
 struct checker {
   int chunks;
   defect d;
+  bool beta;
   std::array<std::vector<step>, 4> programs;
   std::set<state> seen;
   std::string error;
   long long states = 0;
 
-  checker(int n, defect dd) : chunks(n), d(dd) {
+  checker(int n, defect dd, bool with_beta = false) : chunks(n), d(dd), beta(with_beta) {
     for (int w = 0; w < 4; ++w) {
       auto& p = programs[static_cast<std::size_t>(w)];
       for (int c = 0; c < chunks; ++c) {
+        if (w == 0 && beta && d == defect::load_before_read_wait) p.push_back({op::load, c});
         if (w == 0 && d != defect::no_read_wait) p.push_back({op::wait_read, c});
+        if (w == 0 && beta && d != defect::load_before_read_wait) p.push_back({op::load, c});
         p.push_back({op::barrier, c});
+        if (beta && d != defect::no_load_wait) p.push_back({op::load_wait, c});
+        if (beta) p.push_back({op::read_c, c});
         p.push_back({op::write, c});
         if (d != defect::no_fence) p.push_back({op::fence, c});
         if (d != defect::no_second_barrier) p.push_back({op::barrier, c});
@@ -88,6 +104,18 @@ struct checker {
     ++s.stored;
   }
 
+  // The TMA unit lands the i-th pending C load: every row of its buffer, then the mbarrier's phase.
+  void land(state& s, std::size_t i) {
+    const int c = s.loading[i], b = c % 2;
+    for (int p : s.pending)
+      if (p % 2 == b)
+        fail(fmt::format("the C load of chunk {} lands in buffer {} while the store of chunk {} has not read it", c, b,
+                         p));
+    for (auto& r : s.buffers[static_cast<std::size_t>(b)]) r = {c, true, false};
+    ++s.phases[static_cast<std::size_t>(b)];
+    s.loading.erase(s.loading.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
   // A step other than a barrier.
   bool advance(state& s, int w) {
     const auto& prog = programs[static_cast<std::size_t>(w)];
@@ -99,6 +127,21 @@ struct checker {
       case op::wait_read:
         if (static_cast<int>(s.pending.size()) > allowed) return false;
         break;
+      case op::load:
+        s.loading.push_back(st.chunk);
+        break;
+      case op::load_wait: {  // try_wait.parity(P) passes once the phase of parity P has completed
+        const unsigned parity = (d == defect::stale_parity ? 1u : 0u) ^ static_cast<unsigned>((st.chunk / 2) & 1);
+        if (static_cast<unsigned>(s.phases[static_cast<std::size_t>(st.chunk % 2)] & 1) == parity) return false;
+        break;
+      }
+      case op::read_c: {
+        const row_state& r = s.buffers[static_cast<std::size_t>(st.chunk % 2)][static_cast<std::size_t>(w)];
+        if (r.chunk != st.chunk || !r.c)
+          fail(fmt::format("warp {} reads C of chunk {} from rows holding {} of chunk {}", w, st.chunk,
+                           r.c ? "C" : "results", r.chunk));
+        break;
+      }
       case op::barrier:  // step_warp's
         return false;
       case op::write: {
@@ -107,7 +150,7 @@ struct checker {
           if (c % 2 == b)
             fail(fmt::format("warp {} writes chunk {} into buffer {} while the store of chunk {} has not read it", w,
                              st.chunk, b, c));
-        s.buffers[static_cast<std::size_t>(b)][static_cast<std::size_t>(w)] = {st.chunk, false};
+        s.buffers[static_cast<std::size_t>(b)][static_cast<std::size_t>(w)] = {st.chunk, false, false};
         break;
       }
       case op::fence:
@@ -149,6 +192,12 @@ struct checker {
       moved = true;
       explore(next);
     }
+    for (std::size_t i = 0; i < s.loading.size() && error.empty(); ++i) {
+      state next = s;
+      land(next, i);
+      moved = true;
+      explore(next);
+    }
     if (moved || !error.empty()) return;
     if (!s.exited) fail(fmt::format("stuck: warps at steps {}, {}, {}, {}", s.pc[0], s.pc[1], s.pc[2], s.pc[3]));
     else if (s.stored != chunks) fail(fmt::format("exited with {} of {} chunks stored", s.stored, chunks));
@@ -183,11 +232,12 @@ struct checker {
 }  // namespace
 
 TEST(wgmma_tma_store_model, every_interleaving_stores_every_chunk_from_its_own_buffer) {
-  for (int chunks : {1, 2, 3, 5}) {
-    checker c(chunks, defect::none);
-    EXPECT_EQ(c.run(), "") << chunks << " chunks";
-    std::printf("tma store model: %d chunks, %lld states\n", chunks, c.states);
-  }
+  for (bool beta : {false, true})
+    for (int chunks : {1, 2, 3, 5}) {
+      checker c(chunks, defect::none, beta);
+      EXPECT_EQ(c.run(), "") << chunks << " chunks" << (beta ? ", beta" : "");
+      std::printf("tma store model%s: %d chunks, %lld states\n", beta ? " (beta: C loaded)" : "", chunks, c.states);
+    }
 }
 
 TEST(wgmma_tma_store_model, planted_defects_are_caught) {
@@ -202,11 +252,19 @@ TEST(wgmma_tma_store_model, planted_defects_are_caught) {
       {defect::no_second_barrier, "a store issued before every warp staged", "store of chunk 0"},
       {defect::no_fence, "no proxy fence", "not fenced"},
       {defect::no_final_wait, "an exit without waiting for the last store", "exits while"},
+      {defect::load_before_read_wait, "beta: C loaded before the store's read wait", "lands in buffer"},
+      {defect::stale_parity, "beta: the C-load wait with the previous use's parity", "reads C of chunk"},
+      {defect::no_load_wait, "beta: C read without waiting for its load", "reads C of chunk"},
   };
-  for (const planted& p : all) {
-    checker c(3, p.d);
-    const std::string r = c.run();
-    EXPECT_NE(r.find(p.finds), std::string::npos) << p.name << ": " << (r.empty() ? "went unnoticed" : r);
-    std::printf("%s: %s\n", p.name, r.c_str());
-  }
+  for (const planted& p : all)
+    for (bool beta : {false, true}) {
+      const bool beta_only =
+          p.d == defect::load_before_read_wait || p.d == defect::stale_parity || p.d == defect::no_load_wait;
+      if (beta_only && !beta) continue;
+      checker c(3, p.d, beta);
+      const std::string r = c.run();
+      EXPECT_NE(r.find(p.finds), std::string::npos)
+          << p.name << (beta ? " (beta)" : "") << ": " << (r.empty() ? "went unnoticed" : r);
+      std::printf("%s%s: %s\n", p.name, beta ? " (beta)" : "", r.c_str());
+    }
 }

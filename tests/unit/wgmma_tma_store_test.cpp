@@ -48,7 +48,7 @@ TEST(wgmma_tma_store, the_id_and_json_name_it_beside_the_other_bits) {
   EXPECT_FALSE(tile_to_json(c).contains("tma_store"));
 }
 
-TEST(wgmma_tma_store, spaces_of_16_bit_beta_0_plain_problems_offer_it) {
+TEST(wgmma_tma_store, spaces_of_16_bit_plain_problems_offer_it) {
   const device_spec& d = find_preset("h100-sxm");
   auto count = [&](const gemm_problem& p) {
     int n = 0;
@@ -58,9 +58,12 @@ TEST(wgmma_tma_store, spaces_of_16_bit_beta_0_plain_problems_offer_it) {
   // 6 shapes x 3 stage counts, their stream-K copies (3.88 waves), and the ping-pong tiles' (2 x 3).
   EXPECT_EQ(count(square()), 18 + 18 + 6);
   EXPECT_EQ(count(square(dtype::tf32)), 0);
-  gemm_problem beta = square();
+  gemm_problem beta = square();  // beta != 0 loads C's boxes by TMA
   beta.beta = 0.5;
-  EXPECT_EQ(count(beta), 0);
+  EXPECT_EQ(count(beta), 18 + 18 + 6);
+  gemm_problem f32_out = square(dtype::e4m3);
+  f32_out.out = element_type::f32;
+  EXPECT_EQ(count(f32_out), 0);
 }
 
 TEST(wgmma_tma_store, constraints_name_what_the_epilogue_cannot_do) {
@@ -76,7 +79,7 @@ TEST(wgmma_tma_store, constraints_name_what_the_epilogue_cannot_do) {
   EXPECT_EQ(broken(tf, square(dtype::tf32)), "tma_store");
   gemm_problem beta = square();
   beta.beta = 1.0;
-  EXPECT_EQ(broken(tmas(), beta), "tma_store");
+  EXPECT_EQ(broken(tmas(), beta), "none");
   tile_config swapped = tmas(16, 128, 1, 4);
   set_wgmma_swap_ab(swapped, true);
   gemm_problem decode = square();
@@ -117,7 +120,14 @@ TEST(wgmma_tma_store, the_staging_replaces_the_classic_epilogues_and_is_1024_ali
   // consumer on a 1024-byte boundary (the classic epilogue's 9 KB a consumer are gone).
   const int ring = 4 * (128 + 256) * 128;
   const int barriers = 2 * 4 * 8;
-  EXPECT_EQ(wgmma_smem_bytes(tmas(), dtype::bf16), 1024 + (ring + barriers + 1023) / 1024 * 1024 + 2 * 2 * 8192);
+  // Then the four buffers' C-load mbarriers (beta != 0).
+  EXPECT_EQ(wgmma_smem_bytes(tmas(), dtype::bf16),
+            1024 + (ring + barriers + 1023) / 1024 * 1024 + 2 * 2 * 8192 + 2 * 2 * 8);
+  EXPECT_EQ(tt_staging_buffer(5), 1);
+  EXPECT_EQ(tt_c_load_parity(0), 0u);  // buffer 0's first use: the phase of parity 0
+  EXPECT_EQ(tt_c_load_parity(1), 0u);  // buffer 1's first
+  EXPECT_EQ(tt_c_load_parity(2), 1u);
+  EXPECT_EQ(tt_c_load_parity(5), 0u);  // buffer 1's third
   EXPECT_EQ(tt_staging_offset(0, 0), 0u);
   EXPECT_EQ(tt_staging_offset(1, 0), 128u + 16u);  // row 1: chunk 0 XOR 1
   EXPECT_EQ(tt_staging_offset(9, 3), 9u * 128 + ((3 ^ 9) & 7) * 16);

@@ -108,6 +108,12 @@ inline int wgmma_accumulators_per_thread(const tile_config& c) {
 // the tile (ptxas 13.0; found on an H100, 2026-11-26); at 3 it does not, and the main loop is
 // the same code. One consumer of 128 (64x256) has 255 registers and never spilled.
 bool wgmma_lower_register_usage(const tile_config& c, layout l);
+// Whether the kernel keeps its consumer index per thread (threadIdx.x / 128, TT_PER_THREAD_CONSUMER)
+// instead of warp-uniform: the stream-K copies that hold 128 or more accumulator registers a
+// thread (fp8's partial set counted). The uniform index spilled 4 bytes in 128x256 c2 nn (at
+// register-usage levels 1-3) and 12 in fp8's block-scaled 64x192 _tmas (ptxas 13.0); elsewhere it
+// keeps operand descriptors out of R2UR between the HGMMAs.
+bool wgmma_per_thread_consumer(const tile_config& c);
 // Whether A (stored K x M) or B (stored K x N) is MN-major in shared memory.
 inline bool wgmma_mn_major_operand(layout l) { return l.a_transposed || !l.b_transposed; }
 

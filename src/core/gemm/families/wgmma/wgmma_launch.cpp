@@ -164,8 +164,9 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "the grouped kernel is proven by host emulation and its compile only");
   if (wgmma_tma_store(c))
     l.requirements.push_back(
-        "TMA-store epilogue (_tmas): C's pointer and row stride 16-byte aligned, beta 0; NOT YET RUN ON A GPU: proven "
-        "by host emulation, a model check of its staging buffers and its compile only");
+        "TMA-store epilogue (_tmas): C's pointer and row stride 16-byte aligned; beta != 0 loads C's boxes through "
+        "the same tensor map; NOT YET RUN ON A GPU: proven by host emulation, a model check of its staging buffers "
+        "and its compile only");
   if (wgmma_pingpong(c))
     l.requirements.push_back(
         "ping-pong (_pp): NOT YET RUN ON A GPU: proven by host emulation, a model check of its alternating ring and "

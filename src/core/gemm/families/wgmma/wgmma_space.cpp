@@ -90,11 +90,9 @@ std::vector<tile_config> first_raster_tiles(dtype t) {
   return out;
 }
 
-// Whether a problem may take the TMA-store epilogue (16-bit, beta 0, plain; tma_alignment is the
+// Whether a problem may take the TMA-store epilogue (16-bit C, plain; tma_alignment is the
 // constraints' to name).
-bool tma_store_applies(const gemm_problem& p) {
-  return element_bytes(p.elements().c) == 2 && p.beta == 0.0 && !p.grouped();
-}
+bool tma_store_applies(const gemm_problem& p) { return element_bytes(p.elements().c) == 2 && !p.grouped(); }
 
 // The TMA-store copy of each default tile in the first raster order, where the problem allows it.
 void add_tma_store_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
@@ -222,16 +220,15 @@ std::optional<constraint_violation> check_wgmma_swap_ab(const tile_config& c, co
   return std::nullopt;
 }
 
-// The TMA-store epilogue: 16-bit C (stmatrix), beta 0 (it never reads C), a plain problem
-// (a grouped tile's box would cross into the next group's rows; swap-AB stores C transposed), and
-// C's row and batch strides multiples of 16 bytes (TMA).
+// The TMA-store epilogue: 16-bit C (stmatrix and ldmatrix), a plain problem (a grouped tile's box
+// would cross into the next group's rows; swap-AB stores C transposed), and C's row and batch
+// strides multiples of 16 bytes (TMA loads C's boxes where beta != 0 and stores them).
 std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, const gemm_problem& p) {
   if (!wgmma_tma_store(c)) return std::nullopt;
   const element_type out = p.elements().c;
   if (element_bytes(out) != 2)
     return violation("tma_store", fmt::format("the TMA-store epilogue (_tmas) writes 16-bit C (f16, bf16), not {}",
                                               to_string(out)));
-  if (p.beta != 0.0) return violation("tma_store", "the TMA-store epilogue (_tmas) does not read C: beta must be 0");
   if (p.grouped() || wgmma_swap_ab(c))
     return violation("tma_store", "the TMA-store epilogue (_tmas) serves plain, unswapped tiles");
   const std::int64_t eb = element_bytes(out);
@@ -263,9 +260,10 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
   if (wgmma_scales(c) != applied)
     return violation("scaling", fmt::format("the variant's scales are {}, the problem's {}", to_string(wgmma_scales(c)),
                                             to_string(p.scaling)));
-  if (wgmma_scales(c) != scaling_mode::none && (p.grouped() || wgmma_swap_ab(c)))
-    return violation("scaling", fmt::format("{} scales run plain, unswapped tiles (not grouped, not swap-AB)",
-                                            to_string(p.scaling)));
+  if (wgmma_scales(c) != scaling_mode::none && p.grouped())
+    return violation("scaling", fmt::format("{} scales run plain tiles, not grouped ones", to_string(p.scaling)));
+  if (wgmma_scales(c) == scaling_mode::block && wgmma_swap_ab(c))
+    return violation("scaling", "block scales run unswapped tiles (swap-AB takes tensor or rowwise scales)");
   if (wgmma_scales(c) == scaling_mode::block && interval != 1)
     return violation("promotion", fmt::format("block scales apply per 128-k block: promotion every k-tile, not {}",
                                               interval));
