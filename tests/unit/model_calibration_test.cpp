@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -239,4 +240,39 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
                     100 * p["calibrated_without_this_problem"]["top_pick_time_error"].get<double>(),
                     p["assumed_model"]["top_pick_slowdown"].get<double>(), p["calibrated"]["top_pick_slowdown"].get<double>(),
                     p["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), "");
+}
+
+// The floor under issue 39's pick goal, from the H100's two back-to-back runs of the same 8192^3
+// bf16 search (profiles/measured/h100-2026-11-23/gemm/before-pair-run{1,2}-*): the same variant
+// measured twice differs by a median 1.7%, and an oracle that picks each run's measured best
+// lands 7.2% and 1.9% slower than the best of the other run. A model cannot pick closer than the
+// measurements repeat: docs/model.md states these figures beside the goal.
+TEST(model_calibration, the_recorded_runs_repeat_no_closer_than_the_pick_goal) {
+  const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm";
+  auto medians = [&](const char* run) {
+    std::ifstream in(dir / (std::string("before-pair-") + run + "-8192x8192x8192-bf16-nt.json"));
+    EXPECT_TRUE(in) << run;
+    return measured_medians(nlohmann::json::parse(in));
+  };
+  const auto one = medians("run1"), two = medians("run2");
+  std::vector<double> ratios;
+  for (const auto& [id, us] : one)
+    if (two.count(id)) ratios.push_back(two.at(id) / us);
+  ASSERT_GE(ratios.size(), 50u);
+  std::sort(ratios.begin(), ratios.end());
+  const double median_ratio = ratios[ratios.size() / 2];
+  std::vector<double> spread;
+  for (double r : ratios) spread.push_back(std::abs(r / median_ratio - 1));
+  std::sort(spread.begin(), spread.end());
+  auto best = [](const std::map<std::string, double>& m) {
+    return std::min_element(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  };
+  const double one_in_two = two.at(best(one)->first) / best(two)->second;
+  const double two_in_one = one.at(best(two)->first) / best(one)->second;
+  std::printf("8192^3 bf16, two runs: %zu variants, same-variant spread median %.1f%% (worst %.1f%%); each run's best "
+              "in the other: %.1f%% and %.1f%% slower than its best\n",
+              ratios.size(), 100 * spread[spread.size() / 2], 100 * spread.back(), 100 * (one_in_two - 1),
+              100 * (two_in_one - 1));
+  EXPECT_GT(spread[spread.size() / 2], 0.01);
+  EXPECT_GT(std::max(one_in_two, two_in_one), 1.05);
 }
