@@ -30,6 +30,10 @@ TT_HOST_DEVICE int tt_part_scale_d(int kt, int k_begin, int interval, int kk) {
 //    acc += part * sa[kb][m] * sb[kb][n / 128]. A tile's columns (n0 a multiple of 64, BN <= 192)
 //    span at most two 128-column blocks: n0 / 128 and the next.
 // Rows and columns past M and N read the last one's scale (their results are never stored).
+// A grouped GEMM (mixture-of-experts) takes rowwise scales: scale_a[M] over every row A holds
+// (each token's), scale_b[G][N] (each group's B its own column scales), at
+// tt_rowwise_scale_b_offset(group, N) + column; a plain batch shares one set.
+TT_HOST_DEVICE long long tt_rowwise_scale_b_offset(int group, int N) { return (long long)group * N; }
 #define TT_SCALE_BLOCK 128
 TT_HOST_DEVICE long long tt_block_scale_a_index(int kb, int row, int M) {
   return (long long)kb * M + (row < M ? row : M - 1);

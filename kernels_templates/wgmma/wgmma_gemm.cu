@@ -405,15 +405,16 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       }
 #endif
 
+      const tt_tile_place place = TT_PLACE(tc);
 #if TT_SCALING == 1
       // (Row and column computed here and at the promotion, not once per tile: held across the
       // main loop they spilled 8-16 bytes of the two-set 192-column tiles, ptxas 13.0.)
       // Swap-AB: the kernel's rows are C's columns (B's scales), its columns C's rows (A's).
-      tt_scale_rows_columns(acc, TT_SWAP_AB ? scale_b : scale_a, TT_SWAP_AB ? scale_a : scale_b,
-                            tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M, N,
-                            lane);
+      // Grouped: the rows of A its group's tile starts at, and the group's scales of B.
+      tt_scale_rows_columns(acc, TT_SWAP_AB ? scale_b : scale_a,
+                            (TT_SWAP_AB ? scale_a : scale_b) + (TT_GROUPED ? tt_rowwise_scale_b_offset(place.b_batch, N) : 0),
+                            place.a_row0 + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M, N, lane);
 #endif
-      const tt_tile_place place = TT_PLACE(tc);
 #if !TT_TMA_STORE
       elem_t* Cb = C + place.c_offset;
 #endif

@@ -34,11 +34,15 @@ int scale_loads(const std::string& sass) {
 
 TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
   const device_spec& d = find_preset("h100-sxm");
-  // A prefill shape with each scaling, and a decode step (16 rows) whose swap-AB tiles take rowwise scales.
+  // A prefill shape with each scaling, a decode step (16 rows) whose swap-AB tiles take rowwise
+  // scales, and a grouped GEMM (rows 0: Mixtral-like experts) with rowwise scales.
   for (const auto& [s, rows] : {std::pair{scaling_mode::rowwise, 4096}, std::pair{scaling_mode::block, 4096},
-                                std::pair{scaling_mode::rowwise, 16}}) {
+                                std::pair{scaling_mode::rowwise, 16}, std::pair{scaling_mode::rowwise, 0}}) {
     gemm_problem p;
     p.m = rows, p.n = 7168, p.k = 4096;
+    if (rows == 0)
+      p = grouped_problem(groups_of_rows({512, 0, 77, 1024, 300, 5, 640, 129}, group_layout::contiguous), 14336, 4096,
+                          dtype::e4m3, parse_layout("nt"));
     p.type = dtype::e4m3;
     p.layout = parse_layout("nt");
     p.scaling = s;
@@ -54,7 +58,10 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
       jobs.push_back(make_compile_job(c, p.type, p.layout, d));
       tiles.push_back(c);
     }
-    ASSERT_GE(jobs.size(), rows == 16 ? 3u : 10u) << to_string(s) << " " << rows;
+    ASSERT_GE(jobs.size(), rows == 16 || rows == 0 ? 3u : 10u) << to_string(s) << " " << rows;
+    if (rows == 0) {
+      for (const tile_config& c : tiles) EXPECT_TRUE(wgmma_grouped(c)) << c.id();
+    }
     const auto results = compile_cleanly(jobs);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!results[i].ok) continue;
@@ -64,7 +71,8 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
         ADD_FAILURE() << jobs[i].name << ": " << problem;
       EXPECT_GE(scale_loads(sass), 2) << jobs[i].name << ": the scales are never read";
     }
-    std::printf("%zu %s-scaled fp8 variants of %d rows compiled\n", jobs.size(), std::string(to_string(s)).c_str(), rows);
+    std::printf("%zu %s-scaled fp8 variants of %s compiled\n", jobs.size(), std::string(to_string(s)).c_str(),
+                rows ? fmt::format("{} rows", rows).c_str() : "grouped rows");
   }
 }
 

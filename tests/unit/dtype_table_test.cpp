@@ -184,3 +184,51 @@ TEST(dtype_table, fp8_codes_decode_as_the_formats_define_them) {
   EXPECT_TRUE(std::isnan(fp8_bits_to_float(e4, float_to_fp8_bits(e4, NAN))));
   EXPECT_TRUE(std::isnan(fp8_bits_to_float(e5, float_to_fp8_bits(e5, NAN))));
 }
+
+// fp8's scales as the verification reference folds them into exact bf16 copies
+// (host_data: random_scales, scaled_values), element by element from their layouts: rowwise
+// scale_a[m] and scale_b[n] (a grouped problem's B: scale_b[g][n], each group its own), block
+// scale_a[kb][m] and scale_b[kb][n / 128].
+TEST(dtype_table, fp8_scales_fold_into_each_element_by_their_layouts) {
+  auto problem = [](scaling_mode s) {
+    gemm_problem p;
+    p.m = 5, p.n = 130, p.k = 260;
+    p.type = dtype::e4m3;
+    p.layout = parse_layout("nt");
+    p.scaling = s;
+    return p;
+  };
+  auto check = [](const gemm_problem& p, char operand, std::int64_t matrices, auto scale_of) {
+    const problem_scales s = random_scales(p, 7);
+    const std::int64_t rows = operand == 'a' ? p.m : p.n;
+    std::vector<float> ones(static_cast<std::size_t>(matrices * rows * p.k), 1.0f);
+    const std::vector<float> got = scaled_values(p, operand, ones, s);
+    int wrong = 0;
+    for (std::int64_t g = 0; g < matrices; ++g)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t k = 0; k < p.k; ++k)
+          wrong += got[static_cast<std::size_t>((g * rows + r) * p.k + k)] != scale_of(s, g, r, k);
+    EXPECT_EQ(wrong, 0) << operand << " " << p.describe();
+  };
+  const gemm_problem rowwise = problem(scaling_mode::rowwise);
+  EXPECT_EQ(random_scales(rowwise, 7).b.size(), 130u);
+  check(rowwise, 'a', 1, [](const problem_scales& s, std::int64_t, std::int64_t r, std::int64_t) { return s.a[r]; });
+  check(rowwise, 'b', 1, [](const problem_scales& s, std::int64_t, std::int64_t r, std::int64_t) { return s.b[r]; });
+  const gemm_problem block = problem(scaling_mode::block);
+  EXPECT_EQ(random_scales(block, 7).a.size(), 3u * 5);  // ceil(260 / 128) k-blocks
+  EXPECT_EQ(random_scales(block, 7).b.size(), 3u * 2);  // x ceil(130 / 128) column blocks
+  check(block, 'a', 1,
+        [](const problem_scales& s, std::int64_t, std::int64_t r, std::int64_t k) { return s.a[k / 128 * 5 + r]; });
+  check(block, 'b', 1, [](const problem_scales& s, std::int64_t, std::int64_t r, std::int64_t k) {
+    return s.b[k / 128 * 2 + r / 128];
+  });
+  gemm_problem grouped = grouped_problem(groups_of_rows({3, 0, 2}, group_layout::contiguous), 130, 260, dtype::e4m3,
+                                         parse_layout("nt"));
+  grouped.scaling = scaling_mode::rowwise;
+  const problem_scales gs = random_scales(grouped, 7);
+  EXPECT_EQ(gs.a.size(), 5u);        // every row A holds
+  EXPECT_EQ(gs.b.size(), 3u * 130);  // each group's B its own
+  check(grouped, 'a', 1, [](const problem_scales& s, std::int64_t, std::int64_t r, std::int64_t) { return s.a[r]; });
+  check(grouped, 'b', 3,
+        [](const problem_scales& s, std::int64_t g, std::int64_t r, std::int64_t) { return s.b[g * 130 + r]; });
+}

@@ -9,10 +9,14 @@
 // - The M tiles map to the same (group, first row, row bound) as a brute-force list of the groups' tiles.
 // - Planted defects (a group's first row off by one, no row bound, the next group's B, tiles
 //   counted by floor, a table scan that drops a lane's prefix) each fail.
+// - fp8's rowwise scales (wgmma_fp8.cuh): each row's of A by its row in A, each group's own of
+//   B's columns at tt_rowwise_scale_b_offset; planted: every group on group 0's scales, A's
+//   scales by the tile's grouped index instead of its rows.
 #define TT_HOST_DEVICE inline
 #include "wgmma/wgmma_schedule.cuh"
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_grouped.cuh"
+#include "wgmma/wgmma_fp8.cuh"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -32,10 +36,11 @@ struct grouped_case {
   int ctas = 3;
   int stream_k = 0, min_unit = 1;
   int raster = 0, along_n = 0;
+  bool scaled = false;  // fp8 rowwise scales
   std::string name() const {
-    return fmt::format("rows [{}] {} n {} k {} tile {}x{}x{} ctas {} stream-K {} raster {}{}", fmt::join(rows, ","),
+    return fmt::format("rows [{}] {} n {} k {} tile {}x{}x{} ctas {} stream-K {} raster {}{}{}", fmt::join(rows, ","),
                        stride ? fmt::format("masked {}", stride) : "contiguous", n, k, bm, bn, bk, ctas, stream_k, raster,
-                       along_n ? "n" : "m");
+                       along_n ? "n" : "m", scaled ? " rowwise-scaled" : "");
   }
 };
 
@@ -45,6 +50,8 @@ struct defects {
   bool next_group_b = false;          // a tile multiplies by the next group's B
   bool floor_tiles = false;           // a group's M tiles counted by floor, not ceiling
   bool scan_drops_a_lane = false;     // the warp scan leaves out lane 0's sums
+  bool scales_of_group_0 = false;     // rowwise: every group's columns take group 0's scales of B
+  bool scale_rows_by_m_tile = false;  // rowwise: A's scales read at m_tile * BM + i, not the group's rows
 };
 
 struct group_table {
@@ -96,6 +103,9 @@ int total_rows(const grouped_case& c) {
 
 double a_at(int r, int k) { return static_cast<double>((r * 7 + k * 3) % 11 - 5); }
 double b_at(int g, int n, int k) { return static_cast<double>((g * 5 + n * 3 + k * 2) % 9 - 4); }
+// Rowwise scales, powers of two: scale_a[row], scale_b[g][n] laid out as the kernel reads them.
+double scale_a_at(int r) { return std::ldexp(1.0, (r * 5) % 7 - 3); }
+double scale_b_at(int g, int n) { return std::ldexp(1.0, (g * 3 + n) % 5 - 2); }
 
 // C as the reference computes it: each group's valid rows times its own B; everything else NaN.
 std::vector<double> reference(const grouped_case& c) {
@@ -109,7 +119,7 @@ std::vector<double> reference(const grouped_case& c) {
       for (int n = 0; n < c.n; ++n) {
         double s = 0;
         for (int k = 0; k < c.k; ++k) s += a_at(r, k) * b_at(g, n, k);
-        out[static_cast<std::size_t>(r) * c.n + n] = s;
+        out[static_cast<std::size_t>(r) * c.n + n] = c.scaled ? s * scale_a_at(r) * scale_b_at(g, n) : s;
       }
     row += c.stride > 0 ? 0 : valid;
   }
@@ -135,6 +145,10 @@ grid_result run_grid(const grouped_case& c, const defects& d) {
   out.c.assign(static_cast<std::size_t>(rows_total) * c.n, std::numeric_limits<double>::quiet_NaN());
   out.writes.assign(out.c.size(), 0);
   std::vector<std::vector<double>> slots(c.ctas);
+  std::vector<double> scale_a(static_cast<std::size_t>(std::max(rows_total, 1))), scale_b(static_cast<std::size_t>(groups) * c.n);
+  for (int r = 0; r < rows_total; ++r) scale_a[static_cast<std::size_t>(r)] = scale_a_at(r);
+  for (int g = 0; g < groups; ++g)
+    for (int n = 0; n < c.n; ++n) scale_b[static_cast<std::size_t>(g * c.n + n)] = scale_b_at(g, n);
   auto partial = [&](const tt_work_unit& u, tt_tile_coord& tc, tt_group_tile& gt) {
     tc = tt_tile_of(u.tile, t.m_tiles(), n_tiles, c.raster, c.along_n);
     gt = tt_group_of_m_tile(tc.m_tile, t.first_tile.data(), t.first_row.data(), t.end_row.data(), groups, c.bm);
@@ -163,6 +177,14 @@ grid_result run_grid(const grouped_case& c, const defects& d) {
         }
         for (int p = u.first_peer; p <= u.last_peer; ++p)
           for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += slots[p][i];
+        if (c.scaled)  // tt_scale_rows_columns after the fixup: rows from the group's first, B's at its offset
+          for (int i = 0; i < c.bm; ++i)
+            for (int j = 0; j < c.bn; ++j) {
+              const int r = (d.scale_rows_by_m_tile ? tc.m_tile * c.bm : gt.row0) + i, n = tc.n_tile * c.bn + j;
+              const long long b0 = tt_rowwise_scale_b_offset(d.scales_of_group_0 ? 0 : gt.group, c.n);
+              acc[static_cast<std::size_t>(i) * c.bn + j] *= scale_a[static_cast<std::size_t>(std::min(r, rows_total - 1))] *
+                                                             scale_b[static_cast<std::size_t>(b0 + std::min(n, c.n - 1))];
+            }
         const int bound = d.no_row_bound ? rows_total : gt.row_end;
         for (int i = 0; i < c.bm; ++i)
           for (int j = 0; j < c.bn; ++j) {
@@ -224,6 +246,12 @@ std::vector<grouped_case> cases() {
       c.k = 7;
       out.push_back(c);
     }
+  const std::size_t plain = out.size();
+  for (std::size_t i = 0; i < plain; i += 3) {  // a third of them again with fp8's rowwise scales
+    grouped_case c = out[i];
+    c.scaled = true;
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -268,6 +296,8 @@ TEST(wgmma_grouped, the_emulation_catches_planted_defects) {
       {"the next group's B", defects{.next_group_b = true}},
       {"tiles counted by floor", defects{.floor_tiles = true}},
       {"the scan drops lane 0", defects{.scan_drops_a_lane = true}},
+      {"every group on group 0's scales of B", defects{.scales_of_group_0 = true}},
+      {"A's scales by the tile's grouped index", defects{.scale_rows_by_m_tile = true}},
   };
   for (const auto& [what, d] : planted) {
     int caught = 0;

@@ -158,7 +158,7 @@ host_matrix random_matrix(dtype t, std::size_t count, std::uint64_t seed) {
 problem_scales random_scales(const gemm_problem& p, std::uint64_t seed) {
   const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
   std::int64_t a = 0, b = 0;
-  if (p.scaling == scaling_mode::rowwise) a = p.m, b = p.n;
+  if (p.scaling == scaling_mode::rowwise) a = p.m, b = p.n * (p.grouped() ? p.groups->count() : 1);
   if (p.scaling == scaling_mode::block) a = k_blocks * p.m, b = k_blocks * n_blocks;
   splitmix64 next{seed};
   problem_scales s;
@@ -177,10 +177,13 @@ std::vector<float> scaled_values(const gemm_problem& p, char operand, const std:
   const std::int64_t rows = is_a ? p.m : p.n, k = p.k, n_blocks = (p.n + 127) / 128;
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t matrix = static_cast<std::int64_t>(i) / (rows * k);
     const std::int64_t in_matrix = static_cast<std::int64_t>(i) % (rows * k);
     const std::int64_t row = in_matrix / k, kb = (in_matrix % k) / 128;
     float scale = 1.0f;
-    if (p.scaling == scaling_mode::rowwise) scale = (is_a ? s.a : s.b)[static_cast<std::size_t>(row)];
+    if (p.scaling == scaling_mode::rowwise)  // a grouped problem's B: each group's own scales
+      scale = is_a ? s.a[static_cast<std::size_t>(row)]
+                   : s.b[static_cast<std::size_t>((p.grouped() ? matrix * p.n : 0) + row)];
     if (p.scaling == scaling_mode::block)
       scale = is_a ? s.a[static_cast<std::size_t>(kb * p.m + row)]
                    : s.b[static_cast<std::size_t>(kb * n_blocks + row / 128)];

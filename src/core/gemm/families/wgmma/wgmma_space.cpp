@@ -125,11 +125,15 @@ void add_pingpong_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 }
 
 // fp8: every tile promotes at the first interval, and the default tiles in the first raster order
-// also at each longer one (not with block scales: a k-block's scales apply at its promotion); each
-// applies the problem's scales and writes its C.
+// also at each longer one (not with block scales: a k-block's scales apply at its promotion; not
+// for grouped rowwise scales, whose 192-column _p2 tiles spilled); each applies the problem's
+// scales and writes its C.
+bool fp8_promotes_every_k_tile(const gemm_problem& p) {
+  return p.scaling == scaling_mode::block || (p.grouped() && p.scaling == scaling_mode::rowwise);
+}
 void add_fp8_settings(std::vector<tile_config>& out, const gemm_problem& p) {
   if (!is_fp8(p.type)) return;
-  if (p.scaling != scaling_mode::block)
+  if (!fp8_promotes_every_k_tile(p))
     for (int interval : std::span(wgmma_promotion_intervals).subspan(1))
       for (tile_config c : first_raster_tiles(p.type)) {
         set_wgmma_grouped(c, p.grouped());
@@ -260,12 +264,15 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
   if (wgmma_scales(c) != applied)
     return violation("scaling", fmt::format("the variant's scales are {}, the problem's {}", to_string(wgmma_scales(c)),
                                             to_string(p.scaling)));
-  if (wgmma_scales(c) != scaling_mode::none && p.grouped())
-    return violation("scaling", fmt::format("{} scales run plain tiles, not grouped ones", to_string(p.scaling)));
-  if (wgmma_scales(c) == scaling_mode::block && wgmma_swap_ab(c))
-    return violation("scaling", "block scales run unswapped tiles (swap-AB takes tensor or rowwise scales)");
+  if (wgmma_scales(c) == scaling_mode::block && (p.grouped() || wgmma_swap_ab(c)))
+    return violation("scaling", "block scales run plain, unswapped tiles (grouped and swap-AB tiles take tensor or "
+                                "rowwise scales)");
   if (wgmma_scales(c) == scaling_mode::block && interval != 1)
     return violation("promotion", fmt::format("block scales apply per 128-k block: promotion every k-tile, not {}",
+                                              interval));
+  if (wgmma_scales(c) == scaling_mode::rowwise && p.grouped() && interval != 1)
+    return violation("promotion", fmt::format("grouped tiles with rowwise scales promote every k-tile, not every {} "
+                                              "(the 192-column ones spilled 16-52 bytes, ptxas 13.0)",
                                               interval));
   if (wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
     return violation("accumulator_registers",
