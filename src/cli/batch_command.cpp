@@ -37,6 +37,7 @@ struct batch_options {
   std::string framework = "hf";
   std::optional<std::string> precision;  // none: the framework's (hf: bf16-mixed where the GPU has bf16)
   std::string optimizer = "adamw";
+  bool optimizer_in_backward = false;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
@@ -84,7 +85,9 @@ std::string format_plan(const batch_plan& plan) {
                               : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
                      "({} checkpointed)  logits/sample {}  budget {}\n",
-                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes), gib(m.gradients_bytes),
+                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes),
+                     gib(m.gradients_bytes) +
+                         (m.optimizer_in_backward ? fmt::format(" ({} in flight)", gib(m.gradients_in_flight_bytes)) : ""),
                      gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
                      gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
                      gib(plan.memory_budget_bytes));
@@ -268,6 +271,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.seq_len = o.seq_len ? *o.seq_len
                         : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
+  s.optimizer_in_backward = o.optimizer_in_backward;
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
   s.world_size = o.world_size;
@@ -334,6 +338,10 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "bf16, else fp16-mixed)");
   cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
       ->capture_default_str();
+  cmd->add_flag("--optimizer-in-backward", o->optimizer_in_backward,
+                "Each parameter's optimizer step runs as soon as its gradient is complete and frees it (torchtune's "
+                "optimizer_in_bwd): about one block's gradients alive instead of all; no gradient accumulation, so "
+                "--global-batch must fit as one micro-batch per GPU; one GPU or --zero 3 (docs/batch.md)");
   cmd->add_option("--attention", o->attention,
                   "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
   cmd->add_option("--loss", o->loss,

@@ -127,8 +127,8 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
                        {"--lora-dropout", "0", "lora_dropout: 0.0"}});
   } else if (s.world_size == 1) {
     b.notes.push_back({"", "torchtune's single-GPU full fine-tuning configs use bitsandbytes' PagedAdamW8bit with "
-                           "optimizer_in_bwd: not set here (--optimizer adamw-8bit is the nearest; the optimizer step "
-                           "in backward, which frees each gradient at once, is not modelled)"});
+                           "optimizer_in_bwd: not set here (pass --optimizer adamw-8bit, the nearest, and "
+                           "--optimizer-in-backward)"});
   }
   b.notes.push_back({"--loss", "torchtune's chunked loss keeps each chunk's fp32 log-probabilities to backward in "
                                "eager mode (4 bytes a logit by our reading, not traced); the chunked loss counts 2 "

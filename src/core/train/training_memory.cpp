@@ -9,6 +9,7 @@
 #include "core/train/training_inventory.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -290,6 +291,8 @@ memory_breakdown estimate_memory(const training_setup& s) {
                                 : r.parameters;
   r.expert_trainable_parameters = lora ? lora_parameters(s, true) : r.expert_parameters;
   add_state_bytes(s, r);
+  r.optimizer_in_backward = s.optimizer_in_backward;
+  r.gradients_in_flight_bytes = gradients_in_flight_bytes(s, r);
   add_autocast_copies(s, r);
   // Activations kept for backward, op by op (training_inventory.cpp has the
   // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as

@@ -9,6 +9,7 @@
 
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_communication.hpp"
 #include "core/train/training_framework.hpp"
 
@@ -116,7 +117,9 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
     std::vector<std::int64_t> sizes{in.s.micro_batch.value_or(0)};
-    if (!in.s.micro_batch) {
+    if (!in.s.micro_batch && in.s.optimizer_in_backward && in.per_gpu > 0) {
+      sizes = {in.per_gpu};  // no accumulation: the per-GPU batch is the micro-batch
+    } else if (!in.s.micro_batch) {
       // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
       const std::int64_t acc =
           in.per_gpu > 0 ? largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true) : 0;
@@ -193,6 +196,7 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
         s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
                            : "nn.Identity: set --lora-dropout to your LoraConfig's"));
   const memory_breakdown& mem = plan.memory;
+  if (s.optimizer_in_backward) plan.notes.push_back(optimizer_in_backward_note(s, mem));
   plan.notes.push_back(fmt::format(
       "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
       "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "
@@ -342,6 +346,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   // Per GPU, a global batch G needs G / world samples per optimizer step.
   const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
+  refuse_unfitting_in_backward_batch(plan, per_gpu, std::max(plan.max_micro_batch_no_ckpt, plan.max_micro_batch_ckpt));
 
   plan.recommended = recommend(plan, s);
   add_host_wait_note(plan);

@@ -84,6 +84,10 @@ struct training_setup {
   // gate, down of a Llama block); the rest, k, o and up and every memory-bound op, is recomputed.
   bool checkpoint_ops = false;
   int zero_stage = 0;
+  // --optimizer-in-backward (torchtune's optimizer_in_bwd, PyTorch's register_post_accumulate_grad_hook
+  // recipe): each parameter's optimizer step runs as soon as its gradient is complete, which frees it;
+  // no gradient accumulation (optimizer_placement.hpp has the rules).
+  bool optimizer_in_backward = false;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
   unsigned lora_targets = lora_all_linear;
@@ -118,8 +122,17 @@ struct memory_breakdown {
            static_cast<double>(expert_trainable_parameters) / expert_parallel;
   }
   std::int64_t weights_bytes = 0;
-  std::int64_t gradients_bytes = 0;
+  std::int64_t gradients_bytes = 0;  // every trainable parameter's gradient
   std::int64_t optimizer_bytes = 0;
+  // --optimizer-in-backward: each gradient is freed by its parameter's step as soon as it is
+  // complete, so at most this much of gradients_bytes is alive at once (one block's, or the
+  // largest tensor outside the blocks); 0 without it.
+  bool optimizer_in_backward = false;
+  std::int64_t gradients_in_flight_bytes = 0;
+  // The gradient bytes alive at the end of backward (all of them, or those in flight).
+  std::int64_t alive_gradients_bytes() const {
+    return optimizer_in_backward ? gradients_in_flight_bytes : gradients_bytes;
+  }
   // torch.autocast's cached 16-bit copies of the fp32 linear weights: alive
   // from the forward until each layer's backward (only the LM head's copy
   // is left in backward with checkpointing, whose recompute casts anew).
@@ -145,7 +158,7 @@ struct memory_breakdown {
   // checkpointing a further share of the gradients (training_calibration.hpp).
   double allocator_overhead = 0;       // of the transient bytes
   double allocator_overhead_ckpt = 0;  // of the gradients, with checkpointing only
-  std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  std::int64_t fixed_tensor_bytes() const { return weights_bytes + alive_gradients_bytes() + optimizer_bytes; }
   // Allocated once and never freed (weights, optimizer states, workspaces): no allocator slack.
   std::int64_t held_bytes() const;
   std::int64_t per_sample_bytes(bool checkpointing) const;

@@ -177,6 +177,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"loss", to_string(s.loss)},
                 {"checkpoint_every", s.checkpoint_every},
                 {"checkpoint_ops", s.checkpoint_ops},
+                {"optimizer_in_backward", s.optimizer_in_backward},
                 {"zero_stage", s.zero_stage},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
@@ -188,6 +189,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"micro_batch", s.micro_batch ? nlohmann::json(*s.micro_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = memory_json(plan);
+  if (m.optimizer_in_backward) j["memory"]["gradients_in_flight_bytes"] = m.gradients_in_flight_bytes;
   j["candidates"] = candidates_json(plan);
   auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},

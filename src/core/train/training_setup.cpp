@@ -11,6 +11,7 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -202,6 +203,7 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
                                   *s.global_batch, s.world_size));
   validate_expert_parallel(s);
+  validate_optimizer_placement(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
     throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
 }

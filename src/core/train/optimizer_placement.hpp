@@ -1,0 +1,30 @@
+// Internal to src/core/train: when the optimizer step runs (--optimizer-in-backward: per parameter,
+// inside backward) and what that allows. The sources of each rule: optimizer_placement.cpp and
+// docs/batch.md#optimizer-in-backward.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/train/training_plan.hpp"
+
+namespace tiletune {
+
+// Throws usage_error naming the combination --optimizer-in-backward cannot run with: ZeRO 1 or 2,
+// data parallelism without sharding (DDP), and a global batch other than micro-batch x GPUs.
+void validate_optimizer_placement(const training_setup& s);
+
+// The most gradient bytes alive at once when each parameter's step frees its gradient as soon as
+// it is complete: the largest of one block's gradients (its tensors' gradients all arrive within
+// its backward) and each tensor's outside the blocks (the LM head's, the embedding's), as a share
+// of r.gradients_bytes (which must be set). 0 without --optimizer-in-backward.
+std::int64_t gradients_in_flight_bytes(const training_setup& s, const memory_breakdown& r);
+
+// With --optimizer-in-backward and --global-batch (no --micro-batch), every candidate is the per-GPU
+// batch in one micro-step: where none fits, throws usage_error naming why, the peak and what fits.
+void refuse_unfitting_in_backward_batch(const batch_plan& plan, std::int64_t per_gpu_batch,
+                                        std::int64_t largest_fitting);
+
+// The plan's note on what --optimizer-in-backward changes and leaves out ("" without it).
+std::string optimizer_in_backward_note(const training_setup& s, const memory_breakdown& m);
+
+}  // namespace tiletune

@@ -1,0 +1,73 @@
+// Issue 37's setups end to end through `tiletune batch`: each flag in --help, in the JSON's setup,
+// its figures by arithmetic on Llama-3-8B's published shapes (8,030,261,248 parameters; the
+// embedding and LM head 128,256 x 4,096 = 525,336,576 each), and its refusals exiting 2 with
+// nothing written.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+using namespace tiletune_test;
+
+namespace {
+const std::vector<std::string> llama_bf16 = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len",
+                                             "2048", "--precision", "bf16", "--no-db"};
+result run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run(args);
+}
+nlohmann::json plan_with(const std::vector<std::string>& args, const std::vector<std::string>& extra) {
+  const result r = run_with(args, extra);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+// Runs batch with these flags and --out, expecting exit 2 with `why` on stderr and no file written.
+void expect_refused(const std::vector<std::string>& extra, const std::string& why) {
+  const fs::path out = tmp_dir() / "setups-refused.json";
+  fs::remove(out);
+  std::vector<std::string> args = {"--out", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const result r = run_with({"batch", "--gpu", "h100-sxm", "--no-db"}, args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+}  // namespace
+
+TEST(batch_setups, help_names_each_flag) {
+  const result r = run({"batch", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// Llama-3-8B in pure bf16 with the step in backward: of the 2 x 8,030,261,248 = 16,060,522,496
+// gradient bytes only the embedding's 2 x 525,336,576 = 1,050,673,152 are alive at once, so full
+// fine-tuning fits one H100 with room to spare: weights 16.06 GB + AdamW states 32.12 GB + 1.05 GB
+// (without the flag the whole gradient set, 16.06 GB more, is alive at the end of backward).
+TEST(batch_setups, optimizer_in_backward_keeps_the_gradients_in_flight) {
+  const nlohmann::json p = plan_with(llama_bf16, {"--optimizer-in-backward", "--global-batch", "1", "--json"});
+  EXPECT_TRUE(p["setup"]["optimizer_in_backward"].get<bool>());
+  EXPECT_EQ(p["memory"]["gradients_bytes"], 16'060'522'496LL);
+  EXPECT_EQ(p["memory"]["gradients_in_flight_bytes"], 1'050'673'152LL);
+  ASSERT_FALSE(p["recommendation"].is_null());
+  EXPECT_EQ(p["recommendation"]["grad_accum_steps"], 1);
+  const nlohmann::json plain = plan_with(llama_bf16, {"--global-batch", "1", "--json"});
+  EXPECT_FALSE(plain["setup"]["optimizer_in_backward"].get<bool>());
+  EXPECT_FALSE(plain["memory"].contains("gradients_in_flight_bytes"));
+  // Each candidate is the per-GPU batch (1) in one micro-step, and never peaks above the plain plan's.
+  ASSERT_EQ(p["candidates"].size(), plain["candidates"].size());
+  for (std::size_t i = 0; i < p["candidates"].size(); ++i) {
+    EXPECT_EQ(p["candidates"][i]["micro_batch"], 1);
+    EXPECT_LE(p["candidates"][i]["peak_allocated_bytes"], plain["candidates"][i]["peak_allocated_bytes"]);
+  }
+}
+
+TEST(batch_setups, optimizer_in_backward_refusals_exit_2) {
+  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "2", "--zero", "2"},
+                 "--optimizer-in-backward --zero 2: DeepSpeed's ZeRO-1 and ZeRO-2");
+  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "8", "--zero", "3",
+                  "--global-batch", "64", "--micro-batch", "4"},
+                 "needs --micro-batch 8, not 4");
+  expect_refused({"--model", "gpt2", "--optimizer-in-backward", "--global-batch", "65536"},
+                 "cannot accumulate gradients");
+}
