@@ -336,7 +336,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--precision", o->precision,
                   "fp32 | fp16-mixed | bf16-mixed | bf16 (default: the framework's; hf: bf16-mixed where the GPU has "
                   "bf16, else fp16-mixed)");
-  cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
+  cmd->add_option("--optimizer", o->optimizer,
+                  "adamw | adamw-8bit | adafactor | sgd | sgd-momentum | lion (one momentum state, in Adam's states' "
+                  "dtype)")
       ->capture_default_str();
   cmd->add_flag("--optimizer-in-backward", o->optimizer_in_backward,
                 "Each parameter's optimizer step runs as soon as its gradient is complete and frees it (torchtune's "

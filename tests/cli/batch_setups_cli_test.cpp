@@ -37,7 +37,7 @@ void expect_refused(const std::vector<std::string>& extra, const std::string& wh
 TEST(batch_setups, help_names_each_flag) {
   const result r = run({"batch", "--help"});
   ASSERT_EQ(r.code, 0);
-  for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd", "sgd-momentum | lion"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
 // Llama-3-8B in pure bf16 with the step in backward: of the 2 x 8,030,261,248 = 16,060,522,496
@@ -70,4 +70,18 @@ TEST(batch_setups, optimizer_in_backward_refusals_exit_2) {
                  "needs --micro-batch 8, not 4");
   expect_refused({"--model", "gpt2", "--optimizer-in-backward", "--global-batch", "65536"},
                  "cannot accumulate gradients");
+}
+
+// Lion's one state in pure bf16: 2 x 8,030,261,248 = 16,060,522,496 bytes (AdamW's m and v: twice
+// that), and transformers' bitsandbytes Lion in the TrainingArguments.
+TEST(batch_setups, lion_keeps_one_state) {
+  const nlohmann::json p = plan_with(llama_bf16, {"--optimizer", "lion", "--json"});
+  EXPECT_EQ(p["setup"]["optimizer"], "lion");
+  EXPECT_EQ(p["memory"]["optimizer_bytes"], 16'060'522'496LL);
+  EXPECT_EQ(plan_with(llama_bf16, {"--json"})["memory"]["optimizer_bytes"], 32'121'044'992LL);
+  ASSERT_FALSE(p["recommendation"].is_null());
+  EXPECT_EQ(p["recommendation"]["optimizer"], "lion");
+  EXPECT_EQ(p["hf_training_args"]["optim"], "lion_32bit");
+  expect_refused({"--model", "gpt2", "--optimizer", "lions"},
+                 "--optimizer 'lions' is not one of adamw, adamw-8bit, adafactor, sgd, sgd-momentum, lion");
 }

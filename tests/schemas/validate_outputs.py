@@ -145,8 +145,9 @@ def produce(binary, standins, fake_worker, work, profiles):
     out["batch (--framework torchtune, LoRA)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
                                                                 "h100-sxm", "--lora-rank", "8", "--framework",
                                                                 "torchtune", "--json"))
-    out["batch (--optimizer-in-backward)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
+    out["batch (--optimizer-in-backward, lion)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
                                                             "h100-sxm", "--precision", "bf16", "--optimizer-in-backward",
+                                                            "--optimizer", "lion",
                                                             "--global-batch", "2", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))

@@ -62,6 +62,7 @@ double optimizer_state_bytes(const training_setup& s) {
     case optimizer_kind::adamw_8bit: return 2;           // bitsandbytes: m and v in 8 bits
     case optimizer_kind::sgd: return 0;
     case optimizer_kind::sgd_momentum: return state;     // the momentum buffer
+    case optimizer_kind::lion: return state;             // its one state, the momentum (as Adam's m)
     case optimizer_kind::adafactor: return 0;            // counted per tensor
   }
   return 0;

@@ -19,7 +19,8 @@
 namespace tiletune {
 
 enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
-enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
+// lion: Chen et al. 2023's sign update, one momentum state per parameter (issue 37).
+enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, lion };
 enum class attention_impl { flash, eager };
 enum class checkpoint_policy { automatic, on, off };
 // The training framework whose defaults the setup took (training_framework.hpp; 0: hf).

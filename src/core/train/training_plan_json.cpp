@@ -35,6 +35,7 @@ std::string hf_optim(optimizer_kind o) {
     case optimizer_kind::adafactor: return "adafactor";
     case optimizer_kind::sgd:
     case optimizer_kind::sgd_momentum: return "sgd";
+    case optimizer_kind::lion: return "lion_32bit";  // transformers' OptimizerNames.LION (bitsandbytes' Lion)
   }
   return "adamw_torch";
 }

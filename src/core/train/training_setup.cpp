@@ -36,7 +36,8 @@ const std::pair<optimizer_kind, const char*> optimizer_names[] = {{optimizer_kin
                                                                   {optimizer_kind::adamw_8bit, "adamw-8bit"},
                                                                   {optimizer_kind::adafactor, "adafactor"},
                                                                   {optimizer_kind::sgd, "sgd"},
-                                                                  {optimizer_kind::sgd_momentum, "sgd-momentum"}};
+                                                                  {optimizer_kind::sgd_momentum, "sgd-momentum"},
+                                                                  {optimizer_kind::lion, "lion"}};
 const std::pair<attention_impl, const char*> attention_names[] = {{attention_impl::flash, "flash"},
                                                                   {attention_impl::eager, "eager"}};
 const std::pair<loss_impl, const char*> loss_names[] = {

@@ -191,7 +191,8 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
 }
 
 // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
-// weight, m and v, in the parameters' dtype (fp32 under AMP).
+// weight, m and v, in the parameters' dtype (fp32 under AMP); Lion the same
+// without v.
 double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, double bandwidth, double host_ms) {
   // What this GPU updates: the dense parameters sharded over the world
   // under ZeRO, its experts over the GPUs holding the same ones.
@@ -207,6 +208,8 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
     case optimizer_kind::adafactor: per_param = 4 * state; break;
     case optimizer_kind::sgd: per_param = 3 * state; break;
     case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
+    // Lion: read the weight, gradient and momentum; write the weight and momentum.
+    case optimizer_kind::lion: per_param = 5 * state; break;
   }
   return std::max(per_param * T / bandwidth * 1e3, host_ms);
 }
