@@ -38,6 +38,8 @@ struct batch_options {
   std::optional<std::string> precision;  // none: the framework's (hf: bf16-mixed where the GPU has bf16)
   std::string optimizer = "adamw";
   bool optimizer_in_backward = false;
+  std::string offload = "none";
+  std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
@@ -272,6 +274,9 @@ void run_batch(const batch_options& o, run_context& ctx) {
                         : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
   s.optimizer_in_backward = o.optimizer_in_backward;
+  s.offload = parse_offload(o.offload);
+  s.pcie_gbs = o.pcie_gbs;
+  s.host_memory_gbs = o.host_memory_gbs;
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
   s.world_size = o.world_size;
@@ -344,6 +349,17 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                 "Each parameter's optimizer step runs as soon as its gradient is complete and frees it (torchtune's "
                 "optimizer_in_bwd): about one block's gradients alive instead of all; no gradient accumulation, so "
                 "--global-batch must fit as one micro-batch per GPU; one GPU or --zero 3 (docs/batch.md)");
+  cmd->add_option("--offload", o->offload,
+                  "none | optimizer (optimizer states and fp32 master weights in host memory, stepped by the CPU: "
+                  "DeepSpeed ZeRO-Offload, FSDP2 CPUOffloadPolicy; needs --zero 1-3) | optimizer+params (the "
+                  "16-bit parameters there too, uploaded every micro-step; needs --zero 3)")
+      ->capture_default_str();
+  cmd->add_option("--pcie-gbs", o->pcie_gbs,
+                  "--offload: each GPU's PCIe to the host in GB/s one direction, effective (default: 50 for Gen5 on "
+                  "Hopper and Blackwell, 25 for Gen4 on Ampere and Ada, 12 before)");
+  cmd->add_option("--host-memory-gbs", o->host_memory_gbs,
+                  "--offload: the host memory bandwidth the CPU optimizer step reaches, GB/s per node, shared by its "
+                  "GPUs (default: 100, an assumption)");
   cmd->add_option("--attention", o->attention,
                   "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
   cmd->add_option("--loss", o->loss,

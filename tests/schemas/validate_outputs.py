@@ -149,6 +149,9 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                             "h100-sxm", "--precision", "bf16", "--optimizer-in-backward",
                                                             "--optimizer", "lion",
                                                             "--global-batch", "2", "--json"))
+    out["batch (--offload optimizer+params)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
+                                                               "h100-sxm", "--world-size", "8", "--zero", "3",
+                                                               "--offload", "optimizer+params", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

@@ -27,4 +27,24 @@ void refuse_unfitting_in_backward_batch(const batch_plan& plan, std::int64_t per
 // The plan's note on what --optimizer-in-backward changes and leaves out ("" without it).
 std::string optimizer_in_backward_note(const training_setup& s, const memory_breakdown& m);
 
+// --offload: throws usage_error for a combination no trainer offloads (no ZeRO stage, parameters
+// without ZeRO-3, bitsandbytes' 8-bit optimizers, the step in backward) and for --pcie-gbs or
+// --host-memory-gbs out of range or without --offload.
+void validate_offload(const training_setup& s);
+// Each GPU's PCIe link to the host, GB/s one direction, effective: --pcie-gbs, else by generation.
+double default_pcie_gbs(const device_spec& d);
+double pcie_gbs(const training_setup& s, const device_spec& d);
+inline constexpr double default_host_memory_gbs = 100;  // the CPU optimizer's, per node: an assumption
+double host_memory_gbs(const training_setup& s);
+// --offload optimizer+params: the GPU's parameters, two gathered FSDP units (the running and the
+// prefetched) unsharded, the largest of a block and each tensor outside the blocks.
+std::int64_t offload_gathered_weights_bytes(const training_setup& s);
+// Bytes the optimizer's step reads and writes per parameter, in the states' dtype.
+double optimizer_bytes_per_parameter(const training_setup& s);
+// With --offload: the PCIe transfers and the CPU step into t (t.optimizer_ms becomes their per-step
+// sum); nothing without it.
+void add_offload_time(const training_setup& s, const device_spec& d, const memory_breakdown& m, step_time& t);
+// The plan's note on what offload assumed ("" without it).
+std::string offload_note(const training_setup& s, const device_spec& d, const memory_breakdown& m);
+
 }  // namespace tiletune

@@ -102,7 +102,7 @@ double lora_transient_per_token(const training_setup& s) {
 void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   const bool lora = s.lora_rank > 0;
   const double ep = r.expert_parallel;
-  double weights = 0, grads = 0, optimizer = 0;
+  double weights = 0, grads = 0, optimizer = 0, offloaded = 0;
   for (const bool experts : {false, true}) {
     const double split = experts ? ep : 1;
     const double P = static_cast<double>(experts ? r.expert_parameters : r.parameters - r.expert_parameters) / split;
@@ -138,14 +138,19 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // weights and gradients and an fp32 master copy with the optimizer
       // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
       // the gradients, stage 3 also the weights.
+      // --offload (optimizer_placement.hpp): the states and masters, with optimizer+params the
+      // parameter shard too, in host memory; the gradients stay counted as the stage keeps them.
       const double wb = s.prec == precision::fp32 ? 4 : 2;
       const double master = is_mixed(s.prec) ? 4 * T : 0;
-      optimizer += (states + master) / N;
+      (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
-      weights += s.zero_stage >= 3 ? wb * P / N : wb * P;
+      (s.offload == offload_kind::optimizer_params ? offloaded : weights) += s.zero_stage >= 3 ? wb * P / N : wb * P;
     }
   }
+  // Parameters offloaded: the GPU holds the units FSDP gathers, the running one and the prefetched.
+  if (s.offload == offload_kind::optimizer_params) weights = static_cast<double>(offload_gathered_weights_bytes(s));
   r.weights_bytes = static_cast<std::int64_t>(weights);
+  r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
 }

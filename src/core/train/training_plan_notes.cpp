@@ -42,8 +42,7 @@ void add_host_wait_note(batch_plan& plan) {
 void add_model_notes(batch_plan& plan, const training_setup& s) {
   plan.notes.push_back(
       "not modelled: torch.compile (its fusion removes kernels and memory traffic, so compiled steps run faster than "
-      "this eager estimate and may keep fewer activations), CPU offload of optimizer states or parameters (ZeRO-Offload, "
-      "FSDP offload: every state is counted on the GPU, no PCIe transfer timed), data-loading stalls (the next batch "
+      "this eager estimate and may keep fewer activations), data-loading stalls (the next batch "
       "is assumed ready), and TrainingArguments.torch_empty_cache_steps (emptying the allocator's cache lowers reserved "
       "memory between steps and costs time; the peak within a step is unchanged)");
   if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
@@ -69,6 +68,7 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
                            : "nn.Identity: set --lora-dropout to your LoraConfig's"));
   const memory_breakdown& mem = plan.memory;
   if (s.optimizer_in_backward) plan.notes.push_back(optimizer_in_backward_note(s, mem));
+  if (s.offload != offload_kind::none) plan.notes.push_back(offload_note(s, plan.device, mem));
   plan.notes.push_back(fmt::format(
       "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
       "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "

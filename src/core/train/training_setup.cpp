@@ -42,6 +42,9 @@ const std::pair<attention_impl, const char*> attention_names[] = {{attention_imp
                                                                   {attention_impl::eager, "eager"}};
 const std::pair<loss_impl, const char*> loss_names[] = {
     {loss_impl::eager, "eager"}, {loss_impl::chunked, "chunked"}, {loss_impl::fused, "fused"}};
+const std::pair<offload_kind, const char*> offload_names[] = {{offload_kind::none, "none"},
+                                                              {offload_kind::optimizer, "optimizer"},
+                                                              {offload_kind::optimizer_params, "optimizer+params"}};
 const std::pair<adapter_dtype, const char*> adapter_names[] = {{adapter_dtype::fp32, "fp32"},
                                                                 {adapter_dtype::bf16, "bf16"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
@@ -64,6 +67,8 @@ precision parse_precision(std::string_view s) { return parse_enum(s, "--precisio
 optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--optimizer", optimizer_names); }
 attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
 loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
+std::string_view to_string(offload_kind o) { return name_of(o, offload_names); }
+offload_kind parse_offload(std::string_view s) { return parse_enum(s, "--offload", offload_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) {
   if (s == "full" || s == "selective" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
   return parse_enum(s, "--checkpointing", checkpoint_names);
@@ -205,6 +210,7 @@ void validate(const training_setup& s) {
                                   *s.global_batch, s.world_size));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
+  validate_offload(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
     throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
 }

@@ -13,6 +13,7 @@
 #include "core/train/host_time.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -200,17 +201,7 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
   const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
   const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
   const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double state = optimizer_state_element_bytes(s);
-  double per_param = 7 * state;
-  switch (s.optimizer) {
-    case optimizer_kind::adamw: per_param = 7 * state; break;
-    case optimizer_kind::adamw_8bit: per_param = 3 * state + 4; break;
-    case optimizer_kind::adafactor: per_param = 4 * state; break;
-    case optimizer_kind::sgd: per_param = 3 * state; break;
-    case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
-    // Lion: read the weight, gradient and momentum; write the weight and momentum.
-    case optimizer_kind::lion: per_param = 5 * state; break;
-  }
+  const double per_param = optimizer_bytes_per_parameter(s);
   return std::max(per_param * T / bandwidth * 1e3, host_ms);
 }
 
@@ -254,6 +245,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.host_optimizer_ms = host.optimizer_ms;
   t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
   t.optimizer_ms = optimizer_step_ms(s, mem, bandwidth, host.optimizer_ms);
+  add_offload_time(s, d, mem, t);  // --offload: the CPU steps instead, after the PCIe transfers
   return t;
 }
 
