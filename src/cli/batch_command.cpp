@@ -39,6 +39,7 @@ struct batch_options {
   std::string optimizer = "adamw";
   bool optimizer_in_backward = false;
   std::string offload = "none";
+  std::string quantize = "none";
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;
@@ -275,6 +276,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.optimizer = parse_optimizer(o.optimizer);
   s.optimizer_in_backward = o.optimizer_in_backward;
   s.offload = parse_offload(o.offload);
+  s.quantize = parse_quantize(o.quantize);  // before the framework: QLoRA's adapters default to bf16
   s.pcie_gbs = o.pcie_gbs;
   s.host_memory_gbs = o.host_memory_gbs;
   s.global_batch = o.global_batch;
@@ -403,6 +405,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--lora-dropout", o->lora_dropout,
                   "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask "
                   "(default: the framework's; hf: 0)");
+  cmd->add_option("--quantize", o->quantize,
+                  "none | nf4 (QLoRA: the blocks' linears frozen in 4-bit NF4 with double quantization, 0.516 bytes "
+                  "a weight, dequantized to 16 bits in forward and backward; needs --lora-rank; adapters bf16 unless "
+                  "--adapter-dtype says otherwise)")
+      ->capture_default_str();
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();

@@ -38,7 +38,7 @@ TEST(batch_setups, help_names_each_flag) {
   const result r = run({"batch", "--help"});
   ASSERT_EQ(r.code, 0);
   for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd", "sgd-momentum | lion", "--offload", "optimizer+params", "--pcie-gbs",
-                        "--host-memory-gbs"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
+                        "--host-memory-gbs", "--quantize", "nf4 (QLoRA"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
 // Llama-3-8B in pure bf16 with the step in backward: of the 2 x 8,030,261,248 = 16,060,522,496
@@ -127,4 +127,32 @@ TEST(batch_setups, offload_refusals_exit_2) {
   expect_refused({"--model", "llama-3-8b", "--pcie-gbs", "25"}, "--pcie-gbs 25 needs --offload");
   expect_refused({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--host-memory-gbs", "-5"},
                  "--host-memory-gbs -5 is invalid");
+}
+
+// QLoRA on Llama-3-8B at rank 16: the blocks' 6,979,321,856 linear weights in NF4 with double
+// quantization, 3,600,416,768 bytes (codes 0.5 a weight, fp8 absmaxes 1/64, fp32 constants 4/16,384),
+// the other 1,050,939,392 parameters in bf16 (2,101,878,784) and bf16 adapters, 2 x 41,943,040 =
+// 83,886,080: 5,786,181,632 bytes. The largest linear's dequantized copy: 2 x 14,336 x 4,096.
+TEST(batch_setups, qlora_stores_the_base_in_nf4) {
+  const nlohmann::json p = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
+                                      "--no-db", "--json"},
+                                     {"--quantize", "nf4"});
+  EXPECT_EQ(p["setup"]["quantize"], "nf4");
+  EXPECT_EQ(p["setup"]["adapter_dtype"], "bf16");
+  EXPECT_EQ(p["memory"]["weights_bytes"], 5'786'181'632LL);
+  EXPECT_EQ(p["memory"]["dequantized_weight_bytes"], 117'440'512);
+  ASSERT_FALSE(p["model_load"].is_null());
+  EXPECT_EQ(p["model_load"]["quantization_config"]["bnb_4bit_quant_type"], "nf4");
+  EXPECT_TRUE(p["model_load"]["quantization_config"]["bnb_4bit_use_double_quant"].get<bool>());
+  const nlohmann::json plain = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
+                                          "--no-db", "--json"}, {});
+  EXPECT_EQ(plain["setup"]["quantize"], "none");
+  EXPECT_FALSE(plain["memory"].contains("dequantized_weight_bytes"));
+  EXPECT_FALSE(plain["model_load"].contains("quantization_config"));
+}
+
+TEST(batch_setups, qlora_refusals_exit_2) {
+  expect_refused({"--model", "llama-3-8b", "--quantize", "nf4"}, "--quantize nf4 needs --lora-rank above 0");
+  expect_refused({"--model", "llama-3-8b", "--lora-rank", "16", "--quantize", "int8"},
+                 "--quantize 'int8' is not one of none, nf4");
 }

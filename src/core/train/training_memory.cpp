@@ -10,6 +10,7 @@
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -110,6 +111,9 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
                                                  : r.trainable_parameters - r.expert_trainable_parameters) /
                      split;
     const double N = s.world_size / split;
+    // --quantize nf4: the blocks' linears stored in NF4, the rest of the base at b bytes a weight.
+    const double Q = quantized_parameters(s, experts) / split;
+    auto base_bytes = [&](double b) { return b * (P - Q) + nf4_bytes_per_weight * Q; };
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
                               : optimizer_state_bytes(s) * T;
@@ -122,7 +126,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       if (lora) {
         const double base = s.prec == precision::fp32 ? 4 : 2;
         const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
-        weights += base * P + adapter * T;
+        weights += base_bytes(base) + adapter * T;
         grads += adapter * T;
       } else if (is_mixed(s.prec)) {
         weights += 4 * P;
@@ -144,7 +148,8 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       const double master = is_mixed(s.prec) ? 4 * T : 0;
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
-      (s.offload == offload_kind::optimizer_params ? offloaded : weights) += s.zero_stage >= 3 ? wb * P / N : wb * P;
+      (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
+          s.zero_stage >= 3 ? base_bytes(wb) / N : base_bytes(wb);
     }
   }
   // Parameters offloaded: the GPU holds the units FSDP gathers, the running one and the prefetched.
@@ -299,6 +304,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   add_state_bytes(s, r);
   r.optimizer_in_backward = s.optimizer_in_backward;
   r.gradients_in_flight_bytes = gradients_in_flight_bytes(s, r);
+  r.dequantized_weight_bytes = dequantized_weight_bytes(s);
   add_autocast_copies(s, r);
   // Activations kept for backward, op by op (training_inventory.cpp has the
   // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as

@@ -43,7 +43,9 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
   // the last layer, over everything kept, if larger.
-  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes +
+  // --quantize nf4: a block's linear dequantizes its weight while it runs (forward, recompute, backward).
+  const std::int64_t dequantized = m.dequantized_weight_bytes;
+  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes + dequantized +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + earlier + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
@@ -51,8 +53,8 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // The caller keeps the model output (its logits) through backward.
   const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
   if (ckpt)
-    out.push_back({"recompute", states + grads_above + b * (kept + layer_backward)});
-  out.push_back({"first layer backward", states + grads + b * (m.outer_saved_bytes_per_sample + layer_backward)});
+    out.push_back({"recompute", states + grads_above + dequantized + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + grads + dequantized + b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
   // gradient waits in autograd's input buffer for the embedding's (a dense

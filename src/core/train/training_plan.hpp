@@ -27,6 +27,9 @@ enum class checkpoint_policy { automatic, on, off };
 // CPUOffloadPolicy): nothing, the optimizer states with the fp32 master weights (stepped by the CPU),
 // or those and the 16-bit parameters (uploaded for every forward and backward). optimizer_placement.hpp.
 enum class offload_kind { none, optimizer, optimizer_params };
+// --quantize: the frozen base's linears as stored (none: the precision's; nf4: QLoRA's 4-bit
+// NormalFloat with double quantization, quantized_base.hpp).
+enum class quantize_kind { none, nf4 };
 // The training framework whose defaults the setup took (training_framework.hpp; 0: hf).
 enum class training_framework : unsigned char;
 // The linears LoRA adapts (--lora-targets), as bits; lora_all_linear adapts every linear of the
@@ -51,6 +54,8 @@ attention_impl parse_attention(std::string_view s);
 loss_impl parse_loss(std::string_view s);
 std::string_view to_string(offload_kind o);
 offload_kind parse_offload(std::string_view s);  // none | optimizer | optimizer+params
+std::string_view to_string(quantize_kind q);
+quantize_kind parse_quantize(std::string_view s);  // none | nf4
 // auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every)
 // | selective (on, per op: training_setup::checkpoint_ops).
 checkpoint_policy parse_checkpointing(std::string_view s);
@@ -105,6 +110,7 @@ struct training_setup {
   int lora_rank = 0;  // 0: full fine-tuning
   unsigned lora_targets = lora_all_linear;
   adapter_dtype adapters = adapter_dtype::fp32;
+  quantize_kind quantize = quantize_kind::none;  // --quantize nf4: QLoRA's 4-bit base (needs LoRA)
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)
@@ -145,6 +151,9 @@ struct memory_breakdown {
   // --offload: what this GPU's rank keeps in host memory instead (optimizer states and fp32 masters,
   // with optimizer+params its 16-bit parameter shard too); the GPU's terms above exclude it.
   std::int64_t offloaded_bytes = 0;
+  // --quantize nf4: the 16-bit copy the largest quantized linear dequantizes its weight into, alive
+  // while a block's linears run (forward, recompute, backward); 0 without it.
+  std::int64_t dequantized_weight_bytes = 0;
   // The gradient bytes alive at the end of backward (all of them, or those in flight).
   std::int64_t alive_gradients_bytes() const {
     return optimizer_in_backward ? gradients_in_flight_bytes : gradients_bytes;

@@ -147,7 +147,18 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
 // the mixed precisions, whose autocast makes the 16-bit copies, bf16 for pure
 // bf16 (its gradients and optimizer states follow the weights).
 nlohmann::json model_load_json(const training_setup& s) {
-  return {{"torch_dtype", s.prec == precision::bf16 ? "bfloat16" : "float32"}};
+  // QLoRA loads the unquantized rest in bf16 under bf16-mixed too (the plan counts it 16-bit).
+  const bool bf16_rest = s.quantize == quantize_kind::nf4 && s.prec == precision::bf16_mixed;
+  nlohmann::json j = {{"torch_dtype", s.prec == precision::bf16 || bf16_rest ? "bfloat16" : "float32"}};
+  // --quantize nf4: transformers' BitsAndBytesConfig for QLoRA's base.
+  if (s.quantize == quantize_kind::nf4)
+    j["quantization_config"] = {{"load_in_4bit", true},
+                                {"bnb_4bit_quant_type", "nf4"},
+                                {"bnb_4bit_use_double_quant", true},
+                                {"bnb_4bit_compute_dtype", s.prec == precision::fp16_mixed ? "float16"
+                                                           : s.prec == precision::fp32     ? "float32"
+                                                                                           : "bfloat16"}};
+  return j;
 }
 
 // DeepSpeed's 16-bit modes keep fp32 master weights and fp32 optimizer states,
@@ -199,12 +210,14 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"lora_dropout", s.lora_dropout},
                 {"lora_targets", lora_targets_name(s.lora_targets)},
                 {"adapter_dtype", to_string(s.adapters)},
+                {"quantize", to_string(s.quantize)},
                 {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
                 {"micro_batch", s.micro_batch ? nlohmann::json(*s.micro_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = memory_json(plan);
   if (m.optimizer_in_backward) j["memory"]["gradients_in_flight_bytes"] = m.gradients_in_flight_bytes;
+  if (s.quantize != quantize_kind::none) j["memory"]["dequantized_weight_bytes"] = m.dequantized_weight_bytes;
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
     j["setup"]["host_memory_gbs"] = host_memory_gbs(s);

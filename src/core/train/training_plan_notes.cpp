@@ -11,6 +11,7 @@
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_framework.hpp"
 
 namespace tiletune {
@@ -69,6 +70,7 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
   const memory_breakdown& mem = plan.memory;
   if (s.optimizer_in_backward) plan.notes.push_back(optimizer_in_backward_note(s, mem));
   if (s.offload != offload_kind::none) plan.notes.push_back(offload_note(s, plan.device, mem));
+  if (s.quantize != quantize_kind::none) plan.notes.push_back(quantize_note(s, mem));
   plan.notes.push_back(fmt::format(
       "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
       "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "

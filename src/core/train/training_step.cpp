@@ -14,6 +14,7 @@
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -180,8 +181,8 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   const double passes = 3 + recompute_share(s, checkpointing);
   double bytes = tokens * (L * inv.layer_traffic * passes + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
-  // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
-  bytes += lora.bytes;
+  // LoRA: the adapter path's casts, scale and adds (lora_step.cpp); QLoRA's dequantizations.
+  bytes += lora.bytes + dequantize_traffic_bytes(s, mem.expert_parallel, checkpointing);
   if (is_mixed(s.prec)) {
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
