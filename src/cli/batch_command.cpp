@@ -49,7 +49,11 @@ std::string format_plan(const batch_plan& plan) {
                        : "",
       m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
       to_string(s.optimizer),
-      (s.lora_rank ? fmt::format(", LoRA rank {} on {}", s.lora_rank, lora_targets_name(s.lora_targets)) : "") +
+      (s.lora_rank ? fmt::format(", {} rank {} on {}", s.quantize == quantize_kind::nf4 ? "QLoRA (NF4 base)" : "LoRA",
+                                 s.lora_rank, lora_targets_name(s.lora_targets))
+                   : "") +
+          (s.optimizer_in_backward ? ", optimizer in backward" : "") +
+          (s.offload != offload_kind::none ? fmt::format(", offload {}", to_string(s.offload)) : "") +
           (s.framework != training_framework::hf ? fmt::format(", {} defaults", to_string(s.framework)) : ""),
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
@@ -58,7 +62,9 @@ std::string format_plan(const batch_plan& plan) {
                      gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes),
                      gib(m.gradients_bytes) +
                          (m.optimizer_in_backward ? fmt::format(" ({} in flight)", gib(m.gradients_in_flight_bytes)) : ""),
-                     gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
+                     gib(m.optimizer_bytes) +
+                         (m.offloaded_bytes > 0 ? fmt::format(" (host {})", gib(m.offloaded_bytes)) : ""),
+                     gib(m.activation_bytes_per_sample),
                      gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
                      gib(plan.memory_budget_bytes));
   out += fmt::format("peak GiB = weights and optimizer states + transient x (1 + {:.2f} allocator slack; with "

@@ -116,6 +116,11 @@ TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
   EXPECT_EQ(plain["setup"]["offload"], "none");
   EXPECT_FALSE(plain["memory"].contains("offloaded_bytes"));
   EXPECT_EQ(plain["memory"]["optimizer_bytes"], 96'363'134'976LL);
+  // The table names the offload and the host's share (96,363,134,976 bytes = 89.75 GiB).
+  const result table = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--zero", "1", "--no-db",
+                            "--offload", "optimizer"});
+  EXPECT_NE(table.out.find(", offload optimizer: PREDICTED"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("optimizer 0.00 (host 89.75)"), std::string::npos) << table.out;
 }
 
 TEST(batch_setups, offload_refusals_exit_2) {
@@ -149,6 +154,10 @@ TEST(batch_setups, qlora_stores_the_base_in_nf4) {
   EXPECT_EQ(plain["setup"]["quantize"], "none");
   EXPECT_FALSE(plain["memory"].contains("dequantized_weight_bytes"));
   EXPECT_FALSE(plain["model_load"].contains("quantization_config"));
+  // The table's first line names it.
+  const result table = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16", "--no-db",
+                            "--quantize", "nf4"});
+  EXPECT_NE(table.out.find(", QLoRA (NF4 base) rank 16 on all-linear"), std::string::npos) << table.out;
 }
 
 TEST(batch_setups, qlora_refusals_exit_2) {

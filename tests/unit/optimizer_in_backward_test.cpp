@@ -120,3 +120,23 @@ TEST(optimizer_in_backward, plans_one_micro_step_or_refuses_a_batch_that_needs_a
     EXPECT_NE(std::string(e.what()).find("needs micro-batch 65536"), std::string::npos) << e.what();
   }
 }
+
+// With --checkpointing off the refusal quotes the largest micro-batch that fits without
+// checkpointing (as the same setup without --global-batch reports it), not the checkpointed one.
+TEST(optimizer_in_backward, the_refusal_quotes_what_fits_under_the_asked_checkpointing) {
+  training_setup s;
+  s.model = load_model("gpt2");
+  s.seq_len = 1024;
+  s.optimizer_in_backward = true;
+  set_checkpointing(s, "off");
+  const batch_plan open = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_LT(open.max_micro_batch_no_ckpt, open.max_micro_batch_ckpt);
+  s.global_batch = 65536;
+  try {
+    plan_batch(s, find_preset("h100-sxm"));
+    ADD_FAILURE() << "planned";
+  } catch (const usage_error& e) {
+    const std::string quoted = "the largest micro-batch that fits is " + std::to_string(open.max_micro_batch_no_ckpt) + ":";
+    EXPECT_NE(std::string(e.what()).find(quoted), std::string::npos) << e.what();
+  }
+}

@@ -165,7 +165,11 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   // Per GPU, a global batch G needs G / world samples per optimizer step.
   const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
-  refuse_unfitting_in_backward_batch(plan, per_gpu, std::max(plan.max_micro_batch_no_ckpt, plan.max_micro_batch_ckpt));
+  // The largest micro-batch that fits under the checkpointing the setup allows.
+  refuse_unfitting_in_backward_batch(
+      plan, per_gpu,
+      std::max(s.checkpointing != checkpoint_policy::on ? plan.max_micro_batch_no_ckpt : 0,
+               s.checkpointing != checkpoint_policy::off ? plan.max_micro_batch_ckpt : 0));
 
   plan.recommended = recommend(plan, s);
   add_host_wait_note(plan);
