@@ -1,3 +1,5 @@
+// Where and when the optimizer step runs: --optimizer-in-backward (first) and --offload (below,
+// with its own sources).
 // --optimizer-in-backward: each parameter's optimizer step runs as soon as its gradient is
 // complete, and frees it. Sources, read at torchtune bd2a0fc (2026-04-23),
 // https://github.com/pytorch/torchtune/blob/bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1/:
@@ -103,6 +105,14 @@ std::string optimizer_in_backward_note(const training_setup& s, const memory_bre
       static_cast<double>(m.gradients_in_flight_bytes) / gib, static_cast<double>(m.gradients_bytes) / gib);
 }
 
+// --offload. Sources: DeepSpeed's zero_optimization.offload_optimizer (device "cpu": ZeRO-Offload,
+// stages 1-3; DeepSpeedCPUAdam steps the fp32 partition on the host and the updated 16-bit
+// parameters are copied back) and offload_param (stage 3 only: ZeRO-Infinity), in
+// deepspeed/runtime/zero/offload_config.py; PyTorch's FSDP2 fully_shard(offload_policy=
+// CPUOffloadPolicy()) (torch/distributed/fsdp/_fully_shard/_fsdp_api.py: sharded parameters,
+// gradients and the optimizer step on the CPU, each parameter shard copied to the GPU before its
+// all-gather).
+
 void validate_offload(const training_setup& s) {
   if (s.pcie_gbs && !(*s.pcie_gbs > 0 && *s.pcie_gbs < 1e6))
     throw usage_error(fmt::format("--pcie-gbs {} is invalid: GB/s per GPU, above 0", *s.pcie_gbs));
@@ -133,14 +143,6 @@ void validate_offload(const training_setup& s) {
                                   "gradients as they complete; no trainer runs it on the CPU",
                                   name));
 }
-
-// --offload. Sources: DeepSpeed's zero_optimization.offload_optimizer (device "cpu": ZeRO-Offload,
-// stages 1-3; DeepSpeedCPUAdam steps the fp32 partition on the host and the updated 16-bit
-// parameters are copied back) and offload_param (stage 3 only: ZeRO-Infinity), in
-// deepspeed/runtime/zero/offload_config.py; PyTorch's FSDP2 fully_shard(offload_policy=
-// CPUOffloadPolicy()) (torch/distributed/fsdp/_fully_shard/_fsdp_api.py: sharded parameters,
-// gradients and the optimizer step on the CPU, each parameter shard copied to the GPU before its
-// all-gather).
 
 double default_pcie_gbs(const device_spec& d) {
   // Effective, one direction, about 80% of an x16 link's rate: PCIe Gen5 (64 GB/s) on Hopper and

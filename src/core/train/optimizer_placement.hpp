@@ -1,6 +1,6 @@
-// Internal to src/core/train: when the optimizer step runs (--optimizer-in-backward: per parameter,
-// inside backward) and what that allows. The sources of each rule: optimizer_placement.cpp and
-// docs/batch.md#optimizer-in-backward.
+// Internal to src/core/train: when and where the optimizer step runs (--optimizer-in-backward: per
+// parameter, inside backward; --offload: on the CPU) and what that allows and costs. The sources of
+// each rule: optimizer_placement.cpp and docs/batch.md (#optimizer-in-backward, #cpu-offload).
 #pragma once
 #include <cstdint>
 #include <string>
