@@ -23,40 +23,11 @@
 #include "core/train/training_plan.hpp"
 #include "core/tune/tuning_db/stored_gemm_times.hpp"
 #include "cli/gemm_tuning.hpp"
+#include "cli/batch_options.hpp"
 
 namespace tiletune::cli {
 
 namespace {
-
-struct batch_options {
-  std::string model;
-  std::optional<std::int64_t> seq_len;  // none: min(2048, the model's positions)
-  std::optional<std::string> gpu;
-  std::optional<int> device;
-  // The framework whose defaults fill the options below left unset (hf: today's plan).
-  std::string framework = "hf";
-  std::optional<std::string> precision;  // none: the framework's (hf: bf16-mixed where the GPU has bf16)
-  std::string optimizer = "adamw";
-  std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
-  std::optional<std::int64_t> global_batch;
-  std::optional<std::int64_t> micro_batch;
-  std::optional<int> zero;
-  int world_size = 1;
-  int gpus_per_node = 8;
-  double network_gbs = 50;
-  std::optional<double> link_gbs;
-  int lora_rank = 0;
-  std::optional<double> lora_dropout;
-  std::optional<std::string> lora_targets, adapter_dtype;
-  std::optional<int> expert_parallel;
-  double safety_margin = 0.05;
-  std::string out;
-  bool json = false;
-  bool quiet = false;
-  bool predict = false;
-  std::string db;  // --db: empty, the default file where it exists
-  bool no_db = false;
-};
 
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
 
@@ -78,14 +49,22 @@ std::string format_plan(const batch_plan& plan) {
                        : "",
       m.trainable_parameters / 1e9, plan.device.name, s.seq_len, to_string(s.prec),
       to_string(s.optimizer),
-      (s.lora_rank ? fmt::format(", LoRA rank {} on {}", s.lora_rank, lora_targets_name(s.lora_targets)) : "") +
+      (s.lora_rank ? fmt::format(", {} rank {} on {}", s.quantize == quantize_kind::nf4 ? "QLoRA (NF4 base)" : "LoRA",
+                                 s.lora_rank, lora_targets_name(s.lora_targets))
+                   : "") +
+          (s.optimizer_in_backward ? ", optimizer in backward" : "") +
+          (s.offload != offload_kind::none ? fmt::format(", offload {}", to_string(s.offload)) : "") +
           (s.framework != training_framework::hf ? fmt::format(", {} defaults", to_string(s.framework)) : ""),
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
                      "({} checkpointed)  logits/sample {}  budget {}\n",
-                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes), gib(m.gradients_bytes),
-                     gib(m.optimizer_bytes), gib(m.activation_bytes_per_sample),
+                     gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes),
+                     gib(m.gradients_bytes) +
+                         (m.optimizer_in_backward ? fmt::format(" ({} in flight)", gib(m.gradients_in_flight_bytes)) : ""),
+                     gib(m.optimizer_bytes) +
+                         (m.offloaded_bytes > 0 ? fmt::format(" (host {})", gib(m.offloaded_bytes)) : ""),
+                     gib(m.activation_bytes_per_sample),
                      gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
                      gib(plan.memory_budget_bytes));
   out += fmt::format("peak GiB = weights and optimizer states + transient x (1 + {:.2f} allocator slack; with "
@@ -268,6 +247,11 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.seq_len = o.seq_len ? *o.seq_len
                         : std::min<std::int64_t>(2048, s.model.max_positions > 0 ? s.model.max_positions : 2048);
   s.optimizer = parse_optimizer(o.optimizer);
+  s.optimizer_in_backward = o.optimizer_in_backward;
+  s.offload = parse_offload(o.offload);
+  s.quantize = parse_quantize(o.quantize);  // before the framework: QLoRA's adapters default to bf16
+  s.pcie_gbs = o.pcie_gbs;
+  s.host_memory_gbs = o.host_memory_gbs;
   s.global_batch = o.global_batch;
   s.micro_batch = o.micro_batch;
   s.world_size = o.world_size;
@@ -309,78 +293,6 @@ void run_batch(const batch_options& o, run_context& ctx) {
   ctx.exit_code = exit_ok;
 }
 
-std::string model_list() {
-  std::string s;
-  for (const auto& m : model_presets()) s += (s.empty() ? "" : ", ") + m.name;
-  return s;
-}
-
-}  // namespace
-
-namespace {
-// What is trained, how, and on how many GPUs.
-void add_training_options(CLI::App* cmd, batch_options* o) {
-  cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
-  cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
-  cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
-  cmd->add_option("--device", o->device, "Plan for local GPU I");
-  cmd->add_option("--framework", o->framework,
-                  "The trainer whose defaults fill the flags below that you leave out: hf (transformers Trainer and "
-                  "peft) | fsdp2 (torchtitan) | deepspeed | megatron (Megatron-LM) | torchtune | composer | litgpt. "
-                  "Your own flag always wins; docs/batch.md#frameworks lists each default and its source")
-      ->capture_default_str();
-  cmd->add_option("--precision", o->precision,
-                  "fp32 | fp16-mixed | bf16-mixed | bf16 (default: the framework's; hf: bf16-mixed where the GPU has "
-                  "bf16, else fp16-mixed)");
-  cmd->add_option("--optimizer", o->optimizer, "adamw | adamw-8bit | adafactor | sgd | sgd-momentum")
-      ->capture_default_str();
-  cmd->add_option("--attention", o->attention,
-                  "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
-  cmd->add_option("--loss", o->loss,
-                  "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
-                  "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
-                  "first principles, not traced (default: the framework's; hf: eager)");
-  cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
-  cmd->add_option("--micro-batch", o->micro_batch,
-                  "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
-                  "that breaks it");
-  cmd->add_option("--checkpointing", o->checkpointing,
-                  "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
-                  "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "
-                  "selective (on, per op: matmul and attention outputs kept, the rest recomputed: torchtitan's op "
-                  "policy; Llama-style blocks, full fine-tuning) (default: the framework's; hf: auto)");
-  cmd->add_option("--zero", o->zero,
-                  "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
-  cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
-  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")
-      ->capture_default_str();
-  cmd->add_option("--network-gbs", o->network_gbs,
-                  "Each GPU's network port across nodes in GB/s, one direction (50: 400 Gb/s InfiniBand NDR)")
-      ->capture_default_str();
-  cmd->add_option("--link-gbs", o->link_gbs,
-                  "Override: the collectives' bandwidth per GPU in GB/s, one direction (default: the preset's GPU "
-                  "link inside a node; across nodes the smaller of it and --gpus-per-node x --network-gbs, NCCL's "
-                  "rings using every port)");
-  auto* rank = cmd->add_option("--lora-rank", o->lora_rank,
-                               "LoRA rank on the linear layers --lora-targets names (0: full fine-tuning)")
-                   ->capture_default_str();
-  cmd->add_option("--lora-targets", o->lora_targets,
-                  "The linears LoRA adapts: all-linear (peft's, every linear of the blocks) or a list of q, k, v, o, "
-                  "gate, up, down (q,v: the LoRA paper's and many trainers' default) (default: the framework's; hf: "
-                  "all-linear)")
-      ->needs(rank);
-  cmd->add_option("--adapter-dtype", o->adapter_dtype,
-                  "fp32 (peft upcasts its adapters) | bf16 (torchtune and other trainers: bf16 adapters, gradients "
-                  "and optimizer states, no casts; needs --precision bf16 or bf16-mixed) (default: the framework's; "
-                  "hf: fp32)")
-      ->needs(rank);
-  cmd->add_option("--lora-dropout", o->lora_dropout,
-                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask "
-                  "(default: the framework's; hf: 0)");
-  cmd->add_option("--expert-parallel", o->expert_parallel,
-                  "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
-  cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
-}
 }  // namespace
 
 void add_batch_command(CLI::App& app, run_context& ctx) {

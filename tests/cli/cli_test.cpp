@@ -295,7 +295,7 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"no-such-model"}), "no-such-model");
   expect_usage_error(with({"gpt2", "--seq-len", "4096"}), "--seq-len 4096");
   expect_usage_error(with({"gpt2", "--precision", "fp8"}), "fp8");
-  expect_usage_error(with({"gpt2", "--optimizer", "lion"}), "lion");
+  expect_usage_error(with({"gpt2", "--optimizer", "lamb"}), "lamb");
   expect_usage_error(with({"gpt2", "--zero", "5"}), "--zero 5");
   expect_usage_error(with({"gpt2", "--world-size", "0"}), "--world-size 0");
   expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "maybe");

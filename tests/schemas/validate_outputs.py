@@ -145,6 +145,15 @@ def produce(binary, standins, fake_worker, work, profiles):
     out["batch (--framework torchtune, LoRA)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
                                                                 "h100-sxm", "--lora-rank", "8", "--framework",
                                                                 "torchtune", "--json"))
+    out["batch (--optimizer-in-backward, lion)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
+                                                            "h100-sxm", "--precision", "bf16", "--optimizer-in-backward",
+                                                            "--optimizer", "lion",
+                                                            "--global-batch", "2", "--json"))
+    out["batch (--offload optimizer+params)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu",
+                                                               "h100-sxm", "--world-size", "8", "--zero", "3",
+                                                               "--offload", "optimizer+params", "--json"))
+    out["batch (--quantize nf4)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
+                                                   "--lora-rank", "16", "--quantize", "nf4", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

@@ -325,7 +325,7 @@ TEST(setup, validation_names_the_bad_value) {
   s.world_size = 4;
   EXPECT_THROW(validate(s), usage_error);
   EXPECT_THROW(parse_precision("fp8"), usage_error);
-  EXPECT_THROW(parse_optimizer("lion"), usage_error);
+  EXPECT_THROW(parse_optimizer("lamb"), usage_error);
   EXPECT_EQ(parse_optimizer("adamw-8bit"), optimizer_kind::adamw_8bit);
 }
 

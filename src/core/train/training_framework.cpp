@@ -42,14 +42,16 @@ const std::pair<training_framework, const char*> framework_names[] = {
 const char* const framework_flags[] = {"--precision", "--attention",    "--loss",          "--checkpointing",
                                        "--zero",      "--lora-targets", "--adapter-dtype", "--lora-dropout"};
 
-std::string tiletune_default(const std::string& flag, bool gpu_has_bf16) {
+std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const training_setup& s) {
   if (flag == "--precision") return gpu_has_bf16 ? "bf16-mixed" : "fp16-mixed";
   if (flag == "--attention") return "flash";
   if (flag == "--loss") return "eager";
   if (flag == "--checkpointing") return "auto";
   if (flag == "--zero" || flag == "--lora-dropout") return "0";
   if (flag == "--lora-targets") return "all-linear";
-  return "fp32";  // --adapter-dtype
+  // --adapter-dtype: peft's fp32; QLoRA's bf16 adapters on a bf16 base (the QLoRA paper's setup).
+  const bool bf16_base = s.prec == precision::bf16 || s.prec == precision::bf16_mixed;
+  return s.quantize == quantize_kind::nf4 && bf16_base ? "bf16" : "fp32";
 }
 
 // FSDP (ZeRO-3 sharding) over every GPU where there are several (how: `how`); on one GPU nothing is sharded.
@@ -127,8 +129,8 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
                        {"--lora-dropout", "0", "lora_dropout: 0.0"}});
   } else if (s.world_size == 1) {
     b.notes.push_back({"", "torchtune's single-GPU full fine-tuning configs use bitsandbytes' PagedAdamW8bit with "
-                           "optimizer_in_bwd: not set here (--optimizer adamw-8bit is the nearest; the optimizer step "
-                           "in backward, which frees each gradient at once, is not modelled)"});
+                           "optimizer_in_bwd: not set here (pass --optimizer adamw-8bit, the nearest, and "
+                           "--optimizer-in-backward)"});
   }
   b.notes.push_back({"--loss", "torchtune's chunked loss keeps each chunk's fp32 log-probabilities to backward in "
                                "eager mode (4 bytes a logit by our reading, not traced); the chunked loss counts 2 "
@@ -272,7 +274,7 @@ void apply_framework(training_framework f, const std::map<std::string, std::stri
       from_framework.push_back(flag);
       set_option(s, flag, fw->value);
     } else {
-      set_option(s, flag, tiletune_default(flag, gpu_has_bf16));
+      set_option(s, flag, tiletune_default(flag, gpu_has_bf16, s));
     }
   };
   // The precision first: where adapters keep the model's dtype, the adapter dtype follows it.

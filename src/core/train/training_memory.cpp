@@ -9,6 +9,8 @@
 #include "core/train/training_inventory.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -61,6 +63,7 @@ double optimizer_state_bytes(const training_setup& s) {
     case optimizer_kind::adamw_8bit: return 2;           // bitsandbytes: m and v in 8 bits
     case optimizer_kind::sgd: return 0;
     case optimizer_kind::sgd_momentum: return state;     // the momentum buffer
+    case optimizer_kind::lion: return state;             // its one state, the momentum (as Adam's m)
     case optimizer_kind::adafactor: return 0;            // counted per tensor
   }
   return 0;
@@ -100,7 +103,7 @@ double lora_transient_per_token(const training_setup& s) {
 void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   const bool lora = s.lora_rank > 0;
   const double ep = r.expert_parallel;
-  double weights = 0, grads = 0, optimizer = 0;
+  double weights = 0, grads = 0, optimizer = 0, offloaded = 0;
   for (const bool experts : {false, true}) {
     const double split = experts ? ep : 1;
     const double P = static_cast<double>(experts ? r.expert_parameters : r.parameters - r.expert_parameters) / split;
@@ -108,6 +111,9 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
                                                  : r.trainable_parameters - r.expert_trainable_parameters) /
                      split;
     const double N = s.world_size / split;
+    // --quantize nf4: the blocks' linears stored in NF4, the rest of the base at b bytes a weight.
+    const double Q = quantized_parameters(s, experts) / split;
+    auto base_bytes = [&](double b) { return b * (P - Q) + nf4_bytes_per_weight * Q; };
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
                               : optimizer_state_bytes(s) * T;
@@ -120,7 +126,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       if (lora) {
         const double base = s.prec == precision::fp32 ? 4 : 2;
         const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
-        weights += base * P + adapter * T;
+        weights += base_bytes(base) + adapter * T;
         grads += adapter * T;
       } else if (is_mixed(s.prec)) {
         weights += 4 * P;
@@ -136,14 +142,20 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // weights and gradients and an fp32 master copy with the optimizer
       // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
       // the gradients, stage 3 also the weights.
+      // --offload (optimizer_placement.hpp): the states and masters, with optimizer+params the
+      // parameter shard too, in host memory; the gradients stay counted as the stage keeps them.
       const double wb = s.prec == precision::fp32 ? 4 : 2;
       const double master = is_mixed(s.prec) ? 4 * T : 0;
-      optimizer += (states + master) / N;
+      (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
-      weights += s.zero_stage >= 3 ? wb * P / N : wb * P;
+      (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
+          s.zero_stage >= 3 ? base_bytes(wb) / N : base_bytes(wb);
     }
   }
+  // Parameters offloaded: the GPU holds the units FSDP gathers, the running one and the prefetched.
+  if (s.offload == offload_kind::optimizer_params) weights = static_cast<double>(offload_gathered_weights_bytes(s));
   r.weights_bytes = static_cast<std::int64_t>(weights);
+  r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
 }
@@ -290,6 +302,9 @@ memory_breakdown estimate_memory(const training_setup& s) {
                                 : r.parameters;
   r.expert_trainable_parameters = lora ? lora_parameters(s, true) : r.expert_parameters;
   add_state_bytes(s, r);
+  r.optimizer_in_backward = s.optimizer_in_backward;
+  r.gradients_in_flight_bytes = gradients_in_flight_bytes(s, r);
+  r.dequantized_weight_bytes = dequantized_weight_bytes(s);
   add_autocast_copies(s, r);
   // Activations kept for backward, op by op (training_inventory.cpp has the
   // sources); the layers' share replaces Korthikanti et al. 2022's 34h + 5as

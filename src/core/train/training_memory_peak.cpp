@@ -30,13 +30,22 @@ struct phase_bytes {
 };
 std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
   const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  // The gradients alive from backward's end on: all of them, or with the optimizer step in backward
+  // only those in flight (each is freed by its parameter's step as soon as it is complete).
+  const std::int64_t grads = m.alive_gradients_bytes();
   // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps').
-  const std::int64_t earlier = accumulating ? m.gradients_bytes : 0;
+  const std::int64_t earlier = accumulating ? grads : 0;
+  // At the last layer's recompute, the gradients of what backward has passed: outside the blocks,
+  // all of them when accumulating, those in flight with the optimizer step in backward.
+  const std::int64_t grads_above =
+      accumulating || m.optimizer_in_backward ? grads : m.gradients_bytes - m.layer_gradients_bytes;
   const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
   // the last layer, over everything kept, if larger.
-  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes +
+  // --quantize nf4: a block's linear dequantizes its weight while it runs (forward, recompute, backward).
+  const std::int64_t dequantized = m.dequantized_weight_bytes;
+  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes + dequantized +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + earlier + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
@@ -44,19 +53,18 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
   // The caller keeps the model output (its logits) through backward.
   const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
   if (ckpt)
-    out.push_back({"recompute", states + (accumulating ? m.gradients_bytes : m.gradients_bytes - m.layer_gradients_bytes) +
-                                    b * (kept + layer_backward)});
-  out.push_back({"first layer backward", states + m.gradients_bytes + b * (m.outer_saved_bytes_per_sample + layer_backward)});
+    out.push_back({"recompute", states + grads_above + dequantized + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + grads + dequantized + b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
   // gradient waits in autograd's input buffer for the embedding's (a dense
   // V x h from embedding_dense_backward), which are summed before
   // AccumulateGrad; the model output's logits are still held by the caller.
   if (m.tied_embedding_grad_bytes > 0)
-    out.push_back({"embedding backward", states + m.gradients_bytes + m.tied_embedding_grad_bytes +
+    out.push_back({"embedding backward", states + grads + m.tied_embedding_grad_bytes +
                                              b * m.logits_held_bytes_per_sample});
   // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
-  out.push_back({"optimizer step", states + m.gradients_bytes});
+  out.push_back({"optimizer step", states + grads});
   return out;
 }
 }  // namespace
@@ -86,7 +94,7 @@ double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool
   for (const auto& p : phases(m, b, ckpt, accumulating))
     reserved = std::max(reserved, held + static_cast<double>(p.bytes - m.held_bytes()) * (1 + m.allocator_overhead));
   if (ckpt) {
-    reserved += m.allocator_overhead_ckpt * static_cast<double>(m.gradients_bytes);
+    reserved += m.allocator_overhead_ckpt * static_cast<double>(m.alive_gradients_bytes());
     // Checkpointing only drops kept activations and re-creates one layer's
     // of them at a time in backward: at every moment it holds a subset of
     // what the plain step holds at the same micro-batch, allocated in the

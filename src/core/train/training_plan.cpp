@@ -1,5 +1,5 @@
 // The batch plan: the micro-batches that fit, with and without gradient
-// checkpointing, their throughput, the recommendation and what would fit instead.
+// checkpointing, their throughput and the recommendation (its notes: training_plan_notes.cpp).
 #include "core/train/training_plan.hpp"
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_communication.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_plan_notes.hpp"
 
 namespace tiletune {
-
-namespace {
 
 // The peak is a maximum of phases, each linear in the micro-batch, so it
 // only grows with it: the largest that fits is found by bisection.
@@ -32,18 +32,7 @@ std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t bud
   return std::min<std::int64_t>(lo, 1 << 20);
 }
 
-void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm) {
-  if (s.world_size > 1)
-    plan.notes.push_back(fmt::format(
-        "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
-        "it), overlapped with compute ({}) except one layer's share; not yet compared with a multi-GPU run",
-        s.world_size,
-        s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
-        comm.link,
-        s.zero_stage < 3 ? "DDP's buckets under the last micro-step's backward, two thirds of its compute"
-                         : "FSDP/ZeRO-3 prefetch under each micro-step's compute"));
-  for (auto& n : moe_notes(s, comm.alltoall_gbs)) plan.notes.push_back(std::move(n));
-}
+namespace {
 
 // Powers of two up to twice the limit, the limit itself, the limit when accumulating (0: none) and,
 // with a per-GPU batch, its divisors.
@@ -116,7 +105,9 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
   for (bool ckpt : policies) {
     const std::int64_t limit = ckpt ? plan.max_micro_batch_ckpt : plan.max_micro_batch_no_ckpt;
     std::vector<std::int64_t> sizes{in.s.micro_batch.value_or(0)};
-    if (!in.s.micro_batch) {
+    if (!in.s.micro_batch && in.s.optimizer_in_backward && in.per_gpu > 0) {
+      sizes = {in.per_gpu};  // no accumulation: the per-GPU batch is the micro-batch
+    } else if (!in.s.micro_batch) {
       // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
       const std::int64_t acc =
           in.per_gpu > 0 ? largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true) : 0;
@@ -153,174 +144,6 @@ std::optional<std::size_t> recommend(const batch_plan& plan, const training_setu
   return best;
 }
 
-void add_host_wait_note(batch_plan& plan) {
-  if (!plan.recommended) return;
-  const step_time& t = plan.candidates[*plan.recommended].time;
-  if (t.host_wait_ms > 0.1 * t.micro_step_ms())
-    plan.notes.push_back(fmt::format(
-        "the host issues this step slower than the GPU runs it: the GPU waits {:.1f} of {:.1f} ms per micro-step for "
-        "Python and autograd to issue its ops (host_time in profiles/host_time: the H100 machine's host, PyTorch 2.11, "
-        "transformers 5.17; a slower CPU waits longer). A larger micro-batch, torch.compile or CUDA graphs hide it",
-        t.host_wait_ms, t.micro_step_ms()));
-}
-
-void add_model_notes(batch_plan& plan, const training_setup& s) {
-  plan.notes.push_back(
-      "not modelled: torch.compile (its fusion removes kernels and memory traffic, so compiled steps run faster than "
-      "this eager estimate and may keep fewer activations), CPU offload of optimizer states or parameters (ZeRO-Offload, "
-      "FSDP offload: every state is counted on the GPU, no PCIe transfer timed), data-loading stalls (the next batch "
-      "is assumed ready), and TrainingArguments.torch_empty_cache_steps (emptying the allocator's cache lowers reserved "
-      "memory between steps and costs time; the peak within a step is unchanged)");
-  if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
-    plan.notes.push_back(fmt::format(
-        "{}: {:.0f}% of the layers attend within a {}-token window (counted in the flash attention work){}",
-        s.model.model_type, s.model.sliding_layers * 100, s.model.sliding_window,
-        s.model.final_logit_softcap > 0 ? "; the logits are soft-capped (tanh, kept for backward). transformers runs "
-                                          "Gemma 2's attention soft-capping eagerly: plan it with --attention eager"
-                                        : ""));
-  if (s.lora_rank > 0)
-    plan.notes.push_back(fmt::format(
-        "LoRA {}: {} adapters on {}, the input cast to the adapters' "
-        "dtype, {}; lora_dropout {} ({}); no real LoRA step has been measured for this model (the LoRA figures are "
-        "derived from what peft and autograd run, not calibrated)",
-        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it", to_string(s.adapters),
-        s.lora_targets == lora_all_linear ? "every linear layer of the blocks"
-                                          : fmt::format("the {} linears of the blocks", lora_targets_name(s.lora_targets)),
-        lora_adapters_run_fp32(s)             ? "so without autocast the adapter GEMMs and their sum run in fp32"
-        : s.adapters == adapter_dtype::bf16   ? "a no-op on a bf16 base: no casts, bf16 gradients and optimizer states"
-                                              : "cast back to 16 bits by autocast for the adapter GEMMs",
-        s.lora_dropout,
-        s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
-                           : "nn.Identity: set --lora-dropout to your LoraConfig's"));
-  const memory_breakdown& mem = plan.memory;
-  plan.notes.push_back(fmt::format(
-      "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "
-      "with checkpointing + {:.2f} x the gradients, never more than without) + {:.2f} GiB CUDA context, as "
-      "measured with PyTorch on an H100; the {:.0f}% safety margin covers what the model cannot know "
-      "(other processes, other PyTorch or driver versions, allocator settings, tensors a script keeps beyond the step)",
-      mem.allocator_overhead, mem.allocator_overhead_ckpt, static_cast<double>(mem.cuda_context_bytes) / (1LL << 30),
-      s.safety_margin * 100));
-}
-
-// A global batch that only slow micro-batches divide (a prime: only 1): what keeping it exactly
-// costs against a fast plan (within 5% of the fastest) whose micro-batch comes nearest to it.
-void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
-  const auto& r = plan.candidates[*plan.recommended];
-  if (!s.global_batch || !r.exact_global_batch) return;
-  double fastest = 0;
-  for (const auto& c : plan.candidates)
-    if (c.fits) fastest = std::max(fastest, c.samples_per_s);
-  if (fastest < 1.25 * r.samples_per_s) return;
-  const std::int64_t asked = *s.global_batch;
-  const auto nearest = [&](const batch_candidate& c) {  // the multiple of its global step nearest the asked batch
-    const std::int64_t step = c.micro_batch * s.world_size;
-    const std::int64_t below = std::max<std::int64_t>(step, asked / step * step), above = below + step;
-    return asked - below <= above - asked ? below : above;
-  };
-  const batch_candidate* pick = nullptr;
-  for (const auto& c : plan.candidates) {
-    if (!c.fits || c.samples_per_s < 0.95 * fastest) continue;
-    if (!pick || std::llabs(nearest(c) - asked) < std::llabs(nearest(*pick) - asked) ||
-        (std::llabs(nearest(c) - asked) == std::llabs(nearest(*pick) - asked) && c.samples_per_s > pick->samples_per_s))
-      pick = &c;
-  }
-  const std::int64_t global = nearest(*pick);
-  plan.notes.push_back(fmt::format(
-      "--global-batch {} is reached exactly only with micro-batch {} ({:.1f} samples/s); a global batch of {} "
-      "({:+.1f}%) runs {:.1f}x faster: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
-      asked, r.micro_batch, r.samples_per_s, global, 100.0 * (global - asked) / asked, pick->samples_per_s / r.samples_per_s,
-      pick->micro_batch, pick->checkpointing ? " with checkpointing" : "", global / (pick->micro_batch * s.world_size),
-      pick->samples_per_s));
-}
-
-void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
-  const auto& r = plan.candidates[*plan.recommended];
-  if (s.checkpoint_ops)
-    plan.notes.push_back(
-        "checkpointing is per op (torchtitan's selective \"op\" policy): each layer keeps its input, its attention "
-        "output and the outputs of q, v, gate and down; k, o, up and the memory-bound ops are recomputed. Modelled "
-        "from the policy, not traced or run here");
-  if (s.checkpoint_every > 1)
-    plan.notes.push_back(fmt::format(
-        "checkpointing wraps one layer in every {} ({} of {} layers keep only their input, the rest every "
-        "activation): torchtitan's selective layer checkpointing; Hugging Face's gradient_checkpointing wraps every layer",
-        s.checkpoint_every, std::llround(recompute_share(s, true) * static_cast<double>(s.model.num_layers)),
-        s.model.num_layers));
-  if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
-    plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
-  else if (r.checkpointing)
-    plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
-                                     "(the largest that fits without it is {})",
-                                     r.micro_batch, plan.max_micro_batch_no_ckpt));
-  else
-    plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
-  if (s.global_batch && !r.exact_global_batch)
-    plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
-                                     "the effective global batch is {}",
-                                     *s.global_batch, r.micro_batch, s.world_size, r.effective_global_batch));
-  add_exact_batch_cost_note(plan, s);
-}
-
-void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
-  const memory_breakdown& mem = plan.memory;
-  constexpr double gib = double(1LL << 30);
-  if (s.micro_batch && !plan.candidates.empty()) {
-    // The user's micro-batch: its peak, the phase that sets it, and what does fit.
-    for (const auto& c : plan.candidates)
-      plan.notes.push_back(fmt::format(
-          "--micro-batch {} does not fit{}: its peak is {:.1f} GiB of the {:.1f} GiB budget, set by the {} phase; "
-          "the largest micro-batch that fits is {}",
-          c.micro_batch, c.checkpointing ? " with checkpointing" : " without checkpointing", c.peak_bytes / gib,
-          plan.memory_budget_bytes / gib, c.peak_phase,
-          largest_fitting_batch(mem, plan.memory_budget_bytes, c.checkpointing, c.grad_accum_steps > 1)));
-    return;
-  }
-  if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
-    plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
-                                     "of the {:.1f} GiB budget",
-                                     mem.fixed_tensor_bytes() / gib, plan.memory_budget_bytes / gib));
-  else  // the model's state fits; one sequence's activations do not, even checkpointed
-    plan.notes.push_back(fmt::format(
-        "nothing fits: micro-batch 1 with checkpointing needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
-        "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
-        mem.peak_bytes(1, true) / gib, plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib, s.seq_len));
-}
-
-// What would fit, smallest change first.
-void add_suggestions(batch_plan& plan, const training_setup& s) {
-  auto fits_with = [&](training_setup alt) {
-    const memory_breakdown m2 = estimate_memory(alt);
-    return m2.peak_bytes(1, true) <= plan.memory_budget_bytes;
-  };
-  if (s.optimizer == optimizer_kind::adamw || s.optimizer == optimizer_kind::sgd_momentum) {
-    for (auto o : {optimizer_kind::adamw_8bit, optimizer_kind::adafactor}) {
-      training_setup alt = s;
-      alt.optimizer = o;
-      if (fits_with(alt)) plan.suggestions.push_back(fmt::format("--optimizer {}", to_string(o)));
-    }
-  }
-  if (s.lora_rank == 0) {
-    training_setup alt = s;
-    alt.lora_rank = 16;
-    if (fits_with(alt)) plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
-  }
-  if (s.world_size > 1 && s.zero_stage < 3) {
-    training_setup alt = s;
-    alt.zero_stage = 3;
-    if (fits_with(alt)) plan.suggestions.push_back("--zero 3");
-  }
-  // The longest sequence that fits, halving down to 128 tokens (a long-context plan
-  // can be several halvings away from fitting).
-  for (std::int64_t len = s.seq_len / 2; len >= 128; len /= 2) {
-    training_setup alt = s;
-    alt.seq_len = len;
-    if (fits_with(alt)) {
-      plan.suggestions.push_back(fmt::format("--seq-len {}", len));
-      break;
-    }
-  }
-}
-
 }  // namespace
 
 batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
@@ -342,6 +165,11 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   // Per GPU, a global batch G needs G / world samples per optimizer step.
   const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
+  // The largest micro-batch that fits under the checkpointing the setup allows.
+  refuse_unfitting_in_backward_batch(
+      plan, per_gpu,
+      std::max(s.checkpointing != checkpoint_policy::on ? plan.max_micro_batch_no_ckpt : 0,
+               s.checkpointing != checkpoint_policy::off ? plan.max_micro_batch_ckpt : 0));
 
   plan.recommended = recommend(plan, s);
   add_host_wait_note(plan);

@@ -19,9 +19,17 @@
 namespace tiletune {
 
 enum class precision { fp32, fp16_mixed, bf16_mixed, bf16 };
-enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum };
+// lion: Chen et al. 2023's sign update, one momentum state per parameter (issue 37).
+enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, lion };
 enum class attention_impl { flash, eager };
 enum class checkpoint_policy { automatic, on, off };
+// --offload: what lives in host memory (DeepSpeed's offload_optimizer and offload_param, FSDP2's
+// CPUOffloadPolicy): nothing, the optimizer states with the fp32 master weights (stepped by the CPU),
+// or those and the 16-bit parameters (uploaded for every forward and backward). optimizer_placement.hpp.
+enum class offload_kind { none, optimizer, optimizer_params };
+// --quantize: the frozen base's linears as stored (none: the precision's; nf4: QLoRA's 4-bit
+// NormalFloat with double quantization, quantized_base.hpp).
+enum class quantize_kind { none, nf4 };
 // The training framework whose defaults the setup took (training_framework.hpp; 0: hf).
 enum class training_framework : unsigned char;
 // The linears LoRA adapts (--lora-targets), as bits; lora_all_linear adapts every linear of the
@@ -44,6 +52,10 @@ precision parse_precision(std::string_view s);
 optimizer_kind parse_optimizer(std::string_view s);
 attention_impl parse_attention(std::string_view s);
 loss_impl parse_loss(std::string_view s);
+std::string_view to_string(offload_kind o);
+offload_kind parse_offload(std::string_view s);  // none | optimizer | optimizer+params
+std::string_view to_string(quantize_kind q);
+quantize_kind parse_quantize(std::string_view s);  // none | nf4
 // auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every)
 // | selective (on, per op: training_setup::checkpoint_ops).
 checkpoint_policy parse_checkpointing(std::string_view s);
@@ -84,10 +96,21 @@ struct training_setup {
   // gate, down of a Llama block); the rest, k, o and up and every memory-bound op, is recomputed.
   bool checkpoint_ops = false;
   int zero_stage = 0;
+  // --optimizer-in-backward (torchtune's optimizer_in_bwd, PyTorch's register_post_accumulate_grad_hook
+  // recipe): each parameter's optimizer step runs as soon as its gradient is complete, which frees it;
+  // no gradient accumulation (optimizer_placement.hpp has the rules).
+  bool optimizer_in_backward = false;
+  offload_kind offload = offload_kind::none;
+  // Offload's links: each GPU's PCIe to the host, GB/s one direction, effective (none: by the GPU's
+  // generation, optimizer_placement.cpp); the host's memory bandwidth the CPU optimizer step reaches,
+  // shared by the GPUs of a node.
+  std::optional<double> pcie_gbs;
+  std::optional<double> host_memory_gbs;
   int world_size = 1;
   int lora_rank = 0;  // 0: full fine-tuning
   unsigned lora_targets = lora_all_linear;
   adapter_dtype adapters = adapter_dtype::fp32;
+  quantize_kind quantize = quantize_kind::none;  // --quantize nf4: QLoRA's 4-bit base (needs LoRA)
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)
@@ -118,8 +141,23 @@ struct memory_breakdown {
            static_cast<double>(expert_trainable_parameters) / expert_parallel;
   }
   std::int64_t weights_bytes = 0;
-  std::int64_t gradients_bytes = 0;
+  std::int64_t gradients_bytes = 0;  // every trainable parameter's gradient
   std::int64_t optimizer_bytes = 0;
+  // --optimizer-in-backward: each gradient is freed by its parameter's step as soon as it is
+  // complete, so at most this much of gradients_bytes is alive at once (one block's, or the
+  // largest tensor outside the blocks); 0 without it.
+  bool optimizer_in_backward = false;
+  std::int64_t gradients_in_flight_bytes = 0;
+  // --offload: what this GPU's rank keeps in host memory instead (optimizer states and fp32 masters,
+  // with optimizer+params its 16-bit parameter shard too); the GPU's terms above exclude it.
+  std::int64_t offloaded_bytes = 0;
+  // --quantize nf4: the 16-bit copy the largest quantized linear dequantizes its weight into, alive
+  // while a block's linears run (forward, recompute, backward); 0 without it.
+  std::int64_t dequantized_weight_bytes = 0;
+  // The gradient bytes alive at the end of backward (all of them, or those in flight).
+  std::int64_t alive_gradients_bytes() const {
+    return optimizer_in_backward ? gradients_in_flight_bytes : gradients_bytes;
+  }
   // torch.autocast's cached 16-bit copies of the fp32 linear weights: alive
   // from the forward until each layer's backward (only the LM head's copy
   // is left in backward with checkpointing, whose recompute casts anew).
@@ -145,7 +183,7 @@ struct memory_breakdown {
   // checkpointing a further share of the gradients (training_calibration.hpp).
   double allocator_overhead = 0;       // of the transient bytes
   double allocator_overhead_ckpt = 0;  // of the gradients, with checkpointing only
-  std::int64_t fixed_tensor_bytes() const { return weights_bytes + gradients_bytes + optimizer_bytes; }
+  std::int64_t fixed_tensor_bytes() const { return weights_bytes + alive_gradients_bytes() + optimizer_bytes; }
   // Allocated once and never freed (weights, optimizer states, workspaces): no allocator slack.
   std::int64_t held_bytes() const;
   std::int64_t per_sample_bytes(bool checkpointing) const;
@@ -184,6 +222,10 @@ struct step_time {
   double optimizer_ms = 0;     // once per global step
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
   double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
+  // --offload: PCIe transfers (gradients down, updated 16-bit parameters up) and the CPU's optimizer
+  // step, once per global step (their sum is optimizer_ms); with optimizer+params, the parameter
+  // uploads and gradient downloads of every micro-step.
+  double offload_transfer_ms = 0, cpu_optimizer_ms = 0, offload_micro_step_ms = 0;
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
@@ -191,7 +233,9 @@ struct step_time {
   // step (host_time.hpp), and what of it the GPU waits for per micro-step.
   double host_forward_ms = 0, host_backward_ms = 0, host_optimizer_ms = 0;
   double host_wait_ms = 0;
-  double micro_step_ms() const { return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms; }
+  double micro_step_ms() const {
+    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms;
+  }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.
 using gemm_time_fn = std::function<double(const gemm_problem&)>;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/train/training_calibration.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/version.hpp"
 
@@ -12,8 +13,8 @@ namespace tiletune {
 
 namespace {
 
-nlohmann::json step_json(const step_time& t) {
-  return {{"gemm_ms", t.gemm_ms},
+nlohmann::json step_json(const step_time& t, bool offloaded) {
+  nlohmann::json j = {{"gemm_ms", t.gemm_ms},
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
           {"optimizer_ms_per_global_step", t.optimizer_ms},
@@ -26,6 +27,12 @@ nlohmann::json step_json(const step_time& t) {
           {"host_backward_ms", t.host_backward_ms},
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
+  if (offloaded) {  // --offload: the parts of optimizer_ms, and the parameters' transfers per micro-step
+    j["offload_transfer_ms_per_global_step"] = t.offload_transfer_ms;
+    j["cpu_optimizer_ms_per_global_step"] = t.cpu_optimizer_ms;
+    j["offload_transfer_ms_per_micro_step"] = t.offload_micro_step_ms;
+  }
+  return j;
 }
 
 std::string hf_optim(optimizer_kind o) {
@@ -35,6 +42,7 @@ std::string hf_optim(optimizer_kind o) {
     case optimizer_kind::adafactor: return "adafactor";
     case optimizer_kind::sgd:
     case optimizer_kind::sgd_momentum: return "sgd";
+    case optimizer_kind::lion: return "lion_32bit";  // transformers' OptimizerNames.LION (bitsandbytes' Lion)
   }
   return "adamw_torch";
 }
@@ -90,7 +98,7 @@ nlohmann::json candidates_json(const batch_plan& plan) {
                    {"step_ms", c.step_ms},
                    {"samples_per_s", c.samples_per_s},
                    {"tokens_per_s", c.tokens_per_s},
-                   {"time", step_json(c.time)},
+                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none)},
                    {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
   return out;
@@ -139,7 +147,18 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
 // the mixed precisions, whose autocast makes the 16-bit copies, bf16 for pure
 // bf16 (its gradients and optimizer states follow the weights).
 nlohmann::json model_load_json(const training_setup& s) {
-  return {{"torch_dtype", s.prec == precision::bf16 ? "bfloat16" : "float32"}};
+  // QLoRA loads the unquantized rest in bf16 under bf16-mixed too (the plan counts it 16-bit).
+  const bool bf16_rest = s.quantize == quantize_kind::nf4 && s.prec == precision::bf16_mixed;
+  nlohmann::json j = {{"torch_dtype", s.prec == precision::bf16 || bf16_rest ? "bfloat16" : "float32"}};
+  // --quantize nf4: transformers' BitsAndBytesConfig for QLoRA's base.
+  if (s.quantize == quantize_kind::nf4)
+    j["quantization_config"] = {{"load_in_4bit", true},
+                                {"bnb_4bit_quant_type", "nf4"},
+                                {"bnb_4bit_use_double_quant", true},
+                                {"bnb_4bit_compute_dtype", s.prec == precision::fp16_mixed ? "float16"
+                                                           : s.prec == precision::fp32     ? "float32"
+                                                                                           : "bfloat16"}};
+  return j;
 }
 
 // DeepSpeed's 16-bit modes keep fp32 master weights and fp32 optimizer states,
@@ -147,12 +166,18 @@ nlohmann::json model_load_json(const training_setup& s) {
 // states, so a pure-bf16 plan has no DeepSpeed config (to_json says why).
 nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r) {
   if (s.prec == precision::bf16) return nullptr;
-  return {{"train_micro_batch_size_per_gpu", r.micro_batch},
-          {"gradient_accumulation_steps", r.grad_accum_steps},
-          {"train_batch_size", r.effective_global_batch},
-          {"zero_optimization", {{"stage", s.zero_stage}}},
-          {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
-          {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+  nlohmann::json ds = {{"train_micro_batch_size_per_gpu", r.micro_batch},
+                       {"gradient_accumulation_steps", r.grad_accum_steps},
+                       {"train_batch_size", r.effective_global_batch},
+                       {"zero_optimization", {{"stage", s.zero_stage}}},
+                       {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
+                       {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+  // --offload: ZeRO-Offload's optimizer on the CPU, and ZeRO-Infinity's parameters there too.
+  if (s.offload != offload_kind::none)
+    ds["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  if (s.offload == offload_kind::optimizer_params)
+    ds["zero_optimization"]["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+  return ds;
 }
 
 }  // namespace
@@ -177,17 +202,27 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"loss", to_string(s.loss)},
                 {"checkpoint_every", s.checkpoint_every},
                 {"checkpoint_ops", s.checkpoint_ops},
+                {"optimizer_in_backward", s.optimizer_in_backward},
+                {"offload", to_string(s.offload)},
                 {"zero_stage", s.zero_stage},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
                 {"lora_dropout", s.lora_dropout},
                 {"lora_targets", lora_targets_name(s.lora_targets)},
                 {"adapter_dtype", to_string(s.adapters)},
+                {"quantize", to_string(s.quantize)},
                 {"expert_parallel", m.expert_parallel},
                 {"global_batch", s.global_batch ? nlohmann::json(*s.global_batch) : nlohmann::json(nullptr)},
                 {"micro_batch", s.micro_batch ? nlohmann::json(*s.micro_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = memory_json(plan);
+  if (m.optimizer_in_backward) j["memory"]["gradients_in_flight_bytes"] = m.gradients_in_flight_bytes;
+  if (s.quantize != quantize_kind::none) j["memory"]["dequantized_weight_bytes"] = m.dequantized_weight_bytes;
+  if (s.offload != offload_kind::none) {
+    j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
+    j["setup"]["host_memory_gbs"] = host_memory_gbs(s);
+    j["memory"]["offloaded_bytes"] = m.offloaded_bytes;
+  }
   j["candidates"] = candidates_json(plan);
   auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   j["device_rates"] = {{"copy_bandwidth_gbs", optional_number(plan.rates.copy_bandwidth_gbs)},

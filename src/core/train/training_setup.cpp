@@ -11,6 +11,8 @@
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -35,11 +37,17 @@ const std::pair<optimizer_kind, const char*> optimizer_names[] = {{optimizer_kin
                                                                   {optimizer_kind::adamw_8bit, "adamw-8bit"},
                                                                   {optimizer_kind::adafactor, "adafactor"},
                                                                   {optimizer_kind::sgd, "sgd"},
-                                                                  {optimizer_kind::sgd_momentum, "sgd-momentum"}};
+                                                                  {optimizer_kind::sgd_momentum, "sgd-momentum"},
+                                                                  {optimizer_kind::lion, "lion"}};
 const std::pair<attention_impl, const char*> attention_names[] = {{attention_impl::flash, "flash"},
                                                                   {attention_impl::eager, "eager"}};
 const std::pair<loss_impl, const char*> loss_names[] = {
     {loss_impl::eager, "eager"}, {loss_impl::chunked, "chunked"}, {loss_impl::fused, "fused"}};
+const std::pair<offload_kind, const char*> offload_names[] = {{offload_kind::none, "none"},
+                                                              {offload_kind::optimizer, "optimizer"},
+                                                              {offload_kind::optimizer_params, "optimizer+params"}};
+const std::pair<quantize_kind, const char*> quantize_names[] = {{quantize_kind::none, "none"},
+                                                                {quantize_kind::nf4, "nf4"}};
 const std::pair<adapter_dtype, const char*> adapter_names[] = {{adapter_dtype::fp32, "fp32"},
                                                                 {adapter_dtype::bf16, "bf16"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
@@ -62,6 +70,10 @@ precision parse_precision(std::string_view s) { return parse_enum(s, "--precisio
 optimizer_kind parse_optimizer(std::string_view s) { return parse_enum(s, "--optimizer", optimizer_names); }
 attention_impl parse_attention(std::string_view s) { return parse_enum(s, "--attention", attention_names); }
 loss_impl parse_loss(std::string_view s) { return parse_enum(s, "--loss", loss_names); }
+std::string_view to_string(offload_kind o) { return name_of(o, offload_names); }
+offload_kind parse_offload(std::string_view s) { return parse_enum(s, "--offload", offload_names); }
+std::string_view to_string(quantize_kind q) { return name_of(q, quantize_names); }
+quantize_kind parse_quantize(std::string_view s) { return parse_enum(s, "--quantize", quantize_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) {
   if (s == "full" || s == "selective" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
   return parse_enum(s, "--checkpointing", checkpoint_names);
@@ -202,6 +214,9 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
                                   *s.global_batch, s.world_size));
   validate_expert_parallel(s);
+  validate_optimizer_placement(s);
+  validate_offload(s);
+  validate_quantize(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
     throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
 }

@@ -13,6 +13,8 @@
 #include "core/train/host_time.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
+#include "core/train/optimizer_placement.hpp"
+#include "core/train/quantized_base.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -179,8 +181,8 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   const double passes = 3 + recompute_share(s, checkpointing);
   double bytes = tokens * (L * (inv.layer_traffic * passes - inv.layer_backward_once) + inv.outer_traffic * 3);
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
-  // LoRA: the adapter path's casts, scale and adds (lora_step.cpp).
-  bytes += lora.bytes;
+  // LoRA: the adapter path's casts, scale and adds (lora_step.cpp); QLoRA's dequantizations.
+  bytes += lora.bytes + dequantize_traffic_bytes(s, mem.expert_parallel, checkpointing);
   if (is_mixed(s.prec)) {
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
@@ -191,7 +193,8 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
 }
 
 // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
-// weight, m and v, in the parameters' dtype (fp32 under AMP).
+// weight, m and v, in the parameters' dtype (fp32 under AMP); Lion the same
+// without v.
 double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, double bandwidth, double host_ms) {
   // What this GPU updates: the dense parameters sharded over the world
   // under ZeRO, its experts over the GPUs holding the same ones.
@@ -199,15 +202,7 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
   const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
   const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
   const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double state = optimizer_state_element_bytes(s);
-  double per_param = 7 * state;
-  switch (s.optimizer) {
-    case optimizer_kind::adamw: per_param = 7 * state; break;
-    case optimizer_kind::adamw_8bit: per_param = 3 * state + 4; break;
-    case optimizer_kind::adafactor: per_param = 4 * state; break;
-    case optimizer_kind::sgd: per_param = 3 * state; break;
-    case optimizer_kind::sgd_momentum: per_param = 5 * state; break;
-  }
+  const double per_param = optimizer_bytes_per_parameter(s);
   return std::max(per_param * T / bandwidth * 1e3, host_ms);
 }
 
@@ -251,6 +246,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.host_optimizer_ms = host.optimizer_ms;
   t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
   t.optimizer_ms = optimizer_step_ms(s, mem, bandwidth, host.optimizer_ms);
+  add_offload_time(s, d, mem, t);  // --offload: the CPU steps instead, after the PCIe transfers
   return t;
 }
 

@@ -1,0 +1,101 @@
+// `tiletune batch`'s training flags: what is trained, how, and on how many GPUs.
+#include "cli/batch_options.hpp"
+
+#include "core/train/model_spec.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+std::string model_list() {
+  std::string s;
+  for (const auto& m : model_presets()) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+}  // namespace
+
+void add_training_options(CLI::App* cmd, batch_options* o) {
+  cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
+  cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
+  cmd->add_option("--device", o->device, "Plan for local GPU I");
+  cmd->add_option("--framework", o->framework,
+                  "The trainer whose defaults fill the flags below that you leave out: hf (transformers Trainer and "
+                  "peft) | fsdp2 (torchtitan) | deepspeed | megatron (Megatron-LM) | torchtune | composer | litgpt. "
+                  "Your own flag always wins; docs/batch.md#frameworks lists each default and its source")
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precision,
+                  "fp32 | fp16-mixed | bf16-mixed | bf16 (default: the framework's; hf: bf16-mixed where the GPU has "
+                  "bf16, else fp16-mixed)");
+  cmd->add_option("--optimizer", o->optimizer,
+                  "adamw | adamw-8bit | adafactor | sgd | sgd-momentum | lion (one momentum state, in Adam's states' "
+                  "dtype)")
+      ->capture_default_str();
+  cmd->add_flag("--optimizer-in-backward", o->optimizer_in_backward,
+                "Each parameter's optimizer step runs as soon as its gradient is complete and frees it (torchtune's "
+                "optimizer_in_bwd): about one block's gradients alive instead of all; no gradient accumulation, so "
+                "--global-batch must fit as one micro-batch per GPU; one GPU or --zero 3 (docs/batch.md)");
+  cmd->add_option("--offload", o->offload,
+                  "none | optimizer (optimizer states and fp32 master weights in host memory, stepped by the CPU: "
+                  "DeepSpeed ZeRO-Offload, FSDP2 CPUOffloadPolicy; needs --zero 1-3) | optimizer+params (the "
+                  "16-bit parameters there too, uploaded every micro-step; needs --zero 3)")
+      ->capture_default_str();
+  cmd->add_option("--pcie-gbs", o->pcie_gbs,
+                  "--offload: each GPU's PCIe to the host in GB/s one direction, effective (default: 50 for Gen5 on "
+                  "Hopper and Blackwell, 25 for Gen4 on Ampere and Ada, 12 before)");
+  cmd->add_option("--host-memory-gbs", o->host_memory_gbs,
+                  "--offload: the host memory bandwidth the CPU optimizer step reaches, GB/s per node, shared by its "
+                  "GPUs (default: 100, an assumption)");
+  cmd->add_option("--attention", o->attention,
+                  "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
+  cmd->add_option("--loss", o->loss,
+                  "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
+                  "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
+                  "first principles, not traced (default: the framework's; hf: eager)");
+  cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
+  cmd->add_option("--micro-batch", o->micro_batch,
+                  "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
+                  "that breaks it");
+  cmd->add_option("--checkpointing", o->checkpointing,
+                  "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
+                  "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "
+                  "selective (on, per op: matmul and attention outputs kept, the rest recomputed: torchtitan's op "
+                  "policy; Llama-style blocks, full fine-tuning) (default: the framework's; hf: auto)");
+  cmd->add_option("--zero", o->zero,
+                  "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
+  cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")
+      ->capture_default_str();
+  cmd->add_option("--network-gbs", o->network_gbs,
+                  "Each GPU's network port across nodes in GB/s, one direction (50: 400 Gb/s InfiniBand NDR)")
+      ->capture_default_str();
+  cmd->add_option("--link-gbs", o->link_gbs,
+                  "Override: the collectives' bandwidth per GPU in GB/s, one direction (default: the preset's GPU "
+                  "link inside a node; across nodes the smaller of it and --gpus-per-node x --network-gbs, NCCL's "
+                  "rings using every port)");
+  auto* rank = cmd->add_option("--lora-rank", o->lora_rank,
+                               "LoRA rank on the linear layers --lora-targets names (0: full fine-tuning)")
+                   ->capture_default_str();
+  cmd->add_option("--lora-targets", o->lora_targets,
+                  "The linears LoRA adapts: all-linear (peft's, every linear of the blocks) or a list of q, k, v, o, "
+                  "gate, up, down (q,v: the LoRA paper's and many trainers' default) (default: the framework's; hf: "
+                  "all-linear)")
+      ->needs(rank);
+  cmd->add_option("--adapter-dtype", o->adapter_dtype,
+                  "fp32 (peft upcasts its adapters) | bf16 (torchtune and other trainers: bf16 adapters, gradients "
+                  "and optimizer states, no casts; needs --precision bf16 or bf16-mixed) (default: the framework's; "
+                  "hf: fp32, or bf16 with --quantize nf4 on a bf16 base)")
+      ->needs(rank);
+  cmd->add_option("--lora-dropout", o->lora_dropout,
+                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask "
+                  "(default: the framework's; hf: 0)");
+  cmd->add_option("--quantize", o->quantize,
+                  "none | nf4 (QLoRA: the blocks' linears frozen in 4-bit NF4 with double quantization, 0.516 bytes "
+                  "a weight, dequantized to 16 bits in forward and backward; needs --lora-rank; adapters bf16 unless "
+                  "--adapter-dtype says otherwise)")
+      ->capture_default_str();
+  cmd->add_option("--expert-parallel", o->expert_parallel,
+                  "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
+  cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,49 @@
+// Internal to the batch command: its options as the flags set them (batch_options.cpp declares the
+// flags; batch_command.cpp plans from them).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cli/commands.hpp"
+
+namespace tiletune::cli {
+
+struct batch_options {
+  std::string model;
+  std::optional<std::int64_t> seq_len;  // none: min(2048, the model's positions)
+  std::optional<std::string> gpu;
+  std::optional<int> device;
+  // The framework whose defaults fill the options below left unset (hf: today's plan).
+  std::string framework = "hf";
+  std::optional<std::string> precision;  // none: the framework's (hf: bf16-mixed where the GPU has bf16)
+  std::string optimizer = "adamw";
+  bool optimizer_in_backward = false;
+  std::string offload = "none";
+  std::string quantize = "none";
+  std::optional<double> pcie_gbs, host_memory_gbs;
+  std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
+  std::optional<std::int64_t> global_batch;
+  std::optional<std::int64_t> micro_batch;
+  std::optional<int> zero;
+  int world_size = 1;
+  int gpus_per_node = 8;
+  double network_gbs = 50;
+  std::optional<double> link_gbs;
+  int lora_rank = 0;
+  std::optional<double> lora_dropout;
+  std::optional<std::string> lora_targets, adapter_dtype;
+  std::optional<int> expert_parallel;
+  double safety_margin = 0.05;
+  std::string out;
+  bool json = false;
+  bool quiet = false;
+  bool predict = false;
+  std::string db;  // --db: empty, the default file where it exists
+  bool no_db = false;
+};
+
+// The flags of what is trained, how, and on how many GPUs.
+void add_training_options(CLI::App* cmd, batch_options* o);
+
+}  // namespace tiletune::cli

@@ -1,0 +1,167 @@
+// Issue 37's setups end to end through `tiletune batch`: each flag in --help, in the JSON's setup,
+// its figures by arithmetic on Llama-3-8B's published shapes (8,030,261,248 parameters; the
+// embedding and LM head 128,256 x 4,096 = 525,336,576 each), and its refusals exiting 2 with
+// nothing written.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tiletune_process.hpp"
+
+using namespace tiletune_test;
+
+namespace {
+const std::vector<std::string> llama_bf16 = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len",
+                                             "2048", "--precision", "bf16", "--no-db"};
+result run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run(args);
+}
+nlohmann::json plan_with(const std::vector<std::string>& args, const std::vector<std::string>& extra) {
+  const result r = run_with(args, extra);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+// Runs batch with these flags and --out, expecting exit 2 with `why` on stderr and no file written.
+void expect_refused(const std::vector<std::string>& extra, const std::string& why) {
+  const fs::path out = tmp_dir() / "setups-refused.json";
+  fs::remove(out);
+  std::vector<std::string> args = {"--out", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const result r = run_with({"batch", "--gpu", "h100-sxm", "--no-db"}, args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+}  // namespace
+
+TEST(batch_setups, help_names_each_flag) {
+  const result r = run({"batch", "--help"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd", "sgd-momentum | lion", "--offload", "optimizer+params", "--pcie-gbs",
+                        "--host-memory-gbs", "--quantize", "nf4 (QLoRA"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// Llama-3-8B in pure bf16 with the step in backward: of the 2 x 8,030,261,248 = 16,060,522,496
+// gradient bytes only the embedding's 2 x 525,336,576 = 1,050,673,152 are alive at once, so full
+// fine-tuning fits one H100 with room to spare: weights 16.06 GB + AdamW states 32.12 GB + 1.05 GB
+// (without the flag the whole gradient set, 16.06 GB more, is alive at the end of backward).
+TEST(batch_setups, optimizer_in_backward_keeps_the_gradients_in_flight) {
+  const nlohmann::json p = plan_with(llama_bf16, {"--optimizer-in-backward", "--global-batch", "1", "--json"});
+  EXPECT_TRUE(p["setup"]["optimizer_in_backward"].get<bool>());
+  EXPECT_EQ(p["memory"]["gradients_bytes"], 16'060'522'496LL);
+  EXPECT_EQ(p["memory"]["gradients_in_flight_bytes"], 1'050'673'152LL);
+  ASSERT_FALSE(p["recommendation"].is_null());
+  EXPECT_EQ(p["recommendation"]["grad_accum_steps"], 1);
+  const nlohmann::json plain = plan_with(llama_bf16, {"--global-batch", "1", "--json"});
+  EXPECT_FALSE(plain["setup"]["optimizer_in_backward"].get<bool>());
+  EXPECT_FALSE(plain["memory"].contains("gradients_in_flight_bytes"));
+  // Each candidate is the per-GPU batch (1) in one micro-step, and never peaks above the plain plan's.
+  ASSERT_EQ(p["candidates"].size(), plain["candidates"].size());
+  for (std::size_t i = 0; i < p["candidates"].size(); ++i) {
+    EXPECT_EQ(p["candidates"][i]["micro_batch"], 1);
+    EXPECT_LE(p["candidates"][i]["peak_allocated_bytes"], plain["candidates"][i]["peak_allocated_bytes"]);
+  }
+}
+
+TEST(batch_setups, optimizer_in_backward_refusals_exit_2) {
+  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "2", "--zero", "2"},
+                 "--optimizer-in-backward --zero 2: DeepSpeed's ZeRO-1 and ZeRO-2");
+  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "8", "--zero", "3",
+                  "--global-batch", "64", "--micro-batch", "4"},
+                 "needs --micro-batch 8, not 4");
+  expect_refused({"--model", "gpt2", "--optimizer-in-backward", "--global-batch", "65536"},
+                 "cannot accumulate gradients");
+}
+
+// Lion's one state in pure bf16: 2 x 8,030,261,248 = 16,060,522,496 bytes (AdamW's m and v: twice
+// that), and transformers' bitsandbytes Lion in the TrainingArguments.
+TEST(batch_setups, lion_keeps_one_state) {
+  const nlohmann::json p = plan_with(llama_bf16, {"--optimizer", "lion", "--json"});
+  EXPECT_EQ(p["setup"]["optimizer"], "lion");
+  EXPECT_EQ(p["memory"]["optimizer_bytes"], 16'060'522'496LL);
+  EXPECT_EQ(plan_with(llama_bf16, {"--json"})["memory"]["optimizer_bytes"], 32'121'044'992LL);
+  ASSERT_FALSE(p["recommendation"].is_null());
+  EXPECT_EQ(p["recommendation"]["optimizer"], "lion");
+  EXPECT_EQ(p["hf_training_args"]["optim"], "lion_32bit");
+  expect_refused({"--model", "gpt2", "--optimizer", "lions"},
+                 "--optimizer 'lions' is not one of adamw, adamw-8bit, adafactor, sgd, sgd-momentum, lion");
+}
+
+// ZeRO-1 on one H100 under bf16-mixed with the optimizer offloaded: AdamW's states and the fp32
+// master, 12 x 8,030,261,248 = 96,363,134,976 bytes, live on the host; per optimizer step the bf16
+// gradients go down and the bf16 parameters up, 4 x 8,030,261,248 bytes at the Gen5 default of 50
+// GB/s = 642.42089984 ms (at --pcie-gbs 25: 1,284.84179968 ms), and the CPU's AdamW touches 30
+// bytes a parameter at 100 GB/s: 2,409.0783744 ms. The DeepSpeed config offloads the optimizer.
+TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
+  const std::vector<std::string> llama = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--zero", "1",
+                                          "--global-batch", "8", "--no-db", "--json", "--offload", "optimizer"};
+  const nlohmann::json p = plan_with(llama, {});
+  EXPECT_EQ(p["setup"]["offload"], "optimizer");
+  EXPECT_EQ(p["setup"]["pcie_gbs"], 50.0);
+  EXPECT_EQ(p["setup"]["host_memory_gbs"], 100.0);
+  EXPECT_EQ(p["memory"]["optimizer_bytes"], 0);
+  EXPECT_EQ(p["memory"]["offloaded_bytes"], 96'363'134'976LL);
+  const nlohmann::json& t = p["candidates"][0]["time"];
+  EXPECT_NEAR(t["offload_transfer_ms_per_global_step"].get<double>(), 642.42089984, 1e-6);
+  EXPECT_NEAR(t["cpu_optimizer_ms_per_global_step"].get<double>(), 2'409.0783744, 1e-6);
+  EXPECT_NEAR(t["optimizer_ms_per_global_step"].get<double>(), 642.42089984 + 2'409.0783744, 1e-6);
+  ASSERT_FALSE(p["deepspeed"].is_null());
+  EXPECT_EQ(p["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+  EXPECT_FALSE(p["deepspeed"]["zero_optimization"].contains("offload_param"));
+  const nlohmann::json slow = plan_with(llama, {"--pcie-gbs", "25"});
+  EXPECT_NEAR(slow["candidates"][0]["time"]["offload_transfer_ms_per_global_step"].get<double>(), 1'284.84179968, 1e-6);
+  // Without --offload nothing of it appears and the states are on the GPU.
+  const nlohmann::json plain = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--zero", "1",
+                                          "--global-batch", "8", "--no-db", "--json"}, {});
+  EXPECT_EQ(plain["setup"]["offload"], "none");
+  EXPECT_FALSE(plain["memory"].contains("offloaded_bytes"));
+  EXPECT_EQ(plain["memory"]["optimizer_bytes"], 96'363'134'976LL);
+  // The table names the offload and the host's share (96,363,134,976 bytes = 89.75 GiB).
+  const result table = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--zero", "1", "--no-db",
+                            "--offload", "optimizer"});
+  EXPECT_NE(table.out.find(", offload optimizer: PREDICTED"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("optimizer 0.00 (host 89.75)"), std::string::npos) << table.out;
+}
+
+TEST(batch_setups, offload_refusals_exit_2) {
+  expect_refused({"--model", "llama-3-8b", "--offload", "disk"},
+                 "--offload 'disk' is not one of none, optimizer, optimizer+params");
+  expect_refused({"--model", "llama-3-8b", "--offload", "optimizer"}, "--offload optimizer needs --zero 1, 2 or 3");
+  expect_refused({"--model", "llama-3-8b", "--offload", "optimizer+params", "--zero", "2", "--world-size", "8"},
+                 "--offload optimizer+params needs --zero 3, not 2");
+  expect_refused({"--model", "llama-3-8b", "--pcie-gbs", "25"}, "--pcie-gbs 25 needs --offload");
+  expect_refused({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--host-memory-gbs", "-5"},
+                 "--host-memory-gbs -5 is invalid");
+}
+
+// QLoRA on Llama-3-8B at rank 16: the blocks' 6,979,321,856 linear weights in NF4 with double
+// quantization, 3,600,416,768 bytes (codes 0.5 a weight, fp8 absmaxes 1/64, fp32 constants 4/16,384),
+// the other 1,050,939,392 parameters in bf16 (2,101,878,784) and bf16 adapters, 2 x 41,943,040 =
+// 83,886,080: 5,786,181,632 bytes. The largest linear's dequantized copy: 2 x 14,336 x 4,096.
+TEST(batch_setups, qlora_stores_the_base_in_nf4) {
+  const nlohmann::json p = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
+                                      "--no-db", "--json"},
+                                     {"--quantize", "nf4"});
+  EXPECT_EQ(p["setup"]["quantize"], "nf4");
+  EXPECT_EQ(p["setup"]["adapter_dtype"], "bf16");
+  EXPECT_EQ(p["memory"]["weights_bytes"], 5'786'181'632LL);
+  EXPECT_EQ(p["memory"]["dequantized_weight_bytes"], 117'440'512);
+  ASSERT_FALSE(p["model_load"].is_null());
+  EXPECT_EQ(p["model_load"]["quantization_config"]["bnb_4bit_quant_type"], "nf4");
+  EXPECT_TRUE(p["model_load"]["quantization_config"]["bnb_4bit_use_double_quant"].get<bool>());
+  const nlohmann::json plain = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
+                                          "--no-db", "--json"}, {});
+  EXPECT_EQ(plain["setup"]["quantize"], "none");
+  EXPECT_FALSE(plain["memory"].contains("dequantized_weight_bytes"));
+  EXPECT_FALSE(plain["model_load"].contains("quantization_config"));
+  // The table's first line names it.
+  const result table = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16", "--no-db",
+                            "--quantize", "nf4"});
+  EXPECT_NE(table.out.find(", QLoRA (NF4 base) rank 16 on all-linear"), std::string::npos) << table.out;
+}
+
+TEST(batch_setups, qlora_refusals_exit_2) {
+  expect_refused({"--model", "llama-3-8b", "--quantize", "nf4"}, "--quantize nf4 needs --lora-rank above 0");
+  expect_refused({"--model", "llama-3-8b", "--lora-rank", "16", "--quantize", "int8"},
+                 "--quantize 'int8' is not one of none, nf4");
+}
