@@ -30,11 +30,15 @@ TT_HOST_DEVICE int tt_part_scale_d(int kt, int k_begin, int interval, int kk) {
 //    acc += part * sa[kb][m] * sb[kb][n / 128]. A tile's columns (n0 a multiple of 64, BN <= 192)
 //    span at most two 128-column blocks: n0 / 128 and the next.
 // Rows and columns past M and N read the last one's scale (their results are never stored).
-// A grouped GEMM (mixture-of-experts) takes rowwise scales: scale_a[M] over every row A holds
-// (each token's), scale_b[G][N] (each group's B its own column scales), at
-// tt_rowwise_scale_b_offset(group, N) + column; a plain batch shares one set.
-TT_HOST_DEVICE long long tt_rowwise_scale_b_offset(int group, int N) { return (long long)group * N; }
+// A grouped GEMM (mixture-of-experts): scale_a over every row A holds (each token's), and each
+// group's B its own scales, group g's at an offset: rowwise scale_b[G][N]
+// (tt_rowwise_scale_b_offset), block scale_b[G][ceil(K / 128)][ceil(N / 128)]
+// (tt_block_scale_b_offset); a plain batch shares one set.
 #define TT_SCALE_BLOCK 128
+TT_HOST_DEVICE long long tt_rowwise_scale_b_offset(int group, int N) { return (long long)group * N; }
+TT_HOST_DEVICE long long tt_block_scale_b_offset(int group, int K, int N) {
+  return (long long)group * ((K + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK) * ((N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK);
+}
 TT_HOST_DEVICE long long tt_block_scale_a_index(int kb, int row, int M) {
   return (long long)kb * M + (row < M ? row : M - 1);
 }

@@ -307,6 +307,17 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_PINGPONG
       if (tt_pingpong_waits_turn(ui)) tt_mbar_wait(turn_bar + 8 * consumer, tt_pingpong_turn_parity(ui));
 #endif
+#if TT_SCALING == 2 && TT_GROUPED
+      // Block scales of a grouped tile: its first row in A and its group's scales of B, held
+      // across the main loop (a plain tile's come from tc: held, they spilled).
+      const tt_tile_place scale_place = TT_PLACE(tc);
+      const float* const group_scale_b = scale_b + tt_block_scale_b_offset(scale_place.b_batch, K, N);
+#define TT_SCALE_ROW0 scale_place.a_row0
+#define TT_SCALE_B group_scale_b
+#else
+#define TT_SCALE_ROW0 (tc.m_tile * TT_KM)
+#define TT_SCALE_B scale_b
+#endif
 #if TT_PROMOTE
 #pragma unroll
       for (int mi = 0; mi < TT_MI; ++mi)
@@ -341,7 +352,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #if TT_SCALING == 2
           // This k-block's scales, loaded while the QGMMAs run: the thread's rows' of A, B's two blocks.
           float sa[TT_MI][2], sb[2];
-          tt_load_block_scales(sa, sb, scale_a, scale_b, kt, tc.m_tile * TT_KM + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
+          tt_load_block_scales(sa, sb, scale_a, TT_SCALE_B, kt, TT_SCALE_ROW0 + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
                                tc.n_tile * TT_KN, M, N, lane);
 #endif
           // The interval's QGMMAs complete (this k-tile's and the previous one's: the release
@@ -448,4 +459,6 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #undef TT_TILE
 #undef TT_RELEASE
 #undef TT_FENCE_ACCUMULATORS
+#undef TT_SCALE_ROW0
+#undef TT_SCALE_B
 }

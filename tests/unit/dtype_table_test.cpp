@@ -232,3 +232,22 @@ TEST(dtype_table, fp8_scales_fold_into_each_element_by_their_layouts) {
   check(grouped, 'b', 3,
         [](const problem_scales& s, std::int64_t g, std::int64_t r, std::int64_t) { return s.b[g * 130 + r]; });
 }
+
+// A grouped problem's block scales: scale_b[g][kb][n / 128], each group's B its own.
+TEST(dtype_table, grouped_block_scales_fold_per_group) {
+  gemm_problem p = grouped_problem(groups_of_rows({3, 0, 2}, group_layout::contiguous), 130, 260, dtype::e4m3,
+                                   parse_layout("nt"));
+  p.scaling = scaling_mode::block;
+  const problem_scales s = random_scales(p, 9);
+  ASSERT_EQ(s.a.size(), 3u * 5);      // 3 k-blocks x every row A holds
+  ASSERT_EQ(s.b.size(), 3u * 3 * 2);  // 3 groups x 3 k-blocks x 2 column blocks
+  std::vector<float> ones(static_cast<std::size_t>(3 * 130 * 260), 1.0f);
+  const std::vector<float> got = scaled_values(p, 'b', ones, s);
+  int wrong = 0;
+  for (int g = 0; g < 3; ++g)
+    for (int n = 0; n < 130; ++n)
+      for (int k = 0; k < 260; ++k)
+        wrong += got[static_cast<std::size_t>((g * 130 + n) * 260 + k)] !=
+                 s.b[static_cast<std::size_t>((g * 3 + k / 128) * 2 + n / 128)];
+  EXPECT_EQ(wrong, 0);
+}

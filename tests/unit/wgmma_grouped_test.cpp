@@ -9,9 +9,9 @@
 // - The M tiles map to the same (group, first row, row bound) as a brute-force list of the groups' tiles.
 // - Planted defects (a group's first row off by one, no row bound, the next group's B, tiles
 //   counted by floor, a table scan that drops a lane's prefix) each fail.
-// - fp8's rowwise scales (wgmma_fp8.cuh): each row's of A by its row in A, each group's own of
-//   B's columns at tt_rowwise_scale_b_offset; planted: every group on group 0's scales, A's
-//   scales by the tile's grouped index instead of its rows.
+// - fp8's rowwise and block scales (wgmma_fp8.cuh): A's by the row in A, each group's own of B
+//   at tt_rowwise_scale_b_offset / tt_block_scale_b_offset; planted: every group on group 0's
+//   scales, A's scales by the tile's grouped index instead of its rows (each caught with both).
 #define TT_HOST_DEVICE inline
 #include "wgmma/wgmma_schedule.cuh"
 #include "wgmma/wgmma_tile_math.cuh"
@@ -36,11 +36,11 @@ struct grouped_case {
   int ctas = 3;
   int stream_k = 0, min_unit = 1;
   int raster = 0, along_n = 0;
-  bool scaled = false;  // fp8 rowwise scales
+  int scaled = 0;  // fp8 scales: 1 rowwise, 2 block
   std::string name() const {
     return fmt::format("rows [{}] {} n {} k {} tile {}x{}x{} ctas {} stream-K {} raster {}{}{}", fmt::join(rows, ","),
                        stride ? fmt::format("masked {}", stride) : "contiguous", n, k, bm, bn, bk, ctas, stream_k, raster,
-                       along_n ? "n" : "m", scaled ? " rowwise-scaled" : "");
+                       along_n ? "n" : "m", scaled == 1 ? " rowwise-scaled" : scaled == 2 ? " block-scaled" : "");
   }
 };
 
@@ -103,9 +103,11 @@ int total_rows(const grouped_case& c) {
 
 double a_at(int r, int k) { return static_cast<double>((r * 7 + k * 3) % 11 - 5); }
 double b_at(int g, int n, int k) { return static_cast<double>((g * 5 + n * 3 + k * 2) % 9 - 4); }
-// Rowwise scales, powers of two: scale_a[row], scale_b[g][n] laid out as the kernel reads them.
+// Scales, powers of two, by definition: rowwise scale_a[row] and scale_b[g][n]; block (one k-block
+// here: K < 128) scale_a[kb][row] and scale_b[g][kb][n / 128], n / 128 being 0 as N < 128.
 double scale_a_at(int r) { return std::ldexp(1.0, (r * 5) % 7 - 3); }
 double scale_b_at(int g, int n) { return std::ldexp(1.0, (g * 3 + n) % 5 - 2); }
+double block_b_at(int g) { return std::ldexp(1.0, (g * 2) % 5 - 2); }
 
 // C as the reference computes it: each group's valid rows times its own B; everything else NaN.
 std::vector<double> reference(const grouped_case& c) {
@@ -119,7 +121,8 @@ std::vector<double> reference(const grouped_case& c) {
       for (int n = 0; n < c.n; ++n) {
         double s = 0;
         for (int k = 0; k < c.k; ++k) s += a_at(r, k) * b_at(g, n, k);
-        out[static_cast<std::size_t>(r) * c.n + n] = c.scaled ? s * scale_a_at(r) * scale_b_at(g, n) : s;
+        const double scale = c.scaled == 1 ? scale_a_at(r) * scale_b_at(g, n) : c.scaled == 2 ? scale_a_at(r) * block_b_at(g) : 1;
+        out[static_cast<std::size_t>(r) * c.n + n] = s * scale;
       }
     row += c.stride > 0 ? 0 : valid;
   }
@@ -145,10 +148,14 @@ grid_result run_grid(const grouped_case& c, const defects& d) {
   out.c.assign(static_cast<std::size_t>(rows_total) * c.n, std::numeric_limits<double>::quiet_NaN());
   out.writes.assign(out.c.size(), 0);
   std::vector<std::vector<double>> slots(c.ctas);
+  // The scales as the kernel reads them: rowwise scale_b[G][N]; block scale_a[1][rows] (one k-block)
+  // and scale_b[G][1][1] at the kernel's offsets and indices.
   std::vector<double> scale_a(static_cast<std::size_t>(std::max(rows_total, 1))), scale_b(static_cast<std::size_t>(groups) * c.n);
   for (int r = 0; r < rows_total; ++r) scale_a[static_cast<std::size_t>(r)] = scale_a_at(r);
   for (int g = 0; g < groups; ++g)
-    for (int n = 0; n < c.n; ++n) scale_b[static_cast<std::size_t>(g * c.n + n)] = scale_b_at(g, n);
+    for (int n = 0; n < c.n; ++n)
+      scale_b[static_cast<std::size_t>(c.scaled == 2 ? tt_block_scale_b_offset(g, c.k, c.n) : g * c.n + n)] =
+          c.scaled == 2 ? block_b_at(g) : scale_b_at(g, n);
   auto partial = [&](const tt_work_unit& u, tt_tile_coord& tc, tt_group_tile& gt) {
     tc = tt_tile_of(u.tile, t.m_tiles(), n_tiles, c.raster, c.along_n);
     gt = tt_group_of_m_tile(tc.m_tile, t.first_tile.data(), t.first_row.data(), t.end_row.data(), groups, c.bm);
@@ -158,7 +165,16 @@ grid_result run_grid(const grouped_case& c, const defects& d) {
       for (int j = 0; j < c.bn; ++j)
         for (int k = u.k_begin * c.bk; k < std::min(u.k_end * c.bk, c.k); ++k) {
           const int r = gt.row0 + i, n = tc.n_tile * c.bn + j;
-          if (r < rows_total && n < c.n) acc[static_cast<std::size_t>(i) * c.bn + j] += a_at(r, k) * b_at(b_group, n, k);
+          if (r >= rows_total || n >= c.n) continue;
+          double scale = 1;
+          if (c.scaled == 2) {  // tt_load_block_scales at each promotion: the tile's rows in A, its group's B
+            const int kb = k / TT_SCALE_BLOCK, row = (d.scale_rows_by_m_tile ? tc.m_tile * c.bm : gt.row0) + i;
+            const int n_blocks = (c.n + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+            scale = scale_a[static_cast<std::size_t>(tt_block_scale_a_index(kb, std::min(row, rows_total - 1), rows_total))] *
+                    scale_b[static_cast<std::size_t>(tt_block_scale_b_offset(d.scales_of_group_0 ? 0 : gt.group, c.k, c.n) +
+                                                     tt_block_scale_b_index(kb, n / TT_SCALE_BLOCK, n_blocks))];
+          }
+          acc[static_cast<std::size_t>(i) * c.bn + j] += a_at(r, k) * b_at(b_group, n, k) * scale;
         }
     return acc;
   };
@@ -177,7 +193,7 @@ grid_result run_grid(const grouped_case& c, const defects& d) {
         }
         for (int p = u.first_peer; p <= u.last_peer; ++p)
           for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += slots[p][i];
-        if (c.scaled)  // tt_scale_rows_columns after the fixup: rows from the group's first, B's at its offset
+        if (c.scaled == 1)  // tt_scale_rows_columns after the fixup: rows from the group's first, B's at its offset
           for (int i = 0; i < c.bm; ++i)
             for (int j = 0; j < c.bn; ++j) {
               const int r = (d.scale_rows_by_m_tile ? tc.m_tile * c.bm : gt.row0) + i, n = tc.n_tile * c.bn + j;
@@ -247,11 +263,12 @@ std::vector<grouped_case> cases() {
       out.push_back(c);
     }
   const std::size_t plain = out.size();
-  for (std::size_t i = 0; i < plain; i += 3) {  // a third of them again with fp8's rowwise scales
-    grouped_case c = out[i];
-    c.scaled = true;
-    out.push_back(c);
-  }
+  for (std::size_t i = 0; i < plain; i += 3)  // a third of them again with fp8's rowwise and block scales
+    for (int scaled : {1, 2}) {
+      grouped_case c = out[i];
+      c.scaled = scaled;
+      out.push_back(c);
+    }
   return out;
 }
 
@@ -300,8 +317,16 @@ TEST(wgmma_grouped, the_emulation_catches_planted_defects) {
       {"A's scales by the tile's grouped index", defects{.scale_rows_by_m_tile = true}},
   };
   for (const auto& [what, d] : planted) {
-    int caught = 0;
-    for (const auto& c : cases()) caught += !first_wrong(c, d).empty();
+    int caught = 0, caught_scaled[3] = {0, 0, 0};
+    for (const auto& c : cases()) {
+      const bool wrong = !first_wrong(c, d).empty();
+      caught += wrong;
+      caught_scaled[c.scaled] += wrong;
+    }
     EXPECT_GT(caught, 0) << what << " went unnoticed";
+    if (d.scales_of_group_0 || d.scale_rows_by_m_tile) {  // by the rowwise and the block-scaled cases each
+      EXPECT_GT(caught_scaled[1], 0) << what << " went unnoticed with rowwise scales";
+      EXPECT_GT(caught_scaled[2], 0) << what << " went unnoticed with block scales";
+    }
   }
 }

@@ -159,7 +159,7 @@ problem_scales random_scales(const gemm_problem& p, std::uint64_t seed) {
   const std::int64_t k_blocks = (p.k + 127) / 128, n_blocks = (p.n + 127) / 128;
   std::int64_t a = 0, b = 0;
   if (p.scaling == scaling_mode::rowwise) a = p.m, b = p.n * (p.grouped() ? p.groups->count() : 1);
-  if (p.scaling == scaling_mode::block) a = k_blocks * p.m, b = k_blocks * n_blocks;
+  if (p.scaling == scaling_mode::block) a = k_blocks * p.m, b = k_blocks * n_blocks * (p.grouped() ? p.groups->count() : 1);
   splitmix64 next{seed};
   problem_scales s;
   for (auto [out, count] : {std::pair{&s.a, a}, std::pair{&s.b, b}}) {
@@ -174,7 +174,7 @@ std::vector<float> scaled_values(const gemm_problem& p, char operand, const std:
   if (p.layout.a_transposed || !p.layout.b_transposed)
     throw std::invalid_argument("scaled_values: fp8 operands are K-major (layout nt)");
   const bool is_a = operand == 'a';
-  const std::int64_t rows = is_a ? p.m : p.n, k = p.k, n_blocks = (p.n + 127) / 128;
+  const std::int64_t rows = is_a ? p.m : p.n, k = p.k, n_blocks = (p.n + 127) / 128, k_blocks = (p.k + 127) / 128;
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::int64_t matrix = static_cast<std::int64_t>(i) / (rows * k);
@@ -186,7 +186,7 @@ std::vector<float> scaled_values(const gemm_problem& p, char operand, const std:
                    : s.b[static_cast<std::size_t>((p.grouped() ? matrix * p.n : 0) + row)];
     if (p.scaling == scaling_mode::block)
       scale = is_a ? s.a[static_cast<std::size_t>(kb * p.m + row)]
-                   : s.b[static_cast<std::size_t>(kb * n_blocks + row / 128)];
+                   : s.b[static_cast<std::size_t>(((p.grouped() ? matrix : 0) * k_blocks + kb) * n_blocks + row / 128)];
     out[i] = values[i] * scale;
   }
   return out;

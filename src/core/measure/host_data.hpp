@@ -65,7 +65,7 @@ decltype(auto) with_decoder(element_type e, F&& f) {
 
 // fp8's scales for a problem with rowwise or block scaling, as the kernels read them (every matrix
 // of a batch shares them): rowwise, a M floats (one per row of A) and b N (one per column of C;
-// a grouped problem's b is G x N, each group's B its own);
+// a grouped problem's b is G x N, each group's B its own, and with block scales G x the plain b);
 // block, a ceil(K / 128) x M (k-block major: a[kb * M + m]) and b ceil(K / 128) x ceil(N / 128)
 // (b[kb * ceil(N / 128) + n / 128]). Random powers of two in [1/8, 8] from a seed, so that a
 // scaled fp8 value is exact in bf16 (the verification reference multiplies scaled bf16 copies).
