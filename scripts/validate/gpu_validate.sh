@@ -34,7 +34,8 @@
 #            (200x136x1280 batch 3, beta 0; 5x1000x776 batch 2, beta 0.5: C loaded by TMA): shapes verified,
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     fp8    fp8 (issue 35), first run: every e4m3/e5m2 variant verified on odd shapes with each
-#            scaling (tensor, rowwise, block; beta 0.5; a 16-row rowwise decode: swap-AB's scales),
+#            scaling (tensor, rowwise, block; beta 0.5; a 16-row rowwise decode: swap-AB's scales;
+#            grouped with rowwise and block scales),
 #            compute-sanitizer on a block-scaled
 #            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
 #            timed against cuBLASLt's fp8 matmul
@@ -424,6 +425,11 @@ if want fp8; then
     step "fp8 verify $dt $sc ${m}x${n}x${k}" 120 "$out/fp8-verify-$dt-$sc-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --dtype "$dt" --scaling "$sc" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
       --out "$out/fp8-verify-$dt-$sc-$m.json"
+  done
+  for sc in rowwise block; do  # a mixture-of-experts step in fp8: each group's B its own scales
+    step "fp8 grouped verify $sc" 150 "$out/fp8-grouped-verify-$sc.txt" "$bin" gemm --groups 8 \
+      --m-per-group 0,1,127,128,129,0,517,64 --n 1000 --k 784 --dtype e4m3 --scaling "$sc" --alpha 1.5 --beta 0.5 \
+      --verify-only --no-db --variant-timeout 10 --out "$out/fp8-grouped-verify-$sc.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
