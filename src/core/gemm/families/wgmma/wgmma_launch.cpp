@@ -135,7 +135,10 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                             "rowwise scales of A: M floats, one per row (C = alpha * scale_a[m] * scale_b[n] * "
                             "sum_k op(A) op(B))",
                             nullptr});
-    l.parameters.push_back({"scale_b", "const float*", "pointer", "rowwise scales of B: N floats, one per column of C",
+    l.parameters.push_back({"scale_b", "const float*", "pointer",
+                            std::string("rowwise scales of B: N floats, one per column of C") +
+                                (p.grouped() ? "; grouped: G x N, group g's B its own at g N (scale_a: every row A holds)"
+                                             : ""),
                             nullptr});
   } else if (wgmma_scales(c) == scaling_mode::block) {
     l.parameters.push_back({"scale_a", "const float*", "pointer",
@@ -143,8 +146,12 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                             "A[m][128 kb .. 128 kb + 127])",
                             nullptr});
     l.parameters.push_back({"scale_b", "const float*", "pointer",
-                            "block scales of B: ceil(K / 128) x ceil(N / 128) floats, k-block major (scale_b[kb * "
-                            "ceil(N / 128) + nb] scales the 128 x 128 block of op(B) at k-block kb, columns 128 nb ..)",
+                            std::string("block scales of B: ceil(K / 128) x ceil(N / 128) floats, k-block major "
+                                        "(scale_b[kb * ceil(N / 128) + nb] scales the 128 x 128 block of op(B) at "
+                                        "k-block kb, columns 128 nb ..)") +
+                                (p.grouped() ? "; grouped: G such sets, group g's B its own at g ceil(K / 128) "
+                                               "ceil(N / 128) (scale_a: every row A holds)"
+                                             : ""),
                             nullptr});
   }
   l.requirements = {
