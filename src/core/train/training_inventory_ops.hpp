@@ -2,6 +2,7 @@
 // inventory (training_inventory.cpp, moe_inventory.cpp) is written in.
 #pragma once
 #include "core/train/model_spec.hpp"
+#include "core/train/training_inventory.hpp"  // attention_kernel
 
 namespace tiletune::inventory_ops {
 
@@ -43,6 +44,10 @@ void residual_add(const dims& d, tally& t);
 // (`in` bytes per element, the norm's output) is gathered or not: the
 // activation, the product and what the three GEMMs keep.
 void gated_mlp_rows(const dims& d, tally& t, double inter, double rows);
+
+// The attention block of one layer (training_inventory_attention.cpp): norm, projections,
+// rotary, q/k norms, the attention kernel's scores and values, output projection, residual.
+void attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel);
 
 // The MoE block of one layer (moe_inventory.cpp): norm, router, dispatch,
 // experts, weighting, combine, shared expert, residual.
