@@ -95,6 +95,15 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
       ->capture_default_str();
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Megatron-LM tensor parallelism over T GPUs of a node: each holds 1/T of every block's heads, "
+                  "MLP width and the vocabulary; 4 all-reduces of the layer's activation per layer and micro-batch "
+                  "over the GPU link, not overlapped; data parallelism over world size / T. Not with experts, MLA, "
+                  "LoRA, --zero 3 or --offload (docs/batch.md)")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", o->sequence_parallel,
+                "With --tensor-parallel: Megatron's sequence parallelism, the norms' and residual activations split "
+                "over the sequence too (every activation / T); all-gathers and reduce-scatters of the same bytes");
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
 }
 

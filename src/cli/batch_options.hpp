@@ -34,6 +34,8 @@ struct batch_options {
   std::optional<double> lora_dropout;
   std::optional<std::string> lora_targets, adapter_dtype;
   std::optional<int> expert_parallel;
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
   double safety_margin = 0.05;
   std::string out;
   bool json = false;

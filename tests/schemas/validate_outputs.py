@@ -154,6 +154,10 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                                "--offload", "optimizer+params", "--json"))
     out["batch (--quantize nf4)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
                                                    "--lora-rank", "16", "--quantize", "nf4", "--json"))
+    out["batch (--tensor-parallel, --sequence-parallel)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b",
+                                                                        "--gpu", "h100-sxm", "--world-size", "8",
+                                                                        "--tensor-parallel", "4", "--sequence-parallel",
+                                                                        "--zero", "1", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

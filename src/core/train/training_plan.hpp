@@ -121,6 +121,12 @@ struct training_setup {
   // MoE: ranks the routed experts are split over (none: gcd(experts, world
   // size), 1: experts replicated like dense weights); moe_parallel.cpp.
   std::optional<int> expert_parallel;
+  // --tensor-parallel T (Megatron-LM) and --sequence-parallel: the world is T x data-parallel
+  // GPUs; training_parallel.hpp plans one GPU's shard. dp_span: set on that shard only, the GPUs
+  // between two data-parallel ranks (T), which share a node's network ports.
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
+  int dp_span = 1;
 };
 
 // Throws usage_error naming the bad field (sequence longer than the model's
@@ -227,6 +233,7 @@ struct step_time {
   // uploads and gradient downloads of every micro-step.
   double offload_transfer_ms = 0, cpu_optimizer_ms = 0, offload_micro_step_ms = 0;
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
+  double tensor_parallel_ms = 0;  // --tensor-parallel: the layers' all-reduces, every micro-step, not overlapped
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
   // The host's time to issue the forward, the backward and the optimizer
@@ -234,7 +241,8 @@ struct step_time {
   double host_forward_ms = 0, host_backward_ms = 0, host_optimizer_ms = 0;
   double host_wait_ms = 0;
   double micro_step_ms() const {
-    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms;
+    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms +
+           tensor_parallel_ms;
   }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.

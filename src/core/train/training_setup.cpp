@@ -13,6 +13,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -210,9 +211,12 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--lora-dropout {} needs --lora-rank above 0", s.lora_dropout));
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
-  if (s.global_batch && *s.global_batch < s.world_size)
-    throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
-                                  *s.global_batch, s.world_size));
+  validate_tensor_parallel(s);
+  if (s.global_batch && *s.global_batch < data_parallel_degree(s))
+    throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}{}: each {} needs a sample",
+                                  *s.global_batch, s.world_size,
+                                  s.tensor_parallel > 1 ? fmt::format(" / --tensor-parallel {}", s.tensor_parallel) : "",
+                                  s.tensor_parallel > 1 ? "data-parallel rank" : "GPU"));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
   validate_offload(s);

@@ -15,6 +15,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -101,6 +102,7 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
 }  // namespace
 
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
+  if (s.tensor_parallel > 1) return step_gemms(tensor_parallel_shard(s), b, checkpointing);  // one GPU's
   const model_spec& m = s.model;
   const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
@@ -210,6 +212,11 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
 
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
                        const gemm_time_fn& gemm_time, const device_rates& rates) {
+  if (s.tensor_parallel > 1) {  // one GPU's shard of the work, and the layers' collectives
+    step_time t = predict_step(tensor_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
+    t.tensor_parallel_ms = tensor_parallel_comm_ms(s, d, b, checkpointing);
+    return t;
+  }
   step_time t;
   const gemm_times gemms = time_gemms(s, d, b, checkpointing, gemm_time, rates);
   t.gemm_ms = gemms.total_ms;
