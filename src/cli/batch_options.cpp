@@ -1,6 +1,8 @@
 // `tiletune batch`'s training flags: what is trained, how, and on how many GPUs.
 #include "cli/batch_options.hpp"
 
+#include <fmt/format.h>
+
 #include "core/train/model_spec.hpp"
 
 namespace tiletune::cli {
@@ -12,6 +14,15 @@ std::string model_list() {
   return s;
 }
 }  // namespace
+
+std::string parallelism_summary(const training_setup& s) {
+  std::string out;
+  if (s.tensor_parallel > 1)
+    out += fmt::format(", tensor parallel {}{} (parameters: one GPU's shard)", s.tensor_parallel,
+                       s.sequence_parallel ? " + sequence parallel" : "");
+  if (s.pipeline_parallel > 1) out += fmt::format(", {} pipeline stages (memory: the worse stage)", s.pipeline_parallel);
+  return out;
+}
 
 void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
@@ -104,6 +115,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_flag("--sequence-parallel", o->sequence_parallel,
                 "With --tensor-parallel: Megatron's sequence parallelism, the norms' and residual activations split "
                 "over the sequence too (every activation / T); all-gathers and reduce-scatters of the same bytes");
+  cmd->add_option("--pipeline-parallel", o->pipeline_parallel,
+                  "Pipeline stages, 1F1B (Megatron-LM): each holds 1/P of the layers (the first also the embedding, "
+                  "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
+                  "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
+      ->capture_default_str();
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
 }
 

@@ -205,3 +205,26 @@ TEST(batch_setups, tensor_parallel_refusals_exit_2_naming_why) {
   expect_refused({"--model", "llama-3-8b", "--sequence-parallel"}, "--sequence-parallel needs --tensor-parallel");
   expect_refused({"--model", "llama-3-8b", "--tensor-parallel", "0"}, "--tensor-parallel 0 is invalid");
 }
+
+// --pipeline-parallel (1F1B): in --help, in the JSON's setup with the data-parallel degree (world 8 /
+// P 4 = 2), one stage's parameters (8 of 32 blocks of 218,112,000 + one 525,336,576 vocabulary
+// matrix + the final norm's 4,096 = 2,270,236,672), each candidate's bubble (3 micro-steps) and sends
+// (2 x 2,048 x 4,096 x 2 bytes at 360 GB/s = 0.0932 ms at micro-batch 1); refusals exit 2.
+TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
+  const result help = run({"batch", "--help"});
+  for (const char* s : {"--pipeline-parallel", "1F1B", "(P-1)/(m+P-1)"}) EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  const nlohmann::json j = plan_with(llama_bf16, {"--world-size", "8", "--pipeline-parallel", "4", "--zero", "1",
+                                                  "--micro-batch", "1", "--checkpointing", "off", "--json"});
+  EXPECT_EQ(j["setup"]["pipeline_parallel"], 4);
+  EXPECT_EQ(j["setup"]["data_parallel"], 2);
+  EXPECT_EQ(j["model"]["parameters"], 2'270'236'672LL);
+  const auto& t = j["candidates"][0]["time"];
+  EXPECT_NEAR(t["pipeline_p2p_ms"].get<double>(), 0.093206756, 1e-8);
+  EXPECT_GT(t["pipeline_bubble_ms_per_global_step"].get<double>(), 0);
+  expect_refused({"--model", "llama-3-8b", "--world-size", "33", "--pipeline-parallel", "33"},
+                 "--pipeline-parallel 33 is more stages than llama-3-8b's 32 layers");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "6", "--pipeline-parallel", "4"},
+                 "--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
+                 "--pipeline-parallel 2 is not modelled with --zero 3");
+}

@@ -158,6 +158,11 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                                         "--gpu", "h100-sxm", "--world-size", "8",
                                                                         "--tensor-parallel", "4", "--sequence-parallel",
                                                                         "--zero", "1", "--json"))
+    out["batch (--pipeline-parallel, --tensor-parallel)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b",
+                                                                        "--gpu", "h100-sxm", "--world-size", "8",
+                                                                        "--tensor-parallel", "2", "--pipeline-parallel",
+                                                                        "2", "--zero", "1", "--global-batch", "16",
+                                                                        "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

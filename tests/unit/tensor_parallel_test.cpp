@@ -137,6 +137,6 @@ TEST(tensor_parallel, refusals_name_the_value_or_combination) {
   EXPECT_NE(refusal(lora).find("LoRA"), std::string::npos);
   training_setup gb = llama(2, 8);
   gb.global_batch = 3;  // 4 data-parallel ranks
-  EXPECT_NE(refusal(gb).find("/ --tensor-parallel 2"), std::string::npos);
+  EXPECT_NE(refusal(gb).find("--world-size 8 / (tensor x pipeline parallel 2)"), std::string::npos);
   EXPECT_EQ(refusal(llama(2, 8)), "");
 }

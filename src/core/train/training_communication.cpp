@@ -6,6 +6,7 @@
 
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 
 namespace tiletune {
 
@@ -16,6 +17,7 @@ constexpr double ring_efficiency = 0.8;  // NCCL ring bus bandwidth against the 
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d) {
   // Tensor parallelism: the data-parallel exchange of one GPU's shard among its world size / T peers.
   if (s.tensor_parallel > 1) return estimate_communication(tensor_parallel_shard(s), d);
+  if (s.pipeline_parallel > 1) return estimate_communication(pipeline_stage(s), d);  // a stage's, over its dp ranks
   const std::optional<double> link_gbs = s.link_gbs;
   communication_estimate c;
   const double W = s.world_size;

@@ -19,7 +19,7 @@ constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's ring
 }  // namespace
 
 int data_parallel_degree(const training_setup& s) {
-  return s.world_size / std::max(1, s.tensor_parallel);
+  return s.world_size / (std::max(1, s.tensor_parallel) * std::max(1, s.pipeline_parallel));
 }
 
 void validate_tensor_parallel(const training_setup& s) {
@@ -59,7 +59,7 @@ training_setup tensor_parallel_shard(const training_setup& s) {
   m.num_kv_heads /= t;
   m.intermediate_size /= t;
   m.vocab_size = (m.vocab_size + t - 1) / t;
-  shard.world_size = data_parallel_degree(s);
+  shard.world_size = s.world_size / static_cast<int>(t);  // its pipeline stages' and data-parallel ranks
   shard.dp_span = static_cast<int>(t);
   shard.tensor_parallel = 1;
   shard.sequence_parallel = false;
@@ -76,10 +76,15 @@ memory_breakdown tensor_parallel_memory(const training_setup& s) {
   const memory_breakdown full = estimate_memory(whole);
   const double t = s.tensor_parallel;
   auto split = [&](std::int64_t bytes) { return static_cast<std::int64_t>(static_cast<double>(bytes) / t); };
-  r.activation_bytes_per_sample = split(full.activation_bytes_per_sample);
-  r.checkpointed_activation_bytes_per_sample = split(full.checkpointed_activation_bytes_per_sample);
-  r.recompute_layer_bytes_per_sample = split(full.recompute_layer_bytes_per_sample);
-  r.outer_saved_bytes_per_sample = split(full.outer_saved_bytes_per_sample);
+  auto split_all = [&](memory_breakdown& into, const memory_breakdown& from) {
+    into.activation_bytes_per_sample = split(from.activation_bytes_per_sample);
+    into.checkpointed_activation_bytes_per_sample = split(from.checkpointed_activation_bytes_per_sample);
+    into.recompute_layer_bytes_per_sample = split(from.recompute_layer_bytes_per_sample);
+    into.outer_saved_bytes_per_sample = split(from.outer_saved_bytes_per_sample);
+  };
+  split_all(r, full);
+  for (std::size_t i = 0; i < r.other_stages.size() && i < full.other_stages.size(); ++i)  // a pipeline's last stage
+    split_all(r.other_stages[i], full.other_stages[i]);
   return r;
 }
 

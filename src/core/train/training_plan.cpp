@@ -13,6 +13,7 @@
 #include "core/train/training_communication.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_plan_notes.hpp"
 
 namespace tiletune {
@@ -91,8 +92,10 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   const double compute_ms = c.time.gemm_ms + c.time.memory_bound_ms;
   c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms, compute_ms * 2 / 3, s.model.num_layers);
   c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, compute_ms, s.model.num_layers);
+  // 1F1B: (P - 1) micro-steps of bubble per global step.
+  c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
   const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
-                                c.time.optimizer_ms + c.time.allreduce_ms;
+                                c.time.optimizer_ms + c.time.allreduce_ms + c.time.pipeline_bubble_ms;
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
   c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);
   c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
@@ -164,6 +167,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   const communication_estimate comm = estimate_communication(s, d);
   add_communication_notes(plan, s, comm);
   for (auto& n : tensor_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
+  for (auto& n : pipeline_notes(s, d)) plan.notes.push_back(std::move(n));
   // Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step.
   const std::int64_t per_gpu =
       s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;

@@ -123,9 +123,10 @@ struct training_setup {
   std::optional<int> expert_parallel;
   // --tensor-parallel T (Megatron-LM) and --sequence-parallel: the world is T x data-parallel
   // GPUs; training_parallel.hpp plans one GPU's shard. dp_span: set on that shard only, the GPUs
-  // between two data-parallel ranks (T), which share a node's network ports.
+  // between two data-parallel ranks (T, x P on a pipeline stage), which share a node's network ports.
   int tensor_parallel = 1;
   bool sequence_parallel = false;
+  int pipeline_parallel = 1;  // --pipeline-parallel P, 1F1B (training_pipeline.hpp)
   int dp_span = 1;
 };
 
@@ -183,6 +184,10 @@ struct memory_breakdown {
   std::int64_t tied_embedding_grad_bytes = 0;
   std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
+  // --pipeline-parallel: these terms are the first stage's ("first stage"), the last stage's in
+  // other_stages; every peak below is the larger (training_pipeline.hpp).
+  std::string stage_name;
+  std::vector<memory_breakdown> other_stages;
   // The caching allocator's rounding and fragmentation (max_memory_reserved
   // - max_memory_allocated), which the tensors alone cannot tell: a share of
   // the transient bytes of the peak (all but held_bytes), and with
@@ -234,6 +239,8 @@ struct step_time {
   double offload_transfer_ms = 0, cpu_optimizer_ms = 0, offload_micro_step_ms = 0;
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
   double tensor_parallel_ms = 0;  // --tensor-parallel: the layers' all-reduces, every micro-step, not overlapped
+  double p2p_ms = 0;              // --pipeline-parallel: a stage's sends forward and backward, every micro-step
+  double pipeline_bubble_ms = 0;  // --pipeline-parallel: 1F1B's (P - 1) idle micro-steps, once per global step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
   // The host's time to issue the forward, the backward and the optimizer
@@ -242,7 +249,7 @@ struct step_time {
   double host_wait_ms = 0;
   double micro_step_ms() const {
     return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms +
-           tensor_parallel_ms;
+           tensor_parallel_ms + p2p_ms;
   }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.

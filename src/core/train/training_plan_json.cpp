@@ -29,6 +29,10 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
   if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
+  if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
+    j["pipeline_p2p_ms"] = t.p2p_ms;
+    j["pipeline_bubble_ms_per_global_step"] = t.pipeline_bubble_ms;
+  }
   if (offloaded) {  // --offload: the parts of optimizer_ms, and the parameters' transfers per micro-step
     j["offload_transfer_ms_per_global_step"] = t.offload_transfer_ms;
     j["cpu_optimizer_ms_per_global_step"] = t.cpu_optimizer_ms;
@@ -223,8 +227,9 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   if (s.tensor_parallel > 1) {  // --tensor-parallel (training_parallel.hpp): absent from other plans
     j["setup"]["tensor_parallel"] = s.tensor_parallel;
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
-    j["setup"]["data_parallel"] = data_parallel_degree(s);
   }
+  if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
     j["setup"]["host_memory_gbs"] = host_memory_gbs(s);

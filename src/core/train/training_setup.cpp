@@ -14,6 +14,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -212,11 +213,12 @@ void validate(const training_setup& s) {
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
   validate_tensor_parallel(s);
+  validate_pipeline_parallel(s);
   if (s.global_batch && *s.global_batch < data_parallel_degree(s))
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}{}: each {} needs a sample",
                                   *s.global_batch, s.world_size,
-                                  s.tensor_parallel > 1 ? fmt::format(" / --tensor-parallel {}", s.tensor_parallel) : "",
-                                  s.tensor_parallel > 1 ? "data-parallel rank" : "GPU"));
+                                  data_parallel_degree(s) < s.world_size ? fmt::format(" / (tensor x pipeline parallel {})", s.world_size / data_parallel_degree(s)) : "",
+                                  data_parallel_degree(s) < s.world_size ? "data-parallel rank" : "GPU"));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
   validate_offload(s);

@@ -16,6 +16,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -103,6 +104,7 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
 
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
   if (s.tensor_parallel > 1) return step_gemms(tensor_parallel_shard(s), b, checkpointing);  // one GPU's
+  if (s.pipeline_parallel > 1) return step_gemms(pipeline_stage(s), b, checkpointing);        // one stage's
   const model_spec& m = s.model;
   const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
@@ -215,6 +217,11 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   if (s.tensor_parallel > 1) {  // one GPU's shard of the work, and the layers' collectives
     step_time t = predict_step(tensor_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
     t.tensor_parallel_ms = tensor_parallel_comm_ms(s, d, b, checkpointing);
+    return t;
+  }
+  if (s.pipeline_parallel > 1) {  // the last stage's layers, LM head and loss, and its sends
+    step_time t = predict_step(pipeline_stage(s), d, b, checkpointing, gemm_time, rates);
+    t.p2p_ms = pipeline_p2p_ms(s, d, b);
     return t;
   }
   step_time t;
