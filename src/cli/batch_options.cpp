@@ -21,6 +21,7 @@ std::string parallelism_summary(const training_setup& s) {
     out += fmt::format(", tensor parallel {}{} (parameters: one GPU's shard)", s.tensor_parallel,
                        s.sequence_parallel ? " + sequence parallel" : "");
   if (s.pipeline_parallel > 1) out += fmt::format(", {} pipeline stages (memory: the worse stage)", s.pipeline_parallel);
+  if (s.packing > 0) out += fmt::format(", packed: {} samples of {} tokens a row", s.seq_len / s.packing, s.packing);
   return out;
 }
 
@@ -119,6 +120,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "Pipeline stages, 1F1B (Megatron-LM): each holds 1/P of the layers (the first also the embedding, "
                   "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
                   "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
+      ->capture_default_str();
+  cmd->add_option("--packing", o->packing,
+                  "Sequence packing: samples of N tokens (N dividing --seq-len) packed into each row with a "
+                  "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "
+                  "counts the packed samples, --global-batch and --micro-batch count rows (0: off)")
       ->capture_default_str();
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
 }

@@ -228,3 +228,20 @@ TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
   expect_refused({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
                  "--pipeline-parallel 2 is not modelled with --zero 3");
 }
+
+// --packing N: in --help and the JSON's setup; at 8,192 tokens packed by 2,048, 4 samples a row, so
+// tokens/s = samples/s x 2,048; refusals exit 2.
+TEST(batch_setups, packing_counts_packed_samples_and_refuses_eager_attention) {
+  const result help = run({"batch", "--help"});
+  for (const char* s : {"--packing", "varlen"}) EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  const nlohmann::json j = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "8192",
+                                      "--precision", "bf16", "--no-db"},
+                                     {"--packing", "2048", "--micro-batch", "1", "--checkpointing", "on", "--json"});
+  EXPECT_EQ(j["setup"]["packing"], 2048);
+  const auto& c = j["candidates"][0];
+  EXPECT_NEAR(c["tokens_per_s"].get<double>(), c["samples_per_s"].get<double>() * 2048,
+              1e-6 * c["tokens_per_s"].get<double>());
+  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "3000"}, "--packing 3000 is invalid");
+  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "2048", "--attention", "eager"},
+                 "--packing 2048 needs --attention flash");
+}

@@ -163,6 +163,8 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                                         "--tensor-parallel", "2", "--pipeline-parallel",
                                                                         "2", "--zero", "1", "--global-batch", "16",
                                                                         "--json"))
+    out["batch (--packing)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
+                                              "--seq-len", "8192", "--packing", "2048", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

@@ -99,6 +99,8 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
   c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);
   c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
+  // --packing N: a row holds seq_len / N samples, every token of them useful.
+  if (s.packing > 0) c.samples_per_s *= static_cast<double>(s.seq_len / s.packing);
   return c;
 }
 
@@ -168,6 +170,13 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   add_communication_notes(plan, s, comm);
   for (auto& n : tensor_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
   for (auto& n : pipeline_notes(s, d)) plan.notes.push_back(std::move(n));
+  if (s.packing > 0)
+    plan.notes.push_back(fmt::format(
+        "sequence packing: {} samples of {} tokens a row, attending only within themselves (FlashAttention varlen, "
+        "a block-diagonal mask): attention costs {} / {} of an unpacked row's; memory unchanged. samples/s counts "
+        "the packed samples; --global-batch, the micro-batch and accumulation count rows. Samples are taken as equal: "
+        "a real mix of lengths costs the sum of their squares",
+        s.seq_len / s.packing, s.packing, s.packing, s.seq_len));
   // Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step.
   const std::int64_t per_gpu =
       s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;

@@ -127,6 +127,9 @@ struct training_setup {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   int pipeline_parallel = 1;  // --pipeline-parallel P, 1F1B (training_pipeline.hpp)
+  // --packing N: samples of N tokens packed seq_len / N to a row with a block-diagonal mask
+  // (FlashAttention's varlen): attention spans N tokens, not the row; 0: one sample a row.
+  std::int64_t packing = 0;
   int dp_span = 1;
 };
 

@@ -229,6 +229,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
   if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);

@@ -214,6 +214,14 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
   validate_tensor_parallel(s);
   validate_pipeline_parallel(s);
+  if (s.packing < 0 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
+    throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N dividing --seq-len {} and below it "
+                                  "(0: off)",
+                                  s.packing, s.seq_len));
+  if (s.packing > 0 && s.attention != attention_impl::flash)
+    throw usage_error(fmt::format("--packing {} needs --attention flash: a block-diagonal mask saves work only in "
+                                  "FlashAttention's varlen kernel (eager attention computes every score of the row)",
+                                  s.packing));
   if (s.global_batch && *s.global_batch < data_parallel_degree(s))
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}{}: each {} needs a sample",
                                   *s.global_batch, s.world_size,

@@ -76,7 +76,11 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
 // masked half.
 void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpointing, std::vector<step_gemm>& out) {
   const model_spec& m = s.model;
-  const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
+  // --packing N: each row's seq_len / N samples attend only within themselves (varlen), so
+  // attention runs as seq_len / N problems of N tokens per row.
+  const std::int64_t per_row = s.packing > 0 ? s.seq_len / s.packing : 1;
+  const std::int64_t bh = b * m.num_heads * per_row, sl = s.packing > 0 ? s.packing : s.seq_len, d = m.head_dim,
+                     dv = m.v_dim();
   // Fused SDPA kernels only (not eager attention nor SDPA's math fallback,
   // which compute every score and keep the probabilities for backward).
   const bool flash = attention_kernel_of(s) == attention_kernel::fused;
