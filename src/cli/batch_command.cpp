@@ -54,6 +54,7 @@ std::string format_plan(const batch_plan& plan) {
                    : "") +
           (s.optimizer_in_backward ? ", optimizer in backward" : "") +
           (s.offload != offload_kind::none ? fmt::format(", offload {}", to_string(s.offload)) : "") +
+          parallelism_summary(s) +
           (s.framework != training_framework::hf ? fmt::format(", {} defaults", to_string(s.framework)) : ""),
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
@@ -260,6 +261,10 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.network_gbs = o.network_gbs;
   s.lora_rank = o.lora_rank;
   s.expert_parallel = o.expert_parallel;
+  s.tensor_parallel = o.tensor_parallel;
+  s.sequence_parallel = o.sequence_parallel;
+  s.pipeline_parallel = o.pipeline_parallel;
+  s.packing = o.packing;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
     // --model names a preset, a config.json, or a folder holding one.

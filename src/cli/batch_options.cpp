@@ -1,6 +1,8 @@
 // `tiletune batch`'s training flags: what is trained, how, and on how many GPUs.
 #include "cli/batch_options.hpp"
 
+#include <fmt/format.h>
+
 #include "core/train/model_spec.hpp"
 
 namespace tiletune::cli {
@@ -12,6 +14,16 @@ std::string model_list() {
   return s;
 }
 }  // namespace
+
+std::string parallelism_summary(const training_setup& s) {
+  std::string out;
+  if (s.tensor_parallel > 1)
+    out += fmt::format(", tensor parallel {}{} (parameters: one GPU's shard)", s.tensor_parallel,
+                       s.sequence_parallel ? " + sequence parallel" : "");
+  if (s.pipeline_parallel > 1) out += fmt::format(", {} pipeline stages (memory: the worse stage)", s.pipeline_parallel);
+  if (s.packing > 0) out += fmt::format(", packed: {} samples of {} tokens a row", s.seq_len / s.packing, s.packing);
+  return out;
+}
 
 void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
@@ -95,6 +107,25 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
       ->capture_default_str();
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over (default: gcd(experts, world size); 1: none)");
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Megatron-LM tensor parallelism over T GPUs of a node: each holds 1/T of every block's heads, "
+                  "MLP width and the vocabulary; 4 all-reduces of the layer's activation per layer and micro-batch "
+                  "over the GPU link, not overlapped; data parallelism over world size / T. Not with experts, MLA, "
+                  "LoRA, --zero 3 or --offload (docs/batch.md)")
+      ->capture_default_str();
+  cmd->add_flag("--sequence-parallel", o->sequence_parallel,
+                "With --tensor-parallel: Megatron's sequence parallelism, the norms' and residual activations split "
+                "over the sequence too (every activation / T); all-gathers and reduce-scatters of the same bytes");
+  cmd->add_option("--pipeline-parallel", o->pipeline_parallel,
+                  "Pipeline stages, 1F1B (Megatron-LM): each holds 1/P of the layers (the first also the embedding, "
+                  "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
+                  "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
+      ->capture_default_str();
+  cmd->add_option("--packing", o->packing,
+                  "Sequence packing: samples of N tokens (N dividing --seq-len) packed into each row with a "
+                  "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "
+                  "counts the packed samples, --global-batch and --micro-batch count rows (0: off)")
+      ->capture_default_str();
   cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "core/train/training_plan.hpp"
 
 namespace tiletune::cli {
 
@@ -34,6 +35,10 @@ struct batch_options {
   std::optional<double> lora_dropout;
   std::optional<std::string> lora_targets, adapter_dtype;
   std::optional<int> expert_parallel;
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
+  int pipeline_parallel = 1;
+  std::int64_t packing = 0;
   double safety_margin = 0.05;
   std::string out;
   bool json = false;
@@ -42,6 +47,9 @@ struct batch_options {
   std::string db;  // --db: empty, the default file where it exists
   bool no_db = false;
 };
+
+// ", tensor parallel 2 (...), 4 pipeline stages (...)" for the plan's first line; empty without them.
+std::string parallelism_summary(const training_setup& s);
 
 // The flags of what is trained, how, and on how many GPUs.
 void add_training_options(CLI::App* cmd, batch_options* o);

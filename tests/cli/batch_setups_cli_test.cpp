@@ -165,3 +165,83 @@ TEST(batch_setups, qlora_refusals_exit_2) {
   expect_refused({"--model", "llama-3-8b", "--lora-rank", "16", "--quantize", "int8"},
                  "--quantize 'int8' is not one of none, nf4");
 }
+
+// --tensor-parallel and --sequence-parallel (Megatron-LM): in --help, in the JSON's setup with the
+// data-parallel degree (world 8 / T 2 = 4), the shard's parameters ((8,030,261,248 - 266,240 norm
+// weights) / 2 + 266,240 = 4,015,263,744) and each candidate's tensor_parallel_ms: at micro-batch 1
+// without recompute 4 x 32 all-reduces of 2,048 x 4,096 x 2 bytes, a ring moving 2 x 1/2 of each, at
+// 450 x 0.8 GB/s: 2,147,483,648 / 360e6 = 5.965 ms. Plans without the flag have none of these fields.
+TEST(batch_setups, tensor_parallel_plans_one_gpus_shard) {
+  const result help = run({"batch", "--help"});
+  for (const char* s : {"--tensor-parallel", "--sequence-parallel", "Megatron-LM"})
+    EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  const nlohmann::json j =
+      plan_with(llama_bf16, {"--world-size", "8", "--tensor-parallel", "2", "--zero", "1", "--checkpointing", "off",
+                             "--micro-batch", "1", "--json"});
+  EXPECT_EQ(j["setup"]["tensor_parallel"], 2);
+  EXPECT_EQ(j["setup"]["sequence_parallel"], false);
+  EXPECT_EQ(j["setup"]["data_parallel"], 4);
+  EXPECT_EQ(j["model"]["parameters"], 4'015'263'744LL);
+  ASSERT_FALSE(j["candidates"].empty());
+  EXPECT_NEAR(j["candidates"][0]["time"]["tensor_parallel_ms"].get<double>(), 5.965232356, 1e-6);
+  const nlohmann::json sp = plan_with(llama_bf16, {"--world-size", "8", "--tensor-parallel", "2",
+                                                   "--sequence-parallel", "--zero", "1", "--json"});
+  EXPECT_EQ(sp["setup"]["sequence_parallel"], true);
+  const nlohmann::json plain = plan_with(llama_bf16, {"--json"});
+  EXPECT_FALSE(plain["setup"].contains("tensor_parallel"));
+  EXPECT_FALSE(plain["candidates"][0]["time"].contains("tensor_parallel_ms"));
+}
+
+TEST(batch_setups, tensor_parallel_refusals_exit_2_naming_why) {
+  expect_refused({"--model", "llama-3-8b", "--world-size", "16", "--tensor-parallel", "16"},
+                 "--tensor-parallel 16 is larger than --gpus-per-node 8");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "6", "--tensor-parallel", "4"},
+                 "--world-size 6 is not a multiple of --tensor-parallel 4");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "3", "--tensor-parallel", "3"}, "must divide");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "8", "--tensor-parallel", "2", "--zero", "3"},
+                 "--tensor-parallel 2 is not modelled with --zero 3");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "2", "--tensor-parallel", "2", "--lora-rank", "16"},
+                 "LoRA");
+  expect_refused({"--model", "llama-3-8b", "--sequence-parallel"}, "--sequence-parallel needs --tensor-parallel");
+  expect_refused({"--model", "llama-3-8b", "--tensor-parallel", "0"}, "--tensor-parallel 0 is invalid");
+}
+
+// --pipeline-parallel (1F1B): in --help, in the JSON's setup with the data-parallel degree (world 8 /
+// P 4 = 2), one stage's parameters (8 of 32 blocks of 218,112,000 + one 525,336,576 vocabulary
+// matrix + the final norm's 4,096 = 2,270,236,672), each candidate's bubble (3 micro-steps) and sends
+// (2 x 2,048 x 4,096 x 2 bytes at 360 GB/s = 0.0932 ms at micro-batch 1); refusals exit 2.
+TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
+  const result help = run({"batch", "--help"});
+  for (const char* s : {"--pipeline-parallel", "1F1B", "(P-1)/(m+P-1)"}) EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  const nlohmann::json j = plan_with(llama_bf16, {"--world-size", "8", "--pipeline-parallel", "4", "--zero", "1",
+                                                  "--micro-batch", "1", "--checkpointing", "off", "--json"});
+  EXPECT_EQ(j["setup"]["pipeline_parallel"], 4);
+  EXPECT_EQ(j["setup"]["data_parallel"], 2);
+  EXPECT_EQ(j["model"]["parameters"], 2'270'236'672LL);
+  const auto& t = j["candidates"][0]["time"];
+  EXPECT_NEAR(t["pipeline_p2p_ms"].get<double>(), 0.093206756, 1e-8);
+  EXPECT_GT(t["pipeline_bubble_ms_per_global_step"].get<double>(), 0);
+  expect_refused({"--model", "llama-3-8b", "--world-size", "33", "--pipeline-parallel", "33"},
+                 "--pipeline-parallel 33 is more stages than llama-3-8b's 32 layers");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "6", "--pipeline-parallel", "4"},
+                 "--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4");
+  expect_refused({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
+                 "--pipeline-parallel 2 is not modelled with --zero 3");
+}
+
+// --packing N: in --help and the JSON's setup; at 8,192 tokens packed by 2,048, 4 samples a row, so
+// tokens/s = samples/s x 2,048; refusals exit 2.
+TEST(batch_setups, packing_counts_packed_samples_and_refuses_eager_attention) {
+  const result help = run({"batch", "--help"});
+  for (const char* s : {"--packing", "varlen"}) EXPECT_NE(help.out.find(s), std::string::npos) << s;
+  const nlohmann::json j = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "8192",
+                                      "--precision", "bf16", "--no-db"},
+                                     {"--packing", "2048", "--micro-batch", "1", "--checkpointing", "on", "--json"});
+  EXPECT_EQ(j["setup"]["packing"], 2048);
+  const auto& c = j["candidates"][0];
+  EXPECT_NEAR(c["tokens_per_s"].get<double>(), c["samples_per_s"].get<double>() * 2048,
+              1e-6 * c["tokens_per_s"].get<double>());
+  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "3000"}, "--packing 3000 is invalid");
+  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "2048", "--attention", "eager"},
+                 "--packing 2048 needs --attention flash");
+}

@@ -154,6 +154,17 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                                "--offload", "optimizer+params", "--json"))
     out["batch (--quantize nf4)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
                                                    "--lora-rank", "16", "--quantize", "nf4", "--json"))
+    out["batch (--tensor-parallel, --sequence-parallel)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b",
+                                                                        "--gpu", "h100-sxm", "--world-size", "8",
+                                                                        "--tensor-parallel", "4", "--sequence-parallel",
+                                                                        "--zero", "1", "--json"))
+    out["batch (--pipeline-parallel, --tensor-parallel)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b",
+                                                                        "--gpu", "h100-sxm", "--world-size", "8",
+                                                                        "--tensor-parallel", "2", "--pipeline-parallel",
+                                                                        "2", "--zero", "1", "--global-batch", "16",
+                                                                        "--json"))
+    out["batch (--packing)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
+                                              "--seq-len", "8192", "--packing", "2048", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/train/moe_parallel.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 
 namespace tiletune {
 
@@ -13,6 +15,9 @@ constexpr double ring_efficiency = 0.8;  // NCCL ring bus bandwidth against the 
 }  // namespace
 
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d) {
+  // Tensor parallelism: the data-parallel exchange of one GPU's shard among its world size / T peers.
+  if (s.tensor_parallel > 1) return estimate_communication(tensor_parallel_shard(s), d);
+  if (s.pipeline_parallel > 1) return estimate_communication(pipeline_stage(s), d);  // a stage's, over its dp ranks
   const std::optional<double> link_gbs = s.link_gbs;
   communication_estimate c;
   const double W = s.world_size;
@@ -22,13 +27,14 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   if (link_gbs) {
     c.link_gbs = c.alltoall_gbs = *link_gbs;
     c.link = fmt::format("{:g} GB/s per GPU (--link-gbs)", *link_gbs);
-  } else if (s.world_size <= per_node) {
+  } else if (s.world_size * s.dp_span <= per_node) {
     c.link_gbs = c.alltoall_gbs = d.gpu_link_gbs > 0 ? d.gpu_link_gbs : net;
     c.link = d.gpu_link_gbs > 0
                  ? fmt::format("{:g} GB/s per GPU inside one node ({}'s GPU link)", d.gpu_link_gbs, d.name)
                  : fmt::format("{:g} GB/s per GPU (the network: the {} has no GPU link)", net, d.name);
   } else {
-    const double rings = per_node * net;  // one ring channel per network port of the node
+    // One ring channel per network port of the node, shared by the dp_span data-parallel groups it holds.
+    const double rings = static_cast<double>(per_node) / s.dp_span * net;
     c.link_gbs = d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, rings) : net;
     // Expert-parallel ranks are neighbours: a group that fits in a node exchanges over its GPU link.
     const bool group_in_node = expert_parallel_degree(s) <= per_node && d.gpu_link_gbs > 0;
@@ -36,7 +42,7 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     c.link = fmt::format(
         "{:g} GB/s per GPU across {} nodes of {}: NCCL's rings, one per network port ({} x {:g} GB/s), with the "
         "in-node hops on the GPU link{}; the experts' all-to-all {:g} GB/s",
-        c.link_gbs, (s.world_size + per_node - 1) / per_node, per_node, per_node, net,
+        c.link_gbs, (s.world_size * s.dp_span + per_node - 1) / per_node, per_node, per_node, net,
         d.gpu_link_gbs > 0 ? fmt::format(" ({:g} GB/s)", d.gpu_link_gbs) : " (none: the network alone)",
         c.alltoall_gbs);
   }

@@ -11,6 +11,8 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -291,6 +293,8 @@ void add_logits(const training_setup& s, const token_inventory& inv, memory_brea
 }  // namespace
 
 memory_breakdown estimate_memory(const training_setup& s) {
+  if (s.tensor_parallel > 1) return tensor_parallel_memory(s);  // one GPU's shard
+  if (s.pipeline_parallel > 1) return pipeline_memory(s);        // the worse of the first and last stage
   const model_spec& m = s.model;
   memory_breakdown r;
   r.parameters = parameter_count(m);

@@ -70,14 +70,21 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool 
 }  // namespace
 
 std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
+  for (const memory_breakdown& o : other_stages)  // a pipeline's other stage, where it peaks higher
+    if (o.peak_bytes(micro_batch, checkpointing, accumulating) > peak_bytes(micro_batch, checkpointing, accumulating))
+      return o.peak_phase(micro_batch, checkpointing, accumulating);
   const auto all = phases(*this, micro_batch, checkpointing, accumulating);
-  return std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
+  const std::string name =
+      std::max_element(all.begin(), all.end(), [](auto& x, auto& y) { return x.bytes < y.bytes; })->name;
+  return stage_name.empty() ? name : stage_name + ": " + name;
 }
 
 std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing,
                                                    bool accumulating) const {
   std::int64_t peak = 0;
   for (const auto& p : phases(*this, micro_batch, checkpointing, accumulating)) peak = std::max(peak, p.bytes);
+  for (const memory_breakdown& o : other_stages)
+    peak = std::max(peak, o.peak_allocated_bytes(micro_batch, checkpointing, accumulating));
   return peak;
 }
 
@@ -106,8 +113,10 @@ double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool
 }  // namespace
 
 std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
-  return static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing, accumulating)) +
-         cuda_context_bytes;
+  std::int64_t peak = static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing, accumulating)) +
+                      cuda_context_bytes;
+  for (const memory_breakdown& o : other_stages) peak = std::max(peak, o.peak_bytes(micro_batch, checkpointing, accumulating));
+  return peak;
 }
 
 }  // namespace tiletune

@@ -12,6 +12,8 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_communication.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_plan_notes.hpp"
 
 namespace tiletune {
@@ -75,7 +77,7 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt, accumulating);
   c.peak_phase = mem.peak_phase(b, ckpt, accumulating);
   c.fits = c.peak_bytes <= plan.memory_budget_bytes;
-  c.effective_global_batch = b * c.grad_accum_steps * s.world_size;
+  c.effective_global_batch = b * c.grad_accum_steps * data_parallel_degree(s);
   c.exact_global_batch = !s.global_batch || c.effective_global_batch == *s.global_batch;
   // Only a candidate that fits is worth timing on the GPU.
   c.measured = c.fits && in.gemm_time;
@@ -90,11 +92,15 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   const double compute_ms = c.time.gemm_ms + c.time.memory_bound_ms;
   c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms, compute_ms * 2 / 3, s.model.num_layers);
   c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, compute_ms, s.model.num_layers);
+  // 1F1B: (P - 1) micro-steps of bubble per global step.
+  c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
   const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
-                                c.time.optimizer_ms + c.time.allreduce_ms;
+                                c.time.optimizer_ms + c.time.allreduce_ms + c.time.pipeline_bubble_ms;
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
-  c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * s.world_size) / (global_step_ms * 1e-3);
+  c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);
   c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);
+  // --packing N: a row holds seq_len / N samples, every token of them useful.
+  if (s.packing > 0) c.samples_per_s *= static_cast<double>(s.seq_len / s.packing);
   return c;
 }
 
@@ -162,8 +168,18 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
 
   const communication_estimate comm = estimate_communication(s, d);
   add_communication_notes(plan, s, comm);
-  // Per GPU, a global batch G needs G / world samples per optimizer step.
-  const std::int64_t per_gpu = s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / s.world_size) : 0;
+  for (auto& n : tensor_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
+  for (auto& n : pipeline_notes(s, d)) plan.notes.push_back(std::move(n));
+  if (s.packing > 0)
+    plan.notes.push_back(fmt::format(
+        "sequence packing: {} samples of {} tokens a row, attending only within themselves (FlashAttention varlen, "
+        "a block-diagonal mask): attention costs {} / {} of an unpacked row's; memory unchanged. samples/s counts "
+        "the packed samples; --global-batch, the micro-batch and accumulation count rows. Samples are taken as equal: "
+        "a real mix of lengths costs the sum of their squares",
+        s.seq_len / s.packing, s.packing, s.packing, s.seq_len));
+  // Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step.
+  const std::int64_t per_gpu =
+      s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
   // The largest micro-batch that fits under the checkpointing the setup allows.
   refuse_unfitting_in_backward_batch(

@@ -121,6 +121,16 @@ struct training_setup {
   // MoE: ranks the routed experts are split over (none: gcd(experts, world
   // size), 1: experts replicated like dense weights); moe_parallel.cpp.
   std::optional<int> expert_parallel;
+  // --tensor-parallel T (Megatron-LM) and --sequence-parallel: the world is T x data-parallel
+  // GPUs; training_parallel.hpp plans one GPU's shard. dp_span: set on that shard only, the GPUs
+  // between two data-parallel ranks (T, x P on a pipeline stage), which share a node's network ports.
+  int tensor_parallel = 1;
+  bool sequence_parallel = false;
+  int pipeline_parallel = 1;  // --pipeline-parallel P, 1F1B (training_pipeline.hpp)
+  // --packing N: samples of N tokens packed seq_len / N to a row with a block-diagonal mask
+  // (FlashAttention's varlen): attention spans N tokens, not the row; 0: one sample a row.
+  std::int64_t packing = 0;
+  int dp_span = 1;
 };
 
 // Throws usage_error naming the bad field (sequence longer than the model's
@@ -177,6 +187,10 @@ struct memory_breakdown {
   std::int64_t tied_embedding_grad_bytes = 0;
   std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
+  // --pipeline-parallel: these terms are the first stage's ("first stage"), the last stage's in
+  // other_stages; every peak below is the larger (training_pipeline.hpp).
+  std::string stage_name;
+  std::vector<memory_breakdown> other_stages;
   // The caching allocator's rounding and fragmentation (max_memory_reserved
   // - max_memory_allocated), which the tensors alone cannot tell: a share of
   // the transient bytes of the peak (all but held_bytes), and with
@@ -227,6 +241,9 @@ struct step_time {
   // uploads and gradient downloads of every micro-step.
   double offload_transfer_ms = 0, cpu_optimizer_ms = 0, offload_micro_step_ms = 0;
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
+  double tensor_parallel_ms = 0;  // --tensor-parallel: the layers' all-reduces, every micro-step, not overlapped
+  double p2p_ms = 0;              // --pipeline-parallel: a stage's sends forward and backward, every micro-step
+  double pipeline_bubble_ms = 0;  // --pipeline-parallel: 1F1B's (P - 1) idle micro-steps, once per global step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
   // The host's time to issue the forward, the backward and the optimizer
@@ -234,7 +251,8 @@ struct step_time {
   double host_forward_ms = 0, host_backward_ms = 0, host_optimizer_ms = 0;
   double host_wait_ms = 0;
   double micro_step_ms() const {
-    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms;
+    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms +
+           tensor_parallel_ms + p2p_ms;
   }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.

@@ -7,13 +7,14 @@
 #include "core/train/training_calibration.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/version.hpp"
 
 namespace tiletune {
 
 namespace {
 
-nlohmann::json step_json(const step_time& t, bool offloaded) {
+nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_parallel) {
   nlohmann::json j = {{"gemm_ms", t.gemm_ms},
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
@@ -27,6 +28,11 @@ nlohmann::json step_json(const step_time& t, bool offloaded) {
           {"host_backward_ms", t.host_backward_ms},
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
+  if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
+  if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
+    j["pipeline_p2p_ms"] = t.p2p_ms;
+    j["pipeline_bubble_ms_per_global_step"] = t.pipeline_bubble_ms;
+  }
   if (offloaded) {  // --offload: the parts of optimizer_ms, and the parameters' transfers per micro-step
     j["offload_transfer_ms_per_global_step"] = t.offload_transfer_ms;
     j["cpu_optimizer_ms_per_global_step"] = t.cpu_optimizer_ms;
@@ -98,7 +104,7 @@ nlohmann::json candidates_json(const batch_plan& plan) {
                    {"step_ms", c.step_ms},
                    {"samples_per_s", c.samples_per_s},
                    {"tokens_per_s", c.tokens_per_s},
-                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none)},
+                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none, plan.setup.tensor_parallel > 1)},
                    {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
   return out;
@@ -218,6 +224,13 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["memory"] = memory_json(plan);
   if (m.optimizer_in_backward) j["memory"]["gradients_in_flight_bytes"] = m.gradients_in_flight_bytes;
   if (s.quantize != quantize_kind::none) j["memory"]["dequantized_weight_bytes"] = m.dequantized_weight_bytes;
+  if (s.tensor_parallel > 1) {  // --tensor-parallel (training_parallel.hpp): absent from other plans
+    j["setup"]["tensor_parallel"] = s.tensor_parallel;
+    j["setup"]["sequence_parallel"] = s.sequence_parallel;
+  }
+  if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
+  if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
     j["setup"]["host_memory_gbs"] = host_memory_gbs(s);

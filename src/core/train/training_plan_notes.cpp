@@ -13,15 +13,16 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_parallel.hpp"
 
 namespace tiletune {
 
 void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm) {
-  if (s.world_size > 1)
+  if (data_parallel_degree(s) > 1)
     plan.notes.push_back(fmt::format(
         "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
         "it), overlapped with compute ({}) except one layer's share; not yet compared with a multi-GPU run",
-        s.world_size,
+        data_parallel_degree(s),
         s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link,
         s.zero_stage < 3 ? "DDP's buckets under the last micro-step's backward, two thirds of its compute"
@@ -92,7 +93,7 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   if (fastest < 1.25 * r.samples_per_s) return;
   const std::int64_t asked = *s.global_batch;
   const auto nearest = [&](const batch_candidate& c) {  // the multiple of its global step nearest the asked batch
-    const std::int64_t step = c.micro_batch * s.world_size;
+    const std::int64_t step = c.micro_batch * data_parallel_degree(s);
     const std::int64_t below = std::max<std::int64_t>(step, asked / step * step), above = below + step;
     return asked - below <= above - asked ? below : above;
   };
@@ -108,7 +109,7 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
       "--global-batch {} is reached exactly only with micro-batch {} ({:.1f} samples/s); a global batch of {} "
       "({:+.1f}%) runs {:.1f}x faster: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
       asked, r.micro_batch, r.samples_per_s, global, 100.0 * (global - asked) / asked, pick->samples_per_s / r.samples_per_s,
-      pick->micro_batch, pick->checkpointing ? " with checkpointing" : "", global / (pick->micro_batch * s.world_size),
+      pick->micro_batch, pick->checkpointing ? " with checkpointing" : "", global / (pick->micro_batch * data_parallel_degree(s)),
       pick->samples_per_s));
 }
 
@@ -138,7 +139,7 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   if (s.global_batch && !r.exact_global_batch)
     plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
                                      "the effective global batch is {}",
-                                     *s.global_batch, r.micro_batch, s.world_size, r.effective_global_batch));
+                                     *s.global_batch, r.micro_batch, data_parallel_degree(s), r.effective_global_batch));
   add_exact_batch_cost_note(plan, s);
 }
 
@@ -185,7 +186,7 @@ void add_suggestions(batch_plan& plan, const training_setup& s) {
     alt.lora_rank = 16;
     if (fits_with(alt)) plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
   }
-  if (s.world_size > 1 && s.zero_stage < 3) {
+  if (s.world_size > 1 && s.zero_stage < 3 && s.tensor_parallel == 1) {
     training_setup alt = s;
     alt.zero_stage = 3;
     if (fits_with(alt)) plan.suggestions.push_back("--zero 3");

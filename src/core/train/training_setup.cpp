@@ -13,6 +13,8 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -210,9 +212,21 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--lora-dropout {} needs --lora-rank above 0", s.lora_dropout));
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
-  if (s.global_batch && *s.global_batch < s.world_size)
-    throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}: each GPU needs a sample",
-                                  *s.global_batch, s.world_size));
+  validate_tensor_parallel(s);
+  validate_pipeline_parallel(s);
+  if (s.packing < 0 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
+    throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N dividing --seq-len {} and below it "
+                                  "(0: off)",
+                                  s.packing, s.seq_len));
+  if (s.packing > 0 && s.attention != attention_impl::flash)
+    throw usage_error(fmt::format("--packing {} needs --attention flash: a block-diagonal mask saves work only in "
+                                  "FlashAttention's varlen kernel (eager attention computes every score of the row)",
+                                  s.packing));
+  if (s.global_batch && *s.global_batch < data_parallel_degree(s))
+    throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}{}: each {} needs a sample",
+                                  *s.global_batch, s.world_size,
+                                  data_parallel_degree(s) < s.world_size ? fmt::format(" / (tensor x pipeline parallel {})", s.world_size / data_parallel_degree(s)) : "",
+                                  data_parallel_degree(s) < s.world_size ? "data-parallel rank" : "GPU"));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
   validate_offload(s);

@@ -15,6 +15,8 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -74,7 +76,11 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
 // masked half.
 void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpointing, std::vector<step_gemm>& out) {
   const model_spec& m = s.model;
-  const std::int64_t bh = b * m.num_heads, sl = s.seq_len, d = m.head_dim, dv = m.v_dim();
+  // --packing N: each row's seq_len / N samples attend only within themselves (varlen), so
+  // attention runs as seq_len / N problems of N tokens per row.
+  const std::int64_t per_row = s.packing > 0 ? s.seq_len / s.packing : 1;
+  const std::int64_t bh = b * m.num_heads * per_row, sl = s.packing > 0 ? s.packing : s.seq_len, d = m.head_dim,
+                     dv = m.v_dim();
   // Fused SDPA kernels only (not eager attention nor SDPA's math fallback,
   // which compute every score and keep the probabilities for backward).
   const bool flash = attention_kernel_of(s) == attention_kernel::fused;
@@ -101,6 +107,8 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
 }  // namespace
 
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
+  if (s.tensor_parallel > 1) return step_gemms(tensor_parallel_shard(s), b, checkpointing);  // one GPU's
+  if (s.pipeline_parallel > 1) return step_gemms(pipeline_stage(s), b, checkpointing);        // one stage's
   const model_spec& m = s.model;
   const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
@@ -210,6 +218,16 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
 
 step_time predict_step(const training_setup& s, const device_spec& d, std::int64_t b, bool checkpointing,
                        const gemm_time_fn& gemm_time, const device_rates& rates) {
+  if (s.tensor_parallel > 1) {  // one GPU's shard of the work, and the layers' collectives
+    step_time t = predict_step(tensor_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
+    t.tensor_parallel_ms = tensor_parallel_comm_ms(s, d, b, checkpointing);
+    return t;
+  }
+  if (s.pipeline_parallel > 1) {  // the last stage's layers, LM head and loss, and its sends
+    step_time t = predict_step(pipeline_stage(s), d, b, checkpointing, gemm_time, rates);
+    t.p2p_ms = pipeline_p2p_ms(s, d, b);
+    return t;
+  }
   step_time t;
   const gemm_times gemms = time_gemms(s, d, b, checkpointing, gemm_time, rates);
   t.gemm_ms = gemms.total_ms;

@@ -1,0 +1,120 @@
+// Pipeline parallelism with the 1F1B schedule: the stage one GPU holds, its memory (the worse of
+// the first and the last stage), its point-to-point sends and the bubble. Source: Narayanan et al.
+// 2021 (Megatron-LM's 1F1B: "the number of outstanding forward passes is at most the number of
+// pipeline stages", the first stage's warm-up holds P micro-batches; bubble (p - 1) / m of the
+// ideal time, (p - 1) / (m + p - 1) of the step).
+#include "core/train/training_pipeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/train/training_parallel.hpp"
+#include "core/train/training_precision.hpp"
+
+namespace tiletune {
+
+namespace {
+constexpr double p2p_efficiency = 0.8;  // as the rings' (training_communication.cpp)
+std::int64_t stage_layers(const training_setup& s) {
+  const std::int64_t p = std::max(1, s.pipeline_parallel);
+  return (s.model.num_layers + p - 1) / p;
+}
+}  // namespace
+
+void validate_pipeline_parallel(const training_setup& s) {
+  const int p = s.pipeline_parallel;
+  if (p < 1 || p > 1024) throw usage_error(fmt::format("--pipeline-parallel {} is invalid: 1 to 1024 stages", p));
+  if (p == 1) return;
+  if (p > s.model.num_layers)
+    throw usage_error(fmt::format("--pipeline-parallel {} is more stages than {}'s {} layers", p, s.model.name,
+                                  s.model.num_layers));
+  const int tp = std::max(1, s.tensor_parallel);
+  if (s.world_size % (tp * p))
+    throw usage_error(fmt::format("--world-size {} is not a multiple of --tensor-parallel {} x --pipeline-parallel {}",
+                                  s.world_size, tp, p));
+  const model_spec& m = s.model;
+  const char* why = m.is_moe() ? "a mixture of experts"
+                    : m.is_mla() ? "multi-head latent attention"
+                    : !m.causal ? "an encoder (its pooler and MLM head)"
+                    : s.lora_rank > 0 ? "LoRA"
+                    : s.zero_stage >= 3 ? "--zero 3"
+                    : s.offload != offload_kind::none ? "--offload"
+                    : s.optimizer_in_backward ? "--optimizer-in-backward"
+                                              : nullptr;
+  if (why) throw usage_error(fmt::format("--pipeline-parallel {} is not modelled with {}", p, why));
+}
+
+training_setup pipeline_stage(const training_setup& s) {
+  training_setup stage = s;
+  const int p = std::max(1, s.pipeline_parallel);
+  stage.model.num_layers = stage_layers(s);
+  stage.world_size = s.world_size / p;
+  stage.dp_span = s.dp_span * p;
+  stage.pipeline_parallel = 1;
+  return stage;
+}
+
+memory_breakdown pipeline_memory(const training_setup& s) {
+  const training_setup stage = pipeline_stage(s);
+  const memory_breakdown both = estimate_memory(stage);  // ceil(L / P) layers, the embedding and the LM head
+  const model_spec& m = s.model;
+  // An untied model's stages each lack one vocabulary matrix (the first the LM head, the last the
+  // embedding); a tied one keeps it on both (Megatron's shared word embeddings, summed each step).
+  const double vocab = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab_size * m.hidden_size);
+  const double keep = 1 - vocab / static_cast<double>(both.parameters);
+  auto scaled = [&](std::int64_t bytes) { return std::llround(static_cast<double>(bytes) * keep); };
+  memory_breakdown last = both;
+  last.parameters = both.parameters - static_cast<std::int64_t>(vocab);
+  last.trainable_parameters = both.trainable_parameters - static_cast<std::int64_t>(vocab);
+  last.weights_bytes = scaled(both.weights_bytes);
+  last.gradients_bytes = scaled(both.gradients_bytes);
+  last.optimizer_bytes = scaled(both.optimizer_bytes);
+  last.stage_name = "last stage";
+  memory_breakdown first = last;
+  first.stage_name = "first stage";
+  // The first stage: no logits, the LM head's autocast copy gone, P micro-batches in flight.
+  const double p = s.pipeline_parallel;
+  first.autocast_weight_copies_bytes = std::max<std::int64_t>(0, both.autocast_weight_copies_bytes - both.lm_head_copy_bytes);
+  if (!m.tied_embeddings) first.lm_head_copy_bytes = 0;
+  first.logits_bytes_per_sample = first.logits_forward_bytes_per_sample = first.logits_held_bytes_per_sample = 0;
+  first.activation_bytes_per_sample = static_cast<std::int64_t>(p * static_cast<double>(both.activation_bytes_per_sample));
+  first.checkpointed_activation_bytes_per_sample =
+      static_cast<std::int64_t>(p * static_cast<double>(both.checkpointed_activation_bytes_per_sample));
+  first.other_stages = {last};
+  return first;
+}
+
+double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch) {
+  if (s.pipeline_parallel <= 1) return 0;
+  const bool in_node = std::max({1, s.tensor_parallel, s.dp_span}) * s.pipeline_parallel <= s.gpus_per_node;
+  const double link = s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
+  const double bytes = static_cast<double>(micro_batch * s.seq_len * s.model.hidden_size) * activation_bytes(s.prec);
+  return 2 * bytes / (link * p2p_efficiency * 1e6);
+}
+
+double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
+  return s.pipeline_parallel > 1 ? (s.pipeline_parallel - 1) * micro_step_ms : 0;
+}
+
+std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d) {
+  if (s.pipeline_parallel <= 1) return {};
+  const int p = s.pipeline_parallel;
+  const bool in_node = std::max(1, s.tensor_parallel) * p <= s.gpus_per_node;
+  return {fmt::format(
+      "pipeline parallelism over {} stages, 1F1B (Narayanan et al. 2021): each holds {} of the {} layers, the first "
+      "also the embedding, the last the final norm, the LM head and the loss; the memory is the worse of the first "
+      "stage (up to {} micro-batches' activations in flight) and the last (one, and the logits). The bubble adds "
+      "(P - 1) micro-steps to each global step of m (gradient accumulation) micro-steps, (P-1)/(m+P-1) of the step: "
+      "more accumulation hides it. Each micro-step sends the stage's output forward and its input's gradient "
+      "backward, micro-batch x {} x {} x {} bytes each, at {:g} GB/s x 0.8 ({}), not overlapped. The stages are "
+      "timed as the last, the slowest (its layers, the LM head and the loss)",
+      p, (s.model.num_layers + p - 1) / p, s.model.num_layers, p, s.seq_len, s.model.hidden_size,
+      activation_bytes(s.prec),
+      s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs,
+      s.link_gbs ? "--link-gbs" : in_node ? "inside a node" : "across nodes, the network port")};
+}
+
+}  // namespace tiletune

@@ -1,0 +1,113 @@
+// --pipeline-parallel P, 1F1B (issue 37; Narayanan et al. 2021). Expected figures are arithmetic on
+// Llama-3-8B's published shapes (8,030,261,248 parameters = 32 blocks of 218,112,000 + the
+// embedding and the untied LM head, 128,256 x 4,096 = 525,336,576 each, + the final norm's 4,096;
+// hidden 4,096) and the H100 SXM's 450 GB/s NVLink at 80%, written out in each test.
+#include <gtest/gtest.h>
+
+#include "core/device/device_spec.hpp"
+#include "core/errors.hpp"
+#include "core/train/training_plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+training_setup llama(int p, int world, int t = 1) {
+  training_setup s;
+  s.model = load_model("llama-3-8b");
+  s.seq_len = 2048;
+  s.prec = precision::bf16_mixed;
+  s.pipeline_parallel = p;
+  s.tensor_parallel = t;
+  s.world_size = world;
+  return s;
+}
+std::string refusal(const training_setup& s) {
+  try {
+    validate(s);
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// P = 4: each stage 32 / 4 = 8 blocks, 8 x 218,112,000 = 1,744,896,000, with one vocabulary matrix
+// (the first the embedding, the last the LM head) and the final norm: 2,270,236,672 parameters;
+// bf16-mixed without ZeRO: 4 bytes of weights (9,080,946,688), 4 of gradients, 8 of AdamW states
+// (18,161,893,376). The last stage's are the same size.
+TEST(pipeline_parallel, each_stage_holds_its_layers_and_one_vocabulary_matrix) {
+  const memory_breakdown m = estimate_memory(llama(4, 4));
+  EXPECT_EQ(m.parameters, 2'270'236'672LL);
+  EXPECT_EQ(m.weights_bytes, 9'080'946'688LL);
+  EXPECT_EQ(m.gradients_bytes, 9'080'946'688LL);
+  EXPECT_EQ(m.optimizer_bytes, 18'161'893'376LL);
+  ASSERT_EQ(m.other_stages.size(), 1u);
+  EXPECT_EQ(m.other_stages[0].parameters, 2'270'236'672LL);
+}
+
+// 1F1B's first stage holds P micro-batches of its L / P layers: the activations of 4 x 8 = 32
+// layers, the whole model's for one micro-batch, with 4 copies of what sits outside the blocks
+// (the embedding's output) where the whole model has one: first - whole = 3 x outer. It has no
+// logits; the last stage holds one micro-batch and the whole model's logits.
+TEST(pipeline_parallel, the_first_stage_holds_p_micro_batches_and_the_last_the_logits) {
+  const memory_breakdown whole = estimate_memory(llama(1, 1));
+  const memory_breakdown first = estimate_memory(llama(4, 4));
+  EXPECT_NEAR(static_cast<double>(first.activation_bytes_per_sample - whole.activation_bytes_per_sample),
+              3.0 * static_cast<double>(whole.outer_saved_bytes_per_sample), 16);
+  EXPECT_EQ(first.logits_bytes_per_sample, 0);
+  const memory_breakdown& last = first.other_stages[0];
+  EXPECT_EQ(last.logits_bytes_per_sample, whole.logits_bytes_per_sample);
+  EXPECT_LT(last.activation_bytes_per_sample, whole.activation_bytes_per_sample / 3);  // 8 of 32 layers
+  // The peak is the worse stage's.
+  EXPECT_EQ(first.peak_bytes(4, false), std::max(last.peak_bytes(4, false), [&] {
+              memory_breakdown alone = first;
+              alone.other_stages.clear();
+              return alone.peak_bytes(4, false);
+            }()));
+  EXPECT_NE(first.peak_phase(1, false).find(" stage: "), std::string::npos);
+}
+
+// Each micro-step a stage sends its output forward and receives its gradient backward: 2 x 1 x
+// 2,048 x 4,096 x 2 = 33,554,432 bytes at 360 GB/s inside a node, 0.093206756 ms; with 16 stages on
+// 8-GPU nodes at the network's 50 x 0.8: 0.8388608 ms.
+TEST(pipeline_parallel, stages_send_activations_and_gradients_point_to_point) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  EXPECT_NEAR(predict_step(llama(4, 4), h100, 1, false).p2p_ms, 0.093206756, 1e-8);
+  EXPECT_NEAR(predict_step(llama(16, 16), h100, 1, false).p2p_ms, 0.8388608, 1e-8);
+  EXPECT_EQ(predict_step(llama(1, 1), h100, 1, false).p2p_ms, 0);
+}
+
+// The bubble: (P - 1) micro-steps per global step of m. World 8, P 4: 2 data-parallel ranks; a
+// global batch of 32 is 16 samples a rank, micro-batch 2: m = 8 micro-steps, a bubble of
+// 3 / (8 + 3) of the micro-steps' and the bubble's time.
+TEST(pipeline_parallel, the_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
+  training_setup s = llama(4, 8);
+  s.global_batch = 32;
+  s.micro_batch = 2;
+  s.zero_stage = 1;
+  s.checkpointing = checkpoint_policy::on;
+  const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+  ASSERT_EQ(plan.candidates.size(), 1u);
+  const batch_candidate& c = plan.candidates[0];
+  EXPECT_EQ(c.grad_accum_steps, 8);
+  EXPECT_EQ(c.effective_global_batch, 32);
+  const double micro = c.time.micro_step_ms();
+  EXPECT_NEAR(c.time.pipeline_bubble_ms, 3 * micro, 1e-9);
+  EXPECT_NEAR(c.time.pipeline_bubble_ms / (8 * micro + c.time.pipeline_bubble_ms), 3.0 / 11, 1e-12);
+}
+
+TEST(pipeline_parallel, refusals_name_the_value_or_combination) {
+  EXPECT_NE(refusal(llama(33, 33)).find("--pipeline-parallel 33 is more stages than"), std::string::npos);
+  EXPECT_NE(refusal(llama(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4"),
+            std::string::npos);
+  EXPECT_NE(refusal(llama(2, 4, 4)).find("--world-size 4 is not a multiple of --tensor-parallel 4 x --pipeline-parallel 2"),
+            std::string::npos);
+  EXPECT_NE(refusal(llama(0, 1)).find("--pipeline-parallel 0 is invalid"), std::string::npos);
+  training_setup z3 = llama(2, 4);
+  z3.zero_stage = 3;
+  EXPECT_NE(refusal(z3).find("not modelled with --zero 3"), std::string::npos);
+  training_setup gb = llama(4, 8);
+  gb.global_batch = 1;  // 2 data-parallel ranks
+  EXPECT_NE(refusal(gb).find("data-parallel rank needs a sample"), std::string::npos);
+  EXPECT_EQ(refusal(llama(2, 8, 2)), "");  // T 2 x P 2 x 2 data-parallel ranks
+}
