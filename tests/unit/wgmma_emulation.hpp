@@ -612,7 +612,6 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   auto& errors = out.errors;
   const dtype t = p.type;
   const int eb = element_bytes(t);  // A's and B's; C's are ceb, stored as c_store
-  const dtype store = t == dtype::tf32 ? dtype::f32 : t;
   const dtype c_store = c_dtype(p);
   const int ceb = element_bytes(c_store);
   // What the kernel is told: its rendered macros (swap-AB, raster order) and its launch
