@@ -7,8 +7,10 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 constexpr std::int64_t P = 8'030'261'248;
@@ -21,14 +23,6 @@ training_setup llama(offload_kind o, int zero, int world) {
   s.zero_stage = zero;
   s.world_size = world;
   return s;
-}
-std::string refusal(const training_setup& s) {
-  try {
-    validate(s);
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

@@ -8,8 +8,10 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 constexpr std::int64_t llama3_8b = 8'030'261'248;
@@ -22,14 +24,6 @@ training_setup llama(precision p, bool in_backward) {
   s.prec = p;
   s.optimizer_in_backward = in_backward;
   return s;
-}
-std::string refusal(const training_setup& s) {
-  try {
-    validate(s);
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

@@ -7,8 +7,10 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 training_setup llama(std::int64_t packing) {
@@ -25,14 +27,6 @@ step_gemm scores(const training_setup& s) {
   for (const step_gemm& g : step_gemms(s, 1, false))
     if (g.name == "attention scores") return g;
   return {};
-}
-std::string refusal(const training_setup& s) {
-  try {
-    validate(s);
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

@@ -7,8 +7,10 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 training_setup llama(int p, int world, int t = 1) {
@@ -20,14 +22,6 @@ training_setup llama(int p, int world, int t = 1) {
   s.tensor_parallel = t;
   s.world_size = world;
   return s;
-}
-std::string refusal(const training_setup& s) {
-  try {
-    validate(s);
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

@@ -9,8 +9,10 @@
 #include "core/errors.hpp"
 #include "core/train/training_communication.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 training_setup llama(int t, int world = 1, bool sp = false) {
@@ -22,14 +24,6 @@ training_setup llama(int t, int world = 1, bool sp = false) {
   s.world_size = world;
   s.sequence_parallel = sp;
   return s;
-}
-std::string refusal(const training_setup& s) {
-  try {
-    validate(s);
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  return "";
 }
 // The norms, replicated on every GPU: 32 x 2 x 4,096 + 4,096 = 266,240 parameters.
 constexpr std::int64_t norms = 266'240;
