@@ -5,19 +5,32 @@
 #ifndef TT_SWAP_AB
 #define TT_SWAP_AB 0
 #endif
+// K-major copies (TT_K_MAJOR_COPIES 1, wgmma_transpose.cuh): the GEMM reads the copies the pre-pass
+// made K-major of the operands the problem stores MN-major, so it runs as layout nt whatever
+// TT_A_T and TT_B_T say (they still say how the problem stores A and B: the pre-pass reads them).
+#ifndef TT_K_MAJOR_COPIES
+#define TT_K_MAJOR_COPIES 0
+#endif
+#if TT_K_MAJOR_COPIES
+#define TT_RUN_A_T 0
+#define TT_RUN_B_T 1
+#else
+#define TT_RUN_A_T TT_A_T
+#define TT_RUN_B_T TT_B_T
+#endif
 // The kernel's own tile, TT_KM x TT_KN: the variant's BM x BN, or with swap-AB BN x BM, the
 // kernel then computing C^T = op(B)^T op(A)^T (its A the problem's B, its M the problem's N).
 #if TT_SWAP_AB
 #define TT_KM TT_BN
 #define TT_KN TT_BM
-#define TT_A_KMAJOR (TT_B_T)  // the problem's B: K-major when stored N x K ('t')
-#define TT_B_KMAJOR (!TT_A_T)
+#define TT_A_KMAJOR (TT_RUN_B_T)  // the problem's B: K-major when stored N x K ('t')
+#define TT_B_KMAJOR (!TT_RUN_A_T)
 #define TT_EPI_CONSUMERS 0  // the transposed epilogue stores from registers, no staging
 #else
 #define TT_KM TT_BM
 #define TT_KN TT_BN
-#define TT_A_KMAJOR (!TT_A_T)
-#define TT_B_KMAJOR (TT_B_T)
+#define TT_A_KMAJOR (!TT_RUN_A_T)
+#define TT_B_KMAJOR (TT_RUN_B_T)
 #define TT_EPI_CONSUMERS TT_CONSUMERS
 #endif
 // TT_EVICT_FIRST_B (1): the problem's B (a decode step's weights: every byte read once) loads

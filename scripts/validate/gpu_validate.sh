@@ -39,6 +39,9 @@
 #            compute-sanitizer on a block-scaled
 #            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
 #            timed against cuBLASLt's fp8 matmul
+#     kc     K-major copies (_kc: a transposing pre-pass, then the nt kernel; issues 35 and 38), first
+#            run: tf32 nn/tn/tt and e4m3 nn/tn on odd shapes verified (every variant, beta 0.5), memcheck
+#            and racecheck on one, then tf32 nn 4096^3 (goal >= 0.80x cuBLASLt) and e4m3 nn 4096^3 timed
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -441,6 +444,25 @@ if want fp8; then
     read -r sc m n k <<<"$case"
     step "fp8 time $sc ${m}x${n}x${k}" 200 "$out/fp8-time-$sc-$m-$k.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --dtype e4m3 --scaling "$sc" --no-db --budget-s 180 --out "$out/fp8-time-$sc-$m-$k.json"
+  done
+fi
+if want kc; then
+  for case in "tf32 nn 136 200 168 2" "tf32 tn 1000 776 520 1" "tf32 tt 72 328 1296 1" "e4m3 nn 200 136 1296 2" \
+              "e4m3 tn 72 328 400 1"; do
+    read -r dt l m n k b <<<"$case"
+    step "kc verify $dt $l ${m}x${n}x${k}" 120 "$out/kc-verify-$dt-$l.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
+      --batch "$b" --dtype "$dt" --layout "$l" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
+      --out "$out/kc-verify-$dt-$l.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+      step "kc $tool" 120 "$out/kc-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 136 --n 200 \
+        --k 168 --batch 2 --dtype tf32 --layout tn --verify-only --no-db --only wgmma_128x128x32_c2_s4_cl1x1_g8m_kc
+    done
+  fi
+  for dt in tf32 e4m3; do
+    step "kc time $dt nn 4096" 200 "$out/kc-time-$dt.txt" "$bin" gemm --m 4096 --n 4096 --k 4096 --dtype "$dt" \
+      --layout nn --no-db --budget-s 180 --out "$out/kc-time-$dt.json"
   done
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"

@@ -54,7 +54,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   const gemm_problem& p = g.setup.problem;
   void* c = g.c.get();
   // The variant's parameters as its family describes them, scratch buffers included.
-  variant_launch bound(r, kernel, g);
+  variant_launch bound(r, kernel, raw, g);
   out.device_bytes += bound.scratch_bytes();
   const std::function<void()> launch = [&bound] { bound(); };
 

@@ -17,16 +17,42 @@ unsigned dim(std::int64_t v) { return static_cast<unsigned>(v); }
 
 }  // namespace
 
-variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, const gpu_state& g) : kernel_(kernel) {
-  const kernel_launch& l = r.launch;
+variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, cudaLibrary_t library,
+                               const gpu_state& g) {
+  for (const kernel_launch& before : r.launch.prologue) {
+    kernels_.push_back(std::make_unique<bound_kernel>());
+    TT_CUDA(cudaLibraryGetKernel(&kernels_.back()->kernel, library, before.entry.c_str()));
+    bind(*kernels_.back(), r, before, g);
+  }
+  kernels_.push_back(std::make_unique<bound_kernel>());
+  kernels_.back()->kernel = kernel;
+  bind(*kernels_.back(), r, r.launch, g);
+}
+
+void* variant_launch::k_major_copy(char operand, std::int64_t bytes, const gpu_state& g) {
+  const int i = operand == 'A' ? 0 : 1;
+  if (!copies_[i]) {
+    scratch_.push_back(device_alloc(static_cast<std::size_t>(bytes)));
+    copies_[i] = scratch_.back().get();
+    copy_bytes_[i] = bytes;
+    TT_CUDA(cudaMemsetAsync(copies_[i], 0, static_cast<std::size_t>(bytes), g.stream));
+    scratch_bytes_ += bytes;
+  } else if (copy_bytes_[i] != bytes) {
+    throw std::invalid_argument(fmt::format("{}_k_major: {} bytes in one launch, {} in another", operand,
+                                            copy_bytes_[i], bytes));
+  }
+  return copies_[i];
+}
+
+void variant_launch::bind(bound_kernel& k, const measure_request& r, const kernel_launch& l, const gpu_state& g) {
   const std::vector<argument_binding> bindings = bind_arguments(l);
   const gemm_problem& p = g.setup.problem;
   void* const operands[] = {g.a.get(), g.b.get(), g.c.get()};
-  slots_.resize(bindings.size());
-  args_.reserve(bindings.size());
+  k.slots.resize(bindings.size());
+  k.args.reserve(bindings.size());
   for (std::size_t i = 0; i < bindings.size(); ++i) {
     const argument_binding& b = bindings[i];
-    unsigned char* const slot = slots_[i].bytes;
+    unsigned char* const slot = k.slots[i].bytes;
     void* pointer = nullptr;
     switch (b.from) {
       case argument_binding::source::operand:
@@ -42,12 +68,20 @@ variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, co
         }
         std::memcpy(slot, &pointer, sizeof pointer);
         break;
+      case argument_binding::source::k_major_copy:
+        pointer = k_major_copy(b.operand, b.buffer_bytes, g);
+        std::memcpy(slot, &pointer, sizeof pointer);
+        break;
       case argument_binding::source::tensor_map: {
         if (!r.config)
           throw std::invalid_argument(fmt::format("{}: a tensor map parameter, but the request has no tile", r.id));
         const char operand = static_cast<char>(std::tolower(static_cast<unsigned char>(b.operand)));
-        const encoded_tensor_map map =
-            encode_tensor_map(tensor_map_for(p, *r.config, operand), operands[b.operand - 'A']);
+        // A map of a K-major copy addresses the copy, which a prologue kernel bound before it made.
+        void* const address = b.of_copy ? copies_[b.operand - 'A'] : operands[b.operand - 'A'];
+        if (!address)
+          throw std::invalid_argument(fmt::format("{}: a tensor map of {}'s K-major copy, which no prologue writes",
+                                                  r.id, b.operand));
+        const encoded_tensor_map map = encode_tensor_map(tensor_map_for(p, *r.config, operand), address);
         static_assert(sizeof map <= sizeof(slot::bytes));
         std::memcpy(slot, &map, sizeof map);
         break;
@@ -69,24 +103,25 @@ variant_launch::variant_launch(const measure_request& r, cudaKernel_t kernel, co
         std::memcpy(slot, b.bytes.data(), b.bytes.size());
         break;
     }
-    args_.push_back(slot);
+    k.args.push_back(slot);
   }
-  config_.gridDim = dim3(dim(l.grid[0]), dim(l.grid[1]), dim(l.grid[2]));
-  config_.blockDim = dim3(dim(l.block[0]), dim(l.block[1]), dim(l.block[2]));
-  config_.dynamicSmemBytes = static_cast<std::size_t>(l.dynamic_smem_bytes);
-  config_.stream = g.stream;
+  k.config.gridDim = dim3(dim(l.grid[0]), dim(l.grid[1]), dim(l.grid[2]));
+  k.config.blockDim = dim3(dim(l.block[0]), dim(l.block[1]), dim(l.block[2]));
+  k.config.dynamicSmemBytes = static_cast<std::size_t>(l.dynamic_smem_bytes);
+  k.config.stream = g.stream;
   if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
-    cluster_.id = cudaLaunchAttributeClusterDimension;
-    cluster_.val.clusterDim.x = dim(l.cluster[0]);
-    cluster_.val.clusterDim.y = dim(l.cluster[1]);
-    cluster_.val.clusterDim.z = dim(l.cluster[2]);
-    config_.attrs = &cluster_;
-    config_.numAttrs = 1;
+    k.cluster.id = cudaLaunchAttributeClusterDimension;
+    k.cluster.val.clusterDim.x = dim(l.cluster[0]);
+    k.cluster.val.clusterDim.y = dim(l.cluster[1]);
+    k.cluster.val.clusterDim.z = dim(l.cluster[2]);
+    k.config.attrs = &k.cluster;
+    k.config.numAttrs = 1;
   }
 }
 
 void variant_launch::operator()() {
-  TT_CUDA(cudaLaunchKernelExC(&config_, reinterpret_cast<const void*>(kernel_), args_.data()));
+  for (const auto& k : kernels_)
+    TT_CUDA(cudaLaunchKernelExC(&k->config, reinterpret_cast<const void*>(k->kernel), k->args.data()));
 }
 
 }  // namespace tiletune

@@ -3,6 +3,7 @@
 // worker launches every family the same way.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -14,28 +15,39 @@ namespace tiletune {
 
 class variant_launch {
  public:
-  // Binds r.launch's parameters: the operands' pointers, their tensor maps (built
-  // from r.config by its family), the scalars, and scratch buffers that it
-  // allocates and zeroes on g.stream. Throws for a parameter it cannot bind.
-  variant_launch(const measure_request& r, cudaKernel_t kernel, const gpu_state& g);
+  // Binds r.launch's parameters, and those of each kernel of its prologue (found in `library` by
+  // entry name): the operands' pointers, their tensor maps (built from r.config by its family),
+  // the scalars, scratch buffers that it allocates and zeroes on g.stream, and one buffer per
+  // K-major copy that every launch naming it shares. Throws for a parameter it cannot bind.
+  variant_launch(const measure_request& r, cudaKernel_t kernel, cudaLibrary_t library, const gpu_state& g);
   variant_launch(const variant_launch&) = delete;
   variant_launch& operator=(const variant_launch&) = delete;
 
-  // One launch on the worker's stream.
+  // The prologue's kernels, then the variant's, on the worker's stream.
   void operator()();
-  // Device memory of the scratch buffers.
+  // Device memory of the scratch buffers (the K-major copies included).
   std::int64_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
   struct alignas(64) slot {
     unsigned char bytes[128];  // the largest argument: a CUtensorMap
   };
-  std::vector<slot> slots_;
-  std::vector<void*> args_;
+  // One kernel with its arguments bound; not moved once bound (args point into slots, the
+  // configuration at the cluster attribute).
+  struct bound_kernel {
+    std::vector<slot> slots;
+    std::vector<void*> args;
+    cudaLaunchAttribute cluster{};
+    cudaLaunchConfig_t config{};
+    cudaKernel_t kernel = nullptr;
+  };
+  void bind(bound_kernel& k, const measure_request& r, const kernel_launch& l, const gpu_state& g);
+  void* k_major_copy(char operand, std::int64_t bytes, const gpu_state& g);
+
+  std::vector<std::unique_ptr<bound_kernel>> kernels_;  // the prologue's, then the variant's
   std::vector<device_ptr> scratch_;
-  cudaLaunchAttribute cluster_{};
-  cudaLaunchConfig_t config_{};
-  cudaKernel_t kernel_ = nullptr;
+  void* copies_[2] = {nullptr, nullptr};  // A's and B's K-major copies
+  std::int64_t copy_bytes_[2] = {0, 0};
   std::int64_t scratch_bytes_ = 0;
 };
 

@@ -69,14 +69,50 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
     for (const std::string& named : {std::string("'") + scaling + "'", std::string(takes)})
       EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
   }
-  // A layout with an MN-major operand, an Ampere GPU: no variant, and the table says why.
-  for (const auto& [layout, gpu, why] : {std::tuple{"nn", "h100-sxm", "layout nt only"},
-                                         {"nt", "a100-sxm-80gb", "needs sm_90"}}) {
-    const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "e4m3", "--layout", layout,
-                          "--gpu", gpu, "--dry-run"});
-    EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  // An Ampere GPU: no variant, and the table says why.
+  const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "e4m3", "--gpu",
+                        "a100-sxm-80gb", "--dry-run"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("needs sm_90"), std::string::npos) << r.out;
+}
+
+// An operand stored MN-major (fp8 weights stored K x N, tf32 nn): every wgmma variant makes
+// K-major copies first (_kc); the plan's model counts the pre-pass and notes it has not run, the
+// export launches it before the GEMM and its JSON describes it.
+TEST(fp8, an_mn_major_operand_plans_k_major_copies_and_the_export_launches_the_pre_pass) {
+  for (const auto& [t, only] : {std::pair{"e4m3", "wgmma_64x128x128_c1_s5_cl1x1_g8m_p1_kc"},
+                                {"tf32", "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc"}}) {
+    const fs::path dir = tmp_dir() / (std::string("kc_") + t);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const result r = run({"gemm", "--m", "512", "--n", "384", "--k", "1024", "--dtype", t, "--layout", "nn", "--gpu",
+                          "h100-sxm", "--dry-run", "--only", only, "--out", (dir / "plan.json").string(), "--export",
+                          (dir / "kernel").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = read_json(dir / "plan.json");
+    ASSERT_EQ(j["recommendation"]["id"], only) << r.out;
+    ASSERT_EQ(j["variants"].size(), 1u);
+    EXPECT_EQ(j["variants"][0]["tile"].value("k_major_copies", false), true);
+    EXPECT_GT(j["variants"][0]["model"].value("prologue_us", 0.0), 0.0);
+    EXPECT_NE(j["notes"].dump().find("the transposing pre-pass (_kc), which has not run on a GPU"), std::string::npos)
+        << j["notes"].dump(1);
+    std::string header;
+    nlohmann::json manifest;
+    for (const auto& e : fs::directory_iterator(dir / "kernel")) {
+      if (e.path().extension() == ".h") {
+        std::ifstream in(e.path());
+        header.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      if (e.path().extension() == ".json") manifest = read_json(e.path());
+    }
+    ASSERT_FALSE(header.empty());
+    const std::string entry = manifest["launch"]["entry"];
+    ASSERT_EQ(manifest["launch"]["prologue"].size(), 1u) << manifest["launch"].dump(1);
+    EXPECT_EQ(manifest["launch"]["prologue"][0]["entry"], entry + "_transpose");
+    EXPECT_EQ(manifest["launch"]["prologue"][0]["cubin_entry"], "tiletune_gemm_transpose");
+    EXPECT_NE(header.find("cudaLaunchKernelEx(&before, " + entry + "_transpose, B, B_k_major,"), std::string::npos)
+        << header;
   }
 }
 

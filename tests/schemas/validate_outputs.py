@@ -105,6 +105,15 @@ def produce(binary, standins, fake_worker, work, profiles):
     for manifest in sorted((work / "export").glob("*.json")):
         out[f"gemm --export: {manifest.name}"] = json.loads(manifest.read_text())
 
+    # K-major copies (tf32 nn on wgmma): the export's launch.prologue and the maps of the copies.
+    copies = work / "copies.json"
+    run(binary, env, "gemm", "--m", "512", "--n", "384", "--k", "1024", "--dtype", "tf32", "--layout", "nn",
+        "--only", "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc", *offline, "--out", str(copies), "--export",
+        str(work / "export-copies"))
+    out["gemm k-major copies"] = json.loads(copies.read_text())
+    for manifest in sorted((work / "export-copies").glob("*.json")):
+        out[f"gemm k-major copies --export: {manifest.name}"] = json.loads(manifest.read_text())
+
     # A grouped GEMM (issue 36): problem.groups, and the export's group_rows parameter.
     grouped = work / "grouped.json"
     run(binary, env, "gemm", "--groups", "4", "--m-per-group", "100,0,37,300", "--n", "512", "--k", "256",

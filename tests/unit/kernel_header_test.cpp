@@ -67,6 +67,9 @@ TEST(kernel_header, rename_entry_replaces_the_whole_word_only) {
   EXPECT_EQ(rename_entry("void tiletune_gemm(int); // tiletune_gemm\ntiletune_gemm_x my_tiletune_gemm", "k_1"),
             "void k_1(int); // k_1\ntiletune_gemm_x my_tiletune_gemm");
   EXPECT_EQ(rename_entry("tiletune_gemm", "k"), "k");
+  // A prologue's entry takes the export's name and its suffix; a longer word stays.
+  EXPECT_EQ(rename_entry("tiletune_gemm_transpose(x); tiletune_gemm_transposed", "k"),
+            "k_transpose(x); tiletune_gemm_transposed");
   EXPECT_EQ(rename_entry("no entry here", "k"), "no entry here");
 }
 
@@ -129,4 +132,38 @@ TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
   EXPECT_NE(h.find("cluster[0].val.clusterDim.x = 2;"), std::string::npos);
   EXPECT_NE(h.find("config.numAttrs = 1;"), std::string::npos);
   EXPECT_NE(h.find("cudaLaunchKernelEx(&config, tiletune_w, tmap_a, tmap_b, C, tiletune_w_M,"), std::string::npos);
+}
+
+// K-major copies (_kc): the header declares the pre-pass and the GEMM, takes the operand and its
+// copy's buffer once each, launches the pre-pass first and maps the copy, not the operand.
+TEST(kernel_header, a_prologue_is_declared_and_launched_before_the_gemm_on_the_copy) {
+  const gemm_problem p = problem(dtype::tf32, "nn");
+  tile_config c = wgmma_tile(128, 128, 32, 2, 4);
+  set_wgmma_k_major_copies(c, true);
+  kernel_launch l = describe_launch(c, p, find_preset("h100-sxm"));
+  ASSERT_EQ(l.prologue.size(), 1u);
+  l.entry = "tiletune_w";
+  l.prologue[0].entry = rename_entry(l.prologue[0].entry, l.entry);
+  EXPECT_EQ(l.prologue[0].entry, "tiletune_w_transpose");
+  const std::string h = exported_header(l, "wgmma_kc", "");
+  EXPECT_NE(h.find("extern \"C\" __global__ void tiletune_w_transpose(const float* B, float* B_k_major, int rows, "
+                   "int cols, long long ld, long long matrix_stride);"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("tiletune_w_launch(const float* B, float* B_k_major, const void* A, float* C, float alpha, float "
+                   "beta, cudaStream_t stream = 0)"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find(fmt::format("// B_k_major: a device buffer of {} bytes", 777 * 3000 * 2 * 4)), std::string::npos);
+  const std::size_t before = h.find("cudaLaunchKernelEx(&before, tiletune_w_transpose, B, B_k_major, "
+                                    "tiletune_w_transpose_rows, tiletune_w_transpose_cols,");
+  const std::size_t gemm = h.find("cudaLaunchKernelEx(&config, tiletune_w,");
+  ASSERT_NE(before, std::string::npos) << h;
+  ASSERT_NE(gemm, std::string::npos);
+  EXPECT_LT(before, gemm);
+  EXPECT_NE(h.find("static constexpr int tiletune_w_transpose_rows = 777;"), std::string::npos) << h;
+  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(B_k_major)"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(A)"), std::string::npos);
 }

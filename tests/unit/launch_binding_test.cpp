@@ -6,6 +6,7 @@
 // it takes tensor maps, and scalars of the C type the kernel declares (the
 // binding writes that many bytes).
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,9 +50,9 @@ std::string resolve_conditionals(const std::string& list, const std::string& sou
   return out;
 }
 
-// The parameters of `extern "C" ... tiletune_gemm(...)` in a rendered source.
-std::vector<declared> signature(const std::string& source) {
-  const std::size_t entry = source.find(std::string(kernel_entry_name) + "(");
+// The parameters of `extern "C" ... tiletune_gemm(...)` (or another entry's) in a rendered source.
+std::vector<declared> signature(const std::string& source, const std::string& name = kernel_entry_name) {
+  const std::size_t entry = source.find(name + "(");
   EXPECT_NE(entry, std::string::npos);
   const std::size_t open = source.find('(', entry), close = source.find(')', open);
   std::string list = resolve_conditionals(source.substr(open + 1, close - open - 1), source);
@@ -148,6 +149,48 @@ TEST(launch_binding, a_stream_k_variant_describes_its_workspace_parameter) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+// K-major copies (_kc): the GEMM's description and each prologue kernel's match their signatures
+// in the one rendered source, and every copy a map reads is one a prologue writes.
+TEST(launch_binding, a_prologue_kernel_is_described_as_its_signature_says) {
+  const device_spec& d = find_preset("h100-sxm");
+  int checked = 0;
+  for (dtype t : {dtype::tf32, dtype::e4m3}) {
+    gemm_problem p = odd_problem(t);
+    p.layout = parse_layout("tn");
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (check_constraints(c, p, d)) continue;
+      ASSERT_TRUE(wgmma_k_major_copies(c)) << c.id();
+      const std::string source = render_kernel_source(c, t, p.layout);
+      const kernel_launch l = c.family->describe_launch(c, p, d);
+      expect_matches(l, signature(source), c.id());
+      ASSERT_EQ(l.prologue.size(), 2u) << c.id();
+      std::set<std::string> written;
+      for (const kernel_launch& k : l.prologue) {
+        // One kernel serves either operand: its src and dst are described as the operand and its
+        // copy (what the worker binds), the rest by their own names.
+        std::vector<declared> sig = signature(source, k.entry);
+        ASSERT_GE(sig.size(), 2u);
+        EXPECT_EQ(sig[0].name, "src");
+        EXPECT_EQ(sig[1].name, "dst");
+        const std::string operand = k.parameters.at(0).name;
+        sig[0].name = operand;
+        sig[1].name = operand + "_k_major";
+        expect_matches(k, sig, c.id() + " " + k.entry);
+        written.insert(k.parameters.at(1).name);
+      }
+      for (const tensor_map_description& m : l.tensor_maps) {
+        if (m.tensor.size() > 1) {
+          EXPECT_TRUE(written.count(m.tensor)) << c.id() << " maps " << m.tensor;
+        }
+      }
+      EXPECT_EQ(written.size(), 2u);
+      EXPECT_EQ(scratch_bytes(l), c.family->scratch_bytes(c, p, d)) << c.id();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 // Scratch buffers: every variant of a problem space asks the worker for the

@@ -33,6 +33,7 @@
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_schedule.cuh"
 #include "wgmma/wgmma_fp8.cuh"
+#include "wgmma/wgmma_transpose.cuh"
 #include "core/measure/host_data.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -186,6 +187,10 @@ struct defects {
   bool swap_scales_unswapped = false;     // fp8 rowwise scales, swap-AB: A's scales on the kernel's rows (C's columns)
   bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
   bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
+  bool copy_rows_of_cols = false;         // K-major copies: the copy's rows cols apart, not rows (K)
+  bool copy_unguarded = false;            // K-major copies: a tile's elements past the matrix moved too
+  bool copy_skipped = false;              // K-major copies: the GEMM launched without its prologue
+  bool copy_maps_operand = false;         // K-major copies: the GEMM's map addresses the operand, not the copy
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
   // each instruction), as a model of fp8's short accumulator; 0 keeps fp32's 23.
   int accumulator_mantissa_bits = 0;
@@ -603,6 +608,72 @@ inline int rendered_macro(const std::string& source, const std::string& name) {
   return at == std::string::npos ? 0 : std::stoi(source.substr(at + key.size()));
 }
 
+// ---- the transposing pre-pass (K-major copies) --------------------------------
+// Runs one prologue launch of tiletune_gemm_transpose (wgmma_transpose.cuh) block by block, thread
+// by thread, through the template's own index math and a poisoned tile of shared memory: `src`
+// the operand as stored, `dst` its copy (bytes as the launch's buffer_bytes says, zeroed as the
+// worker's). A read of shared memory no load wrote, or a global access outside its buffer, is an
+// error.
+inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<std::uint8_t>& src,
+                              std::vector<std::uint8_t>& dst, const defects& d,
+                              std::vector<std::string>& errors) {
+  auto scalar = [&](const char* name) {
+    for (const kernel_parameter& k : l.parameters)
+      if (k.name == name) return k.value.get<long long>();
+    errors.push_back(fmt::format("{} has no parameter {}", l.entry, name));
+    return 0ll;
+  };
+  const int rows = static_cast<int>(scalar("rows")), cols = static_cast<int>(scalar("cols"));
+  const long long ld = scalar("ld"), matrix_stride = scalar("matrix_stride");
+  dst.assign(static_cast<std::size_t>(l.parameters[1].buffer_bytes), 0);
+  if (l.block[0] != TT_XPOSE_TILE || l.block[1] != TT_XPOSE_THREAD_ROWS || l.block[2] != 1)
+    errors.push_back(fmt::format("{}: block ({}, {}, {}), the kernel's is ({}, {}, 1)", l.entry, l.block[0], l.block[1],
+                                 l.block[2], TT_XPOSE_TILE, TT_XPOSE_THREAD_ROWS));
+  const std::int64_t src_elements = static_cast<std::int64_t>(src.size()) / eb,
+                     dst_elements = static_cast<std::int64_t>(dst.size()) / eb;
+  const std::uint64_t poison = ~0ull;
+  std::vector<std::uint64_t> tile(TT_XPOSE_TILE * TT_XPOSE_PITCH);
+  for (int bz = 0; bz < l.grid[2]; ++bz)
+    for (int by = 0; by < l.grid[1]; ++by)
+      for (int bx = 0; bx < l.grid[0]; ++bx) {
+        std::fill(tile.begin(), tile.end(), poison);
+        for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
+          for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
+            for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
+              const tt_xpose_move m = tt_xpose_load(bx, by, bz, tx, ty, i, rows, cols, ld, matrix_stride);
+              if (!m.valid && !d.copy_unguarded) continue;
+              if (m.global < 0 || m.global >= src_elements) {
+                if (m.valid) errors.push_back(fmt::format("{}: a load at {} of {}", l.entry, m.global, src_elements));
+                continue;
+              }
+              std::uint64_t v = 0;
+              std::memcpy(&v, src.data() + m.global * eb, static_cast<std::size_t>(eb));
+              tile[static_cast<std::size_t>(m.smem)] = v;
+            }
+        for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
+          for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
+            for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
+              tt_xpose_move m = tt_xpose_store(bx, by, bz, tx, ty, i, rows, cols);
+              if (!m.valid && !d.copy_unguarded) continue;
+              if (d.copy_rows_of_cols) {
+                const int r = by * TT_XPOSE_TILE + tx, c = bx * TT_XPOSE_TILE + ty + TT_XPOSE_THREAD_ROWS * i;
+                m.global = static_cast<long long>(bz) * rows * cols + static_cast<long long>(c) * cols + r;
+              }
+              const std::uint64_t v = tile[static_cast<std::size_t>(m.smem)];
+              if (v == poison) {
+                if (m.valid) errors.push_back(fmt::format("{}: block ({}, {}, {}) stores shared memory no load wrote",
+                                                          l.entry, bx, by, bz));
+                continue;
+              }
+              if (m.global < 0 || m.global >= dst_elements) {
+                errors.push_back(fmt::format("{}: a store at {} of {}", l.entry, m.global, dst_elements));
+                continue;
+              }
+              std::memcpy(dst.data() + m.global * eb, &v, static_cast<std::size_t>(eb));
+            }
+      }
+}
+
 inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                          const std::vector<std::uint8_t>& a_in,
                          const std::vector<std::uint8_t>& b_in,
@@ -629,10 +700,33 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
     errors.push_back(fmt::format("the launch has no tensor map {}", parameter));
     return std::string("A");
   };
-  char a_matrix = map_tensor("tmap_a")[0], b_matrix = map_tensor("tmap_b")[0];
+  const std::string a_tensor = map_tensor("tmap_a"), b_tensor = map_tensor("tmap_b");
+  char a_matrix = a_tensor[0], b_matrix = b_tensor[0];
   if (d.swap_maps_in_problem_order) a_matrix = 'A', b_matrix = 'B';
-  const std::vector<std::uint8_t>& ka_in = a_matrix == 'B' ? b_in : a_in;
-  const std::vector<std::uint8_t>& kb_in = b_matrix == 'A' ? a_in : b_in;
+  // K-major copies (TT_K_MAJOR_COPIES): the prologue's launches first, each writing its operand's
+  // copy; a map whose tensor is the copy reads it. The kernel reads both operands K-major.
+  const bool copies = rendered_macro(source, "TT_K_MAJOR_COPIES") != 0;
+  std::vector<std::uint8_t> copy_of[2];
+  if (copies != !launch.prologue.empty())
+    errors.push_back(fmt::format("TT_K_MAJOR_COPIES {} with {} prologue launches", copies, launch.prologue.size()));
+  for (const kernel_launch& before : launch.prologue) {
+    const char operand = before.parameters.at(0).name.at(0);
+    if (before.parameters.at(1).name != std::string(1, operand) + "_k_major")
+      errors.push_back(fmt::format("{} writes {}, not {}'s copy", before.entry, before.parameters.at(1).name, operand));
+    if (!d.copy_skipped)
+      emulate_transpose(before, eb, operand == 'A' ? a_in : b_in, copy_of[operand - 'A'], d, errors);
+    else
+      copy_of[operand - 'A'].assign(static_cast<std::size_t>(before.parameters.at(1).buffer_bytes), 0);
+  }
+  auto operand_memory = [&](char matrix, const std::string& tensor) -> const std::vector<std::uint8_t>& {
+    if (tensor.size() > 1 && !d.copy_maps_operand) {
+      if (copy_of[matrix - 'A'].empty()) errors.push_back(fmt::format("a map of {}, which no prologue writes", tensor));
+      return copy_of[matrix - 'A'];
+    }
+    return matrix == 'B' ? b_in : a_in;
+  };
+  const std::vector<std::uint8_t>& ka_in = operand_memory(a_matrix, a_tensor);
+  const std::vector<std::uint8_t>& kb_in = operand_memory(b_matrix, b_tensor);
   const int bm = swap ? c.block_n : c.block_m, bn = swap ? c.block_m : c.block_n, bk = c.block_k,
             stages = c.stages, consumers = wgmma_consumers(c);
   // Ping-pong: the consumer of a unit (tt_pingpong_mine) computes all its rows; the other passes.
@@ -643,8 +737,9 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const int mma_k = wgmma_instruction_k(t);
   // The kernel's TT_A_KMAJOR / TT_B_KMAJOR: A 'n' and B 't' are K-major; with swap-AB its A is
   // the problem's B (K-major when 't') and its B the problem's A (K-major when 'n').
-  const bool a_kmajor = swap ? p.layout.b_transposed : !p.layout.a_transposed;
-  const bool b_kmajor = swap ? !p.layout.a_transposed : p.layout.b_transposed;
+  const layout kl = copies ? layout{false, true} : p.layout;
+  const bool a_kmajor = swap ? kl.b_transposed : !kl.a_transposed;
+  const bool b_kmajor = swap ? !kl.a_transposed : kl.b_transposed;
   const wgmma_instruction ins = parse_instruction(t, bn, wgmma_kernel_layout(c, p.layout));
   tensor_core tc_unit(ins, t);
   tc_unit.accumulator_bits = d.accumulator_mantissa_bits;

@@ -22,6 +22,9 @@ std::string template_with_line(std::string_view name);
 
 // The name of the kernel's entry point in every template.
 inline constexpr const char* kernel_entry_name = "tiletune_gemm";
+// A kernel a family launches before its GEMM (kernel_launch::prologue) is named kernel_entry_name
+// and this suffix in the cubin, and the export's entry and this suffix in an export.
+inline constexpr const char* kernel_prologue_suffix = "_transpose";
 
 // Complete NVRTC source for one variant of one problem: the configuration as
 // macros, then the family's part (gemm_family::render: its macros, the

@@ -125,6 +125,11 @@ class gemm_family {
   // Whether rows that are not 16-byte aligned are copied one element at a time, each
   // load awaited before the next (the model's serial-copy term, perf_model.cpp).
   virtual bool copies_unaligned_rows_serially() const { return false; }
+  // Kernels the variant launches before its GEMM (kernel_launch::prologue, such as a transposing
+  // pre-pass): how many, and the device-memory bytes they read and write in all (the model's
+  // prologue term: streamed at DRAM bandwidth, a launch each).
+  virtual int prologue_launches(const tile_config&, const gemm_problem&) const { return 0; }
+  virtual double prologue_bytes(const tile_config&, const gemm_problem&) const { return 0; }
 
   // Other libraries' names for the tile.
   virtual int triton_num_warps(const tile_config& c) const { return threads(c) / 32; }

@@ -70,6 +70,10 @@ bool is_operand_pointer(const kernel_parameter& k) {
   return k.kind == "pointer" && (k.name == "A" || k.name == "B" || k.name == "C");
 }
 
+bool is_k_major_copy(const kernel_parameter& k) {
+  return k.kind == "pointer" && (k.name == "A_k_major" || k.name == "B_k_major");
+}
+
 bool is_group_rows_pointer(const kernel_parameter& k) { return k.kind == "pointer" && k.name == "group_rows"; }
 bool is_scale_pointer(const kernel_parameter& k) {
   return k.kind == "pointer" && (k.name == "scale_a" || k.name == "scale_b");
@@ -83,8 +87,18 @@ kernel_parameter& parameter_named(kernel_launch& l, std::string_view name) {
 
 std::int64_t scratch_bytes(const kernel_launch& l) {
   std::int64_t bytes = 0;
-  for (const auto& k : l.parameters) bytes += k.buffer_bytes;
-  return bytes;
+  std::int64_t copies[2] = {0, 0};  // A's and B's K-major copy: one buffer however many launches name it
+  auto add = [&](const kernel_launch& one) {
+    for (const auto& k : one.parameters) {
+      if (is_k_major_copy(k))
+        copies[k.name[0] - 'A'] = std::max(copies[k.name[0] - 'A'], k.buffer_bytes);
+      else
+        bytes += k.buffer_bytes;
+    }
+  };
+  add(l);
+  for (const kernel_launch& before : l.prologue) add(before);
+  return bytes + copies[0] + copies[1];
 }
 
 namespace {
@@ -111,8 +125,10 @@ std::vector<unsigned char> scalar_bytes(const kernel_parameter& k) {
 }
 
 char operand_letter(const std::string& tensor, const std::string& parameter) {
-  if (tensor == "A" || tensor == "B" || tensor == "C") return tensor[0];
-  throw std::invalid_argument(fmt::format("parameter {} maps tensor '{}', not A, B or C", parameter, tensor));
+  if (tensor == "A" || tensor == "B" || tensor == "C" || tensor == "A_k_major" || tensor == "B_k_major")
+    return tensor[0];
+  throw std::invalid_argument(
+      fmt::format("parameter {} maps tensor '{}', not A, B, C, A_k_major or B_k_major", parameter, tensor));
 }
 
 }  // namespace
@@ -123,6 +139,12 @@ std::vector<argument_binding> bind_arguments(const kernel_launch& l) {
     argument_binding b;
     if (is_group_rows_pointer(k)) {
       b.from = argument_binding::source::group_rows;
+    } else if (is_k_major_copy(k)) {
+      b.from = argument_binding::source::k_major_copy;
+      b.operand = k.name[0];
+      if (k.buffer_bytes <= 0)
+        throw std::invalid_argument(fmt::format("parameter {} asks for {} bytes", k.name, k.buffer_bytes));
+      b.buffer_bytes = k.buffer_bytes;
     } else if (is_scale_pointer(k)) {
       b.from = argument_binding::source::scales;
       b.operand = k.name == "scale_a" ? 'A' : 'B';
@@ -139,6 +161,7 @@ std::vector<argument_binding> bind_arguments(const kernel_launch& l) {
       if (t == l.tensor_maps.end())
         throw std::invalid_argument(fmt::format("tensor map parameter {} has no tensor_maps entry", k.name));
       b.operand = operand_letter(t->tensor, k.name);
+      b.of_copy = t->tensor.size() > 1;
     } else if (k.kind == "scalar") {
       b.bytes = k.c_type == "int"         ? scalar_bytes<std::int32_t>(k)
                 : k.c_type == "unsigned"  ? scalar_bytes<std::uint32_t>(k)

@@ -33,6 +33,8 @@ bool is_operand_pointer(const kernel_parameter& k);
 // Whether it is a grouped problem's rows per group ("group_rows"): G 32-bit ints in device memory,
 // which the caller fills from the problem (its value holds them too).
 bool is_group_rows_pointer(const kernel_parameter& k);
+// Whether it is an operand's K-major copy ("A_k_major", "B_k_major"; kernel_launch::prologue).
+bool is_k_major_copy(const kernel_parameter& k);
 // Whether it is fp8's scales of A or B ("scale_a", "scale_b"): fp32 in device memory, laid out as
 // the problem's scaling mode says (the parameter's meaning spells it), which the caller fills.
 bool is_scale_pointer(const kernel_parameter& k);
@@ -41,7 +43,7 @@ bool is_scale_pointer(const kernel_parameter& k);
 // (passed by value as a __grid_constant__ parameter). Dimensions innermost first.
 struct tensor_map_description {
   std::string parameter;  // the kernel parameter it is passed as
-  std::string tensor;     // whose memory it maps: "A", "B" or "C"
+  std::string tensor;     // whose memory it maps: "A", "B" or "C", or "A_k_major", "B_k_major" (a copy)
   std::string data_type;  // CU_TENSOR_MAP_DATA_TYPE_...
   std::vector<std::int64_t> global_dims;
   std::vector<std::int64_t> global_strides_bytes;  // rank - 1 values
@@ -65,14 +67,24 @@ struct kernel_launch {
   std::vector<kernel_parameter> parameters;
   std::vector<tensor_map_description> tensor_maps;
   std::vector<std::string> requirements;  // what the caller must hold to (alignment, ...)
+  // Kernels of the same module the caller launches first, in order, on the same stream, every time
+  // it launches this one (a transposing pre-pass): each is timed as part of the variant. A pointer
+  // parameter named "A_k_major" or "B_k_major" is that operand's K-major copy, one buffer of its
+  // buffer_bytes shared by every launch that names it (a prologue writes it, the GEMM reads it);
+  // a tensor map whose tensor is so named maps that copy.
+  std::vector<kernel_launch> prologue;
 };
 
 // One argument of a launch as a launcher binds it (the measuring worker, any family).
 struct argument_binding {
-  enum class source { operand, scratch, tensor_map, value, group_rows, scales };
+  enum class source { operand, scratch, tensor_map, value, group_rows, scales, k_major_copy };
   source from = source::value;
-  char operand = 0;               // operand, tensor_map: 'A', 'B' or 'C'; scales: 'A' or 'B'
-  std::int64_t buffer_bytes = 0;  // scratch: a zeroed device buffer; 0: nullptr
+  // operand, tensor_map: 'A', 'B' or 'C'; scales, k_major_copy: 'A' or 'B'
+  char operand = 0;
+  // tensor_map: it maps the operand's K-major copy (the buffer k_major_copy binds), not the operand
+  bool of_copy = false;
+  // scratch: a zeroed device buffer, 0: nullptr; k_major_copy: the copy's bytes
+  std::int64_t buffer_bytes = 0;
   std::vector<unsigned char> bytes;  // value: the scalar as the kernel's C type holds it
 };
 // The launch's parameters in order, each bound to what the caller passes: an
@@ -91,7 +103,8 @@ kernel_parameter scalar_parameter(std::string name, std::string type, std::strin
 
 // The parameter of a launch with a name; throws std::logic_error when there is none.
 kernel_parameter& parameter_named(kernel_launch& l, std::string_view name);
-// The bytes of every scratch buffer a launch asks the caller for.
+// The bytes of every scratch buffer a launch asks the caller for, its prologue's and the K-major
+// copies (once each) included.
 std::int64_t scratch_bytes(const kernel_launch& l);
 
 // A grid of one block per BM x BN tile of C (launch_shape_for), operands by

@@ -125,15 +125,25 @@ nlohmann::json to_json(const kernel_launch& l) {
   for (const auto& k : l.parameters) params.push_back(to_json(k));
   nlohmann::json maps = nlohmann::json::array();
   for (const auto& t : l.tensor_maps) maps.push_back(to_json(t));
-  return {{"entry", l.entry},
-          {"grid", l.grid},
-          {"block", l.block},
-          {"cluster", l.cluster},
-          {"dynamic_smem_bytes", l.dynamic_smem_bytes},
-          {"grid_rule", l.grid_rule},
-          {"parameters", params},
-          {"tensor_maps", maps},
-          {"requirements", l.requirements}};
+  nlohmann::json j = {{"entry", l.entry},
+                      {"grid", l.grid},
+                      {"block", l.block},
+                      {"cluster", l.cluster},
+                      {"dynamic_smem_bytes", l.dynamic_smem_bytes},
+                      {"grid_rule", l.grid_rule},
+                      {"parameters", params},
+                      {"tensor_maps", maps},
+                      {"requirements", l.requirements}};
+  if (!l.prologue.empty()) {
+    nlohmann::json before = nlohmann::json::array();
+    for (const kernel_launch& k : l.prologue) {
+      nlohmann::json one = to_json(k);
+      for (const char* unused : {"cluster", "dynamic_smem_bytes", "tensor_maps"}) one.erase(unused);
+      before.push_back(std::move(one));
+    }
+    j["prologue"] = std::move(before);
+  }
+  return j;
 }
 
 namespace {
@@ -233,6 +243,8 @@ std::string exported_source(const gemm_plan& plan, const variant_result& v, cons
 kernel_launch export_launch(const gemm_plan& plan, const variant_result& v) {
   kernel_launch launch = describe_launch(v.config, plan.problem, plan.device);
   launch.entry = export_entry_name(v.config, plan.problem.type, plan.problem.layout);
+  // A prologue's entry is the JIT's name plus a suffix; the export's is the export's plus the same.
+  for (kernel_launch& before : launch.prologue) before.entry = rename_entry(before.entry, launch.entry);
   return launch;
 }
 
@@ -260,6 +272,8 @@ nlohmann::json export_manifest(const gemm_plan& plan, const variant_result& v, c
   j["compile"] = {{"nvrtc_options", nvrtc_options}, {"nvcc", nvcc_command(job, id)}, {"compiler", plan.compiler_version}};
   j["launch"] = to_json(launch);
   j["launch"]["cubin_entry"] = kernel_entry_name;  // the cubin is the JIT's compile, under the JIT's name
+  for (std::size_t i = 0; i < launch.prologue.size(); ++i)
+    j["launch"]["prologue"][i]["cubin_entry"] = describe_launch(v.config, p, plan.device).prologue[i].entry;
   j["resources"] = {{"registers", v.resources.registers},
                     {"threads", v.config.threads()},
                     {"dynamic_smem_bytes", launch.dynamic_smem_bytes},

@@ -1,5 +1,7 @@
 #include "core/report/kernel_header.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -43,6 +45,14 @@ std::string encode_map(const tensor_map_description& t, const std::string& point
   return s;
 }
 
+// The launches of a variant: its prologue's kernels in order, then the GEMM's.
+std::vector<const kernel_launch*> launches_of(const kernel_launch& l) {
+  std::vector<const kernel_launch*> out;
+  for (const kernel_launch& k : l.prologue) out.push_back(&k);
+  out.push_back(&l);
+  return out;
+}
+
 }  // namespace
 
 std::string export_entry_name(const tile_config& c, dtype t, layout l) {
@@ -59,7 +69,12 @@ std::string rename_entry(const std::string& source, const std::string& entry) {
   for (std::size_t hit; (hit = source.find(from, at)) != std::string::npos; at = hit + from.size()) {
     out.append(source, at, hit - at);
     const bool starts = hit == 0 || !identifier_char(source[hit - 1]);
-    const bool ends = hit + from.size() == source.size() || !identifier_char(source[hit + from.size()]);
+    // The entry itself, or a prologue's entry (the name and "_transpose"), as a whole word.
+    const std::string_view prologue_suffix = kernel_prologue_suffix;
+    auto whole_after = [&](std::size_t at) { return at >= source.size() || !identifier_char(source[at]); };
+    const std::size_t after = hit + from.size();
+    const bool ends = whole_after(after) || (source.compare(after, prologue_suffix.size(), prologue_suffix) == 0 &&
+                                             whole_after(after + prologue_suffix.size()));
     out += starts && ends ? std::string_view(entry) : from;
   }
   out.append(source, at);
@@ -82,14 +97,18 @@ std::string header_declarations(const kernel_launch& l, const std::string& id, c
       e, id);
   if (!l.tensor_maps.empty()) s += "#include <cuda.h>  // CUtensorMap and its enums (no libcuda link needed)\n";
 
-  std::vector<std::string> declared;
-  for (const auto& k : l.parameters) declared.push_back(k.c_type + " " + k.name);
-  s += fmt::format("\nextern \"C\" __global__ void {}({});\n\n", e, fmt::join(declared, ", "));
-
-  s += "// The tuned problem's scalars, as the launcher passes them.\n";
-  for (const auto& k : l.parameters)
-    if (k.kind == "scalar" && !passed_by_caller(k))
-      s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", k.c_type, e, k.name, k.value.dump(), k.meaning);
+  s += "\n";
+  for (const kernel_launch* k : launches_of(l)) {
+    std::vector<std::string> declared;
+    for (const auto& p : k->parameters) declared.push_back(p.c_type + " " + p.name);
+    s += fmt::format("extern \"C\" __global__ void {}({});\n", k->entry, fmt::join(declared, ", "));
+  }
+  s += "\n// The tuned problem's scalars, as the launcher passes them.\n";
+  for (const kernel_launch* k : launches_of(l))
+    for (const auto& p : k->parameters)
+      if (p.kind == "scalar" && !passed_by_caller(p))
+        s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", p.c_type, k->entry, p.name, p.value.dump(),
+                         p.meaning);
   s += fmt::format("static constexpr unsigned {}_dynamic_smem_bytes = {};\n", e, l.dynamic_smem_bytes);
   return s;
 }
@@ -99,24 +118,38 @@ struct launcher_arguments {
   std::vector<std::string> taken, passed;
 };
 
+// What one launch passes its kernel: pointers and tensor maps by name, the tuned scalars as the
+// constants, alpha and beta as the caller's.
+std::vector<std::string> passed_to(const kernel_launch& l) {
+  std::vector<std::string> passed;
+  for (const auto& k : l.parameters)
+    passed.push_back(k.kind == "scalar" && !passed_by_caller(k) ? l.entry + "_" + k.name : k.name);
+  return passed;
+}
+
+// The caller's pointers once each, however many launches take them (a prologue writes A_k_major,
+// the GEMM's tensor map reads it), then alpha and beta, then the stream.
 launcher_arguments launcher_arguments_of(const kernel_launch& l) {
   launcher_arguments a;
-  for (const auto& k : l.parameters) {
-    if (k.kind == "tensor_map") {
-      const tensor_map_description* t = map_of(l, k.name);
-      const std::string pointer = t ? t->tensor : k.name;
-      a.taken.push_back("const void* " + pointer);
-      a.passed.push_back(k.name);
-    } else if (k.kind == "pointer") {
-      a.taken.push_back(k.c_type + " " + k.name);
-      a.passed.push_back(k.name);
-    } else {
-      a.passed.push_back(passed_by_caller(k) ? k.name : l.entry + "_" + k.name);
+  std::vector<std::string> names;
+  auto take = [&](const std::string& type, const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) return;
+    names.push_back(name);
+    a.taken.push_back(type + " " + name);
+  };
+  for (const kernel_launch* k : launches_of(l))
+    for (const auto& p : k->parameters) {
+      if (p.kind == "tensor_map") {
+        const tensor_map_description* t = map_of(*k, p.name);
+        take("const void*", t ? t->tensor : p.name);
+      } else if (p.kind == "pointer") {
+        take(p.c_type, p.name);
+      }
     }
-  }
   for (const auto& k : l.parameters)
-    if (passed_by_caller(k)) a.taken.push_back(k.c_type + " " + k.name);
-  a.taken.push_back("cudaStream_t stream = 0");
+    if (passed_by_caller(k)) take(k.c_type, k.name);
+  a.taken.emplace_back("cudaStream_t stream = 0");
+  a.passed = passed_to(l);
   return a;
 }
 
@@ -125,6 +158,11 @@ std::string launcher_opening(const kernel_launch& l, const launcher_arguments& a
   const std::string& e = l.entry;
   std::string s = "\n// Pointers are device pointers";
   s += l.tensor_maps.empty() ? ".\n" : " (A and B: the start of each matrix the tensor maps cover).\n";
+  for (const kernel_launch& k : l.prologue)
+    for (const auto& p : k.parameters)
+      if (p.kind == "pointer" && p.buffer_bytes > 0)
+        s += fmt::format("// {}: a device buffer of {} bytes the caller allocates: {}.\n", p.name, p.buffer_bytes,
+                         p.meaning);
   s += "// Returns the first CUDA error: the attribute, the tensor maps, or the launch.\n";
   if (!l.requirements.empty())
     s += "// The launcher sets the shared memory attribute and encodes any tensor map itself; what the kernel\n"
@@ -155,10 +193,25 @@ std::string tensor_map_encoding(const kernel_launch& l) {
   return s;
 }
 
+// The prologue's kernels, each launched on the stream before the GEMM (no shared memory, no cluster).
+std::string prologue_calls(const kernel_launch& l) {
+  std::string s;
+  for (const kernel_launch& k : l.prologue) {
+    s += "  {\n    cudaLaunchConfig_t before = {};\n";
+    s += fmt::format("    before.gridDim = dim3({}, {}, {});\n", k.grid[0], k.grid[1], k.grid[2]);
+    s += fmt::format("    before.blockDim = dim3({}, {}, {});\n    before.stream = stream;\n", k.block[0], k.block[1],
+                     k.block[2]);
+    s += fmt::format("    err = cudaLaunchKernelEx(&before, {}, {});  // {}\n", k.entry, fmt::join(passed_to(k), ", "),
+                     k.grid_rule);
+    s += "    if (err != cudaSuccess) return err;\n  }\n";
+  }
+  return s;
+}
+
 // The launch configuration (grid, block, shared memory, cluster) and the launch itself.
 std::string launch_call(const kernel_launch& l, const launcher_arguments& a) {
   const std::string& e = l.entry;
-  std::string s = "  cudaLaunchConfig_t config = {};\n";
+  std::string s = prologue_calls(l) + "  cudaLaunchConfig_t config = {};\n";
   s += fmt::format("  config.gridDim = dim3({}, {}, {});\n", l.grid[0], l.grid[1], l.grid[2]);
   s += fmt::format("  config.blockDim = dim3({}, {}, {});\n", l.block[0], l.block[1], l.block[2]);
   s += fmt::format("  config.dynamicSmemBytes = {}_dynamic_smem_bytes;\n  config.stream = stream;\n", e);

@@ -16,7 +16,8 @@ namespace tiletune {
 // that variant, dtype and layout (those fix the kernel's source).
 std::string export_entry_name(const tile_config& c, dtype t, layout l);
 
-// `source` with every whole-word kernel_entry_name replaced by `entry`.
+// `source` with every whole-word kernel_entry_name replaced by `entry`, and every whole-word
+// prologue entry (kernel_entry_name + "_transpose") by `entry` + "_transpose".
 std::string rename_entry(const std::string& source, const std::string& entry);
 
 // ID.h: the kernel's declaration (launch.entry, launch.parameters) and an

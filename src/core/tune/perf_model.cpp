@@ -281,8 +281,13 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     r.fixup_us = g.sk->owner_fixup_bytes / (sm_l2_gbs * 1e3) + g.sk->owner_waits * l2_latency_us +
                  g.sk->extra_tile_starts * (dram_latency_us + tile_store_bytes / (sm_l2_gbs * 1e3));
   }
+  // Kernels before the GEMM (K-major copies): a stream of their bytes through DRAM, and a ramp
+  // (one DRAM round trip) each; timed with the GEMM, so part of its time.
+  if (const double bytes = c.family->prologue_bytes(c, p); bytes > 0)
+    r.prologue_us = bytes / (d.memory_bandwidth_gbs * dram_attainable_share * 1e3) +
+                    c.family->prologue_launches(c, p) * dram_latency_us;
   r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
-  r.time_us = std::max(r.compute_us, r.memory_us) + r.fixup_us + launch_overhead_us;
+  r.time_us = std::max(r.compute_us, r.memory_us) + r.fixup_us + r.prologue_us + launch_overhead_us;
   r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
   return r;
 }

@@ -37,6 +37,7 @@ struct prediction {
   double dram_us = 0;          // memory_us's DRAM part: the unique bytes' bandwidth and latency terms
   double l2_us = 0;            // memory_us's L2 part (and the serial copies of unaligned rows)
   double fixup_us = 0;         // stream-K: the busiest owner's fixup after its k-loop (in time_us, serial)
+  double prologue_us = 0;      // kernels launched before the GEMM (a transposing pre-pass; in time_us, serial)
 };
 
 // Fraction of the dtype's peak a family reaches on an architecture when the

@@ -73,16 +73,33 @@ inline std::optional<element_type> wgmma_out(const tile_config& c) {
 inline void set_wgmma_out(tile_config& c, std::optional<element_type> out) {
   c.knobs[3] = (c.knobs[3] & ~0x1C0000) | ((out ? static_cast<int>(*out) + 1 : 0) << 18);
 }
+// K-major copies (knob 3's bit 21, TT_K_MAJOR_COPIES, "_kc"): tf32 and fp8 wgmma read both operands
+// K-major only, so for a problem that stores one MN-major (tf32 or fp8 in any layout but nt) a
+// transposing pre-pass of the same cubin (tiletune_gemm_transpose, wgmma_transpose.cuh) first writes
+// a K-major copy of each such operand into a scratch buffer, and the GEMM reads the copies: it runs
+// as layout nt. Both kernels are timed, together, as the variant.
+inline constexpr int wgmma_k_major_copies_bit = 1 << 21;
+inline bool wgmma_k_major_copies(const tile_config& c) { return wgmma_flag(c, wgmma_k_major_copies_bit); }
+inline void set_wgmma_k_major_copies(tile_config& c, bool on) { set_wgmma_flag(c, wgmma_k_major_copies_bit, on); }
+// Whether a problem needs them: a tf32 or fp8 operand stored MN-major.
+bool wgmma_needs_k_major_copies(const gemm_problem& p);
+// The problem as the GEMM kernel reads it: with K-major copies, layout nt (A M x K and B N x K,
+// rows of K elements); otherwise p.
+gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p);
+// Bytes of one operand's K-major copy ('a' or 'b'; 0 where the problem stores it K-major or the
+// variant makes no copies): every matrix of it, a grouped problem's B one per group.
+std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand);
 inline constexpr int wgmma_promotion_intervals[] = {1, 2};
 // fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.
 inline constexpr int wgmma_fp8_accumulators_max = 96;
 // The kernel's tile (TT_KM x TT_KN in wgmma_gemm.cu): BM x BN, or BN x BM with swap-AB.
 inline int wgmma_kernel_m(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_n : c.block_m; }
 inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.block_m : c.block_n; }
-// The layout the kernel runs: with swap-AB its A is the problem's B and its B the problem's A, so
-// an operand the problem stores MN-major is MN-major to the kernel too ("nn" runs as "tt",
-// "nt" as "nt").
+// The layout the kernel runs: nt on K-major copies; with swap-AB its A is the problem's B and its B
+// the problem's A, so an operand the problem stores MN-major is MN-major to the kernel too ("nn"
+// runs as "tt", "nt" as "nt").
 inline layout wgmma_kernel_layout(const tile_config& c, layout l) {
+  if (wgmma_k_major_copies(c)) l = layout{false, true};
   if (!wgmma_swap_ab(c)) return l;
   return layout{!l.b_transposed, !l.a_transposed};
 }

@@ -19,7 +19,8 @@ tensor_map_description tensor_map_description_of(const gemm_problem& p, const ti
   const tensor_map_spec s = wgmma_tensor_map_for(p, c, operand);
   tensor_map_description t;
   t.parameter = parameter;
-  t.tensor = operand == 'a' ? "A" : operand == 'b' ? "B" : "C";
+  t.tensor = std::string(1, static_cast<char>(operand - 'a' + 'A')) +
+             (operand != 'c' && wgmma_k_major_copy_bytes(c, p, operand) > 0 ? "_k_major" : "");
   t.data_type = s.type == tensor_map_spec::element::f16    ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
                 : s.type == tensor_map_spec::element::bf16 ? "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
                 : s.type == tensor_map_spec::element::u8   ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"
@@ -52,6 +53,40 @@ void add_group_parameters(kernel_launch& l, const gemm_problem& p) {
       "group_stride", "int",
       "masked layout: rows each group owns (group g from row g * stride); 0: contiguous, group after group",
       g.layout == group_layout::masked ? g.stride : 0));
+}
+
+// The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N),
+// kernels_templates/wgmma/wgmma_transpose.cuh.
+kernel_launch k_major_copy_launch(const gemm_problem& p, char operand) {
+  const bool a = operand == 'a';
+  const char name = a ? 'A' : 'B';
+  const std::int64_t cols = a ? p.m : p.n;
+  const std::int64_t matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
+  const std::string elem = element_c_type(p.type);
+  kernel_launch l;
+  l.entry = std::string(kernel_entry_name) + kernel_prologue_suffix;
+  l.grid = {(cols + 31) / 32, (p.k + 31) / 32, matrices};
+  l.block = {32, 8, 1};
+  l.grid_rule = fmt::format("(ceil({} / 32), ceil(K / 32), {}): one block per 32 x 32 tile of {} as stored",
+                            a ? "M" : "N", p.grouped() && !a ? "groups" : "batch", name);
+  kernel_parameter dst{std::string(1, name) + "_k_major", elem + "*", "pointer",
+                       fmt::format("{}'s K-major copy, {} x K row-major per matrix, one after another: this kernel "
+                                   "writes it, the GEMM's tensor map reads it",
+                                   name, a ? "M" : "N"),
+                       nullptr};
+  dst.buffer_bytes = matrices * cols * p.k * element_bytes(p.type);
+  l.parameters = {
+      {std::string(1, name), "const " + elem + "*", "pointer",
+       "device pointer to " + (a ? stored_as('A', true, "M", "K") : stored_as('B', false, "K", "N")), nullptr},
+      std::move(dst),
+      scalar_parameter("rows", "int", fmt::format("rows of {} as stored: K", name), p.k),
+      scalar_parameter("cols", "int", fmt::format("columns of {} as stored: {}", name, a ? "M" : "N"), cols),
+      scalar_parameter("ld", "long long", fmt::format("elements between {}'s rows as stored", name),
+                       a ? p.lda() : p.ldb()),
+      scalar_parameter("matrix_stride", "long long", fmt::format("elements between {}'s matrices", name), cols * p.k),
+  };
+  l.requirements = {"launched before the GEMM, on its stream, every time: the GEMM reads what it writes"};
+  return l;
 }
 
 }  // namespace
@@ -123,6 +158,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   }
   l.tensor_maps = {tensor_map_description_of(p, c, swap ? 'b' : 'a', "tmap_a"),
                    tensor_map_description_of(p, c, swap ? 'a' : 'b', "tmap_b")};
+  for (const char operand : {'a', 'b'})
+    if (wgmma_k_major_copy_bytes(c, p, operand) > 0) l.prologue.push_back(k_major_copy_launch(p, operand));
   if (wgmma_tma_store(c)) {
     l.parameters.push_back({"tmap_c", map_type, "tensor_map",
                             "C's tensor map (tensor_maps[2]; the TMA-store epilogue writes C through it), passed by "
@@ -197,6 +234,11 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         wgmma_scales(c) == scaling_mode::rowwise ? "scale_a and scale_b hold the rowwise scales; "
         : wgmma_scales(c) == scaling_mode::block ? "scale_a and scale_b hold the block scales (1 x 128 of A, 128 x 128 of B); "
                                : "per-tensor scales go into alpha; "));
+  if (wgmma_k_major_copies(c))
+    l.requirements.push_back(
+        "K-major copies (_kc): launch each prologue kernel (tiletune_gemm_transpose) before the GEMM, on the same "
+        "stream, into one buffer per copied operand that the GEMM's tensor map addresses; the maps describe the "
+        "copies (layout nt). NOT YET RUN ON A GPU: proven by host emulation and its compile only");
   if (swap)
     l.requirements.push_back(
         "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "

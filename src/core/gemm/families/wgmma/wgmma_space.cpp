@@ -159,7 +159,12 @@ void add_multicast_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 }
 }  // namespace
 
-std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d) {
+std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const device_spec& d) {
+  // tf32 or fp8 with an MN-major operand: every tile reads K-major copies, so the space is the nt
+  // problem's, each tile with the copies (_kc).
+  const bool copies = wgmma_needs_k_major_copies(problem);
+  gemm_problem p = problem;
+  if (copies) p.layout = layout{false, true};
   std::vector<tile_config> out = wgmma_space(p.type);
   // A grouped problem runs the grouped kernel: every tile (and its stream-K copy) is that copy.
   if (p.grouped())
@@ -186,6 +191,8 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device
     set_wgmma_stream_k(sk, true);
     out.push_back(sk);
   }
+  if (copies)
+    for (tile_config& c : out) set_wgmma_k_major_copies(c, true);
   return out;
 }
 
@@ -326,19 +333,42 @@ std::optional<constraint_violation> check_wgmma_split(const tile_config& c, cons
 }
 }  // namespace
 
-std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& p,
+namespace {
+// K-major copies (_kc) where the problem needs them and nowhere else; the transposing pre-pass's
+// grid (ceil(MN / 32), ceil(K / 32), matrices) within CUDA's 65535 on y and z.
+std::optional<constraint_violation> check_wgmma_k_major_copies(const tile_config& c, const gemm_problem& p) {
+  const bool needs = wgmma_needs_k_major_copies(p);
+  if (!needs && wgmma_k_major_copies(c))
+    return violation("k_major_copies",
+                     fmt::format("K-major copies (_kc) are for tf32 and fp8 operands stored MN-major; {} {} is read "
+                                 "where it is",
+                                 to_string(p.type), p.layout.name()));
+  if (needs && !wgmma_k_major_copies(c))
+    return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt (A stored M x K, B stored "
+                                           "N x K), or {} through K-major copies made first (_kc)",
+                                           to_string(p.type), p.layout.name()));
+  if (!needs) return std::nullopt;
+  const std::int64_t matrices = p.grouped() ? p.groups->count() : p.batch;
+  if (matrices > 65535 || (p.k + 31) / 32 > 65535)
+    return violation("k_major_copies", fmt::format("the transposing pre-pass runs a grid of ceil(K / 32) x matrices "
+                                                   "blocks, each at most 65535: K {} and {} matrices",
+                                                   p.k, matrices));
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& stored,
                                                 const device_spec& d) {
-  if (!is_tensor_core_dtype(p.type))
+  if (!is_tensor_core_dtype(stored.type))
     return violation("dtype", fmt::format("the wgmma family runs tf32, f16, bf16, e4m3 and e5m2, not {}",
-                                          to_string(p.type)));
+                                          to_string(stored.type)));
   // wgmma and TMA exist on sm_90 only, and the kernels are built for sm_90a.
   if (d.compute_capability != 90)
     return violation("architecture",
                      fmt::format("the wgmma family needs sm_90 (H100, H200), the GPU is {}", d.arch()));
-  if ((p.type == dtype::tf32 || is_fp8(p.type)) && wgmma_mn_major_operand(p.layout))
-    return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt only (A stored M x K, "
-                                           "B stored N x K), not {}",
-                                           to_string(p.type), p.layout.name()));
+  if (auto v = check_wgmma_k_major_copies(c, stored)) return v;
+  // Past here, the problem as the GEMM reads it: the copies' layout nt where it makes them.
+  const gemm_problem p = wgmma_kernel_problem(c, stored);
   if (auto v = check_wgmma_fp8(c, p)) return v;
   // TMA needs every global stride (rows, batch) to be a multiple of 16 bytes.
   const std::int64_t eb = element_bytes(p.type);

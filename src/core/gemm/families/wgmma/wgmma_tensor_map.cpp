@@ -2,9 +2,13 @@
 
 #include <stdexcept>
 
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+
 namespace tiletune {
 
-tensor_map_spec wgmma_tensor_map_for(const gemm_problem& p, const tile_config& c, char operand) {
+tensor_map_spec wgmma_tensor_map_for(const gemm_problem& stored, const tile_config& c, char operand) {
+  // With K-major copies the maps are the copies' (layout nt), at the copies' addresses.
+  const gemm_problem p = wgmma_kernel_problem(c, stored);
   if (operand != 'a' && operand != 'b' && operand != 'c')
     throw std::invalid_argument("tensor_map_for: operand must be 'a', 'b' or 'c'");
   tensor_map_spec s;

@@ -1,0 +1,121 @@
+// K-major copies (_kc, issues 35 and 38): a tf32 nn and an e4m3 nn variant compile for sm_90a
+// without spills; the cubin holds the GEMM and its transposing pre-pass (tiletune_gemm_transpose).
+// The GEMM is the nt kernel, instruction for instruction (the copies change its tensor maps, not
+// its code). The pre-pass moves each element once through shared memory: a barrier between the
+// tile's shared-memory stores and its loads, global loads and stores of the element's width
+// (32 bits for tf32, 8 for fp8), no local memory. Not yet run on a GPU.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/tune/compile_selection.hpp"
+#include "core/tune/gemm_tuner.hpp"
+#include "cuda/nvrtc_compiler.hpp"
+#include "compile_checks.hpp"
+#include "sass_reading.hpp"
+
+using namespace tiletune;
+using namespace tiletune_test;
+
+namespace {
+// The SASS of one function of a cuobjdump listing ("Function : name" to the next function).
+std::string function_sass(const std::string& sass, const std::string& name) {
+  const std::string header = "Function : " + name + "\n";
+  const std::size_t at = sass.find(header);
+  if (at == std::string::npos) return "";
+  const std::size_t end = sass.find("Function : ", at + header.size());
+  return sass.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// What is wrong with the pre-pass's SASS; empty when nothing is. `bits`: the element's width.
+std::string transpose_sass_problems(const std::string& sass, int bits) {
+  int sts = 0, lds = 0, ldg = 0, stg = 0, local = 0, other_width = 0;
+  bool barrier_between = false, loaded_before_barrier = false;
+  const std::string width = bits == 32 ? "" : fmt::format(".U{}", bits);
+  for (std::string i : instructions(sass)) {
+    if (i.rfind('@', 0) == 0) i = i.substr(i.find(' ') + 1);  // the predicate (the tile's bounds) off
+    const bool is_ldg = i.rfind("LDG.E", 0) == 0, is_stg = i.rfind("STG.E", 0) == 0;
+    if (is_ldg || is_stg) {
+      const std::string op = i.substr(0, i.find(' '));
+      const bool right = bits == 32 ? op.find(".U") == std::string::npos && op.find(".64") == std::string::npos &&
+                                          op.find(".128") == std::string::npos
+                                    : op.find(width) != std::string::npos;
+      other_width += !right;
+    }
+    ldg += is_ldg;
+    stg += is_stg;
+    if (i.rfind("STS", 0) == 0) ++sts;
+    if (i.rfind("LDS", 0) == 0) {
+      ++lds;
+      loaded_before_barrier |= !barrier_between;
+    }
+    if (i.rfind("BAR.SYNC", 0) == 0 && sts > 0 && lds == 0) barrier_between = true;
+    local += i.rfind("LDL", 0) == 0 || i.rfind("STL", 0) == 0;
+  }
+  std::string problems;
+  if (ldg != 4 || stg != 4 || sts != 4 || lds != 4)
+    problems += fmt::format(" {} LDG, {} STS, {} LDS, {} STG: not 4 each (4 elements a thread);", ldg, sts, lds, stg);
+  if (!barrier_between || loaded_before_barrier) problems += " no barrier between the tile's stores and its loads;";
+  if (other_width) problems += fmt::format(" {} global accesses not of {} bits;", other_width, bits);
+  if (local) problems += fmt::format(" {} local-memory instructions;", local);
+  return problems;
+}
+}  // namespace
+
+TEST(compile_k_major_copies, the_gemm_is_the_nt_kernel_and_the_pre_pass_moves_each_element_once) {
+  const device_spec& d = find_preset("h100-sxm");
+  std::vector<compile_job> jobs;
+  std::vector<tile_config> tiles;
+  std::vector<int> bits;
+  for (dtype t : {dtype::tf32, dtype::e4m3}) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = t;
+    p.scaling = default_scaling(t);
+    p.layout = parse_layout("nn");
+    const std::vector<tile_config> space = problem_search_space(family_named("wgmma"), p, d);
+    const auto first = std::find_if(space.begin(), space.end(),
+                                    [&](const tile_config& c) { return wgmma_consumers(c) == 2 && !check_constraints(c, p, d); });
+    ASSERT_NE(first, space.end()) << to_string(t);
+    ASSERT_TRUE(wgmma_k_major_copies(*first)) << first->id();
+    jobs.push_back(make_compile_job(*first, t, p.layout, d));
+    tiles.push_back(*first);
+    bits.push_back(t == dtype::tf32 ? 32 : 8);
+    // The same tile on the nt problem: the GEMM it compiles to.
+    tile_config plain = *first;
+    set_wgmma_k_major_copies(plain, false);
+    jobs.push_back(make_compile_job(plain, t, parse_layout("nt"), d));
+    tiles.push_back(plain);
+    bits.push_back(0);
+  }
+  const auto results = compile_cleanly(jobs);
+  ASSERT_EQ(results.size(), 4u);
+  for (std::size_t i = 0; i < jobs.size(); i += 2) {
+    if (!results[i].ok || !results[i + 1].ok) continue;
+    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string gemm = function_sass(sass, kernel_entry_name);
+    const std::string pre = function_sass(sass, std::string(kernel_entry_name) + kernel_prologue_suffix);
+    ASSERT_FALSE(gemm.empty()) << jobs[i].name << ": no " << kernel_entry_name << " in\n" << sass.substr(0, 2000);
+    ASSERT_FALSE(pre.empty()) << jobs[i].name << ": no pre-pass";
+    const std::string nt = function_sass(disassemble(results[i + 1].cubin, jobs[i + 1].name), kernel_entry_name);
+    EXPECT_EQ(instructions(gemm), instructions(nt)) << jobs[i].name << " is not the nt kernel " << jobs[i + 1].name;
+    EXPECT_EQ(transpose_sass_problems(pre, bits[i]), "") << jobs[i].name;
+  }
+  // The check can fail: without the barrier, a thread reads tile elements others have not stored.
+  compile_job planted = jobs.front();
+  const std::string barrier = "  __syncthreads();\n#pragma unroll\n  for (int i = 0; i < TT_XPOSE_TILE";
+  const auto at = planted.source.find(barrier);
+  ASSERT_NE(at, std::string::npos) << "the pre-pass's barrier changed; update this test";
+  planted.source.erase(at, std::string("  __syncthreads();\n").size());
+  const auto bad = nvrtc_compiler().compile(planted);
+  ASSERT_TRUE(bad.ok) << bad.log;
+  const std::string bad_pre =
+      function_sass(disassemble(bad.cubin, "planted"), std::string(kernel_entry_name) + kernel_prologue_suffix);
+  EXPECT_NE(transpose_sass_problems(bad_pre, 32).find("no barrier"), std::string::npos) << bad_pre;
+}
