@@ -6,6 +6,7 @@
 // planted defects. The compile and SASS of both kernels are compile.sm_90a.k_major_copies's.
 #include "wgmma_emulation.hpp"
 
+#include "core/measure/measure_protocol.hpp"
 #include "core/tune/perf_model.hpp"
 
 using namespace tiletune;
@@ -90,6 +91,37 @@ TEST(wgmma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
   EXPECT_EQ(scratch_bytes(l), a_bytes + b_bytes);
   EXPECT_EQ(wgmma_family().scratch_bytes(c, p, h100()), a_bytes + b_bytes);
   EXPECT_NE(wgmma_family().untried_on_gpu(c).find("_kc"), std::string::npos);
+}
+
+// The worker gets the launch as JSON: the prologue's kernels travel with it (entry, grid, block,
+// arguments with the copy's buffer), and the GEMM's maps still name the copies.
+TEST(wgmma_k_major_copies, a_measure_request_carries_the_prologue_to_the_worker) {
+  const gemm_problem p = problem(1000, 520, 744, 2, dtype::e4m3, "tn");
+  tile_config c = copies(wgmma_tile(128, 128, 128, 2, 3));
+  set_wgmma_promotion(c, 1);
+  measure_request r;
+  r.op = measure_op::variant;
+  r.id = c.id();
+  r.config = c;
+  r.launch = wgmma_family().describe_launch(c, p, h100());
+  const measure_request back = measure_request_from_json(nlohmann::json::parse(to_json(r).dump()));
+  ASSERT_EQ(back.launch.prologue.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const kernel_launch &sent = r.launch.prologue[i], &got = back.launch.prologue[i];
+    EXPECT_EQ(got.entry, sent.entry);
+    EXPECT_EQ(got.grid, sent.grid);
+    EXPECT_EQ(got.block, sent.block);
+    ASSERT_EQ(got.parameters.size(), sent.parameters.size());
+    for (std::size_t k = 0; k < sent.parameters.size(); ++k) {
+      EXPECT_EQ(got.parameters[k].name, sent.parameters[k].name);
+      EXPECT_EQ(got.parameters[k].buffer_bytes, sent.parameters[k].buffer_bytes);
+      EXPECT_EQ(got.parameters[k].value, sent.parameters[k].value);
+    }
+    EXPECT_EQ(bind_arguments(got)[1].from, argument_binding::source::k_major_copy);
+  }
+  const std::vector<argument_binding> gemm = bind_arguments(back.launch);
+  EXPECT_TRUE(gemm[0].of_copy && gemm[1].of_copy);
+  EXPECT_EQ(scratch_bytes(back.launch), scratch_bytes(r.launch));
 }
 
 TEST(wgmma_k_major_copies, the_model_adds_the_pre_pass_at_dram_bandwidth) {

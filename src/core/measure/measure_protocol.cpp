@@ -84,38 +84,22 @@ nlohmann::json argument_to_json(const kernel_parameter& k, const kernel_launch& 
 std::array<std::int64_t, 3> dim3_from_json(const nlohmann::json& j) {
   return {j.at(0).get<std::int64_t>(), j.at(1).get<std::int64_t>(), j.at(2).get<std::int64_t>()};
 }
-}  // namespace
 
-nlohmann::json to_json(const measure_request& r) {
-  const kernel_launch& l = r.launch;
-  nlohmann::json j = {{"op", to_string(r.op)},
-                      {"id", r.id},
-                      {"cubin_path", r.cubin_path},
-                      {"grid", l.grid},
-                      {"block", l.block},
-                      {"dynamic_smem_bytes", l.dynamic_smem_bytes}};
+// What the worker needs of one launch (the entry's name only for a prologue kernel: the GEMM's
+// is kernel_entry_name).
+void launch_to_json(const kernel_launch& l, nlohmann::json& j) {
+  j["grid"] = l.grid;
+  j["block"] = l.block;
+  j["dynamic_smem_bytes"] = l.dynamic_smem_bytes;
   if (l.cluster[0] * l.cluster[1] * l.cluster[2] != 1) j["cluster"] = l.cluster;
   if (!l.parameters.empty()) {
     nlohmann::json args = nlohmann::json::array();
     for (const auto& k : l.parameters) args.push_back(argument_to_json(k, l));
     j["arguments"] = std::move(args);
   }
-  if (has_own_problem(r)) j["problem"] = to_json(r.problem);
-  if (r.config) j["config"] = tile_to_json(*r.config);
-  if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
-  if (!r.verify) j["verify"] = false;
-  return j;
 }
 
-measure_request measure_request_from_json(const nlohmann::json& j) {
-  measure_request r;
-  const std::string op = j.at("op").get<std::string>();
-  const auto known = measure_op_named(op);
-  if (!known) throw std::invalid_argument("no measuring op named '" + op + "'");
-  r.op = *known;
-  r.id = j.at("id").get<std::string>();
-  r.cubin_path = j.at("cubin_path").get<std::string>();
-  kernel_launch& l = r.launch;
+void launch_from_json(const nlohmann::json& j, kernel_launch& l) {
   l.grid = dim3_from_json(j.at("grid"));
   l.block = dim3_from_json(j.at("block"));
   l.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
@@ -134,6 +118,43 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
       l.tensor_maps.push_back(std::move(t));
     }
     l.parameters.push_back(std::move(k));
+  }
+}
+}  // namespace
+
+nlohmann::json to_json(const measure_request& r) {
+  nlohmann::json j = {{"op", to_string(r.op)}, {"id", r.id}, {"cubin_path", r.cubin_path}};
+  launch_to_json(r.launch, j);
+  if (!r.launch.prologue.empty()) {
+    nlohmann::json before = nlohmann::json::array();
+    for (const kernel_launch& k : r.launch.prologue) {
+      nlohmann::json one = {{"entry", k.entry}};
+      launch_to_json(k, one);
+      before.push_back(std::move(one));
+    }
+    j["prologue"] = std::move(before);
+  }
+  if (has_own_problem(r)) j["problem"] = to_json(r.problem);
+  if (r.config) j["config"] = tile_to_json(*r.config);
+  if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
+  if (!r.verify) j["verify"] = false;
+  return j;
+}
+
+measure_request measure_request_from_json(const nlohmann::json& j) {
+  measure_request r;
+  const std::string op = j.at("op").get<std::string>();
+  const auto known = measure_op_named(op);
+  if (!known) throw std::invalid_argument("no measuring op named '" + op + "'");
+  r.op = *known;
+  r.id = j.at("id").get<std::string>();
+  r.cubin_path = j.at("cubin_path").get<std::string>();
+  launch_from_json(j, r.launch);
+  for (const auto& one : j.value("prologue", nlohmann::json::array())) {
+    kernel_launch k;
+    k.entry = one.at("entry").get<std::string>();
+    launch_from_json(one, k);
+    r.launch.prologue.push_back(std::move(k));
   }
   if (j.contains("problem")) r.problem = gemm_problem_from_json(j.at("problem"));
   if (j.contains("config")) r.config = tile_from_json(j.at("config"));
