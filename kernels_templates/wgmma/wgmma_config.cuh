@@ -102,12 +102,17 @@
 #endif
 #define TT_CONSUMER_THREADS (128 * TT_CONSUMERS)
 // fp8 (wgmma_fp8.cuh): the QGMMAs of TT_PROMOTE k-tiles run into a partial set that is then added
-// into the fp32 accumulators; 0 (the other dtypes) runs every wgmma into the accumulators.
+// into the fp32 accumulators; 0 (the other dtypes, and fp8 with TT_FAST_ACCUMULATION 1: every QGMMA
+// through the tensor core's short running sum, a looser error bound) runs every wgmma into the
+// accumulators.
 #ifndef TT_PROMOTE
 #define TT_PROMOTE 0
 #endif
-#if TT_FP8 && !TT_PROMOTE
-#error "an fp8 variant promotes (TT_PROMOTE >= 1)"
+#ifndef TT_FAST_ACCUMULATION
+#define TT_FAST_ACCUMULATION 0
+#endif
+#if TT_FP8 && !TT_PROMOTE && !TT_FAST_ACCUMULATION
+#error "an fp8 variant promotes (TT_PROMOTE >= 1) or accumulates fast (TT_FAST_ACCUMULATION)"
 #endif
 // fp8 scales (wgmma_fp8.cuh): 0 none (per tensor: alpha), 1 rowwise, 2 block (promotes every k-tile).
 #ifndef TT_SCALING

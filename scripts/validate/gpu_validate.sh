@@ -35,7 +35,7 @@
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     fp8    fp8 (issue 35), first run: every e4m3/e5m2 variant verified on odd shapes with each
 #            scaling (tensor, rowwise, block; beta 0.5; a 16-row rowwise decode: swap-AB's scales;
-#            grouped with rowwise and block scales),
+#            grouped with rowwise and block scales; fast accumulation at K 16384 against its own bound),
 #            compute-sanitizer on a block-scaled
 #            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
 #            timed against cuBLASLt's fp8 matmul
@@ -440,6 +440,9 @@ if want fp8; then
         --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk
     done
   fi
+  # Fast accumulation (_fa) against the bound it states, at the K where it matters.
+  step "fp8 verify fast accumulation K 16384" 120 "$out/fp8-verify-fa.txt" "$bin" gemm --m 512 --n 1024 \
+    --k 16384 --dtype e4m3 --verify-only --no-db --variant-timeout 10 --out "$out/fp8-verify-fa.json"
   for case in "tensor 4096 4096 4096" "tensor 8192 8192 8192" "block 4096 7168 16384"; do
     read -r sc m n k <<<"$case"
     step "fp8 time $sc ${m}x${n}x${k}" 200 "$out/fp8-time-$sc-$m-$k.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \

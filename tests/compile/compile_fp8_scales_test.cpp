@@ -109,3 +109,49 @@ TEST(compile_fp8_scales, f16_and_f32_c_compile_without_spills_and_run_qgmma) {
     }
   }
 }
+
+// Fast accumulation (_fa): one accumulator set, every QGMMA into it. The tensor-scaled copies of
+// 128x128 and 128x256 (128 accumulators a thread, which promotion's two sets could not hold)
+// compile without spills, run QGMMA in clean k-groups, and add no partial sums in the main loop:
+// fewer FADD than the promoting copy of the same tile (a planted promotion is caught: the _p1
+// copy itself fails the check).
+TEST(compile_fp8_scales, fast_accumulation_compiles_with_one_accumulator_set) {
+  const device_spec& d = find_preset("h100-sxm");
+  gemm_problem p;
+  p.m = p.n = p.k = 4096;
+  p.type = dtype::e4m3;
+  p.layout = parse_layout("nt");
+  p.scaling = scaling_mode::tensor;
+  auto fast = [](int bn, int stages) {
+    tile_config c = wgmma_tile(128, bn, 128, 2, stages);
+    set_wgmma_fast_accumulation(c, true);
+    return c;
+  };
+  tile_config promoted = wgmma_tile(128, 128, 128, 2, 4);
+  set_wgmma_promotion(promoted, 1);
+  const std::vector<tile_config> tiles = {fast(128, 4), fast(256, 3), promoted};
+  std::vector<compile_job> jobs;
+  for (const tile_config& c : tiles) {
+    ASSERT_FALSE(check_constraints(c, p, d)) << c.id() << ": " << check_constraints(c, p, d)->message;
+    jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+  }
+  const auto results = compile_cleanly(jobs);
+  auto fadds = [](const std::string& sass) {
+    int n = 0;
+    for (const std::string& i : instructions(sass)) n += i.find("FADD") != std::string::npos;
+    return n;
+  };
+  std::vector<int> counts;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << jobs[i].name;
+    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << jobs[i].name;
+    for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
+      ADD_FAILURE() << jobs[i].name << ": " << problem;
+    counts.push_back(fadds(sass));
+  }
+  // The promoting 128x128 adds its 64 partials a thread per k-tile; the fast one none of them.
+  std::printf("FADD: %d fast, %d promoting\n", counts[0], counts[2]);
+  EXPECT_LE(counts[0] + 64, counts[2]) << counts[0] << " FADD in " << jobs[0].name << ", " << counts[2] << " in "
+                                       << jobs[2].name;
+}

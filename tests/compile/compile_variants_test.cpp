@@ -220,7 +220,8 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     p.layout = parse_layout(layouts[li]);
     std::size_t index = 0;
     for (const auto& c : default_search_space(family_named("wgmma"), type))
-      // fp8 runs nt only: every variant there.
+      // fp8 (and tf32) plain variants run nt only: every fp8 one there (the other layouts make
+      // K-major copies first, compile.sm_90a.k_major_copies).
       if (!check_constraints(c, p, d) && (compile_in_layout(index++, li) || is_fp8(type))) {
         jobs.push_back(make_compile_job(c, type, p.layout, d));
         EXPECT_EQ(jobs.back().arch, "sm_90a");

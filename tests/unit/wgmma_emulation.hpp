@@ -744,8 +744,12 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   tensor_core tc_unit(ins, t);
   tc_unit.accumulator_bits = d.accumulator_mantissa_bits;
   // fp8 (TT_PROMOTE, wgmma_fp8.cuh): each interval's QGMMAs into a partial set, then added into acc.
+  // Fast accumulation (TT_FAST_ACCUMULATION): fp8 without promotion, every QGMMA into acc.
   const int promote = rendered_macro(source, "TT_PROMOTE");
-  if (is_fp8(t) != (promote > 0)) errors.push_back(fmt::format("{} rendered with TT_PROMOTE {}", to_string(t), promote));
+  const bool fast = rendered_macro(source, "TT_FAST_ACCUMULATION") != 0;
+  if (is_fp8(t) != (promote > 0 || fast) || (promote > 0 && fast))
+    errors.push_back(fmt::format("{} rendered with TT_PROMOTE {} and TT_FAST_ACCUMULATION {}", to_string(t), promote,
+                                 fast));
   // fp8 scales (TT_SCALING 1 rowwise, 2 block), read through the kernel's index math; a read past
   // the caller's scale buffers is an error.
   const int scaling = rendered_macro(source, "TT_SCALING");

@@ -125,6 +125,9 @@ class gemm_family {
   // Whether rows that are not 16-byte aligned are copied one element at a time, each
   // load awaited before the next (the model's serial-copy term, perf_model.cpp).
   virtual bool copies_unaligned_rows_serially() const { return false; }
+  // The relative Frobenius error verification allows the variant (the dtype's bound unless the
+  // variant trades accuracy for speed and states its own, such as fp8 fast accumulation).
+  virtual double error_bound(const tile_config&, const gemm_problem& p) const { return row_of(p.type).error_bound; }
   // Kernels the variant launches before its GEMM (kernel_launch::prologue, such as a transposing
   // pre-pass): how many, and the device-memory bytes they read and write in all (the model's
   // prologue term: streamed at DRAM bandwidth, a launch each).

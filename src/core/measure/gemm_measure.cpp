@@ -131,6 +131,7 @@ measure_request variant_request(const gemm_plan& plan, const variant_result& v) 
   r.launch = v.config.family->describe_launch(v.config, plan.problem, plan.device);
   r.config = v.config;
   r.predicted_us = v.predicted.time_us;
+  r.error_bound = v.config.family->error_bound(v.config, plan.problem);
   return r;
 }
 
@@ -180,8 +181,8 @@ void record_answer(gemm_plan& plan, variant_result& v, measure_response answer) 
   plan.peak_device_bytes = std::max(plan.peak_device_bytes, v.measured->device_bytes);
   v.status = status_from(v.measured->status);
   if (v.status == variant_status::incorrect) {
-    v.reason = fmt::format("relative error {:.3g} exceeds the {} bound {:.1g}", v.measured->error.rel_frobenius,
-                           to_string(plan.problem.type), error_bound(plan.problem.type));
+    v.reason = fmt::format("relative error {:.3g} exceeds the {} bound {:.2g}", v.measured->error.rel_frobenius,
+                           to_string(plan.problem.type), v.config.family->error_bound(v.config, plan.problem));
     if (v.measured->error.non_finite)
       v.reason = fmt::format("{} non-finite outputs (NaN or Inf)", v.measured->error.non_finite);
   } else if (v.status != variant_status::ok) {

@@ -138,6 +138,7 @@ nlohmann::json to_json(const measure_request& r) {
   if (r.config) j["config"] = tile_to_json(*r.config);
   if (r.sampling) j["sampling"] = sampling_to_json(*r.sampling);
   if (!r.verify) j["verify"] = false;
+  if (r.error_bound > 0) j["error_bound"] = r.error_bound;
   return j;
 }
 
@@ -160,6 +161,7 @@ measure_request measure_request_from_json(const nlohmann::json& j) {
   if (j.contains("config")) r.config = tile_from_json(j.at("config"));
   if (j.contains("sampling")) r.sampling = sampling_from_json(j.at("sampling"));
   r.verify = j.value("verify", true);
+  r.error_bound = j.value("error_bound", 0.0);
   return r;
 }
 

@@ -56,6 +56,9 @@ struct measure_request {
   // longer second); without it the setup's policy applies.
   std::optional<sampling_policy> sampling;
   bool verify = true;  // false: this run already verified the variant; time it only
+  // "variant": the relative Frobenius error its verification allows (gemm_family::error_bound);
+  // 0: the dtype's.
+  double error_bound = 0;
   // Host side only (never sent): the model's kernel time, from which the
   // supervisor derives how long the request may take.
   double predicted_us = 0;

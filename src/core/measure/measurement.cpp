@@ -125,8 +125,10 @@ error_metrics compare_stored_output(dtype t, const unsigned char* c, const float
 
 double error_bound(dtype t) { return row_of(t).error_bound; }
 
-bool passes(const error_metrics& e, dtype t) {
-  return e.non_finite == 0 && std::isfinite(e.rel_frobenius) && e.rel_frobenius <= error_bound(t);
+bool passes(const error_metrics& e, dtype t) { return passes(e, error_bound(t)); }
+
+bool passes(const error_metrics& e, double bound) {
+  return e.non_finite == 0 && std::isfinite(e.rel_frobenius) && e.rel_frobenius <= bound;
 }
 
 nlohmann::json to_json(const timing_stats& s) {

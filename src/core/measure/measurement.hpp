@@ -57,6 +57,8 @@ error_metrics compare_stored_output(dtype t, const unsigned char* result, const 
 // The largest relative Frobenius error a correct variant of a dtype shows.
 double error_bound(dtype t);
 bool passes(const error_metrics& e, dtype t);
+// The same against a bound of the variant's own (gemm_family::error_bound).
+bool passes(const error_metrics& e, double bound);
 
 nlohmann::json to_json(const timing_stats& s);
 

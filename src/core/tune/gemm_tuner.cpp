@@ -183,7 +183,7 @@ void add_measured_figures(nlohmann::json& j, const variant_result& v, const gemm
   if (m.verified) {
     j["max_rel_error"] = optional_number(m.error.max_rel_error, std::isfinite(m.error.max_rel_error));
     j["rel_frobenius_error"] = optional_number(m.error.rel_frobenius, std::isfinite(m.error.rel_frobenius));
-    j["error_bound"] = error_bound(plan.problem.type);
+    j["error_bound"] = v.config.family->error_bound(v.config, plan.problem);
   }
   j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
 }

@@ -40,13 +40,15 @@ class wgmma : public gemm_family {
   // The rasterization is always named; "_sk": stream-K on the tiles past the last whole wave;
   // "_swab": swap-AB; "_efb": evict-first on B; "_tmas": the TMA-store epilogue; "_pp": ping-pong;
   // "_p1": fp8 promoted every k-tile; "_rw", "_blk": fp8 with rowwise or block scales; "_of16",
-  // "_of32": fp8 writing f16 or f32 C; "_kc": K-major copies of MN-major operands first.
+  // "_of32": fp8 writing f16 or f32 C; "_kc": K-major copies of MN-major operands first; "_fa": fp8
+  // fast accumulation (no promotion).
   std::string id_suffix(const tile_config& c) const override {
     return fmt::format("_c{}_s{}_cl{}x{}", wgmma_consumers(c), c.stages, c.cluster_m, c.cluster_n) + raster_id_suffix(c) +
            split_k_id_suffix(c) + (wgmma_stream_k(c) ? "_sk" : "") + (wgmma_grouped(c) ? "_grp" : "") +
            (wgmma_swap_ab(c) ? "_swab" : "") + (wgmma_evict_first_b(c) ? "_efb" : "") +
            (wgmma_tma_store(c) ? "_tmas" : "") + (wgmma_pingpong(c) ? "_pp" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("_p{}", wgmma_promotion(c)) : "") +
+           (wgmma_fast_accumulation(c) ? "_fa" : "") +
            (wgmma_scales(c) == scaling_mode::rowwise ? "_rw" : wgmma_scales(c) == scaling_mode::block ? "_blk" : "") +
            (wgmma_out(c) ? fmt::format("_o{}", to_string(*wgmma_out(c))) : "") +
            (wgmma_k_major_copies(c) ? "_kc" : "");
@@ -67,6 +69,7 @@ class wgmma : public gemm_family {
     if (wgmma_scales(c) != scaling_mode::none) j["scales"] = to_string(wgmma_scales(c));
     if (wgmma_out(c)) j["out"] = to_string(*wgmma_out(c));
     if (wgmma_k_major_copies(c)) j["k_major_copies"] = true;
+    if (wgmma_fast_accumulation(c)) j["fast_accumulation"] = true;
   }
   bool claims_json(const nlohmann::json&) const override { return false; }  // always named
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -85,6 +88,7 @@ class wgmma : public gemm_family {
     set_wgmma_scales(c, parse_scaling_mode(j.value("scales", "none")));
     set_wgmma_out(c, j.contains("out") ? std::optional(parse_element_type(j.at("out").get<std::string>())) : std::nullopt);
     set_wgmma_k_major_copies(c, j.value("k_major_copies", false));
+    set_wgmma_fast_accumulation(c, j.value("fast_accumulation", false));
   }
 
   // Its own raster and stream-K macros, split-K inside a cluster, and its own math and instruction. With swap-AB
@@ -100,6 +104,7 @@ class wgmma : public gemm_family {
            (wgmma_tma_store(c) ? "#define TT_TMA_STORE 1\n" : "") +
            (wgmma_pingpong(c) ? "#define TT_PINGPONG 1\n" : "") +
            (wgmma_promotion(c) > 0 ? fmt::format("#define TT_PROMOTE {}\n", wgmma_promotion(c)) : std::string()) +
+           (wgmma_fast_accumulation(c) ? "#define TT_FAST_ACCUMULATION 1\n" : "") +
            (wgmma_scales(c) != scaling_mode::none
                 ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c) == scaling_mode::rowwise ? 1 : 2)
                 : std::string()) +
@@ -139,6 +144,9 @@ class wgmma : public gemm_family {
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec& d) const override {
     return wgmma_launch(c, p, d);
   }
+  double error_bound(const tile_config& c, const gemm_problem& p) const override {
+    return wgmma_fast_accumulation(c) ? wgmma_fast_accumulation_bound(p.type, p.k) : row_of(p.type).error_bound;
+  }
   std::int64_t scratch_bytes(const tile_config& c, const gemm_problem& p, const device_spec& d) const override {
     return wgmma_stream_k_workspace_bytes(c, p, d.sm_count) + wgmma_k_major_copy_bytes(c, p, 'a') +
            wgmma_k_major_copy_bytes(c, p, 'b');
@@ -164,6 +172,7 @@ class wgmma : public gemm_family {
     if (wgmma_pingpong(c)) untried.push_back("ping-pong consumers (_pp)");
     if (c.cluster_m > 1) untried.push_back("2-CTA clusters with TMA multicast (_cl2x1)");
     if (wgmma_promotion(c) > 0) untried.push_back(fmt::format("fp8 QGMMA with promotion (_p{})", wgmma_promotion(c)));
+    if (wgmma_fast_accumulation(c)) untried.emplace_back("fp8 QGMMA with fast accumulation (_fa)");
     if (wgmma_scales(c) != scaling_mode::none) untried.push_back(fmt::format("{} scales", to_string(wgmma_scales(c))));
     if (wgmma_k_major_copies(c)) untried.emplace_back("the transposing pre-pass (_kc)");
     return fmt::format("{}", fmt::join(untried, " and "));
@@ -216,6 +225,9 @@ class wgmma : public gemm_family {
            (wgmma_promotion(c) > 0
                 ? fmt::format(", {} operands with the promoting (not FastAccum) schedule, mma_promotion_interval {}",
                               to_string(t), wgmma_promotion(c) * c.block_k / 32)
+            : wgmma_fast_accumulation(c)
+                ? fmt::format(", {} operands with the FastAccum schedule (KernelTmaWarpSpecialized{}FP8FastAccum)",
+                              to_string(t), wgmma_pingpong(c) ? "Pingpong" : wgmma_consumers(c) == 2 ? "Cooperative" : "")
                 : std::string()) +
            (wgmma_scales(c) == scaling_mode::block ? ", blockwise scaling (KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum, "
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
@@ -238,6 +250,10 @@ bool wgmma_lower_register_usage(const tile_config& c, layout l) {
   if (wgmma_k_major_copies(c)) return false;  // the kernel runs nt: no MN-major operand
   return wgmma_stream_k(c) && wgmma_consumers(c) == 2 && wgmma_accumulators_per_thread(c) == 128 &&
          wgmma_mn_major_operand(l);
+}
+
+double wgmma_fast_accumulation_bound(dtype t, std::int64_t k) {
+  return std::max(row_of(t).error_bound, static_cast<double>((k + 31) / 32) * 0x1p-14);
 }
 
 bool wgmma_needs_k_major_copies(const gemm_problem& p) {

@@ -89,6 +89,21 @@ gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p);
 // Bytes of one operand's K-major copy ('a' or 'b'; 0 where the problem stores it K-major or the
 // variant makes no copies): every matrix of it, a grouped problem's B one per group.
 std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand);
+// fp8 fast accumulation (knob 3's bit 22, TT_FAST_ACCUMULATION, "_fa"): no promotion (interval 0),
+// every QGMMA adds into the fp32 accumulators through the tensor core's short running sum, as
+// cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM and CUTLASS's FP8FastAccum schedules do: one
+// accumulator set (128 a thread, as 16-bit types), no waits for promotion, a looser error bound
+// (wgmma_fast_accumulation_bound). Tensor and rowwise scales only (block scales apply at a
+// k-tile's promotion).
+inline constexpr int wgmma_fast_accumulation_bit = 1 << 22;
+inline bool wgmma_fast_accumulation(const tile_config& c) { return wgmma_flag(c, wgmma_fast_accumulation_bit); }
+inline void set_wgmma_fast_accumulation(tile_config& c, bool on) { set_wgmma_flag(c, wgmma_fast_accumulation_bit, on); }
+// The relative Frobenius error verification allows fast accumulation at a K: the dtype's bound, or
+// ceil(K / 32) * 2^-14 where that is larger. Each QGMMA (32 of k) leaves the running sum to about
+// 14 significant bits (DeepSeek-V3's figure for H800), cutting up to one unit of its last place,
+// half a unit on average, always toward zero: the cuts add up, ceil(K / 32) of them of about
+// 2^-14 of the sum each (0.031 at K 16384; the promoting variants hold 0.01 at any K).
+double wgmma_fast_accumulation_bound(dtype t, std::int64_t k);
 inline constexpr int wgmma_promotion_intervals[] = {1, 2};
 // fp32 accumulators a consumer thread may hold in each of the two sets promotion keeps.
 inline constexpr int wgmma_fp8_accumulators_max = 96;

@@ -140,8 +140,17 @@ void add_fp8_settings(std::vector<tile_config>& out, const gemm_problem& p) {
         set_wgmma_promotion(c, interval);
         out.push_back(c);
       }
+  // Fast accumulation (_fa): the default tiles in the first raster order without promotion,
+  // where no block scales need it.
+  if (p.scaling != scaling_mode::block)
+    for (tile_config c : first_raster_tiles(p.type)) {
+      set_wgmma_grouped(c, p.grouped());
+      set_wgmma_promotion(c, 0);
+      set_wgmma_fast_accumulation(c, true);
+      out.push_back(c);
+    }
   for (tile_config& c : out) {
-    if (wgmma_promotion(c) == 0) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
+    if (wgmma_promotion(c) == 0 && !wgmma_fast_accumulation(c)) set_wgmma_promotion(c, wgmma_promotion_intervals[0]);
     set_wgmma_scales(c, p.scaling);
     set_wgmma_out(c, p.out);
   }
@@ -181,7 +190,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const 
     // (fp8's longer promotion intervals stay whole-tile: with stream-K's fixup, rowwise scales and
     // one consumer's two sets of 96, interval 2 spilled 60-64 bytes with ptxas 13.0.)
     if (c.raster_group != 8 || c.raster_along_n || c.split_k > 1 || wgmma_pingpong(c) || c.cluster_m > 1 ||
-        wgmma_promotion(c) > 1)
+        wgmma_promotion(c) > 1 || wgmma_fast_accumulation(c))
       continue;
     const std::int64_t tiles = wgmma_output_tiles(c, p);
     const std::int64_t waves = (tiles + sms - 1) / sms;
@@ -255,12 +264,19 @@ std::optional<constraint_violation> check_wgmma_tma_store(const tile_config& c, 
 // and writes its C; other dtypes do none of this.
 std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const gemm_problem& p) {
   const int interval = wgmma_promotion(c);
+  const bool fast = wgmma_fast_accumulation(c);
   if (!is_fp8(p.type)) {
-    if (interval == 0 && wgmma_scales(c) == scaling_mode::none && !wgmma_out(c)) return std::nullopt;
-    return violation("promotion", fmt::format("promotion, scales and another C (_p, _rw, _blk, _o) are fp8's, not {}'s",
+    if (interval == 0 && !fast && wgmma_scales(c) == scaling_mode::none && !wgmma_out(c)) return std::nullopt;
+    return violation("promotion", fmt::format("promotion, fast accumulation, scales and another C (_p, _fa, _rw, "
+                                              "_blk, _o) are fp8's, not {}'s",
                                               to_string(p.type)));
   }
-  if (std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
+  if (fast && interval != 0)
+    return violation("promotion", fmt::format("fast accumulation (_fa) never promotes, the variant every {} k-tiles",
+                                              interval));
+  if (fast && p.scaling == scaling_mode::block)
+    return violation("promotion", "block scales apply at each k-tile's promotion: fast accumulation (_fa) has none");
+  if (!fast && std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
     return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
                                               fmt::join(wgmma_promotion_intervals, " or "), interval));
   if (wgmma_out(c) != p.out)
@@ -280,7 +296,7 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
     return violation("promotion", fmt::format("grouped tiles with rowwise scales promote every k-tile, not every {} "
                                               "(the 192-column ones spilled 16-52 bytes, ptxas 13.0)",
                                               interval));
-  if (wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
+  if (!fast && wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, twice with fp8's promotion: over {} a set",
                                  wgmma_accumulators_per_thread(c), wgmma_fp8_accumulators_max));
