@@ -1,8 +1,8 @@
 // tiletune kernel templates: what every family shares.
 //
 // tiletune prepends the configuration as macros and compiles with NVRTC:
-//   TT_DTYPE   0 f32, 1 tf32, 2 f16, 3 bf16, 4 e4m3, 5 e5m2 (fp8: A and B one byte, C bf16,
-//              or TT_OUT 1 f16, 2 f32)
+//   TT_DTYPE   0 f32, 1 tf32, 2 f16, 3 bf16, 4 e4m3, 5 e5m2, 6 e4m3 A and e5m2 B, 7 e5m2 A and
+//              e4m3 B (fp8: A and B one byte, C bf16, or TT_OUT 1 f16, 2 f32)
 //   TT_A_T     0: A is M x K row-major ('n'); 1: A is stored K x M ('t')
 //   TT_B_T     0: B is K x N row-major ('n'); 1: B is stored N x K ('t')
 //   TT_BM, TT_BN, TT_BK   block tile
@@ -17,7 +17,9 @@
 #define TT_BF16 3
 #define TT_E4M3 4
 #define TT_E5M2 5
-#define TT_FP8 (TT_DTYPE == TT_E4M3 || TT_DTYPE == TT_E5M2)
+#define TT_E4M3_E5M2 6
+#define TT_E5M2_E4M3 7
+#define TT_FP8 (TT_DTYPE >= TT_E4M3 && TT_DTYPE <= TT_E5M2_E4M3)
 // fp8's C (--out-dtype): 0 bf16, 1 f16, 2 f32.
 #ifndef TT_OUT
 #define TT_OUT 0

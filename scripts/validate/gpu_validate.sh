@@ -34,7 +34,8 @@
 #            (200x136x1280 batch 3, beta 0; 5x1000x776 batch 2, beta 0.5: C loaded by TMA): shapes verified,
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     fp8    fp8 (issue 35), first run: every e4m3/e5m2 variant verified on odd shapes with each
-#            scaling (tensor, rowwise, block; beta 0.5; a 16-row rowwise decode: swap-AB's scales;
+#            scaling (tensor, rowwise, block; beta 0.5; a 16-row rowwise decode: swap-AB's scales; mixed
+#            e4m3_e5m2 and e5m2_e4m3;
 #            grouped with rowwise and block scales; fast accumulation at K 16384 against its own bound),
 #            compute-sanitizer on a block-scaled
 #            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
@@ -423,7 +424,8 @@ if want decode; then
 fi
 if want fp8; then
   for case in "e4m3 tensor 200 136 1296 2" "e5m2 tensor 72 328 400 1" "e4m3 rowwise 200 400 400 1" \
-              "e4m3 block 136 400 528 1" "e5m2 block 16 4096 1024 1" "e4m3 rowwise 16 4096 1024 1"; do
+              "e4m3 block 136 400 528 1" "e5m2 block 16 4096 1024 1" "e4m3 rowwise 16 4096 1024 1" \
+              "e4m3_e5m2 tensor 200 136 528 2" "e5m2_e4m3 rowwise 16 4096 1024 1"; do
     read -r dt sc m n k b <<<"$case"
     step "fp8 verify $dt $sc ${m}x${n}x${k}" 120 "$out/fp8-verify-$dt-$sc-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --dtype "$dt" --scaling "$sc" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \

@@ -65,7 +65,8 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   add_group_options(cmd, o);
   cmd->add_option("--dtype", o->problem.dtype,
-                  dtype_names(" | ") + " (fp32 accumulation; e4m3 and e5m2 are fp8 inputs with bf16 C, layout nt)")
+                  dtype_names(" | ") + " (fp32 accumulation; e4m3 and e5m2 are fp8 inputs with bf16 C, e4m3_e5m2 and "
+                                       "e5m2_e4m3 fp8 with A of the first format and B of the second)")
       ->capture_default_str();
   cmd->add_option("--scaling", o->problem.scaling,
                   "fp8: how A and B are scaled: tensor (the default: one scale each, passed as their product in "

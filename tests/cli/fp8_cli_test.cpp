@@ -191,3 +191,29 @@ TEST(fp8, out_dtype_writes_f16_or_f32_c_and_is_refused_elsewhere) {
     EXPECT_NE(bad.err.find(named), std::string::npos) << bad.err;
   }
 }
+
+// Mixed fp8 (A e5m2, B e4m3): planned by the wgmma family, keyed as its own dtype, and the
+// export's header names each operand's format.
+TEST(fp8, a_mixed_plan_names_each_operands_format) {
+  const fs::path dir = tmp_dir() / "fp8_mixed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const result r = run({"gemm", "--m", "512", "--n", "384", "--k", "1024", "--dtype", "e5m2_e4m3", "--gpu",
+                        "h100-sxm", "--dry-run", "--only", "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1", "--out",
+                        (dir / "plan.json").string(), "--export", (dir / "kernel").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = read_json(dir / "plan.json");
+  EXPECT_EQ(j["problem"]["dtype"], "e5m2_e4m3");
+  ASSERT_EQ(j["recommendation"]["id"], "wgmma_64x128x128_c1_s4_cl1x1_g8m_p1") << r.out;
+  std::string header;
+  for (const auto& e : fs::directory_iterator(dir / "kernel"))
+    if (e.path().extension() == ".h") {
+      std::ifstream in(e.path());
+      header.assign(std::istreambuf_iterator<char>(in), {});
+    }
+  EXPECT_NE(header.find("e5m2_e4m3 (A e5m2, B e4m3; C bf16)"), std::string::npos) << header.substr(0, 1500);
+  const result bad = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "e4m3_e4m3", "--gpu", "h100-sxm",
+                          "--dry-run"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("e4m3_e5m2"), std::string::npos) << bad.err;  // the refusal lists the dtypes
+}

@@ -155,3 +155,50 @@ TEST(compile_fp8_scales, fast_accumulation_compiles_with_one_accumulator_set) {
   EXPECT_LE(counts[0] + 64, counts[2]) << counts[0] << " FADD in " << jobs[0].name << ", " << counts[2] << " in "
                                        << jobs[2].name;
 }
+
+// Mixed fp8 (e4m3_e5m2, e5m2_e4m3): the QGMMAs name A's format then B's (E4M3.E5M2), swapped in a
+// swap-AB decode tile whose kernel A is the problem's B; no spills, clean k-groups.
+TEST(compile_fp8_scales, mixed_formats_compile_to_qgmma_of_both) {
+  const device_spec& d = find_preset("h100-sxm");
+  std::vector<compile_job> jobs;
+  std::vector<tile_config> tiles;
+  std::vector<std::string> want;
+  for (dtype t : {dtype::e4m3_e5m2, dtype::e5m2_e4m3}) {
+    gemm_problem p;
+    p.m = 16;
+    p.n = p.k = 4096;
+    p.type = t;
+    p.layout = parse_layout("nt");
+    tile_config plain = wgmma_tile(128, 128, 128, 2, 4);
+    set_wgmma_promotion(plain, 1);
+    tile_config swab = wgmma_tile(16, 128, 128, 1, 8);
+    set_wgmma_promotion(swab, 1);
+    set_wgmma_swap_ab(swab, true);
+    const std::string a(to_string(row_of(t).a)), b(to_string(row_of(t).b));
+    auto upper = [](std::string s) {
+      for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      return s;
+    };
+    for (const auto& [c, types] : {std::pair{plain, upper(a + "." + b)}, {swab, upper(b + "." + a)}}) {
+      ASSERT_FALSE(check_constraints(c, p, d)) << c.id() << ": " << check_constraints(c, p, d)->message;
+      jobs.push_back(make_compile_job(c, t, p.layout, d));
+      tiles.push_back(c);
+      want.push_back(".F32." + types);
+    }
+  }
+  const auto results = compile_cleanly(jobs);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!results[i].ok) continue;
+    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    int qgmma = 0, right = 0;
+    for (const std::string& ins : instructions(sass))
+      if (ins.rfind("QGMMA", 0) == 0) {
+        ++qgmma;
+        right += ins.find(want[i]) != std::string::npos;
+      }
+    EXPECT_GT(qgmma, 0) << jobs[i].name;
+    EXPECT_EQ(right, qgmma) << jobs[i].name << ": QGMMA without " << want[i];
+    for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
+      ADD_FAILURE() << jobs[i].name << ": " << problem;
+  }
+}

@@ -118,6 +118,17 @@ inline dtype c_dtype(const gemm_problem& p) {
   }
 }
 inline element_type fp8_element(dtype t) { return t == dtype::e4m3 ? element_type::e4m3 : element_type::e5m2; }
+// The single-format dtype of one operand's elements (mixed fp8's A or B; tf32 as tf32).
+inline dtype operand_dtype(element_type e) {
+  switch (e) {
+    case element_type::f32: return dtype::f32;
+    case element_type::tf32: return dtype::tf32;
+    case element_type::f16: return dtype::f16;
+    case element_type::bf16: return dtype::bf16;
+    case element_type::e4m3: return dtype::e4m3;
+    default: return dtype::e5m2;
+  }
+}
 inline float load_element(const std::uint8_t* p, dtype t) {
   if (is_fp8(t)) return fp8_bits_to_float(fp8_element(t), *p);
   if (t == dtype::f16 || t == dtype::bf16) {
@@ -191,6 +202,8 @@ struct defects {
   bool copy_unguarded = false;            // K-major copies: a tile's elements past the matrix moved too
   bool copy_skipped = false;              // K-major copies: the GEMM launched without its prologue
   bool copy_maps_operand = false;         // K-major copies: the GEMM's map addresses the operand, not the copy
+  bool mixed_types_unswapped = false;     // mixed fp8, swap-AB: the instruction names the problem's A type first
+  bool mixed_as_one_format = false;       // mixed fp8: the instruction names A's type for B too
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
   // each instruction), as a model of fp8's short accumulator; 0 keeps fp32's 23.
   int accumulator_mantissa_bits = 0;
@@ -300,15 +313,26 @@ inline std::int64_t load_operand(bool k_major, int rows, int bk, std::uint32_t d
 struct wgmma_instruction {
   int n = 0, k = 0;
   bool a_mn_major = false, b_mn_major = false;
+  dtype a_type = dtype::f16, b_type = dtype::f16;  // as the instruction's .atype.btype name them
 };
-inline wgmma_instruction parse_instruction(dtype t, int n, layout l) {
-  const std::string s = wgmma_instruction_source(t, n, l);
+// The instruction of a rendered source (after its "// tt_wgmma" marker), or of one generated.
+inline wgmma_instruction parse_instruction_text(const std::string& source) {
+  const auto marker = source.find("// tt_wgmma");
+  const std::string s = source.substr(marker == std::string::npos ? 0 : marker);
   wgmma_instruction w;
   const auto at = s.find("m64n");
   EXPECT_NE(at, std::string::npos) << s;
   if (at == std::string::npos) return w;
   w.n = std::stoi(s.substr(at + 4));
   w.k = std::stoi(s.substr(s.find('k', at + 4) + 1));
+  // ".f32.<atype>.<btype> {"
+  const auto types = s.find(".f32.", at);
+  if (types != std::string::npos) {
+    const std::string both = s.substr(types + 5, s.find(' ', types) - types - 5);
+    const auto dot = both.find('.');
+    w.a_type = parse_dtype(both.substr(0, dot));
+    w.b_type = parse_dtype(both.substr(dot + 1));
+  }
   // "..., p, 1, 1, ta, tb;" for 16-bit types, "..., p, 1, 1;" for tf32 (no transposes: K-major).
   const auto imm = s.find("p, 1, 1");
   EXPECT_NE(imm, std::string::npos) << s;
@@ -317,6 +341,9 @@ inline wgmma_instruction parse_instruction(dtype t, int n, layout l) {
     w.b_mn_major = s[imm + 12] == '1';
   }
   return w;
+}
+inline wgmma_instruction parse_instruction(dtype t, int n, layout l) {
+  return parse_instruction_text(wgmma_instruction_source(t, n, l));
 }
 
 // The shared-memory byte address wgmma reads for element (mn, k) of an
@@ -419,14 +446,15 @@ inline void emulate_wgmma(tensor_core& tc, const shared_memory& smem, std::uint6
   const dtype t = tc.t;
   const int eb = element_bytes(t);
   const int n = tc.ins.n, k = tc.ins.k;
-  auto fetch = [&](std::uint64_t desc, bool mn_major, int mn, int kk) -> float {
+  // Each operand decoded as the instruction's type for it says (mixed fp8: two formats).
+  auto fetch = [&](std::uint64_t desc, bool mn_major, int mn, int kk, dtype as) -> float {
     const std::int64_t addr = wgmma_operand_address(desc, mn_major, mn, kk, eb, errors);
     if (addr < 0 || addr + eb > static_cast<std::int64_t>(smem.bytes.size())) {
       if (addr >= 0) errors.push_back(fmt::format("wgmma reads past shared memory at {:#x}", addr));
       return 0.0f;
     }
-    const float x = load_element(smem.bytes.data() + addr, t);
-    return t == dtype::tf32 ? truncate_to_tf32(x) : x;
+    const float x = load_element(smem.bytes.data() + addr, as == dtype::tf32 ? dtype::f32 : as);
+    return as == dtype::tf32 ? truncate_to_tf32(x) : x;
   };
   if (tc.generation != smem.generation) {
     tc.b_read.clear();
@@ -439,13 +467,13 @@ inline void emulate_wgmma(tensor_core& tc, const shared_memory& smem, std::uint6
     std::vector<float> tile(static_cast<std::size_t>(k * n));
     for (int kk = 0; kk < k; ++kk)
       for (int nn = 0; nn < n; ++nn)
-        tile[static_cast<std::size_t>(kk * n + nn)] = fetch(desc_b, tc.ins.b_mn_major, nn, kk);
+        tile[static_cast<std::size_t>(kk * n + nn)] = fetch(desc_b, tc.ins.b_mn_major, nn, kk, tc.ins.b_type);
     tc.b_read.emplace_back(desc_b, std::move(tile));
     b = &tc.b_read.back().second;
   }
   for (int m = 0; m < 64; ++m)
     for (int kk = 0; kk < k; ++kk)
-      tc.a[static_cast<std::size_t>(m * k + kk)] = fetch(desc_a, tc.ins.a_mn_major, m, kk);
+      tc.a[static_cast<std::size_t>(m * k + kk)] = fetch(desc_a, tc.ins.a_mn_major, m, kk, tc.ins.a_type);
   if (!errors.empty()) return;
   std::fill(tc.d.begin(), tc.d.end(), 0.0f);
   for (int m = 0; m < 64; ++m)
@@ -475,7 +503,9 @@ struct prepared {
 inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
   std::mt19937 rng(seed);
   const int eb = element_bytes(p.type);
-  const dtype store = p.type == dtype::tf32 ? dtype::f32 : p.type;
+  // Each operand in its own format (mixed fp8: A's and B's differ); tf32 stored as f32 bits.
+  const dtype a_type = operand_dtype(p.elements().a), b_type = operand_dtype(p.elements().b);
+  const dtype store_a = a_type == dtype::tf32 ? dtype::f32 : a_type, store_b = b_type == dtype::tf32 ? dtype::f32 : b_type;
   // `as`: how the elements are stored; `rounded`: the values they hold (tf32 in f32 bits).
   auto fill = [&](std::vector<std::uint8_t>& v, std::int64_t count, bool nan, dtype as, dtype rounded) {
     const int bytes = element_bytes(as);
@@ -487,8 +517,8 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
   };
   prepared x;
   x.p = p;
-  fill(x.a, p.m * p.k * p.batch, false, store, p.type);
-  fill(x.b, p.k * p.n * p.batch, false, store, p.type);
+  fill(x.a, p.m * p.k * p.batch, false, store_a, a_type);
+  fill(x.b, p.k * p.n * p.batch, false, store_b, b_type);
   fill(x.c, p.m * p.n * p.batch, false, c_dtype(p), is_fp8(p.type) ? c_dtype(p) : p.type);
   fill(x.c_nan, p.m * p.n * p.batch, true, c_dtype(p), c_dtype(p));
   x.scales = random_scales(p, seed + 5);
@@ -516,13 +546,13 @@ inline prepared prepare(const gemm_problem& p, std::uint32_t seed) {
       for (std::int64_t n = 0; n < p.n; ++n) {
         const std::int64_t bi =
             bt * p.k * p.n + (p.layout.b_transposed ? n * ldb + k : k * ldb + n);
-        b_col[static_cast<std::size_t>(n * p.k + k)] = load_element(x.b.data() + bi * eb, store) * scale_of_b(n, k);
+        b_col[static_cast<std::size_t>(n * p.k + k)] = load_element(x.b.data() + bi * eb, store_b) * scale_of_b(n, k);
       }
     for (std::int64_t m = 0; m < p.m; ++m) {
       for (std::int64_t k = 0; k < p.k; ++k) {
         const std::int64_t ai =
             bt * p.m * p.k + (p.layout.a_transposed ? k * lda + m : m * lda + k);
-        a_row[static_cast<std::size_t>(k)] = load_element(x.a.data() + ai * eb, store) * scale_of_a(m, k);
+        a_row[static_cast<std::size_t>(k)] = load_element(x.a.data() + ai * eb, store_a) * scale_of_a(m, k);
       }
       for (std::int64_t n = 0; n < p.n; ++n) {
         double sum = 0, magnitude = 0;
@@ -740,7 +770,10 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const layout kl = copies ? layout{false, true} : p.layout;
   const bool a_kmajor = swap ? kl.b_transposed : !kl.a_transposed;
   const bool b_kmajor = swap ? !kl.a_transposed : kl.b_transposed;
-  const wgmma_instruction ins = parse_instruction(t, bn, wgmma_kernel_layout(c, p.layout));
+  // The instruction as the rendered source has it (its shape, transposes and operand types).
+  wgmma_instruction ins = parse_instruction_text(source);
+  if (d.mixed_types_unswapped && swap) std::swap(ins.a_type, ins.b_type);
+  if (d.mixed_as_one_format) ins.b_type = ins.a_type;
   tensor_core tc_unit(ins, t);
   tc_unit.accumulator_bits = d.accumulator_mantissa_bits;
   // fp8 (TT_PROMOTE, wgmma_fp8.cuh): each interval's QGMMAs into a partial set, then added into acc.

@@ -314,3 +314,41 @@ TEST(wgmma_fp8_emulation, f16_and_f32_c_match_a_host_gemm) {
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->constraint, "out_dtype");
 }
+
+// Mixed fp8 (e4m3_e5m2: A e4m3, B e5m2; e5m2_e4m3 the other way round), an fp8 training step's
+// backward: the instruction names each operand's format (.e4m3.e5m2), swapped with swap-AB (the
+// kernel's A is the problem's B), and the emulation decodes each operand as the rendered
+// instruction says. Plain, stream-K, fast-accumulating and swap-AB decode tiles match a host GEMM;
+// an instruction left unswapped under swap-AB, or naming one format for both, is caught.
+TEST(wgmma_fp8_emulation, mixed_formats_decode_each_operand_in_its_own) {
+  EXPECT_NE(wgmma_instruction_source(dtype::e4m3_e5m2, 128, parse_layout("nt")).find(".f32.e4m3.e5m2 "),
+            std::string::npos);
+  EXPECT_NE(wgmma_instruction_source(dtype::e4m3_e5m2, 16, parse_layout("nt"), true).find(".f32.e5m2.e4m3 "),
+            std::string::npos);
+  const device_spec& h100 = find_preset("h100-sxm");
+  int ran = 0;
+  for (dtype t : {dtype::e4m3_e5m2, dtype::e5m2_e4m3}) {
+    const prepared x = prepare(problem(200, 136, 528, 2, t, "nt"), 66);
+    tile_config fast = wgmma_tile(128, 256, 128, 2, 3);
+    set_wgmma_fast_accumulation(fast, true);
+    for (const tile_config& c : {fp8_tile(64, 128, 1, 4, 1), fp8_tile(128, 128, 2, 3, 2), fast}) {
+      ASSERT_FALSE(check_constraints(c, x.p, h100)) << c.id() << ": " << check_constraints(c, x.p, h100)->message;
+      EXPECT_EQ(run_and_compare(c, x, 0.5, -0.5, 5), "") << c.id() << " " << to_string(t);
+      ++ran;
+    }
+    EXPECT_EQ(run_and_compare(fp8_tile(64, 128, 1, 4, 1), x, 0.5, 0.0, 5, {}, 1), "") << "stream-K " << to_string(t);
+    const prepared decode = prepare(problem(16, 200, 1280, 1, t, "nt"), 67);
+    tile_config swab = fp8_tile(16, 128, 1, 4, 1);
+    set_wgmma_swap_ab(swab, true);
+    ASSERT_FALSE(check_constraints(swab, decode.p, h100)) << check_constraints(swab, decode.p, h100)->message;
+    EXPECT_EQ(run_and_compare(swab, decode, 1.0, 0.0, 4), "") << swab.id() << " " << to_string(t);
+    defects unswapped;
+    unswapped.mixed_types_unswapped = true;
+    EXPECT_NE(run_and_compare(swab, decode, 1.0, 0.0, 4, unswapped), "") << "swap-AB's types unswapped";
+    defects one;
+    one.mixed_as_one_format = true;
+    EXPECT_NE(run_and_compare(fp8_tile(64, 128, 1, 4, 1), x, 0.5, 0.0, 5, one), "") << "B decoded as A's format";
+    ran += 2;
+  }
+  EXPECT_EQ(ran, 2 * 5);
+}

@@ -33,7 +33,7 @@ constexpr std::array<scaling_mode, 3> fp8_scalings{scaling_mode::tensor, scaling
 // output (bf16's unit roundoff is 3.9e-3). fp8 inputs are exact (both sides read the same bytes):
 // what remains is the bf16 output and the tensor core's short running sum, promoted to fp32
 // registers every few k-blocks by the kernel (its family's emulation bounds it at K 16384).
-constexpr std::array<dtype_row, 6> rows{{
+constexpr std::array<dtype_row, 8> rows{{
     {dtype::f32, "f32", et::f32, et::f32, et::f32, et::f32, false, unscaled, et::f32, 0, "CUBLAS_COMPUTE_32F", 2e-6},
     {dtype::tf32, "tf32", et::tf32, et::tf32, et::f32, et::f32, true, unscaled, et::tf32, 1,
      "CUBLAS_COMPUTE_32F_FAST_TF32", 2e-3},
@@ -44,6 +44,11 @@ constexpr std::array<dtype_row, 6> rows{{
      1e-2},
     {dtype::e5m2, "e5m2", et::e5m2, et::e5m2, et::bf16, et::f32, true, fp8_scalings, et::e5m2, 5, "CUBLAS_COMPUTE_32F",
      1e-2},
+    // Mixed fp8 (A of one format, B of the other): the same rates and bound.
+    {dtype::e4m3_e5m2, "e4m3_e5m2", et::e4m3, et::e5m2, et::bf16, et::f32, true, fp8_scalings, et::e4m3, 6,
+     "CUBLAS_COMPUTE_32F", 1e-2},
+    {dtype::e5m2_e4m3, "e5m2_e4m3", et::e5m2, et::e4m3, et::bf16, et::f32, true, fp8_scalings, et::e4m3, 7,
+     "CUBLAS_COMPUTE_32F", 1e-2},
 }};
 
 constexpr std::array<std::string_view, 4> scaling_names{"none", "tensor", "rowwise", "block"};

@@ -6,7 +6,9 @@
 namespace tiletune {
 
 // The precision a user names for a GEMM; what it means lives in its row below.
-enum class dtype { f32, tf32, f16, bf16, e4m3, e5m2 };
+// e4m3_e5m2 and e5m2_e4m3 are fp8 with A of the first format and B of the second (an fp8 training
+// step's backward: e5m2 gradients against e4m3 weights or activations).
+enum class dtype { f32, tf32, f16, bf16, e4m3, e5m2, e4m3_e5m2, e5m2_e4m3 };
 
 // How one matrix's elements are stored and rounded (tf32 is stored as f32 bits; e4m3 and e5m2 are
 // the OCP fp8 formats, one byte each: e4m3 has no infinity, its largest finite value is 448).
@@ -57,7 +59,7 @@ std::string_view to_string(scaling_mode s);
 // Throw usage_error naming the text when it is not a known value.
 dtype parse_dtype(std::string_view text);
 scaling_mode parse_scaling_mode(std::string_view text);
-// The dtype names joined by sep, in table order: "f32, tf32, f16, bf16, e4m3, e5m2".
+// The dtype names joined by sep, in table order: "f32, tf32, f16, bf16, e4m3, e5m2, e4m3_e5m2, e5m2_e4m3".
 std::string dtype_names(std::string_view sep);
 
 int element_bytes(element_type e);

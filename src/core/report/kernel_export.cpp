@@ -78,8 +78,10 @@ std::string header_about(const gemm_plan& plan, const variant_result& v, const k
   const std::string target = arch.ends_with('a') ? fmt::format("-gencode arch=compute_{0},code=sm_{0}", arch.substr(3))
                                                  : "-arch=" + arch;
   const operand_types e = p.elements();
-  const std::string types = e.a == e.c ? std::string(to_string(p.type))
-                                       : fmt::format("{} (A and B; C {})", to_string(p.type), to_string(e.c));
+  const std::string types = e.a == e.c   ? std::string(to_string(p.type))
+                            : e.a == e.b ? fmt::format("{} (A and B; C {})", to_string(p.type), to_string(e.c))
+                                         : fmt::format("{} (A {}, B {}; C {})", to_string(p.type), to_string(e.a),
+                                                       to_string(e.b), to_string(e.c));
   return fmt::format("// {}.h: host header of tiletune kernel {} (family {}), entry {}.\n"
                      "// C = alpha * op(A) * op(B) + beta * C in {}, layout {}, tuned for {} on {} ({}).\n"
                      "// {}.\n"

@@ -107,7 +107,8 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
       "# The best tile tiletune recorded per GPU model and problem, as triton.Config in the names of\n"
       "# Triton's matmul tutorial (BLOCK_SIZE_M/N/K, GROUP_SIZE_M; SPLIT_K where K is split).\n"
       "# Keys: (gpu, m, n, k, batch, dtype, layout, alpha, beta); layout gives A then B, t = transposed;\n"
-      "# dtype e4m3 is torch.float8_e4m3fn and e5m2 torch.float8_e5m2 (A and B; C bf16).\n"
+      "# dtype e4m3 is torch.float8_e4m3fn and e5m2 torch.float8_e5m2 (A and B; C bf16); e4m3_e5m2 is A\n"
+      "# float8_e4m3fn and B float8_e5m2, e5m2_e4m3 the other way round.\n"
       "# Use one list as @triton.autotune(configs=CONFIGS[key], key=['M', 'N', 'K']).\n"
       "import triton\n\nCONFIGS = {{\n",
       database, date);
@@ -169,7 +170,8 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
     const char* a = p.layout.name()[0] == 'n' ? "row" : "column";
     const char* b = p.layout.name()[1] == 'n' ? "row" : "column";
     // CUTLASS's names: fp8 is fe4m3 / fe5m2 (C bf16); the others are tiletune's.
-    const std::string type = is_fp8(p.type) ? fmt::format("f{}", to_string(p.type)) : std::string(to_string(p.type));
+    const std::string type = is_fp8(p.type) ? fmt::format("f{}", to_string(p.elements().a)) : std::string(to_string(p.type));
+    const std::string b_type = is_fp8(p.type) ? fmt::format("f{}", to_string(p.elements().b)) : type;
     const std::string c_type = is_fp8(p.type) ? std::string(to_string(p.elements().c)) : type;
     const double runtime_ms = number_or(rec, is_measured(r) ? "median_us" : "predicted_us", 0) / 1000.0;
     const double bytes = static_cast<double>(p.operand_bytes()), flops = p.flops();
@@ -180,7 +182,7 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
     out += fmt::format(
         "{},tiletune,gemm,{},{},success,universal,{},{},{},{}:{},{}:{},{}:row,{},{},{},{},{},f32,{},{},{},{},{},{},1,"
         "{},{},{},{},{},{:.0f},{:.0f},{},{},{},{}\n",
-        ++index, tile->id(), verification_rank(r) == 2 ? "passed" : "not_verified", p.m, p.n, p.k, type, a, type, b,
+        ++index, tile->id(), verification_rank(r) == 2 ? "passed" : "not_verified", p.m, p.n, p.k, type, a, b_type, b,
         c_type, nlohmann::json(p.alpha).dump(), nlohmann::json(p.beta).dump(), tile->split_k > 1 ? tile->split_k : 1,
         p.batch, op_class, tile->block_m, tile->block_n, tile->block_k, tile->stages,
         warps_m ? std::to_string(warps_m) : std::to_string(tile->family->threads(*tile) / 32),

@@ -36,19 +36,17 @@ std::int64_t wgmma_smem_bytes(const tile_config& c, dtype t) {
 
 int wgmma_instruction_k(dtype t) { return 32 / element_bytes(t); }  // 32 bytes of k: k8 tf32, k16, k32 fp8
 
-std::string wgmma_instruction_source(dtype t, int n, layout l) {
+std::string wgmma_instruction_source(dtype t, int n, layout l, bool swap_ab) {
   const int regs = n / 2;
   std::string outs;
   for (int i = 0; i < regs; ++i) outs += fmt::format("{}%{}", i ? "," : "", i);
   std::string type;
   std::string immediates;  // scale-a, scale-b, then the 16-bit types' transposes
-  switch (t) {
-    case dtype::f16: type = "f16.f16"; break;
-    case dtype::bf16: type = "bf16.bf16"; break;
-    case dtype::e4m3: type = "e4m3.e4m3"; break;
-    case dtype::e5m2: type = "e5m2.e5m2"; break;
-    default: type = "tf32.tf32"; break;
-  }
+  // The kernel's A and B: the problem's, or B's and A's with swap-AB (mixed fp8 tells them apart).
+  const operand_types e = row_of(t).a == row_of(t).b || !swap_ab
+                              ? operand_types{row_of(t).a, row_of(t).b, row_of(t).c, row_of(t).accumulator}
+                              : operand_types{row_of(t).b, row_of(t).a, row_of(t).c, row_of(t).accumulator};
+  type = fmt::format("{}.{}", to_string(e.a), to_string(e.b));
   if (element_bytes(t) == 2) {
     // A 't' (stored K x M) and B 'n' (stored K x N) are MN-major: transposed.
     immediates = fmt::format("1, 1, {}, {}", l.a_transposed ? 1 : 0, l.b_transposed ? 0 : 1);

@@ -21,7 +21,8 @@ int wgmma_instruction_k(dtype t);
 // wgmma.mma_async m64 x n x k instruction of a variant, with n/2 fp32
 // accumulators per thread and the layout's transpose immediates
 // (16-bit types only; tf32 and fp8 have none and need both operands K-major).
-std::string wgmma_instruction_source(dtype t, int n, layout l);
+// With swap_ab the kernel's A is the problem's B: a mixed fp8 instruction names B's type first.
+std::string wgmma_instruction_source(dtype t, int n, layout l, bool swap_ab = false);
 
 // Output tiles of a problem, all batches.
 std::int64_t wgmma_output_tiles(const tile_config& c, const gemm_problem& p);

@@ -376,7 +376,7 @@ std::optional<constraint_violation> check_wgmma_k_major_copies(const tile_config
 std::optional<constraint_violation> check_wgmma(const tile_config& c, const gemm_problem& stored,
                                                 const device_spec& d) {
   if (!is_tensor_core_dtype(stored.type))
-    return violation("dtype", fmt::format("the wgmma family runs tf32, f16, bf16, e4m3 and e5m2, not {}",
+    return violation("dtype", fmt::format("the wgmma family runs tf32, f16, bf16 and fp8, not {}",
                                           to_string(stored.type)));
   // wgmma and TMA exist on sm_90 only, and the kernels are built for sm_90a.
   if (d.compute_capability != 90)
