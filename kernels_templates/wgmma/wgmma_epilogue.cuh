@@ -185,6 +185,24 @@ __device__ __forceinline__ void tt_load_block_scales(float (&sa)[TT_MI][2], floa
   sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
   sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
 }
+#if TT_SWAP_AB
+// Swap-AB (a decode step: the kernel's rows are the weights' N, its columns the tokens), block
+// scales of k-block kb: srow, B's scale of each m64 tile's rows (a tile starts at a multiple of 64,
+// so its 64 rows lie in one 128-row block of the weights), and scol, A's scale of each of the
+// thread's columns (tokens, one 1 x 128 block each). M and N are the kernel's (the problem's N, M).
+__device__ __forceinline__ void tt_load_block_scales_swapped(float (&srow)[TT_MI], float (&scol)[TT_KN / 8][2],
+                                                             const float* scale_a, const float* scale_b, int kb,
+                                                             int row0, int n0, int M, int N, int lane) {
+  const int n_blocks = (M + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+    srow[mi] = scale_b[tt_block_scale_b_index(kb, (row0 + mi * 64) / TT_SCALE_BLOCK, n_blocks)];
+#pragma unroll
+  for (int j = 0; j < TT_KN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) scol[j][e] = scale_a[tt_block_scale_a_index(kb, n0 + tt_acc_col(lane, j, e), N)];
+}
+#endif
 #endif
 #if TT_SCALING == 1
 // Rowwise scales: each accumulator times its row's scale of A and its column's of B.

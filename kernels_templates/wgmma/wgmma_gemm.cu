@@ -23,7 +23,8 @@
 // TT_PROMOTE (fp8, P >= 1: the QGMMAs of P k-tiles at a time run into a partial set, then added
 // into the fp32 accumulators, wgmma_fp8.cuh), TT_SCALING (fp8: 1 rowwise, 2 block scales, whose
 // pointers scale_a and scale_b are the last parameters, the problem's A's and B's also with
-// swap-AB, which takes rowwise scales only; wgmma_fp8.cuh says their layouts).
+// swap-AB, whose scales index the kernel's rows as B's and its columns as A's; wgmma_fp8.cuh says
+// their layouts).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
@@ -349,7 +350,14 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         tt_wgmma_commit();
 #if TT_PROMOTE
         if (tt_promotes_after(kt, u.k_begin, u.k_end, TT_PROMOTE)) {
-#if TT_SCALING == 2
+#if TT_SCALING == 2 && TT_SWAP_AB
+          // This k-block's scales, loaded while the QGMMAs run: B's of the thread's rows (the
+          // weights'), A's of its columns (the tokens').
+          float srow[TT_MI], scol[TT_KN / 8][2];
+          tt_load_block_scales_swapped(srow, scol, scale_a, scale_b, kt,
+                                       TT_SCALE_ROW0 + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M,
+                                       N, lane);
+#elif TT_SCALING == 2
           // This k-block's scales, loaded while the QGMMAs run: the thread's rows' of A, B's two blocks.
           float sa[TT_MI][2], sb[2];
           tt_load_block_scales(sa, sb, scale_a, TT_SCALE_B, kt, TT_SCALE_ROW0 + TT_ROW0(consumer) + tt_acc_warp_row0(warp),
@@ -363,7 +371,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
             for (int i = 0; i < TT_KN / 2; ++i)
-#if TT_SCALING == 2
+#if TT_SCALING == 2 && TT_SWAP_AB
+              acc[mi][i] += part[mi][i] * (srow[mi] * scol[i >> 2][i & 1]);
+#elif TT_SCALING == 2
               // (a select, not sb[half]: an index known only at run time would put sb in local memory)
               acc[mi][i] += part[mi][i] * (sa[mi][(i >> 1) & 1] * (tt_scale_b_half(tc.n_tile * TT_KN, i >> 2) ? sb[1] : sb[0]));
 #else

@@ -35,9 +35,10 @@ int scale_loads(const std::string& sass) {
 TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
   const device_spec& d = find_preset("h100-sxm");
   // A prefill shape with each scaling, a decode step (16 rows) whose swap-AB tiles take rowwise
-  // scales, and a grouped GEMM (rows 0: Mixtral-like experts) with each scaling.
+  // or block scales, and a grouped GEMM (rows 0: Mixtral-like experts) with each scaling.
   for (const auto& [s, rows] : {std::pair{scaling_mode::rowwise, 4096}, std::pair{scaling_mode::block, 4096},
-                                std::pair{scaling_mode::rowwise, 16}, std::pair{scaling_mode::rowwise, 0},
+                                std::pair{scaling_mode::rowwise, 16}, std::pair{scaling_mode::block, 16},
+                                std::pair{scaling_mode::rowwise, 0},
                                 std::pair{scaling_mode::block, 0}}) {
     gemm_problem p;
     p.m = rows, p.n = 7168, p.k = 4096;

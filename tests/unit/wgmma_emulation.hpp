@@ -195,7 +195,7 @@ struct defects {
   bool scale_b_first_block_only = false;  // fp8 block scales: a straddling tile's second B block takes the first's
   bool scale_after_add = false;           // fp8 block scales: acc = (acc + part) * s, not acc + part * s
   bool rowwise_without_b = false;         // fp8 rowwise scales: the rows' applied, the columns' forgotten
-  bool swap_scales_unswapped = false;     // fp8 rowwise scales, swap-AB: A's scales on the kernel's rows (C's columns)
+  bool swap_scales_unswapped = false;     // fp8 rowwise or block scales, swap-AB: A's scales on the kernel's rows (C's columns)
   bool part_never_reset = false;          // fp8: every QGMMA adds to the partial set (scale-d 1 after a promotion)
   bool no_promotion = false;              // fp8: the partial set promoted only at the unit's end ("fast accumulation")
   bool copy_rows_of_cols = false;         // K-major copies: the copy's rows cols apart, not rows (K)
@@ -1140,9 +1140,21 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                       }
                       // The kernel's register r: 8-column block r / 4, row half (r / 2) % 2.
                       const int row = m0 + row_of(consumer) + mi * 64 + tt_acc_warp_row0(warp) + tt_acc_row(lane, (r >> 1) & 1);
-                      const int half = d.scale_b_first_block_only ? 0 : tt_scale_b_half(n0, r >> 2);
-                      const float s = scale_at(scales->a, tt_block_scale_a_index(kb, row, M)) *
-                                      scale_at(scales->b, tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + half, n_blocks));
+                      float s = 0;
+                      if (swap) {
+                        // The kernel's rows are the weights' (B's blocks of 128 rows, M of them), its
+                        // columns the tokens' (A's k-block scales, N of them).
+                        const int col = n0 + tt_acc_col(lane, r >> 2, r & 1);
+                        const int m_blocks = (M + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+                        const std::vector<float>& rows = d.swap_scales_unswapped ? scales->a : scales->b;
+                        const std::vector<float>& cols = d.swap_scales_unswapped ? scales->b : scales->a;
+                        s = scale_at(rows, tt_block_scale_b_index(kb, row / TT_SCALE_BLOCK, m_blocks)) *
+                            scale_at(cols, tt_block_scale_a_index(kb, col, N));
+                      } else {
+                        const int half = d.scale_b_first_block_only ? 0 : tt_scale_b_half(n0, r >> 2);
+                        s = scale_at(scales->a, tt_block_scale_a_index(kb, row, M)) *
+                            scale_at(scales->b, tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + half, n_blocks));
+                      }
                       a = d.scale_after_add ? (a + pv) * s : a + pv * s;
                     }
         }

@@ -125,31 +125,35 @@ tile_config with_scales(tile_config c, scaling_mode s) {
 }
 }  // namespace
 
-TEST(wgmma_fp8_emulation, decode_swap_ab_tiles_take_rowwise_scales) {
-  // fp8 decode with per-token and per-channel scales: the swap-AB tiles apply B's scales to the
-  // kernel's rows (C's columns) and A's to its columns (C's rows). Block scales stay unswapped.
+TEST(wgmma_fp8_emulation, decode_swap_ab_tiles_take_rowwise_and_block_scales) {
+  // fp8 decode with per-token and per-channel scales, or DeepSeek-V3's blocks (1 x 128 of the
+  // tokens, 128 x 128 of the weights): the swap-AB tiles apply B's scales to the kernel's rows (C's
+  // columns: the weights) and A's to its columns (C's rows: the tokens). N 200 puts the weights'
+  // rows in two 128-row blocks, K 1280 makes ten k-blocks.
   const device_spec& h100 = find_preset("h100-sxm");
-  const gemm_problem decode = scaled(problem(16, 4096, 4096, 1, dtype::e4m3, "nt"), scaling_mode::rowwise);
-  const prepared x = prepare(scaled(problem(16, 200, 1280, 1, dtype::e4m3, "nt"), scaling_mode::rowwise), 65);
-  int swapped = 0;
-  std::optional<tile_config> first;
-  for (const tile_config& c : problem_search_space(family_named("wgmma"), decode, h100)) {
-    if (!wgmma_swap_ab(c) || check_constraints(c, decode, h100) || wgmma_stream_k(c)) continue;
-    EXPECT_EQ(wgmma_scales(c), scaling_mode::rowwise) << c.id();
-    EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 4), "") << c.id();
-    if (!first) first = c;
-    ++swapped;
+  for (scaling_mode s : {scaling_mode::rowwise, scaling_mode::block}) {
+    const gemm_problem decode = scaled(problem(16, 4096, 4096, 1, dtype::e4m3, "nt"), s);
+    const prepared x = prepare(scaled(problem(16, 200, 1280, 1, dtype::e4m3, "nt"), s), 65);
+    int swapped = 0;
+    std::optional<tile_config> first;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), decode, h100)) {
+      if (!wgmma_swap_ab(c) || check_constraints(c, decode, h100) || wgmma_stream_k(c)) continue;
+      EXPECT_EQ(wgmma_scales(c), s) << c.id();
+      EXPECT_EQ(run_and_compare(c, x, 1.0, 0.0, 4), "") << c.id() << " " << to_string(s);
+      if (!first) first = c;
+      ++swapped;
+    }
+    EXPECT_GE(swapped, 6) << to_string(s);
+    ASSERT_TRUE(first);
+    defects unswapped;
+    unswapped.swap_scales_unswapped = true;
+    EXPECT_NE(run_and_compare(*first, x, 1.0, 0.0, 4, unswapped), "") << "A's scales on the kernel's rows";
+    defects next_block;
+    next_block.scale_k_block_off_by_one = true;
+    if (s == scaling_mode::block) {
+      EXPECT_NE(run_and_compare(*first, x, 1.0, 0.0, 4, next_block), "") << "the next k-block's scales";
+    }
   }
-  EXPECT_GE(swapped, 6);
-  ASSERT_TRUE(first);
-  defects unswapped;
-  unswapped.swap_scales_unswapped = true;
-  EXPECT_NE(run_and_compare(*first, x, 1.0, 0.0, 4, unswapped), "") << "A's scales on the kernel's rows";
-  tile_config blk = *first;
-  set_wgmma_scales(blk, scaling_mode::block);
-  const auto v = check_constraints(blk, scaled(decode, scaling_mode::block), h100);
-  ASSERT_TRUE(v);
-  EXPECT_EQ(v->constraint, "scaling");
 }
 
 TEST(wgmma_fp8_emulation, promotion_defects_are_caught) {

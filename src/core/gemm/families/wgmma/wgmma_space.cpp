@@ -287,8 +287,6 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
   if (wgmma_scales(c) != applied)
     return violation("scaling", fmt::format("the variant's scales are {}, the problem's {}", to_string(wgmma_scales(c)),
                                             to_string(p.scaling)));
-  if (wgmma_scales(c) == scaling_mode::block && wgmma_swap_ab(c))
-    return violation("scaling", "block scales run unswapped tiles (swap-AB takes tensor or rowwise scales)");
   if (wgmma_scales(c) == scaling_mode::block && interval != 1)
     return violation("promotion", fmt::format("block scales apply per 128-k block: promotion every k-tile, not {}",
                                               interval));
