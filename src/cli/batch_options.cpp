@@ -121,6 +121,12 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
                   "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
       ->capture_default_str();
+  cmd->add_option("--fp8", o->fp8,
+                  "fp8 training of the blocks' linears: none, or tensorwise (torchao's float8 training, torchtitan's "
+                  "quantize.linear.float8: dynamic per-tensor scales, e4m3 forward GEMMs, e5m2 x e4m3 gradient GEMMs, "
+                  "their casts counted; the LM head stays bf16). Needs --precision bf16 or bf16-mixed and a GPU with fp8 "
+                  "tensor cores")
+      ->capture_default_str();
   cmd->add_option("--packing", o->packing,
                   "Sequence packing: samples of N tokens (N dividing --seq-len) packed into each row with a "
                   "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "

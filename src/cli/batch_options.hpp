@@ -22,6 +22,7 @@ struct batch_options {
   bool optimizer_in_backward = false;
   std::string offload = "none";
   std::string quantize = "none";
+  std::string fp8 = "none";
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;

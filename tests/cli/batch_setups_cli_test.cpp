@@ -245,3 +245,27 @@ TEST(batch_setups, packing_counts_packed_samples_and_refuses_eager_attention) {
   expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "2048", "--attention", "eager"},
                  "--packing 2048 needs --attention flash");
 }
+
+// --fp8 tensorwise: in --help and the JSON's setup, a faster step with the same memory (the blocks'
+// linears in fp8, their casts counted: tests/unit/fp8_training_test.cpp), the plan's note, and the
+// refusals (an fp16 step, a GPU without fp8 tensor cores) exiting 2 with nothing written.
+TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
+  const result help = run({"batch", "--help"});
+  EXPECT_NE(help.out.find("--fp8"), std::string::npos);
+  const std::vector<std::string> llama = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "4096",
+                                          "--micro-batch", "1", "--precision", "bf16-mixed", "--world-size", "8",
+                                          "--zero", "3", "--no-db", "--json"};
+  const nlohmann::json fp8 = plan_with(llama, {"--fp8", "tensorwise"}), bf16 = plan_with(llama, {});
+  EXPECT_EQ(fp8["setup"]["fp8"], "tensorwise");
+  EXPECT_FALSE(bf16["setup"].contains("fp8"));
+  EXPECT_EQ(fp8["memory"]["weights_bytes"], bf16["memory"]["weights_bytes"]);
+  ASSERT_TRUE(fp8["recommendation"].is_object()) << fp8.dump(1).substr(0, 2000);
+  EXPECT_GT(fp8["recommendation"]["tokens_per_s"].get<double>(), bf16["recommendation"]["tokens_per_s"].get<double>());
+  EXPECT_NE(fp8["notes"].dump().find("fp8 linears (--fp8 tensorwise"), std::string::npos);
+  expect_refused({"--model", "llama-3-8b", "--fp8", "tensorwise", "--precision", "fp16-mixed"},
+                 "--precision bf16 or bf16-mixed, not fp16-mixed");
+  const result a100 = run({"batch", "--model", "llama-3-8b", "--fp8", "tensorwise", "--gpu", "a100-sxm-80gb", "--no-db"});
+  EXPECT_EQ(a100.code, 2);
+  EXPECT_NE(a100.err.find("needs fp8 tensor cores (sm_89 and later); the NVIDIA A100"), std::string::npos) << a100.err;
+  expect_refused({"--model", "llama-3-8b", "--fp8", "rowwise"}, "--fp8 'rowwise' is not one of none, tensorwise");
+}

@@ -11,6 +11,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_communication.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_pipeline.hpp"
@@ -155,6 +156,7 @@ std::optional<std::size_t> recommend(const batch_plan& plan, const training_setu
 batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_time_fn& gemm_time,
                       const device_rates& rates) {
   validate(s);
+  validate_fp8(s, d);
   batch_plan plan;
   plan.rates = rates;
   if (gemm_time) plan.mode = plan_mode::measured;
@@ -170,6 +172,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   add_communication_notes(plan, s, comm);
   for (auto& n : tensor_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
   for (auto& n : pipeline_notes(s, d)) plan.notes.push_back(std::move(n));
+  if (s.fp8 != fp8_recipe::none) plan.notes.push_back(fp8_note(s));
   if (s.packing > 0)
     plan.notes.push_back(fmt::format(
         "sequence packing: {} samples of {} tokens a row, attending only within themselves (FlashAttention varlen, "

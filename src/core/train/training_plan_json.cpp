@@ -230,6 +230,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
   if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
+  if (s.fp8 != fp8_recipe::none) j["setup"]["fp8"] = to_string(s.fp8);
   if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);

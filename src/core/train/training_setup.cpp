@@ -50,6 +50,8 @@ const std::pair<offload_kind, const char*> offload_names[] = {{offload_kind::non
                                                               {offload_kind::optimizer_params, "optimizer+params"}};
 const std::pair<quantize_kind, const char*> quantize_names[] = {{quantize_kind::none, "none"},
                                                                 {quantize_kind::nf4, "nf4"}};
+const std::pair<fp8_recipe, const char*> fp8_names[] = {{fp8_recipe::none, "none"},
+                                                        {fp8_recipe::tensorwise, "tensorwise"}};
 const std::pair<adapter_dtype, const char*> adapter_names[] = {{adapter_dtype::fp32, "fp32"},
                                                                 {adapter_dtype::bf16, "bf16"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {
@@ -76,6 +78,8 @@ std::string_view to_string(offload_kind o) { return name_of(o, offload_names); }
 offload_kind parse_offload(std::string_view s) { return parse_enum(s, "--offload", offload_names); }
 std::string_view to_string(quantize_kind q) { return name_of(q, quantize_names); }
 quantize_kind parse_quantize(std::string_view s) { return parse_enum(s, "--quantize", quantize_names); }
+std::string_view to_string(fp8_recipe r) { return name_of(r, fp8_names); }
+fp8_recipe parse_fp8_recipe(std::string_view s) { return parse_enum(s, "--fp8", fp8_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) {
   if (s == "full" || s == "selective" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
   return parse_enum(s, "--checkpointing", checkpoint_names);

@@ -9,6 +9,7 @@
 
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/host_time.hpp"
 #include "core/train/lora_step.hpp"
@@ -158,7 +159,8 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.n = g.n;
     p.k = g.k;
     p.batch = g.batch;
-    p.type = g.fp32 ? dtype::f32 : type;
+    // --fp8: the converted linears' GEMMs in fp8 (training_fp8.hpp), the rest in the precision's.
+    p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.name).value_or(type);
     p.layout = step_gemm_layout(g.name);
     std::optional<double> stored;
     if (!gemm_time && rates.stored_gemm_us) {
@@ -191,6 +193,7 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   bytes += tokens * static_cast<double>(m.vocab_size) * inv.logit_traffic;
   // LoRA: the adapter path's casts, scale and adds (lora_step.cpp); QLoRA's dequantizations.
   bytes += lora.bytes + dequantize_traffic_bytes(s, mem.expert_parallel, checkpointing);
+  bytes += fp8_cast_bytes(s, b * s.seq_len, checkpointing);  // --fp8: scales, casts and transposes
   if (is_mixed(s.prec)) {
     // Autocast casts each linear weight to 16 bits per forward (again in
     // recompute), and each 16-bit weight gradient is accumulated into fp32.
