@@ -14,7 +14,7 @@ using namespace tiletune;
 
 TEST(device_spec, the_required_presets_exist_with_sane_figures) {
   for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090", "h800",
-                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090", "h20"}) {
+                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090", "h20", "b200", "rtx-5090"}) {
     const device_spec& d = find_preset(name);
     EXPECT_EQ(d.preset, name);
     EXPECT_GT(d.sm_count, 0) << name;
@@ -58,6 +58,9 @@ TEST(device_spec, live_names_map_to_presets) {
   EXPECT_EQ(preset_for_device_name("NVIDIA RTX A6000", 48 * gib)->preset, "rtx-a6000");
   EXPECT_EQ(preset_for_device_name("NVIDIA GeForce RTX 3090", 24 * gib)->preset, "rtx-3090");
   EXPECT_FALSE(preset_for_device_name("NVIDIA GeForce GTX 1080", 8 * gib).has_value());
+  EXPECT_EQ(preset_for_device_name("NVIDIA B200", 180 * gib)->preset, "b200");
+  EXPECT_FALSE(preset_for_device_name("NVIDIA GB200", 186 * gib).has_value());  // not the HGX part's figures
+  EXPECT_EQ(preset_for_device_name("NVIDIA GeForce RTX 5090", 32 * gib)->preset, "rtx-5090");
 }
 
 TEST(device_spec, estimated_peaks_match_the_datasheet_for_a100) {
@@ -102,4 +105,22 @@ TEST(device_spec, new_presets_agree_with_their_clocks_and_sms) {
   EXPECT_EQ(h800.peak_tflops_bf16, find_preset("h100-sxm").peak_tflops_bf16);
   EXPECT_LT(h800.gpu_link_gbs, find_preset("h100-sxm").gpu_link_gbs);
   EXPECT_EQ(find_preset("rtx-3090").arch(), "sm_86");
+}
+
+// B200 and RTX 5090 (issue 37), against their published figures by arithmetic: the B200's dense
+// bf16 is half its fp8 and twice its tf32 (HGX B200: 2,250, 4,500, 1,100 TFLOP/s), and 180 GB at 8
+// TB/s per GPU (DGX B200: 1,440 GB and 64 TB/s over 8); the RTX 5090's fp32 is 170 SMs x 128 lanes x
+// 2 x 2.407 GHz = 104.7 TFLOP/s, its fp32-accumulating bf16 half its 419 dense fp16-accumulating one.
+// Datacenter Blackwell plans no mma.sync (its rate there is unknown); GeForce Blackwell does.
+TEST(device_spec, blackwell_presets_agree_with_their_datasheets) {
+  const device_spec& b200 = find_preset("b200");
+  EXPECT_EQ(b200.arch(), "sm_100");
+  EXPECT_DOUBLE_EQ(b200.peak_tflops_fp8, 2 * b200.peak_tflops_bf16);
+  EXPECT_NEAR(b200.peak_tflops_bf16 / b200.peak_tflops_tf32, 2, 0.05);
+  EXPECT_EQ(b200.memory_bytes * 8, 1'440'000'000'000LL);
+  EXPECT_DOUBLE_EQ(b200.memory_bandwidth_gbs * 8, 64000);
+  const device_spec& rtx5090 = find_preset("rtx-5090");
+  EXPECT_EQ(rtx5090.arch(), "sm_120");
+  EXPECT_NEAR(170 * 128 * 2 * 2.407e9 / 1e12, rtx5090.peak_tflops_f32, 0.2);
+  EXPECT_NEAR(rtx5090.peak_tflops_bf16 * 2, 419, 0.1);
 }

@@ -327,10 +327,59 @@ device_spec rtx3090_preset() {
   return d;
 }
 
+// Figures: NVIDIA's Blackwell datasheet for HGX B200 at 1,000 W, per GPU (dense: 80 fp32, 1,100
+// tf32, 2,250 bf16/fp16, 4,500 fp8 TFLOP/s; as glennklockwood.com's B200 page tabulates it), the DGX
+// B200 datasheet (1,440 GB of HBM3e over 8 GPUs: 180 GB each; 64 TB/s: 8 TB/s each), NVLink 5 at
+// 1.8 TB/s both ways; 148 SMs at 1965 MHz and 126 MB of L2 as third parties list them (unverified);
+// shared memory per SM as compute capability 10.0's in the CUDA C++ Programming Guide (228 KB).
+// Memory: 180 GB as 10^9 bytes (unverified: no driver figure recorded or cited). L2 bandwidth: a
+// rough figure, 1.5 x the H100 SXM's (ranks tiles only; no family here plans sm_100's tensor cores).
+device_spec b200_preset() {
+  device_spec d = hopper("b200", "NVIDIA B200");
+  d.compute_capability = 100;
+  d.sm_count = 148;
+  d.boost_clock_mhz = 1965;
+  d.l2_bytes = 126 * MiB;
+  d.memory_bytes = 180'000'000'000LL;
+  d.memory_bandwidth_gbs = 8000;
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
+  d.peak_tflops_f32 = 80;
+  d.peak_tflops_tf32 = 1100;
+  d.peak_tflops_f16 = 2250;
+  d.peak_tflops_bf16 = 2250;
+  d.peak_tflops_fp8 = 4500;
+  d.gpu_link_gbs = 900;  // NVLink 5: 1.8 TB/s both ways
+  return d;
+}
+
+// Figures: NVIDIA's GeForce RTX 5090 specifications (170 SMs, 2407 MHz boost, 32 GB GDDR7 at
+// 1,792 GB/s, 104.8 fp32 TFLOP/s; 838 "AI TFLOPS" fp16 with sparsity and fp16 accumulation: 419
+// dense), 96 MB of L2 as reviews list it. Its fp32-accumulating tensor rate is taken as half the
+// fp16-accumulating one, as on the GeForce parts before it (209.5 bf16/fp16, 104.8 tf32, 419 fp8):
+// unverified for this generation. sm_120's limits taken as sm_89's (100 KB of shared memory per
+// SM; unverified). Memory: 32 GiB (unverified); L2 bandwidth: the RTX 4090's per SM and clock.
+device_spec rtx5090_preset() {
+  device_spec d = ada("rtx-5090", "NVIDIA GeForce RTX 5090");
+  d.compute_capability = 120;
+  d.sm_count = 170;
+  d.boost_clock_mhz = 2407;
+  d.l2_bytes = 96 * MiB;
+  d.memory_bytes = 32 * 1024 * MiB;
+  d.memory_bandwidth_gbs = 1792;
+  d.l2_bandwidth_gbs = 5000.0 * 170 / 128 * 2407 / 2520;
+  d.peak_tflops_f32 = 104.8;
+  d.peak_tflops_tf32 = 104.8;
+  d.peak_tflops_f16 = 209.5;
+  d.peak_tflops_bf16 = 209.5;
+  d.peak_tflops_fp8 = 419;
+  d.gpu_link_gbs = 64;  // PCIe 5.0 x16, no NVLink
+  return d;
+}
+
 std::vector<device_spec> make_presets() {
   return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
           l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
-          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset()};
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset(), b200_preset(), rtx5090_preset()};
 }
 
 std::string lower(std::string_view s) {
@@ -391,6 +440,8 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   else if (has("rtx 6000 ada")) key = "rtx-6000-ada";
   else if (has("a6000")) key = "rtx-a6000";
   else if (has("3090")) key = "rtx-3090";
+  else if (has("b200") && !has("gb200")) key = "b200";
+  else if (has("5090")) key = "rtx-5090";
   if (key.empty()) return std::nullopt;
   return find_preset(key);
 }

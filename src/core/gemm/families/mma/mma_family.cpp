@@ -81,9 +81,9 @@ class mma : public gemm_family {
   }
 
   double attainable_efficiency(int compute_capability) const override {
-    // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma;
-    // on Ampere and Ada it is the native path.
-    return compute_capability >= 90 ? 0.63 : 0.85;
+    // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
+    // GeForce Blackwell (sm_120) it is the native path (assumed, as on Ampere: unmeasured there).
+    return compute_capability >= 90 && compute_capability < 120 ? 0.63 : 0.85;
   }
   // A two-stage pipeline exposes part of each load.
   double pipeline_factor(const tile_config& c) const override { return c.stages < 3 ? 0.9 : 1.0; }

@@ -105,6 +105,12 @@ std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_p
     return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
                                                  "bf16 mma), the GPU is {}",
                                                  d.arch()));
+  // Datacenter Blackwell's tensor cores run tcgen05.mma; mma.sync there is a path whose rate no
+  // datasheet gives and no run has measured, so a plan could not rank it against anything.
+  if (d.compute_capability >= 100 && d.compute_capability < 120)
+    return violation("architecture", fmt::format("mma.sync on {} (datacenter Blackwell, whose tensor cores run "
+                                                 "tcgen05.mma) has no known rate: not planned",
+                                                 d.arch()));
   if (auto v = check_tile(c, p.type)) return v;
   if (c.split_k < 1 || c.split_k > (p.k + c.block_k - 1) / c.block_k)
     return violation("split_k", fmt::format("split-K {} for {} k-tiles of {}", c.split_k,
