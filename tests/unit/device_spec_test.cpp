@@ -25,6 +25,12 @@ TEST(device_spec, the_required_presets_exist_with_sane_figures) {
     EXPECT_GE(d.peak_tflops_bf16, d.peak_tflops_tf32) << name;
     EXPECT_GE(d.peak_tflops_tf32, d.peak_tflops_f32) << name;
   }
+  // The V100: fp16 tensor cores only (its own dtypes: no bf16, tf32 or fp8 rate).
+  const device_spec& v100 = find_preset("v100-sxm2");
+  EXPECT_EQ(v100.arch(), "sm_70");
+  EXPECT_GT(v100.peak_tflops_f16, 7 * v100.peak_tflops_f32);  // 125 against 15.7
+  EXPECT_EQ(v100.peak_tflops_bf16 + v100.peak_tflops_tf32 + v100.peak_tflops_fp8, 0);
+  EXPECT_NEAR(80 * 64 * 2 * 1.53e9 / 1e12, v100.peak_tflops_f32, 0.1);  // 80 SMs x 64 FP32 lanes x 2 x clock
   EXPECT_EQ(find_preset("h100-sxm").arch(), "sm_90");
   EXPECT_EQ(find_preset("A100-SXM-80GB").arch(), "sm_80");
   EXPECT_EQ(find_preset("l4").arch(), "sm_89");
@@ -61,6 +67,8 @@ TEST(device_spec, live_names_map_to_presets) {
   EXPECT_EQ(preset_for_device_name("NVIDIA B200", 180 * gib)->preset, "b200");
   EXPECT_FALSE(preset_for_device_name("NVIDIA GB200", 186 * gib).has_value());  // not the HGX part's figures
   EXPECT_EQ(preset_for_device_name("NVIDIA GeForce RTX 5090", 32 * gib)->preset, "rtx-5090");
+  EXPECT_EQ(preset_for_device_name("Tesla V100-SXM2-32GB", 32 * gib)->preset, "v100-sxm2");
+  EXPECT_FALSE(preset_for_device_name("Tesla V100-SXM2-16GB", 16 * gib).has_value());  // not its memory
 }
 
 TEST(device_spec, estimated_peaks_match_the_datasheet_for_a100) {

@@ -376,10 +376,37 @@ device_spec rtx5090_preset() {
   return d;
 }
 
+// Figures: NVIDIA Tesla V100 datasheet and Volta whitepaper for the SXM2 32 GB (80 SMs at 1530 MHz,
+// 900 GB/s HBM2, 6 MB L2, 15.7 fp32 TFLOP/s, 125 fp16 tensor TFLOP/s with fp32 accumulation, NVLink
+// 2 at 300 GB/s both ways; no bf16, tf32 or fp8 tensor cores: those peaks are 0), shared memory per
+// SM and block as compute capability 7.0's in the CUDA C++ Programming Guide (96 KB). Memory: 32 GiB
+// (unverified: no driver figure recorded or cited). L2 bandwidth: a rough figure, ranks tiles only.
+device_spec v100_preset() {
+  device_spec d;
+  d.preset = "v100-sxm2";
+  d.name = "Tesla V100-SXM2-32GB";
+  d.compute_capability = 70;
+  d.sm_count = 80;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 96 * KiB;
+  d.smem_per_block_optin_bytes = 96 * KiB;
+  d.l2_bytes = 6 * MiB;
+  d.boost_clock_mhz = 1530;
+  d.memory_bytes = 32 * 1024 * MiB;
+  d.memory_bandwidth_gbs = 900;
+  d.l2_bandwidth_gbs = 2500;
+  d.peak_tflops_f32 = 15.7;
+  d.peak_tflops_f16 = 125;
+  d.gpu_link_gbs = 150;
+  return d;
+}
+
 std::vector<device_spec> make_presets() {
   return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
           l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
-          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset(), b200_preset(), rtx5090_preset()};
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset(), b200_preset(), rtx5090_preset(),
+          v100_preset()};
 }
 
 std::string lower(std::string_view s) {
@@ -442,6 +469,7 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   else if (has("3090")) key = "rtx-3090";
   else if (has("b200") && !has("gb200")) key = "b200";
   else if (has("5090")) key = "rtx-5090";
+  else if (has("v100") && has("sxm2") && memory_bytes > 24 * 1024 * MiB) key = "v100-sxm2";
   if (key.empty()) return std::nullopt;
   return find_preset(key);
 }
