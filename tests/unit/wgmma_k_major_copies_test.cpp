@@ -192,3 +192,27 @@ TEST(wgmma_k_major_copies, planted_defects_are_caught) {
   EXPECT_NE(run_and_compare(q, f, 1.0, 0.0, 4, rows), "");
   EXPECT_NE(run_and_compare(q, f, 1.0, 0.0, 4, unguarded), "");
 }
+
+// A grouped GEMM whose experts' weights are stored K x N (fp8 "nn"): each group's B copied K-major
+// (one launch, grid z the groups; the batched pre-pass is emulated above), A never (a grouped A is
+// stored M x K); B's map reads G matrices of N x K.
+TEST(wgmma_k_major_copies, a_grouped_problem_copies_each_groups_b) {
+  const gemm_problem p = grouped_problem(groups_of_rows({512, 0, 77, 1024}, group_layout::contiguous), 1000, 784,
+                                         dtype::e4m3, parse_layout("nn"));
+  int planned = 0;
+  for (const tile_config& c : wgmma_family().problem_space(p, h100())) {
+    if (check_constraints(c, p, h100())) continue;
+    ASSERT_TRUE(wgmma_k_major_copies(c) && wgmma_grouped(c)) << c.id();
+    const kernel_launch l = wgmma_family().describe_launch(c, p, h100());
+    ASSERT_EQ(l.prologue.size(), 1u) << c.id();
+    EXPECT_EQ(l.prologue[0].parameters.at(0).name, "B");
+    EXPECT_EQ(l.prologue[0].grid[2], 4);
+    EXPECT_EQ(l.prologue[0].parameters.at(1).buffer_bytes, 4 * 1000 * 784);
+    const tensor_map_spec b = wgmma_family().tensor_map(p, c, 'b');
+    EXPECT_EQ(b.dims[0], 784u);  // K-major: rows of K
+    EXPECT_EQ(b.dims[1], 1000u);
+    EXPECT_EQ(b.dims[2], 4u);
+    ++planned;
+  }
+  EXPECT_GE(planned, 4);
+}
