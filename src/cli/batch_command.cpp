@@ -266,6 +266,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.sequence_parallel = o.sequence_parallel;
   s.pipeline_parallel = o.pipeline_parallel;
   s.packing = o.packing;
+  s.context_parallel = o.context_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
     // --model names a preset, a config.json, or a folder holding one.

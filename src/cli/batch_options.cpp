@@ -121,6 +121,13 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
                   "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
       ->capture_default_str();
+  cmd->add_option("--context-parallel", o->context_parallel,
+                  "Context parallelism (ring attention: torchtitan's context_parallel, Megatron-LM's CP): each "
+                  "sequence split over C GPUs, every activation and token-wise op / C, the key and value chunks passed "
+                  "around a ring overlapped with attention; weights sharded over data x context parallel; data "
+                  "parallelism over world size / C. Not with --tensor-parallel, --pipeline-parallel, --packing or "
+                  "eager attention (docs/batch.md)")
+      ->capture_default_str();
   cmd->add_option("--fp8", o->fp8,
                   "fp8 training of the blocks' linears: none, or tensorwise (torchao's float8 training, torchtitan's "
                   "quantize.linear.float8: dynamic per-tensor scales, e4m3 forward GEMMs, e5m2 x e4m3 gradient GEMMs, "

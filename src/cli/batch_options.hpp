@@ -23,6 +23,7 @@ struct batch_options {
   std::string offload = "none";
   std::string quantize = "none";
   std::string fp8 = "none";
+  int context_parallel = 1;
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::int64_t> global_batch;

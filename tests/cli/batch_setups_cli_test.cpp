@@ -269,3 +269,23 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   EXPECT_NE(a100.err.find("needs fp8 tensor cores (sm_89 and later); the NVIDIA A100"), std::string::npos) << a100.err;
   expect_refused({"--model", "llama-3-8b", "--fp8", "rowwise"}, "--fp8 'rowwise' is not one of none, tensorwise");
 }
+
+// --context-parallel: Mistral-7B at 32,768 tokens over 8 GPUs in groups of 4: each GPU holds 8,192
+// tokens (the activations of an 8,192-token sample), 8 / 4 = 2 data-parallel replicas, the setup and
+// note in the JSON; refusals exit 2 with nothing written.
+TEST(batch_setups, context_parallel_splits_each_sequence) {
+  EXPECT_NE(run({"batch", "--help"}).out.find("--context-parallel"), std::string::npos);
+  const std::vector<std::string> mistral = {"batch", "--model", "mistral-7b", "--gpu", "h100-sxm", "--world-size", "8",
+                                            "--zero", "3", "--micro-batch", "1", "--no-db", "--json"};
+  const nlohmann::json cp = plan_with(mistral, {"--seq-len", "32768", "--context-parallel", "4"});
+  const nlohmann::json short_seq = plan_with(mistral, {"--seq-len", "8192"});
+  EXPECT_EQ(cp["setup"]["context_parallel"], 4);
+  EXPECT_EQ(cp["setup"]["data_parallel"], 2);
+  EXPECT_EQ(cp["memory"]["activation_bytes_per_sample"], short_seq["memory"]["activation_bytes_per_sample"]);
+  EXPECT_NE(cp["notes"].dump().find("context parallelism over 4 GPUs"), std::string::npos);
+  expect_refused({"--model", "mistral-7b", "--seq-len", "4100", "--world-size", "4", "--context-parallel", "4"},
+                 "--seq-len 4100 must be a multiple of 8");
+  expect_refused({"--model", "mistral-7b", "--seq-len", "4096", "--world-size", "2", "--context-parallel", "2",
+                  "--attention", "eager"},
+                 "--context-parallel 2 is not modelled with --attention eager");
+}

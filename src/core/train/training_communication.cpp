@@ -6,6 +6,7 @@
 
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
 
 namespace tiletune {
@@ -18,6 +19,7 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   // Tensor parallelism: the data-parallel exchange of one GPU's shard among its world size / T peers.
   if (s.tensor_parallel > 1) return estimate_communication(tensor_parallel_shard(s), d);
   if (s.pipeline_parallel > 1) return estimate_communication(pipeline_stage(s), d);  // a stage's, over its dp ranks
+  if (s.context_parallel > 1) return estimate_communication(context_parallel_shard(s), d);  // gradients over all ranks
   const std::optional<double> link_gbs = s.link_gbs;
   communication_estimate c;
   const double W = s.world_size;

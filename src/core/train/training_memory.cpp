@@ -12,6 +12,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
@@ -295,6 +296,7 @@ void add_logits(const training_setup& s, const token_inventory& inv, memory_brea
 memory_breakdown estimate_memory(const training_setup& s) {
   if (s.tensor_parallel > 1) return tensor_parallel_memory(s);  // one GPU's shard
   if (s.pipeline_parallel > 1) return pipeline_memory(s);        // the worse of the first and last stage
+  if (s.context_parallel > 1) return estimate_memory(context_parallel_shard(s));  // seq_len / C tokens a GPU
   const model_spec& m = s.model;
   memory_breakdown r;
   r.parameters = parameter_count(m);

@@ -19,7 +19,8 @@ constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's ring
 }  // namespace
 
 int data_parallel_degree(const training_setup& s) {
-  return s.world_size / (std::max(1, s.tensor_parallel) * std::max(1, s.pipeline_parallel));
+  return s.world_size /
+         (std::max(1, s.tensor_parallel) * std::max(1, s.pipeline_parallel) * std::max(1, s.context_parallel));
 }
 
 void validate_tensor_parallel(const training_setup& s) {

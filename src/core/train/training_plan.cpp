@@ -11,6 +11,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_communication.hpp"
+#include "core/train/training_context.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
@@ -172,6 +173,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
   add_communication_notes(plan, s, comm);
   for (auto& n : tensor_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
   for (auto& n : pipeline_notes(s, d)) plan.notes.push_back(std::move(n));
+  for (auto& n : context_parallel_notes(s, d)) plan.notes.push_back(std::move(n));
   if (s.fp8 != fp8_recipe::none) plan.notes.push_back(fp8_note(s));
   if (s.packing > 0)
     plan.notes.push_back(fmt::format(

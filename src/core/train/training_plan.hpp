@@ -132,6 +132,10 @@ struct training_setup {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   int pipeline_parallel = 1;  // --pipeline-parallel P, 1F1B (training_pipeline.hpp)
+  // --context-parallel C (ring attention, training_context.hpp): each sequence over C GPUs.
+  // attention_span: set on the shard only, keys per query as a multiple of its seq_len (C).
+  int context_parallel = 1;
+  int attention_span = 1;
   // --packing N: samples of N tokens packed seq_len / N to a row with a block-diagonal mask
   // (FlashAttention's varlen): attention spans N tokens, not the row; 0: one sample a row.
   std::int64_t packing = 0;
@@ -248,6 +252,10 @@ struct step_time {
   double alltoall_ms = 0;      // MoE expert parallelism: token dispatch and combine, every micro-step
   double tensor_parallel_ms = 0;  // --tensor-parallel: the layers' all-reduces, every micro-step, not overlapped
   double p2p_ms = 0;              // --pipeline-parallel: a stage's sends forward and backward, every micro-step
+  // --context-parallel: the ring's key and value transfers beyond what the attention GEMMs hide,
+  // every micro-step; attention_ms: those GEMMs' time (the ring overlaps them).
+  double context_parallel_ms = 0;
+  double attention_ms = 0;
   double pipeline_bubble_ms = 0;  // --pipeline-parallel: 1F1B's (P - 1) idle micro-steps, once per global step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
@@ -257,7 +265,7 @@ struct step_time {
   double host_wait_ms = 0;
   double micro_step_ms() const {
     return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms +
-           tensor_parallel_ms + p2p_ms;
+           tensor_parallel_ms + p2p_ms + context_parallel_ms;
   }
 };
 // The time of one GEMM in microseconds: measured on the GPU, or predicted.

@@ -29,6 +29,7 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
   if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
+  if (t.context_parallel_ms > 0) j["context_parallel_ms"] = t.context_parallel_ms;  // the ring beyond attention
   if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
     j["pipeline_p2p_ms"] = t.p2p_ms;
     j["pipeline_bubble_ms_per_global_step"] = t.pipeline_bubble_ms;
@@ -229,6 +230,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.context_parallel > 1) j["setup"]["context_parallel"] = s.context_parallel;
   if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
   if (s.fp8 != fp8_recipe::none) j["setup"]["fp8"] = to_string(s.fp8);
   if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);

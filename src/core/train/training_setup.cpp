@@ -14,6 +14,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
@@ -218,6 +219,7 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
   validate_tensor_parallel(s);
   validate_pipeline_parallel(s);
+  validate_context_parallel(s);
   if (s.packing < 0 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
     throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N dividing --seq-len {} and below it "
                                   "(0: off)",

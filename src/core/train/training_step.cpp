@@ -9,6 +9,7 @@
 
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
+#include "core/train/training_context.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/host_time.hpp"
@@ -82,6 +83,8 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
   const std::int64_t per_row = s.packing > 0 ? s.seq_len / s.packing : 1;
   const std::int64_t bh = b * m.num_heads * per_row, sl = s.packing > 0 ? s.packing : s.seq_len, d = m.head_dim,
                      dv = m.v_dim();
+  // Context parallelism's shard: its sl queries attend to every key of the sequence.
+  const std::int64_t keys = sl * std::max(1, s.attention_span);
   // Fused SDPA kernels only (not eager attention nor SDPA's math fallback,
   // which compute every score and keep the probabilities for backward).
   const bool flash = attention_kernel_of(s) == attention_kernel::fused;
@@ -94,10 +97,10 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
   }
   // Forward once, and again in the recomputed layers (not per op: the policy saves its outputs).
   const std::int64_t fwd = m.num_layers + (checkpointing && !s.checkpoint_ops ? recomputed_count(s, m.num_layers) : 0);
-  out.push_back({"attention scores", sl, sl, d, bh, fwd + (flash ? m.num_layers : 0), scale});
-  out.push_back({"attention values", sl, dv, sl, bh, fwd, scale});
+  out.push_back({"attention scores", sl, keys, d, bh, fwd + (flash ? m.num_layers : 0), scale});
+  out.push_back({"attention values", sl, dv, keys, bh, fwd, scale});
   if (dv == d) {
-    out.push_back({"attention backward", sl, sl, d, bh, m.num_layers * 4, scale});
+    out.push_back({"attention backward", sl, keys, d, bh, m.num_layers * 4, scale});
   } else {
     // MLA: dQ and dK over the query/key width, dP and dV over the values'.
     out.push_back({"attention backward (q, k)", sl, sl, d, bh, m.num_layers * 2, scale});
@@ -110,6 +113,7 @@ void add_attention_gemms(const training_setup& s, std::int64_t b, bool checkpoin
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t b, bool checkpointing) {
   if (s.tensor_parallel > 1) return step_gemms(tensor_parallel_shard(s), b, checkpointing);  // one GPU's
   if (s.pipeline_parallel > 1) return step_gemms(pipeline_stage(s), b, checkpointing);        // one stage's
+  if (s.context_parallel > 1) return step_gemms(context_parallel_shard(s), b, checkpointing);  // one GPU's tokens
   const model_spec& m = s.model;
   const std::int64_t tokens = b * s.seq_len;
   const bool lora = s.lora_rank > 0;
@@ -231,9 +235,15 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
     t.p2p_ms = pipeline_p2p_ms(s, d, b);
     return t;
   }
+  if (s.context_parallel > 1) {  // one GPU's tokens, and the ring's transfers the attention does not hide
+    step_time t = predict_step(context_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
+    t.context_parallel_ms = std::max(0.0, context_parallel_comm_ms(s, d, b, checkpointing) - t.attention_ms);
+    return t;
+  }
   step_time t;
   const gemm_times gemms = time_gemms(s, d, b, checkpointing, gemm_time, rates);
   t.gemm_ms = gemms.total_ms;
+  t.attention_ms = gemms.attention_ms;
   const model_spec& m = s.model;
   const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora_base,

@@ -1,0 +1,75 @@
+#include "core/train/training_context.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/train/training_precision.hpp"
+
+namespace tiletune {
+
+namespace {
+constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's rings
+
+double ring_link_gbs(const training_setup& s, const device_spec& d) {
+  if (s.link_gbs) return *s.link_gbs;
+  return s.context_parallel <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
+}
+}  // namespace
+
+void validate_context_parallel(const training_setup& s) {
+  const int c = s.context_parallel;
+  if (c < 1 || c > 1024) throw usage_error(fmt::format("--context-parallel {} is invalid: 1 to 1024 GPUs", c));
+  if (c == 1) return;
+  if (s.seq_len % (2 * c))
+    throw usage_error(fmt::format("--context-parallel {} splits each sequence into {} load-balanced chunks: "
+                                  "--seq-len {} must be a multiple of {}",
+                                  c, 2 * c, s.seq_len, 2 * c));
+  if (s.world_size % c)
+    throw usage_error(fmt::format("--world-size {} is not a multiple of --context-parallel {}", s.world_size, c));
+  const char* why = s.tensor_parallel > 1      ? "--tensor-parallel"
+                    : s.pipeline_parallel > 1  ? "--pipeline-parallel"
+                    : s.packing > 0            ? "--packing (varlen attention across ring chunks)"
+                    : s.attention != attention_impl::flash ? "--attention eager (ring attention is blockwise flash)"
+                    : s.model.is_mla()         ? "multi-head latent attention"
+                                               : nullptr;
+  if (why) throw usage_error(fmt::format("--context-parallel {} is not modelled with {}", c, why));
+}
+
+training_setup context_parallel_shard(const training_setup& s) {
+  training_setup shard = s;
+  const int c = std::max(1, s.context_parallel);
+  shard.seq_len = s.seq_len / c;
+  shard.attention_span = c;
+  shard.context_parallel = 1;
+  return shard;
+}
+
+double context_parallel_comm_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch,
+                                bool checkpointing) {
+  const int c = std::max(1, s.context_parallel);
+  if (c == 1) return 0;
+  const model_spec& m = s.model;
+  const double chunk = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len / c) * 2.0 *
+                       static_cast<double>(m.num_kv_heads * m.head_dim) * activation_bytes(s.prec);
+  const double passes = 3 + recompute_share(context_parallel_shard(s), checkpointing);
+  const double bytes = static_cast<double>(m.num_layers) * passes * (c - 1) * chunk;
+  return bytes / (ring_link_gbs(s, d) * ring_efficiency * 1e9) * 1e3;
+}
+
+std::vector<std::string> context_parallel_notes(const training_setup& s, const device_spec& d) {
+  if (s.context_parallel <= 1) return {};
+  return {fmt::format(
+      "context parallelism over {} GPUs (ring attention, as torchtitan's context_parallel and Megatron-LM's CP): "
+      "each GPU holds {} of every sample's {} tokens (activations, logits and the token-wise work / {}), its "
+      "queries attend to every key; the key and value chunks pass around a ring of {} hops a layer (forward, twice "
+      "in backward, again in recompute) over {:g} GB/s, overlapped with the attention's own GEMMs (what exceeds "
+      "them is added to the step); the weights and optimizer states shard over all {} GPUs (FSDP over data x "
+      "context parallel); samples/s counts world size / {} = {} replicas. Not compared with a real "
+      "context-parallel step",
+      s.context_parallel, s.seq_len / s.context_parallel, s.seq_len, s.context_parallel, s.context_parallel - 1,
+      ring_link_gbs(s, d), s.world_size, s.context_parallel, s.world_size / s.context_parallel)};
+}
+
+}  // namespace tiletune
