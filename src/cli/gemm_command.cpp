@@ -62,6 +62,10 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "lm_head split by outputs, o and down by inputs; N must divide the attention heads)")
       ->capture_default_str()
       ->type_name("N");
+  cmd->add_option("--fp8", o->model.fp8,
+                  "With --model and --dtype bf16: the GEMMs of `batch --fp8` (tensorwise: the blocks' linears' forward "
+                  "in e4m3, their gradients in e5m2_e4m3, the LM head in bf16), so that batch finds them tuned")
+      ->capture_default_str();
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   add_group_options(cmd, o);
   cmd->add_option("--dtype", o->problem.dtype,
@@ -93,6 +97,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
     cmd->get_option("--groups")->excludes(cmd->get_option(flag));
   cmd->get_option("--phase")->needs(cmd->get_option("--model"));
   cmd->get_option("--tp")->needs(cmd->get_option("--model"));
+  cmd->get_option("--fp8")->needs(cmd->get_option("--model"));
   cmd->get_option("--model")->needs(cmd->get_option("--tokens"));
 }
 

@@ -55,6 +55,7 @@ struct gemm_options {
     std::int64_t tokens = 0;  // also a grouped problem's tokens (--groups --tokens --top-k)
     std::string phase = "train";
     int tensor_parallel = 1;  // --tp
+    std::string fp8 = "none";  // --fp8 tensorwise: the blocks' linears as batch --fp8 runs them
   } model;
   // A list of problems (--suite or --model) rather than the one of --m --n --k.
   bool is_suite() const { return !suite.empty() || !model.name.empty(); }

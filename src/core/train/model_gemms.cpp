@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_plan.hpp"
 
 namespace tiletune {
@@ -90,13 +91,17 @@ void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m
 }  // namespace
 
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
-                             int tensor_parallel, std::optional<expert_routing> routing) {
+                             int tensor_parallel, std::optional<expert_routing> routing, fp8_recipe fp8) {
   if (tokens < 1) throw usage_error(fmt::format("--tokens {} is invalid: at least 1", tokens));
+  if (fp8 != fp8_recipe::none && t != dtype::bf16)
+    throw usage_error(fmt::format("--fp8 {} converts a bf16 step's linears: --dtype bf16, not {}", to_string(fp8),
+                                  to_string(t)));
   if (tensor_parallel < 1) throw usage_error(fmt::format("--tp {} is invalid: at least 1", tensor_parallel));
   const int tp = tensor_parallel;
   training_setup s;
   s.model = m;
   s.seq_len = tokens;  // one "sequence" of all the step's tokens: the linears see tokens rows either way
+  s.fp8 = fp8;
   using key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
   std::map<key, std::size_t> index;
   model_gemm_suite out;
@@ -110,7 +115,8 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     const layout lay = step_gemm_layout(g.name);
     split_for_rank(g, lay, tp, m);
     const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
-    const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "")};
+    const dtype type = fp8_gemm_dtype(s, g.name).value_or(t);  // --fp8: the converted linears'
+    const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "") + std::string(to_string(type))};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;
       out.counts[it->second] += g.count;
@@ -121,14 +127,14 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (grouped) {
       p.problem = grouped_problem(groups_of_routing(tokens, static_cast<int>(m.experts_per_token),
                                                     static_cast<int>(g.batch), *routing, group_layout::contiguous),
-                                  g.n, g.k, t, lay);
+                                  g.n, g.k, type, lay);
     } else {
       p.problem.m = g.m;
       p.problem.n = g.n;
       p.problem.k = g.k;
       p.problem.batch = g.batch;
-      p.problem.type = t;
-      p.problem.scaling = default_scaling(t);
+      p.problem.type = type;
+      p.problem.scaling = default_scaling(type);
       p.problem.layout = lay;
     }
     validate(p.problem);

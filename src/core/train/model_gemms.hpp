@@ -11,6 +11,7 @@
 #include "core/gemm/gemm_suite.hpp"
 #include "core/gemm/grouped_rows.hpp"
 #include "core/train/model_spec.hpp"
+#include "core/train/training_plan.hpp"  // fp8_recipe
 
 namespace tiletune {
 
@@ -40,7 +41,12 @@ struct model_gemm_suite {
 // the step's tokens routed to top-k of the experts as it says (routed_rows), contiguous; none:
 // a batched GEMM of each expert's average rows. Their weight-gradient GEMMs (grouped along K)
 // stay batched either way.
+//
+// fp8: with tensorwise, the step as `batch --fp8 tensorwise` runs it (training_fp8.hpp): the blocks'
+// linears' forward GEMMs in e4m3 and their gradients in e5m2_e4m3, the rest in t (which must be
+// bf16), each problem keyed as batch looks it up in the tuning database.
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
-                             int tensor_parallel = 1, std::optional<expert_routing> routing = std::nullopt);
+                             int tensor_parallel = 1, std::optional<expert_routing> routing = std::nullopt,
+                             fp8_recipe fp8 = fp8_recipe::none);
 
 }  // namespace tiletune

@@ -165,6 +165,7 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.batch = g.batch;
     // --fp8: the converted linears' GEMMs in fp8 (training_fp8.hpp), the rest in the precision's.
     p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.name).value_or(type);
+    p.scaling = default_scaling(p.type);  // fp8's tensorwise scales: keyed as gemm --model --fp8 tunes them
     p.layout = step_gemm_layout(g.name);
     std::optional<double> stored;
     if (!gemm_time && rates.stored_gemm_us) {
