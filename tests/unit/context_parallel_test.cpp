@@ -46,7 +46,9 @@ TEST(context_parallel, each_gpu_runs_its_tokens_and_attends_to_every_key) {
   EXPECT_EQ(scores->batch, 32);
   EXPECT_EQ(values->k, 8192);
   // A quarter of the unsplit step's attention work: 2,048 x 8,192 against 8,192 x 8,192.
-  const step_gemm* whole = named(step_gemms(llama(1), 1, false), "attention scores");
+  const std::vector<step_gemm> unsplit = step_gemms(llama(1), 1, false);  // held: named() points into it
+  const step_gemm* whole = named(unsplit, "attention scores");
+  ASSERT_TRUE(whole);
   EXPECT_EQ(4 * scores->m * scores->n, whole->m * whole->n);
 }
 
