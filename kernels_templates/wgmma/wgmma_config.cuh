@@ -121,3 +121,11 @@
 #if TT_SCALING == 2 && TT_PROMOTE != 1
 #error "block scales promote every k-tile (TT_PROMOTE 1)"
 #endif
+// Block scales copied into the stages with the operands (wgmma_fp8.cuh), on plain (batched) tiles.
+#ifndef TT_TMA_SCALES
+#define TT_TMA_SCALES 0
+#endif
+#if TT_TMA_SCALES && (TT_SCALING != 2 || TT_SWAP_AB || TT_GROUPED)
+#error "scales by TMA are block scales of plain tiles (no swap-AB, no groups)"
+#endif
+#define TT_SCALE_STAGE (TT_TMA_SCALES ? tt_scale_stage_bytes(TT_KM) : 0)

@@ -185,6 +185,24 @@ __device__ __forceinline__ void tt_load_block_scales(float (&sa)[TT_MI][2], floa
   sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
   sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
 }
+#if TT_TMA_SCALES
+// Block scales of k-block kb with A's copied into the stage (wgmma_fp8.cuh): sb, B's two blocks,
+// loaded before the k-tile's full wait (they wait for no stage; issued between the QGMMAs, ptxas
+// 13.0 put a WARPSYNC inside a k-group of one stream-K tile); sa, the thread's rows' of A, from the
+// stage (row0: the warp's first row within the tile).
+__device__ __forceinline__ void tt_load_b_block_scales(float (&sb)[2], const float* scale_b, int kb, int n0, int N) {
+  const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+  sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
+  sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
+}
+__device__ __forceinline__ void tt_read_stage_scales(float (&sa)[TT_MI][2], const float* stage_scales, int row0,
+                                                     int lane) {
+#pragma unroll
+  for (int mi = 0; mi < TT_MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sa[mi][h] = stage_scales[row0 + mi * 64 + tt_acc_row(lane, h)];
+}
+#endif
 #if TT_SWAP_AB
 // Swap-AB (a decode step: the kernel's rows are the weights' N, its columns the tokens), block
 // scales of k-block kb: srow, B's scale of each m64 tile's rows (a tile starts at a multiple of 64,

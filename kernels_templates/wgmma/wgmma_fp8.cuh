@@ -47,3 +47,25 @@ TT_HOST_DEVICE long long tt_block_scale_b_index(int kb, int nb, int n_blocks) {
 }
 // Which of a tile's two B scale blocks (0: n0 / 128, 1: the next) column 8j of the tile is in.
 TT_HOST_DEVICE int tt_scale_b_half(int n0, int j) { return ((n0 & (TT_SCALE_BLOCK - 1)) + 8 * j) / TT_SCALE_BLOCK; }
+
+// ---- block scales by TMA (TT_TMA_SCALES, "_ts"): the producer copies each k-block's scales of A
+// into the stage with the operands (one bulk copy, cp.async.bulk, that the stage's expect_tx counts),
+// so the consumers read their rows' from shared memory at the promotion. Stage s's scales lie at
+// tt_smem_scales_offset + s * tt_scale_stage_bytes: the tile's bm rows for k-block kt. A bulk copy
+// moves whole 16-byte units from a 16-byte aligned address: M % 4 == 0 (and scale_a 16-byte
+// aligned) make every k-block's rows so, a plain (batched) tile's first row being a multiple of bm.
+// Rows past M are not copied: their scales are whatever the stage held, and their results are never
+// stored. B's two scales of a k-block stay loads of the consumers (one address per warp, issued
+// while the QGMMAs run): copied by the producer too (two 4-byte cp.async with their arrival on the
+// full barrier), they took the producer thread past its 40 registers, and the stream-K and cluster
+// copies spilled 76-216 bytes (ptxas 13.0).
+TT_HOST_DEVICE int tt_scale_stage_bytes(int bm) { return 4 * bm; }
+// The rows of A's scales a tile starting at row0 copies: those within M (0 past M: a multicast
+// pair's partner tile).
+TT_HOST_DEVICE int tt_scale_a_copy_rows(int row0, int bm, int M) {
+  const int rows = M - row0;
+  return rows < 0 ? 0 : rows < bm ? rows : bm;
+}
+TT_HOST_DEVICE unsigned tt_scale_a_copy_bytes(int row0, int bm, int M) {
+  return 4u * (unsigned)tt_scale_a_copy_rows(row0, bm, M);
+}

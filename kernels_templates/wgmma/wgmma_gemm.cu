@@ -24,7 +24,7 @@
 // into the fp32 accumulators, wgmma_fp8.cuh), TT_SCALING (fp8: 1 rowwise, 2 block scales, whose
 // pointers scale_a and scale_b are the last parameters, the problem's A's and B's also with
 // swap-AB, whose scales index the kernel's rows as B's and its columns as A's; wgmma_fp8.cuh says
-// their layouts).
+// their layouts), TT_TMA_SCALES (1: A's block scales copied into each stage by the producer).
 // tiletune prepends tt_wgmma(acc, desc_a, desc_b, scale_d), the one wgmma
 // instruction of this variant (m64 x BN x k16, k8 for tf32, k32 for fp8).
 //
@@ -41,7 +41,7 @@
 // through the schedule; stream-K ran correct there too (smoke cases, memcheck, racecheck,
 // synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Not yet run on a
 // GPU (host emulation, model checks and compiles only): swap-AB, evict-first, split-K in a
-// cluster, the TMA-store epilogue, ping-pong and 2x1 multicast clusters.
+// cluster, the TMA-store epilogue, ping-pong, 2x1 multicast clusters and fp8 (its scales by TMA too).
 // The kernel's parts, rendered before this file: wgmma_config.cuh (macros), wgmma_primitives.cuh
 // (PTX), wgmma_epilogue.cuh (the epilogues), wgmma_fixup.cuh (split-K and stream-K reductions).
 
@@ -127,7 +127,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned bar_base =
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
   const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
-                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG};
+                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG, TT_SCALE_STAGE};
+#if TT_TMA_SCALES
+  const int scales_offset = tt_smem_scales_offset(layout);  // stage s's scales at + s * TT_SCALE_STAGE
+#endif
 #if TT_PINGPONG
   const unsigned turn_bar = base + tt_smem_turn_offset(layout);  // turn[c] at turn_bar + 8c
 #endif
@@ -250,9 +253,20 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #else
           tt_mbar_wait(TT_EMPTY(stage), tt_producer_wait_parity(phase));
 #endif
+#if TT_TMA_SCALES
+          // A's scales of this k-block into the stage by a bulk copy that expect_tx counts (wgmma_fp8.cuh).
+          const unsigned scale_a_bytes = tt_scale_a_copy_bytes(place.a_row0, TT_KM, M);
+#else
+          const unsigned scale_a_bytes = 0;
+#endif
           tt_mbar_arrive_expect_tx(TT_FULL(stage),
-                                   tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_AB_BYTES));
+                                   tt_stage_tx_bytes(TT_KM, TT_KN, TT_BK, TT_AB_BYTES) + scale_a_bytes);
           const unsigned sa = a_base + stage * TT_A_STAGE, sb = b_base + stage * TT_B_STAGE;
+#if TT_TMA_SCALES
+          if (scale_a_bytes > 0)
+            tt_bulk_copy(base + scales_offset + stage * TT_SCALE_STAGE, scale_a + tt_block_scale_a_index(kt, place.a_row0, M),
+                         scale_a_bytes, TT_FULL(stage));
+#endif
           tt_load_operand<TT_A_KMAJOR, TT_KM, TT_HINT_A>(sa, &tmap_a, k0, place.a_row0, place.a_batch, TT_FULL(stage),
                                                          policy);
 #if TT_MULTICAST
@@ -327,6 +341,10 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
 #endif
       int prev = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
+#if TT_TMA_SCALES
+        float b_scales[2];
+        tt_load_b_block_scales(b_scales, scale_b, kt, tc.n_tile * TT_KN, N);
+#endif
         tt_mbar_wait(TT_FULL(stage), tt_consumer_wait_parity(phase));
         TT_FENCE_ACCUMULATORS();
         tt_wgmma_fence();
@@ -357,6 +375,12 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
           tt_load_block_scales_swapped(srow, scol, scale_a, scale_b, kt,
                                        TT_SCALE_ROW0 + TT_ROW0(consumer) + tt_acc_warp_row0(warp), tc.n_tile * TT_KN, M,
                                        N, lane);
+#elif TT_SCALING == 2 && TT_TMA_SCALES
+          // A's scales of the thread's rows, copied into the stage with its operands (held: released
+          // after); B's were loaded before the full wait.
+          float sa[TT_MI][2], sb[2] = {b_scales[0], b_scales[1]};
+          tt_read_stage_scales(sa, reinterpret_cast<const float*>(smem + scales_offset + stage * TT_SCALE_STAGE),
+                               TT_ROW0(consumer) + tt_acc_warp_row0(warp), lane);
 #elif TT_SCALING == 2
           // This k-block's scales, loaded while the QGMMAs run: the thread's rows' of A, B's two blocks.
           float sa[TT_MI][2], sb[2];

@@ -1,5 +1,5 @@
 // wgmma family: the PTX the kernel is built of: mbarriers, TMA loads (plain, with an L2 policy,
-// multicast), an operand's share of a stage, wgmma fences, the consumers' named barrier, and with
+// multicast), an operand's share of a stage, the scales' copies, wgmma fences, the consumers' named barrier, and with
 // clusters the cluster's ranks, DSMEM addresses, barriers and remote arrivals.
 
 struct __align__(16) tt_vec16 {
@@ -129,6 +129,13 @@ __device__ __forceinline__ void tt_load_operand(unsigned dst, const tt_tensor_ma
   }
 }
 
+// fp8 block scales by TMA (wgmma_fp8.cuh): a bulk copy of `bytes` (a multiple of 16, both addresses
+// 16-byte aligned) completing its bytes on `bar`.
+__device__ __forceinline__ void tt_bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(dst), "l"((unsigned long long)src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // Named barrier 1: the consumer warpgroups only (the producer runs ahead on the ring).
 __device__ __forceinline__ void tt_consumers_sync() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(TT_CONSUMER_THREADS) : "memory");

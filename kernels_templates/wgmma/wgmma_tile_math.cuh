@@ -112,7 +112,8 @@ TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int
 #define TT_TMA_STORE_BUFFER_BYTES (64 * 128)
 struct tt_smem_layout {
   int bm, bn, bk, eb, stages, epi_consumers, tma_consumers, split;
-  int pingpong;  // 1: the two consumers' turn mbarriers come last
+  int pingpong;     // 1: the two consumers' turn mbarriers come last
+  int scale_stage;  // fp8 block scales by TMA: bytes of each stage's scales (wgmma_fp8.cuh), else 0
 };
 TT_HOST_DEVICE int tt_smem_tma_store_offset(const tt_smem_layout& l) {
   const int end = tt_smem_total(l.bm, l.bn, l.bk, l.eb, l.stages, l.epi_consumers);
@@ -136,7 +137,12 @@ TT_HOST_DEVICE int tt_smem_turn_offset(const tt_smem_layout& l) {
   if (l.split > 1) return tt_smem_split_barrier_offset(l) + 16;
   return (tt_smem_tma_store_end(l) + 7) / 8 * 8;
 }
+// Then, with fp8 block scales by TMA, the stages' scales, 16-byte aligned for the bulk copies.
+TT_HOST_DEVICE int tt_smem_scales_offset(const tt_smem_layout& l) {
+  return (tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0) + 15) / 16 * 16;
+}
 TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
+  if (l.scale_stage > 0) return tt_smem_scales_offset(l) + l.stages * l.scale_stage;
   return tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0);
 }
 

@@ -423,9 +423,10 @@ if want decode; then
     --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 --out "$out/decode-suite.json"
 fi
 if want fp8; then
+  # (block at M 136: A's scales copied into the stages by TMA, _ts; at M 138 the tiles load them)
   for case in "e4m3 tensor 200 136 1296 2" "e5m2 tensor 72 328 400 1" "e4m3 rowwise 200 400 400 1" \
-              "e4m3 block 136 400 528 1" "e5m2 block 16 4096 1024 1" "e4m3 rowwise 16 4096 1024 1" \
-              "e4m3_e5m2 tensor 200 136 528 2" "e5m2_e4m3 rowwise 16 4096 1024 1"; do
+              "e4m3 block 136 400 528 1" "e4m3 block 138 400 528 1" "e5m2 block 16 4096 1024 1" \
+              "e4m3 rowwise 16 4096 1024 1" "e4m3_e5m2 tensor 200 136 528 2" "e5m2_e4m3 rowwise 16 4096 1024 1"; do
     read -r dt sc m n k b <<<"$case"
     step "fp8 verify $dt $sc ${m}x${n}x${k}" 120 "$out/fp8-verify-$dt-$sc-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --dtype "$dt" --scaling "$sc" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
@@ -439,7 +440,7 @@ if want fp8; then
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
       step "fp8 $tool" 120 "$out/fp8-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 256 --n 400 \
-        --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk
+        --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts
     done
   fi
   # Fast accumulation (_fa) against the bound it states, at the K where it matters.

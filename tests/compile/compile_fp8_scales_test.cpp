@@ -1,7 +1,9 @@
 // fp8 with rowwise and block scales (issue 35): one variant of each default tile shape, plain and
 // stream-K, with the ping-pong, TMA-store and 2x1-cluster copies, compiles for sm_90a without
 // spills or local memory; its SASS runs QGMMA in clean k-groups (no HGMMA) and reads the scales
-// (block: loads in the main loop, before the promotion's wait). Not yet run on a GPU.
+// (block: loads in the main loop, before the promotion's wait; by TMA (_ts): no loads of them, a
+// bulk copy of A's and two cp.async of B's with their arrival on the stage's barrier, a copy
+// without them failing that check). Not yet run on a GPU.
 #include <set>
 #include <string>
 #include <tuple>
@@ -29,6 +31,19 @@ int scale_loads(const std::string& sass) {
   int n = 0;
   for (const std::string& i : instructions(sass)) n += i.rfind("LDG.E", 0) == 0 && i.find(".128") == std::string::npos;
   return n;
+}
+int count_of(const std::string& sass, const char* mnemonic) {
+  int n = 0;
+  for (const std::string& i : instructions(sass)) n += i.rfind(mnemonic, 0) == 0 || i.find(std::string(" ") + mnemonic) != std::string::npos;
+  return n;
+}
+// What scales by TMA show in SASS, or why not: a bulk copy (UBLKCP) of A's scales in the producer,
+// and fewer 32-bit global loads than the tile that loads them (`loads`: its count; B's two remain).
+std::string tma_scale_problems(const std::string& sass, int loads) {
+  std::string why;
+  if (count_of(sass, "UBLKCP") < 1) why += "no bulk copy; ";
+  if (scale_loads(sass) >= loads) why += fmt::format("{} 32-bit loads, the loading tile {}; ", scale_loads(sass), loads);
+  return why;
 }
 }  // namespace
 
@@ -61,8 +76,19 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
       tiles.push_back(c);
     }
     ASSERT_GE(jobs.size(), rows == 16 || rows == 0 ? 3u : 10u) << to_string(s) << " " << rows;
-    if (rows == 0) {
-      for (const tile_config& c : tiles) EXPECT_TRUE(wgmma_grouped(c)) << c.id();
+    // Every block-scaled prefill tile copies A's scales by TMA; each also compiled loading them, for
+    // the comparison (a copy that loads them must fail the copy's check: the planted defect).
+    std::vector<std::size_t> loading_copy(jobs.size(), 0);
+    if (s == scaling_mode::block && rows == 4096) {
+      const std::size_t copying = tiles.size();
+      for (std::size_t i = 0; i < copying; ++i) {
+        EXPECT_TRUE(wgmma_tma_scales(tiles[i])) << tiles[i].id();
+        tile_config loads = tiles[i];
+        set_wgmma_tma_scales(loads, false);
+        loading_copy[i] = jobs.size();
+        jobs.push_back(make_compile_job(loads, p.type, p.layout, d));
+        tiles.push_back(loads);
+      }
     }
     const auto results = compile_cleanly(jobs);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -71,7 +97,14 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
       EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << jobs[i].name;
       for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
         ADD_FAILURE() << jobs[i].name << ": " << problem;
-      EXPECT_GE(scale_loads(sass), 2) << jobs[i].name << ": the scales are never read";
+      // (B's one block of a 128-column tile by TMA: one load of B's scale, none of A's)
+      EXPECT_GE(scale_loads(sass), wgmma_tma_scales(tiles[i]) ? 1 : 2) << jobs[i].name << ": the scales are never read";
+      if (!wgmma_tma_scales(tiles[i])) continue;
+      const std::size_t l = loading_copy[i];
+      ASSERT_TRUE(results[l].ok) << jobs[l].name;
+      const std::string loading = disassemble(results[l].cubin, jobs[l].name);
+      EXPECT_EQ(tma_scale_problems(sass, scale_loads(loading)), "") << jobs[i].name;
+      EXPECT_NE(tma_scale_problems(loading, scale_loads(loading)), "") << jobs[l].name << " passes as copying its scales";
     }
     std::printf("%zu %s-scaled fp8 variants of %s compiled\n", jobs.size(), std::string(to_string(s)).c_str(),
                 rows ? fmt::format("{} rows", rows).c_str() : "grouped rows");

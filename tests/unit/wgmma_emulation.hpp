@@ -204,6 +204,9 @@ struct defects {
   bool copy_maps_operand = false;         // K-major copies: the GEMM's map addresses the operand, not the copy
   bool mixed_types_unswapped = false;     // mixed fp8, swap-AB: the instruction names the problem's A type first
   bool mixed_as_one_format = false;       // mixed fp8: the instruction names A's type for B too
+  bool scale_copy_unannounced = false;    // block scales by TMA: expect_tx without the scales' bytes
+  bool scale_copy_whole_tile = false;     // block scales by TMA: bm rows copied, past M too
+  bool scale_copy_next_stage = false;     // block scales by TMA: the consumers read the next stage's scales
   // Not a defect: the tensor core's running sum kept to this many mantissa bits (truncated after
   // each instruction), as a model of fp8's short accumulator; 0 keeps fp32's 23.
   int accumulator_mantissa_bits = 0;
@@ -817,6 +820,18 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
   const std::uint32_t a_base = base, b_base = base + stages * a_stage;
   const std::uint32_t epi_base =
       base + static_cast<std::uint32_t>(tt_smem_epilogue_offset(bm, bn, bk, eb, stages));
+  // Block scales by TMA (TT_TMA_SCALES, wgmma_fp8.cuh): each stage's A scales after everything else,
+  // inside what wgmma_smem_bytes sized.
+  const bool tma_scales = rendered_macro(source, "TT_TMA_SCALES") != 0;
+  const tt_smem_layout layout = {bm, bn, bk, eb, stages, swap || tma_store ? 0 : consumers, tma_store ? consumers : 0,
+                                 std::max(1, rendered_macro(source, "TT_CLUSTER_SPLIT")), pingpong ? 1 : 0,
+                                 tma_scales ? tt_scale_stage_bytes(bm) : 0};
+  const std::uint32_t scale_stage = static_cast<std::uint32_t>(layout.scale_stage);
+  const std::uint32_t scales_base = base + static_cast<std::uint32_t>(tt_smem_scales_offset(layout));
+  if (tma_scales && (scaling != 2 || swap || scales_base % 16 != 0 ||
+                     scales_base + stages * scale_stage > smem.bytes.size()))
+    errors.push_back(fmt::format("TT_TMA_SCALES: scaling {}, swap-AB {}, the stages' scales at {:#x} + {} x {} in {} "
+                                 "bytes", scaling, swap, scales_base, stages, scale_stage, smem.bytes.size()));
 
   const int M = static_cast<int>(parameter_named(launch, "M").value.get<std::int64_t>()),
             N = static_cast<int>(parameter_named(launch, "N").value.get<std::int64_t>()),
@@ -1094,9 +1109,28 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
             }
           }
         }
-        if (credited != tt_stage_tx_bytes(bm, bn, bk, eb))
-          errors.push_back(fmt::format("TMA credits {} bytes, expect_tx announces {}", credited,
-                                       tt_stage_tx_bytes(bm, bn, bk, eb)));
+        std::uint32_t announced = tt_stage_tx_bytes(bm, bn, bk, eb);
+        if (tma_scales) {
+          // The bulk copy of A's scales of this k-block (cp.async.bulk: 16-byte units from a 16-byte
+          // aligned address, scale_a's buffer being aligned so), into the poisoned stage.
+          const std::uint32_t ss = scales_base + p_stage * scale_stage;
+          std::fill_n(smem.bytes.begin() + ss, scale_stage, 0xFF);
+          const int kb = kt + (d.scale_k_block_off_by_one ? 1 : 0);
+          const std::uint32_t bytes = d.scale_copy_whole_tile ? 4u * static_cast<std::uint32_t>(bm)
+                                                              : tt_scale_a_copy_bytes(m0, bm, M);
+          const long long first = tt_block_scale_a_index(kb, m0, M);
+          if (bytes % 16 != 0 || (first * 4) % 16 != 0)
+            errors.push_back(fmt::format("a bulk copy of {} bytes of scale_a from float {}: not 16-byte units", bytes, first));
+          else if (bytes > 0 && (first < 0 || first + bytes / 4 > static_cast<long long>(scales->a.size())))
+            errors.push_back(fmt::format("a bulk copy of scale_a's floats {}..{} of {}", first, first + bytes / 4,
+                                         scales->a.size()));
+          else if (bytes > 0)
+            std::memcpy(smem.bytes.data() + ss, scales->a.data() + first, bytes);
+          credited += bytes;
+          announced += d.scale_copy_unannounced ? 0 : tt_scale_a_copy_bytes(m0, bm, M);
+        }
+        if (credited != announced)
+          errors.push_back(fmt::format("TMA credits {} bytes, expect_tx announces {}", credited, announced));
         p_phase = tt_ring_advance(p_stage, p_phase, stages);
         // Consumers: the k-steps of this k-tile, as the kernel's loop builds them.
         const std::uint32_t ca = a_base + c_stage * a_stage, cb = b_base + c_stage * b_stage;
@@ -1152,8 +1186,14 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
                             scale_at(cols, tt_block_scale_a_index(kb, col, N));
                       } else {
                         const int half = d.scale_b_first_block_only ? 0 : tt_scale_b_half(n0, r >> 2);
-                        s = scale_at(scales->a, tt_block_scale_a_index(kb, row, M)) *
-                            scale_at(scales->b, tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + half, n_blocks));
+                        float sa = 0;
+                        if (tma_scales) {  // tt_read_stage_scales: the row's scale in the stage
+                          const int read_stage = d.scale_copy_next_stage ? (c_stage + 1) % stages : c_stage;
+                          std::memcpy(&sa, smem.bytes.data() + scales_base + read_stage * scale_stage + 4 * (row - m0), 4);
+                        } else {
+                          sa = scale_at(scales->a, tt_block_scale_a_index(kb, row, M));
+                        }
+                        s = sa * scale_at(scales->b, tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + half, n_blocks));
                       }
                       a = d.scale_after_add ? (a + pv) * s : a + pv * s;
                     }

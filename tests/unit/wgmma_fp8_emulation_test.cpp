@@ -222,18 +222,21 @@ TEST(wgmma_fp8_emulation, rowwise_and_block_scales_match_a_host_gemm) {
       cl.cluster_m = 2;
       split.split_k = 2;
       for (const tile_config& c : {tmas, pp, cl, split}) tiles.push_back(c);
-      for (const tile_config& plain : tiles) {
-        const tile_config c = with_scales(plain, s);
-        ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id();
-        EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5), "") << c.id() << " " << x.p.describe() << " " << to_string(s);
-        ++ran;
-        if (!wgmma_pingpong(c) && c.cluster_m == 1 && c.split_k == 1) {
-          EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5, {}, 1), "") << c.id() << " stream-K " << to_string(s);
+      for (const tile_config& plain : tiles)
+        for (bool copied : {false, true}) {  // block scales: loaded, or A's copied into the stages by TMA (_ts)
+          if (copied && s != scaling_mode::block) continue;
+          tile_config c = with_scales(plain, s);
+          set_wgmma_tma_scales(c, copied);
+          ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id();
+          EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5), "") << c.id() << " " << x.p.describe() << " " << to_string(s);
           ++ran;
+          if (!wgmma_pingpong(c) && c.cluster_m == 1 && c.split_k == 1) {
+            EXPECT_EQ(run_and_compare(c, x, 0.5, 0.0, 5, {}, 1), "") << c.id() << " stream-K " << to_string(s);
+            ++ran;
+          }
         }
-      }
     }
-  EXPECT_EQ(ran, 2 * ((8 + 5) + (7 + 4)));
+  EXPECT_EQ(ran, 2 * ((8 + 5) + 2 * (7 + 4)));
 }
 
 TEST(wgmma_fp8_emulation, scale_defects_are_caught) {
@@ -256,6 +259,24 @@ TEST(wgmma_fp8_emulation, scale_defects_are_caught) {
     EXPECT_NE(why, "") << p.name;
     std::printf("%s:\n  %s\n", p.name, why.c_str());
   }
+  // A's scales copied into the stages by TMA (_ts): M 136 leaves the last 64-row tile 8 rows.
+  tile_config ts = c;
+  set_wgmma_tma_scales(ts, true);
+  ASSERT_EQ(run_and_compare(ts, block, 1.0, 0.0, 3), "");
+  std::vector<planted> copies(4);
+  copies[0] = {"the next k-block's scales copied", {}};
+  copies[0].d.scale_k_block_off_by_one = true;
+  copies[1] = {"expect_tx without the scales' bytes", {}};
+  copies[1].d.scale_copy_unannounced = true;
+  copies[2] = {"the whole tile's rows copied, past M", {}};
+  copies[2].d.scale_copy_whole_tile = true;
+  copies[3] = {"the next stage's scales read", {}};
+  copies[3].d.scale_copy_next_stage = true;
+  for (const planted& p : copies) {
+    const std::string why = run_and_compare(ts, block, 1.0, 0.0, 3, p.d);
+    EXPECT_NE(why, "") << p.name;
+    std::printf("%s (_ts):\n  %s\n", p.name, why.c_str());
+  }
   const prepared rowwise = prepare(scaled(problem(136, 400, 528, 1, dtype::e4m3, "nt"), scaling_mode::rowwise), 73);
   const tile_config r = with_scales(fp8_tile(64, 192, 1, 4, 2), scaling_mode::rowwise);
   ASSERT_EQ(run_and_compare(r, rowwise, 1.0, 0.0, 3), "");
@@ -276,8 +297,37 @@ TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
       if (s == scaling_mode::block) {
         EXPECT_EQ(wgmma_promotion(c), 1) << c.id();
       }
+      // Block scales of plain unswapped tiles come by TMA (_ts); other tiles load theirs.
+      EXPECT_EQ(wgmma_tma_scales(c), s == scaling_mode::block && !wgmma_swap_ab(c)) << c.id();
     }
     EXPECT_GE(runnable, 30) << to_string(s);
+  }
+  // Scales by TMA: A's rows of every k-block whole 16-byte units (M a multiple of 4), plain tiles;
+  // the stages' scales enlarge the shared memory by bm floats each.
+  for (std::int64_t m : {4094, 4098, 4095}) {
+    const gemm_problem odd = scaled(problem(m, 7168, 4096, 1, dtype::e4m3, "nt"), scaling_mode::block);
+    int loading = 0;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), odd, h100)) {
+      EXPECT_FALSE(wgmma_tma_scales(c)) << c.id() << " M " << m;
+      loading += !check_constraints(c, odd, h100);
+      tile_config ts = c;
+      set_wgmma_tma_scales(ts, true);
+      const auto why = check_constraints(ts, odd, h100);
+      ASSERT_TRUE(why.has_value()) << ts.id() << " M " << m;
+      EXPECT_EQ(why->constraint, "tma_scales") << ts.id() << ": " << why->message;
+    }
+    EXPECT_GE(loading, 30) << "M " << m;
+  }
+  {
+    const gemm_problem p = scaled(problem(4096, 7168, 4096, 1, dtype::e4m3, "nt"), scaling_mode::block);
+    tile_config c = with_scales(fp8_tile(128, 128, 2, 4, 1), scaling_mode::block);
+    const std::int64_t loads = wgmma_smem_bytes(c, p.type);
+    set_wgmma_tma_scales(c, true);
+    EXPECT_EQ(check_constraints(c, p, h100), std::nullopt) << c.id();
+    EXPECT_GE(wgmma_smem_bytes(c, p.type), loads + 4 * 128 * 4);
+    EXPECT_NE(c.id().find("_blk_ts"), std::string::npos) << c.id();
+    set_wgmma_swap_ab(c, true);
+    ASSERT_TRUE(check_constraints(c, p, h100).has_value());
   }
   // A tile's scales must be the problem's.
   const gemm_problem block = scaled(problem(256, 256, 256, 1, dtype::e4m3, "nt"), scaling_mode::block);

@@ -71,6 +71,7 @@
 #include "core/gemm/tensor_map_spec.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "wgmma/wgmma_tile_math.cuh"
+#include "wgmma/wgmma_fp8.cuh"
 
 using namespace tiletune;
 
@@ -89,6 +90,7 @@ struct ring_defects {
   bool no_release_at_tile_end = false;   // the last stage of a tile is never released
   bool expect_in_bounds_only = false;    // expect_tx of the last k-tile counts only in-bounds bytes
   bool no_phase_flip = false;            // the ring wraps without flipping the phase bit
+  bool expect_without_scales = false;    // fp8 scales by TMA: expect_tx without the scales' bulk copy
 };
 
 struct ring_config {
@@ -97,6 +99,9 @@ struct ring_config {
   int a_boxes = 1, b_boxes = 1;
   std::uint32_t a_box_bytes = 0, b_box_bytes = 0;
   std::uint32_t expect_bytes = 0;  // what the producer announces (tt_stage_tx_bytes)
+  // fp8 block scales by TMA (wgmma_fp8.cuh): the bulk copy of A's scales issued with A's boxes, its
+  // bytes (0: none) in expect_bytes.
+  std::uint32_t scale_bytes = 0;
   std::uint32_t last_k_in_bounds =
       0;  // in-bounds bytes of the last k-tile (for the planted defect)
   // A warpgroup's wgmma group completes only once its 4 warps all issued it
@@ -144,6 +149,7 @@ struct stage_state {
   std::int8_t fill = -1;  // the fill (tile * k_tiles + k-tile) last issued into the stage
   std::int8_t a_issued = 0, b_issued = 0;
   std::int8_t a_in_flight = 0, b_in_flight = 0;
+  std::int8_t s_in_flight = 0;  // the scales' bulk copy
 };
 
 struct warp_state {
@@ -212,6 +218,7 @@ state_key key_of(const model_state& s, const ring_config& c) {
                             st.fill, st.a_issued, st.b_issued, st.a_in_flight});
     // empty[s] never sees expect_tx here: its tx-count stays 0 (final_check verifies).
     k.w[at++] = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(st.full.tx)) << 32) |
+                (static_cast<std::uint64_t>(static_cast<std::uint8_t>(st.s_in_flight)) << 8) |
                 static_cast<std::uint8_t>(st.b_in_flight);
   }
   // Each warp in 32 bits, then sorted.
@@ -299,12 +306,12 @@ class ring_model {
     if (b.pending != 0 || b.tx != 0) return;
     if (full) {
       const stage_state& st = s.stages[static_cast<std::size_t>(stage)];
-      if (!st.a_issued || !st.b_issued || st.a_in_flight || st.b_in_flight)
+      if (!st.a_issued || !st.b_issued || st.a_in_flight || st.b_in_flight || st.s_in_flight)
         fail(
             fmt::format("full[{}] completed its phase with boxes of fill {} not landed (A {}/{} in "
-                        "flight, B {}/{})",
+                        "flight, B {}/{}, scales {})",
                         stage, st.fill, st.a_issued ? st.a_in_flight : -1, c_.a_boxes,
-                        st.b_issued ? st.b_in_flight : -1, c_.b_boxes));
+                        st.b_issued ? st.b_in_flight : -1, c_.b_boxes, st.s_in_flight));
     }
     b.parity ^= 1;
     b.pending = static_cast<std::int8_t>(init_count);
@@ -339,6 +346,7 @@ class ring_model {
   }
   std::uint32_t expect_of(int fill) const {
     if (d_.expect_in_bounds_only && fill % c_.k_tiles == c_.k_tiles - 1) return c_.last_k_in_bounds;
+    if (d_.expect_without_scales) return c_.expect_bytes - c_.scale_bytes;
     return c_.expect_bytes;
   }
 
@@ -368,13 +376,14 @@ class ring_model {
             fail(fmt::format("TMA issued into stage {} (fill {}) while {} may still read it",
                              q.stage, q.fill, describe_warp(n, reader)));
           if (q.step == 2) {
-            if (st.a_in_flight || st.b_in_flight)
+            if (st.a_in_flight || st.b_in_flight || st.s_in_flight)
               fail(fmt::format("stage {} refilled with boxes of fill {} still in flight", q.stage,
                                st.fill));
             st.fill = q.fill;
             st.a_issued = 1;
             st.b_issued = 0;
             st.a_in_flight = static_cast<std::int8_t>(c_.a_boxes);
+            st.s_in_flight = c_.scale_bytes > 0 ? 1 : 0;
             q.step = 3;
           } else {
             st.b_issued = 1;
@@ -395,9 +404,9 @@ class ring_model {
     }
     // The boxes in flight: each lands (writes its part of the stage) and credits full[s].
     for (int s_i = 0; s_i < c_.stages; ++s_i)
-      for (int op = 0; op < 2; ++op) {
+      for (int op = 0; op < 3; ++op) {  // A's boxes, B's, the scales' bulk copy
         const stage_state& st = s.stages[static_cast<std::size_t>(s_i)];
-        if ((op == 0 ? st.a_in_flight : st.b_in_flight) == 0) continue;
+        if ((op == 0 ? st.a_in_flight : op == 1 ? st.b_in_flight : st.s_in_flight) == 0) continue;
         model_state n = s;
         stage_state& ns = n.stages[static_cast<std::size_t>(s_i)];
         const int reader = reader_of(n, s_i);
@@ -406,9 +415,11 @@ class ring_model {
                            describe_warp(n, reader)));
         if (op == 0)
           --ns.a_in_flight;
-        else
+        else if (op == 1)
           --ns.b_in_flight;
-        ns.full.tx -= static_cast<std::int32_t>(op == 0 ? c_.a_box_bytes : c_.b_box_bytes);
+        else
+          --ns.s_in_flight;
+        ns.full.tx -= static_cast<std::int32_t>(op == 0 ? c_.a_box_bytes : op == 1 ? c_.b_box_bytes : c_.scale_bytes);
         settle(ns.full, static_cast<int>(tt_full_arrivals()), s_i, true, n);
         if (!error_.empty()) return error_;
         next.push_back(n);
@@ -429,7 +440,7 @@ class ring_model {
         // mbarrier.try_wait.parity on full[stage]; then the k-tile's wgmmas, one committed group.
         const stage_state& st = n.stages[static_cast<std::size_t>(x.stage)];
         if (!phase_done(st.full, consumer_parity(static_cast<unsigned>(x.phase), d_))) continue;
-        if (st.fill != x.fill || !st.a_issued || !st.b_issued || st.a_in_flight || st.b_in_flight)
+        if (st.fill != x.fill || !st.a_issued || !st.b_issued || st.a_in_flight || st.b_in_flight || st.s_in_flight)
           fail(
               fmt::format("a consumer warp reads stage {} for fill {} (tile {}, k-tile {}) but it "
                           "holds fill {} with {} + "
@@ -498,7 +509,8 @@ class ring_model {
           i, st.full.parity, st.full.pending, st.full.tx, i, st.empty.parity, st.empty.pending,
           st.a_in_flight, st.b_in_flight);
       if (st.full.pending != static_cast<int>(tt_full_arrivals()) || st.full.tx != 0 ||
-          st.empty.pending != empty_init() || st.empty.tx != 0 || st.a_in_flight || st.b_in_flight)
+          st.empty.pending != empty_init() || st.empty.tx != 0 || st.a_in_flight || st.b_in_flight ||
+          st.s_in_flight)
         balanced = false;
     }
     const std::string state =
@@ -538,6 +550,10 @@ ring_config config_for(const gemm_problem& p, const tile_config& c, int k_tiles,
   r.b_box_bytes = b.b_box_bytes;
   const int eb = element_bytes(p.type);
   r.expect_bytes = tt_stage_tx_bytes(c.block_m, c.block_n, c.block_k, eb);
+  if (wgmma_tma_scales(c)) {  // the kernel's expect_tx of a tile's first rows (m_tile 0)
+    r.scale_bytes = tt_scale_a_copy_bytes(0, c.block_m, static_cast<int>(p.m));
+    r.expect_bytes += r.scale_bytes;
+  }
   // The last k-tile's in-bounds part, as a wrong expect_tx would count it.
   const std::int64_t k_left = p.k - (p.k - 1) / c.block_k * c.block_k;
   r.last_k_in_bounds = static_cast<std::uint32_t>((c.block_m + c.block_n) * k_left * eb);
@@ -627,6 +643,28 @@ TEST(wgmma_ring, every_interleaving_is_safe_and_live) {
               static_cast<long long>(total), seconds);
 }
 
+TEST(wgmma_ring, scales_copied_with_the_operands_land_before_the_consumers_read) {
+  // fp8 block scales by TMA (_ts): the producer's bulk copy of A's scales, a third asynchronous
+  // write into the stage that expect_tx counts; every interleaving on 2-3 stages, one and two
+  // consumers, a tile's scales of all 128 rows (M 200) and of the 72 within M (M 72).
+  int configs = 0;
+  for (int consumers = 1; consumers <= 2; ++consumers)
+    for (int stages = 2; stages <= 3; ++stages)
+      for (std::int64_t m : {200, 72}) {
+        tile_config c = wgmma_tile(128, 128, 128, consumers, stages);
+        set_wgmma_promotion(c, 1);
+        set_wgmma_scales(c, scaling_mode::block);
+        set_wgmma_tma_scales(c, true);
+        ring_config r = config_for(problem(m, 136, 400, dtype::e4m3, "nt"), c, 2, 2);
+        ASSERT_EQ(r.scale_bytes, 4u * static_cast<std::uint32_t>(std::min<std::int64_t>(m, 128)));
+        const check_result res = ring_model(r, {}).run();
+        EXPECT_EQ(res.violation, "") << r.describe();
+        EXPECT_GT(res.final_states, 0) << r.describe();
+        ++configs;
+      }
+  EXPECT_EQ(configs, 8);
+}
+
 TEST(wgmma_ring, planted_defects_are_found) {
   // Each defect must make the checker report a violation or a deadlock on a
   // small ring: the checker can fail.
@@ -652,10 +690,20 @@ TEST(wgmma_ring, planted_defects_are_found) {
   all.back().d.expect_in_bounds_only = true;
   all.push_back({"the ring wraps without flipping the phase", {}, 1, "still in flight"});
   all.back().d.no_phase_flip = true;
+  all.push_back({"expect_tx without the scales' bulk copy", {}, 1, "not landed"});
+  all.back().d.expect_without_scales = true;
   for (const planted& pl : all)
     for (const bool coupled : {false, true}) {
-      const tile_config c = wgmma_tile(128, 128, 64, pl.consumers, 2);
-      ring_config r = config_for(problem(200, 136, 72, dtype::bf16, "nn"), c, 2, 2);
+      tile_config c = wgmma_tile(128, 128, 64, pl.consumers, 2);
+      gemm_problem p = problem(200, 136, 72, dtype::bf16, "nn");
+      if (pl.d.expect_without_scales) {  // an fp8 block-scaled tile with A's scales by TMA
+        c = wgmma_tile(128, 128, 128, pl.consumers, 2);
+        set_wgmma_promotion(c, 1);
+        set_wgmma_scales(c, scaling_mode::block);
+        set_wgmma_tma_scales(c, true);
+        p = problem(200, 136, 400, dtype::e4m3, "nt");
+      }
+      ring_config r = config_for(p, c, 2, 2);
       r.coupled_warpgroups = coupled;
       const check_result res = ring_model(r, pl.d).run();
       EXPECT_NE(res.violation.find(pl.finding), std::string::npos)

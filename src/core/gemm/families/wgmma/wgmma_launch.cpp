@@ -238,6 +238,11 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         wgmma_scales(c) == scaling_mode::rowwise ? "scale_a and scale_b hold the rowwise scales; "
         : wgmma_scales(c) == scaling_mode::block ? "scale_a and scale_b hold the block scales (1 x 128 of A, 128 x 128 of B); "
                                : "per-tensor scales go into alpha; "));
+  if (wgmma_tma_scales(c))
+    l.requirements.push_back(
+        "scales by TMA (_ts): scale_a 16-byte aligned (its k-blocks' rows are copied in 16-byte units: M a multiple "
+        "of 4), scale_b 4-byte aligned; NOT YET RUN ON A GPU: proven by host emulation, a model check of the stage's "
+        "barrier and its compile only");
   if (wgmma_k_major_copies(c))
     l.requirements.push_back(
         "K-major copies (_kc): launch each prologue kernel (tiletune_gemm_transpose) before the GEMM, on the same "

@@ -12,6 +12,7 @@
 #include "wgmma/wgmma_tile_math.cuh"
 #include "wgmma/wgmma_schedule.cuh"
 #include "wgmma/wgmma_grouped.cuh"
+#include "wgmma/wgmma_fp8.cuh"
 
 namespace tiletune {
 
@@ -26,7 +27,8 @@ tt_smem_layout wgmma_smem_layout(const tile_config& c, dtype t) {
           wgmma_epilogue_staging_consumers(c),
           wgmma_tma_store(c) ? wgmma_consumers(c) : 0,
           std::max(1, c.split_k),
-          wgmma_pingpong(c) ? 1 : 0};
+          wgmma_pingpong(c) ? 1 : 0,
+          wgmma_tma_scales(c) ? tt_scale_stage_bytes(wgmma_kernel_m(c)) : 0};
 }
 }  // namespace
 

@@ -200,9 +200,15 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const 
     set_wgmma_stream_k(sk, true);
     out.push_back(sk);
   }
-  if (copies)
-    for (tile_config& c : out) set_wgmma_k_major_copies(c, true);
+  for (tile_config& c : out) {
+    if (copies) set_wgmma_k_major_copies(c, true);
+    set_wgmma_tma_scales(c, wgmma_tma_scales_fit(c, p));
+  }
   return out;
+}
+
+bool wgmma_tma_scales_fit(const tile_config& c, const gemm_problem& p) {
+  return is_fp8(p.type) && p.scaling == scaling_mode::block && !p.grouped() && !wgmma_swap_ab(c) && p.m % 4 == 0;
 }
 
 namespace {
@@ -294,6 +300,11 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
     return violation("promotion", fmt::format("grouped tiles with rowwise scales promote every k-tile, not every {} "
                                               "(the 192-column ones spilled 16-52 bytes, ptxas 13.0)",
                                               interval));
+  if (wgmma_tma_scales(c) && !wgmma_tma_scales_fit(c, p))
+    return violation("tma_scales", fmt::format("scales by TMA (_ts) copy block scales of plain, unswapped tiles "
+                                               "whose A scale rows are whole 16-byte units (M a multiple of 4): "
+                                               "not for M {}{}{}",
+                                               p.m, p.grouped() ? ", grouped" : "", wgmma_swap_ab(c) ? ", swap-AB" : ""));
   if (!fast && wgmma_accumulators_per_thread(c) > wgmma_fp8_accumulators_max)
     return violation("accumulator_registers",
                      fmt::format("{} fp32 accumulators per consumer thread, twice with fp8's promotion: over {} a set",
