@@ -129,11 +129,16 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "eager attention (docs/batch.md)")
       ->capture_default_str();
   cmd->add_option("--fp8", o->fp8,
-                  "fp8 training of the blocks' linears: none, or tensorwise (torchao's float8 training, torchtitan's "
-                  "quantize.linear.float8: dynamic per-tensor scales, e4m3 forward GEMMs, e5m2 x e4m3 gradient GEMMs, "
-                  "their casts counted; the LM head stays bf16). Needs --precision bf16 or bf16-mixed and a GPU with fp8 "
-                  "tensor cores")
+                  "fp8 training of the blocks' linears: none, tensorwise (torchao's float8 training, torchtitan's "
+                  "quantize.linear.float8: dynamic per-tensor scales, e4m3 forward GEMMs, e5m2 x e4m3 gradient GEMMs) "
+                  "or rowwise (its rowwise recipe: every GEMM e4m3 with a scale per row and column, each tensor cast "
+                  "along both axes, an fp8 copy of each linear's input kept for backward); the casts counted, the LM "
+                  "head in bf16. Needs --precision bf16 or bf16-mixed and a GPU with fp8 tensor cores")
       ->capture_default_str();
+  cmd->add_flag("--fp8-all-gather", o->fp8_all_gather,
+                "With --fp8 tensorwise and --zero 3 (FSDP): the fp8 linears' weights all-gathered in fp8, one byte "
+                "each (torchao's enable_fsdp_float8_all_gather, torchtitan's quantize.linear.float8."
+                "enable_fsdp_float8_all_gather)");
   cmd->add_option("--packing", o->packing,
                   "Sequence packing: samples of N tokens (N dividing --seq-len) packed into each row with a "
                   "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "

@@ -23,6 +23,7 @@ struct batch_options {
   std::string offload = "none";
   std::string quantize = "none";
   std::string fp8 = "none";
+  bool fp8_all_gather = false;
   int context_parallel = 1;
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's

@@ -64,7 +64,8 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
       ->type_name("N");
   cmd->add_option("--fp8", o->model.fp8,
                   "With --model and --dtype bf16: the GEMMs of `batch --fp8` (tensorwise: the blocks' linears' forward "
-                  "in e4m3, their gradients in e5m2_e4m3, the LM head in bf16), so that batch finds them tuned")
+                  "in e4m3, their gradients in e5m2_e4m3; rowwise: all three in e4m3 with rowwise scales; the LM head "
+                  "in bf16), so that batch finds them tuned")
       ->capture_default_str();
   cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
   add_group_options(cmd, o);

@@ -248,7 +248,8 @@ TEST(batch_setups, packing_counts_packed_samples_and_refuses_eager_attention) {
 
 // --fp8 tensorwise: in --help and the JSON's setup, a faster step with the same memory (the blocks'
 // linears in fp8, their casts counted: tests/unit/fp8_training_test.cpp), the plan's note, and the
-// refusals (an fp16 step, a GPU without fp8 tensor cores) exiting 2 with nothing written.
+// refusals (an fp16 step, a GPU without fp8 tensor cores) exiting 2 with nothing written; --fp8
+// rowwise and --fp8-all-gather likewise.
 TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   const result help = run({"batch", "--help"});
   EXPECT_NE(help.out.find("--fp8"), std::string::npos);
@@ -267,7 +268,22 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   const result a100 = run({"batch", "--model", "llama-3-8b", "--fp8", "tensorwise", "--gpu", "a100-sxm-80gb", "--no-db"});
   EXPECT_EQ(a100.code, 2);
   EXPECT_NE(a100.err.find("needs fp8 tensor cores (sm_89 and later); the NVIDIA A100"), std::string::npos) << a100.err;
-  expect_refused({"--model", "llama-3-8b", "--fp8", "rowwise"}, "--fp8 'rowwise' is not one of none, tensorwise");
+  expect_refused({"--model", "llama-3-8b", "--fp8", "blockwise"}, "--fp8 'blockwise' is not one of none, tensorwise, rowwise");
+  // rowwise: in the setup, slower than tensorwise (more casts) and heavier (its kept fp8 inputs);
+  // fp8 all-gather with tensorwise FSDP only.
+  EXPECT_NE(help.out.find("--fp8-all-gather"), std::string::npos);
+  const nlohmann::json row = plan_with(llama, {"--fp8", "rowwise"});
+  EXPECT_EQ(row["setup"]["fp8"], "rowwise");
+  ASSERT_TRUE(row["recommendation"].is_object());
+  EXPECT_LT(row["recommendation"]["tokens_per_s"].get<double>(), fp8["recommendation"]["tokens_per_s"].get<double>());
+  EXPECT_GT(row["memory"]["activation_bytes_per_sample"].get<double>(),
+            bf16["memory"]["activation_bytes_per_sample"].get<double>());
+  EXPECT_NE(row["notes"].dump().find("fp8 linears (--fp8 rowwise"), std::string::npos);
+  const nlohmann::json gathered = plan_with(llama, {"--fp8", "tensorwise", "--fp8-all-gather"});
+  EXPECT_EQ(gathered["setup"]["fp8_all_gather"], true);
+  EXPECT_NE(gathered["notes"].dump().find("--fp8-all-gather"), std::string::npos);
+  expect_refused({"--model", "llama-3-8b", "--fp8", "rowwise", "--fp8-all-gather", "--zero", "3", "--world-size", "8"},
+                 "--fp8 tensorwise and --zero 3, not --fp8 rowwise and --zero 3");
 }
 
 // --context-parallel: Mistral-7B at 32,768 tokens over 8 GPUs in groups of 4: each GPU holds 8,192

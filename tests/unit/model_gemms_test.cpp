@@ -183,51 +183,63 @@ TEST(model_gemms, tensor_parallel_experts_split_like_the_mlp_and_the_router_is_r
   EXPECT_EQ(shape_of(two, "layers.router forward"), shape_of(one, "layers.router forward"));
 }
 
-// --fp8 tensorwise: the step as `batch --fp8 tensorwise` runs it, keyed as batch looks it up: every
+// --fp8 tensorwise and rowwise: the step as `batch --fp8` runs it, keyed as batch looks it up: every
 // linear GEMM batch times (recorded through its GEMM-time hook) is a problem of the suite, dtype,
-// scaling and layout included; the blocks' linears are e4m3 forward and e5m2_e4m3 gradients, the LM
-// head bf16. A non-bf16 step is refused.
+// scaling and layout included; the blocks' linears are e4m3 forward and e5m2_e4m3 gradients
+// (tensorwise) or e4m3 with rowwise scales throughout (rowwise), the LM head bf16. A non-bf16 step
+// is refused.
 TEST(model_gemms, fp8_suites_are_the_problems_batch_times) {
   const model_spec m = load_model("llama-3-8b");
-  const auto suite = model_gemms(m, 4096, model_phase::train, dtype::bf16, 1, std::nullopt, fp8_recipe::tensorwise);
-  std::set<std::string> tuned;
-  int e4m3 = 0, mixed = 0, bf16 = 0;
-  for (const auto& p : suite.suite.problems) {
-    tuned.insert(p.problem.describe() + " " + std::string(to_string(p.problem.scaling)));
-    e4m3 += p.problem.type == dtype::e4m3;
-    mixed += p.problem.type == dtype::e5m2_e4m3;
-    bf16 += p.problem.type == dtype::bf16;
-    if (p.name.starts_with("lm_head")) {
-      EXPECT_EQ(p.problem.type, dtype::bf16) << p.name;
+  for (fp8_recipe recipe : {fp8_recipe::tensorwise, fp8_recipe::rowwise}) {
+    const auto suite = model_gemms(m, 4096, model_phase::train, dtype::bf16, 1, std::nullopt, recipe);
+    std::set<std::string> tuned;
+    int e4m3 = 0, mixed = 0, bf16 = 0;
+    for (const auto& p : suite.suite.problems) {
+      tuned.insert(p.problem.describe() + " " + std::string(to_string(p.problem.scaling)));
+      e4m3 += p.problem.type == dtype::e4m3;
+      mixed += p.problem.type == dtype::e5m2_e4m3;
+      bf16 += p.problem.type == dtype::bf16;
+      if (p.name.starts_with("lm_head")) {
+        EXPECT_EQ(p.problem.type, dtype::bf16) << p.name;
+      }
+      if (is_fp8(p.problem.type)) {
+        EXPECT_EQ(p.problem.scaling, recipe == fp8_recipe::rowwise ? scaling_mode::rowwise : scaling_mode::tensor)
+            << p.name;
+      }
     }
+    EXPECT_GE(e4m3, 3);
+    if (recipe == fp8_recipe::tensorwise) {
+      EXPECT_EQ(mixed, 2 * e4m3);
+    } else {
+      EXPECT_EQ(mixed, 0);
+    }
+    EXPECT_GE(bf16, 1);
+    training_setup s;
+    s.model = m;
+    s.seq_len = 4096;
+    s.prec = precision::bf16_mixed;
+    s.fp8 = recipe;
+    s.world_size = 8;  // so that the step fits and batch times it
+    s.zero_stage = 3;
+    s.micro_batch = 1;
+    s.checkpointing = checkpoint_policy::off;
+    std::set<std::string> timed;
+    const gemm_time_fn record = [&](const gemm_problem& p) {
+      if (p.batch == 1 && p.type != dtype::f32 && p.m >= 1024)
+        timed.insert(p.describe() + " " + std::string(to_string(p.scaling)));
+      return 10.0;
+    };
+    plan_batch(s, find_preset("h100-sxm"), record);
+    int found = 0;
+    for (const std::string& t : timed) {
+      if (t.find("e4m3") == std::string::npos && t.find("lm") == std::string::npos && t.find("bf16") != std::string::npos)
+        continue;  // attention's own GEMMs (not in the suite)
+      EXPECT_TRUE(tuned.count(t)) << "batch times " << t << ", which gemm --model --fp8 " << to_string(recipe)
+                                  << " does not tune";
+      ++found;
+    }
+    EXPECT_GE(found, 9) << to_string(recipe);
   }
-  EXPECT_GE(e4m3, 3);
-  EXPECT_EQ(mixed, 2 * e4m3);
-  EXPECT_GE(bf16, 1);
-  training_setup s;
-  s.model = m;
-  s.seq_len = 4096;
-  s.prec = precision::bf16_mixed;
-  s.fp8 = fp8_recipe::tensorwise;
-  s.world_size = 8;  // so that the step fits and batch times it
-  s.zero_stage = 3;
-  s.micro_batch = 1;
-  s.checkpointing = checkpoint_policy::off;
-  std::set<std::string> timed;
-  const gemm_time_fn record = [&](const gemm_problem& p) {
-    if (p.batch == 1 && p.type != dtype::f32 && p.m >= 1024)
-      timed.insert(p.describe() + " " + std::string(to_string(p.scaling)));
-    return 10.0;
-  };
-  plan_batch(s, find_preset("h100-sxm"), record);
-  int found = 0;
-  for (const std::string& t : timed) {
-    if (t.find("e4m3") == std::string::npos && t.find("lm") == std::string::npos && t.find("bf16") != std::string::npos)
-      continue;  // attention's own GEMMs (not in the suite)
-    EXPECT_TRUE(tuned.count(t)) << "batch times " << t << ", which gemm --model --fp8 does not tune";
-    ++found;
-  }
-  EXPECT_GE(found, 9);
   EXPECT_THROW(model_gemms(m, 4096, model_phase::train, dtype::f16, 1, std::nullopt, fp8_recipe::tensorwise),
                usage_error);
 }

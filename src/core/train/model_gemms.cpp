@@ -134,7 +134,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
       p.problem.k = g.k;
       p.problem.batch = g.batch;
       p.problem.type = type;
-      p.problem.scaling = default_scaling(type);
+      p.problem.scaling = is_fp8(type) ? fp8_gemm_scaling(s) : default_scaling(type);
       p.problem.layout = lay;
     }
     validate(p.problem);

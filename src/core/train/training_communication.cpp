@@ -7,6 +7,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_context.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_pipeline.hpp"
 
 namespace tiletune {
@@ -67,7 +68,10 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   if (s.zero_stage < 3) {
     c.per_global_step_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
   } else {
-    c.per_micro_step_ms = (2 * (share * Pd + share_e * Pe) * param_elem + (share * Td + share_e * Te) * grad_elem) /
+    // --fp8-all-gather: the fp8 linears' weights gather at one byte (training_fp8.hpp).
+    const double P8 = fp8_all_gather_parameters(s);
+    c.per_micro_step_ms = (2 * (share * ((Pd - P8) * param_elem + P8) + share_e * Pe * param_elem) +
+                           (share * Td + share_e * Te) * grad_elem) /
                           bytes_per_ms;
   }
   return c;

@@ -11,6 +11,7 @@
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
@@ -231,7 +232,11 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   const bool lora = s.lora_rank > 0;
   const double seq = static_cast<double>(s.seq_len), L = static_cast<double>(m.num_layers);
   const double lora_extra = lora ? lora_kept_per_token(s) : 0.0;
-  r.activation_bytes_per_sample = static_cast<std::int64_t>(seq * (L * inv.layer_saved + inv.outer_saved + lora_extra));
+  // --fp8 rowwise: the fp8 copies of the linears' inputs, kept by every layer that keeps its
+  // activations (also under per-op checkpointing), and by the one recomputed (training_fp8.hpp).
+  const double fp8_kept = fp8_kept_bytes_per_token_per_layer(s);
+  r.activation_bytes_per_sample =
+      static_cast<std::int64_t>(seq * (L * (inv.layer_saved + fp8_kept) + inv.outer_saved + lora_extra));
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
   // decoder layer) keeps each layer's input; backward recomputes one layer at
   // a time, whose activations are alive during its backward. Every N-th layer
@@ -241,7 +246,8 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   const double kept_by_wrapped =
       s.checkpoint_ops ? std::min(inv.layer_saved, selective_layer_bytes_per_token(s, inv.layer_input)) : inv.layer_input;
   r.checkpointed_activation_bytes_per_sample = static_cast<std::int64_t>(
-      seq * (wrapped * kept_by_wrapped + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L)));
+      seq * (wrapped * kept_by_wrapped + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L) +
+             (whole + (s.checkpoint_ops ? wrapped : 0.0)) * fp8_kept));
   r.lora_transient_bytes_per_sample = lora ? static_cast<std::int64_t>(seq * lora_transient_per_token(s)) : 0;
   // The gradients in flight through a layer's backward: the incoming and
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,
@@ -251,7 +257,7 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   const bool residual_16_bit = inv.layer_input < 4 * h;  // layer_input: the residual stream's bytes per token
   const double in_flight = 2 * inv.layer_input + (residual_16_bit && !m.layernorm_bias ? 4 * h : 0.0);
   r.recompute_layer_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight)) +
+      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight + fp8_kept)) +
       r.lora_transient_bytes_per_sample;
   r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
 }

@@ -30,8 +30,8 @@ enum class offload_kind { none, optimizer, optimizer_params };
 // --quantize: the frozen base's linears as stored (none: the precision's; nf4: QLoRA's 4-bit
 // NormalFloat with double quantization, quantized_base.hpp).
 enum class quantize_kind { none, nf4 };
-// --fp8: the blocks' linears in fp8 (training_fp8.hpp): none, or torchao's tensorwise recipe.
-enum class fp8_recipe { none, tensorwise };
+// --fp8: the blocks' linears in fp8 (training_fp8.hpp): none, or torchao's tensorwise or rowwise recipe.
+enum class fp8_recipe { none, tensorwise, rowwise };
 // The training framework whose defaults the setup took (training_framework.hpp; 0: hf).
 enum class training_framework : unsigned char;
 // The linears LoRA adapts (--lora-targets), as bits; lora_all_linear adapts every linear of the
@@ -59,7 +59,7 @@ offload_kind parse_offload(std::string_view s);  // none | optimizer | optimizer
 std::string_view to_string(quantize_kind q);
 quantize_kind parse_quantize(std::string_view s);  // none | nf4
 std::string_view to_string(fp8_recipe r);
-fp8_recipe parse_fp8_recipe(std::string_view s);  // none | tensorwise
+fp8_recipe parse_fp8_recipe(std::string_view s);  // none | tensorwise | rowwise
 // auto | on | full (on) | off | every-N (on, checkpointing every N-th layer: parse_checkpoint_every)
 // | selective (on, per op: training_setup::checkpoint_ops).
 checkpoint_policy parse_checkpointing(std::string_view s);
@@ -115,7 +115,8 @@ struct training_setup {
   unsigned lora_targets = lora_all_linear;
   adapter_dtype adapters = adapter_dtype::fp32;
   quantize_kind quantize = quantize_kind::none;  // --quantize nf4: QLoRA's 4-bit base (needs LoRA)
-  fp8_recipe fp8 = fp8_recipe::none;             // --fp8 tensorwise: the blocks' linears in fp8
+  fp8_recipe fp8 = fp8_recipe::none;             // --fp8 tensorwise|rowwise: the blocks' linears in fp8
+  bool fp8_all_gather = false;  // --fp8-all-gather: FSDP gathers the fp8 linears' weights in fp8 (tensorwise, ZeRO-3)
   double lora_dropout = 0;  // peft's LoraConfig.lora_dropout (its default 0: nn.Identity)
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;  // plan exactly this micro-batch (the one a user runs)

@@ -233,6 +233,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   if (s.context_parallel > 1) j["setup"]["context_parallel"] = s.context_parallel;
   if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
   if (s.fp8 != fp8_recipe::none) j["setup"]["fp8"] = to_string(s.fp8);
+  if (s.fp8_all_gather) j["setup"]["fp8_all_gather"] = true;
   if (data_parallel_degree(s) < s.world_size) j["setup"]["data_parallel"] = data_parallel_degree(s);
   if (s.offload != offload_kind::none) {
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);

@@ -52,7 +52,8 @@ const std::pair<offload_kind, const char*> offload_names[] = {{offload_kind::non
 const std::pair<quantize_kind, const char*> quantize_names[] = {{quantize_kind::none, "none"},
                                                                 {quantize_kind::nf4, "nf4"}};
 const std::pair<fp8_recipe, const char*> fp8_names[] = {{fp8_recipe::none, "none"},
-                                                        {fp8_recipe::tensorwise, "tensorwise"}};
+                                                        {fp8_recipe::tensorwise, "tensorwise"},
+                                                        {fp8_recipe::rowwise, "rowwise"}};
 const std::pair<adapter_dtype, const char*> adapter_names[] = {{adapter_dtype::fp32, "fp32"},
                                                                 {adapter_dtype::bf16, "bf16"}};
 const std::pair<checkpoint_policy, const char*> checkpoint_names[] = {

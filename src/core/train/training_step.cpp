@@ -165,7 +165,8 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.batch = g.batch;
     // --fp8: the converted linears' GEMMs in fp8 (training_fp8.hpp), the rest in the precision's.
     p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.name).value_or(type);
-    p.scaling = default_scaling(p.type);  // fp8's tensorwise scales: keyed as gemm --model --fp8 tunes them
+    // fp8's scales as the recipe's (per tensor or rowwise): keyed as gemm --model --fp8 tunes them
+    p.scaling = is_fp8(p.type) ? fp8_gemm_scaling(s) : default_scaling(p.type);
     p.layout = step_gemm_layout(g.name);
     std::optional<double> stored;
     if (!gemm_time && rates.stored_gemm_us) {
