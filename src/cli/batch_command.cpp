@@ -266,6 +266,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.tensor_parallel = o.tensor_parallel;
   s.sequence_parallel = o.sequence_parallel;
   s.pipeline_parallel = o.pipeline_parallel;
+  s.virtual_stages = o.virtual_stages;
   s.packing = o.packing;
   s.context_parallel = o.context_parallel;
   s.safety_margin = o.safety_margin;

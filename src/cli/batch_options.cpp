@@ -121,6 +121,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "the last the LM head and loss; the worse one planned, the first with P micro-batches in flight); "
                   "bubble (P-1)/(m+P-1) of a step of m micro-batches; data parallelism over world size / (T x P)")
       ->capture_default_str();
+  cmd->add_option("--virtual-stages", o->virtual_stages,
+                  "With --pipeline-parallel: Megatron-LM's interleaved 1F1B (--num-virtual-stages-per-pipeline-rank): "
+                  "V model chunks of L/(P x V) layers a stage, the bubble / V, the first stage's activations "
+                  "1 + (P-1)/(P x V) times 1F1B's, V times the sends; L must be a multiple of P x V")
+      ->capture_default_str();
   cmd->add_option("--context-parallel", o->context_parallel,
                   "Context parallelism (ring attention: torchtitan's context_parallel, Megatron-LM's CP): each "
                   "sequence split over C GPUs, every activation and token-wise op / C, the key and value chunks passed "

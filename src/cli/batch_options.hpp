@@ -41,6 +41,7 @@ struct batch_options {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   int pipeline_parallel = 1;
+  int virtual_stages = 1;
   std::int64_t packing = 0;
   double safety_margin = 0.05;
   std::string out;

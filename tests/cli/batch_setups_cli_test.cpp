@@ -227,6 +227,16 @@ TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
                  "--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4");
   expect_refused({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
                  "--pipeline-parallel 2 is not modelled with --zero 3");
+  // --virtual-stages 2 (interleaved 1F1B): in --help and the setup, twice the sends, the note.
+  EXPECT_NE(help.out.find("--virtual-stages"), std::string::npos);
+  const nlohmann::json v = plan_with(llama_bf16, {"--world-size", "8", "--pipeline-parallel", "4", "--zero", "1",
+                                                  "--micro-batch", "1", "--checkpointing", "off", "--virtual-stages", "2",
+                                                  "--json"});
+  EXPECT_EQ(v["setup"]["virtual_stages"], 2);
+  EXPECT_NEAR(v["candidates"][0]["time"]["pipeline_p2p_ms"].get<double>(), 2 * 0.093206756, 1e-8);
+  EXPECT_NE(v["notes"].dump().find("interleaved 1F1B (--virtual-stages 2"), std::string::npos);
+  expect_refused({"--model", "llama-3-8b", "--world-size", "8", "--pipeline-parallel", "4", "--virtual-stages", "3"},
+                 "do not split into 4 x 3 equal model chunks");
 }
 
 // --packing N: in --help and the JSON's setup; at 8,192 tokens packed by 2,048, 4 samples a row, so

@@ -105,3 +105,41 @@ TEST(pipeline_parallel, refusals_name_the_value_or_combination) {
   EXPECT_NE(refusal(gb).find("data-parallel rank needs a sample"), std::string::npos);
   EXPECT_EQ(refusal(llama(2, 8, 2)), "");  // T 2 x P 2 x 2 data-parallel ranks
 }
+
+// --virtual-stages V, Megatron-LM's interleaved 1F1B (Narayanan et al. 2021, section 2.2.2: the
+// bubble shrinks by a factor of V; each micro-batch crosses every rank V times each way). The setup
+// of the bubble test with P 4, V 2: 32 / (4 x 2) = 4 layers a chunk; the bubble 3 / 2 micro-steps;
+// the sends twice 1F1B's; the first rank's blocks' activations 1 + 3 / 8 = 1.375 times 1F1B's
+// (Megatron-LM's warm-up of 2(P - 1) + (V - 1)P + 1 = 11 chunk forwards of 4 layers: 44 layers
+// against 32).
+TEST(pipeline_parallel, interleaving_divides_the_bubble_by_v_and_holds_more_in_flight) {
+  training_setup s = llama(4, 8);
+  s.global_batch = 32;
+  s.micro_batch = 2;
+  s.zero_stage = 1;
+  s.checkpointing = checkpoint_policy::on;
+  training_setup v = s;
+  v.virtual_stages = 2;
+  const device_spec& h100 = find_preset("h100-sxm");
+  const batch_plan one = plan_batch(s, h100), two = plan_batch(v, h100);
+  ASSERT_EQ(two.candidates.size(), 1u);
+  const batch_candidate& c = two.candidates[0];
+  EXPECT_NEAR(c.time.pipeline_bubble_ms, 1.5 * c.time.micro_step_ms(), 1e-9);
+  EXPECT_NEAR(c.time.p2p_ms, 2 * one.candidates[0].time.p2p_ms, 1e-12);
+  const memory_breakdown first = estimate_memory(s), interleaved = estimate_memory(v);
+  EXPECT_NEAR(static_cast<double>(interleaved.activation_bytes_per_sample) /
+                  static_cast<double>(first.activation_bytes_per_sample),
+              1.375, 1e-6);
+  EXPECT_EQ(interleaved.other_stages[0].activation_bytes_per_sample, first.other_stages[0].activation_bytes_per_sample);
+  EXPECT_GT(c.tokens_per_s, one.candidates[0].tokens_per_s);
+  // Refusals: chunks that do not split the layers, V without stages, V out of range.
+  training_setup odd = llama(4, 8);
+  odd.virtual_stages = 3;  // 32 layers into 4 x 3 chunks
+  EXPECT_NE(refusal(odd).find("do not split into 4 x 3 equal model chunks"), std::string::npos) << refusal(odd);
+  training_setup alone = llama(1, 1);
+  alone.virtual_stages = 2;
+  EXPECT_NE(refusal(alone).find("--virtual-stages 2 interleaves pipeline stages"), std::string::npos);
+  training_setup zero = llama(4, 8);
+  zero.virtual_stages = 0;
+  EXPECT_NE(refusal(zero).find("--virtual-stages 0 is invalid"), std::string::npos);
+}

@@ -27,7 +27,13 @@ std::int64_t stage_layers(const training_setup& s) {
 void validate_pipeline_parallel(const training_setup& s) {
   const int p = s.pipeline_parallel;
   if (p < 1 || p > 1024) throw usage_error(fmt::format("--pipeline-parallel {} is invalid: 1 to 1024 stages", p));
-  if (p == 1) return;
+  if (p == 1) {
+    if (s.virtual_stages != 1)
+      throw usage_error(fmt::format("--virtual-stages {} interleaves pipeline stages: it needs --pipeline-parallel "
+                                    "2 or more",
+                                    s.virtual_stages));
+    return;
+  }
   if (p > s.model.num_layers)
     throw usage_error(fmt::format("--pipeline-parallel {} is more stages than {}'s {} layers", p, s.model.name,
                                   s.model.num_layers));
@@ -45,6 +51,12 @@ void validate_pipeline_parallel(const training_setup& s) {
                     : s.optimizer_in_backward ? "--optimizer-in-backward"
                                               : nullptr;
   if (why) throw usage_error(fmt::format("--pipeline-parallel {} is not modelled with {}", p, why));
+  const int v = s.virtual_stages;
+  if (v < 1 || v > 64) throw usage_error(fmt::format("--virtual-stages {} is invalid: 1 to 64 model chunks a stage", v));
+  if (v > 1 && s.model.num_layers % (static_cast<std::int64_t>(p) * v) != 0)
+    throw usage_error(fmt::format("--virtual-stages {}: {}'s {} layers do not split into {} x {} equal model chunks "
+                                  "(Megatron-LM's interleaved schedule needs L a multiple of P x V)",
+                                  v, s.model.name, s.model.num_layers, p, v));
 }
 
 training_setup pipeline_stage(const training_setup& s) {
@@ -80,9 +92,15 @@ memory_breakdown pipeline_memory(const training_setup& s) {
   first.autocast_weight_copies_bytes = std::max<std::int64_t>(0, both.autocast_weight_copies_bytes - both.lm_head_copy_bytes);
   if (!m.tied_embeddings) first.lm_head_copy_bytes = 0;
   first.logits_bytes_per_sample = first.logits_forward_bytes_per_sample = first.logits_held_bytes_per_sample = 0;
-  first.activation_bytes_per_sample = static_cast<std::int64_t>(p * static_cast<double>(both.activation_bytes_per_sample));
+  // Interleaved (V chunks a rank): the first rank's warm-up holds 2(P - 1) + (V - 1)P + 1 chunk forwards
+  // of L / (PV) layers each, L (1 + (P - 1) / (PV)) layers' activations against 1F1B's L (Megatron-LM's
+  // num_warmup_microbatches; Korthikanti et al. 2022, section 4.2.3).
+  const double v = s.virtual_stages;
+  const double in_flight = p * (v > 1 ? 1 + (p - 1) / (p * v) : 1.0);
+  first.activation_bytes_per_sample =
+      static_cast<std::int64_t>(in_flight * static_cast<double>(both.activation_bytes_per_sample));
   first.checkpointed_activation_bytes_per_sample =
-      static_cast<std::int64_t>(p * static_cast<double>(both.checkpointed_activation_bytes_per_sample));
+      static_cast<std::int64_t>(in_flight * static_cast<double>(both.checkpointed_activation_bytes_per_sample));
   first.other_stages = {last};
   return first;
 }
@@ -92,18 +110,19 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
   const bool in_node = std::max({1, s.tensor_parallel, s.dp_span}) * s.pipeline_parallel <= s.gpus_per_node;
   const double link = s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
   const double bytes = static_cast<double>(micro_batch * s.seq_len * s.model.hidden_size) * activation_bytes(s.prec);
-  return 2 * bytes / (link * p2p_efficiency * 1e6);
+  // Interleaved: each micro-batch passes every rank V times each way.
+  return 2 * std::max(1, s.virtual_stages) * bytes / (link * p2p_efficiency * 1e6);
 }
 
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
-  return s.pipeline_parallel > 1 ? (s.pipeline_parallel - 1) * micro_step_ms : 0;
+  return s.pipeline_parallel > 1 ? (s.pipeline_parallel - 1) * micro_step_ms / std::max(1, s.virtual_stages) : 0;
 }
 
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d) {
   if (s.pipeline_parallel <= 1) return {};
   const int p = s.pipeline_parallel;
   const bool in_node = std::max(1, s.tensor_parallel) * p <= s.gpus_per_node;
-  return {fmt::format(
+  std::vector<std::string> notes = {fmt::format(
       "pipeline parallelism over {} stages, 1F1B (Narayanan et al. 2021): each holds {} of the {} layers, the first "
       "also the embedding, the last the final norm, the LM head and the loss; the memory is the worse of the first "
       "stage (up to {} micro-batches' activations in flight) and the last (one, and the logits). The bubble adds "
@@ -115,6 +134,16 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
       activation_bytes(s.prec),
       s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs,
       s.link_gbs ? "--link-gbs" : in_node ? "inside a node" : "across nodes, the network port")};
+  if (s.virtual_stages > 1)
+    notes.push_back(fmt::format(
+                    "interleaved 1F1B (--virtual-stages {0}, Megatron-LM's --num-virtual-stages-per-pipeline-rank; "
+                    "Narayanan et al. 2021, section 2.2.2): each rank holds {0} chunks of {1} layers, so the bubble is "
+                    "(P - 1) / {0} micro-steps, the sends {0} times as many, and the first rank's activations "
+                    "1 + (P - 1) / (P x {0}) = {2:.3f} times 1F1B's. Megatron-LM asks the micro-batches of a step "
+                    "(the accumulation steps) to be a multiple of P = {3} with it: the plan does not enforce it",
+                    s.virtual_stages, s.model.num_layers / (p * s.virtual_stages),
+                    1 + static_cast<double>(p - 1) / (p * s.virtual_stages), p));
+  return notes;
 }
 
 }  // namespace tiletune

@@ -27,7 +27,9 @@ memory_breakdown pipeline_memory(const training_setup& s);
 // the T x P GPUs fit in a node, else of the network port. Not overlapped.
 double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch);
 // 1F1B's bubble: (P - 1) x the micro-step time, per global step of m micro-steps, i.e. a share of
-// (P - 1) / (m + P - 1) of the step.
+// (P - 1) / (m + P - 1) of the step; interleaved over V chunks a rank (--virtual-stages), (P - 1) / V
+// micro-steps, whose first rank holds 1 + (P - 1) / (PV) times 1F1B's activations and whose sends are
+// V times as many.
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms);
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d);
 

@@ -133,6 +133,7 @@ struct training_setup {
   int tensor_parallel = 1;
   bool sequence_parallel = false;
   int pipeline_parallel = 1;  // --pipeline-parallel P, 1F1B (training_pipeline.hpp)
+  int virtual_stages = 1;  // --virtual-stages V: Megatron's interleaved 1F1B, V model chunks a pipeline rank
   // --context-parallel C (ring attention, training_context.hpp): each sequence over C GPUs.
   // attention_span: set on the shard only, keys per query as a multiple of its seq_len (C).
   int context_parallel = 1;

@@ -230,6 +230,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.virtual_stages > 1) j["setup"]["virtual_stages"] = s.virtual_stages;
   if (s.context_parallel > 1) j["setup"]["context_parallel"] = s.context_parallel;
   if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing
   if (s.fp8 != fp8_recipe::none) j["setup"]["fp8"] = to_string(s.fp8);
