@@ -253,6 +253,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.quantize = parse_quantize(o.quantize);
   s.fp8 = parse_fp8_recipe(o.fp8);  // before the framework: QLoRA's adapters default to bf16
   s.fp8_all_gather = o.fp8_all_gather;
+  s.paged_optimizer = o.paged_optimizer;
   s.pcie_gbs = o.pcie_gbs;
   s.host_memory_gbs = o.host_memory_gbs;
   s.global_batch = o.global_batch;

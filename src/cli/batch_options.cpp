@@ -46,6 +46,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                 "Each parameter's optimizer step runs as soon as its gradient is complete and frees it (torchtune's "
                 "optimizer_in_bwd): about one block's gradients alive instead of all; no gradient accumulation, so "
                 "--global-batch must fit as one micro-batch per GPU; one GPU or --zero 3 (docs/batch.md)");
+  cmd->add_flag("--paged-optimizer", o->paged_optimizer,
+                "bitsandbytes' paged optimizer (transformers' optim paged_adamw_32bit, paged_adamw_8bit, "
+                "paged_lion_32bit) with --optimizer adamw, adamw-8bit or lion: the states in CUDA managed memory, "
+                "outside the peak; what the peak leaves no room for is paged to the host and back each step over "
+                "PCIe (--pcie-gbs)");
   cmd->add_option("--offload", o->offload,
                   "none | optimizer (optimizer states and fp32 master weights in host memory, stepped by the CPU: "
                   "DeepSpeed ZeRO-Offload, FSDP2 CPUOffloadPolicy; needs --zero 1-3) | optimizer+params (the "

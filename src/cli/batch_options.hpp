@@ -24,6 +24,7 @@ struct batch_options {
   std::string quantize = "none";
   std::string fp8 = "none";
   bool fp8_all_gather = false;
+  bool paged_optimizer = false;
   int context_parallel = 1;
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's

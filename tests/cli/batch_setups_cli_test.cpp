@@ -123,6 +123,27 @@ TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
   EXPECT_NE(table.out.find("optimizer 0.00 (host 89.75)"), std::string::npos) << table.out;
 }
 
+// --paged-optimizer: in --help, the setup with its PCIe rate, the states outside the peak, the
+// paging time in each candidate, transformers' optim name; refused with an optimizer bitsandbytes
+// does not page (exit 2).
+TEST(batch_setups, paged_optimizer_keeps_the_states_outside_the_peak) {
+  EXPECT_NE(run({"batch", "--help"}).out.find("--paged-optimizer"), std::string::npos);
+  const std::vector<std::string> llama = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--optimizer",
+                                          "adamw-8bit", "--micro-batch", "1", "--checkpointing", "on", "--no-db",
+                                          "--json"};
+  const nlohmann::json paged = plan_with(llama, {"--paged-optimizer"}), resident = plan_with(llama, {});
+  EXPECT_EQ(paged["setup"]["paged_optimizer"], true);
+  EXPECT_EQ(paged["setup"]["pcie_gbs"], 50.0);
+  EXPECT_EQ(paged["hf_training_args"]["optim"], "paged_adamw_8bit") << paged["hf_training_args"].dump();
+  EXPECT_EQ(paged["candidates"][0]["peak_bytes"].get<std::int64_t>(),
+            resident["candidates"][0]["peak_bytes"].get<std::int64_t>() - paged["memory"]["optimizer_bytes"].get<std::int64_t>());
+  EXPECT_GT(paged["candidates"][0]["time"]["optimizer_paging_ms_per_global_step"].get<double>(), 0);
+  EXPECT_FALSE(resident["candidates"][0]["time"].contains("optimizer_paging_ms_per_global_step"));
+  EXPECT_NE(paged["notes"].dump().find("paged optimizer (--paged-optimizer"), std::string::npos);
+  expect_refused({"--model", "llama-3-8b", "--paged-optimizer", "--optimizer", "adafactor"},
+                 "bitsandbytes pages AdamW (32- and 8-bit) and Lion, not adafactor");
+}
+
 TEST(batch_setups, offload_refusals_exit_2) {
   expect_refused({"--model", "llama-3-8b", "--offload", "disk"},
                  "--offload 'disk' is not one of none, optimizer, optimizer+params");

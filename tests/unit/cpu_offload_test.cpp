@@ -105,3 +105,44 @@ TEST(cpu_offload, refuses_what_no_trainer_offloads) {
     EXPECT_STREQ(e.what(), "--offload 'disk' is not one of none, optimizer, optimizer+params");
   }
 }
+
+// --paged-optimizer (bitsandbytes' paged AdamW8bit; Dettmers et al. 2023, "QLoRA", section 3):
+// the states live in CUDA managed memory, outside PyTorch's pool, so the peak drops by them
+// exactly: Llama-3-8B with AdamW8bit, 2 bytes a parameter of states (m and v in 8 bits), 2P =
+// 16,060,522,496 bytes. Full fine-tuning under bf16-mixed on one 80 GB H100 keeps fp32 weights and
+// gradients, 8P = 64,242,089,984 bytes before any activation: the budget (95% of 79.2 GiB) leaves
+// no room for the states, so the step pages what the peak crowds out, at most all 2P, out and back
+// over PCIe: 2 x 2P / 50 GB/s = 642.42089984 ms at most. With the states resident (a small
+// micro-batch on a 141 GiB H200) nothing is paged.
+TEST(cpu_offload, paged_states_leave_the_peak_and_page_what_it_crowds_out) {
+  training_setup s = llama(offload_kind::none, 0, 1);
+  s.optimizer = optimizer_kind::adamw_8bit;
+  s.micro_batch = 1;
+  s.checkpointing = checkpoint_policy::on;
+  training_setup paged = s;
+  paged.paged_optimizer = true;
+  const memory_breakdown resident = estimate_memory(s), managed = estimate_memory(paged);
+  EXPECT_EQ(managed.optimizer_bytes, 2 * P);
+  EXPECT_EQ(resident.peak_bytes(1, true) - managed.peak_bytes(1, true), 2 * P);
+  const device_spec& h100 = find_preset("h100-sxm");
+  const batch_plan plan = plan_batch(paged, h100);
+  ASSERT_EQ(plan.candidates.size(), 1u);
+  const batch_candidate& c = plan.candidates[0];
+  EXPECT_TRUE(c.fits);
+  const std::int64_t crowded = std::min<std::int64_t>(2 * P, c.peak_bytes + 2 * P - plan.memory_budget_bytes);
+  ASSERT_GT(crowded, 0);
+  EXPECT_NEAR(c.time.paging_ms, 2.0 * static_cast<double>(crowded) / 50e6, 1e-6);
+  EXPECT_LE(c.time.paging_ms, 642.42089984 + 1e-6);
+  EXPECT_FALSE(plan_batch(s, h100).candidates[0].fits);  // resident, the states do not fit beside the rest
+  // Room for the states: nothing paged.
+  const batch_plan h200 = plan_batch(paged, find_preset("h200"));
+  EXPECT_EQ(h200.candidates[0].time.paging_ms, 0);
+  // bitsandbytes pages AdamW and Lion only; not with --offload.
+  training_setup sgd = paged;
+  sgd.optimizer = optimizer_kind::sgd;
+  EXPECT_NE(refusal(sgd).find("bitsandbytes pages AdamW (32- and 8-bit) and Lion, not sgd"), std::string::npos)
+      << refusal(sgd);
+  training_setup both = llama(offload_kind::optimizer, 1, 1);
+  both.paged_optimizer = true;
+  EXPECT_NE(refusal(both).find("--paged-optimizer --offload optimizer"), std::string::npos) << refusal(both);
+}

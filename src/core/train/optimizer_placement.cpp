@@ -119,7 +119,9 @@ void validate_offload(const training_setup& s) {
   if (s.host_memory_gbs && !(*s.host_memory_gbs > 0 && *s.host_memory_gbs < 1e6))
     throw usage_error(fmt::format("--host-memory-gbs {} is invalid: GB/s of the host's memory, above 0", *s.host_memory_gbs));
   if (s.offload == offload_kind::none) {
-    if (s.pcie_gbs) throw usage_error(fmt::format("--pcie-gbs {} needs --offload optimizer or optimizer+params", *s.pcie_gbs));
+    if (s.pcie_gbs && !s.paged_optimizer)
+      throw usage_error(fmt::format("--pcie-gbs {} needs --offload optimizer or optimizer+params, or --paged-optimizer",
+                                    *s.pcie_gbs));
     if (s.host_memory_gbs)
       throw usage_error(fmt::format("--host-memory-gbs {} needs --offload optimizer or optimizer+params", *s.host_memory_gbs));
     return;
@@ -142,6 +144,47 @@ void validate_offload(const training_setup& s) {
     throw usage_error(fmt::format("--offload {} --optimizer-in-backward: the step in backward runs on the GPU's "
                                   "gradients as they complete; no trainer runs it on the CPU",
                                   name));
+}
+
+// --paged-optimizer. Source: bitsandbytes' paged optimizers (bnb.optim.PagedAdamW, PagedAdamW8bit,
+// PagedLion; transformers' optim "paged_adamw_32bit", "paged_adamw_8bit", "paged_lion_32bit"): the
+// states are allocated with cudaMallocManaged (bitsandbytes' get_paged), so the driver evicts their
+// pages to host memory when the GPU runs short and pages them back when the step touches them
+// (Dettmers et al. 2023, "QLoRA", section 3: paged optimizers against memory spikes).
+void validate_paged_optimizer(const training_setup& s) {
+  if (!s.paged_optimizer) return;
+  if (s.optimizer != optimizer_kind::adamw && s.optimizer != optimizer_kind::adamw_8bit &&
+      s.optimizer != optimizer_kind::lion)
+    throw usage_error(fmt::format("--paged-optimizer --optimizer {}: bitsandbytes pages AdamW (32- and 8-bit) and Lion, "
+                                  "not {}",
+                                  to_string(s.optimizer), to_string(s.optimizer)));
+  if (s.offload != offload_kind::none)
+    throw usage_error(fmt::format("--paged-optimizer --offload {}: the offloaded states already live on the host",
+                                  to_string(s.offload)));
+  if (s.optimizer_in_backward)
+    throw usage_error("--paged-optimizer --optimizer-in-backward: not modelled (each parameter's step would page its "
+                      "states in inside backward)");
+}
+
+std::int64_t paged_optimizer_bytes(const memory_breakdown& m, std::int64_t peak_bytes, std::int64_t budget_bytes) {
+  if (!m.paged_optimizer) return 0;
+  return std::clamp<std::int64_t>(peak_bytes + m.optimizer_bytes - budget_bytes, 0, m.optimizer_bytes);
+}
+
+double paged_optimizer_ms(const training_setup& s, const device_spec& d, std::int64_t bytes) {
+  return 2 * static_cast<double>(bytes) / (pcie_gbs(s, d) * 1e6);
+}
+
+std::string paged_optimizer_note(const training_setup& s, const device_spec& d) {
+  if (!s.paged_optimizer) return "";
+  return fmt::format(
+      "paged optimizer (--paged-optimizer, bitsandbytes' paged {}): the optimizer states live in CUDA managed memory, "
+      "outside PyTorch's pool and its peak; the bytes of them the step's peak leaves no room for within the budget "
+      "are evicted to the host and paged back for the optimizer step, twice over PCIe at {:g} GB/s{} each global step "
+      "(optimizer_paging_ms_per_global_step). The driver's page migration is taken at the PCIe rate (no fault "
+      "overhead) and has not been compared with a measured step",
+      s.optimizer == optimizer_kind::adamw_8bit ? "AdamW8bit" : s.optimizer == optimizer_kind::lion ? "Lion" : "AdamW",
+      pcie_gbs(s, d), s.pcie_gbs ? " (--pcie-gbs)" : "");
 }
 
 double default_pcie_gbs(const device_spec& d) {

@@ -44,6 +44,16 @@ double optimizer_bytes_per_parameter(const training_setup& s);
 // With --offload: the PCIe transfers and the CPU step into t (t.optimizer_ms becomes their per-step
 // sum); nothing without it.
 void add_offload_time(const training_setup& s, const device_spec& d, const memory_breakdown& m, step_time& t);
+// --paged-optimizer (bitsandbytes' PagedAdamW, PagedAdamW8bit, PagedLion: the states in CUDA managed
+// memory, which the driver evicts to the host under pressure and pages back on access): throws
+// usage_error for an optimizer bitsandbytes has no paged form of, --offload or the step in backward.
+void validate_paged_optimizer(const training_setup& s);
+// The states' bytes a step pages out and back: what the peak (PyTorch's pool, the states outside it)
+// leaves no room for beside them within the budget, at most all of them; 0 unless paged.
+std::int64_t paged_optimizer_bytes(const memory_breakdown& m, std::int64_t peak_bytes, std::int64_t budget_bytes);
+// Their time per global step: out under the peak and back for the optimizer step, over PCIe.
+double paged_optimizer_ms(const training_setup& s, const device_spec& d, std::int64_t bytes);
+std::string paged_optimizer_note(const training_setup& s, const device_spec& d);
 // The plan's note on what offload assumed ("" without it).
 std::string offload_note(const training_setup& s, const device_spec& d, const memory_breakdown& m);
 

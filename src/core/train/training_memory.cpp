@@ -315,6 +315,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   r.expert_trainable_parameters = lora ? lora_parameters(s, true) : r.expert_parameters;
   add_state_bytes(s, r);
   r.optimizer_in_backward = s.optimizer_in_backward;
+  r.paged_optimizer = s.paged_optimizer;
   r.gradients_in_flight_bytes = gradients_in_flight_bytes(s, r);
   r.dequantized_weight_bytes = dequantized_weight_bytes(s);
   add_autocast_copies(s, r);

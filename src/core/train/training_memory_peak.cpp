@@ -29,7 +29,8 @@ struct phase_bytes {
   std::int64_t bytes;
 };
 std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
-  const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
+  // (--paged-optimizer: the optimizer states in managed memory, outside PyTorch's pool: paged_optimizer_bytes.)
+  const std::int64_t states = m.held_bytes();
   // The gradients alive from backward's end on: all of them, or with the optimizer step in backward
   // only those in flight (each is freed by its parameter's step as soon as it is complete).
   const std::int64_t grads = m.alive_gradients_bytes();
@@ -88,7 +89,9 @@ std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bo
   return peak;
 }
 
-std::int64_t memory_breakdown::held_bytes() const { return weights_bytes + optimizer_bytes + library_workspace_bytes; }
+std::int64_t memory_breakdown::held_bytes() const {
+  return weights_bytes + (paged_optimizer ? 0 : optimizer_bytes) + library_workspace_bytes;
+}
 
 namespace {
 // What the caching allocator reserves at the step's peak: the tensors held

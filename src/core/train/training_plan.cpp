@@ -96,8 +96,11 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, compute_ms, s.model.num_layers);
   // 1F1B: (P - 1) micro-steps of bubble per global step.
   c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
+  // --paged-optimizer: the states the peak evicts, paged out and back once a global step.
+  c.time.paging_ms = paged_optimizer_ms(s, in.d, paged_optimizer_bytes(mem, c.peak_bytes, plan.memory_budget_bytes));
   const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
-                                c.time.optimizer_ms + c.time.allreduce_ms + c.time.pipeline_bubble_ms;
+                                c.time.optimizer_ms + c.time.allreduce_ms + c.time.pipeline_bubble_ms +
+                                c.time.paging_ms;
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
   c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);
   c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);

@@ -104,6 +104,7 @@ struct training_setup {
   // recipe): each parameter's optimizer step runs as soon as its gradient is complete, which frees it;
   // no gradient accumulation (optimizer_placement.hpp has the rules).
   bool optimizer_in_backward = false;
+  bool paged_optimizer = false;  // --paged-optimizer: bitsandbytes' paged optimizers (optimizer_placement.hpp)
   offload_kind offload = offload_kind::none;
   // Offload's links: each GPU's PCIe to the host, GB/s one direction, effective (none: by the GPU's
   // generation, optimizer_placement.cpp); the host's memory bandwidth the CPU optimizer step reaches,
@@ -168,6 +169,7 @@ struct memory_breakdown {
   // complete, so at most this much of gradients_bytes is alive at once (one block's, or the
   // largest tensor outside the blocks); 0 without it.
   bool optimizer_in_backward = false;
+  bool paged_optimizer = false;  // the optimizer states in managed memory, outside PyTorch's pool
   std::int64_t gradients_in_flight_bytes = 0;
   // --offload: what this GPU's rank keeps in host memory instead (optimizer states and fp32 masters,
   // with optimizer+params its 16-bit parameter shard too); the GPU's terms above exclude it.
@@ -259,6 +261,7 @@ struct step_time {
   double context_parallel_ms = 0;
   double attention_ms = 0;
   double pipeline_bubble_ms = 0;  // --pipeline-parallel: 1F1B's (P - 1) idle micro-steps, once per global step
+  double paging_ms = 0;  // --paged-optimizer: the evicted states paged out and back, once per global step
   double memory_bound_bytes = 0;  // what the memory-bound kernels move per micro-step
   double kernels = 0;             // kernel launches per micro-step
   // The host's time to issue the forward, the backward and the optimizer

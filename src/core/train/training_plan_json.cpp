@@ -14,7 +14,7 @@ namespace tiletune {
 
 namespace {
 
-nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_parallel) {
+nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_parallel, bool paged) {
   nlohmann::json j = {{"gemm_ms", t.gemm_ms},
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
@@ -29,6 +29,7 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
   if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
+  if (paged) j["optimizer_paging_ms_per_global_step"] = t.paging_ms;     // --paged-optimizer
   if (t.context_parallel_ms > 0) j["context_parallel_ms"] = t.context_parallel_ms;  // the ring beyond attention
   if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
     j["pipeline_p2p_ms"] = t.p2p_ms;
@@ -42,7 +43,9 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
   return j;
 }
 
-std::string hf_optim(optimizer_kind o) {
+std::string hf_optim(optimizer_kind o, bool paged) {
+  if (paged)  // transformers' OptimizerNames for bitsandbytes' paged optimizers
+    return o == optimizer_kind::adamw_8bit ? "paged_adamw_8bit" : o == optimizer_kind::lion ? "paged_lion_32bit" : "paged_adamw_32bit";
   switch (o) {
     case optimizer_kind::adamw: return "adamw_torch_fused";
     case optimizer_kind::adamw_8bit: return "adamw_bnb_8bit";
@@ -105,7 +108,8 @@ nlohmann::json candidates_json(const batch_plan& plan) {
                    {"step_ms", c.step_ms},
                    {"samples_per_s", c.samples_per_s},
                    {"tokens_per_s", c.tokens_per_s},
-                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none, plan.setup.tensor_parallel > 1)},
+                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none, plan.setup.tensor_parallel > 1,
+                                      plan.setup.paged_optimizer)},
                    {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
   return out;
@@ -145,7 +149,7 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
                        {"gradient_checkpointing", r.checkpointing},
                        {"bf16", s.prec == precision::bf16_mixed},
                        {"fp16", s.prec == precision::fp16_mixed},
-                       {"optim", hf_optim(s.optimizer)}};
+                       {"optim", hf_optim(s.optimizer, s.paged_optimizer)}};
   if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
   return hf;
 }
@@ -230,6 +234,10 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.paged_optimizer) {
+    j["setup"]["paged_optimizer"] = true;
+    j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
+  }
   if (s.virtual_stages > 1) j["setup"]["virtual_stages"] = s.virtual_stages;
   if (s.context_parallel > 1) j["setup"]["context_parallel"] = s.context_parallel;
   if (s.packing > 0) j["setup"]["packing"] = s.packing;  // samples per row: seq_len / packing

@@ -71,6 +71,7 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
   const memory_breakdown& mem = plan.memory;
   if (s.optimizer_in_backward) plan.notes.push_back(optimizer_in_backward_note(s, mem));
   if (s.offload != offload_kind::none) plan.notes.push_back(offload_note(s, plan.device, mem));
+  if (s.paged_optimizer) plan.notes.push_back(paged_optimizer_note(s, plan.device));
   if (s.quantize != quantize_kind::none) plan.notes.push_back(quantize_note(s, mem));
   plan.notes.push_back(fmt::format(
       "peak memory = weights, optimizer states and workspaces + the transient rest x (1 + {:.2f} allocator slack; "

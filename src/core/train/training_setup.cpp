@@ -237,6 +237,7 @@ void validate(const training_setup& s) {
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
   validate_offload(s);
+  validate_paged_optimizer(s);
   validate_quantize(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
     throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
