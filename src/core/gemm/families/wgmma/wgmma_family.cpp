@@ -268,17 +268,20 @@ bool wgmma_needs_k_major_copies(const gemm_problem& p) {
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p) {
   if (!wgmma_k_major_copies(c)) return p;
   gemm_problem k = p;
-  k.layout = layout{false, true};
+  k.layout = wgmma_k_major_layout();
   return k;
 }
 
-std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand) {
-  if (!wgmma_k_major_copies(c)) return 0;
+wgmma_k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand) {
+  if (!wgmma_k_major_copies(c)) return {};
   const bool a = operand == 'a';
-  if (a ? !p.layout.a_transposed : p.layout.b_transposed) return 0;  // stored K-major already
+  if (a ? !p.layout.a_transposed : p.layout.b_transposed) return {};  // stored K-major already
   // A grouped problem's A is one matrix of every group's rows (M), its B one matrix per group.
-  const std::int64_t matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
-  return matrices * (a ? p.m : p.n) * p.k * element_bytes(p.type);
+  wgmma_k_major_copy copy;
+  copy.matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
+  copy.cols = a ? p.m : p.n;
+  copy.bytes = copy.matrices * copy.cols * p.k * element_bytes(p.type);
+  return copy;
 }
 
 bool wgmma_per_thread_consumer(const tile_config& c) {

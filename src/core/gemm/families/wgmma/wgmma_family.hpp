@@ -86,9 +86,19 @@ bool wgmma_needs_k_major_copies(const gemm_problem& p);
 // The problem as the GEMM kernel reads it: with K-major copies, layout nt (A M x K and B N x K,
 // rows of K elements); otherwise p.
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p);
-// Bytes of one operand's K-major copy ('a' or 'b'; 0 where the problem stores it K-major or the
-// variant makes no copies): every matrix of it, a grouped problem's B one per group.
-std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand);
+// The layout the GEMM runs on K-major copies: nt (A M x K, B N x K, rows of K elements).
+inline layout wgmma_k_major_layout() { return layout{false, true}; }
+// One operand's K-major copy ('a' or 'b'): its matrices (a grouped problem's B one per group, its A
+// one of every group's rows), each `cols` (M or N) x K, and their bytes; all 0 where the problem
+// stores the operand K-major or the variant makes no copies. The pre-pass's launch and the scratch
+// both size from it.
+struct wgmma_k_major_copy {
+  std::int64_t matrices = 0, cols = 0, bytes = 0;
+};
+wgmma_k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand);
+inline std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand) {
+  return wgmma_k_major_copy_of(c, p, operand).bytes;
+}
 // fp8 fast accumulation (knob 3's bit 22, TT_FAST_ACCUMULATION, "_fa"): no promotion (interval 0),
 // every QGMMA adds into the fp32 accumulators through the tensor core's short running sum, as
 // cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM and CUTLASS's FP8FastAccum schedules do: one
@@ -124,7 +134,7 @@ inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.bl
 // the problem's A, so an operand the problem stores MN-major is MN-major to the kernel too ("nn"
 // runs as "tt", "nt" as "nt").
 inline layout wgmma_kernel_layout(const tile_config& c, layout l) {
-  if (wgmma_k_major_copies(c)) l = layout{false, true};
+  if (wgmma_k_major_copies(c)) l = wgmma_k_major_layout();
   if (!wgmma_swap_ab(c)) return l;
   return layout{!l.b_transposed, !l.a_transposed};
 }

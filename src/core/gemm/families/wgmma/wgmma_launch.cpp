@@ -57,11 +57,10 @@ void add_group_parameters(kernel_launch& l, const gemm_problem& p) {
 
 // The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N),
 // kernels_templates/wgmma/wgmma_transpose.cuh.
-kernel_launch k_major_copy_launch(const gemm_problem& p, char operand) {
+kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const wgmma_k_major_copy& copy) {
   const bool a = operand == 'a';
   const char name = a ? 'A' : 'B';
-  const std::int64_t cols = a ? p.m : p.n;
-  const std::int64_t matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
+  const std::int64_t cols = copy.cols, matrices = copy.matrices;
   const std::string elem = element_c_type(p.type);
   kernel_launch l;
   l.entry = std::string(kernel_entry_name) + kernel_prologue_suffix;
@@ -74,7 +73,7 @@ kernel_launch k_major_copy_launch(const gemm_problem& p, char operand) {
                                    "writes it, the GEMM's tensor map reads it",
                                    name, a ? "M" : "N"),
                        nullptr};
-  dst.buffer_bytes = matrices * cols * p.k * element_bytes(p.type);
+  dst.buffer_bytes = copy.bytes;
   l.parameters = {
       {std::string(1, name), "const " + elem + "*", "pointer",
        "device pointer to " + (a ? stored_as('A', true, "M", "K") : stored_as('B', false, "K", "N")), nullptr},
@@ -159,7 +158,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   l.tensor_maps = {tensor_map_description_of(p, c, swap ? 'b' : 'a', "tmap_a"),
                    tensor_map_description_of(p, c, swap ? 'a' : 'b', "tmap_b")};
   for (const char operand : {'a', 'b'})
-    if (wgmma_k_major_copy_bytes(c, p, operand) > 0) l.prologue.push_back(k_major_copy_launch(p, operand));
+    if (const wgmma_k_major_copy copy = wgmma_k_major_copy_of(c, p, operand); copy.bytes > 0)
+      l.prologue.push_back(k_major_copy_launch(p, operand, copy));
   if (wgmma_tma_store(c)) {
     l.parameters.push_back({"tmap_c", map_type, "tensor_map",
                             "C's tensor map (tensor_maps[2]; the TMA-store epilogue writes C through it), passed by "
