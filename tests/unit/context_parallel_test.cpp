@@ -89,10 +89,51 @@ TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
   training_setup tp = llama(2);
   tp.zero_stage = 1;
   tp.tensor_parallel = 2;
-  EXPECT_NE(refusal(tp).find("not modelled with --tensor-parallel"), std::string::npos) << refusal(tp);
+  EXPECT_EQ(refusal(tp), "");  // T 2 x C 2 x 2 data-parallel ranks
+  tp.tensor_parallel = 8;
+  EXPECT_NE(refusal(tp).find("--world-size 8 is not a multiple of --tensor-parallel 8 x --context-parallel 2"),
+            std::string::npos)
+      << refusal(tp);
+  training_setup pp = llama(2);
+  pp.zero_stage = 1;
+  pp.pipeline_parallel = 2;
+  EXPECT_NE(refusal(pp).find("not modelled with --pipeline-parallel"), std::string::npos) << refusal(pp);
   training_setup eager = llama(2);
   eager.attention = attention_impl::eager;
   EXPECT_NE(refusal(eager).find("--attention eager"), std::string::npos) << refusal(eager);
   training_setup zero = llama(0);
   EXPECT_NE(refusal(zero).find("--context-parallel 0 is invalid"), std::string::npos);
+}
+
+// --tensor-parallel 2 with --context-parallel 2 (torchtitan's TP x CP) on 8 GPUs, Llama-3-8B at 8,192
+// tokens: each GPU holds a tensor-parallel shard (16 of 32 heads, 4 of 8 key-value heads) of 4,096
+// tokens, so its activations and its tensor-parallel collectives are those of TP 2 at 4,096 tokens;
+// its ring passes key and value chunks of 1 x 4,096 tokens x 2 x (4 x 128) x 2 bytes = 8,388,608
+// bytes, one hop a pass, 3 passes (no recompute) x 32 layers = 805,306,368 bytes at 450 GB/s x 0.8
+// (2 x 2 GPUs fit a node) = 2.236962133 ms; 8 / (2 x 2) = 2 data-parallel ranks.
+TEST(context_parallel, composes_with_tensor_parallelism) {
+  training_setup both = llama(2, 8192);
+  both.zero_stage = 1;
+  both.tensor_parallel = 2;
+  training_setup tp_only = llama(1, 4096);
+  tp_only.zero_stage = 1;
+  tp_only.tensor_parallel = 2;
+  tp_only.world_size = 4;  // the same 2 data-parallel ranks
+  const memory_breakdown m = estimate_memory(both), ref = estimate_memory(tp_only);
+  EXPECT_EQ(m.activation_bytes_per_sample, ref.activation_bytes_per_sample);
+  EXPECT_EQ(m.weights_bytes, ref.weights_bytes);
+  const device_spec& h100 = find_preset("h100-sxm");
+  EXPECT_NEAR(predict_step(both, h100, 1, false).tensor_parallel_ms, predict_step(tp_only, h100, 1, false).tensor_parallel_ms,
+              1e-9);
+  training_setup shard = both;
+  shard.model.num_kv_heads /= 2;
+  shard.tensor_parallel = 1;
+  shard.dp_span = 2;
+  EXPECT_NEAR(context_parallel_comm_ms(shard, h100, 1, false), 2.236962133, 1e-6);
+  const batch_plan plan = plan_batch(both, h100);
+  ASSERT_FALSE(plan.candidates.empty());
+  EXPECT_EQ(plan.candidates[0].effective_global_batch % 2, 0);
+  bool noted = false;
+  for (const std::string& n : plan.notes) noted = noted || n.find("its ring carries 1/2 of the key-value heads") != std::string::npos;
+  EXPECT_TRUE(noted);
 }

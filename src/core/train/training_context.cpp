@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -12,9 +13,12 @@ namespace tiletune {
 namespace {
 constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's rings
 
+// The ring's peers sit dp_span GPUs apart (the tensor-parallel group innermost, as torchtitan's
+// mesh [dp, cp, tp] lays them out): in a node while C x dp_span GPUs fit in one.
 double ring_link_gbs(const training_setup& s, const device_spec& d) {
   if (s.link_gbs) return *s.link_gbs;
-  return s.context_parallel <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
+  return s.context_parallel * std::max(1, s.dp_span) <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs
+                                                                                                : s.network_gbs;
 }
 }  // namespace
 
@@ -26,10 +30,12 @@ void validate_context_parallel(const training_setup& s) {
     throw usage_error(fmt::format("--context-parallel {} splits each sequence into {} load-balanced chunks: "
                                   "--seq-len {} must be a multiple of {}",
                                   c, 2 * c, s.seq_len, 2 * c));
-  if (s.world_size % c)
-    throw usage_error(fmt::format("--world-size {} is not a multiple of --context-parallel {}", s.world_size, c));
-  const char* why = s.tensor_parallel > 1      ? "--tensor-parallel"
-                    : s.pipeline_parallel > 1  ? "--pipeline-parallel"
+  const int t = std::max(1, s.tensor_parallel);
+  if (s.world_size % (c * t))
+    throw usage_error(t > 1 ? fmt::format("--world-size {} is not a multiple of --tensor-parallel {} x --context-parallel {}",
+                                          s.world_size, t, c)
+                            : fmt::format("--world-size {} is not a multiple of --context-parallel {}", s.world_size, c));
+  const char* why = s.pipeline_parallel > 1  ? "--pipeline-parallel"
                     : s.packing > 0            ? "--packing (varlen attention across ring chunks)"
                     : s.attention != attention_impl::flash ? "--attention eager (ring attention is blockwise flash)"
                     : s.model.is_mla()         ? "multi-head latent attention"
@@ -65,11 +71,15 @@ std::vector<std::string> context_parallel_notes(const training_setup& s, const d
       "each GPU holds {} of every sample's {} tokens (activations, logits and the token-wise work / {}), its "
       "queries attend to every key; the key and value chunks pass around a ring of {} hops a layer (forward, twice "
       "in backward, again in recompute) over {:g} GB/s, overlapped with the attention's own GEMMs (what exceeds "
-      "them is added to the step); the weights and optimizer states shard over all {} GPUs (FSDP over data x "
-      "context parallel); samples/s counts world size / {} = {} replicas. Not compared with a real "
-      "context-parallel step",
+      "them is added to the step); the weights and optimizer states shard over {} GPUs (data x context "
+      "parallel{}); samples/s counts {} replicas. Not compared with a real context-parallel step",
       s.context_parallel, s.seq_len / s.context_parallel, s.seq_len, s.context_parallel, s.context_parallel - 1,
-      ring_link_gbs(s, d), s.world_size, s.context_parallel, s.world_size / s.context_parallel)};
+      ring_link_gbs(tensor_parallel_shard(s), d), s.world_size / std::max(1, s.tensor_parallel),
+      s.tensor_parallel > 1 ? fmt::format("; each GPU's tensor-parallel shard: its ring carries 1/{} of the key-value "
+                                          "heads, its tensor-parallel collectives 1/{} of the tokens",
+                                          s.tensor_parallel, s.context_parallel)
+                            : "",
+      data_parallel_degree(s))};
 }
 
 }  // namespace tiletune

@@ -229,7 +229,9 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
                        const gemm_time_fn& gemm_time, const device_rates& rates) {
   if (s.tensor_parallel > 1) {  // one GPU's shard of the work, and the layers' collectives
     step_time t = predict_step(tensor_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
-    t.tensor_parallel_ms = tensor_parallel_comm_ms(s, d, b, checkpointing);
+    // (with context parallelism the collectives carry one GPU's seq_len / C tokens)
+    t.tensor_parallel_ms =
+        tensor_parallel_comm_ms(s.context_parallel > 1 ? context_parallel_shard(s) : s, d, b, checkpointing);
     return t;
   }
   if (s.pipeline_parallel > 1) {  // the last stage's layers, LM head and loss, and its sends
