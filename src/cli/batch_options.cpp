@@ -135,8 +135,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "Context parallelism (ring attention: torchtitan's context_parallel, Megatron-LM's CP): each "
                   "sequence split over C GPUs, every activation and token-wise op / C, the key and value chunks passed "
                   "around a ring overlapped with attention; weights sharded over data x context parallel; data "
-                  "parallelism over world size / (T x C); with --tensor-parallel each GPU a tensor-parallel shard of "
-                  "seq_len / C tokens. Not with --pipeline-parallel, --packing or eager attention (docs/batch.md)")
+                  "parallelism over world size / (T x P x C); with --tensor-parallel or --pipeline-parallel each GPU "
+                  "runs its shard or stage on seq_len / C tokens. Not with --packing or eager attention "
+                  "(docs/batch.md)")
       ->capture_default_str();
   cmd->add_option("--fp8", o->fp8,
                   "fp8 training of the blocks' linears: none, tensorwise (torchao's float8 training, torchtitan's "

@@ -91,13 +91,18 @@ TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
   tp.tensor_parallel = 2;
   EXPECT_EQ(refusal(tp), "");  // T 2 x C 2 x 2 data-parallel ranks
   tp.tensor_parallel = 8;
-  EXPECT_NE(refusal(tp).find("--world-size 8 is not a multiple of --tensor-parallel 8 x --context-parallel 2"),
+  EXPECT_NE(refusal(tp).find("--world-size 8 is not a multiple of --tensor-parallel 8 x --pipeline-parallel 1 x "
+                             "--context-parallel 2"),
             std::string::npos)
       << refusal(tp);
   training_setup pp = llama(2);
   pp.zero_stage = 1;
   pp.pipeline_parallel = 2;
-  EXPECT_NE(refusal(pp).find("not modelled with --pipeline-parallel"), std::string::npos) << refusal(pp);
+  pp.tensor_parallel = 4;
+  EXPECT_NE(refusal(pp).find("--world-size 8 is not a multiple of --tensor-parallel 4 x --pipeline-parallel 2 x "
+                             "--context-parallel 2"),
+            std::string::npos)
+      << refusal(pp);
   training_setup eager = llama(2);
   eager.attention = attention_impl::eager;
   EXPECT_NE(refusal(eager).find("--attention eager"), std::string::npos) << refusal(eager);
@@ -128,7 +133,7 @@ TEST(context_parallel, composes_with_tensor_parallelism) {
   training_setup shard = both;
   shard.model.num_kv_heads /= 2;
   shard.tensor_parallel = 1;
-  shard.dp_span = 2;
+  shard.cp_stride = 2;
   EXPECT_NEAR(context_parallel_comm_ms(shard, h100, 1, false), 2.236962133, 1e-6);
   const batch_plan plan = plan_batch(both, h100);
   ASSERT_FALSE(plan.candidates.empty());
@@ -136,4 +141,24 @@ TEST(context_parallel, composes_with_tensor_parallelism) {
   bool noted = false;
   for (const std::string& n : plan.notes) noted = noted || n.find("its ring carries 1/2 of the key-value heads") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+// --pipeline-parallel 2 with --context-parallel 2 on 8 GPUs, Llama-3-8B at 8,192 tokens: each stage's
+// GPU holds 16 of the 32 layers for 4,096 tokens, so its first stage's activations are those of P 2
+// at 4,096 tokens, and its sends are 1 x 4,096 x 4,096 x 2 bytes each way, 67,108,864 bytes at 450
+// GB/s x 0.8 = 0.186413511 ms (half of P 2's at 8,192); 8 / (2 x 2) = 2 data-parallel ranks.
+TEST(context_parallel, composes_with_pipeline_parallelism) {
+  training_setup both = llama(2, 8192);
+  both.zero_stage = 1;
+  both.pipeline_parallel = 2;
+  training_setup pp_only = llama(1, 4096);
+  pp_only.zero_stage = 1;
+  pp_only.pipeline_parallel = 2;
+  pp_only.world_size = 4;
+  EXPECT_EQ(estimate_memory(both).activation_bytes_per_sample, estimate_memory(pp_only).activation_bytes_per_sample);
+  const device_spec& h100 = find_preset("h100-sxm");
+  EXPECT_NEAR(predict_step(both, h100, 1, false).p2p_ms, 0.186413511, 1e-8);
+  const batch_plan plan = plan_batch(both, h100);
+  ASSERT_FALSE(plan.candidates.empty());
+  EXPECT_EQ(plan.candidates[0].effective_global_batch % 2, 0);
 }

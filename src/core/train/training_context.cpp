@@ -13,12 +13,13 @@ namespace tiletune {
 namespace {
 constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's rings
 
-// The ring's peers sit dp_span GPUs apart (the tensor-parallel group innermost, as torchtitan's
-// mesh [dp, cp, tp] lays them out): in a node while C x dp_span GPUs fit in one.
+// The ring's peers sit cp_stride GPUs apart (the tensor-parallel group innermost, the pipeline
+// stages outermost, as torchtitan's mesh [pp, dp, cp, tp] and Megatron-LM's rank order lay them
+// out): in a node while C x cp_stride GPUs fit in one.
 double ring_link_gbs(const training_setup& s, const device_spec& d) {
   if (s.link_gbs) return *s.link_gbs;
-  return s.context_parallel * std::max(1, s.dp_span) <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs
-                                                                                                : s.network_gbs;
+  return s.context_parallel * std::max(1, s.cp_stride) <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs
+                                                                                                   : s.network_gbs;
 }
 }  // namespace
 
@@ -30,13 +31,13 @@ void validate_context_parallel(const training_setup& s) {
     throw usage_error(fmt::format("--context-parallel {} splits each sequence into {} load-balanced chunks: "
                                   "--seq-len {} must be a multiple of {}",
                                   c, 2 * c, s.seq_len, 2 * c));
-  const int t = std::max(1, s.tensor_parallel);
-  if (s.world_size % (c * t))
-    throw usage_error(t > 1 ? fmt::format("--world-size {} is not a multiple of --tensor-parallel {} x --context-parallel {}",
-                                          s.world_size, t, c)
-                            : fmt::format("--world-size {} is not a multiple of --context-parallel {}", s.world_size, c));
-  const char* why = s.pipeline_parallel > 1  ? "--pipeline-parallel"
-                    : s.packing > 0            ? "--packing (varlen attention across ring chunks)"
+  const int t = std::max(1, s.tensor_parallel), p = std::max(1, s.pipeline_parallel);
+  if (s.world_size % (c * t * p))
+    throw usage_error(t * p > 1 ? fmt::format("--world-size {} is not a multiple of --tensor-parallel {} x "
+                                              "--pipeline-parallel {} x --context-parallel {}",
+                                              s.world_size, t, p, c)
+                                : fmt::format("--world-size {} is not a multiple of --context-parallel {}", s.world_size, c));
+  const char* why = s.packing > 0            ? "--packing (varlen attention across ring chunks)"
                     : s.attention != attention_impl::flash ? "--attention eager (ring attention is blockwise flash)"
                     : s.model.is_mla()         ? "multi-head latent attention"
                                                : nullptr;

@@ -17,9 +17,9 @@
 namespace tiletune {
 
 // Throws usage_error naming the value or combination refused: C outside 1-1024, a sequence C
-// does not split into 2C load-balanced chunks, a world size T x C does not divide, and the setups
-// not modelled with it (pipeline parallelism, packing, eager attention, MLA). Tensor parallelism
-// composes: each GPU runs the context-parallel shard of its tensor-parallel shard.
+// does not split into 2C load-balanced chunks, a world size T x P x C does not divide, and the
+// setups not modelled with it (packing, eager attention, MLA). Tensor and pipeline parallelism
+// compose: each GPU runs the context-parallel shard of its tensor-parallel shard of its stage.
 void validate_context_parallel(const training_setup& s);
 // What one GPU of the context-parallel group holds and runs, as a setup of its own: seq_len / C
 // tokens a sample, its attention's keys seq_len (attention_span C); the world size kept (ZeRO

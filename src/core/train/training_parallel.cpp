@@ -62,6 +62,7 @@ training_setup tensor_parallel_shard(const training_setup& s) {
   m.vocab_size = (m.vocab_size + t - 1) / t;
   shard.world_size = s.world_size / static_cast<int>(t);  // its pipeline stages' and data-parallel ranks
   shard.dp_span = static_cast<int>(t);
+  shard.cp_stride = static_cast<int>(t);
   shard.tensor_parallel = 1;
   shard.sequence_parallel = false;
   return shard;

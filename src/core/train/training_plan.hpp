@@ -143,6 +143,7 @@ struct training_setup {
   // (FlashAttention's varlen): attention spans N tokens, not the row; 0: one sample a row.
   std::int64_t packing = 0;
   int dp_span = 1;
+  int cp_stride = 1;  // GPUs between context-parallel peers: the tensor-parallel group's (innermost)
 };
 
 // Throws usage_error naming the bad field (sequence longer than the model's

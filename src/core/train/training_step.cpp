@@ -236,7 +236,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   }
   if (s.pipeline_parallel > 1) {  // the last stage's layers, LM head and loss, and its sends
     step_time t = predict_step(pipeline_stage(s), d, b, checkpointing, gemm_time, rates);
-    t.p2p_ms = pipeline_p2p_ms(s, d, b);
+    t.p2p_ms = pipeline_p2p_ms(s.context_parallel > 1 ? context_parallel_shard(s) : s, d, b);  // seq_len / C tokens
     return t;
   }
   if (s.context_parallel > 1) {  // one GPU's tokens, and the ring's transfers the attention does not hide
