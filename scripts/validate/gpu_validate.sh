@@ -451,6 +451,14 @@ if want fp8; then
     step "fp8 time $sc ${m}x${n}x${k}" 200 "$out/fp8-time-$sc-$m-$k.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --dtype e4m3 --scaling "$sc" --no-db --budget-s 180 --out "$out/fp8-time-$sc-$m-$k.json"
   done
+  # Block scales copied by TMA (_ts, M 4096) against the same tiles loading them (M 4094: A's scale
+  # rows not whole 16-byte units), back to back.
+  for m in 4096 4094; do
+    step "fp8 time block M $m (_ts at 4096, loads at 4094)" 100 "$out/fp8-time-block-m$m.txt" "$bin" gemm --m "$m" \
+      --n 7168 --k 16384 --dtype e4m3 --scaling block --no-db --search exhaustive --time-cap-ms 300 \
+      --only "wgmma_128x128x128_c2_s4_cl1x1_g8m_p1_blk$([ "$m" = 4096 ] && echo _ts)" \
+      "wgmma_128x192x128_c2_s4_cl1x1_g8m_p1_blk$([ "$m" = 4096 ] && echo _ts)" --out "$out/fp8-time-block-m$m.json"
+  done
 fi
 if want kc; then
   for case in "tf32 nn 136 200 168 2" "tf32 tn 1000 776 520 1" "tf32 tt 72 328 1296 1" "e4m3 nn 200 136 1296 2" \
