@@ -224,7 +224,7 @@ TEST(wgmma_fp8_emulation, rowwise_and_block_scales_match_a_host_gemm) {
       for (const tile_config& c : {tmas, pp, cl, split}) tiles.push_back(c);
       for (const tile_config& plain : tiles)
         for (bool copied : {false, true}) {  // block scales: loaded, or A's copied into the stages by TMA (_ts)
-          if (copied && s != scaling_mode::block) continue;
+          if (copied && (s != scaling_mode::block || t != dtype::e4m3)) continue;  // (the copy is the format's alike)
           tile_config c = with_scales(plain, s);
           set_wgmma_tma_scales(c, copied);
           ASSERT_EQ(check_constraints(c, x.p, h100), std::nullopt) << c.id();
@@ -236,7 +236,7 @@ TEST(wgmma_fp8_emulation, rowwise_and_block_scales_match_a_host_gemm) {
           }
         }
     }
-  EXPECT_EQ(ran, 2 * ((8 + 5) + 2 * (7 + 4)));
+  EXPECT_EQ(ran, 2 * ((8 + 5) + (7 + 4)) + (7 + 4));
 }
 
 TEST(wgmma_fp8_emulation, scale_defects_are_caught) {
