@@ -143,3 +143,29 @@ TEST(pipeline_parallel, interleaving_divides_the_bubble_by_v_and_holds_more_in_f
   zero.virtual_stages = 0;
   EXPECT_NE(refusal(zero).find("--virtual-stages 0 is invalid"), std::string::npos);
 }
+
+// Interleaving runs a multiple of P micro-batches a step (Narayanan et al. 2021, section 2.2.2):
+// P 4, V 2 on 8 GPUs (2 data-parallel ranks), global batch 8: 4 samples a rank. Micro-batch 2
+// would take 2 micro-steps, rounded up to 4 (a global batch of 2 x 4 x 2 = 16); micro-batch 1
+// takes exactly 4 (8): the recommendation is micro-batch 1.
+TEST(pipeline_parallel, interleaving_runs_a_multiple_of_p_micro_batches) {
+  training_setup s = llama(4, 8);
+  s.virtual_stages = 2;
+  s.global_batch = 8;
+  s.zero_stage = 1;
+  s.checkpointing = checkpoint_policy::on;
+  const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+  bool saw_rounded = false;
+  for (const batch_candidate& c : plan.candidates) {
+    EXPECT_EQ(c.grad_accum_steps % 4, 0) << c.micro_batch;
+    if (c.micro_batch == 2) {
+      EXPECT_EQ(c.grad_accum_steps, 4);
+      EXPECT_EQ(c.effective_global_batch, 16);
+      saw_rounded = true;
+    }
+  }
+  EXPECT_TRUE(saw_rounded);
+  ASSERT_TRUE(plan.recommended.has_value());
+  EXPECT_EQ(plan.candidates[*plan.recommended].micro_batch, 1);
+  EXPECT_EQ(plan.candidates[*plan.recommended].effective_global_batch, 8);
+}

@@ -139,8 +139,9 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
                     "interleaved 1F1B (--virtual-stages {0}, Megatron-LM's --num-virtual-stages-per-pipeline-rank; "
                     "Narayanan et al. 2021, section 2.2.2): each rank holds {0} chunks of {1} layers, so the bubble is "
                     "(P - 1) / {0} micro-steps, the sends {0} times as many, and the first rank's activations "
-                    "1 + (P - 1) / (P x {0}) = {2:.3f} times 1F1B's. Megatron-LM asks the micro-batches of a step "
-                    "(the accumulation steps) to be a multiple of P = {3} with it: the plan does not enforce it",
+                    "1 + (P - 1) / (P x {0}) = {2:.3f} times 1F1B's. Megatron-LM runs a multiple of P = {3} "
+                    "micro-batches a step with it (Narayanan et al. 2021): each candidate's accumulation is rounded "
+                    "up to one, and the global batch it reaches is the candidate's",
                     s.virtual_stages, s.model.num_layers / (p * s.virtual_stages),
                     1 + static_cast<double>(p - 1) / (p * s.virtual_stages), p));
   return notes;

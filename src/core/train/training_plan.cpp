@@ -74,6 +74,10 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   c.micro_batch = b;
   c.checkpointing = ckpt;
   c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
+  // Megatron-LM's interleaved schedule runs a multiple of P micro-batches a step: rounded up to one
+  // (the global batch it then reaches is the candidate's; recommend prefers the asked one).
+  if (s.virtual_stages > 1 && s.pipeline_parallel > 1)
+    c.grad_accum_steps = (c.grad_accum_steps + s.pipeline_parallel - 1) / s.pipeline_parallel * s.pipeline_parallel;
   const bool accumulating = c.grad_accum_steps > 1;
   c.peak_bytes = mem.peak_bytes(b, ckpt, accumulating);
   c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt, accumulating);
