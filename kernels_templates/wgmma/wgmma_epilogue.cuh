@@ -172,6 +172,12 @@ __device__ __forceinline__ void tt_epilogue_tma(const float* acc, unsigned stagi
 
 // fp8 scales (wgmma_fp8.cuh). row0: the first row of the warp's 16 in the consumer's first m64 tile.
 #if TT_SCALING == 2
+// B's two block scales of k-block kb for a tile at column n0: its 128-column block and the next.
+__device__ __forceinline__ void tt_load_b_block_scales(float (&sb)[2], const float* scale_b, int kb, int n0, int N) {
+  const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
+  sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
+  sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
+}
 // Block scales of k-block kb: sa for the thread's rows (two per m64 tile), sb for the tile's two
 // 128-column blocks of B.
 __device__ __forceinline__ void tt_load_block_scales(float (&sa)[TT_MI][2], float (&sb)[2], const float* scale_a,
@@ -181,20 +187,13 @@ __device__ __forceinline__ void tt_load_block_scales(float (&sa)[TT_MI][2], floa
   for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
     for (int h = 0; h < 2; ++h) sa[mi][h] = scale_a[tt_block_scale_a_index(kb, row0 + mi * 64 + tt_acc_row(lane, h), M)];
-  const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
-  sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
-  sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
+  tt_load_b_block_scales(sb, scale_b, kb, n0, N);
 }
 #if TT_TMA_SCALES
-// Block scales of k-block kb with A's copied into the stage (wgmma_fp8.cuh): sb, B's two blocks,
-// loaded before the k-tile's full wait (they wait for no stage; issued between the QGMMAs, ptxas
+// Block scales of k-block kb with A's copied into the stage (wgmma_fp8.cuh): B's (tt_load_b_block_scales)
+// are loaded before the k-tile's full wait (they wait for no stage; issued between the QGMMAs, ptxas
 // 13.0 put a WARPSYNC inside a k-group of one stream-K tile); sa, the thread's rows' of A, from the
 // stage (row0: the warp's first row within the tile).
-__device__ __forceinline__ void tt_load_b_block_scales(float (&sb)[2], const float* scale_b, int kb, int n0, int N) {
-  const int n_blocks = (N + TT_SCALE_BLOCK - 1) / TT_SCALE_BLOCK;
-  sb[0] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK, n_blocks)];
-  sb[1] = scale_b[tt_block_scale_b_index(kb, n0 / TT_SCALE_BLOCK + 1, n_blocks)];
-}
 __device__ __forceinline__ void tt_read_stage_scales(float (&sa)[TT_MI][2], const float* stage_scales, int row0,
                                                      int lane) {
 #pragma unroll

@@ -87,16 +87,11 @@ memory_breakdown pipeline_memory(const training_setup& s) {
   last.stage_name = "last stage";
   memory_breakdown first = last;
   first.stage_name = "first stage";
-  // The first stage: no logits, the LM head's autocast copy gone, P micro-batches in flight.
-  const double p = s.pipeline_parallel;
+  // The first stage: no logits, the LM head's autocast copy gone, P micro-batches in flight (more interleaved).
   first.autocast_weight_copies_bytes = std::max<std::int64_t>(0, both.autocast_weight_copies_bytes - both.lm_head_copy_bytes);
   if (!m.tied_embeddings) first.lm_head_copy_bytes = 0;
   first.logits_bytes_per_sample = first.logits_forward_bytes_per_sample = first.logits_held_bytes_per_sample = 0;
-  // Interleaved (V chunks a rank): the first rank's warm-up holds 2(P - 1) + (V - 1)P + 1 chunk forwards
-  // of L / (PV) layers each, L (1 + (P - 1) / (PV)) layers' activations against 1F1B's L (Megatron-LM's
-  // num_warmup_microbatches; Korthikanti et al. 2022, section 4.2.3).
-  const double v = s.virtual_stages;
-  const double in_flight = p * (v > 1 ? 1 + (p - 1) / (p * v) : 1.0);
+  const double in_flight = pipeline_first_stage_in_flight(s.pipeline_parallel, s.virtual_stages);
   first.activation_bytes_per_sample =
       static_cast<std::int64_t>(in_flight * static_cast<double>(both.activation_bytes_per_sample));
   first.checkpointed_activation_bytes_per_sample =
@@ -112,6 +107,10 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
   const double bytes = static_cast<double>(micro_batch * s.seq_len * s.model.hidden_size) * activation_bytes(s.prec);
   // Interleaved: each micro-batch passes every rank V times each way.
   return 2 * std::max(1, s.virtual_stages) * bytes / (link * p2p_efficiency * 1e6);
+}
+
+double pipeline_first_stage_in_flight(int p, int v) {
+  return v > 1 ? p * (1 + static_cast<double>(p - 1) / (static_cast<double>(p) * v)) : p;
 }
 
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
@@ -143,7 +142,7 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
                     "micro-batches a step with it (Narayanan et al. 2021): each candidate's accumulation is rounded "
                     "up to one, and the global batch it reaches is the candidate's",
                     s.virtual_stages, s.model.num_layers / (p * s.virtual_stages),
-                    1 + static_cast<double>(p - 1) / (p * s.virtual_stages), p));
+                    pipeline_first_stage_in_flight(p, s.virtual_stages) / p, p));
   return notes;
 }
 

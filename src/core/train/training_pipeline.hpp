@@ -32,5 +32,9 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
 // V times as many.
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms);
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d);
+// The first rank's activations in flight, in micro-batches of its stage: P under 1F1B, P (1 + (P - 1)
+// / (PV)) interleaved over V > 1 chunks (Megatron-LM's warm-up of 2(P - 1) + (V - 1)P + 1 chunk
+// forwards of L / (PV) layers; Korthikanti et al. 2022, section 4.2.3).
+double pipeline_first_stage_in_flight(int p, int v);
 
 }  // namespace tiletune

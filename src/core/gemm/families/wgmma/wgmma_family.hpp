@@ -115,9 +115,9 @@ inline void set_wgmma_fast_accumulation(tile_config& c, bool on) { set_wgmma_fla
 // 2^-14 of the sum each (0.031 at K 16384; the promoting variants hold 0.01 at any K).
 double wgmma_fast_accumulation_bound(dtype t, std::int64_t k);
 // fp8 block scales by TMA (knob 3's bit 23, TT_TMA_SCALES, "_ts"): the producer copies each
-// k-block's scales into the stage with the operands (A's rows by one bulk copy, B's two by cp.async,
-// both completing on the stage's full barrier), and the consumers read them from shared memory at
-// the promotion instead of loading them from global memory. Plain (batched) unswapped tiles whose
+// k-block's scales of A (the tile's rows) into the stage with the operands by one bulk copy that
+// the stage's full barrier counts, and the consumers read theirs from shared memory at the
+// promotion instead of loading them from global memory (B's two stay loads: wgmma_fp8.cuh). Plain (batched) unswapped tiles whose
 // A scale rows are whole 16-byte units: M a multiple of 4 (wgmma_fp8.cuh); swap-AB and grouped
 // tiles load theirs. Every block-scaled tile that can takes it (wgmma_tma_scales_fit).
 inline constexpr int wgmma_tma_scales_bit = 1 << 23;
