@@ -80,6 +80,8 @@ TEST_P(compile_variants, all_compile_without_spills) {
         }
   }
   // The problem-dependent copies: split-K (a skinny problem) and grouped rasterization, in one layout.
+  // wgmma's grouped rasterization is its default space's (compile.sm_90a.*, with the SASS read):
+  // compiling it here again was 250 of sm_90 bf16's 340 variants, CI's longest test.
   for (const std::int64_t m : {16, 4096}) {
     gemm_problem p;
     p.m = m;
@@ -88,7 +90,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
     p.layout = parse_layout("nt");
     for (kernel_family f : families_for(t.type))
       for (const auto& c : problem_search_space(f, p, d))
-        if ((c.split_k > 1 || c.raster_group > 0) && !check_constraints(c, p, d)) {
+        if ((c.split_k > 1 || (c.raster_group > 0 && f != family_named("wgmma"))) && !check_constraints(c, p, d)) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} nt", c.id());
           floors.push_back(register_floor(c));
