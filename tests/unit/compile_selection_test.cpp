@@ -26,8 +26,12 @@ using namespace tiletune;
 
 namespace {
 
-// The program a variant id compiles to: the block order's suffix does not change it.
-std::string program_of(const std::string& id) { return std::regex_replace(id, std::regex("_g[0-9]+[mn]$"), ""); }
+// The program a variant id compiles to: the block order's part does not change it (at the end of
+// the id, or before the suffixes that follow it, as _kc's; once only the first was stripped, and the
+// K-major copies' raster copies took made-up resources of their own that no compiler gives).
+std::string program_of(const std::string& id) {
+  return std::regex_replace(id, std::regex("_g[0-9]+[mn](_|$)"), "$1");
+}
 
 class varied_compiler : public kernel_compiler {
  public:

@@ -76,18 +76,23 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // Not below the model before. The latency terms counted per block (a prediction that never
   // falls as the problem grows) moved the calibrated figures up (0.833 -> 0.846, held out 0.812
   // -> 0.825) and the physical model's down (0.733 -> 0.723).
-  EXPECT_GE(assumed, 0.722);
   // Weighting the scale's fit toward each problem's contenders (0.846 -> 0.845, held out
   // 0.825 -> 0.824) cut the pick's held-out time error from 14.5% to 5.9% (median).
-  EXPECT_GE(fitted, 0.845);
-  EXPECT_GE(held_out, 0.824);
+  // The loads' latency chain (a three-stage Hopper tile keeps one k-tile in flight,
+  // model_stages_test) traded the mean over every variant (assumed 0.722 -> 0.707,
+  // calibrated 0.845 -> 0.833, held out 0.824 -> 0.833) for the pick: held out, 5.4% ->
+  // 2.9% slower than the best (median; H200 4.8% -> 1.8%), its mean 1.065 -> 1.061.
+  EXPECT_GE(assumed, 0.707);
+  EXPECT_GE(fitted, 0.833);
+  EXPECT_GE(held_out, 0.833);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
   // calibrated ones at 1.070 and 1.065 held out. Kept within those, far below 1.123.
-  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0748);
-  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0703);
-  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0651);
+  // With the latency chain: 1.061, 1.071 and 1.061.
+  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0615);
+  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0712);
+  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0615);
 }
 
 // The same on the 2026-11-22 results (older mma and simt kernels, not fitted by the shipped profile).
@@ -99,10 +104,11 @@ TEST(model_calibration, ranking_on_the_2026_11_22_results_did_not_fall) {
               mean["calibrated_without_this_problem"]["spearman"].get<double>());
   // 0.579 / 0.666 / 0.564 before issue 21's decode fixes, 0.647 / 0.696 / 0.667 before the
   // DRAM latency term, the compute-only scale and the serial copies of unaligned rows;
-  // 0.651 / 0.754 / 0.726 before the latency terms were counted per block.
-  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.631);
-  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.747);
-  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.721);
+  // 0.651 / 0.754 / 0.726 before the latency terms were counted per block; 0.631 / 0.747 /
+  // 0.721 before the loads' latency chain, which raised the calibrated two (no wgmma here).
+  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.627);
+  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.766);
+  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.746);
 }
 
 // Leaving a problem out leaves out every result of it: two results of one
@@ -211,14 +217,16 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
   // Today's held-out figures, not the goals (none of the four is met): the time error's
-  // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders.
+  // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
+  // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
+  // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins.
   // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out)
   // and the 128-row decode pick (predicted 27-30% fast).
   struct ceiling {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.060, 0.365, 1.055, 1.198}, ceiling{&h200, 0.078, 0.367, 1.049, 1.307}}) {
+  for (const ceiling& c : {ceiling{&h100, 0.079, 0.326, 1.029, 1.197}, ceiling{&h200, 0.067, 0.327, 1.019, 1.165}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -2,6 +2,8 @@
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 using namespace tiletune;
@@ -55,9 +57,29 @@ TEST(perf_model, one_partial_wave_is_worked_by_hand) {
   const double block_us = 2.0 * 128 * 128 * 128 / 0.85e12 * 1e6;
   EXPECT_EQ(r.blocks, 4);
   EXPECT_NEAR(r.compute_us, block_us, 1e-9);
-  EXPECT_NEAR(r.time_us, block_us + 3.0, 1e-9);  // plus the launch
+  // Its k-loop: 4 k-tiles of 32, two in flight (3 stages, mma's consumers hold one), an L2
+  // round trip (0.5 us) per two: 1 us, which joins the math by the 4-norm (7 parts in 10^4).
+  const double latency_us = 128.0 / 32 * 0.5 / 2;
+  EXPECT_NEAR(r.latency_us, latency_us, 1e-12);
+  EXPECT_NEAR(r.time_us, std::pow(std::pow(block_us, 4) + std::pow(latency_us, 4), 0.25) + 3.0, 1e-9);  // + launch
+  EXPECT_GT(r.time_us, block_us + 3.0);
   EXPECT_NEAR(r.wave_efficiency, 0.4, 1e-12);
   EXPECT_EQ(r.bound, "compute");
+}
+
+// A k-loop whose loads take longer than its math: one k-tile in flight (2 stages) and an
+// L2 round trip each, 0.5 us per k-tile against 0.3 of math: the chain sets the time.
+TEST(perf_model, a_k_loop_with_one_tile_in_flight_waits_out_each_round_trip) {
+  const occupancy_estimate occ{1, 8, "registers"};
+  device_spec d = toy();
+  d.peak_tflops_bf16 = 10 * 2.0 * 128 * 128 * 32 / 0.85 / 0.3e-6 / 1e12;  // 0.3 us a k-tile
+  const tile_config two = mma_tile(128, 128, 32, 2, 2, 2), four = mma_tile(128, 128, 32, 2, 2, 4);
+  const prediction r2 = predict(d, bf16(128, 128, 32 * 64), two, occ);
+  const prediction r4 = predict(d, bf16(128, 128, 32 * 64), four, occ);
+  EXPECT_NEAR(r2.latency_us, 64 * 0.5, 1e-9);
+  EXPECT_NEAR(r4.latency_us, 64 * 0.5 / 3, 1e-9);
+  EXPECT_GT(r2.time_us - 3.0, r2.latency_us);  // past both the chain and the math
+  EXPECT_LT(r4.time_us, r2.time_us);
 }
 
 TEST(perf_model, wave_and_tile_quantization) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -110,6 +111,9 @@ class gemm_family {
   // efficiency was measured (calibration reports list it as assumed_efficiency).
   virtual double attainable_efficiency(int compute_capability) const = 0;
   virtual double pipeline_factor(const tile_config&) const { return 1.0; }
+  // The k-tiles a block has in flight while it computes one: its stages less those the
+  // consumers hold (one, the k-tile they read, where the math is synchronous).
+  virtual int tiles_in_flight(const tile_config& c) const { return std::max(1, c.stages - 1); }
   // Stream-K: how the variant shares k-loops out on a device of sm_count SMs; none (the
   // default) where every block runs whole tiles.
   virtual std::optional<shared_k_schedule> shared_k(const tile_config&, const gemm_problem&, int) const {

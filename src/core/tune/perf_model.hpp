@@ -38,7 +38,12 @@ struct prediction {
   double l2_us = 0;            // memory_us's L2 part (and the serial copies of unaligned rows)
   double fixup_us = 0;         // stream-K: the busiest owner's fixup after its k-loop (in time_us, serial)
   double prologue_us = 0;      // kernels launched before the GEMM (a transposing pre-pass; in time_us, serial)
+  double latency_us = 0;       // the busiest SM's k-tiles, an L2 round trip per tiles_in_flight of them
 };
+
+// The compute side of a pipelined k-loop: its math and its loads' latency chain, each k-tile
+// waiting for the later of the two (pipelined_compute_us in perf_model.cpp says how).
+double pipelined_compute_us(double compute_us, double latency_us);
 
 // Fraction of the dtype's peak a family reaches on an architecture when the
 // SM is busy; an assumption of the model, to be replaced by profiles/ data.

@@ -38,10 +38,11 @@ struct fitted {
 // the memory time as the physical model has it (DRAM and L2 serve no family slower), the
 // larger of the two plus overlap_loss of the smaller (the share of it the kernel does not
 // hide: 0 for loads wholly beside the math, 1 for none), and the launch. The scale stays
-// off the memory time, so a compute gap of large problems does not slow decode problems.
+// off the memory time, so a compute gap of large problems does not slow decode problems,
+// and off the loads' latency chain, which joins the scaled compute as in predict.
 double scaled_time(const prediction& r, double compute_scale, double overlap_loss) {
-  const double launch = r.time_us - std::max(r.compute_us, r.memory_us);
-  const double c = r.compute_us * compute_scale, m = r.memory_us;
+  const double launch = r.time_us - std::max(pipelined_compute_us(r.compute_us, r.latency_us), r.memory_us);
+  const double c = pipelined_compute_us(r.compute_us * compute_scale, r.latency_us), m = r.memory_us;
   return std::max(c, m) + overlap_loss * std::min(c, m) + launch;
 }
 
