@@ -23,6 +23,15 @@ training_setup llama(int p, int world, int t = 1) {
   s.world_size = world;
   return s;
 }
+// P 4 on 8 GPUs, global batch 32 in micro-batches of 2, ZeRO 1, checkpointing on.
+training_setup bubble_setup() {
+  training_setup s = llama(4, 8);
+  s.global_batch = 32;
+  s.micro_batch = 2;
+  s.zero_stage = 1;
+  s.checkpointing = checkpoint_policy::on;
+  return s;
+}
 }  // namespace
 
 // P = 4: each stage 32 / 4 = 8 blocks, 8 x 218,112,000 = 1,744,896,000, with one vocabulary matrix
@@ -75,11 +84,7 @@ TEST(pipeline_parallel, stages_send_activations_and_gradients_point_to_point) {
 // global batch of 32 is 16 samples a rank, micro-batch 2: m = 8 micro-steps, a bubble of
 // 3 / (8 + 3) of the micro-steps' and the bubble's time.
 TEST(pipeline_parallel, the_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
-  training_setup s = llama(4, 8);
-  s.global_batch = 32;
-  s.micro_batch = 2;
-  s.zero_stage = 1;
-  s.checkpointing = checkpoint_policy::on;
+  training_setup s = bubble_setup();
   const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
   ASSERT_EQ(plan.candidates.size(), 1u);
   const batch_candidate& c = plan.candidates[0];
@@ -113,11 +118,7 @@ TEST(pipeline_parallel, refusals_name_the_value_or_combination) {
 // (Megatron-LM's warm-up of 2(P - 1) + (V - 1)P + 1 = 11 chunk forwards of 4 layers: 44 layers
 // against 32).
 TEST(pipeline_parallel, interleaving_divides_the_bubble_by_v_and_holds_more_in_flight) {
-  training_setup s = llama(4, 8);
-  s.global_batch = 32;
-  s.micro_batch = 2;
-  s.zero_stage = 1;
-  s.checkpointing = checkpoint_policy::on;
+  training_setup s = bubble_setup();
   training_setup v = s;
   v.virtual_stages = 2;
   const device_spec& h100 = find_preset("h100-sxm");

@@ -140,13 +140,17 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
   rate_per_sm *= c.family->pipeline_factor(c);
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
+  // The loads' latency chain of `chains` blocks run one after another: each block's k-tiles wait
+  // out an L2 round trip per tiles_in_flight of them (Little's law per block).
+  auto chain_us = [&](double chains) {
+    return chains * static_cast<double>(k_per_block) / c.block_k * l2_latency_us / c.family->tiles_in_flight(c);
+  };
   const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
   if (g.sk) {
     // Stream-K: one CTA per SM, the busiest one's whole tiles and longest range.
     const double tiles = static_cast<double>(g.tiles_m * g.tiles_n * p.batch);
     r.compute_us = g.sk->busiest_cta_tiles * flops_per_block / rate_per_sm * 1e6;
-    r.latency_us = g.sk->busiest_cta_tiles * static_cast<double>(k_per_block) / c.block_k * l2_latency_us /
-                   c.family->tiles_in_flight(c);
+    r.latency_us = chain_us(g.sk->busiest_cta_tiles);
     r.waves = tiles / static_cast<double>(d.sm_count);
     r.wave_efficiency = tiles / (g.sk->busiest_cta_tiles * d.sm_count);
     return resident;
@@ -156,10 +160,8 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
   const double blocks_on_busiest_sm =
       static_cast<double>(full_waves * occ.blocks_per_sm + ceil_div(rest, d.sm_count));
   r.compute_us = blocks_on_busiest_sm * flops_per_block / rate_per_sm * 1e6;
-  // The busiest SM's blocks, occ.blocks_per_sm at a time, each a chain of k-tiles that waits out
-  // an L2 round trip per tiles_in_flight of them (Little's law per block).
-  r.latency_us = std::ceil(blocks_on_busiest_sm / occ.blocks_per_sm) * static_cast<double>(k_per_block) / c.block_k *
-                 l2_latency_us / c.family->tiles_in_flight(c);
+  // The busiest SM's blocks, occ.blocks_per_sm at a time.
+  r.latency_us = chain_us(std::ceil(blocks_on_busiest_sm / occ.blocks_per_sm));
   r.waves = static_cast<double>(r.blocks) / resident;
   r.wave_efficiency =
       static_cast<double>(r.blocks) / (blocks_on_busiest_sm * d.sm_count);

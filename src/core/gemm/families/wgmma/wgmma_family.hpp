@@ -117,9 +117,9 @@ double wgmma_fast_accumulation_bound(dtype t, std::int64_t k);
 // fp8 block scales by TMA (knob 3's bit 23, TT_TMA_SCALES, "_ts"): the producer copies each
 // k-block's scales of A (the tile's rows) into the stage with the operands by one bulk copy that
 // the stage's full barrier counts, and the consumers read theirs from shared memory at the
-// promotion instead of loading them from global memory (B's two stay loads: wgmma_fp8.cuh). Plain (batched) unswapped tiles whose
-// A scale rows are whole 16-byte units: M a multiple of 4 (wgmma_fp8.cuh); swap-AB and grouped
-// tiles load theirs. Every block-scaled tile that can takes it (wgmma_tma_scales_fit).
+// promotion instead of loading them from global memory (B's two stay loads: wgmma_fp8.cuh).
+// Plain (batched) unswapped tiles whose A scale rows are whole 16-byte units: M a multiple of 4
+// (wgmma_fp8.cuh); swap-AB and grouped tiles load theirs. Every block-scaled tile that can takes it (wgmma_tma_scales_fit).
 inline constexpr int wgmma_tma_scales_bit = 1 << 23;
 inline bool wgmma_tma_scales(const tile_config& c) { return wgmma_flag(c, wgmma_tma_scales_bit); }
 inline void set_wgmma_tma_scales(tile_config& c, bool on) { set_wgmma_flag(c, wgmma_tma_scales_bit, on); }
