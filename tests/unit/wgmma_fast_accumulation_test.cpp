@@ -84,7 +84,7 @@ TEST(wgmma_fast_accumulation, the_id_json_source_bound_and_request_say_so) {
   bool said = false;
   for (const std::string& req : l.requirements) said |= req.find("_fa: fast accumulation") != std::string::npos;
   EXPECT_TRUE(said);
-  EXPECT_NE(wgmma_family().untried_on_gpu(c).find("_fa"), std::string::npos);
+  EXPECT_NE(wgmma_family().untried_on_gpu(c, dtype::e4m3).find("_fa"), std::string::npos);
 }
 
 TEST(wgmma_fast_accumulation, emulated_variants_match_a_host_gemm) {

@@ -131,7 +131,7 @@ TEST(wgmma_tma_store, the_staging_replaces_the_classic_epilogues_and_is_1024_ali
   EXPECT_EQ(tt_staging_offset(0, 0), 0u);
   EXPECT_EQ(tt_staging_offset(1, 0), 128u + 16u);  // row 1: chunk 0 XOR 1
   EXPECT_EQ(tt_staging_offset(9, 3), 9u * 128 + ((3 ^ 9) & 7) * 16);
-  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(tmas()), "the TMA-store epilogue (_tmas)");
+  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(tmas(), dtype::bf16), "the TMA-store epilogue (_tmas)");
 }
 
 }  // namespace

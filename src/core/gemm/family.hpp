@@ -102,9 +102,9 @@ class gemm_family {
   virtual tensor_map_spec tensor_map(const gemm_problem& p, const tile_config& c, char operand) const;
   // A persistent grid loops over the tiles: no grid-size limit applies.
   virtual bool persistent_grid() const { return false; }
-  // What of this variant has not yet run on any GPU (such as "swap-AB (_swab)"), "" when all has:
-  // a plan that recommends it without measuring says so.
-  virtual std::string untried_on_gpu(const tile_config&) const { return {}; }
+  // What of this variant, for operands of type t, has not yet run on any GPU (such as "swap-AB
+  // (_swab)"), "" when all has: a plan that recommends it without measuring says so.
+  virtual std::string untried_on_gpu(const tile_config&, dtype) const { return {}; }
 
   // Model terms: the fraction of peak the family attains, a factor for its
   // pipeline depth, its shared-memory traffic, and whether the attainable

@@ -61,7 +61,7 @@ void note_untried_recommendation(gemm_plan& plan) {
   if (!plan.recommended || plan.mode == plan_mode::measured) return;
   const tile_config& c = plan.variants[*plan.recommended].config;
   if (!c.family.impl) return;
-  const std::string what = c.family->untried_on_gpu(c);
+  const std::string what = c.family->untried_on_gpu(c, plan.problem.type);
   if (!what.empty())
     plan.notes.push_back(fmt::format("the recommended {} uses {}, which has not run on a GPU yet: its figure is "
                                      "the model's, and a run on the GPU is owed before it is trusted",

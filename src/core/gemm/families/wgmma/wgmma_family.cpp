@@ -170,7 +170,7 @@ class wgmma : public gemm_family {
   // only after wgmma.wait_group 1 (tt_release_after_commit). Three stages leave one k-tile in
   // flight: measured 2-15% slower than four on the 128x256 tiles, 40-60% on 128x128 (H100, H200).
   int tiles_in_flight(const tile_config& c) const override { return std::max(1, c.stages - 2); }
-  std::string untried_on_gpu(const tile_config& c) const override {
+  std::string untried_on_gpu(const tile_config& c, dtype) const override {
     std::vector<std::string> untried;
     if (wgmma_swap_ab(c)) untried.push_back("swap-AB (_swab)");
     if (wgmma_evict_first_b(c)) untried.push_back("evict-first on B (_efb)");
