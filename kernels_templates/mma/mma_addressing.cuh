@@ -211,6 +211,21 @@ TT_HOST_DEVICE constexpr int tt_frag_tf32_a_kq(int i) { return i >> 1; }
 // Accumulator 2h + x of an m16n8 tile: row group + 8h, column 2 * thread + x.
 TT_HOST_DEVICE constexpr int tt_frag_acc(int h, int x) { return 2 * h + x; }
 
+// ---- tf32 operands -------------------------------------------------------------
+// mma.sync's .tf32 operands are 32-bit registers whose low 13 bits the tensor
+// cores ignore (as wgmma's tf32 reads from shared memory). Adding half a tf32
+// ulp (bit 12) to a finite value's bits and leaving the rest to that
+// truncation rounds to nearest, ties away from zero: the tf32 value
+// cvt.rna.tf32.f32 gives, in two instructions (a compare of |x| and a
+// predicated add) against cvt.rna's three (it also clears the low bits).
+// Infinities and NaNs keep their bits: the add would carry a NaN whose
+// payload's high bits are all ones (CUDA's 0x7fffffff) into the sign, a zero.
+// finite: |x| <= FLT_MAX (false for NaN), tested as the kernel tests it.
+TT_HOST_DEVICE constexpr bool tt_tf32_finite(float magnitude) { return magnitude <= 3.40282347e+38f; }
+TT_HOST_DEVICE constexpr unsigned tt_tf32_round_bits(unsigned bits, bool finite) {
+  return finite ? bits + 0x1000u : bits;
+}
+
 // Epilogue staging: the float2 of half h of m16 step j (of this pass) and n8
 // tile ni lands at staging (row, col); see tt_stage_offset. The row is summed
 // in this grouping: warp_m * epi_mi * 16 + j * 16 + ... as one sum compiled to

@@ -98,6 +98,13 @@ __device__ __forceinline__ void tt_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+#if TT_DTYPE == TT_TF32
+// tf32 operand bits (tt_tf32_round_bits: cvt.rna's value, the low bits left to mma.sync).
+__device__ __forceinline__ unsigned tt_to_tf32(float x) {
+  return tt_tf32_round_bits(__float_as_uint(x), tt_tf32_finite(fabsf(x)));
+}
+#endif
+
 // Copies one rows x cols tile (cols contiguous in global and shared memory)
 // whose top-left element is at `g` (row stride ld) element by element: the
 // path of rows that are not 16-byte aligned. rows_left/cols_left say how much
@@ -165,6 +172,29 @@ struct tt_tile_copier {
       }
     }
   }
+#if TT_DTYPE == TT_TF32
+  // tf32: this thread's copies into the stage at s_stage, rounded in place
+  // (tt_to_tf32) once they have landed (after its cp.async.wait_group) and
+  // before the barrier publishes them, so that every warp's fragments read
+  // rounded operands: each element is rounded once in the block, not once per
+  // warp that reads it. Only a stage that a tile has just landed in: a second
+  // rounding would add a second half ulp.
+  __device__ __forceinline__ void round_landed(unsigned s_stage, int tid) const {
+#pragma unroll
+    for (int i = 0; i < COPIES; ++i) {
+      if (CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS) break;
+      const unsigned at = s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+      float v[4];
+      asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                   : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                   : "r"(at)
+                   : "memory");
+      asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(at), "r"(tt_to_tf32(v[0])), "r"(tt_to_tf32(v[1])),
+                   "r"(tt_to_tf32(v[2])), "r"(tt_to_tf32(v[3]))
+                   : "memory");
+    }
+  }
+#endif
 };
 
 __device__ __forceinline__ void tt_ldmatrix_x4(unsigned* r, unsigned addr) {
@@ -200,13 +230,6 @@ __device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsign
 #endif
 }
 
-#if TT_DTYPE == TT_TF32
-__device__ __forceinline__ unsigned tt_to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-#endif
 
 #if TT_ELEM_BYTES == 4
 // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
@@ -301,8 +324,8 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
 // tf32's operands along k (A 'n', B 't'): an 8x8 matrix of 16-bit elements
 // is 8 rows of 4 tf32 elements, and lane l receives row l/4, element l%4,
 // the m16n8k8 fragment's (group, thread); so such a tile is read as a
-// 16-bit one of twice the columns, each register then rounded to tf32.
-// tf32 operands along m or n are loaded element by element, each lane's
+// 16-bit one of twice the columns. tf32's stage is already rounded
+// (tt_tile_copier::round_landed). tf32 operands along m or n are loaded element by element, each lane's
 // offsets computed once (tt_tf32_mn_lane_offset). The ldmatrix
 // offsets: each lane's parts computed once (tt_ldsm_*_lane_offset), the
 // rest constants, so a k-step costs its ldmatrix and one add per stage.
@@ -343,10 +366,6 @@ struct tt_fragment_offsets {
         tt_ldmatrix_x4_trans(fa[mi], at);
       else
         tt_ldmatrix_x4(fa[mi], at);
-#if TT_ELEM_BYTES == 4
-#pragma unroll
-      for (int e = 0; e < 4; ++e) fa[mi][e] = tt_to_tf32(__uint_as_float(fa[mi][e]));
-#endif
     }
 #else
     static_assert(TT_WM % 32 == 0 && TT_A_COLS >= 32, "tt_tf32_mn_lane_offset's premise");
@@ -355,7 +374,7 @@ struct tt_fragment_offsets {
 #pragma unroll
       for (int r = 0; r < 4; ++r) {  // a_r: rows g + 8h, k t + 4j
         const int u = 2 * mi + tt_frag_tf32_a_half(r);
-        fa[mi][r] = tt_to_tf32(as[a[u % 4] + tt_tf32_mn_added(u, KS * TT_MMA_K, tt_frag_tf32_a_kq(r), TT_A_COLS)]);
+        fa[mi][r] = __float_as_uint(as[a[u % 4] + tt_tf32_mn_added(u, KS * TT_MMA_K, tt_frag_tf32_a_kq(r), TT_A_COLS)]);
       }
 #endif
 #if TT_B_LDSM
@@ -369,12 +388,7 @@ struct tt_fragment_offsets {
       else
         tt_ldmatrix_x4(t, at);
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-#if TT_ELEM_BYTES == 4
-        t[x] = tt_to_tf32(__uint_as_float(t[x]));
-#endif
-        fb[2 * np + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
-      }
+      for (int x = 0; x < 4; ++x) fb[2 * np + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
     }
 #else
     static_assert(TT_WN % 32 == 0 && TT_B_COLS >= 32, "tt_tf32_mn_lane_offset's premise");
@@ -382,7 +396,7 @@ struct tt_fragment_offsets {
     for (int ni = 0; ni < TT_NI; ++ni)
 #pragma unroll
       for (int j = 0; j < 2; ++j)  // b_j: k t + 4j, n g
-        fb[ni][j] = tt_to_tf32(bs[b[ni % 4] + tt_tf32_mn_added(ni, KS * TT_MMA_K, j, TT_B_COLS)]);
+        fb[ni][j] = __float_as_uint(bs[b[ni % 4] + tt_tf32_mn_added(ni, KS * TT_MMA_K, j, TT_B_COLS)]);
 #endif
   }
 };
@@ -450,6 +464,12 @@ __device__ __forceinline__ void tt_pipelined(const tt_block& blk, float (&acc)[T
   unsigned a[2][TT_MI][4];
   unsigned b[2][TT_NI][2];
   tt_cp_async_wait<TT_STAGES - 2>();
+#if TT_DTYPE == TT_TF32
+  if (k_tiles > 0) {
+    ca.round_landed(r_stage, tid);
+    cb.round_landed(r_stage + TT_B_AT, tid);
+  }
+#endif
   __syncthreads();
   if (k_tiles > 0) TT_LOAD_FRAGMENTS(r_stage, 0, a[0], b[0]);
 #pragma unroll 1
@@ -468,6 +488,12 @@ __device__ __forceinline__ void tt_pipelined(const tt_block& blk, float (&acc)[T
         // barrier makes it every warp's, and tells the next refill that
         // tile kt was read.
         tt_cp_async_wait<TT_STAGES - 2>();
+#if TT_DTYPE == TT_TF32
+        if (kt + 1 < k_tiles) {
+          ca.round_landed(next_stage(r_stage), tid);
+          cb.round_landed(next_stage(r_stage) + TT_B_AT, tid);
+        }
+#endif
         __syncthreads();
         r_stage = next_stage(r_stage);
       }

@@ -22,7 +22,9 @@
 #            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
 #     tuning scripts/bench/bench_tuning.sh on its first and fourth shapes, halving only
 #     probe  the register-only mma.sync (HMMA.16816) throughput probe, scripts/bench/hmma_probe.cu
-#            ($build/hmma_probe when carried, else built here with nvcc)
+#            ($build/hmma_probe when carried, else built here with nvcc); and the premise of the
+#            mma family's tf32 rounding, that mma.sync ignores a tf32 operand's low 13 bits
+#            (scripts/bench/tf32_low_bits_probe.cu)
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     model  `gemm --model` on GPU_VALIDATE_MODELS (NAME:TOKENS:PHASE ..., default a Llama-3-8B
@@ -368,6 +370,10 @@ if want probe; then
   fi
   step "hmma probe" 60 "$out/hmma_probe.txt" "$probe" "$out/hmma_probe.json"
   tail -3 "$out/hmma_probe.txt" >&2
+  step "build tf32_low_bits_probe" 60 "$out/tf32_low_bits_probe-build.log" nvcc -O3 -arch=native \
+    -o "$out/tf32_low_bits_probe" scripts/bench/tf32_low_bits_probe.cu
+  step "tf32 low bits probe" 30 "$out/tf32_low_bits_probe.txt" "$out/tf32_low_bits_probe" "$out/tf32_low_bits_probe.json"
+  cat "$out/tf32_low_bits_probe.txt" >&2
 fi
 if want batch; then
   for model in gpt2 tinyllama-1.1b; do

@@ -87,13 +87,10 @@ u16 float_to_bf16(float f) {
   if (std::isnan(f)) return static_cast<u16>((b >> 16) | 0x40);
   return static_cast<u16>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
-// cvt.rna.tf32.f32 (PTX ISA "cvt"): 10 mantissa bits, to nearest, ties away
-// from zero. The low 13 bits are left zero here; the emulated mma ignores them.
-u32 float_to_tf32(float f) {
-  const u32 b = to_bits(f);
-  if (!std::isfinite(f)) return b;
-  return (b + 0x1000u) & 0xffffe000u;
-}
+// tt_to_tf32: cvt.rna.tf32.f32's value (PTX ISA "cvt": 10 mantissa bits, to
+// nearest, ties away from zero) with the low 13 bits left for the emulated mma
+// to ignore, as the kernel leaves them (tf32_rounding_test checks every pattern).
+u32 float_to_tf32(float f) { return tt_tf32_round_bits(to_bits(f), tt_tf32_finite(std::fabs(f))); }
 
 // Every f16 value, decoded once: the emulation decodes billions of them.
 const std::vector<float>& f16_table() {
@@ -112,6 +109,15 @@ float decode(dtype t, u32 raw) {
     case dtype::bf16: return bf16_to_float(static_cast<u16>(raw));
     default: return from_bits(raw);
   }
+}
+// An operand's value as the tensor cores multiply it; tf32: the stored fp32
+// rounded to 11 significant bits, ties away from zero (std::round's), from
+// the value, not its bits.
+double operand_value(dtype t, u32 raw) {
+  const double f = decode(t, raw);
+  if (t != dtype::tf32 || !std::isfinite(f) || f == 0) return f;
+  const double ulp = std::ldexp(1.0, std::max(std::ilogb(f), -126) - 10);
+  return std::round(f / ulp) * ulp;
 }
 // tt_from_float: cvt.rn to the 16-bit types; tf32's C is stored as fp32.
 u32 encode(dtype t, float v) {
@@ -198,6 +204,9 @@ struct defects {
   bool inside_ignores_k = false;        // blocks copy without bounds when inside M and N, a short k-tile or not
   bool lane_offset_index_zero = false;  // every ldmatrix takes the lane offset of index 0
   bool tf32_ldsm_own_columns = false;   // tf32 tiles along k read by ldmatrix with their 4-byte column count
+  bool tf32_unrounded = false;          // tf32 operands passed to mma.sync as loaded (the cores truncate them)
+  bool tf32_round_before_wait = false;  // the landed stage rounded before cp.async.wait_group
+  bool tf32_round_read_stage = false;   // the stage being read rounded (again) instead of the one just landed
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -478,6 +487,14 @@ operands make_operands(const kernel_macros& k, const gemm_case& g, std::uint32_t
   auto value = [&] { return (sign(rng) ? -0.25f : 0.25f) * static_cast<float>(mag(rng)); };
   const dtype t = k.type;
   const int eb = k.eb();
+  // tf32 operands are stored a tf32 ulp under their value (in magnitude) plus
+  // half an ulp or more in the 13 low bits: the kernel's rounding carries them
+  // up to the value, and an operand the cores read unrounded is an ulp short.
+  std::mt19937 low_rng(seed ^ 0x9e3779b9u);
+  auto operand = [&](float v) {
+    const u32 bits = encode(t, v);
+    return t == dtype::tf32 ? ((bits - 0x2000u) | 0x1000u | (static_cast<u32>(low_rng()) & 0xfffu)) : bits;
+  };
   operands o;
   auto fill = [&](global_buffer& buf, int rows, int cols, int ld, long long stride, bool random_inside, u32 outside,
                   std::vector<u8>* inside) {
@@ -489,7 +506,8 @@ operands make_operands(const kernel_macros& k, const gemm_case& g, std::uint32_t
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
           const long long e = bt * stride + static_cast<long long>(r) * ld + c;
-          put(buf, t, e, random_inside ? encode(t, value()) : quiet_nan(t, 0));
+          // A and B are operands; C (the one with `inside`) is stored as it is.
+          put(buf, t, e, random_inside ? (inside ? encode(t, value()) : operand(value())) : quiet_nan(t, 0));
           if (inside) (*inside)[static_cast<std::size_t>(e)] = 1;
         }
   };
@@ -621,10 +639,35 @@ class mma_kernel_emulator {
       }
   }
 
+  // tt_tile_copier::round_landed (tf32): each thread's copies into the stage
+  // at stage_addr, read (ld.shared.v4) and written back rounded (st.shared.v4)
+  // by the thread that issued them.
+  void round_landed(shared_memory& smem, int rows, int cols, int kc, int stage_addr) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int cpr = cols / chunk, chunks = rows * cpr;
+    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
+        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
+        const int at = stage_addr + tt_swizzled_offset(r0, col, cols, eb, kc) * eb + tt_copy_step_offset(i, step, cols) * eb;
+        std::array<u32, 4> v{};
+        smem.load(tid / 32, at, v.data(), 16, "tf32 rounding");
+        for (u32& x : v) x = float_to_tf32(from_bits(x));
+        smem.store(tid / 32, at, v.data(), 16, "tf32 rounding");
+      }
+  }
+  // Both operands' tiles of the stage, as the kernel rounds them after its wait.
+  void round_stage(shared_memory& smem, int stage_addr) {
+    if (k_.type != dtype::tf32 || d_.tf32_unrounded) return;
+    round_landed(smem, k_.a_rows(), k_.a_cols(), k_.a_kc(), stage_addr);
+    round_landed(smem, k_.b_rows(), k_.b_cols(), k_.b_kc(), stage_addr + k_.b_at());
+  }
+
   // tt_fragment_offsets: ldmatrix for every 16-bit operand and tf32's along
-  // k (read as 16-bit tiles of twice the columns, each register then rounded
-  // to tf32), with the lane offsets computed once; tf32 along m or n element
-  // by element. k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
+  // k (read as 16-bit tiles of twice the columns), with the lane offsets
+  // computed once; tf32 along m or n element by element. tf32's stage was
+  // rounded in place (round_landed). k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
   void load_fragments_pipelined(shared_memory& smem, int warp, int stage_addr, int ks, regs4* a,
                                 std::array<u32, 64>* b) {
     const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
@@ -640,17 +683,12 @@ class mma_kernel_emulator {
     };
     auto a_index = [&](int mi) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_a_lane_index(k_.a_t, mi, ks); };
     auto b_index = [&](int np) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_b_lane_index(k_.b_t, np, ks); };
-    auto round_tf32 = [&](regs4& r) {
-      if (!tf32) return;
-      for (auto& lane : r)
-        for (u32& x : lane) x = float_to_tf32(from_bits(x));
-    };
-    // tf32 along m or n: tt_tf32_mn_lane_offset + tt_tf32_mn_added, then cvt.rna.tf32.f32.
+    // tf32 along m or n: tt_tf32_mn_lane_offset + tt_tf32_mn_added; the stage is already rounded.
     const int k_base = ks * k_.mma_k();
     auto tf32_element = [&](int at, const char* what) {
-      float v = 0;
+      u32 v = 0;
       smem.load(warp, at * 4, &v, 4, what);
-      return float_to_tf32(v);
+      return v;
     };
     for (int lane = 0; lane < 32; ++lane) {
       for (int mi = 0; !a_ldsm && mi < k_.mi(); ++mi)
@@ -681,7 +719,6 @@ class mma_kernel_emulator {
                                                tt_ldsm_a_added(k_.a_t, mi, ks, a_cols16);
       }
       ldmatrix_x4(smem, warp, addr, tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans, a[mi]);
-      round_tf32(a[mi]);
     }
     for (int np = 0; b_ldsm && np < k_.ni() / 2; ++np) {
       std::array<int, 32> addr{};
@@ -696,7 +733,6 @@ class mma_kernel_emulator {
       }
       regs4 t{};
       ldmatrix_x4(smem, warp, addr, tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans, t);
-      round_tf32(t);
       for (int lane = 0; lane < 32; ++lane)
         for (int x = 0; x < 4; ++x)
           b[2 * np + tt_ldsm_b_tile(x)][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
@@ -746,8 +782,11 @@ class mma_kernel_emulator {
     load_tf32_elements(smem, warp, as_addr, bs_addr, k_base, a.data(), b.data(), true, true);
   }
 
+  // tt_to_tf32: an operand register from its fp32 value.
+  u32 tf32_operand(float v) const { return d_.tf32_unrounded ? to_bits(v) : float_to_tf32(v); }
+
   // tt_load_a_tf32 / tt_load_b_tf32: ld.shared.f32 per fragment element, then
-  // cvt.rna.tf32.f32 (tt_to_tf32). A wrong mask flips chunk bit 0 within the
+  // tt_to_tf32. A wrong mask flips chunk bit 0 within the
   // row: element offset ^ 4. Only A's: the same k permutation of both
   // operands would leave every sum as it was.
   void load_tf32_elements(shared_memory& smem, int warp, int as_addr, int bs_addr, int k_base, regs4* a,
@@ -764,7 +803,7 @@ class mma_kernel_emulator {
                                  : tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols());
           float v = 0;
           smem.load(warp, as_addr + (off ^ flip) * 4, &v, 4, "tf32 A load");
-          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = float_to_tf32(v);
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = tf32_operand(v);
         }
       for (int ni = 0; do_b && ni < k_.ni(); ++ni)
         for (int j = 0; j < 2; ++j) {
@@ -772,7 +811,7 @@ class mma_kernel_emulator {
                                  : tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g, k_.b_cols());
           float v = 0;
           smem.load(warp, bs_addr + off * 4, &v, 4, "tf32 B load");
-          b[ni][static_cast<std::size_t>(lane * 2 + j)] = float_to_tf32(v);
+          b[ni][static_cast<std::size_t>(lane * 2 + j)] = tf32_operand(v);
         }
     }
   }
@@ -878,7 +917,9 @@ class mma_kernel_emulator {
       auto load = [&](int warp, int stage, int ks, int buf) {
         load_fragments_pipelined(smem, warp, stage, ks, a_buf(warp, buf), b_buf(warp, buf));
       };
+      if (k_tiles > 0 && d_.tf32_round_before_wait) round_stage(smem, r_stage);
       smem.wait_group(k.stages - 2);
+      if (k_tiles > 0 && !d_.tf32_round_before_wait) round_stage(smem, r_stage);
       smem.barrier();
       if (k_tiles > 0)
         for (int warp = 0; warp < warps; ++warp) load(warp, r_stage, 0, 0);
@@ -895,7 +936,10 @@ class mma_kernel_emulator {
           if (last_step && d_.fragments_before_barrier)
             for (int warp = 0; warp < warps; ++warp) load(warp, next_stage(r_stage), next_ks, (ks + 1) % 2);
           if (last_step) {
+            const int landed = d_.tf32_round_read_stage ? r_stage : next_stage(r_stage);
+            if (kt + 1 < k_tiles && d_.tf32_round_before_wait) round_stage(smem, landed);
             smem.wait_group(wait);
+            if (kt + 1 < k_tiles && !d_.tf32_round_before_wait) round_stage(smem, landed);
             if (!d_.no_barrier_after_wait) smem.barrier();
             r_stage = next_stage(r_stage);
           }
@@ -1033,7 +1077,8 @@ class mma_kernel_emulator {
 };
 
 // ---- The reference and the comparison ----------------------------------------------------
-// C = alpha * op(A) op(B) + beta * C in double, from the stored inputs. The
+// C = alpha * op(A) op(B) + beta * C in double, from the operands' values
+// (operand_value: tf32's rounded) and C as stored. The
 // tolerance is the fp32 accumulation bound, gamma_K * sum |alpha a b| (+ the
 // beta term's rounding), and one unit of the output type; with these inputs
 // every fp32 partial sum is exact, so the result is also checked to be the
@@ -1045,11 +1090,11 @@ void compare(const kernel_macros& k, const gemm_case& g, const operands& o, cons
   for (int bt = 0; bt < g.batch; ++bt) {
     for (int m = 0; m < g.m; ++m)
       for (int kk = 0; kk < g.k; ++kk)
-        a[static_cast<std::size_t>(m) * g.k + kk] = decode(
+        a[static_cast<std::size_t>(m) * g.k + kk] = operand_value(
             t, get(o.a.bytes, t, bt * g.stride_a + (k.a_t ? static_cast<long long>(kk) * g.lda + m : static_cast<long long>(m) * g.lda + kk)));
     for (int n = 0; n < g.n; ++n)
       for (int kk = 0; kk < g.k; ++kk)
-        b[static_cast<std::size_t>(n) * g.k + kk] = decode(
+        b[static_cast<std::size_t>(n) * g.k + kk] = operand_value(
             t, get(o.b.bytes, t, bt * g.stride_b + (k.b_t ? static_cast<long long>(n) * g.ldb + kk : static_cast<long long>(kk) * g.ldb + n)));
     for (int m = 0; m < g.m; ++m)
       for (int n = 0; n < g.n; ++n) {
@@ -1404,6 +1449,12 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{v128, dtype::bf16, "nt", 0}, {v64, dtype::f16, "tn", 0}, {v128, dtype::f16, "tt", 1}, {t128, dtype::tf32, "tn", 0}});
   add("tf32 tiles along k read by ldmatrix as if their columns were 16-bit", [](defects& d) { d.tf32_ldsm_own_columns = true; },
       {{t128, dtype::tf32, "nt", 0}, {t128, dtype::tf32, "nn", 1}, {t128, dtype::tf32, "tt", 4}});
+  add("tf32 operands left unrounded (the cores truncate them)", [](defects& d) { d.tf32_unrounded = true; },
+      {{t128, dtype::tf32, "nt", 0}, {t128, dtype::tf32, "tn", 1}, {k8, dtype::tf32, "nn", 4}, {t128, dtype::tf32, "tt", 2}});
+  add("tf32's landed stage rounded before its wait", [](defects& d) { d.tf32_round_before_wait = true; },
+      {{t128, dtype::tf32, "tn", 0}, {k8, dtype::tf32, "nt", 0}});
+  add("tf32's read stage rounded instead of the landed one", [](defects& d) { d.tf32_round_read_stage = true; },
+      {{t128, dtype::tf32, "tt", 0}, {k8, dtype::tf32, "nn", 4}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));

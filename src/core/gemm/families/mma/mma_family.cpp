@@ -80,6 +80,11 @@ class mma : public gemm_family {
     return b.workspace_bytes + b.counter_bytes;
   }
 
+  // tf32's operands are rounded in shared memory, half an ulp added and the low bits left to mma.sync
+  // (tt_tile_copier::round_landed): checked on the CPU (emulation, every bit pattern, SASS), not yet run.
+  std::string untried_on_gpu(const tile_config&, dtype t) const override {
+    return t == dtype::tf32 ? "tf32 operands rounded in shared memory" : "";
+  }
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
     // GeForce Blackwell (sm_120) it is the native path (assumed, as on Ampere: unmeasured there).
