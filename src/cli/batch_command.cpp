@@ -234,6 +234,7 @@ std::map<std::string, std::string> given_flags(const batch_options& o) {
   add("--lora-targets", o.lora_targets);
   add("--adapter-dtype", o.adapter_dtype);
   add("--lora-dropout", o.lora_dropout);
+  add("--overlap-comm", o.overlap_comm);
   return given;
 }
 

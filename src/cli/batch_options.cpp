@@ -77,6 +77,11 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "
                   "selective (on, per op: matmul and attention outputs kept, the rest recomputed: torchtitan's op "
                   "policy; Llama-style blocks, full fine-tuning) (default: the framework's; hf: auto)");
+  cmd->add_option("--overlap-comm", o->overlap_comm,
+                  "on (the data-parallel exchange, gradient all-reduce or reduce-scatter and ZeRO-3's gathers, runs "
+                  "under compute but one layer's share: PyTorch DDP, FSDP) | off (after backward, in full) "
+                  "(default: the framework's; off for megatron, overlap_grad_reduce False, and deepspeed below --zero "
+                  "3, overlap_comm; on for the rest)");
   cmd->add_option("--zero", o->zero,
                   "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
   cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();

@@ -28,6 +28,7 @@ struct batch_options {
   int context_parallel = 1;
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
+  std::optional<std::string> overlap_comm;                     // none: the framework's
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
   std::optional<int> zero;

@@ -107,10 +107,31 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
             0);
 }
 
+// --overlap-comm: Megatron-LM's default (overlap_grad_reduce False) reaches the JSON, the DeepSpeed config
+// and the communication note, and costs time; the flag wins; a bad value exits 2 naming it.
+TEST(batch_framework, megatron_waits_for_its_gradient_all_reduce) {
+  const std::vector<std::string> tiny = {"batch", "--model", "tinyllama-1.1b", "--gpu", "h100-sxm", "--world-size", "16",
+                                         "--seq-len", "2048", "--global-batch", "256", "--no-db", "--json"};
+  const nlohmann::json hf = plan_with(tiny, {}), megatron = plan_with(tiny, {"--framework", "megatron"}),
+                       on = plan_with(tiny, {"--framework", "megatron", "--overlap-comm", "on"});
+  EXPECT_EQ(hf["setup"]["overlap_comm"], true);
+  EXPECT_EQ(megatron["setup"]["overlap_comm"], false);
+  EXPECT_EQ(megatron["deepspeed"]["zero_optimization"]["overlap_comm"], false);
+  EXPECT_TRUE(any_note(megatron, "not overlapped with compute (--overlap-comm off)"));
+  EXPECT_LT(megatron["recommendation"]["tokens_per_s"].get<double>(), hf["recommendation"]["tokens_per_s"].get<double>());
+  EXPECT_EQ(on["setup"]["overlap_comm"], true);
+  EXPECT_EQ(on["recommendation"]["tokens_per_s"], hf["recommendation"]["tokens_per_s"]);
+  // hf's plan overlaps at ZeRO stage 0, which DeepSpeed's engine does not: its config says so.
+  EXPECT_TRUE(any_note(hf, "for DeepSpeed at stage 0 plan with --overlap-comm off"));
+  const result bad = run_with(tiny, {"--overlap-comm", "maybe"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--overlap-comm 'maybe' is not on or off"), std::string::npos) << bad.err;
+}
+
 TEST(batch_framework, help_names_the_flag_and_every_framework) {
   const result r = run({"batch", "--help"});
   ASSERT_EQ(r.code, 0);
   for (const char* s : {"--framework", "fsdp2 (torchtitan)", "deepspeed", "megatron (Megatron-LM)", "torchtune",
-                        "composer", "litgpt", "docs/batch.md#frameworks"})
+                        "composer", "litgpt", "docs/batch.md#frameworks", "--overlap-comm"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }

@@ -209,3 +209,25 @@ TEST(framework, composer_and_litgpt_defaults) {
   // Without LoRA, no LoRA default is set (--lora-dropout alone would be refused).
   EXPECT_EQ(with(training_framework::litgpt, base("llama-3-8b")).lora_dropout, 0.0);
 }
+
+// Whether the data-parallel exchange runs under compute: Megatron-LM's DistributedDataParallelConfig
+// overlap_grad_reduce is False (--overlap-grad-reduce is store_true); DeepSpeed's overlap_comm is None,
+// made stage == 3 by its validator; PyTorch DDP and FSDP overlap (hf, the FSDP2 trainers).
+TEST(framework, the_exchange_overlaps_as_each_framework_runs_it) {
+  EXPECT_TRUE(with(training_framework::hf, base("llama-3-8b", 0, 16)).overlap_comm);
+  EXPECT_TRUE(with(training_framework::fsdp2, base("llama-3-8b", 0, 16)).overlap_comm);
+  const training_setup m = with(training_framework::megatron, base("llama-3-8b", 0, 16));
+  EXPECT_FALSE(m.overlap_comm);
+  EXPECT_TRUE(mentions(m.framework_notes, "--overlap-comm off (DistributedDataParallelConfig.overlap_grad_reduce False)"));
+  EXPECT_FALSE(with(training_framework::deepspeed, base("llama-3-8b", 0, 16)).overlap_comm);
+  EXPECT_FALSE(with(training_framework::deepspeed, base("llama-3-8b", 0, 16), {{"--zero", "2"}}).overlap_comm);
+  EXPECT_TRUE(with(training_framework::deepspeed, base("llama-3-8b", 0, 16), {{"--zero", "3"}}).overlap_comm);
+  // The flag wins, and a bad value is refused naming it.
+  const training_setup on = with(training_framework::megatron, base("llama-3-8b", 0, 16), {{"--overlap-comm", "on"}});
+  EXPECT_TRUE(on.overlap_comm);
+  EXPECT_TRUE(mentions(on.framework_notes, "your flags replaced --overlap-comm on (megatron's: off)"));
+  EXPECT_FALSE(with(training_framework::hf, base("llama-3-8b", 0, 16), {{"--overlap-comm", "off"}}).overlap_comm);
+  EXPECT_NE(refusal(training_framework::hf, base("llama-3-8b"), {{"--overlap-comm", "yes"}}).find("--overlap-comm 'yes'"),
+            std::string::npos);
+  EXPECT_THROW(check_framework_flags({{"--overlap-comm", "1"}}), usage_error);
+}

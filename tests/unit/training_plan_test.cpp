@@ -425,6 +425,20 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   bool said = false;
   for (const auto& n : p64.notes) said |= n.find("overlapped with compute") != std::string::npos;
   EXPECT_TRUE(said);
+  // --overlap-comm off (Megatron-LM's overlap_grad_reduce False): the GPU waits for all of it, the
+  // 2 x 63/64 x gradient bytes at 400 x 0.8 GB/s above, after the backward; the rest of the step is as it was.
+  auto serial = s;
+  serial.overlap_comm = false;
+  const auto ps = plan_batch(serial, h100);
+  ASSERT_TRUE(ps.recommended);
+  const auto& rs = ps.candidates[*ps.recommended];
+  ASSERT_EQ(rs.micro_batch, r64.micro_batch);
+  ASSERT_EQ(rs.checkpointing, r64.checkpointing);
+  EXPECT_NEAR(rs.time.allreduce_ms, 2 * 63.0 / 64 * grad_bytes / (400 * 0.8 * 1e6), 1e-9);
+  EXPECT_NEAR(rs.step_ms - r64.step_ms, (rs.time.allreduce_ms - r64.time.allreduce_ms) / rs.grad_accum_steps, 1e-9);
+  said = false;
+  for (const auto& n : ps.notes) said |= n.find("not overlapped with compute (--overlap-comm off)") != std::string::npos;
+  EXPECT_TRUE(said);
   s.link_gbs = -1;
   EXPECT_THROW(validate(s), usage_error);
   s.link_gbs.reset();

@@ -8,7 +8,10 @@
 //     deepspeed/runtime/constants.py (BFLOAT16_ENABLED_DEFAULT = False; fp16 off unless enabled).
 //   Megatron-LM d98e8a6 (2026-08-22), https://github.com/NVIDIA/Megatron-LM/blob/d98e8a64ddf34856e74b24714e3bedb2f5a39553/
 //     megatron/core/model_parallel_config.py, megatron/core/transformer/transformer_config.py,
-//     megatron/core/tensor_parallel/cross_entropy.py, megatron/training/arguments.py.
+//     megatron/core/tensor_parallel/cross_entropy.py, megatron/training/arguments.py (--overlap-grad-reduce
+//     store_true), megatron/core/distributed/distributed_data_parallel_config.py (overlap_grad_reduce False).
+//   DeepSpeed edaa722 (2026-08-22): deepspeed/runtime/zero/config.py (overlap_comm_valid: None becomes
+//     stage == 3), deepspeed/runtime/engine.py (_backward_epilogue: allreduce_gradients after backward).
 //   torchtune bd2a0fc (2026-04-23), https://github.com/pytorch/torchtune/blob/bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1/
 //     recipes/configs/llama3_1/8B_{lora_single_device,lora,full,full_single_device}.yaml,
 //     recipes/lora_finetune_single_device.py (docstring: fp32 and bf16 only, bf16 falling back to fp32).
@@ -39,8 +42,9 @@ const std::pair<training_framework, const char*> framework_names[] = {
     {training_framework::litgpt, "litgpt"}};
 
 // The flags a framework sets, in the order they are applied (the adapter dtype follows the precision).
-const char* const framework_flags[] = {"--precision", "--attention",    "--loss",          "--checkpointing",
-                                       "--zero",      "--lora-targets", "--adapter-dtype", "--lora-dropout"};
+const char* const framework_flags[] = {"--precision",    "--attention",     "--loss",         "--checkpointing",
+                                       "--zero",         "--lora-targets",  "--adapter-dtype", "--lora-dropout",
+                                       "--overlap-comm"};
 
 std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const training_setup& s) {
   if (flag == "--precision") return gpu_has_bf16 ? "bf16-mixed" : "fp16-mixed";
@@ -48,6 +52,7 @@ std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const t
   if (flag == "--loss") return "eager";
   if (flag == "--checkpointing") return "auto";
   if (flag == "--zero" || flag == "--lora-dropout") return "0";
+  if (flag == "--overlap-comm") return "on";  // PyTorch DDP's bucketed all-reduce, FSDP's prefetch
   if (flag == "--lora-targets") return "all-linear";
   // --adapter-dtype: peft's fp32; QLoRA's bf16 adapters on a bf16 base (the QLoRA paper's setup).
   const bool bf16_base = s.prec == precision::bf16 || s.prec == precision::bf16_mixed;
@@ -79,9 +84,14 @@ framework_bundle torchtitan(const training_setup& s) {
   return b;
 }
 
-framework_bundle deepspeed() {
+framework_bundle deepspeed(const training_setup& s) {
   framework_bundle b;
-  b.settings = {{"--zero", "0", "DeepSpeedZeroConfig.stage 0"}};
+  // overlap_comm None becomes stage == 3 (DeepSpeedZeroConfig.overlap_comm_valid, edaa722 2026-08-22);
+  // at stage 0 the engine all-reduces the gradients after backward (engine.py, _backward_epilogue).
+  b.settings = {{"--zero", "0", "DeepSpeedZeroConfig.stage 0"},
+                {"--overlap-comm", s.zero_stage == 3 ? "on" : "off",
+                 s.zero_stage == 3 ? "DeepSpeedZeroConfig.overlap_comm: on at stage 3"
+                                   : "DeepSpeedZeroConfig.overlap_comm: off below stage 3"}};
   b.notes.push_back({"", "DeepSpeed trains fp32 unless its config enables bf16 or fp16 (BFLOAT16_ENABLED_DEFAULT "
                          "False): the plan keeps tiletune's precision, and the DeepSpeed config it writes enables it"});
   b.notes.push_back({"", "DeepSpeed wraps the model it is given: attention, loss, checkpointing and LoRA are the "
@@ -97,7 +107,8 @@ framework_bundle megatron() {
   b.settings = {{"--attention", "flash", "TransformerConfig.attention_backend auto"},
                 {"--loss", "eager", "cross_entropy_loss_fusion False: vocab-parallel cross-entropy on fp32 logits"},
                 {"--checkpointing", "auto", "recompute_granularity None"},
-                {"--zero", "0", "--use-distributed-optimizer off"}};
+                {"--zero", "0", "--use-distributed-optimizer off"},
+                {"--overlap-comm", "off", "DistributedDataParallelConfig.overlap_grad_reduce False"}};
   b.notes.push_back({"", "Megatron-LM trains fp32 unless --bf16 or --fp16 (ModelParallelConfig bf16, fp16 False): "
                          "the plan keeps tiletune's precision"});
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
@@ -192,7 +203,7 @@ framework_bundle framework_defaults(training_framework f, const training_setup& 
   switch (f) {
     case training_framework::hf: return {};
     case training_framework::fsdp2: return torchtitan(s);  // its bf16 default on a GPU without: refused
-    case training_framework::deepspeed: return deepspeed();
+    case training_framework::deepspeed: return deepspeed(s);
     case training_framework::megatron: return megatron();
     case training_framework::torchtune: return torchtune(s, gpu_has_bf16);
     case training_framework::composer: return composer();
@@ -213,6 +224,10 @@ void set_option(training_setup& s, const std::string& flag, const std::string& t
   else if (flag == "--lora-targets") s.lora_targets = parse_lora_targets(text);
   else if (flag == "--adapter-dtype") s.adapters = parse_adapter_dtype(text);
   else if (flag == "--lora-dropout") std::from_chars(text.data(), text.data() + text.size(), s.lora_dropout);
+  else if (flag == "--overlap-comm") {
+    if (text != "on" && text != "off") throw usage_error(fmt::format("--overlap-comm '{}' is not on or off", text));
+    s.overlap_comm = text == "on";
+  }
 }
 
 // What a framework cannot run, named (the precisions each offers: the sources at the top).
@@ -281,7 +296,9 @@ void apply_framework(training_framework f, const std::map<std::string, std::stri
   resolve(framework_defaults(f, s, gpu_has_bf16), "--precision");
   const framework_bundle b = framework_defaults(f, s, gpu_has_bf16);
   for (const char* flag : framework_flags)
-    if (std::string_view(flag) != "--precision") resolve(b, flag);
+    if (std::string_view(flag) != "--precision" && std::string_view(flag) != "--overlap-comm") resolve(b, flag);
+  // The overlap last: DeepSpeed's depends on the ZeRO stage.
+  resolve(framework_defaults(f, s, gpu_has_bf16), "--overlap-comm");
   refuse_unsupported(f, given, gpu_has_bf16, s);
 
   s.framework_notes.clear();

@@ -100,6 +100,11 @@ struct training_setup {
   // gate, down of a Llama block); the rest, k, o and up and every memory-bound op, is recomputed.
   bool checkpoint_ops = false;
   int zero_stage = 0;
+  // --overlap-comm: the data-parallel exchange (the gradients' all-reduce or reduce-scatter, ZeRO-3's
+  // gathers) runs under compute, all but one layer's share (PyTorch DDP's buckets, FSDP's prefetch);
+  // off: after backward, in full (Megatron-LM's overlap_grad_reduce False, DeepSpeed's overlap_comm
+  // below stage 3).
+  bool overlap_comm = true;
   // --optimizer-in-backward (torchtune's optimizer_in_bwd, PyTorch's register_post_accumulate_grad_hook
   // recipe): each parameter's optimizer step runs as soon as its gradient is complete, which frees it;
   // no gradient accumulation (optimizer_placement.hpp has the rules).

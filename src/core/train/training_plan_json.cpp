@@ -180,7 +180,7 @@ nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r)
   nlohmann::json ds = {{"train_micro_batch_size_per_gpu", r.micro_batch},
                        {"gradient_accumulation_steps", r.grad_accum_steps},
                        {"train_batch_size", r.effective_global_batch},
-                       {"zero_optimization", {{"stage", s.zero_stage}}},
+                       {"zero_optimization", {{"stage", s.zero_stage}, {"overlap_comm", s.overlap_comm}}},
                        {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
                        {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
   // --offload: ZeRO-Offload's optimizer on the CPU, and ZeRO-Infinity's parameters there too.
@@ -216,6 +216,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"optimizer_in_backward", s.optimizer_in_backward},
                 {"offload", to_string(s.offload)},
                 {"zero_stage", s.zero_stage},
+                {"overlap_comm", s.overlap_comm},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
                 {"lora_dropout", s.lora_dropout},
@@ -269,6 +270,11 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["hf_training_args"] = hf_training_args_json(s, r);
   j["model_load"] = model_load_json(s);
   j["deepspeed"] = deepspeed_json(s, r);
+  // DeepSpeed's engine all-reduces after backward at stage 0, whatever overlap_comm says.
+  if (!j["deepspeed"].is_null() && s.zero_stage == 0 && s.overlap_comm && s.world_size > 1)
+    j["notes"].push_back(
+        "the DeepSpeed config runs ZeRO stage 0, whose engine all-reduces the gradients after backward: this plan "
+        "overlaps them with backward (PyTorch DDP's buckets); for DeepSpeed at stage 0 plan with --overlap-comm off");
   if (j["deepspeed"].is_null())
     j["notes"].push_back(
         "no DeepSpeed config: DeepSpeed's bf16 mode keeps fp32 master weights and fp32 optimizer states, which is "

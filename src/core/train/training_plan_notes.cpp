@@ -21,12 +21,15 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
   if (data_parallel_degree(s) > 1)
     plan.notes.push_back(fmt::format(
         "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
-        "it), overlapped with compute ({}) except one layer's share; not yet compared with a multi-GPU run",
+        "it), {}; not yet compared with a multi-GPU run",
         data_parallel_degree(s),
         s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link,
-        s.zero_stage < 3 ? "DDP's buckets under the last micro-step's backward, two thirds of its compute"
-                         : "FSDP/ZeRO-3 prefetch under each micro-step's compute"));
+        !s.overlap_comm ? "not overlapped with compute (--overlap-comm off): all of it after backward"
+        : s.zero_stage < 3
+            ? "overlapped with compute (DDP's buckets under the last micro-step's backward, two thirds of its compute) "
+              "except one layer's share"
+            : "overlapped with compute (FSDP/ZeRO-3 prefetch under each micro-step's compute) except one layer's share"));
   for (auto& n : moe_notes(s, comm.alltoall_gbs)) plan.notes.push_back(std::move(n));
 }
 
