@@ -14,7 +14,7 @@ using namespace tiletune;
 
 TEST(device_spec, the_required_presets_exist_with_sane_figures) {
   for (const char* name : {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l4", "rtx-4090", "h800",
-                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090", "h20", "b200", "rtx-5090"}) {
+                           "h100-nvl", "l40s", "rtx-6000-ada", "rtx-a6000", "rtx-3090", "a10g", "h20", "b200", "rtx-5090"}) {
     const device_spec& d = find_preset(name);
     EXPECT_EQ(d.preset, name);
     EXPECT_GT(d.sm_count, 0) << name;
@@ -63,6 +63,8 @@ TEST(device_spec, live_names_map_to_presets) {
   EXPECT_EQ(preset_for_device_name("NVIDIA RTX 6000 Ada Generation", 48 * gib)->preset, "rtx-6000-ada");
   EXPECT_EQ(preset_for_device_name("NVIDIA RTX A6000", 48 * gib)->preset, "rtx-a6000");
   EXPECT_EQ(preset_for_device_name("NVIDIA GeForce RTX 3090", 24 * gib)->preset, "rtx-3090");
+  EXPECT_EQ(preset_for_device_name("NVIDIA A10G", 22 * gib)->preset, "a10g");
+  EXPECT_FALSE(preset_for_device_name("NVIDIA A10", 22 * gib).has_value());  // not the A10G's rates
   EXPECT_FALSE(preset_for_device_name("NVIDIA GeForce GTX 1080", 8 * gib).has_value());
   EXPECT_EQ(preset_for_device_name("NVIDIA B200", 180 * gib)->preset, "b200");
   EXPECT_FALSE(preset_for_device_name("NVIDIA GB200", 186 * gib).has_value());  // not the HGX part's figures
@@ -92,6 +94,14 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
   EXPECT_NEAR(find_preset("h100-sxm").memory_bytes / double(1LL << 30), 79.2, 0.05);
   // The H200's: nvidia-smi's total of 140.4 GiB (cited in issue 39), not 141 GB read as 131.3 GiB.
   EXPECT_NEAR(find_preset("h200").memory_bytes / double(1LL << 30), 140.4, 0.05);
+  // nvidia-smi's totals in MiB as cited beside each preset (modal-labs/modal-client#2797 for the A100s,
+  // L4 and L40S; club-3090#1127 for the RTX 3090; g5 runs for the A10G): the L4's 23034 MiB is 6% under
+  // its datasheet's 24 GB read as 24 GiB, the L40S's 46068 MiB above 48 GB read as 10^9 bytes.
+  const std::int64_t mib = 1LL << 20;
+  const std::pair<const char*, std::int64_t> reported[] = {{"a100-sxm-80gb", 81920}, {"a100-sxm-40gb", 40960},
+                                                           {"l4", 23034},           {"l40s", 46068},
+                                                           {"rtx-3090", 24576},     {"a10g", 23028}};
+  for (const auto& [name, total] : reported) EXPECT_EQ(find_preset(name).memory_bytes, total * mib) << name;
 }
 
 // The presets added for issue 37, against their datasheets by arithmetic: the estimate from SMs x
@@ -113,6 +123,13 @@ TEST(device_spec, new_presets_agree_with_their_clocks_and_sms) {
   EXPECT_EQ(h800.peak_tflops_bf16, find_preset("h100-sxm").peak_tflops_bf16);
   EXPECT_LT(h800.gpu_link_gbs, find_preset("h100-sxm").gpu_link_gbs);
   EXPECT_EQ(find_preset("rtx-3090").arch(), "sm_86");
+  // A10G (listings, no datasheet): fp32 80 SMs x 128 lanes x 2 x 1.71 GHz = 35.0; its tensor cores at
+  // GeForce GA102's half rate with fp32 accumulation, 80 x 512 x 1.71 GHz = 70.0 bf16 dense.
+  const device_spec& a10g = find_preset("a10g");
+  EXPECT_EQ(a10g.arch(), "sm_86");
+  EXPECT_NEAR(80 * 128 * 2 * 1.71e9 / 1e12, a10g.peak_tflops_f32, 0.1);
+  EXPECT_NEAR(80 * 512 * 1.71e9 / 1e12, a10g.peak_tflops_bf16, 0.1);
+  EXPECT_EQ(a10g.peak_source, "listings");
 }
 
 // B200 and RTX 5090 (issue 37), against their published figures by arithmetic: the B200's dense

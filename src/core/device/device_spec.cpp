@@ -151,8 +151,8 @@ device_spec h200_preset() {
 // Figures: NVIDIA A100 datasheet (SXM4 80GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_80_preset() {
   device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
-  // Memory: the datasheet's 80 GB (as 80 GiB); no driver-reported total recorded or cited: unverified.
-  a100_80.memory_bytes = 80 * 1024 * MiB;
+  // Memory: 81920 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  a100_80.memory_bytes = 81920LL * MiB;
   a100_80.memory_bandwidth_gbs = 2039;
   a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_80;
@@ -161,8 +161,8 @@ device_spec a100_80_preset() {
 // Figures: NVIDIA A100 datasheet (SXM4 40GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_40_preset() {
   device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
-  // Memory: the datasheet's 40 GB (as 40 GiB); no driver-reported total recorded or cited: unverified.
-  a100_40.memory_bytes = 40 * 1024 * MiB;
+  // Memory: 40960 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  a100_40.memory_bytes = 40960LL * MiB;
   a100_40.memory_bandwidth_gbs = 1555;
   a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_40;
@@ -174,8 +174,8 @@ device_spec l4_preset() {
   l4.sm_count = 58;
   l4.boost_clock_mhz = 2040;
   l4.l2_bytes = 48 * MiB;
-  // Memory: the datasheet's 24 GB (as 24 GiB); no driver-reported total recorded or cited: unverified.
-  l4.memory_bytes = 24 * 1024 * MiB;
+  // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
+  l4.memory_bytes = 23034LL * MiB;
   l4.memory_bandwidth_gbs = 300;
   l4.l2_bandwidth_gbs = 1500;
   l4.peak_tflops_f32 = 30.3;
@@ -258,14 +258,13 @@ device_spec h20_preset() {
 }
 
 // Figures: NVIDIA L40S datasheet (48 GB GDDR6 at 864 GB/s; dense: 91.6 fp32, 183 tf32, 362.05
-// bf16/fp16 TFLOP/s); AD102 with 142 SMs at 2520 MHz and 96 MB L2. Memory: 48 GB as 10^9 bytes
-// (unverified).
+// bf16/fp16 TFLOP/s); AD102 with 142 SMs at 2520 MHz and 96 MB L2. Memory: as the driver reports it.
 device_spec l40s_preset() {
   device_spec d = ada("l40s", "NVIDIA L40S");
   d.sm_count = 142;
   d.boost_clock_mhz = 2520;
   d.l2_bytes = 96 * MiB;
-  d.memory_bytes = 48'000'000'000LL;
+  d.memory_bytes = 46068LL * MiB;  // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23)
   d.memory_bandwidth_gbs = 864;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.6;
@@ -313,12 +312,12 @@ device_spec rtx_a6000_preset() {
 
 // Figures: NVIDIA Ampere GA102 whitepaper for the RTX 3090 (82 SMs at 1695 MHz, 936 GB/s, 35.6
 // fp32 TFLOP/s; fp16/bf16 tensor with fp32 accumulation 71 dense, GeForce's half rate; tf32 35.6).
-// Memory: 24 GB as 10^9 bytes (unverified).
+// Memory: 24576 MiB, nvidia-smi's total in noonghunna/club-3090#1127 (driver 595.84, 2026-09-01).
 device_spec rtx3090_preset() {
   device_spec d = ampere_ga102("rtx-3090", "NVIDIA GeForce RTX 3090");
   d.sm_count = 82;
   d.boost_clock_mhz = 1695;
-  d.memory_bytes = 24'000'000'000LL;
+  d.memory_bytes = 24576LL * MiB;
   d.memory_bandwidth_gbs = 936;
   d.peak_tflops_f32 = 35.6;
   d.peak_tflops_tf32 = 35.6;
@@ -402,11 +401,31 @@ device_spec v100_preset() {
   return d;
 }
 
+// The A10G, AWS's GA102 part of the G5 instances: NVIDIA publishes no datasheet, so these are the
+// figures listings repeat (80 SMs at 1710 MHz, 24 GB GDDR6 at 600 GB/s, 6 MB L2; fp32 35 TFLOP/s,
+// 80 x 128 x 2 x 1.71 GHz; its tensor cores at GeForce's half rate with fp32 accumulation, 70 bf16/fp16
+// and 35 tf32 dense: Baseten's "A10 vs A10G" puts its tensor compute below the A10's 125). Unverified:
+// no A10G run is recorded or cited. Memory: 23028 MiB, the nvidia-smi total of g5 runs (and of the
+// A10 in modal-labs/modal-client#2797).
+device_spec a10g_preset() {
+  device_spec d = ampere_ga102("a10g", "NVIDIA A10G");
+  d.sm_count = 80;
+  d.boost_clock_mhz = 1710;
+  d.memory_bytes = 23028LL * MiB;
+  d.memory_bandwidth_gbs = 600;
+  d.peak_tflops_f32 = 35;
+  d.peak_tflops_tf32 = 35;
+  d.peak_tflops_f16 = 70;
+  d.peak_tflops_bf16 = 70;
+  d.peak_source = "listings";  // no datasheet
+  return d;
+}
+
 std::vector<device_spec> make_presets() {
   return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
           l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
-          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), h20_preset(), b200_preset(), rtx5090_preset(),
-          v100_preset()};
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), a10g_preset(), h20_preset(), b200_preset(),
+          rtx5090_preset(), v100_preset()};
 }
 
 std::string lower(std::string_view s) {
@@ -467,6 +486,7 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   else if (has("rtx 6000 ada")) key = "rtx-6000-ada";
   else if (has("a6000")) key = "rtx-a6000";
   else if (has("3090")) key = "rtx-3090";
+  else if (has("a10g")) key = "a10g";  // not the A10 (72 SMs, the datasheet's tensor rate)
   else if (has("b200") && !has("gb200")) key = "b200";
   else if (has("5090")) key = "rtx-5090";
   else if (has("v100") && has("sxm2") && memory_bytes > 24 * 1024 * MiB) key = "v100-sxm2";
