@@ -24,7 +24,10 @@
 #     probe  the register-only mma.sync (HMMA.16816) throughput probe, scripts/bench/hmma_probe.cu
 #            ($build/hmma_probe when carried, else built here with nvcc); and the premise of the
 #            mma family's tf32 rounding, that mma.sync ignores a tf32 operand's low 13 bits
-#            (scripts/bench/tf32_low_bits_probe.cu)
+#            (scripts/bench/tf32_low_bits_probe.cu); and the CUPTI durations of kernels that do no
+#            work (scripts/bench/launch_floor_probe.cu), what the model's launch_overhead_us stands for
+#     twins  the 4096^3 and 8192^3 bf16 picks with four stages timed back to back with their
+#            three-stage twins (the loads' latency chain of issue 39: three measured 1.14x four's)
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     model  `gemm --model` on GPU_VALIDATE_MODELS (NAME:TOKENS:PHASE ..., default a Llama-3-8B
@@ -374,6 +377,18 @@ if want probe; then
     -o "$out/tf32_low_bits_probe" scripts/bench/tf32_low_bits_probe.cu
   step "tf32 low bits probe" 30 "$out/tf32_low_bits_probe.txt" "$out/tf32_low_bits_probe" "$out/tf32_low_bits_probe.json"
   cat "$out/tf32_low_bits_probe.txt" >&2
+  step "build launch_floor_probe" 60 "$out/launch_floor_probe-build.log" nvcc -O3 -arch=native \
+    -o "$out/launch_floor_probe" scripts/bench/launch_floor_probe.cu -lcupti
+  step "launch floor probe" 60 "$out/launch_floor_probe.txt" "$out/launch_floor_probe" "$out/launch_floor_probe.json"
+  cat "$out/launch_floor_probe.txt" >&2
+fi
+if want twins; then
+  for size in 4096 8192; do
+    ids=wgmma_128x256x64_c2_s4_cl1x1_g8m,wgmma_128x256x64_c2_s3_cl1x1_g8m,wgmma_128x256x64_c2_s4_cl1x1_g8n
+    ids=$ids,wgmma_128x256x64_c2_s3_cl1x1_g8n
+    step "twins $size^3" 120 "$out/twins-$size.log" "$bin" gemm --m "$size" --n "$size" --k "$size" --dtype bf16 \
+      --layout nt --only "$ids" --search exhaustive --retune --no-db --json --out "$out/gemm/twins-$size.json"
+  done
 fi
 if want batch; then
   for model in gpt2 tinyllama-1.1b; do
