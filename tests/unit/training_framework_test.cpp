@@ -218,6 +218,13 @@ TEST(framework, the_exchange_overlaps_as_each_framework_runs_it) {
   EXPECT_TRUE(with(training_framework::fsdp2, base("llama-3-8b", 0, 16)).overlap_comm);
   const training_setup m = with(training_framework::megatron, base("llama-3-8b", 0, 16));
   EXPECT_FALSE(m.overlap_comm);
+  // ModelParallelConfig: tensor_model_parallel_size 1, pipeline_model_parallel_size 1, sequence_parallel False,
+  // context_parallel_size 1 (d98e8a6): the plan's own defaults, which the note says.
+  EXPECT_EQ(m.tensor_parallel, 1);
+  EXPECT_EQ(m.pipeline_parallel, 1);
+  EXPECT_EQ(m.context_parallel, 1);
+  EXPECT_FALSE(m.sequence_parallel);
+  EXPECT_TRUE(mentions(m.framework_notes, "tensor and pipeline parallel 1"));
   EXPECT_TRUE(mentions(m.framework_notes, "--overlap-comm off (DistributedDataParallelConfig.overlap_grad_reduce False)"));
   EXPECT_FALSE(with(training_framework::deepspeed, base("llama-3-8b", 0, 16)).overlap_comm);
   EXPECT_FALSE(with(training_framework::deepspeed, base("llama-3-8b", 0, 16), {{"--zero", "2"}}).overlap_comm);

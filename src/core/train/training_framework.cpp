@@ -111,6 +111,10 @@ framework_bundle megatron() {
                 {"--overlap-comm", "off", "DistributedDataParallelConfig.overlap_grad_reduce False"}};
   b.notes.push_back({"", "Megatron-LM trains fp32 unless --bf16 or --fp16 (ModelParallelConfig bf16, fp16 False): "
                          "the plan keeps tiletune's precision"});
+  b.notes.push_back({"", "Megatron-LM's parallelism defaults are the plan's own: tensor and pipeline parallel 1, no "
+                         "virtual stages, sequence parallel off, context parallel 1 (ModelParallelConfig); "
+                         "--tensor-parallel, --pipeline-parallel, --virtual-stages, --sequence-parallel and "
+                         "--context-parallel plan others"});
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
                                "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "
                                "peak: the logits term is high"});
