@@ -154,6 +154,14 @@ struct tt_tile_copier {
     row_step = tt_kept(tt_row_offset(STEP, ld));
     s_off = tt_swizzled_offset(r0, col, COLS, TT_ELEM_BYTES, KC) * TT_ELEM_BYTES;
   }
+  // Copy i of this thread: past the tile's end (where the threads outnumber
+  // its last row of chunks), and where it lands in the stage at s_stage.
+  __device__ __forceinline__ static bool past_end(int i, int tid) {
+    return CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS;
+  }
+  __device__ __forceinline__ unsigned landing(unsigned s_stage, int i) const {
+    return s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+  }
   // One tile into the stage at shared byte s_stage. BOUNDS: rows_left /
   // cols_left as tt_load_tile's, and chunks that read nothing point at
   // `inside` (in the matrix); without, every chunk is whole and inside.
@@ -162,8 +170,8 @@ struct tt_tile_copier {
                                         const elem_t* inside, int tid) {
 #pragma unroll
     for (int i = 0; i < COPIES; ++i) {
-      if (CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS) break;
-      const unsigned dst = s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+      if (past_end(i, tid)) break;
+      const unsigned dst = landing(s_stage, i);
       if (BOUNDS) {
         const int valid = tt_copy_valid(r0 + i * STEP, col, rows_left, cols_left, TT_CHUNK);
         tt_cp_async16(dst, valid > 0 ? g + i * row_step : inside, valid * TT_ELEM_BYTES);
@@ -182,8 +190,8 @@ struct tt_tile_copier {
   __device__ __forceinline__ void round_landed(unsigned s_stage, int tid) const {
 #pragma unroll
     for (int i = 0; i < COPIES; ++i) {
-      if (CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS) break;
-      const unsigned at = s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+      if (past_end(i, tid)) break;
+      const unsigned at = landing(s_stage, i);
       float v[4];
       asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
                    : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])

@@ -611,51 +611,55 @@ class mma_kernel_emulator {
       }
   }
 
+  // tt_tile_copier's map of one tile's copies into the stage at stage_addr:
+  // fn(tid, i, r0, col, step, dst) for copy i of thread tid (row r0 + i * step,
+  // column col), in the kernel's order, past-the-end copies left out.
+  template <typename Fn>
+  void for_each_copy(int rows, int cols, int kc, int stage_addr, Fn fn) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int cpr = cols / chunk, chunks = rows * cpr;
+    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
+        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
+        const int s_off = tt_swizzled_offset(r0, col, cols, eb, kc) * eb;
+        fn(tid, i, r0, col, step, stage_addr + s_off + tt_copy_step_offset(i, step, cols) * eb);
+      }
+  }
+
   // tt_tile_copier::issue: the main loop's copies of one tile into the stage
   // at stage_addr, tile's top-left element at `origin`. bounds: rows_left /
   // cols_left as load_tile's, chunks that read nothing point at the matrix's
   // first element (matrix); without, every chunk is whole.
   void issue_copies(shared_memory& smem, int rows, int cols, int kc, int stage_addr, const global_buffer& buf,
                     long long origin, int ld, int rows_left, int cols_left, bool bounds, long long matrix) {
-    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
-    const int cpr = cols / chunk, chunks = rows * cpr;
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads(), cpr = cols / chunk;
     const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
     if (threads % cpr != 0 || !tt_copy_masks_repeat(step, cols, eb, kc))
       r_.note(fmt::format("copier: {} threads over {} chunks per row: the static_asserts fail", threads, cpr));
-    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
-      for (int tid = 0; tid < threads; ++tid) {
-        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
-        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
-        const long long g = origin + tt_row_offset(r0, ld) + col;  // init: tile + row_offset(r0, ld) + col
-        const long long src = g + i * tt_row_offset(step, ld);
-        const int s_off = tt_swizzled_offset(r0, col, cols, eb, kc) * eb;
-        const int dst = stage_addr + s_off + tt_copy_step_offset(i, step, cols) * eb;
-        if (bounds) {
-          const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r0 + i * step, col, rows_left, cols_left, chunk);
-          cp_async16(smem, tid / 32, dst, buf, valid > 0 ? src : matrix, valid * eb);
-        } else {
-          cp_async16(smem, tid / 32, dst, buf, src, 16);
-        }
+    for_each_copy(rows, cols, kc, stage_addr, [&](int tid, int i, int r0, int col, int step_rows, int dst) {
+      const long long g = origin + tt_row_offset(r0, ld) + col;  // init: tile + row_offset(r0, ld) + col
+      const long long src = g + i * tt_row_offset(step_rows, ld);
+      if (bounds) {
+        const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r0 + i * step_rows, col, rows_left, cols_left, chunk);
+        cp_async16(smem, tid / 32, dst, buf, valid > 0 ? src : matrix, valid * eb);
+      } else {
+        cp_async16(smem, tid / 32, dst, buf, src, 16);
       }
+    });
   }
 
   // tt_tile_copier::round_landed (tf32): each thread's copies into the stage
   // at stage_addr, read (ld.shared.v4) and written back rounded (st.shared.v4)
   // by the thread that issued them.
   void round_landed(shared_memory& smem, int rows, int cols, int kc, int stage_addr) {
-    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
-    const int cpr = cols / chunk, chunks = rows * cpr;
-    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
-    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
-      for (int tid = 0; tid < threads; ++tid) {
-        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
-        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
-        const int at = stage_addr + tt_swizzled_offset(r0, col, cols, eb, kc) * eb + tt_copy_step_offset(i, step, cols) * eb;
-        std::array<u32, 4> v{};
-        smem.load(tid / 32, at, v.data(), 16, "tf32 rounding");
-        for (u32& x : v) x = float_to_tf32(from_bits(x));
-        smem.store(tid / 32, at, v.data(), 16, "tf32 rounding");
-      }
+    for_each_copy(rows, cols, kc, stage_addr, [&](int tid, int, int, int, int, int at) {
+      std::array<u32, 4> v{};
+      smem.load(tid / 32, at, v.data(), 16, "tf32 rounding");
+      for (u32& x : v) x = float_to_tf32(from_bits(x));
+      smem.store(tid / 32, at, v.data(), 16, "tf32 rounding");
+    });
   }
   // Both operands' tiles of the stage, as the kernel rounds them after its wait.
   void round_stage(shared_memory& smem, int stage_addr) {

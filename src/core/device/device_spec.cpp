@@ -174,7 +174,8 @@ device_spec l4_preset() {
   l4.sm_count = 58;
   l4.boost_clock_mhz = 2040;
   l4.l2_bytes = 48 * MiB;
-  // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
+  // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it
+  // (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
   l4.memory_bytes = 23034LL * MiB;
   l4.memory_bandwidth_gbs = 300;
   l4.l2_bandwidth_gbs = 1500;
@@ -264,7 +265,8 @@ device_spec l40s_preset() {
   d.sm_count = 142;
   d.boost_clock_mhz = 2520;
   d.l2_bytes = 96 * MiB;
-  d.memory_bytes = 46068LL * MiB;  // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23)
+  // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  d.memory_bytes = 46068LL * MiB;
   d.memory_bandwidth_gbs = 864;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.6;

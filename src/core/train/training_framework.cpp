@@ -41,7 +41,8 @@ const std::pair<training_framework, const char*> framework_names[] = {
     {training_framework::torchtune, "torchtune"}, {training_framework::composer, "composer"},
     {training_framework::litgpt, "litgpt"}};
 
-// The flags a framework sets, in the order they are applied (the adapter dtype follows the precision).
+// The flags a framework sets, in the order they are applied (the adapter dtype follows the precision,
+// the overlap of the exchange the ZeRO stage).
 const char* const framework_flags[] = {"--precision",    "--attention",     "--loss",         "--checkpointing",
                                        "--zero",         "--lora-targets",  "--adapter-dtype", "--lora-dropout",
                                        "--overlap-comm"};
@@ -296,13 +297,10 @@ void apply_framework(training_framework f, const std::map<std::string, std::stri
       set_option(s, flag, tiletune_default(flag, gpu_has_bf16, s));
     }
   };
-  // The precision first: where adapters keep the model's dtype, the adapter dtype follows it.
-  resolve(framework_defaults(f, s, gpu_has_bf16), "--precision");
+  // Each flag from the defaults of the setup resolved so far, in framework_flags' order: the
+  // adapter dtype follows the precision, DeepSpeed's overlap the ZeRO stage.
+  for (const char* flag : framework_flags) resolve(framework_defaults(f, s, gpu_has_bf16), flag);
   const framework_bundle b = framework_defaults(f, s, gpu_has_bf16);
-  for (const char* flag : framework_flags)
-    if (std::string_view(flag) != "--precision" && std::string_view(flag) != "--overlap-comm") resolve(b, flag);
-  // The overlap last: DeepSpeed's depends on the ZeRO stage.
-  resolve(framework_defaults(f, s, gpu_has_bf16), "--overlap-comm");
   refuse_unsupported(f, given, gpu_has_bf16, s);
 
   s.framework_notes.clear();
