@@ -34,11 +34,17 @@ TT_HOST_DEVICE constexpr int tt_mma_epi_mi(int mi, int warps_m, int bn, int smem
              ? mi
              : tt_mma_epi_mi(mi / 2, warps_m, bn, smem_bytes);
 }
+// tf32 A stored [k][m], paired (see tt_tf32_pair_lane_offset): the tile row
+// of the mma's row r16 (0..15) of an m16 step.
+TT_HOST_DEVICE constexpr int tt_pair_row(int r16, bool paired) { return paired ? (r16 & 7) * 2 + (r16 >> 3) : r16; }
 // Staging row sr of a pass holds tile row: warp row sr / (epi_mi*16), then its
-// m16 steps pass*epi_mi.. in order.
+// m16 steps pass*epi_mi.. in order. Staging rows are the mma's rows: with A's
+// rows paired, row r of each m16 step is tile row tt_pair_row(r).
 TT_HOST_DEVICE constexpr int tt_mma_stage_row_to_tile_row(int sr, int pass, int epi_mi,
-                                                          int warp_tile_m) {
-  return (sr / (epi_mi * 16)) * warp_tile_m + pass * epi_mi * 16 + sr % (epi_mi * 16);
+                                                          int warp_tile_m, bool paired) {
+  return paired ? (sr / (epi_mi * 16)) * warp_tile_m + pass * epi_mi * 16 + (sr % (epi_mi * 16) - sr % 16) +
+                      tt_pair_row(sr % 16, true)
+                : (sr / (epi_mi * 16)) * warp_tile_m + pass * epi_mi * 16 + sr % (epi_mi * 16);
 }
 
 // ---- Data path: thread and lane maps -----------------------------------------
@@ -188,17 +194,40 @@ TT_HOST_DEVICE constexpr int tt_ldsm_b_added(int b_t, int np, int ks, int cols) 
 TT_HOST_DEVICE constexpr int tt_ldsm_b_tile(int q) { return q >> 1; }
 TT_HOST_DEVICE constexpr int tt_ldsm_b_reg(int q) { return q & 1; }
 
-// tf32 fragments along m or n (a tile stored [k][m] or [k][n]), loaded
-// element by element with each lane's offsets computed once: element
-// (k_base + t + 4j, warp0 + 8u + g) of such a tile (u: A's 2 mi + h, B's ni)
-// lies at the lane offset of index u % 4 plus tt_tf32_mn_added. This holds
-// for warp0 a multiple of 32 and rows of >= 32 elements: the chunk's three
-// low bits and the swizzle mask (2 (row % 4), row % 4 = t) see u % 4 only.
+// tf32 fragments of B stored [k][n], element by element with each lane's
+// offsets computed once: element (k_base + t + 4j, warp0 + 8u + g) (u: the n8
+// tile ni) lies at the lane offset of index u % 4 plus tt_tf32_mn_added. This
+// holds for warp0 a multiple of 32 and rows of >= 32 elements: the chunk's
+// three low bits and the swizzle mask (2 (row % 4), row % 4 = t) see u % 4 only.
 TT_HOST_DEVICE constexpr int tt_tf32_mn_lane_offset(int warp0, int idx, int lane, int cols) {
   return tt_tf32_offset_mn_contiguous(lane & 3, lane & 3, warp0 + 8 * idx, lane >> 2, cols);
 }
 TT_HOST_DEVICE constexpr int tt_tf32_mn_added(int u, int k_base, int j, int cols) {
   return (k_base + 4 * j) * cols + 32 * (u / 4);
+}
+
+// tf32 A stored [k][m] is read in pairs: which tile row each of the mma's
+// rows is, is the kernel's to choose, as long as the epilogue puts C's rows
+// back where they belong. Row r of an m16 step (g + 8h) is its tile row
+// 2g + h (tt_pair_row), so a_{2j} and a_{2j+1} (rows g and g+8 at k t + 4j)
+// lie side by side and one ld.shared.v2 reads them into the register pair
+// the mma wants; accumulator (h, x) of (mi, ni) is tile row 16 mi + 2g + h.
+// The pair (k_base + t + 4j, warp0 + 16 mi + 2g) lies at the lane offset of
+// index mi % 2 plus tt_tf32_pair_added, in elements, for warp0 a multiple of
+// 32 and rows of >= 32 elements: the swizzle mask 2 (row % 4) sees chunk bit 2
+// (mi % 2) and g, not mi / 2. A half-warp's 16 pairs, rows t = 0..3 at chunks
+// {c, c+1} ^ 2t, hit 32 banks.
+TT_HOST_DEVICE constexpr int tt_tf32_pair_lane_offset(int warp0, int idx, int lane, int cols) {
+  return tt_tf32_offset_mn_contiguous(lane & 3, lane & 3, warp0 + 16 * idx + 8 * (lane >> 4), 2 * ((lane >> 2) & 3),
+                                      cols);
+}
+TT_HOST_DEVICE constexpr int tt_tf32_pair_added(int v, int k_base, int j, int cols) {
+  return (k_base + 4 * j) * cols + 32 * (v / 2);
+}
+// The same element one at a time (the element-wise path): register (h, k
+// t + 4j) of lane (g, t) of the m16 step at base16 (k_row, its row % 8 row8).
+TT_HOST_DEVICE constexpr int tt_tf32_pair_offset(int k_row, int row8, int base16, int g, int h, int cols) {
+  return tt_tf32_offset_mn_contiguous(k_row, row8, base16 + 8 * (g >> 2), 2 * (g & 3) + h, cols);
 }
 
 // mma fragments (PTX ISA "Matrix Fragments for mma.m16n8k16 / mma.m16n8k8"):

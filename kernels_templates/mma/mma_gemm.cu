@@ -210,6 +210,14 @@ __device__ __forceinline__ void tt_ldmatrix_x4(unsigned* r, unsigned addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
+__device__ __forceinline__ unsigned tt_ld_shared(unsigned addr) {
+  unsigned x;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
+  return x;
+}
+__device__ __forceinline__ void tt_ld_shared_v2(unsigned& x, unsigned& y, unsigned addr) {
+  asm volatile("ld.shared.v2.b32 {%0,%1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr));
+}
 __device__ __forceinline__ void tt_ldmatrix_x4_trans(unsigned* r, unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -242,7 +250,8 @@ __device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsign
 #if TT_ELEM_BYTES == 4
 // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
 // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
-// b0 (k t, n g), b1 (k t+4, n g); each rounded to tf32.
+// b0 (k t, n g), b1 (k t+4, n g); each rounded to tf32. A stored [k][m] with
+// its rows paired (tt_pair_row), as the main loop reads it.
 __device__ __forceinline__ void tt_load_a_tf32(const elem_t* as, int k_base, int wm0, int lane,
                                                unsigned (&a)[TT_MI][4]) {
   const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
@@ -252,8 +261,7 @@ __device__ __forceinline__ void tt_load_a_tf32(const elem_t* as, int k_base, int
     for (int r = 0; r < 4; ++r) {
       const int h = tt_frag_tf32_a_half(r), j = tt_frag_tf32_a_kq(r);  // rows g + 8h, k t + 4j
 #if TT_A_T
-      a[mi][r] = tt_to_tf32(as[tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j,
-                                                           wm0 + mi * 16 + 8 * h, g, TT_A_COLS)]);
+      a[mi][r] = tt_to_tf32(as[tt_tf32_pair_offset(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16, g, h, TT_A_COLS)]);
 #else
       a[mi][r] = tt_to_tf32(as[tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t,
                                                           TT_A_COLS)]);
@@ -333,16 +341,22 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
 // is 8 rows of 4 tf32 elements, and lane l receives row l/4, element l%4,
 // the m16n8k8 fragment's (group, thread); so such a tile is read as a
 // 16-bit one of twice the columns. tf32's stage is already rounded
-// (tt_tile_copier::round_landed). tf32 operands along m or n are loaded element by element, each lane's
-// offsets computed once (tt_tf32_mn_lane_offset). The ldmatrix
-// offsets: each lane's parts computed once (tt_ldsm_*_lane_offset), the
-// rest constants, so a k-step costs its ldmatrix and one add per stage.
+// (tt_tile_copier::round_landed). tf32 A stored [k][m] is read two registers
+// at a time (ld.shared.v2) with its rows paired (tt_pair_row:
+// mma_addressing.cuh), which the epilogue undoes; tf32 B stored [k][n]
+// element by element (a pair there would be two n8 tiles' registers, which
+// the mma wants in other register pairs: ptxas moves them, a move per
+// register). The offsets: each lane's parts computed once
+// (tt_ldsm_*_lane_offset, tt_tf32_pair_lane_offset, tt_tf32_mn_lane_offset),
+// the rest constants, so a k-step costs its loads.
 #define TT_A_LDSM (TT_ELEM_BYTES == 2 || !TT_A_T)
 #define TT_B_LDSM (TT_ELEM_BYTES == 2 || TT_B_T)
+#define TT_PAIR_A (!TT_A_LDSM)  // tf32 A stored [k][m]: its rows paired
 #define TT_A_COLS16 (TT_A_COLS * TT_ELEM_BYTES / 2)  // the tile's columns as 16-bit elements
 #define TT_B_COLS16 (TT_B_COLS * TT_ELEM_BYTES / 2)
-// tf32 along m or n: four lane offsets (tt_tf32_mn_lane_offset).
-#define TT_A_LANES (TT_A_LDSM ? tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS) : 4)
+// tf32 A's pairs: two lane offsets, B's elements four, in bytes
+// (tt_tf32_pair_lane_offset, tt_tf32_mn_lane_offset).
+#define TT_A_LANES (TT_A_LDSM ? tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS) : 2)
 #define TT_B_LANES (TT_B_LDSM ? tt_ldsm_b_lanes(TT_B_T, TT_NI, TT_KSTEPS) : 4)
 struct tt_fragment_offsets {
   int a[TT_A_LANES];
@@ -354,17 +368,17 @@ struct tt_fragment_offsets {
 #pragma unroll
     for (int i = 0; i < TT_A_LANES; ++i)
       a[i] = tt_kept(TT_A_LDSM ? tt_ldsm_a_lane_offset(TT_A_T, wm0, i, q, r, a_mask, TT_A_COLS16)
-                               : tt_tf32_mn_lane_offset(wm0, i, lane, TT_A_COLS));
+                               : 4 * tt_tf32_pair_lane_offset(wm0, i, lane, TT_A_COLS));
 #pragma unroll
     for (int i = 0; i < TT_B_LANES; ++i)
       b[i] = tt_kept(TT_B_LDSM ? tt_ldsm_b_lane_offset(TT_B_T, wn0, i, q, r, b_mask, TT_B_COLS16)
-                               : tt_tf32_mn_lane_offset(wn0, i, lane, TT_B_COLS));
+                               : 4 * tt_tf32_mn_lane_offset(wn0, i, lane, TT_B_COLS));
   }
   // The fragments of k-step KS of the stage whose A tile is at shared
-  // address as_addr (generic as) and B tile at bs_addr (bs). KS: a constant
-  // once the caller's loop is unrolled.
-  __device__ __forceinline__ void load(int KS, unsigned as_addr, unsigned bs_addr, const elem_t* as, const elem_t* bs,
-                                       unsigned (&fa)[TT_MI][4], unsigned (&fb)[TT_NI][2]) const {
+  // address as_addr and B tile at bs_addr. KS: a constant once the caller's
+  // loop is unrolled.
+  __device__ __forceinline__ void load(int KS, unsigned as_addr, unsigned bs_addr, unsigned (&fa)[TT_MI][4],
+                                       unsigned (&fb)[TT_NI][2]) const {
 #if TT_A_LDSM
 #pragma unroll
     for (int mi = 0; mi < TT_MI; ++mi) {
@@ -376,14 +390,13 @@ struct tt_fragment_offsets {
         tt_ldmatrix_x4(fa[mi], at);
     }
 #else
-    static_assert(TT_WM % 32 == 0 && TT_A_COLS >= 32, "tt_tf32_mn_lane_offset's premise");
+    static_assert(TT_WM % 32 == 0 && TT_A_COLS >= 32, "tt_tf32_pair_lane_offset's premise");
 #pragma unroll
     for (int mi = 0; mi < TT_MI; ++mi)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {  // a_r: rows g + 8h, k t + 4j
-        const int u = 2 * mi + tt_frag_tf32_a_half(r);
-        fa[mi][r] = __float_as_uint(as[a[u % 4] + tt_tf32_mn_added(u, KS * TT_MMA_K, tt_frag_tf32_a_kq(r), TT_A_COLS)]);
-      }
+      for (int j = 0; j < 2; ++j)  // a_{2j}, a_{2j+1}: rows g, g+8 (tile rows 2g, 2g+1), k t + 4j
+        tt_ld_shared_v2(fa[mi][2 * j], fa[mi][2 * j + 1],
+                        as_addr + a[mi % 2] + 4 * tt_tf32_pair_added(mi, KS * TT_MMA_K, j, TT_A_COLS));
 #endif
 #if TT_B_LDSM
 #pragma unroll
@@ -404,7 +417,7 @@ struct tt_fragment_offsets {
     for (int ni = 0; ni < TT_NI; ++ni)
 #pragma unroll
       for (int j = 0; j < 2; ++j)  // b_j: k t + 4j, n g
-        fb[ni][j] = __float_as_uint(bs[b[ni % 4] + tt_tf32_mn_added(ni, KS * TT_MMA_K, j, TT_B_COLS)]);
+        fb[ni][j] = tt_ld_shared(bs_addr + b[ni % 4] + 4 * tt_tf32_mn_added(ni, KS * TT_MMA_K, j, TT_B_COLS));
 #endif
   }
 };
@@ -445,9 +458,7 @@ __device__ __forceinline__ void tt_pipelined(const tt_block& blk, float (&acc)[T
   cb.init(blk.b_tile, blk.ldb, tid);
   tt_fragment_offsets fo;
   fo.init(blk.wm0, blk.wn0, blk.lane);
-#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb)                                                 \
-  fo.load(ks, (stage_addr), (stage_addr) + TT_B_AT, blk.smem + ((stage_addr) - blk.smem_base) / TT_ELEM_BYTES, \
-          blk.smem + ((stage_addr) - blk.smem_base + TT_B_AT) / TT_ELEM_BYTES, fa, fb)
+#define TT_LOAD_FRAGMENTS(stage_addr, ks, fa, fb) fo.load(ks, (stage_addr), (stage_addr) + TT_B_AT, fa, fb)
   // The stages being written and read, as shared addresses that step
   // through the ring.
   const unsigned ring_end = blk.smem_base + TT_STAGES * TT_STAGE_BYTES;
@@ -626,7 +637,8 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   __syncthreads();  // every warp is done with the pipeline buffers: the epilogue reuses them
 
   // Epilogue. Accumulator layout: c0,c1 at (g, 2t), (g, 2t+1); c2,c3 at
-  // (g+8, 2t), (g+8, 2t+1). Each pass stages tt_epi_mi m16 steps of every
+  // (g+8, 2t), (g+8, 2t+1), of the mma's rows (tf32 A stored [k][m]: the
+  // tile's are tt_pair_row). Each pass stages tt_epi_mi m16 steps of every
   // warp as fp32 in shared memory, then the block writes those rows in
   // 16-byte pieces: consecutive threads, consecutive pieces of a row.
   float* const stage = reinterpret_cast<float*>(tt_smem_raw);
@@ -656,7 +668,7 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
     for (int item = tid; item < TT_PASS_ROWS * (TT_BN / TT_EPI_VEC); item += TT_THREADS) {
       const int sr = tt_epi_item_row(item, TT_BN, TT_EPI_VEC);
       const int col = tt_epi_item_col(item, TT_BN, TT_EPI_VEC);
-      const int row = tt_mma_stage_row_to_tile_row(sr, pass, tt_epi_mi, TT_WM);
+      const int row = tt_mma_stage_row_to_tile_row(sr, pass, tt_epi_mi, TT_WM, TT_PAIR_A);
       float v[TT_EPI_VEC];
 #if TT_EPI_VEC == 8
       // Two chunks; threads 4..7 of each 8 read theirs in the other order, so

@@ -207,6 +207,8 @@ struct defects {
   bool tf32_unrounded = false;          // tf32 operands passed to mma.sync as loaded (the cores truncate them)
   bool tf32_round_before_wait = false;  // the landed stage rounded before cp.async.wait_group
   bool tf32_round_read_stage = false;   // the stage being read rounded (again) instead of the one just landed
+  bool tf32_pairs_kept = false;         // the epilogue writes tf32 A's paired rows as the mma's rows (tt_pair_row not undone)
+  bool tf32_elements_unpaired = false;  // the element-wise path reads tf32 A's rows unpaired (the main loop's are paired)
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -687,7 +689,8 @@ class mma_kernel_emulator {
     };
     auto a_index = [&](int mi) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_a_lane_index(k_.a_t, mi, ks); };
     auto b_index = [&](int np) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_b_lane_index(k_.b_t, np, ks); };
-    // tf32 along m or n: tt_tf32_mn_lane_offset + tt_tf32_mn_added; the stage is already rounded.
+    // tf32 A along m: pairs (ld.shared.v2 at tt_tf32_pair_lane_offset + tt_tf32_pair_added);
+    // B along n: elements (tt_tf32_mn_lane_offset + tt_tf32_mn_added). The stage is already rounded.
     const int k_base = ks * k_.mma_k();
     auto tf32_element = [&](int at, const char* what) {
       u32 v = 0;
@@ -696,12 +699,14 @@ class mma_kernel_emulator {
     };
     for (int lane = 0; lane < 32; ++lane) {
       for (int mi = 0; !a_ldsm && mi < k_.mi(); ++mi)
-        for (int reg = 0; reg < 4; ++reg) {
-          const int u = 2 * mi + tt_frag_tf32_a_half(reg);
-          const int idx = d_.lane_offset_index_zero ? 0 : u % 4;
-          const int off = tt_tf32_mn_lane_offset(wm0, idx, lane, k_.a_cols()) ^ (d_.read_mask_xor1 ? 4 : 0);
-          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = tf32_element(
-              stage_addr / 4 + off + tt_tf32_mn_added(u, k_base, tt_frag_tf32_a_kq(reg), k_.a_cols()), "tf32 A load");
+        for (int j = 0; j < 2; ++j) {  // registers 2j (row g, tile row 2g) and 2j + 1 (row g + 8, tile row 2g + 1)
+          const int idx = d_.lane_offset_index_zero ? 0 : mi % 2;
+          const int off = tt_tf32_pair_lane_offset(wm0, idx, lane, k_.a_cols()) ^ (d_.read_mask_xor1 ? 4 : 0);
+          std::array<u32, 2> v{};
+          smem.load(warp, (stage_addr / 4 + off + tt_tf32_pair_added(mi, k_base, j, k_.a_cols())) * 4, v.data(), 8,
+                    "tf32 A pair load");
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(2 * j)] = v[0];
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(2 * j + 1)] = v[1];
         }
       for (int ni = 0; !b_ldsm && ni < k_.ni(); ++ni)
         for (int j = 0; j < 2; ++j) {
@@ -803,8 +808,10 @@ class mma_kernel_emulator {
       for (int mi = 0; do_a && mi < k_.mi(); ++mi)
         for (int reg = 0; reg < 4; ++reg) {
           const int h = tt_frag_tf32_a_half(reg), j = tt_frag_tf32_a_kq(reg);
-          const int off = k_.a_t ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, k_.a_cols())
-                                 : tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols());
+          const int off = !k_.a_t ? tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols())
+                          : d_.tf32_elements_unpaired
+                              ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, k_.a_cols())
+                              : tt_tf32_pair_offset(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16, g, h, k_.a_cols());
           float v = 0;
           smem.load(warp, as_addr + (off ^ flip) * 4, &v, 4, "tf32 A load");
           a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = tf32_operand(v);
@@ -1004,7 +1011,8 @@ class mma_kernel_emulator {
         for (int item = tid; item < k.pass_rows() * (k.bn / vec); item += threads) {
           const int warp = tid / 32;
           const int sr = tt_epi_item_row(item, k.bn, vec), col = tt_epi_item_col(item, k.bn, vec);
-          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, k.wm());
+          const bool paired = k.eb() == 4 && k.a_t && !d_.tf32_pairs_kept;  // TT_PAIR_A
+          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, k.wm(), paired);
           float v[8] = {};
           if (vec == 8) {
             const int swap = tt_epi_swap(col);
@@ -1459,6 +1467,10 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{t128, dtype::tf32, "tn", 0}, {k8, dtype::tf32, "nt", 0}});
   add("tf32's read stage rounded instead of the landed one", [](defects& d) { d.tf32_round_read_stage = true; },
       {{t128, dtype::tf32, "tt", 0}, {k8, dtype::tf32, "nn", 4}});
+  add("tf32 A's paired rows written back unpermuted", [](defects& d) { d.tf32_pairs_kept = true; },
+      {{t128, dtype::tf32, "tt", 0}, {k8, dtype::tf32, "tn", 1}, {t128, dtype::tf32, "tn", 2}});
+  add("tf32 A's rows unpaired on the element-wise path", [](defects& d) { d.tf32_elements_unpaired = true; },
+      {{t128, dtype::tf32, "tt", 2}, {k8, dtype::tf32, "tn", 3}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));

@@ -120,7 +120,7 @@ TEST(tf32_rounding, an_offline_plan_of_a_tf32_mma_tile_says_it_has_not_run) {
   plan.recommended = 0;
   tiletune::note_untried_recommendation(plan);
   ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_NE(plan.notes[0].find("tf32 operands rounded in shared memory, which has not run on a GPU"), std::string::npos)
+  EXPECT_NE(plan.notes[0].find("tf32 operands rounded in shared memory (A along m read in row pairs), which has not run on a GPU"), std::string::npos)
       << plan.notes[0];
   plan.notes.clear();
   plan.problem.type = tiletune::dtype::bf16;

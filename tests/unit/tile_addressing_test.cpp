@@ -170,8 +170,9 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
         }
       }
     } else {
-      // tf32 m16n8k8, one 4-byte load per fragment register and lane:
-      // a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g), b1 (k t+4, n g).
+      // tf32 m16n8k8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g),
+      // b1 (k t+4, n g); one 4-byte load per register and lane, but A stored [k][m]: its
+      // rows paired (row g + 8h is tile row 2g + h), a0 a1 and a2 a3 each one 8-byte load.
       auto a_at = [&](int m, int kk) {
         return k.l.a_transposed ? f(kk, m, ta.cols, 4, ta.kc) : f(m, kk, ta.cols, 4, ta.kc);
       };
@@ -179,16 +180,31 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
         return k.l.b_transposed ? f(n, kk, tb.cols, 4, tb.kc) : f(kk, n, tb.cols, 4, tb.kc);
       };
       for (int k_base = 0; k_base < c.block_k; k_base += 8) {
-        for (int mi = 0; mi < mma_warp_tile_m(c) / 16; ++mi)
+        for (int mi = 0; k.l.a_transposed && mi < mma_warp_tile_m(c) / 16; ++mi)
+          for (int j = 0; j < 2; ++j) {
+            std::vector<smem_access> lanes;
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane >> 2, t = lane & 3;
+              const int at = a_at(wm0 + mi * 16 + 2 * g, k_base + t + j * 4);
+              const int kernel = tt_tf32_pair_lane_offset(wm0, mi % 2, lane, ta.cols) +
+                                 tt_tf32_pair_added(mi, k_base, j, ta.cols);
+              const int element = tt_tf32_pair_offset(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16, g, 0, ta.cols);
+              const int element1 = tt_tf32_pair_offset(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16, g, 1, ta.cols);
+              // the pair's second element (row g + 8) lies right after the first in the layout
+              const int second = a_at(wm0 + mi * 16 + 2 * g + 1, k_base + t + j * 4);
+              out.shortcut_mismatches += (at != kernel) + (at != element) + (second != element1) + (second != at + 1);
+              lanes.push_back({at * 4, 8});
+            }
+            out.conflicts += warp_conflicts(lanes);
+          }
+        for (int mi = 0; !k.l.a_transposed && mi < mma_warp_tile_m(c) / 16; ++mi)
           for (int reg = 0; reg < 4; ++reg) {
             std::vector<smem_access> lanes;
             for (int lane = 0; lane < 32; ++lane) {
               const int g = lane >> 2, t = lane & 3, h = reg & 1, j = reg >> 1;
               const int at = a_at(wm0 + mi * 16 + g + h * 8, k_base + t + j * 4);
               // mma_gemm.cu's shortcut for the same element
-              const int kernel = k.l.a_transposed
-                                     ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, ta.cols)
-                                     : tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, ta.cols);
+              const int kernel = tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, ta.cols);
               out.shortcut_mismatches += at != kernel;
               lanes.push_back({at * 4, 4});
             }
@@ -307,6 +323,7 @@ TEST(tile_addressing, the_epilogue_puts_every_accumulator_at_its_place_once) {
     ASSERT_LE(pass_rows * bn * 4, smem) << name(k);
     std::vector<int> written(static_cast<std::size_t>(c.block_m * bn), 0);
     int conflict_count = 0;
+    const bool paired = k.eb() == 4 && k.l.a_transposed;
     for (int pass = 0; pass < mi_count / epi_mi; ++pass) {
       // Staging: the value's tile position (row * BN + col), as the kernel stores it.
       std::vector<int> stage(static_cast<std::size_t>(pass_rows * bn), -1);
@@ -322,8 +339,10 @@ TEST(tile_addressing, the_epilogue_puts_every_accumulator_at_its_place_once) {
                 const int at = tt_stage_offset(sr, wn0 + ni * 8 + 2 * t, bn);
                 lanes.push_back({at * 4, 8});
                 for (int e = 0; e < 2; ++e) {
-                  // acc[pass * epi_mi + j][ni][2h + e] sits at (g + 8h, 2t + e) of its m16n8 tile.
-                  const int m = wm0 + (pass * epi_mi + j) * 16 + g + 8 * h, n = wn0 + ni * 8 + 2 * t + e;
+                  // acc[pass * epi_mi + j][ni][2h + e] sits at (g + 8h, 2t + e) of its m16n8 tile;
+                  // tf32 A stored [k][m] made row g + 8h tile row 2g + h.
+                  const int r16 = paired ? 2 * g + h : g + 8 * h;
+                  const int m = wm0 + (pass * epi_mi + j) * 16 + r16, n = wn0 + ni * 8 + 2 * t + e;
                   ASSERT_EQ(stage.at(static_cast<std::size_t>(at + e)), -1) << name(k);
                   stage.at(static_cast<std::size_t>(at + e)) = m * bn + n;
                 }
@@ -337,7 +356,7 @@ TEST(tile_addressing, the_epilogue_puts_every_accumulator_at_its_place_once) {
         std::vector<smem_access> first, second;
         for (int item = base; item < std::min(items, base + 32); ++item) {
           const int sr = item / (bn / vec), col = (item % (bn / vec)) * vec;
-          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, wm);
+          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, wm, paired);
           if (vec == 8) {
             const int swap = (col >> 5) & 1;
             first.push_back({tt_stage_offset(sr, col + 4 * swap, bn) * 4, 16});

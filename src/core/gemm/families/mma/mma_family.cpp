@@ -81,9 +81,10 @@ class mma : public gemm_family {
   }
 
   // tf32's operands are rounded in shared memory, half an ulp added and the low bits left to mma.sync
-  // (tt_tile_copier::round_landed): checked on the CPU (emulation, every bit pattern, SASS), not yet run.
+  // (tt_tile_copier::round_landed), and A stored [k][m] is read in row pairs (tt_pair_row): checked on
+  // the CPU (emulation, every bit pattern, SASS), not yet run.
   std::string untried_on_gpu(const tile_config&, dtype t) const override {
-    return t == dtype::tf32 ? "tf32 operands rounded in shared memory" : "";
+    return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
   }
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
