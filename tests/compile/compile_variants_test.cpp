@@ -57,7 +57,6 @@ class compile_variants : public ::testing::TestWithParam<target> {};
 TEST_P(compile_variants, all_compile_without_spills) {
   const target& t = GetParam();
   device_spec d = find_preset(t.preset);
-  if (t.arch == "sm_86") d.compute_capability = 86;  // no sm_86 preset: an RTX 4090 has its limits
   ASSERT_EQ(d.arch(), t.arch);
   std::vector<compile_job> jobs;
   std::vector<int> floors;  // register_floor of each job's tile: the bounded compile's premise
@@ -147,7 +146,14 @@ TEST_P(compile_variants, all_compile_without_spills) {
     for (const auto& p : problems[j]) ADD_FAILURE() << jobs[mma[j]].name << ": " << p;
     worst = std::max(worst, per_hmma[j]);
   }
-  std::printf("%zu mma main loops read, at most %.2f instructions per HMMA\n", mma.size(), worst);
+  // On the preset's GPU the issue port keeps up with the tensor pipe: no loop spends more
+  // instructions per HMMA than an HMMA takes clocks there (tf32's 7.25 against an A100's 8).
+  if (!mma.empty()) {
+    const double clocks = tensor_clocks_per_hmma(d, t.type);
+    std::printf("%zu mma main loops read, at most %.2f instructions per HMMA; an HMMA takes %.1f clocks on %s\n",
+                mma.size(), worst, clocks, t.preset.c_str());
+    EXPECT_LE(worst, clocks) << t.preset << ": the loop would be bound by instruction issue";
+  }
 #endif
 }
 
@@ -158,7 +164,7 @@ std::vector<target> targets() {
   // mma and simt templates are sm_80's (tf32's 240 s here was CI's longest test; its variants
   // compiled and ran on an H100 and an H200, and sm_90's wgmma tf32 has its own test below).
   for (dtype t : {dtype::f32, dtype::bf16}) out.push_back({"sm_90", "h100-sxm", t});
-  out.push_back({"sm_86", "rtx-4090", dtype::f16});
+  out.push_back({"sm_86", "rtx-3090", dtype::f16});
   out.push_back({"sm_89", "l4", dtype::bf16});
   return out;
 }

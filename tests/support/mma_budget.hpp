@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device/device_spec.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/gemm/tile_config.hpp"
@@ -21,9 +22,23 @@ namespace tiletune_test {
 // pair of n8 tiles' registers is not the register pair the mma wants). Its
 // budget is what the loop spends today (7.25 at worst, 64x64x16 nn on sm_80,
 // 11.06 its edge loop; 9.19 and 12.44 before A's rows were paired and the
-// loads addressed in shared space), so that it cannot grow.
+// loads addressed in shared space), so that it cannot grow; the compile test
+// also holds every loop under tensor_clocks_per_hmma of its preset (8 on an
+// A100), where 9.19 would have left the tensor pipe waiting on issue.
 inline double mma_main_loop_budget(tiletune::dtype t) { return t == tiletune::dtype::tf32 ? 7.25 : 4.0; }
 inline double mma_edge_loop_budget(tiletune::dtype t) { return t == tiletune::dtype::tf32 ? 11.25 : 8.0; }
+
+// The clocks one HMMA (m16n8k16, tf32 m16n8k8) keeps an SM sub-partition's
+// tensor pipe busy at the preset's peak: its flops over the peak's flops per
+// clock per sub-partition (4 per SM). A sub-partition issues one instruction a
+// clock, so a loop that spends fewer instructions per HMMA than this leaves
+// the tensor pipe the limit: 8 on an A100 (bf16 312 and tf32 156 TFLOP/s at
+// 1410 MHz on 108 SMs), more on the GPUs whose fp32-accumulate rate is lower.
+inline double tensor_clocks_per_hmma(const tiletune::device_spec& d, tiletune::dtype t) {
+  const double flops = t == tiletune::dtype::tf32 ? 2.0 * 16 * 8 * 8 : 2.0 * 16 * 8 * 16;
+  const double per_clock = d.peak_tflops(t) * 1e12 / (d.sm_count * 4.0 * d.boost_clock_mhz * 1e6);
+  return per_clock > 0 ? flops / per_clock : 0;
+}
 
 // mma_main_loop_problems for variant c: one k-tile is (WM/16) x (WN/8) m16n8
 // tiles for each k-step of 16 (8 for tf32).
