@@ -1,5 +1,5 @@
 // tiletune kernel templates: the mma family's address math, shared by
-// mma_gemm.cu and the host unit tests (tile_addressing_test.cpp,
+// the mma kernel (mma_*.cuh, mma_gemm.cu) and the host unit tests (tile_addressing_test.cpp,
 // mma_datapath_emulation_test.cpp), after common/tile_addressing.cuh.
 // Plain int arithmetic only.
 #ifndef TT_HOST_DEVICE
@@ -48,7 +48,7 @@ TT_HOST_DEVICE constexpr int tt_mma_stage_row_to_tile_row(int sr, int pass, int 
 }
 
 // ---- Data path: thread and lane maps -----------------------------------------
-// The index arithmetic of mma_gemm.cu, one small function per map, so that
+// The index arithmetic of the mma kernel, one small function per map, so that
 // tests/unit/mma_datapath_emulation_test.cpp replays the kernel end to end with
 // the kernel's own maps. These are the kernel's expressions with the kernel's
 // types (blockIdx/gridDim are unsigned): the generated code must not change.

@@ -1,4 +1,4 @@
-// The mma kernel family (kernels_templates/mma/mma_gemm.cu) run end to end on the
+// The mma kernel family (kernels_templates/mma/) run end to end on the
 // host, one block after another: every cp.async of every stage, every
 // ldmatrix (or tf32 shared load), every mma.sync, the epilogue's staging and
 // its stores of C, and split-K's workspace, counters and reduction. Every
@@ -137,7 +137,7 @@ double output_ulp(dtype t, double x) {
 }
 
 // ---- The variant as the kernel sees it -----------------------------------------
-// The macros render_kernel_source prepends and those mma_gemm.cu derives from them.
+// The macros render_kernel_source prepends and those mma_config.cuh derives from them.
 struct kernel_macros {
   dtype type = dtype::bf16;
   int a_t = 0, b_t = 0;                                // TT_A_T, TT_B_T

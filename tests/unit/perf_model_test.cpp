@@ -209,7 +209,7 @@ TEST(perf_model, skinny_problems_are_memory_bound_and_split_k_pays) {
 }
 
 // Rows that are not 16-byte aligned: mma copies them one element at a time, each load
-// awaited (kernels_templates/mma/mma_gemm.cu), so its panels take their bytes at one element
+// awaited (kernels_templates/mma/mma_copies.cuh), so its panels take their bytes at one element
 // per thread in flight; 16-byte aligned rows and the other families are not affected.
 TEST(perf_model, unaligned_rows_are_copied_one_element_at_a_time) {
   const device_spec& h100 = find_preset("h100-sxm");

@@ -104,7 +104,7 @@ int copy_conflicts(const mma_case& k, const operand_tile& t, const tile_layout& 
 }
 
 // ldmatrix.x4 for the 16-bit types: lanes 8q..8q+7 give row r of matrix q;
-// the logical (row, col) as mma_gemm.cu's tt_load_fragments documents them.
+// the logical (row, col) as tt_load_fragments (mma_fragments.cuh) documents them.
 struct ldmatrix_row {
   int row, col;
 };
@@ -203,7 +203,7 @@ fragment_count fragment_conflicts(const mma_case& k, const tile_layout& f) {
             for (int lane = 0; lane < 32; ++lane) {
               const int g = lane >> 2, t = lane & 3, h = reg & 1, j = reg >> 1;
               const int at = a_at(wm0 + mi * 16 + g + h * 8, k_base + t + j * 4);
-              // mma_gemm.cu's shortcut for the same element
+              // the kernel's shortcut for the same element (mma_fragments.cuh)
               const int kernel = tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, ta.cols);
               out.shortcut_mismatches += at != kernel;
               lanes.push_back({at * 4, 4});

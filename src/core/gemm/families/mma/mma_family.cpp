@@ -35,7 +35,7 @@ class mma : public gemm_family {
   // mma.sync m16n8k16 (f16/bf16) and m16n8k8 (tf32) take A in 4 and B in 2 32-bit registers per
   // thread (PTX ISA, warp-level matrix fragments), which cannot be accumulator registers.
   int operand_registers(const tile_config&) const override { return 6; }
-  // kernels_templates/mma/mma_gemm.cu, tt_load_tile: rows that are not 16-byte aligned take a loop
+  // kernels_templates/mma/mma_copies.cuh, tt_load_tile: rows that are not 16-byte aligned take a loop
   // (not unrolled) of plain element loads, each stored to shared memory before the next.
   bool copies_unaligned_rows_serially() const override { return true; }
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
@@ -68,7 +68,9 @@ class mma : public gemm_family {
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
-           template_with_line("mma/mma_addressing.cuh") +
+           template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
+           template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +
+           template_with_line("mma/mma_fragments.cuh") + template_with_line("mma/mma_mainloop.cuh") +
            template_with_line("mma/mma_gemm.cu");
   }
 

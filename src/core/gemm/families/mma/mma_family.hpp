@@ -3,7 +3,7 @@
 
 namespace tiletune {
 
-// The mma family (kernels_templates/mma/mma_gemm.cu): warp-level mma.sync on the
+// The mma family (kernels_templates/mma/): warp-level mma.sync on the
 // tensor cores (sm_80 on), cp.async pipelines, split-K and grouped rasterization.
 const gemm_family& mma_family();
 

@@ -1,4 +1,4 @@
-// How the mma template is launched (kernels_templates/mma/mma_gemm.cu): the tile
+// How the mma kernel is launched (kernels_templates/mma/mma_gemm.cu): the tile
 // grid of the pointer-and-stride kernels, and for split-K its scratch buffers.
 #include <fmt/format.h>
 
