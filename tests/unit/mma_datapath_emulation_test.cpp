@@ -36,6 +36,8 @@
 #include "common/tile_addressing.cuh"
 #include "mma/mma_addressing.cuh"
 
+#include "emulated_number_formats.hpp"
+
 using namespace tiletune;
 
 namespace {
@@ -44,70 +46,25 @@ using u8 = std::uint8_t;
 using u16 = std::uint16_t;
 using u32 = std::uint32_t;
 
-// ---- Number formats ------------------------------------------------------------
-float from_bits(u32 b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-u32 to_bits(float f) {
-  u32 b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-// IEEE binary16; the conversion from fp32 rounds to nearest even, as cvt.rn.f16.f32.
-float f16_to_float(u16 h) {
-  const int e = (h >> 10) & 31, man = h & 1023;
-  const float v = e == 0 ? std::ldexp(static_cast<float>(man), -24)
-                  : e == 31 ? (man ? NAN : INFINITY)
-                            : std::ldexp(static_cast<float>(man | 1024), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-u16 float_to_f16(float f) {
-  const u16 sign = std::signbit(f) ? 0x8000 : 0;
-  if (std::isnan(f)) return 0x7e00 | sign;
-  const double a = std::fabs(static_cast<double>(f));
-  // Subnormals are multiples of 2^-24; 1024 of them is the smallest normal's bit pattern.
-  if (a < std::ldexp(1.0, -14)) return sign | static_cast<u16>(std::nearbyint(std::ldexp(a, 24)));
-  int e = 0;
-  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
-  int exp = e - 1;
-  double q = std::nearbyint(std::ldexp(a, 10 - exp));  // 1024..2048, ties to even
-  if (q >= 2048) {
-    q /= 2;
-    ++exp;
-  }
-  if (exp > 15) return sign | 0x7c00;
-  return sign | static_cast<u16>(((exp + 15) << 10) | (static_cast<int>(q) - 1024));
-}
-// bfloat16: the high half of an fp32; cvt.rn.bf16.f32 rounds to nearest even.
-float bf16_to_float(u16 b) { return from_bits(static_cast<u32>(b) << 16); }
-u16 float_to_bf16(float f) {
-  const u32 b = to_bits(f);
-  if (std::isnan(f)) return static_cast<u16>((b >> 16) | 0x40);
-  return static_cast<u16>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
+// ---- Number formats (emulated_number_formats.hpp) -------------------------------
+using tiletune_test::bf16_to_float;
+using tiletune_test::bits_float;
+using tiletune_test::f16_table;
+using tiletune_test::f16_to_float;
+using tiletune_test::float_bits;
+using tiletune_test::float_to_bf16;
+using tiletune_test::float_to_f16;
 // tt_to_tf32: cvt.rna.tf32.f32's value (PTX ISA "cvt": 10 mantissa bits, to
 // nearest, ties away from zero) with the low 13 bits left for the emulated mma
 // to ignore, as the kernel leaves them (tf32_rounding_test checks every pattern).
-u32 float_to_tf32(float f) { return tt_tf32_round_bits(to_bits(f), tt_tf32_finite(std::fabs(f))); }
-
-// Every f16 value, decoded once: the emulation decodes billions of them.
-const std::vector<float>& f16_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (u32 h = 0; h < 65536; ++h) t[h] = f16_to_float(static_cast<u16>(h));
-    return t;
-  }();
-  return table;
-}
+u32 float_to_tf32(float f) { return tt_tf32_round_bits(float_bits(f), tt_tf32_finite(std::fabs(f))); }
 
 // An element's raw bits (2 or 4 bytes) as the kernel's elem_t holds them.
 float decode(dtype t, u32 raw) {
   switch (t) {
     case dtype::f16: return f16_table()[raw & 0xffffu];
     case dtype::bf16: return bf16_to_float(static_cast<u16>(raw));
-    default: return from_bits(raw);
+    default: return bits_float(raw);
   }
 }
 // An operand's value as the tensor cores multiply it; tf32: the stored fp32
@@ -124,7 +81,7 @@ u32 encode(dtype t, float v) {
   switch (t) {
     case dtype::f16: return float_to_f16(v);
     case dtype::bf16: return float_to_bf16(v);
-    default: return to_bits(v);
+    default: return float_bits(v);
   }
 }
 // One unit in the last place of the output type at |x| (for the tolerance).
@@ -429,8 +386,8 @@ void mma_sync(dtype t, const regs4& a, const std::array<u32, 32 * 2>& b, accs4& 
     const auto& ar = a[static_cast<std::size_t>(lane)];
     if (t == dtype::tf32) {
       for (int i = 0; i < 4; ++i)
-        am[group + 8 * (i % 2)][tig + 4 * (i / 2)] = from_bits(ar[static_cast<std::size_t>(i)] & 0xffffe000u);
-      for (int i = 0; i < 2; ++i) bm[tig + 4 * i][group] = from_bits(b[static_cast<std::size_t>(lane * 2 + i)] & 0xffffe000u);
+        am[group + 8 * (i % 2)][tig + 4 * (i / 2)] = bits_float(ar[static_cast<std::size_t>(i)] & 0xffffe000u);
+      for (int i = 0; i < 2; ++i) bm[tig + 4 * i][group] = bits_float(b[static_cast<std::size_t>(lane * 2 + i)] & 0xffffe000u);
     } else {
       for (int i = 0; i < 8; ++i) {
         const int row = group + ((i / 2) % 2) * 8, col = 2 * tig + (i % 2) + (i >= 4 ? 8 : 0);
@@ -659,7 +616,7 @@ class mma_kernel_emulator {
     for_each_copy(rows, cols, kc, stage_addr, [&](int tid, int, int, int, int, int at) {
       std::array<u32, 4> v{};
       smem.load(tid / 32, at, v.data(), 16, "tf32 rounding");
-      for (u32& x : v) x = float_to_tf32(from_bits(x));
+      for (u32& x : v) x = float_to_tf32(bits_float(x));
       smem.store(tid / 32, at, v.data(), 16, "tf32 rounding");
     });
   }
@@ -792,7 +749,7 @@ class mma_kernel_emulator {
   }
 
   // tt_to_tf32: an operand register from its fp32 value.
-  u32 tf32_operand(float v) const { return d_.tf32_unrounded ? to_bits(v) : float_to_tf32(v); }
+  u32 tf32_operand(float v) const { return d_.tf32_unrounded ? float_bits(v) : float_to_tf32(v); }
 
   // tt_load_a_tf32 / tt_load_b_tf32: ld.shared.f32 per fragment element, then
   // tt_to_tf32. A wrong mask flips chunk bit 0 within the
@@ -1269,8 +1226,8 @@ TEST(mma_datapath, number_formats_round_like_the_cvt_instructions) {
   EXPECT_EQ(float_to_f16(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
   EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
   EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
-  EXPECT_EQ(float_to_tf32(1.0f + std::ldexp(1.0f, -11)), to_bits(1.0f + std::ldexp(1.0f, -10)));  // tie away from zero
-  EXPECT_EQ(float_to_tf32(-(1.0f + std::ldexp(1.0f, -11))), to_bits(-(1.0f + std::ldexp(1.0f, -10))));
+  EXPECT_EQ(float_to_tf32(1.0f + std::ldexp(1.0f, -11)), float_bits(1.0f + std::ldexp(1.0f, -10)));  // tie away from zero
+  EXPECT_EQ(float_to_tf32(-(1.0f + std::ldexp(1.0f, -11))), float_bits(-(1.0f + std::ldexp(1.0f, -10))));
   for (u32 h = 0; h < 0x7c00; ++h) ASSERT_EQ(float_to_f16(f16_to_float(static_cast<u16>(h))), h);
   for (u32 b = 0; b < 0x7f80; b += 7) ASSERT_EQ(float_to_bf16(bf16_to_float(static_cast<u16>(b))), b);
 }
