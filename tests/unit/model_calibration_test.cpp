@@ -82,17 +82,19 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // model_stages_test) traded the mean over every variant (assumed 0.722 -> 0.707,
   // calibrated 0.845 -> 0.833, held out 0.824 -> 0.833) for the pick: held out, 5.4% ->
   // 2.9% slower than the best (median; H200 4.8% -> 1.8%), its mean 1.065 -> 1.061.
-  EXPECT_GE(assumed, 0.707);
-  EXPECT_GE(fitted, 0.833);
-  EXPECT_GE(held_out, 0.833);
+  // Split-K's reduction tail (the last slice reads every slice's partial tile back after the
+  // k-loops) raised all three: 0.707 -> 0.718, 0.833 -> 0.843, held out 0.833 -> 0.841.
+  EXPECT_GE(assumed, 0.718);
+  EXPECT_GE(fitted, 0.843);
+  EXPECT_GE(held_out, 0.840);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
   // calibrated ones at 1.070 and 1.065 held out. Kept within those, far below 1.123.
-  // With the latency chain: 1.061, 1.071 and 1.061.
-  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0615);
-  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0712);
-  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0615);
+  // With the latency chain: 1.061, 1.071 and 1.061; with split-K's tail 1.057, 1.069, 1.060.
+  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0574);
+  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0694);
+  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0596);
 }
 
 // The same on the 2026-11-22 results (older mma and simt kernels, not fitted by the shipped profile).
@@ -219,14 +221,15 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // Today's held-out figures, not the goals (none of the four is met): the time error's
   // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
   // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
-  // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins.
+  // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins; the H200's
+  // 6.6% before split-K's reduction tail.
   // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out)
   // and the 128-row decode pick (predicted 27-30% fast).
   struct ceiling {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.079, 0.326, 1.029, 1.197}, ceiling{&h200, 0.067, 0.327, 1.019, 1.165}}) {
+  for (const ceiling& c : {ceiling{&h100, 0.079, 0.326, 1.029, 1.197}, ceiling{&h200, 0.059, 0.327, 1.019, 1.165}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

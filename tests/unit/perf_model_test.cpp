@@ -208,6 +208,32 @@ TEST(perf_model, skinny_problems_are_memory_bound_and_split_k_pays) {
   EXPECT_GT(split.l2_bytes, plain.l2_bytes);
 }
 
+// Split-K through a workspace (mma): after the k-loops each tile's last slice reads the split
+// partial tiles of its rows back at its SM's share of L2 bandwidth, after an L2 round trip for
+// the count; about one block in split of the busiest SM's pays it. Without a split, nothing.
+TEST(perf_model, split_k_pays_its_last_slices_reduction) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const gemm_problem p = bf16(128, 4096, 4096);
+  tile_config c = mma_tile(128, 128, 64, 2, 4, 4);
+  const auto occ = estimate_occupancy(h100, c.threads(), 128, c.smem_bytes(p.type, p.layout));
+  ASSERT_EQ(occ.blocks_per_sm, 1);
+  EXPECT_EQ(predict(h100, p, c, occ).fixup_us, 0);
+  const double sm_l2_gbs = h100.l2_bandwidth_gbs / h100.sm_count;
+  for (const int split : {2, 4, 8}) {
+    c.split_k = split;
+    const prediction r = predict(h100, p, c, occ);
+    // 32 tiles x split blocks on 132 SMs, one each: the busiest SM runs one block, one tail.
+    const double tails = std::ceil(std::ceil(32.0 * split / 132) / split);
+    EXPECT_NEAR(r.fixup_us, tails * (split * 128.0 * 128 * 4 / (sm_l2_gbs * 1e3) + 0.5), 1e-9) << split;
+    // The tail is serial: it is in the time beside the k-loop's.
+    EXPECT_GE(r.time_us, std::max(r.compute_us, r.memory_us) + r.fixup_us) << split;
+  }
+  // A 16-row problem's partial tiles hold its 16 rows only.
+  c.split_k = 4;
+  const prediction skinny = predict(h100, bf16(16, 4096, 4096), c, occ);
+  EXPECT_NEAR(skinny.fixup_us, 4 * 16.0 * 128 * 4 / (sm_l2_gbs * 1e3) + 0.5, 1e-9);
+}
+
 // Rows that are not 16-byte aligned: mma copies them one element at a time, each load
 // awaited (kernels_templates/mma/mma_copies.cuh), so its panels take their bytes at one element
 // per thread in flight; 16-byte aligned rows and the other families are not affected.

@@ -129,6 +129,10 @@ class gemm_family {
   // Whether rows that are not 16-byte aligned are copied one element at a time, each
   // load awaited before the next (the model's serial-copy term, perf_model.cpp).
   virtual bool copies_unaligned_rows_serially() const { return false; }
+  // Whether split-K's slices meet in a workspace in global memory, the last slice of each
+  // tile reading every slice's partial tile back before it writes C (the model's split-K
+  // reduction tail); not where they meet inside a cluster.
+  virtual bool reduces_split_k_in_global_memory() const { return false; }
   // The relative Frobenius error verification allows the variant (the dtype's bound unless the
   // variant trades accuracy for speed and states its own, such as fp8 fast accumulation).
   virtual double error_bound(const tile_config&, const gemm_problem& p) const { return row_of(p.type).error_bound; }

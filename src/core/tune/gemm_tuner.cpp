@@ -203,7 +203,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
                   {"waves", v.predicted.waves},
                   {"wave_efficiency", v.predicted.wave_efficiency},
                   {"tile_efficiency", v.predicted.tile_efficiency}};
-    if (v.predicted.fixup_us > 0) j["model"]["fixup_us"] = v.predicted.fixup_us;  // stream-K
+    if (v.predicted.fixup_us > 0) j["model"]["fixup_us"] = v.predicted.fixup_us;  // stream-K, split-K
     if (v.predicted.prologue_us > 0) j["model"]["prologue_us"] = v.predicted.prologue_us;  // K-major copies
   }
   if (v.compiled || v.status == variant_status::compile_error)

@@ -126,6 +126,12 @@ block_grid grid_of(const gemm_problem& p, const tile_config& c, const device_spe
   return g;
 }
 
+// The blocks the busiest SM runs: full waves of occ.blocks_per_sm, and its share of the last.
+double blocks_on_busiest_sm(const device_spec& d, const occupancy_estimate& occ, std::int64_t blocks) {
+  const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
+  return static_cast<double>(blocks / resident * occ.blocks_per_sm + ceil_div(blocks % resident, d.sm_count));
+}
+
 // Fills the compute time and waves; returns the blocks resident on the whole device at once.
 std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const tile_config& c,
                               const occupancy_estimate& occ, double efficiency, const block_grid& g, prediction& r) {
@@ -155,16 +161,12 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
     r.wave_efficiency = tiles / (g.sk->busiest_cta_tiles * d.sm_count);
     return resident;
   }
-  const std::int64_t full_waves = r.blocks / resident;
-  const std::int64_t rest = r.blocks % resident;
-  const double blocks_on_busiest_sm =
-      static_cast<double>(full_waves * occ.blocks_per_sm + ceil_div(rest, d.sm_count));
-  r.compute_us = blocks_on_busiest_sm * flops_per_block / rate_per_sm * 1e6;
+  const double busiest = blocks_on_busiest_sm(d, occ, r.blocks);
+  r.compute_us = busiest * flops_per_block / rate_per_sm * 1e6;
   // The busiest SM's blocks, occ.blocks_per_sm at a time.
-  r.latency_us = chain_us(std::ceil(blocks_on_busiest_sm / occ.blocks_per_sm));
+  r.latency_us = chain_us(std::ceil(busiest / occ.blocks_per_sm));
   r.waves = static_cast<double>(r.blocks) / resident;
-  r.wave_efficiency =
-      static_cast<double>(r.blocks) / (blocks_on_busiest_sm * d.sm_count);
+  r.wave_efficiency = static_cast<double>(r.blocks) / (busiest * d.sm_count);
   return resident;
 }
 
@@ -288,6 +290,17 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     const double tile_store_bytes = static_cast<double>(c.block_m) * c.block_n * element_bytes(p.elements().c);
     r.fixup_us = g.sk->owner_fixup_bytes / (sm_l2_gbs * 1e3) + g.sk->owner_waits * l2_latency_us +
                  g.sk->extra_tile_starts * (dram_latency_us + tile_store_bytes / (sm_l2_gbs * 1e3));
+  }
+  if (!g.sk && split > 1 && c.family->reduces_split_k_in_global_memory()) {
+    // Split-K through a workspace: the last slice of each tile to finish counts in (a fence, an
+    // atomic and a fence: an L2 round trip), reads the split partial tiles of its rows inside M
+    // back through its SM's share of L2 bandwidth (as stream-K's owner reads its fixup) and
+    // only then writes C, after every k-loop of the tile. The busiest SM runs the tail of about
+    // one in split of its blocks.
+    const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;
+    const double partials = static_cast<double>(split) * std::min<std::int64_t>(c.block_m, p.m) * c.block_n * 4;
+    const double tails = std::ceil(blocks_on_busiest_sm(d, occ, r.blocks) / static_cast<double>(split));
+    r.fixup_us = tails * (partials / (sm_l2_gbs * 1e3) + l2_latency_us);
   }
   // Kernels before the GEMM (K-major copies): a stream of their bytes through DRAM, and a ramp
   // (one DRAM round trip) each; timed with the GEMM, so part of its time.

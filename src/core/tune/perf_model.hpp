@@ -36,7 +36,8 @@ struct prediction {
   double l2_bytes = 0;         // bytes L2 serves the blocks: the tile's panels, C, partials
   double dram_us = 0;          // memory_us's DRAM part: the unique bytes' bandwidth and latency terms
   double l2_us = 0;            // memory_us's L2 part (and the serial copies of unaligned rows)
-  double fixup_us = 0;         // stream-K: the busiest owner's fixup after its k-loop (in time_us, serial)
+  double fixup_us = 0;         // after the k-loop, serial (in time_us): stream-K's busiest owner's fixup,
+                               // split-K's reduction by the last slice
   double prologue_us = 0;      // kernels launched before the GEMM (a transposing pre-pass; in time_us, serial)
   double latency_us = 0;       // the busiest SM's k-tiles, an L2 round trip per tiles_in_flight of them
 };

@@ -38,6 +38,7 @@ class mma : public gemm_family {
   // kernels_templates/mma/mma_copies.cuh, tt_load_tile: rows that are not 16-byte aligned take a loop
   // (not unrolled) of plain element loads, each stored to shared memory before the next.
   bool copies_unaligned_rows_serially() const override { return true; }
+  bool reduces_split_k_in_global_memory() const override { return true; }  // mma_gemm.cu's last slice
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
     // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
     const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;
