@@ -62,24 +62,16 @@ __device__ __forceinline__ void tt_ldmatrix_x4_trans(unsigned* r, unsigned addr)
                : "r"(addr));
 }
 
-__device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsigned* b) {
+// D += A B for one m16n8 tile: m16n8k8 for tf32, m16n8k16 for the 16-bit types.
 #if TT_DTYPE == TT_TF32
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 #elif TT_DTYPE == TT_BF16
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 #else
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 #endif
+__device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile(TT_MMA_PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }

@@ -3,7 +3,6 @@
 #include "cli/gemm_setup.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <thread>
 
@@ -57,8 +56,6 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
   return p;
 }
 
-}  // namespace
-
 gemm_problem problem_from_flags(const gemm_options& o) {
   if (o.groups.count) return grouped_problem_from_flags(o);
   if (!o.problem.m && !o.problem.n && !o.problem.k)
@@ -80,8 +77,7 @@ gemm_problem problem_from_flags(const gemm_options& o) {
   return p;
 }
 
-
-
+}  // namespace
 
 gemm_work work_of(const gemm_options& o) {
   gemm_work w;

@@ -282,11 +282,11 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   const std::int64_t resident = add_compute_time(d, p, c, occ, efficiency, g, r);
   add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), dram_share, r);
 
+  const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;  // an SM's share of L2 bandwidth
   if (g.sk) {
     // The owner's fixup follows its k-loop: its partial tiles through its SM's share of L2
     // bandwidth, and one L2 round trip per peer it waits on; each unit the busiest CTA starts
     // beyond its tiles' worth adds a pipeline fill (a DRAM round trip) and an epilogue's store.
-    const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;
     const double tile_store_bytes = static_cast<double>(c.block_m) * c.block_n * element_bytes(p.elements().c);
     r.fixup_us = g.sk->owner_fixup_bytes / (sm_l2_gbs * 1e3) + g.sk->owner_waits * l2_latency_us +
                  g.sk->extra_tile_starts * (dram_latency_us + tile_store_bytes / (sm_l2_gbs * 1e3));
@@ -297,7 +297,6 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     // back through its SM's share of L2 bandwidth (as stream-K's owner reads its fixup) and
     // only then writes C, after every k-loop of the tile. The busiest SM runs the tail of about
     // one in split of its blocks.
-    const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;
     const double partials = static_cast<double>(split) * std::min<std::int64_t>(c.block_m, p.m) * c.block_n * 4;
     const double tails = std::ceil(blocks_on_busiest_sm(d, occ, r.blocks) / static_cast<double>(split));
     r.fixup_us = tails * (partials / (sm_l2_gbs * 1e3) + l2_latency_us);
