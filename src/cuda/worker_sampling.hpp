@@ -1,6 +1,7 @@
 // Internal to the measuring worker: timing a launch, sample after sample,
 // until the spread is small enough, with the L2 evicted between samples.
 #pragma once
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,18 @@ timing_stats sample_with(gpu_state& g, Launch&& launch) {
     launch();
   }
   TT_CUDA(cudaStreamSynchronize(g.stream));
+  // Then, if asked, on until the host clock has seen warmup_ms of them (the card into its power cap).
+  if (g.setup.sampling.warmup_ms > 0) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    while (std::chrono::duration<double, std::milli>(clock::now() - start).count() < g.setup.sampling.warmup_ms) {
+      for (int i = 0; i < 4; ++i) {
+        prepare_sample(g);
+        launch();
+      }
+      TT_CUDA(cudaStreamSynchronize(g.stream));
+    }
+  }
   std::vector<double> samples;
   while (!enough_samples(samples, g.setup.sampling)) {
     // Batches of samples between synchronizations keep the GPU busy.

@@ -32,7 +32,7 @@ double timeout_for(const measure_request& r, const worker_setup& setup, const re
   const double check_s = r.verify ? static_cast<double>(q.m) * static_cast<double>(q.n) *
                                         static_cast<double>(q.batch) * 20e-9
                                   : 0;
-  return t.floor_s + t.multiple * (sampling_s + check_s);
+  return t.floor_s + t.multiple * (sampling_s + p.warmup_ms * 1e-3 + check_s);
 }
 
 subprocess_backend::subprocess_backend(std::vector<std::string> worker_argv, worker_setup setup,
@@ -248,44 +248,43 @@ void run_search(gemm_plan& plan, measure_backend& backend, const measure_progres
   ctx.progress = [&](std::string_view what, std::size_t done, std::size_t total) {
     if (progress) progress(done, total, std::string(what));
   };
-  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, search_stage stage,
-                 bool verify) {
+  // With `fold`, a second pass of the stage: the answer's timing and the one c has from the
+  // stage's first pass become one (combined_timing).
+  auto run = [&](search_candidate& c, const std::optional<sampling_policy>& budget, search_stage stage, bool verify,
+                 bool fold) {
     auto& v = plan.variants[c.variant];
     if (v.status != variant_status::ok || guard.skips(v)) return;  // failed earlier: out of the race
+    const bool folds = fold && c.runnable() && c.stage == stage;
     measure_request r = variant_request(plan, v);
     r.sampling = budget;
-    r.verify = verify && !(v.measured && v.measured->verified);
+    r.verify = !folds && verify && !(v.measured && v.measured->verified);
     if (progress) progress(tally.timed.size(), candidates.size(), fmt::format("{} {}", to_string(stage), c.id));
     const auto t0 = clock::now();
-    record_answer(plan, v, backend.measure(r, v.cubin));
+    measure_response answer = backend.measure(r, v.cubin);
+    const double answer_kernel_ms = static_cast<double>(answer.timing.samples) * answer.timing.median_us / 1e3;
+    if (folds && answer.status == variant_status::ok && answer.timing.samples > 0)
+      answer.timing = combined_timing(c.timing->timing, answer.timing);
+    record_answer(plan, v, std::move(answer));
     guard.saw(v);
     auto& cost = tally.costs[stage];
     cost.wall_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-    const auto& t = v.measured->timing;
-    cost.kernel_ms += static_cast<double>(t.samples) * t.median_us / 1e3;
+    cost.kernel_ms += answer_kernel_ms;
     ++report.requests;
     tally.timed.insert(c.variant);
     if (v.measured->verified) tally.verified.insert(c.variant);
     c.timing = v.measured;
     c.stage = stage;
   };
+  ctx.time = [&](search_candidate& c, const std::optional<sampling_policy>& budget, search_stage stage, bool verify) {
+    run(c, budget, stage, verify, false);
+  };
+  ctx.time_again = [&](search_candidate& c, const std::optional<sampling_policy>& budget, search_stage stage) {
+    run(c, budget, stage, false, true);
+  };
   strategy.run(candidates, ctx, report);
   close_search(plan, candidates, tally, report);
   report.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
   plan.search = report;
-}
-
-// Two timings of one side as one: the geometric mean of their medians and percentiles, all
-// their samples, the wider spread.
-timing_stats combined(const timing_stats& a, const timing_stats& b) {
-  timing_stats t;
-  t.samples = a.samples + b.samples;
-  t.median_us = std::sqrt(a.median_us * b.median_us);
-  t.min_us = std::min(a.min_us, b.min_us);
-  t.p20_us = std::sqrt(a.p20_us * b.p20_us);
-  t.p80_us = std::sqrt(a.p80_us * b.p80_us);
-  t.spread = std::max(a.spread, b.spread);
-  return t;
 }
 
 // cuBLASLt and the recommended variant timed again after the search with the same budget, in
@@ -316,8 +315,8 @@ void time_beside_the_reference(gemm_plan& plan, measure_backend& backend, const 
   const measure_response lead_second = backend.measure(r, v.cubin);
   const measure_response ref_second = backend.measure(ref, {});
   if (!timed(lead_second) || !timed(ref_second)) return;
-  ref_first.timing = combined(ref_first.timing, ref_second.timing);
-  lead_first.timing = combined(lead_first.timing, lead_second.timing);
+  ref_first.timing = combined_timing(ref_first.timing, ref_second.timing);
+  lead_first.timing = combined_timing(lead_first.timing, lead_second.timing);
   plan.reference_first_us = plan.reference->timing.median_us;
   plan.reference = std::move(ref_first);
   record_answer(plan, v, std::move(lead_first));

@@ -34,7 +34,8 @@ nlohmann::json sampling_to_json(const sampling_policy& p) {
           {"min_samples", p.min_samples},
           {"max_samples", p.max_samples},
           {"target_spread", p.target_spread},
-          {"time_cap_ms", p.time_cap_ms}};
+          {"time_cap_ms", p.time_cap_ms},
+          {"warmup_ms", p.warmup_ms}};
 }
 sampling_policy sampling_from_json(const nlohmann::json& p) {
   sampling_policy s;
@@ -43,6 +44,7 @@ sampling_policy sampling_from_json(const nlohmann::json& p) {
   s.max_samples = p.at("max_samples").get<std::size_t>();
   s.target_spread = p.at("target_spread").get<double>();
   s.time_cap_ms = p.at("time_cap_ms").get<double>();
+  s.warmup_ms = p.value("warmup_ms", 0.0);
   return s;
 }
 }  // namespace

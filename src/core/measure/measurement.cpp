@@ -37,6 +37,17 @@ timing_stats summarize(std::vector<double> samples) {
   return s;
 }
 
+timing_stats combined_timing(const timing_stats& a, const timing_stats& b) {
+  timing_stats t;
+  t.samples = a.samples + b.samples;
+  t.median_us = std::sqrt(a.median_us * b.median_us);
+  t.min_us = std::min(a.min_us, b.min_us);
+  t.p20_us = std::sqrt(a.p20_us * b.p20_us);
+  t.p80_us = std::sqrt(a.p80_us * b.p80_us);
+  t.spread = std::max(a.spread, b.spread);
+  return t;
+}
+
 bool enough_samples(const std::vector<double>& samples, const sampling_policy& p) {
   if (samples.size() >= p.max_samples) return true;
   const double total_ms = std::accumulate(samples.begin(), samples.end(), 0.0) / 1e3;

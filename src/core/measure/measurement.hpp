@@ -18,6 +18,10 @@ struct timing_stats {
 };
 // Linear-interpolated percentiles of the samples (any order); empty gives zeros.
 timing_stats summarize(std::vector<double> samples_us);
+// Two timings of one kernel as one: the geometric mean of their medians and percentiles, all
+// their samples, the least minimum, the wider spread. Timed in mirrored orders (A B ... B A), a
+// clock that falls at a steady rate between them slows every kernel alike in the means.
+timing_stats combined_timing(const timing_stats& a, const timing_stats& b);
 
 // When to stop sampling: at least min_samples, then until the spread is under
 // target_spread, or max_samples, or time_cap_ms of kernel time.
@@ -27,6 +31,10 @@ struct sampling_policy {
   std::size_t max_samples = 200;
   double target_spread = 0.01;
   double time_cap_ms = 2000;
+  // Warm-up launches go on for at least this long (host clock, ms): a card worked into its
+  // power cap before a stage's finalists, so that none is timed on the cool clock the
+  // others lose (search_strategy.cpp, time_in_two_passes).
+  double warmup_ms = 0;
 };
 bool enough_samples(const std::vector<double>& samples_us, const sampling_policy& p);
 

@@ -11,12 +11,9 @@ class exhaustive_search : public search_strategy {
  public:
   std::string name() const override { return "exhaustive"; }
   void run(std::vector<search_candidate>& candidates, search_context& ctx, search_report& report) const override {
-    std::size_t done = 0;
-    for (auto& c : candidates) {
-      if (ctx.progress) ctx.progress("timing every variant", done, candidates.size());
-      ctx.time(c, std::nullopt, search_stage::full, true);
-      ++done;
-    }
+    std::vector<search_candidate*> all;
+    for (auto& c : candidates) all.push_back(&c);
+    time_in_two_passes(all, ctx, std::nullopt, search_stage::full, true);
     report.stages.push_back(search_stage_report{search_stage::full, candidates.size(), candidates.size(), candidates.size(), 0, 0});
     report.stop_reason = fmt::format("timed all {} variants", candidates.size());
   }

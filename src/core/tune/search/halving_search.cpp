@@ -89,13 +89,15 @@ class halving_search : public search_strategy {
     return alive;
   }
 
+  // The brief look times each once; the longer and the full stages heat the card (time_in_two_passes).
   static void time_all(const std::vector<search_candidate*>& alive, search_context& ctx,
                        const std::optional<sampling_policy>& budget, search_stage stage) {
+    if (stage != search_stage::brief) return time_in_two_passes(alive, ctx, budget, stage, true);
     for (std::size_t i = 0; i < alive.size(); ++i) {
       if (ctx.progress) ctx.progress(to_string(stage), i, alive.size());
       // The brief look only times: most are dropped after it, and checking a large
       // C on the host costs more than timing it. Whatever goes on is verified.
-      ctx.time(*alive[i], budget, stage, stage != search_stage::brief);
+      ctx.time(*alive[i], budget, stage, false);
     }
   }
 

@@ -61,8 +61,9 @@ gemm_plan plan_from_recording(const nlohmann::json& result) {
   return plan;
 }
 
-replay_backend::replay_backend(const nlohmann::json& result, sampling_policy full, std::uint64_t seed)
-    : full_(full), seed_(seed) {
+replay_backend::replay_backend(const nlohmann::json& result, sampling_policy full, std::uint64_t seed,
+                               thermal_drift drift)
+    : full_(full), seed_(seed), drift_(drift) {
   for (const auto& vj : result.at("variants")) {
     recorded r;
     r.status = variant_status_named(vj.value("status", "")).value_or(variant_status::launch_error);
@@ -103,14 +104,20 @@ measure_response replay_backend::measure(const measure_request& request, const s
   const double sigma = std::max(t.spread, 1e-4) * t.median_us / 1.683;
   std::mt19937_64 rng(seed_of(request.id, seed_, requests_));
   std::normal_distribution<double> noise(0.0, sigma);
-  auto draw = [&] { return std::max(t.min_us, t.median_us + noise(rng)); };
-  for (std::size_t i = 0; i < p.warmup; ++i) kernel_ms_ += draw() / 1e3;
+  // One launch at the card's clock now (the kernel time so far sets it); it heats the card.
+  auto draw = [&] {
+    const double heat = drift_.ramp_ms > 0 ? std::min(1.0, kernel_ms_ / drift_.ramp_ms) : 1.0;
+    const double us = std::max(t.min_us, t.median_us + noise(rng)) / (1 - drift_.drop * heat);
+    kernel_ms_ += us / 1e3;
+    return us;
+  };
+  for (std::size_t i = 0; i < p.warmup; ++i) draw();
+  for (double soaked_ms = 0; soaked_ms < p.warmup_ms;) soaked_ms += draw() / 1e3;
   std::vector<double> samples;
   while (!enough_samples(samples, p)) {
     const std::size_t batch = samples.size() < p.min_samples ? p.min_samples : 10;
     for (std::size_t i = 0; i < batch; ++i) samples.push_back(draw());
   }
-  for (double s : samples) kernel_ms_ += s / 1e3;
   out.timing = summarize(samples);
   return out;
 }

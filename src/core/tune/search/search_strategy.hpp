@@ -55,6 +55,9 @@ struct search_context {
   // without it only what it then drops or verifies before recommending.
   std::function<void(search_candidate&, const std::optional<sampling_policy>&, search_stage stage, bool verify)>
       time;
+  // Run a candidate this stage has timed once more (the stage's second pass, never verifying) and
+  // fold the two timings into one (combined_timing).
+  std::function<void(search_candidate&, const std::optional<sampling_policy>&, search_stage stage)> time_again;
   sampling_policy full;  // the run's policy (--target-spread, --time-cap-ms)
   std::function<void(std::string_view what, std::size_t done, std::size_t total)> progress;
 };
@@ -78,5 +81,17 @@ std::unique_ptr<search_strategy> make_model_search();
 
 // Shared by the strategies: the runnable candidates, fastest measured first.
 std::vector<search_candidate*> fastest_first(std::vector<search_candidate>& candidates, search_stage stage);
+
+// Times a stage's candidates so that the card's clock favours none of them. Long sampling heats
+// a GPU into its power cap, its SM clock falling by up to a third within about half a second
+// (profiles/measured: H100 and H200 finalists at 1,350-1,600 MHz, the variants timed briefly
+// before them at 1,980); timed one after the other, the first candidates ran faster for it.
+// So: the first request warms the card for as long as the stage is expected to sample (at most
+// heat_soak_ms) before its samples; then every candidate is timed twice with half the budget,
+// from the last to the first and back, and its two timings folded into one. A clock that settles
+// or falls steadily across the stage slows every candidate alike. One candidate: one pass.
+inline constexpr double heat_soak_ms = 500;
+void time_in_two_passes(const std::vector<search_candidate*>& candidates, search_context& ctx,
+                        const std::optional<sampling_policy>& budget, search_stage stage, bool verify);
 
 }  // namespace tiletune
