@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "mma_budget.hpp"
@@ -154,6 +156,34 @@ TEST_P(compile_variants, all_compile_without_spills) {
                 mma.size(), worst, clocks, t.preset.c_str());
     EXPECT_LE(worst, clocks) << t.preset << ": the loop would be bound by instruction issue";
   }
+  // The model's count of what a simt main loop issues (simt_loop_instructions, the issue factor):
+  // its FFMA exactly, its LDS within 2, the whole within 10% of every simt variant's SASS.
+  std::vector<std::size_t> simt;
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    if (configs[i].family == family_named("simt") && results[i].ok) simt.push_back(i);
+  std::vector<hmma_loop> simt_loops(simt.size());
+  std::vector<std::thread> simt_readers;
+  for (unsigned w = 0; w < threads; ++w)
+    simt_readers.emplace_back([&, w] {
+      for (std::size_t j = w; j < simt.size(); j += threads)
+        for (const hmma_loop& l : ffma_loops(disassemble(results[simt[j]].cubin, fmt::format("simt_{}_{}", w, j))))
+          if (l.ffma > simt_loops[j].ffma) simt_loops[j] = l;
+    });
+  for (auto& r : simt_readers) r.join();
+  double worst_error = 0;
+  for (std::size_t j = 0; j < simt.size(); ++j) {
+    const simt_loop_mix mix = simt_loop_instructions(configs[simt[j]]);
+    const hmma_loop& l = simt_loops[j];
+    EXPECT_EQ(l.ffma, mix.ffma) << jobs[simt[j]].name;
+    EXPECT_NEAR(l.lds, mix.lds, 2) << jobs[simt[j]].name;
+    const double error = l.instructions > 0 ? mix.total() / l.instructions - 1 : 1;
+    worst_error = std::max(worst_error, std::abs(error));
+    EXPECT_LE(std::abs(error), 0.10) << jobs[simt[j]].name << ": " << l.instructions << " instructions, the model counts "
+                                     << mix.total();
+  }
+  if (!simt.empty())
+    std::printf("%zu simt main loops read; the model's instruction count within %.1f%% of each\n", simt.size(),
+                100 * worst_error);
 #endif
 }
 

@@ -100,7 +100,9 @@ int uniform_moves_in_k_groups(const std::string& sass, const char* mnemonic) {
   return moves;
 }
 
-std::vector<hmma_loop> hmma_loops(const std::string& sass) {
+namespace {
+// Every loop of a listing: from a backward branch's target to the branch.
+std::vector<hmma_loop> all_loops(const std::string& sass) {
   static const std::regex line(R"(/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;)");
   static const std::regex branch(R"(BRA\s+(?:\S+\s+)?0x([0-9a-f]+))");
   std::vector<std::pair<long, std::string>> code;  // address, instruction
@@ -123,14 +125,31 @@ std::vector<hmma_loop> hmma_loops(const std::string& sass) {
       loop.hmma += starts_with(op, "HMMA");
       loop.ldsm += starts_with(op, "LDSM");
       loop.barriers += starts_with(op, "BAR");
+      loop.ffma += starts_with(op, "FFMA");
+      loop.lds += op == "LDS" || starts_with(op, "LDS.");
       if (starts_with(op, "LDGSTS")) {
         ++loop.copies;
         loop.zero_filling_copies += op.find("ZFILL") != std::string::npos;
       }
     }
-    if (loop.hmma > 0) loops.push_back(loop);
+    loops.push_back(loop);
   }
   return loops;
+}
+}  // namespace
+
+std::vector<hmma_loop> hmma_loops(const std::string& sass) {
+  std::vector<hmma_loop> out;
+  for (const hmma_loop& l : all_loops(sass))
+    if (l.hmma > 0) out.push_back(l);
+  return out;
+}
+
+std::vector<hmma_loop> ffma_loops(const std::string& sass) {
+  std::vector<hmma_loop> out;
+  for (const hmma_loop& l : all_loops(sass))
+    if (l.ffma > 0) out.push_back(l);
+  return out;
 }
 
 std::vector<std::string> mma_main_loop_problems(const std::string& sass, int per_k_tile, double budget,

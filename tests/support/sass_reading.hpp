@@ -31,10 +31,13 @@ int uniform_moves_in_k_groups(const std::string& sass, const char* mnemonic = "H
 // target to the branch, in instructions, and what they hold.
 struct hmma_loop {
   int instructions = 0, hmma = 0, ldsm = 0, barriers = 0;
+  int ffma = 0, lds = 0;  // FFMA; LDS (ld.shared, LDSM not counted)
   int copies = 0, zero_filling_copies = 0;  // LDGSTS (cp.async), those with .ZFILL (a src-size)
   double per_hmma() const { return hmma > 0 ? static_cast<double>(instructions) / hmma : 0; }
 };
 std::vector<hmma_loop> hmma_loops(const std::string& sass);
+// The loops that multiply with FFMA (the simt family's), counted the same way.
+std::vector<hmma_loop> ffma_loops(const std::string& sass);
 
 // What is wrong with an mma.sync kernel's main loop, the loop of the blocks
 // that lie inside the matrices: its cp.async copies without bounds (no

@@ -84,16 +84,18 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // 2.9% slower than the best (median; H200 4.8% -> 1.8%), its mean 1.065 -> 1.061.
   // Split-K's reduction tail (the last slice reads every slice's partial tile back after the
   // k-loops) raised all three: 0.707 -> 0.718, 0.833 -> 0.843, held out 0.833 -> 0.841.
-  EXPECT_GE(assumed, 0.718);
-  EXPECT_GE(fitted, 0.843);
-  EXPECT_GE(held_out, 0.840);
+  // The simt loop's issue factor (its non-FFMA instructions take issue slots): 0.723, 0.850, 0.846.
+  EXPECT_GE(assumed, 0.723);
+  EXPECT_GE(fitted, 0.849);
+  EXPECT_GE(held_out, 0.845);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
   // calibrated ones at 1.070 and 1.065 held out. Kept within those, far below 1.123.
-  // With the latency chain: 1.061, 1.071 and 1.061; with split-K's tail 1.057, 1.069, 1.060.
+  // With the latency chain: 1.061, 1.071 and 1.061; with split-K's tail 1.057, 1.069, 1.060; with
+  // the simt issue factor the calibrated f32 pick is the measured best (1.127 -> 1.000): 1.060.
   EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0574);
-  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0694);
+  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0596);
   EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0596);
 }
 
@@ -107,10 +109,12 @@ TEST(model_calibration, ranking_on_the_2026_11_22_results_did_not_fall) {
   // 0.579 / 0.666 / 0.564 before issue 21's decode fixes, 0.647 / 0.696 / 0.667 before the
   // DRAM latency term, the compute-only scale and the serial copies of unaligned rows;
   // 0.651 / 0.754 / 0.726 before the latency terms were counted per block; 0.631 / 0.747 /
-  // 0.721 before the loads' latency chain, which raised the calibrated two (no wgmma here).
-  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.627);
-  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.766);
-  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.746);
+  // 0.721 before the loads' latency chain, which raised the calibrated two (no wgmma here);
+  // 0.627 / 0.766 / 0.746 before the simt loop's issue factor, which counts today's simt loop
+  // (the 2026-11-22 simt kernels are ab37739's) and raised the 2026-11-23 figures.
+  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.626);
+  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.762);
+  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.745);
 }
 
 // Leaving a problem out leaves out every result of it: two results of one
@@ -223,13 +227,14 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
   // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins; the H200's
   // 6.6% before split-K's reduction tail.
-  // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out)
-  // and the 128-row decode pick (predicted 27-30% fast).
+  // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out, 32.5%
+  // fast until the simt loop's issue factor, 12.5% since) and the 128-row decode pick
+  // (predicted 24-25% fast, the worst today).
   struct ceiling {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.079, 0.326, 1.029, 1.197}, ceiling{&h200, 0.059, 0.327, 1.019, 1.165}}) {
+  for (const ceiling& c : {ceiling{&h100, 0.079, 0.254, 1.029, 1.197}, ceiling{&h200, 0.059, 0.240, 1.019, 1.165}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -111,6 +111,9 @@ class gemm_family {
   // efficiency was measured (calibration reports list it as assumed_efficiency).
   virtual double attainable_efficiency(int compute_capability) const = 0;
   virtual double pipeline_factor(const tile_config&) const { return 1.0; }
+  // The share of the math pipe's rate the main loop's instruction issue leaves it on d (an SM
+  // sub-partition issues one instruction a clock): 1 where the math, not the issue, sets the pace.
+  virtual double issue_factor(const tile_config&, dtype, const device_spec&) const { return 1.0; }
   // The k-tiles a block has in flight while it computes one: its stages less those the
   // consumers hold (one, the k-tile they read, where the math is synchronous).
   virtual int tiles_in_flight(const tile_config& c) const { return std::max(1, c.stages - 1); }

@@ -144,6 +144,8 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
                        (efficiency > 0 ? efficiency : family_efficiency(c.family, d.compute_capability));
   rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
   rate_per_sm *= c.family->pipeline_factor(c);
+  // The loop's issue first: shared memory is asked for its bytes at the rate the loop attains.
+  rate_per_sm *= c.family->issue_factor(c, p.type, d);
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
   // The loads' latency chain of `chains` blocks run one after another: each block's k-tiles wait

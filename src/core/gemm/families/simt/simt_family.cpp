@@ -1,5 +1,7 @@
 #include "core/gemm/families/simt/simt_family.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -97,6 +99,14 @@ class simt : public gemm_family {
   }
 
   double attainable_efficiency(int) const override { return 0.85; }
+  // A warp's FFMA holds its sub-partition's FP32 lanes for 128 / (lanes per SM) clocks (1 on an
+  // H100 or an RTX 4090, 2 on an A100); every other instruction of the loop takes an issue slot.
+  double issue_factor(const tile_config& c, dtype, const device_spec& d) const override {
+    const double lanes = d.peak_tflops_f32 * 1e12 / (d.sm_count * d.boost_clock_mhz * 1e6 * 2);
+    const simt_loop_mix mix = simt_loop_instructions(c);
+    if (!(lanes > 0) || !(mix.total() > 0)) return 1.0;
+    return std::min(1.0, mix.ffma * (128 / lanes) / mix.total());
+  }
   smem_traffic shared_memory_traffic(const tile_config& c, dtype) const override {
     return {2.0 * simt_thread_m(c) * simt_thread_n(c),  // per thread and k
             4.0 * (simt_thread_m(c) + simt_thread_n(c))};
@@ -114,6 +124,18 @@ class simt : public gemm_family {
 const gemm_family& simt_family() {
   static const simt family;
   return family;
+}
+
+simt_loop_mix simt_loop_instructions(const tile_config& c) {
+  simt_loop_mix m;
+  const int threads = c.threads(), vec = simt_vector_width(c);
+  if (threads <= 0 || vec <= 0) return m;
+  const double tm = simt_thread_m(c), tn = simt_thread_n(c), bk = c.block_k;
+  const double loads = static_cast<double>(c.block_m + c.block_n) * bk / (threads * vec);
+  m.ffma = tm * tn * bk;
+  m.lds = (tm + tn) / 4 * bk;
+  m.other = std::max(0.0, 64 * loads - 10);
+  return m;
 }
 
 tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width) {

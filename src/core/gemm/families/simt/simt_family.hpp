@@ -18,4 +18,15 @@ inline int& simt_vector_width(tile_config& c) { return c.knobs[2]; }
 // BM x BN x BK, thread tile TM x TN, elements per global vector load.
 tile_config simt_tile(int block_m, int block_n, int block_k, int thread_m, int thread_n, int vector_width = 4);
 
+// What one thread's main loop issues per k-tile (simt_gemm.cu): TM x TN x BK FFMA, (TM + TN) / 4
+// x BK float4 shared loads, and for each of its global vector loads of A and B about 64
+// instructions less 10 in all (the load's bounds, its element-by-element fallback, the stores
+// to shared memory, their addresses): a line fitted to the SASS of the default variants (sm_80
+// and sm_90, every layout alike); tests/compile holds it within 10% of every variant's SASS.
+struct simt_loop_mix {
+  double ffma = 0, lds = 0, other = 0;
+  double total() const { return ffma + lds + other; }
+};
+simt_loop_mix simt_loop_instructions(const tile_config& c);
+
 }  // namespace tiletune
