@@ -84,10 +84,11 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // 2.9% slower than the best (median; H200 4.8% -> 1.8%), its mean 1.065 -> 1.061.
   // Split-K's reduction tail (the last slice reads every slice's partial tile back after the
   // k-loops) raised all three: 0.707 -> 0.718, 0.833 -> 0.843, held out 0.833 -> 0.841.
-  // The simt loop's issue factor (its non-FFMA instructions take issue slots): 0.723, 0.850, 0.846.
-  EXPECT_GE(assumed, 0.723);
-  EXPECT_GE(fitted, 0.849);
-  EXPECT_GE(held_out, 0.845);
+  // The simt loop's issue factor (its non-FFMA instructions take issue slots): 0.723, 0.850,
+  // 0.846; its reads counted in wavefronts (quarter warps, bank groups): 0.750, 0.877, 0.873.
+  EXPECT_GE(assumed, 0.749);
+  EXPECT_GE(fitted, 0.876);
+  EXPECT_GE(held_out, 0.872);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
@@ -110,11 +111,10 @@ TEST(model_calibration, ranking_on_the_2026_11_22_results_did_not_fall) {
   // DRAM latency term, the compute-only scale and the serial copies of unaligned rows;
   // 0.651 / 0.754 / 0.726 before the latency terms were counted per block; 0.631 / 0.747 /
   // 0.721 before the loads' latency chain, which raised the calibrated two (no wgmma here);
-  // 0.627 / 0.766 / 0.746 before the simt loop's issue factor, which counts today's simt loop
-  // (the 2026-11-22 simt kernels are ab37739's) and raised the 2026-11-23 figures.
-  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.626);
-  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.762);
-  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.745);
+  // 0.627 / 0.766 / 0.746 before the simt loop's issue factor and its reads in wavefronts.
+  EXPECT_GE(mean["assumed_model"]["spearman"].get<double>(), 0.664);
+  EXPECT_GE(mean["calibrated"]["spearman"].get<double>(), 0.804);
+  EXPECT_GE(mean["calibrated_without_this_problem"]["spearman"].get<double>(), 0.784);
 }
 
 // Leaving a problem out leaves out every result of it: two results of one

@@ -1,6 +1,7 @@
 #include "core/gemm/families/simt/simt_family.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -107,9 +108,10 @@ class simt : public gemm_family {
     if (!(lanes > 0) || !(mix.total() > 0)) return 1.0;
     return std::min(1.0, mix.ffma * (128 / lanes) / mix.total());
   }
+  // Per warp and k: its FFMA against the wavefronts (128 bytes each) its float4 reads take
+  // (simt_read_wavefronts).
   smem_traffic shared_memory_traffic(const tile_config& c, dtype) const override {
-    return {2.0 * simt_thread_m(c) * simt_thread_n(c),  // per thread and k
-            4.0 * (simt_thread_m(c) + simt_thread_n(c))};
+    return {2.0 * simt_thread_m(c) * simt_thread_n(c) * 32, 128.0 * simt_read_wavefronts(c)};
   }
 
   std::string_view cutlass_op_class() const override { return "simt"; }
@@ -124,6 +126,31 @@ class simt : public gemm_family {
 const gemm_family& simt_family() {
   static const simt family;
   return family;
+}
+
+int simt_read_wavefronts(const tile_config& c) {
+  const int tm = simt_thread_m(c), tn = simt_thread_n(c);
+  if (tm <= 0 || tn <= 0 || c.block_n % tn) return 0;
+  const int columns = c.block_n / tn;  // threads along a row of the block: tc = tid % columns
+  // One float4 read of every lane of warp 0 (all warps alike): lane -> its 16-byte chunk.
+  auto wavefronts = [&](auto chunk_of) {
+    int total = 0;
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      int worst = 0;
+      for (int group = 0; group < 8; ++group) {  // 4 banks a chunk, 8 chunk positions in 128 bytes
+        std::set<int> chunks;
+        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane)
+          if (chunk_of(lane) % 8 == group) chunks.insert(chunk_of(lane));
+        worst = std::max(worst, static_cast<int>(chunks.size()));
+      }
+      total += worst;
+    }
+    return total;
+  };
+  int total = 0;
+  for (int i = 0; i < tm; i += 4) total += wavefronts([&](int lane) { return (lane / columns) * tm / 4 + i / 4; });
+  for (int j = 0; j < tn; j += 4) total += wavefronts([&](int lane) { return (lane % columns) * tn / 4 + j / 4; });
+  return total;
 }
 
 simt_loop_mix simt_loop_instructions(const tile_config& c) {

@@ -29,4 +29,12 @@ struct simt_loop_mix {
 };
 simt_loop_mix simt_loop_instructions(const tile_config& c);
 
+// The shared-memory wavefronts one warp's reads of a k take: a float4 read is served a quarter
+// warp at a time, each quarter in as many wavefronts as the most distinct 16-byte chunks its 8
+// lanes ask of one group of 4 banks (the same chunk read by several lanes is one). The k's
+// XOR swizzle permutes whole chunks alike and changes none of it. t8x4 in 64x128: 12 (A's two
+// reads broadcast, 4 each; B's one read 4); t4x8: 20 (B's two reads, lanes 32 bytes apart,
+// 8 each), which is why t4x8 tiles measured 1.4-1.5x slower than their t8x4 twins.
+int simt_read_wavefronts(const tile_config& c);
+
 }  // namespace tiletune
