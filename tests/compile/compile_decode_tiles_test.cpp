@@ -135,8 +135,9 @@ TEST(compile_decode_tiles, cluster_split_k_copies_compile_and_the_sass_runs_the_
   ASSERT_EQ(jobs.size(), 8u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4
   const auto results = compile_cleanly(jobs);
   for (std::size_t i = 0; i < jobs.size(); ++i)
-    if (results[i].ok)
+    if (results[i].ok) {
       EXPECT_EQ(cluster_split_sass_problems(disassemble(results[i].cubin, jobs[i].name)), "") << jobs[i].name;
+    }
   // The check can fail: without the cluster barrier before the exit, one UCGABAR pair is left.
   compile_job planted = jobs.front();
   const std::string exit_sync = "  // No CTA leaves while a peer may still write into its shared memory or arrive on its barriers.\n  tt_cluster_sync();\n";

@@ -165,7 +165,9 @@ TEST(grouped_wgmma, plans_the_grouped_kernel_and_other_families_refuse) {
       if (f->runs_grouped()) {
         EXPECT_TRUE(wgmma_grouped(c)) << c.id();
         EXPECT_NE(c.id().find("_grp"), std::string::npos);
-        if (v) EXPECT_NE(v->constraint, "grouped") << c.id();
+        if (v) {
+          EXPECT_NE(v->constraint, "grouped") << c.id();
+        }
       } else {
         ASSERT_TRUE(v) << c.id();
         EXPECT_EQ(v->constraint, "grouped");
@@ -234,7 +236,9 @@ TEST(grouped_wgmma, launch_passes_rows_and_maps_b_per_group) {
       EXPECT_EQ(k.parameters[12].name, "group_stride");
       EXPECT_EQ(k.parameters[12].value, l == group_layout::masked ? 517 : 0);
       EXPECT_EQ(parameter_named(const_cast<kernel_launch&>(k), "batch").value, 8);
-      if (sk) EXPECT_EQ(k.parameters[13].name, "workspace");
+      if (sk) {
+        EXPECT_EQ(k.parameters[13].name, "workspace");
+      }
       const auto bound = bind_arguments(k);
       EXPECT_EQ(bound[11].from, argument_binding::source::group_rows);
       EXPECT_EQ(k.grid[0], std::min<std::int64_t>(sk ? h100.sm_count : wgmma_output_tiles(c, p), h100.sm_count));
