@@ -27,7 +27,9 @@
 #            (scripts/bench/tf32_low_bits_probe.cu); and the CUPTI durations of kernels that do no
 #            work (scripts/bench/launch_floor_probe.cu), what the model's launch_overhead_us stands for
 #     twins  the 4096^3 and 8192^3 bf16 picks with four stages timed back to back with their
-#            three-stage twins (the loads' latency chain of issue 39: three measured 1.14x four's)
+#            three-stage twins (the loads' latency chain of issue 39: three measured 1.14x four's),
+#            and their g8m/g8n raster twins, after the search's warm-up and in its two mirrored
+#            passes: each variant's sm_clock_mhz says whether the four ran at one clock
 #     batch  measured `tiletune batch` (gpt2, tinyllama-1.1b) and real training
 #            steps beside tiletune's predictions (scripts/validate/validate_batch.py --suite)
 #     model  `gemm --model` on GPU_VALIDATE_MODELS (NAME:TOKENS:PHASE ..., default a Llama-3-8B

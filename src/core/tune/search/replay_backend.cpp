@@ -112,7 +112,7 @@ measure_response replay_backend::measure(const measure_request& request, const s
     return us;
   };
   for (std::size_t i = 0; i < p.warmup; ++i) draw();
-  for (double soaked_ms = 0; soaked_ms < p.warmup_ms;) soaked_ms += draw() / 1e3;
+  for (double soaked_ms = 0; soaked_ms < p.warmup_ms;) soaked_ms += std::max(draw(), 1.0) / 1e3;  // 1 us at least
   std::vector<double> samples;
   while (!enough_samples(samples, p)) {
     const std::size_t batch = samples.size() < p.min_samples ? p.min_samples : 10;
