@@ -79,7 +79,7 @@ TEST(search_strategy, default_finds_the_exhaustive_winner_on_recorded_h100_probl
   const auto files = recorded_results();
   ASSERT_EQ(files.size(), 10u);
   double loss_sum = 0;
-  int runs = 0, timed_fewer = 0;
+  int runs = 0;
   for (const auto& f : files) {
     const auto result = read_json(f);
     const auto t = recorded_truth(result);
@@ -102,10 +102,7 @@ TEST(search_strategy, default_finds_the_exhaustive_winner_on_recorded_h100_probl
           << f.filename() << " seed " << seed << ": " << fast_id << " vs exhaustive " << ex_id;
       ASSERT_TRUE(fast.plan.search && ex.plan.search);
       EXPECT_EQ(fast.plan.search->strategy, "halving");
-      // Fewer timed, but where the model puts every variant within its cut (f32: all 37 within
-      // 1.6x, as measured) all get a brief look.
-      EXPECT_LE(fast.plan.search->timed, ex.plan.search->timed) << f.filename();
-      timed_fewer += fast.plan.search->timed < ex.plan.search->timed;
+      EXPECT_LT(fast.plan.search->timed, ex.plan.search->timed) << f.filename();
       EXPECT_LT(fast.kernel_ms, ex.kernel_ms) << f.filename();
       // The recommended variant was verified, and so was every one that went past the brief look.
       const auto& rec = fast.plan.variants[*fast.plan.recommended];
@@ -125,7 +122,6 @@ TEST(search_strategy, default_finds_the_exhaustive_winner_on_recorded_h100_probl
   }
   // On average the default's pick is within half a percent of the true best.
   std::printf("mean loss of the default's pick against the recorded best: %.3f%%\n", 100 * loss_sum / runs);
-  EXPECT_GE(timed_fewer, runs - 3);  // one problem of ten, at each of three seeds
   EXPECT_LT(loss_sum / runs, 0.005);
 }
 
