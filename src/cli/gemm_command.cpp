@@ -167,7 +167,9 @@ void add_tuning_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--search", o->tuning.strategy,
                   "Which variants are timed, and how long: halving (the model drops the far-behind, a brief look "
                   "at the rest, longer looks at the best third, stop when the leader is clear of the noise), "
-                  "exhaustive (every variant to the full budget), model (only the model's best 4)")
+                  "exhaustive (every variant to the full budget), model (only the model's best 4). Past a brief "
+                  "look the card is warmed into its power cap and each variant timed in two mirrored passes, so "
+                  "that the clock favours none")
       ->capture_default_str();
   cmd->add_flag("--retune", o->tuning.retune, "Measure afresh (offline: plan with the model) even when the tuning database has this problem");
   cmd->add_option("--db", o->tuning.db,
