@@ -132,9 +132,13 @@ TEST(checkpoint_selective, recomputes_k_o_and_up_and_no_attention) {
   training_setup plain = s;
   plain.checkpoint_ops = false;
   for (const step_gemm& g : step_gemms(s, 1, true))
-    if (g.name == "attention values") EXPECT_EQ(g.count, 32);  // forward once: the kernel's output is saved
+    if (g.name == "attention values") {
+      EXPECT_EQ(g.count, 32);  // forward once: the kernel's output is saved
+    }
   for (const step_gemm& g : step_gemms(plain, 1, true))
-    if (g.name == "attention values") EXPECT_EQ(g.count, 64);
+    if (g.name == "attention values") {
+      EXPECT_EQ(g.count, 64);
+    }
 }
 
 TEST(checkpoint_selective, other_blocks_are_usage_errors_naming_why) {

@@ -114,7 +114,9 @@ TEST(model_gemms, routed_experts_are_grouped_problems) {
   // Uniform routing is another problem, with its own key.
   const auto u = model_gemms(mixtral, 4096, model_phase::prefill, dtype::bf16, 1, parse_routing("uniform"));
   for (const auto& p : u.suite.problems)
-    if (p.problem.groups) EXPECT_EQ(p.problem.groups->rows, std::vector<std::int64_t>(8, 1024)) << p.name;
+    if (p.problem.groups) {
+      EXPECT_EQ(p.problem.groups->rows, std::vector<std::int64_t>(8, 1024)) << p.name;
+    }
 }
 
 namespace {

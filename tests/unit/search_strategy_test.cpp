@@ -193,7 +193,9 @@ TEST(search_strategy, two_passes_run_mirrored_with_half_budgets_after_a_bounded_
     EXPECT_EQ(budgets[i].min_samples, 15u);
     EXPECT_EQ(budgets[i].max_samples, 100u);
     EXPECT_DOUBLE_EQ(budgets[i].time_cap_ms, 1000);
-    if (i > 0) EXPECT_EQ(budgets[i].warmup_ms, 0);
+    if (i > 0) {
+      EXPECT_EQ(budgets[i].warmup_ms, 0);
+    }
   }
   // A heavy stage soaks for heat_soak_ms at the most.
   for (auto& c : cs) c.predicted_us = 1e5;
