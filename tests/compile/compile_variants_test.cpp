@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <thread>
@@ -123,6 +124,18 @@ TEST_P(compile_variants, all_compile_without_spills) {
   std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),
               std::string(to_string(t.type)).c_str(), total_ms / jobs.size());
 #ifdef TILETUNE_CUOBJDUMP
+  // The SASS of the jobs `which` names, read in parallel: read(j, sass) for the j-th of them.
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  auto read_sass = [&](const std::vector<std::size_t>& which, const char* tag,
+                       const std::function<void(std::size_t, const std::string&)>& read) {
+    std::vector<std::thread> readers;
+    for (unsigned w = 0; w < threads; ++w)
+      readers.emplace_back([&, w] {
+        for (std::size_t j = w; j < which.size(); j += threads)
+          read(j, disassemble(results[which[j]].cubin, fmt::format("{}_{}_{}", tag, w, j)));
+      });
+    for (auto& r : readers) r.join();
+  };
   // Issue 38: every mma variant's main loop within its instruction budget,
   // on the architectures where the mma family is the product (on sm_90,
   // whose tensor-core path is wgmma, compile.sass reads representatives).
@@ -131,18 +144,11 @@ TEST_P(compile_variants, all_compile_without_spills) {
     if (t.arch != "sm_90" && configs[i].family == family_named("mma") && results[i].ok) mma.push_back(i);
   std::vector<std::vector<std::string>> problems(mma.size());
   std::vector<double> per_hmma(mma.size(), 0);
-  std::vector<std::thread> readers;
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned w = 0; w < threads; ++w)
-    readers.emplace_back([&, w] {
-      for (std::size_t j = w; j < mma.size(); j += threads) {
-        const std::string sass = disassemble(results[mma[j]].cubin, fmt::format("budget_{}_{}", w, j));
-        problems[j] = mma_budget_problems(sass, configs[mma[j]], t.type);
-        for (const hmma_loop& l : hmma_loops(sass))
-          if (l.copies > 0 && l.zero_filling_copies == 0) per_hmma[j] = l.per_hmma();
-      }
-    });
-  for (auto& r : readers) r.join();
+  read_sass(mma, "budget", [&](std::size_t j, const std::string& sass) {
+    problems[j] = mma_budget_problems(sass, configs[mma[j]], t.type);
+    for (const hmma_loop& l : hmma_loops(sass))
+      if (l.copies > 0 && l.zero_filling_copies == 0) per_hmma[j] = l.per_hmma();
+  });
   double worst = 0;
   for (std::size_t j = 0; j < mma.size(); ++j) {
     for (const auto& p : problems[j]) ADD_FAILURE() << jobs[mma[j]].name << ": " << p;
@@ -162,14 +168,10 @@ TEST_P(compile_variants, all_compile_without_spills) {
   for (std::size_t i = 0; i < jobs.size(); ++i)
     if (configs[i].family == family_named("simt") && results[i].ok) simt.push_back(i);
   std::vector<hmma_loop> simt_loops(simt.size());
-  std::vector<std::thread> simt_readers;
-  for (unsigned w = 0; w < threads; ++w)
-    simt_readers.emplace_back([&, w] {
-      for (std::size_t j = w; j < simt.size(); j += threads)
-        for (const hmma_loop& l : ffma_loops(disassemble(results[simt[j]].cubin, fmt::format("simt_{}_{}", w, j))))
-          if (l.ffma > simt_loops[j].ffma) simt_loops[j] = l;
-    });
-  for (auto& r : simt_readers) r.join();
+  read_sass(simt, "simt", [&](std::size_t j, const std::string& sass) {
+    for (const hmma_loop& l : ffma_loops(sass))
+      if (l.ffma > simt_loops[j].ffma) simt_loops[j] = l;
+  });
   double worst_error = 0;
   for (std::size_t j = 0; j < simt.size(); ++j) {
     const simt_loop_mix mix = simt_loop_instructions(configs[simt[j]]);

@@ -247,6 +247,7 @@ TEST(search_strategy, model_strategy_times_only_the_models_best_four) {
   EXPECT_EQ(r.plan.search->timed, 4u);
   // The reference, the four timed in two passes, and the reference and the pick timed twice again for the ratio.
   EXPECT_EQ(r.requests, 13u);
+  EXPECT_EQ(r.plan.search->stop_reason, "timed the model's best 4 of 51");
 }
 
 TEST(search_strategy, a_brief_look_asks_the_worker_for_a_small_budget_and_nothing_is_verified_twice) {

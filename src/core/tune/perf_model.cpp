@@ -126,10 +126,10 @@ block_grid grid_of(const gemm_problem& p, const tile_config& c, const device_spe
   return g;
 }
 
-// The blocks the busiest SM runs: full waves of occ.blocks_per_sm, and its share of the last.
-double blocks_on_busiest_sm(const device_spec& d, const occupancy_estimate& occ, std::int64_t blocks) {
-  const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
-  return static_cast<double>(blocks / resident * occ.blocks_per_sm + ceil_div(blocks % resident, d.sm_count));
+// The blocks the busiest SM runs: full waves of per_sm resident blocks, and its share of the last.
+double blocks_on_busiest_sm(const device_spec& d, int per_sm, std::int64_t blocks) {
+  const std::int64_t resident = static_cast<std::int64_t>(per_sm) * d.sm_count;
+  return static_cast<double>(blocks / resident * per_sm + ceil_div(blocks % resident, d.sm_count));
 }
 
 // Fills the compute time and waves; returns the blocks resident on the whole device at once.
@@ -163,7 +163,7 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
     r.wave_efficiency = tiles / (g.sk->busiest_cta_tiles * d.sm_count);
     return resident;
   }
-  const double busiest = blocks_on_busiest_sm(d, occ, r.blocks);
+  const double busiest = blocks_on_busiest_sm(d, occ.blocks_per_sm, r.blocks);
   r.compute_us = busiest * flops_per_block / rate_per_sm * 1e6;
   // The busiest SM's blocks, occ.blocks_per_sm at a time.
   r.latency_us = chain_us(std::ceil(busiest / occ.blocks_per_sm));
@@ -221,10 +221,8 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   const double block_bytes = static_cast<double>(rows + cols) * static_cast<double>(k_per_block) * eb +
                              c_passes * static_cast<double>(rows * cols) * ceb +
                              (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
-  const std::int64_t per_sm = resident / std::max(1, d.sm_count);
   const double busiest_blocks =
-      g.sk ? g.sk->busiest_cta_tiles
-           : static_cast<double>(blocks / resident * per_sm + (blocks % resident + d.sm_count - 1) / d.sm_count);
+      g.sk ? g.sk->busiest_cta_tiles : blocks_on_busiest_sm(d, static_cast<int>(resident / d.sm_count), blocks);
   return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, busiest_blocks * block_bytes};
 }
 
@@ -300,7 +298,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     // only then writes C, after every k-loop of the tile. The busiest SM runs the tail of about
     // one in split of its blocks.
     const double partials = static_cast<double>(split) * std::min<std::int64_t>(c.block_m, p.m) * c.block_n * 4;
-    const double tails = std::ceil(blocks_on_busiest_sm(d, occ, r.blocks) / static_cast<double>(split));
+    const double tails = std::ceil(blocks_on_busiest_sm(d, occ.blocks_per_sm, r.blocks) / static_cast<double>(split));
     r.fixup_us = tails * (partials / (sm_l2_gbs * 1e3) + l2_latency_us);
   }
   // Kernels before the GEMM (K-major copies): a stream of their bytes through DRAM, and a ramp

@@ -23,8 +23,8 @@ class model_search : public search_strategy {
     for (std::size_t i = n; i < order.size(); ++i)
       order[i]->dropped_because = fmt::format("not timed: the model ranks it {} of {}", i + 1, order.size());
     report.stages.push_back(search_stage_report{search_stage::model, order.size(), 0, n, 0, 0});
-    order.resize(n);
-    time_in_two_passes(order, ctx, std::nullopt, search_stage::full, true);
+    time_in_two_passes({order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n)}, ctx, std::nullopt,
+                       search_stage::full, true);
     report.stages.push_back(search_stage_report{search_stage::full, n, n, n, 0, 0});
     report.stop_reason = fmt::format("timed the model's best {} of {}", n, order.size());
   }

@@ -70,7 +70,7 @@ void time_in_two_passes(const std::vector<search_candidate*>& candidates, search
                         const std::optional<sampling_policy>& budget, search_stage stage, bool verify) {
   const sampling_policy whole = budget.value_or(ctx.full);
   const std::size_t n = candidates.size();
-  if (n < 2 || !ctx.time_again) {
+  if (n < 2) {
     for (std::size_t i = 0; i < n; ++i) {
       if (ctx.progress) ctx.progress(to_string(stage), i, n);
       ctx.time(*candidates[i], budget, stage, verify);

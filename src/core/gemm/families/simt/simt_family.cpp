@@ -1,7 +1,7 @@
 #include "core/gemm/families/simt/simt_family.hpp"
 
 #include <algorithm>
-#include <set>
+#include <array>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -132,18 +132,17 @@ int simt_read_wavefronts(const tile_config& c) {
   const int tm = simt_thread_m(c), tn = simt_thread_n(c);
   if (tm <= 0 || tn <= 0 || c.block_n % tn) return 0;
   const int columns = c.block_n / tn;  // threads along a row of the block: tc = tid % columns
-  // One float4 read of every lane of warp 0 (all warps alike): lane -> its 16-byte chunk.
+  // One float4 read of every lane of warp 0 (all warps alike): lane -> its 16-byte chunk. A
+  // quarter's distinct chunks, counted by their group of 4 banks (8 chunk positions in 128 bytes).
   auto wavefronts = [&](auto chunk_of) {
     int total = 0;
     for (int quarter = 0; quarter < 4; ++quarter) {
-      int worst = 0;
-      for (int group = 0; group < 8; ++group) {  // 4 banks a chunk, 8 chunk positions in 128 bytes
-        std::set<int> chunks;
-        for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane)
-          if (chunk_of(lane) % 8 == group) chunks.insert(chunk_of(lane));
-        worst = std::max(worst, static_cast<int>(chunks.size()));
-      }
-      total += worst;
+      std::array<int, 8> chunks{}, per_group{};
+      for (int l = 0; l < 8; ++l) chunks[l] = chunk_of(8 * quarter + l);
+      std::sort(chunks.begin(), chunks.end());
+      const auto distinct = std::unique(chunks.begin(), chunks.end());
+      for (auto it = chunks.begin(); it != distinct; ++it) ++per_group[*it % 8];
+      total += *std::max_element(per_group.begin(), per_group.end());
     }
     return total;
   };
