@@ -1,5 +1,5 @@
 // mma family: tensor cores through mma.sync (m16n8k16 for f16/bf16,
-// m16n8k8 for tf32), a cp.async multi-stage shared-memory pipeline, ldmatrix
+// m16n8k8 for tf32, m16n8k32 for fp8 on sm_89 and later), a cp.async multi-stage shared-memory pipeline, ldmatrix
 // fragment loads for the 16-bit types, XOR-swizzled shared memory
 // (tile_addressing.cuh), an epilogue staged through shared memory that writes
 // C in 16-byte vectors, optional split-K (TT_SPLIT_K > 1) into an fp32
@@ -21,12 +21,23 @@
 #define TT_WN (TT_BN / TT_WARPS_N)
 #define TT_MI (TT_WM / 16)
 #define TT_NI (TT_WN / 8)
-#define TT_CHUNK (16 / TT_ELEM_BYTES)  // elements per 16-byte copy
-
-#if TT_ELEM_BYTES == 2
-#define TT_MMA_K 16
+// The operands' element (A and B): C's elem_t, or a byte for fp8, whose C is
+// bf16, f16 or f32 (gemm_common.cuh's TT_OUT).
+#if TT_FP8
+typedef unsigned char ab_t;
 #else
-#define TT_MMA_K 8
+typedef elem_t ab_t;
+#endif
+#define TT_CHUNK (16 / TT_AB_BYTES)  // operand elements per 16-byte copy
+
+// One mma k-step is 32 bytes of k: m16n8k8 (tf32), m16n8k16 (f16, bf16),
+// m16n8k32 (fp8), whose fragments hold the same bytes of the same rows.
+#define TT_MMA_K (32 / TT_AB_BYTES)
+// fp8 fragments along m or n would need a byte transpose that ldmatrix (16-bit
+// elements) lacks: fp8 reads both operands K-major (layout nt), as the host's
+// check_mma requires.
+#if TT_FP8 && (TT_A_T || !TT_B_T)
+#error "the mma family reads fp8 operands K-major only (layout nt)"
 #endif
 
 // Shared tiles: rows x cols, unpadded; KC: the rows run along k.
@@ -58,9 +69,10 @@
 // take three blocks (170 registers). With the main loop's fragments double
 // buffered, 8 warps of 64 accumulators no longer fit two blocks' 128
 // registers (ptxas spilled on sm_90), and BK 64, tf32 and 128 accumulators
-// (about 240 registers) never did: one block each.
+// (about 240 registers) never did: one block each. fp8 as the 16-bit types
+// with the same bytes of k (BK 64).
 #define TT_ACCUMULATORS (TT_MI * TT_NI * 4)
-#if TT_ACCUMULATORS <= 64 && TT_THREADS == 128 && TT_ELEM_BYTES == 2 && TT_BK <= 32
+#if TT_ACCUMULATORS <= 64 && TT_THREADS == 128 && TT_AB_BYTES <= 2 && TT_BK * TT_AB_BYTES <= 64
 #define TT_MIN_BLOCKS 3
 #else
 #define TT_MIN_BLOCKS 1

@@ -6,7 +6,7 @@
 // of the tile lies inside the matrix; the rest is zero. A loop, not unrolled,
 // keeps the kernel small (NVRTC's time grows with the code).
 template <int ROWS, int COLS, int KC>
-__device__ __forceinline__ void tt_load_tile(elem_t* s, const elem_t* g, int ld, int rows_left, int cols_left,
+__device__ __forceinline__ void tt_load_tile(ab_t* s, const ab_t* g, int ld, int rows_left, int cols_left,
                                              int tid) {
   constexpr int chunks_per_row = COLS / TT_CHUNK;
   constexpr int chunks = ROWS * chunks_per_row;
@@ -16,10 +16,10 @@ __device__ __forceinline__ void tt_load_tile(elem_t* s, const elem_t* g, int ld,
     if (chunks % TT_THREADS != 0 && c >= chunks) break;
     const int r = tt_copy_row(c, chunks_per_row), col = tt_copy_col(c, chunks_per_row, TT_CHUNK);
     const int valid = tt_copy_valid(r, col, rows_left, cols_left, TT_CHUNK);
-    const elem_t* src = g + tt_row_offset(r, ld) + col;
-    elem_t* dst = s + tt_swizzled_offset(r, col, COLS, TT_ELEM_BYTES, KC);
+    const ab_t* src = g + tt_row_offset(r, ld) + col;
+    ab_t* dst = s + tt_swizzled_offset(r, col, COLS, TT_AB_BYTES, KC);
 #pragma unroll 1
-    for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : elem_t(0);
+    for (int e = 0; e < TT_CHUNK; ++e) dst[e] = e < valid ? src[e] : ab_t(0);
   }
 }
 
@@ -36,18 +36,18 @@ struct tt_tile_copier {
   static constexpr int COPIES = (CHUNKS + TT_THREADS - 1) / TT_THREADS;
   static constexpr int STEP = tt_copy_row_step(TT_THREADS, CPR);
   static_assert(TT_THREADS % CPR == 0, "a thread's copies share one column");
-  static_assert(tt_copy_masks_repeat(STEP, COLS, TT_ELEM_BYTES, KC), "copies share one swizzle mask");
-  const elem_t* g;
+  static_assert(tt_copy_masks_repeat(STEP, COLS, TT_AB_BYTES, KC), "copies share one swizzle mask");
+  const ab_t* g;
   long long row_step;  // STEP rows of the stored matrix, in elements
   unsigned s_off;      // copy 0's byte offset in a stage
   int r0, col;
 
-  __device__ __forceinline__ void init(const elem_t* tile, int ld, int tid) {
+  __device__ __forceinline__ void init(const ab_t* tile, int ld, int tid) {
     r0 = tt_copy_row0(tid, CPR);
     col = tt_copy_col0(tid, CPR, TT_CHUNK);
     g = tile + tt_row_offset(r0, ld) + col;
     row_step = tt_kept(tt_row_offset(STEP, ld));
-    s_off = tt_swizzled_offset(r0, col, COLS, TT_ELEM_BYTES, KC) * TT_ELEM_BYTES;
+    s_off = tt_swizzled_offset(r0, col, COLS, TT_AB_BYTES, KC) * TT_AB_BYTES;
   }
   // Copy i of this thread: past the tile's end (where the threads outnumber
   // its last row of chunks), and where it lands in the stage at s_stage.
@@ -55,21 +55,21 @@ struct tt_tile_copier {
     return CHUNKS % TT_THREADS != 0 && tid + i * TT_THREADS >= CHUNKS;
   }
   __device__ __forceinline__ unsigned landing(unsigned s_stage, int i) const {
-    return s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_ELEM_BYTES;
+    return s_stage + s_off + tt_copy_step_offset(i, STEP, COLS) * TT_AB_BYTES;
   }
   // One tile into the stage at shared byte s_stage. BOUNDS: rows_left /
   // cols_left as tt_load_tile's, and chunks that read nothing point at
   // `inside` (in the matrix); without, every chunk is whole and inside.
   template <bool BOUNDS>
   __device__ __forceinline__ void issue(unsigned s_stage, int rows_left, int cols_left,
-                                        const elem_t* inside, int tid) {
+                                        const ab_t* inside, int tid) {
 #pragma unroll
     for (int i = 0; i < COPIES; ++i) {
       if (past_end(i, tid)) break;
       const unsigned dst = landing(s_stage, i);
       if (BOUNDS) {
         const int valid = tt_copy_valid(r0 + i * STEP, col, rows_left, cols_left, TT_CHUNK);
-        tt_cp_async16(dst, valid > 0 ? g + i * row_step : inside, valid * TT_ELEM_BYTES);
+        tt_cp_async16(dst, valid > 0 ? g + i * row_step : inside, valid * TT_AB_BYTES);
       } else {
         tt_cp_async16_whole(dst, g + i * row_step);
       }

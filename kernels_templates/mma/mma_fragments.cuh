@@ -1,11 +1,14 @@
 // mma family: the warps' fragments read from shared memory.
 
-#if TT_ELEM_BYTES == 4
+#define TT_A_COLS16 (TT_A_COLS * TT_AB_BYTES / 2)  // the tile's columns as 16-bit elements
+#define TT_B_COLS16 (TT_B_COLS * TT_AB_BYTES / 2)
+
+#if TT_AB_BYTES == 4
 // tf32 m16n8k8 fragments, element by element (PTX ISA, "Matrix Fragments
 // for mma.m16n8k8"): a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
 // b0 (k t, n g), b1 (k t+4, n g); each rounded to tf32. A stored [k][m] with
 // its rows paired (tt_pair_row), as the main loop reads it.
-__device__ __forceinline__ void tt_load_a_tf32(const elem_t* as, int k_base, int wm0, int lane,
+__device__ __forceinline__ void tt_load_a_tf32(const ab_t* as, int k_base, int wm0, int lane,
                                                unsigned (&a)[TT_MI][4]) {
   const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
 #pragma unroll
@@ -21,7 +24,7 @@ __device__ __forceinline__ void tt_load_a_tf32(const elem_t* as, int k_base, int
 #endif
     }
 }
-__device__ __forceinline__ void tt_load_b_tf32(const elem_t* bs, int k_base, int wn0, int lane,
+__device__ __forceinline__ void tt_load_b_tf32(const ab_t* bs, int k_base, int wn0, int lane,
                                                unsigned (&b)[TT_NI][2]) {
   const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
 #pragma unroll
@@ -41,30 +44,34 @@ __device__ __forceinline__ void tt_load_b_tf32(const elem_t* bs, int k_base, int
 // Fragments of the k-step at k_base (relative to the tile) for this warp;
 // as/bs for element loads, as_addr/bs_addr (shared-space bytes) for ldmatrix.
 // Every row offset added to a lane's own row is a multiple of 8 and k_base of
-// 16 (8 for tf32), so the swizzle mask is the lane's, and a chunk index
-// c + d with c even and d < 2 (or < 4 for c a multiple of 4) is c ^ d.
-__device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t* bs,
+// 16 (8 for tf32, 32 for fp8), so the swizzle mask is the lane's, and a chunk
+// index c + d with c even and d < 2 (or < 4 for c a multiple of 4) is c ^ d.
+// fp8's tiles (K-major) are read as 16-bit ones of half the columns: an
+// m16n8k32 fragment register holds the 4 bytes of k at 4t of row g, the
+// bytes an m16n8k16 register holds of its 2 elements at 2t.
+__device__ __forceinline__ void tt_load_fragments(const ab_t* as, const ab_t* bs,
                                                   unsigned as_addr, unsigned bs_addr, int k_base,
                                                   int wm0, int wn0, int lane,
                                                   unsigned (&a)[TT_MI][4],
                                                   unsigned (&b)[TT_NI][2]) {
-#if TT_ELEM_BYTES == 2
+#if TT_AB_BYTES <= 2
   // ldmatrix.x4: lanes 8q..8q+7 give the row addresses of 8x8 matrix q
   // (the maps and the .trans choice: tile_addressing.cuh, tt_ldsm_*).
   const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(lane);
   const int a_mask = tt_swizzle_mask(r, TT_A_CPR, 2, TT_A_KC);
   const int b_mask = tt_swizzle_mask(r, TT_B_CPR, 2, TT_B_KC);
+  const int k16 = k_base * TT_AB_BYTES / 2;  // k_base in 16-bit columns
 #pragma unroll
   for (int mi = 0; mi < TT_MI; ++mi) {
     const int m = wm0 + mi * 16;
     // Stored [k][m]: matrices (k+0,m+0) (k+0,m+8) (k+8,m+0) (k+8,m+8), transposed;
     // stored [m][k]: matrices (m+0,k+0) (m+8,k+0) (m+0,k+8) (m+8,k+8).
-    const int row = tt_ldsm_a_row(TT_A_T, m, k_base, q, r);
-    const int chunk = tt_ldsm_a_chunk(TT_A_T, m, k_base, q, a_mask);
+    const int row = tt_ldsm_a_row(TT_A_T, m, k16, q, r);
+    const int chunk = tt_ldsm_a_chunk(TT_A_T, m, k16, q, a_mask);
     if (tt_ldsm_a_trans(TT_A_T))
-      tt_ldmatrix_x4_trans(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS));
+      tt_ldmatrix_x4_trans(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS16));
     else
-      tt_ldmatrix_x4(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS));
+      tt_ldmatrix_x4(a[mi], as_addr + tt_ldsm_offset(row, chunk, TT_A_COLS16));
   }
 #pragma unroll
   for (int ni = 0; ni < TT_NI; ni += 2) {
@@ -72,12 +79,12 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
     unsigned t[4];
     // Stored [n][k]: matrices (n+0,k+0) (n+0,k+8) (n+8,k+0) (n+8,k+8);
     // stored [k][n]: matrices (k+0,n+0) (k+8,n+0) (k+0,n+8) (k+8,n+8), transposed.
-    const int row = tt_ldsm_b_row(TT_B_T, n, k_base, q, r);
-    const int chunk = tt_ldsm_b_chunk(TT_B_T, n, k_base, q, b_mask);
+    const int row = tt_ldsm_b_row(TT_B_T, n, k16, q, r);
+    const int chunk = tt_ldsm_b_chunk(TT_B_T, n, k16, q, b_mask);
     if (tt_ldsm_b_trans(TT_B_T))
-      tt_ldmatrix_x4_trans(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS));
+      tt_ldmatrix_x4_trans(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS16));
     else
-      tt_ldmatrix_x4(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS));
+      tt_ldmatrix_x4(t, bs_addr + tt_ldsm_offset(row, chunk, TT_B_COLS16));
 #pragma unroll
     for (int x = 0; x < 4; ++x) b[ni + tt_ldsm_b_tile(x)][tt_ldsm_b_reg(x)] = t[x];
   }
@@ -102,11 +109,9 @@ __device__ __forceinline__ void tt_load_fragments(const elem_t* as, const elem_t
 // register). The offsets: each lane's parts computed once
 // (tt_ldsm_*_lane_offset, tt_tf32_pair_lane_offset, tt_tf32_mn_lane_offset),
 // the rest constants, so a k-step costs its loads.
-#define TT_A_LDSM (TT_ELEM_BYTES == 2 || !TT_A_T)
-#define TT_B_LDSM (TT_ELEM_BYTES == 2 || TT_B_T)
+#define TT_A_LDSM (TT_AB_BYTES <= 2 || !TT_A_T)
+#define TT_B_LDSM (TT_AB_BYTES <= 2 || TT_B_T)
 #define TT_PAIR_A (!TT_A_LDSM)  // tf32 A stored [k][m]: its rows paired
-#define TT_A_COLS16 (TT_A_COLS * TT_ELEM_BYTES / 2)  // the tile's columns as 16-bit elements
-#define TT_B_COLS16 (TT_B_COLS * TT_ELEM_BYTES / 2)
 // tf32 A's pairs: two lane offsets, B's elements four, in bytes
 // (tt_tf32_pair_lane_offset, tt_tf32_mn_lane_offset).
 #define TT_A_LANES (TT_A_LDSM ? tt_ldsm_a_lanes(TT_A_T, TT_MI, TT_KSTEPS) : 2)

@@ -6,7 +6,7 @@
 #define TT_EPI_VEC (16 / TT_ELEM_BYTES)
 
 constexpr int tt_smem_bytes =
-    tt_mma_smem_bytes(TT_BM, TT_BN, TT_BK, TT_WARPS_M, TT_STAGES, TT_ELEM_BYTES);
+    tt_mma_smem_bytes(TT_BM, TT_BN, TT_BK, TT_WARPS_M, TT_STAGES, TT_AB_BYTES);
 constexpr int tt_epi_mi = tt_mma_epi_mi(TT_MI, TT_WARPS_M, TT_BN, tt_smem_bytes);
 #define TT_PASS_ROWS (TT_WARPS_M * tt_epi_mi * 16)
 
@@ -14,12 +14,12 @@ constexpr int tt_epi_mi = tt_mma_epi_mi(TT_MI, TT_WARPS_M, TT_BN, tt_smem_bytes)
 // tile_counters: [batch][tile], zero before the first launch, and reset to
 // zero by the block that reduces the tile. Both unused when TT_SPLIT_K == 1.
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MIN_BLOCKS)
-tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t* __restrict__ C,
+tiletune_gemm(const ab_t* __restrict__ A, const ab_t* __restrict__ B, elem_t* __restrict__ C,
               int M, int N, int K, int lda, int ldb, int ldc, long long batch_stride_a,
               long long batch_stride_b, long long batch_stride_c, float alpha, float beta,
               float* __restrict__ workspace, unsigned* __restrict__ tile_counters) {
   extern __shared__ __align__(128) unsigned char tt_smem_raw[];
-  elem_t* const smem = reinterpret_cast<elem_t*>(tt_smem_raw);
+  ab_t* const smem = reinterpret_cast<ab_t*>(tt_smem_raw);
   const unsigned smem_base = tt_smem_addr(smem);  // stage s: A's tile, then B's (TT_STAGE_BYTES)
 
   const int tid = threadIdx.x;
@@ -59,17 +59,17 @@ tiletune_gemm(const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t
   const int k_begin = kt_first * TT_BK;
   // The operands' tiles at k_begin, and how far one k-tile moves them.
 #if TT_A_T
-  const elem_t* const a_tile = A + tt_row_offset(k_begin, lda) + m0;
+  const ab_t* const a_tile = A + tt_row_offset(k_begin, lda) + m0;
   const long long a_k_step = tt_row_offset(TT_BK, lda);
 #else
-  const elem_t* const a_tile = A + tt_row_offset(m0, lda) + k_begin;
+  const ab_t* const a_tile = A + tt_row_offset(m0, lda) + k_begin;
   const long long a_k_step = TT_BK;
 #endif
 #if TT_B_T
-  const elem_t* const b_tile = B + tt_row_offset(n0, ldb) + k_begin;
+  const ab_t* const b_tile = B + tt_row_offset(n0, ldb) + k_begin;
   const long long b_k_step = TT_BK;
 #else
-  const elem_t* const b_tile = B + tt_row_offset(k_begin, ldb) + n0;
+  const ab_t* const b_tile = B + tt_row_offset(k_begin, ldb) + n0;
   const long long b_k_step = tt_row_offset(TT_BK, ldb);
 #endif
 

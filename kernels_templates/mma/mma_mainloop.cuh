@@ -4,14 +4,14 @@
 // and how one k-tile moves them, its k-tiles and the warp's place, and the
 // shared memory (smem, at shared address smem_base).
 struct tt_block {
-  const elem_t* A;
-  const elem_t* B;
-  const elem_t* a_tile;
-  const elem_t* b_tile;
+  const ab_t* A;
+  const ab_t* B;
+  const ab_t* a_tile;
+  const ab_t* b_tile;
   long long a_k_step, b_k_step;
   int lda, ldb, M, N, K, m0, n0, k_begin, k_tiles, tid, lane, wm0, wn0;
   unsigned smem_base;
-  const elem_t* smem;
+  const ab_t* smem;
 };
 
 // Rows and columns of a tile inside the matrix, k_left = K - k0 of the tile.
@@ -20,8 +20,8 @@ struct tt_block {
 
 // The ring of stages: stage s holds A's tile at byte s * TT_STAGE_BYTES and
 // B's right after it (tt_mma_stage_bytes_ab: mma_addressing.cuh).
-#define TT_STAGE_BYTES tt_mma_stage_bytes_ab(TT_A_STAGE, TT_B_STAGE, TT_ELEM_BYTES)
-#define TT_B_AT (TT_A_STAGE * TT_ELEM_BYTES)  // B's tile in a stage, bytes
+#define TT_STAGE_BYTES tt_mma_stage_bytes_ab(TT_A_STAGE, TT_B_STAGE, TT_AB_BYTES)
+#define TT_B_AT (TT_A_STAGE * TT_AB_BYTES)  // B's tile in a stage, bytes
 
 // cp.async through a STAGES-deep ring, one barrier per k-tile, and the
 // fragments of the next k-step loaded while this one's mma.sync run.

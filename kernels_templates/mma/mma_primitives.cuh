@@ -62,13 +62,24 @@ __device__ __forceinline__ void tt_ldmatrix_x4_trans(unsigned* r, unsigned addr)
                : "r"(addr));
 }
 
-// D += A B for one m16n8 tile: m16n8k8 for tf32, m16n8k16 for the 16-bit types.
+// D += A B for one m16n8 tile: m16n8k8 for tf32, m16n8k16 for the 16-bit
+// types, m16n8k32 for fp8 (sm_89 and later; A's and B's formats may differ).
 #if TT_DTYPE == TT_TF32
 #define TT_MMA_PTX "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 #elif TT_DTYPE == TT_BF16
 #define TT_MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-#else
+#elif TT_DTYPE == TT_F16
 #define TT_MMA_PTX "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#elif TT_DTYPE == TT_E4M3
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+#elif TT_DTYPE == TT_E5M2
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32"
+#elif TT_DTYPE == TT_E4M3_E5M2
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"
+#elif TT_DTYPE == TT_E5M2_E4M3
+#define TT_MMA_PTX "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32"
+#else
+#error "the mma family has no mma.sync for this TT_DTYPE"
 #endif
 __device__ __forceinline__ void tt_mma(float* d, const unsigned* a, const unsigned* b) {
   asm volatile(TT_MMA_PTX " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"

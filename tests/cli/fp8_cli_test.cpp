@@ -75,7 +75,42 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
                         "a100-sxm-80gb", "--dry-run"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("needs sm_90"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("needs sm_89"), std::string::npos) << r.out;
+}
+
+// Ada (sm_89): fp8 runs in the mma family (mma.sync m16n8k32), layout nt and per-tensor scales
+// only; what it cannot run says why, and the plan says the kernel has not run on a GPU.
+TEST(fp8, ada_plans_fp8_mma_sync_in_layout_nt_and_says_what_it_cannot_run) {
+  for (const char* t : {"e4m3", "e5m2_e4m3"}) {
+    const result r = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", t, "--gpu", "l40s",
+                          "--dry-run", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const std::string id = j["recommendation"]["id"];
+    EXPECT_EQ(id.rfind("mma_", 0), 0u) << id;
+    EXPECT_NE(j["notes"].dump().find("fp8 through mma.sync m16n8k32, which has not run on a GPU"), std::string::npos)
+        << j["notes"].dump(1);
+  }
+  // C in f32: the variant says so in its id (TT_OUT).
+  const result f32 = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--out-dtype", "f32",
+                          "--gpu", "rtx-4090", "--dry-run"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  EXPECT_NE(f32.out.find("_of32 (predicted"), std::string::npos) << f32.out;
+  for (const auto& [option, value, why] :
+       {std::tuple{"--layout", "nn", "reads fp8 K-major only: layout nt"},
+        std::tuple{"--scaling", "rowwise", "per-tensor fp8 scales (alpha), not rowwise"}}) {
+    const result r = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", option, value,
+                          "--gpu", "l4", "--dry-run"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  }
+  // Hopper keeps fp8 in the wgmma family.
+  const result h = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--gpu", "h100-sxm",
+                        "--dry-run", "--json"});
+  ASSERT_EQ(h.code, 0) << h.err;
+  const std::string hid = nlohmann::json::parse(h.out)["recommendation"]["id"];
+  EXPECT_EQ(hid.rfind("wgmma_", 0), 0u) << hid;
 }
 
 // An operand stored MN-major (fp8 weights stored K x N, tf32 nn): every wgmma variant makes

@@ -1,6 +1,6 @@
 // Every variant of the default search spaces compiles with NVRTC, on a machine
 // without a GPU, for sm_80 and sm_90 (sm_90 without f16, whose variants are bf16's, and tf32;
-// sm_86 and sm_89 for one dtype each), with
+// sm_86 for one dtype, sm_89 for bf16 and e4m3, fp8's mma.sync), with
 // no spills; so do the split-K and grouped-raster copies. Each variant is
 // compiled in one layout and the layouts rotate over the variants, so every
 // variant and every layout is compiled (a quarter of the cross product, which
@@ -74,7 +74,8 @@ TEST_P(compile_variants, all_compile_without_spills) {
     for (kernel_family f : families_for(t.type))
       // wgmma variants (sm_90a) have their own test below, with a SASS check.
       for (const auto& c : f == family_named("wgmma") ? std::vector<tile_config>{} : default_search_space(f, t.type))
-        if (!check_constraints(c, p, d) && compile_in_layout(index++, li)) {
+        // fp8 runs in one layout (nt): every variant is compiled in it.
+        if (!check_constraints(c, p, d) && (is_fp8(t.type) || compile_in_layout(index++, li))) {
           jobs.push_back(make_compile_job(c, t.type, p.layout, d));
           jobs.back().name = fmt::format("{} {}", c.id(), layouts[li]);
           floors.push_back(register_floor(c));
@@ -198,6 +199,7 @@ std::vector<target> targets() {
   for (dtype t : {dtype::f32, dtype::bf16}) out.push_back({"sm_90", "h100-sxm", t});
   out.push_back({"sm_86", "rtx-3090", dtype::f16});
   out.push_back({"sm_89", "l4", dtype::bf16});
+  out.push_back({"sm_89", "l40s", dtype::e4m3});
   return out;
 }
 

@@ -122,7 +122,7 @@ std::vector<hmma_loop> all_loops(const std::string& sass) {
       if (code[j].first < target) continue;
       const std::string op = opcode(code[j].second);
       ++loop.instructions;
-      loop.hmma += starts_with(op, "HMMA");
+      loop.hmma += starts_with(op, "HMMA") || starts_with(op, "QMMA");  // fp8's mma.sync is QMMA (sm_89)
       loop.ldsm += starts_with(op, "LDSM");
       loop.barriers += starts_with(op, "BAR");
       loop.ffma += starts_with(op, "FFMA");

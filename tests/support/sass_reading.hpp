@@ -27,8 +27,8 @@ std::vector<std::string> hgmma_issue_problems(const std::string& sass, int per_k
 // compiler holds per thread (threadIdx.x / 128) are moved so for every instruction.
 int uniform_moves_in_k_groups(const std::string& sass, const char* mnemonic = "HGMMA");
 
-// The loops of a kernel that multiply with HMMA: from a backward branch's
-// target to the branch, in instructions, and what they hold.
+// The loops of a kernel that multiply with HMMA (or QMMA, fp8's mma.sync): from
+// a backward branch's target to the branch, in instructions, and what they hold.
 struct hmma_loop {
   int instructions = 0, hmma = 0, ldsm = 0, barriers = 0;
   int ffma = 0, lds = 0;  // FFMA; LDS (ld.shared, LDSM not counted)

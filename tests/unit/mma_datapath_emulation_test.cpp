@@ -7,7 +7,7 @@
 // (sections named where they are). C is compared with a plain host GEMM for
 // every default mma variant of h100-sxm and a100-sxm-80gb (with the split-K
 // and grouped-raster copies the search adds), f16/bf16/tf32, layouts nn, nt,
-// tn, tt, on small shapes with partial tiles, batch 2, alpha and beta. Planted
+// tn, tt, and of l40s and rtx-4090 for the four fp8 types (layout nt, C bf16), on small shapes with partial tiles, batch 2, alpha and beta. Planted
 // defects, injected here and not in the kernel, show that the comparison fails
 // when the data path is wrong.
 #include <algorithm>
@@ -31,6 +31,7 @@
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/measure/host_data.hpp"
 
 #define TT_HOST_DEVICE inline
 #include "common/tile_addressing.cuh"
@@ -59,11 +60,14 @@ using tiletune_test::float_to_f16;
 // to ignore, as the kernel leaves them (tf32_rounding_test checks every pattern).
 u32 float_to_tf32(float f) { return tt_tf32_round_bits(float_bits(f), tt_tf32_finite(std::fabs(f))); }
 
-// An element's raw bits (2 or 4 bytes) as the kernel's elem_t holds them.
+// An element's raw bits (1, 2 or 4 bytes) as the kernel's ab_t or elem_t holds them;
+// fp8's t is one format (e4m3 or e5m2: element_dtype).
 float decode(dtype t, u32 raw) {
   switch (t) {
     case dtype::f16: return f16_table()[raw & 0xffffu];
     case dtype::bf16: return bf16_to_float(static_cast<u16>(raw));
+    case dtype::e4m3: return fp8_bits_to_float(element_type::e4m3, static_cast<u8>(raw));
+    case dtype::e5m2: return fp8_bits_to_float(element_type::e5m2, static_cast<u8>(raw));
     default: return bits_float(raw);
   }
 }
@@ -81,7 +85,20 @@ u32 encode(dtype t, float v) {
   switch (t) {
     case dtype::f16: return float_to_f16(v);
     case dtype::bf16: return float_to_bf16(v);
+    case dtype::e4m3: return float_to_fp8_bits(element_type::e4m3, v);
+    case dtype::e5m2: return float_to_fp8_bits(element_type::e5m2, v);
     default: return float_bits(v);
+  }
+}
+// The one-format dtype of an element type (mixed fp8's A or B).
+dtype element_dtype(element_type e) {
+  switch (e) {
+    case element_type::e4m3: return dtype::e4m3;
+    case element_type::e5m2: return dtype::e5m2;
+    case element_type::f16: return dtype::f16;
+    case element_type::bf16: return dtype::bf16;
+    case element_type::tf32: return dtype::tf32;
+    default: return dtype::f32;
   }
 }
 // One unit in the last place of the output type at |x| (for the tolerance).
@@ -101,14 +118,18 @@ struct kernel_macros {
   int bm = 0, bn = 0, bk = 0;                          // TT_BM, TT_BN, TT_BK
   int warps_m = 0, warps_n = 0, stages = 0;            // TT_WARPS_M, TT_WARPS_N, TT_STAGES
   int split_k = 1, raster_group = 0, raster_along_n = 0;
-  int eb() const { return element_bytes(type); }       // TT_ELEM_BYTES
+  int eb() const { return element_bytes(type); }       // TT_AB_BYTES (the operands')
+  dtype a_type() const { return element_dtype(row_of(type).a); }  // fp8: one format each
+  dtype b_type() const { return element_dtype(row_of(type).b); }
+  dtype c_type() const { return element_dtype(row_of(type).c); }  // fp8: bf16 (no TT_OUT)
+  int c_eb() const { return element_bytes(c_type()); }  // TT_ELEM_BYTES (C's)
   int threads() const { return warps_m * warps_n * 32; }  // TT_THREADS
   int wm() const { return bm / warps_m; }              // TT_WM
   int wn() const { return bn / warps_n; }              // TT_WN
   int mi() const { return wm() / 16; }                 // TT_MI
   int ni() const { return wn() / 8; }                  // TT_NI
   int chunk() const { return 16 / eb(); }              // TT_CHUNK
-  int mma_k() const { return eb() == 2 ? 16 : 8; }     // TT_MMA_K
+  int mma_k() const { return 32 / eb(); }              // TT_MMA_K
   int a_rows() const { return a_t ? bk : bm; }         // TT_A_ROWS ...
   int a_cols() const { return a_t ? bm : bk; }
   int a_kc() const { return a_t ? 0 : 1; }
@@ -119,7 +140,7 @@ struct kernel_macros {
   int b_stage() const { return b_rows() * b_cols(); }
   int smem_bytes() const { return tt_mma_smem_bytes(bm, bn, bk, warps_m, stages, eb()); }  // tt_smem_bytes
   int epi_mi() const { return tt_mma_epi_mi(mi(), warps_m, bn, smem_bytes()); }            // tt_epi_mi
-  int epi_vec() const { return 16 / eb(); }                                                // TT_EPI_VEC
+  int epi_vec() const { return 16 / c_eb(); }                                              // TT_EPI_VEC
   int pass_rows() const { return warps_m * epi_mi() * 16; }                                // TT_PASS_ROWS
   int k_steps() const { return bk / mma_k(); }                                             // TT_KSTEPS
   int stage_bytes() const { return tt_mma_stage_bytes_ab(a_stage(), b_stage(), eb()); }    // TT_STAGE_BYTES
@@ -160,12 +181,14 @@ struct defects {
   bool refill_the_read_stage = false;   // the prologue leaves the write stage on the read stage
   bool inside_ignores_k = false;        // blocks copy without bounds when inside M and N, a short k-tile or not
   bool lane_offset_index_zero = false;  // every ldmatrix takes the lane offset of index 0
-  bool tf32_ldsm_own_columns = false;   // tf32 tiles along k read by ldmatrix with their 4-byte column count
+  bool tf32_ldsm_own_columns = false;   // tf32 (fp8) tiles along k read by ldmatrix with their 4-byte (1-byte) column count
   bool tf32_unrounded = false;          // tf32 operands passed to mma.sync as loaded (the cores truncate them)
   bool tf32_round_before_wait = false;  // the landed stage rounded before cp.async.wait_group
   bool tf32_round_read_stage = false;   // the stage being read rounded (again) instead of the one just landed
   bool tf32_pairs_kept = false;         // the epilogue writes tf32 A's paired rows as the mma's rows (tt_pair_row not undone)
   bool tf32_elements_unpaired = false;  // the element-wise path reads tf32 A's rows unpaired (the main loop's are paired)
+  bool fp8_k_in_elements = false;       // the element-wise path's ldmatrix takes fp8's k in elements, not 16-bit columns
+  bool fp8_b_in_a_format = false;       // mixed fp8: the mma reads B in A's format
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -377,14 +400,27 @@ void ldmatrix_x4(shared_memory& smem, int warp, const std::array<int, 32>& row_a
 //  .tf32 B: b0,b1: row threadID_in_group, + 4 for b1; column groupID.
 //  f32 C/D: c0..c3: row groupID for c0,c1, groupID + 8 for c2,c3; column
 //     2 threadID_in_group + (i % 2).
-void mma_sync(dtype t, const regs4& a, const std::array<u32, 32 * 2>& b, accs4& d) {
-  const int kdim = t == dtype::tf32 ? 8 : 16;
-  float am[16][16] = {}, bm[16][8] = {}, cm[16][8] = {};
+//  fp8 (m16n8k32, "Matrix Fragments for mma.m16n8k32"; A and B each in its
+//     format, bt): four per register, the first in the low byte. A: a0..a15,
+//     row groupID for registers 0 and 2, groupID + 8 for 1 and 3; column
+//     4 threadID_in_group + (i % 4), + 16 for i >= 8. B: b0..b7, row
+//     4 threadID_in_group + (i % 4), + 16 for i >= 4; column groupID.
+void mma_sync(dtype t, dtype bt, const regs4& a, const std::array<u32, 32 * 2>& b, accs4& d) {
+  const int kdim = 32 / element_bytes(t);
+  float am[16][32] = {}, bm[32][8] = {}, cm[16][8] = {};
   auto half = [t](u32 reg, int i) { return decode(t, i ? reg >> 16 : reg & 0xffffu); };
+  auto byte = [](u32 reg, int i) { return (reg >> (8 * i)) & 0xffu; };
   for (int lane = 0; lane < 32; ++lane) {
     const int group = lane / 4, tig = lane % 4;
     const auto& ar = a[static_cast<std::size_t>(lane)];
-    if (t == dtype::tf32) {
+    if (is_fp8(t)) {
+      for (int i = 0; i < 16; ++i)
+        am[group + 8 * ((i / 4) % 2)][4 * tig + (i % 4) + (i >= 8 ? 16 : 0)] =
+            decode(t, byte(ar[static_cast<std::size_t>(i / 4)], i % 4));
+      for (int i = 0; i < 8; ++i)
+        bm[4 * tig + (i % 4) + (i >= 4 ? 16 : 0)][group] =
+            decode(bt, byte(b[static_cast<std::size_t>(lane * 2 + i / 4)], i % 4));
+    } else if (t == dtype::tf32) {
       for (int i = 0; i < 4; ++i)
         am[group + 8 * (i % 2)][tig + 4 * (i / 2)] = bits_float(ar[static_cast<std::size_t>(i)] & 0xffffe000u);
       for (int i = 0; i < 2; ++i) bm[tig + 4 * i][group] = bits_float(b[static_cast<std::size_t>(lane * 2 + i)] & 0xffffe000u);
@@ -429,6 +465,7 @@ struct operands {
 };
 
 u32 quiet_nan(dtype t, u32 payload) {
+  if (is_fp8(t)) return t == dtype::e4m3 ? 0x7fu : 0x7cu | (payload & 3u) | 1u;  // e4m3 has one NaN (S.1111.111)
   return t == dtype::f16 ? 0x7e00u | payload : t == dtype::bf16 ? 0x7fc0u | payload : 0x7fc00000u | payload;
 }
 void put(global_buffer& g, dtype t, long long index, u32 raw) {
@@ -445,35 +482,36 @@ operands make_operands(const kernel_macros& k, const gemm_case& g, std::uint32_t
   std::uniform_int_distribution<int> mag(1, 8), sign(0, 1);
   auto value = [&] { return (sign(rng) ? -0.25f : 0.25f) * static_cast<float>(mag(rng)); };
   const dtype t = k.type;
-  const int eb = k.eb();
   // tf32 operands are stored a tf32 ulp under their value (in magnitude) plus
   // half an ulp or more in the 13 low bits: the kernel's rounding carries them
   // up to the value, and an operand the cores read unrounded is an ulp short.
   std::mt19937 low_rng(seed ^ 0x9e3779b9u);
-  auto operand = [&](float v) {
-    const u32 bits = encode(t, v);
+  auto operand = [&](dtype et, float v) {
+    const u32 bits = encode(et, v);
     return t == dtype::tf32 ? ((bits - 0x2000u) | 0x1000u | (static_cast<u32>(low_rng()) & 0xfffu)) : bits;
   };
   operands o;
-  auto fill = [&](global_buffer& buf, int rows, int cols, int ld, long long stride, bool random_inside, u32 outside,
-                  std::vector<u8>* inside) {
+  auto fill = [&](global_buffer& buf, dtype et, int rows, int cols, int ld, long long stride, bool random_inside,
+                  u32 outside, std::vector<u8>* inside) {
     const long long elems = stride * g.batch;
-    buf.bytes.assign(static_cast<std::size_t>(elems * eb), 0);
+    buf.bytes.assign(static_cast<std::size_t>(elems * element_bytes(et)), 0);
     if (inside) inside->assign(static_cast<std::size_t>(elems), 0);
-    for (long long e = 0; e < elems; ++e) put(buf, t, e, outside);
+    for (long long e = 0; e < elems; ++e) put(buf, et, e, outside);
     for (int bt = 0; bt < g.batch; ++bt)
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
           const long long e = bt * stride + static_cast<long long>(r) * ld + c;
           // A and B are operands; C (the one with `inside`) is stored as it is.
-          put(buf, t, e, random_inside ? (inside ? encode(t, value()) : operand(value())) : quiet_nan(t, 0));
+          put(buf, et, e, random_inside ? (inside ? encode(et, value()) : operand(et, value())) : quiet_nan(et, 0));
           if (inside) (*inside)[static_cast<std::size_t>(e)] = 1;
         }
   };
-  fill(o.a, k.a_t ? g.k : g.m, k.a_t ? g.m : g.k, g.lda, g.stride_a, true, quiet_nan(t, 1), nullptr);
-  fill(o.b, k.b_t ? g.n : g.k, k.b_t ? g.k : g.n, g.ldb, g.stride_b, true, quiet_nan(t, 1), nullptr);
+  fill(o.a, k.a_type(), k.a_t ? g.k : g.m, k.a_t ? g.m : g.k, g.lda, g.stride_a, true, quiet_nan(k.a_type(), 1),
+       nullptr);
+  fill(o.b, k.b_type(), k.b_t ? g.n : g.k, k.b_t ? g.k : g.n, g.ldb, g.stride_b, true, quiet_nan(k.b_type(), 1),
+       nullptr);
   // beta 0: C is not read, so it starts as NaN; its padding carries a marked NaN.
-  fill(o.c, g.m, g.n, g.ldc, g.stride_c, g.beta != 0.0f, quiet_nan(t, 5), &o.c_inside);
+  fill(o.c, k.c_type(), g.m, g.n, g.ldc, g.stride_c, g.beta != 0.0f, quiet_nan(k.c_type(), 5), &o.c_inside);
   o.c_initial = o.c.bytes;
   return o;
 }
@@ -515,7 +553,7 @@ class mma_kernel_emulator {
     return true;
   }
   void write_c(long long elem, u32 raw) {
-    const int eb = k_.eb();
+    const int eb = k_.c_eb();
     if (!ops_.c.in(elem * eb, eb)) {
       r_.note(fmt::format("store of C at element {} outside C", elem));
       return;
@@ -527,8 +565,8 @@ class mma_kernel_emulator {
   float read_c(long long elem) {
     ++r_.ran.c_reads;
     u32 raw = 0;
-    read_global(ops_.c, elem * k_.eb(), &raw, k_.eb(), "C load");
-    return decode(k_.type, raw);
+    read_global(ops_.c, elem * k_.c_eb(), &raw, k_.c_eb(), "C load");
+    return decode(k_.c_type(), raw);
   }
 
   // cp.async.cg.shared.global [dst], [src], 16, src_size (PTX ISA "cp.async"):
@@ -711,17 +749,20 @@ class mma_kernel_emulator {
                       std::vector<std::array<u32, 64>>& b) {
     const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
     const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
-    if (k_.eb() == 2) {
+    if (k_.eb() <= 2) {
       const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
+      // fp8's tiles as 16-bit ones: k and the columns halved (the kernel's k16 and TT_A_COLS16).
+      const int k16 = d_.fp8_k_in_elements ? k_base : k_base * k_.eb() / 2;
+      const int a_cols16 = k_.a_cols() * k_.eb() / 2, b_cols16 = k_.b_cols() * k_.eb() / 2;
       std::array<int, 32> a_row_addr{}, b_row_addr{};
       for (int mi = 0; mi < k_.mi(); ++mi) {
         for (int lane = 0; lane < 32; ++lane) {
           const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
           const int a_mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
           const int m = wm0 + mi * 16;
-          const int row = tt_ldsm_a_row(k_.a_t, m, k_base, q, r);
-          const int chunk = tt_ldsm_a_chunk(k_.a_t, m, k_base, q, a_mask);
-          a_row_addr[static_cast<std::size_t>(lane)] = as_addr + tt_ldsm_offset(row, chunk, k_.a_cols());
+          const int row = tt_ldsm_a_row(k_.a_t, m, k16, q, r);
+          const int chunk = tt_ldsm_a_chunk(k_.a_t, m, k16, q, a_mask);
+          a_row_addr[static_cast<std::size_t>(lane)] = as_addr + tt_ldsm_offset(row, chunk, a_cols16);
         }
         const bool trans = tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans;
         ldmatrix_x4(smem, warp, a_row_addr, trans, a[static_cast<std::size_t>(mi)]);
@@ -731,9 +772,9 @@ class mma_kernel_emulator {
           const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
           const int b_mask = tt_swizzle_mask(r, b_cpr, 2, k_.b_kc());
           const int n = wn0 + ni * 8;
-          const int row = tt_ldsm_b_row(k_.b_t, n, k_base, q, r);
-          const int chunk = tt_ldsm_b_chunk(k_.b_t, n, k_base, q, b_mask);
-          b_row_addr[static_cast<std::size_t>(lane)] = bs_addr + tt_ldsm_offset(row, chunk, k_.b_cols());
+          const int row = tt_ldsm_b_row(k_.b_t, n, k16, q, r);
+          const int chunk = tt_ldsm_b_chunk(k_.b_t, n, k16, q, b_mask);
+          b_row_addr[static_cast<std::size_t>(lane)] = bs_addr + tt_ldsm_offset(row, chunk, b_cols16);
         }
         regs4 t{};
         const bool trans = tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans;
@@ -786,7 +827,7 @@ class mma_kernel_emulator {
 
   // tt_store_c_vec and tt_store_c (gemm_common.cuh): VEC results at (m, n).
   void store_c_vec(long long c_base, int m, int n, const float* v, bool c_vec) {
-    const int vec = k_.epi_vec(), eb = k_.eb();
+    const int vec = k_.epi_vec(), eb = k_.c_eb();
     if (m >= g_.m) return;
     const float alpha = g_.alpha, beta = g_.beta;
     if (vec * eb == 16 && c_vec && n + vec <= g_.n) {
@@ -799,7 +840,7 @@ class mma_kernel_emulator {
       for (int e = 0; e < vec; ++e) {
         float o = alpha * v[e];
         if (beta != 0.0f) o = std::fma(beta, c[e], o);  // o += beta * c, contracted as nvcc does
-        write_c(p + e, encode(k_.type, o));
+        write_c(p + e, encode(k_.c_type(), o));
       }
       return;
     }
@@ -809,7 +850,7 @@ class mma_kernel_emulator {
       ++r_.ran.c_element_stores;
       float o = alpha * v[e];
       if (beta != 0.0f) o = std::fma(beta, read_c(p), o);
-      write_c(p, encode(k_.type, o));
+      write_c(p, encode(k_.c_type(), o));
     }
   }
 
@@ -835,7 +876,8 @@ class mma_kernel_emulator {
     };
     auto mma_all = [&](int warp, const regs4* a, const std::array<u32, 64>* b) {
       for (int mi = 0; mi < k.mi(); ++mi)
-        for (int ni = 0; ni < k.ni(); ++ni) mma_sync(k.type, a[mi], b[ni], acc_at(warp, mi, ni));
+        for (int ni = 0; ni < k.ni(); ++ni)
+          mma_sync(k.a_type(), d_.fp8_b_in_a_format ? k.a_type() : k.b_type(), a[mi], b[ni], acc_at(warp, mi, ni));
     };
 
     const int k_tiles_all = tt_mma_k_tiles(K, k.bk);
@@ -1053,18 +1095,18 @@ class mma_kernel_emulator {
 // every fp32 partial sum is exact, so the result is also checked to be the
 // exact one correctly rounded.
 void compare(const kernel_macros& k, const gemm_case& g, const operands& o, const std::vector<int>& c_writes, report& r) {
-  const dtype t = k.type;
+  const dtype t = k.c_type(), at = k.a_type(), bt = k.b_type();
   const double u = std::ldexp(1.0, -24), gamma = g.k * u / (1 - g.k * u);
   std::vector<double> a(static_cast<std::size_t>(g.m) * g.k), b(static_cast<std::size_t>(g.k) * g.n);  // op(A), op(B)^T
-  for (int bt = 0; bt < g.batch; ++bt) {
+  for (int batch = 0; batch < g.batch; ++batch) {
     for (int m = 0; m < g.m; ++m)
       for (int kk = 0; kk < g.k; ++kk)
         a[static_cast<std::size_t>(m) * g.k + kk] = operand_value(
-            t, get(o.a.bytes, t, bt * g.stride_a + (k.a_t ? static_cast<long long>(kk) * g.lda + m : static_cast<long long>(m) * g.lda + kk)));
+            at, get(o.a.bytes, at, batch * g.stride_a + (k.a_t ? static_cast<long long>(kk) * g.lda + m : static_cast<long long>(m) * g.lda + kk)));
     for (int n = 0; n < g.n; ++n)
       for (int kk = 0; kk < g.k; ++kk)
         b[static_cast<std::size_t>(n) * g.k + kk] = operand_value(
-            t, get(o.b.bytes, t, bt * g.stride_b + (k.b_t ? static_cast<long long>(n) * g.ldb + kk : static_cast<long long>(kk) * g.ldb + n)));
+            bt, get(o.b.bytes, bt, batch * g.stride_b + (k.b_t ? static_cast<long long>(n) * g.ldb + kk : static_cast<long long>(kk) * g.ldb + n)));
     for (int m = 0; m < g.m; ++m)
       for (int n = 0; n < g.n; ++n) {
         double s = 0, sabs = 0;
@@ -1075,7 +1117,7 @@ void compare(const kernel_macros& k, const gemm_case& g, const operands& o, cons
           s += p;
           sabs += std::fabs(p);
         }
-        const long long ci = bt * g.stride_c + static_cast<long long>(m) * g.ldc + n;
+        const long long ci = batch * g.stride_c + static_cast<long long>(m) * g.ldc + n;
         const double c0 = g.beta != 0.0f ? decode(t, get(o.c_initial, t, ci)) : 0.0;
         const double want = g.beta != 0.0f ? g.alpha * s + g.beta * c0 : g.alpha * s;  // C unread at beta 0
         const double got = decode(t, get(o.c.bytes, t, ci));
@@ -1086,7 +1128,7 @@ void compare(const kernel_macros& k, const gemm_case& g, const operands& o, cons
         if (std::isnan(err) || err > r.max_error) r.max_error = std::isnan(err) ? INFINITY : std::max(r.max_error, err);
         if (!(got == decode(t, encode(t, static_cast<float>(want))))) ++r.not_exact;  // -0 == +0
         if (c_writes[static_cast<std::size_t>(ci)] != 1)
-          r.note(fmt::format("C({}, {}) of batch {} written {} times", m, n, bt, c_writes[static_cast<std::size_t>(ci)]));
+          r.note(fmt::format("C({}, {}) of batch {} written {} times", m, n, batch, c_writes[static_cast<std::size_t>(ci)]));
       }
   }
   // C's padding and any other element outside M x N: untouched.
@@ -1106,7 +1148,8 @@ report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, con
   p.batch = g.batch;
   p.type = t;
   p.layout = l;
-  if (const auto v = check_constraints(c, p, find_preset("h100-sxm"))) {
+  const device_spec& dev = find_preset(is_fp8(t) ? "l40s" : "h100-sxm");  // fp8 mma.sync: sm_89
+  if (const auto v = check_constraints(c, p, dev)) {
     r.note(fmt::format("{} cannot run {}: {}", c.id(), g.label, v->message));
     return r;
   }
@@ -1116,7 +1159,7 @@ report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, con
                        k.smem_bytes(), k.threads()));
   operands o = make_operands(k, g, seed);
   // The scratch buffers as the family's launch asks the worker for them.
-  const kernel_launch launch = c.family->describe_launch(c, p, find_preset("h100-sxm"));
+  const kernel_launch launch = c.family->describe_launch(c, p, dev);
   std::int64_t workspace = 0, counters = 0;
   for (const auto& kp : launch.parameters) {
     if (kp.name == "workspace") workspace = kp.buffer_bytes;
@@ -1159,9 +1202,10 @@ gemm_case make_case(std::string label, const kernel_macros& k, int m, int n, int
 // shorter; split-K with a short last slice, and with empty slices.
 gemm_case recipe(int which, const kernel_macros& k) {
   const int s = k.split_k;
+  const int a8 = k.eb() == 1 ? 16 : 8;  // elements that keep rows 16-byte aligned (fp8: 16)
   if (s > 1) {
     if (which % 2 == 0)  // 2s-1 k-tiles: per slice 2, the last slice 1 (partial): rows 16-byte aligned
-      return make_case("split, short last slice", k, 19, k.bn + 24, (2 * s - 1) * k.bk - 8, 2, 0, 0.75f, -1.25f);
+      return make_case("split, short last slice", k, 19, k.bn + 24, (2 * s - 1) * k.bk - a8, 2, 0, 0.75f, -1.25f);
     // s+1 k-tiles: the last slices are empty; odd sizes, unaligned rows
     return make_case("split, empty slices", k, 21, k.bn - 3, (s + 1) * k.bk - 5, 1, 0, 1.5f, 0.0f);
   }
@@ -1170,13 +1214,13 @@ gemm_case recipe(int which, const kernel_macros& k) {
              // stores; block (0, 0) lies inside the matrices and copies without bounds, the others with
       return make_case("aligned edges", k, k.bm + 24, k.bn + 8, (k.stages + 1) * k.bk, 1, 0, 0.75f, 0.0f);
     case 1:  // odd sizes in padded rows: partial cp.async chunks zero-filled, C element-wise at the edge
-      return make_case("padded rows, odd edges", k, k.bm - 13, k.bn + 11, 2 * k.bk + 5, 1, 8, 1.5f, -1.25f);
+      return make_case("padded rows, odd edges", k, k.bm - 13, k.bn + 11, 2 * k.bk + 5, 1, a8, 1.5f, -1.25f);
     case 2:  // odd packed rows: the element-wise copy path, element-wise C, batch 2
       return make_case("unaligned rows, batch 2", k, 37, k.bn + k.bn / 2 + 1, k.bk + 3, 2, 0, -1.0f, 0.5f);
     case 3:  // a few elements; K = 7, under one 16-byte chunk of the 16-bit types
       return make_case("tiny", k, 5, 9, 7, 2, 0, 1.0f, 0.0f);
     default:  // block (0, 0) inside M and N, but its last k-tile short: it copies with bounds
-      return make_case("inside, short k-tile", k, k.bm + 8, k.bn + 8, 2 * k.bk + 8, 1, 0, 1.0f, 0.0f);
+      return make_case("inside, short k-tile", k, k.bm + 8, k.bn + 8, 2 * k.bk + a8, 1, 0, 1.0f, 0.0f);
   }
 }
 
@@ -1186,7 +1230,8 @@ gemm_case recipe(int which, const kernel_macros& k) {
 std::vector<tile_config> variants_under_test(dtype t, layout l) {
   std::vector<tile_config> out;
   std::set<std::string> seen;
-  for (const char* gpu : {"h100-sxm", "a100-sxm-80gb"}) {
+  for (const char* gpu : is_fp8(t) ? std::vector<const char*>{"l40s", "rtx-4090"}
+                                    : std::vector<const char*>{"h100-sxm", "a100-sxm-80gb"}) {
     const device_spec& d = find_preset(gpu);
     for (const std::int64_t m : {std::int64_t{4096}, std::int64_t{16}}) {
       gemm_problem p;
@@ -1351,6 +1396,42 @@ TEST(mma_datapath, every_variant_matches_a_host_gemm_on_edge_shapes) {
     EXPECT_GT(n, 0);
 }
 
+// fp8 through mma.sync m16n8k32 (Ada, GeForce Blackwell): every variant of l40s and rtx-4090, the
+// four fp8 types, layout nt (the only one the family runs fp8 in), each on the tiny case and one
+// other recipe in rotation. The operands are fp8 bytes read by ldmatrix as 16-bit tiles; the
+// emulated mma reads its fragments by the PTX ISA's m16n8k32 map, so this shows the two agree.
+TEST(mma_datapath, fp8_variants_match_a_host_gemm_on_edge_shapes) {
+  const auto start = std::chrono::steady_clock::now();
+  int cases = 0;
+  report::paths ran;
+  const layout l = parse_layout("nt");
+  const std::vector<dtype> fp8 = {dtype::e4m3, dtype::e5m2, dtype::e4m3_e5m2, dtype::e5m2_e4m3};
+  for (std::size_t ti = 0; ti < fp8.size(); ++ti) {
+    const dtype t = fp8[ti];
+    const auto variants = variants_under_test(t, l);
+    EXPECT_GT(variants.size(), 30u) << to_string(t);
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      const tile_config& c = variants[vi];
+      const kernel_macros k = macros_for(c, t, l);
+      const std::vector<int> which = c.split_k > 1 ? std::vector<int>{static_cast<int>(vi + ti)}
+                                                   : std::vector<int>{3, static_cast<int>((vi + ti) % 5)};
+      for (int w : which) {
+        const gemm_case g = recipe(w, k);
+        const report r = run_case(c, t, l, g, {}, static_cast<std::uint32_t>(cases + 1));
+        EXPECT_TRUE(r.ok()) << name(c, t, l, g) << ": " << r.describe();
+        ++cases;
+        ran.add(r.ran);
+      }
+    }
+  }
+  std::printf("fp8: %d cases, %.1f s\n", cases,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  for (const long long n : {ran.cp_async_full, ran.cp_async_partial, ran.cp_async_empty, ran.element_copies,
+                            ran.c_vector_stores, ran.c_element_stores, ran.c_reads, ran.split_reductions,
+                            ran.unbounded_blocks, ran.bounded_blocks})
+    EXPECT_GT(n, 0);
+}
+
 // Grouped rasterization on a grid taller than its group of 8 tile rows: the
 // blocks' tiles are a permutation, and C is right.
 TEST(mma_datapath, grouped_raster_covers_a_grid_taller_than_the_group) {
@@ -1428,6 +1509,18 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{t128, dtype::tf32, "tt", 0}, {k8, dtype::tf32, "tn", 1}, {t128, dtype::tf32, "tn", 2}});
   add("tf32 A's rows unpaired on the element-wise path", [](defects& d) { d.tf32_elements_unpaired = true; },
       {{t128, dtype::tf32, "tt", 2}, {k8, dtype::tf32, "tn", 3}});
+  const tile_config f128 = mma_tile(128, 128, 64, 2, 2, 3), f64 = mma_tile(64, 64, 128, 2, 2, 3);
+  const tile_config fk4 = split_variant(64, 64, 64, 2, 2, 3, 4);
+  add("fp8 tiles read by ldmatrix as if their byte columns were 16-bit", [](defects& d) { d.tf32_ldsm_own_columns = true; },
+      {{f128, dtype::e4m3, "nt", 0}, {f64, dtype::e5m2, "nt", 1}, {fk4, dtype::e4m3_e5m2, "nt", 0}});
+  add("fp8's k taken in elements by the element-wise path's ldmatrix", [](defects& d) { d.fp8_k_in_elements = true; },
+      {{f128, dtype::e4m3, "nt", 2}, {f64, dtype::e5m2_e4m3, "nt", 3}});
+  add("mixed fp8 with B read in A's format", [](defects& d) { d.fp8_b_in_a_format = true; },
+      {{f128, dtype::e4m3_e5m2, "nt", 0}, {f64, dtype::e5m2_e4m3, "nt", 1}});
+  add("a wrong swizzle mask on fp8 A's fragment reads", [](defects& d) { d.read_mask_xor1 = true; },
+      {{f128, dtype::e4m3, "nt", 0}, {f64, dtype::e5m2, "nt", 4}});
+  add("fp8 copies without the zero-fill at the edges", [](defects& d) { d.no_zero_fill = true; },
+      {{f128, dtype::e4m3, "nt", 1}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));

@@ -17,10 +17,12 @@ class mma : public gemm_family {
  public:
   std::string_view name() const override { return "mma"; }
   std::string_view summary() const override {
-    return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later";
+    return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later, fp8 (layout nt) "
+           "on sm_89 (Ada) and sm_120";
   }
-  // fp8 (mma.sync m16n8k32 .e4m3 on sm_89) is not built: the wgmma family runs it on sm_90.
-  bool serves(dtype t) const override { return is_tensor_core_dtype(t) && !is_fp8(t); }
+  // fp8: mma.sync m16n8k32 where it is the fp8 path (Ada, GeForce Blackwell); on sm_90 the wgmma
+  // family runs fp8 (check_mma says so).
+  bool serves(dtype t) const override { return is_tensor_core_dtype(t); }
 
   std::vector<tile_config> default_space(dtype t) const override { return mma_space(t); }
   std::vector<tile_config> problem_space(const gemm_problem& p, const device_spec& d) const override {
@@ -32,7 +34,7 @@ class mma : public gemm_family {
   }
 
   int threads(const tile_config& c) const override { return mma_warps_m(c) * mma_warps_n(c) * 32; }
-  // mma.sync m16n8k16 (f16/bf16) and m16n8k8 (tf32) take A in 4 and B in 2 32-bit registers per
+  // mma.sync m16n8k16 (f16/bf16), m16n8k8 (tf32) and m16n8k32 (fp8) take A in 4 and B in 2 32-bit registers per
   // thread (PTX ISA, warp-level matrix fragments), which cannot be accumulator registers.
   int operand_registers(const tile_config&) const override { return 6; }
   // kernels_templates/mma/mma_copies.cuh, tt_load_tile: rows that are not 16-byte aligned take a loop
@@ -49,6 +51,7 @@ class mma : public gemm_family {
   std::string id_suffix(const tile_config& c) const override {
     std::string s = fmt::format("_w{}x{}_s{}", mma_warps_m(c), mma_warps_n(c), c.stages) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
+    if (mma_out(c)) s += fmt::format("_o{}", to_string(*mma_out(c)));  // fp8 writing f16 or f32 C
     return s;
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
@@ -56,11 +59,13 @@ class mma : public gemm_family {
     j["warps_n"] = mma_warps_n(c);
     j["warp_m"] = mma_warp_tile_m(c);
     j["warp_n"] = mma_warp_tile_n(c);
+    if (mma_out(c)) j["out"] = to_string(*mma_out(c));
   }
   bool claims_json(const nlohmann::json& j) const override { return j.contains("warps_m"); }
   void from_json(const nlohmann::json& j, tile_config& c) const override {
     mma_warps_m(c) = j.at("warps_m").get<int>();
     mma_warps_n(c) = j.at("warps_n").get<int>();
+    set_mma_out(c, j.contains("out") ? std::optional(parse_element_type(j.at("out").get<std::string>())) : std::nullopt);
   }
 
   std::string render(const tile_config& c, dtype, layout) const override {
@@ -68,6 +73,7 @@ class mma : public gemm_family {
                        mma_warps_n(c), c.stages) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
+           (mma_out(c) ? fmt::format("#define TT_OUT {}\n", *mma_out(c) == element_type::f16 ? 1 : 2) : std::string()) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
            template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
            template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +
@@ -86,7 +92,10 @@ class mma : public gemm_family {
   // tf32's operands are rounded in shared memory, half an ulp added and the low bits left to mma.sync
   // (tt_tile_copier::round_landed), and A stored [k][m] is read in row pairs (tt_pair_row): checked on
   // the CPU (emulation, every bit pattern, SASS), not yet run.
+  // fp8's m16n8k32 fragments are the 16-bit types' bytes (the emulation runs them), on a GPU no
+  // session has had (Ada, GeForce Blackwell).
   std::string untried_on_gpu(const tile_config&, dtype t) const override {
+    if (is_fp8(t)) return "fp8 through mma.sync m16n8k32";
     return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
   }
   double attainable_efficiency(int compute_capability) const override {
@@ -97,14 +106,14 @@ class mma : public gemm_family {
   // A two-stage pipeline exposes part of each load.
   double pipeline_factor(const tile_config& c) const override { return c.stages < 3 ? 0.9 : 1.0; }
   smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const override {
-    // Per warp and MMA k-step: the warp tile's math against its operand reads.
-    const double k = element_bytes(t) == 2 ? 16 : 8;
+    // Per warp and MMA k-step (32 bytes of k): the warp tile's math against its operand reads.
+    const double k = 32.0 / element_bytes(t);
     const int wm = mma_warp_tile_m(c), wn = mma_warp_tile_n(c);
     return {2.0 * wm * wn * k, (wm + wn) * k * element_bytes(t)};
   }
 
   std::string cutlass_shape(const tile_config& c, dtype t) const override {
-    const int k = element_bytes(t) == 2 ? 16 : 8;
+    const int k = 32 / element_bytes(t);
     // CUTLASS 2: split-K with the partials reduced by the last block of a tile is
     // the serial split-K mode; grouped rasterization a threadblock swizzle.
     std::string extra;

@@ -8,9 +8,8 @@
 namespace tiletune {
 
 std::vector<tile_config> mma_space(dtype t) {
-  // tf32 runs k-steps of 8, the 16-bit types k-steps of 16: the same bytes per BK.
-  const std::vector<int> bks = element_bytes(t) == 2 ? std::vector<int>{32, 64}
-                                                     : std::vector<int>{16, 32};
+  // BK of 64 and 128 bytes: tf32 runs k-steps of 8, the 16-bit types of 16, fp8 of 32 (32 bytes each).
+  const std::vector<int> bks{64 / element_bytes(t), 128 / element_bytes(t)};
   const std::pair<int, int> blocks[] = {{64, 64},   {64, 128},  {128, 64},
                                         {128, 128}, {128, 256}, {256, 128}};
   const std::pair<int, int> warps[] = {{2, 2}, {2, 4}, {4, 2}};
@@ -24,6 +23,8 @@ std::vector<tile_config> mma_space(dtype t) {
 
 std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_spec& d) {
   std::vector<tile_config> out = mma_space(p.type);
+  if (is_fp8(p.type))
+    for (tile_config& c : out) set_mma_out(c, p.out);
   if (d.sm_count <= 0) return out;
   const std::size_t base = out.size();
   for (std::size_t i = 0; i < base; ++i) {
@@ -84,8 +85,8 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
                                  "over 128",
                                  wm, wn, accumulators));
   // At 128 accumulators, more than two MMA k-steps per tile (BK 64 for the
-  // 16-bit types, 32 for tf32) leave ptxas too few registers: it spilled on sm_90.
-  const int mma_k = element_bytes(t) == 2 ? 16 : 8;
+  // 16-bit types, 32 for tf32, 128 for fp8) leave ptxas too few registers: it spilled on sm_90.
+  const int mma_k = 32 / element_bytes(t);
   if (accumulators == 128 && c.block_k > 2 * mma_k)
     return violation("register_pressure",
                      fmt::format("warp tile {}x{} with BK {} needs more than 255 registers per thread", wm, wn,
@@ -95,12 +96,40 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
                                             mma_k));
   return std::nullopt;
 }
+
+// fp8 through mma.sync m16n8k32: the PTX needs sm_89. On sm_90 it is the wgmma family's (QGMMA at
+// twice the 16-bit rate) and mma.sync's fp8 rate there is unmeasured, so it is not planned. The
+// fragments are read with ldmatrix, which has no transpose for bytes: both operands K-major (layout
+// nt). Per-tensor scales are alpha's; rowwise and block scales are the wgmma kernel's.
+std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_problem& p, const device_spec& d) {
+  if (d.compute_capability < 89)
+    return violation("architecture", fmt::format("fp8 mma.sync needs sm_89 (Ada) or newer, the GPU is {}", d.arch()));
+  if (d.compute_capability >= 90 && d.compute_capability < 100)
+    return violation("architecture", fmt::format("fp8 on {} (Hopper) is the wgmma family's; mma.sync's fp8 rate "
+                                                 "there is unmeasured: not planned",
+                                                 d.arch()));
+  if (p.layout.a_transposed || !p.layout.b_transposed)
+    return violation("layout", fmt::format("the mma family reads fp8 K-major only: layout nt (A stored M x K, B "
+                                           "stored N x K), not {}",
+                                           p.layout.name()));
+  if (p.scaling != scaling_mode::none && p.scaling != scaling_mode::tensor)
+    return violation("scaling", fmt::format("the mma family applies per-tensor fp8 scales (alpha), not {} scales",
+                                            to_string(p.scaling)));
+  if (mma_out(c) != p.out)
+    return violation("output", fmt::format("the variant writes {} C, the problem asks for {}",
+                                           to_string(mma_out(c).value_or(row_of(p.type).c)),
+                                           to_string(p.out.value_or(row_of(p.type).c))));
+  return std::nullopt;
+}
 }  // namespace
 
 std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_problem& p, const device_spec& d) {
-  if (!is_tensor_core_dtype(p.type) || is_fp8(p.type))
-    return violation("dtype", fmt::format("the mma family runs tf32, f16 and bf16, not {}",
+  if (!is_tensor_core_dtype(p.type))
+    return violation("dtype", fmt::format("the mma family runs tf32, f16, bf16 and fp8, not {}",
                                           to_string(p.type)));
+  if (is_fp8(p.type)) {
+    if (auto v = check_fp8(c, p, d)) return v;
+  }
   if (d.compute_capability < 80)
     return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
                                                  "bf16 mma), the GPU is {}",
