@@ -47,6 +47,10 @@
 #            compute-sanitizer on a block-scaled
 #            variant, then 4096^3 and 8192^3 e4m3 (tensor) and DeepSeek-V3's 4096x7168x16384 (block)
 #            timed against cuBLASLt's fp8 matmul
+#     fp8mma the mma family's fp8 (mma.sync m16n8k32, planned for Ada and sm_120), first run on a
+#            Hopper with TILETUNE_MMA_FP8_ON_SM90=1 (the same PTX): three or four variants, the four fp8 types,
+#            verified on odd shapes (partial tiles, unaligned rows, batch 2, beta 0.5, split-K), and
+#            memcheck and racecheck on one; no figure (Hopper's fp8 is wgmma's)
 #     kc     K-major copies (_kc: a transposing pre-pass, then the nt kernel; issues 35 and 38), first
 #            run: tf32 nn/tn/tt and e4m3 nn/tn on odd shapes verified (every variant, beta 0.5), memcheck
 #            and racecheck on one, then tf32 nn 4096^3 (goal >= 0.80x cuBLASLt) and e4m3 nn 4096^3 timed
@@ -444,6 +448,25 @@ if want decode; then
   fi
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
     --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 --out "$out/decode-suite.json"
+fi
+if want fp8mma; then
+  # (on sm_90 ptxas builds mma.sync's fp8 from f16 HMMAs on unpacked operands: the 128x128 tiles
+  # spill there, and the split-K variant exists for the 16-row case only)
+  fp8_mma="mma_64x64x128_w2x2_s4 mma_64x128x64_w2x4_s3 mma_128x64x64_w4x2_s3"
+  for case in "e4m3 200 136 1296 2" "e5m2 72 328 400 1" "e4m3_e5m2 136 200 517 1" "e5m2_e4m3 16 4096 1024 1"; do
+    read -r dt m n k b <<<"$case"
+    [ "$m" = 16 ] && fp8_mma="$fp8_mma mma_64x64x64_w2x2_s3_k2"
+    # shellcheck disable=SC2086
+    step "fp8 mma verify $dt ${m}x${n}x${k}" 120 "$out/fp8mma-verify-$dt-$m.txt" env TILETUNE_MMA_FP8_ON_SM90=1 \
+      "$bin" gemm --m "$m" --n "$n" --k "$k" --batch "$b" --dtype "$dt" --beta 0.5 --alpha 1.5 --verify-only --no-db \
+      --variant-timeout 10 --keep-going --only $fp8_mma --out "$out/fp8mma-verify-$dt-$m.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+      step "fp8 mma $tool" 120 "$out/fp8mma-$tool.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer --tool "$tool" \
+        "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --verify-only --no-db --only mma_64x64x128_w2x2_s4
+    done
+  fi
 fi
 if want fp8; then
   # (block at M 136: A's scales copied into the stages by TMA, _ts; at M 138 the tiles load them)

@@ -1,9 +1,11 @@
 // Issue 35, fp8: `gemm --dtype e4m3|e5m2` plans, compiles and exports through the same commands
 // as the other dtypes (no GPU: --dry-run), keyed with its scaling; what it cannot run is refused
 // or explained, naming the value.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -111,6 +113,15 @@ TEST(fp8, ada_plans_fp8_mma_sync_in_layout_nt_and_says_what_it_cannot_run) {
   ASSERT_EQ(h.code, 0) << h.err;
   const std::string hid = nlohmann::json::parse(h.out)["recommendation"]["id"];
   EXPECT_EQ(hid.rfind("wgmma_", 0), 0u) << hid;
+  const std::vector<std::string> mma_on_hopper = {"gemm", "--m", "200", "--n", "136", "--k", "528", "--dtype", "e4m3",
+                                                  "--gpu", "h100-sxm", "--dry-run", "--only", "mma_64x64x128_w2x2_s4"};
+  const result refused = run(mma_on_hopper);
+  EXPECT_NE(refused.out.find("is the wgmma family's"), std::string::npos) << refused.out;
+  // Validation only (gpu_validate.sh fp8mma): a Hopper may run the mma fp8 path to verify it.
+  setenv("TILETUNE_MMA_FP8_ON_SM90", "1", 1);
+  const result allowed = run(mma_on_hopper);
+  unsetenv("TILETUNE_MMA_FP8_ON_SM90");
+  EXPECT_NE(allowed.out.find("recommended: mma_64x64x128_w2x2_s4"), std::string::npos) << allowed.out;
 }
 
 // An operand stored MN-major (fp8 weights stored K x N, tf32 nn): every wgmma variant makes
