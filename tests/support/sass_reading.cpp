@@ -14,7 +14,10 @@
 namespace tiletune_test {
 
 std::string disassemble(const std::string& cubin, const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}", getpid());
+  // A folder of its own per call: threads of one process disassemble in parallel, and one that
+  // removed a shared folder between another's creating it and writing its cubin left that one
+  // no SASS to read (a compile test saw "0 main loops" once in CI).
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}_{}", getpid(), name);
   std::filesystem::create_directories(dir);
   const auto path = dir / (name + ".cubin");
   std::ofstream(path, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
@@ -31,7 +34,7 @@ std::string disassemble(const std::string& cubin, const std::string& name) {
   }
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
-  std::filesystem::remove(dir, ignored);  // only once empty: another thread of this process may be using it
+  std::filesystem::remove(dir, ignored);
   return out;
 }
 
