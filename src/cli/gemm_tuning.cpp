@@ -170,10 +170,13 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
     }
     rows.push_back(std::move(row));
   }
-  for (auto& r : rows)
+  int without = 0;  // GEMMs no variant runs: outside the total, which says so
+  for (auto& r : rows) {
     r["share"] = r["ms_per_step"].is_number() && total_ms > 0 ? nlohmann::json(r["ms_per_step"].get<double>() / total_ms)
                                                                : nlohmann::json(nullptr);
-  return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}};
+    without += r["ms_per_step"].is_null();
+  }
+  return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}, {"gemms_without_variant", without}};
 }
 
 std::string format_model_step(const nlohmann::json& step) {
@@ -182,7 +185,12 @@ std::string format_model_step(const nlohmann::json& step) {
     t.add_row({r["name"].get<std::string>(), r["shape"].get<std::string>(), std::to_string(r["count"].get<std::int64_t>()),
                number(r["us"], "{:.1f}"), number(r["ms_per_step"], "{:.2f}"),
                r["share"].is_number() ? fmt::format("{:.0f}%", 100 * r["share"].get<double>()) : "-"});
-  return fmt::format("\nthe step's GEMMs: {:.2f} ms in all\n\n", step["gemm_ms_per_step"].get<double>()) +
+  const int without = step.value("gemms_without_variant", 0);
+  const std::string left_out =
+      without > 0 ? fmt::format(", leaving out the {} of {} that no variant runs on this GPU (none above: the JSON says why)",
+                                without, step["gemms"].size())
+                  : std::string();
+  return fmt::format("\nthe step's GEMMs: {:.2f} ms in all{}\n\n", step["gemm_ms_per_step"].get<double>(), left_out) +
          t.render();
 }
 

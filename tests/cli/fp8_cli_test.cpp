@@ -107,6 +107,11 @@ TEST(fp8, ada_plans_fp8_mma_sync_in_layout_nt_and_says_what_it_cannot_run) {
     EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   }
+  // An fp8 training step on Ada: the backward GEMMs (nn, tn) have no variant, and the step's total
+  // says it leaves them out.
+  const result step = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "tensorwise",
+                           "--gpu", "l40s", "--dry-run"});
+  EXPECT_NE(step.out.find("leaving out the 6 of "), std::string::npos) << step.out;
   // Hopper keeps fp8 in the wgmma family.
   const result h = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--gpu", "h100-sxm",
                         "--dry-run", "--json"});
