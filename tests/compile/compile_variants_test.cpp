@@ -234,6 +234,20 @@ TEST(nvrtc_compiler, ampere_and_ada_targets_compile_too) {
     const auto r = nvrtc.compile(make_compile_job(c, p.type, p.layout, d));
     EXPECT_TRUE(r.ok) << preset << r.log;
   }
+  // fp8 through mma.sync m16n8k32 on GeForce Blackwell (sm_120; sm_89 has compile.sm_89.e4m3),
+  // in each fp8 type: it compiles without spills.
+  for (const dtype t : {dtype::e4m3, dtype::e5m2, dtype::e4m3_e5m2, dtype::e5m2_e4m3}) {
+    const device_spec& d = find_preset("rtx-5090");
+    gemm_problem p;
+    p.m = p.n = p.k = 1024;
+    p.type = t;
+    p.layout = parse_layout("nt");
+    const tile_config c = mma_tile(128, 128, 64, 2, 2, 3);
+    ASSERT_FALSE(check_constraints(c, p, d)) << to_string(t);
+    const auto r = nvrtc.compile(make_compile_job(c, p.type, p.layout, d));
+    EXPECT_TRUE(r.ok) << to_string(t) << r.log;
+    EXPECT_EQ(r.resources.spill_bytes(), 0) << to_string(t);
+  }
 }
 
 // Every wgmma variant of the default space compiles for sm_90a with no spills
