@@ -1,6 +1,7 @@
 // mma family: tensor cores through mma.sync (m16n8k16 for f16/bf16,
-// m16n8k8 for tf32, m16n8k32 for fp8 on sm_89 and later), a cp.async multi-stage shared-memory pipeline, ldmatrix
-// fragment loads for the 16-bit types, XOR-swizzled shared memory
+// m16n8k8 for tf32, m16n8k32 for fp8 on sm_89 and later), a cp.async
+// multi-stage shared-memory pipeline, ldmatrix fragment loads for the 16-bit
+// types and fp8, XOR-swizzled shared memory
 // (tile_addressing.cuh), an epilogue staged through shared memory that writes
 // C in 16-byte vectors, optional split-K (TT_SPLIT_K > 1) into an fp32
 // workspace reduced by the last block of each tile, grouped rasterization.

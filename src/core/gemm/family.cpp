@@ -29,4 +29,19 @@ std::string raster_id_suffix(const tile_config& c) {
   return fmt::format("_g{}{}", c.raster_group, c.raster_along_n ? 'n' : 'm');
 }
 
+std::string out_id_suffix(std::optional<element_type> out) {
+  return out ? fmt::format("_o{}", to_string(*out)) : std::string();
+}
+
+std::string out_define(std::optional<element_type> out) {
+  return out ? fmt::format("#define TT_OUT {}\n", *out == element_type::f16 ? 1 : 2) : std::string();
+}
+
+std::optional<constraint_violation> out_mismatch(std::optional<element_type> out, const gemm_problem& p) {
+  if (out == p.out) return std::nullopt;
+  return constraint_violation{"out_dtype", fmt::format("the variant writes {} C, the problem's is {}",
+                                                       to_string(out.value_or(row_of(p.type).c)),
+                                                       to_string(p.elements().c))};
+}
+
 }  // namespace tiletune

@@ -173,5 +173,11 @@ class family_registration {
 // "_k<split>" for split-K and "_g<group><m|n>" for grouped rasterization.
 std::string split_k_id_suffix(const tile_config& c);
 std::string raster_id_suffix(const tile_config& c);
+// fp8's C where it is not the dtype's bf16 (a family keeps it in a knob, from the problem's `out`):
+// "_of16"/"_of32" in the id, gemm_common.cuh's TT_OUT (1 f16, 2 f32), and the check that a
+// variant writes the problem's C ("out_dtype").
+std::string out_id_suffix(std::optional<element_type> out);
+std::string out_define(std::optional<element_type> out);
+std::optional<constraint_violation> out_mismatch(std::optional<element_type> out, const gemm_problem& p);
 
 }  // namespace tiletune

@@ -51,8 +51,7 @@ class mma : public gemm_family {
   std::string id_suffix(const tile_config& c) const override {
     std::string s = fmt::format("_w{}x{}_s{}", mma_warps_m(c), mma_warps_n(c), c.stages) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
-    if (mma_out(c)) s += fmt::format("_o{}", to_string(*mma_out(c)));  // fp8 writing f16 or f32 C
-    return s;
+    return s + out_id_suffix(mma_out(c));
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["warps_m"] = mma_warps_m(c);
@@ -73,7 +72,7 @@ class mma : public gemm_family {
                        mma_warps_n(c), c.stages) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
-           (mma_out(c) ? fmt::format("#define TT_OUT {}\n", *mma_out(c) == element_type::f16 ? 1 : 2) : std::string()) +
+           out_define(mma_out(c)) +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
            template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
            template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +

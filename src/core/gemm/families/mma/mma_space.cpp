@@ -125,11 +125,7 @@ std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_p
   if (p.scaling != scaling_mode::none && p.scaling != scaling_mode::tensor)
     return violation("scaling", fmt::format("the mma family applies per-tensor fp8 scales (alpha), not {} scales",
                                             to_string(p.scaling)));
-  if (mma_out(c) != p.out)
-    return violation("output", fmt::format("the variant writes {} C, the problem asks for {}",
-                                           to_string(mma_out(c).value_or(row_of(p.type).c)),
-                                           to_string(p.out.value_or(row_of(p.type).c))));
-  return std::nullopt;
+  return out_mismatch(mma_out(c), p);
 }
 }  // namespace
 

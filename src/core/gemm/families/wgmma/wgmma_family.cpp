@@ -51,7 +51,7 @@ class wgmma : public gemm_family {
            (wgmma_fast_accumulation(c) ? "_fa" : "") +
            (wgmma_scales(c) == scaling_mode::rowwise ? "_rw" : wgmma_scales(c) == scaling_mode::block ? "_blk" : "") +
            (wgmma_tma_scales(c) ? "_ts" : "") +
-           (wgmma_out(c) ? fmt::format("_o{}", to_string(*wgmma_out(c))) : "") +
+           out_id_suffix(wgmma_out(c)) +
            (wgmma_k_major_copies(c) ? "_kc" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
@@ -111,8 +111,7 @@ class wgmma : public gemm_family {
            (wgmma_scales(c) != scaling_mode::none
                 ? fmt::format("#define TT_SCALING {}\n", wgmma_scales(c) == scaling_mode::rowwise ? 1 : 2)
                 : std::string()) +
-           (wgmma_out(c) ? fmt::format("#define TT_OUT {}\n", *wgmma_out(c) == element_type::f16 ? 1 : 2)
-                         : std::string()) +
+           out_define(wgmma_out(c)) +
            (c.split_k > 1 ? fmt::format("#define TT_CLUSTER_SPLIT {}\n", c.split_k) : std::string()) +
            (wgmma_stream_k(c) ? fmt::format("#define TT_STREAM_K 1\n#define TT_SK_MIN_UNIT {}\n",
                                             wgmma_stream_k_min_unit)

@@ -285,10 +285,7 @@ std::optional<constraint_violation> check_wgmma_fp8(const tile_config& c, const 
   if (!fast && std::ranges::find(wgmma_promotion_intervals, interval) == std::end(wgmma_promotion_intervals))
     return violation("promotion", fmt::format("fp8 promotes its running sums every {} k-tiles, not {}",
                                               fmt::join(wgmma_promotion_intervals, " or "), interval));
-  if (wgmma_out(c) != p.out)
-    return violation("out_dtype", fmt::format("the variant writes {} C, the problem's is {}",
-                                              to_string(wgmma_out(c).value_or(row_of(p.type).c)),
-                                              to_string(p.elements().c)));
+  if (auto v = out_mismatch(wgmma_out(c), p)) return v;
   const scaling_mode applied = p.scaling == scaling_mode::tensor ? scaling_mode::none : p.scaling;  // alpha's
   if (wgmma_scales(c) != applied)
     return violation("scaling", fmt::format("the variant's scales are {}, the problem's {}", to_string(wgmma_scales(c)),
