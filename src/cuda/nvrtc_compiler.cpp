@@ -94,7 +94,7 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
     return failure(fmt::format("nvrtcGetCUBIN: {}", nvrtcGetErrorString(r)));
   }
   k.ok = true;
-  complete_resources(k, kernel_entry_name);
+  complete_resources(k, job.entry.empty() ? std::string(kernel_entry_name) : job.entry);
   k.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return k;

@@ -17,6 +17,7 @@ compiled_kernel compile_again(nvrtc_compiler& nvrtc, const Files& files, const n
   again.name = files[0].name;
   again.source = files[0].bytes;
   again.arch = manifest["arch"].template get<std::string>();
+  again.entry = manifest["launch"]["entry"].template get<std::string>();  // the GEMM's, renamed
   for (const auto& opt : manifest["compile"]["nvrtc_options"])
     if (!opt.template get<std::string>().starts_with("--gpu-architecture="))
       again.options.push_back(opt.template get<std::string>());

@@ -26,6 +26,36 @@ TEST(ptxas_report, reads_registers_spills_and_smem) {
   EXPECT_EQ(r.spill_bytes(), 36);
 }
 
+// A cubin with a K-major copy's pre-pass holds two kernels; ptxas reports the pre-pass first.
+TEST(ptxas_report, reads_the_entry_asked_for_in_a_report_of_two_kernels) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'tiletune_gemm_transpose' for 'sm_89'\n"
+      "ptxas info    : Function properties for tiletune_gemm_transpose\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 25 registers, used 1 barriers, 1152 bytes smem, 392 bytes cmem[0]\n"
+      "ptxas info    : Compile time = 21.251 ms\n"
+      "ptxas info    : Compiling entry function 'tiletune_gemm' for 'sm_89'\n"
+      "ptxas info    : Function properties for tiletune_gemm\n"
+      "    24 bytes stack frame, 28 bytes spill stores, 32 bytes spill loads\n"
+      "ptxas info    : Used 146 registers, used 1 barriers, 448 bytes cmem[0]\n";
+  kernel_resources r;
+  ASSERT_TRUE(parse_ptxas_report(log, r, "tiletune_gemm"));
+  EXPECT_EQ(r.registers, 146);
+  EXPECT_EQ(r.static_smem_bytes, 0);
+  EXPECT_EQ(r.stack_bytes, 24);
+  EXPECT_EQ(r.spill_bytes(), 60);
+  ASSERT_TRUE(parse_ptxas_report(log, r, "tiletune_gemm_transpose"));
+  EXPECT_EQ(r.registers, 25);
+  EXPECT_EQ(r.static_smem_bytes, 1152);
+  EXPECT_EQ(r.spill_bytes(), 0);
+  EXPECT_FALSE(parse_ptxas_report(log, r, "tiletune_gem"));  // a prefix names no entry
+  // One kernel of another name (an export's): its figures.
+  ASSERT_TRUE(parse_ptxas_report(log.substr(log.find("ptxas info    : Compiling entry function 'tiletune_gemm'")), r,
+                                 "tiletune_gemm_transpose"));
+  EXPECT_EQ(r.registers, 146);
+}
+
 TEST(ptxas_report, a_report_without_smem_or_properties) {
   kernel_resources r;
   ASSERT_TRUE(parse_ptxas_report("ptxas info    : Used 10 registers, used 0 barriers\n", r));

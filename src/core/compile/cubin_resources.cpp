@@ -233,7 +233,7 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
 void complete_resources(compiled_kernel& k, std::string_view entry) {
   if (!k.ok) return;
   kernel_resources report;
-  if (parse_ptxas_report(k.log, report)) {
+  if (parse_ptxas_report(k.log, report, entry)) {
     k.resources = report;
     return;
   }

@@ -28,10 +28,23 @@ std::int64_t number_before(std::string_view text, std::string_view suffix, std::
 
 }  // namespace
 
-bool parse_ptxas_report(std::string_view log, kernel_resources& out) {
+bool parse_ptxas_report(std::string_view whole, kernel_resources& out, std::string_view entry) {
+  // ptxas info    : Compiling entry function 'tiletune_gemm' for 'sm_90'
   // ptxas info    : Function properties for tiletune_gemm
   // ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
   // ptxas info    : Used 128 registers, used 1 barriers, 16384 bytes smem, 400 bytes cmem[0]
+  std::string_view log = whole;
+  constexpr std::string_view compiling = "Compiling entry function '";
+  if (!entry.empty() && whole.find(compiling) != std::string_view::npos) {
+    const std::string header = std::string(compiling) + std::string(entry) + "'";
+    const std::size_t at = whole.find(header);
+    if (at != std::string_view::npos) {
+      const std::size_t next = whole.find(compiling, at + header.size());
+      log = whole.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at);
+    } else if (whole.find(compiling, whole.find(compiling) + 1) != std::string_view::npos) {
+      return false;  // other kernels only: none of them is the one asked for
+    }                // one kernel of another name (an export's renamed entry): its figures
+  }
   const std::size_t used = log.find("Used ");
   if (used == std::string_view::npos) return false;
   const std::size_t used_end = std::min(log.find('\n', used), log.size());

@@ -21,15 +21,19 @@ struct kernel_resources {
   std::int64_t spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
 };
 
-// Reads the figures of the first entry function in a ptxas -v report.
-// Returns false when the report holds no "Used N registers" line.
-bool parse_ptxas_report(std::string_view log, kernel_resources& out);
+// Reads the figures of entry function `entry` in a ptxas -v report (a cubin may hold more than one
+// kernel: a K-major copy's pre-pass beside the GEMM), or of the first one where `entry` is empty
+// or the report names one entry function only (an export renames it). Returns false when that part
+// of the report holds no "Used N registers" line, or the report names several entry functions but
+// not `entry`.
+bool parse_ptxas_report(std::string_view log, kernel_resources& out, std::string_view entry = {});
 
 struct compile_job {
   std::string name;    // for messages: the variant id
   std::string source;  // complete source
   std::string arch;    // "sm_90"
   std::vector<std::string> options;  // beyond the architecture
+  std::string entry;  // the kernel whose resources are read; empty: kernel_entry_name (an export renames it)
 };
 
 // The outcome of one compilation: a value, never an exception.
