@@ -1,7 +1,8 @@
-// wgmma family: the transposing pre-pass of K-major copies (TT_K_MAJOR_COPIES, the "_kc" variants).
-// tf32 and fp8 wgmma read both operands K-major; where the problem stores one MN-major (A as K x M,
-// layout 't'; B as K x N, layout 'n') the host launches this kernel first, once per such operand,
-// into a scratch buffer, and the GEMM's tensor map reads the copy: the GEMM runs as layout nt.
+// The transposing pre-pass of K-major copies (core/gemm/k_major_copies.hpp; a family's "_kc"
+// variants). Kernels that read both operands K-major (tf32 and fp8 where the hardware transposes
+// only 16-bit elements) run a problem that stores an operand MN-major (A as K x M, layout 't'; B as
+// K x N, layout 'n') on copies: the host launches this kernel first, once per such operand, into a
+// scratch buffer, and the GEMM reads the copy as layout nt.
 //
 // tiletune_gemm_transpose: `src` holds `matrices` matrices, each `rows` x `cols` row-major with `ld`
 // elements between rows and `matrix_stride` between matrices (rows = K and cols = M or N: the

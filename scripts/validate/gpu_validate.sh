@@ -50,7 +50,8 @@
 #     fp8mma the mma family's fp8 (mma.sync m16n8k32, planned for Ada and sm_120), first run on a
 #            Hopper with TILETUNE_MMA_FP8_ON_SM90=1 (the same PTX): three or four variants, the four fp8 types,
 #            verified on odd shapes (partial tiles, unaligned rows, batch 2, beta 0.5, split-K), and
-#            memcheck and racecheck on one; no figure (Hopper's fp8 is wgmma's)
+#            memcheck and racecheck on one; then on K-major copies (_kc: nn, tn, tt, an fp8 training
+#            step's backward layouts) the same; no figure (Hopper's fp8 is wgmma's)
 #     kc     K-major copies (_kc: a transposing pre-pass, then the nt kernel; issues 35 and 38), first
 #            run: tf32 nn/tn/tt and e4m3 nn/tn on odd shapes verified (every variant, beta 0.5), memcheck
 #            and racecheck on one, then tf32 nn 4096^3 (goal >= 0.80x cuBLASLt) and e4m3 nn 4096^3 timed
@@ -466,6 +467,19 @@ if want fp8mma; then
       step "fp8 mma $tool" 120 "$out/fp8mma-$tool.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer --tool "$tool" \
         "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --verify-only --no-db --only mma_64x64x128_w2x2_s4
     done
+  fi
+  # K-major copies: the transposing pre-pass, then the nt kernel above
+  for case in "e4m3 nn 200 136 1296" "e5m2_e4m3 tn 72 328 400" "e4m3_e5m2 tt 136 200 517"; do
+    read -r dt l m n k <<<"$case"
+    step "fp8 mma _kc verify $dt $l" 120 "$out/fp8mma-kc-verify-$dt-$l.txt" env TILETUNE_MMA_FP8_ON_SM90=1 \
+      "$bin" gemm --m "$m" --n "$n" --k "$k" --batch 2 --dtype "$dt" --layout "$l" --beta 0.5 --verify-only --no-db \
+      --variant-timeout 10 --keep-going --only mma_64x64x128_w2x2_s4_kc mma_64x128x64_w2x4_s3_kc \
+      --out "$out/fp8mma-kc-verify-$dt-$l.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    step "fp8 mma _kc memcheck" 120 "$out/fp8mma-kc-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer \
+      --tool memcheck "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --layout nn --verify-only --no-db \
+      --only mma_64x64x128_w2x2_s4_kc
   fi
 fi
 if want fp8; then

@@ -82,7 +82,7 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
 
 // Ada (sm_89): fp8 runs in the mma family (mma.sync m16n8k32), layout nt and per-tensor scales
 // only; what it cannot run says why, and the plan says the kernel has not run on a GPU.
-TEST(fp8, ada_plans_fp8_mma_sync_in_layout_nt_and_says_what_it_cannot_run) {
+TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
   for (const char* t : {"e4m3", "e5m2_e4m3"}) {
     const result r = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", t, "--gpu", "l40s",
                           "--dry-run", "--json"});
@@ -98,20 +98,39 @@ TEST(fp8, ada_plans_fp8_mma_sync_in_layout_nt_and_says_what_it_cannot_run) {
                           "--gpu", "rtx-4090", "--dry-run"});
   ASSERT_EQ(f32.code, 0) << f32.err;
   EXPECT_NE(f32.out.find("_of32 (predicted"), std::string::npos) << f32.out;
-  for (const auto& [option, value, why] :
-       {std::tuple{"--layout", "nn", "reads fp8 K-major only: layout nt"},
-        std::tuple{"--scaling", "rowwise", "per-tensor fp8 scales (alpha), not rowwise"}}) {
-    const result r = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", option, value,
-                          "--gpu", "l4", "--dry-run"});
-    EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  const result rowwise = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--scaling",
+                              "rowwise", "--gpu", "l4", "--dry-run"});
+  EXPECT_EQ(rowwise.code, 0) << rowwise.err;
+  EXPECT_NE(rowwise.out.find("no variant can run"), std::string::npos) << rowwise.out;
+  EXPECT_NE(rowwise.out.find("per-tensor fp8 scales (alpha), not rowwise"), std::string::npos) << rowwise.out;
+  // An operand stored MN-major: every variant transposes it first (_kc), and the model counts that
+  // (the refusals of variants with and without copies: unit/mma_k_major_copies_test.cpp).
+  for (const char* l : {"nn", "tn", "tt"}) {
+    const result r = run({"gemm", "--m", "1000", "--n", "2048", "--k", "4096", "--dtype", "e5m2_e4m3", "--layout", l,
+                          "--gpu", "l4", "--dry-run", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const std::string id = j["recommendation"]["id"];
+    EXPECT_EQ(id.rfind("mma_", 0), 0u) << id;
+    EXPECT_EQ(id.substr(id.size() - 3), "_kc") << id;
+    double prologue_us = 0;
+    for (const nlohmann::json& v : j["variants"])
+      if (v["id"] == id) prologue_us = v["model"].value("prologue_us", 0.0);
+    EXPECT_GT(prologue_us, 0.0) << id;
+    EXPECT_NE(j["notes"].dump().find("on K-major copies (_kc), which has not run on a GPU"), std::string::npos)
+        << j["notes"].dump(1);
   }
-  // An fp8 training step on Ada: the backward GEMMs (nn, tn) have no variant, and the step's total
-  // says it leaves them out.
+  // An fp8 training step on Ada: every GEMM has a variant (the backward nn and tn on copies).
   const result step = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "tensorwise",
-                           "--gpu", "l40s", "--dry-run"});
-  EXPECT_NE(step.out.find("leaving out the 6 of "), std::string::npos) << step.out;
+                           "--gpu", "l40s", "--dry-run", "--json"});
+  ASSERT_EQ(step.code, 0) << step.err;
+  const nlohmann::json sj = nlohmann::json::parse(step.out);
+  EXPECT_EQ(sj["model_step"]["gemms_without_variant"], 0) << sj["model_step"].dump(1);
+  // On an A100 (no fp8 tensor cores) the step's fp8 GEMMs have none, and its total says it leaves them out.
+  const result ampere = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "tensorwise",
+                             "--gpu", "a100-sxm-80gb", "--dry-run"});
+  EXPECT_NE(ampere.out.find("leaving out the 9 of 12 that no variant runs on this GPU"), std::string::npos)
+      << ampere.out;
   // Hopper keeps fp8 in the wgmma family.
   const result h = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--gpu", "h100-sxm",
                         "--dry-run", "--json"});

@@ -1,7 +1,8 @@
-// K-major copies (_kc, issues 35 and 38): a tf32 nn and an e4m3 nn variant compile for sm_90a
-// without spills; the cubin holds the GEMM and its transposing pre-pass (tiletune_gemm_transpose).
-// The GEMM is the nt kernel, instruction for instruction (the copies change its tensor maps, not
-// its code). The pre-pass moves each element once through shared memory: a barrier between the
+// K-major copies (_kc, issues 35 and 38): a tf32 nn and an e4m3 nn wgmma variant compile for
+// sm_90a, and e4m3 and e5m2_e4m3 mma variants (nn, tn) for sm_89, without spills; the cubin holds
+// the GEMM and its transposing pre-pass (tiletune_gemm_transpose). The GEMM is the nt kernel,
+// instruction for instruction (the copies change its tensor maps or pointers, not its code), and
+// the resources the compile reports are the GEMM's. The pre-pass moves each element once through shared memory: a barrier between the
 // tile's shared-memory stores and its loads, global loads and stores of the element's width
 // (32 bits for tf32, 8 for fp8), no local memory. Not yet run on a GPU.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "core/compile/kernel_templates.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/tune/compile_selection.hpp"
@@ -66,12 +68,32 @@ std::string transpose_sass_problems(const std::string& sass, int bits) {
   if (local) problems += fmt::format(" {} local-memory instructions;", local);
   return problems;
 }
+
+// jobs in pairs (the _kc variant, then the same tile on the nt problem): each _kc cubin holds the
+// pre-pass, whose SASS moves elements of `bits[i]` bits once, and a GEMM whose instructions and
+// reported resources are the nt kernel's.
+void check_pairs(const std::vector<compile_job>& jobs, const std::vector<int>& bits) {
+  const auto results = compile_cleanly(jobs);
+  ASSERT_EQ(results.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); i += 2) {
+    if (!results[i].ok || !results[i + 1].ok) continue;
+    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string gemm = function_sass(sass, kernel_entry_name);
+    const std::string pre = function_sass(sass, std::string(kernel_entry_name) + kernel_prologue_suffix);
+    ASSERT_FALSE(gemm.empty()) << jobs[i].name << ": no " << kernel_entry_name << " in\n" << sass.substr(0, 2000);
+    ASSERT_FALSE(pre.empty()) << jobs[i].name << ": no pre-pass";
+    const std::string nt = function_sass(disassemble(results[i + 1].cubin, jobs[i + 1].name), kernel_entry_name);
+    EXPECT_EQ(instructions(gemm), instructions(nt)) << jobs[i].name << " is not the nt kernel " << jobs[i + 1].name;
+    EXPECT_EQ(transpose_sass_problems(pre, bits[i]), "") << jobs[i].name;
+    EXPECT_EQ(results[i].resources.registers, results[i + 1].resources.registers) << jobs[i].name;
+    EXPECT_EQ(results[i].resources.static_smem_bytes, results[i + 1].resources.static_smem_bytes) << jobs[i].name;
+  }
+}
 }  // namespace
 
 TEST(compile_k_major_copies, the_gemm_is_the_nt_kernel_and_the_pre_pass_moves_each_element_once) {
   const device_spec& d = find_preset("h100-sxm");
   std::vector<compile_job> jobs;
-  std::vector<tile_config> tiles;
   std::vector<int> bits;
   for (dtype t : {dtype::tf32, dtype::e4m3}) {
     gemm_problem p;
@@ -85,28 +107,14 @@ TEST(compile_k_major_copies, the_gemm_is_the_nt_kernel_and_the_pre_pass_moves_ea
     ASSERT_NE(first, space.end()) << to_string(t);
     ASSERT_TRUE(wgmma_k_major_copies(*first)) << first->id();
     jobs.push_back(make_compile_job(*first, t, p.layout, d));
-    tiles.push_back(*first);
     bits.push_back(t == dtype::tf32 ? 32 : 8);
     // The same tile on the nt problem: the GEMM it compiles to.
     tile_config plain = *first;
     set_wgmma_k_major_copies(plain, false);
     jobs.push_back(make_compile_job(plain, t, parse_layout("nt"), d));
-    tiles.push_back(plain);
     bits.push_back(0);
   }
-  const auto results = compile_cleanly(jobs);
-  ASSERT_EQ(results.size(), 4u);
-  for (std::size_t i = 0; i < jobs.size(); i += 2) {
-    if (!results[i].ok || !results[i + 1].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
-    const std::string gemm = function_sass(sass, kernel_entry_name);
-    const std::string pre = function_sass(sass, std::string(kernel_entry_name) + kernel_prologue_suffix);
-    ASSERT_FALSE(gemm.empty()) << jobs[i].name << ": no " << kernel_entry_name << " in\n" << sass.substr(0, 2000);
-    ASSERT_FALSE(pre.empty()) << jobs[i].name << ": no pre-pass";
-    const std::string nt = function_sass(disassemble(results[i + 1].cubin, jobs[i + 1].name), kernel_entry_name);
-    EXPECT_EQ(instructions(gemm), instructions(nt)) << jobs[i].name << " is not the nt kernel " << jobs[i + 1].name;
-    EXPECT_EQ(transpose_sass_problems(pre, bits[i]), "") << jobs[i].name;
-  }
+  check_pairs(jobs, bits);
   // The check can fail: without the barrier, a thread reads tile elements others have not stored.
   compile_job planted = jobs.front();
   const std::string barrier = "  __syncthreads();\n#pragma unroll\n  for (int i = 0; i < TT_XPOSE_TILE";
@@ -118,4 +126,31 @@ TEST(compile_k_major_copies, the_gemm_is_the_nt_kernel_and_the_pre_pass_moves_ea
   const std::string bad_pre =
       function_sass(disassemble(bad.cubin, "planted"), std::string(kernel_entry_name) + kernel_prologue_suffix);
   EXPECT_NE(transpose_sass_problems(bad_pre, 32).find("no barrier"), std::string::npos) << bad_pre;
+}
+
+// The mma family's fp8 (mma.sync m16n8k32, sm_89): the backward GEMMs of an fp8 training step
+// (nn, tn) on copies, one tile of 4 warps and one of 8.
+TEST(compile_k_major_copies, mma_fp8_on_sm_89_is_the_nt_kernel_after_the_pre_pass) {
+  const device_spec& d = find_preset("l40s");
+  std::vector<compile_job> jobs;
+  std::vector<int> bits;
+  for (const auto& [t, l, id] : {std::tuple{dtype::e4m3, "nn", "mma_128x128x64_w2x2_s3_kc"},
+                                 std::tuple{dtype::e5m2_e4m3, "tn", "mma_128x256x64_w2x4_s3_kc"}}) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = t;
+    p.scaling = default_scaling(t);
+    p.layout = parse_layout(l);
+    const std::vector<tile_config> space = problem_search_space(family_named("mma"), p, d);
+    const auto it = std::find_if(space.begin(), space.end(), [&](const tile_config& c) { return c.id() == id; });
+    ASSERT_NE(it, space.end()) << id;
+    ASSERT_FALSE(check_constraints(*it, p, d)) << check_constraints(*it, p, d)->message;
+    jobs.push_back(make_compile_job(*it, t, p.layout, d));
+    bits.push_back(8);
+    tile_config plain = *it;
+    set_mma_k_major_copies(plain, false);
+    jobs.push_back(make_compile_job(plain, t, parse_layout("nt"), d));
+    bits.push_back(0);
+  }
+  check_pairs(jobs, bits);
 }

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/compile/kernel_templates.hpp"
 #include "core/device/device_spec.hpp"
 #include "core/gemm/kernel_launch.hpp"
 #include "core/measure/measure_protocol.hpp"
@@ -38,6 +39,7 @@
 #include "mma/mma_addressing.cuh"
 
 #include "emulated_number_formats.hpp"
+#include "transpose_emulation.hpp"
 
 using namespace tiletune;
 
@@ -189,6 +191,10 @@ struct defects {
   bool tf32_elements_unpaired = false;  // the element-wise path reads tf32 A's rows unpaired (the main loop's are paired)
   bool fp8_k_in_elements = false;       // the element-wise path's ldmatrix takes fp8's k in elements, not 16-bit columns
   bool fp8_b_in_a_format = false;       // mixed fp8: the mma reads B in A's format
+  bool kc_rows_of_cols = false;         // K-major copies: the pre-pass writes the copy's rows cols apart, not K
+  bool kc_unguarded = false;            // K-major copies: the pre-pass moves a tile's elements past the matrix too
+  bool kc_skipped = false;              // K-major copies: the GEMM launched without its prologue
+  bool kc_reads_operand = false;        // K-major copies: the GEMM reads the operand as stored, not its copy
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -983,7 +989,7 @@ class mma_kernel_emulator {
     smem.barrier();
 
     // Epilogue: staging through shared memory as fp32, then 16-byte pieces.
-    const int c_eb = eb;
+    const int c_eb = k.c_eb();  // C's bytes (TT_ELEM_BYTES), not the operands': fp8's C is 2 or 4
     const bool c_vec = (g_.ldc * c_eb) % 16 == 0 && (c_base * c_eb) % 16 == 0;
     const int vec = k.epi_vec(), epi_mi = k.epi_mi();
     const long long partial =
@@ -1165,9 +1171,54 @@ report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, con
     if (kp.name == "workspace") workspace = kp.buffer_bytes;
     if (kp.name == "tile_counters") counters = kp.buffer_bytes;
   }
-  mma_kernel_emulator emu(k, g, o, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
+  // K-major copies (_kc): the prologue's pre-pass launches write the copies, and the GEMM runs as
+  // its rendered source says (TT_A_T and TT_B_T redefined) on what its launch's A and B name.
+  const std::string source = render_kernel_source(c, t, l);
+  const bool copies = source.find("#define TT_K_MAJOR_COPIES 1\n") != std::string::npos;
+  if (copies != !launch.prologue.empty())
+    r.note(fmt::format("TT_K_MAJOR_COPIES {} with {} prologue launches", copies, launch.prologue.size()));
+  if (!copies) {
+    mma_kernel_emulator emu(k, g, o, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
+                            static_cast<unsigned>(s.grid_z), workspace / 4, counters / 4);
+    emu.launch(seed * 7919u + 13u);
+    compare(k, g, o, emu.c_writes(), r);
+    return r;
+  }
+  auto last_define = [&](const std::string& name) {
+    const std::size_t at = source.rfind("#define " + name + " ");
+    return at == std::string::npos ? -1 : std::stoi(source.substr(at + name.size() + 9));
+  };
+  kernel_macros kk = k;
+  kk.a_t = last_define("TT_A_T");
+  kk.b_t = last_define("TT_B_T");
+  operands run = o;  // what the GEMM reads: a copy, or the operand as stored
+  std::vector<std::string> errors;
+  for (const kernel_launch& before : launch.prologue) {
+    const char operand = before.parameters.at(0).name.at(0);
+    global_buffer& copy = operand == 'A' ? run.a : run.b;
+    copy.name = before.parameters.at(1).name;
+    if (d.kc_skipped)
+      copy.bytes.assign(static_cast<std::size_t>(before.parameters.at(1).buffer_bytes), 0);
+    else
+      tiletune_test::emulate_transpose(before, operand == 'A' ? element_bytes(k.a_type()) : element_bytes(k.b_type()),
+                                       (operand == 'A' ? o.a : o.b).bytes, copy.bytes,
+                                       {d.kc_rows_of_cols, d.kc_unguarded}, errors);
+  }
+  for (const std::string& e : errors) r.note(e);
+  gemm_case kg = g;  // the GEMM's strides as its launch gives them
+  for (const kernel_parameter& kp : launch.parameters) {
+    if (kp.name == "lda") kg.lda = kp.value.get<int>();
+    if (kp.name == "ldb") kg.ldb = kp.value.get<int>();
+    if (kp.name == "batch_stride_a") kg.stride_a = kp.value.get<long long>();
+    if (kp.name == "batch_stride_b") kg.stride_b = kp.value.get<long long>();
+    if ((kp.name == "A" || kp.name == "B") && kp.kind == "pointer")  // reads the operand, not a copy
+      (kp.name == "A" ? run.a : run.b) = kp.name == "A" ? o.a : o.b;
+  }
+  if (d.kc_reads_operand) run.a = o.a, run.b = o.b;
+  mma_kernel_emulator emu(kk, kg, run, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
                           static_cast<unsigned>(s.grid_z), workspace / 4, counters / 4);
   emu.launch(seed * 7919u + 13u);
+  o.c = run.c;
   compare(k, g, o, emu.c_writes(), r);
   return r;
 }
@@ -1432,6 +1483,44 @@ TEST(mma_datapath, fp8_variants_match_a_host_gemm_on_edge_shapes) {
     EXPECT_GT(n, 0);
 }
 
+// fp8 in the layouts that store an operand MN-major: every l40s and rtx-4090 variant (all _kc) of
+// each, the transposing pre-pass emulated from the launches describe_launch gives (ld, matrices,
+// grid) and the GEMM as its rendered source and launch say (layout nt, its A and B the copies),
+// against the host GEMM of the operands as stored. Packed rows only: the pre-pass and the GEMM
+// take tiletune's strides, which assume them.
+TEST(mma_datapath, fp8_on_k_major_copies_matches_a_host_gemm) {
+  const auto start = std::chrono::steady_clock::now();
+  int cases = 0;
+  report::paths ran;
+  const std::vector<std::pair<dtype, const char*>> runs = {
+      {dtype::e4m3, "nn"}, {dtype::e5m2, "tn"}, {dtype::e4m3_e5m2, "tt"}, {dtype::e5m2_e4m3, "nn"}};
+  for (std::size_t ri = 0; ri < runs.size(); ++ri) {
+    const auto [t, ln] = runs[ri];
+    const layout l = parse_layout(ln);
+    const auto variants = variants_under_test(t, l);
+    EXPECT_GT(variants.size(), 30u) << to_string(t) << " " << ln;
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      const tile_config& c = variants[vi];
+      EXPECT_TRUE(mma_k_major_copies(c)) << c.id();
+      const int recipes[] = {0, 2, 3, 4};
+      const gemm_case g = recipe(c.split_k > 1 ? static_cast<int>(vi) : recipes[(vi + ri) % 4], macros_for(c, t, l));
+      const report r = run_case(c, t, l, g, {}, static_cast<std::uint32_t>(cases + 1));
+      EXPECT_TRUE(r.ok()) << name(c, t, l, g) << ": " << r.describe();
+      ++cases;
+      ran.add(r.ran);
+    }
+  }
+  std::printf("fp8 on K-major copies: %d cases, %.1f s\n", cases,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  // Packed rows: no partial 16-byte chunk (a row is aligned only when K is a multiple of 16).
+  const std::pair<const char*, long long> paths[] = {
+      {"cp.async of 16 bytes", ran.cp_async_full}, {"element-wise copies", ran.element_copies},
+      {"16-byte C stores", ran.c_vector_stores},   {"element-wise C stores", ran.c_element_stores},
+      {"split-K reductions", ran.split_reductions}, {"blocks copying without bounds", ran.unbounded_blocks},
+      {"blocks copying with bounds", ran.bounded_blocks}};
+  for (const auto& [what, n] : paths) EXPECT_GT(n, 0) << what;
+}
+
 // Grouped rasterization on a grid taller than its group of 8 tile rows: the
 // blocks' tiles are a permutation, and C is right.
 TEST(mma_datapath, grouped_raster_covers_a_grid_taller_than_the_group) {
@@ -1521,6 +1610,18 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{f128, dtype::e4m3, "nt", 0}, {f64, dtype::e5m2, "nt", 4}});
   add("fp8 copies without the zero-fill at the edges", [](defects& d) { d.no_zero_fill = true; },
       {{f128, dtype::e4m3, "nt", 1}});
+  auto kc = [](tile_config c) {
+    set_mma_k_major_copies(c, true);
+    return c;
+  };
+  add("K-major copies whose rows lie cols apart, not K", [](defects& d) { d.kc_rows_of_cols = true; },
+      {{kc(f128), dtype::e4m3, "nn", 0}, {kc(f64), dtype::e5m2, "tn", 2}});
+  add("a pre-pass that moves a partial tile whole", [](defects& d) { d.kc_unguarded = true; },
+      {{kc(f128), dtype::e4m3, "tt", 2}});
+  add("the GEMM launched without its pre-pass", [](defects& d) { d.kc_skipped = true; },
+      {{kc(f128), dtype::e4m3, "nn", 0}, {kc(fk4), dtype::e5m2_e4m3, "tt", 0}});
+  add("the GEMM reading the operands as stored, not the copies", [](defects& d) { d.kc_reads_operand = true; },
+      {{kc(f64), dtype::e4m3, "tn", 3}, {kc(f128), dtype::e4m3_e5m2, "nn", 4}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
     const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));

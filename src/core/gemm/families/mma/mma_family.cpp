@@ -17,8 +17,8 @@ class mma : public gemm_family {
  public:
   std::string_view name() const override { return "mma"; }
   std::string_view summary() const override {
-    return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later, fp8 (layout nt) "
-           "on sm_89 (Ada) and sm_120";
+    return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later, fp8 on sm_89 "
+           "(Ada) and sm_120 (layouts other than nt on K-major copies, _kc)";
   }
   // fp8: mma.sync m16n8k32 where it is the fp8 path (Ada, GeForce Blackwell); on sm_90 the wgmma
   // family runs fp8 (check_mma says so).
@@ -51,7 +51,7 @@ class mma : public gemm_family {
   std::string id_suffix(const tile_config& c) const override {
     std::string s = fmt::format("_w{}x{}_s{}", mma_warps_m(c), mma_warps_n(c), c.stages) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
-    return s + out_id_suffix(mma_out(c));
+    return s + out_id_suffix(mma_out(c)) + (mma_k_major_copies(c) ? "_kc" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["warps_m"] = mma_warps_m(c);
@@ -59,16 +59,25 @@ class mma : public gemm_family {
     j["warp_m"] = mma_warp_tile_m(c);
     j["warp_n"] = mma_warp_tile_n(c);
     if (mma_out(c)) j["out"] = to_string(*mma_out(c));
+    if (mma_k_major_copies(c)) j["k_major_copies"] = true;
   }
   bool claims_json(const nlohmann::json& j) const override { return j.contains("warps_m"); }
   void from_json(const nlohmann::json& j, tile_config& c) const override {
     mma_warps_m(c) = j.at("warps_m").get<int>();
     mma_warps_n(c) = j.at("warps_n").get<int>();
     set_mma_out(c, j.contains("out") ? std::optional(parse_element_type(j.at("out").get<std::string>())) : std::nullopt);
+    set_mma_k_major_copies(c, j.value("k_major_copies", false));
   }
 
+  // On K-major copies the GEMM runs layout nt whatever the problem's layout (render_kernel_source's
+  // TT_A_T and TT_B_T, redefined), and the cubin also holds the pre-pass that writes the copies.
   std::string render(const tile_config& c, dtype, layout) const override {
-    return fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", mma_warps_m(c),
+    const bool copies = mma_k_major_copies(c);
+    return (copies ? std::string("// K-major copies: the GEMM reads A M x K and B N x K (layout nt), the copies "
+                                 "tiletune_gemm_transpose writes\n#define TT_K_MAJOR_COPIES 1\n#undef TT_A_T\n"
+                                 "#define TT_A_T 0\n#undef TT_B_T\n#define TT_B_T 1\n")
+                   : std::string()) +
+           fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", mma_warps_m(c),
                        mma_warps_n(c), c.stages) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
@@ -77,7 +86,8 @@ class mma : public gemm_family {
            template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
            template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +
            template_with_line("mma/mma_fragments.cuh") + template_with_line("mma/mma_mainloop.cuh") +
-           template_with_line("mma/mma_gemm.cu");
+           template_with_line("mma/mma_gemm.cu") +
+           (copies ? template_with_line("common/gemm_transpose.cuh") : std::string());
   }
 
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
@@ -85,7 +95,13 @@ class mma : public gemm_family {
   }
   std::int64_t scratch_bytes(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
     const mma_split_k_buffers b = mma_split_k_scratch(c, p);
-    return b.workspace_bytes + b.counter_bytes;
+    return b.workspace_bytes + b.counter_bytes + (mma_k_major_copies(c) ? k_major_copies_bytes(p) : 0);
+  }
+  double prologue_bytes(const tile_config& c, const gemm_problem& p) const override {
+    return mma_k_major_copies(c) ? k_major_prologue_bytes(p) : 0;
+  }
+  int prologue_launches(const tile_config& c, const gemm_problem& p) const override {
+    return mma_k_major_copies(c) ? k_major_prologue_launches(p) : 0;
   }
 
   // tf32's operands are rounded in shared memory, half an ulp added and the low bits left to mma.sync
@@ -93,8 +109,9 @@ class mma : public gemm_family {
   // the CPU (emulation, every bit pattern, SASS), not yet run.
   // fp8's m16n8k32 fragments are the 16-bit types' bytes (the emulation runs them), on a GPU no
   // session has had (Ada, GeForce Blackwell).
-  std::string untried_on_gpu(const tile_config&, dtype t) const override {
-    if (is_fp8(t)) return "fp8 through mma.sync m16n8k32";
+  std::string untried_on_gpu(const tile_config& c, dtype t) const override {
+    if (is_fp8(t))
+      return mma_k_major_copies(c) ? "fp8 through mma.sync m16n8k32 on K-major copies (_kc)" : "fp8 through mma.sync m16n8k32";
     return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
   }
   double attainable_efficiency(int compute_capability) const override {
@@ -120,6 +137,9 @@ class mma : public gemm_family {
     if (c.raster_group > 0)
       extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})",
                            c.raster_group, c.raster_along_n ? "N" : "M");
+    if (mma_k_major_copies(c))
+      extra += ", on K-major copies of the MN-major operands (transpose them first: fp8 mma.sync reads A and B "
+               "K-major only, layout TN in CUTLASS's terms)";
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
                        "stages {}{}",
                        c.block_m, c.block_n, c.block_k, mma_warp_tile_m(c), mma_warp_tile_n(c), c.block_k, k,

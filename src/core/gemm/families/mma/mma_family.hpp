@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "core/gemm/family.hpp"
+#include "core/gemm/k_major_copies.hpp"
 
 namespace tiletune {
 
@@ -9,7 +10,7 @@ namespace tiletune {
 // tensor cores (sm_80 on), cp.async pipelines, split-K and grouped rasterization.
 const gemm_family& mma_family();
 
-// Its knobs (tile_config::knobs): warps along M and N, fp8's output type.
+// Its knobs (tile_config::knobs): warps along M and N, fp8's output type, K-major copies.
 inline int mma_warps_m(const tile_config& c) { return c.knobs[0]; }
 inline int& mma_warps_m(tile_config& c) { return c.knobs[0]; }
 inline int mma_warps_n(const tile_config& c) { return c.knobs[1]; }
@@ -21,6 +22,13 @@ inline std::optional<element_type> mma_out(const tile_config& c) {
 inline void set_mma_out(tile_config& c, std::optional<element_type> out) {
   c.knobs[2] = out ? static_cast<int>(*out) + 1 : 0;
 }
+// K-major copies (knob 3, "_kc", TT_K_MAJOR_COPIES): fp8 in a layout other than nt runs on copies
+// the transposing pre-pass writes (core/gemm/k_major_copies.hpp), the GEMM as layout nt; ldmatrix
+// transposes 16-bit elements, not bytes.
+inline bool mma_k_major_copies(const tile_config& c) { return c.knobs[3] != 0; }
+inline void set_mma_k_major_copies(tile_config& c, bool on) { c.knobs[3] = on ? 1 : 0; }
+// The layout the GEMM kernel runs: nt on K-major copies, the problem's otherwise.
+inline layout mma_kernel_layout(const tile_config& c, layout l) { return mma_k_major_copies(c) ? k_major_layout() : l; }
 // The warp tile, BM/warps_m x BN/warps_n (0 without warps).
 inline int mma_warp_tile_m(const tile_config& c) { return mma_warps_m(c) ? c.block_m / mma_warps_m(c) : 0; }
 inline int mma_warp_tile_n(const tile_config& c) { return mma_warps_n(c) ? c.block_n / mma_warps_n(c) : 0; }

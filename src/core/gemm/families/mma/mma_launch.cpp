@@ -2,6 +2,7 @@
 // grid of the pointer-and-stride kernels, and for split-K its scratch buffers.
 #include <fmt/format.h>
 
+#include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/mma/mma_parts.hpp"
 #include "core/gemm/kernel_launch.hpp"
 
@@ -20,7 +21,11 @@ mma_split_k_buffers mma_split_k_scratch(const tile_config& c, const gemm_problem
 }
 
 kernel_launch mma_launch(const tile_config& c, const gemm_problem& p) {
-  kernel_launch l = tile_grid_launch(c, p);
+  // On K-major copies the GEMM's strides are the copies' (layout nt); its A and B read them.
+  gemm_problem kernel_problem = p;
+  kernel_problem.layout = mma_kernel_layout(c, p.layout);
+  kernel_launch l = tile_grid_launch(c, kernel_problem);
+  if (mma_k_major_copies(c)) read_k_major_copies(l, p);
   const mma_split_k_buffers b = mma_split_k_scratch(c, p);
   if (b.tiles == 0) return l;
   l.grid_rule = fmt::format("(ceil(M / {}), ceil(N / {}), batch * {}): split-K in {} slices of K", c.block_m,

@@ -26,7 +26,10 @@ std::vector<tile_config> mma_space(dtype t) {
 std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_spec& d) {
   std::vector<tile_config> out = mma_space(p.type);
   if (is_fp8(p.type))
-    for (tile_config& c : out) set_mma_out(c, p.out);
+    for (tile_config& c : out) {
+      set_mma_out(c, p.out);
+      set_mma_k_major_copies(c, has_mn_major_operand(p.layout));
+    }
   if (d.sm_count <= 0) return out;
   const std::size_t base = out.size();
   for (std::size_t i = 0; i < base; ++i) {
@@ -104,7 +107,7 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
 // on operands unpacked by F2FP.F16.E4M3.UNPACK (read in the SASS), under half of f16's mma.sync
 // rate and more registers (128x128 tiles spill), so it is not planned. The
 // fragments are read with ldmatrix, which has no transpose for bytes: both operands K-major (layout
-// nt). Per-tensor scales are alpha's; rowwise and block scales are the wgmma kernel's.
+// nt), other layouts on K-major copies (_kc). Per-tensor scales are alpha's; rowwise and block scales are the wgmma kernel's.
 std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_problem& p, const device_spec& d) {
   if (d.compute_capability < 89)
     return violation("architecture", fmt::format("fp8 mma.sync needs sm_89 (Ada) or newer, the GPU is {}", d.arch()));
@@ -118,10 +121,12 @@ std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_p
     return violation("architecture", fmt::format("fp8 on {} (Hopper) is the wgmma family's; mma.sync's fp8 there "
                                                  "compiles to f16 HMMAs on unpacked operands: not planned",
                                                  d.arch()));
-  if (p.layout.a_transposed || !p.layout.b_transposed)
+  if (has_mn_major_operand(p.layout) && !mma_k_major_copies(c))
     return violation("layout", fmt::format("the mma family reads fp8 K-major only: layout nt (A stored M x K, B "
-                                           "stored N x K), not {}",
+                                           "stored N x K), or {} through K-major copies (_kc)",
                                            p.layout.name()));
+  if (!has_mn_major_operand(p.layout) && mma_k_major_copies(c))
+    return violation("k_major_copies", "layout nt stores both operands K-major: nothing to copy (_kc)");
   if (p.scaling != scaling_mode::none && p.scaling != scaling_mode::tensor)
     return violation("scaling", fmt::format("the mma family applies per-tensor fp8 scales (alpha), not {} scales",
                                             to_string(p.scaling)));
@@ -135,6 +140,9 @@ std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_p
                                           to_string(p.type)));
   if (is_fp8(p.type)) {
     if (auto v = check_fp8(c, p, d)) return v;
+  } else if (mma_k_major_copies(c)) {
+    return violation("k_major_copies", fmt::format("the mma family reads {} in every layout: no K-major copies (_kc)",
+                                                   to_string(p.type)));
   }
   if (d.compute_capability < 80)
     return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "

@@ -128,7 +128,7 @@ class wgmma : public gemm_family {
            template_with_line("wgmma/wgmma_config.cuh") + template_with_line("wgmma/wgmma_primitives.cuh") +
            template_with_line("wgmma/wgmma_epilogue.cuh") + template_with_line("wgmma/wgmma_fixup.cuh") +
            template_with_line("wgmma/wgmma_gemm.cu") +
-           (wgmma_k_major_copies(c) ? template_with_line("wgmma/wgmma_transpose.cuh") : std::string());
+           (wgmma_k_major_copies(c) ? template_with_line("common/gemm_transpose.cuh") : std::string());
   }
   // wgmma, TMA and setmaxnreg need the architecture-specific target.
   std::string compile_arch(const device_spec&) const override { return "sm_90a"; }
@@ -151,14 +151,13 @@ class wgmma : public gemm_family {
     return wgmma_fast_accumulation(c) ? wgmma_fast_accumulation_bound(p.type, p.k) : row_of(p.type).error_bound;
   }
   std::int64_t scratch_bytes(const tile_config& c, const gemm_problem& p, const device_spec& d) const override {
-    return wgmma_stream_k_workspace_bytes(c, p, d.sm_count) + wgmma_k_major_copy_bytes(c, p, 'a') +
-           wgmma_k_major_copy_bytes(c, p, 'b');
+    return wgmma_stream_k_workspace_bytes(c, p, d.sm_count) + (wgmma_k_major_copies(c) ? k_major_copies_bytes(p) : 0);
   }
   double prologue_bytes(const tile_config& c, const gemm_problem& p) const override {
-    return 2.0 * static_cast<double>(wgmma_k_major_copy_bytes(c, p, 'a') + wgmma_k_major_copy_bytes(c, p, 'b'));
+    return wgmma_k_major_copies(c) ? k_major_prologue_bytes(p) : 0;
   }
   int prologue_launches(const tile_config& c, const gemm_problem& p) const override {
-    return (wgmma_k_major_copy_bytes(c, p, 'a') > 0 ? 1 : 0) + (wgmma_k_major_copy_bytes(c, p, 'b') > 0 ? 1 : 0);
+    return wgmma_k_major_copies(c) ? k_major_prologue_launches(p) : 0;
   }
   bool uses_tensor_maps() const override { return true; }
   tensor_map_spec tensor_map(const gemm_problem& p, const tile_config& c, char operand) const override {
@@ -271,20 +270,8 @@ bool wgmma_needs_k_major_copies(const gemm_problem& p) {
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p) {
   if (!wgmma_k_major_copies(c)) return p;
   gemm_problem k = p;
-  k.layout = wgmma_k_major_layout();
+  k.layout = k_major_layout();
   return k;
-}
-
-wgmma_k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand) {
-  if (!wgmma_k_major_copies(c)) return {};
-  const bool a = operand == 'a';
-  if (a ? !p.layout.a_transposed : p.layout.b_transposed) return {};  // stored K-major already
-  // A grouped problem's A is one matrix of every group's rows (M), its B one matrix per group.
-  wgmma_k_major_copy copy;
-  copy.matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
-  copy.cols = a ? p.m : p.n;
-  copy.bytes = copy.matrices * copy.cols * p.k * element_bytes(p.type);
-  return copy;
 }
 
 bool wgmma_per_thread_consumer(const tile_config& c) {

@@ -1,5 +1,6 @@
 #pragma once
 #include "core/gemm/family.hpp"
+#include "core/gemm/k_major_copies.hpp"
 
 namespace tiletune {
 
@@ -75,7 +76,7 @@ inline void set_wgmma_out(tile_config& c, std::optional<element_type> out) {
 }
 // K-major copies (knob 3's bit 21, TT_K_MAJOR_COPIES, "_kc"): tf32 and fp8 wgmma read both operands
 // K-major only, so for a problem that stores one MN-major (tf32 or fp8 in any layout but nt) a
-// transposing pre-pass of the same cubin (tiletune_gemm_transpose, wgmma_transpose.cuh) first writes
+// transposing pre-pass of the same cubin (tiletune_gemm_transpose, core/gemm/k_major_copies.hpp) first writes
 // a K-major copy of each such operand into a scratch buffer, and the GEMM reads the copies: it runs
 // as layout nt. Both kernels are timed, together, as the variant.
 inline constexpr int wgmma_k_major_copies_bit = 1 << 21;
@@ -86,16 +87,10 @@ bool wgmma_needs_k_major_copies(const gemm_problem& p);
 // The problem as the GEMM kernel reads it: with K-major copies, layout nt (A M x K and B N x K,
 // rows of K elements); otherwise p.
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p);
-// The layout the GEMM runs on K-major copies: nt (A M x K, B N x K, rows of K elements).
-inline layout wgmma_k_major_layout() { return layout{false, true}; }
-// One operand's K-major copy ('a' or 'b'): its matrices (a grouped problem's B one per group, its A
-// one of every group's rows), each `cols` (M or N) x K, and their bytes; all 0 where the problem
-// stores the operand K-major or the variant makes no copies. The pre-pass's launch and the scratch
-// both size from it.
-struct wgmma_k_major_copy {
-  std::int64_t matrices = 0, cols = 0, bytes = 0;
-};
-wgmma_k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand);
+// One operand's K-major copy (core/gemm/k_major_copies.hpp): none where the variant makes no copies.
+inline k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand) {
+  return wgmma_k_major_copies(c) ? k_major_copy_of(p, operand) : k_major_copy{};
+}
 inline std::int64_t wgmma_k_major_copy_bytes(const tile_config& c, const gemm_problem& p, char operand) {
   return wgmma_k_major_copy_of(c, p, operand).bytes;
 }
@@ -134,7 +129,7 @@ inline int wgmma_kernel_n(const tile_config& c) { return wgmma_swap_ab(c) ? c.bl
 // the problem's A, so an operand the problem stores MN-major is MN-major to the kernel too ("nn"
 // runs as "tt", "nt" as "nt").
 inline layout wgmma_kernel_layout(const tile_config& c, layout l) {
-  if (wgmma_k_major_copies(c)) l = wgmma_k_major_layout();
+  if (wgmma_k_major_copies(c)) l = k_major_layout();
   if (!wgmma_swap_ab(c)) return l;
   return layout{!l.b_transposed, !l.a_transposed};
 }
@@ -167,7 +162,7 @@ bool wgmma_lower_register_usage(const tile_config& c, layout l);
 // keeps operand descriptors out of R2UR between the HGMMAs.
 bool wgmma_per_thread_consumer(const tile_config& c);
 // Whether A (stored K x M) or B (stored K x N) is MN-major in shared memory.
-inline bool wgmma_mn_major_operand(layout l) { return l.a_transposed || !l.b_transposed; }
+inline bool wgmma_mn_major_operand(layout l) { return has_mn_major_operand(l); }
 
 // BM x BN x BK, consumer warpgroups, stages, rasterization (cluster 1x1).
 tile_config wgmma_tile(int block_m, int block_n, int block_k, int consumers, int stages,

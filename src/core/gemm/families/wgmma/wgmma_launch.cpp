@@ -55,39 +55,6 @@ void add_group_parameters(kernel_launch& l, const gemm_problem& p) {
       g.layout == group_layout::masked ? g.stride : 0));
 }
 
-// The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N),
-// kernels_templates/wgmma/wgmma_transpose.cuh.
-kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const wgmma_k_major_copy& copy) {
-  const bool a = operand == 'a';
-  const char name = a ? 'A' : 'B';
-  const std::int64_t cols = copy.cols, matrices = copy.matrices;
-  const std::string elem = element_c_type(p.type);
-  kernel_launch l;
-  l.entry = std::string(kernel_entry_name) + kernel_prologue_suffix;
-  l.grid = {(cols + 31) / 32, (p.k + 31) / 32, matrices};
-  l.block = {32, 8, 1};
-  l.grid_rule = fmt::format("(ceil({} / 32), ceil(K / 32), {}): one block per 32 x 32 tile of {} as stored",
-                            a ? "M" : "N", p.grouped() && !a ? "groups" : "batch", name);
-  kernel_parameter dst{std::string(1, name) + "_k_major", elem + "*", "pointer",
-                       fmt::format("{}'s K-major copy, {} x K row-major per matrix, one after another: this kernel "
-                                   "writes it, the GEMM's tensor map reads it",
-                                   name, a ? "M" : "N"),
-                       nullptr};
-  dst.buffer_bytes = copy.bytes;
-  l.parameters = {
-      {std::string(1, name), "const " + elem + "*", "pointer",
-       "device pointer to " + (a ? stored_as('A', true, "M", "K") : stored_as('B', false, "K", "N")), nullptr},
-      std::move(dst),
-      scalar_parameter("rows", "int", fmt::format("rows of {} as stored: K", name), p.k),
-      scalar_parameter("cols", "int", fmt::format("columns of {} as stored: {}", name, a ? "M" : "N"), cols),
-      scalar_parameter("ld", "long long", fmt::format("elements between {}'s rows as stored", name),
-                       a ? p.lda() : p.ldb()),
-      scalar_parameter("matrix_stride", "long long", fmt::format("elements between {}'s matrices", name), cols * p.k),
-  };
-  l.requirements = {"launched before the GEMM, on its stream, every time: the GEMM reads what it writes"};
-  return l;
-}
-
 }  // namespace
 
 // wgmma (kernels_templates/wgmma/wgmma_gemm.cu): a persistent grid over the SMs,
@@ -157,9 +124,7 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   }
   l.tensor_maps = {tensor_map_description_of(p, c, swap ? 'b' : 'a', "tmap_a"),
                    tensor_map_description_of(p, c, swap ? 'a' : 'b', "tmap_b")};
-  for (const char operand : {'a', 'b'})
-    if (const wgmma_k_major_copy copy = wgmma_k_major_copy_of(c, p, operand); copy.bytes > 0)
-      l.prologue.push_back(k_major_copy_launch(p, operand, copy));
+  if (wgmma_k_major_copies(c)) l.prologue = k_major_copy_launches(p);
   if (wgmma_tma_store(c)) {
     l.parameters.push_back({"tmap_c", map_type, "tensor_map",
                             "C's tensor map (tensor_maps[2]; the TMA-store epilogue writes C through it), passed by "

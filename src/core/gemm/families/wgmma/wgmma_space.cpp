@@ -173,7 +173,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const 
   // problem's, each tile with the copies (_kc).
   const bool copies = wgmma_needs_k_major_copies(problem);
   gemm_problem p = problem;
-  if (copies) p.layout = wgmma_k_major_layout();
+  if (copies) p.layout = k_major_layout();
   std::vector<tile_config> out = wgmma_space(p.type);
   // A grouped problem runs the grouped kernel: every tile (and its stream-K copy) is that copy.
   if (p.grouped())

@@ -1,0 +1,42 @@
+#pragma once
+// K-major copies: a kernel that reads both operands K-major runs a problem that stores one
+// MN-major (A as K x M, layout 't'; B as K x N, layout 'n') on copies. A transposing pre-pass
+// (tiletune_gemm_transpose, kernels_templates/common/gemm_transpose.cuh, compiled into the same
+// cubin) first writes each such operand K-major into a scratch buffer, a launch of the variant's
+// kernel_launch::prologue; the GEMM then runs as layout nt on the copies. Both kernels are timed,
+// together, as the variant (a family's "_kc" variants: tf32 and fp8 where the hardware transposes
+// only 16-bit elements).
+#include <cstdint>
+
+#include "core/gemm/kernel_launch.hpp"
+#include "core/gemm/problem.hpp"
+
+namespace tiletune {
+
+// The layout a GEMM runs on K-major copies: nt (A M x K and B N x K, rows of K elements).
+inline layout k_major_layout() { return layout{false, true}; }
+// Whether a layout stores an operand MN-major (every layout but nt).
+inline bool has_mn_major_operand(layout l) { return l.a_transposed || !l.b_transposed; }
+
+// One operand's K-major copy ('a' or 'b'): its matrices (a grouped problem's B one per group, its A
+// one of every group's rows), each `cols` (M or N) x K, and their bytes; all 0 where the problem
+// stores the operand K-major. The pre-pass's launch and the scratch both size from it.
+struct k_major_copy {
+  std::int64_t matrices = 0, cols = 0, bytes = 0;
+};
+k_major_copy k_major_copy_of(const gemm_problem& p, char operand);
+// Both operands' copies' bytes, and what the pre-pass streams (each copied byte read and written).
+std::int64_t k_major_copies_bytes(const gemm_problem& p);
+inline double k_major_prologue_bytes(const gemm_problem& p) { return 2.0 * static_cast<double>(k_major_copies_bytes(p)); }
+int k_major_prologue_launches(const gemm_problem& p);
+
+// The pre-pass's launch for one operand whose copy is `copy` (non-empty).
+kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_major_copy& copy);
+// Every pre-pass launch the problem needs, in the order they run (A's, then B's).
+std::vector<kernel_launch> k_major_copy_launches(const gemm_problem& p);
+// A pointer-and-stride GEMM launch (tile_grid_launch of the problem in layout nt) made to read the
+// copies: each copied operand's pointer parameter becomes its copy ("A_k_major", sized, which the
+// worker binds to the buffer the prologue writes), and the prologue is added.
+void read_k_major_copies(kernel_launch& gemm, const gemm_problem& p);
+
+}  // namespace tiletune

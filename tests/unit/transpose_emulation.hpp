@@ -1,0 +1,91 @@
+#pragma once
+// The transposing pre-pass of K-major copies (kernels_templates/common/gemm_transpose.cuh), emulated
+// on the host through the template's own index math: shared by the wgmma and mma families'
+// emulations, which run it from the launches their describe_launch gives (kernel_launch::prologue).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/gemm_transpose.cuh"
+#include "core/gemm/kernel_launch.hpp"
+
+namespace tiletune_test {
+using tiletune::kernel_launch;
+using tiletune::kernel_parameter;
+
+// Planted defects of the pre-pass.
+struct transpose_defects {
+  bool rows_of_cols = false;  // the copy's rows cols apart, not rows (K)
+  bool unguarded = false;     // a tile's elements past the matrix moved too
+};
+
+// Runs one prologue launch of tiletune_gemm_transpose (common/gemm_transpose.cuh) block by block, thread
+// by thread, through the template's own index math and a poisoned tile of shared memory: `src`
+// the operand as stored, `dst` its copy (bytes as the launch's buffer_bytes says, zeroed as the
+// worker's). A read of shared memory no load wrote, or a global access outside its buffer, is an
+// error.
+inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<std::uint8_t>& src,
+                              std::vector<std::uint8_t>& dst, const transpose_defects& d,
+                              std::vector<std::string>& errors) {
+  auto scalar = [&](const char* name) {
+    for (const kernel_parameter& k : l.parameters)
+      if (k.name == name) return k.value.get<long long>();
+    errors.push_back(fmt::format("{} has no parameter {}", l.entry, name));
+    return 0ll;
+  };
+  const int rows = static_cast<int>(scalar("rows")), cols = static_cast<int>(scalar("cols"));
+  const long long ld = scalar("ld"), matrix_stride = scalar("matrix_stride");
+  dst.assign(static_cast<std::size_t>(l.parameters[1].buffer_bytes), 0);
+  if (l.block[0] != TT_XPOSE_TILE || l.block[1] != TT_XPOSE_THREAD_ROWS || l.block[2] != 1)
+    errors.push_back(fmt::format("{}: block ({}, {}, {}), the kernel's is ({}, {}, 1)", l.entry, l.block[0], l.block[1],
+                                 l.block[2], TT_XPOSE_TILE, TT_XPOSE_THREAD_ROWS));
+  const std::int64_t src_elements = static_cast<std::int64_t>(src.size()) / eb,
+                     dst_elements = static_cast<std::int64_t>(dst.size()) / eb;
+  const std::uint64_t poison = ~0ull;
+  std::vector<std::uint64_t> tile(TT_XPOSE_TILE * TT_XPOSE_PITCH);
+  for (int bz = 0; bz < l.grid[2]; ++bz)
+    for (int by = 0; by < l.grid[1]; ++by)
+      for (int bx = 0; bx < l.grid[0]; ++bx) {
+        std::fill(tile.begin(), tile.end(), poison);
+        for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
+          for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
+            for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
+              const tt_xpose_move m = tt_xpose_load(bx, by, bz, tx, ty, i, rows, cols, ld, matrix_stride);
+              if (!m.valid && !d.unguarded) continue;
+              if (m.global < 0 || m.global >= src_elements) {
+                if (m.valid) errors.push_back(fmt::format("{}: a load at {} of {}", l.entry, m.global, src_elements));
+                continue;
+              }
+              std::uint64_t v = 0;
+              std::memcpy(&v, src.data() + m.global * eb, static_cast<std::size_t>(eb));
+              tile[static_cast<std::size_t>(m.smem)] = v;
+            }
+        for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
+          for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
+            for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
+              tt_xpose_move m = tt_xpose_store(bx, by, bz, tx, ty, i, rows, cols);
+              if (!m.valid && !d.unguarded) continue;
+              if (d.rows_of_cols) {
+                const int r = by * TT_XPOSE_TILE + tx, c = bx * TT_XPOSE_TILE + ty + TT_XPOSE_THREAD_ROWS * i;
+                m.global = static_cast<long long>(bz) * rows * cols + static_cast<long long>(c) * cols + r;
+              }
+              const std::uint64_t v = tile[static_cast<std::size_t>(m.smem)];
+              if (v == poison) {
+                if (m.valid) errors.push_back(fmt::format("{}: block ({}, {}, {}) stores shared memory no load wrote",
+                                                          l.entry, bx, by, bz));
+                continue;
+              }
+              if (m.global < 0 || m.global >= dst_elements) {
+                errors.push_back(fmt::format("{}: a store at {} of {}", l.entry, m.global, dst_elements));
+                continue;
+              }
+              std::memcpy(dst.data() + m.global * eb, &v, static_cast<std::size_t>(eb));
+            }
+      }
+}
+
+}  // namespace tiletune_test
