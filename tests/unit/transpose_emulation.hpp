@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 
+#ifndef TT_HOST_DEVICE
+#define TT_HOST_DEVICE inline
+#endif
 #include "common/gemm_transpose.cuh"
 #include "core/gemm/kernel_launch.hpp"
 

@@ -1,0 +1,1320 @@
+#pragma once
+// The mma kernel family (kernels_templates/mma/) run end to end on the
+// host, one block after another: every cp.async of every stage, every
+// ldmatrix (or tf32 shared load), every mma.sync, the epilogue's staging and
+// its stores of C, and split-K's workspace, counters and reduction. Every
+// index comes from the kernel's own functions (tile_addressing.cuh, included
+// below as host code); the PTX instructions are emulated from the PTX ISA
+// (sections named where they are). C is compared with a plain host GEMM for
+// every default mma variant of h100-sxm and a100-sxm-80gb (with the split-K
+// and grouped-raster copies the search adds), f16/bf16/tf32, layouts nn, nt,
+// tn, tt, and of l40s and rtx-4090 for the four fp8 types (C bf16; layout nt, and nn, tn, tt on
+// K-major copies after the emulated pre-pass), on small shapes with partial tiles, batch 2, alpha
+// and beta. Planted
+// defects, injected here and not in the kernel, show that the comparison fails
+// when the data path is wrong.
+//
+// This header is the emulator (namespace mma_emu); the tests that run it:
+// mma_datapath_emulation_test.cpp (16-bit and tf32, the lane maps), mma_fp8_emulation_test.cpp
+// (fp8, and fp8 on K-major copies), mma_planted_defects_test.cpp.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/compile/kernel_templates.hpp"
+#include "core/device/device_spec.hpp"
+#include "core/gemm/kernel_launch.hpp"
+#include "core/measure/measure_protocol.hpp"
+#include "core/gemm/search_space.hpp"
+#include "core/gemm/families/mma/mma_family.hpp"
+#include "core/measure/host_data.hpp"
+
+#define TT_HOST_DEVICE inline
+#include "common/tile_addressing.cuh"
+#include "mma/mma_addressing.cuh"
+
+#include "emulated_number_formats.hpp"
+#include "transpose_emulation.hpp"
+
+namespace mma_emu {
+using namespace tiletune;
+
+
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+
+// ---- Number formats (emulated_number_formats.hpp) -------------------------------
+using tiletune_test::bf16_to_float;
+using tiletune_test::bits_float;
+using tiletune_test::f16_table;
+using tiletune_test::f16_to_float;
+using tiletune_test::float_bits;
+using tiletune_test::float_to_bf16;
+using tiletune_test::float_to_f16;
+// tt_to_tf32: cvt.rna.tf32.f32's value (PTX ISA "cvt": 10 mantissa bits, to
+// nearest, ties away from zero) with the low 13 bits left for the emulated mma
+// to ignore, as the kernel leaves them (tf32_rounding_test checks every pattern).
+inline u32 float_to_tf32(float f) { return tt_tf32_round_bits(float_bits(f), tt_tf32_finite(std::fabs(f))); }
+
+// An element's raw bits (1, 2 or 4 bytes) as the kernel's ab_t or elem_t holds them;
+// fp8's t is one format (e4m3 or e5m2: element_dtype).
+inline float decode(dtype t, u32 raw) {
+  switch (t) {
+    case dtype::f16: return f16_table()[raw & 0xffffu];
+    case dtype::bf16: return bf16_to_float(static_cast<u16>(raw));
+    case dtype::e4m3: return fp8_bits_to_float(element_type::e4m3, static_cast<u8>(raw));
+    case dtype::e5m2: return fp8_bits_to_float(element_type::e5m2, static_cast<u8>(raw));
+    default: return bits_float(raw);
+  }
+}
+// An operand's value as the tensor cores multiply it; tf32: the stored fp32
+// rounded to 11 significant bits, ties away from zero (std::round's), from
+// the value, not its bits.
+inline double operand_value(dtype t, u32 raw) {
+  const double f = decode(t, raw);
+  if (t != dtype::tf32 || !std::isfinite(f) || f == 0) return f;
+  const double ulp = std::ldexp(1.0, std::max(std::ilogb(f), -126) - 10);
+  return std::round(f / ulp) * ulp;
+}
+// tt_from_float: cvt.rn to the 16-bit types; tf32's C is stored as fp32.
+inline u32 encode(dtype t, float v) {
+  switch (t) {
+    case dtype::f16: return float_to_f16(v);
+    case dtype::bf16: return float_to_bf16(v);
+    case dtype::e4m3: return float_to_fp8_bits(element_type::e4m3, v);
+    case dtype::e5m2: return float_to_fp8_bits(element_type::e5m2, v);
+    default: return float_bits(v);
+  }
+}
+// The one-format dtype of an element type (mixed fp8's A or B).
+inline dtype element_dtype(element_type e) {
+  switch (e) {
+    case element_type::e4m3: return dtype::e4m3;
+    case element_type::e5m2: return dtype::e5m2;
+    case element_type::f16: return dtype::f16;
+    case element_type::bf16: return dtype::bf16;
+    case element_type::tf32: return dtype::tf32;
+    default: return dtype::f32;
+  }
+}
+// One unit in the last place of the output type at |x| (for the tolerance).
+inline double output_ulp(dtype t, double x) {
+  const int bits = t == dtype::f16 ? 10 : t == dtype::bf16 ? 7 : 23;
+  const int min_exp = t == dtype::f16 ? -14 : -126;
+  int e = 0;
+  std::frexp(std::max(std::fabs(x), std::ldexp(1.0, min_exp)), &e);
+  return std::ldexp(1.0, e - 1 - bits);
+}
+
+// ---- The variant as the kernel sees it -----------------------------------------
+// The macros render_kernel_source prepends and those mma_config.cuh derives from them.
+struct kernel_macros {
+  dtype type = dtype::bf16;
+  int a_t = 0, b_t = 0;                                // TT_A_T, TT_B_T
+  int bm = 0, bn = 0, bk = 0;                          // TT_BM, TT_BN, TT_BK
+  int warps_m = 0, warps_n = 0, stages = 0;            // TT_WARPS_M, TT_WARPS_N, TT_STAGES
+  int split_k = 1, raster_group = 0, raster_along_n = 0;
+  int eb() const { return element_bytes(type); }       // TT_AB_BYTES (the operands')
+  dtype a_type() const { return element_dtype(row_of(type).a); }  // fp8: one format each
+  dtype b_type() const { return element_dtype(row_of(type).b); }
+  dtype c_type() const { return element_dtype(row_of(type).c); }  // fp8: bf16 (no TT_OUT)
+  int c_eb() const { return element_bytes(c_type()); }  // TT_ELEM_BYTES (C's)
+  int threads() const { return warps_m * warps_n * 32; }  // TT_THREADS
+  int wm() const { return bm / warps_m; }              // TT_WM
+  int wn() const { return bn / warps_n; }              // TT_WN
+  int mi() const { return wm() / 16; }                 // TT_MI
+  int ni() const { return wn() / 8; }                  // TT_NI
+  int chunk() const { return 16 / eb(); }              // TT_CHUNK
+  int mma_k() const { return 32 / eb(); }              // TT_MMA_K
+  int a_rows() const { return a_t ? bk : bm; }         // TT_A_ROWS ...
+  int a_cols() const { return a_t ? bm : bk; }
+  int a_kc() const { return a_t ? 0 : 1; }
+  int b_rows() const { return b_t ? bn : bk; }
+  int b_cols() const { return b_t ? bk : bn; }
+  int b_kc() const { return b_t ? 1 : 0; }
+  int a_stage() const { return a_rows() * a_cols(); }  // TT_A_STAGE (elements)
+  int b_stage() const { return b_rows() * b_cols(); }
+  int smem_bytes() const { return tt_mma_smem_bytes(bm, bn, bk, warps_m, stages, eb()); }  // tt_smem_bytes
+  int epi_mi() const { return tt_mma_epi_mi(mi(), warps_m, bn, smem_bytes()); }            // tt_epi_mi
+  int epi_vec() const { return 16 / c_eb(); }                                              // TT_EPI_VEC
+  int pass_rows() const { return warps_m * epi_mi() * 16; }                                // TT_PASS_ROWS
+  int k_steps() const { return bk / mma_k(); }                                             // TT_KSTEPS
+  int stage_bytes() const { return tt_mma_stage_bytes_ab(a_stage(), b_stage(), eb()); }    // TT_STAGE_BYTES
+  int b_at() const { return a_stage() * eb(); }                                            // TT_B_AT
+};
+
+inline kernel_macros macros_for(const tile_config& c, dtype t, layout l) {
+  kernel_macros k;
+  k.type = t;
+  k.a_t = l.a_transposed ? 1 : 0;
+  k.b_t = l.b_transposed ? 1 : 0;
+  k.bm = c.block_m;
+  k.bn = c.block_n;
+  k.bk = c.block_k;
+  k.warps_m = mma_warps_m(c);
+  k.warps_n = mma_warps_n(c);
+  k.stages = c.stages;
+  k.split_k = c.split_k;
+  k.raster_group = c.raster_group;
+  k.raster_along_n = c.raster_along_n ? 1 : 0;
+  return k;
+}
+
+// ---- Planted defects: test-local changes of one map or step -----------------------
+struct defects {
+  bool read_mask_xor1 = false;          // A's fragment reads use the swizzle mask ^ 1 (the copies keep the kernel's)
+  bool ldmatrix_without_trans = false;  // .trans left out where the layout needs it
+  bool ldmatrix_row_lane_plus1 = false; // lane l supplies the address of row (l + 1) % 8
+  bool acc_group_plus1 = false;         // the epilogue stages accumulators at group (lane/4 + 1) % 8
+  bool no_zero_fill = false;            // cp.async always copies 16 bytes (src-size ignored)
+  bool copy_stride_half = false;        // thread tid's copy i takes chunk tid + i * threads / 2
+  bool wait_one_group_short = false;    // cp.async.wait_group STAGES-1 instead of STAGES-2
+  bool no_barrier_after_wait = false;   // the main loop's __syncthreads left out
+  bool split_slice0_twice = false;      // the reduction adds slice 0's partials once more
+  bool split_skip_last_slice = false;   // the reduction stops before the last (short) slice
+  bool split_floor_per_slice = false;   // per_slice = k_tiles / split: the remainder is lost
+  bool fragments_before_barrier = false;  // the next k-tile's first fragments loaded before its wait and barrier
+  bool refill_the_read_stage = false;   // the prologue leaves the write stage on the read stage
+  bool inside_ignores_k = false;        // blocks copy without bounds when inside M and N, a short k-tile or not
+  bool lane_offset_index_zero = false;  // every ldmatrix takes the lane offset of index 0
+  bool tf32_ldsm_own_columns = false;   // tf32 (fp8) tiles along k read by ldmatrix with their 4-byte (1-byte) column count
+  bool tf32_unrounded = false;          // tf32 operands passed to mma.sync as loaded (the cores truncate them)
+  bool tf32_round_before_wait = false;  // the landed stage rounded before cp.async.wait_group
+  bool tf32_round_read_stage = false;   // the stage being read rounded (again) instead of the one just landed
+  bool tf32_pairs_kept = false;         // the epilogue writes tf32 A's paired rows as the mma's rows (tt_pair_row not undone)
+  bool tf32_elements_unpaired = false;  // the element-wise path reads tf32 A's rows unpaired (the main loop's are paired)
+  bool fp8_k_in_elements = false;       // the element-wise path's ldmatrix takes fp8's k in elements, not 16-bit columns
+  bool fp8_b_in_a_format = false;       // mixed fp8: the mma reads B in A's format
+  bool kc_rows_of_cols = false;         // K-major copies: the pre-pass writes the copy's rows cols apart, not K
+  bool kc_unguarded = false;            // K-major copies: the pre-pass moves a tile's elements past the matrix too
+  bool kc_skipped = false;              // K-major copies: the GEMM launched without its prologue
+  bool kc_reads_operand = false;        // K-major copies: the GEMM reads the operand as stored, not its copy
+};
+
+// ---- What a run found ----------------------------------------------------------------
+struct report {
+  long long checked = 0;     // elements of C compared
+  long long mismatches = 0;  // outside the tolerance (NaN included)
+  long long not_exact = 0;   // differ from the correctly rounded exact result
+  long long hazards = 0;     // out-of-bounds, misaligned, races, unwritten reads, double writes
+  double max_error = 0;
+  std::vector<std::string> notes;  // the first few findings
+  // Which paths of the kernel ran: so the recipes can be shown to reach every edge case.
+  struct paths {
+    long long cp_async_full = 0, cp_async_partial = 0, cp_async_empty = 0, element_copies = 0;
+    long long c_vector_stores = 0, c_element_stores = 0, c_reads = 0;
+    long long full_slices = 0, short_slices = 0, empty_slices = 0, split_reductions = 0;
+    long long unbounded_blocks = 0, bounded_blocks = 0;
+    void add(const paths& o) {
+      unbounded_blocks += o.unbounded_blocks;
+      bounded_blocks += o.bounded_blocks;
+      cp_async_full += o.cp_async_full;
+      cp_async_partial += o.cp_async_partial;
+      cp_async_empty += o.cp_async_empty;
+      element_copies += o.element_copies;
+      c_vector_stores += o.c_vector_stores;
+      c_element_stores += o.c_element_stores;
+      c_reads += o.c_reads;
+      split_reductions += o.split_reductions;
+      full_slices += o.full_slices;
+      empty_slices += o.empty_slices;
+      short_slices += o.short_slices;
+    }
+  } ran;
+  void note(const std::string& s) {
+    ++hazards;
+    if (notes.size() < 4) notes.push_back(s);
+  }
+  bool ok() const { return mismatches == 0 && hazards == 0 && not_exact == 0; }
+  std::string describe() const {
+    std::string s = fmt::format("{} of {} elements outside the tolerance, {} not exact, {} hazards, max error {}",
+                                mismatches, checked, not_exact, hazards, max_error);
+    for (const auto& n : notes) s += "\n    " + n;
+    return s;
+  }
+};
+
+// ---- Global memory: byte arrays, every access bounds-checked ------------------------
+struct global_buffer {
+  std::string name;
+  std::vector<u8> bytes;
+  bool in(long long byte, long long size) const {
+    return byte >= 0 && size >= 0 && byte + size <= static_cast<long long>(bytes.size());
+  }
+};
+
+// ---- Shared memory, with the hazards a barrier or a cp.async wait must prevent ------
+// Per 4-byte word: the last writer (warp, barrier interval), the readers of the
+// current interval, and whether a cp.async into it is still in flight. A warp
+// reading what another warp wrote in the same interval, or writing what another
+// read, is a race; so is touching a word whose copy has not been waited for.
+class shared_memory {
+ public:
+  shared_memory(int bytes, report& r) : data_(static_cast<std::size_t>(bytes), 0xff), words_(static_cast<std::size_t>(bytes / 4)), r_(r) {}
+
+  void barrier() { ++interval_; }
+  // Loads whose values are never used (the main loop's last fragment
+  // prefetch) may read what no one wrote; every other hazard still counts.
+  void discard_loads(bool on) { discarded_ = on; }
+
+  void store(int warp, int at, const void* src, int size, const char* what) {
+    if (!check(at, size, what)) return;
+    for (int w = at / 4; w < (at + size + 3) / 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("{}: warp {} stores over a cp.async in flight at byte {}", what, warp, w * 4));
+      if (s.read == interval_ && (s.readers & ~bit(warp)))
+        r_.note(fmt::format("{}: warp {} stores byte {} that another warp read since the last barrier", what, warp, w * 4));
+      if (s.written == interval_ && s.writer != warp)
+        r_.note(fmt::format("{}: warps {} and {} store byte {} between two barriers", what, s.writer, warp, w * 4));
+      s.written = interval_;
+      s.writer = warp;
+    }
+    std::memcpy(data_.data() + at, src, static_cast<std::size_t>(size));
+  }
+
+  void load(int warp, int at, void* dst, int size, const char* what) {
+    if (!check(at, size, what)) {
+      std::memset(dst, 0xff, static_cast<std::size_t>(size));
+      return;
+    }
+    for (int w = at / 4; w < (at + size + 3) / 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("{}: warp {} reads byte {} before its cp.async was waited for", what, warp, w * 4));
+      if (s.written < 0 && !discarded_)
+        r_.note(fmt::format("{}: warp {} reads byte {}, never written in this block", what, warp, w * 4));
+      if (s.written == interval_ && s.writer != warp)
+        r_.note(fmt::format("{}: warp {} reads byte {} that warp {} wrote with no barrier between", what, warp, w * 4, s.writer));
+      if (s.read != interval_) {
+        s.read = interval_;
+        s.readers = 0;
+      }
+      s.readers |= bit(warp);
+    }
+    std::memcpy(dst, data_.data() + at, static_cast<std::size_t>(size));
+  }
+
+  // cp.async: the 16 bytes land when their group completes.
+  void copy_async(int warp, int at, const std::array<u8, 16>& bytes) {
+    if (!check(at, 16, "cp.async")) return;
+    for (int w = at / 4; w < at / 4 + 4; ++w) {
+      word& s = words_[static_cast<std::size_t>(w)];
+      if (s.in_flight) r_.note(fmt::format("cp.async: two copies in flight to byte {}", w * 4));
+      if (s.read == interval_ && (s.readers & ~bit(warp)))
+        r_.note(fmt::format("cp.async: warp {} refills byte {} that another warp read since the last barrier", warp, w * 4));
+      s.in_flight = true;
+    }
+    open_.push_back({warp, at, bytes});
+  }
+  // cp.async.commit_group / cp.async.wait_group N (PTX ISA "cp.async.commit_group",
+  // "cp.async.wait_group"): waits until at most N of the most recent groups are
+  // pending. Every thread runs the same sequence, so the block's groups are the threads'.
+  void commit() {
+    groups_.push_back(std::move(open_));
+    open_.clear();
+  }
+  void wait_group(int n) {
+    while (static_cast<int>(groups_.size()) > n) {
+      for (const pending& p : groups_.front()) {
+        std::memcpy(data_.data() + p.at, p.bytes.data(), 16);
+        for (int w = p.at / 4; w < p.at / 4 + 4; ++w) {
+          word& s = words_[static_cast<std::size_t>(w)];
+          s.in_flight = false;
+          s.written = interval_;  // landed for the issuing warp; others need a barrier
+          s.writer = p.warp;
+        }
+      }
+      groups_.erase(groups_.begin());
+    }
+  }
+
+ private:
+  struct word {
+    int written = -1, writer = -1, read = -1;
+    u32 readers = 0;
+    bool in_flight = false;
+  };
+  struct pending {
+    int warp, at;
+    std::array<u8, 16> bytes;
+  };
+  static u32 bit(int warp) { return 1u << warp; }
+  bool check(int at, int size, const char* what) {
+    if (at < 0 || at + size > static_cast<int>(data_.size())) {
+      r_.note(fmt::format("{}: shared byte {} (+{}) outside the {} bytes allocated", what, at, size, data_.size()));
+      return false;
+    }
+    if (at % size != 0) {
+      r_.note(fmt::format("{}: shared byte {} not aligned to {}", what, at, size));
+      return false;
+    }
+    return true;
+  }
+  std::vector<u8> data_;
+  std::vector<word> words_;
+  std::vector<pending> open_;
+  std::vector<std::vector<pending>> groups_;
+  int interval_ = 0;
+  bool discarded_ = false;
+  report& r_;
+};
+
+// ---- The PTX instructions -------------------------------------------------------------
+// Registers of one warp: [lane][register].
+using regs4 = std::array<std::array<u32, 4>, 32>;
+using regs2 = std::array<std::array<u32, 2>, 32>;
+using accs4 = std::array<std::array<float, 4>, 32>;
+
+// ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 (PTX ISA "ldmatrix", the
+// warp-level matrix load): four 8x8 matrices of 16-bit elements; threads
+// 8q..8q+7 supply the addresses of rows 0..7 of matrix q, each row 16
+// contiguous, 16-byte aligned bytes. Destination register q of thread l holds
+// two elements of matrix q: without .trans row l/4, columns 2(l%4) and
+// 2(l%4)+1; with .trans the matrix is delivered transposed, i.e. rows 2(l%4)
+// and 2(l%4)+1 of column l/4 as stored. The first element is the low half.
+inline void ldmatrix_x4(shared_memory& smem, int warp, const std::array<int, 32>& row_address, bool trans,
+                 regs4& out) {
+  u16 rows[4][8][8];
+  for (int lane = 0; lane < 32; ++lane)
+    smem.load(warp, row_address[static_cast<std::size_t>(lane)], rows[lane / 8][lane % 8], 16, "ldmatrix");
+  for (int lane = 0; lane < 32; ++lane)
+    for (int q = 0; q < 4; ++q) {
+      const int r = lane / 4, c = 2 * (lane % 4);
+      const u16 lo = trans ? rows[q][c][r] : rows[q][r][c];
+      const u16 hi = trans ? rows[q][c + 1][r] : rows[q][r][c + 1];
+      out[static_cast<std::size_t>(lane)][static_cast<std::size_t>(q)] = lo | (static_cast<u32>(hi) << 16);
+    }
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: D = A * B + C, A 16xK,
+// B Kx8, fp32 C and D, with the fragment layouts of the PTX ISA sections
+// "Matrix Fragments for mma.m16n8k16 with floating point type" and "Matrix
+// Fragments for mma.m16n8k8" (groupID = lane / 4, threadID_in_group = lane % 4):
+//  .f16/.bf16 A: a0..a7, two per register (a0 the low half of register 0):
+//     row groupID for a0,a1,a4,a5, groupID + 8 otherwise; column
+//     2 threadID_in_group + (i % 2), + 8 for i >= 4.
+//  .f16/.bf16 B: b0..b3, two per register: row 2 threadID_in_group + (i % 2),
+//     + 8 for i >= 2; column groupID.
+//  .tf32 A: a0..a3, one per register: row groupID for a0,a2, groupID + 8 for
+//     a1,a3; column threadID_in_group, + 4 for a2,a3.
+//  .tf32 B: b0,b1: row threadID_in_group, + 4 for b1; column groupID.
+//  f32 C/D: c0..c3: row groupID for c0,c1, groupID + 8 for c2,c3; column
+//     2 threadID_in_group + (i % 2).
+//  fp8 (m16n8k32, "Matrix Fragments for mma.m16n8k32"; A and B each in its
+//     format, bt): four per register, the first in the low byte. A: a0..a15,
+//     row groupID for registers 0 and 2, groupID + 8 for 1 and 3; column
+//     4 threadID_in_group + (i % 4), + 16 for i >= 8. B: b0..b7, row
+//     4 threadID_in_group + (i % 4), + 16 for i >= 4; column groupID.
+inline void mma_sync(dtype t, dtype bt, const regs4& a, const std::array<u32, 32 * 2>& b, accs4& d) {
+  const int kdim = 32 / element_bytes(t);
+  float am[16][32] = {}, bm[32][8] = {}, cm[16][8] = {};
+  auto half = [t](u32 reg, int i) { return decode(t, i ? reg >> 16 : reg & 0xffffu); };
+  auto byte = [](u32 reg, int i) { return (reg >> (8 * i)) & 0xffu; };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int group = lane / 4, tig = lane % 4;
+    const auto& ar = a[static_cast<std::size_t>(lane)];
+    if (is_fp8(t)) {
+      for (int i = 0; i < 16; ++i)
+        am[group + 8 * ((i / 4) % 2)][4 * tig + (i % 4) + (i >= 8 ? 16 : 0)] =
+            decode(t, byte(ar[static_cast<std::size_t>(i / 4)], i % 4));
+      for (int i = 0; i < 8; ++i)
+        bm[4 * tig + (i % 4) + (i >= 4 ? 16 : 0)][group] =
+            decode(bt, byte(b[static_cast<std::size_t>(lane * 2 + i / 4)], i % 4));
+    } else if (t == dtype::tf32) {
+      for (int i = 0; i < 4; ++i)
+        am[group + 8 * (i % 2)][tig + 4 * (i / 2)] = bits_float(ar[static_cast<std::size_t>(i)] & 0xffffe000u);
+      for (int i = 0; i < 2; ++i) bm[tig + 4 * i][group] = bits_float(b[static_cast<std::size_t>(lane * 2 + i)] & 0xffffe000u);
+    } else {
+      for (int i = 0; i < 8; ++i) {
+        const int row = group + ((i / 2) % 2) * 8, col = 2 * tig + (i % 2) + (i >= 4 ? 8 : 0);
+        am[row][col] = half(ar[static_cast<std::size_t>(i / 2)], i % 2);
+      }
+      for (int i = 0; i < 4; ++i)
+        bm[2 * tig + (i % 2) + (i >= 2 ? 8 : 0)][group] = half(b[static_cast<std::size_t>(lane * 2 + i / 2)], i % 2);
+    }
+    for (int i = 0; i < 4; ++i) cm[group + 8 * (i / 2)][2 * tig + (i % 2)] = d[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)];
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c) {
+      float s = cm[r][c];
+      for (int kk = 0; kk < kdim; ++kk) s += am[r][kk] * bm[kk][c];
+      cm[r][c] = s;
+    }
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i)
+      d[static_cast<std::size_t>(lane)][static_cast<std::size_t>(i)] = cm[lane / 4 + 8 * (i / 2)][2 * (lane % 4) + (i % 2)];
+}
+
+// ---- One GEMM to run ------------------------------------------------------------------
+struct gemm_case {
+  std::string label;
+  int m = 0, n = 0, k = 0, batch = 1;
+  int lda = 0, ldb = 0, ldc = 0;           // elements between stored rows
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1, beta = 0;
+};
+
+// A, B and C in their stored layouts. Padding past a row's end holds NaN (a
+// read of it poisons the result); C's padding holds a marked NaN that must
+// survive. Values are small multiples of 1/4, exact in every input type, so
+// every fp32 sum of their products is exact in any order.
+struct operands {
+  global_buffer a{"A", {}}, b{"B", {}}, c{"C", {}};
+  std::vector<u8> c_initial;
+  std::vector<u8> c_inside;  // 1 where an element of C lies inside M x N of a batch
+};
+
+inline u32 quiet_nan(dtype t, u32 payload) {
+  if (is_fp8(t)) return t == dtype::e4m3 ? 0x7fu : 0x7cu | (payload & 3u) | 1u;  // e4m3 has one NaN (S.1111.111)
+  return t == dtype::f16 ? 0x7e00u | payload : t == dtype::bf16 ? 0x7fc0u | payload : 0x7fc00000u | payload;
+}
+inline void put(global_buffer& g, dtype t, long long index, u32 raw) {
+  std::memcpy(g.bytes.data() + index * element_bytes(t), &raw, static_cast<std::size_t>(element_bytes(t)));
+}
+inline u32 get(const std::vector<u8>& bytes, dtype t, long long index) {
+  u32 raw = 0;
+  std::memcpy(&raw, bytes.data() + index * element_bytes(t), static_cast<std::size_t>(element_bytes(t)));
+  return raw;
+}
+
+inline operands make_operands(const kernel_macros& k, const gemm_case& g, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> mag(1, 8), sign(0, 1);
+  auto value = [&] { return (sign(rng) ? -0.25f : 0.25f) * static_cast<float>(mag(rng)); };
+  const dtype t = k.type;
+  // tf32 operands are stored a tf32 ulp under their value (in magnitude) plus
+  // half an ulp or more in the 13 low bits: the kernel's rounding carries them
+  // up to the value, and an operand the cores read unrounded is an ulp short.
+  std::mt19937 low_rng(seed ^ 0x9e3779b9u);
+  auto operand = [&](dtype et, float v) {
+    const u32 bits = encode(et, v);
+    return t == dtype::tf32 ? ((bits - 0x2000u) | 0x1000u | (static_cast<u32>(low_rng()) & 0xfffu)) : bits;
+  };
+  operands o;
+  auto fill = [&](global_buffer& buf, dtype et, int rows, int cols, int ld, long long stride, bool random_inside,
+                  u32 outside, std::vector<u8>* inside) {
+    const long long elems = stride * g.batch;
+    buf.bytes.assign(static_cast<std::size_t>(elems * element_bytes(et)), 0);
+    if (inside) inside->assign(static_cast<std::size_t>(elems), 0);
+    for (long long e = 0; e < elems; ++e) put(buf, et, e, outside);
+    for (int bt = 0; bt < g.batch; ++bt)
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) {
+          const long long e = bt * stride + static_cast<long long>(r) * ld + c;
+          // A and B are operands; C (the one with `inside`) is stored as it is.
+          put(buf, et, e, random_inside ? (inside ? encode(et, value()) : operand(et, value())) : quiet_nan(et, 0));
+          if (inside) (*inside)[static_cast<std::size_t>(e)] = 1;
+        }
+  };
+  fill(o.a, k.a_type(), k.a_t ? g.k : g.m, k.a_t ? g.m : g.k, g.lda, g.stride_a, true, quiet_nan(k.a_type(), 1),
+       nullptr);
+  fill(o.b, k.b_type(), k.b_t ? g.n : g.k, k.b_t ? g.k : g.n, g.ldb, g.stride_b, true, quiet_nan(k.b_type(), 1),
+       nullptr);
+  // beta 0: C is not read, so it starts as NaN; its padding carries a marked NaN.
+  fill(o.c, k.c_type(), g.m, g.n, g.ldc, g.stride_c, g.beta != 0.0f, quiet_nan(k.c_type(), 5), &o.c_inside);
+  o.c_initial = o.c.bytes;
+  return o;
+}
+
+// ---- The kernel, block by block -----------------------------------------------------------
+class mma_kernel_emulator {
+ public:
+  mma_kernel_emulator(const kernel_macros& k, const gemm_case& g, operands& ops, const defects& d, report& r,
+                      unsigned grid_x, unsigned grid_y, unsigned grid_z, long long workspace_floats, long long counters)
+      : k_(k), g_(g), ops_(ops), d_(d), r_(r), gx_(grid_x), gy_(grid_y), gz_(grid_z),
+        workspace_{"workspace", std::vector<u8>(static_cast<std::size_t>(workspace_floats * 4), 0xff)},
+        counters_(static_cast<std::size_t>(counters), 0u),
+        c_writes_(static_cast<std::size_t>(g.stride_c * g.batch), 0) {}
+
+  // Runs every block once, in a shuffled order (any slice may finish a tile last).
+  void launch(std::uint32_t seed) {
+    std::vector<std::array<unsigned, 3>> blocks;
+    for (unsigned z = 0; z < gz_; ++z)
+      for (unsigned y = 0; y < gy_; ++y)
+        for (unsigned x = 0; x < gx_; ++x) blocks.push_back({x, y, z});
+    std::mt19937 rng(seed);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    for (const auto& b : blocks) run_block(b[0], b[1], b[2]);
+    for (std::size_t i = 0; i < counters_.size(); ++i)
+      if (counters_[i] != 0) r_.note(fmt::format("split-K counter {} is {} after the launch, not 0", i, counters_[i]));
+  }
+
+  const std::vector<int>& c_writes() const { return c_writes_; }
+
+ private:
+  // ---- global memory accesses
+  bool read_global(const global_buffer& g, long long byte, void* dst, int size, const char* what) {
+    if (!g.in(byte, size)) {
+      r_.note(fmt::format("{}: reads {} bytes at byte {} outside {}", what, size, byte, g.name));
+      std::memset(dst, 0xff, static_cast<std::size_t>(size));
+      return false;
+    }
+    std::memcpy(dst, g.bytes.data() + byte, static_cast<std::size_t>(size));
+    return true;
+  }
+  void write_c(long long elem, u32 raw) {
+    const int eb = k_.c_eb();
+    if (!ops_.c.in(elem * eb, eb)) {
+      r_.note(fmt::format("store of C at element {} outside C", elem));
+      return;
+    }
+    if (!ops_.c_inside[static_cast<std::size_t>(elem)]) r_.note(fmt::format("store of C at element {}, outside M x N", elem));
+    ++c_writes_[static_cast<std::size_t>(elem)];
+    std::memcpy(ops_.c.bytes.data() + elem * eb, &raw, static_cast<std::size_t>(eb));
+  }
+  float read_c(long long elem) {
+    ++r_.ran.c_reads;
+    u32 raw = 0;
+    read_global(ops_.c, elem * k_.c_eb(), &raw, k_.c_eb(), "C load");
+    return decode(k_.c_type(), raw);
+  }
+
+  // cp.async.cg.shared.global [dst], [src], 16, src_size (PTX ISA "cp.async"):
+  // dst and src aligned to the 16-byte copy size; src_size bytes are read from
+  // src and the remaining 16 - src_size bytes of dst are filled with zeros.
+  void cp_async16(shared_memory& smem, int warp, int dst, const global_buffer& src_buf, long long src_elem, int src_bytes) {
+    const long long src = src_elem * k_.eb();
+    if (src % 16 != 0) r_.note(fmt::format("cp.async: global source byte {} of {} not 16-byte aligned", src, src_buf.name));
+    if (dst % 16 != 0) r_.note(fmt::format("cp.async: shared destination byte {} not 16-byte aligned", dst));
+    if (src_bytes < 0 || src_bytes > 16) r_.note(fmt::format("cp.async: src-size {} outside 0..16", src_bytes));
+    ++(src_bytes == 16 ? r_.ran.cp_async_full : src_bytes == 0 ? r_.ran.cp_async_empty : r_.ran.cp_async_partial);
+    std::array<u8, 16> bytes{};
+    if (src_bytes > 0) read_global(src_buf, src, bytes.data(), std::min(src_bytes, 16), "cp.async");
+    smem.copy_async(warp, dst, bytes);
+  }
+
+  // tt_load_tile (rows that are not 16-byte aligned): one rows x cols tile,
+  // top-left element g_off of the stored matrix, element-wise loads and
+  // st.shared, zeros past each chunk's valid elements.
+  void load_tile(shared_memory& smem, int rows, int cols, int kc, int s_addr, const global_buffer& buf,
+                 long long g_off, int ld, int rows_left, int cols_left) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int chunks_per_row = cols / chunk, chunks = rows * chunks_per_row;
+    const int step = d_.copy_stride_half ? threads / 2 : threads;
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        const int c = tt_copy_chunk(tid, i, step);
+        if (chunks % threads != 0 && c >= chunks) continue;  // the kernel's break: later copies are past the end too
+        const int r = tt_copy_row(c, chunks_per_row), col = tt_copy_col(c, chunks_per_row, chunk);
+        const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r, col, rows_left, cols_left, chunk);
+        const long long src = g_off + tt_row_offset(r, ld) + col;
+        const int at = tt_swizzled_offset(r, col, cols, eb, kc);
+        ++r_.ran.element_copies;
+        for (int e = 0; e < chunk; ++e) {
+          u32 raw = 0;
+          if (e < valid) read_global(buf, (src + e) * eb, &raw, eb, "element copy");
+          smem.store(tid / 32, s_addr + (at + e) * eb, &raw, eb, "element copy");
+        }
+      }
+  }
+
+  // tt_tile_copier's map of one tile's copies into the stage at stage_addr:
+  // fn(tid, i, r0, col, step, dst) for copy i of thread tid (row r0 + i * step,
+  // column col), in the kernel's order, past-the-end copies left out.
+  template <typename Fn>
+  void for_each_copy(int rows, int cols, int kc, int stage_addr, Fn fn) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads();
+    const int cpr = cols / chunk, chunks = rows * cpr;
+    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
+    for (int i = 0; i < (chunks + threads - 1) / threads; ++i)
+      for (int tid = 0; tid < threads; ++tid) {
+        if (chunks % threads != 0 && tid + i * threads >= chunks) continue;  // the kernel's break
+        const int r0 = tt_copy_row0(tid, cpr), col = tt_copy_col0(tid, cpr, chunk);
+        const int s_off = tt_swizzled_offset(r0, col, cols, eb, kc) * eb;
+        fn(tid, i, r0, col, step, stage_addr + s_off + tt_copy_step_offset(i, step, cols) * eb);
+      }
+  }
+
+  // tt_tile_copier::issue: the main loop's copies of one tile into the stage
+  // at stage_addr, tile's top-left element at `origin`. bounds: rows_left /
+  // cols_left as load_tile's, chunks that read nothing point at the matrix's
+  // first element (matrix); without, every chunk is whole.
+  void issue_copies(shared_memory& smem, int rows, int cols, int kc, int stage_addr, const global_buffer& buf,
+                    long long origin, int ld, int rows_left, int cols_left, bool bounds, long long matrix) {
+    const int chunk = k_.chunk(), eb = k_.eb(), threads = k_.threads(), cpr = cols / chunk;
+    const int step = d_.copy_stride_half ? tt_copy_row_step(threads, cpr) / 2 : tt_copy_row_step(threads, cpr);
+    if (threads % cpr != 0 || !tt_copy_masks_repeat(step, cols, eb, kc))
+      r_.note(fmt::format("copier: {} threads over {} chunks per row: the static_asserts fail", threads, cpr));
+    for_each_copy(rows, cols, kc, stage_addr, [&](int tid, int i, int r0, int col, int step_rows, int dst) {
+      const long long g = origin + tt_row_offset(r0, ld) + col;  // init: tile + row_offset(r0, ld) + col
+      const long long src = g + i * tt_row_offset(step_rows, ld);
+      if (bounds) {
+        const int valid = d_.no_zero_fill ? chunk : tt_copy_valid(r0 + i * step_rows, col, rows_left, cols_left, chunk);
+        cp_async16(smem, tid / 32, dst, buf, valid > 0 ? src : matrix, valid * eb);
+      } else {
+        cp_async16(smem, tid / 32, dst, buf, src, 16);
+      }
+    });
+  }
+
+  // tt_tile_copier::round_landed (tf32): each thread's copies into the stage
+  // at stage_addr, read (ld.shared.v4) and written back rounded (st.shared.v4)
+  // by the thread that issued them.
+  void round_landed(shared_memory& smem, int rows, int cols, int kc, int stage_addr) {
+    for_each_copy(rows, cols, kc, stage_addr, [&](int tid, int, int, int, int, int at) {
+      std::array<u32, 4> v{};
+      smem.load(tid / 32, at, v.data(), 16, "tf32 rounding");
+      for (u32& x : v) x = float_to_tf32(bits_float(x));
+      smem.store(tid / 32, at, v.data(), 16, "tf32 rounding");
+    });
+  }
+  // Both operands' tiles of the stage, as the kernel rounds them after its wait.
+  void round_stage(shared_memory& smem, int stage_addr) {
+    if (k_.type != dtype::tf32 || d_.tf32_unrounded) return;
+    round_landed(smem, k_.a_rows(), k_.a_cols(), k_.a_kc(), stage_addr);
+    round_landed(smem, k_.b_rows(), k_.b_cols(), k_.b_kc(), stage_addr + k_.b_at());
+  }
+
+  // tt_fragment_offsets: ldmatrix for every 16-bit operand and tf32's along
+  // k (read as 16-bit tiles of twice the columns), with the lane offsets
+  // computed once; tf32 along m or n element by element. tf32's stage was
+  // rounded in place (round_landed). k-step ks of the stage at stage_addr (A's tile; B's at + TT_B_AT).
+  void load_fragments_pipelined(shared_memory& smem, int warp, int stage_addr, int ks, regs4* a,
+                                std::array<u32, 64>* b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    const bool tf32 = k_.eb() == 4;
+    const bool a_ldsm = !tf32 || !k_.a_t, b_ldsm = !tf32 || k_.b_t;  // TT_A_LDSM, TT_B_LDSM
+    const int a_cols16 = d_.tf32_ldsm_own_columns ? k_.a_cols() : k_.a_cols() * k_.eb() / 2;
+    const int b_cols16 = d_.tf32_ldsm_own_columns ? k_.b_cols() : k_.b_cols() * k_.eb() / 2;
+    const int a_lanes = tt_ldsm_a_lanes(k_.a_t, k_.mi(), k_.k_steps()), b_lanes = tt_ldsm_b_lanes(k_.b_t, k_.ni(), k_.k_steps());
+    const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
+    auto lane_q_r = [&](int lane) {
+      return std::pair<int, int>{tt_ldsm_matrix(lane), tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane)};
+    };
+    auto a_index = [&](int mi) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_a_lane_index(k_.a_t, mi, ks); };
+    auto b_index = [&](int np) { return d_.lane_offset_index_zero ? 0 : tt_ldsm_b_lane_index(k_.b_t, np, ks); };
+    // tf32 A along m: pairs (ld.shared.v2 at tt_tf32_pair_lane_offset + tt_tf32_pair_added);
+    // B along n: elements (tt_tf32_mn_lane_offset + tt_tf32_mn_added). The stage is already rounded.
+    const int k_base = ks * k_.mma_k();
+    auto tf32_element = [&](int at, const char* what) {
+      u32 v = 0;
+      smem.load(warp, at * 4, &v, 4, what);
+      return v;
+    };
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int mi = 0; !a_ldsm && mi < k_.mi(); ++mi)
+        for (int j = 0; j < 2; ++j) {  // registers 2j (row g, tile row 2g) and 2j + 1 (row g + 8, tile row 2g + 1)
+          const int idx = d_.lane_offset_index_zero ? 0 : mi % 2;
+          const int off = tt_tf32_pair_lane_offset(wm0, idx, lane, k_.a_cols()) ^ (d_.read_mask_xor1 ? 4 : 0);
+          std::array<u32, 2> v{};
+          smem.load(warp, (stage_addr / 4 + off + tt_tf32_pair_added(mi, k_base, j, k_.a_cols())) * 4, v.data(), 8,
+                    "tf32 A pair load");
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(2 * j)] = v[0];
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(2 * j + 1)] = v[1];
+        }
+      for (int ni = 0; !b_ldsm && ni < k_.ni(); ++ni)
+        for (int j = 0; j < 2; ++j) {
+          const int idx = d_.lane_offset_index_zero ? 0 : ni % 4;
+          b[ni][static_cast<std::size_t>(lane * 2 + j)] =
+              tf32_element((stage_addr + k_.b_at()) / 4 + tt_tf32_mn_lane_offset(wn0, idx, lane, k_.b_cols()) +
+                               tt_tf32_mn_added(ni, k_base, j, k_.b_cols()),
+                           "tf32 B load");
+        }
+    }
+    for (int mi = 0; a_ldsm && mi < k_.mi(); ++mi) {
+      std::array<int, 32> addr{};
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto [q, r] = lane_q_r(lane);
+        const int mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
+        const int idx = a_index(mi);
+        if (idx >= a_lanes) r_.note("A lane offset index past the lane offsets");
+        addr[static_cast<std::size_t>(lane)] = stage_addr + tt_ldsm_a_lane_offset(k_.a_t, wm0, idx, q, r, mask, a_cols16) +
+                                               tt_ldsm_a_added(k_.a_t, mi, ks, a_cols16);
+      }
+      ldmatrix_x4(smem, warp, addr, tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans, a[mi]);
+    }
+    for (int np = 0; b_ldsm && np < k_.ni() / 2; ++np) {
+      std::array<int, 32> addr{};
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto [q, r] = lane_q_r(lane);
+        const int mask = tt_swizzle_mask(r, b_cpr, 2, k_.b_kc());
+        const int idx = b_index(np);
+        if (idx >= b_lanes) r_.note("B lane offset index past the lane offsets");
+        addr[static_cast<std::size_t>(lane)] = stage_addr + k_.b_at() +
+                                               tt_ldsm_b_lane_offset(k_.b_t, wn0, idx, q, r, mask, b_cols16) +
+                                               tt_ldsm_b_added(k_.b_t, np, ks, b_cols16);
+      }
+      regs4 t{};
+      ldmatrix_x4(smem, warp, addr, tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans, t);
+      for (int lane = 0; lane < 32; ++lane)
+        for (int x = 0; x < 4; ++x)
+          b[2 * np + tt_ldsm_b_tile(x)][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
+              t[static_cast<std::size_t>(lane)][static_cast<std::size_t>(x)];
+    }
+  }
+
+  // tt_load_fragments for one warp at k-step k_base of the stage at as_addr/bs_addr.
+  void load_fragments(shared_memory& smem, int warp, int as_addr, int bs_addr, int k_base, std::vector<regs4>& a,
+                      std::vector<std::array<u32, 64>>& b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    if (k_.eb() <= 2) {
+      const int a_cpr = k_.a_cols() / k_.chunk(), b_cpr = k_.b_cols() / k_.chunk();
+      // fp8's tiles as 16-bit ones: k and the columns halved (the kernel's k16 and TT_A_COLS16).
+      const int k16 = d_.fp8_k_in_elements ? k_base : k_base * k_.eb() / 2;
+      const int a_cols16 = k_.a_cols() * k_.eb() / 2, b_cols16 = k_.b_cols() * k_.eb() / 2;
+      std::array<int, 32> a_row_addr{}, b_row_addr{};
+      for (int mi = 0; mi < k_.mi(); ++mi) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
+          const int a_mask = tt_swizzle_mask(r, a_cpr, 2, k_.a_kc()) ^ (d_.read_mask_xor1 ? 1 : 0);
+          const int m = wm0 + mi * 16;
+          const int row = tt_ldsm_a_row(k_.a_t, m, k16, q, r);
+          const int chunk = tt_ldsm_a_chunk(k_.a_t, m, k16, q, a_mask);
+          a_row_addr[static_cast<std::size_t>(lane)] = as_addr + tt_ldsm_offset(row, chunk, a_cols16);
+        }
+        const bool trans = tt_ldsm_a_trans(k_.a_t) && !d_.ldmatrix_without_trans;
+        ldmatrix_x4(smem, warp, a_row_addr, trans, a[static_cast<std::size_t>(mi)]);
+      }
+      for (int ni = 0; ni < k_.ni(); ni += 2) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int q = tt_ldsm_matrix(lane), r = tt_ldsm_row(d_.ldmatrix_row_lane_plus1 ? lane + 1 : lane);
+          const int b_mask = tt_swizzle_mask(r, b_cpr, 2, k_.b_kc());
+          const int n = wn0 + ni * 8;
+          const int row = tt_ldsm_b_row(k_.b_t, n, k16, q, r);
+          const int chunk = tt_ldsm_b_chunk(k_.b_t, n, k16, q, b_mask);
+          b_row_addr[static_cast<std::size_t>(lane)] = bs_addr + tt_ldsm_offset(row, chunk, b_cols16);
+        }
+        regs4 t{};
+        const bool trans = tt_ldsm_b_trans(k_.b_t) && !d_.ldmatrix_without_trans;
+        ldmatrix_x4(smem, warp, b_row_addr, trans, t);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int x = 0; x < 4; ++x)
+            b[static_cast<std::size_t>(ni + tt_ldsm_b_tile(x))][static_cast<std::size_t>(lane * 2 + tt_ldsm_b_reg(x))] =
+                t[static_cast<std::size_t>(lane)][static_cast<std::size_t>(x)];
+      }
+      return;
+    }
+    load_tf32_elements(smem, warp, as_addr, bs_addr, k_base, a.data(), b.data(), true, true);
+  }
+
+  // tt_to_tf32: an operand register from its fp32 value.
+  u32 tf32_operand(float v) const { return d_.tf32_unrounded ? float_bits(v) : float_to_tf32(v); }
+
+  // tt_load_a_tf32 / tt_load_b_tf32: ld.shared.f32 per fragment element, then
+  // tt_to_tf32. A wrong mask flips chunk bit 0 within the
+  // row: element offset ^ 4. Only A's: the same k permutation of both
+  // operands would leave every sum as it was.
+  void load_tf32_elements(shared_memory& smem, int warp, int as_addr, int bs_addr, int k_base, regs4* a,
+                          std::array<u32, 64>* b, bool do_a, bool do_b) {
+    const int wm0 = tt_mma_warp_m(warp, k_.warps_n) * k_.wm();
+    const int wn0 = tt_mma_warp_n0(warp, k_.warps_n, k_.wn());
+    const int flip = d_.read_mask_xor1 ? 4 : 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = tt_frag_group(lane), t = tt_frag_thread(lane);
+      for (int mi = 0; do_a && mi < k_.mi(); ++mi)
+        for (int reg = 0; reg < 4; ++reg) {
+          const int h = tt_frag_tf32_a_half(reg), j = tt_frag_tf32_a_kq(reg);
+          const int off = !k_.a_t ? tt_tf32_offset_k_contiguous(wm0 + mi * 16 + 8 * h + g, g, k_base, j, t, k_.a_cols())
+                          : d_.tf32_elements_unpaired
+                              ? tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16 + 8 * h, g, k_.a_cols())
+                              : tt_tf32_pair_offset(k_base + t + 4 * j, t + 4 * j, wm0 + mi * 16, g, h, k_.a_cols());
+          float v = 0;
+          smem.load(warp, as_addr + (off ^ flip) * 4, &v, 4, "tf32 A load");
+          a[mi][static_cast<std::size_t>(lane)][static_cast<std::size_t>(reg)] = tf32_operand(v);
+        }
+      for (int ni = 0; do_b && ni < k_.ni(); ++ni)
+        for (int j = 0; j < 2; ++j) {
+          const int off = k_.b_t ? tt_tf32_offset_k_contiguous(wn0 + ni * 8 + g, g, k_base, j, t, k_.b_cols())
+                                 : tt_tf32_offset_mn_contiguous(k_base + t + 4 * j, t + 4 * j, wn0 + ni * 8, g, k_.b_cols());
+          float v = 0;
+          smem.load(warp, bs_addr + off * 4, &v, 4, "tf32 B load");
+          b[ni][static_cast<std::size_t>(lane * 2 + j)] = tf32_operand(v);
+        }
+    }
+  }
+
+  // tt_store_c_vec and tt_store_c (gemm_common.cuh): VEC results at (m, n).
+  void store_c_vec(long long c_base, int m, int n, const float* v, bool c_vec) {
+    const int vec = k_.epi_vec(), eb = k_.c_eb();
+    if (m >= g_.m) return;
+    const float alpha = g_.alpha, beta = g_.beta;
+    if (vec * eb == 16 && c_vec && n + vec <= g_.n) {
+      const long long p = c_base + static_cast<long long>(m) * g_.ldc + n;
+      ++r_.ran.c_vector_stores;
+      if ((p * eb) % 16 != 0) r_.note(fmt::format("16-byte store of C at element {} not aligned", p));
+      float c[8] = {};
+      if (beta != 0.0f)
+        for (int e = 0; e < vec; ++e) c[e] = read_c(p + e);  // one 16-byte load
+      for (int e = 0; e < vec; ++e) {
+        float o = alpha * v[e];
+        if (beta != 0.0f) o = std::fma(beta, c[e], o);  // o += beta * c, contracted as nvcc does
+        write_c(p + e, encode(k_.c_type(), o));
+      }
+      return;
+    }
+    for (int e = 0; e < vec; ++e) {
+      if (m >= g_.m || n + e >= g_.n) continue;
+      const long long p = c_base + static_cast<long long>(m) * g_.ldc + n + e;
+      ++r_.ran.c_element_stores;
+      float o = alpha * v[e];
+      if (beta != 0.0f) o = std::fma(beta, read_c(p), o);
+      write_c(p, encode(k_.c_type(), o));
+    }
+  }
+
+  void run_block(unsigned bx, unsigned by, unsigned bz) {
+    const kernel_macros& k = k_;
+    const int eb = k.eb(), threads = k.threads(), warps = threads / 32;
+    shared_memory smem(k.smem_bytes(), r_);
+
+    const int tile = tt_mma_launch_order(bx, by, gx_);
+    int tile_m = 0, tile_n = 0;
+    tt_raster(tile, static_cast<int>(gx_), static_cast<int>(gy_), k.raster_group, k.raster_along_n, tile_m, tile_n);
+    const int m0 = tile_m * k.bm, n0 = tile_n * k.bn;
+    const int batch = tt_mma_batch(bz, k.split_k), slice = tt_mma_slice(bz, k.split_k);
+    const long long a_base = batch * g_.stride_a, b_base = batch * g_.stride_b, c_base = batch * g_.stride_c;
+    const bool a_aligned = g_.lda % k.chunk() == 0 && (a_base * eb) % 16 == 0;
+    const bool b_aligned = g_.ldb % k.chunk() == 0 && (b_base * eb) % 16 == 0;
+    const int M = g_.m, N = g_.n, K = g_.k;
+
+    // acc[warp][mi][ni]: one m16n8 accumulator fragment of the warp.
+    std::vector<accs4> acc(static_cast<std::size_t>(warps * k.mi() * k.ni()), accs4{});
+    auto acc_at = [&](int warp, int mi, int ni) -> accs4& {
+      return acc[static_cast<std::size_t>((warp * k.mi() + mi) * k.ni() + ni)];
+    };
+    auto mma_all = [&](int warp, const regs4* a, const std::array<u32, 64>* b) {
+      for (int mi = 0; mi < k.mi(); ++mi)
+        for (int ni = 0; ni < k.ni(); ++ni)
+          mma_sync(k.a_type(), d_.fp8_b_in_a_format ? k.a_type() : k.b_type(), a[mi], b[ni], acc_at(warp, mi, ni));
+    };
+
+    const int k_tiles_all = tt_mma_k_tiles(K, k.bk);
+    const int per_slice = d_.split_floor_per_slice ? std::max(1, k_tiles_all / k.split_k)
+                                                   : tt_mma_per_slice(k_tiles_all, k.split_k);
+    const int kt_first = tt_mma_slice_first(slice, per_slice);
+    const int kt_end = tt_mma_slice_end(kt_first, per_slice, k_tiles_all);
+    const int k_tiles = tt_mma_slice_tiles(kt_first, kt_end);
+    if (k.split_k > 1) ++(k_tiles == 0 ? r_.ran.empty_slices : k_tiles < per_slice ? r_.ran.short_slices : r_.ran.full_slices);
+    const int k_begin = kt_first * k.bk;
+    // The operands' tiles at k_begin and one k-tile's step (elements of the buffers).
+    const long long a_tile = a_base + (k.a_t ? tt_row_offset(k_begin, g_.lda) + m0 : tt_row_offset(m0, g_.lda) + k_begin);
+    const long long a_k_step = k.a_t ? tt_row_offset(k.bk, g_.lda) : k.bk;
+    const long long b_tile = b_base + (k.b_t ? tt_row_offset(n0, g_.ldb) + k_begin : tt_row_offset(k_begin, g_.ldb) + n0);
+    const long long b_k_step = k.b_t ? k.bk : tt_row_offset(k.bk, g_.ldb);
+    auto a_left = [&](int k_left) { return k.a_t ? std::pair<int, int>{k_left, M - m0} : std::pair<int, int>{M - m0, k_left}; };
+    auto b_left = [&](int k_left) { return k.b_t ? std::pair<int, int>{N - n0, k_left} : std::pair<int, int>{k_left, N - n0}; };
+    const bool inside = m0 + k.bm <= M && n0 + k.bn <= N && (d_.inside_ignores_k || k_begin + k_tiles * k.bk <= K);
+
+    if (a_aligned && b_aligned) {
+      // tt_pipelined<!inside>.
+      const bool bounds = !inside;
+      ++(bounds ? r_.ran.bounded_blocks : r_.ran.unbounded_blocks);
+      const int stage_bytes = k.stage_bytes(), ring_end = k.stages * stage_bytes;
+      int w_stage = 0, r_stage = 0, k_left = K - k_begin;
+      long long ga = a_tile, gb = b_tile;
+      auto next_stage = [&](int at) { return at + stage_bytes == ring_end ? 0 : at + stage_bytes; };
+      auto copy_next = [&]() {
+        const auto [ar, ac] = a_left(k_left);
+        issue_copies(smem, k.a_rows(), k.a_cols(), k.a_kc(), w_stage, ops_.a, ga, g_.lda, ar, ac, bounds, a_base);
+        const auto [br, bc] = b_left(k_left);
+        issue_copies(smem, k.b_rows(), k.b_cols(), k.b_kc(), w_stage + k.b_at(), ops_.b, gb, g_.ldb, br, bc, bounds, b_base);
+        ga += a_k_step;
+        gb += b_k_step;
+        if (bounds) k_left -= k.bk;
+      };
+      for (int s = 0; s < k.stages - 1; ++s) {
+        if (s < k_tiles) copy_next();
+        smem.commit();
+        if (!d_.refill_the_read_stage) w_stage += stage_bytes;
+      }
+      // Per warp: fragments [warp][buffer][mi or ni].
+      std::vector<regs4> a(static_cast<std::size_t>(warps * 2 * k.mi()));
+      std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(warps * 2 * k.ni()));
+      auto a_buf = [&](int warp, int buf) { return &a[static_cast<std::size_t>((warp * 2 + buf) * k.mi())]; };
+      auto b_buf = [&](int warp, int buf) { return &b[static_cast<std::size_t>((warp * 2 + buf) * k.ni())]; };
+      auto load = [&](int warp, int stage, int ks, int buf) {
+        load_fragments_pipelined(smem, warp, stage, ks, a_buf(warp, buf), b_buf(warp, buf));
+      };
+      if (k_tiles > 0 && d_.tf32_round_before_wait) round_stage(smem, r_stage);
+      smem.wait_group(k.stages - 2);
+      if (k_tiles > 0 && !d_.tf32_round_before_wait) round_stage(smem, r_stage);
+      smem.barrier();
+      if (k_tiles > 0)
+        for (int warp = 0; warp < warps; ++warp) load(warp, r_stage, 0, 0);
+      const int wait = d_.wait_one_group_short ? k.stages - 1 : k.stages - 2;
+      for (int kt = 0; kt < k_tiles; ++kt)
+        for (int ks = 0; ks < k.k_steps(); ++ks) {
+          if (ks == 0) {
+            if (kt + k.stages - 1 < k_tiles) copy_next();
+            smem.commit();
+            w_stage = next_stage(w_stage);
+          }
+          const bool last_step = ks == k.k_steps() - 1;
+          const int next_ks = (ks + 1) % k.k_steps();
+          if (last_step && d_.fragments_before_barrier)
+            for (int warp = 0; warp < warps; ++warp) load(warp, next_stage(r_stage), next_ks, (ks + 1) % 2);
+          if (last_step) {
+            const int landed = d_.tf32_round_read_stage ? r_stage : next_stage(r_stage);
+            if (kt + 1 < k_tiles && d_.tf32_round_before_wait) round_stage(smem, landed);
+            smem.wait_group(wait);
+            if (kt + 1 < k_tiles && !d_.tf32_round_before_wait) round_stage(smem, landed);
+            if (!d_.no_barrier_after_wait) smem.barrier();
+            r_stage = next_stage(r_stage);
+          }
+          smem.discard_loads(last_step && kt + 1 == k_tiles);
+          for (int warp = 0; warp < warps; ++warp) {
+            if (!(last_step && d_.fragments_before_barrier)) load(warp, r_stage, next_ks, (ks + 1) % 2);
+            mma_all(warp, a_buf(warp, ks % 2), b_buf(warp, ks % 2));
+          }
+          smem.discard_loads(false);
+        }
+    } else {
+      // Unaligned rows: element-wise into stage 0, one k-tile at a time.
+      std::vector<regs4> a(static_cast<std::size_t>(k.mi()));
+      std::vector<std::array<u32, 64>> b(static_cast<std::size_t>(k.ni()));
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int k_left = K - k_begin - kt * k.bk;
+        smem.barrier();
+        const auto [ar, ac] = a_left(k_left);
+        load_tile(smem, k.a_rows(), k.a_cols(), k.a_kc(), 0, ops_.a, a_tile + kt * a_k_step, g_.lda, ar, ac);
+        const auto [br, bc] = b_left(k_left);
+        load_tile(smem, k.b_rows(), k.b_cols(), k.b_kc(), k.b_at(), ops_.b, b_tile + kt * b_k_step, g_.ldb, br, bc);
+        smem.barrier();
+        for (int kk = 0; kk < k.bk; kk += k.mma_k())
+          for (int warp = 0; warp < warps; ++warp) {
+            load_fragments(smem, warp, 0, k.b_at(), kk, a, b);
+            mma_all(warp, a.data(), b.data());
+          }
+      }
+    }
+    smem.wait_group(0);
+    smem.barrier();
+
+    // Epilogue: staging through shared memory as fp32, then 16-byte pieces.
+    const int c_eb = k.c_eb();  // C's bytes (TT_ELEM_BYTES), not the operands': fp8's C is 2 or 4
+    const bool c_vec = (g_.ldc * c_eb) % 16 == 0 && (c_base * c_eb) % 16 == 0;
+    const int vec = k.epi_vec(), epi_mi = k.epi_mi();
+    const long long partial =
+        k.split_k > 1 ? tt_mma_partial_offset(tt_mma_tile_slot(batch, gx_, gy_, tile), k.split_k, slice, k.bm * k.bn) : 0;
+    for (int pass = 0; pass < k.mi() / epi_mi; ++pass) {
+      for (int warp = 0; warp < warps; ++warp) {
+        const int warp_m = tt_mma_warp_m(warp, k.warps_n), wn0 = tt_mma_warp_n0(warp, k.warps_n, k.wn());
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = d_.acc_group_plus1 ? (tt_frag_group(lane) + 1) % 8 : tt_frag_group(lane);
+          const int t = tt_frag_thread(lane);
+          for (int j = 0; j < epi_mi; ++j)
+            for (int ni = 0; ni < k.ni(); ++ni)
+              for (int h = 0; h < 2; ++h) {
+                const int sr = tt_mma_stage_row(warp_m, epi_mi, j, g, h);
+                const accs4& f = acc_at(warp, pass * epi_mi + j, ni);
+                const float v[2] = {f[static_cast<std::size_t>(lane)][static_cast<std::size_t>(tt_frag_acc(h, 0))],
+                                    f[static_cast<std::size_t>(lane)][static_cast<std::size_t>(tt_frag_acc(h, 1))]};
+                smem.store(warp, tt_stage_offset(sr, tt_mma_stage_col(wn0, ni, t), k.bn) * 4, v, 8, "staging store");
+              }
+        }
+      }
+      smem.barrier();
+      for (int tid = 0; tid < threads; ++tid)
+        for (int item = tid; item < k.pass_rows() * (k.bn / vec); item += threads) {
+          const int warp = tid / 32;
+          const int sr = tt_epi_item_row(item, k.bn, vec), col = tt_epi_item_col(item, k.bn, vec);
+          const bool paired = k.eb() == 4 && k.a_t && !d_.tf32_pairs_kept;  // TT_PAIR_A
+          const int row = tt_mma_stage_row_to_tile_row(sr, pass, epi_mi, k.wm(), paired);
+          float v[8] = {};
+          if (vec == 8) {
+            const int swap = tt_epi_swap(col);
+            float x[4], y[4];
+            smem.load(warp, tt_stage_offset(sr, col + 4 * swap, k.bn) * 4, x, 16, "staging load");
+            smem.load(warp, tt_stage_offset(sr, col + 4 - 4 * swap, k.bn) * 4, y, 16, "staging load");
+            for (int e = 0; e < 4; ++e) {
+              v[e] = swap ? y[e] : x[e];
+              v[4 + e] = swap ? x[e] : y[e];
+            }
+          } else {
+            smem.load(warp, tt_stage_offset(sr, col, k.bn) * 4, v, 16, "staging load");
+          }
+          if (k.split_k > 1) {
+            // This slice's unscaled partials; rows past M are never read back.
+            if (m0 + row < M) {
+              const long long at = (partial + static_cast<long long>(row) * k.bn + col) * 4;
+              if (!workspace_.in(at, vec * 4) || at % 16 != 0)
+                r_.note(fmt::format("partial store at workspace byte {}: outside the workspace or not 16-byte aligned", at));
+              else
+                std::memcpy(workspace_.bytes.data() + at, v, static_cast<std::size_t>(vec) * 4);
+            }
+          } else {
+            store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
+          }
+        }
+      smem.barrier();
+    }
+    if (k.split_k <= 1) return;
+
+    // The last slice to finish the tile sums the partials (slice order) and writes C.
+    smem.barrier();  // __syncthreads; thread 0: fence.acq_rel.gpu, the count, fence.acq_rel.gpu
+    const u32 counter = tt_mma_batch_tiles(batch, gx_, gy_) + static_cast<u32>(tile);
+    if (counter >= counters_.size()) {
+      r_.note(fmt::format("split-K counter {} outside the {} counters", counter, counters_.size()));
+      return;
+    }
+    const u32 last_flag = tt_mma_is_last_slice(counters_[counter]++, k.split_k) ? 1u : 0u;  // atom.global.add by thread 0
+    smem.store(0, 0, &last_flag, 4, "split-K flag");
+    smem.barrier();
+    u32 last = 0;
+    for (int warp = 0; warp < warps; ++warp) smem.load(warp, 0, &last, 4, "split-K flag");
+    if (!last) return;
+    ++r_.ran.split_reductions;
+    const long long slots = partial - static_cast<long long>(slice) * (k.bm * k.bn);
+    const int reads = d_.split_slice0_twice ? k.split_k + 1 : d_.split_skip_last_slice ? k.split_k - 1 : k.split_k;
+    for (int tid = 0; tid < threads; ++tid)
+      for (int item = tid; item < k.bm * (k.bn / vec); item += threads) {
+        const int row = tt_epi_item_row(item, k.bn, vec), col = tt_epi_item_col(item, k.bn, vec);
+        if (m0 + row >= M || n0 + col >= N) continue;
+        float v[8] = {};
+        for (int s = 0; s < reads; ++s)
+          for (int e = 0; e < vec; e += 4) {
+            float w[4];
+            const long long at = (slots + static_cast<long long>(s % k.split_k) * (k.bm * k.bn) +
+                                  static_cast<long long>(row) * k.bn + col + e) * 4;
+            read_global(workspace_, at, w, 16, "partial load");  // ld.global.cg.v4.f32
+            for (int x = 0; x < 4; ++x) v[e + x] += w[x];
+          }
+        store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
+      }
+    counters_[counter] = 0;  // ready for the next launch
+  }
+
+  const kernel_macros& k_;
+  const gemm_case& g_;
+  operands& ops_;
+  const defects& d_;
+  report& r_;
+  unsigned gx_, gy_, gz_;
+  global_buffer workspace_;
+  std::vector<u32> counters_;
+  std::vector<int> c_writes_;
+};
+
+// ---- The reference and the comparison ----------------------------------------------------
+// C = alpha * op(A) op(B) + beta * C in double, from the operands' values
+// (operand_value: tf32's rounded) and C as stored. The
+// tolerance is the fp32 accumulation bound, gamma_K * sum |alpha a b| (+ the
+// beta term's rounding), and one unit of the output type; with these inputs
+// every fp32 partial sum is exact, so the result is also checked to be the
+// exact one correctly rounded.
+inline void compare(const kernel_macros& k, const gemm_case& g, const operands& o, const std::vector<int>& c_writes, report& r) {
+  const dtype t = k.c_type(), at = k.a_type(), bt = k.b_type();
+  const double u = std::ldexp(1.0, -24), gamma = g.k * u / (1 - g.k * u);
+  std::vector<double> a(static_cast<std::size_t>(g.m) * g.k), b(static_cast<std::size_t>(g.k) * g.n);  // op(A), op(B)^T
+  for (int batch = 0; batch < g.batch; ++batch) {
+    for (int m = 0; m < g.m; ++m)
+      for (int kk = 0; kk < g.k; ++kk)
+        a[static_cast<std::size_t>(m) * g.k + kk] = operand_value(
+            at, get(o.a.bytes, at, batch * g.stride_a + (k.a_t ? static_cast<long long>(kk) * g.lda + m : static_cast<long long>(m) * g.lda + kk)));
+    for (int n = 0; n < g.n; ++n)
+      for (int kk = 0; kk < g.k; ++kk)
+        b[static_cast<std::size_t>(n) * g.k + kk] = operand_value(
+            bt, get(o.b.bytes, bt, batch * g.stride_b + (k.b_t ? static_cast<long long>(n) * g.ldb + kk : static_cast<long long>(kk) * g.ldb + n)));
+    for (int m = 0; m < g.m; ++m)
+      for (int n = 0; n < g.n; ++n) {
+        double s = 0, sabs = 0;
+        const double* ar = &a[static_cast<std::size_t>(m) * g.k];
+        const double* bc = &b[static_cast<std::size_t>(n) * g.k];
+        for (int kk = 0; kk < g.k; ++kk) {
+          const double p = ar[kk] * bc[kk];
+          s += p;
+          sabs += std::fabs(p);
+        }
+        const long long ci = batch * g.stride_c + static_cast<long long>(m) * g.ldc + n;
+        const double c0 = g.beta != 0.0f ? decode(t, get(o.c_initial, t, ci)) : 0.0;
+        const double want = g.beta != 0.0f ? g.alpha * s + g.beta * c0 : g.alpha * s;  // C unread at beta 0
+        const double got = decode(t, get(o.c.bytes, t, ci));
+        const double tol = gamma * std::fabs(g.alpha) * sabs + u * std::fabs(g.beta * c0) + output_ulp(t, want);
+        const double err = std::fabs(got - want);
+        ++r.checked;
+        if (!(err <= tol)) ++r.mismatches;
+        if (std::isnan(err) || err > r.max_error) r.max_error = std::isnan(err) ? INFINITY : std::max(r.max_error, err);
+        if (!(got == decode(t, encode(t, static_cast<float>(want))))) ++r.not_exact;  // -0 == +0
+        if (c_writes[static_cast<std::size_t>(ci)] != 1)
+          r.note(fmt::format("C({}, {}) of batch {} written {} times", m, n, batch, c_writes[static_cast<std::size_t>(ci)]));
+      }
+  }
+  // C's padding and any other element outside M x N: untouched.
+  for (std::size_t e = 0; e < o.c_inside.size(); ++e)
+    if (!o.c_inside[e] && get(o.c.bytes, t, static_cast<long long>(e)) != get(o.c_initial, t, static_cast<long long>(e)))
+      r.note(fmt::format("C element {} outside M x N was changed", e));
+}
+
+// Emulates variant c on case g and compares; the launch shape is tiletune's own.
+inline report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, const defects& d = {}, std::uint32_t seed = 1) {
+  report r;
+  const kernel_macros k = macros_for(c, t, l);
+  gemm_problem p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.batch = g.batch;
+  p.type = t;
+  p.layout = l;
+  const device_spec& dev = find_preset(is_fp8(t) ? "l40s" : "h100-sxm");  // fp8 mma.sync: sm_89
+  if (const auto v = check_constraints(c, p, dev)) {
+    r.note(fmt::format("{} cannot run {}: {}", c.id(), g.label, v->message));
+    return r;
+  }
+  const launch_shape s = launch_shape_for(c, p);
+  if (s.dynamic_smem_bytes != k.smem_bytes() || s.threads != k.threads())
+    r.note(fmt::format("launch asks {} bytes / {} threads, the template uses {} / {}", s.dynamic_smem_bytes, s.threads,
+                       k.smem_bytes(), k.threads()));
+  operands o = make_operands(k, g, seed);
+  // The scratch buffers as the family's launch asks the worker for them.
+  const kernel_launch launch = c.family->describe_launch(c, p, dev);
+  std::int64_t workspace = 0, counters = 0;
+  for (const auto& kp : launch.parameters) {
+    if (kp.name == "workspace") workspace = kp.buffer_bytes;
+    if (kp.name == "tile_counters") counters = kp.buffer_bytes;
+  }
+  // K-major copies (_kc): the prologue's pre-pass launches write the copies, and the GEMM runs as
+  // its rendered source says (TT_A_T and TT_B_T redefined) on what its launch's A and B name.
+  const std::string source = render_kernel_source(c, t, l);
+  const bool copies = source.find("#define TT_K_MAJOR_COPIES 1\n") != std::string::npos;
+  if (copies != !launch.prologue.empty())
+    r.note(fmt::format("TT_K_MAJOR_COPIES {} with {} prologue launches", copies, launch.prologue.size()));
+  if (!copies) {
+    mma_kernel_emulator emu(k, g, o, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
+                            static_cast<unsigned>(s.grid_z), workspace / 4, counters / 4);
+    emu.launch(seed * 7919u + 13u);
+    compare(k, g, o, emu.c_writes(), r);
+    return r;
+  }
+  auto last_define = [&](const std::string& name) {
+    const std::size_t at = source.rfind("#define " + name + " ");
+    return at == std::string::npos ? -1 : std::stoi(source.substr(at + name.size() + 9));
+  };
+  kernel_macros kk = k;
+  kk.a_t = last_define("TT_A_T");
+  kk.b_t = last_define("TT_B_T");
+  operands run = o;  // what the GEMM reads: a copy, or the operand as stored
+  std::vector<std::string> errors;
+  for (const kernel_launch& before : launch.prologue) {
+    const char operand = before.parameters.at(0).name.at(0);
+    global_buffer& copy = operand == 'A' ? run.a : run.b;
+    copy.name = before.parameters.at(1).name;
+    if (d.kc_skipped)
+      copy.bytes.assign(static_cast<std::size_t>(before.parameters.at(1).buffer_bytes), 0);
+    else
+      tiletune_test::emulate_transpose(before, operand == 'A' ? element_bytes(k.a_type()) : element_bytes(k.b_type()),
+                                       (operand == 'A' ? o.a : o.b).bytes, copy.bytes,
+                                       {d.kc_rows_of_cols, d.kc_unguarded}, errors);
+  }
+  for (const std::string& e : errors) r.note(e);
+  gemm_case kg = g;  // the GEMM's strides as its launch gives them
+  for (const kernel_parameter& kp : launch.parameters) {
+    if (kp.name == "lda") kg.lda = kp.value.get<int>();
+    if (kp.name == "ldb") kg.ldb = kp.value.get<int>();
+    if (kp.name == "batch_stride_a") kg.stride_a = kp.value.get<long long>();
+    if (kp.name == "batch_stride_b") kg.stride_b = kp.value.get<long long>();
+    if ((kp.name == "A" || kp.name == "B") && kp.kind == "pointer")  // reads the operand, not a copy
+      (kp.name == "A" ? run.a : run.b) = kp.name == "A" ? o.a : o.b;
+  }
+  if (d.kc_reads_operand) run.a = o.a, run.b = o.b;
+  mma_kernel_emulator emu(kk, kg, run, d, r, static_cast<unsigned>(s.grid_x), static_cast<unsigned>(s.grid_y),
+                          static_cast<unsigned>(s.grid_z), workspace / 4, counters / 4);
+  emu.launch(seed * 7919u + 13u);
+  o.c = run.c;
+  compare(k, g, o, emu.c_writes(), r);
+  return r;
+}
+
+// ---- Shapes -------------------------------------------------------------------------------
+inline int round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+// A case with leading dimensions: packed (as tiletune launches) or padded to
+// pad_to elements plus pad_to (16-byte aligned rows, partial chunks at the edges).
+inline gemm_case make_case(std::string label, const kernel_macros& k, int m, int n, int kdim, int batch, int pad_to,
+                    float alpha, float beta) {
+  gemm_case g;
+  g.label = std::move(label);
+  g.m = m;
+  g.n = n;
+  g.k = kdim;
+  g.batch = batch;
+  auto ld = [pad_to](int extent) { return pad_to ? round_up(extent, pad_to) + pad_to : extent; };
+  g.lda = ld(k.a_t ? m : kdim);
+  g.ldb = ld(k.b_t ? kdim : n);
+  g.ldc = ld(n);
+  g.stride_a = static_cast<long long>(g.lda) * (k.a_t ? kdim : m);
+  g.stride_b = static_cast<long long>(g.ldb) * (k.b_t ? n : kdim);
+  g.stride_c = static_cast<long long>(g.ldc) * m;
+  g.alpha = alpha;
+  g.beta = beta;
+  return g;
+}
+
+// The recipes: partial tiles at every edge, aligned and unaligned rows, both
+// C paths, alpha and beta, batch 2, a k-loop longer than the pipeline and one
+// shorter; split-K with a short last slice, and with empty slices.
+inline gemm_case recipe(int which, const kernel_macros& k) {
+  const int s = k.split_k;
+  const int a8 = k.eb() == 1 ? 16 : 8;  // elements that keep rows 16-byte aligned (fp8: 16)
+  if (s > 1) {
+    if (which % 2 == 0)  // 2s-1 k-tiles: per slice 2, the last slice 1 (partial): rows 16-byte aligned
+      return make_case("split, short last slice", k, 19, k.bn + 24, (2 * s - 1) * k.bk - a8, 2, 0, 0.75f, -1.25f);
+    // s+1 k-tiles: the last slices are empty; odd sizes, unaligned rows
+    return make_case("split, empty slices", k, 21, k.bn - 3, (s + 1) * k.bk - 5, 1, 0, 1.5f, 0.0f);
+  }
+  switch (which) {
+    case 0:  // stages+1 whole k-tiles (the ring wraps), every size a multiple of 8: cp.async, 16-byte C
+             // stores; block (0, 0) lies inside the matrices and copies without bounds, the others with
+      return make_case("aligned edges", k, k.bm + 24, k.bn + 8, (k.stages + 1) * k.bk, 1, 0, 0.75f, 0.0f);
+    case 1:  // odd sizes in padded rows: partial cp.async chunks zero-filled, C element-wise at the edge
+      return make_case("padded rows, odd edges", k, k.bm - 13, k.bn + 11, 2 * k.bk + 5, 1, a8, 1.5f, -1.25f);
+    case 2:  // odd packed rows: the element-wise copy path, element-wise C, batch 2
+      return make_case("unaligned rows, batch 2", k, 37, k.bn + k.bn / 2 + 1, k.bk + 3, 2, 0, -1.0f, 0.5f);
+    case 3:  // a few elements; K = 7, under one 16-byte chunk of the 16-bit types
+      return make_case("tiny", k, 5, 9, 7, 2, 0, 1.0f, 0.0f);
+    default:  // block (0, 0) inside M and N, but its last k-tile short: it copies with bounds
+      return make_case("inside, short k-tile", k, k.bm + 8, k.bn + 8, 2 * k.bk + a8, 1, 0, 1.0f, 0.0f);
+  }
+}
+
+// The variants: every default mma variant that runs a 4096^3 or a 16x4096x4096
+// problem on h100-sxm or a100-sxm-80gb, with the split-K and grouped-raster
+// copies problem_search_space adds for them.
+inline std::vector<tile_config> variants_under_test(dtype t, layout l) {
+  std::vector<tile_config> out;
+  std::set<std::string> seen;
+  for (const char* gpu : is_fp8(t) ? std::vector<const char*>{"l40s", "rtx-4090"}
+                                    : std::vector<const char*>{"h100-sxm", "a100-sxm-80gb"}) {
+    const device_spec& d = find_preset(gpu);
+    for (const std::int64_t m : {std::int64_t{4096}, std::int64_t{16}}) {
+      gemm_problem p;
+      p.m = m;
+      p.n = p.k = 4096;
+      p.type = t;
+      p.layout = l;
+      for (const tile_config& c : problem_search_space(family_named("mma"), p, d))
+        if (!check_constraints(c, p, d) && seen.insert(c.id()).second) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+inline const std::vector<dtype> dtypes = {dtype::f16, dtype::bf16, dtype::tf32};
+inline const std::vector<const char*> layouts = {"nn", "nt", "tn", "tt"};
+
+inline std::string name(const tile_config& c, dtype t, layout l, const gemm_case& g) {
+  return fmt::format("{} {} {} {}x{}x{} batch {} ({})", c.id(), to_string(t), l.name(), g.m, g.n, g.k, g.batch, g.label);
+}
+
+inline tile_config split_variant(int bm, int bn, int bk, int wm, int wn, int stages, int split) {
+  tile_config c = mma_tile(bm, bn, bk, wm, wn, stages);
+  c.split_k = split;
+  return c;
+}
+
+}  // namespace mma_emu
