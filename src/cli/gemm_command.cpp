@@ -80,7 +80,9 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--out-dtype", o->problem.out, "fp8: C's element type, bf16 (the default), f16 or f32")
       ->type_name("bf16|f16|f32");
   cmd->add_option("--layout", o->problem.layout,
-                  "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T")
+                  "A then B: n = stored as written (A MxK, B KxN, row-major), t = transposed; nt is x @ W.T. fp8 (and tf32 "
+                  "on Hopper) reads both operands K-major: in other layouts a pre-pass copies them first (the _kc "
+                  "variants, timed with it)")
       ->capture_default_str();
   cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str();
   cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")->capture_default_str();
