@@ -78,6 +78,8 @@ void read_k_major_copies(kernel_launch& gemm, const gemm_problem& p) {
     k.buffer_bytes = copy.bytes;
     k.meaning = fmt::format("{}'s K-major copy, {} x K row-major per matrix (the prologue's launch writes it from {})",
                             name, operand == 'a' ? "M" : "N", name);
+    parameter_named(gemm, operand == 'a' ? "lda" : "ldb").meaning =
+        fmt::format("elements between rows of {}'s K-major copy: K", name);
   }
   gemm.prologue = k_major_copy_launches(p);
   gemm.requirements.push_back(
