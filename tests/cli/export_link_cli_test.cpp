@@ -49,8 +49,9 @@ struct exported {
 };
 
 // Exports one named variant of an offline plan into dir; returns its id and entry.
-exported export_one(const fs::path& dir, const std::string& dtype, const std::string& layout, const std::string& id) {
-  const result r = run({"gemm", "--m", "1000", "--n", "3000", "--k", "777", "--dtype", dtype, "--layout", layout,
+exported export_one(const fs::path& dir, const std::string& dtype, const std::string& layout, const std::string& id,
+                    const std::string& k = "777") {
+  const result r = run({"gemm", "--m", "1000", "--n", "3000", "--k", k, "--dtype", dtype, "--layout", layout,
                         "--gpu", "h100-sxm", "--dry-run", "--only", id, "--quiet", "--export", dir.string()});
   EXPECT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(slurp(dir / (id + ".json")));
@@ -95,4 +96,26 @@ TEST(cli_export_link, two_exported_kernels_and_their_headers_link_into_one_progr
   EXPECT_NE(syms.find(a.entry), std::string::npos);
   EXPECT_NE(syms.find(b.entry), std::string::npos);
   EXPECT_EQ(syms.find(" tiletune_gemm"), std::string::npos) << "the JIT's shared name left in the program";
+}
+
+// A variant whose operands are both copied K-major first (tf32 tn on K-major copies): its header
+// declares one pre-pass kernel, launched twice with constants of its own, and compiles.
+TEST(cli_export_link, a_header_of_two_pre_passes_compiles) {
+  const std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set NVCC or put it on PATH): the link test needs one";
+  const fs::path dir = tmp_dir() / "export-two-copies";
+  fs::remove_all(dir);
+  // K 768: the copies' rows (K elements) 16-byte aligned, as TMA needs.
+  const exported k = export_one(dir, "tf32", "tn", "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc", "768");
+  ASSERT_FALSE(HasFailure());
+  std::ofstream(dir / "main.cu") << fmt::format(
+      "#include \"{0}.h\"\n"
+      "int main() {{\n"
+      "  float *a = nullptr, *b = nullptr, *c = nullptr, *ak = nullptr, *bk = nullptr;\n"
+      "  return {1}_launch(a, b, c, ak, bk, 1.0f, 0.0f, 0) == cudaSuccess ? 0 : 1;\n"
+      "}}\n",
+      k.id, k.entry);
+  std::string log;
+  const std::string cmd = fmt::format("cd '{}' && '{}' -arch=sm_90a -c main.cu -o main.o", dir.string(), nvcc);
+  ASSERT_EQ(shell(cmd, log), 0) << cmd << "\n" << log;
 }

@@ -77,9 +77,9 @@ TEST(export_source, the_new_wgmma_mechanisms_export_with_their_maps_and_clusters
   };
   for (const want& w : {want{4096, "wgmma_128x128x64_c2_s4_cl1x1_g8m_tmas_pp", "encode(&tmap_c"},
                         want{4096, "wgmma_128x256x64_c2_s4_cl2x1_g8m", "clusterDim.x = 2"},
-                        want{16, "wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab", "encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(B)"},
+                        want{16, "wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab", "encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(static_cast<const void*>(B))"},
                         // K-major copies: the pre-pass renamed with the entry, launched first, B's map on the copy.
-                        want{4096, "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc", "encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(B_k_major)", dtype::tf32, "nn"}}) {
+                        want{4096, "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc", "encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(static_cast<const void*>(B_k_major))", dtype::tf32, "nn"}}) {
     gemm_problem p;
     p.m = w.m;
     p.n = p.k = 4096;

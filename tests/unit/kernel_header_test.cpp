@@ -120,9 +120,9 @@ TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
       << h;
   EXPECT_NE(h.find("cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\""), std::string::npos);
   EXPECT_EQ(count(h, "if (encode(&"), 2u);
-  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(A)"), std::string::npos)
+  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(static_cast<const void*>(A))"), std::string::npos)
       << h;
-  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(B)"), std::string::npos);
+  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(static_cast<const void*>(B))"), std::string::npos);
   const auto& a = l.tensor_maps[0];
   EXPECT_NE(h.find(fmt::format("const cuuint64_t dims[] = {{{}, {}, {}}};", a.global_dims[0], a.global_dims[1],
                                a.global_dims[2])),
@@ -150,20 +150,56 @@ TEST(kernel_header, a_prologue_is_declared_and_launched_before_the_gemm_on_the_c
                    "int cols, long long ld, long long matrix_stride);"),
             std::string::npos)
       << h;
-  EXPECT_NE(h.find("tiletune_w_launch(const float* B, float* B_k_major, const void* A, float* C, float alpha, float "
+  // The operands first, in order, then the copy's buffer.
+  EXPECT_NE(h.find("tiletune_w_launch(const void* A, const float* B, float* C, float* B_k_major, float alpha, float "
                    "beta, cudaStream_t stream = 0)"),
             std::string::npos)
       << h;
   EXPECT_NE(h.find(fmt::format("// B_k_major: a device buffer of {} bytes", 777 * 3000 * 2 * 4)), std::string::npos);
   const std::size_t before = h.find("cudaLaunchKernelEx(&before, tiletune_w_transpose, B, B_k_major, "
-                                    "tiletune_w_transpose_rows, tiletune_w_transpose_cols,");
+                                    "tiletune_w_transpose_B_rows, tiletune_w_transpose_B_cols,");
   const std::size_t gemm = h.find("cudaLaunchKernelEx(&config, tiletune_w,");
   ASSERT_NE(before, std::string::npos) << h;
   ASSERT_NE(gemm, std::string::npos);
   EXPECT_LT(before, gemm);
-  EXPECT_NE(h.find("static constexpr int tiletune_w_transpose_rows = 777;"), std::string::npos) << h;
-  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(B_k_major)"),
+  EXPECT_NE(h.find("static constexpr int tiletune_w_transpose_B_rows = 777;"), std::string::npos) << h;
+  EXPECT_NE(h.find("encode(&tmap_b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(static_cast<const void*>(B_k_major))"),
             std::string::npos)
       << h;
-  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(A)"), std::string::npos);
+  EXPECT_NE(h.find("encode(&tmap_a, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<void*>(static_cast<const void*>(A))"), std::string::npos);
+}
+
+// Both operands MN-major (tn): two pre-passes of one kernel, A's then B's. The kernel is declared
+// once and each launch passes constants of its own (one set of names for both did not compile).
+TEST(kernel_header, two_pre_passes_of_one_kernel_take_constants_of_their_own) {
+  gemm_problem p = problem(dtype::e4m3, "tn");
+  p.k = 640;
+  tile_config c = mma_tile(128, 128, 64, 2, 2, 3);
+  set_mma_k_major_copies(c, true);
+  kernel_launch l = describe_launch(c, p, find_preset("l40s"));
+  ASSERT_EQ(l.prologue.size(), 2u);
+  l.entry = "tiletune_m";
+  for (kernel_launch& k : l.prologue) k.entry = rename_entry(k.entry, l.entry);
+  const std::string h = exported_header(l, "mma_kc", "");
+  std::set<std::string> constants;
+  for (std::size_t at = h.find("static constexpr "); at != std::string::npos; at = h.find("static constexpr ", at + 1)) {
+    const std::size_t eq = h.find(" = ", at), name = h.rfind(' ', eq - 1) + 1;  // "static constexpr T NAME = "
+    EXPECT_TRUE(constants.insert(h.substr(name, eq - name)).second) << h.substr(name, eq - name) << " defined twice";
+  }
+  EXPECT_EQ(constants.count("tiletune_m_transpose_A_ld"), 1u);
+  EXPECT_EQ(constants.count("tiletune_m_transpose_B_ld"), 1u);
+  std::size_t declared = 0;
+  for (std::size_t at = h.find("__global__ void tiletune_m_transpose("); at != std::string::npos;
+       at = h.find("__global__ void tiletune_m_transpose(", at + 1))
+    ++declared;
+  EXPECT_EQ(declared, 1u);
+  const std::size_t a = h.find("cudaLaunchKernelEx(&before, tiletune_m_transpose, A, A_k_major, tiletune_m_transpose_A_rows");
+  const std::size_t b = h.find("cudaLaunchKernelEx(&before, tiletune_m_transpose, B, B_k_major, tiletune_m_transpose_B_rows");
+  ASSERT_NE(a, std::string::npos) << h;
+  ASSERT_NE(b, std::string::npos) << h;
+  EXPECT_LT(a, b);
+  EXPECT_NE(h.find("tiletune_m_launch(const unsigned char* A, const unsigned char* B, unsigned short* C, unsigned char* "
+                   "A_k_major, unsigned char* B_k_major,"),
+            std::string::npos)
+      << h;
 }

@@ -37,7 +37,9 @@ std::string encode_map(const tensor_map_description& t, const std::string& point
   s += fmt::format("    const cuuint64_t strides_bytes[] = {};\n", c_array(t.global_strides_bytes));
   s += fmt::format("    const cuuint32_t box[] = {};\n", c_array(t.box_dims));
   s += fmt::format("    const cuuint32_t element_strides[] = {};\n", c_array(t.element_strides));
-  s += fmt::format("    if (encode(&{}, {}, {}, const_cast<void*>({}), dims, strides_bytes, box, element_strides,\n",
+  // The pointer is the caller's `const void*`, or a K-major copy's typed buffer (a pre-pass writes it).
+  s += fmt::format("    if (encode(&{}, {}, {}, const_cast<void*>(static_cast<const void*>({})), dims, strides_bytes, box, "
+                   "element_strides,\n",
                    t.parameter, t.data_type, t.global_dims.size(), pointer);
   s += fmt::format("               {}, {}, {}, {}) != CUDA_SUCCESS)\n", t.interleave, t.swizzle, t.l2_promotion,
                    t.oob_fill);
@@ -83,6 +85,13 @@ std::string rename_entry(const std::string& source, const std::string& entry) {
 
 namespace {
 
+// The prefix of one launch's scalar constants: the GEMM's entry; a prologue kernel's entry and the
+// operand it reads (two pre-passes of one entry, A's and B's, take scalars of their own).
+std::string constant_prefix(const kernel_launch& k, const kernel_launch& gemm) {
+  if (&k == &gemm || k.parameters.empty()) return k.entry;
+  return k.entry + "_" + k.parameters.front().name;
+}
+
 // The header's comment, includes, the kernel's declaration and the tuned problem's constants.
 std::string header_declarations(const kernel_launch& l, const std::string& id, const std::string& about) {
   const std::string& e = l.entry;
@@ -98,7 +107,10 @@ std::string header_declarations(const kernel_launch& l, const std::string& id, c
   if (!l.tensor_maps.empty()) s += "#include <cuda.h>  // CUtensorMap and its enums (no libcuda link needed)\n";
 
   s += "\n";
+  std::vector<std::string> entries;
   for (const kernel_launch* k : launches_of(l)) {
+    if (std::find(entries.begin(), entries.end(), k->entry) != entries.end()) continue;  // A's and B's pre-pass
+    entries.push_back(k->entry);
     std::vector<std::string> declared;
     for (const auto& p : k->parameters) declared.push_back(p.c_type + " " + p.name);
     s += fmt::format("extern \"C\" __global__ void {}({});\n", k->entry, fmt::join(declared, ", "));
@@ -107,8 +119,8 @@ std::string header_declarations(const kernel_launch& l, const std::string& id, c
   for (const kernel_launch* k : launches_of(l))
     for (const auto& p : k->parameters)
       if (p.kind == "scalar" && !passed_by_caller(p))
-        s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", p.c_type, k->entry, p.name, p.value.dump(),
-                         p.meaning);
+        s += fmt::format("static constexpr {} {}_{} = {};  // {}\n", p.c_type, constant_prefix(*k, l), p.name,
+                         p.value.dump(), p.meaning);
   s += fmt::format("static constexpr unsigned {}_dynamic_smem_bytes = {};\n", e, l.dynamic_smem_bytes);
   return s;
 }
@@ -120,22 +132,23 @@ struct launcher_arguments {
 
 // What one launch passes its kernel: pointers and tensor maps by name, the tuned scalars as the
 // constants, alpha and beta as the caller's.
-std::vector<std::string> passed_to(const kernel_launch& l) {
+std::vector<std::string> passed_to(const kernel_launch& l, const kernel_launch& gemm) {
   std::vector<std::string> passed;
   for (const auto& k : l.parameters)
-    passed.push_back(k.kind == "scalar" && !passed_by_caller(k) ? l.entry + "_" + k.name : k.name);
+    passed.push_back(k.kind == "scalar" && !passed_by_caller(k) ? constant_prefix(l, gemm) + "_" + k.name : k.name);
   return passed;
 }
 
 // The caller's pointers once each, however many launches take them (a prologue writes A_k_major,
-// the GEMM's tensor map reads it), then alpha and beta, then the stream.
+// the GEMM's tensor map reads it): A, B and C first, then the K-major copies' buffers, then the
+// rest in the order the launches name them; then alpha and beta, then the stream.
 launcher_arguments launcher_arguments_of(const kernel_launch& l) {
   launcher_arguments a;
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> pointers;  // (name, declaration)
   auto take = [&](const std::string& type, const std::string& name) {
-    if (std::find(names.begin(), names.end(), name) != names.end()) return;
-    names.push_back(name);
-    a.taken.push_back(type + " " + name);
+    for (const auto& p : pointers)
+      if (p.first == name) return;
+    pointers.emplace_back(name, type + " " + name);
   };
   for (const kernel_launch* k : launches_of(l))
     for (const auto& p : k->parameters) {
@@ -146,10 +159,23 @@ launcher_arguments launcher_arguments_of(const kernel_launch& l) {
         take(p.c_type, p.name);
       }
     }
+  auto rank = [](const std::string& name) {
+    const char* order[] = {"A", "B", "C", "A_k_major", "B_k_major"};
+    for (int i = 0; i < 5; ++i)
+      if (name == order[i]) return i;
+    return 5;
+  };
+  std::stable_sort(pointers.begin(), pointers.end(),
+                   [&](const auto& x, const auto& y) { return rank(x.first) < rank(y.first); });
+  for (const auto& p : pointers) a.taken.push_back(p.second);
+  std::vector<std::string> names;
   for (const auto& k : l.parameters)
-    if (passed_by_caller(k)) take(k.c_type, k.name);
+    if (passed_by_caller(k) && std::find(names.begin(), names.end(), k.name) == names.end()) {
+      names.push_back(k.name);
+      a.taken.push_back(k.c_type + " " + k.name);
+    }
   a.taken.emplace_back("cudaStream_t stream = 0");
-  a.passed = passed_to(l);
+  a.passed = passed_to(l, l);
   return a;
 }
 
@@ -201,7 +227,7 @@ std::string prologue_calls(const kernel_launch& l) {
     s += fmt::format("    before.gridDim = dim3({}, {}, {});\n", k.grid[0], k.grid[1], k.grid[2]);
     s += fmt::format("    before.blockDim = dim3({}, {}, {});\n    before.stream = stream;\n", k.block[0], k.block[1],
                      k.block[2]);
-    s += fmt::format("    err = cudaLaunchKernelEx(&before, {}, {});  // {}\n", k.entry, fmt::join(passed_to(k), ", "),
+    s += fmt::format("    err = cudaLaunchKernelEx(&before, {}, {});  // {}\n", k.entry, fmt::join(passed_to(k, l), ", "),
                      k.grid_rule);
     s += "    if (err != cudaSuccess) return err;\n  }\n";
   }
