@@ -98,23 +98,27 @@ TEST(cli_export_link, two_exported_kernels_and_their_headers_link_into_one_progr
   EXPECT_EQ(syms.find(" tiletune_gemm"), std::string::npos) << "the JIT's shared name left in the program";
 }
 
-// A variant whose operands are both copied K-major first (tf32 tn on K-major copies): its header
-// declares one pre-pass kernel, launched twice with constants of its own, and compiles.
-TEST(cli_export_link, a_header_of_two_pre_passes_compiles) {
+// Headers whose tensor maps address typed buffers compile: a variant whose operands are both
+// copied K-major first (tf32 tn: one pre-pass kernel, launched twice with constants of its own,
+// maps on the copies) and the TMA-store epilogue's (a map on C).
+TEST(cli_export_link, headers_of_two_pre_passes_and_of_a_map_on_c_compile) {
   const std::string nvcc = find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set NVCC or put it on PATH): the link test needs one";
   const fs::path dir = tmp_dir() / "export-two-copies";
   fs::remove_all(dir);
   // K 768: the copies' rows (K elements) 16-byte aligned, as TMA needs.
   const exported k = export_one(dir, "tf32", "tn", "wgmma_128x128x32_c2_s4_cl1x1_g8m_kc", "768");
+  const exported s = export_one(dir, "bf16", "nt", "wgmma_128x128x64_c2_s4_cl1x1_g8m_tmas_pp", "768");
   ASSERT_FALSE(HasFailure());
   std::ofstream(dir / "main.cu") << fmt::format(
-      "#include \"{0}.h\"\n"
+      "#include \"{0}.h\"\n#include \"{2}.h\"\n"
       "int main() {{\n"
       "  float *a = nullptr, *b = nullptr, *c = nullptr, *ak = nullptr, *bk = nullptr;\n"
-      "  return {1}_launch(a, b, c, ak, bk, 1.0f, 0.0f, 0) == cudaSuccess ? 0 : 1;\n"
+      "  unsigned short* z = nullptr;\n"
+      "  if ({1}_launch(a, b, c, ak, bk, 1.0f, 0.0f, 0) != cudaSuccess) return 1;\n"
+      "  return {3}_launch(nullptr, nullptr, z, 1.0f, 0.0f, 0) == cudaSuccess ? 0 : 1;\n"
       "}}\n",
-      k.id, k.entry);
+      k.id, k.entry, s.id, s.entry);
   std::string log;
   const std::string cmd = fmt::format("cd '{}' && '{}' -arch=sm_90a -c main.cu -o main.o", dir.string(), nvcc);
   ASSERT_EQ(shell(cmd, log), 0) << cmd << "\n" << log;
