@@ -35,12 +35,12 @@ kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_m
   const std::int64_t cols = copy.cols, matrices = copy.matrices;
   const std::string elem = element_c_type(a ? p.elements().a : p.elements().b);
   kernel_launch l;
-  l.entry = std::string(kernel_entry_name) + kernel_prologue_suffix;
+  l.entry = fmt::format("{}{}", kernel_entry_name, kernel_prologue_suffix);
   l.grid = {(cols + 31) / 32, (p.k + 31) / 32, matrices};
   l.block = {32, 8, 1};
   l.grid_rule = fmt::format("(ceil({} / 32), ceil(K / 32), {}): one block per 32 x 32 tile of {} as stored",
                             a ? "M" : "N", p.grouped() && !a ? "groups" : "batch", name);
-  kernel_parameter dst{std::string(1, name) + "_k_major", elem + "*", "pointer",
+  kernel_parameter dst{fmt::format("{}_k_major", name), elem + "*", "pointer",
                        fmt::format("{}'s K-major copy, {} x K row-major per matrix, one after another: this kernel "
                                    "writes it, the GEMM reads it",
                                    name, a ? "M" : "N"),
@@ -74,7 +74,7 @@ void read_k_major_copies(kernel_launch& gemm, const gemm_problem& p) {
     if (copy.bytes == 0) continue;
     const char name = operand == 'a' ? 'A' : 'B';
     kernel_parameter& k = parameter_named(gemm, std::string(1, name));
-    k.name = std::string(1, name) + "_k_major";
+    k.name = fmt::format("{}_k_major", name);
     k.buffer_bytes = copy.bytes;
     k.meaning = fmt::format("{}'s K-major copy, {} x K row-major per matrix (the prologue's launch writes it from {})",
                             name, operand == 'a' ? "M" : "N", name);

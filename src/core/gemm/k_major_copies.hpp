@@ -7,6 +7,7 @@
 // together, as the variant (a family's "_kc" variants: tf32 and fp8 where the hardware transposes
 // only 16-bit elements).
 #include <cstdint>
+#include <vector>
 
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/problem.hpp"
@@ -27,7 +28,9 @@ struct k_major_copy {
 k_major_copy k_major_copy_of(const gemm_problem& p, char operand);
 // Both operands' copies' bytes, and what the pre-pass streams (each copied byte read and written).
 std::int64_t k_major_copies_bytes(const gemm_problem& p);
-inline double k_major_prologue_bytes(const gemm_problem& p) { return 2.0 * static_cast<double>(k_major_copies_bytes(p)); }
+inline double k_major_prologue_bytes(const gemm_problem& p) {
+  return 2.0 * static_cast<double>(k_major_copies_bytes(p));
+}
 int k_major_prologue_launches(const gemm_problem& p);
 
 // The pre-pass's launch for one operand whose copy is `copy` (non-empty).

@@ -111,7 +111,8 @@ class mma : public gemm_family {
   // session has had (Ada, GeForce Blackwell).
   std::string untried_on_gpu(const tile_config& c, dtype t) const override {
     if (is_fp8(t))
-      return mma_k_major_copies(c) ? "fp8 through mma.sync m16n8k32 on K-major copies (_kc)" : "fp8 through mma.sync m16n8k32";
+      return mma_k_major_copies(c) ? "fp8 through mma.sync m16n8k32 on K-major copies (_kc)"
+                                   : "fp8 through mma.sync m16n8k32";
     return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
   }
   double attainable_efficiency(int compute_capability) const override {

@@ -28,7 +28,9 @@ inline void set_mma_out(tile_config& c, std::optional<element_type> out) {
 inline bool mma_k_major_copies(const tile_config& c) { return c.knobs[3] != 0; }
 inline void set_mma_k_major_copies(tile_config& c, bool on) { c.knobs[3] = on ? 1 : 0; }
 // The layout the GEMM kernel runs: nt on K-major copies, the problem's otherwise.
-inline layout mma_kernel_layout(const tile_config& c, layout l) { return mma_k_major_copies(c) ? k_major_layout() : l; }
+inline layout mma_kernel_layout(const tile_config& c, layout l) {
+  return mma_k_major_copies(c) ? k_major_layout() : l;
+}
 // The warp tile, BM/warps_m x BN/warps_n (0 without warps).
 inline int mma_warp_tile_m(const tile_config& c) { return mma_warps_m(c) ? c.block_m / mma_warps_m(c) : 0; }
 inline int mma_warp_tile_n(const tile_config& c) { return mma_warps_n(c) ? c.block_n / mma_warps_n(c) : 0; }

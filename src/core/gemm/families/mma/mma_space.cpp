@@ -107,7 +107,8 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
 // on operands unpacked by F2FP.F16.E4M3.UNPACK (read in the SASS), under half of f16's mma.sync
 // rate and more registers (128x128 tiles spill), so it is not planned. The
 // fragments are read with ldmatrix, which has no transpose for bytes: both operands K-major (layout
-// nt), other layouts on K-major copies (_kc). Per-tensor scales are alpha's; rowwise and block scales are the wgmma kernel's.
+// nt), other layouts on K-major copies (_kc). Per-tensor scales are alpha's; rowwise and block
+// scales are the wgmma kernel's.
 std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_problem& p, const device_spec& d) {
   if (d.compute_capability < 89)
     return violation("architecture", fmt::format("fp8 mma.sync needs sm_89 (Ada) or newer, the GPU is {}", d.arch()));
