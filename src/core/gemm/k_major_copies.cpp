@@ -1,7 +1,5 @@
 #include "core/gemm/k_major_copies.hpp"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
 
 #include "core/compile/kernel_templates.hpp"
@@ -27,8 +25,9 @@ int k_major_prologue_launches(const gemm_problem& p) {
   return (k_major_copy_of(p, 'a').bytes > 0 ? 1 : 0) + (k_major_copy_of(p, 'b').bytes > 0 ? 1 : 0);
 }
 
-// The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N),
-// kernels_templates/common/gemm_transpose.cuh.
+namespace {
+// The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N)
+// whose copy is `copy`, kernels_templates/common/gemm_transpose.cuh.
 kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_major_copy& copy) {
   const bool a = operand == 'a';
   const char name = a ? 'A' : 'B';
@@ -59,6 +58,7 @@ kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_m
   l.requirements = {"launched before the GEMM, on its stream, every time: the GEMM reads what it writes"};
   return l;
 }
+}  // namespace
 
 std::vector<kernel_launch> k_major_copy_launches(const gemm_problem& p) {
   std::vector<kernel_launch> out;

@@ -33,8 +33,6 @@ inline double k_major_prologue_bytes(const gemm_problem& p) {
 }
 int k_major_prologue_launches(const gemm_problem& p);
 
-// The pre-pass's launch for one operand whose copy is `copy` (non-empty).
-kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_major_copy& copy);
 // Every pre-pass launch the problem needs, in the order they run (A's, then B's).
 std::vector<kernel_launch> k_major_copy_launches(const gemm_problem& p);
 // A pointer-and-stride GEMM launch (tile_grid_launch of the problem in layout nt) made to read the

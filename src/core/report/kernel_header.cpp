@@ -1,6 +1,7 @@
 #include "core/report/kernel_header.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -160,20 +161,14 @@ launcher_arguments launcher_arguments_of(const kernel_launch& l) {
       }
     }
   auto rank = [](const std::string& name) {
-    const char* order[] = {"A", "B", "C", "A_k_major", "B_k_major"};
-    for (int i = 0; i < 5; ++i)
-      if (name == order[i]) return i;
-    return 5;
+    static const std::string order[] = {"A", "B", "C", "A_k_major", "B_k_major"};
+    return std::find(std::begin(order), std::end(order), name) - std::begin(order);  // the rest: last
   };
   std::stable_sort(pointers.begin(), pointers.end(),
                    [&](const auto& x, const auto& y) { return rank(x.first) < rank(y.first); });
   for (const auto& p : pointers) a.taken.push_back(p.second);
-  std::vector<std::string> names;
   for (const auto& k : l.parameters)
-    if (passed_by_caller(k) && std::find(names.begin(), names.end(), k.name) == names.end()) {
-      names.push_back(k.name);
-      a.taken.push_back(k.c_type + " " + k.name);
-    }
+    if (passed_by_caller(k)) a.taken.push_back(k.c_type + " " + k.name);
   a.taken.emplace_back("cudaStream_t stream = 0");
   a.passed = passed_to(l, l);
   return a;
