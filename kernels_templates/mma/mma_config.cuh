@@ -6,7 +6,8 @@
 // C in 16-byte vectors, optional split-K (TT_SPLIT_K > 1) into an fp32
 // workspace reduced by the last block of each tile, grouped rasterization.
 // Macros (besides gemm_common.cuh's): TT_WARPS_M x TT_WARPS_N warps,
-// TT_STAGES pipeline depth, TT_SPLIT_K, TT_RASTER_GROUP, TT_RASTER_ALONG_N.
+// TT_STAGES pipeline depth, TT_SPLIT_K, TT_RASTER_GROUP, TT_RASTER_ALONG_N,
+// TT_SCALING (fp8: 1 rowwise scales).
 // This file derives the rest; mma_primitives.cuh, mma_copies.cuh,
 // mma_fragments.cuh, mma_mainloop.cuh and mma_gemm.cu follow it in that order
 // (mma_family.cpp), after common/ and mma_addressing.cuh.
@@ -39,6 +40,15 @@ typedef elem_t ab_t;
 // check_mma requires.
 #if TT_FP8 && (TT_A_T || !TT_B_T)
 #error "the mma family reads fp8 operands K-major only (layout nt)"
+#endif
+
+// fp8's rowwise scales (TT_SCALING 1, mma_gemm.cu's epilogue): scale_a[M] and scale_b[N]; 0, per-tensor
+// scales, are alpha's.
+#ifndef TT_SCALING
+#define TT_SCALING 0
+#endif
+#if TT_SCALING && !TT_FP8
+#error "rowwise scales are fp8's"
 #endif
 
 // Shared tiles: rows x cols, unpadded; KC: the rows run along k.

@@ -10,14 +10,31 @@ constexpr int tt_smem_bytes =
 constexpr int tt_epi_mi = tt_mma_epi_mi(TT_MI, TT_WARPS_M, TT_BN, tt_smem_bytes);
 #define TT_PASS_ROWS (TT_WARPS_M * tt_epi_mi * 16)
 
+#if TT_SCALING
+// Rowwise scales: a row piece's VEC sums at (m, n) times row m's scale of A and each column's of
+// B, as C = alpha * scale_a[m] * scale_b[n] * sum + beta * C asks. A row or column past the
+// matrix reads the last scale (its result is not stored).
+__device__ __forceinline__ void tt_scale_piece(float* v, const float* __restrict__ scale_a,
+                                               const float* __restrict__ scale_b, int m, int n, int M, int N) {
+  const float sa = scale_a[m < M ? m : M - 1];
+#pragma unroll
+  for (int e = 0; e < TT_EPI_VEC; ++e) v[e] *= sa * scale_b[n + e < N ? n + e : N - 1];
+}
+#endif
+
 // workspace: split-K partial sums, [batch][tile][slice][BM x BN] fp32;
 // tile_counters: [batch][tile], zero before the first launch, and reset to
 // zero by the block that reduces the tile. Both unused when TT_SPLIT_K == 1.
+// scale_a, scale_b (TT_SCALING): fp8's rowwise scales, M and N floats.
 extern "C" __global__ void __launch_bounds__(TT_THREADS, TT_MIN_BLOCKS)
 tiletune_gemm(const ab_t* __restrict__ A, const ab_t* __restrict__ B, elem_t* __restrict__ C,
               int M, int N, int K, int lda, int ldb, int ldc, long long batch_stride_a,
               long long batch_stride_b, long long batch_stride_c, float alpha, float beta,
-              float* __restrict__ workspace, unsigned* __restrict__ tile_counters) {
+              float* __restrict__ workspace, unsigned* __restrict__ tile_counters
+#if TT_SCALING
+              , const float* __restrict__ scale_a, const float* __restrict__ scale_b
+#endif
+              ) {
   extern __shared__ __align__(128) unsigned char tt_smem_raw[];
   ab_t* const smem = reinterpret_cast<ab_t*>(tt_smem_raw);
   const unsigned smem_base = tt_smem_addr(smem);  // stage s: A's tile, then B's (TT_STAGE_BYTES)
@@ -168,6 +185,9 @@ tiletune_gemm(const ab_t* __restrict__ A, const ab_t* __restrict__ B, elem_t* __
         }
       }
 #else
+#if TT_SCALING
+      tt_scale_piece(v, scale_a, scale_b, m0 + row, n0 + col, M, N);
+#endif
       tt_store_c_vec<TT_EPI_VEC>(C, ldc, m0 + row, n0 + col, M, N, v, alpha, beta, c_vec);
 #endif
     }
@@ -208,6 +228,9 @@ tiletune_gemm(const ab_t* __restrict__ A, const ab_t* __restrict__ B, elem_t* __
         v[e] += w.x; v[e + 1] += w.y; v[e + 2] += w.z; v[e + 3] += w.w;
       }
     }
+#if TT_SCALING
+    tt_scale_piece(v, scale_a, scale_b, m0 + row, n0 + col, M, N);  // the sum's, once
+#endif
     tt_store_c_vec<TT_EPI_VEC>(C, ldc, m0 + row, n0 + col, M, N, v, alpha, beta, c_vec);
   }
   if (tid == 0) *counter = 0;  // ready for the next launch

@@ -51,7 +51,8 @@
 #            Hopper with TILETUNE_MMA_FP8_ON_SM90=1 (the same PTX): three or four variants, the four fp8 types,
 #            verified on odd shapes (partial tiles, unaligned rows, batch 2, beta 0.5, split-K), and
 #            memcheck and racecheck on one; then on K-major copies (_kc: nn, tn, tt, an fp8 training
-#            step's backward layouts) the same; no figure (Hopper's fp8 is wgmma's)
+#            step's backward layouts) the same, and with rowwise scales (_rw: nt, split-K, tn on copies)
+#            and memcheck; no figure (Hopper's fp8 is wgmma's)
 #     kc     K-major copies (_kc: a transposing pre-pass, then the nt kernel; issues 35 and 38), first
 #            run: tf32 nn/tn/tt and e4m3 nn/tn on odd shapes verified (every variant, beta 0.5), memcheck
 #            and racecheck on one, then tf32 nn 4096^3 (goal >= 0.80x cuBLASLt) and e4m3 nn 4096^3 timed
@@ -480,6 +481,21 @@ if want fp8mma; then
     step "fp8 mma _kc memcheck" 120 "$out/fp8mma-kc-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer \
       --tool memcheck "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --layout nn --verify-only --no-db \
       --only mma_64x64x128_w2x2_s4_kc
+  fi
+  # Rowwise scales (_rw), applied by the epilogue: nt, split-K (16 rows) and tn on copies
+  for case in "e4m3 nt 200 136 1296 mma_64x64x128_w2x2_s4_rw mma_64x128x64_w2x4_s3_rw" \
+              "e4m3 nt 16 4096 1024 mma_64x64x64_w2x2_s3_k2_rw" \
+              "e5m2_e4m3 tn 72 328 400 mma_64x64x128_w2x2_s4_rw_kc mma_64x128x64_w2x4_s3_rw_kc"; do
+    read -r dt l m n k ids <<<"$case"
+    # shellcheck disable=SC2086
+    step "fp8 mma _rw verify $dt $l $m" 120 "$out/fp8mma-rw-verify-$dt-$l-$m.txt" env TILETUNE_MMA_FP8_ON_SM90=1 \
+      "$bin" gemm --m "$m" --n "$n" --k "$k" --dtype "$dt" --layout "$l" --scaling rowwise --beta 0.5 --verify-only \
+      --no-db --variant-timeout 10 --keep-going --only $ids --out "$out/fp8mma-rw-verify-$dt-$l-$m.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    step "fp8 mma _rw memcheck" 120 "$out/fp8mma-rw-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer \
+      --tool memcheck "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --scaling rowwise --verify-only --no-db \
+      --only mma_64x64x128_w2x2_s4_rw
   fi
 fi
 if want fp8; then

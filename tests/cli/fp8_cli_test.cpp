@@ -80,8 +80,9 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
   EXPECT_NE(r.out.find("needs sm_89"), std::string::npos) << r.out;
 }
 
-// Ada (sm_89): fp8 runs in the mma family (mma.sync m16n8k32), layout nt and per-tensor scales
-// only; what it cannot run says why, and the plan says the kernel has not run on a GPU.
+// Ada (sm_89): fp8 runs in the mma family (mma.sync m16n8k32): layout nt, the others on K-major
+// copies; per-tensor and rowwise scales; what it cannot run says why, and the plan says the kernel
+// has not run on a GPU.
 TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
   for (const char* t : {"e4m3", "e5m2_e4m3"}) {
     const result r = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", t, "--gpu", "l40s",
@@ -98,11 +99,23 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
                           "--gpu", "rtx-4090", "--dry-run"});
   ASSERT_EQ(f32.code, 0) << f32.err;
   EXPECT_NE(f32.out.find("_of32 (predicted"), std::string::npos) << f32.out;
+  // Rowwise scales: the epilogue applies them (_rw); block scales: no variant, and it says why.
   const result rowwise = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--scaling",
-                              "rowwise", "--gpu", "l4", "--dry-run"});
-  EXPECT_EQ(rowwise.code, 0) << rowwise.err;
-  EXPECT_NE(rowwise.out.find("no variant can run"), std::string::npos) << rowwise.out;
-  EXPECT_NE(rowwise.out.find("per-tensor fp8 scales (alpha), not rowwise"), std::string::npos) << rowwise.out;
+                              "rowwise", "--gpu", "l4", "--dry-run", "--json"});
+  ASSERT_EQ(rowwise.code, 0) << rowwise.err;
+  const nlohmann::json rj = nlohmann::json::parse(rowwise.out);
+  const std::string rid = rj["recommendation"]["id"];
+  EXPECT_EQ(rid.rfind("mma_", 0), 0u) << rid;
+  EXPECT_EQ(rid.substr(rid.size() - 3), "_rw") << rid;
+  EXPECT_NE(rj["notes"].dump().find("rowwise scales in the epilogue (_rw), which has not run on a GPU"),
+            std::string::npos)
+      << rj["notes"].dump(1);
+  const result block = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--scaling",
+                            "block", "--gpu", "l4", "--dry-run"});
+  EXPECT_EQ(block.code, 0) << block.err;
+  EXPECT_NE(block.out.find("no variant can run"), std::string::npos) << block.out;
+  EXPECT_NE(block.out.find("per-tensor (alpha) and rowwise fp8 scales, not block scales"), std::string::npos)
+      << block.out;
   // An operand stored MN-major: every variant transposes it first (_kc), and the model counts that
   // (the refusals of variants with and without copies: unit/mma_k_major_copies_test.cpp).
   for (const char* l : {"nn", "tn", "tt"}) {
@@ -126,6 +139,12 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
   ASSERT_EQ(step.code, 0) << step.err;
   const nlohmann::json sj = nlohmann::json::parse(step.out);
   EXPECT_EQ(sj["model_step"]["gemms_without_variant"], 0) << sj["model_step"].dump(1);
+  // torchao's rowwise recipe too: every GEMM e4m3 with rowwise scales, the backward's on copies.
+  const result rw_step = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "rowwise",
+                              "--gpu", "l40s", "--dry-run", "--json"});
+  ASSERT_EQ(rw_step.code, 0) << rw_step.err;
+  const nlohmann::json rsj = nlohmann::json::parse(rw_step.out);
+  EXPECT_EQ(rsj["model_step"]["gemms_without_variant"], 0) << rsj["model_step"].dump(1);
   // On an A100 (no fp8 tensor cores) the step's fp8 GEMMs have none, and its total says it leaves them out.
   const result ampere = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "tensorwise",
                              "--gpu", "a100-sxm-80gb", "--dry-run"});

@@ -4,6 +4,7 @@
 // (block: loads in the main loop, before the promotion's wait; by TMA (_ts): no loads of them, a
 // bulk copy of A's and two cp.async of B's with their arrival on the stage's barrier, a copy
 // without them failing that check). Not yet run on a GPU.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/tune/compile_selection.hpp"
@@ -241,5 +243,52 @@ TEST(compile_fp8_scales, mixed_formats_compile_to_qgmma_of_both) {
     EXPECT_EQ(right, qgmma) << jobs[i].name << ": QGMMA without " << want[i];
     for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
+  }
+}
+
+// The mma family's rowwise scales (_rw) on sm_89: e4m3 nt of a 4-warp and an 8-warp tile and a
+// split-K tile compile without spills; their k-loops run the unscaled kernel's QMMAs in no more
+// instructions (the scales live in the epilogue only; ptxas schedules split-K's edge loops a few
+// instructions apart), and the epilogue loads the scales and multiplies by them (more 32-bit loads
+// and FMULs than the unscaled kernel). Not yet run on a GPU.
+TEST(compile_mma_rowwise, scales_change_the_epilogue_and_not_the_main_loop) {
+  const device_spec& d = find_preset("l40s");
+  std::vector<compile_job> jobs;
+  std::vector<std::string> ids;
+  for (const auto& [rows, id] : {std::pair{4096, "mma_128x128x64_w2x2_s3_rw"}, std::pair{4096, "mma_128x256x64_w2x4_s3_rw"},
+                                 std::pair{16, "mma_64x64x64_w2x2_s4_k4_rw"}}) {
+    gemm_problem p;
+    p.m = rows, p.n = p.k = 4096;
+    p.type = dtype::e4m3;
+    p.scaling = scaling_mode::rowwise;
+    p.layout = parse_layout("nt");
+    const std::vector<tile_config> space = problem_search_space(family_named("mma"), p, d);
+    const auto it = std::find_if(space.begin(), space.end(), [&](const tile_config& c) { return c.id() == id; });
+    ASSERT_NE(it, space.end()) << id;
+    ASSERT_FALSE(check_constraints(*it, p, d)) << check_constraints(*it, p, d)->message;
+    jobs.push_back(make_compile_job(*it, p.type, p.layout, d));
+    tile_config plain = *it;
+    set_mma_rowwise_scales(plain, false);
+    jobs.push_back(make_compile_job(plain, p.type, p.layout, d));
+    ids.push_back(id);
+  }
+  const auto results = compile_cleanly(jobs);
+  ASSERT_EQ(results.size(), jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); i += 2) {
+    if (!results[i].ok || !results[i + 1].ok) continue;
+    const std::string rw = disassemble(results[i].cubin, jobs[i].name);
+    const std::string plain = disassemble(results[i + 1].cubin, jobs[i + 1].name);
+    const auto loops = hmma_loops(rw), plain_loops = hmma_loops(plain);
+    ASSERT_EQ(loops.size(), plain_loops.size()) << ids[i / 2];
+    ASSERT_FALSE(loops.empty()) << ids[i / 2];
+    for (std::size_t j = 0; j < loops.size(); ++j) {
+      EXPECT_GT(loops[j].hmma, 0) << ids[i / 2];
+      std::printf("%s loop %zu: %d instructions, %d QMMA (unscaled: %d, %d)\n", ids[i / 2].c_str(), j,
+                  loops[j].instructions, loops[j].hmma, plain_loops[j].instructions, plain_loops[j].hmma);
+      EXPECT_LE(loops[j].instructions, plain_loops[j].instructions) << ids[i / 2] << " loop " << j;
+      EXPECT_EQ(loops[j].hmma, plain_loops[j].hmma) << ids[i / 2] << " loop " << j;
+    }
+    EXPECT_GT(scale_loads(rw), scale_loads(plain)) << ids[i / 2];
+    EXPECT_GE(count_of(rw, "FMUL") - count_of(plain, "FMUL"), 8) << ids[i / 2];  // 8 columns a bf16 row piece
   }
 }

@@ -193,6 +193,33 @@ TEST(launch_binding, a_prologue_kernel_is_described_as_its_signature_says) {
   EXPECT_GT(checked, 10);
 }
 
+// fp8 with rowwise scales on Ada (the mma family's _rw): scale_a and scale_b after split-K's
+// buffers (behind #if TT_SCALING), with and without split-K and K-major copies.
+TEST(launch_binding, an_mma_variant_with_rowwise_scales_describes_them) {
+  const device_spec& d = find_preset("l40s");
+  int checked = 0;
+  for (const char* l : {"nt", "tn"}) {
+    gemm_problem p = odd_problem(dtype::e4m3);
+    p.layout = parse_layout(l);
+    p.scaling = scaling_mode::rowwise;
+    p.m = 16;  // split-K variants join the space
+    p.k = 8192;
+    std::set<int> splits;
+    for (const tile_config& c : problem_search_space(family_named("mma"), p, d)) {
+      if (check_constraints(c, p, d) || !splits.insert(c.split_k > 1).second) continue;
+      const kernel_launch launch = c.family->describe_launch(c, p, d);
+      // On K-major copies (tn) the kernel's A and B are described as the copies the worker binds.
+      std::vector<declared> sig = signature(render_kernel_source(c, p.type, p.layout));
+      for (std::size_t i = 0; i < std::min(sig.size(), launch.parameters.size()); ++i)
+        if (launch.parameters[i].name == sig[i].name + "_k_major") sig[i].name = launch.parameters[i].name;
+      expect_matches(launch, sig, c.id());
+      EXPECT_EQ(launch.parameters.back().name, "scale_b") << c.id();
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4);
+}
+
 // Scratch buffers: every variant of a problem space asks the worker for the
 // bytes its family's scratch_bytes (the JSON's workspace_bytes) reports.
 TEST(launch_binding, scratch_buffers_are_what_the_family_reports) {

@@ -127,6 +127,7 @@ struct kernel_macros {
   int bm = 0, bn = 0, bk = 0;                          // TT_BM, TT_BN, TT_BK
   int warps_m = 0, warps_n = 0, stages = 0;            // TT_WARPS_M, TT_WARPS_N, TT_STAGES
   int split_k = 1, raster_group = 0, raster_along_n = 0;
+  int scaling = 0;                                     // TT_SCALING (fp8: 1 rowwise, the rendered source's)
   int eb() const { return element_bytes(type); }       // TT_AB_BYTES (the operands')
   dtype a_type() const { return element_dtype(row_of(type).a); }  // fp8: one format each
   dtype b_type() const { return element_dtype(row_of(type).b); }
@@ -202,6 +203,9 @@ struct defects {
   bool kc_unguarded = false;            // K-major copies: the pre-pass moves a tile's elements past the matrix too
   bool kc_skipped = false;              // K-major copies: the GEMM launched without its prologue
   bool kc_reads_operand = false;        // K-major copies: the GEMM reads the operand as stored, not its copy
+  bool rw_b_by_row = false;             // rowwise scales: B's scale taken at the row, not the column
+  bool rw_split_unscaled = false;       // rowwise scales: split-K's reduction writes the sum unscaled
+  bool rw_unclamped = false;            // rowwise scales: rows and columns past the matrix read past the scales
 };
 
 // ---- What a run found ----------------------------------------------------------------
@@ -465,7 +469,12 @@ struct gemm_case {
   int lda = 0, ldb = 0, ldc = 0;           // elements between stored rows
   long long stride_a = 0, stride_b = 0, stride_c = 0;
   float alpha = 1, beta = 0;
+  bool rowwise = false;  // fp8 rowwise scales (scale_a_at, scale_b_at)
 };
+
+// Rowwise scales, powers of two (as tiletune's random_scales draws them), so every product stays exact.
+inline float scale_a_at(int m) { return std::ldexp(1.0f, (m * 5) % 7 - 3); }
+inline float scale_b_at(int n) { return std::ldexp(1.0f, (n * 3) % 5 - 2); }
 
 // A, B and C in their stored layouts. Padding past a row's end holds NaN (a
 // read of it poisons the result); C's padding holds a marked NaN that must
@@ -473,6 +482,7 @@ struct gemm_case {
 // every fp32 sum of their products is exact in any order.
 struct operands {
   global_buffer a{"A", {}}, b{"B", {}}, c{"C", {}};
+  global_buffer scale_a{"scale_a", {}}, scale_b{"scale_b", {}};  // rowwise: M and N floats
   std::vector<u8> c_initial;
   std::vector<u8> c_inside;  // 1 where an element of C lies inside M x N of a batch
 };
@@ -526,6 +536,17 @@ inline operands make_operands(const kernel_macros& k, const gemm_case& g, std::u
   // beta 0: C is not read, so it starts as NaN; its padding carries a marked NaN.
   fill(o.c, k.c_type(), g.m, g.n, g.ldc, g.stride_c, g.beta != 0.0f, quiet_nan(k.c_type(), 5), &o.c_inside);
   o.c_initial = o.c.bytes;
+  if (g.rowwise) {
+    auto floats = [](global_buffer& buf, int count, float (*at)(int)) {
+      buf.bytes.resize(static_cast<std::size_t>(count) * 4);
+      for (int i = 0; i < count; ++i) {
+        const float v = at(i);
+        std::memcpy(buf.bytes.data() + static_cast<std::size_t>(i) * 4, &v, 4);
+      }
+    };
+    floats(o.scale_a, g.m, scale_a_at);
+    floats(o.scale_b, g.n, scale_b_at);
+  }
   return o;
 }
 
@@ -838,6 +859,19 @@ class mma_kernel_emulator {
     }
   }
 
+  // tt_scale_piece (mma_gemm.cu, TT_SCALING): VEC sums at (m, n) times scale_a[m] * scale_b[n + e],
+  // rows and columns past the matrix clamped to its last.
+  void scale_piece(float* v, int m, int n) {
+    if (!k_.scaling) return;
+    auto at = [&](const global_buffer& buf, int i, int count) {
+      float x = 0;
+      read_global(buf, static_cast<long long>(d_.rw_unclamped ? i : std::min(i, count - 1)) * 4, &x, 4, "scale load");
+      return x;
+    };
+    const float sa = at(ops_.scale_a, m, g_.m);
+    for (int e = 0; e < k_.epi_vec(); ++e) v[e] *= sa * (d_.rw_b_by_row ? at(ops_.scale_b, m, g_.n) : at(ops_.scale_b, n + e, g_.n));
+  }
+
   // tt_store_c_vec and tt_store_c (gemm_common.cuh): VEC results at (m, n).
   void store_c_vec(long long c_base, int m, int n, const float* v, bool c_vec) {
     const int vec = k_.epi_vec(), eb = k_.c_eb();
@@ -1048,6 +1082,7 @@ class mma_kernel_emulator {
                 std::memcpy(workspace_.bytes.data() + at, v, static_cast<std::size_t>(vec) * 4);
             }
           } else {
+            scale_piece(v, m0 + row, n0 + col);
             store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
           }
         }
@@ -1084,6 +1119,7 @@ class mma_kernel_emulator {
             read_global(workspace_, at, w, 16, "partial load");  // ld.global.cg.v4.f32
             for (int x = 0; x < 4; ++x) v[e + x] += w[x];
           }
+        if (!d_.rw_split_unscaled) scale_piece(v, m0 + row, n0 + col);
         store_c_vec(c_base, m0 + row, n0 + col, v, c_vec);
       }
     counters_[counter] = 0;  // ready for the next launch
@@ -1132,9 +1168,10 @@ inline void compare(const kernel_macros& k, const gemm_case& g, const operands& 
         }
         const long long ci = batch * g.stride_c + static_cast<long long>(m) * g.ldc + n;
         const double c0 = g.beta != 0.0f ? decode(t, get(o.c_initial, t, ci)) : 0.0;
-        const double want = g.beta != 0.0f ? g.alpha * s + g.beta * c0 : g.alpha * s;  // C unread at beta 0
+        const double scale = g.rowwise ? static_cast<double>(scale_a_at(m)) * scale_b_at(n) : 1.0;
+        const double want = g.beta != 0.0f ? g.alpha * scale * s + g.beta * c0 : g.alpha * scale * s;  // C unread at beta 0
         const double got = decode(t, get(o.c.bytes, t, ci));
-        const double tol = gamma * std::fabs(g.alpha) * sabs + u * std::fabs(g.beta * c0) + output_ulp(t, want);
+        const double tol = gamma * std::fabs(g.alpha) * scale * sabs + u * std::fabs(g.beta * c0) + output_ulp(t, want);
         const double err = std::fabs(got - want);
         ++r.checked;
         if (!(err <= tol)) ++r.mismatches;
@@ -1153,7 +1190,7 @@ inline void compare(const kernel_macros& k, const gemm_case& g, const operands& 
 // Emulates variant c on case g and compares; the launch shape is tiletune's own.
 inline report run_case(const tile_config& c, dtype t, layout l, const gemm_case& g, const defects& d = {}, std::uint32_t seed = 1) {
   report r;
-  const kernel_macros k = macros_for(c, t, l);
+  kernel_macros k = macros_for(c, t, l);
   gemm_problem p;
   p.m = g.m;
   p.n = g.n;
@@ -1161,6 +1198,7 @@ inline report run_case(const tile_config& c, dtype t, layout l, const gemm_case&
   p.batch = g.batch;
   p.type = t;
   p.layout = l;
+  if (g.rowwise) p.scaling = scaling_mode::rowwise;
   const device_spec& dev = find_preset(is_fp8(t) ? "l40s" : "h100-sxm");  // fp8 mma.sync: sm_89
   if (const auto v = check_constraints(c, p, dev)) {
     r.note(fmt::format("{} cannot run {}: {}", c.id(), g.label, v->message));
@@ -1182,6 +1220,14 @@ inline report run_case(const tile_config& c, dtype t, layout l, const gemm_case&
   // its rendered source says (TT_A_T and TT_B_T redefined) on what its launch's A and B name.
   const std::string source = render_kernel_source(c, t, l);
   const bool copies = source.find("#define TT_K_MAJOR_COPIES 1\n") != std::string::npos;
+  // Rowwise scales: the rendered source applies them (TT_SCALING 1), the launch passes the buffers.
+  k.scaling = source.find("#define TT_SCALING 1\n") != std::string::npos ? 1 : 0;
+  int scale_parameters = 0;
+  for (const auto& kp : launch.parameters)
+    scale_parameters += (kp.name == "scale_a" || kp.name == "scale_b") && kp.kind == "pointer";
+  if (k.scaling != (g.rowwise ? 1 : 0) || scale_parameters != (g.rowwise ? 2 : 0))
+    r.note(fmt::format("TT_SCALING {} and {} scale parameters for a problem {} rowwise scales", k.scaling,
+                       scale_parameters, g.rowwise ? "with" : "without"));
   if (copies != !launch.prologue.empty())
     r.note(fmt::format("TT_K_MAJOR_COPIES {} with {} prologue launches", copies, launch.prologue.size()));
   if (!copies) {
@@ -1283,9 +1329,9 @@ inline gemm_case recipe(int which, const kernel_macros& k) {
 }
 
 // The variants: every default mma variant that runs a 4096^3 or a 16x4096x4096
-// problem on h100-sxm or a100-sxm-80gb, with the split-K and grouped-raster
-// copies problem_search_space adds for them.
-inline std::vector<tile_config> variants_under_test(dtype t, layout l) {
+// problem on h100-sxm or a100-sxm-80gb (fp8: l40s and rtx-4090, with the problem's scaling), with
+// the split-K and grouped-raster copies problem_search_space adds for them.
+inline std::vector<tile_config> variants_under_test(dtype t, layout l, scaling_mode scaling = scaling_mode::none) {
   std::vector<tile_config> out;
   std::set<std::string> seen;
   for (const char* gpu : is_fp8(t) ? std::vector<const char*>{"l40s", "rtx-4090"}
@@ -1297,6 +1343,7 @@ inline std::vector<tile_config> variants_under_test(dtype t, layout l) {
       p.n = p.k = 4096;
       p.type = t;
       p.layout = l;
+      p.scaling = scaling;
       for (const tile_config& c : problem_search_space(family_named("mma"), p, d))
         if (!check_constraints(c, p, d) && seen.insert(c.id()).second) out.push_back(c);
     }

@@ -1,6 +1,6 @@
 // The mma family's fp8 (mma.sync m16n8k32, Ada and sm_120) on the host (mma_emulation.hpp): every
 // l40s and rtx-4090 variant of the four fp8 types in layout nt, and in nn, tn and tt on K-major
-// copies after the emulated pre-pass, against a host GEMM.
+// copies after the emulated pre-pass, and with rowwise scales, against a host GEMM.
 #include "mma_emulation.hpp"
 
 using namespace tiletune;
@@ -77,5 +77,38 @@ TEST(mma_datapath, fp8_on_k_major_copies_matches_a_host_gemm) {
       {"16-byte C stores", ran.c_vector_stores},   {"element-wise C stores", ran.c_element_stores},
       {"split-K reductions", ran.split_reductions}, {"blocks copying without bounds", ran.unbounded_blocks},
       {"blocks copying with bounds", ran.bounded_blocks}};
+  for (const auto& [what, n] : paths) EXPECT_GT(n, 0) << what;
+}
+
+// fp8 with rowwise scales (_rw): every l40s and rtx-4090 variant of e4m3 nt and of e5m2_e4m3 tn (on
+// K-major copies), the scales (powers of two, one per row of A and column of B) applied as the
+// epilogue writes C, after split-K's reduction, against the host GEMM times scale_a[m] scale_b[n].
+TEST(mma_datapath, fp8_with_rowwise_scales_matches_a_host_gemm) {
+  const auto start = std::chrono::steady_clock::now();
+  int cases = 0;
+  report::paths ran;
+  const std::vector<std::pair<dtype, const char*>> runs = {{dtype::e4m3, "nt"}, {dtype::e5m2_e4m3, "tn"}};
+  for (std::size_t ri = 0; ri < runs.size(); ++ri) {
+    const auto [t, ln] = runs[ri];
+    const layout l = parse_layout(ln);
+    const auto variants = variants_under_test(t, l, scaling_mode::rowwise);
+    EXPECT_GT(variants.size(), 30u) << to_string(t) << " " << ln;
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      const tile_config& c = variants[vi];
+      EXPECT_TRUE(mma_rowwise_scales(c)) << c.id();
+      const int recipes[] = {0, 2, 3, 4};
+      gemm_case g = recipe(c.split_k > 1 ? static_cast<int>(vi) : recipes[(vi + ri) % 4], macros_for(c, t, l));
+      g.rowwise = true;
+      const report r = run_case(c, t, l, g, {}, static_cast<std::uint32_t>(cases + 1));
+      EXPECT_TRUE(r.ok()) << name(c, t, l, g) << ": " << r.describe();
+      ++cases;
+      ran.add(r.ran);
+    }
+  }
+  std::printf("fp8 with rowwise scales: %d cases, %.1f s\n", cases,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const std::pair<const char*, long long> paths[] = {
+      {"16-byte C stores", ran.c_vector_stores}, {"element-wise C stores", ran.c_element_stores},
+      {"C reads (beta)", ran.c_reads}, {"split-K reductions", ran.split_reductions}};
   for (const auto& [what, n] : paths) EXPECT_GT(n, 0) << what;
 }

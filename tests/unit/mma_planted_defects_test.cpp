@@ -16,6 +16,7 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
     dtype t;
     const char* layout;
     int recipe;
+    bool rowwise = false;  // fp8 with rowwise scales (the variant _rw)
   };
   const tile_config v128 = mma_tile(128, 128, 32, 2, 2, 3), v64 = mma_tile(64, 128, 32, 2, 4, 4);
   const tile_config t128 = mma_tile(128, 64, 16, 2, 2, 3);
@@ -93,9 +94,25 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
       {{kc(f128), dtype::e4m3, "nn", 0}, {kc(fk4), dtype::e5m2_e4m3, "tt", 0}});
   add("the GEMM reading the operands as stored, not the copies", [](defects& d) { d.kc_reads_operand = true; },
       {{kc(f64), dtype::e4m3, "tn", 3}, {kc(f128), dtype::e4m3_e5m2, "nn", 4}});
+  auto rw = [](tile_config c) {
+    set_mma_rowwise_scales(c, true);
+    return c;
+  };
+  auto add_rowwise = [&](std::string what, auto set, std::vector<std::tuple<tile_config, dtype, const char*, int>> where) {
+    defects d;
+    set(d);
+    for (const auto& [c, t, l, w] : where) cases.push_back({what, d, rw(c), t, l, w, true});
+  };
+  add_rowwise("rowwise scales: B's taken at the row, not the column", [](defects& d) { d.rw_b_by_row = true; },
+              {{f128, dtype::e4m3, "nt", 0}, {kc(f64), dtype::e5m2_e4m3, "tn", 2}});
+  add_rowwise("rowwise scales: split-K's sum written unscaled", [](defects& d) { d.rw_split_unscaled = true; },
+              {{fk4, dtype::e4m3, "nt", 0}, {kc(fk4), dtype::e4m3, "nn", 1}});
+  add_rowwise("rowwise scales read past the matrix's rows and columns", [](defects& d) { d.rw_unclamped = true; },
+              {{f128, dtype::e4m3, "nt", 1}, {f64, dtype::e4m3_e5m2, "nt", 2}});
   for (const planted& p : cases) {
     const layout l = parse_layout(p.layout);
-    const gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));
+    gemm_case g = recipe(p.recipe, macros_for(p.c, p.t, l));
+    g.rowwise = p.rowwise;
     const report clean = run_case(p.c, p.t, l, g);
     ASSERT_TRUE(clean.ok()) << name(p.c, p.t, l, g) << ": " << clean.describe();
     const report bad = run_case(p.c, p.t, l, g, p.d);

@@ -1,6 +1,8 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,7 +20,7 @@ class mma : public gemm_family {
   std::string_view name() const override { return "mma"; }
   std::string_view summary() const override {
     return "mma.sync tensor cores, ldmatrix, cp.async pipeline; tf32/f16/bf16 on sm_80 and later, fp8 on sm_89 "
-           "(Ada) and sm_120 (layouts other than nt on K-major copies, _kc)";
+           "(Ada) and sm_120 (layouts other than nt on K-major copies, _kc; rowwise scales, _rw)";
   }
   // fp8: mma.sync m16n8k32 where it is the fp8 path (Ada, GeForce Blackwell); on sm_90 the wgmma
   // family runs fp8 (check_mma says so).
@@ -51,7 +53,7 @@ class mma : public gemm_family {
   std::string id_suffix(const tile_config& c) const override {
     std::string s = fmt::format("_w{}x{}_s{}", mma_warps_m(c), mma_warps_n(c), c.stages) + split_k_id_suffix(c);
     if (c.raster_group > 0) s += raster_id_suffix(c);
-    return s + out_id_suffix(mma_out(c)) + (mma_k_major_copies(c) ? "_kc" : "");
+    return s + out_id_suffix(mma_out(c)) + (mma_rowwise_scales(c) ? "_rw" : "") + (mma_k_major_copies(c) ? "_kc" : "");
   }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["warps_m"] = mma_warps_m(c);
@@ -60,6 +62,7 @@ class mma : public gemm_family {
     j["warp_n"] = mma_warp_tile_n(c);
     if (mma_out(c)) j["out"] = to_string(*mma_out(c));
     if (mma_k_major_copies(c)) j["k_major_copies"] = true;
+    if (mma_rowwise_scales(c)) j["scales"] = to_string(scaling_mode::rowwise);
   }
   bool claims_json(const nlohmann::json& j) const override { return j.contains("warps_m"); }
   void from_json(const nlohmann::json& j, tile_config& c) const override {
@@ -67,6 +70,10 @@ class mma : public gemm_family {
     mma_warps_n(c) = j.at("warps_n").get<int>();
     set_mma_out(c, j.contains("out") ? std::optional(parse_element_type(j.at("out").get<std::string>())) : std::nullopt);
     set_mma_k_major_copies(c, j.value("k_major_copies", false));
+    const std::string scales = j.value("scales", "none");
+    if (scales != "none" && scales != to_string(scaling_mode::rowwise))
+      throw std::invalid_argument(fmt::format("mma tile: scales \"{}\" (the family applies rowwise scales only)", scales));
+    set_mma_rowwise_scales(c, scales != "none");
   }
 
   // On K-major copies the GEMM runs layout nt whatever the problem's layout (render_kernel_source's
@@ -81,7 +88,7 @@ class mma : public gemm_family {
                        mma_warps_n(c), c.stages) +
            fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
                        c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
-           out_define(mma_out(c)) +
+           out_define(mma_out(c)) + (mma_rowwise_scales(c) ? "#define TT_SCALING 1\n" : "") +
            template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
            template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
            template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +
@@ -111,8 +118,8 @@ class mma : public gemm_family {
   // session has had (Ada, GeForce Blackwell).
   std::string untried_on_gpu(const tile_config& c, dtype t) const override {
     if (is_fp8(t))
-      return mma_k_major_copies(c) ? "fp8 through mma.sync m16n8k32 on K-major copies (_kc)"
-                                   : "fp8 through mma.sync m16n8k32";
+      return std::string("fp8 through mma.sync m16n8k32") + (mma_k_major_copies(c) ? " on K-major copies (_kc)" : "") +
+             (mma_rowwise_scales(c) ? ", rowwise scales in the epilogue (_rw)" : "");
     return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
   }
   double attainable_efficiency(int compute_capability) const override {
@@ -141,6 +148,8 @@ class mma : public gemm_family {
     if (mma_k_major_copies(c))
       extra += ", on K-major copies of the MN-major operands (transpose them first: fp8 mma.sync reads A and B "
                "K-major only, layout TN in CUTLASS's terms)";
+    if (mma_rowwise_scales(c))
+      extra += ", rowwise scales in the epilogue (Sm80EVT: a column broadcast of A's scales, a row broadcast of B's)";
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "
                        "stages {}{}",
                        c.block_m, c.block_n, c.block_k, mma_warp_tile_m(c), mma_warp_tile_n(c), c.block_k, k,

@@ -22,11 +22,17 @@ inline std::optional<element_type> mma_out(const tile_config& c) {
 inline void set_mma_out(tile_config& c, std::optional<element_type> out) {
   c.knobs[2] = out ? static_cast<int>(*out) + 1 : 0;
 }
-// K-major copies (knob 3, "_kc", TT_K_MAJOR_COPIES): fp8 in a layout other than nt runs on copies
-// the transposing pre-pass writes (core/gemm/k_major_copies.hpp), the GEMM as layout nt; ldmatrix
+// Knob 3 holds two bits: 1 K-major copies, 2 rowwise scales.
+// K-major copies ("_kc", TT_K_MAJOR_COPIES): fp8 in a layout other than nt runs on copies the
+// transposing pre-pass writes (core/gemm/k_major_copies.hpp), the GEMM as layout nt; ldmatrix
 // transposes 16-bit elements, not bytes.
-inline bool mma_k_major_copies(const tile_config& c) { return c.knobs[3] != 0; }
-inline void set_mma_k_major_copies(tile_config& c, bool on) { c.knobs[3] = on ? 1 : 0; }
+inline bool mma_k_major_copies(const tile_config& c) { return (c.knobs[3] & 1) != 0; }
+inline void set_mma_k_major_copies(tile_config& c, bool on) { c.knobs[3] = on ? c.knobs[3] | 1 : c.knobs[3] & ~1; }
+// Rowwise scales ("_rw", TT_SCALING 1): fp8 with a scale per row of A and per column of B, the
+// problem's scaling, applied to each sum as the epilogue writes it (C = alpha * scale_a[m] *
+// scale_b[n] * sum_k op(A) op(B) + beta * C); the kernel takes scale_a and scale_b.
+inline bool mma_rowwise_scales(const tile_config& c) { return (c.knobs[3] & 2) != 0; }
+inline void set_mma_rowwise_scales(tile_config& c, bool on) { c.knobs[3] = on ? c.knobs[3] | 2 : c.knobs[3] & ~2; }
 // The layout the GEMM kernel runs: nt on K-major copies, the problem's otherwise.
 inline layout mma_kernel_layout(const tile_config& c, layout l) {
   return mma_k_major_copies(c) ? k_major_layout() : l;

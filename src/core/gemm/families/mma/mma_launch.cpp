@@ -26,6 +26,14 @@ kernel_launch mma_launch(const tile_config& c, const gemm_problem& p) {
   kernel_problem.layout = mma_kernel_layout(c, p.layout);
   kernel_launch l = tile_grid_launch(c, kernel_problem);
   if (mma_k_major_copies(c)) read_k_major_copies(l, p);
+  if (mma_rowwise_scales(c)) {  // after tile_counters, as the kernel declares them
+    l.parameters.push_back({"scale_a", "const float*", "pointer",
+                            "rowwise scales of A: M floats, one per row (C = alpha * scale_a[m] * scale_b[n] * "
+                            "sum_k op(A) op(B) + beta * C)",
+                            nullptr});
+    l.parameters.push_back(
+        {"scale_b", "const float*", "pointer", "rowwise scales of B: N floats, one per column of C", nullptr});
+  }
   const mma_split_k_buffers b = mma_split_k_scratch(c, p);
   if (b.tiles == 0) return l;
   l.grid_rule = fmt::format("(ceil(M / {}), ceil(N / {}), batch * {}): split-K in {} slices of K", c.block_m,

@@ -29,6 +29,7 @@ std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_s
     for (tile_config& c : out) {
       set_mma_out(c, p.out);
       set_mma_k_major_copies(c, has_mn_major_operand(p.layout));
+      set_mma_rowwise_scales(c, p.scaling == scaling_mode::rowwise);
     }
   if (d.sm_count <= 0) return out;
   const std::size_t base = out.size();
@@ -107,8 +108,8 @@ std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
 // on operands unpacked by F2FP.F16.E4M3.UNPACK (read in the SASS), under half of f16's mma.sync
 // rate and more registers (128x128 tiles spill), so it is not planned. The
 // fragments are read with ldmatrix, which has no transpose for bytes: both operands K-major (layout
-// nt), other layouts on K-major copies (_kc). Per-tensor scales are alpha's; rowwise and block
-// scales are the wgmma kernel's.
+// nt), other layouts on K-major copies (_kc). Per-tensor scales are alpha's, rowwise scales the
+// epilogue's (_rw); block scales, which apply at every k-block, are not planned.
 std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_problem& p, const device_spec& d) {
   if (d.compute_capability < 89)
     return violation("architecture", fmt::format("fp8 mma.sync needs sm_89 (Ada) or newer, the GPU is {}", d.arch()));
@@ -128,9 +129,13 @@ std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_p
                                            p.layout.name()));
   if (!has_mn_major_operand(p.layout) && mma_k_major_copies(c))
     return violation("k_major_copies", "layout nt stores both operands K-major: nothing to copy (_kc)");
-  if (p.scaling != scaling_mode::none && p.scaling != scaling_mode::tensor)
-    return violation("scaling", fmt::format("the mma family applies per-tensor fp8 scales (alpha), not {} scales",
-                                            to_string(p.scaling)));
+  if (p.scaling == scaling_mode::block)
+    return violation("scaling", "the mma family applies per-tensor (alpha) and rowwise fp8 scales, not block scales");
+  if (mma_rowwise_scales(c) != (p.scaling == scaling_mode::rowwise))
+    return violation("scaling", mma_rowwise_scales(c)
+                                    ? fmt::format("the variant applies rowwise scales (_rw), the problem's are {}",
+                                                  to_string(p.scaling))
+                                    : "the problem has rowwise scales: the variant must apply them (_rw)");
   return out_mismatch(mma_out(c), p);
 }
 }  // namespace
@@ -144,6 +149,8 @@ std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_p
   } else if (mma_k_major_copies(c)) {
     return violation("k_major_copies", fmt::format("the mma family reads {} in every layout: no K-major copies (_kc)",
                                                    to_string(p.type)));
+  } else if (mma_rowwise_scales(c)) {
+    return violation("scaling", fmt::format("rowwise scales (_rw) are fp8's, not {}'s", to_string(p.type)));
   }
   if (d.compute_capability < 80)
     return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
