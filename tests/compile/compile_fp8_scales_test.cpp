@@ -255,7 +255,8 @@ TEST(compile_mma_rowwise, scales_change_the_epilogue_and_not_the_main_loop) {
   const device_spec& d = find_preset("l40s");
   std::vector<compile_job> jobs;
   std::vector<std::string> ids;
-  for (const auto& [rows, id] : {std::pair{4096, "mma_128x128x64_w2x2_s3_rw"}, std::pair{4096, "mma_128x256x64_w2x4_s3_rw"},
+  for (const auto& [rows, id] : {std::pair{4096, "mma_128x128x64_w2x2_s3_rw"},
+                                 std::pair{4096, "mma_128x256x64_w2x4_s3_rw"},
                                  std::pair{16, "mma_64x64x64_w2x2_s4_k4_rw"}}) {
     gemm_problem p;
     p.m = rows, p.n = p.k = 4096;

@@ -56,7 +56,8 @@ inline void compare(const kernel_macros& k, const gemm_case& g, const operands& 
         const long long ci = batch * g.stride_c + static_cast<long long>(m) * g.ldc + n;
         const double c0 = g.beta != 0.0f ? decode(t, get(o.c_initial, t, ci)) : 0.0;
         const double scale = g.rowwise ? static_cast<double>(scale_a_at(m)) * scale_b_at(n) : 1.0;
-        const double want = g.beta != 0.0f ? g.alpha * scale * s + g.beta * c0 : g.alpha * scale * s;  // C unread at beta 0
+        const double scaled = g.alpha * scale * s;
+        const double want = g.beta != 0.0f ? scaled + g.beta * c0 : scaled;  // C unread at beta 0
         const double got = decode(t, get(o.c.bytes, t, ci));
         const double tol = gamma * std::fabs(g.alpha) * scale * sabs + u * std::fabs(g.beta * c0) + output_ulp(t, want);
         const double err = std::fabs(got - want);

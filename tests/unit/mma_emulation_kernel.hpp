@@ -413,7 +413,8 @@ class mma_kernel_emulator {
       return x;
     };
     const float sa = at(ops_.scale_a, m, g_.m);
-    for (int e = 0; e < k_.epi_vec(); ++e) v[e] *= sa * (d_.rw_b_by_row ? at(ops_.scale_b, m, g_.n) : at(ops_.scale_b, n + e, g_.n));
+    for (int e = 0; e < k_.epi_vec(); ++e)
+      v[e] *= sa * at(ops_.scale_b, d_.rw_b_by_row ? m : n + e, g_.n);
   }
 
   // tt_store_c_vec and tt_store_c (gemm_common.cuh): VEC results at (m, n).

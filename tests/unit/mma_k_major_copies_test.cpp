@@ -14,6 +14,7 @@
 #include "core/gemm/search_space.hpp"
 #include "core/measure/measure_protocol.hpp"
 #include "core/tune/perf_model.hpp"
+#include "problem_spaces.hpp"
 
 using namespace tiletune;
 
@@ -21,22 +22,11 @@ namespace {
 const device_spec& l40s() { return find_preset("l40s"); }
 
 gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, dtype t, const char* l) {
-  gemm_problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.batch = batch;
-  p.type = t;
-  p.scaling = default_scaling(t);
-  p.layout = parse_layout(l);
-  return p;
+  return tiletune_test::problem_of(m, n, k, batch, t, l);
 }
 
 std::vector<tile_config> space_of(const gemm_problem& p) {
-  std::vector<tile_config> out;
-  for (const tile_config& c : mma_family().problem_space(p, l40s()))
-    if (!check_constraints(c, p, l40s())) out.push_back(c);
-  return out;
+  return tiletune_test::runnable_space(mma_family(), p, l40s());
 }
 
 tile_config copies(tile_config c) {

@@ -98,7 +98,8 @@ TEST(mma_datapath, planted_defects_make_the_comparison_fail) {
     set_mma_rowwise_scales(c, true);
     return c;
   };
-  auto add_rowwise = [&](std::string what, auto set, std::vector<std::tuple<tile_config, dtype, const char*, int>> where) {
+  using places = std::vector<std::tuple<tile_config, dtype, const char*, int>>;
+  auto add_rowwise = [&](std::string what, auto set, places where) {
     defects d;
     set(d);
     for (const auto& [c, t, l, w] : where) cases.push_back({what, d, rw(c), t, l, w, true});

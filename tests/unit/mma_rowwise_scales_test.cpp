@@ -10,6 +10,7 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/search_space.hpp"
+#include "problem_spaces.hpp"
 
 using namespace tiletune;
 
@@ -17,21 +18,13 @@ namespace {
 const device_spec& l40s() { return find_preset("l40s"); }
 
 gemm_problem scaled(dtype t, const char* l, scaling_mode s) {
-  gemm_problem p;
-  p.m = 1000;
-  p.n = 520;
-  p.k = 744;
-  p.type = t;
+  gemm_problem p = tiletune_test::problem_of(1000, 520, 744, 1, t, l);
   p.scaling = s;
-  p.layout = parse_layout(l);
   return p;
 }
 
 std::vector<tile_config> space_of(const gemm_problem& p) {
-  std::vector<tile_config> out;
-  for (const tile_config& c : mma_family().problem_space(p, l40s()))
-    if (!check_constraints(c, p, l40s())) out.push_back(c);
-  return out;
+  return tiletune_test::runnable_space(mma_family(), p, l40s());
 }
 
 tile_config rowwise(tile_config c) {
@@ -64,7 +57,8 @@ TEST(mma_rowwise_scales, a_rowwise_problem_plans_rw_variants_and_nothing_else_do
   auto v = check_constraints(rowwise(ok.front()), tensor, l40s());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->message, "the variant applies rowwise scales (_rw), the problem's are tensor");
-  v = check_constraints(rowwise(mma_tile(128, 128, 32, 2, 2, 3)), scaled(dtype::bf16, "nt", scaling_mode::none), l40s());
+  const gemm_problem bf16 = scaled(dtype::bf16, "nt", scaling_mode::none);
+  v = check_constraints(rowwise(mma_tile(128, 128, 32, 2, 2, 3)), bf16, l40s());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->message, "rowwise scales (_rw) are fp8's, not bf16's");
   const gemm_problem block = scaled(dtype::e4m3, "nt", scaling_mode::block);
@@ -89,8 +83,8 @@ TEST(mma_rowwise_scales, the_id_json_source_and_launch_carry_the_scales) {
   EXPECT_THROW(tile_from_json(bad), std::invalid_argument);
   const std::string source = render_kernel_source(c, p.type, p.layout);
   EXPECT_NE(source.find("#define TT_SCALING 1\n"), std::string::npos);
-  EXPECT_EQ(render_kernel_source(mma_tile(64, 128, 64, 2, 2, 3), dtype::e4m3, parse_layout("nt")).find("#define TT_SCALING 1\n"),
-            std::string::npos);
+  const std::string unscaled = render_kernel_source(mma_tile(64, 128, 64, 2, 2, 3), dtype::e4m3, parse_layout("nt"));
+  EXPECT_EQ(unscaled.find("#define TT_SCALING 1\n"), std::string::npos);
   // The scales come last, after split-K's buffers, as the kernel declares them; the worker binds them.
   const kernel_launch l = mma_family().describe_launch(c, p, l40s());
   ASSERT_GE(l.parameters.size(), 4u);

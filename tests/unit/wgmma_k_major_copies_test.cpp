@@ -8,6 +8,7 @@
 
 #include "core/measure/measure_protocol.hpp"
 #include "core/tune/perf_model.hpp"
+#include "problem_spaces.hpp"
 
 using namespace tiletune;
 using namespace wgmma_emu;
@@ -16,10 +17,7 @@ namespace {
 const device_spec& h100() { return find_preset("h100-sxm"); }
 
 std::vector<tile_config> space_of(const gemm_problem& p) {
-  std::vector<tile_config> out;
-  for (const tile_config& c : wgmma_family().problem_space(p, h100()))
-    if (!check_constraints(c, p, h100())) out.push_back(c);
-  return out;
+  return tiletune_test::runnable_space(wgmma_family(), p, h100());
 }
 
 tile_config copies(tile_config c) {

@@ -72,7 +72,8 @@ class mma : public gemm_family {
     set_mma_k_major_copies(c, j.value("k_major_copies", false));
     const std::string scales = j.value("scales", "none");
     if (scales != "none" && scales != to_string(scaling_mode::rowwise))
-      throw std::invalid_argument(fmt::format("mma tile: scales \"{}\" (the family applies rowwise scales only)", scales));
+      throw std::invalid_argument(
+          fmt::format("mma tile: scales \"{}\" (the family applies rowwise scales only)", scales));
     set_mma_rowwise_scales(c, scales != "none");
   }
 
