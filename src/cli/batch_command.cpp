@@ -276,6 +276,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
     // --model names a preset, a config.json, or a folder holding one.
     std::vector<named_input> inputs{{"--model", o.model}, {"--model", std::filesystem::path(o.model) / "config.json"}};
     if (find_model_preset(o.model)) inputs.clear();
+    if (!o.no_db) inputs.push_back({"--db", o.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.db)});
     check_output_path(o.out, "--out", inputs);
   }
   const device_choice device = choose_device(o.gpu, o.device, ctx.host);

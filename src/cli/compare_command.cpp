@@ -58,7 +58,11 @@ void add_report_flags(CLI::App* cmd, report_options& r) {
 
 void check_report_paths(const report_options& r, const std::vector<named_input>& inputs) {
   if (!r.out.empty()) check_output_path(r.out, "--out", inputs);
-  if (!r.junit.empty()) check_output_path(r.junit, "--junit", inputs);
+  if (!r.junit.empty()) {
+    std::vector<named_input> with_out = inputs;
+    with_out.push_back({"--out", r.out});  // both reports to one file: one would be lost
+    check_output_path(r.junit, "--junit", with_out);
+  }
 }
 
 }  // namespace

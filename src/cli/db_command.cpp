@@ -60,6 +60,7 @@ void run_import(const db_options& o, run_context& ctx) {
       throw usage_error(fmt::format("{}: not a tiletune result: {}", path, e.what()));
     }
   }
+  refuse_read_only(o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
   for (const auto& r : records) db->store(r);
@@ -173,6 +174,7 @@ void run_vacuum(const db_options& o, run_context& ctx) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there", path.string()));
+  refuse_read_only(path, "--db");
   const auto before = std::filesystem::file_size(path, ec);
   tuning_db db(path, tuning_db::open_mode::existing);  // an older schema is upgraded first
   db.vacuum();

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/gemm_options.hpp"
+#include "cli/gemm_setup.hpp"
 #include "core/errors.hpp"
 #include "core/report/kernel_export.hpp"
 
@@ -59,6 +60,11 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
       }
     }
   }
+  // No exported file may replace what the run read (--suite, --db, --model's config) or its --out,
+  // nor a read-only file: checked for every file before any is written.
+  std::vector<named_input> keep = gemm_inputs(o);
+  keep.push_back({"--out", o.report.out});
+  for (const export_file& f : files) check_replaceable(std::filesystem::path(o.export_dir) / f.name, "--export", keep);
   if (!files.empty()) write_export(o.export_dir, files);
   if (!o.report.quiet && !files.empty())
     fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", exported,

@@ -52,6 +52,12 @@ class gemm_run {
         o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty();
     db_ = db_usable ? open_tuning_db(o_.tuning.db, o_.tuning.no_db) : nullptr;
     if (db_) db_->keep_full_results(o_.tuning.db_full);
+    // A read-only database answers, and is left as it is (--store-plans refused it before).
+    db_read_only_ = db_ && is_read_only(db_->file());
+    if (db_read_only_ && measure_)
+      progress_.note(fmt::format("the tuning database {} is read-only: it answers, and this run's measurements are "
+                                 "not stored in it",
+                                 db_->file().string()));
     settings_ = settings_of(o_);
     run_ = {ctx_.command_line, utc_now_iso()};
     tool_now_ = result_header("tiletune.gemm/1", device_.spec, plan_mode::predicted, compiler_->version(),
@@ -214,7 +220,7 @@ class gemm_run {
           !measure_ && db_ && o_.tuning.store_plans
               ? "the plans are in the tuning database (--store-plans): the same command resumes"
           : !measure_ ? "offline plans are not stored: a rerun plans every problem again"
-          : db_       ? "the measured ones are in the tuning database: the same command resumes"
+          : db_ && !db_read_only_ ? "the measured ones are in the tuning database: the same command resumes"
                       : "without the tuning database a rerun starts over"));
       return true;
     }
@@ -313,7 +319,7 @@ class gemm_run {
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;
-    if (db_ && (plan.mode == plan_mode::measured || o_.tuning.store_plans)) {
+    if (db_ && !db_read_only_ && (plan.mode == plan_mode::measured || o_.tuning.store_plans)) {
       db_->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
       r["tuning_db"] = {{"file", db_->file().string()}, {"answered", false}, {"stored", true}};
     }
@@ -331,6 +337,7 @@ class gemm_run {
   std::optional<compiler_stack> compilers_;
   kernel_compiler* compiler_ = nullptr;
   std::unique_ptr<tuning_db> db_;
+  bool db_read_only_ = false;
   measure_settings settings_;
   progress_line progress_{!o_.report.quiet};
   std::optional<model_calibration> calibration_;

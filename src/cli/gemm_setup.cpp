@@ -113,6 +113,21 @@ gemm_work work_of(const gemm_options& o) {
   return w;
 }
 
+std::filesystem::path database_of(const gemm_options& o) {
+  if (o.tuning.no_db) return {};
+  return o.tuning.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.tuning.db);
+}
+
+std::vector<named_input> gemm_inputs(const gemm_options& o) {
+  std::vector<named_input> inputs{{"--suite", o.suite}, {"--db", database_of(o)}};
+  // --model names a preset, a config.json, or a folder holding one.
+  if (!o.model.name.empty() && !find_model_preset(o.model.name)) {
+    inputs.push_back({"--model", o.model.name});
+    inputs.push_back({"--model", std::filesystem::path(o.model.name) / "config.json"});
+  }
+  return inputs;
+}
+
 void check_run_flags(const gemm_options& o) {
   if (o.report.top < 1)
     throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
@@ -127,13 +142,8 @@ void check_run_flags(const gemm_options& o) {
     throw usage_error("--store-plans and --no-db exclude each other");
   if (o.tuning.no_db && o.tuning.db_full) throw usage_error("--db-full and --no-db exclude each other");
   make_search_strategy(o.tuning.strategy);  // an unknown name fails before any work
-  if (!o.report.out.empty()) {
-    std::vector<named_input> inputs{{"--suite", o.suite}};
-    if (!o.tuning.no_db)
-      inputs.push_back({"--db", o.tuning.db.empty() ? default_tuning_db_path()
-                                                    : std::filesystem::path(o.tuning.db)});
-    check_output_path(o.report.out, "--out", inputs);
-  }
+  if (!o.report.out.empty()) check_output_path(o.report.out, "--out", gemm_inputs(o));
+  if (o.tuning.store_plans) refuse_read_only(database_of(o), "--db");
   if (!o.export_dir.empty()) check_export_dir(o.export_dir);
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01",

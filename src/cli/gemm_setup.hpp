@@ -30,6 +30,10 @@ gemm_work work_of(const gemm_options& o);
 
 // The checks of the flags that need no device, before any work.
 void check_run_flags(const gemm_options& o);
+// The tuning database the run reads and writes (empty with --no-db), and every file the run reads
+// (--suite, --db, --model's config): what --out and --export must not replace.
+std::filesystem::path database_of(const gemm_options& o);
+std::vector<named_input> gemm_inputs(const gemm_options& o);
 
 // The GPUs of --devices (the suite is dealt to them), else none.
 std::vector<device_choice> devices_to_deal_to(const gemm_options& o, const run_context& ctx);

@@ -52,20 +52,53 @@ fs::path output_target(const fs::path& file, std::string_view flag) {
   return target;
 }
 
-namespace {
-// An existing file that must not be replaced: no write bit at all (root could
-// write it, but its owner asked for it to stay), or not writable by this user.
-void refuse_read_only(const fs::path& target, const fs::path& named, std::string_view flag) {
+bool is_read_only(const fs::path& file) {
+  // No write bit at all (root could write it, but its owner asked for it to stay), or not
+  // writable by this user.
   std::error_code ec;
-  const auto st = fs::status(target, ec);
-  if (ec || !fs::exists(st)) return;
+  const auto st = fs::status(file, ec);
+  if (ec || !fs::exists(st)) return false;
   const auto write_bits = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
-  if ((st.permissions() & write_bits) == fs::perms::none || access(target.c_str(), W_OK) != 0)
+  return (st.permissions() & write_bits) == fs::perms::none || access(file.c_str(), W_OK) != 0;
+}
+
+void refuse_read_only(const fs::path& file, std::string_view flag) {
+  if (is_read_only(file))
     throw environment_error(fmt::format("{} {} is read-only: refused, it is left unchanged (make it writable, or "
                                         "write to another file)",
-                                        flag, named.string()));
+                                        flag, file.string()));
+}
+
+namespace {
+// Whether two names are one file: by identity where both exist, else by their absolute paths
+// with links and dots resolved as far as they exist.
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    return same && !ec;
+  }
+  const fs::path ca = fs::weakly_canonical(a, ec);
+  if (ec) return false;
+  const fs::path cb = fs::weakly_canonical(b, ec);
+  return !ec && ca == cb;
 }
 }  // namespace
+
+void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
+  const fs::path target = output_target(file, flag);
+  for (const auto& in : inputs) {
+    if (in.file.empty() || !same_file(target, in.file)) continue;
+    throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
+                                  "unchanged; write to another file",
+                                  flag, file.string(), in.what, in.file.string(),
+                                  in.what == "--out" || in.what == "--junit" ? "writes" : "reads"));
+  }
+  if (is_read_only(target))
+    throw environment_error(fmt::format("{} {} is read-only: refused, it is left unchanged (make it writable, or "
+                                        "write to another file)",
+                                        flag, file.string()));
+}
 
 void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
   const fs::path target = output_target(file, flag);
@@ -75,16 +108,7 @@ void check_output_path(const fs::path& file, std::string_view flag, const std::v
     throw usage_error(fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
   if (access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
-  if (fs::exists(target, ec))
-    for (const auto& in : inputs) {
-      if (in.file.empty()) continue;
-      std::error_code eq;
-      if (fs::equivalent(target, in.file, eq) && !eq)
-        throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command reads: refused, it is left "
-                                      "unchanged; write to another file",
-                                      flag, file.string(), in.what, in.file.string()));
-    }
-  refuse_read_only(target, file, flag);
+  check_replaceable(file, flag, inputs);
 }
 
 std::string refuse_empty_path(const std::string& value) {
@@ -94,7 +118,10 @@ std::string refuse_empty_path(const std::string& value) {
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  refuse_read_only(file, requested, "output");
+  if (is_read_only(file))
+    throw environment_error(fmt::format("output {} is read-only: refused, it is left unchanged (make it writable, or "
+                                        "write to another file)",
+                                        requested.string()));
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
   std::error_code ec;
   const auto old = fs::status(file, ec);

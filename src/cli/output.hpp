@@ -25,6 +25,15 @@ struct named_input {
 // In every case the file is left as it was.
 void check_output_path(const std::filesystem::path& file, std::string_view flag = "--out",
                        const std::vector<named_input>& inputs = {});
+// check_output_path's checks of FILE itself, for a file whose folder may not exist yet (an
+// export's): one of the inputs (by identity, or by path where it does not exist yet) is refused
+// (usage_error), an existing read-only one too (environment_error).
+void check_replaceable(const std::filesystem::path& file, std::string_view flag,
+                       const std::vector<named_input>& inputs);
+// An existing FILE that a command would change in place (a tuning database): refused with
+// environment_error naming FLAG when it has no write permission bit or this user cannot write it.
+void refuse_read_only(const std::filesystem::path& file, std::string_view flag);
+bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
 // target is whole or untouched. An existing target keeps its permission bits;
 // one that became read-only since check_output_path is refused (environment_error).

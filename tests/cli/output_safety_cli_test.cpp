@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tiletune_process.hpp"
 
@@ -118,6 +119,8 @@ TEST(output_safety_cli, an_output_naming_one_of_the_commands_inputs_is_refused_w
   const fs::path hard = in.dir / "hard-link.json", sym = in.dir / "sym-link.json";
   fs::create_hard_link(in.base, hard);
   fs::create_symlink(in.fresh.filename(), sym);
+  const fs::path db_link = in.dir / "db-link.sqlite";  // the database by another name
+  fs::create_hard_link(in.db, db_link);
   const std::string other_spelling = (in.dir / "." / ".." / in.dir.filename() / "base.json").string();
   struct attempt {
     std::vector<std::string> args;
@@ -140,6 +143,17 @@ TEST(output_safety_cli, an_output_naming_one_of_the_commands_inputs_is_refused_w
       {{"batch", "--model", in.dir.string(), "--gpu", "h100-sxm", "--out", in.config.string()}, in.config, "--out"},
       {{"db", "export", "--db", in.db.string(), "--out", in.db.string()}, in.db, "--out"},
       {{"db", "calibrate", "--gpu", "h100-sxm", "--db", in.db.string(), "--out", in.db.string()}, in.db, "--out"},
+      {{"gemm", "--model", in.config.string(), "--tokens", "64", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--out",
+        in.config.string()},
+       in.config, "--out"},
+      {{"gemm", "--model", in.dir.string(), "--tokens", "64", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--out",
+        in.config.string()},
+       in.config, "--out"},
+      {{"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--db", in.db.string(), "--out", db_link.string()}, in.db,
+       "--out"},
+      {{"compare", in.base.string(), in.fresh.string(), "--out", (in.dir / "both.json").string(), "--junit",
+        (in.dir / "both.json").string()},
+       in.dir / "both.json", "--junit"},
   };
   for (const auto& a : attempts) {
     const std::string before = bytes_of(a.input);
@@ -206,4 +220,82 @@ TEST(output_safety_cli, rewriting_an_output_keeps_its_permissions) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(bytes_of(out), "old\n");
   EXPECT_EQ(mode_of(out), 0600u);
+}
+
+// --export writes several files into a folder: none may replace a read-only file, a file the run
+// read (--suite, --db, --model's config) or its own --out; a replaced one keeps its permissions.
+TEST(output_safety_cli, an_export_replaces_no_input_no_output_and_no_read_only_file) {
+  const inputs in("export-safety");
+  const std::string id = "wgmma_128x128x64_c1_s5_cl1x1_g8m_tmas";
+  const std::vector<std::string> gemm = {"gemm", "--m", "256", "--n", "256", "--k", "256", "--gpu", "h100-sxm",
+                                         "--dry-run", "--only", id};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = gemm;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const fs::path dir = in.dir / "kernels";
+  ASSERT_EQ(run(with({"--no-db", "--export", dir.string()})).code, 0);
+  const fs::path header = dir / (id + ".h"), source = dir / (id + ".cu"), json = dir / (id + ".json");
+  // Read-only: refused (exit 3), the file and its mode kept.
+  fs::permissions(header, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string header_bytes = bytes_of(header);
+  const result ro = run(with({"--no-db", "--export", dir.string()}));
+  EXPECT_EQ(ro.code, 3) << ro.err;
+  EXPECT_NE(ro.err.find("read-only"), std::string::npos) << ro.err;
+  EXPECT_EQ(bytes_of(header), header_bytes);
+  EXPECT_EQ(mode_of(header), 0444u);
+  // Writable again, 0600: replaced, still 0600.
+  fs::permissions(header, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(source, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(run(with({"--no-db", "--export", dir.string()})).code, 0);
+  EXPECT_EQ(mode_of(header), 0600u);
+  EXPECT_EQ(mode_of(source), 0600u);
+  // The run's --out, its --db and its --suite: refused (exit 2), each left as it was.
+  const result out = run(with({"--no-db", "--export", dir.string(), "--out", json.string()}));
+  EXPECT_EQ(out.code, 2) << out.err;
+  EXPECT_NE(out.err.find("the same file as --out"), std::string::npos) << out.err;
+  EXPECT_EQ(nlohmann::json::parse(bytes_of(json)).value("schema", ""), "tiletune.gemm/1");  // the run's result
+  fs::copy_file(in.db, json, fs::copy_options::overwrite_existing);
+  const std::string db_bytes = bytes_of(json);
+  const result db = run(with({"--db", json.string(), "--export", dir.string()}));
+  EXPECT_EQ(db.code, 2) << db.err;
+  EXPECT_NE(db.err.find("the same file as --db"), std::string::npos) << db.err;
+  EXPECT_EQ(bytes_of(json), db_bytes);
+  const fs::path suite_dir = in.dir / "suite-export", named = suite_dir / "a";
+  fs::create_directories(named);
+  const fs::path suite = named / (id + ".json");
+  std::ofstream(suite) << R"({"schema":"tiletune.suite/1","problems":[{"name":"a","m":256,"n":256,"k":256,)"
+                       << R"("dtype":"bf16","layout":"nt"}]})";
+  const std::string suite_bytes = bytes_of(suite);
+  const result s = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--no-db", "--only", id,
+                        "--export", suite_dir.string()});
+  EXPECT_EQ(s.code, 2) << s.err;
+  EXPECT_NE(s.err.find("the same file as --suite"), std::string::npos) << s.err;
+  EXPECT_EQ(bytes_of(suite), suite_bytes);
+}
+
+// A read-only tuning database is changed by no command: db import and vacuum and gemm
+// --store-plans are refused (exit 3), and a gemm run reads it without storing.
+TEST(output_safety_cli, a_read_only_database_is_left_unchanged) {
+  const inputs in("read-only-db");
+  fs::permissions(in.db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string before = bytes_of(in.db);
+  const fs::path measured = source_dir / "profiles/measured/h100-2026-11-23/gemm/16x4096x4096-bf16-nt.json";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"db", "import", measured.string(), "--db", in.db.string()},
+        std::vector<std::string>{"db", "--db", in.db.string(), "import", measured.string()},
+        std::vector<std::string>{"db", "vacuum", "--db", in.db.string()},
+        std::vector<std::string>{"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run",
+                                 "--db", in.db.string(), "--store-plans"}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 3) << args[1] << " " << r.err;
+    EXPECT_NE(r.err.find("--db " + in.db.string() + " is read-only"), std::string::npos) << r.err;
+    EXPECT_EQ(bytes_of(in.db), before) << args[1];
+  }
+  const result plan = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run", "--db",
+                           in.db.string()});
+  EXPECT_EQ(plan.code, 0) << plan.err;
+  EXPECT_EQ(bytes_of(in.db), before);
+  EXPECT_EQ(mode_of(in.db), 0444u);
 }

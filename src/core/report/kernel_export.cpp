@@ -399,6 +399,9 @@ void write_export(const fs::path& dir, const std::vector<export_file>& files) {
     if (fs::is_directory(target, ec))
       throw usage_error(fmt::format("--export {}: {} is a folder; cannot replace it with a file", dir.string(),
                                     target.string()));
+    // A file replaced keeps its permission bits (0600 stays 0600).
+    const auto old = fs::status(target, ec);
+    if (fs::is_regular_file(old)) fs::permissions(tmp / f.name, old.permissions() & fs::perms::mask, ec);
     fs::rename(tmp / f.name, target, ec);
     if (ec) throw environment_error(fmt::format("--export {}: could not write {}: {}", dir.string(), target.string(),
                                           ec.message()));

@@ -67,7 +67,7 @@ void check_export_dir(const std::filesystem::path& dir);
 // Writes the files under dir (created if missing; subfolders in names are
 // created too): all are written into a temporary folder inside dir first, then
 // each is renamed into place, so a file is whole or absent, never half
-// written. An existing file is replaced. Throws usage_error naming the path
+// written. An existing file is replaced and keeps its permission bits. Throws usage_error naming the path
 // when dir cannot be written, environment_error when a write fails midway.
 void write_export(const std::filesystem::path& dir, const std::vector<export_file>& files);
 
