@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/option_checks.hpp"
 #include "core/train/model_spec.hpp"
 
 namespace tiletune::cli {
@@ -29,7 +30,7 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
   cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
-  cmd->add_option("--device", o->device, "Plan for local GPU I");
+  cmd->add_option("--device", o->device, "Plan for local GPU I")->check(whole_non_negative);
   cmd->add_option("--framework", o->framework,
                   "The trainer whose defaults fill the flags below that you leave out: hf (transformers Trainer and "
                   "peft) | fsdp2 (torchtitan) | deepspeed | megatron (Megatron-LM) | torchtune | composer | litgpt. "

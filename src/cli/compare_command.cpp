@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/gpu_run.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
 #include "core/tune/gemm_tuner.hpp"
@@ -79,7 +80,8 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("BASE", o->base, "The baseline result (tiletune gemm --out, or a suite result)")->required();
   cmd->add_option("NEW", o->fresh, "The result to judge")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction (0.05 = 5%)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_non_negative);
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS from the same run");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch,
                 "Compare results recorded on different GPU models");
@@ -182,15 +184,15 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   o->compare.mode_mismatch_flag = false;  // check has no --allow-mode-mismatch
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
   cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (profiles/<gpu>.json)")->required();
-  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")->capture_default_str();
+  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")
+      ->capture_default_str()
+      ->check(finite_non_negative);
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
-  cmd->add_option("--device", o->device, "Local GPU I (default: 0)");
+  cmd->add_option("--device", o->device, "Local GPU I (default: 0)")->check(whole_non_negative);
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")
       ->capture_default_str()
-      ->check([](const std::string& v) {  // else "-1" wraps to 2^64-1 unsaid
-        return v.find('-') != std::string::npos ? "a seed is a whole number, 0 or more, not " + v : std::string();
-      });
+      ->check(whole_non_negative);  // else "-1" wraps to 2^64-1 unsaid
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a run is stopped (default: 5 s plus 4x the model's estimate of that run)");
   cmd->add_flag("--keep-going", o->measure.keep_going,

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/db_fleet.hpp"
 #include "cli/gemm_tuning.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
@@ -240,8 +241,11 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   list->add_option("--problem", o->problem,
                    "Only problems with these words in their key, e.g. \"4096x4096x4096 bf16 nt\" (a key reads "
                    "\"4096x4096x4096 b1 bf16 nt a1 b0\": batch, dtype, layout, alpha, beta)");
-  list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)");
-  list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")->capture_default_str();
+  list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)")
+      ->check(iso_date);
+  list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")
+      ->capture_default_str()
+      ->check(whole_non_negative);
   list->add_flag("--json", o->json, "Print JSON instead of the table");
   list->callback([o, &ctx] { run_list(*o, ctx); });
   auto* show = cmd->add_subcommand("show", "Print the stored records of a problem: their variant rows (every row "
@@ -251,7 +255,7 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       ->required();
   show->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   show->add_option("--db", o->file, "The database file");
-  show->add_option("--limit", o->limit, "At most this many records, the newest (default 10)");
+  show->add_option("--limit", o->limit, "At most this many records, the newest (default 10)")->check(whole_non_negative);
   show->add_flag("--json", o->json, "Print the stored results (tiletune.gemm/1) as JSON");
   show->callback([o, &ctx] { run_show(*o, ctx); });
   auto* vacuum = cmd->add_subcommand("vacuum", "Rewrite the database without its free pages (after an upgrade of an "

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/gemm_options.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/gemm/dtype_table.hpp"
 #include "core/gemm/family.hpp"
@@ -84,8 +85,10 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "on Hopper) reads both operands K-major: in other layouts a pre-pass copies them first (the _kc "
                   "variants, timed with it)")
       ->capture_default_str();
-  cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str();
-  cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")->capture_default_str();
+  cmd->add_option("--alpha", o->problem.alpha, "Scale of the product")->capture_default_str()->check(finite_float);
+  cmd->add_option("--beta", o->problem.beta, "Scale of the old C (0: C is not read)")
+      ->capture_default_str()
+      ->check(finite_float);
   cmd->add_option("--shard", o->shard,
                   "Suites: tune only shard I of N (I from 0 to N-1), chosen by a hash of each problem, so N "
                   "machines can split a suite; see `tiletune db merge`")
@@ -101,13 +104,15 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->get_option("--phase")->needs(cmd->get_option("--model"));
   cmd->get_option("--tp")->needs(cmd->get_option("--model"));
   cmd->get_option("--fp8")->needs(cmd->get_option("--model"));
+  // --fp8 names each GEMM's dtype, scaling and C (the recipe's): the flags would be ignored.
+  for (const char* flag : {"--scaling", "--out-dtype"}) cmd->get_option("--fp8")->excludes(cmd->get_option(flag));
   cmd->get_option("--model")->needs(cmd->get_option("--tokens"));
 }
 
 // Which GPU: a preset to plan for, or local ones to measure on.
 void add_device_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--gpu", o->device.gpu, "Plan for a GPU preset without touching a GPU (see `tiletune devices`)");
-  cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)");
+  cmd->add_option("--device", o->device.index, "Use local GPU I (default: 0)")->check(whole_non_negative);
   cmd->add_option("--devices", o->device.devices,
                   "Suites: measure on several local GPUs at once, one worker each, the problems dealt as they free "
                   "up: all, or distinct numbers such as 0,2,5 (one GPU model); see below")
@@ -122,9 +127,7 @@ void add_run_options(CLI::App* cmd, gemm_options* o) {
                 "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")
       ->capture_default_str()
-      ->check([](const std::string& v) {  // else "-1" wraps to 2^64-1 unsaid
-        return v.find('-') != std::string::npos ? "a seed is a whole number, 0 or more, not " + v : std::string();
-      });
+      ->check(whole_non_negative);  // else "-1" wraps to 2^64-1 unsaid
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a variant's run is stopped and marked timeout (default: 5 s plus 4x the model's "
                   "estimate of that run)");
@@ -147,7 +150,7 @@ void add_output_options(CLI::App* cmd, gemm_options* o) {
 
 // How variants are compiled, cached and exported.
 void add_compile_options(CLI::App* cmd, gemm_options* o) {
-  cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (default: all cores)");
+  cmd->add_option("--jobs,-j", o->compile.jobs, "Parallel NVRTC compiles (0, the default: all cores)");
   cmd->add_option("--cache-dir", o->compile.cache_dir,
                   "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
   cmd->add_option("--kernel-debug", o->compile.kernel_debug,

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <thread>
 
 #include "core/errors.hpp"
@@ -148,8 +149,9 @@ void check_run_flags(const gemm_options& o) {
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01",
                                   o.measure.target_spread));
-  if (!(o.measure.time_cap_ms > 0))
-    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0", o.measure.time_cap_ms));
+  if (!(o.measure.time_cap_ms > 0) || !std::isfinite(o.measure.time_cap_ms))
+    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0 and finite",
+                                  o.measure.time_cap_ms));
   check_variant_timeout(o.measure.variant_timeout_s);
 }
 

@@ -246,3 +246,41 @@ TEST(input, a_slower_part_of_one_architecture_is_planned_with_its_calibration_an
             std::string::npos);
   EXPECT_GT(pcie["recommendation"]["predicted_us"].get<double>(), sxm["recommendation"]["predicted_us"].get<double>());
 }
+
+// Values that would otherwise be taken silently (a negative count wrapped to 2^64 - 1, infinity,
+// NaN, an alpha no float holds, a date that is no date) are refused with exit 2 naming the option.
+TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
+  const std::vector<std::string> tiny = {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "l4", "--dry-run",
+                                         "--no-db"};
+  auto gemm = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = tiny;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const fs::path base = fs::path(TILETUNE_SOURCE_DIR) / "profiles/baselines/h100-sxm.json";
+  const fs::path db = tmp_dir() / "limits.sqlite";
+  fs::remove(db);
+  ASSERT_EQ(run({"db", "import",
+                 (fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm/16x4096x4096-bf16-nt.json")
+                     .string(),
+                 "--db", db.string()})
+                .code,
+            0);
+  expect_refused(gemm({"--time-cap-ms", "1e309"}), {"--time-cap-ms inf is invalid", "finite"});
+  expect_refused(gemm({"--alpha", "1e39"}), {"--alpha", "past a float's range"});
+  expect_refused(gemm({"--beta", "nan"}), {"--beta", "a finite number"});
+  expect_refused(gemm({"--seed", "99999999999999999999999"}), {"--seed", "past 18446744073709551615"});
+  expect_refused(gemm({"--device", "-1"}), {"--device", "a whole number, 0 or more"});
+  expect_refused({"check", "--baseline", base.string(), "--tolerance", "-1"}, {"--tolerance", "0 or more"});
+  expect_refused({"check", "--baseline", base.string(), "--tolerance", "nan"}, {"--tolerance", "not nan"});
+  expect_refused({"check", "--baseline", base.string(), "--device", "-1"}, {"--device"});
+  expect_refused({"compare", base.string(), base.string(), "--tolerance", "-0.5"}, {"--tolerance"});
+  expect_refused({"db", "list", "--db", db.string(), "--limit", "-1"}, {"--limit", "a whole number"});
+  expect_refused({"db", "list", "--db", db.string(), "--since", "yesterday"}, {"--since", "YYYY-MM-DD"});
+  expect_refused({"db", "list", "--db", db.string(), "--since", "2026-13-45"}, {"--since", "2026-13-45"});
+  EXPECT_EQ(run({"db", "list", "--db", db.string(), "--since", "2026-11-01"}).code, 0);
+  // gemm --model --fp8 sets each GEMM's scaling and C: --scaling and --out-dtype beside it are refused.
+  expect_refused({"gemm", "--model", "gpt2", "--tokens", "64", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--fp8",
+                  "rowwise", "--scaling", "block"},
+                 {"--fp8 excludes --scaling"});
+}

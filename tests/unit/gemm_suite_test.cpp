@@ -48,3 +48,16 @@ TEST(suite, a_bad_problem_is_named) {
                 .find("twice"),
             std::string::npos);
 }
+
+// A problem that names no layout takes gemm's default, nt (x @ W.T), as --layout does.
+TEST(suite, a_problem_without_a_layout_is_nt_as_gemm_defaults) {
+  const auto path = std::filesystem::temp_directory_path() / ("tiletune-suite-nt-" + std::to_string(getpid()) + ".json");
+  std::ofstream(path) << R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "plain", "m": 8, "n": 8, "k": 8, "dtype": "bf16"},
+      {"name": "nn", "m": 8, "n": 8, "k": 8, "dtype": "bf16", "layout": "nn"}]})";
+  const gemm_suite s = load_suite(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(s.problems.size(), 2u);
+  EXPECT_EQ(s.problems[0].problem.layout.name(), "nt");
+  EXPECT_EQ(s.problems[1].problem.layout.name(), "nn");
+}

@@ -2,6 +2,7 @@
 // their published config.json (tests/fuzz/seeds/model_config/), their
 // parameters, the grouped expert GEMMs, expert parallelism and the plans.
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -133,6 +134,36 @@ TEST(moe_model, bad_moe_fields_are_named) {
   } catch (const usage_error& e) {
     EXPECT_NE(std::string(e.what()).find("\"jamba\""), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek_v2"), std::string::npos);
+  }
+}
+
+// DeepSeek's MoE layers exist whenever n_routed_experts is set (transformers builds them): 0 routed
+// experts is refused, naming the field; left out (or null), the model is a dense DeepSeek.
+TEST(moe_model, a_deepseek_with_zero_routed_experts_is_refused_and_one_without_them_is_dense) {
+  std::ifstream in(configs + "deepseek-v2-lite.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json lite = nlohmann::json::parse(in);
+  for (const char* type : {"deepseek_v2", "deepseek_v3"}) {
+    nlohmann::json zero = lite;
+    zero["model_type"] = type;
+    zero["n_routed_experts"] = 0;
+    try {
+      model_from_hf_config(zero, "zero.json");
+      ADD_FAILURE() << type << " with 0 routed experts was accepted";
+    } catch (const usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"n_routed_experts\" must be at least 1"), std::string::npos) << e.what();
+    }
+    for (const bool null : {false, true}) {
+      nlohmann::json dense = lite;
+      dense["model_type"] = type;
+      if (null)
+        dense["n_routed_experts"] = nullptr;
+      else
+        dense.erase("n_routed_experts");
+      const model_spec m = model_from_hf_config(dense, "dense.json");
+      EXPECT_EQ(m.num_experts, 0) << type;
+      EXPECT_EQ(m.experts_per_token, 0) << type;
+    }
   }
 }
 

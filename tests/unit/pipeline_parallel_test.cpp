@@ -6,6 +6,7 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_plan.hpp"
 #include "setup_refusal.hpp"
 
@@ -46,6 +47,21 @@ TEST(pipeline_parallel, each_stage_holds_its_layers_and_one_vocabulary_matrix) {
   EXPECT_EQ(m.optimizer_bytes, 18'161'893'376LL);
   ASSERT_EQ(m.other_stages.size(), 1u);
   EXPECT_EQ(m.other_stages[0].parameters, 2'270'236'672LL);
+}
+
+// The plan's note says how the layers split: evenly (32 / 4 = 8 each), or, where P does not divide
+// L (32 over 5 stages: 7 or 6), both counts and the stage it is timed as.
+TEST(pipeline_parallel, the_note_says_how_the_layers_split) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const std::vector<std::string> even = pipeline_notes(llama(4, 4), h100);
+  ASSERT_FALSE(even.empty());
+  EXPECT_NE(even[0].find("each holds 8 of the 32 layers"), std::string::npos) << even[0];
+  const std::vector<std::string> uneven = pipeline_notes(llama(5, 5), h100);
+  ASSERT_FALSE(uneven.empty());
+  EXPECT_NE(uneven[0].find("the stages hold 7 or 6 of the 32 layers (an uneven split, timed as a stage of 7"),
+            std::string::npos)
+      << uneven[0];
+  EXPECT_EQ(uneven[0].find("each holds"), std::string::npos) << uneven[0];
 }
 
 // 1F1B's first stage holds P micro-batches of its L / P layers: the activations of 4 x 8 = 32

@@ -59,7 +59,10 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
     try {
       check_problem_fields(p);
-      sp.problem = gemm_problem_from_json(p);
+      // A problem without a layout takes gemm's default, nt (x @ W.T), as --layout does.
+      nlohmann::json with_layout = p;
+      if (!with_layout.contains("layout")) with_layout["layout"] = "nt";
+      sp.problem = gemm_problem_from_json(with_layout);
       validate(sp.problem);
     } catch (const nlohmann::json::exception& e) {
       throw usage_error(fmt::format("{}: {}", which, e.what()));

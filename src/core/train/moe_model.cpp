@@ -28,8 +28,8 @@ void read_decoder(const config_reader& r, model_spec& m) {
     throw usage_error(fmt::format("{}: \"capacity_factor\" must be at least 0", r.source));
 }
 
-// A mixture-of-experts type without experts is a config error (a dense DeepSeek is the one
-// exception, and does not come here with zero).
+// A mixture-of-experts type without experts is a config error (a dense DeepSeek, which leaves
+// n_routed_experts out, is the one exception and does not come here).
 void check_experts(const config_reader& r, const model_spec& m, const char* experts_key) {
   if (m.num_experts < 1)
     throw usage_error(fmt::format("{}: \"{}\" must be at least 1 for model_type \"{}\" (a mixture of experts)",
@@ -105,7 +105,9 @@ void read_deepseek(const config_reader& r, model_spec& m) {
   m.qkv_bias = m.attn_out_bias = false;  // attention_bias is q/kv_a only in DeepSeek; off in every release
   if (m.kv_lora_rank < 1 || m.v_head_dim < 1)
     throw usage_error(fmt::format("{}: \"kv_lora_rank\" and \"v_head_dim\" must be at least 1", r.source));
-  if (m.num_experts > 0) check_experts(r, m, "n_routed_experts");  // 0: a dense DeepSeek
+  // transformers builds DeepSeek's MoE layers whenever n_routed_experts is set (a dense DeepSeek
+  // leaves it null or out): a value of 0 would be a layer of no experts.
+  if (r.has("n_routed_experts")) check_experts(r, m, "n_routed_experts");
 }
 
 }  // namespace

@@ -121,15 +121,24 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
   if (s.pipeline_parallel <= 1) return {};
   const int p = s.pipeline_parallel;
   const bool in_node = std::max(1, s.tensor_parallel) * p <= s.gpus_per_node;
+  // Layers that do not split evenly: the stages hold the ceiling or the floor of L / P, and the
+  // step is timed by the largest (Megatron-LM asks for L a multiple of P unless told otherwise).
+  const std::int64_t most = (s.model.num_layers + p - 1) / p, least = s.model.num_layers / p;
+  const std::int64_t layers = s.model.num_layers;
+  const std::string held =
+      most == least ? fmt::format("each holds {} of the {} layers", most, layers)
+                    : fmt::format("the stages hold {} or {} of the {} layers (an uneven split, timed as a stage of {}; "
+                                  "Megatron-LM asks for L a multiple of P)",
+                                  most, least, layers, most);
   std::vector<std::string> notes = {fmt::format(
-      "pipeline parallelism over {} stages, 1F1B (Narayanan et al. 2021): each holds {} of the {} layers, the first "
+      "pipeline parallelism over {} stages, 1F1B (Narayanan et al. 2021): {}, the first "
       "also the embedding, the last the final norm, the LM head and the loss; the memory is the worse of the first "
       "stage (up to {} micro-batches' activations in flight) and the last (one, and the logits). The bubble adds "
       "(P - 1) micro-steps to each global step of m (gradient accumulation) micro-steps, (P-1)/(m+P-1) of the step: "
       "more accumulation hides it. Each micro-step sends the stage's output forward and its input's gradient "
       "backward, micro-batch x {} x {} x {} bytes each, at {:g} GB/s x 0.8 ({}), not overlapped. The stages are "
       "timed as the last, the slowest (its layers, the LM head and the loss)",
-      p, (s.model.num_layers + p - 1) / p, s.model.num_layers, p, s.seq_len, s.model.hidden_size,
+      p, held, p, s.seq_len, s.model.hidden_size,
       activation_bytes(s.prec),
       s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs,
       s.link_gbs ? "--link-gbs" : in_node ? "inside a node" : "across nodes, the network port")};

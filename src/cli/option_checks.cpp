@@ -1,0 +1,51 @@
+#include "cli/option_checks.hpp"
+
+#include <cerrno>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
+namespace tiletune::cli {
+
+namespace {
+// The value as a double, or NaN when it is not one number (trailing text included).
+double number_of(const std::string& v) {
+  if (v.empty()) return NAN;
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0') return NAN;
+  return d;
+}
+}  // namespace
+
+std::string whole_non_negative(const std::string& v) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+    return "a whole number, 0 or more, not " + v;
+  errno = 0;
+  std::strtoull(v.c_str(), nullptr, 10);
+  return errno == ERANGE ? v + " is past 18446744073709551615, the largest it takes" : "";
+}
+
+std::string finite_non_negative(const std::string& v) {
+  const double d = number_of(v);
+  return std::isfinite(d) && d >= 0 ? "" : "a finite number, 0 or more, not " + v;
+}
+
+std::string finite_float(const std::string& v) {
+  const double d = number_of(v);
+  if (!std::isfinite(d)) return "a finite number, not " + v;
+  return std::fabs(d) <= FLT_MAX ? "" : v + " is past a float's range (the kernel takes it as a 32-bit float)";
+}
+
+std::string iso_date(const std::string& v) {
+  static const std::regex date(R"((\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2})?Z?)?)");
+  std::smatch m;
+  if (!std::regex_match(v, m, date)) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
+  const int month = std::stoi(m[2]), day = std::stoi(m[3]);
+  if (month < 1 || month > 12 || day < 1 || day > 31) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
+  return "";
+}
+
+}  // namespace tiletune::cli
