@@ -9,6 +9,7 @@
 #include "cli/db_fleet.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/option_checks.hpp"
+#include "core/report/json_file.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
@@ -58,7 +59,7 @@ void run_import(const db_options& o, run_context& ctx) {
     } catch (const usage_error& e) {
       throw usage_error(fmt::format("{}: {}", path, e.what()));
     } catch (const nlohmann::json::exception& e) {
-      throw usage_error(fmt::format("{}: not a tiletune result: {}", path, e.what()));
+      throw usage_error(fmt::format("{}: not a tiletune result: {}", path, json_error_text(e)));
     }
   }
   refuse_read_only(o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file), "--db");

@@ -284,3 +284,25 @@ TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
                   "rowwise", "--scaling", "block"},
                  {"--fp8 excludes --scaling"});
 }
+
+// A truncated or mistyped input file is named with where it breaks, in words (no JSON library's
+// "[json.exception...]" tag, which expect_refused checks for), and a result that names no GPU is
+// refused as input (exit 2), not compared as another GPU's (exit 3).
+TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is_refused) {
+  const fs::path dir = tmp_dir() / "broken-results";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path base = fs::path(TILETUNE_SOURCE_DIR) / "profiles/baselines/h100-sxm.json";
+  const fs::path cut = dir / "cut.json", no_gpu = dir / "no-gpu.json";
+  std::ofstream(cut) << "{";
+  std::ifstream in(base);
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["device"] = nlohmann::json::object();
+  std::ofstream(no_gpu) << j.dump();
+  expect_refused({"compare", base.string(), cut.string()}, {"cut.json: truncated JSON at line 1", "unexpected end"});
+  expect_refused({"report", cut.string()}, {"cut.json: truncated JSON"});
+  expect_refused({"check", "--baseline", cut.string()}, {"cut.json: truncated JSON"});
+  expect_refused({"gemm", "--suite", cut.string(), "--gpu", "l4", "--dry-run"}, {"cut.json: truncated JSON"});
+  expect_refused({"batch", "--model", cut.string(), "--gpu", "l4"}, {"cut.json: truncated JSON"});
+  expect_refused({"compare", base.string(), no_gpu.string()}, {"no-gpu.json: the result names no GPU"});
+}

@@ -65,7 +65,7 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
       sp.problem = gemm_problem_from_json(with_layout);
       validate(sp.problem);
     } catch (const nlohmann::json::exception& e) {
-      throw usage_error(fmt::format("{}: {}", which, e.what()));
+      throw usage_error(fmt::format("{}: {}", which, json_error_text(e)));
     } catch (const usage_error& e) {
       // validate() speaks of gemm's flags ("--m 0 is invalid"); here the value is the suite's field "m".
       std::string why = e.what();
@@ -85,7 +85,7 @@ gemm_suite load_suite(const std::filesystem::path& path) {
   try {
     return parse_suite(j, path);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, e.g. "name": 3
-    throw usage_error(fmt::format("{}: {}", path.string(), e.what()));
+    throw usage_error(fmt::format("{}: {}", path.string(), json_error_text(e)));
   }
 }
 

@@ -77,7 +77,7 @@ std::vector<report_section> report_sections(const nlohmann::json& doc, const std
     }
   } catch (const nlohmann::json::exception& e) {
     // A field of the wrong type where the schema promises another.
-    throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), e.what()));
+    throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), json_error_text(e)));
   }
   // The checks every reader of a gemm result makes: a problem the tool accepts, figures the GPU allows.
   (void)result_file_from_json(doc, path);

@@ -57,10 +57,23 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
     }
     const char* what = e.byte > s.size() ? "truncated JSON" : "malformed JSON";
     throw usage_error(fmt::format("{}: {} at line {}, column {} (byte {}): {}", path.string(), what, line, col,
-                                  e.byte, e.what()));
+                                  e.byte, json_error_text(e)));
   } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for any type
-    throw usage_error(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
+    throw usage_error(fmt::format("{}: invalid JSON: {}", path.string(), json_error_text(e)));
   }
+}
+
+std::string json_error_text(const nlohmann::json::exception& e) {
+  std::string s = e.what();
+  if (s.rfind("[json.exception.", 0) == 0) {
+    const std::size_t tag_end = s.find("] ");
+    if (tag_end != std::string::npos) s = s.substr(tag_end + 2);
+  }
+  if (s.rfind("parse error", 0) == 0) {  // "parse error at line 1, column 2: syntax error while ..."
+    const std::size_t at = s.find(": ");
+    if (at != std::string::npos) s = s.substr(at + 2);
+  }
+  return s;
 }
 
 }  // namespace tiletune

@@ -1,5 +1,6 @@
 #pragma once
 #include <filesystem>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -8,5 +9,10 @@ namespace tiletune {
 // Reads and parses a JSON file. Throws usage_error naming the file when it
 // cannot be read, and the line and column where malformed or truncated JSON breaks.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+
+// What a JSON library exception says, for a person: its text without the library's
+// "[json.exception.type_error.302] " tag (and a parse error's own "parse error at ...: ", where
+// the caller names the place).
+std::string json_error_text(const nlohmann::json::exception& e);
 
 }  // namespace tiletune

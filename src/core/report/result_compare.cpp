@@ -80,7 +80,7 @@ gemm_problem problem_of(const nlohmann::json& r, const std::string& where) {
   try {
     p = gemm_problem_from_json(r.at("problem"));
   } catch (const nlohmann::json::exception& ex) {
-    throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, ex.what()));
+    throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, json_error_text(ex)));
   }
   try {
     validate(p);
@@ -150,6 +150,9 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
       f.device_model = dev["preset"].get<std::string>();
   }
   if (f.device_model.empty()) f.device_model = f.device_name;
+  // Every result names the GPU it is of: without one, two results could not be told apart by GPU.
+  if (f.device_model.empty())
+    throw usage_error(fmt::format("{}: the result names no GPU (its \"device\" needs a \"name\")", path));
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
   } else if (f.schema == "tiletune.gemm-suite/1") {
