@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "core/errors.hpp"
@@ -53,6 +54,13 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
   gemm_problem p = grouped_problem(std::move(g), *o.problem.n, *o.problem.k, parse_dtype(o.problem.dtype),
                                    parse_layout(o.problem.layout));
   set_scalars_and_types(o, p);
+  // A grouped problem's m is what its groups hold: too many rows are the flags' that gave them.
+  if (p.m > std::numeric_limits<std::int32_t>::max())
+    throw usage_error(fmt::format("{}: the groups hold {} rows in all, at most {}",
+                                  o.groups.m_per_group.empty() ? fmt::format("--tokens {} --top-k {}", o.model.tokens,
+                                                                             *o.groups.top_k)
+                                                               : "--m-per-group " + o.groups.m_per_group,
+                                  p.m, std::numeric_limits<std::int32_t>::max()));
   validate(p);
   return p;
 }
@@ -95,6 +103,10 @@ gemm_work work_of(const gemm_options& o) {
     w.shard = parse_shard(o.shard);
   }
   if (!o.model.name.empty()) {
+    // A step's GEMMs take --tokens rows (a batch's tokens): past 32 bits no kernel indexes them.
+    if (o.model.tokens > std::numeric_limits<std::int32_t>::max())
+      throw usage_error(fmt::format("--tokens {} is too large: at most {} (the rows of a step's GEMMs)",
+                                    o.model.tokens, std::numeric_limits<std::int32_t>::max()));
     const std::optional<expert_routing> routing =
         o.groups.routing ? std::optional(parse_routing(*o.groups.routing)) : std::nullopt;
     model_gemm_suite m = model_gemms(load_model(o.model.name), o.model.tokens, parse_model_phase(o.model.phase),

@@ -306,3 +306,24 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
   expect_refused({"batch", "--model", cut.string(), "--gpu", "l4"}, {"cut.json: truncated JSON"});
   expect_refused({"compare", base.string(), no_gpu.string()}, {"no-gpu.json: the result names no GPU"});
 }
+
+// Messages name the options the user gave and the command has: a step's --tokens (not the --m it
+// becomes), a grouped problem's rows by the flags that gave them, and no --no-db under db.
+TEST(input, messages_name_the_options_given_and_only_those_the_command_has) {
+  expect_refused({"gemm", "--model", "gpt2", "--tokens", "99999999999", "--gpu", "h100-sxm", "--dry-run", "--no-db"},
+                 {"--tokens 99999999999 is too large"});
+  expect_refused({"gemm", "--groups", "2", "--m-per-group", "2147483647,2147483647", "--n", "64", "--k", "64", "--gpu",
+                  "h100-sxm", "--dry-run", "--no-db"},
+                 {"--m-per-group 2147483647,2147483647: the groups hold 4294967294 rows"});
+  const fs::path junk = tmp_dir() / "not-a-db.sqlite";
+  std::ofstream(junk) << "not a database\n";
+  for (const char* sub : {"list", "vacuum", "export"}) {
+    const result r = run({"db", "--db", junk.string(), sub});
+    EXPECT_EQ(r.code, 3) << sub << ": " << r.err;
+    EXPECT_NE(r.err.find("give another file with --db FILE"), std::string::npos) << sub << ": " << r.err;
+    EXPECT_EQ(r.err.find("--no-db"), std::string::npos) << sub << ": " << r.err;
+  }
+  const result gemm = run({"gemm", "--m", "8", "--n", "8", "--k", "8", "--gpu", "l4", "--dry-run", "--db", junk.string()});
+  EXPECT_EQ(gemm.code, 3) << gemm.err;
+  EXPECT_NE(gemm.err.find("or --no-db"), std::string::npos) << gemm.err;  // gemm has it
+}
