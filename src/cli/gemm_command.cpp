@@ -227,8 +227,9 @@ order with their values for this problem, registers and spills, and the
 problem with its figures, measured or predicted; ID.h, a host header declaring
 the kernel and an inline <entry>_launch() for this problem (grid, block,
 cluster, shared memory attribute, tensor maps). The entry in ID.cu and ID.h is
-tiletune_<id>_<dtype>_<layout>, unique, so several exports link into one
-program (ID.cubin keeps tiletune's own name, tiletune_gemm). With --suite, each problem's
+tiletune_<id>_<dtype>_<layout>_<M>x<N>x<K> (and _b<batch>, or a grouped
+problem's _g<groups>_<hash>), unique per variant and problem, so several
+exports (a model's GEMMs too) link into one program (ID.cubin keeps tiletune's own name, tiletune_gemm). With --suite, each problem's
 kernels go into a subfolder named after the problem (characters other than
 letters, digits, '.', '_' and '-' become '-'). When a wanted variant is
 not ok, nothing is written for it and the exit code is 1 if it failed on the

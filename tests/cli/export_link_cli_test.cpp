@@ -67,27 +67,32 @@ TEST(cli_export_link, two_exported_kernels_and_their_headers_link_into_one_progr
   fs::remove_all(dir);
   const exported a = export_one(dir, "f32", "tn", "simt_64x64x8_t8x8_v4");
   const exported b = export_one(dir, "bf16", "nt", "mma_64x64x32_w2x2_s3");
+  // The same variant for another problem (a model's second GEMM): a name of its own, as the
+  // header's constants are that problem's.
+  const exported c = export_one(dir / "other", "bf16", "nt", "mma_64x64x32_w2x2_s3", "512");
   ASSERT_FALSE(HasFailure());
   EXPECT_NE(a.entry, b.entry);
+  EXPECT_NE(b.entry, c.entry);
 
   std::ofstream(dir / "main.cu") << fmt::format(
-      "#include \"{0}.h\"\n#include \"{1}.h\"\n"
+      "#include \"{0}.h\"\n#include \"{1}.h\"\n#include \"other/{1}.h\"\n"
       "int main() {{\n"
       "  float *a = nullptr, *b = nullptr, *c = nullptr;\n"
       "  unsigned short *x = nullptr, *y = nullptr, *z = nullptr;\n"
       "  if ({2}_launch(a, b, c, nullptr, nullptr, 1.0f, 0.0f) != cudaSuccess) return 1;\n"
       "  if ({3}_launch(x, y, z, nullptr, nullptr, 1.0f, 0.0f, 0) != cudaSuccess) return 1;\n"
+      "  if ({4}_launch(x, y, z, nullptr, nullptr, 1.0f, 0.0f, 0) != cudaSuccess) return 1;\n"
       "  return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;\n"
       "}}\n",
-      a.id, b.id, a.entry, b.entry);
+      a.id, b.id, a.entry, b.entry, c.entry);
   const std::string arch = "-arch=sm_90a";
   std::string log;
-  for (const std::string& cu : {a.id, b.id, std::string("main")}) {
+  for (const std::string& cu : {a.id, b.id, "other/" + c.id, std::string("main")}) {
     const std::string cmd = fmt::format("cd '{}' && '{}' {} -c {}.cu -o {}.o", dir.string(), nvcc, arch, cu, cu);
     ASSERT_EQ(shell(cmd, log), 0) << cmd << "\n" << log;
   }
-  const std::string link = fmt::format("cd '{}' && '{}' {} main.o {}.o {}.o -o two_kernels", dir.string(), nvcc,
-                                       arch, a.id, b.id);
+  const std::string link = fmt::format("cd '{}' && '{}' {} main.o {}.o {}.o other/{}.o -o two_kernels", dir.string(),
+                                       nvcc, arch, a.id, b.id, c.id);
   ASSERT_EQ(shell(link, log), 0) << link << "\n" << log;
   EXPECT_TRUE(fs::exists(dir / "two_kernels"));
   // Each object defines its own kernel: the symbol the program calls.
@@ -95,6 +100,7 @@ TEST(cli_export_link, two_exported_kernels_and_their_headers_link_into_one_progr
   ASSERT_EQ(shell(fmt::format("nm -C '{}'", (dir / "two_kernels").string()), syms), 0);
   EXPECT_NE(syms.find(a.entry), std::string::npos);
   EXPECT_NE(syms.find(b.entry), std::string::npos);
+  EXPECT_NE(syms.find(c.entry), std::string::npos);
   EXPECT_EQ(syms.find(" tiletune_gemm"), std::string::npos) << "the JIT's shared name left in the program";
 }
 

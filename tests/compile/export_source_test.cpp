@@ -57,7 +57,7 @@ TEST(export_source, compiles_again_with_nvrtc_to_the_same_kernel) {
     ASSERT_TRUE(k.ok) << w.id << "\n" << k.log;
     EXPECT_EQ(k.cubin.substr(0, 4), "\x7f" "ELF") << w.id;
     EXPECT_NE(k.cubin.find(manifest["launch"]["entry"].get<std::string>()), std::string::npos) << w.id;
-    EXPECT_EQ(manifest["launch"]["entry"], export_entry_name(v.config, p.type, p.layout));
+    EXPECT_EQ(manifest["launch"]["entry"], export_entry_name(v.config, p));
     EXPECT_EQ(k.resources.registers, v.resources.registers) << w.id;
     EXPECT_EQ(k.resources.spill_bytes(), 0) << w.id;
     EXPECT_EQ(manifest["resources"]["registers"], v.resources.registers);

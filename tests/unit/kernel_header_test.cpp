@@ -46,21 +46,39 @@ std::size_t count(const std::string& s, const std::string& what) {
 
 }  // namespace
 
-TEST(kernel_header, entry_names_are_c_identifiers_distinct_per_variant_dtype_and_layout_and_stable) {
+TEST(kernel_header, entry_names_are_c_identifiers_distinct_per_variant_and_problem_and_stable) {
   std::set<std::string> names;
   const tile_config tiles[] = {simt_tile(64, 64, 8, 8, 8, 4), mma_tile(128, 128, 32, 2, 2, 3),
                                mma_tile(128, 64, 32, 2, 2, 3), wgmma_tile(128, 256, 64, 2, 4)};
   for (const auto& c : tiles)
     for (const dtype t : {dtype::f32, dtype::bf16})
-      for (const char* l : {"nn", "nt", "tn", "tt"}) {
-        const std::string name = export_entry_name(c, t, parse_layout(l));
-        EXPECT_TRUE(is_c_identifier(name)) << name;
-        EXPECT_NE(name, kernel_entry_name);
-        EXPECT_TRUE(names.insert(name).second) << "twice: " << name;
-        EXPECT_EQ(name, export_entry_name(c, t, parse_layout(l)));
-      }
-  EXPECT_EQ(export_entry_name(mma_tile(128, 128, 32, 2, 2, 3), dtype::bf16, parse_layout("nt")),
-            "tiletune_mma_128x128x32_w2x2_s3_bf16_nt");
+      for (const char* l : {"nn", "nt", "tn", "tt"})
+        for (const std::int64_t m : {std::int64_t{16}, std::int64_t{4096}})
+          for (const std::int64_t batch : {std::int64_t{1}, std::int64_t{2}}) {
+            gemm_problem p = problem(t, l);
+            p.m = m;
+            p.batch = batch;
+            const std::string name = export_entry_name(c, p);
+            EXPECT_TRUE(is_c_identifier(name)) << name;
+            EXPECT_NE(name, kernel_entry_name);
+            EXPECT_TRUE(names.insert(name).second) << "twice: " << name;
+            EXPECT_EQ(name, export_entry_name(c, p));
+          }
+  gemm_problem p = problem(dtype::bf16, "nt");
+  p.m = 4096, p.n = 1024, p.k = 512, p.batch = 1;
+  EXPECT_EQ(export_entry_name(mma_tile(128, 128, 32, 2, 2, 3), p), "tiletune_mma_128x128x32_w2x2_s3_bf16_nt_4096x1024x512");
+  p.batch = 3;
+  EXPECT_EQ(export_entry_name(mma_tile(128, 128, 32, 2, 2, 3), p),
+            "tiletune_mma_128x128x32_w2x2_s3_bf16_nt_4096x1024x512_b3");
+  // Grouped problems of the same rows in all, split differently: each its own name.
+  const tile_config w = wgmma_tile(128, 256, 64, 2, 4);
+  const gemm_problem even = grouped_problem(groups_of_rows({64, 64}, group_layout::contiguous), 1024, 512,
+                                            dtype::bf16, parse_layout("nt"));
+  const gemm_problem skew = grouped_problem(groups_of_rows({100, 28}, group_layout::contiguous), 1024, 512,
+                                            dtype::bf16, parse_layout("nt"));
+  EXPECT_NE(export_entry_name(w, even), export_entry_name(w, skew));
+  EXPECT_NE(export_entry_name(w, even).find("_nt_128x1024x512_g2_"), std::string::npos) << export_entry_name(w, even);
+  EXPECT_TRUE(is_c_identifier(export_entry_name(w, skew)));
 }
 
 TEST(kernel_header, rename_entry_replaces_the_whole_word_only) {

@@ -244,7 +244,7 @@ std::string exported_source(const gemm_plan& plan, const variant_result& v, cons
 
 kernel_launch export_launch(const gemm_plan& plan, const variant_result& v) {
   kernel_launch launch = describe_launch(v.config, plan.problem, plan.device);
-  launch.entry = export_entry_name(v.config, plan.problem.type, plan.problem.layout);
+  launch.entry = export_entry_name(v.config, plan.problem);
   // A prologue's entry is the JIT's name plus a suffix; the export's is the export's plus the same.
   for (kernel_launch& before : launch.prologue) before.entry = rename_entry(before.entry, launch.entry);
   return launch;

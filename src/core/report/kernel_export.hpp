@@ -17,7 +17,7 @@
 // their own code: ID.cu (the source, constants fixed), ID.cubin, ID.json (how
 // to launch it, schema tiletune.kernel/1), ID.h (the kernel's declaration and a
 // launcher, kernel_header.hpp). The entry in ID.cu and ID.h is
-// export_entry_name (unique per variant, dtype and layout); ID.cubin is the
+// export_entry_name (unique per variant and problem); ID.cubin is the
 // JIT's compile and keeps kernel_entry_name ("tiletune_gemm").
 namespace tiletune {
 

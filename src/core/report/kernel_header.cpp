@@ -58,8 +58,17 @@ std::vector<const kernel_launch*> launches_of(const kernel_launch& l) {
 
 }  // namespace
 
-std::string export_entry_name(const tile_config& c, dtype t, layout l) {
-  std::string s = fmt::format("tiletune_{}_{}_{}", c.id(), to_string(t), l.name());
+std::string export_entry_name(const tile_config& c, const gemm_problem& p) {
+  std::string s = fmt::format("tiletune_{}_{}_{}_{}x{}x{}", c.id(), to_string(p.type), p.layout.name(), p.m, p.n, p.k);
+  if (p.batch > 1) s += fmt::format("_b{}", p.batch);
+  if (p.grouped()) {
+    // FNV-1a of the description and of each group's rows (what the launch's group table holds).
+    std::string what = p.describe() + fmt::format(" stride {}", p.groups->stride);
+    for (const std::int64_t r : p.groups->rows) what += fmt::format(" {}", r);
+    std::uint32_t h = 2166136261u;
+    for (const unsigned char ch : what) h = (h ^ ch) * 16777619u;
+    s += fmt::format("_g{}_{:08x}", p.groups->count(), h);
+  }
   for (char& ch : s)
     if (!identifier_char(ch)) ch = '_';
   return s;

@@ -10,11 +10,13 @@
 // renames its entry so that several exports link into one program.
 namespace tiletune {
 
-// The exported kernel's extern "C" name: "tiletune_" + the variant id + "_" +
-// dtype + "_" + layout, e.g. tiletune_<family>_128x128x32_..._bf16_nt. A valid
-// C identifier (any other character becomes '_'), the same on every export of
-// that variant, dtype and layout (those fix the kernel's source).
-std::string export_entry_name(const tile_config& c, dtype t, layout l);
+// The exported kernel's extern "C" name: "tiletune_" + the variant id + "_" + dtype + "_" + layout
+// + "_" + M x N x K (+ "_b" batch where above 1; a grouped problem: "_g" + its groups + "_" + 8 hex
+// digits of its description), e.g. tiletune_<family>_128x128x32_..._bf16_nt_4096x4096x4096. A valid
+// C identifier (any other character becomes '_'), the same on every export of that variant and
+// problem, and distinct for two problems, whose headers' constants differ: so exports of one
+// variant for a model's several GEMMs link into one program.
+std::string export_entry_name(const tile_config& c, const gemm_problem& p);
 
 // `source` with every whole-word kernel_entry_name replaced by `entry`, and every whole-word
 // prologue entry (kernel_entry_name + "_transpose") by `entry` + "_transpose".
