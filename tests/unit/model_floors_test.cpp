@@ -3,11 +3,15 @@
 // (calibrated) model beats the fastest kernel measured on the same problem,
 // and its ranking quality did not fall with the physical fixes.
 #include <cstdio>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/gemm/grouped_rows.hpp"
+#include "core/gemm/search_space.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/perf_model.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/search/replay_backend.hpp"
 #include "shipped_measurements.hpp"
@@ -119,4 +123,48 @@ TEST(model_floors, decode_predictions_follow_the_measured_times) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);  // 16x4096x4096 and 128x4096x4096 bf16 nt
+}
+
+// A calibrated prediction says which term set it: "floor" where the measured floor (the best
+// shares of peak and DRAM the recorded kernels drew) is above the tile's own time, with floor_us
+// that time; compute or memory otherwise. On the recorded problems the tiles' own terms bind; on
+// a grouped GEMM of 8 experts' weights (1024 tokens, top-2: 134 MB of B for 17 GFLOP) the DRAM
+// floor binds, whatever the routing's skew.
+TEST(model_floors, a_prediction_set_by_the_floor_says_so) {
+  const auto shipped = shipped_calibration("h100-sxm");
+  ASSERT_TRUE(shipped);
+  int above = 0;
+  for (const auto& result : shipped::h100_2026_11_23()) {
+    gemm_plan plan = plan_from_recording(result);
+    ASSERT_TRUE(apply_calibration(plan, *shipped));
+    for (const auto& v : plan.variants) {
+      if (v.status != variant_status::ok || !shipped->efficiency_for(v.config.family, plan.problem.type)) continue;
+      EXPECT_GT(v.predicted.floor_us, 0) << v.config.id();
+      EXPECT_GE(v.predicted.time_us, v.predicted.floor_us) << v.config.id();
+      if (v.predicted.bound == "floor") {
+        EXPECT_DOUBLE_EQ(v.predicted.time_us, v.predicted.floor_us) << v.config.id();
+      } else {
+        EXPECT_TRUE(v.predicted.bound == "compute" || v.predicted.bound == "memory") << v.predicted.bound;
+        ++above;
+      }
+    }
+  }
+  EXPECT_GT(above, 0);
+  const device_spec& d = find_preset("h100-sxm");
+  for (const char* routing : {"uniform", "zipf:3"}) {
+    const gemm_problem p = grouped_problem(
+        groups_of_routing(1024, 2, 8, parse_routing(routing), group_layout::contiguous), 4096, 2048, dtype::bf16,
+        parse_layout("nt"));
+    std::optional<prediction> best;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+      if (check_constraints(c, p, d)) continue;
+      const occupancy_estimate occ = estimate_occupancy(d, c.threads(), 128, c.smem_bytes(p.type, p.layout));
+      const auto r = calibrated_prediction(*shipped, d, p, c, occ);
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->bound == "floor", r->time_us == r->floor_us) << routing << " " << c.id();
+      if (!best || r->time_us < best->time_us) best = r;
+    }
+    ASSERT_TRUE(best) << routing;
+    EXPECT_EQ(best->bound, "floor") << routing;
+  }
 }

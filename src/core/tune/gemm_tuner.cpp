@@ -205,6 +205,7 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
                   {"tile_efficiency", v.predicted.tile_efficiency}};
     if (v.predicted.fixup_us > 0) j["model"]["fixup_us"] = v.predicted.fixup_us;  // stream-K, split-K
     if (v.predicted.prologue_us > 0) j["model"]["prologue_us"] = v.predicted.prologue_us;  // K-major copies
+    if (v.predicted.floor_us > 0) j["model"]["floor_us"] = v.predicted.floor_us;  // calibrated: the measured floor
   }
   if (v.compiled || v.status == variant_status::compile_error)
     j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};

@@ -40,6 +40,8 @@ struct prediction {
                                // split-K's reduction by the last slice
   double prologue_us = 0;      // kernels launched before the GEMM (a transposing pre-pass; in time_us, serial)
   double latency_us = 0;       // the busiest SM's k-tiles, an L2 round trip per tiles_in_flight of them
+  double floor_us = 0;         // calibrated: the least time the measured kernels allow (their best share of
+                               // peak FLOP/s and DRAM bandwidth); time_us is never under it
 };
 
 // The compute side of a pipelined k-loop: its math and its loads' latency chain, each k-tile

@@ -295,9 +295,12 @@ std::optional<prediction> calibrated_prediction(const model_calibration& c, cons
   prediction r = predict(d, p, config, occ, *e);
   const double scale = c.time_scale_for(config.family, p.type);
   // No kernel was measured faster than the floor; memory_us stays the tile's physical floor.
-  r.time_us = std::max(scaled_time(r, scale, c.overlap_loss_for(config.family, p.type)), attainable_floor_us(c, d, p));
+  r.floor_us = attainable_floor_us(c, d, p);
+  const double scaled = scaled_time(r, scale, c.overlap_loss_for(config.family, p.type));
+  r.time_us = std::max(scaled, r.floor_us);
   r.compute_us *= scale;
-  r.bound = r.compute_us >= r.memory_us ? "compute" : "memory";
+  // Where the floor sets the time, the tile's own terms do not: the JSON says so.
+  r.bound = r.floor_us > scaled ? "floor" : r.compute_us >= r.memory_us ? "compute" : "memory";
   r.tflops = p.flops() / (r.time_us * 1e-6) / 1e12;
   return r;
 }
