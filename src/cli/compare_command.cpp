@@ -183,7 +183,7 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   o->measure.search = "exhaustive";  // a regression gate times every variant it re-measures to the full budget
   o->compare.mode_mismatch_flag = false;  // check has no --allow-mode-mismatch
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
-  cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (profiles/<gpu>.json)")->required();
+  cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (e.g. profiles/baselines/<gpu>.json)")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")
       ->capture_default_str()
       ->check(finite_non_negative);

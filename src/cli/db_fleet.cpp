@@ -71,7 +71,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
     std::fputs(text.c_str(), stdout);
   } else {
     write_file_atomically(o.out, text);
-    fmt::print(stderr, "wrote the best config of {} problem(s) from {} to {}\n", best.size(), file.string(), o.out);
+    fmt::print("wrote the best config of {} problem(s) from {} to {}\n", best.size(), file.string(), o.out);
   }
   ctx.exit_code = exit_ok;
 }
