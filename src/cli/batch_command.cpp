@@ -191,11 +191,16 @@ batch_plan plan_on_gpu(const training_setup& s, const device_choice& device,
   return plan;
 }
 
+// The tuning database batch reads: --db, else the default.
+std::filesystem::path database_file(const batch_options& o) {
+  return o.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.db);
+}
+
 // A predicted plan, with the GEMM times the tuning database holds for this GPU model
 // (cuBLASLt's, measured by `tiletune gemm` runs) and the model scaled to them for the rest.
 batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d, const batch_options& o) {
   if (o.no_db) return plan_batch(s, d);
-  const std::filesystem::path file = o.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.db);
+  const std::filesystem::path file = database_file(o);
   if (!std::filesystem::exists(file)) {
     if (!o.db.empty()) throw usage_error(fmt::format("--db {}: no such file", o.db));
     return plan_batch(s, d);
@@ -273,10 +278,8 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.context_parallel = o.context_parallel;
   s.safety_margin = o.safety_margin;
   if (!o.out.empty()) {
-    // --model names a preset, a config.json, or a folder holding one.
-    std::vector<named_input> inputs{{"--model", o.model}, {"--model", std::filesystem::path(o.model) / "config.json"}};
-    if (find_model_preset(o.model)) inputs.clear();
-    if (!o.no_db) inputs.push_back({"--db", o.db.empty() ? default_tuning_db_path() : std::filesystem::path(o.db)});
+    std::vector<named_input> inputs = model_config_inputs(o.model);
+    if (!o.no_db) inputs.push_back({"--db", database_file(o)});
     check_output_path(o.out, "--out", inputs);
   }
   const device_choice device = choose_device(o.gpu, o.device, ctx.host);

@@ -38,6 +38,12 @@ nlohmann::json read_result_file(const std::string& path) {
   return j;
 }
 
+// The database file a db subcommand names: its --db, else the default. db list and db calibrate
+// only read it and never create one.
+std::filesystem::path file_to_read(const db_options& o) {
+  return o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file);
+}
+
 void run_import(const db_options& o, run_context& ctx) {
   if (o.inputs.empty()) throw usage_error("db import needs result files: tiletune db import FILE...");
   std::vector<tuning_record> records;
@@ -62,18 +68,13 @@ void run_import(const db_options& o, run_context& ctx) {
       throw usage_error(fmt::format("{}: not a tiletune result: {}", path, json_error_text(e)));
     }
   }
-  refuse_read_only(o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file), "--db");
+  refuse_read_only(file_to_read(o), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
   for (const auto& r : records) db->store(r);
   fmt::print("imported {} measured result(s) from {} file(s) into {}\n", records.size(), o.inputs.size(),
              db->file().string());
   ctx.exit_code = exit_ok;
-}
-
-// The database file db list and db calibrate would read; they never create one.
-std::filesystem::path file_to_read(const db_options& o) {
-  return o.file.empty() ? default_tuning_db_path() : std::filesystem::path(o.file);
 }
 
 void run_list(const db_options& o, run_context& ctx) {
@@ -235,7 +236,7 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   import->add_option("files", o->inputs, "Result files")->required();
   import->add_option("--db", o->file, "The database file");
   import->add_flag("--full", o->full, "Keep every variant's row, not only the compact record (as gemm --db-full)");
-  import->callback([o, &ctx] { run_db_subcommand([&] { run_import(*o, ctx); }); });
+  import->callback([o, &ctx] { run_import(*o, ctx); });
   auto* list = cmd->add_subcommand("list", "List the stored results, newest first");
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   list->add_option("--db", o->file, "The database file");
@@ -248,7 +249,7 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str()
       ->check(whole_non_negative);
   list->add_flag("--json", o->json, "Print JSON instead of the table");
-  list->callback([o, &ctx] { run_db_subcommand([&] { run_list(*o, ctx); }); });
+  list->callback([o, &ctx] { run_list(*o, ctx); });
   auto* show = cmd->add_subcommand("show", "Print the stored records of a problem: their variant rows (every row "
                                            "where gemm --db-full kept them)");
   show->add_option("--problem", o->problem,
@@ -258,18 +259,18 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   show->add_option("--db", o->file, "The database file");
   show->add_option("--limit", o->limit, "At most this many records, the newest (default 10)")->check(whole_non_negative);
   show->add_flag("--json", o->json, "Print the stored results (tiletune.gemm/1) as JSON");
-  show->callback([o, &ctx] { run_db_subcommand([&] { run_show(*o, ctx); }); });
+  show->callback([o, &ctx] { run_show(*o, ctx); });
   auto* vacuum = cmd->add_subcommand("vacuum", "Rewrite the database without its free pages (after an upgrade of an "
                                                "older file, or many replaced records)");
   vacuum->add_option("--db", o->file, "The database file");
-  vacuum->callback([o, &ctx] { run_db_subcommand([&] { run_vacuum(*o, ctx); }); });
+  vacuum->callback([o, &ctx] { run_vacuum(*o, ctx); });
   auto* cal = cmd->add_subcommand(
       "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
   cal->add_option("--gpu", o->gpu, "The GPU model (a preset such as h100-sxm)")->required();
   cal->add_option("--db", o->file, "The database file");
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
-  cal->callback([o, &ctx] { run_db_subcommand([&] { run_calibrate(*o, ctx); }); });
+  cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   // The group's --db shares o->file with import, list and calibrate; export reads it too.
   add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));
   cmd->footer(R"(

@@ -78,17 +78,6 @@ void run_export(const fleet_options& o, run_context& ctx) {
 
 }  // namespace
 
-void run_db_subcommand(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const environment_error& e) {
-    std::string why = e.what();
-    const std::string advice = ", or --no-db";
-    for (std::size_t at = why.find(advice); at != std::string::npos; at = why.find(advice)) why.erase(at, advice.size());
-    throw environment_error(why);
-  }
-}
-
 std::string gpu_filter(const std::string& gpu, const tuning_db* db) {
   if (gpu.empty()) return gpu;
   if (db)
@@ -114,7 +103,7 @@ void add_db_fleet_commands(CLI::App& cmd, run_context& ctx, std::shared_ptr<cons
                                        "meanwhile wait); if it exists, its records take part")
       ->required()
       ->check(refuse_empty_path);
-  merge->callback([o, &ctx] { run_db_subcommand([&] { run_merge(*o, ctx); }); });
+  merge->callback([o, &ctx] { run_merge(*o, ctx); });
   merge->footer(R"(
   tiletune db merge shard-0.sqlite shard-1.sqlite shard-2.sqlite --into tuning.sqlite
 
@@ -135,7 +124,7 @@ is refused with exit 3.)");
   exp->add_option("--out", o->out, "Write to FILE (atomically) instead of stdout")->check(refuse_empty_path);
   exp->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   exp->add_option("--db", o->file, "The database file");
-  exp->callback([o, &ctx] { run_db_subcommand([&] { run_export(*o, ctx); }); });
+  exp->callback([o, &ctx] { run_export(*o, ctx); });
   exp->footer(R"(
   tiletune db export --format triton --out tiletune_configs.py
   tiletune db export --format cutlass-csv --gpu h100-sxm --out best.csv

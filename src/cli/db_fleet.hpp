@@ -1,6 +1,5 @@
 // Internal to the db command: merge and export, the subcommands for a fleet.
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,9 +18,6 @@ namespace tiletune::cli {
 // Anything else is refused (exit 2) naming the value and the known presets.
 // db: null when there is no database file yet. Empty gpu: no filter.
 std::string gpu_filter(const std::string& gpu, const tuning_db* db);
-
-// Runs a db subcommand: the database's errors advise "--db FILE, or --no-db", and db has no --no-db.
-void run_db_subcommand(const std::function<void()>& run);
 
 void add_db_fleet_commands(CLI::App& db_command, run_context& ctx, std::shared_ptr<const std::string> group_db);
 

@@ -229,8 +229,9 @@ the kernel and an inline <entry>_launch() for this problem (grid, block,
 cluster, shared memory attribute, tensor maps). The entry in ID.cu and ID.h is
 tiletune_<id>_<dtype>_<layout>_<M>x<N>x<K> (and _b<batch>, or a grouped
 problem's _g<groups>_<hash>), unique per variant and problem, so several
-exports (a model's GEMMs too) link into one program (ID.cubin keeps tiletune's own name, tiletune_gemm). With --suite, each problem's
-kernels go into a subfolder named after the problem (characters other than
+exports (a model's GEMMs too) link into one program (ID.cubin keeps
+tiletune's own name, tiletune_gemm). With --suite, each problem's kernels go
+into a subfolder named after the problem (characters other than
 letters, digits, '.', '_' and '-' become '-'). When a wanted variant is
 not ok, nothing is written for it and the exit code is 1 if it failed on the
 GPU (incorrect, launch_error, timeout), else 2 (pruned, compile_error,

@@ -132,12 +132,9 @@ std::filesystem::path database_of(const gemm_options& o) {
 }
 
 std::vector<named_input> gemm_inputs(const gemm_options& o) {
-  std::vector<named_input> inputs{{"--suite", o.suite}, {"--db", database_of(o)}};
-  // --model names a preset, a config.json, or a folder holding one.
-  if (!o.model.name.empty() && !find_model_preset(o.model.name)) {
-    inputs.push_back({"--model", o.model.name});
-    inputs.push_back({"--model", std::filesystem::path(o.model.name) / "config.json"});
-  }
+  std::vector<named_input> inputs = model_config_inputs(o.model.name);
+  inputs.push_back({"--suite", o.suite});
+  inputs.push_back({"--db", database_of(o)});
   return inputs;
 }
 

@@ -13,7 +13,6 @@ namespace {
 double number_of(const std::string& v) {
   if (v.empty()) return NAN;
   char* end = nullptr;
-  errno = 0;
   const double d = std::strtod(v.c_str(), &end);
   if (end == v.c_str() || *end != '\0') return NAN;
   return d;

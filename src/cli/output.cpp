@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/errors.hpp"
+#include "core/train/model_spec.hpp"
 
 namespace tiletune::cli {
 
@@ -62,11 +63,11 @@ bool is_read_only(const fs::path& file) {
   return (st.permissions() & write_bits) == fs::perms::none || access(file.c_str(), W_OK) != 0;
 }
 
-void refuse_read_only(const fs::path& file, std::string_view flag) {
+void refuse_read_only(const fs::path& file, std::string_view flag, const fs::path& named) {
   if (is_read_only(file))
     throw environment_error(fmt::format("{} {} is read-only: refused, it is left unchanged (make it writable, or "
                                         "write to another file)",
-                                        flag, file.string()));
+                                        flag, (named.empty() ? file : named).string()));
 }
 
 namespace {
@@ -85,6 +86,11 @@ bool same_file(const fs::path& a, const fs::path& b) {
 }
 }  // namespace
 
+std::vector<named_input> model_config_inputs(const std::string& model) {
+  if (model.empty() || find_model_preset(model)) return {};
+  return {{"--model", model}, {"--model", fs::path(model) / "config.json"}};
+}
+
 void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
   const fs::path target = output_target(file, flag);
   for (const auto& in : inputs) {
@@ -94,10 +100,7 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
                                   flag, file.string(), in.what, in.file.string(),
                                   in.what == "--out" || in.what == "--junit" ? "writes" : "reads"));
   }
-  if (is_read_only(target))
-    throw environment_error(fmt::format("{} {} is read-only: refused, it is left unchanged (make it writable, or "
-                                        "write to another file)",
-                                        flag, file.string()));
+  refuse_read_only(target, flag, file);
 }
 
 void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
@@ -118,10 +121,7 @@ std::string refuse_empty_path(const std::string& value) {
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  if (is_read_only(file))
-    throw environment_error(fmt::format("output {} is read-only: refused, it is left unchanged (make it writable, or "
-                                        "write to another file)",
-                                        requested.string()));
+  refuse_read_only(file, "output", requested);
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
   std::error_code ec;
   const auto old = fs::status(file, ec);

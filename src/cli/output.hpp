@@ -16,6 +16,9 @@ struct named_input {
   std::string what;
   std::filesystem::path file;
 };
+// The files `--model MODEL` reads when it names no preset: a config.json, or a folder holding one
+// (its config.json); none for a preset.
+std::vector<named_input> model_config_inputs(const std::string& model);
 // Fails early, before long work, when FILE cannot be written: its folder is
 // missing or not writable (usage_error, exit 2); it is one of the command's
 // own inputs, the same file by identity (std::filesystem::equivalent: a link,
@@ -30,9 +33,11 @@ void check_output_path(const std::filesystem::path& file, std::string_view flag 
 // (usage_error), an existing read-only one too (environment_error).
 void check_replaceable(const std::filesystem::path& file, std::string_view flag,
                        const std::vector<named_input>& inputs);
-// An existing FILE that a command would change in place (a tuning database): refused with
-// environment_error naming FLAG when it has no write permission bit or this user cannot write it.
-void refuse_read_only(const std::filesystem::path& file, std::string_view flag);
+// An existing FILE that a command would change in place or replace: refused with environment_error
+// naming FLAG and the file (as the command line named it, `named`, where that differs: a link) when
+// it has no write permission bit or this user cannot write it.
+void refuse_read_only(const std::filesystem::path& file, std::string_view flag,
+                      const std::filesystem::path& named = {});
 bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
 // target is whole or untouched. An existing target keeps its permission bits;
