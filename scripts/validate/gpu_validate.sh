@@ -56,6 +56,11 @@
 #     kc     K-major copies (_kc: a transposing pre-pass, then the nt kernel; issues 35 and 38), first
 #            run: tf32 nn/tn/tt and e4m3 nn/tn on odd shapes verified (every variant, beta 0.5), memcheck
 #            and racecheck on one, then tf32 nn 4096^3 (goal >= 0.80x cuBLASLt) and e4m3 nn 4096^3 timed
+#     padded padded copies (_kc for rows off 16 bytes: the pre-pass pads K-major rows and transposes
+#            MN-major ones, 16-bit elements too), first run: bf16 nt K 167, f16 nn N 201, tf32 nt K 166,
+#            e4m3 nt K 407 verified on every variant (both families: mma's element-wise twins too),
+#            memcheck on one of each family, then 4096x768x50257 bf16 (GPT-2's lm_head backward)
+#            timed against cuBLASLt (goal: within 1.3x of the K 50264 problem's time)
 #     all    = smoke verify bench tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -553,6 +558,24 @@ if want kc; then
   for dt in tf32 e4m3; do
     step "kc time $dt nn 4096" 200 "$out/kc-time-$dt.txt" "$bin" gemm --m 4096 --n 4096 --k 4096 --dtype "$dt" \
       --layout nn --no-db --budget-s 180 --out "$out/kc-time-$dt.json"
+  done
+fi
+if want padded; then
+  for case in "bf16 nt 136 200 167 2" "f16 nn 136 201 168 1" "tf32 nt 136 136 166 2" "e4m3 nt 72 136 407 1"; do
+    read -r dt l m n k b <<<"$case"
+    step "padded verify $dt $l ${m}x${n}x${k}" 150 "$out/padded-verify-$dt-$l.txt" "$bin" gemm --m "$m" --n "$n" \
+      --k "$k" --batch "$b" --dtype "$dt" --layout "$l" --beta 0.5 --alpha 1.5 --verify-only --no-db \
+      --variant-timeout 10 --out "$out/padded-verify-$dt-$l.json"
+  done
+  if command -v compute-sanitizer >/dev/null; then
+    for id in wgmma_128x128x64_c2_s4_cl1x1_g8m_kc mma_128x128x32_w2x2_s4_kc; do
+      step "padded memcheck $id" 120 "$out/padded-memcheck-$id.txt" compute-sanitizer --tool memcheck "$bin" gemm \
+        --m 136 --n 200 --k 167 --batch 2 --dtype bf16 --verify-only --no-db --only "$id"
+    done
+  fi
+  for k in 50257 50264; do
+    step "padded time 4096x768x$k" 200 "$out/padded-time-$k.txt" "$bin" gemm --m 4096 --n 768 --k "$k" \
+      --dtype bf16 --no-db --budget-s 120 --out "$out/padded-time-$k.json"
   done
 fi
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"

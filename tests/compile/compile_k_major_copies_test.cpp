@@ -154,3 +154,34 @@ TEST(compile_k_major_copies, mma_fp8_on_sm_89_is_the_nt_kernel_after_the_pre_pas
   }
   check_pairs(jobs, bits);
 }
+
+// Padded copies: a bf16 problem whose K (4095) puts its rows off 16 bytes runs on copies padded to
+// 16 bytes, made by the same pre-pass in 16-bit elements (copied, not transposed: the operands are
+// K-major). A wgmma tile for sm_90a and an mma tile for sm_80, each the nt kernel after the pre-pass.
+TEST(compile_k_major_copies, padded_bf16_copies_on_sm_90a_and_sm_80_are_the_nt_kernel_after_the_pre_pass) {
+  std::vector<compile_job> jobs;
+  std::vector<int> bits;
+  for (const bool hopper : {true, false}) {
+    const device_spec& d = find_preset(hopper ? "h100-sxm" : "a100-sxm-80gb");
+    gemm_problem p;
+    p.m = p.n = 4096;
+    p.k = 4095;
+    p.type = dtype::bf16;
+    p.layout = parse_layout("nt");
+    auto copies = [&](const tile_config& c) { return hopper ? wgmma_k_major_copies(c) : mma_k_major_copies(c); };
+    const std::vector<tile_config> space = problem_search_space(family_named(hopper ? "wgmma" : "mma"), p, d);
+    const auto first = std::find_if(space.begin(), space.end(),
+                                    [&](const tile_config& c) { return copies(c) && !check_constraints(c, p, d); });
+    ASSERT_NE(first, space.end());
+    jobs.push_back(make_compile_job(*first, p.type, p.layout, d));
+    bits.push_back(16);
+    tile_config plain = *first;
+    if (hopper)
+      set_wgmma_k_major_copies(plain, false);
+    else
+      set_mma_k_major_copies(plain, false);
+    jobs.push_back(make_compile_job(plain, p.type, p.layout, d));
+    bits.push_back(0);
+  }
+  check_pairs(jobs, bits);
+}

@@ -143,11 +143,13 @@ inline report run_case(const tile_config& c, dtype t, layout l, const gemm_case&
     else
       tiletune_test::emulate_transpose(before, operand == 'A' ? element_bytes(k.a_type()) : element_bytes(k.b_type()),
                                        (operand == 'A' ? o.a : o.b).bytes, copy.bytes,
-                                       {d.kc_rows_of_cols, d.kc_unguarded}, errors);
+                                       {d.kc_rows_of_cols, d.kc_unguarded, d.kc_pad_unwritten, d.kc_k_major_as_mn},
+                                       errors);
   }
   for (const std::string& e : errors) r.note(e);
-  gemm_case kg = g;  // the GEMM's strides as its launch gives them
+  gemm_case kg = g;  // the GEMM's K and strides as its launch gives them (K padded to 16 bytes)
   for (const kernel_parameter& kp : launch.parameters) {
+    if (kp.name == "K") kg.k = kp.value.get<int>();
     if (kp.name == "lda") kg.lda = kp.value.get<int>();
     if (kp.name == "ldb") kg.ldb = kp.value.get<int>();
     if (kp.name == "batch_stride_a") kg.stride_a = kp.value.get<long long>();

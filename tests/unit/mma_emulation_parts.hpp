@@ -189,6 +189,8 @@ struct defects {
   bool kc_unguarded = false;            // K-major copies: the pre-pass moves a tile's elements past the matrix too
   bool kc_skipped = false;              // K-major copies: the GEMM launched without its prologue
   bool kc_reads_operand = false;        // K-major copies: the GEMM reads the operand as stored, not its copy
+  bool kc_pad_unwritten = false;        // K-major copies: the copy's rows padded to 16 bytes, the pad left unwritten
+  bool kc_k_major_as_mn = false;        // K-major copies: a K-major operand in unaligned rows read as if MN-major
   bool rw_b_by_row = false;             // rowwise scales: B's scale taken at the row, not the column
   bool rw_split_unscaled = false;       // rowwise scales: split-K's reduction writes the sum unscaled
   bool rw_unclamped = false;            // rowwise scales: rows and columns past the matrix read past the scales

@@ -69,7 +69,7 @@ TEST(mma_k_major_copies, fp8_with_an_mn_major_operand_plans_copies_and_nothing_e
 }
 
 TEST(mma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
-  const gemm_problem p = problem(1000, 520, 744, 2, dtype::e4m3, "tt");  // A stored K x M, B N x K: A copied
+  const gemm_problem p = problem(1000, 520, 752, 2, dtype::e4m3, "tt");  // A stored K x M, B N x K: A copied
   const tile_config c = copies(mma_tile(128, 128, 64, 2, 2, 3));
   ASSERT_FALSE(check_constraints(c, p, l40s())) << check_constraints(c, p, l40s())->message;
   EXPECT_EQ(c.id(), "mma_128x128x64_w2x2_s3_kc");
@@ -87,35 +87,35 @@ TEST(mma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
   EXPECT_EQ(pre.entry, std::string(kernel_entry_name) + kernel_prologue_suffix);
   EXPECT_EQ(pre.parameters[0].name, "A");
   EXPECT_EQ(pre.parameters[1].name, "A_k_major");
-  EXPECT_EQ(pre.parameters[1].buffer_bytes, 2 * 1000 * 744);
-  EXPECT_EQ(scalar(pre, "rows"), 744);
+  EXPECT_EQ(pre.parameters[1].buffer_bytes, 2 * 1000 * 752);
+  EXPECT_EQ(scalar(pre, "rows"), 752);
   EXPECT_EQ(scalar(pre, "cols"), 1000);
   EXPECT_EQ(scalar(pre, "ld"), 1000);  // A stored K x M
-  EXPECT_EQ(pre.grid, (std::array<std::int64_t, 3>{(1000 + 31) / 32, (744 + 31) / 32, 2}));
+  EXPECT_EQ(pre.grid, (std::array<std::int64_t, 3>{(1000 + 31) / 32, (752 + 31) / 32, 2}));
   // The GEMM reads the copy (K elements a row) and B as stored (N x K).
   EXPECT_EQ(l.parameters[0].name, "A_k_major");
-  EXPECT_EQ(l.parameters[0].buffer_bytes, 2 * 1000 * 744);
+  EXPECT_EQ(l.parameters[0].buffer_bytes, 2 * 1000 * 752);
   EXPECT_EQ(l.parameters[1].name, "B");
-  EXPECT_EQ(scalar(l, "lda"), 744);
-  EXPECT_EQ(scalar(l, "ldb"), 744);
+  EXPECT_EQ(scalar(l, "lda"), 752);
+  EXPECT_EQ(scalar(l, "ldb"), 752);
   const std::vector<argument_binding> b = bind_arguments(l);
   EXPECT_EQ(b[0].from, argument_binding::source::k_major_copy);
   EXPECT_EQ(b[1].from, argument_binding::source::operand);
-  EXPECT_EQ(scratch_bytes(l), 2 * 1000 * 744);
-  EXPECT_EQ(mma_family().scratch_bytes(c, p, l40s()), 2 * 1000 * 744);
+  EXPECT_EQ(scratch_bytes(l), 2 * 1000 * 752);
+  EXPECT_EQ(mma_family().scratch_bytes(c, p, l40s()), 2 * 1000 * 752);
   // tn: both stored MN-major, both copied, A's first; nn: B stored K x N is copied.
-  const kernel_launch tn = mma_family().describe_launch(c, problem(1000, 520, 744, 1, dtype::e4m3, "tn"), l40s());
+  const kernel_launch tn = mma_family().describe_launch(c, problem(1000, 520, 752, 1, dtype::e4m3, "tn"), l40s());
   ASSERT_EQ(tn.prologue.size(), 2u);
   EXPECT_EQ(tn.prologue[0].parameters[0].name, "A");
   EXPECT_EQ(tn.prologue[1].parameters[0].name, "B");
   EXPECT_EQ(tn.parameters[0].name, "A_k_major");
   EXPECT_EQ(tn.parameters[1].name, "B_k_major");
-  const kernel_launch nn = mma_family().describe_launch(c, problem(1000, 520, 744, 1, dtype::e4m3, "nn"), l40s());
+  const kernel_launch nn = mma_family().describe_launch(c, problem(1000, 520, 752, 1, dtype::e4m3, "nn"), l40s());
   ASSERT_EQ(nn.prologue.size(), 1u);
   EXPECT_EQ(nn.prologue[0].parameters[0].name, "B");
   EXPECT_EQ(scalar(nn.prologue[0], "ld"), 520);  // B stored K x N
-  EXPECT_EQ(scalar(nn, "lda"), 744);
-  EXPECT_EQ(scalar(nn, "ldb"), 744);
+  EXPECT_EQ(scalar(nn, "lda"), 752);
+  EXPECT_EQ(scalar(nn, "ldb"), 752);
 }
 
 TEST(mma_k_major_copies, the_measure_request_and_the_model_carry_the_pre_pass) {

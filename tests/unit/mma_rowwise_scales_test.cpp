@@ -38,10 +38,14 @@ TEST(mma_rowwise_scales, a_rowwise_problem_plans_rw_variants_and_nothing_else_do
     const gemm_problem p = scaled(dtype::e4m3, l, scaling_mode::rowwise);
     const std::vector<tile_config> ok = space_of(p);
     ASSERT_GT(ok.size(), 30u) << l;
+    std::size_t copies = 0;
     for (const tile_config& c : ok) {
       EXPECT_TRUE(mma_rowwise_scales(c)) << c.id();
-      EXPECT_EQ(mma_k_major_copies(c), std::string(l) != "nt") << c.id();
+      copies += mma_k_major_copies(c);
     }
+    // tn runs on copies only; nt's K 744 (not a multiple of 16 fp8 elements) has each tile twice,
+    // element-wise and on padded copies.
+    EXPECT_EQ(copies, std::string(l) == "nt" ? ok.size() / 2 : ok.size()) << l;
     tile_config without = ok.front();
     set_mma_rowwise_scales(without, false);
     const auto v = check_constraints(without, p, l40s());

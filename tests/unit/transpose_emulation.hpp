@@ -24,13 +24,16 @@ using tiletune::kernel_parameter;
 struct transpose_defects {
   bool rows_of_cols = false;  // the copy's rows cols apart, not rows (K)
   bool unguarded = false;     // a tile's elements past the matrix moved too
+  bool pad_unwritten = false; // the copy's rows padded to 16 bytes, the pad left as it was
+  bool k_major_as_mn = false; // a K-major operand read as if stored MN-major
 };
 
 // Runs one prologue launch of tiletune_gemm_transpose (common/gemm_transpose.cuh) block by block, thread
 // by thread, through the template's own index math and a poisoned tile of shared memory: `src`
-// the operand as stored, `dst` its copy (bytes as the launch's buffer_bytes says, zeroed as the
-// worker's). A read of shared memory no load wrote, or a global access outside its buffer, is an
-// error.
+// the operand as stored, `dst` its copy (bytes as the launch's buffer_bytes says, poisoned: every
+// byte 0xff, a NaN in each element type, so that an element the pre-pass leaves unwritten, the pad
+// too, fails the GEMM's comparison). A read of shared memory no load wrote, or a global access
+// outside its buffer, is an error.
 inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<std::uint8_t>& src,
                               std::vector<std::uint8_t>& dst, const transpose_defects& d,
                               std::vector<std::string>& errors) {
@@ -42,7 +45,8 @@ inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<
   };
   const int rows = static_cast<int>(scalar("rows")), cols = static_cast<int>(scalar("cols"));
   const long long ld = scalar("ld"), matrix_stride = scalar("matrix_stride");
-  dst.assign(static_cast<std::size_t>(l.parameters[1].buffer_bytes), 0);
+  const int row = static_cast<int>(scalar("row")), k_major = d.k_major_as_mn ? 0 : static_cast<int>(scalar("k_major"));
+  dst.assign(static_cast<std::size_t>(l.parameters[1].buffer_bytes), 0xff);
   if (l.block[0] != TT_XPOSE_TILE || l.block[1] != TT_XPOSE_THREAD_ROWS || l.block[2] != 1)
     errors.push_back(fmt::format("{}: block ({}, {}, {}), the kernel's is ({}, {}, 1)", l.entry, l.block[0], l.block[1],
                                  l.block[2], TT_XPOSE_TILE, TT_XPOSE_THREAD_ROWS));
@@ -57,7 +61,7 @@ inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<
         for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
           for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
             for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
-              const tt_xpose_move m = tt_xpose_load(bx, by, bz, tx, ty, i, rows, cols, ld, matrix_stride);
+              const tt_xpose_move m = tt_xpose_load(bx, by, bz, tx, ty, i, rows, cols, ld, matrix_stride, k_major);
               if (!m.valid && !d.unguarded) continue;
               if (m.global < 0 || m.global >= src_elements) {
                 if (m.valid) errors.push_back(fmt::format("{}: a load at {} of {}", l.entry, m.global, src_elements));
@@ -70,13 +74,14 @@ inline void emulate_transpose(const kernel_launch& l, int eb, const std::vector<
         for (int ty = 0; ty < TT_XPOSE_THREAD_ROWS; ++ty)
           for (int tx = 0; tx < TT_XPOSE_TILE; ++tx)
             for (int i = 0; i < TT_XPOSE_TILE / TT_XPOSE_THREAD_ROWS; ++i) {
-              tt_xpose_move m = tt_xpose_store(bx, by, bz, tx, ty, i, rows, cols);
+              tt_xpose_move m = tt_xpose_store(bx, by, bz, tx, ty, i, rows, cols, row);
               if (!m.valid && !d.unguarded) continue;
+              if (m.pad && d.pad_unwritten) continue;
               if (d.rows_of_cols) {
                 const int r = by * TT_XPOSE_TILE + tx, c = bx * TT_XPOSE_TILE + ty + TT_XPOSE_THREAD_ROWS * i;
-                m.global = static_cast<long long>(bz) * rows * cols + static_cast<long long>(c) * cols + r;
+                m.global = static_cast<long long>(bz) * row * cols + static_cast<long long>(c) * cols + r;
               }
-              const std::uint64_t v = tile[static_cast<std::size_t>(m.smem)];
+              const std::uint64_t v = m.pad ? 0 : tile[static_cast<std::size_t>(m.smem)];
               if (v == poison) {
                 if (m.valid) errors.push_back(fmt::format("{}: block ({}, {}, {}) stores shared memory no load wrote",
                                                           l.entry, bx, by, bz));

@@ -79,7 +79,7 @@ inline emulation emulate_kernel(const tile_config& c, const gemm_problem& p,
       errors.push_back(fmt::format("{} writes {}, not {}'s copy", before.entry, before.parameters.at(1).name, operand));
     if (!d.copy_skipped)
       emulate_transpose(before, eb, operand == 'A' ? a_in : b_in, copy_of[operand - 'A'],
-                        {d.copy_rows_of_cols, d.copy_unguarded}, errors);
+                        {d.copy_rows_of_cols, d.copy_unguarded, d.copy_pad_unwritten, d.copy_k_major_as_mn}, errors);
     else
       copy_of[operand - 'A'].assign(static_cast<std::size_t>(before.parameters.at(1).buffer_bytes), 0);
   }

@@ -157,6 +157,8 @@ struct defects {
   bool copy_unguarded = false;            // K-major copies: a tile's elements past the matrix moved too
   bool copy_skipped = false;              // K-major copies: the GEMM launched without its prologue
   bool copy_maps_operand = false;         // K-major copies: the GEMM's map addresses the operand, not the copy
+  bool copy_pad_unwritten = false;        // K-major copies: the copy's rows padded to 16 bytes, the pad left unwritten
+  bool copy_k_major_as_mn = false;        // K-major copies: a K-major operand in unaligned rows read as if MN-major
   bool mixed_types_unswapped = false;     // mixed fp8, swap-AB: the instruction names the problem's A type first
   bool mixed_as_one_format = false;       // mixed fp8: the instruction names A's type for B too
   bool scale_copy_unannounced = false;    // block scales by TMA: expect_tx without the scales' bytes

@@ -129,9 +129,10 @@ class gemm_family {
   virtual int operand_registers(const tile_config&) const { return 0; }
   virtual smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const = 0;
   virtual bool efficiency_from_measurements() const { return true; }
-  // Whether rows that are not 16-byte aligned are copied one element at a time, each
-  // load awaited before the next (the model's serial-copy term, perf_model.cpp).
-  virtual bool copies_unaligned_rows_serially() const { return false; }
+  // Whether the variant copies rows that are not 16-byte aligned one element at a time, each
+  // load awaited before the next (the model's serial-copy term, perf_model.cpp), rather than
+  // reading copies padded to 16 bytes.
+  virtual bool copies_unaligned_rows_serially(const tile_config&) const { return false; }
   // Whether split-K's slices meet in a workspace in global memory, the last slice of each
   // tile reading every slice's partial tile back before it writes C (the model's split-K
   // reduction tail); not where they meet inside a cluster.

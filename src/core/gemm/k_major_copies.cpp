@@ -6,14 +6,42 @@
 
 namespace tiletune {
 
+namespace {
+bool misaligned(const gemm_problem& p, std::int64_t elements) {
+  return (elements * static_cast<std::int64_t>(element_bytes(p.type))) % 16 != 0;
+}
+}  // namespace
+
+bool operands_misaligned(const gemm_problem& p) {
+  if (misaligned(p, p.lda()) || misaligned(p, p.ldb())) return true;
+  if (p.grouped()) return p.groups->count() > 1 && misaligned(p, p.k * p.n);
+  return p.batch > 1 && (misaligned(p, p.m * p.k) || misaligned(p, p.k * p.n));
+}
+
+std::int64_t k_major_copy_row(const gemm_problem& p) {
+  const std::int64_t per16 = 16 / static_cast<std::int64_t>(element_bytes(p.type));
+  return (p.k + per16 - 1) / per16 * per16;
+}
+
+gemm_problem problem_on_k_major_copies(const gemm_problem& p) {
+  gemm_problem k = p;
+  k.layout = k_major_layout();
+  k.k = k_major_copy_row(p);
+  return k;
+}
+
 k_major_copy k_major_copy_of(const gemm_problem& p, char operand) {
   const bool a = operand == 'a';
-  if (a ? !p.layout.a_transposed : p.layout.b_transposed) return {};  // stored K-major already
+  const bool transposed = a ? p.layout.a_transposed : !p.layout.b_transposed;
+  // Stored K-major in rows that start on 16 bytes (K itself padded nothing): read where it is.
+  if (!transposed && k_major_copy_row(p) == p.k) return {};
   // A grouped problem's A is one matrix of every group's rows (M), its B one matrix per group.
   k_major_copy copy;
   copy.matrices = p.grouped() ? (a ? 1 : p.groups->count()) : p.batch;
   copy.cols = a ? p.m : p.n;
-  copy.bytes = copy.matrices * copy.cols * p.k * element_bytes(p.type);
+  copy.row = k_major_copy_row(p);
+  copy.transposed = transposed;
+  copy.bytes = copy.matrices * copy.cols * copy.row * element_bytes(p.type);
   return copy;
 }
 
@@ -25,35 +53,52 @@ int k_major_prologue_launches(const gemm_problem& p) {
   return (k_major_copy_of(p, 'a').bytes > 0 ? 1 : 0) + (k_major_copy_of(p, 'b').bytes > 0 ? 1 : 0);
 }
 
+std::string k_major_prologue_unlaunchable(const gemm_problem& p) {
+  const std::int64_t matrices = p.grouped() ? p.groups->count() : p.batch;
+  if (matrices <= 65535 && (k_major_copy_row(p) + 31) / 32 <= 65535) return {};
+  return fmt::format("the pre-pass that makes the K-major copies runs a grid of ceil(K / 32) x matrices blocks, each "
+                     "at most 65535: K {} and {} matrices",
+                     p.k, matrices);
+}
+
 namespace {
-// The transposing pre-pass of one operand ('a' or 'b', stored MN-major: rows K, columns M or N)
-// whose copy is `copy`, kernels_templates/common/gemm_transpose.cuh.
+// The pre-pass of one operand ('a' or 'b') whose copy is `copy`, kernels_templates/common/gemm_transpose.cuh:
+// a transpose of an operand stored MN-major (rows K, columns M or N), or a padded copy of one
+// stored K-major in unaligned rows.
 kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_major_copy& copy) {
   const bool a = operand == 'a';
   const char name = a ? 'A' : 'B';
+  const char* mn = a ? "M" : "N";
   const std::int64_t cols = copy.cols, matrices = copy.matrices;
   const std::string elem = element_c_type(a ? p.elements().a : p.elements().b);
   kernel_launch l;
   l.entry = fmt::format("{}{}", kernel_entry_name, kernel_prologue_suffix);
-  l.grid = {(cols + 31) / 32, (p.k + 31) / 32, matrices};
+  l.grid = {(cols + 31) / 32, (copy.row + 31) / 32, matrices};
   l.block = {32, 8, 1};
-  l.grid_rule = fmt::format("(ceil({} / 32), ceil(K / 32), {}): one block per 32 x 32 tile of {} as stored",
-                            a ? "M" : "N", p.grouped() && !a ? "groups" : "batch", name);
+  l.grid_rule = fmt::format("(ceil({} / 32), ceil({} / 32), {}): one block per 32 x 32 tile of {}'s copy", mn,
+                            copy.row == p.k ? "K" : "K padded to 16 bytes", p.grouped() && !a ? "groups" : "batch",
+                            name);
   kernel_parameter dst{fmt::format("{}_k_major", name), elem + "*", "pointer",
-                       fmt::format("{}'s K-major copy, {} x K row-major per matrix, one after another: this kernel "
-                                   "writes it, the GEMM reads it",
-                                   name, a ? "M" : "N"),
+                       fmt::format("{}'s K-major copy, {} rows of {} elements (K{}) per matrix, one after another: "
+                                   "this kernel writes it, the GEMM reads it",
+                                   name, mn, copy.row, copy.row == p.k ? "" : ", then zeros to 16 bytes"),
                        nullptr};
   dst.buffer_bytes = copy.bytes;
+  const std::string stored = a ? stored_as('A', copy.transposed, "M", "K") : stored_as('B', !copy.transposed, "K", "N");
   l.parameters = {
-      {std::string(1, name), "const " + elem + "*", "pointer",
-       "device pointer to " + (a ? stored_as('A', true, "M", "K") : stored_as('B', false, "K", "N")), nullptr},
+      {std::string(1, name), "const " + elem + "*", "pointer", "device pointer to " + stored, nullptr},
       std::move(dst),
-      scalar_parameter("rows", "int", fmt::format("rows of {} as stored: K", name), p.k),
-      scalar_parameter("cols", "int", fmt::format("columns of {} as stored: {}", name, a ? "M" : "N"), cols),
-      scalar_parameter("ld", "long long", fmt::format("elements between {}'s rows as stored", name),
+      scalar_parameter("rows", "int", "K", p.k),
+      scalar_parameter("cols", "int", mn, cols),
+      scalar_parameter("ld", "long long",
+                       fmt::format("elements between {}'s rows as stored ({})", name, copy.transposed ? mn : "K"),
                        a ? p.lda() : p.ldb()),
       scalar_parameter("matrix_stride", "long long", fmt::format("elements between {}'s matrices", name), cols * p.k),
+      scalar_parameter("row", "int", "elements in a row of the copy: K padded to 16 bytes, the pad written zero",
+                       copy.row),
+      scalar_parameter("k_major", "int",
+                       fmt::format("1: {} is stored K-major (rows padded, not transposed); 0: MN-major", name),
+                       copy.transposed ? 0 : 1),
   };
   l.requirements = {"launched before the GEMM, on its stream, every time: the GEMM reads what it writes"};
   return l;
@@ -76,10 +121,12 @@ void read_k_major_copies(kernel_launch& gemm, const gemm_problem& p) {
     kernel_parameter& k = parameter_named(gemm, std::string(1, name));
     k.name = fmt::format("{}_k_major", name);
     k.buffer_bytes = copy.bytes;
-    k.meaning = fmt::format("{}'s K-major copy, {} x K row-major per matrix (the prologue's launch writes it from {})",
-                            name, operand == 'a' ? "M" : "N", name);
+    k.meaning = fmt::format("{}'s K-major copy, {} rows of {} elements per matrix (the prologue's launch writes it "
+                            "from {})",
+                            name, operand == 'a' ? "M" : "N", copy.row, name);
     parameter_named(gemm, operand == 'a' ? "lda" : "ldb").meaning =
-        fmt::format("elements between rows of {}'s K-major copy: K", name);
+        fmt::format("elements between rows of {}'s K-major copy: K{}", name,
+                    copy.row == p.k ? "" : " padded to 16 bytes (the GEMM's K too)");
   }
   gemm.prologue = k_major_copy_launches(p);
   gemm.requirements.push_back(

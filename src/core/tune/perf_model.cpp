@@ -40,7 +40,7 @@ namespace {
 // a_rows and b_rows rows of A and B read, row_bytes each (a block's K slice).
 double serial_copy_us(const gemm_problem& p, const tile_config& c, double a_rows, double b_rows, double row_bytes,
                       double concurrent_blocks) {
-  if (!c.family->copies_unaligned_rows_serially() || concurrent_blocks <= 0) return 0;
+  if (!c.family->copies_unaligned_rows_serially(c) || concurrent_blocks <= 0) return 0;
   const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
   auto unaligned = [&](std::int64_t ld) { return (ld * eb) % 16 != 0; };
   const double bytes = ((unaligned(p.lda()) ? a_rows : 0.0) + (unaligned(p.ldb()) ? b_rows : 0.0)) * row_bytes;

@@ -40,8 +40,9 @@ class mma : public gemm_family {
   // thread (PTX ISA, warp-level matrix fragments), which cannot be accumulator registers.
   int operand_registers(const tile_config&) const override { return 6; }
   // kernels_templates/mma/mma_copies.cuh, tt_load_tile: rows that are not 16-byte aligned take a loop
-  // (not unrolled) of plain element loads, each stored to shared memory before the next.
-  bool copies_unaligned_rows_serially() const override { return true; }
+  // (not unrolled) of plain element loads, each stored to shared memory before the next; K-major
+  // copies (_kc) are padded to 16 bytes.
+  bool copies_unaligned_rows_serially(const tile_config& c) const override { return !mma_k_major_copies(c); }
   bool reduces_split_k_in_global_memory() const override { return true; }  // mma_gemm.cu's last slice
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
     // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
@@ -121,7 +122,10 @@ class mma : public gemm_family {
     if (is_fp8(t))
       return std::string("fp8 through mma.sync m16n8k32") + (mma_k_major_copies(c) ? " on K-major copies (_kc)" : "") +
              (mma_rowwise_scales(c) ? ", rowwise scales in the epilogue (_rw)" : "");
-    return t == dtype::tf32 ? "tf32 operands rounded in shared memory (A along m read in row pairs)" : "";
+    const std::string copies = mma_k_major_copies(c) ? "copies padded to 16 bytes first (_kc)" : "";
+    if (t != dtype::tf32) return copies;
+    return std::string("tf32 operands rounded in shared memory (A along m read in row pairs)") +
+           (copies.empty() ? "" : " and " + copies);
   }
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
@@ -147,8 +151,8 @@ class mma : public gemm_family {
       extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})",
                            c.raster_group, c.raster_along_n ? "N" : "M");
     if (mma_k_major_copies(c))
-      extra += ", on K-major copies of the MN-major operands (transpose them first: fp8 mma.sync reads A and B "
-               "K-major only, layout TN in CUTLASS's terms)";
+      extra += ", on K-major copies made first (MN-major operands transposed: fp8 mma.sync reads A and B K-major "
+               "only, layout TN in CUTLASS's terms; rows off 16 bytes padded with zeros, for 16-byte alignment)";
     if (mma_rowwise_scales(c))
       extra += ", rowwise scales in the epilogue (Sm80EVT: a column broadcast of A's scales, a row broadcast of B's)";
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "

@@ -21,10 +21,9 @@ mma_split_k_buffers mma_split_k_scratch(const tile_config& c, const gemm_problem
 }
 
 kernel_launch mma_launch(const tile_config& c, const gemm_problem& p) {
-  // On K-major copies the GEMM's strides are the copies' (layout nt); its A and B read them.
-  gemm_problem kernel_problem = p;
-  kernel_problem.layout = mma_kernel_layout(c, p.layout);
-  kernel_launch l = tile_grid_launch(c, kernel_problem);
+  // On K-major copies the GEMM's strides are the copies' (layout nt, K padded to 16 bytes); its A
+  // and B read them.
+  kernel_launch l = tile_grid_launch(c, mma_k_major_copies(c) ? problem_on_k_major_copies(p) : p);
   if (mma_k_major_copies(c)) read_k_major_copies(l, p);
   if (mma_rowwise_scales(c)) {  // after tile_counters, as the kernel declares them
     l.parameters.push_back({"scale_a", "const float*", "pointer",

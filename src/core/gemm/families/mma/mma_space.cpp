@@ -25,11 +25,23 @@ std::vector<tile_config> mma_space(dtype t) {
 
 std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_spec& d) {
   std::vector<tile_config> out = mma_space(p.type);
+  // fp8 in a layout with an MN-major operand runs on K-major copies only (ldmatrix does not
+  // transpose bytes).
+  const bool must_copy = is_fp8(p.type) && has_mn_major_operand(p.layout);
   if (is_fp8(p.type))
     for (tile_config& c : out) {
       set_mma_out(c, p.out);
-      set_mma_k_major_copies(c, has_mn_major_operand(p.layout));
+      set_mma_k_major_copies(c, must_copy);
       set_mma_rowwise_scales(c, p.scaling == scaling_mode::rowwise);
+    }
+  // Rows off 16 bytes: each tile both ways, copying its rows one element at a time (which a small
+  // problem's few blocks afford) and on copies padded to 16 bytes first (_kc), which pay a pass
+  // over the operands and run the fast path.
+  if (!must_copy && operands_misaligned(p))
+    for (std::size_t i = 0, n = out.size(); i < n; ++i) {
+      tile_config c = out[i];
+      set_mma_k_major_copies(c, true);
+      out.push_back(c);
     }
   if (d.sm_count <= 0) return out;
   const std::size_t base = out.size();
@@ -127,8 +139,9 @@ std::optional<constraint_violation> check_fp8(const tile_config& c, const gemm_p
     return violation("layout", fmt::format("the mma family reads fp8 K-major only: layout nt (A stored M x K, B "
                                            "stored N x K), or {} through K-major copies (_kc)",
                                            p.layout.name()));
-  if (!has_mn_major_operand(p.layout) && mma_k_major_copies(c))
-    return violation("k_major_copies", "layout nt stores both operands K-major: nothing to copy (_kc)");
+  if (!has_mn_major_operand(p.layout) && !operands_misaligned(p) && mma_k_major_copies(c))
+    return violation("k_major_copies",
+                     "layout nt stores both operands K-major in rows on 16 bytes: nothing to copy (_kc)");
   if (p.scaling == scaling_mode::block)
     return violation("scaling", "the mma family applies per-tensor (alpha) and rowwise fp8 scales, not block scales");
   if (mma_rowwise_scales(c) != (p.scaling == scaling_mode::rowwise))
@@ -146,12 +159,16 @@ std::optional<constraint_violation> check_mma(const tile_config& c, const gemm_p
                                           to_string(p.type)));
   if (is_fp8(p.type)) {
     if (auto v = check_fp8(c, p, d)) return v;
-  } else if (mma_k_major_copies(c)) {
-    return violation("k_major_copies", fmt::format("the mma family reads {} in every layout: no K-major copies (_kc)",
-                                                   to_string(p.type)));
-  } else if (mma_rowwise_scales(c)) {
-    return violation("scaling", fmt::format("rowwise scales (_rw) are fp8's, not {}'s", to_string(p.type)));
+  } else {
+    if (mma_k_major_copies(c) && !operands_misaligned(p))
+      return violation("k_major_copies", fmt::format("the mma family reads {} in every layout and rows on 16 bytes "
+                                                     "where they are: no K-major copies (_kc)",
+                                                     to_string(p.type)));
+    if (mma_rowwise_scales(c))
+      return violation("scaling", fmt::format("rowwise scales (_rw) are fp8's, not {}'s", to_string(p.type)));
   }
+  if (mma_k_major_copies(c))
+    if (std::string why = k_major_prologue_unlaunchable(p); !why.empty()) return violation("k_major_copies", why);
   if (d.compute_capability < 80)
     return violation("architecture", fmt::format("the mma family needs sm_80 or newer (cp.async, "
                                                  "bf16 mma), the GPU is {}",

@@ -181,7 +181,7 @@ class wgmma : public gemm_family {
     if (wgmma_fast_accumulation(c)) untried.emplace_back("fp8 QGMMA with fast accumulation (_fa)");
     if (wgmma_scales(c) != scaling_mode::none) untried.push_back(fmt::format("{} scales", to_string(wgmma_scales(c))));
     if (wgmma_tma_scales(c)) untried.emplace_back("scales copied by TMA (_ts)");
-    if (wgmma_k_major_copies(c)) untried.emplace_back("the transposing pre-pass (_kc)");
+    if (wgmma_k_major_copies(c)) untried.emplace_back("the transposing and padding pre-pass (_kc)");
     return fmt::format("{}", fmt::join(untried, " and "));
   }
 
@@ -240,8 +240,9 @@ class wgmma : public gemm_family {
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
             : wgmma_scales(c) == scaling_mode::rowwise ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
                                    : "") +
-           (wgmma_k_major_copies(c) ? ", on K-major copies of the MN-major operands (transpose them first: CUTLASS's "
-                                      "tf32 and fp8 Hopper kernels read K-major A and B only)"
+           (wgmma_k_major_copies(c) ? ", on K-major copies made first (MN-major operands transposed: CUTLASS's tf32 "
+                                      "and fp8 Hopper kernels read K-major A and B only; rows off 16 bytes padded "
+                                      "with zeros, as TMA needs)"
                                     : "");
   }
 };
@@ -264,14 +265,11 @@ double wgmma_fast_accumulation_bound(dtype t, std::int64_t k) {
 }
 
 bool wgmma_needs_k_major_copies(const gemm_problem& p) {
-  return (p.type == dtype::tf32 || is_fp8(p.type)) && wgmma_mn_major_operand(p.layout);
+  return ((p.type == dtype::tf32 || is_fp8(p.type)) && wgmma_mn_major_operand(p.layout)) || operands_misaligned(p);
 }
 
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p) {
-  if (!wgmma_k_major_copies(c)) return p;
-  gemm_problem k = p;
-  k.layout = k_major_layout();
-  return k;
+  return wgmma_k_major_copies(c) ? problem_on_k_major_copies(p) : p;
 }
 
 bool wgmma_per_thread_consumer(const tile_config& c) {

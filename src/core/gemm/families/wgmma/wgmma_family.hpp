@@ -82,10 +82,11 @@ inline void set_wgmma_out(tile_config& c, std::optional<element_type> out) {
 inline constexpr int wgmma_k_major_copies_bit = 1 << 21;
 inline bool wgmma_k_major_copies(const tile_config& c) { return wgmma_flag(c, wgmma_k_major_copies_bit); }
 inline void set_wgmma_k_major_copies(tile_config& c, bool on) { set_wgmma_flag(c, wgmma_k_major_copies_bit, on); }
-// Whether a problem needs them: a tf32 or fp8 operand stored MN-major.
+// Whether a problem needs them: a tf32 or fp8 operand stored MN-major, or rows TMA cannot read
+// (off 16 bytes: K = 50257, an odd N stored K x N), which the copies pad.
 bool wgmma_needs_k_major_copies(const gemm_problem& p);
 // The problem as the GEMM kernel reads it: with K-major copies, layout nt (A M x K and B N x K,
-// rows of K elements); otherwise p.
+// rows of K padded to 16 bytes, problem_on_k_major_copies); otherwise p.
 gemm_problem wgmma_kernel_problem(const tile_config& c, const gemm_problem& p);
 // One operand's K-major copy (core/gemm/k_major_copies.hpp): none where the variant makes no copies.
 inline k_major_copy wgmma_k_major_copy_of(const tile_config& c, const gemm_problem& p, char operand) {

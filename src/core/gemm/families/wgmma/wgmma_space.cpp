@@ -169,11 +169,10 @@ void add_multicast_tiles(std::vector<tile_config>& out, const gemm_problem& p) {
 }  // namespace
 
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const device_spec& d) {
-  // tf32 or fp8 with an MN-major operand: every tile reads K-major copies, so the space is the nt
-  // problem's, each tile with the copies (_kc).
+  // tf32 or fp8 with an MN-major operand, or rows off 16 bytes: every tile reads K-major copies,
+  // so the space is the nt problem's on them, each tile with the copies (_kc).
   const bool copies = wgmma_needs_k_major_copies(problem);
-  gemm_problem p = problem;
-  if (copies) p.layout = k_major_layout();
+  const gemm_problem p = copies ? problem_on_k_major_copies(problem) : problem;
   std::vector<tile_config> out = wgmma_space(p.type);
   // A grouped problem runs the grouped kernel: every tile (and its stream-K copy) is that copy.
   if (p.grouped())
@@ -362,19 +361,21 @@ std::optional<constraint_violation> check_wgmma_k_major_copies(const tile_config
   const bool needs = wgmma_needs_k_major_copies(p);
   if (!needs && wgmma_k_major_copies(c))
     return violation("k_major_copies",
-                     fmt::format("K-major copies (_kc) are for tf32 and fp8 operands stored MN-major; {} {} is read "
-                                 "where it is",
+                     fmt::format("K-major copies (_kc) are for tf32 and fp8 operands stored MN-major and for rows "
+                                 "off 16 bytes; {} {} is read where it is",
                                  to_string(p.type), p.layout.name()));
+  if (needs && !wgmma_k_major_copies(c) && operands_misaligned(p))
+    return violation("tma_alignment",
+                     fmt::format("TMA reads rows and matrices that start on 16 bytes: lda {} and ldb {} (and the "
+                                 "batch's or groups' strides) must be multiples of {} elements, or the operands "
+                                 "copied first into padded rows (_kc)",
+                                 p.lda(), p.ldb(), 16 / element_bytes(p.type)));
   if (needs && !wgmma_k_major_copies(c))
     return violation("layout", fmt::format("{} wgmma reads both operands K-major: layout nt (A stored M x K, B stored "
                                            "N x K), or {} through K-major copies made first (_kc)",
                                            to_string(p.type), p.layout.name()));
   if (!needs) return std::nullopt;
-  const std::int64_t matrices = p.grouped() ? p.groups->count() : p.batch;
-  if (matrices > 65535 || (p.k + 31) / 32 > 65535)
-    return violation("k_major_copies", fmt::format("the transposing pre-pass runs a grid of ceil(K / 32) x matrices "
-                                                   "blocks, each at most 65535: K {} and {} matrices",
-                                                   p.k, matrices));
+  if (std::string why = k_major_prologue_unlaunchable(p); !why.empty()) return violation("k_major_copies", why);
   return std::nullopt;
 }
 }  // namespace
