@@ -26,7 +26,7 @@ void set_scalars_and_types(const gemm_options& o, gemm_problem& p) {
   p.alpha = o.problem.alpha;
   p.beta = o.problem.beta;
   if (o.problem.scaling) p.scaling = parse_scaling_mode(*o.problem.scaling);
-  if (o.problem.out) p.out = normal_output(p.type, parse_element_type(*o.problem.out));
+  if (o.problem.out) p.out = normal_output(p.type, parse_output_type(*o.problem.out));
 }
 
 gemm_problem grouped_problem_from_flags(const gemm_options& o) {

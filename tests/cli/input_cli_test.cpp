@@ -327,3 +327,37 @@ TEST(input, messages_name_the_options_given_and_only_those_the_command_has) {
   EXPECT_EQ(gemm.code, 3) << gemm.err;
   EXPECT_NE(gemm.err.find("give another file with --db FILE"), std::string::npos) << gemm.err;
 }
+
+// C's element type is refused by what C can take (not the list of every element type), on the
+// command line and in a suite; a size written as a float (1e20) is named as such.
+TEST(input, an_output_type_c_cannot_take_and_a_size_written_as_a_float_are_named) {
+  expect_refused({"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "e4m3", "--out-dtype", "f64", "--gpu",
+                  "h100-sxm", "--dry-run"},
+                 {"'f64' is not an element type C can take: bf16, f16 or f32"});
+  expect_refused({"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "e4m3", "--out-dtype", "e5m2", "--gpu",
+                  "h100-sxm", "--dry-run"},
+                 {"'e5m2' is not an element type C can take"});
+  const fs::path out = write_suite("out-f64.json", R"({"name": "o", "m": 8, "n": 8, "k": 16, "dtype": "e4m3",
+                                                       "out_dtype": "tf32"})");
+  expect_refused(suite_run(out), {"'tf32' is not an element type C can take"});
+  const fs::path huge = write_suite("m-float.json", R"({"name": "h", "m": 1e20, "n": 64, "k": 64, "dtype": "f32"})");
+  expect_refused(suite_run(huge), {"\"m\": 1e+20 is not a whole number written as one"});
+}
+
+// An offline plan stores nothing: it reads a database that exists and creates none (--store-plans
+// does).
+TEST(input, an_offline_plan_creates_no_database_unless_it_stores_plans) {
+  const fs::path db = tmp_dir() / "offline-new.db";
+  fs::remove(db);
+  const std::vector<std::string> args{"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm",
+                                      "--dry-run", "--quiet", "--db", db.string()};
+  ASSERT_EQ(run(args).code, 0);
+  EXPECT_FALSE(fs::exists(db));
+  std::vector<std::string> store = args;
+  store.push_back("--store-plans");
+  ASSERT_EQ(run(store).code, 0);
+  EXPECT_TRUE(fs::exists(db));
+  // The database now exists: a plain offline plan reads it (and leaves it there).
+  ASSERT_EQ(run(args).code, 0);
+  EXPECT_TRUE(fs::exists(db));
+}

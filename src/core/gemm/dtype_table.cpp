@@ -121,6 +121,14 @@ element_type parse_element_type(std::string_view text) {
   for (const element_info& i : elements) names += fmt::format("{}{}", names.empty() ? "" : ", ", i.name);
   throw usage_error(fmt::format("unknown element type '{}': expected one of {}", text, names));
 }
+element_type parse_output_type(std::string_view text) {
+  for (const element_type e : {et::bf16, et::f16, et::f32})
+    if (text == to_string(e)) return e;
+  throw usage_error(fmt::format("'{}' is not an element type C can take: bf16, f16 or f32 (--out-dtype, a suite "
+                                "problem's out_dtype)",
+                                text));
+}
+
 bool is_fp8(dtype t) { return element_bytes(t) == 1; }
 
 }  // namespace tiletune

@@ -73,6 +73,8 @@ bool allows(const dtype_row& r, scaling_mode s);
 std::span<const element_type> other_outputs(dtype t);
 // Throws usage_error naming the text when it is no element type.
 element_type parse_element_type(std::string_view text);
+// C's element type as --out-dtype and a suite's out_dtype name it: bf16, f16 or f32.
+element_type parse_output_type(std::string_view text);
 // The scaling a problem of this dtype has when none is named: the row's first.
 scaling_mode default_scaling(dtype t);
 // True for the one-byte (fp8) dtypes.

@@ -24,7 +24,7 @@ void check_problem_fields(const nlohmann::json& p) {
                                     key));
     const bool size = key == "m" || key == "n" || key == "k" || key == "batch";
     if (size && !value.is_number_integer())
-      throw usage_error(fmt::format("\"{}\": {} is not a whole number", key, value.dump()));
+      throw usage_error(fmt::format("\"{}\": {} is not a whole number written as one (e.g. 4096)", key, value.dump()));
     if ((key == "alpha" || key == "beta") && !value.is_number())
       throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
     if ((key == "name" || key == "dtype" || key == "layout" || key == "scaling" || key == "out_dtype") &&

@@ -234,7 +234,7 @@ gemm_problem gemm_problem_from_json(const nlohmann::json& j) {
   p.beta = j.value("beta", 0.0);
   // Absent: the dtype's own (none, or tensor for fp8), as problems written before fp8 read.
   p.scaling = j.contains("scaling") ? parse_scaling_mode(j.at("scaling").get<std::string>()) : default_scaling(p.type);
-  if (j.contains("out_dtype")) p.out = normal_output(p.type, parse_element_type(j.at("out_dtype").get<std::string>()));
+  if (j.contains("out_dtype")) p.out = normal_output(p.type, parse_output_type(j.at("out_dtype").get<std::string>()));
   if (j.contains("groups")) {
     const nlohmann::json& in = j.at("groups");
     gemm_groups g;
