@@ -76,8 +76,9 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
       ->capture_default_str();
   cmd->add_option("--scaling", o->problem.scaling,
                   "fp8: how A and B are scaled: tensor (the default: one scale each, passed as their product in "
-                  "--alpha), rowwise (one per row of A and column of B) or block (1x128 of A, 128x128 of B)")
-      ->type_name("tensor|rowwise|block");
+                  "--alpha), rowwise (one per row of A and column of B) or block (1x128 of A, 128x128 of B); the "
+                  "other types take none, their default")
+      ->type_name("none|tensor|rowwise|block");
   cmd->add_option("--out-dtype", o->problem.out, "fp8: C's element type, bf16 (the default), f16 or f32")
       ->type_name("bf16|f16|f32");
   cmd->add_option("--layout", o->problem.layout,

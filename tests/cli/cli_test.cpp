@@ -88,6 +88,16 @@ TEST(cli, devices_never_fails) {
   const result r = run({"devices"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("h100-sxm"), std::string::npos);
+  // Each preset's boost clock is in its row: the A10G (80 SMs, 1710 MHz) outruns the RTX 3090
+  // (82 SMs, 1695 MHz) on a problem of fewer blocks than SMs, and the table shows why.
+  EXPECT_NE(r.out.find("boost MHz"), std::string::npos) << r.out;
+  for (const char* row : {"h100-sxm", "a10g", "rtx-3090"}) {
+    const std::size_t at = r.out.find(std::string("\n") + row + " ");
+    ASSERT_NE(at, std::string::npos) << row;
+    const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    const std::string clock = std::string(row) == "h100-sxm" ? " 1980 " : std::string(row) == "a10g" ? " 1710 " : " 1695 ";
+    EXPECT_NE(line.find(clock), std::string::npos) << line;
+  }
   const result j = run({"devices", "--json"});
   EXPECT_EQ(j.code, 0);
   const auto doc = nlohmann::json::parse(j.out);

@@ -214,6 +214,15 @@ TEST(input, absurd_model_configs_are_refused_naming_the_field) {
   expect_refused({"batch", "--gpu", "h100-sxm", "--model",
                   write_config("no-experts-olmoe.json", {{"num_experts", 0}}, "olmoe").string()},
                  {"\"num_experts\" must be at least 1"});
+  // Zero positions: a learned table of none (GPT-2's n_positions) or a rotary model's limit of 0.
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model",
+                  write_config("no-positions.json", {{"max_position_embeddings", 0}}).string()},
+                 {"\"max_position_embeddings\" must be at least 1"});
+  const nlohmann::json gpt2 = {{"model_type", "gpt2"}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},
+                               {"vocab_size", 50257}, {"n_positions", 0}};
+  const fs::path g = tmp_dir() / "gpt2-no-positions.json";
+  std::ofstream(g) << gpt2.dump();
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", g.string()}, {"\"n_positions\" must be at least 1"});
   // Large but real-sized: planned, every memory term non-negative (it fits nowhere on one GPU).
   const fs::path big = write_config("big.json", {{"hidden_size", 32768}, {"num_hidden_layers", 512},
                                                  {"num_attention_heads", 256}, {"num_key_value_heads", 16},

@@ -237,6 +237,12 @@ inline std::int64_t tma_copy_box(const tensor_map_spec& map, const std::vector<s
           return 0;
         }
         std::uint8_t* out = smem.bytes.data() + addr;
+        // A map that describes more than its tensor's buffer holds (the copies' map on the operand):
+        // a read past the allocation, which a GPU would fault on or take garbage from.
+        if (inside && src + eb > static_cast<std::int64_t>(global.size())) {
+          errors.push_back(fmt::format("TMA reads past its tensor's {} bytes at {}", global.size(), src));
+          return 0;
+        }
         if (inside) {
           std::memcpy(out, global.data() + src, static_cast<std::size_t>(eb));
         } else if (d.tma_no_zero_fill) {

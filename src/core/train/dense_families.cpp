@@ -79,7 +79,7 @@ bool read_dense_family(const std::string& type, const config_reader& r, model_sp
     m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
     m.intermediate_size = r.integer("intermediate_size");
-    m.max_positions = r.integer_or("max_position_embeddings", 0);
+    m.max_positions = r.positive_or("max_position_embeddings", 0);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = r.boolean_or("attention_bias", true);
     m.mlp_bias = m.layernorm_bias = true;

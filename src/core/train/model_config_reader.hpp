@@ -23,6 +23,13 @@ struct config_reader {
     return j[key].get<std::int64_t>();
   }
   std::int64_t integer_or(const char* key, std::int64_t fallback) const { return has(key) ? integer(key) : fallback; }
+  // A count that must be at least 1 where given (positions: 0 would read as "no table").
+  std::int64_t positive(const char* key) const {
+    const std::int64_t v = integer(key);
+    if (v < 1) throw usage_error(fmt::format("{}: \"{}\" must be at least 1, not {}", source, key, v));
+    return v;
+  }
+  std::int64_t positive_or(const char* key, std::int64_t fallback) const { return has(key) ? positive(key) : fallback; }
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     if (!j[key].is_boolean()) throw usage_error(fmt::format("{}: \"{}\" must be true or false", source, key));
@@ -53,7 +60,7 @@ inline void read_llama_decoder(const config_reader& r, model_spec& m, bool tied_
   m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
   m.intermediate_size = r.integer("intermediate_size");
   m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
-  m.max_positions = r.integer_or("max_position_embeddings", 0);
+  m.max_positions = r.positive_or("max_position_embeddings", 0);
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
   m.gated_mlp = true;
   m.dropout = r.number_or("attention_dropout", 0.0);

@@ -227,7 +227,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.num_heads = m.num_kv_heads = r.integer("n_head");
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
     m.intermediate_size = r.integer_or("n_inner", 4 * m.hidden_size);
-    m.max_positions = m.learned_positions = r.integer("n_positions");
+    m.max_positions = m.learned_positions = r.positive("n_positions");
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.dropout = r.number_or("attn_pdrop", 0.1);
@@ -241,7 +241,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
     m.intermediate_size = r.integer("intermediate_size");
-    m.max_positions = m.learned_positions = r.integer("max_position_embeddings");
+    m.max_positions = m.learned_positions = r.positive("max_position_embeddings");
     m.token_types = r.integer_or("type_vocab_size", 2);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.embedding_norm = m.pooler = true;
