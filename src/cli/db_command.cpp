@@ -214,6 +214,21 @@ void run_calibrate(const db_options& o, run_context& ctx) {
                  fmt::format("{:.1f}", q["top_pick_measured_rank"].get<double>())});
     }
     fmt::print("\n\nranking quality, mean over the problems:\n{}", t.render());
+    text_table picks({"problem", "offline pick (held out)", "predicted us", "measured us", "error", "best measured",
+                      "its us", "pick slowdown"});
+    for (const auto& p : report["problems"]) {
+      const auto& q = p["calibrated_without_this_problem"];
+      if (q["top_pick_slowdown"].get<double>() <= 0) continue;  // none of its variants measured ok
+      const double measured = q["top_pick_measured_us"].get<double>();
+      picks.add_row({p["problem"].get<std::string>(), q["top_pick"].get<std::string>(),
+                     fmt::format("{:.1f}", q["top_pick_predicted_us"].get<double>()), fmt::format("{:.1f}", measured),
+                     fmt::format("{:+.1f}%", 100 * q["top_pick_time_error"].get<double>()),
+                     q["best_measured"].get<std::string>(),
+                     fmt::format("{:.1f}", measured / q["top_pick_slowdown"].get<double>()),
+                     fmt::format("{:.3f}", q["top_pick_slowdown"].get<double>())});
+    }
+    fmt::print("\neach problem left out of the fit, the model's first choice among its measured variants:\n{}",
+               picks.render());
     const auto& pick = report["offline_pick"]["calibrated_without_this_problem"];
     fmt::print(
         "offline pick, each problem left out of the fit: predicted time off by {:.1f}% (median; worst {:.1f}%), "

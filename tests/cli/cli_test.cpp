@@ -641,7 +641,18 @@ TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
   const fs::path cal = tmp_dir() / "calibration.json";
   const result c = run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string(), "--out", cal.string()});
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_TRUE(nlohmann::json::parse(slurp(cal))["mean"]["calibrated"].contains("spearman"));
+  const auto report = nlohmann::json::parse(slurp(cal));
+  EXPECT_TRUE(report["mean"]["calibrated"].contains("spearman"));
+  // Each problem names its held-out pick and its best measured variant, and the summary lists them.
+  ASSERT_EQ(report["problems"].size(), 10u);
+  for (const auto& p : report["problems"]) {
+    const auto& q = p["calibrated_without_this_problem"];
+    const std::string pick = q["top_pick"], best = q["best_measured"];
+    EXPECT_FALSE(pick.empty()) << p["problem"];
+    EXPECT_EQ(pick == best, q["top_pick_slowdown"].get<double>() == 1.0) << p["problem"];
+    EXPECT_NE(c.out.find(pick), std::string::npos) << pick;
+    EXPECT_NE(c.out.find(p["problem"].get<std::string>()), std::string::npos) << p["problem"];
+  }
   EXPECT_EQ(run({"db", "calibrate", "--gpu", "l4", "--db", db.string()}).code, 2);
   // db list
   const auto listed = nlohmann::json::parse(run({"db", "list", "--db", db.string(), "--json"}).out);

@@ -255,7 +255,9 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
                     100 * p["calibrated"]["top_pick_time_error"].get<double>(),
                     100 * p["calibrated_without_this_problem"]["top_pick_time_error"].get<double>(),
                     p["assumed_model"]["top_pick_slowdown"].get<double>(), p["calibrated"]["top_pick_slowdown"].get<double>(),
-                    p["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), "");
+                    p["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(),
+                    (p["calibrated_without_this_problem"]["top_pick"].get<std::string>() + " / " +
+                     p["calibrated_without_this_problem"]["best_measured"].get<std::string>()).c_str());
 }
 
 // The floor under issue 39's pick goal, from the H100's two back-to-back runs of the same 8192^3

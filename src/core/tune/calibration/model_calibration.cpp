@@ -341,6 +341,8 @@ ranking_quality rank_quality(const gemm_plan& plan, const nlohmann::json& result
   q.winner_predicted_rank = 1 + static_cast<int>(std::count_if(pred.begin(), pred.end(), [&](double p) { return p < pred[best]; }));
   q.top_pick_predicted_us = pred[top];
   q.top_pick_measured_us = meas[top];
+  q.top_pick = ids[top];
+  q.best_measured = ids[best];
   return q;
 }
 
@@ -372,7 +374,9 @@ nlohmann::json to_json(const ranking_quality& q) {
           {"winner_predicted_rank", q.winner_predicted_rank},
           {"top_pick_predicted_us", q.top_pick_predicted_us},
           {"top_pick_measured_us", q.top_pick_measured_us},
-          {"top_pick_time_error", q.top_pick_time_error()}};
+          {"top_pick_time_error", q.top_pick_time_error()},
+          {"top_pick", q.top_pick},
+          {"best_measured", q.best_measured}};
 }
 
 }  // namespace tiletune

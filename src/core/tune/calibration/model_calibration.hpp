@@ -70,6 +70,7 @@ struct ranking_quality {
   int winner_predicted_rank = 0;    // where the measured best sits in the model's order
   double top_pick_predicted_us = 0;  // the model's first choice: its predicted and measured time
   double top_pick_measured_us = 0;
+  std::string top_pick, best_measured;  // their variant ids
   double top_pick_time_error() const {  // signed: predicted over measured, less one
     return top_pick_measured_us > 0 ? top_pick_predicted_us / top_pick_measured_us - 1 : 0;
   }
