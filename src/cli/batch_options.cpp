@@ -28,7 +28,8 @@ std::string parallelism_summary(const training_setup& s) {
 
 void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
-  cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))");
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))")
+      ->check(whole_number);
   cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");
   cmd->add_option("--device", o->device, "Plan for local GPU I")->check(whole_non_negative);
   cmd->add_option("--framework", o->framework,
@@ -69,10 +70,12 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
                   "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
                   "first principles, not traced (default: the framework's; hf: eager)");
-  cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs");
+  cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs")
+      ->check(whole_number);
   cmd->add_option("--micro-batch", o->micro_batch,
                   "Plan exactly this micro-batch (the one you run): its peak, whether it fits, and if not the phase "
-                  "that breaks it");
+                  "that breaks it")
+      ->check(whole_number);
   cmd->add_option("--checkpointing", o->checkpointing,
                   "auto (plans with and without) | on (every layer; also: full) | off | every-N (on, but only every "
                   "N-th layer; the others keep all their activations: torchtitan's selective layer checkpointing) | "

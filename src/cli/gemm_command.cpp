@@ -45,16 +45,17 @@ void add_group_options(CLI::App* cmd, gemm_options* o) {
 
 // The problem: its shape, type and layout, or a suite of them.
 void add_problem_options(CLI::App* cmd, gemm_options* o) {
-  cmd->add_option("--m", o->problem.m, "Rows of C and op(A)");
-  cmd->add_option("--n", o->problem.n, "Columns of C and op(B)");
-  cmd->add_option("--k", o->problem.k, "The reduction dimension");
+  cmd->add_option("--m", o->problem.m, "Rows of C and op(A)")->check(whole_number);
+  cmd->add_option("--n", o->problem.n, "Columns of C and op(B)")->check(whole_number);
+  cmd->add_option("--k", o->problem.k, "The reduction dimension")->check(whole_number);
   cmd->add_option("--suite", o->suite, "Tune every problem of a suite file (see profiles/suites/) into one result");
   cmd->add_option("--model", o->model.name,
                   "Tune every distinct GEMM of one step of a model (a name as `tiletune batch --model` takes, or a "
                   "Hugging Face config.json) as a suite, with a table of each GEMM's share of the step");
   cmd->add_option("--tokens", o->model.tokens,
                   "With --model: the step's tokens (train, prefill: sequences x length; decode: sequences). With "
-                  "--groups: the tokens routed to the groups (experts)");
+                  "--groups: the tokens routed to the groups (experts)")
+      ->check(whole_number);
   cmd->add_option("--phase", o->model.phase,
                   "With --model: train (forward, data- and weight-gradient GEMMs), prefill or decode (forward)")
       ->capture_default_str();
@@ -68,7 +69,9 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
                   "in e4m3, their gradients in e5m2_e4m3; rowwise: all three in e4m3 with rowwise scales; the LM head "
                   "in bf16), so that batch finds them tuned")
       ->capture_default_str();
-  cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")->capture_default_str();
+  cmd->add_option("--batch", o->problem.batch, "Independent GEMMs of the same shape")
+      ->capture_default_str()
+      ->check(whole_number);
   add_group_options(cmd, o);
   cmd->add_option("--dtype", o->problem.dtype,
                   dtype_names(" | ") + " (fp32 accumulation; e4m3 and e5m2 are fp8 inputs with bf16 C, e4m3_e5m2 and "

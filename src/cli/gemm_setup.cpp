@@ -41,8 +41,8 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
       throw usage_error("--top-k and --routing route --tokens: with --m-per-group the rows are given");
     std::vector<std::int64_t> rows = parse_group_rows(o.groups.m_per_group);
     if (static_cast<int>(rows.size()) != count)
-      throw usage_error(fmt::format("--m-per-group {} gives {} groups' rows, --groups says {}", o.groups.m_per_group,
-                                    rows.size(), count));
+      throw usage_error(fmt::format("--m-per-group {} gives the rows of {} group{}, --groups says {}: one count per group",
+                                    o.groups.m_per_group, rows.size(), rows.size() == 1 ? "" : "s", count));
     g = groups_of_rows(std::move(rows), l);
   } else {
     if (o.model.tokens == 0 || !o.groups.top_k)

@@ -27,6 +27,15 @@ std::string whole_non_negative(const std::string& v) {
   return errno == ERANGE ? v + " is past 18446744073709551615, the largest it takes" : "";
 }
 
+std::string whole_number(const std::string& v) {
+  const std::size_t digits = !v.empty() && v[0] == '-' ? 1 : 0;
+  if (v.size() == digits || v.find_first_not_of("0123456789", digits) != std::string::npos)
+    return "a whole number, not " + v;
+  errno = 0;
+  std::strtoll(v.c_str(), nullptr, 10);
+  return errno == ERANGE ? v + " does not fit in 64 bits, far past what it takes" : "";
+}
+
 std::string finite_non_negative(const std::string& v) {
   const double d = number_of(v);
   return std::isfinite(d) && d >= 0 ? "" : "a finite number, 0 or more, not " + v;

@@ -280,6 +280,23 @@ TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
   expect_refused(gemm({"--beta", "nan"}), {"--beta", "a finite number"});
   expect_refused(gemm({"--seed", "99999999999999999999999"}), {"--seed", "past 18446744073709551615"});
   expect_refused(gemm({"--device", "-1"}), {"--device", "a whole number, 0 or more"});
+  // A size past 64 bits is named as given (it was saturated to 9223372036854775807 and named so),
+  // a fraction is not rounded; a size within 64 bits but past what a GEMM or a plan takes is named
+  // with its range.
+  const std::vector<std::string> offline{"gemm", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--k", "8"};
+  auto sized = [&](std::vector<std::string> mn) {
+    std::vector<std::string> args = offline;
+    args.insert(args.end(), mn.begin(), mn.end());
+    return args;
+  };
+  expect_refused(sized({"--m", "99999999999999999999", "--n", "8"}), {"--m", "99999999999999999999 does not fit in 64 bits"});
+  expect_refused(sized({"--m", "8", "--n", "8.5"}), {"--n", "a whole number, not 8.5"});
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--global-batch", "99999999999999999999"},
+                 {"--global-batch", "99999999999999999999 does not fit in 64 bits"});
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--global-batch", "4294967297"},
+                 {"--global-batch 4294967297 is invalid: 1 to 100000000"});
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--micro-batch", "-99999999999999999999"},
+                 {"--micro-batch", "does not fit in 64 bits"});
   expect_refused({"check", "--baseline", base.string(), "--tolerance", "-1"}, {"--tolerance", "0 or more"});
   expect_refused({"check", "--baseline", base.string(), "--tolerance", "nan"}, {"--tolerance", "not nan"});
   expect_refused({"check", "--baseline", base.string(), "--device", "-1"}, {"--device"});

@@ -93,7 +93,7 @@ TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
     a.insert(a.end(), nk.begin(), nk.end());
     return a;
   };
-  expect_usage_error(with({"--groups", "3", "--m-per-group", "1,2"}), "gives 2 groups' rows, --groups says 3");
+  expect_usage_error(with({"--groups", "3", "--m-per-group", "1,2"}), "gives the rows of 2 groups, --groups says 3");
   expect_usage_error(with({"--groups", "3"}), "--m-per-group R,R,..., or --tokens T --top-k K");
   expect_usage_error(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
   expect_usage_error(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");

@@ -217,7 +217,7 @@ void validate(const training_setup& s) {
   if (s.lora_dropout > 0 && s.lora_rank == 0)
     throw usage_error(fmt::format("--lora-dropout {} needs --lora-rank above 0", s.lora_dropout));
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
-    throw usage_error(fmt::format("--global-batch {} is invalid: it must be at least 1", *s.global_batch));
+    throw usage_error(fmt::format("--global-batch {} is invalid: 1 to 100000000 samples", *s.global_batch));
   validate_tensor_parallel(s);
   validate_pipeline_parallel(s);
   validate_context_parallel(s);
