@@ -64,15 +64,20 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
     fmt::print("Presets for --gpu:\n");
     // The boost clock beside the peaks: a part with fewer SMs but a higher clock (an A10G against an
     // RTX 3090) can be predicted faster on a problem whose blocks do not fill the larger part.
-    text_table t({"preset", "name", "arch", "SMs", "boost MHz", "memory GiB", "bandwidth GB/s", "f32", "tf32",
-                  "bf16 TFLOP/s"});
+    // Each figure's source: the memory's (the driver's total where a run recorded it or a public log
+    // cited it) and the peaks'.
+    text_table t({"preset", "name", "arch", "SMs", "boost MHz", "memory GiB", "memory from", "bandwidth GB/s", "f32",
+                  "tf32", "bf16 TFLOP/s", "peaks from"});
     for (const auto& d : device_presets()) {
       t.add_row({d.preset, d.name, d.arch(), std::to_string(d.sm_count), clock_of(d),
-                 fmt::format("{:.0f}", d.memory_bytes / double(1 << 30)),
+                 fmt::format("{:.1f}", d.memory_bytes / double(1 << 30)), d.memory_source,
                  fmt::format("{:.0f}", d.memory_bandwidth_gbs), fmt::format("{:.1f}", d.peak_tflops_f32),
-                 fmt::format("{:.1f}", d.peak_tflops_tf32), fmt::format("{:.1f}", d.peak_tflops_bf16)});
+                 fmt::format("{:.1f}", d.peak_tflops_tf32), fmt::format("{:.1f}", d.peak_tflops_bf16), d.peak_source});
     }
     fmt::print("{}", t.render());
+    fmt::print("\nmemory from: recorded (the driver's total on a run in profiles/measured), cited (nvidia-smi's total in "
+               "a public log), inferred (a recorded part's memory), datasheet or listings (unverified; the planner "
+               "may think a part has more than it reports). src/core/device/device_spec.cpp names each source.\n");
     ctx.exit_code = 0;
   });
 }

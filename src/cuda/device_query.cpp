@@ -33,6 +33,7 @@ device_spec describe(int index, const cudaDeviceProp& prop) {
   d.smem_reserved_per_block_bytes = static_cast<std::int64_t>(prop.reservedSharedMemPerBlock);
   d.l2_bytes = prop.l2CacheSize;
   d.memory_bytes = memory;
+  d.memory_source = "driver";
   const double mem_clock_khz = attribute(cudaDevAttrMemoryClockRate, index);
   if (mem_clock_khz > 0 && prop.memoryBusWidth > 0) {
     // Double data rate: two transfers per clock on every bus line.

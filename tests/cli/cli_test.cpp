@@ -98,6 +98,12 @@ TEST(cli, devices_never_fails) {
     const std::string clock = std::string(row) == "h100-sxm" ? " 1980 " : std::string(row) == "a10g" ? " 1710 " : " 1695 ";
     EXPECT_NE(line.find(clock), std::string::npos) << line;
   }
+  // Each preset's memory names its source (issue 39): the H200's is its recorded driver total.
+  EXPECT_NE(r.out.find("memory from"), std::string::npos) << r.out;
+  const std::size_t h200 = r.out.find("\nh200 ");
+  ASSERT_NE(h200, std::string::npos);
+  const std::string line = r.out.substr(h200 + 1, r.out.find('\n', h200 + 1) - h200 - 1);
+  EXPECT_NE(line.find(" 139.8  recorded "), std::string::npos) << line;
   const result j = run({"devices", "--json"});
   EXPECT_EQ(j.code, 0);
   const auto doc = nlohmann::json::parse(j.out);

@@ -94,6 +94,7 @@ device_spec h100_sxm_preset() {
   // device.memory_bytes in profiles/measured/h100-2026-11-22/gemm/*.json, and `tiletune devices`
   // in profiles/measured/h100-2026-11-23/devices.txt), not the datasheet's 80 GB.
   h100_sxm.memory_bytes = 85017493504LL;
+  h100_sxm.memory_source = "recorded";
   h100_sxm.memory_bandwidth_gbs = 3350;
   // L2 to SMs: from ncu's L2 throughput and the bytes of the best 4096^3 bf16 variant
   // (profiles/measured/h100-2026-11-23/ncu/; the derivation: docs/model.md).
@@ -115,6 +116,7 @@ device_spec h100_pcie_preset() {
   // Memory: the datasheet's 80 GB (as 80 GiB); no driver-reported total of an H100 PCIe is
   // recorded in profiles/ or cited, so this one is unverified and may exceed what the card reports.
   h100_pcie.memory_bytes = 80 * 1024 * MiB;
+  h100_pcie.memory_source = "datasheet";
   h100_pcie.memory_bandwidth_gbs = 2000;
   h100_pcie.l2_bandwidth_gbs = 5500;
   h100_pcie.peak_tflops_f32 = 51.2;
@@ -131,13 +133,17 @@ device_spec h200_preset() {
   device_spec h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
   h200.sm_count = 132;
   h200.boost_clock_mhz = 1980;
-  // Memory: what the card reports, nvidia-smi's memory.total of 140.4 GiB (143771 MiB) as cited in
-  // issue 39, not the datasheet's 141 GB (which this preset held as 131.3 GiB). No H200 run is
-  // recorded in profiles/: this figure is cited, not measured here.
-  h200.memory_bytes = 143771LL * MiB;
+  // Memory and L2: what the driver reported on the H200 of profiles/measured/h200-2026-11-26 (device
+  // in gemm/*.json, and devices.txt): 139.8 GiB (150109880320 bytes: CUDA's total, as the H100 SXM's
+  // 79.2 GiB; nvidia-smi's memory.total, cited in issue 39, is 140.4 GiB, the driver's reserve
+  // beside it), not the datasheet's 141 GB (which this preset held as 131.3 GiB); and 60 MiB of L2,
+  // where the H100 SXM reports 50.
+  h200.memory_bytes = 150109880320LL;
+  h200.memory_source = "recorded";
+  h200.l2_bytes = 60 * MiB;
   h200.memory_bandwidth_gbs = 4800;
-  // The same GH100 die as the H100 SXM (132 SMs, the same clocks and 50 MB L2; only the HBM
-  // differs), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
+  // The same GH100 die as the H100 SXM (132 SMs, the same clocks; the HBM and the L2 enabled
+  // differ), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
   h200.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs;
   h200.peak_tflops_f32 = 66.9;
   h200.peak_tflops_tf32 = 494.7;
@@ -153,6 +159,7 @@ device_spec a100_80_preset() {
   device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
   // Memory: 81920 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
   a100_80.memory_bytes = 81920LL * MiB;
+  a100_80.memory_source = "cited";
   a100_80.memory_bandwidth_gbs = 2039;
   a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_80;
@@ -163,6 +170,7 @@ device_spec a100_40_preset() {
   device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
   // Memory: 40960 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
   a100_40.memory_bytes = 40960LL * MiB;
+  a100_40.memory_source = "cited";
   a100_40.memory_bandwidth_gbs = 1555;
   a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
   return a100_40;
@@ -177,6 +185,7 @@ device_spec l4_preset() {
   // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it
   // (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
   l4.memory_bytes = 23034LL * MiB;
+  l4.memory_source = "cited";
   l4.memory_bandwidth_gbs = 300;
   l4.l2_bandwidth_gbs = 1500;
   l4.peak_tflops_f32 = 30.3;
@@ -195,6 +204,7 @@ device_spec rtx4090_preset() {
   rtx4090.l2_bytes = 72 * MiB;
   // Memory: the datasheet's 24 GB (as 24 GiB); no driver-reported total recorded or cited: unverified.
   rtx4090.memory_bytes = 24 * 1024 * MiB;
+  rtx4090.memory_source = "datasheet";
   rtx4090.memory_bandwidth_gbs = 1008;
   rtx4090.l2_bandwidth_gbs = 5000;
   rtx4090.peak_tflops_f32 = 82.6;
@@ -213,6 +223,7 @@ device_spec h800_preset() {
   device_spec d = h100_sxm_preset();
   d.preset = "h800";
   d.name = "NVIDIA H800 SXM5 80GB";
+  d.memory_source = "inferred";  // the H100 SXM's recorded total
   d.gpu_link_gbs = 200;
   return d;
 }
@@ -225,6 +236,7 @@ device_spec h100_nvl_preset() {
   d.sm_count = 132;
   d.boost_clock_mhz = 1785;
   d.memory_bytes = 94'000'000'000LL;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 3900;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1785 / 1980;  // the SXM's, at this clock
   d.peak_tflops_f32 = 60;
@@ -246,6 +258,7 @@ device_spec h20_preset() {
   d.boost_clock_mhz = 1980;
   d.l2_bytes = 60 * MiB;
   d.memory_bytes = 96'000'000'000LL;
+  d.memory_source = "listings";
   d.memory_bandwidth_gbs = 4000;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 78 / 132;
   d.peak_tflops_f32 = 44;
@@ -267,6 +280,7 @@ device_spec l40s_preset() {
   d.l2_bytes = 96 * MiB;
   // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
   d.memory_bytes = 46068LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 864;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.6;
@@ -286,6 +300,7 @@ device_spec rtx6000_ada_preset() {
   d.boost_clock_mhz = 2505;
   d.l2_bytes = 96 * MiB;
   d.memory_bytes = 48'000'000'000LL;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 960;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.1;
@@ -304,6 +319,7 @@ device_spec rtx_a6000_preset() {
   d.sm_count = 84;
   d.boost_clock_mhz = 1800;
   d.memory_bytes = 48'000'000'000LL;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 768;
   d.peak_tflops_f32 = 38.7;
   d.peak_tflops_tf32 = 77.4;
@@ -320,6 +336,7 @@ device_spec rtx3090_preset() {
   d.sm_count = 82;
   d.boost_clock_mhz = 1695;
   d.memory_bytes = 24576LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 936;
   d.peak_tflops_f32 = 35.6;
   d.peak_tflops_tf32 = 35.6;
@@ -342,6 +359,7 @@ device_spec b200_preset() {
   d.boost_clock_mhz = 1965;
   d.l2_bytes = 126 * MiB;
   d.memory_bytes = 180'000'000'000LL;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 8000;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
   d.peak_tflops_f32 = 80;
@@ -366,6 +384,7 @@ device_spec rtx5090_preset() {
   d.boost_clock_mhz = 2407;
   d.l2_bytes = 96 * MiB;
   d.memory_bytes = 32 * 1024 * MiB;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 1792;
   d.l2_bandwidth_gbs = 5000.0 * 170 / 128 * 2407 / 2520;
   d.peak_tflops_f32 = 104.8;
@@ -395,6 +414,7 @@ device_spec v100_preset() {
   d.l2_bytes = 6 * MiB;
   d.boost_clock_mhz = 1530;
   d.memory_bytes = 32 * 1024 * MiB;
+  d.memory_source = "datasheet";
   d.memory_bandwidth_gbs = 900;
   d.l2_bandwidth_gbs = 2500;
   d.peak_tflops_f32 = 15.7;
@@ -414,6 +434,7 @@ device_spec a10g_preset() {
   d.sm_count = 80;
   d.boost_clock_mhz = 1710;
   d.memory_bytes = 23028LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 600;
   d.peak_tflops_f32 = 35;
   d.peak_tflops_tf32 = 35;
@@ -543,6 +564,7 @@ nlohmann::json to_json(const device_spec& d) {
         {"bf16", d.peak_tflops_bf16},
         {"fp8", d.peak_tflops_fp8}}},
       {"peak_source", d.peak_source},
+      {"memory_source", d.memory_source},
   };
 }
 

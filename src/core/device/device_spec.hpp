@@ -40,6 +40,10 @@ struct device_spec {
   double peak_tflops_bf16 = 0;
   double peak_tflops_fp8 = 0;  // e4m3 and e5m2 alike; 0 where the GPU has no fp8 tensor cores
   std::string peak_source = "datasheet";  // or "estimated"
+  // Where memory_bytes comes from: "driver" (this machine's GPU), or for a preset "recorded" (the
+  // driver's total on a run in profiles/measured), "cited" (nvidia-smi's total in a public log),
+  // "inferred" (the same memory as a recorded part), "datasheet" or "listings" (unverified).
+  std::string memory_source = "driver";
 
   // The device's peak for math on one input element type, and for a dtype (its row says whose).
   double peak_tflops(element_type e) const;
