@@ -16,6 +16,35 @@
 namespace tiletune::cli {
 
 namespace {
+// A command group given no command, or a word that is none of its commands: say which group and
+// list its commands (CLI11's own "A subcommand is required" names neither). False where the error
+// is another requirement (an option's).
+bool name_the_missing_command(const CLI::App& app) {
+  const CLI::App* at = &app;
+  std::string path = "tiletune";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : at->get_subcommands()) {
+      at = sub;
+      path += " " + sub->get_name();
+      deeper = true;
+      break;
+    }
+  }
+  const auto commands = at->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
+  if (commands.empty() || !at->get_subcommands().empty()) return false;
+  std::string names;
+  for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
+  const auto rest = at->remaining();
+  const std::string whose = at == &app ? "" : fmt::format(" of `{}`", path);
+  if (!rest.empty() && !rest.front().empty() && rest.front()[0] != '-')
+    fmt::print(stderr, "tiletune: '{}' is not a command{}: the commands are {} (`{} --help` says what each does)\n",
+               rest.front(), whose, names, path);
+  else
+    fmt::print(stderr, "tiletune: `{}` needs a command: {} (`{} --help` says what each does)\n", path, names, path);
+  return true;
+}
+
 int parse_and_run(int argc, char** argv, host_services host) {
   run_context ctx{shell_join(argc, argv), 0, std::move(host)};
   CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
@@ -37,6 +66,9 @@ int parse_and_run(int argc, char** argv, host_services host) {
     return ctx.exit_code;
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    if (!name_the_missing_command(app)) app.exit(e);
+    return exit_usage;
   } catch (const CLI::Error& e) {
     app.exit(e);
     return exit_usage;

@@ -84,6 +84,26 @@ TEST(cli, out_into_a_missing_folder_is_refused_before_work) {
   EXPECT_NE(r.err.find("/no/such/folder"), std::string::npos);
 }
 
+// A word that is no command, or a group without its command, is named with the commands there are.
+TEST(cli, an_unknown_or_missing_command_is_named_with_the_commands_there_are) {
+  const result bogus = run({"bogus"});
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_NE(bogus.err.find("'bogus' is not a command"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("devices, gemm, batch, check, compare, db, report"), std::string::npos) << bogus.err;
+  const result stats = run({"db", "--db", (tmp_dir() / "none.sqlite3").string(), "stats"});
+  EXPECT_EQ(stats.code, 2);
+  EXPECT_NE(stats.err.find("'stats' is not a command of `tiletune db`"), std::string::npos) << stats.err;
+  EXPECT_NE(stats.err.find("import, list, show"), std::string::npos) << stats.err;
+  const result none = run({"db"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("`tiletune db` needs a command"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(tmp_dir() / "none.sqlite3"));
+  // An option's requirement keeps its own message.
+  const result check = run({"check"});
+  EXPECT_EQ(check.code, 2);
+  EXPECT_NE(check.err.find("--baseline"), std::string::npos) << check.err;
+}
+
 TEST(cli, devices_never_fails) {
   const result r = run({"devices"});
   EXPECT_EQ(r.code, 0) << r.err;
