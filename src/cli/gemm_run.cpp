@@ -320,6 +320,7 @@ class gemm_run {
                      count > 1 ? label + ": " : "", progress_);
     }
     note_untried_recommendation(plan);
+    note_unaligned_rows(plan);
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;

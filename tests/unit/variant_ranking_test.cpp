@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/plan_mode.hpp"
 
 using namespace tiletune;
 
@@ -81,4 +82,46 @@ TEST(variant_ranking, variants_that_are_not_ok_follow_by_status_and_have_no_rank
   EXPECT_EQ(plan.variants[1].status, variant_status::pruned);
   EXPECT_EQ(plan.variants[2].status, variant_status::compile_error);
   EXPECT_EQ(plan.variants[2].rank, 0);
+}
+
+// A recommendation that copies rows off 16 bytes says which stride, what the copies cost in the
+// prediction, and the padded leading dimension that reads them in place; an aligned problem, or one
+// whose recommendation reads the rows where they are, has no such note.
+TEST(variant_ranking, unaligned_rows_are_named_with_their_cost_and_the_padding_that_avoids_it) {
+  auto plan_of = [](std::int64_t m, std::int64_t n, std::int64_t k, const char* layout, bool copies) {
+    gemm_plan plan;
+    plan.problem.m = m;
+    plan.problem.n = n;
+    plan.problem.k = k;
+    plan.problem.type = dtype::bf16;
+    plan.problem.layout = parse_layout(layout);
+    plan.mode = plan_mode::predicted;
+    variant_result v = ok_variant(128, 128, 758, 1e9, 1.0, 128);
+    set_mma_k_major_copies(v.config, copies);
+    v.predicted.prologue_us = copies ? 326 : 0;
+    plan.variants = {v};
+    plan.recommended = 0;
+    return plan;
+  };
+  auto note_of = [](gemm_plan plan) {
+    note_unaligned_rows(plan);
+    return plan.notes.empty() ? std::string() : plan.notes.back();
+  };
+  // GPT-2's lm_head backward: A (4096 x 50257, nn) has rows 100514 bytes apart.
+  const std::string k = note_of(plan_of(4096, 768, 50257, "nn", true));
+  EXPECT_NE(k.find("A's rows (K 50257 bf16 elements, 100514 bytes apart)"), std::string::npos) << k;
+  EXPECT_NE(k.find("326 us of the 758 us predicted"), std::string::npos) << k;
+  EXPECT_NE(k.find("padded to K 50264"), std::string::npos) << k;
+  EXPECT_NE(k.find("`--k 50264`"), std::string::npos) << k;
+  // B stored K x N (nn) with an odd N: B's rows, padded along N.
+  const std::string n = note_of(plan_of(4096, 201, 4096, "nn", true));
+  EXPECT_NE(n.find("B's rows (N 201"), std::string::npos) << n;
+  EXPECT_NE(n.find("`--n 208`"), std::string::npos) << n;
+  // The element-wise path (mma without copies) loads the rows one element at a time: no pre-pass figure.
+  const std::string serial = note_of(plan_of(4096, 768, 50257, "nn", false));
+  EXPECT_NE(serial.find("one element at a time"), std::string::npos) << serial;
+  EXPECT_EQ(serial.find("pre-pass"), std::string::npos) << serial;
+  // Aligned rows: no note, whatever the recommendation.
+  EXPECT_EQ(note_of(plan_of(4096, 768, 50264, "nn", true)), "");
+  EXPECT_EQ(note_of(plan_of(4096, 4096, 4096, "nt", false)), "");
 }

@@ -18,6 +18,24 @@ bool operands_misaligned(const gemm_problem& p) {
   return p.batch > 1 && (misaligned(p, p.m * p.k) || misaligned(p, p.k * p.n));
 }
 
+misaligned_stride first_misaligned_stride(const gemm_problem& p) {
+  const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
+  const std::int64_t per16 = 16 / eb;
+  auto rows = [&](const char* op, char dim, std::int64_t ld) {
+    const std::int64_t padded = (ld + per16 - 1) / per16 * per16;
+    return misaligned_stride{fmt::format("{}'s rows ({} {} {} elements, {} bytes apart)", op, dim, ld, to_string(p.type),
+                                         ld * eb),
+                             fmt::format("{} {}", dim, padded),
+                             fmt::format("--{} {}", static_cast<char>(dim - 'A' + 'a'), padded)};
+  };
+  if (misaligned(p, p.lda())) return rows("A", p.layout.a_transposed ? 'M' : 'K', p.lda());
+  if (misaligned(p, p.ldb())) return rows("B", p.layout.b_transposed ? 'K' : 'N', p.ldb());
+  if (operands_misaligned(p))
+    return {fmt::format("the {}' matrices (their strides not multiples of 16 bytes)", p.grouped() ? "groups" : "batch"),
+            "", ""};
+  return {};
+}
+
 std::int64_t k_major_copy_row(const gemm_problem& p) {
   const std::int64_t per16 = 16 / static_cast<std::int64_t>(element_bytes(p.type));
   return (p.k + per16 - 1) / per16 * per16;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/gemm/family.hpp"
+#include "core/gemm/k_major_copies.hpp"
 
 namespace tiletune {
 
@@ -66,6 +67,32 @@ void note_untried_recommendation(gemm_plan& plan) {
     plan.notes.push_back(fmt::format("the recommended {} uses {}, which has not run on a GPU yet: its figure is "
                                      "the model's, and a run on the GPU is owed before it is trusted",
                                      c.id(), what));
+}
+
+void note_unaligned_rows(gemm_plan& plan) {
+  if (!plan.recommended) return;
+  const misaligned_stride stride = first_misaligned_stride(plan.problem);
+  if (stride.what.empty()) return;
+  const variant_result& v = plan.variants[*plan.recommended];
+  const tile_config& c = v.config;
+  if (!c.family.impl) return;
+  const bool copies = c.family->prologue_bytes(c, plan.problem) > 0;
+  if (!copies && !c.family->copies_unaligned_rows_serially(c)) return;
+  std::string cost;
+  if (plan.mode == plan_mode::predicted)
+    cost = copies ? fmt::format(" (the pre-pass: {:.0f} us of the {:.0f} us predicted)", v.predicted.prologue_us,
+                                v.predicted.time_us)
+                  : "";
+  const std::string how = copies ? "first copies the operands into rows padded to 16 bytes, every call" + cost
+                                 : "loads those rows one element at a time (16-byte loads need aligned rows)";
+  const std::string fix =
+      stride.padded.empty()
+          ? "strides that are multiples of 16 bytes let the kernels read the operands in place"
+          : fmt::format("stored with the leading dimension padded to {} (the pad unread), the rows are read in place "
+                        "(`{}` plans that time)",
+                        stride.padded, stride.option);
+  plan.notes.push_back(fmt::format("{} do not start on 16 bytes, so the recommended {} {}; {}", stride.what, c.id(),
+                                   how, fix));
 }
 
 std::string top_tie_note(const gemm_plan& plan) {

@@ -29,6 +29,10 @@ void rank_by_prediction(gemm_plan& plan);
 // A plan not measured whose recommended variant uses a mechanism no GPU has run yet
 // (gemm_family::untried_on_gpu) says so in its notes.
 void note_untried_recommendation(gemm_plan& plan);
+// A plan whose operands' rows start off 16 bytes, recommending a variant that copies them first or
+// one element at a time, says which stride it is, what the copies cost in the prediction, and the
+// padded leading dimension that lets kernels read the rows in place.
+void note_unaligned_rows(gemm_plan& plan);
 
 // How many ok variants, from the first, tie with the first (1: no tie).
 std::size_t top_tie_size(const gemm_plan& plan);
