@@ -16,7 +16,9 @@
 #     bench  the benchmark suite (GPU_VALIDATE_SUITE, default
 #            profiles/suites/gpu-benchmark.json; GPU_VALIDATE_PROBLEMS: its indices, default
 #            all), torch.matmul on the same problems, ncu, summary (its rows for
-#            the results table of docs/benchmarks.md in OUT_DIR/results_table.md)
+#            the results table of docs/benchmarks.md in OUT_DIR/results_table.md), and
+#            issue 39's leave-one-out figures of the offline pick on this run
+#            (db calibrate: OUT_DIR/leave-one-out.txt and .json)
 #     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
 #     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt (PROFILE_VARIANT, default
 #            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
@@ -324,6 +326,18 @@ print(r['recommendation']['id'], p['m'], p['n'], p['k'], p['dtype'], p['layout']
     torch_json=$out/torch.json
     [ -s "$torch_json" ] || { torch_json=$out/torch-none.json; echo '{"results": []}' >"$torch_json"; }
     step summary 30 "$out/summary.txt" python3 scripts/validate/summarize_gpu_run.py "$out/gemm-benchmark.json" "$torch_json" "$out"
+    # Issue 39's figures on this run (CPU only, seconds): each problem left out of the model's fit,
+    # how far the offline pick's predicted time is from its measured one and how much slower it
+    # measured than the best, per problem and as medians (OUT_DIR/leave-one-out.txt and .json).
+    preset=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['device'].get('preset') or '')" \
+      "$out/gemm-benchmark.json" 2>/dev/null)
+    if [ -n "$preset" ]; then
+      rm -f "$out/leave-one-out.sqlite3"
+      step "db import (leave-one-out)" 30 "$out/leave-one-out-import.txt" \
+        "$bin" db import --db "$out/leave-one-out.sqlite3" "$out"/gemm/[0-9][0-9].json
+      step "db calibrate (leave-one-out)" 90 "$out/leave-one-out.txt" \
+        "$bin" db calibrate --gpu "$preset" --db "$out/leave-one-out.sqlite3" --out "$out/leave-one-out.json"
+    fi
   fi
 fi
 
