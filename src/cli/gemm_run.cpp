@@ -54,7 +54,7 @@ class gemm_run {
     const bool stores = measure_ || o_.tuning.store_plans;
     const std::filesystem::path db_file = database_of(o_);  // empty under --no-db
     const bool db_exists = !db_file.empty() && std::filesystem::exists(db_file);
-    db_ = db_usable && !db_file.empty() && (stores || db_exists) ? std::make_unique<tuning_db>(db_file) : nullptr;
+    db_ = db_usable && (stores || db_exists) ? open_tuning_db(db_file.string(), db_file.empty()) : nullptr;
     if (db_) db_->keep_full_results(o_.tuning.db_full);
     // A read-only database answers, and is left as it is (--store-plans refused it before).
     db_read_only_ = db_ && is_read_only(db_->file());

@@ -10,6 +10,11 @@ namespace {
 bool misaligned(const gemm_problem& p, std::int64_t elements) {
   return (elements * static_cast<std::int64_t>(element_bytes(p.type))) % 16 != 0;
 }
+// `elements` rounded up to a multiple of 16 bytes of the problem's elements.
+std::int64_t padded_to_16_bytes(const gemm_problem& p, std::int64_t elements) {
+  const std::int64_t per16 = 16 / static_cast<std::int64_t>(element_bytes(p.type));
+  return (elements + per16 - 1) / per16 * per16;
+}
 }  // namespace
 
 bool operands_misaligned(const gemm_problem& p) {
@@ -20,9 +25,8 @@ bool operands_misaligned(const gemm_problem& p) {
 
 misaligned_stride first_misaligned_stride(const gemm_problem& p) {
   const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
-  const std::int64_t per16 = 16 / eb;
   auto rows = [&](const char* op, char dim, std::int64_t ld) {
-    const std::int64_t padded = (ld + per16 - 1) / per16 * per16;
+    const std::int64_t padded = padded_to_16_bytes(p, ld);
     return misaligned_stride{fmt::format("{}'s rows ({} {} {} elements, {} bytes apart)", op, dim, ld, to_string(p.type),
                                          ld * eb),
                              fmt::format("{} {}", dim, padded),
@@ -36,10 +40,7 @@ misaligned_stride first_misaligned_stride(const gemm_problem& p) {
   return {};
 }
 
-std::int64_t k_major_copy_row(const gemm_problem& p) {
-  const std::int64_t per16 = 16 / static_cast<std::int64_t>(element_bytes(p.type));
-  return (p.k + per16 - 1) / per16 * per16;
-}
+std::int64_t k_major_copy_row(const gemm_problem& p) { return padded_to_16_bytes(p, p.k); }
 
 gemm_problem problem_on_k_major_copies(const gemm_problem& p) {
   gemm_problem k = p;
