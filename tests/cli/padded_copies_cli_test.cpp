@@ -64,8 +64,12 @@ TEST(padded_copies, the_export_launches_the_padding_pre_pass_for_each_operand) {
   ASSERT_EQ(pre.size(), 2u) << manifest["launch"].dump(1);
   for (const auto& p : pre)
     for (const auto& a : p["parameters"]) {
-      if (a["name"] == "row") EXPECT_EQ(a["value"], 784);
-      if (a["name"] == "k_major") EXPECT_EQ(a["value"], 1);
+      if (a["name"] == "row") {
+        EXPECT_EQ(a["value"], 784);
+      }
+      if (a["name"] == "k_major") {
+        EXPECT_EQ(a["value"], 1);
+      }
     }
   const std::string entry = manifest["launch"]["entry"];
   const std::size_t a = header.find("cudaLaunchKernelEx(&before, " + entry + "_transpose, A, A_k_major,");
