@@ -12,7 +12,10 @@
 #include <iostream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/errors.hpp"
@@ -35,8 +38,17 @@ const char* kind_of(fs::file_type t) {
 }
 }  // namespace
 
-fs::path output_target(const fs::path& file, std::string_view flag) {
+bool is_stream_output(const fs::path& file) {
+  // The kernel follows the links itself: /dev/stdout and a shell's >(...) (/dev/fd/63) are links
+  // to a terminal or a pipe that no path names.
+  std::error_code ec;
+  const auto st = fs::status(file, ec);
+  return !ec && (st.type() == fs::file_type::character || st.type() == fs::file_type::fifo);
+}
+
+fs::path output_target(const fs::path& file, std::string_view flag, output_kind kind) {
   if (file.empty()) throw usage_error(fmt::format("{} needs a file name", flag));
+  if (kind == output_kind::file_or_stream && is_stream_output(file)) return file;
   std::error_code ec;
   fs::path target = file;
   for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
@@ -47,9 +59,10 @@ fs::path output_target(const fs::path& file, std::string_view flag) {
   }
   const auto st = fs::status(target, ec);
   if (fs::exists(st) && !fs::is_regular_file(st))
-    throw usage_error(fmt::format("{} {} is {}; give the name of a regular file", flag,
+    throw usage_error(fmt::format("{} {} is {}; give the name of a regular file{}", flag,
                                   target == file ? file.string() : file.string() + " (-> " + target.string() + ")",
-                                  kind_of(st.type())));
+                                  kind_of(st.type()),
+                                  kind == output_kind::file_or_stream ? " (or a terminal, pipe or /dev/null)" : ""));
   return target;
 }
 
@@ -91,9 +104,12 @@ std::vector<named_input> model_config_inputs(const std::string& model) {
   return {{"--model", model}, {"--model", fs::path(model) / "config.json"}};
 }
 
-void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
-  const fs::path target = output_target(file, flag);
-  for (const auto& in : inputs) {
+void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
+                       output_kind kind) {
+  const fs::path target = output_target(file, flag, kind);
+  // A stream is no input (inputs are regular files) and two outputs may share one (/dev/null).
+  const bool stream = kind == output_kind::file_or_stream && is_stream_output(target);
+  for (const auto& in : stream ? std::vector<named_input>{} : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
     throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
                                   "unchanged; write to another file",
@@ -103,22 +119,62 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
   refuse_read_only(target, flag, file);
 }
 
-void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs) {
-  const fs::path target = output_target(file, flag);
+void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
+                       output_kind kind) {
+  if (kind == output_kind::file_or_stream && is_stream_output(file)) {
+    // Written in place (no folder to write a temporary file in): only its own permission counts.
+    check_replaceable(file, flag, inputs, kind);
+    return;
+  }
+  const fs::path target = output_target(file, flag, kind);
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
     throw usage_error(fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
   if (access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
-  check_replaceable(file, flag, inputs);
+  check_replaceable(file, flag, inputs, kind);
 }
 
 std::string refuse_empty_path(const std::string& value) {
   return value.empty() ? "needs a file or folder name, not an empty string" : "";
 }
 
+namespace {
+// A terminal, pipe or /dev/null has no whole-or-untouched state to keep: the text goes to it in
+// place, and a write it refuses (/dev/full, a closed pipe) is an environment_error. A FIFO that no
+// process reads would block the open forever: it is refused instead.
+void write_stream(const fs::path& file, std::string_view text) {
+  refuse_read_only(file, "output");
+  std::cout.flush();  // /dev/stdout may be the same stream: what was printed before comes first
+  std::fflush(stdout);
+  const int fd = open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO)
+      throw environment_error(fmt::format("could not write {}: it is a FIFO that no process reads (start its "
+                                          "reader first)",
+                                          file.string()));
+    throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // the reader sets the pace
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      close(fd);
+      throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  close(fd);
+}
+}  // namespace
+
 void write_file_atomically(const fs::path& requested, std::string_view text) {
+  if (is_stream_output(requested)) return write_stream(requested, text);
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   refuse_read_only(file, "output", requested);
@@ -143,13 +199,24 @@ void write_file_atomically(const fs::path& requested, std::string_view text) {
   }
 }
 
+namespace {
+// stdout is a pipe whose reader has gone (`| head` after its lines). The write that found it
+// out may be long past (errno gone): a pipe with no reader polls as an error.
+bool reader_closed_stdout() {
+  struct stat st {};
+  if (fstat(STDOUT_FILENO, &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+}  // namespace
+
 bool stdout_written(std::string* why) {
   std::cout.flush();
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
   const int err = errno;
   if (flushed && !std::ferror(stdout) && std::cout.good()) return true;
-  if (why) *why = err ? std::strerror(err) : "a write failed";
+  if (why) *why = err == EPIPE || reader_closed_stdout() ? "" : err ? std::strerror(err) : "a write failed";
   std::clearerr(stdout);  // reported once (the CLI fuzz target runs many commands in one process)
   std::cout.clear();
   return false;

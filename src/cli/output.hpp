@@ -6,11 +6,19 @@
 
 namespace tiletune::cli {
 
+// What an output option may name. A report, plan or export file may also be a
+// stream: a terminal or pipe (/dev/stdout, a shell's >(...)) or /dev/null,
+// written in place. A database (--into) is a file only.
+enum class output_kind { file, file_or_stream };
+// FILE names an existing character device or FIFO (links followed by the kernel).
+bool is_stream_output(const std::filesystem::path& file);
 // Where writing FILE really goes: a symbolic link is followed to its target
-// (the link stays a link); an existing file that is not a regular file (a
-// device, a FIFO, a socket, a folder) is refused with usage_error naming it,
-// since renaming over it would replace it.
-std::filesystem::path output_target(const std::filesystem::path& file, std::string_view flag = "--out");
+// (the link stays a link); a stream, where KIND allows one, is FILE itself; any
+// other existing file that is not a regular file (a device, a FIFO, a socket,
+// a folder) is refused with usage_error naming it, since renaming over it would
+// replace it.
+std::filesystem::path output_target(const std::filesystem::path& file, std::string_view flag = "--out",
+                                    output_kind kind = output_kind::file_or_stream);
 // A file the command reads, and how the command line named it ("BASE", "--suite").
 struct named_input {
   std::string what;
@@ -27,12 +35,13 @@ std::vector<named_input> model_config_inputs(const std::string& model);
 // permission bit set or not writable by this user (environment_error, exit 3).
 // In every case the file is left as it was.
 void check_output_path(const std::filesystem::path& file, std::string_view flag = "--out",
-                       const std::vector<named_input>& inputs = {});
+                       const std::vector<named_input>& inputs = {},
+                       output_kind kind = output_kind::file_or_stream);
 // check_output_path's checks of FILE itself, for a file whose folder may not exist yet (an
 // export's): one of the inputs (by identity, or by path where it does not exist yet) is refused
 // (usage_error), an existing read-only one too (environment_error).
 void check_replaceable(const std::filesystem::path& file, std::string_view flag,
-                       const std::vector<named_input>& inputs);
+                       const std::vector<named_input>& inputs, output_kind kind = output_kind::file_or_stream);
 // An existing FILE that a command would change in place or replace: refused with environment_error
 // naming FLAG and the file (as the command line named it, `named`, where that differs: a link) when
 // it has no write permission bit or this user cannot write it.
@@ -40,12 +49,13 @@ void refuse_read_only(const std::filesystem::path& file, std::string_view flag,
                       const std::filesystem::path& named = {});
 bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
-// target is whole or untouched. An existing target keeps its permission bits;
+// target is whole or untouched. A stream (is_stream_output) is written in place. An existing target keeps its permission bits;
 // one that became read-only since check_output_path is refused (environment_error).
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
 // Flushes stdout and says whether everything written to it (stdio and
-// std::cout) reached it; on failure, why (strerror). A run's last step: the
-// caller exits 3 when this fails (a full disk, /dev/full, a closed pipe).
+// std::cout) reached it; on failure, why (strerror; empty for a pipe whose
+// reader has closed it, as `| head` does: nobody is left to tell). A run's last
+// step: the caller exits 3 when this fails (a full disk, /dev/full, a closed pipe).
 bool stdout_written(std::string* why);
 // A CLI11 check for options that name a file or folder to write: "" is refused.
 std::string refuse_empty_path(const std::string& value);

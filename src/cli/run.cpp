@@ -98,7 +98,7 @@ int run(int argc, char** argv, host_services host) {
   // command itself succeeded (or failed only because fmt::print threw on it).
   std::string why;
   if (!stdout_written(&why)) {
-    fmt::print(stderr, "tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
+    if (!why.empty()) fmt::print(stderr, "tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
     return code == exit_ok || code == exit_check_failed || code == exit_incomplete ? exit_environment : code;
   }
   return code;

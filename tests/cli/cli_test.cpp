@@ -767,8 +767,10 @@ TEST(cli, a_failure_late_in_the_input_leaves_no_partial_or_temporary_file) {
 }
 
 // Every file a command writes: a link is followed (it stays a link, its target
-// gets the output), a FIFO or other non-regular file is refused with exit 2
-// and left as it was, and an empty name is bad input, not "no output".
+// gets the output), a FIFO that no process reads is refused with exit 3 (not
+// waited on forever) and left a FIFO, a socket, folder or device where a file
+// must be (--export, --into) with exit 2, and an empty name is bad input, not
+// "no output".
 TEST(cli, outputs_follow_links_and_never_replace_what_is_not_a_regular_file) {
   const fs::path dir = tmp_dir() / "special-outputs";
   fs::remove_all(dir);
@@ -781,14 +783,14 @@ TEST(cli, outputs_follow_links_and_never_replace_what_is_not_a_regular_file) {
   };
   for (const auto& w : writers) {
     const std::string what = w[0];
-    // A FIFO: refused, still a FIFO afterwards.
+    // A FIFO that no process reads: refused, still a FIFO afterwards.
     const fs::path fifo = dir / (what + ".fifo");
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     auto args = w;
     args.insert(args.end(), {"--out", fifo.string()});
     result r = run(args);
-    EXPECT_EQ(r.code, 2) << what << ": " << r.err;
-    EXPECT_NE(r.err.find("FIFO"), std::string::npos) << what << ": " << r.err;
+    EXPECT_EQ(r.code, 3) << what << ": " << r.err;
+    EXPECT_NE(r.err.find("a FIFO that no process reads"), std::string::npos) << what << ": " << r.err;
     EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo))) << what;
     // A link: the link stays, the file it points to gets the JSON.
     const fs::path target = dir / (what + "-target.json"), link = dir / (what + "-link.json");
@@ -810,8 +812,9 @@ TEST(cli, outputs_follow_links_and_never_replace_what_is_not_a_regular_file) {
   const fs::path fifo = dir / "report.fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   result r = run({"compare", base.string(), base.string(), "--junit", fifo.string()});
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("--junit"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("could not write " + fifo.string()), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
   const fs::path exported = dir / "export";
   fs::create_directories(exported);
   const result plan = run(gemm({"--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--json", "--quiet"}));

@@ -299,3 +299,109 @@ TEST(output_safety_cli, a_read_only_database_is_left_unchanged) {
   EXPECT_EQ(bytes_of(in.db), before);
   EXPECT_EQ(mode_of(in.db), 0444u);
 }
+
+namespace {
+// The commands that write --out (or --junit) without a GPU, each naming its output last (check,
+// which measures, refuses a read-only or input --out before it looks for a GPU: tests above).
+std::vector<std::vector<std::string>> out_writers(const inputs& in, const std::string& out) {
+  return {
+      {"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db", "--out", out},
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", out},
+      {"compare", in.base.string(), in.fresh.string(), "--out", out},
+      {"compare", in.base.string(), in.fresh.string(), "--junit", out},
+      {"report", in.base.string(), "--out", out},
+      {"db", "calibrate", "--gpu", "h100-sxm", "--db", in.db.string(), "--out", out},
+      {"db", "export", "--db", in.db.string(), "--out", out},
+  };
+}
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string line;
+  for (const auto& s : args) line += s + " ";
+  return line;
+}
+}  // namespace
+
+// A report, plan or export may go to a stream: /dev/null (to discard it), a terminal or a pipe
+// (a FIFO, /dev/stdout, a shell's >(...)). It is written in place, and a stream that refuses the
+// write (/dev/full) fails the run with exit 3. A database (--into) stays a regular file.
+TEST(output_safety_cli, an_output_may_be_dev_null_or_a_pipe_and_a_refused_write_exits_3) {
+  const inputs in("stream-outputs");
+  const fs::path null_link = in.dir / "null-link";
+  fs::create_symlink("/dev/null", null_link);
+  for (const auto& args : out_writers(in, "/dev/null")) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 0) << joined(args) << r.err;
+  }
+  const result linked = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", null_link.string()});
+  EXPECT_EQ(linked.code, 0) << linked.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(null_link)));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  for (const auto& args : out_writers(in, "/dev/full")) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 3) << joined(args) << r.err;
+    EXPECT_NE(r.err.find("could not write /dev/full"), std::string::npos) << joined(args) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << joined(args) << r.err;
+  }
+  const result both = run({"compare", in.base.string(), in.fresh.string(), "--out", "/dev/null", "--junit", "/dev/null"});
+  EXPECT_EQ(both.code, 0) << both.err;
+  const result into = run({"db", "merge", in.db.string(), "--into", "/dev/null"});
+  EXPECT_EQ(into.code, 2) << into.err;
+  EXPECT_NE(into.err.find("--into /dev/null is a character device"), std::string::npos) << into.err;
+
+  // A FIFO gets the whole JSON, and stays a FIFO.
+  const fs::path fifo = in.dir / "plan.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  const pid_t pid = spawn(binary_path(), {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", fifo.string()},
+                          in.dir / "fifo-stdout", in.dir / "fifo-stderr");
+  std::string text;
+  int status = 0;
+  for (bool running = true;;) {
+    char buf[65536];
+    const ssize_t n = read(reader, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (!running) break;
+    if (waitpid(pid, &status, WNOHANG) == pid) running = false;  // one more read drains what is left
+    else usleep(10000);
+  }
+  close(reader);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(in.dir / "fifo-stderr");
+  const auto plan = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(plan.is_discarded()) << text.substr(0, 200);
+  EXPECT_EQ(plan.value("schema", ""), "tiletune.batch/1");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+// `tiletune db list | head -1`: the reader closes the pipe on purpose. The run still fails
+// (exit 3: its output did not all arrive) but prints nothing, as no one reads the message for it.
+TEST(output_safety_cli, a_pipe_closed_by_its_reader_fails_quietly) {
+  const inputs in("closed-pipe");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"devices", "--json"}, std::vector<std::string>{"db", "list", "--db", in.db.string()}}) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    close(fds[0]);  // the reader has gone before the first write
+    const fs::path err = in.dir / "stderr";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fds[1], 1);
+      dup2(e, 2);
+      std::vector<std::string> a = args;
+      std::vector<char*> argv{const_cast<char*>(binary_path())};
+      for (auto& s : a) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      execv(binary_path(), argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    EXPECT_EQ(wait_code(pid), 3) << joined(args);
+    EXPECT_EQ(slurp(err), "") << joined(args);
+  }
+}
