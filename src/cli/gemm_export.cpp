@@ -64,7 +64,8 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
   // nor a read-only file: checked for every file before any is written.
   std::vector<named_input> keep = gemm_inputs(o);
   keep.push_back({"--out", o.report.out});
-  for (const export_file& f : files) check_replaceable(std::filesystem::path(o.export_dir) / f.name, "--export", keep, output_kind::file);
+  for (const export_file& f : files)
+    check_replaceable(std::filesystem::path(o.export_dir) / f.name, "--export", keep, output_kind::file);
   if (!files.empty()) write_export(o.export_dir, files);
   if (!o.report.quiet && !files.empty())
     fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", exported,

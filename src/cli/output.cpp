@@ -106,10 +106,9 @@ std::vector<named_input> model_config_inputs(const std::string& model) {
 
 void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
                        output_kind kind) {
-  const fs::path target = output_target(file, flag, kind);
+  const fs::path target = output_target(file, flag, kind);  // a stream only where KIND allows one
   // A stream is no input (inputs are regular files) and two outputs may share one (/dev/null).
-  const bool stream = kind == output_kind::file_or_stream && is_stream_output(target);
-  for (const auto& in : stream ? std::vector<named_input>{} : inputs) {
+  for (const auto& in : is_stream_output(target) ? std::vector<named_input>{} : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
     throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
                                   "unchanged; write to another file",
@@ -121,12 +120,9 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
 
 void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
                        output_kind kind) {
-  if (kind == output_kind::file_or_stream && is_stream_output(file)) {
-    // Written in place (no folder to write a temporary file in): only its own permission counts.
-    check_replaceable(file, flag, inputs, kind);
-    return;
-  }
   const fs::path target = output_target(file, flag, kind);
+  // A stream is written in place, with no temporary file beside it: its folder does not matter.
+  if (is_stream_output(target)) return check_replaceable(file, flag, inputs, kind);
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
@@ -174,8 +170,8 @@ void write_stream(const fs::path& file, std::string_view text) {
 }  // namespace
 
 void write_file_atomically(const fs::path& requested, std::string_view text) {
-  if (is_stream_output(requested)) return write_stream(requested, text);
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
+  if (is_stream_output(file)) return write_stream(file, text);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   refuse_read_only(file, "output", requested);
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());

@@ -49,8 +49,9 @@ void refuse_read_only(const std::filesystem::path& file, std::string_view flag,
                       const std::filesystem::path& named = {});
 bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
-// target is whole or untouched. A stream (is_stream_output) is written in place. An existing target keeps its permission bits;
-// one that became read-only since check_output_path is refused (environment_error).
+// target is whole or untouched; a stream (is_stream_output) is written in
+// place. An existing target keeps its permission bits; one that became
+// read-only since check_output_path is refused (environment_error).
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
 // Flushes stdout and says whether everything written to it (stdio and
 // std::cout) reached it; on failure, why (strerror; empty for a pipe whose

@@ -343,7 +343,8 @@ TEST(output_safety_cli, an_output_may_be_dev_null_or_a_pipe_and_a_refused_write_
     EXPECT_NE(r.err.find("could not write /dev/full"), std::string::npos) << joined(args) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << joined(args) << r.err;
   }
-  const result both = run({"compare", in.base.string(), in.fresh.string(), "--out", "/dev/null", "--junit", "/dev/null"});
+  const result both =
+      run({"compare", in.base.string(), in.fresh.string(), "--out", "/dev/null", "--junit", "/dev/null"});
   EXPECT_EQ(both.code, 0) << both.err;
   const result into = run({"db", "merge", in.db.string(), "--into", "/dev/null"});
   EXPECT_EQ(into.code, 2) << into.err;
@@ -383,7 +384,8 @@ TEST(output_safety_cli, an_output_may_be_dev_null_or_a_pipe_and_a_refused_write_
 TEST(output_safety_cli, a_pipe_closed_by_its_reader_fails_quietly) {
   const inputs in("closed-pipe");
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"devices", "--json"}, std::vector<std::string>{"db", "list", "--db", in.db.string()}}) {
+       {std::vector<std::string>{"devices", "--json"},
+        std::vector<std::string>{"db", "list", "--db", in.db.string()}}) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     close(fds[0]);  // the reader has gone before the first write
