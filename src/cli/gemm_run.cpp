@@ -311,6 +311,9 @@ class gemm_run {
                         calibration_->results, calibration_->device_model, calibration_->source));
       }
     }
+    // --export writes the recommendation's cubin; an offline plan may have taken its figures
+    // from its tile's program without building it.
+    if (!o_.export_dir.empty() && !measure_) compile_recommended_cubin(plan, *compiler_, options_);
     if (measure_) {
       progress_.note(fmt::format(
           "{}: compiled {} variants ({} from cache) in {}; measuring ({} search)", label,

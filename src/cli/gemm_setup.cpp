@@ -225,8 +225,9 @@ plan_options plan_options_of(const gemm_options& o, bool measure,
   // An offline plan launches nothing: one program per tile and its rasterization copies, and only
   // the variants the model says can still reach the table's --top rows (a suite's table, --model's
   // too, shows each problem's recommendation: only what can still reach the best). Every one where
-  // a GPU runs them, where --export needs their cubins, and for --only and --compile-all.
-  if (!measure && o.export_dir.empty() && o.only.empty() && !o.compile.compile_all) {
+  // a GPU runs them, and for --only and --compile-all. --export compiles the recommended variant's
+  // own cubin afterwards (compile_recommended_cubin).
+  if (!measure && o.only.empty() && !o.compile.compile_all) {
     options.selection = {.share_raster_copies = true, .keep = o.is_suite() ? 1 : o.report.top, .ranking_time = {}};
     // The bound follows the model the plan is finally ranked by.
     if (calibration)

@@ -5,10 +5,12 @@
 // same for a tile and its rasterization copies, as the real compiler's are.
 #include "core/tune/compile_selection.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -308,4 +310,80 @@ TEST(compile_selection, the_register_floor_counts_accumulators_and_one_multiplys
   const gemm_problem q = make(4096, 4096, 4096, "f32", "nt");
   for (const tile_config& c : problem_search_space(family_named("simt"), q, d))
     EXPECT_EQ(register_floor(c), (c.block_m * c.block_n + c.threads() - 1) / c.threads() + 2) << c.id();
+}
+
+namespace {
+
+// A compiler whose compile of one variant fails, or gives other registers than its tile's program.
+class one_off_compiler : public varied_compiler {
+ public:
+  std::string odd_one;
+  bool fails = true;
+  compiled_kernel compile(const compile_job& job) override {
+    compiled_kernel k = varied_compiler::compile(job);
+    if (job.name == odd_one) {
+      if (fails) {
+        k.ok = false;
+        k.cubin.clear();
+        k.log = "error: planted";
+      } else {
+        k.resources.registers += 8;
+      }
+    }
+    return k;
+  }
+};
+
+// The first ok variant that took its figures from another's program.
+std::optional<std::size_t> first_copy(const gemm_plan& plan) {
+  for (std::size_t i = 0; i < plan.variants.size(); ++i)
+    if (plan.variants[i].status == variant_status::ok && !plan.variants[i].same_program_as.empty()) return i;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// --export of an offline plan: the bounded compile builds no cubin for a rasterization copy, so the
+// recommended one compiles its own program afterwards; should that not be the program it took its
+// figures from, it is a compile error and the next best is recommended.
+TEST(compile_selection, a_recommended_raster_copy_compiles_its_own_cubin_for_export) {
+  const device_spec& d = find_preset("h100-sxm");
+  const gemm_problem p = make(33792, 768, 4096, "bf16", "nt");
+  for (int planted : {0, 1, 2}) {  // none; its own compile fails; it gives other registers
+    one_off_compiler c;
+    prepare(c, p, d);
+    gemm_plan plan = plan_gemm(p, d, c, options(5));
+    const auto copy = first_copy(plan);
+    ASSERT_TRUE(copy);
+    plan.recommended = *copy;  // as if the model had put the copy first
+    const std::string id = plan.variants[*copy].config.id();
+    c.odd_one = planted ? id : "";
+    c.fails = planted == 1;
+    const int before = c.compiles;
+    const std::size_t compiled_before = plan.compiled;
+    compile_recommended_cubin(plan, c, options(5));
+    ASSERT_TRUE(plan.recommended) << planted;
+    const variant_result& rec = plan.variants[*plan.recommended];
+    EXPECT_EQ(rec.status, variant_status::ok) << planted;
+    EXPECT_FALSE(rec.cubin.empty()) << planted;
+    EXPECT_TRUE(rec.same_program_as.empty()) << planted;
+    EXPECT_GE(c.compiles - before, 1) << planted;
+    EXPECT_EQ(plan.compiled - compiled_before, static_cast<std::size_t>(c.compiles - before)) << planted;
+    if (planted == 0) {
+      EXPECT_EQ(rec.config.id(), id);
+      EXPECT_EQ(c.compiles - before, 1);
+    } else {
+      EXPECT_NE(rec.config.id(), id) << planted;
+      const auto odd = std::find_if(plan.variants.begin(), plan.variants.end(),
+                                    [&](const variant_result& v) { return v.config.id() == id; });
+      ASSERT_NE(odd, plan.variants.end());
+      EXPECT_EQ(odd->status, variant_status::compile_error) << planted;
+      EXPECT_NE(odd->reason.find(planted == 1 ? "could not compile" : "registers"), std::string::npos) << odd->reason;
+      EXPECT_NE(plan.notes.back().find(id), std::string::npos) << plan.notes.back();
+    }
+    // A recommendation with its cubin compiles nothing more.
+    const int settled = c.compiles;
+    compile_recommended_cubin(plan, c, options(5));
+    EXPECT_EQ(c.compiles, settled) << planted;
+  }
 }

@@ -100,6 +100,36 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   return plan;
 }
 
+void compile_recommended_cubin(gemm_plan& plan, kernel_compiler& compiler, const plan_options& options) {
+  const std::vector<std::string> debug_options = kernel_debug_options(options.kernel_debug);
+  while (plan.recommended) {
+    variant_result& v = plan.variants[*plan.recommended];
+    if (v.status != variant_status::ok || !v.cubin.empty()) return;
+    compile_job job = make_compile_job(v.config, plan.problem.type, plan.problem.layout, plan.device);
+    job.options.insert(job.options.end(), debug_options.begin(), debug_options.end());
+    compiled_kernel k = compiler.compile(job);
+    ++plan.compiled;
+    if (k.from_cache) ++plan.cache_hits;
+    const kernel_resources& took = v.resources;
+    if (k.ok && k.resources.registers == took.registers && k.resources.static_smem_bytes == took.static_smem_bytes &&
+        k.resources.spill_bytes() == took.spill_bytes()) {
+      v.cubin = std::move(k.cubin);
+      v.from_cache = k.from_cache;
+      v.compile_ms = k.compile_ms;
+      v.same_program_as.clear();  // its figures are now its own program's
+      return;
+    }
+    v.status = variant_status::compile_error;
+    v.reason = k.ok ? fmt::format("its own program ({} registers) is not the {} whose figures it took ({} registers)",
+                                  k.resources.registers, v.same_program_as, took.registers)
+                    : "NVRTC could not compile it";
+    v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
+    plan.notes.push_back(
+        fmt::format("{} was recommended but its own compile failed ({}); the next best is", v.config.id(), v.reason));
+    rank_by_prediction(plan);  // ok variants first: the next best is recommended, or none
+  }
+}
+
 nlohmann::json triton_config(const tile_config& c, dtype) {
   nlohmann::json j = {{"BLOCK_M", c.block_m},
                       {"BLOCK_N", c.block_n},

@@ -85,6 +85,13 @@ void check_fits_memory(const gemm_problem& p, const device_spec& d);
 gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
                     const plan_options& options);
 
+// An offline plan's rasterization copies take the figures of their tile's compiled program and
+// have no cubin of their own. Compiles the recommended variant's own program where it has none
+// (what --export writes), with options.kernel_debug's flags. Should that compile fail, or its
+// registers, shared memory or spills differ from the figures it took, the variant is marked a
+// compile error and the next one recommended, until a recommendation has its cubin or none is ok.
+void compile_recommended_cubin(gemm_plan& plan, kernel_compiler& compiler, const plan_options& options);
+
 struct run_info {
   std::string command_line;
   std::string date_utc;  // ISO 8601
