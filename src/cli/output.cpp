@@ -46,6 +46,23 @@ bool is_stream_output(const fs::path& file) {
   return !ec && (st.type() == fs::file_type::character || st.type() == fs::file_type::fifo);
 }
 
+int standard_stream_of(const fs::path& file) {
+  struct stat target {};
+  if (stat(file.c_str(), &target) != 0 || !S_ISREG(target.st_mode)) return -1;
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat open_one {};
+    if (fstat(fd, &open_one) == 0 && S_ISREG(open_one.st_mode) && open_one.st_dev == target.st_dev &&
+        open_one.st_ino == target.st_ino)
+      return fd;
+  }
+  return -1;
+}
+
+namespace {
+// Written in place rather than replaced: a stream, or the file stdout or stderr writes to.
+bool written_in_place(const fs::path& target) { return is_stream_output(target) || standard_stream_of(target) >= 0; }
+}  // namespace
+
 fs::path output_target(const fs::path& file, std::string_view flag, output_kind kind) {
   if (file.empty()) throw usage_error(fmt::format("{} needs a file name", flag));
   if (kind == output_kind::file_or_stream && is_stream_output(file)) return file;
@@ -107,8 +124,10 @@ std::vector<named_input> model_config_inputs(const std::string& model) {
 void check_replaceable(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
                        output_kind kind) {
   const fs::path target = output_target(file, flag, kind);  // a stream only where KIND allows one
-  // A stream is no input (inputs are regular files) and two outputs may share one (/dev/null).
-  for (const auto& in : is_stream_output(target) ? std::vector<named_input>{} : inputs) {
+  // A stream is no input (inputs are regular files) and two outputs may share one (/dev/null), as
+  // they may the file stdout goes to (the shell emptied it before the command began).
+  for (const auto& in : kind == output_kind::file_or_stream && written_in_place(target) ? std::vector<named_input>{}
+                                                                                        : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
     throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
                                   "unchanged; write to another file",
@@ -121,8 +140,10 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
 void check_output_path(const fs::path& file, std::string_view flag, const std::vector<named_input>& inputs,
                        output_kind kind) {
   const fs::path target = output_target(file, flag, kind);
-  // A stream is written in place, with no temporary file beside it: its folder does not matter.
-  if (is_stream_output(target)) return check_replaceable(file, flag, inputs, kind);
+  // A stream, or stdout's file, is written in place, with no temporary file beside it: its folder
+  // does not matter.
+  if (kind == output_kind::file_or_stream && written_in_place(target))
+    return check_replaceable(file, flag, inputs, kind);
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
@@ -137,6 +158,18 @@ std::string refuse_empty_path(const std::string& value) {
 }
 
 namespace {
+// Writes all of text to fd; 0, or the errno of the write that failed.
+int write_all(int fd, std::string_view text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
 // A terminal, pipe or /dev/null has no whole-or-untouched state to keep: the text goes to it in
 // place, and a write it refuses (/dev/full, a closed pipe) is an environment_error. A FIFO that no
 // process reads would block the open forever: it is refused instead.
@@ -154,24 +187,27 @@ void write_stream(const fs::path& file, std::string_view text) {
     throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // the reader sets the pace
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      close(fd);
-      throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  const int err = write_all(fd, text);
   close(fd);
+  if (err) throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+}
+
+// The file stdout or stderr (fd) writes to: the text follows what the command printed there, at
+// that descriptor's position, where replacing the file would leave the printed text in a file
+// that no name reaches (`--out /dev/stdout > plan.txt`, `--out log.txt 2> log.txt`).
+void write_standard_stream(int fd, const fs::path& file, std::string_view text) {
+  std::cout.flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (const int err = write_all(fd, text))
+    throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
 }
 }  // namespace
 
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   if (is_stream_output(file)) return write_stream(file, text);
+  if (const int fd = standard_stream_of(file); fd >= 0) return write_standard_stream(fd, file, text);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   refuse_read_only(file, "output", requested);
   const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());

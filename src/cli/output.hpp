@@ -12,6 +12,10 @@ namespace tiletune::cli {
 enum class output_kind { file, file_or_stream };
 // FILE names an existing character device or FIFO (links followed by the kernel).
 bool is_stream_output(const std::filesystem::path& file);
+// The descriptor (1 or 2) whose regular file FILE is, links followed: stdout or stderr sent to
+// that file (`> plan.txt`, /dev/stdout); -1 where neither is. Such a file is written in place, after
+// what the command printed there, not replaced.
+int standard_stream_of(const std::filesystem::path& file);
 // Where writing FILE really goes: a symbolic link is followed to its target
 // (the link stays a link); a stream, where KIND allows one, is FILE itself; any
 // other existing file that is not a regular file (a device, a FIFO, a socket,
@@ -49,8 +53,8 @@ void refuse_read_only(const std::filesystem::path& file, std::string_view flag,
                       const std::filesystem::path& named = {});
 bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
-// target is whole or untouched; a stream (is_stream_output) is written in
-// place. An existing target keeps its permission bits; one that became
+// target is whole or untouched; a stream (is_stream_output) or the file stdout
+// or stderr writes to (standard_stream_of) is written in place. An existing target keeps its permission bits; one that became
 // read-only since check_output_path is refused (environment_error).
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
 // Flushes stdout and says whether everything written to it (stdio and

@@ -407,3 +407,38 @@ TEST(output_safety_cli, a_pipe_closed_by_its_reader_fails_quietly) {
     EXPECT_EQ(slurp(err), "") << joined(args);
   }
 }
+
+// stdout (or stderr) sent to a file, and --out naming that file (/dev/stdout, the file itself,
+// /dev/stderr): the output follows what the command printed there, in the same file. Replacing the
+// file would leave the printed table in a file that no name reaches.
+TEST(output_safety_cli, an_output_that_is_stdouts_own_file_follows_what_was_printed) {
+  const inputs in("stdout-file");
+  const std::string table = "micro-batch  checkpointing";
+  auto json_in = [](const std::string& text) {
+    const std::size_t at = text.find("{\n");
+    if (at == std::string::npos) return nlohmann::json();
+    const std::size_t end = text.find("\n}\n", at);
+    return nlohmann::json::parse(text.substr(at, end == std::string::npos ? end : end + 3 - at), nullptr, false);
+  };
+  const fs::path stdout_file = tmp_dir() / "stdout";  // where run() sends stdout
+  for (const std::string& out : {std::string("/dev/stdout"), stdout_file.string()}) {
+    const result r = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", out});
+    EXPECT_EQ(r.code, 0) << out << r.err;
+    EXPECT_NE(r.out.find(table), std::string::npos) << out << ": the table is lost\n" << r.out.substr(0, 300);
+    EXPECT_EQ(json_in(r.out).value("schema", ""), "tiletune.batch/1") << out;
+  }
+  // gemm says on stderr what it is compiling before it writes --out.
+  const result err = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--gpu", "h100-sxm",
+                          "--top", "1", "--out", "/dev/stderr"});
+  EXPECT_EQ(err.code, 0) << err.err;
+  EXPECT_NE(err.out.find("recommended:"), std::string::npos) << err.out;
+  EXPECT_EQ(err.err.rfind("tiletune: 64x64x64 f32 nt: compiling", 0), 0u) << "the progress is lost\n"
+                                                                            << err.err.substr(0, 300);
+  EXPECT_EQ(json_in(err.err).value("schema", ""), "tiletune.gemm/1") << err.err.substr(0, 300);
+  // Two outputs may share it, as they may a terminal.
+  const result both =
+      run({"compare", in.base.string(), in.fresh.string(), "--out", "/dev/stdout", "--junit", "/dev/stdout"});
+  EXPECT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(json_in(both.out).value("schema", ""), "tiletune.compare/1") << both.out.substr(0, 300);
+  EXPECT_NE(both.out.find("<testsuite"), std::string::npos) << both.out.substr(0, 300);
+}
