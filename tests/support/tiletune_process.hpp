@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace tiletune_test {
 
@@ -40,11 +43,18 @@ inline std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-// A folder of this test process's own.
+// A folder of this test process's own, removed when the process ends with every test passed (a
+// failure keeps it to look at; the kernel cache beside it stays).
 inline fs::path tmp_dir() {
   static const fs::path dir = [] {
     fs::path d = fs::path(scratch_root()) / std::to_string(getpid());
     fs::create_directories(d);
+    std::atexit([] {
+      // gtest's UnitTest outlives this handler: it was built before the first tmp_dir().
+      if (!::testing::UnitTest::GetInstance()->Passed()) return;
+      std::error_code ignored;
+      fs::remove_all(fs::path(scratch_root()) / std::to_string(getpid()), ignored);
+    });
     return d;
   }();
   return dir;
