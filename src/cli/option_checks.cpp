@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <regex>
+#include <string_view>
 
 namespace tiletune::cli {
 
@@ -54,6 +55,27 @@ std::string iso_date(const std::string& v) {
   const int month = std::stoi(m[2]), day = std::stoi(m[3]);
   if (month < 1 || month > 12 || day < 1 || day > 31) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
   return "";
+}
+
+namespace {
+constexpr std::string_view conversion_prefix = "Could not convert: ";
+}  // namespace
+
+std::string option_in_conversion_message(const std::string& what) {
+  if (what.rfind(conversion_prefix, 0) != 0) return {};
+  const std::size_t eq = what.find(" = ", conversion_prefix.size());
+  return eq == std::string::npos ? std::string() : what.substr(conversion_prefix.size(), eq - conversion_prefix.size());
+}
+
+std::string conversion_message(const std::string& what, bool flag) {
+  const std::string name = option_in_conversion_message(what);
+  if (name.empty()) return {};
+  const std::string value = what.substr(conversion_prefix.size() + name.size() + 3);
+  if (flag) return name + " is a flag: give it alone (or =true, =false), not " + value;
+  if (whole_number(value).empty() || whole_number(value).find("64 bits") != std::string::npos)
+    return name + " " + value + " is out of the range it takes";
+  if (std::isfinite(number_of(value))) return name + ": a whole number, not " + value;
+  return name + ": a number, not " + value;
 }
 
 }  // namespace tiletune::cli

@@ -12,4 +12,13 @@ std::string finite_non_negative(const std::string& value);  // a number, 0 or mo
 std::string finite_float(const std::string& value);         // finite, within a float's range (alpha, beta)
 std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
 
+// CLI11's own "Could not convert: --top = 1.5x", for options without a check of their own, in words
+// that say what the option takes: for a flag, true or false; else, from the value (CLI11 converts
+// any finite number to a floating option): a whole number where the value has a fraction, one in
+// range where it is a whole number the option's type cannot hold, a number otherwise. `flag`:
+// whether the option is a flag. Empty where `what` is not that message.
+std::string conversion_message(const std::string& what, bool flag);
+// The option name in such a message ("--top"), or empty.
+std::string option_in_conversion_message(const std::string& what);
+
 }  // namespace tiletune::cli

@@ -1,13 +1,16 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
@@ -45,6 +48,23 @@ bool name_the_missing_command(const CLI::App& app) {
   return true;
 }
 
+// Whether the option that message names is a flag: looked up in the commands parsed, deepest first.
+bool names_a_flag(const CLI::App& app, const std::string& name) {
+  std::vector<const CLI::App*> chain{&app};
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : chain.back()->get_subcommands()) {
+      chain.push_back(sub);
+      deeper = true;
+      break;
+    }
+  }
+  for (auto at = chain.rbegin(); at != chain.rend(); ++at)
+    for (const CLI::Option* o : (*at)->get_options())
+      if (o->check_name(name)) return o->get_expected_max() == 0;
+  return false;
+}
+
 int parse_and_run(int argc, char** argv, host_services host) {
   run_context ctx{shell_join(argc, argv), 0, std::move(host)};
   CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
@@ -68,6 +88,12 @@ int parse_and_run(int argc, char** argv, host_services host) {
     return app.exit(e);
   } catch (const CLI::RequiredError& e) {
     if (!name_the_missing_command(app)) app.exit(e);
+    return exit_usage;
+  } catch (const CLI::ConversionError& e) {
+    const std::string what = e.what();
+    const std::string said = conversion_message(what, names_a_flag(app, option_in_conversion_message(what)));
+    if (said.empty()) app.exit(e);
+    else fmt::print(stderr, "tiletune: {}\n", said);
     return exit_usage;
   } catch (const CLI::Error& e) {
     app.exit(e);

@@ -2,6 +2,8 @@
 // missing file or field is named, and every refusal exits 2 naming the value.
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -386,4 +388,59 @@ TEST(input, an_offline_plan_creates_no_database_unless_it_stores_plans) {
   // The database now exists: a plain offline plan reads it (and leaves it there).
   ASSERT_EQ(run(args).code, 0);
   EXPECT_TRUE(fs::exists(db));
+}
+
+// Every option that takes a number, of every command, read from its --help: a value that is not one
+// of the kind it takes (a fraction for a whole number, text, a whole number too large for it) is
+// refused with exit 2 naming the option and what it takes, never CLI11's bare "Could not convert";
+// a flag given a value that is not true or false says that it is a flag.
+TEST(input, every_numeric_option_names_what_it_takes) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"gemm"},       {"batch"},     {"check"},      {"compare"},     {"report"},      {"devices"},
+      {"db", "list"}, {"db", "import"}, {"db", "export"}, {"db", "merge"}, {"db", "calibrate"}, {"db", "vacuum"}};
+  // The option, then one space and what it takes, or else a flag (two spaces or the line's end).
+  const std::regex option(R"(^  +(--[a-z0-9-]+)(?: ([^ =]+)|  |$))");
+  int numeric = 0, flags = 0;
+  for (const auto& command : commands) {
+    std::vector<std::string> help = command;
+    help.push_back("--help");
+    const result h = run(help);
+    ASSERT_EQ(h.code, 0) << h.err;
+    std::istringstream lines(h.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, option) || m[1] == "--help") continue;
+      const std::string name = m[1], type = m[2];
+      std::vector<std::string> values;
+      if (!m[2].matched) {
+        ++flags;
+        values = {name + "=maybe"};
+      } else if (type == "INT" || type == "UINT" || type == "FLOAT" || type == "N" || type == "G" || type == "K" ||
+                 type == "S" || type == "MS") {
+        ++numeric;
+        values = {name, "1.5x"};
+      } else {
+        continue;
+      }
+      std::vector<std::string> args = command;
+      args.insert(args.end(), values.begin(), values.end());
+      const result r = run(args);
+      EXPECT_EQ(r.code, 2) << line << "\n" << r.err;
+      EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << line << "\n" << r.err;
+      EXPECT_NE(r.err.find(name), std::string::npos) << line << "\n" << r.err;
+      if (values.size() == 1) {
+        EXPECT_NE(r.err.find("is a flag"), std::string::npos) << line << "\n" << r.err;
+      }
+    }
+  }
+  EXPECT_GT(numeric, 40);
+  EXPECT_GT(flags, 10);
+  // A fraction where a whole number is wanted, and a whole number past the option's type.
+  const result fraction = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--top", "1.5"});
+  EXPECT_EQ(fraction.code, 2);
+  EXPECT_NE(fraction.err.find("--top: a whole number, not 1.5"), std::string::npos) << fraction.err;
+  const result large =
+      run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--top", "99999999999"});
+  EXPECT_EQ(large.code, 2);
+  EXPECT_NE(large.err.find("--top 99999999999 is out of the range it takes"), std::string::npos) << large.err;
 }
