@@ -10,8 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
-#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
+#include "cli/parse_errors.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
 #include "cuda/gemm_worker.hpp"
@@ -19,51 +19,6 @@
 namespace tiletune::cli {
 
 namespace {
-// A command group given no command, or a word that is none of its commands: say which group and
-// list its commands (CLI11's own "A subcommand is required" names neither). False where the error
-// is another requirement (an option's).
-bool name_the_missing_command(const CLI::App& app) {
-  const CLI::App* at = &app;
-  std::string path = "tiletune";
-  for (bool deeper = true; deeper;) {
-    deeper = false;
-    for (const CLI::App* sub : at->get_subcommands()) {
-      at = sub;
-      path += " " + sub->get_name();
-      deeper = true;
-      break;
-    }
-  }
-  const auto commands = at->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
-  if (commands.empty() || !at->get_subcommands().empty()) return false;
-  std::string names;
-  for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
-  const auto rest = at->remaining();
-  const std::string whose = at == &app ? "" : fmt::format(" of `{}`", path);
-  if (!rest.empty() && !rest.front().empty() && rest.front()[0] != '-')
-    fmt::print(stderr, "tiletune: '{}' is not a command{}: the commands are {} (`{} --help` says what each does)\n",
-               rest.front(), whose, names, path);
-  else
-    fmt::print(stderr, "tiletune: `{}` needs a command: {} (`{} --help` says what each does)\n", path, names, path);
-  return true;
-}
-
-// Whether the option that message names is a flag: looked up in the commands parsed, deepest first.
-bool names_a_flag(const CLI::App& app, const std::string& name) {
-  std::vector<const CLI::App*> chain{&app};
-  for (bool deeper = true; deeper;) {
-    deeper = false;
-    for (const CLI::App* sub : chain.back()->get_subcommands()) {
-      chain.push_back(sub);
-      deeper = true;
-      break;
-    }
-  }
-  for (auto at = chain.rbegin(); at != chain.rend(); ++at)
-    for (const CLI::Option* o : (*at)->get_options())
-      if (o->check_name(name)) return o->get_expected_max() == 0;
-  return false;
-}
 
 int parse_and_run(int argc, char** argv, host_services host) {
   run_context ctx{shell_join(argc, argv), 0, std::move(host)};
@@ -87,11 +42,18 @@ int parse_and_run(int argc, char** argv, host_services host) {
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::RequiredError& e) {
-    if (!name_the_missing_command(app)) app.exit(e);
+    // `batch --mdoel gpt2`: the misspelt option, not the "--model is required" it causes.
+    if (name_the_missing_command(app)) return exit_usage;
+    if (const std::string extras = extras_words(app); !extras.empty()) fmt::print(stderr, "tiletune: {}\n", extras);
+    else app.exit(e);
     return exit_usage;
   } catch (const CLI::ConversionError& e) {
-    const std::string what = e.what();
-    const std::string said = conversion_message(what, names_a_flag(app, option_in_conversion_message(what)));
+    const std::string said = conversion_words(app, e.what());
+    if (said.empty()) app.exit(e);
+    else fmt::print(stderr, "tiletune: {}\n", said);
+    return exit_usage;
+  } catch (const CLI::ExtrasError& e) {
+    const std::string said = extras_words(app);
     if (said.empty()) app.exit(e);
     else fmt::print(stderr, "tiletune: {}\n", said);
     return exit_usage;

@@ -390,29 +390,49 @@ TEST(input, an_offline_plan_creates_no_database_unless_it_stores_plans) {
   EXPECT_TRUE(fs::exists(db));
 }
 
+namespace {
+
+const std::vector<std::vector<std::string>> every_command = {
+    {"gemm"},       {"batch"},        {"check"},        {"compare"},     {"report"},         {"devices"},
+    {"db", "list"}, {"db", "import"}, {"db", "export"}, {"db", "merge"}, {"db", "calibrate"}, {"db", "vacuum"}};
+
+struct help_option {
+  std::string name, line;
+  bool flag = false;
+  std::string type;  // what it takes, as --help says it (INT, FLOAT, TEXT, N, ...); empty for a flag
+};
+
+// The options a command's --help lists (--help itself left out).
+std::vector<help_option> options_of(const std::vector<std::string>& command) {
+  std::vector<std::string> help = command;
+  help.push_back("--help");
+  const result h = run(help);
+  EXPECT_EQ(h.code, 0) << h.err;
+  // The option, then one space and what it takes, or else a flag (two spaces or the line's end).
+  static const std::regex option(R"(^  +(--[a-z0-9-]+)(?: ([^ =]+)|  |$))");
+  std::vector<help_option> out;
+  std::istringstream lines(h.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, option) || m[1] == "--help") continue;
+    out.push_back({m[1], line, !m[2].matched, m[2]});
+  }
+  return out;
+}
+
+}  // namespace
+
 // Every option that takes a number, of every command, read from its --help: a value that is not one
 // of the kind it takes (a fraction for a whole number, text, a whole number too large for it) is
 // refused with exit 2 naming the option and what it takes, never CLI11's bare "Could not convert";
 // a flag given a value that is not true or false says that it is a flag.
 TEST(input, every_numeric_option_names_what_it_takes) {
-  const std::vector<std::vector<std::string>> commands = {
-      {"gemm"},       {"batch"},     {"check"},      {"compare"},     {"report"},      {"devices"},
-      {"db", "list"}, {"db", "import"}, {"db", "export"}, {"db", "merge"}, {"db", "calibrate"}, {"db", "vacuum"}};
-  // The option, then one space and what it takes, or else a flag (two spaces or the line's end).
-  const std::regex option(R"(^  +(--[a-z0-9-]+)(?: ([^ =]+)|  |$))");
   int numeric = 0, flags = 0;
-  for (const auto& command : commands) {
-    std::vector<std::string> help = command;
-    help.push_back("--help");
-    const result h = run(help);
-    ASSERT_EQ(h.code, 0) << h.err;
-    std::istringstream lines(h.out);
-    for (std::string line; std::getline(lines, line);) {
-      std::smatch m;
-      if (!std::regex_search(line, m, option) || m[1] == "--help") continue;
-      const std::string name = m[1], type = m[2];
+  for (const auto& command : every_command) {
+    for (const help_option& o : options_of(command)) {
+      const std::string &name = o.name, &type = o.type, &line = o.line;
       std::vector<std::string> values;
-      if (!m[2].matched) {
+      if (o.flag) {
         ++flags;
         values = {name + "=maybe"};
       } else if (type == "INT" || type == "UINT" || type == "FLOAT" || type == "N" || type == "G" || type == "K" ||
@@ -443,4 +463,42 @@ TEST(input, every_numeric_option_names_what_it_takes) {
       run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--top", "99999999999"});
   EXPECT_EQ(large.code, 2);
   EXPECT_NE(large.err.find("--top 99999999999 is out of the range it takes"), std::string::npos) << large.err;
+}
+
+// An option the command does not have is named with the nearest of its own, and a word it has no
+// place for is named; each exits 2 and points to --help. Every option of every command, misspelt
+// by one swap of neighbours, is suggested back.
+TEST(input, an_unknown_option_is_named_with_the_nearest_the_command_has) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"batch", "--model", "gpt2", "--seq", "5"}, "`tiletune batch` has no option --seq (did you mean --seq-len"},
+      {{"gemm", "--m", "4", "--n", "4", "--k", "4", "--dtpye=bf16"}, "has no option --dtpye (did you mean --dtype?)"},
+      {{"db", "list", "--gpus", "h100"}, "`tiletune db list` has no option --gpus (did you mean --gpu?)"},
+      {{"gemm", "--m", "4", "--n", "4", "--k", "4", "extra"}, "`tiletune gemm` takes no argument 'extra'"},
+      {{"compare", "a.json", "b.json", "c.json"}, "`tiletune compare` takes no argument 'c.json'"},
+      {{"gemm", "--xyzzy"}, "`tiletune gemm` has no option --xyzzy; `tiletune gemm --help` lists"}};
+  for (const auto& [args, said] : cases) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << said;
+    EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;
+  }
+  int misspelt = 0;
+  for (const auto& command : every_command) {
+    for (const help_option& o : options_of(command)) {
+      std::string typo = o.name;
+      std::size_t at = 3;  // after "--" and the first letter
+      while (at + 1 < typo.size() && (typo[at] == typo[at + 1] || typo[at] == '-' || typo[at + 1] == '-')) ++at;
+      if (at + 1 >= typo.size()) continue;
+      std::swap(typo[at], typo[at + 1]);
+      std::vector<std::string> args = command;
+      args.push_back(typo + "=1");
+      const result r = run(args);
+      EXPECT_EQ(r.code, 2) << typo;
+      EXPECT_NE(r.err.find("has no option " + typo + " (did you mean "), std::string::npos) << r.err;
+      const std::size_t mean = r.err.find("did you mean");
+      EXPECT_NE(r.err.find(o.name, mean), std::string::npos) << typo << " should suggest " << o.name << ": " << r.err;
+      ++misspelt;
+    }
+  }
+  EXPECT_GT(misspelt, 100);
 }

@@ -1,0 +1,127 @@
+#include "cli/parse_errors.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/option_checks.hpp"
+
+namespace tiletune::cli {
+
+namespace {
+
+// The commands parsed, from the whole program to the deepest ("tiletune", "db", "list").
+std::vector<const CLI::App*> parsed_chain(const CLI::App& app) {
+  std::vector<const CLI::App*> chain{&app};
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : chain.back()->get_subcommands()) {
+      chain.push_back(sub);
+      deeper = true;
+      break;
+    }
+  }
+  return chain;
+}
+
+std::string path_of(const std::vector<const CLI::App*>& chain) {
+  std::string path = "tiletune";
+  for (std::size_t i = 1; i < chain.size(); ++i) path += " " + chain[i]->get_name();
+  return path;
+}
+
+// The command's options that are nearest `given` ("--seq"): those it begins (--seq-len) or that
+// begin it, else those within an edit distance of a third of its length (at least 1), nearest first.
+std::vector<std::string> nearest_options(const CLI::App& command, const std::string& given) {
+  const std::string bare = given.substr(given.find_first_not_of('-'));
+  std::vector<std::pair<std::size_t, std::string>> near;
+  for (const CLI::Option* o : command.get_options()) {
+    for (const std::string& name : o->get_lnames()) {
+      if (name == "help") continue;
+      const bool prefix = !bare.empty() && (name.rfind(bare, 0) == 0 || bare.rfind(name, 0) == 0);
+      const std::size_t d = edit_distance(bare, name);
+      if (prefix || d <= std::max<std::size_t>(1, bare.size() / 3)) near.emplace_back(prefix ? 0 : d, "--" + name);
+    }
+  }
+  std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [d, name] : near)
+    if (out.size() < 3 && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  // Optimal string alignment: an adjacent transposition (dtpye, dtype) counts one, as a typo does.
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+bool name_the_missing_command(const CLI::App& app) {
+  const auto chain = parsed_chain(app);
+  const CLI::App* at = chain.back();
+  const std::string path = path_of(chain);
+  const auto commands = at->get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
+  if (commands.empty() || !at->get_subcommands().empty()) return false;
+  std::string names;
+  for (const CLI::App* c : commands) names += (names.empty() ? "" : ", ") + c->get_name();
+  const auto rest = at->remaining();
+  const std::string whose = at == &app ? "" : fmt::format(" of `{}`", path);
+  if (!rest.empty() && !rest.front().empty() && rest.front()[0] != '-')
+    fmt::print(stderr, "tiletune: '{}' is not a command{}: the commands are {} (`{} --help` says what each does)\n",
+               rest.front(), whose, names, path);
+  else
+    fmt::print(stderr, "tiletune: `{}` needs a command: {} (`{} --help` says what each does)\n", path, names, path);
+  return true;
+}
+
+std::string conversion_words(const CLI::App& app, const std::string& what) {
+  const std::string name = option_in_conversion_message(what);
+  if (name.empty()) return {};
+  bool flag = false;
+  const auto chain = parsed_chain(app);
+  for (auto at = chain.rbegin(); at != chain.rend(); ++at) {
+    const auto options = (*at)->get_options();
+    const auto o = std::find_if(options.begin(), options.end(), [&](const CLI::Option* o) { return o->check_name(name); });
+    if (o == options.end()) continue;
+    flag = (*o)->get_expected_max() == 0;
+    break;
+  }
+  return conversion_message(what, flag);
+}
+
+std::string extras_words(const CLI::App& app) {
+  const auto chain = parsed_chain(app);
+  const CLI::App& command = *chain.back();
+  const std::string path = path_of(chain);
+  std::vector<std::string> said;
+  bool after_unknown_option = false;  // "--seq 5": the 5 was meant for --seq
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.size() > 1 && arg[0] == '-' && arg.find_first_not_of('-') != std::string::npos) {
+      const std::string given = arg.substr(0, arg.find('='));
+      const auto near = nearest_options(command, given);
+      said.push_back(near.empty() ? fmt::format("`{}` has no option {}", path, given)
+                                  : fmt::format("`{}` has no option {} (did you mean {}?)", path, given,
+                                                fmt::join(near, ", ")));
+      after_unknown_option = arg.find('=') == std::string::npos;
+      continue;
+    }
+    if (!after_unknown_option) said.push_back(fmt::format("`{}` takes no argument '{}' here", path, arg));
+    after_unknown_option = false;
+  }
+  if (said.empty()) return {};
+  return fmt::format("{}; `{} --help` lists what it takes", fmt::join(said, "; "), path);
+}
+
+}  // namespace tiletune::cli

@@ -1,0 +1,28 @@
+#pragma once
+// CLI11's parse errors in words that name the command, the option and what it takes: a command
+// group given no command, a value an option cannot convert, an option the command does not have.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tiletune::cli {
+
+// A command group given no command, or a word that is none of its commands: says which group and
+// lists its commands on stderr (CLI11's own "A subcommand is required" names neither). False where
+// the error is another requirement (an option's): nothing is printed.
+bool name_the_missing_command(const CLI::App& app);
+
+// CLI11's "Could not convert: --top = 1.5x" as conversion_message says it (option_checks.hpp), the
+// option looked up in the commands parsed to tell a flag; empty where `what` is another message.
+std::string conversion_words(const CLI::App& app, const std::string& what);
+
+// What the deepest command parsed did not take: an option it does not have, named with the nearest
+// of its own (`tiletune batch` has no option --seq: did you mean --seq-len?), or a word it takes no
+// place for. Empty where nothing was left over.
+std::string extras_words(const CLI::App& app);
+
+// Edit distance between two option names: insertions, deletions, substitutions and swaps of
+// neighbours, each one.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace tiletune::cli
