@@ -1,6 +1,5 @@
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -30,11 +29,11 @@ struct db_options {
   std::size_t limit = 0;
 };
 
+// A result file, read and checked as compare reads one (a folder, malformed JSON, another kind of
+// file or figures that disagree are refused naming the file).
 nlohmann::json read_result_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw usage_error(fmt::format("{}: cannot be read", path));
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw usage_error(fmt::format("{}: not JSON", path));
+  nlohmann::json j = read_json_file(path);
+  (void)result_file_from_json(j, path);  // the same checks as compare: figures that are numbers and agree
   return j;
 }
 
@@ -51,7 +50,6 @@ void run_import(const db_options& o, run_context& ctx) {
   for (const auto& path : o.inputs) {
     const auto j = read_result_file(path);
     const std::string schema = j.value("schema", "");
-    (void)result_file_from_json(j, path);  // the same checks as compare: figures that are numbers and agree
     try {
       if (schema == "tiletune.gemm/1") {
         records.push_back(record_from_result(j, nlohmann::json()));

@@ -333,6 +333,22 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
   expect_refused({"gemm", "--suite", cut.string(), "--gpu", "l4", "--dry-run"}, {"cut.json: truncated JSON"});
   expect_refused({"batch", "--model", cut.string(), "--gpu", "l4"}, {"cut.json: truncated JSON"});
   expect_refused({"compare", base.string(), no_gpu.string()}, {"no-gpu.json: the result names no GPU"});
+  // Every reader of result files, db import too: a folder, an array and a cut file are named as such.
+  const fs::path array = dir / "array.json", db = dir / "t.sqlite";
+  std::ofstream(array) << "[]";
+  for (const std::vector<std::string>& readers :
+       {std::vector<std::string>{"compare", base.string()}, std::vector<std::string>{"report"},
+        std::vector<std::string>{"check", "--baseline"}, std::vector<std::string>{"db", "import", "--db", db.string()}}) {
+    auto with = [&](const fs::path& file) {
+      std::vector<std::string> a = readers;
+      a.push_back(file.string());
+      return a;
+    };
+    expect_refused(with(dir), {dir.string() + ": is a directory"});
+    expect_refused(with(array), {"array.json: not a tiletune result"});
+    expect_refused(with(cut), {"cut.json: truncated JSON"});
+  }
+  EXPECT_FALSE(fs::exists(db));
 }
 
 // Messages name the options the user gave and the command has: a step's --tokens (not the --m it
