@@ -41,8 +41,9 @@ t1=$SECONDS
 # (every variant, every interleaving: 400 of the 840 s these tests took under ASan), the
 # sweeps of the emulation's schedules (ping-pong, multicast, TMA store, fp8 variants and
 # scales: 260 of the 637 s left; the mma family's fp8 sweeps: 400 of 1345 s later; each
-# schedule's planted-defect test runs the same emulator here, as do the edge shapes), and the calibration's figures over every recorded result
-# (75 s; the calibration's other tests run here).
+# schedule's planted-defect test runs the same emulator here, as do the edge shapes), and
+# the calibration's figures over every recorded result (75 s; the calibration's other
+# tests run here).
 ctest --test-dir "$build" --output-on-failure -j2 -L 'unit|cli|fuzz_replay' \
   -E '^(compile_selection\.(bounded_plans|cached_programs|the_bound_follows)|family_isolation\.no_file_outside|'\
 'mma_datapath\.every_variant_matches|wgmma_emulation\.(every_default_variant|stream_k_units|'\

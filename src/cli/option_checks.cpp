@@ -72,7 +72,8 @@ std::string conversion_message(const std::string& what, bool flag) {
   if (name.empty()) return {};
   const std::string value = what.substr(conversion_prefix.size() + name.size() + 3);
   if (flag) return name + " is a flag: give it alone (or =true, =false), not " + value;
-  if (whole_number(value).empty() || whole_number(value).find("64 bits") != std::string::npos)
+  const std::string not_whole = whole_number(value);
+  if (not_whole.empty() || not_whole.find("64 bits") != std::string::npos)  // a whole number its type cannot hold
     return name + " " + value + " is out of the range it takes";
   if (std::isfinite(number_of(value))) return name + ": a whole number, not " + value;
   return name + ": a number, not " + value;

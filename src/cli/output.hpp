@@ -54,8 +54,9 @@ void refuse_read_only(const std::filesystem::path& file, std::string_view flag,
 bool is_read_only(const std::filesystem::path& file);
 // Writes to a temporary file beside FILE's target, then renames onto it: the
 // target is whole or untouched; a stream (is_stream_output) or the file stdout
-// or stderr writes to (standard_stream_of) is written in place. An existing target keeps its permission bits; one that became
-// read-only since check_output_path is refused (environment_error).
+// or stderr writes to (standard_stream_of) is written in place. An existing
+// target keeps its permission bits; one that became read-only since
+// check_output_path is refused (environment_error).
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
 // Flushes stdout and says whether everything written to it (stdio and
 // std::cout) reached it; on failure, why (strerror; empty for a pipe whose

@@ -63,7 +63,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   for (std::size_t i = 1; i <= a.size(); ++i)
     for (std::size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }
@@ -93,9 +94,10 @@ std::string conversion_words(const CLI::App& app, const std::string& what) {
   const auto chain = parsed_chain(app);
   for (auto at = chain.rbegin(); at != chain.rend(); ++at) {
     const auto options = (*at)->get_options();
-    const auto o = std::find_if(options.begin(), options.end(), [&](const CLI::Option* o) { return o->check_name(name); });
-    if (o == options.end()) continue;
-    flag = (*o)->get_expected_max() == 0;
+    const auto named = std::find_if(options.begin(), options.end(),
+                                    [&](const CLI::Option* o) { return o->check_name(name); });
+    if (named == options.end()) continue;
+    flag = (*named)->get_expected_max() == 0;
     break;
   }
   return conversion_message(what, flag);

@@ -336,9 +336,9 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
   // Every reader of result files, db import too: a folder, an array and a cut file are named as such.
   const fs::path array = dir / "array.json", db = dir / "t.sqlite";
   std::ofstream(array) << "[]";
-  for (const std::vector<std::string>& readers :
-       {std::vector<std::string>{"compare", base.string()}, std::vector<std::string>{"report"},
-        std::vector<std::string>{"check", "--baseline"}, std::vector<std::string>{"db", "import", "--db", db.string()}}) {
+  using args = std::vector<std::string>;
+  for (const args& readers : {args{"compare", base.string()}, args{"report"}, args{"check", "--baseline"},
+                              args{"db", "import", "--db", db.string()}}) {
     auto with = [&](const fs::path& file) {
       std::vector<std::string> a = readers;
       a.push_back(file.string());
