@@ -126,8 +126,8 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
   const fs::path target = output_target(file, flag, kind);  // a stream only where KIND allows one
   // A stream is no input (inputs are regular files) and two outputs may share one (/dev/null), as
   // they may the file stdout goes to (the shell emptied it before the command began).
-  for (const auto& in : kind == output_kind::file_or_stream && written_in_place(target) ? std::vector<named_input>{}
-                                                                                        : inputs) {
+  const bool in_place = kind == output_kind::file_or_stream && written_in_place(target);
+  for (const auto& in : in_place ? std::vector<named_input>{} : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
     throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
                                   "unchanged; write to another file",

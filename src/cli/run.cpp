@@ -20,6 +20,12 @@ namespace tiletune::cli {
 
 namespace {
 
+// Our words for a parse error where parse_errors.hpp has them, else CLI11's own.
+void say_or_exit(const CLI::App& app, const CLI::Error& e, const std::string& said) {
+  if (said.empty()) app.exit(e);
+  else fmt::print(stderr, "tiletune: {}\n", said);
+}
+
 int parse_and_run(int argc, char** argv, host_services host) {
   run_context ctx{shell_join(argc, argv), 0, std::move(host)};
   CLI::App app{"tiletune: tile-shape autotuner and profiler for GEMM on NVIDIA GPUs", "tiletune"};
@@ -43,19 +49,13 @@ int parse_and_run(int argc, char** argv, host_services host) {
     return app.exit(e);
   } catch (const CLI::RequiredError& e) {
     // `batch --mdoel gpt2`: the misspelt option, not the "--model is required" it causes.
-    if (name_the_missing_command(app)) return exit_usage;
-    if (const std::string extras = extras_words(app); !extras.empty()) fmt::print(stderr, "tiletune: {}\n", extras);
-    else app.exit(e);
+    if (!name_the_missing_command(app)) say_or_exit(app, e, extras_words(app));
     return exit_usage;
   } catch (const CLI::ConversionError& e) {
-    const std::string said = conversion_words(app, e.what());
-    if (said.empty()) app.exit(e);
-    else fmt::print(stderr, "tiletune: {}\n", said);
+    say_or_exit(app, e, conversion_words(app, e.what()));
     return exit_usage;
   } catch (const CLI::ExtrasError& e) {
-    const std::string said = extras_words(app);
-    if (said.empty()) app.exit(e);
-    else fmt::print(stderr, "tiletune: {}\n", said);
+    say_or_exit(app, e, extras_words(app));
     return exit_usage;
   } catch (const CLI::Error& e) {
     app.exit(e);

@@ -111,19 +111,20 @@ void compile_recommended_cubin(gemm_plan& plan, kernel_compiler& compiler, const
     ++plan.compiled;
     if (k.from_cache) ++plan.cache_hits;
     const kernel_resources& took = v.resources;
-    if (k.ok && k.resources.registers == took.registers && k.resources.static_smem_bytes == took.static_smem_bytes &&
-        k.resources.spill_bytes() == took.spill_bytes()) {
+    if (!k.ok) {
+      assess_compiled(v, k, plan.device, plan.problem);  // a compile error, named as any other
+    } else if (k.resources.registers == took.registers && k.resources.static_smem_bytes == took.static_smem_bytes &&
+               k.resources.spill_bytes() == took.spill_bytes()) {
       v.cubin = std::move(k.cubin);
       v.from_cache = k.from_cache;
       v.compile_ms = k.compile_ms;
       v.same_program_as.clear();  // its figures are now its own program's
       return;
+    } else {
+      v.status = variant_status::compile_error;
+      v.reason = fmt::format("its own program ({} registers) is not the {} whose figures it took ({} registers)",
+                             k.resources.registers, v.same_program_as, took.registers);
     }
-    v.status = variant_status::compile_error;
-    v.reason = k.ok ? fmt::format("its own program ({} registers) is not the {} whose figures it took ({} registers)",
-                                  k.resources.registers, v.same_program_as, took.registers)
-                    : "NVRTC could not compile it";
-    v.compile_log = k.log.size() > 4000 ? k.log.substr(0, 4000) + "\n[log truncated]" : k.log;
     plan.notes.push_back(
         fmt::format("{} was recommended but its own compile failed ({}); the next best is", v.config.id(), v.reason));
     rank_by_prediction(plan);  // ok variants first: the next best is recommended, or none
