@@ -13,7 +13,7 @@ namespace tiletune {
 
 namespace {
 // The dtype table names cuBLASLt's types; these are the ones this build knows.
-cudaDataType_t data_type(element_type e) {
+cudaDataType_t cublas_data_type(element_type e) {
   static constexpr std::pair<std::string_view, cudaDataType_t> known[] = {
       {"CUDA_R_32F", CUDA_R_32F},         {"CUDA_R_16F", CUDA_R_16F},         {"CUDA_R_16BF", CUDA_R_16BF},
       {"CUDA_R_8F_E4M3", CUDA_R_8F_E4M3}, {"CUDA_R_8F_E5M2", CUDA_R_8F_E5M2}};
@@ -48,7 +48,7 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
     : handle_(handle), p_(p), workspace_bytes_(workspace) {
   const operand_types e = p.elements();
   const cublasComputeType_t compute = accurate ? CUBLAS_COMPUTE_32F_PEDANTIC : compute_type(p.type);
-  TT_CUBLAS(cublaslt().MatmulDescCreate(&desc_, compute, data_type(e.accumulator)));
+  TT_CUBLAS(cublaslt().MatmulDescCreate(&desc_, compute, cublas_data_type(e.accumulator)));
   // cuBLASLt's A is our B: 'n' B (K x N row-major) is an N x K column-major
   // matrix, already B^T; 't' B (N x K row-major) is K x N column-major and
   // needs a transpose. Likewise its B is our A.
@@ -56,8 +56,8 @@ cublaslt_gemm::cublaslt_gemm(cublasLtHandle_t handle, const gemm_problem& p, boo
   const cublasOperation_t tb = p.layout.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   TT_CUBLAS(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   TT_CUBLAS(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  const cudaDataType_t in_a = data_type(e.b), in_b = data_type(e.a);  // cuBLASLt's A is our B
-  const cudaDataType_t out = accurate ? CUDA_R_32F : data_type(e.c);
+  const cudaDataType_t in_a = cublas_data_type(e.b), in_b = cublas_data_type(e.a);  // cuBLASLt's A is our B
+  const cudaDataType_t out = accurate ? CUDA_R_32F : cublas_data_type(e.c);
   a_ = p.layout.b_transposed ? make_layout(in_a, p.k, p.n, p.k, p.batch) : make_layout(in_a, p.n, p.k, p.n, p.batch);
   b_ = p.layout.a_transposed ? make_layout(in_b, p.m, p.k, p.m, p.batch) : make_layout(in_b, p.k, p.m, p.k, p.batch);
   c_ = make_layout(out, p.n, p.m, p.n, p.batch);

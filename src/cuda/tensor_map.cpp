@@ -28,7 +28,7 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
   return fn;
 }
 
-CUtensorMapDataType data_type(tensor_map_spec::element e) {
+CUtensorMapDataType tensor_map_data_type(tensor_map_spec::element e) {
   switch (e) {
     case tensor_map_spec::element::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     case tensor_map_spec::element::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -51,8 +51,8 @@ encoded_tensor_map encode_tensor_map(const tensor_map_spec& spec, const void* gl
   }
   for (int i = 0; i < 2; ++i) strides[i] = spec.strides_bytes[i];
   const CUresult r = encoder()(
-      &map, data_type(spec.type), static_cast<cuuint32_t>(spec.rank), const_cast<void*>(global), dims, strides, box,
-      element_strides, spec.interleave ? CU_TENSOR_MAP_INTERLEAVE_16B : CU_TENSOR_MAP_INTERLEAVE_NONE,
+      &map, tensor_map_data_type(spec.type), static_cast<cuuint32_t>(spec.rank), const_cast<void*>(global), dims,
+      strides, box, element_strides, spec.interleave ? CU_TENSOR_MAP_INTERLEAVE_16B : CU_TENSOR_MAP_INTERLEAVE_NONE,
       spec.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       spec.oob_fill_zero ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE : CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA);

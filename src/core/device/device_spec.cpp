@@ -444,7 +444,7 @@ device_spec a10g_preset() {
   return d;
 }
 
-std::vector<device_spec> make_presets() {
+std::vector<device_spec> make_device_presets() {
   return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
           l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
           rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), a10g_preset(), h20_preset(), b200_preset(),
@@ -477,7 +477,7 @@ double device_spec::peak_tflops(dtype t) const { return peak_tflops(row_of(t).pe
 std::string device_spec::arch() const { return fmt::format("sm_{}", compute_capability); }
 
 const std::vector<device_spec>& device_presets() {
-  static const std::vector<device_spec> presets = make_presets();
+  static const std::vector<device_spec> presets = make_device_presets();
   return presets;
 }
 

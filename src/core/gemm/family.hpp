@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -23,6 +24,11 @@ struct constraint_violation {
   std::string constraint;  // e.g. "shared_memory"
   std::string message;     // e.g. "needs 139264 bytes of shared memory, the GPU allows 101376"
 };
+
+// What a family's check_constraints returns for a broken constraint.
+inline std::optional<constraint_violation> violation(std::string constraint, std::string message) {
+  return constraint_violation{std::move(constraint), std::move(message)};
+}
 
 // Shared-memory reads against the math they feed, per thread (or warp) and k-step.
 struct smem_traffic {

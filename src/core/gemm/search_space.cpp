@@ -17,12 +17,6 @@ std::vector<tile_config> problem_search_space(kernel_family family, const gemm_p
   return family->problem_space(p, d);
 }
 
-namespace {
-std::optional<constraint_violation> violation(std::string name, std::string message) {
-  return constraint_violation{std::move(name), std::move(message)};
-}
-}  // namespace
-
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
                                                       const device_spec& d) {
   if (p.grouped() && !c.family->runs_grouped()) {

@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "core/gemm/family.hpp"
+#include "core/tune/variant_ranking.hpp"
 
 namespace tiletune {
 
@@ -168,9 +169,6 @@ variant_status status_from(variant_status s) {
              : variant_status::launch_error;
 }
 
-double resource_cost(const variant_result& v) {
-  return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 + static_cast<double>(v.smem_bytes);
-}
 void record_answer(gemm_plan& plan, variant_result& v, measure_response answer) {
   // A timing-only rerun keeps the verdict of the verified first run.
   if (!answer.verified && v.measured && v.measured->verified) {

@@ -74,7 +74,7 @@ void check_physics(const gemm_problem& p, std::optional<double> time_us, const s
   }
 }
 
-gemm_problem problem_of(const nlohmann::json& r, const std::string& where) {
+gemm_problem problem_in_result(const nlohmann::json& r, const std::string& where) {
   if (!r.contains("problem")) throw usage_error(fmt::format("{}: a result has no \"problem\"", where));
   gemm_problem p;
   try {
@@ -94,7 +94,7 @@ gemm_problem problem_of(const nlohmann::json& r, const std::string& where) {
 
 result_entry entry_from_json(const nlohmann::json& r, const std::string& where, const device_limits& limits) {
   result_entry e;
-  const gemm_problem p = problem_of(r, where);
+  const gemm_problem p = problem_in_result(r, where);
   e.problem = p;
   e.key = problem_key(p);
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;

@@ -131,7 +131,7 @@ model_spec llama_like(std::string name, std::string type, std::int64_t vocab, st
   return m;
 }
 
-std::vector<model_spec> make_presets() {
+std::vector<model_spec> make_model_presets() {
   // The numbers of each model's published config.json on the Hugging Face hub.
   std::vector<model_spec> all;
   all.push_back(gpt2("gpt2", 768, 12, 12));
@@ -196,7 +196,7 @@ void check_size(const model_spec& m, const std::string& source) {
 }  // namespace
 
 const std::vector<model_spec>& model_presets() {
-  static const std::vector<model_spec> presets = make_presets();
+  static const std::vector<model_spec> presets = make_model_presets();
   return presets;
 }
 

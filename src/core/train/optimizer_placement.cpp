@@ -225,10 +225,10 @@ double optimizer_bytes_per_parameter(const training_setup& s) {
 namespace {
 // What one GPU's rank updates (its ZeRO shard) and holds of the parameters: the dense ones over
 // all N ranks, each expert-parallel share over the N / ep ranks holding it, so 1/N of each in all.
-struct rank_share {
+struct placement_share {
   double trainable = 0, parameters = 0;
 };
-rank_share rank_share_of(const training_setup& s, const memory_breakdown& m) {
+placement_share rank_share_of(const training_setup& s, const memory_breakdown& m) {
   const double N = s.world_size;
   return {static_cast<double>(m.trainable_parameters) / N, static_cast<double>(m.parameters) / N};
 }
@@ -236,7 +236,7 @@ rank_share rank_share_of(const training_setup& s, const memory_breakdown& m) {
 
 void add_offload_time(const training_setup& s, const device_spec& d, const memory_breakdown& m, step_time& t) {
   if (s.offload == offload_kind::none) return;
-  const rank_share r = rank_share_of(s, m);
+  const placement_share r = rank_share_of(s, m);
   const double wb = s.prec == precision::fp32 ? 4 : 2;  // the GPU's parameters and gradients
   const double link = pcie_gbs(s, d) * 1e9;
   if (s.offload == offload_kind::optimizer) {

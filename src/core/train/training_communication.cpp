@@ -12,10 +12,6 @@
 
 namespace tiletune {
 
-namespace {
-constexpr double ring_efficiency = 0.8;  // NCCL ring bus bandwidth against the link's
-}  // namespace
-
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d) {
   // Tensor parallelism: the data-parallel exchange of one GPU's shard among its world size / T peers.
   if (s.tensor_parallel > 1) return estimate_communication(tensor_parallel_shard(s), d);

@@ -5,13 +5,13 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_communication.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
 namespace {
-constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's rings
 
 // The ring's peers sit cp_stride GPUs apart (the tensor-parallel group innermost, the pipeline
 // stages outermost, as torchtitan's mesh [pp, dp, cp, tp] and Megatron-LM's rank order lay them

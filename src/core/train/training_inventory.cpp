@@ -199,7 +199,7 @@ void add_outer(const model_spec& m, const dims& d, attention_kernel kernel, toke
 // backward, log_softmax's output (4), nll_loss's dense gradient (4) and
 // log_softmax's input gradient (4), beside the 16-bit logits (2) held by the
 // model's output object while the caller keeps it. fp32: no upcast copy.
-void add_logits(const model_spec& m, int compute_bytes, token_inventory& inv) {
+void add_logit_tokens(const model_spec& m, int compute_bytes, token_inventory& inv) {
   if (compute_bytes == 4) {
     inv.logit_forward_bytes = 8;
     inv.logit_backward_bytes = 16;
@@ -255,7 +255,7 @@ token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute
   token_inventory inv;
   add_layers(m, d, attention_kind, inv);
   add_outer(m, d, attention_kind, inv);
-  add_logits(m, compute_bytes, inv);
+  add_logit_tokens(m, compute_bytes, inv);
   apply_loss(m, compute_bytes, loss, inv);
   return inv;
 }

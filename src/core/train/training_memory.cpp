@@ -281,7 +281,7 @@ std::int64_t layer_gradients_bytes(const training_setup& s, const memory_breakdo
                     : 0;
 }
 
-void add_logits(const training_setup& s, const token_inventory& inv, memory_breakdown& r) {
+void add_logit_bytes(const training_setup& s, const token_inventory& inv, memory_breakdown& r) {
   const model_spec& m = s.model;
   const double seq = static_cast<double>(s.seq_len);
   const double logits = static_cast<double>(m.vocab_size) * seq;
@@ -329,7 +329,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
                                         attention_kernel_of(s), lora, s.loss);
   add_activations(s, inv, r);
   r.layer_gradients_bytes = layer_gradients_bytes(s, r);
-  add_logits(s, inv, r);
+  add_logit_bytes(s, inv, r);
   // PyTorch allocates cuBLAS's and cuBLASLt's workspaces from its caching
   // allocator, so they count in max_memory_allocated.
   const batch_calibration& cal = batch_calibration_constants();

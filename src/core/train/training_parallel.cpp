@@ -10,13 +10,11 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_communication.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
-namespace {
-constexpr double ring_efficiency = 0.8;  // as training_communication.cpp's rings
-}  // namespace
 
 int data_parallel_degree(const training_setup& s) {
   return s.world_size /

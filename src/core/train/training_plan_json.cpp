@@ -126,7 +126,7 @@ nlohmann::json calibration_json() {
           {"launch_us", b.launch_us}};
 }
 
-nlohmann::json recommendation_json(const batch_plan& plan, const batch_candidate& r) {
+nlohmann::json batch_recommendation_json(const batch_plan& plan, const batch_candidate& r) {
   const training_setup& s = plan.setup;
   return {{"micro_batch", r.micro_batch},
           {"grad_accum_steps", r.grad_accum_steps},
@@ -266,7 +266,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     return j;
   }
   const auto& r = plan.candidates[*plan.recommended];
-  j["recommendation"] = recommendation_json(plan, r);
+  j["recommendation"] = batch_recommendation_json(plan, r);
   j["hf_training_args"] = hf_training_args_json(s, r);
   j["model_load"] = model_load_json(s);
   j["deepspeed"] = deepspeed_json(s, r);

@@ -296,7 +296,7 @@ void add_variants(nlohmann::json& j, const gemm_plan& plan, std::size_t max_vari
 }
 
 // The recommended variant in short, with its Triton and CUTLASS equivalents; null when none.
-nlohmann::json recommendation_json(const gemm_plan& plan) {
+nlohmann::json gemm_recommendation_json(const gemm_plan& plan) {
   if (!plan.recommended) return nullptr;
   const auto& v = plan.variants[*plan.recommended];
   const auto vj = variant_json(v, plan);
@@ -345,7 +345,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
                   {"cache_hits", plan.cache_hits},
                   {"wall_ms", plan.compile_wall_ms}};
   add_variants(j, plan, max_variants);
-  j["recommendation"] = recommendation_json(plan);
+  j["recommendation"] = gemm_recommendation_json(plan);
   return j;
 }
 

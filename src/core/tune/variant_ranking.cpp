@@ -17,10 +17,11 @@ bool nearly_equal(double a, double b) {
   return std::abs(a - b) <= tie_tolerance * std::max(std::abs(a), std::abs(b));
 }
 
+}  // namespace
+
 double resource_cost(const variant_result& v) {
   return static_cast<double>(v.config.threads()) * v.resources.registers * 4.0 + static_cast<double>(v.smem_bytes);
 }
-}  // namespace
 
 bool times_tie(double a_us, double b_us) { return nearly_equal(a_us, b_us); }
 

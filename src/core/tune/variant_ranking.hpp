@@ -22,6 +22,8 @@ bool predictions_tie(const prediction& a, const prediction& b);
 // Whether `a` ranks before `b` on prediction: faster, or tied and ahead on
 // L2 bytes, then wave efficiency, then registers and shared memory.
 bool predicted_before(const variant_result& a, const variant_result& b);
+// What a variant holds of an SM: its registers' bytes and its shared memory (the last tie-break).
+double resource_cost(const variant_result& v);
 
 // Sorts a plan's variants (ok ones first, best first; the rest by status),
 // numbers the ok ones and recommends the first.

@@ -16,7 +16,7 @@ namespace tiletune {
 
 namespace {
 
-std::string key_of(kernel_family f, dtype t) { return fmt::format("{}/{}", to_string(f), to_string(t)); }
+std::string calibration_key(kernel_family f, dtype t) { return fmt::format("{}/{}", to_string(f), to_string(t)); }
 std::string family_key(kernel_family f) { return fmt::format("{}/*", to_string(f)); }
 
 struct observation {
@@ -207,19 +207,19 @@ std::vector<double> reference_times(const nlohmann::json& result) {
 }
 
 double model_calibration::overlap_loss_for(kernel_family f, dtype t) const {
-  if (auto it = overlap_loss.find(key_of(f, t)); it != overlap_loss.end()) return it->second;
+  if (auto it = overlap_loss.find(calibration_key(f, t)); it != overlap_loss.end()) return it->second;
   if (auto it = overlap_loss.find(family_key(f)); it != overlap_loss.end()) return it->second;
   return 0;
 }
 
 double model_calibration::time_scale_for(kernel_family f, dtype t) const {
-  if (auto it = time_scale.find(key_of(f, t)); it != time_scale.end()) return it->second;
+  if (auto it = time_scale.find(calibration_key(f, t)); it != time_scale.end()) return it->second;
   if (auto it = time_scale.find(family_key(f)); it != time_scale.end()) return it->second;
   return 1;
 }
 
 std::optional<double> model_calibration::efficiency_for(kernel_family f, dtype t) const {
-  if (auto it = efficiency.find(key_of(f, t)); it != efficiency.end()) return it->second;
+  if (auto it = efficiency.find(calibration_key(f, t)); it != efficiency.end()) return it->second;
   if (auto it = efficiency.find(family_key(f)); it != efficiency.end()) return it->second;
   return std::nullopt;
 }
@@ -244,7 +244,7 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
       auto it = measured[i].find(v.config.id());
       if (it == measured[i].end()) continue;
       const observation o{&plans[i], &v, it->second, fastest};
-      groups[key_of(v.config.family, plans[i].problem.type)].push_back(o);
+      groups[calibration_key(v.config.family, plans[i].problem.type)].push_back(o);
       groups[family_key(v.config.family)].push_back(o);
     }
   }

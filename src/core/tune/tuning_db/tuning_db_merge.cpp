@@ -22,7 +22,7 @@ constexpr const char* all_columns =
 constexpr int column_count = 18;
 constexpr int measured_at_column = 8, verified_column = 12, calibration_column = 16;
 
-std::string key_of(sqlite3_stmt* s) {
+std::string record_key_of(sqlite3_stmt* s) {
   // The six key columns joined by a byte no field holds.
   std::string k;
   for (int i = 0; i < 6; ++i) {
@@ -44,7 +44,7 @@ std::size_t read_own_keys(sqlite3* db, std::unordered_map<std::string, std::size
     return static_cast<std::size_t>(-1);
   std::size_t n = 0;
   while (sqlite3_step(own.s) == SQLITE_ROW) {
-    origin[key_of(own.s)] = 0;
+    origin[record_key_of(own.s)] = 0;
     ++n;
   }
   return n;
@@ -110,7 +110,7 @@ void tuning_db::merge_input(const tuning_db& in, std::size_t source, sqlite3_stm
       sqlite::bind_blob(put, calibration_column + 1, sqlite::deflate(cal.dump()));
     }
     if (sqlite3_step(put) != SQLITE_DONE) fail("cannot store a merged record");
-    origin[key_of(rows.s)] = source;
+    origin[record_key_of(rows.s)] = source;
   }
   if (rc != SQLITE_DONE) in.fail("cannot read it");
 }

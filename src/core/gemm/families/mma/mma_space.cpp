@@ -75,10 +75,6 @@ std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_s
 }
 
 namespace {
-std::optional<constraint_violation> violation(std::string name, std::string message) {
-  return constraint_violation{std::move(name), std::move(message)};
-}
-
 std::optional<constraint_violation> check_tile(const tile_config& c, dtype t) {
   const int wm = mma_warp_tile_m(c), wn = mma_warp_tile_n(c);
   // Warp tiles are whole m16 x n16 steps (ldmatrix.x4 loads B for two n8 tiles).

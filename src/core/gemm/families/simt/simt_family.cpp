@@ -13,10 +13,6 @@ namespace tiletune {
 
 namespace {
 
-std::optional<constraint_violation> violation(std::string name, std::string message) {
-  return constraint_violation{std::move(name), std::move(message)};
-}
-
 class simt : public gemm_family {
  public:
   std::string_view name() const override { return "simt"; }

@@ -211,10 +211,6 @@ bool wgmma_tma_scales_fit(const tile_config& c, const gemm_problem& p) {
 }
 
 namespace {
-std::optional<constraint_violation> violation(std::string name, std::string message) {
-  return constraint_violation{std::move(name), std::move(message)};
-}
-
 // A grouped problem takes the grouped kernel and no plain problem does; at most
 // wgmma_groups_max groups, and the group table's static shared memory beside the dynamic.
 std::optional<constraint_violation> check_wgmma_groups(const tile_config& c, const gemm_problem& p,
