@@ -40,15 +40,17 @@ t1=$SECONDS
 # grep of the tree, the exhaustive sweeps of the kernels' host emulation and model checks
 # (every variant, every interleaving: 400 of the 840 s these tests took under ASan), the
 # sweeps of the emulation's schedules (ping-pong, multicast, TMA store, fp8 variants and
-# scales: 260 of the 637 s left; the mma family's fp8 sweeps: 400 of 1345 s later; each
-# schedule's planted-defect test runs the same emulator here, as do the edge shapes), and
-# the calibration's figures over every recorded result (75 s; the calibration's other
-# tests run here).
+# scales: 260 of the 637 s left; the mma family's fp8 sweeps: 400 of 1345 s later; later the
+# edge shapes, cluster split-K, fast accumulation, fp8 output and mixed-format sweeps and the
+# mma padded copies: 185 of 1002 s; each mechanism's planted-defect test runs the same emulator
+# here), and the calibration's figures over every recorded result (75 s; the calibration's
+# other tests run here).
 ctest --test-dir "$build" --output-on-failure -j2 -L 'unit|cli|fuzz_replay' \
   -E '^(compile_selection\.(bounded_plans|cached_programs|the_bound_follows)|family_isolation\.no_file_outside|'\
 'mma_datapath\.every_variant_matches|wgmma_emulation\.(every_default_variant|stream_k_units|'\
-'pingpong_tiles_match|multicast_clusters_match|tma_store_epilogue_matches)|'\
-'wgmma_fp8_emulation\.(fp8_variants_match|rowwise_and_block_scales_match)|'\
+'pingpong_tiles_match|multicast_clusters_match|tma_store_epilogue_matches|edge_shapes_match|cluster_split_k_matches)|'\
+'wgmma_fp8_emulation\.(fp8_variants_match|rowwise_and_block_scales_match|mixed_formats_decode|f16_and_f32_c_match)|'\
+'wgmma_fast_accumulation\.emulated_variants_match|mma_padded_copies\.emulated_padding_and_gemm|'\
 'mma_datapath\.fp8_(variants_match|on_k_major_copies|with_rowwise_scales)|'\
 'wgmma_ring\.every_interleaving|tile_addressing\.(copies_and_fragment|the_replay_finds|the_epilogue_puts)|'\
 'wgmma_schedule\.(every_plan_cuts|walking_every_unit)|model_calibration\.(offline_pick_figures|held_out_figures|'\
