@@ -5,24 +5,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tiletune_process.hpp"
+#include "cli_json.hpp"
 
 using namespace tiletune_test;
 
 namespace {
 const std::vector<std::string> llama_bf16 = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len",
                                              "2048", "--precision", "bf16", "--no-db"};
-result run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run(args);
-}
-nlohmann::json plan_with(const std::vector<std::string>& args, const std::vector<std::string>& extra) {
-  const result r = run_with(args, extra);
-  EXPECT_EQ(r.code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
 // Runs batch with these flags and --out, expecting exit 2 with `why` on stderr and no file written.
-void expect_refused(const std::vector<std::string>& extra, const std::string& why) {
+void expect_refusal(const std::vector<std::string>& extra, const std::string& why) {
   const fs::path out = tmp_dir() / "setups-refused.json";
   fs::remove(out);
   std::vector<std::string> args = {"--out", out.string()};
@@ -64,12 +55,12 @@ TEST(batch_setups, optimizer_in_backward_keeps_the_gradients_in_flight) {
 }
 
 TEST(batch_setups, optimizer_in_backward_refusals_exit_2) {
-  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "2", "--zero", "2"},
+  expect_refusal({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "2", "--zero", "2"},
                  "--optimizer-in-backward --zero 2: DeepSpeed's ZeRO-1 and ZeRO-2");
-  expect_refused({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "8", "--zero", "3",
+  expect_refusal({"--model", "llama-3-8b", "--optimizer-in-backward", "--world-size", "8", "--zero", "3",
                   "--global-batch", "64", "--micro-batch", "4"},
                  "needs --micro-batch 8, not 4");
-  expect_refused({"--model", "gpt2", "--optimizer-in-backward", "--global-batch", "65536"},
+  expect_refusal({"--model", "gpt2", "--optimizer-in-backward", "--global-batch", "65536"},
                  "cannot accumulate gradients");
 }
 
@@ -83,7 +74,7 @@ TEST(batch_setups, lion_keeps_one_state) {
   ASSERT_FALSE(p["recommendation"].is_null());
   EXPECT_EQ(p["recommendation"]["optimizer"], "lion");
   EXPECT_EQ(p["hf_training_args"]["optim"], "lion_32bit");
-  expect_refused({"--model", "gpt2", "--optimizer", "lions"},
+  expect_refusal({"--model", "gpt2", "--optimizer", "lions"},
                  "--optimizer 'lions' is not one of adamw, adamw-8bit, adafactor, sgd, sgd-momentum, lion");
 }
 
@@ -140,18 +131,18 @@ TEST(batch_setups, paged_optimizer_keeps_the_states_outside_the_peak) {
   EXPECT_GT(paged["candidates"][0]["time"]["optimizer_paging_ms_per_global_step"].get<double>(), 0);
   EXPECT_FALSE(resident["candidates"][0]["time"].contains("optimizer_paging_ms_per_global_step"));
   EXPECT_NE(paged["notes"].dump().find("paged optimizer (--paged-optimizer"), std::string::npos);
-  expect_refused({"--model", "llama-3-8b", "--paged-optimizer", "--optimizer", "adafactor"},
+  expect_refusal({"--model", "llama-3-8b", "--paged-optimizer", "--optimizer", "adafactor"},
                  "bitsandbytes pages AdamW (32- and 8-bit) and Lion, not adafactor");
 }
 
 TEST(batch_setups, offload_refusals_exit_2) {
-  expect_refused({"--model", "llama-3-8b", "--offload", "disk"},
+  expect_refusal({"--model", "llama-3-8b", "--offload", "disk"},
                  "--offload 'disk' is not one of none, optimizer, optimizer+params");
-  expect_refused({"--model", "llama-3-8b", "--offload", "optimizer"}, "--offload optimizer needs --zero 1, 2 or 3");
-  expect_refused({"--model", "llama-3-8b", "--offload", "optimizer+params", "--zero", "2", "--world-size", "8"},
+  expect_refusal({"--model", "llama-3-8b", "--offload", "optimizer"}, "--offload optimizer needs --zero 1, 2 or 3");
+  expect_refusal({"--model", "llama-3-8b", "--offload", "optimizer+params", "--zero", "2", "--world-size", "8"},
                  "--offload optimizer+params needs --zero 3, not 2");
-  expect_refused({"--model", "llama-3-8b", "--pcie-gbs", "25"}, "--pcie-gbs 25 needs --offload");
-  expect_refused({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--host-memory-gbs", "-5"},
+  expect_refusal({"--model", "llama-3-8b", "--pcie-gbs", "25"}, "--pcie-gbs 25 needs --offload");
+  expect_refusal({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--host-memory-gbs", "-5"},
                  "--host-memory-gbs -5 is invalid");
 }
 
@@ -182,8 +173,8 @@ TEST(batch_setups, qlora_stores_the_base_in_nf4) {
 }
 
 TEST(batch_setups, qlora_refusals_exit_2) {
-  expect_refused({"--model", "llama-3-8b", "--quantize", "nf4"}, "--quantize nf4 needs --lora-rank above 0");
-  expect_refused({"--model", "llama-3-8b", "--lora-rank", "16", "--quantize", "int8"},
+  expect_refusal({"--model", "llama-3-8b", "--quantize", "nf4"}, "--quantize nf4 needs --lora-rank above 0");
+  expect_refusal({"--model", "llama-3-8b", "--lora-rank", "16", "--quantize", "int8"},
                  "--quantize 'int8' is not one of none, nf4");
 }
 
@@ -214,17 +205,17 @@ TEST(batch_setups, tensor_parallel_plans_one_gpus_shard) {
 }
 
 TEST(batch_setups, tensor_parallel_refusals_exit_2_naming_why) {
-  expect_refused({"--model", "llama-3-8b", "--world-size", "16", "--tensor-parallel", "16"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "16", "--tensor-parallel", "16"},
                  "--tensor-parallel 16 is larger than --gpus-per-node 8");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "6", "--tensor-parallel", "4"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "6", "--tensor-parallel", "4"},
                  "--world-size 6 is not a multiple of --tensor-parallel 4");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "3", "--tensor-parallel", "3"}, "must divide");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "8", "--tensor-parallel", "2", "--zero", "3"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "3", "--tensor-parallel", "3"}, "must divide");
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "8", "--tensor-parallel", "2", "--zero", "3"},
                  "--tensor-parallel 2 is not modelled with --zero 3");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "2", "--tensor-parallel", "2", "--lora-rank", "16"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "2", "--tensor-parallel", "2", "--lora-rank", "16"},
                  "LoRA");
-  expect_refused({"--model", "llama-3-8b", "--sequence-parallel"}, "--sequence-parallel needs --tensor-parallel");
-  expect_refused({"--model", "llama-3-8b", "--tensor-parallel", "0"}, "--tensor-parallel 0 is invalid");
+  expect_refusal({"--model", "llama-3-8b", "--sequence-parallel"}, "--sequence-parallel needs --tensor-parallel");
+  expect_refusal({"--model", "llama-3-8b", "--tensor-parallel", "0"}, "--tensor-parallel 0 is invalid");
 }
 
 // --pipeline-parallel (1F1B): in --help, in the JSON's setup with the data-parallel degree (world 8 /
@@ -242,11 +233,11 @@ TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
   const auto& t = j["candidates"][0]["time"];
   EXPECT_NEAR(t["pipeline_p2p_ms"].get<double>(), 0.093206756, 1e-8);
   EXPECT_GT(t["pipeline_bubble_ms_per_global_step"].get<double>(), 0);
-  expect_refused({"--model", "llama-3-8b", "--world-size", "33", "--pipeline-parallel", "33"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "33", "--pipeline-parallel", "33"},
                  "--pipeline-parallel 33 is more stages than llama-3-8b's 32 layers");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "6", "--pipeline-parallel", "4"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "6", "--pipeline-parallel", "4"},
                  "--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4");
-  expect_refused({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "4", "--pipeline-parallel", "2", "--zero", "3"},
                  "--pipeline-parallel 2 is not modelled with --zero 3");
   // --virtual-stages 2 (interleaved 1F1B): in --help and the setup, twice the sends, the note.
   EXPECT_NE(help.out.find("--virtual-stages"), std::string::npos);
@@ -256,7 +247,7 @@ TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
   EXPECT_EQ(v["setup"]["virtual_stages"], 2);
   EXPECT_NEAR(v["candidates"][0]["time"]["pipeline_p2p_ms"].get<double>(), 2 * 0.093206756, 1e-8);
   EXPECT_NE(v["notes"].dump().find("interleaved 1F1B (--virtual-stages 2"), std::string::npos);
-  expect_refused({"--model", "llama-3-8b", "--world-size", "8", "--pipeline-parallel", "4", "--virtual-stages", "3"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "8", "--pipeline-parallel", "4", "--virtual-stages", "3"},
                  "do not split into 4 x 3 equal model chunks");
 }
 
@@ -272,8 +263,8 @@ TEST(batch_setups, packing_counts_packed_samples_and_refuses_eager_attention) {
   const auto& c = j["candidates"][0];
   EXPECT_NEAR(c["tokens_per_s"].get<double>(), c["samples_per_s"].get<double>() * 2048,
               1e-6 * c["tokens_per_s"].get<double>());
-  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "3000"}, "--packing 3000 is invalid");
-  expect_refused({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "2048", "--attention", "eager"},
+  expect_refusal({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "3000"}, "--packing 3000 is invalid");
+  expect_refusal({"--model", "llama-3-8b", "--seq-len", "8192", "--packing", "2048", "--attention", "eager"},
                  "--packing 2048 needs --attention flash");
 }
 
@@ -294,12 +285,13 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   ASSERT_TRUE(fp8["recommendation"].is_object()) << fp8.dump(1).substr(0, 2000);
   EXPECT_GT(fp8["recommendation"]["tokens_per_s"].get<double>(), bf16["recommendation"]["tokens_per_s"].get<double>());
   EXPECT_NE(fp8["notes"].dump().find("fp8 linears (--fp8 tensorwise"), std::string::npos);
-  expect_refused({"--model", "llama-3-8b", "--fp8", "tensorwise", "--precision", "fp16-mixed"},
+  expect_refusal({"--model", "llama-3-8b", "--fp8", "tensorwise", "--precision", "fp16-mixed"},
                  "--precision bf16 or bf16-mixed, not fp16-mixed");
   const result a100 = run({"batch", "--model", "llama-3-8b", "--fp8", "tensorwise", "--gpu", "a100-sxm-80gb", "--no-db"});
   EXPECT_EQ(a100.code, 2);
   EXPECT_NE(a100.err.find("needs fp8 tensor cores (sm_89 and later); the NVIDIA A100"), std::string::npos) << a100.err;
-  expect_refused({"--model", "llama-3-8b", "--fp8", "blockwise"}, "--fp8 'blockwise' is not one of none, tensorwise, rowwise");
+  expect_refusal({"--model", "llama-3-8b", "--fp8", "blockwise"},
+                 "--fp8 'blockwise' is not one of none, tensorwise, rowwise");
   // rowwise: in the setup, slower than tensorwise (more casts) and heavier (its kept fp8 inputs);
   // fp8 all-gather with tensorwise FSDP only.
   EXPECT_NE(help.out.find("--fp8-all-gather"), std::string::npos);
@@ -313,7 +305,7 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   const nlohmann::json gathered = plan_with(llama, {"--fp8", "tensorwise", "--fp8-all-gather"});
   EXPECT_EQ(gathered["setup"]["fp8_all_gather"], true);
   EXPECT_NE(gathered["notes"].dump().find("--fp8-all-gather"), std::string::npos);
-  expect_refused({"--model", "llama-3-8b", "--fp8", "rowwise", "--fp8-all-gather", "--zero", "3", "--world-size", "8"},
+  expect_refusal({"--model", "llama-3-8b", "--fp8", "rowwise", "--fp8-all-gather", "--zero", "3", "--world-size", "8"},
                  "--fp8 tensorwise and --zero 3, not --fp8 rowwise and --zero 3");
 }
 
@@ -330,9 +322,9 @@ TEST(batch_setups, context_parallel_splits_each_sequence) {
   EXPECT_EQ(cp["setup"]["data_parallel"], 2);
   EXPECT_EQ(cp["memory"]["activation_bytes_per_sample"], short_seq["memory"]["activation_bytes_per_sample"]);
   EXPECT_NE(cp["notes"].dump().find("context parallelism over 4 GPUs"), std::string::npos);
-  expect_refused({"--model", "mistral-7b", "--seq-len", "4100", "--world-size", "4", "--context-parallel", "4"},
+  expect_refusal({"--model", "mistral-7b", "--seq-len", "4100", "--world-size", "4", "--context-parallel", "4"},
                  "--seq-len 4100 must be a multiple of 8");
-  expect_refused({"--model", "mistral-7b", "--seq-len", "4096", "--world-size", "2", "--context-parallel", "2",
+  expect_refusal({"--model", "mistral-7b", "--seq-len", "4096", "--world-size", "2", "--context-parallel", "2",
                   "--attention", "eager"},
                  "--context-parallel 2 is not modelled with --attention eager");
 }

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "tiletune_process.hpp"
+#include "cli_json.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune_test;
@@ -39,8 +39,6 @@ fs::path suite_file(const std::string& tag, const std::vector<int>& ms) {
   std::ofstream(suite) << j.dump();
   return suite;
 }
-
-nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
 // tiletune_standins' flags: these presets as the local GPUs, measured by fake_worker.
 std::vector<std::string> stand_ins(const std::string& gpus) {

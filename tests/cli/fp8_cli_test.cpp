@@ -10,17 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tiletune_process.hpp"
+#include "cli_json.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune_test;
-
-namespace {
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
-}  // namespace
 
 TEST(fp8, a_plan_for_e4m3_runs_the_wgmma_family_with_promotion_and_bf16_c) {
   const fs::path dir = tmp_dir() / "fp8_plan";

@@ -5,22 +5,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tiletune_process.hpp"
+#include "cli_json.hpp"
 
 using namespace tiletune_test;
 
 namespace {
 const std::vector<std::string> llama_lora = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len",
                                              "2048", "--global-batch", "32", "--lora-rank", "16", "--no-db"};
-result run_with(std::vector<std::string> args, const std::vector<std::string>& extra) {
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run(args);
-}
-nlohmann::json plan_with(const std::vector<std::string>& args, const std::vector<std::string>& extra) {
-  const result r = run_with(args, extra);
-  EXPECT_EQ(r.code, 0) << r.err;
-  return nlohmann::json::parse(r.out);
-}
 bool any_note(const nlohmann::json& plan, const std::string& text) {
   for (const auto& n : plan["notes"])
     if (n.get<std::string>().find(text) != std::string::npos) return true;

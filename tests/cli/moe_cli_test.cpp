@@ -79,7 +79,7 @@ TEST(gemm_grouped, routed_tokens_plan_on_the_grouped_kernel_and_export_their_row
 }
 
 namespace {
-void expect_usage_error(const std::vector<std::string>& args, const std::string& named) {
+void expect_bad_usage(const std::vector<std::string>& args, const std::string& named) {
   const result r = run(args);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find(named), std::string::npos) << "message should name '" << named << "': " << r.err;
@@ -93,16 +93,16 @@ TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
     a.insert(a.end(), nk.begin(), nk.end());
     return a;
   };
-  expect_usage_error(with({"--groups", "3", "--m-per-group", "1,2"}), "gives the rows of 2 groups, --groups says 3");
-  expect_usage_error(with({"--groups", "3"}), "--m-per-group R,R,..., or --tokens T --top-k K");
-  expect_usage_error(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
-  expect_usage_error(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");
-  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--routing", "zipf:1"}), "--m-per-group the rows");
-  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--group-layout", "padded"}), "padded");
-  expect_usage_error(with({"--groups", "2", "--m-per-group", "8,8", "--layout", "tn"}), "--layout tn");
-  expect_usage_error(with({"--m", "8", "--tokens", "64"}), "--tokens 64 needs --model");
-  expect_usage_error(with({"--m", "8", "--routing", "uniform"}), "--groups");
-  expect_usage_error({"gemm", "--model", "llama-3-8b", "--tokens", "16", "--routing", "uniform", "--gpu", "h100-sxm"},
+  expect_bad_usage(with({"--groups", "3", "--m-per-group", "1,2"}), "gives the rows of 2 groups, --groups says 3");
+  expect_bad_usage(with({"--groups", "3"}), "--m-per-group R,R,..., or --tokens T --top-k K");
+  expect_bad_usage(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
+  expect_bad_usage(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");
+  expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--routing", "zipf:1"}), "--m-per-group the rows");
+  expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--group-layout", "padded"}), "padded");
+  expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--layout", "tn"}), "--layout tn");
+  expect_bad_usage(with({"--m", "8", "--tokens", "64"}), "--tokens 64 needs --model");
+  expect_bad_usage(with({"--m", "8", "--routing", "uniform"}), "--groups");
+  expect_bad_usage({"gemm", "--model", "llama-3-8b", "--tokens", "16", "--routing", "uniform", "--gpu", "h100-sxm"},
                      "no routed experts");
 }
 

@@ -24,7 +24,7 @@ namespace {
 
 const fs::path source_dir = TILETUNE_SOURCE_DIR;
 
-fs::path scratch(const std::string& name) {
+fs::path scratch_dir(const std::string& name) {
   const fs::path d = tmp_dir() / name;
   fs::remove_all(d);
   fs::create_directories(d);
@@ -47,7 +47,7 @@ unsigned mode_of(const fs::path& p) {
 // Files every test uses: two result files, a suite, a config.json and a tuning database with measured results.
 struct inputs {
   fs::path dir, base, fresh, suite, config, db;
-  explicit inputs(const std::string& name) : dir(scratch(name)) {
+  explicit inputs(const std::string& name) : dir(scratch_dir(name)) {
     base = dir / "base.json";
     fresh = dir / "new.json";
     suite = dir / "suite.json";
@@ -213,7 +213,7 @@ TEST(output_safety_cli, stdout_that_cannot_be_written_exits_3_for_every_command)
 }
 
 TEST(output_safety_cli, rewriting_an_output_keeps_its_permissions) {
-  const fs::path dir = scratch("keeps-mode"), out = dir / "plan.json";
+  const fs::path dir = scratch_dir("keeps-mode"), out = dir / "plan.json";
   std::ofstream(out) << "old\n";
   fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write);
   const result r = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", out.string(), "--quiet"});

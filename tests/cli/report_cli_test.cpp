@@ -22,7 +22,7 @@ fs::path write(const std::string& name, const std::string& text) {
   return p;
 }
 
-void expect_refused(const fs::path& input, const std::string& named) {
+void expect_rejected(const fs::path& input, const std::string& named) {
   const fs::path out = tmp_dir() / "refused.html";
   fs::remove(out);
   const result r = run({"report", input.string(), "--out", out.string()});
@@ -61,16 +61,17 @@ TEST(cli_report, writes_one_page_for_several_kinds_of_result) {
 
 TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_nothing) {
   const std::string gemm = slurp(profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json");
-  expect_refused(write("truncated.json", gemm.substr(0, gemm.size() / 2)), "truncated JSON");
+  expect_rejected(write("truncated.json", gemm.substr(0, gemm.size() / 2)), "truncated JSON");
   auto forged = nlohmann::json::parse(gemm);
   forged["recommendation"]["median_us"] = 20.0;  // 4096^3 bf16 in 20 us: 7x the H100's peak
   forged["recommendation"].erase("vs_reference");
-  expect_refused(write("forged.json", forged.dump()), "faster than the GPU's peak");
-  expect_refused(write("foreign.json", R"({"schema": "acme.widget/3", "x": 1})"), "acme.widget/3");
-  expect_refused(write("noschema.json", R"({"variants": []})"), "schema");
-  expect_refused(write("wrongtype.json", R"({"schema": "tiletune.gemm/1", "problem": {}, "variants": 7})"), "variants");
-  expect_refused(profiles / "suites/llm.json", "tiletune.suite/1");
-  expect_refused(tmp_dir() / "does-not-exist.json", "no such file");
+  expect_rejected(write("forged.json", forged.dump()), "faster than the GPU's peak");
+  expect_rejected(write("foreign.json", R"({"schema": "acme.widget/3", "x": 1})"), "acme.widget/3");
+  expect_rejected(write("noschema.json", R"({"variants": []})"), "schema");
+  expect_rejected(write("wrongtype.json", R"({"schema": "tiletune.gemm/1", "problem": {}, "variants": 7})"),
+                  "variants");
+  expect_rejected(profiles / "suites/llm.json", "tiletune.suite/1");
+  expect_rejected(tmp_dir() / "does-not-exist.json", "no such file");
   // One bad file among good ones: still no page.
   const fs::path out = tmp_dir() / "mixed.html";
   fs::remove(out);

@@ -74,7 +74,7 @@ std::vector<std::pair<std::string, nlohmann::json>> traces() {
 
 // One folder per test: ctest runs the two tests of this file at once, and a
 // shared config.json would be rewritten under the other's feet.
-fs::path scratch(const char* test) {
+fs::path trace_dir(const char* test) {
   const fs::path dir = fs::path(TILETUNE_TEST_TMP) / "training_trace" / test;
   fs::create_directories(dir);
   return dir;
@@ -88,7 +88,7 @@ fs::path scratch(const char* test) {
 TEST(training_trace, the_planner_counts_the_kernels_and_bytes_pytorch_runs) {
   int checked = 0, lora = 0, fp32 = 0;
   for (const auto& [name, t] : traces()) {
-    const counted want = traced(t), got = planned(t, scratch("counts"));
+    const counted want = traced(t), got = planned(t, trace_dir("counts"));
     EXPECT_GT(got.kernels / want.kernels, 0.8) << name << ": planner " << got.kernels << ", PyTorch " << want.kernels;
     EXPECT_LT(got.kernels / want.kernels, 1.2) << name << ": planner " << got.kernels << ", PyTorch " << want.kernels;
     // fp32 LoRA is over-counted (1.16x), not located: its frozen base skips
@@ -120,7 +120,7 @@ TEST(training_trace, the_planner_peak_is_what_pytorch_allocates) {
   int checked = 0;
   for (const auto& [name, t] : traces()) {
     if (!t.contains("memory")) continue;
-    const double want = t["memory"]["peak_bytes"].get<double>(), got = planned(t, scratch("peak")).peak;
+    const double want = t["memory"]["peak_bytes"].get<double>(), got = planned(t, trace_dir("peak")).peak;
     const bool lora = t["setup"]["lora"].get<int>() > 0;
     EXPECT_GT(got / want, 0.97) << name << ": planner " << got << ", PyTorch " << want;
     EXPECT_LT(got / want, lora ? 1.03 : 1.12) << name << ": planner " << got << ", PyTorch " << want;
@@ -150,7 +150,7 @@ TEST(training_trace, eager_attention_keeps_and_moves_what_transformers_does) {
     if (!by_name.contains(twin)) continue;
     const nlohmann::json& s = by_name[twin];
     ASSERT_EQ(t["setup"]["attention"], "eager") << name;
-    const counted eager = planned(t, scratch("eager")), flash = planned(s, scratch("eager"));
+    const counted eager = planned(t, trace_dir("eager")), flash = planned(s, trace_dir("eager"));
     const double traced_peak = t["memory"]["peak_bytes"].get<double>() - s["memory"]["peak_bytes"].get<double>();
     const double planned_peak = eager.peak - flash.peak;
     const double traced_bytes = traced(t).bytes - traced(s).bytes, planned_bytes = eager.bytes - flash.bytes;

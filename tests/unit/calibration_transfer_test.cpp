@@ -24,7 +24,7 @@ bool slower_on_every_figure(const device_spec& slow, const device_spec& fast) {
          slow.peak_tflops_f16 <= fast.peak_tflops_f16 && slow.peak_tflops_bf16 <= fast.peak_tflops_bf16;
 }
 
-double predicted_us(const device_spec& d, const std::optional<model_calibration>& cal, const gemm_problem& p,
+double transfer_predicted_us(const device_spec& d, const std::optional<model_calibration>& cal, const gemm_problem& p,
                     const tile_config& c) {
   const occupancy_estimate occ = estimate_occupancy(d, c.threads(), 128, c.smem_bytes(p.type, p.layout));
   if (cal)
@@ -65,7 +65,8 @@ TEST(calibration_transfer, a_gpu_slower_on_every_figure_is_never_predicted_faste
       for (kernel_family f : families_for(t))
         for (const tile_config& c : default_search_space(f, t)) {
           if (check_constraints(c, p, fast) || check_constraints(c, p, slow)) continue;
-          const double on_fast = predicted_us(fast, fast_cal, p, c), on_slow = predicted_us(slow, slow_cal, p, c);
+          const double on_fast = transfer_predicted_us(fast, fast_cal, p, c),
+                       on_slow = transfer_predicted_us(slow, slow_cal, p, c);
           EXPECT_GE(on_slow, on_fast * (1 - 1e-9)) << c.id() << " " << p.describe();
           ++compared;
         }

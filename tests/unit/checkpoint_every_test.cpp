@@ -12,7 +12,7 @@
 using namespace tiletune;
 
 namespace {
-training_setup llama(int every = 1) {
+training_setup llama_every(int every = 1) {
   training_setup s;
   s.model = load_model("llama-3-8b");  // 32 layers
   s.seq_len = 2048;
@@ -40,27 +40,27 @@ TEST(checkpoint_every, parses_every_n_full_and_names_a_bad_n) {
 }
 
 TEST(checkpoint_every, the_share_recomputed_is_the_checkpointed_layers) {
-  EXPECT_DOUBLE_EQ(recompute_share(llama(1), true), 1.0);
-  EXPECT_DOUBLE_EQ(recompute_share(llama(2), true), 16.0 / 32);
-  EXPECT_DOUBLE_EQ(recompute_share(llama(5), true), 7.0 / 32);  // blocks 0, 5, ..., 30
-  EXPECT_DOUBLE_EQ(recompute_share(llama(32), true), 1.0 / 32);
-  EXPECT_DOUBLE_EQ(recompute_share(llama(64), true), 1.0 / 32);
-  EXPECT_DOUBLE_EQ(recompute_share(llama(2), false), 0.0);
-  EXPECT_EQ(recomputed_count(llama(2), 32), 16);
-  EXPECT_EQ(recomputed_count(llama(5), 64), 14);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(1), true), 1.0);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(2), true), 16.0 / 32);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(5), true), 7.0 / 32);  // blocks 0, 5, ..., 30
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(32), true), 1.0 / 32);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(64), true), 1.0 / 32);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(2), false), 0.0);
+  EXPECT_EQ(recomputed_count(llama_every(2), 32), 16);
+  EXPECT_EQ(recomputed_count(llama_every(5), 64), 14);
 }
 
 // Every 2nd of 32 layers: 16 keep their input, 16 everything, so the kept bytes are the mean of
 // no checkpointing (32 x everything) and full checkpointing (32 x input), the outer activations
 // (embedding, final norm) kept either way: (a + b) / 2 = 16 x input + 16 x everything + outer.
 TEST(checkpoint_every, every_second_layer_keeps_the_mean_of_off_and_full) {
-  const memory_breakdown full = estimate_memory(llama(1)), half = estimate_memory(llama(2));
+  const memory_breakdown full = estimate_memory(llama_every(1)), half = estimate_memory(llama_every(2));
   const double off = static_cast<double>(full.activation_bytes_per_sample);
   const double on = static_cast<double>(full.checkpointed_activation_bytes_per_sample);
   EXPECT_NEAR(static_cast<double>(half.checkpointed_activation_bytes_per_sample), (off + on) / 2, 2.0);
   EXPECT_EQ(half.activation_bytes_per_sample, full.activation_bytes_per_sample);
   // Every 32nd: one layer keeps its input, 31 everything: off - (off - on) / 32.
-  const memory_breakdown one = estimate_memory(llama(32));
+  const memory_breakdown one = estimate_memory(llama_every(32));
   EXPECT_NEAR(static_cast<double>(one.checkpointed_activation_bytes_per_sample), off - (off - on) / 32, 2.0);
 }
 
@@ -68,22 +68,23 @@ TEST(checkpoint_every, every_second_layer_keeps_the_mean_of_off_and_full) {
 // time full checkpointing adds; its memory-bound passes 3.5 instead of 4 (3 without).
 TEST(checkpoint_every, recompute_time_follows_the_checkpointed_layers) {
   const device_spec& h100 = find_preset("h100-sxm");
-  const step_time off = predict_step(llama(1), h100, 2, false), full = predict_step(llama(1), h100, 2, true);
-  const step_time half = predict_step(llama(2), h100, 2, true);
+  const step_time off = predict_step(llama_every(1), h100, 2, false),
+                  full = predict_step(llama_every(1), h100, 2, true);
+  const step_time half = predict_step(llama_every(2), h100, 2, true);
   EXPECT_NEAR(half.gemm_ms, off.gemm_ms + (full.gemm_ms - off.gemm_ms) / 2, 1e-9 * full.gemm_ms);
   EXPECT_NEAR(half.memory_bound_bytes, off.memory_bound_bytes + (full.memory_bound_bytes - off.memory_bound_bytes) / 2,
               1e-9 * full.memory_bound_bytes);
   EXPECT_GT(full.gemm_ms, half.gemm_ms);
   EXPECT_GT(half.gemm_ms, off.gemm_ms);
   // every-1 is full checkpointing exactly.
-  const step_time one = predict_step(llama(1), h100, 2, true);
+  const step_time one = predict_step(llama_every(1), h100, 2, true);
   EXPECT_DOUBLE_EQ(one.gemm_ms, full.gemm_ms);
 }
 
 // The planner offers it: a checkpointed candidate of every-2 fits more than none and less than full.
 TEST(checkpoint_every, the_plan_fits_between_off_and_full) {
   const device_spec& h100 = find_preset("h100-sxm");
-  training_setup s = llama(2);
+  training_setup s = llama_every(2);
   s.checkpointing = checkpoint_policy::on;
   s.lora_rank = 16;  // frozen bf16 base: fits one H100
   s.prec = precision::bf16;
@@ -101,7 +102,7 @@ TEST(checkpoint_every, the_plan_fits_between_off_and_full) {
 // v, o, gate, up, down: q, v, gate and down saved; k, o and up recomputed.
 namespace {
 training_setup llama_selective() {
-  training_setup s = llama();
+  training_setup s = llama_every();
   s.prec = precision::bf16;  // no autocast: 16-bit activations and residual stream
   s.checkpointing = checkpoint_policy::on;
   s.checkpoint_ops = true;

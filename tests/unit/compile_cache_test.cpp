@@ -29,7 +29,7 @@ struct temp_dir {
   ~temp_dir() { fs::remove_all(path); }
 };
 
-std::string read_data(const std::string& name) {
+std::string read_cubin_file(const std::string& name) {
   std::ifstream in(std::string(TILETUNE_SOURCE_DIR) + "/tests/data/cubins/" + name, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -44,8 +44,8 @@ class fake_compiler : public kernel_compiler {
     k.log = "log of " + job.name;
     if (k.ok) {
       // A real cubin that spills, with ptxas's report: the cache checks one against the other.
-      k.cubin = read_data("spill_sm90.cubin");
-      k.log = read_data("spill_sm90.ptxas.txt");
+      k.cubin = read_cubin_file("spill_sm90.cubin");
+      k.log = read_cubin_file("spill_sm90.ptxas.txt");
       complete_resources(k, kernel_entry_name);
     }
     k.compile_ms = 100;

@@ -13,7 +13,7 @@ using namespace tiletune;
 using tiletune::test::refusal;
 
 namespace {
-training_setup llama(int cp, std::int64_t seq = 8192) {
+training_setup llama_cp(int cp, std::int64_t seq = 8192) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = seq;
@@ -34,7 +34,7 @@ const step_gemm* named(const std::vector<step_gemm>& gemms, const std::string& n
 // C 4: each GPU runs 8,192 / 4 = 2,048 tokens through every linear, and its 2,048 queries against
 // all 8,192 keys (scores 2,048 x 8,192 per head, batch 32 heads).
 TEST(context_parallel, each_gpu_runs_its_tokens_and_attends_to_every_key) {
-  const std::vector<step_gemm> gemms = step_gemms(llama(4), 1, false);
+  const std::vector<step_gemm> gemms = step_gemms(llama_cp(4), 1, false);
   const step_gemm* q = named(gemms, "layers.q_proj forward");
   const step_gemm* scores = named(gemms, "attention scores");
   const step_gemm* values = named(gemms, "attention values");
@@ -46,7 +46,7 @@ TEST(context_parallel, each_gpu_runs_its_tokens_and_attends_to_every_key) {
   EXPECT_EQ(scores->batch, 32);
   EXPECT_EQ(values->k, 8192);
   // A quarter of the unsplit step's attention work: 2,048 x 8,192 against 8,192 x 8,192.
-  const std::vector<step_gemm> unsplit = step_gemms(llama(1), 1, false);  // held: named() points into it
+  const std::vector<step_gemm> unsplit = step_gemms(llama_cp(1), 1, false);  // held: named() points into it
   const step_gemm* whole = named(unsplit, "attention scores");
   ASSERT_TRUE(whole);
   EXPECT_EQ(4 * scores->m * scores->n, whole->m * whole->n);
@@ -55,8 +55,8 @@ TEST(context_parallel, each_gpu_runs_its_tokens_and_attends_to_every_key) {
 // The shard keeps a 2,048-token sequence's activations; the weights, gradients and optimizer states
 // shard over all 8 GPUs as without it (FSDP over data x context parallel).
 TEST(context_parallel, activations_are_the_shards_tokens_and_the_states_shard_over_every_gpu) {
-  const memory_breakdown cp = estimate_memory(llama(4)), plain = estimate_memory(llama(1)),
-                         short_seq = estimate_memory(llama(1, 2048));
+  const memory_breakdown cp = estimate_memory(llama_cp(4)), plain = estimate_memory(llama_cp(1)),
+                         short_seq = estimate_memory(llama_cp(1, 2048));
   EXPECT_EQ(cp.activation_bytes_per_sample, short_seq.activation_bytes_per_sample);
   EXPECT_LT(4 * cp.activation_bytes_per_sample, plain.activation_bytes_per_sample * 1.05);
   EXPECT_EQ(cp.weights_bytes, plain.weights_bytes);
@@ -67,11 +67,11 @@ TEST(context_parallel, activations_are_the_shards_tokens_and_the_states_shard_ov
 // 2 bytes = 8,388,608 bytes, in forward, backward twice: 3 passes x 3 hops x 32 layers =
 // 2,415,919,104 bytes at the H100's 450 GB/s x 0.8 = 6.711 ms per micro-step.
 TEST(context_parallel, the_ring_moves_each_chunk_c_minus_1_hops_a_pass) {
-  EXPECT_NEAR(context_parallel_comm_ms(llama(4), find_preset("h100-sxm"), 1, false), 2'415'919'104.0 / 360e9 * 1e3,
+  EXPECT_NEAR(context_parallel_comm_ms(llama_cp(4), find_preset("h100-sxm"), 1, false), 2'415'919'104.0 / 360e9 * 1e3,
               1e-6);
-  EXPECT_EQ(context_parallel_comm_ms(llama(1), find_preset("h100-sxm"), 1, false), 0);
+  EXPECT_EQ(context_parallel_comm_ms(llama_cp(1), find_preset("h100-sxm"), 1, false), 0);
   // The step adds only what the attention GEMMs do not hide, and counts 8 / 4 = 2 replicas.
-  const batch_plan p = plan_batch(llama(4), find_preset("h100-sxm"));
+  const batch_plan p = plan_batch(llama_cp(4), find_preset("h100-sxm"));
   ASSERT_TRUE(p.recommended);
   const batch_candidate& c = p.candidates[*p.recommended];
   EXPECT_GE(c.time.context_parallel_ms, 0);
@@ -81,12 +81,13 @@ TEST(context_parallel, the_ring_moves_each_chunk_c_minus_1_hops_a_pass) {
 }
 
 TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
-  EXPECT_EQ(refusal(llama(4)), "");
-  training_setup three = llama(3, 6144);  // 6,144 splits into 6 chunks; 8 GPUs do not into groups of 3
+  EXPECT_EQ(refusal(llama_cp(4)), "");
+  training_setup three = llama_cp(3, 6144);  // 6,144 splits into 6 chunks; 8 GPUs do not into groups of 3
   EXPECT_NE(refusal(three).find("--world-size 8 is not a multiple of --context-parallel 3"), std::string::npos)
       << refusal(three);
-  EXPECT_NE(refusal(llama(4, 4100)).find("must be a multiple of 8"), std::string::npos) << refusal(llama(4, 4100));
-  training_setup tp = llama(2);
+  EXPECT_NE(refusal(llama_cp(4, 4100)).find("must be a multiple of 8"), std::string::npos)
+      << refusal(llama_cp(4, 4100));
+  training_setup tp = llama_cp(2);
   tp.zero_stage = 1;
   tp.tensor_parallel = 2;
   EXPECT_EQ(refusal(tp), "");  // T 2 x C 2 x 2 data-parallel ranks
@@ -95,7 +96,7 @@ TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
                              "--context-parallel 2"),
             std::string::npos)
       << refusal(tp);
-  training_setup pp = llama(2);
+  training_setup pp = llama_cp(2);
   pp.zero_stage = 1;
   pp.pipeline_parallel = 2;
   pp.tensor_parallel = 4;
@@ -103,10 +104,10 @@ TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
                              "--context-parallel 2"),
             std::string::npos)
       << refusal(pp);
-  training_setup eager = llama(2);
+  training_setup eager = llama_cp(2);
   eager.attention = attention_impl::eager;
   EXPECT_NE(refusal(eager).find("--attention eager"), std::string::npos) << refusal(eager);
-  training_setup zero = llama(0);
+  training_setup zero = llama_cp(0);
   EXPECT_NE(refusal(zero).find("--context-parallel 0 is invalid"), std::string::npos);
 }
 
@@ -117,10 +118,10 @@ TEST(context_parallel, what_it_cannot_split_is_refused_naming_why) {
 // bytes, one hop a pass, 3 passes (no recompute) x 32 layers = 805,306,368 bytes at 450 GB/s x 0.8
 // (2 x 2 GPUs fit a node) = 2.236962133 ms; 8 / (2 x 2) = 2 data-parallel ranks.
 TEST(context_parallel, composes_with_tensor_parallelism) {
-  training_setup both = llama(2, 8192);
+  training_setup both = llama_cp(2, 8192);
   both.zero_stage = 1;
   both.tensor_parallel = 2;
-  training_setup tp_only = llama(1, 4096);
+  training_setup tp_only = llama_cp(1, 4096);
   tp_only.zero_stage = 1;
   tp_only.tensor_parallel = 2;
   tp_only.world_size = 4;  // the same 2 data-parallel ranks
@@ -148,10 +149,10 @@ TEST(context_parallel, composes_with_tensor_parallelism) {
 // at 4,096 tokens, and its sends are 1 x 4,096 x 4,096 x 2 bytes each way, 67,108,864 bytes at 450
 // GB/s x 0.8 = 0.186413511 ms (half of P 2's at 8,192); 8 / (2 x 2) = 2 data-parallel ranks.
 TEST(context_parallel, composes_with_pipeline_parallelism) {
-  training_setup both = llama(2, 8192);
+  training_setup both = llama_cp(2, 8192);
   both.zero_stage = 1;
   both.pipeline_parallel = 2;
-  training_setup pp_only = llama(1, 4096);
+  training_setup pp_only = llama_cp(1, 4096);
   pp_only.zero_stage = 1;
   pp_only.pipeline_parallel = 2;
   pp_only.world_size = 4;

@@ -14,7 +14,7 @@ using tiletune::test::refusal;
 
 namespace {
 constexpr std::int64_t P = 8'030'261'248;
-training_setup llama(offload_kind o, int zero, int world) {
+training_setup llama_offload(offload_kind o, int zero, int world) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 2048;
@@ -29,8 +29,8 @@ training_setup llama(offload_kind o, int zero, int world) {
 // ZeRO-1 on one GPU under bf16-mixed: bf16 weights and gradients, 2P = 16,060,522,496 bytes each;
 // AdamW's fp32 m and v and the fp32 master, 12P = 96,363,134,976 bytes, move to the host.
 TEST(cpu_offload, optimizer_states_and_masters_leave_the_gpu) {
-  const memory_breakdown on_gpu = estimate_memory(llama(offload_kind::none, 1, 1));
-  const memory_breakdown m = estimate_memory(llama(offload_kind::optimizer, 1, 1));
+  const memory_breakdown on_gpu = estimate_memory(llama_offload(offload_kind::none, 1, 1));
+  const memory_breakdown m = estimate_memory(llama_offload(offload_kind::optimizer, 1, 1));
   EXPECT_EQ(on_gpu.optimizer_bytes, 96'363'134'976LL);
   EXPECT_EQ(on_gpu.offloaded_bytes, 0);
   EXPECT_EQ(m.optimizer_bytes, 0);
@@ -44,7 +44,7 @@ TEST(cpu_offload, optimizer_states_and_masters_leave_the_gpu) {
 // or LM head (525,336,576 parameters > a block's 218,112,000): 2 x 2 x 525,336,576 = 2,101,346,304,
 // and the bf16 gradient shard 2P / 8 = 2,007,565,312.
 TEST(cpu_offload, offloaded_parameters_leave_two_gathered_units) {
-  const memory_breakdown m = estimate_memory(llama(offload_kind::optimizer_params, 3, 8));
+  const memory_breakdown m = estimate_memory(llama_offload(offload_kind::optimizer_params, 3, 8));
   EXPECT_EQ(m.offloaded_bytes, 14'052'957'184LL);
   EXPECT_EQ(m.optimizer_bytes, 0);
   EXPECT_EQ(m.weights_bytes, 2'101'346'304LL);
@@ -57,7 +57,7 @@ TEST(cpu_offload, offloaded_parameters_leave_two_gathered_units) {
 // touches 7 x 4 bytes a parameter and writes the 2-byte copy: 30P = 240,907,837,440 bytes at the
 // default 100 GB/s of host memory bandwidth = 2,409.0783744 ms.
 TEST(cpu_offload, the_step_adds_pcie_transfers_and_the_cpu_step) {
-  const training_setup s = llama(offload_kind::optimizer, 1, 1);
+  const training_setup s = llama_offload(offload_kind::optimizer, 1, 1);
   const step_time t = predict_step(s, find_preset("h100-sxm"), 1, true);
   EXPECT_NEAR(t.offload_transfer_ms, 642.42089984, 1e-6);
   EXPECT_NEAR(t.cpu_optimizer_ms, 2'409.0783744, 1e-6);
@@ -76,25 +76,27 @@ TEST(cpu_offload, the_step_adds_pcie_transfers_and_the_cpu_step) {
 // and downloads the gradient shard: 6P / 8 = 6,022,695,936 bytes / 50 GB/s = 120.45391872 ms. The
 // 8 ranks of the node step their shards on one host: 30 x P/8 x 8 bytes at 100 GB/s, 2,409.0783744 ms.
 TEST(cpu_offload, offloaded_parameters_cross_pcie_every_micro_step) {
-  const step_time t = predict_step(llama(offload_kind::optimizer_params, 3, 8), find_preset("h100-sxm"), 1, true);
+  const step_time t =
+      predict_step(llama_offload(offload_kind::optimizer_params, 3, 8), find_preset("h100-sxm"), 1, true);
   EXPECT_NEAR(t.offload_micro_step_ms, 120.45391872, 1e-6);
   EXPECT_EQ(t.offload_transfer_ms, 0);
   EXPECT_NEAR(t.cpu_optimizer_ms, 2'409.0783744, 1e-6);
 }
 
 TEST(cpu_offload, refuses_what_no_trainer_offloads) {
-  EXPECT_NE(refusal(llama(offload_kind::optimizer, 0, 1)).find("--offload optimizer needs --zero 1, 2 or 3"),
+  EXPECT_NE(refusal(llama_offload(offload_kind::optimizer, 0, 1)).find("--offload optimizer needs --zero 1, 2 or 3"),
             std::string::npos);
-  EXPECT_NE(refusal(llama(offload_kind::optimizer_params, 2, 8)).find("--offload optimizer+params needs --zero 3"),
-            std::string::npos);
-  EXPECT_EQ(refusal(llama(offload_kind::optimizer_params, 3, 8)), "");
-  training_setup eight_bit = llama(offload_kind::optimizer, 1, 1);
+  EXPECT_NE(
+      refusal(llama_offload(offload_kind::optimizer_params, 2, 8)).find("--offload optimizer+params needs --zero 3"),
+      std::string::npos);
+  EXPECT_EQ(refusal(llama_offload(offload_kind::optimizer_params, 3, 8)), "");
+  training_setup eight_bit = llama_offload(offload_kind::optimizer, 1, 1);
   eight_bit.optimizer = optimizer_kind::adamw_8bit;
   EXPECT_NE(refusal(eight_bit).find("bitsandbytes"), std::string::npos);
-  training_setup stray = llama(offload_kind::none, 0, 1);
+  training_setup stray = llama_offload(offload_kind::none, 0, 1);
   stray.pcie_gbs = 25;
   EXPECT_NE(refusal(stray).find("--pcie-gbs 25 needs --offload"), std::string::npos);
-  training_setup zero_link = llama(offload_kind::optimizer, 1, 1);
+  training_setup zero_link = llama_offload(offload_kind::optimizer, 1, 1);
   zero_link.host_memory_gbs = 0;
   EXPECT_NE(refusal(zero_link).find("--host-memory-gbs 0 is invalid"), std::string::npos);
   EXPECT_EQ(parse_offload("optimizer+params"), offload_kind::optimizer_params);
@@ -115,7 +117,7 @@ TEST(cpu_offload, refuses_what_no_trainer_offloads) {
 // over PCIe: 2 x 2P / 50 GB/s = 642.42089984 ms at most. With the states resident (a small
 // micro-batch on a 141 GiB H200) nothing is paged.
 TEST(cpu_offload, paged_states_leave_the_peak_and_page_what_it_crowds_out) {
-  training_setup s = llama(offload_kind::none, 0, 1);
+  training_setup s = llama_offload(offload_kind::none, 0, 1);
   s.optimizer = optimizer_kind::adamw_8bit;
   s.micro_batch = 1;
   s.checkpointing = checkpoint_policy::on;
@@ -142,7 +144,7 @@ TEST(cpu_offload, paged_states_leave_the_peak_and_page_what_it_crowds_out) {
   sgd.optimizer = optimizer_kind::sgd;
   EXPECT_NE(refusal(sgd).find("bitsandbytes pages AdamW (32- and 8-bit) and Lion, not sgd"), std::string::npos)
       << refusal(sgd);
-  training_setup both = llama(offload_kind::optimizer, 1, 1);
+  training_setup both = llama_offload(offload_kind::optimizer, 1, 1);
   both.paged_optimizer = true;
   EXPECT_NE(refusal(both).find("--paged-optimizer --offload optimizer"), std::string::npos) << refusal(both);
 }

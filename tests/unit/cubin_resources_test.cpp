@@ -12,7 +12,7 @@ using namespace tiletune;
 
 namespace {
 
-std::string read_data(const std::string& name) {
+std::string read_test_cubin(const std::string& name) {
   std::ifstream in(std::string(TILETUNE_SOURCE_DIR) + "/tests/data/cubins/" + name, std::ios::binary);
   EXPECT_TRUE(in) << name;
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -25,10 +25,10 @@ const char* const all_cubins[] = {"plain_sm80", "plain_sm90", "local_sm90", "spi
 TEST(cubin_resources, figures_equal_the_ptxas_report) {
   for (const std::string name : all_cubins) {
     kernel_resources report;
-    ASSERT_TRUE(parse_ptxas_report(read_data(name + ".ptxas.txt"), report)) << name;
+    ASSERT_TRUE(parse_ptxas_report(read_test_cubin(name + ".ptxas.txt"), report)) << name;
     cubin_resources c;
     std::string error;
-    ASSERT_TRUE(read_cubin_resources(read_data(name + ".cubin"), kernel_entry_name, c, error))
+    ASSERT_TRUE(read_cubin_resources(read_test_cubin(name + ".cubin"), kernel_entry_name, c, error))
         << name << ": " << error;
     EXPECT_EQ(c.registers, report.registers) << name;
     EXPECT_EQ(c.static_smem_bytes, report.static_smem_bytes) << name;
@@ -39,10 +39,10 @@ TEST(cubin_resources, figures_equal_the_ptxas_report) {
 TEST(cubin_resources, known_figures) {
   cubin_resources c;
   std::string error;
-  ASSERT_TRUE(read_cubin_resources(read_data("spill_sm90.cubin"), kernel_entry_name, c, error)) << error;
+  ASSERT_TRUE(read_cubin_resources(read_test_cubin("spill_sm90.cubin"), kernel_entry_name, c, error)) << error;
   EXPECT_EQ(c.registers, 32);
   EXPECT_EQ(c.frame_bytes, 584);
-  ASSERT_TRUE(read_cubin_resources(read_data("plain_sm90.cubin"), kernel_entry_name, c, error)) << error;
+  ASSERT_TRUE(read_cubin_resources(read_test_cubin("plain_sm90.cubin"), kernel_entry_name, c, error)) << error;
   EXPECT_EQ(c.static_smem_bytes, 1024);
   EXPECT_EQ(c.frame_bytes, 0);
 }
@@ -50,7 +50,7 @@ TEST(cubin_resources, known_figures) {
 TEST(cubin_resources, a_wrong_entry_name_or_a_non_elf_is_an_error_naming_it) {
   cubin_resources c;
   std::string error;
-  EXPECT_FALSE(read_cubin_resources(read_data("plain_sm80.cubin"), "other_kernel", c, error));
+  EXPECT_FALSE(read_cubin_resources(read_test_cubin("plain_sm80.cubin"), "other_kernel", c, error));
   EXPECT_NE(error.find(".text.other_kernel"), std::string::npos) << error;
   EXPECT_FALSE(read_cubin_resources("cubin", kernel_entry_name, c, error));
   EXPECT_NE(error.find("not an ELF"), std::string::npos) << error;
@@ -59,7 +59,7 @@ TEST(cubin_resources, a_wrong_entry_name_or_a_non_elf_is_an_error_naming_it) {
 
 TEST(cubin_resources, damaged_files_never_crash_the_reader) {
   // Every truncation and, at each position, a few byte values: an error or figures, nothing else.
-  const std::string cubin = read_data("plain_sm90.cubin");
+  const std::string cubin = read_test_cubin("plain_sm90.cubin");
   cubin_resources c;
   std::string error;
   for (std::size_t n = 0; n < cubin.size(); ++n) read_cubin_resources(cubin.substr(0, n), kernel_entry_name, c, error);
@@ -80,14 +80,14 @@ TEST(cubin_resources, damaged_files_never_crash_the_reader) {
 TEST(complete_resources, a_cubin_without_a_report_gives_the_cubins_figures) {
   compiled_kernel k;
   k.ok = true;
-  k.cubin = read_data("mma_sm90.cubin");
+  k.cubin = read_test_cubin("mma_sm90.cubin");
   complete_resources(k, kernel_entry_name);
   ASSERT_TRUE(k.ok) << k.log;
   EXPECT_FALSE(k.resources.from_ptxas_report);
   EXPECT_EQ(k.resources.registers, 241);
   EXPECT_EQ(k.resources.stack_bytes, 0);
 
-  k.log = read_data("mma_sm90.ptxas.txt");
+  k.log = read_test_cubin("mma_sm90.ptxas.txt");
   complete_resources(k, kernel_entry_name);
   EXPECT_TRUE(k.resources.from_ptxas_report);
   EXPECT_EQ(k.resources.registers, 241);
@@ -111,7 +111,7 @@ class silent_compiler : public kernel_compiler {
   compiled_kernel compile(const compile_job& job) override {
     compiled_kernel k;
     k.ok = true;
-    k.cubin = read_data(job.name == local_id ? "local_sm90.cubin" : "mma_sm90.cubin");
+    k.cubin = read_test_cubin(job.name == local_id ? "local_sm90.cubin" : "mma_sm90.cubin");
     complete_resources(k, kernel_entry_name);
     return k;
   }

@@ -24,10 +24,10 @@ using namespace tiletune;
 
 namespace {
 // Written here, not read from the table, so that a wrong byte count there fails.
-const std::map<std::string, int> stored_bytes{{"f32", 4},  {"tf32", 4}, {"f16", 2},
+const std::map<std::string, int> stored_bytes_of{{"f32", 4},  {"tf32", 4}, {"f16", 2},
                                               {"bf16", 2}, {"e4m3", 1}, {"e5m2", 1}};
 
-std::string usage_message(const gemm_problem& p) {
+std::string dtype_usage_message(const gemm_problem& p) {
   try {
     validate(p);
   } catch (const usage_error& e) {
@@ -56,13 +56,13 @@ TEST(dtype_table, every_row_parses_back_and_is_named_once) {
 
 TEST(dtype_table, element_bytes_are_the_stored_sizes) {
   for (const element_info& e : element_table()) {
-    ASSERT_TRUE(stored_bytes.count(std::string(e.name))) << e.name << " has no expected size here";
-    EXPECT_EQ(e.bytes, stored_bytes.at(std::string(e.name))) << e.name;
+    ASSERT_TRUE(stored_bytes_of.count(std::string(e.name))) << e.name << " has no expected size here";
+    EXPECT_EQ(e.bytes, stored_bytes_of.at(std::string(e.name))) << e.name;
   }
   for (const dtype_row& r : dtype_table()) {
     gemm_problem p;
     p.m = 2, p.n = 3, p.k = 5, p.batch = 7, p.type = r.type;
-    const auto bytes = [](element_type e) { return stored_bytes.at(std::string(to_string(e))); };
+    const auto bytes = [](element_type e) { return stored_bytes_of.at(std::string(to_string(e))); };
     EXPECT_EQ(p.operand_bytes(), 7 * (2 * 5 * bytes(r.a) + 5 * 3 * bytes(r.b) + 2 * 3 * bytes(r.c))) << r.name;
   }
 }
@@ -80,7 +80,7 @@ TEST(dtype_table, every_template_code_is_the_one_the_kernel_templates_define) {
 TEST(dtype_table, host_data_stores_and_reads_back_every_element_type) {
   for (const element_info& e : element_table()) {
     const host_matrix m = random_matrix(e.type, 257, 3);
-    EXPECT_EQ(m.bytes.size(), 257u * static_cast<std::size_t>(stored_bytes.at(std::string(e.name)))) << e.name;
+    EXPECT_EQ(m.bytes.size(), 257u * static_cast<std::size_t>(stored_bytes_of.at(std::string(e.name)))) << e.name;
     EXPECT_EQ(to_floats(e.type, m.bytes.data(), 257), m.values) << e.name;
     const auto exact = compare_stored_output(e.type, m.bytes.data(), m.values.data(), 257,
                                              summarize_reference(m.values.data(), 257), 2);
@@ -111,7 +111,7 @@ TEST(dtype_table, validate_refuses_a_scaling_mode_the_row_does_not_allow) {
       p.m = p.n = p.k = 64;
       p.type = r.type;
       p.scaling = s;
-      const std::string message = usage_message(p);
+      const std::string message = dtype_usage_message(p);
       if (allows(r, s)) {
         EXPECT_EQ(message, "") << r.name << " " << to_string(s);
       } else {

@@ -38,7 +38,7 @@ double tokens_per_s(const training_setup& s) {
   return p.recommended ? p.candidates[*p.recommended].tokens_per_s : 0;
 }
 
-std::string refusal(const training_setup& s, const char* gpu) {
+std::string fp8_refusal(const training_setup& s, const char* gpu) {
   try {
     plan_batch(s, find_preset(gpu));
   } catch (const usage_error& e) {
@@ -83,23 +83,23 @@ TEST(fp8_training, the_casts_cost_seven_bytes_an_element_of_input_weight_and_gra
 TEST(fp8_training, what_cannot_run_it_is_refused_naming_why) {
   training_setup fp16 = titan(fp8_recipe::tensorwise);
   fp16.prec = precision::fp16_mixed;
-  EXPECT_NE(refusal(fp16, "h100-sxm").find("--precision bf16 or bf16-mixed, not fp16-mixed"), std::string::npos)
-      << refusal(fp16, "h100-sxm");
-  EXPECT_NE(refusal(titan(fp8_recipe::tensorwise), "a100-sxm-80gb").find("fp8 tensor cores"), std::string::npos);
-  EXPECT_EQ(refusal(titan(fp8_recipe::tensorwise), "h100-sxm"), "");
+  EXPECT_NE(fp8_refusal(fp16, "h100-sxm").find("--precision bf16 or bf16-mixed, not fp16-mixed"), std::string::npos)
+      << fp8_refusal(fp16, "h100-sxm");
+  EXPECT_NE(fp8_refusal(titan(fp8_recipe::tensorwise), "a100-sxm-80gb").find("fp8 tensor cores"), std::string::npos);
+  EXPECT_EQ(fp8_refusal(titan(fp8_recipe::tensorwise), "h100-sxm"), "");
   EXPECT_EQ(to_string(parse_fp8_recipe("tensorwise")), "tensorwise");
   EXPECT_EQ(to_string(parse_fp8_recipe("rowwise")), "rowwise");
   EXPECT_THROW(parse_fp8_recipe("blockwise"), usage_error);
   // fp8 all-gather is tensorwise FSDP's (ZeRO-3).
   training_setup gather = titan(fp8_recipe::rowwise);
   gather.fp8_all_gather = true;
-  EXPECT_NE(refusal(gather, "h100-sxm").find("--fp8 tensorwise and --zero 3, not --fp8 rowwise"), std::string::npos)
-      << refusal(gather, "h100-sxm");
+  EXPECT_NE(fp8_refusal(gather, "h100-sxm").find("--fp8 tensorwise and --zero 3, not --fp8 rowwise"), std::string::npos)
+      << fp8_refusal(gather, "h100-sxm");
   gather = titan(fp8_recipe::tensorwise);
   gather.fp8_all_gather = true;
-  EXPECT_EQ(refusal(gather, "h100-sxm"), "");
+  EXPECT_EQ(fp8_refusal(gather, "h100-sxm"), "");
   gather.zero_stage = 2;
-  EXPECT_NE(refusal(gather, "h100-sxm").find("--zero 2"), std::string::npos) << refusal(gather, "h100-sxm");
+  EXPECT_NE(fp8_refusal(gather, "h100-sxm").find("--zero 2"), std::string::npos) << fp8_refusal(gather, "h100-sxm");
 }
 
 // The published speed-up: 7,186 / 5,760 = 1.25. The plan's, offline on an H100 preset, within

@@ -58,10 +58,10 @@ measure_response ok(const std::string& id, double us, double spread = 0.001) {
   return m;
 }
 
-struct scratch {
+struct measure_scratch {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tiletune-measure-" + std::to_string(getpid()));
-  scratch() { std::filesystem::create_directories(dir); }
-  ~scratch() { std::filesystem::remove_all(dir); }
+  measure_scratch() { std::filesystem::create_directories(dir); }
+  ~measure_scratch() { std::filesystem::remove_all(dir); }
 };
 
 }  // namespace
@@ -192,7 +192,7 @@ TEST(measure_plan, a_steadily_falling_clock_drops_out_of_the_ratio) {
 }
 
 TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) {
-  scratch s;
+  measure_scratch s;
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 64;
   subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(1.0), 10.0);
@@ -266,7 +266,7 @@ std::size_t count_status(const gemm_plan& plan, variant_status s, const std::str
 // skipped, naming the first failure, and the other families go on.
 TEST(measure_plan, a_hanging_family_costs_one_timeout_and_seconds) {
   const scoped_env hang("TILETUNE_FAKE_HANG_FAMILY", "wgmma");
-  scratch s;
+  measure_scratch s;
   gemm_plan plan = small_plan();
   const std::size_t wgmma = count_status(plan, variant_status::ok, "wgmma");
   ASSERT_GT(wgmma, 5u);
@@ -295,7 +295,7 @@ TEST(measure_plan, a_hanging_family_costs_one_timeout_and_seconds) {
 // --keep-going: every variant of a faulting family runs (and fails) anyway.
 TEST(measure_plan, keep_going_runs_the_rest_of_a_failing_family) {
   const scoped_env crash("TILETUNE_FAKE_CRASH_FAMILY", "wgmma");
-  scratch s;
+  measure_scratch s;
   for (bool keep_going : {false, true}) {
     gemm_plan plan = small_plan();
     const std::size_t wgmma = count_status(plan, variant_status::ok, "wgmma");
@@ -312,7 +312,7 @@ TEST(measure_plan, keep_going_runs_the_rest_of_a_failing_family) {
 }
 
 TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {
-  scratch s;
+  measure_scratch s;
   worker_setup setup;
   setup.problem.m = setup.problem.n = setup.problem.k = 64;
   setup.seed = 666;  // the fake refuses

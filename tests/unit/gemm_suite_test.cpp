@@ -11,7 +11,7 @@
 using namespace tiletune;
 
 namespace {
-std::string error_of(const std::string& text) {
+std::string suite_error_of(const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / ("tiletune-suite-" + std::to_string(getpid()) + ".json");
   std::ofstream(path) << text;
   std::string message;
@@ -34,16 +34,17 @@ TEST(suite, the_shipped_suites_load) {
 }
 
 TEST(suite, a_bad_problem_is_named) {
-  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [
+  EXPECT_NE(suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [
       {"name": "good", "m": 8, "n": 8, "k": 8, "dtype": "f32"},
       {"name": "bad", "m": 0, "n": 8, "k": 8, "dtype": "f32"}]})").find("problem 1 (\"bad\")"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [{"name": "x", "m": 8, "n": 8, "dtype": "f32"}]})")
-                .find("\"x\""),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": []})").find("non-empty"), std::string::npos);
-  EXPECT_NE(error_of(R"({"problems": []})").find("not a suite"), std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": "tiletune.suite/1", "problems": [
+  EXPECT_NE(
+      suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [{"name": "x", "m": 8, "n": 8, "dtype": "f32"}]})")
+          .find("\"x\""),
+      std::string::npos);
+  EXPECT_NE(suite_error_of(R"({"schema": "tiletune.suite/1", "problems": []})").find("non-empty"), std::string::npos);
+  EXPECT_NE(suite_error_of(R"({"problems": []})").find("not a suite"), std::string::npos);
+  EXPECT_NE(suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [
       {"name": "a", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"name": "a", "m": 9, "n": 8, "k": 8, "dtype": "f32"}]})")
                 .find("twice"),
             std::string::npos);

@@ -18,7 +18,7 @@ using namespace tiletune;
 
 namespace {
 // Replays made-up ptxas figures, so the whole planning loop runs without NVRTC.
-class replay_compiler : public kernel_compiler {
+class tuner_replay_compiler : public kernel_compiler {
  public:
   std::string fail_id, spill_id, fat_id;
   std::vector<std::vector<std::string>> options_seen;
@@ -42,7 +42,7 @@ class replay_compiler : public kernel_compiler {
   std::string version() const override { return "replay 1"; }
 };
 
-gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, dtype t) {
+gemm_problem tuner_problem(std::int64_t m, std::int64_t n, std::int64_t k, dtype t) {
   gemm_problem p;
   p.m = m;
   p.n = n;
@@ -61,8 +61,8 @@ std::string first_kept_id(const gemm_problem& p, const device_spec& d, int skip)
 
 TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
   const device_spec& d = find_preset("h100-sxm");
-  const gemm_problem p = problem(4096, 4096, 4096, dtype::bf16);
-  replay_compiler c;
+  const gemm_problem p = tuner_problem(4096, 4096, 4096, dtype::bf16);
+  tuner_replay_compiler c;
   c.fail_id = first_kept_id(p, d, 0);
   c.spill_id = first_kept_id(p, d, 1);
   c.fat_id = first_kept_id(p, d, 2);
@@ -101,8 +101,8 @@ TEST(gemm_tuner, every_variant_ends_in_a_status_and_ok_ones_are_ranked) {
 
 TEST(gemm_tuner, json_has_the_contract_keys) {
   const device_spec& d = find_preset("a100-sxm-80gb");
-  replay_compiler c;
-  const gemm_plan plan = plan_gemm(problem(17, 33, 65, dtype::tf32), d, c, plan_options{});
+  tuner_replay_compiler c;
+  const gemm_plan plan = plan_gemm(tuner_problem(17, 33, 65, dtype::tf32), d, c, plan_options{});
   const auto j = to_json(plan, run_info{"tiletune gemm ...", "2026-11-22T00:00:00Z"});
   EXPECT_EQ(j["schema"], "tiletune.gemm/1");
   EXPECT_EQ(j["mode"], "predicted");
@@ -133,8 +133,8 @@ TEST(gemm_tuner, json_has_the_contract_keys) {
 TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
   const device_spec& h100 = find_preset("h100-sxm");
   std::vector<std::pair<tile_config, dtype>> all;
-  for (const auto& p : {problem(16, 4096, 4096, dtype::bf16), problem(8192, 8192, 4096, dtype::bf16),
-                        problem(16, 4096, 4096, dtype::f32), problem(8192, 8192, 4096, dtype::f32)})
+  for (const auto& p : {tuner_problem(16, 4096, 4096, dtype::bf16), tuner_problem(8192, 8192, 4096, dtype::bf16),
+                        tuner_problem(16, 4096, 4096, dtype::f32), tuner_problem(8192, 8192, 4096, dtype::f32)})
     for (kernel_family f : families_for(p.type))
       for (const auto& c : problem_search_space(f, p, h100)) all.emplace_back(c, p.type);
   std::size_t split = 0, grouped = 0;
@@ -186,10 +186,10 @@ TEST(gemm_tuner, kernel_debug_builds_every_variant_with_its_option) {
   EXPECT_EQ(kernel_debug_options("full"), std::vector<std::string>{"-G"});
   EXPECT_THROW(kernel_debug_options("-G"), usage_error);
   for (const char* level : {"lineinfo", "full"}) {
-    replay_compiler c;
+    tuner_replay_compiler c;
     plan_options o;
     o.kernel_debug = level;
-    const gemm_plan plan = plan_gemm(problem(256, 256, 256, dtype::bf16), find_preset("h100-sxm"), c, o);
+    const gemm_plan plan = plan_gemm(tuner_problem(256, 256, 256, dtype::bf16), find_preset("h100-sxm"), c, o);
     ASSERT_FALSE(c.options_seen.empty());
     for (const auto& opts : c.options_seen)
       EXPECT_EQ(opts.back(), kernel_debug_options(level).front()) << level;
@@ -200,15 +200,15 @@ TEST(gemm_tuner, kernel_debug_builds_every_variant_with_its_option) {
 TEST(gemm_tuner, a_problem_no_variant_can_run_has_no_recommendation) {
   device_spec tiny = find_preset("l4");
   tiny.smem_per_block_optin_bytes = 1024;  // nothing fits
-  replay_compiler c;
-  const gemm_plan plan = plan_gemm(problem(64, 64, 64, dtype::f16), tiny, c, plan_options{});
+  tuner_replay_compiler c;
+  const gemm_plan plan = plan_gemm(tuner_problem(64, 64, 64, dtype::f16), tiny, c, plan_options{});
   EXPECT_FALSE(plan.recommended);
   for (const auto& v : plan.variants) EXPECT_NE(v.status, variant_status::ok);
   EXPECT_TRUE(to_json(plan, {})["recommendation"].is_null());
 }
 
 TEST(gemm_tuner, memory_check_names_the_sizes_and_the_gpu) {
-  gemm_problem p = problem(30000, 30000, 30000, dtype::f32);
+  gemm_problem p = tuner_problem(30000, 30000, 30000, dtype::f32);
   p.batch = 4;
   try {
     check_fits_memory(p, find_preset("l4"));

@@ -20,7 +20,7 @@ using namespace tiletune;
 
 namespace {
 
-const char* replay = "profiles/replays/issue19_07e1e87.jsonl";
+const char* issue19_rows = "profiles/replays/issue19_07e1e87.jsonl";
 
 // The reported over-prediction of LoRA's tokens/s, under-prediction of its
 // peak, and of fp32's peak with the large vocabulary.
@@ -34,7 +34,7 @@ bool seven_or_eight_b(const nlohmann::json& row) { return lora(row) && row["mode
 }  // namespace
 
 TEST(issue19_replay, the_rows_are_there) {
-  const auto steps = rows::read(replay);
+  const auto steps = rows::read(issue19_rows);
   ASSERT_EQ(steps.size(), 12u);
   EXPECT_EQ(std::count_if(steps.begin(), steps.end(), lora), 10);
 }
@@ -46,7 +46,7 @@ TEST(issue19_replay, the_rows_are_there) {
 // as the issue's 3-5% says; in bf16-mixed it is over it by a quarter, which
 // the issue's figure rules out. So the speed rows below are the bf16 ones.
 TEST(issue19_replay, the_lora_memory_figure_says_the_rows_ran_in_pure_bf16) {
-  for (const auto& row : rows::read(replay)) {
+  for (const auto& row : rows::read(issue19_rows)) {
     if (!seven_or_eight_b(row) || row["ckpt"].get<bool>()) continue;
     const memory_breakdown m = estimate_memory(rows::setup(row));
     const double now = static_cast<double>(m.peak_allocated_bytes(row["mb"], false));
@@ -68,7 +68,7 @@ TEST(issue19_replay, the_lora_memory_figure_says_the_rows_ran_in_pure_bf16) {
 TEST(issue19_replay, lora_tokens_per_s_within_the_band_the_issue_implies) {
   const device_spec& h100 = find_preset("h100-sxm");
   int checked = 0;
-  for (const auto& row : rows::read(replay)) {
+  for (const auto& row : rows::read(issue19_rows)) {
     if (!lora(row) || row["precision"] != "bf16") continue;
     const batch_plan plan = plan_batch(rows::setup(row), h100);
     const batch_candidate* c = rows::candidate(plan, row);
@@ -89,7 +89,7 @@ TEST(issue19_replay, lora_tokens_per_s_within_the_band_the_issue_implies) {
 // the 5.8 GiB added at micro-batch 4; training_inventory.cpp).
 TEST(issue19_replay, fp32_large_vocabulary_peak_where_the_issue_puts_it) {
   int checked = 0;
-  for (const auto& row : rows::read(replay)) {
+  for (const auto& row : rows::read(issue19_rows)) {
     if (row["precision"] != "fp32") continue;
     const memory_breakdown m = estimate_memory(rows::setup(row));
     const double now = static_cast<double>(m.peak_allocated_bytes(row["mb"], row["ckpt"]));

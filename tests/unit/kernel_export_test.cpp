@@ -34,7 +34,7 @@ class fixed_compiler : public kernel_compiler {
   std::string version() const override { return "fixed 1.0"; }
 };
 
-gemm_problem odd_problem(dtype t, const char* layout_name) {
+gemm_problem export_odd_problem(dtype t, const char* layout_name) {
   gemm_problem p;
   p.m = 1000;
   p.n = 3000;
@@ -73,7 +73,7 @@ TEST(kernel_export, simt_and_mma_launch_matches_the_worker_and_names_every_param
   const device_spec& d = find_preset("h100-sxm");
   for (const auto& [c, t, layout_name] :
        {std::tuple{simt_tile(64, 128, 8, 8, 8, 4), dtype::f32, "tn"}, std::tuple{mma_tile(128, 64, 32, 2, 2, 3), dtype::bf16, "nt"}}) {
-    const gemm_problem p = odd_problem(t, layout_name);
+    const gemm_problem p = export_odd_problem(t, layout_name);
     const kernel_launch l = describe_launch(c, p, d);
     const launch_shape s = launch_shape_for(c, p);
     EXPECT_EQ(l.entry, "tiletune_gemm");
@@ -103,14 +103,15 @@ TEST(kernel_export, simt_and_mma_launch_matches_the_worker_and_names_every_param
     EXPECT_EQ(l.parameters[13].value.get<double>(), 0.25);
   }
   // 't' A is stored K x M: lda is M; 'n' B is K x N: ldb is N.
-  const kernel_launch tn = describe_launch(simt_tile(64, 128, 8, 8, 8, 4), odd_problem(dtype::f32, "tn"), d);
+  const kernel_launch tn = describe_launch(simt_tile(64, 128, 8, 8, 8, 4), export_odd_problem(dtype::f32, "tn"), d);
   EXPECT_EQ(tn.parameters[6].value, 1000);
   EXPECT_EQ(tn.parameters[7].value, 3000);
   EXPECT_NE(tn.parameters[0].meaning.find("K x M"), std::string::npos) << tn.parameters[0].meaning;
 }
 
 TEST(kernel_export, launch_json_carries_cluster_and_tensor_maps) {
-  kernel_launch l = describe_launch(mma_tile(64, 64, 32, 2, 2, 3), odd_problem(dtype::f16, "nn"), find_preset("h100-sxm"));
+  kernel_launch l =
+      describe_launch(mma_tile(64, 64, 32, 2, 2, 3), export_odd_problem(dtype::f16, "nn"), find_preset("h100-sxm"));
   l.cluster = {2, 1, 1};
   tensor_map_description t;
   t.parameter = "tmap_a";
@@ -133,7 +134,7 @@ TEST(kernel_export, launch_json_carries_cluster_and_tensor_maps) {
   EXPECT_EQ(j["tensor_maps"][0]["swizzle"], "CU_TENSOR_MAP_SWIZZLE_128B");
 
   // A cluster launch is explained with cuLaunchKernelEx in the source's header.
-  const gemm_plan plan = plan_for(odd_problem(dtype::f16, "nn"));
+  const gemm_plan plan = plan_for(export_odd_problem(dtype::f16, "nn"));
   ASSERT_TRUE(plan.recommended);
   const std::string src = exported_source(plan, plan.variants[*plan.recommended], l, {"cmd", "2026-01-01T00:00:00Z"});
   EXPECT_NE(src.find("CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (2, 1, 1)"), std::string::npos);
@@ -141,7 +142,7 @@ TEST(kernel_export, launch_json_carries_cluster_and_tensor_maps) {
 }
 
 TEST(kernel_export, exported_files_say_what_the_plan_says) {
-  const gemm_plan plan = plan_for(odd_problem(dtype::bf16, "nt"));
+  const gemm_plan plan = plan_for(export_odd_problem(dtype::bf16, "nt"));
   ASSERT_TRUE(plan.recommended);
   const variant_result& v = plan.variants[*plan.recommended];
   const auto files = export_variant(plan, v, {"tiletune gemm ...", "2026-01-01T00:00:00Z"});
@@ -183,7 +184,8 @@ TEST(kernel_export, exported_files_say_what_the_plan_says) {
 }
 
 TEST(kernel_export, only_ids_are_exported_in_their_order_and_a_variant_that_is_not_ok_is_refused) {
-  const gemm_plan plan = plan_for(odd_problem(dtype::f32, "nn"), {"simt_64x64x8_t8x8_v4", "simt_128x128x8_t8x8_v4"});
+  const gemm_plan plan =
+      plan_for(export_odd_problem(dtype::f32, "nn"), {"simt_64x64x8_t8x8_v4", "simt_128x128x8_t8x8_v4"});
   const auto chosen = variants_to_export(plan, {"simt_64x64x8_t8x8_v4", "simt_128x128x8_t8x8_v4"});
   ASSERT_EQ(chosen.size(), 2u);
   EXPECT_EQ(chosen[0]->config.id(), "simt_64x64x8_t8x8_v4");
@@ -243,7 +245,7 @@ TEST(kernel_export, a_file_or_an_unwritable_folder_is_refused_naming_it) {
 }
 
 TEST(kernel_export, measured_figures_are_labelled_measured) {
-  gemm_plan plan = plan_for(odd_problem(dtype::f16, "tt"));
+  gemm_plan plan = plan_for(export_odd_problem(dtype::f16, "tt"));
   ASSERT_TRUE(plan.recommended);
   plan.mode = plan_mode::measured;
   measure_response ref;

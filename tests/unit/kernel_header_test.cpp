@@ -20,7 +20,7 @@ using namespace tiletune;
 
 namespace {
 
-gemm_problem problem(dtype t, const char* layout_name) {
+gemm_problem header_problem(dtype t, const char* layout_name) {
   gemm_problem p;
   p.m = 1000;
   p.n = 3000;
@@ -55,7 +55,7 @@ TEST(kernel_header, entry_names_are_c_identifiers_distinct_per_variant_and_probl
       for (const char* l : {"nn", "nt", "tn", "tt"})
         for (const std::int64_t m : {std::int64_t{16}, std::int64_t{4096}})
           for (const std::int64_t batch : {std::int64_t{1}, std::int64_t{2}}) {
-            gemm_problem p = problem(t, l);
+            gemm_problem p = header_problem(t, l);
             p.m = m;
             p.batch = batch;
             const std::string name = export_entry_name(c, p);
@@ -64,7 +64,7 @@ TEST(kernel_header, entry_names_are_c_identifiers_distinct_per_variant_and_probl
             EXPECT_TRUE(names.insert(name).second) << "twice: " << name;
             EXPECT_EQ(name, export_entry_name(c, p));
           }
-  gemm_problem p = problem(dtype::bf16, "nt");
+  gemm_problem p = header_problem(dtype::bf16, "nt");
   p.m = 4096, p.n = 1024, p.k = 512, p.batch = 1;
   EXPECT_EQ(export_entry_name(mma_tile(128, 128, 32, 2, 2, 3), p), "tiletune_mma_128x128x32_w2x2_s3_bf16_nt_4096x1024x512");
   p.batch = 3;
@@ -92,7 +92,7 @@ TEST(kernel_header, rename_entry_replaces_the_whole_word_only) {
 }
 
 TEST(kernel_header, simt_header_declares_the_kernel_and_launches_it_with_every_parameter_in_order) {
-  const gemm_problem p = problem(dtype::f32, "tn");
+  const gemm_problem p = header_problem(dtype::f32, "tn");
   kernel_launch l = describe_launch(simt_tile(64, 64, 8, 8, 8, 4), p, find_preset("h100-sxm"));
   l.entry = "tiletune_x";
   const std::string h = exported_header(l, "simt_x", "// about\n");
@@ -122,7 +122,7 @@ TEST(kernel_header, simt_header_declares_the_kernel_and_launches_it_with_every_p
 }
 
 TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
-  const gemm_problem p = problem(dtype::bf16, "nt");
+  const gemm_problem p = header_problem(dtype::bf16, "nt");
   kernel_launch l = describe_launch(wgmma_tile(128, 256, 64, 2, 4), p, find_preset("h100-sxm"));
   ASSERT_EQ(l.tensor_maps.size(), 2u);
   l.entry = "tiletune_w";
@@ -155,7 +155,7 @@ TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
 // K-major copies (_kc): the header declares the pre-pass and the GEMM, takes the operand and its
 // copy's buffer once each, launches the pre-pass first and maps the copy, not the operand.
 TEST(kernel_header, a_prologue_is_declared_and_launched_before_the_gemm_on_the_copy) {
-  gemm_problem p = problem(dtype::tf32, "nn");
+  gemm_problem p = header_problem(dtype::tf32, "nn");
   p.k = 776;  // rows on 16 bytes: only B (stored K x N) is copied
   tile_config c = wgmma_tile(128, 128, 32, 2, 4);
   set_wgmma_k_major_copies(c, true);
@@ -191,7 +191,7 @@ TEST(kernel_header, a_prologue_is_declared_and_launched_before_the_gemm_on_the_c
 // Both operands MN-major (tn): two pre-passes of one kernel, A's then B's. The kernel is declared
 // once and each launch passes constants of its own (one set of names for both did not compile).
 TEST(kernel_header, two_pre_passes_of_one_kernel_take_constants_of_their_own) {
-  gemm_problem p = problem(dtype::e4m3, "tn");
+  gemm_problem p = header_problem(dtype::e4m3, "tn");
   p.k = 640;
   tile_config c = mma_tile(128, 128, 64, 2, 2, 3);
   set_mma_k_major_copies(c, true);

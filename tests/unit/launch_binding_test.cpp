@@ -83,7 +83,7 @@ std::vector<declared> signature(const std::string& source, const std::string& na
 }
 
 // Every problem-shaped difference the launch may depend on: odd sizes, a batch, beta.
-gemm_problem odd_problem(dtype t) {
+gemm_problem binding_odd_problem(dtype t) {
   gemm_problem p;
   p.m = 1000;
   p.n = 776;
@@ -115,7 +115,7 @@ TEST(launch_binding, every_family_describes_its_kernels_signature) {
     for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16}) {
       if (!f->serves(t)) continue;
       ++served;
-      const gemm_problem p = odd_problem(t);
+      const gemm_problem p = binding_odd_problem(t);
       for (tile_config c : f->problem_space(p, d)) {
         if (check_constraints(c, p, d)) continue;
         const std::string what = c.id() + " " + std::string(to_string(t));
@@ -134,7 +134,7 @@ TEST(launch_binding, every_family_describes_its_kernels_signature) {
 // TT_STREAM_K in the template): its description has it, and the rendered signature too.
 TEST(launch_binding, a_stream_k_variant_describes_its_workspace_parameter) {
   const device_spec& d = find_preset("h100-sxm");
-  gemm_problem p = odd_problem(dtype::bf16);
+  gemm_problem p = binding_odd_problem(dtype::bf16);
   p.m = 16;
   p.k = 8192;
   int checked = 0;
@@ -157,7 +157,7 @@ TEST(launch_binding, a_prologue_kernel_is_described_as_its_signature_says) {
   const device_spec& d = find_preset("h100-sxm");
   int checked = 0;
   for (dtype t : {dtype::tf32, dtype::e4m3}) {
-    gemm_problem p = odd_problem(t);
+    gemm_problem p = binding_odd_problem(t);
     p.layout = parse_layout("tn");
     for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
       if (check_constraints(c, p, d)) continue;
@@ -199,7 +199,7 @@ TEST(launch_binding, an_mma_variant_with_rowwise_scales_describes_them) {
   const device_spec& d = find_preset("l40s");
   int checked = 0;
   for (const char* l : {"nt", "tn"}) {
-    gemm_problem p = odd_problem(dtype::e4m3);
+    gemm_problem p = binding_odd_problem(dtype::e4m3);
     p.layout = parse_layout(l);
     p.scaling = scaling_mode::rowwise;
     p.m = 16;  // split-K variants join the space
@@ -227,7 +227,7 @@ TEST(launch_binding, scratch_buffers_are_what_the_family_reports) {
   int with_scratch = 0;
   for (const gemm_family* f : all_families()) {
     const dtype t = f->serves(dtype::bf16) ? dtype::bf16 : dtype::f32;
-    gemm_problem p = odd_problem(t);
+    gemm_problem p = binding_odd_problem(t);
     p.m = 16;  // a skinny problem, where split-K variants join the space
     p.k = 8192;
     for (const tile_config& c : f->problem_space(p, d)) {

@@ -8,12 +8,12 @@
 #include "core/errors.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_plan.hpp"
+#include "llama3_8b.hpp"
 
 using namespace tiletune;
 
 namespace {
-constexpr std::int64_t llama3_8b = 8'030'261'248;
-training_setup llama(precision p, optimizer_kind o) {
+training_setup llama_lion(precision p, optimizer_kind o) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 2048;
@@ -38,16 +38,18 @@ TEST(lion, parses_and_a_bad_name_lists_it) {
 // bytes (AdamW: 8 x = 64,242,089,984); pure bf16, bf16 states: 2 x = 16,060,522,496; ZeRO-3 on 8
 // GPUs adds the fp32 master and shards both: (4 + 4) x 8,030,261,248 / 8 = 8,030,261,248.
 TEST(lion, keeps_one_state_per_parameter_in_adams_dtype) {
-  EXPECT_EQ(estimate_memory(llama(precision::bf16_mixed, optimizer_kind::adamw)).optimizer_bytes, 64'242'089'984LL);
-  EXPECT_EQ(estimate_memory(llama(precision::bf16_mixed, optimizer_kind::lion)).optimizer_bytes, 4 * llama3_8b);
-  EXPECT_EQ(estimate_memory(llama(precision::bf16, optimizer_kind::lion)).optimizer_bytes, 16'060'522'496LL);
-  training_setup z = llama(precision::bf16_mixed, optimizer_kind::lion);
+  EXPECT_EQ(estimate_memory(llama_lion(precision::bf16_mixed, optimizer_kind::adamw)).optimizer_bytes,
+            64'242'089'984LL);
+  EXPECT_EQ(estimate_memory(llama_lion(precision::bf16_mixed, optimizer_kind::lion)).optimizer_bytes,
+            4 * llama3_8b_parameters);
+  EXPECT_EQ(estimate_memory(llama_lion(precision::bf16, optimizer_kind::lion)).optimizer_bytes, 16'060'522'496LL);
+  training_setup z = llama_lion(precision::bf16_mixed, optimizer_kind::lion);
   z.zero_stage = 3;
   z.world_size = 8;
-  EXPECT_EQ(estimate_memory(z).optimizer_bytes, llama3_8b);
+  EXPECT_EQ(estimate_memory(z).optimizer_bytes, llama3_8b_parameters);
   // The weights and gradients are the precision's, as for AdamW.
-  const memory_breakdown adam = estimate_memory(llama(precision::bf16_mixed, optimizer_kind::adamw));
-  const memory_breakdown lion = estimate_memory(llama(precision::bf16_mixed, optimizer_kind::lion));
+  const memory_breakdown adam = estimate_memory(llama_lion(precision::bf16_mixed, optimizer_kind::adamw));
+  const memory_breakdown lion = estimate_memory(llama_lion(precision::bf16_mixed, optimizer_kind::lion));
   EXPECT_EQ(lion.weights_bytes, adam.weights_bytes);
   EXPECT_EQ(lion.gradients_bytes, adam.gradients_bytes);
 }
@@ -59,8 +61,8 @@ TEST(lion, keeps_one_state_per_parameter_in_adams_dtype) {
 TEST(lion, steps_five_state_sized_accesses_a_parameter) {
   const device_spec& h100 = find_preset("h100-sxm");
   const double bandwidth = h100.memory_bandwidth_gbs * 1e9 * batch_calibration_constants().elementwise_bandwidth_share;
-  const step_time lion = predict_step(llama(precision::bf16_mixed, optimizer_kind::lion), h100, 1, true);
-  const step_time adam = predict_step(llama(precision::bf16_mixed, optimizer_kind::adamw), h100, 1, true);
+  const step_time lion = predict_step(llama_lion(precision::bf16_mixed, optimizer_kind::lion), h100, 1, true);
+  const step_time adam = predict_step(llama_lion(precision::bf16_mixed, optimizer_kind::adamw), h100, 1, true);
   EXPECT_NEAR(lion.optimizer_ms, 160'605'224'960.0 / bandwidth * 1e3, 1e-6);
   EXPECT_NEAR(lion.optimizer_ms / adam.optimizer_ms, 5.0 / 7.0, 1e-9);
 }

@@ -21,7 +21,7 @@ using namespace tiletune;
 namespace {
 const device_spec& l40s() { return find_preset("l40s"); }
 
-gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, dtype t, const char* l) {
+gemm_problem kc_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, dtype t, const char* l) {
   return tiletune_test::problem_of(m, n, k, batch, t, l);
 }
 
@@ -45,7 +45,7 @@ long long scalar(const kernel_launch& l, const char* name) {
 TEST(mma_k_major_copies, fp8_with_an_mn_major_operand_plans_copies_and_nothing_else_does) {
   for (const char* l : {"nn", "tn", "tt"})
     for (dtype t : {dtype::e4m3, dtype::e5m2_e4m3}) {
-      const gemm_problem p = problem(4096, 4096, 4096, 1, t, l);
+      const gemm_problem p = kc_problem(4096, 4096, 4096, 1, t, l);
       const std::vector<tile_config> ok = space_of(p);
       ASSERT_GT(ok.size(), 30u) << to_string(t) << " " << l;
       for (const tile_config& c : ok) EXPECT_TRUE(mma_k_major_copies(c)) << c.id();
@@ -58,7 +58,7 @@ TEST(mma_k_major_copies, fp8_with_an_mn_major_operand_plans_copies_and_nothing_e
     }
   // fp8 nt needs none; the 16-bit types and tf32 read every layout themselves.
   for (const auto& [t, l] : {std::pair{dtype::e4m3, "nt"}, {dtype::bf16, "nn"}, {dtype::tf32, "tn"}}) {
-    const gemm_problem p = problem(4096, 4096, 4096, 1, t, l);
+    const gemm_problem p = kc_problem(4096, 4096, 4096, 1, t, l);
     const std::vector<tile_config> ok = space_of(p);
     ASSERT_FALSE(ok.empty());
     for (const tile_config& c : ok) EXPECT_FALSE(mma_k_major_copies(c)) << c.id();
@@ -69,7 +69,7 @@ TEST(mma_k_major_copies, fp8_with_an_mn_major_operand_plans_copies_and_nothing_e
 }
 
 TEST(mma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
-  const gemm_problem p = problem(1000, 520, 752, 2, dtype::e4m3, "tt");  // A stored K x M, B N x K: A copied
+  const gemm_problem p = kc_problem(1000, 520, 752, 2, dtype::e4m3, "tt");  // A stored K x M, B N x K: A copied
   const tile_config c = copies(mma_tile(128, 128, 64, 2, 2, 3));
   ASSERT_FALSE(check_constraints(c, p, l40s())) << check_constraints(c, p, l40s())->message;
   EXPECT_EQ(c.id(), "mma_128x128x64_w2x2_s3_kc");
@@ -104,13 +104,13 @@ TEST(mma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
   EXPECT_EQ(scratch_bytes(l), 2 * 1000 * 752);
   EXPECT_EQ(mma_family().scratch_bytes(c, p, l40s()), 2 * 1000 * 752);
   // tn: both stored MN-major, both copied, A's first; nn: B stored K x N is copied.
-  const kernel_launch tn = mma_family().describe_launch(c, problem(1000, 520, 752, 1, dtype::e4m3, "tn"), l40s());
+  const kernel_launch tn = mma_family().describe_launch(c, kc_problem(1000, 520, 752, 1, dtype::e4m3, "tn"), l40s());
   ASSERT_EQ(tn.prologue.size(), 2u);
   EXPECT_EQ(tn.prologue[0].parameters[0].name, "A");
   EXPECT_EQ(tn.prologue[1].parameters[0].name, "B");
   EXPECT_EQ(tn.parameters[0].name, "A_k_major");
   EXPECT_EQ(tn.parameters[1].name, "B_k_major");
-  const kernel_launch nn = mma_family().describe_launch(c, problem(1000, 520, 752, 1, dtype::e4m3, "nn"), l40s());
+  const kernel_launch nn = mma_family().describe_launch(c, kc_problem(1000, 520, 752, 1, dtype::e4m3, "nn"), l40s());
   ASSERT_EQ(nn.prologue.size(), 1u);
   EXPECT_EQ(nn.prologue[0].parameters[0].name, "B");
   EXPECT_EQ(scalar(nn.prologue[0], "ld"), 520);  // B stored K x N
@@ -119,7 +119,7 @@ TEST(mma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
 }
 
 TEST(mma_k_major_copies, the_measure_request_and_the_model_carry_the_pre_pass) {
-  const gemm_problem p = problem(4096, 4096, 4096, 1, dtype::e4m3, "nn");
+  const gemm_problem p = kc_problem(4096, 4096, 4096, 1, dtype::e4m3, "nn");
   const tile_config kc = copies(mma_tile(128, 128, 64, 2, 2, 3));
   measure_request r;
   r.op = measure_op::variant;
@@ -134,7 +134,8 @@ TEST(mma_k_major_copies, the_measure_request_and_the_model_carry_the_pre_pass) {
   // B's 16 MiB read and written once, at most 0.9 of the L40S's 864 GB/s.
   occupancy_estimate occ;
   occ.blocks_per_sm = 1;
-  const prediction a = predict(l40s(), problem(4096, 4096, 4096, 1, dtype::e4m3, "nt"), mma_tile(128, 128, 64, 2, 2, 3), occ);
+  const prediction a =
+      predict(l40s(), kc_problem(4096, 4096, 4096, 1, dtype::e4m3, "nt"), mma_tile(128, 128, 64, 2, 2, 3), occ);
   const prediction b = predict(l40s(), p, kc, occ);
   EXPECT_EQ(a.prologue_us, 0);
   EXPECT_NEAR(b.prologue_us, 2.0 * 4096 * 4096 / (l40s().memory_bandwidth_gbs * 0.9 * 1e3), 1.0);

@@ -15,7 +15,7 @@
 using namespace tiletune;
 
 namespace {
-const device_spec& l40s() { return find_preset("l40s"); }
+const device_spec& rowwise_l40s() { return find_preset("l40s"); }
 
 gemm_problem scaled(dtype t, const char* l, scaling_mode s) {
   gemm_problem p = tiletune_test::problem_of(1000, 520, 744, 1, t, l);
@@ -23,8 +23,8 @@ gemm_problem scaled(dtype t, const char* l, scaling_mode s) {
   return p;
 }
 
-std::vector<tile_config> space_of(const gemm_problem& p) {
-  return tiletune_test::runnable_space(mma_family(), p, l40s());
+std::vector<tile_config> rowwise_space_of(const gemm_problem& p) {
+  return tiletune_test::runnable_space(mma_family(), p, rowwise_l40s());
 }
 
 tile_config rowwise(tile_config c) {
@@ -36,7 +36,7 @@ tile_config rowwise(tile_config c) {
 TEST(mma_rowwise_scales, a_rowwise_problem_plans_rw_variants_and_nothing_else_does) {
   for (const char* l : {"nt", "tn"}) {
     const gemm_problem p = scaled(dtype::e4m3, l, scaling_mode::rowwise);
-    const std::vector<tile_config> ok = space_of(p);
+    const std::vector<tile_config> ok = rowwise_space_of(p);
     ASSERT_GT(ok.size(), 30u) << l;
     std::size_t copies = 0;
     for (const tile_config& c : ok) {
@@ -48,26 +48,26 @@ TEST(mma_rowwise_scales, a_rowwise_problem_plans_rw_variants_and_nothing_else_do
     EXPECT_EQ(copies, std::string(l) == "nt" ? ok.size() / 2 : ok.size()) << l;
     tile_config without = ok.front();
     set_mma_rowwise_scales(without, false);
-    const auto v = check_constraints(without, p, l40s());
+    const auto v = check_constraints(without, p, rowwise_l40s());
     ASSERT_TRUE(v) << without.id();
     EXPECT_EQ(v->constraint, "scaling");
     EXPECT_NE(v->message.find("must apply them (_rw)"), std::string::npos) << v->message;
   }
   // Per-tensor scales (alpha's) and the other dtypes: no _rw; block scales: none of the family.
   const gemm_problem tensor = scaled(dtype::e4m3, "nt", scaling_mode::tensor);
-  const std::vector<tile_config> ok = space_of(tensor);
+  const std::vector<tile_config> ok = rowwise_space_of(tensor);
   ASSERT_FALSE(ok.empty());
   for (const tile_config& c : ok) EXPECT_FALSE(mma_rowwise_scales(c)) << c.id();
-  auto v = check_constraints(rowwise(ok.front()), tensor, l40s());
+  auto v = check_constraints(rowwise(ok.front()), tensor, rowwise_l40s());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->message, "the variant applies rowwise scales (_rw), the problem's are tensor");
   const gemm_problem bf16 = scaled(dtype::bf16, "nt", scaling_mode::none);
-  v = check_constraints(rowwise(mma_tile(128, 128, 32, 2, 2, 3)), bf16, l40s());
+  v = check_constraints(rowwise(mma_tile(128, 128, 32, 2, 2, 3)), bf16, rowwise_l40s());
   ASSERT_TRUE(v);
   EXPECT_EQ(v->message, "rowwise scales (_rw) are fp8's, not bf16's");
   const gemm_problem block = scaled(dtype::e4m3, "nt", scaling_mode::block);
-  EXPECT_TRUE(space_of(block).empty());
-  v = check_constraints(rowwise(ok.front()), block, l40s());
+  EXPECT_TRUE(rowwise_space_of(block).empty());
+  v = check_constraints(rowwise(ok.front()), block, rowwise_l40s());
   ASSERT_TRUE(v);
   EXPECT_NE(v->message.find("not block scales"), std::string::npos) << v->message;
 }
@@ -77,7 +77,7 @@ TEST(mma_rowwise_scales, the_id_json_source_and_launch_carry_the_scales) {
   tile_config c = rowwise(mma_tile(64, 128, 64, 2, 2, 3));
   set_mma_k_major_copies(c, true);
   c.split_k = 2;
-  ASSERT_FALSE(check_constraints(c, p, l40s())) << check_constraints(c, p, l40s())->message;
+  ASSERT_FALSE(check_constraints(c, p, rowwise_l40s())) << check_constraints(c, p, rowwise_l40s())->message;
   EXPECT_EQ(c.id(), "mma_64x128x64_w2x2_s3_k2_rw_kc");
   const nlohmann::json j = tile_to_json(c);
   EXPECT_EQ(j.at("scales"), "rowwise");
@@ -90,7 +90,7 @@ TEST(mma_rowwise_scales, the_id_json_source_and_launch_carry_the_scales) {
   const std::string unscaled = render_kernel_source(mma_tile(64, 128, 64, 2, 2, 3), dtype::e4m3, parse_layout("nt"));
   EXPECT_EQ(unscaled.find("#define TT_SCALING 1\n"), std::string::npos);
   // The scales come last, after split-K's buffers, as the kernel declares them; the worker binds them.
-  const kernel_launch l = mma_family().describe_launch(c, p, l40s());
+  const kernel_launch l = mma_family().describe_launch(c, p, rowwise_l40s());
   ASSERT_GE(l.parameters.size(), 4u);
   const std::size_t n = l.parameters.size();
   EXPECT_EQ(l.parameters[n - 4].name, "workspace");

@@ -190,7 +190,7 @@ TEST(model_calibration, the_built_in_calibration_is_the_profile) {
 // docs/model.md states them. The pick is the model's first among the variants
 // each search measured (a halving search times part of the space).
 namespace {
-std::vector<nlohmann::json> recorded_h200() {
+std::vector<nlohmann::json> recorded_h200_results() {
   std::vector<nlohmann::json> out;
   const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm";
   std::vector<fs::path> files;
@@ -217,7 +217,7 @@ void print_offline_pick(const char* what, const nlohmann::json& report) {
 
 TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   const auto h100 = calibration_report(recorded_h100());
-  const auto h200_results = recorded_h200();
+  const auto h200_results = recorded_h200_results();
   ASSERT_EQ(h200_results.size(), 14u);
   const auto h200 = calibration_report(h200_results);
   print_offline_pick("H100", h100);

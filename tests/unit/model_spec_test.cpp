@@ -34,7 +34,7 @@ struct temp_file {
   ~temp_file() { std::filesystem::remove(path); }
 };
 
-std::string error_of(const std::string& text) {
+std::string model_error_of(const std::string& text) {
   temp_file f(text);
   try {
     load_model(f.path.string());
@@ -82,20 +82,20 @@ TEST(hf_config, families_and_their_details) {
 }
 
 TEST(hf_config, errors_name_the_field_the_type_or_the_place) {
-  std::string e = error_of(R"({"model_type": "llama", "vocab_size": 32000})");
+  std::string e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000})");
   EXPECT_NE(e.find("\"hidden_size\" is missing"), std::string::npos) << e;
-  e = error_of(R"({"model_type": "t5", "d_model": 512})");
+  e = model_error_of(R"({"model_type": "t5", "d_model": 512})");
   EXPECT_NE(e.find("\"t5\""), std::string::npos) << e;
   EXPECT_NE(e.find("llama, mistral"), std::string::npos) << e;
-  e = error_of("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 2048,,\n}");
+  e = model_error_of("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 2048,,\n}");
   EXPECT_NE(e.find("line 3"), std::string::npos) << e;
-  e = error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": "big"})");
+  e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": "big"})");
   EXPECT_NE(e.find("hidden_size"), std::string::npos) << e;
-  e = error_of(R"([1, 2])");
+  e = model_error_of(R"([1, 2])");
   EXPECT_NE(e.find("object"), std::string::npos) << e;
-  e = error_of(R"({"hidden_size": 2})");
+  e = model_error_of(R"({"hidden_size": 2})");
   EXPECT_NE(e.find("model_type"), std::string::npos) << e;
-  e = error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+  e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
     "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 64})");
   EXPECT_NE(e.find("num_key_value_heads 5"), std::string::npos) << e;
   try {

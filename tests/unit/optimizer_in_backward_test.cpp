@@ -9,15 +9,15 @@
 #include "core/errors.hpp"
 #include "core/train/training_plan.hpp"
 #include "setup_refusal.hpp"
+#include "llama3_8b.hpp"
 
 using namespace tiletune;
 using tiletune::test::refusal;
 
 namespace {
-constexpr std::int64_t llama3_8b = 8'030'261'248;
 // The embedding's and the untied LM head's parameters each: 128,256 x 4,096.
 constexpr std::int64_t vocab_matrix = 128'256LL * 4'096;  // 525,336,576
-training_setup llama(precision p, bool in_backward) {
+training_setup llama_in_backward(precision p, bool in_backward) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 2048;
@@ -32,9 +32,9 @@ training_setup llama(precision p, bool in_backward) {
 // and two norms (4,096 each): 218,112,000 parameters, 872,448,000 bytes of gradients; the embedding
 // and the LM head are larger, 525,336,576 x 4 = 2,101,346,304 bytes: that is what is in flight.
 TEST(optimizer_in_backward, only_the_largest_group_of_gradients_is_in_flight) {
-  const memory_breakdown plain = estimate_memory(llama(precision::bf16_mixed, false));
-  const memory_breakdown hooked = estimate_memory(llama(precision::bf16_mixed, true));
-  EXPECT_EQ(plain.gradients_bytes, 4 * llama3_8b);
+  const memory_breakdown plain = estimate_memory(llama_in_backward(precision::bf16_mixed, false));
+  const memory_breakdown hooked = estimate_memory(llama_in_backward(precision::bf16_mixed, true));
+  EXPECT_EQ(plain.gradients_bytes, 4 * llama3_8b_parameters);
   EXPECT_EQ(hooked.gradients_bytes, 32'121'044'992LL);  // the set is the same size, but never alive at once
   EXPECT_EQ(hooked.gradients_in_flight_bytes, 4 * vocab_matrix);
   EXPECT_EQ(hooked.alive_gradients_bytes(), 2'101'346'304LL);
@@ -46,8 +46,8 @@ TEST(optimizer_in_backward, only_the_largest_group_of_gradients_is_in_flight) {
 // gradients alive. Every bf16 gradient is 2 x 8,030,261,248 = 16,060,522,496 bytes; in backward only
 // the embedding's 2 x 525,336,576 = 1,050,673,152 are, so the peak falls by 15,009,849,344.
 TEST(optimizer_in_backward, the_peak_drops_by_the_gradients_no_longer_alive) {
-  const memory_breakdown plain = estimate_memory(llama(precision::bf16, false));
-  const memory_breakdown hooked = estimate_memory(llama(precision::bf16, true));
+  const memory_breakdown plain = estimate_memory(llama_in_backward(precision::bf16, false));
+  const memory_breakdown hooked = estimate_memory(llama_in_backward(precision::bf16, true));
   EXPECT_EQ(plain.peak_allocated_bytes(0, false) - hooked.peak_allocated_bytes(0, false), 15'009'849'344LL);
   EXPECT_EQ(plain.peak_allocated_bytes(0, true) - hooked.peak_allocated_bytes(0, true), 15'009'849'344LL);
   EXPECT_EQ(hooked.weights_bytes, plain.weights_bytes);
@@ -58,7 +58,7 @@ TEST(optimizer_in_backward, the_peak_drops_by_the_gradients_no_longer_alive) {
 // = 32 x 16 x 81,920 = 41,943,040 adapter parameters; bf16 adapters' gradients 83,886,080 bytes, all
 // in the blocks, so one block's share, 83,886,080 / 32 = 2,621,440, is in flight.
 TEST(optimizer_in_backward, lora_keeps_one_blocks_adapter_gradients) {
-  training_setup s = llama(precision::bf16, true);
+  training_setup s = llama_in_backward(precision::bf16, true);
   s.lora_rank = 16;
   s.adapters = adapter_dtype::bf16;
   const memory_breakdown m = estimate_memory(s);
@@ -67,7 +67,7 @@ TEST(optimizer_in_backward, lora_keeps_one_blocks_adapter_gradients) {
 }
 
 TEST(optimizer_in_backward, refuses_what_it_cannot_run) {
-  training_setup s = llama(precision::bf16_mixed, true);
+  training_setup s = llama_in_backward(precision::bf16_mixed, true);
   EXPECT_EQ(refusal(s), "");
   s.zero_stage = 2;
   EXPECT_NE(refusal(s).find("--optimizer-in-backward --zero 2: DeepSpeed's ZeRO-1 and ZeRO-2"), std::string::npos);

@@ -13,7 +13,7 @@ using namespace tiletune;
 using tiletune::test::refusal;
 
 namespace {
-training_setup llama(std::int64_t packing) {
+training_setup llama_packed(std::int64_t packing) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 8192;
@@ -34,7 +34,7 @@ step_gemm scores(const training_setup& s) {
 // samples a row, each 2,048 x 2,048 per head, batch 32 x 4 = 128: 2,048^2 x 128 = 536,870,912
 // scores against 8,192^2 x 32 = 2,147,483,648, a quarter (N / seq_len).
 TEST(packing, attention_runs_over_each_sample_not_the_row) {
-  const step_gemm plain = scores(llama(0)), packed = scores(llama(2048));
+  const step_gemm plain = scores(llama_packed(0)), packed = scores(llama_packed(2048));
   EXPECT_EQ(plain.m, 8192);
   EXPECT_EQ(plain.batch, 32);
   EXPECT_EQ(packed.m, 2048);
@@ -48,7 +48,7 @@ TEST(packing, attention_runs_over_each_sample_not_the_row) {
 // tokens/s = samples/s x 2,048 (and rows/s x 8,192); the cheaper attention makes the step faster.
 TEST(packing, samples_per_second_counts_the_packed_samples) {
   const device_spec& h100 = find_preset("h100-sxm");
-  const batch_plan plain = plan_batch(llama(0), h100), packed = plan_batch(llama(2048), h100);
+  const batch_plan plain = plan_batch(llama_packed(0), h100), packed = plan_batch(llama_packed(2048), h100);
   ASSERT_EQ(packed.candidates.size(), 1u);
   const batch_candidate &p = packed.candidates[0], &u = plain.candidates[0];
   EXPECT_EQ(p.peak_bytes, u.peak_bytes);
@@ -59,10 +59,10 @@ TEST(packing, samples_per_second_counts_the_packed_samples) {
 }
 
 TEST(packing, refusals_name_the_value) {
-  EXPECT_NE(refusal(llama(3000)).find("--packing 3000 is invalid"), std::string::npos);
-  EXPECT_NE(refusal(llama(8192)).find("--packing 8192 is invalid"), std::string::npos);
-  training_setup eager = llama(2048);
+  EXPECT_NE(refusal(llama_packed(3000)).find("--packing 3000 is invalid"), std::string::npos);
+  EXPECT_NE(refusal(llama_packed(8192)).find("--packing 8192 is invalid"), std::string::npos);
+  training_setup eager = llama_packed(2048);
   eager.attention = attention_impl::eager;
   EXPECT_NE(refusal(eager).find("--packing 2048 needs --attention flash"), std::string::npos);
-  EXPECT_EQ(refusal(llama(2048)), "");
+  EXPECT_EQ(refusal(llama_packed(2048)), "");
 }

@@ -14,7 +14,7 @@ using namespace tiletune;
 using tiletune::test::refusal;
 
 namespace {
-training_setup llama(int p, int world, int t = 1) {
+training_setup llama_pp(int p, int world, int t = 1) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 2048;
@@ -26,7 +26,7 @@ training_setup llama(int p, int world, int t = 1) {
 }
 // P 4 on 8 GPUs, global batch 32 in micro-batches of 2, ZeRO 1, checkpointing on.
 training_setup bubble_setup() {
-  training_setup s = llama(4, 8);
+  training_setup s = llama_pp(4, 8);
   s.global_batch = 32;
   s.micro_batch = 2;
   s.zero_stage = 1;
@@ -40,7 +40,7 @@ training_setup bubble_setup() {
 // bf16-mixed without ZeRO: 4 bytes of weights (9,080,946,688), 4 of gradients, 8 of AdamW states
 // (18,161,893,376). The last stage's are the same size.
 TEST(pipeline_parallel, each_stage_holds_its_layers_and_one_vocabulary_matrix) {
-  const memory_breakdown m = estimate_memory(llama(4, 4));
+  const memory_breakdown m = estimate_memory(llama_pp(4, 4));
   EXPECT_EQ(m.parameters, 2'270'236'672LL);
   EXPECT_EQ(m.weights_bytes, 9'080'946'688LL);
   EXPECT_EQ(m.gradients_bytes, 9'080'946'688LL);
@@ -53,10 +53,10 @@ TEST(pipeline_parallel, each_stage_holds_its_layers_and_one_vocabulary_matrix) {
 // L (32 over 5 stages: 7 or 6), both counts and the stage it is timed as.
 TEST(pipeline_parallel, the_note_says_how_the_layers_split) {
   const device_spec& h100 = find_preset("h100-sxm");
-  const std::vector<std::string> even = pipeline_notes(llama(4, 4), h100);
+  const std::vector<std::string> even = pipeline_notes(llama_pp(4, 4), h100);
   ASSERT_FALSE(even.empty());
   EXPECT_NE(even[0].find("each holds 8 of the 32 layers"), std::string::npos) << even[0];
-  const std::vector<std::string> uneven = pipeline_notes(llama(5, 5), h100);
+  const std::vector<std::string> uneven = pipeline_notes(llama_pp(5, 5), h100);
   ASSERT_FALSE(uneven.empty());
   EXPECT_NE(uneven[0].find("the stages hold 7 or 6 of the 32 layers (an uneven split, timed as a stage of 7"),
             std::string::npos)
@@ -69,8 +69,8 @@ TEST(pipeline_parallel, the_note_says_how_the_layers_split) {
 // (the embedding's output) where the whole model has one: first - whole = 3 x outer. It has no
 // logits; the last stage holds one micro-batch and the whole model's logits.
 TEST(pipeline_parallel, the_first_stage_holds_p_micro_batches_and_the_last_the_logits) {
-  const memory_breakdown whole = estimate_memory(llama(1, 1));
-  const memory_breakdown first = estimate_memory(llama(4, 4));
+  const memory_breakdown whole = estimate_memory(llama_pp(1, 1));
+  const memory_breakdown first = estimate_memory(llama_pp(4, 4));
   EXPECT_NEAR(static_cast<double>(first.activation_bytes_per_sample - whole.activation_bytes_per_sample),
               3.0 * static_cast<double>(whole.outer_saved_bytes_per_sample), 16);
   EXPECT_EQ(first.logits_bytes_per_sample, 0);
@@ -91,9 +91,9 @@ TEST(pipeline_parallel, the_first_stage_holds_p_micro_batches_and_the_last_the_l
 // 8-GPU nodes at the network's 50 x 0.8: 0.8388608 ms.
 TEST(pipeline_parallel, stages_send_activations_and_gradients_point_to_point) {
   const device_spec& h100 = find_preset("h100-sxm");
-  EXPECT_NEAR(predict_step(llama(4, 4), h100, 1, false).p2p_ms, 0.093206756, 1e-8);
-  EXPECT_NEAR(predict_step(llama(16, 16), h100, 1, false).p2p_ms, 0.8388608, 1e-8);
-  EXPECT_EQ(predict_step(llama(1, 1), h100, 1, false).p2p_ms, 0);
+  EXPECT_NEAR(predict_step(llama_pp(4, 4), h100, 1, false).p2p_ms, 0.093206756, 1e-8);
+  EXPECT_NEAR(predict_step(llama_pp(16, 16), h100, 1, false).p2p_ms, 0.8388608, 1e-8);
+  EXPECT_EQ(predict_step(llama_pp(1, 1), h100, 1, false).p2p_ms, 0);
 }
 
 // The bubble: (P - 1) micro-steps per global step of m. World 8, P 4: 2 data-parallel ranks; a
@@ -112,19 +112,21 @@ TEST(pipeline_parallel, the_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
 }
 
 TEST(pipeline_parallel, refusals_name_the_value_or_combination) {
-  EXPECT_NE(refusal(llama(33, 33)).find("--pipeline-parallel 33 is more stages than"), std::string::npos);
-  EXPECT_NE(refusal(llama(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4"),
+  EXPECT_NE(refusal(llama_pp(33, 33)).find("--pipeline-parallel 33 is more stages than"), std::string::npos);
+  EXPECT_NE(
+      refusal(llama_pp(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4"),
+      std::string::npos);
+  EXPECT_NE(refusal(llama_pp(2, 4, 4))
+                .find("--world-size 4 is not a multiple of --tensor-parallel 4 x --pipeline-parallel 2"),
             std::string::npos);
-  EXPECT_NE(refusal(llama(2, 4, 4)).find("--world-size 4 is not a multiple of --tensor-parallel 4 x --pipeline-parallel 2"),
-            std::string::npos);
-  EXPECT_NE(refusal(llama(0, 1)).find("--pipeline-parallel 0 is invalid"), std::string::npos);
-  training_setup z3 = llama(2, 4);
+  EXPECT_NE(refusal(llama_pp(0, 1)).find("--pipeline-parallel 0 is invalid"), std::string::npos);
+  training_setup z3 = llama_pp(2, 4);
   z3.zero_stage = 3;
   EXPECT_NE(refusal(z3).find("not modelled with --zero 3"), std::string::npos);
-  training_setup gb = llama(4, 8);
+  training_setup gb = llama_pp(4, 8);
   gb.global_batch = 1;  // 2 data-parallel ranks
   EXPECT_NE(refusal(gb).find("data-parallel rank needs a sample"), std::string::npos);
-  EXPECT_EQ(refusal(llama(2, 8, 2)), "");  // T 2 x P 2 x 2 data-parallel ranks
+  EXPECT_EQ(refusal(llama_pp(2, 8, 2)), "");  // T 2 x P 2 x 2 data-parallel ranks
 }
 
 // --virtual-stages V, Megatron-LM's interleaved 1F1B (Narayanan et al. 2021, section 2.2.2: the
@@ -150,13 +152,13 @@ TEST(pipeline_parallel, interleaving_divides_the_bubble_by_v_and_holds_more_in_f
   EXPECT_EQ(interleaved.other_stages[0].activation_bytes_per_sample, first.other_stages[0].activation_bytes_per_sample);
   EXPECT_GT(c.tokens_per_s, one.candidates[0].tokens_per_s);
   // Refusals: chunks that do not split the layers, V without stages, V out of range.
-  training_setup odd = llama(4, 8);
+  training_setup odd = llama_pp(4, 8);
   odd.virtual_stages = 3;  // 32 layers into 4 x 3 chunks
   EXPECT_NE(refusal(odd).find("do not split into 4 x 3 equal model chunks"), std::string::npos) << refusal(odd);
-  training_setup alone = llama(1, 1);
+  training_setup alone = llama_pp(1, 1);
   alone.virtual_stages = 2;
   EXPECT_NE(refusal(alone).find("--virtual-stages 2 interleaves pipeline stages"), std::string::npos);
-  training_setup zero = llama(4, 8);
+  training_setup zero = llama_pp(4, 8);
   zero.virtual_stages = 0;
   EXPECT_NE(refusal(zero).find("--virtual-stages 0 is invalid"), std::string::npos);
 }
@@ -166,7 +168,7 @@ TEST(pipeline_parallel, interleaving_divides_the_bubble_by_v_and_holds_more_in_f
 // would take 2 micro-steps, rounded up to 4 (a global batch of 2 x 4 x 2 = 16); micro-batch 1
 // takes exactly 4 (8): the recommendation is micro-batch 1.
 TEST(pipeline_parallel, interleaving_runs_a_multiple_of_p_micro_batches) {
-  training_setup s = llama(4, 8);
+  training_setup s = llama_pp(4, 8);
   s.virtual_stages = 2;
   s.global_batch = 8;
   s.zero_stage = 1;

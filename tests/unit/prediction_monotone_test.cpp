@@ -18,7 +18,7 @@ namespace {
 // A registers-per-thread figure every compiled variant stays under (occupancy is not what varies here).
 constexpr int registers = 128;
 
-double predicted_us(const device_spec& d, const gemm_problem& p, const tile_config& c) {
+double monotone_predicted_us(const device_spec& d, const gemm_problem& p, const tile_config& c) {
   const auto occ = estimate_occupancy(d, c.threads(), registers, c.smem_bytes(p.type, p.layout));
   static const auto calibration = shipped_calibration_for(find_preset("h100-sxm"));
   if (d.compute_capability == 90 && calibration)
@@ -33,7 +33,7 @@ std::string first_violation(const device_spec& d, gemm_problem p, const tile_con
   for (std::int64_t size : {16, 48, 64, 112, 128, 256, 384, 1000, 1024, 2048, 3000, 4096, 8192}) {
     p.*dim = size;
     if (check_constraints(c, p, d)) continue;
-    const double t = predicted_us(d, p, c);
+    const double t = monotone_predicted_us(d, p, c);
     if (t < before * (1 - 1e-9))
       return p.describe() + " " + c.id() + " on " + d.name + ": " + std::to_string(t) + " us, but " +
              std::to_string(before) + " us at " + std::to_string(before_size);

@@ -8,7 +8,7 @@
 using namespace tiletune;
 
 namespace {
-std::string usage_message(const gemm_problem& p) {
+std::string problem_usage_message(const gemm_problem& p) {
   try {
     validate(p);
   } catch (const usage_error& e) {
@@ -16,7 +16,7 @@ std::string usage_message(const gemm_problem& p) {
   }
   return "";
 }
-gemm_problem square(std::int64_t n) {
+gemm_problem square_problem(std::int64_t n) {
   gemm_problem p;
   p.m = p.n = p.k = n;
   return p;
@@ -59,7 +59,7 @@ TEST(problem, leading_dimensions_follow_the_layout) {
 }
 
 TEST(problem, flops_and_bytes) {
-  gemm_problem p = square(4096);
+  gemm_problem p = square_problem(4096);
   p.batch = 2;
   p.type = dtype::bf16;
   EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 4096.0 * 4096 * 4096 * 2);
@@ -71,27 +71,27 @@ TEST(problem, flops_and_bytes) {
 }
 
 TEST(problem, validation_names_the_bad_value) {
-  EXPECT_EQ(usage_message(square(17)), "");
-  gemm_problem p = square(8);
+  EXPECT_EQ(problem_usage_message(square_problem(17)), "");
+  gemm_problem p = square_problem(8);
   p.m = 0;
-  EXPECT_NE(usage_message(p).find("--m 0"), std::string::npos);
+  EXPECT_NE(problem_usage_message(p).find("--m 0"), std::string::npos);
   p.m = -5;
-  EXPECT_NE(usage_message(p).find("--m -5"), std::string::npos);
-  p = square(8);
+  EXPECT_NE(problem_usage_message(p).find("--m -5"), std::string::npos);
+  p = square_problem(8);
   p.k = 3'000'000'000LL;
-  EXPECT_NE(usage_message(p).find("--k 3000000000"), std::string::npos);
-  p = square(8);
+  EXPECT_NE(problem_usage_message(p).find("--k 3000000000"), std::string::npos);
+  p = square_problem(8);
   p.batch = 70000;
-  EXPECT_NE(usage_message(p).find("--batch 70000"), std::string::npos);
-  p = square(100000);  // each dimension fits an int, A does not
-  EXPECT_NE(usage_message(p).find("2^31-1"), std::string::npos);
-  p = square(8);
+  EXPECT_NE(problem_usage_message(p).find("--batch 70000"), std::string::npos);
+  p = square_problem(100000);  // each dimension fits an int, A does not
+  EXPECT_NE(problem_usage_message(p).find("2^31-1"), std::string::npos);
+  p = square_problem(8);
   p.alpha = std::numeric_limits<double>::infinity();
-  EXPECT_NE(usage_message(p).find("--alpha"), std::string::npos);
+  EXPECT_NE(problem_usage_message(p).find("--alpha"), std::string::npos);
 }
 
 TEST(problem, json_round_trip) {
-  gemm_problem p = square(33);
+  gemm_problem p = square_problem(33);
   p.n = 65;
   p.type = dtype::f16;
   p.layout = parse_layout("tn");

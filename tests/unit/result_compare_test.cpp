@@ -12,7 +12,7 @@
 using namespace tiletune;
 
 namespace {
-struct measured {
+struct measured_entry {
   std::int64_t m;
   double ratio;      // vs_reference
   double time_us;
@@ -20,7 +20,7 @@ struct measured {
   std::string status = "ok";
 };
 
-nlohmann::json suite(const std::vector<measured>& rows, const std::string& device = "NVIDIA H100 80GB HBM3") {
+nlohmann::json suite(const std::vector<measured_entry>& rows, const std::string& device = "NVIDIA H100 80GB HBM3") {
   nlohmann::json j = {{"schema", "tiletune.gemm-suite/1"},
                       {"mode", "measured"},
                       {"device", {{"name", device}, {"arch", "sm_90"}}},
@@ -198,7 +198,7 @@ TEST(compare, a_variant_that_failed_verification_is_incorrect_even_beside_a_reco
 }
 
 namespace {
-std::string refusal(const nlohmann::json& j) {
+std::string compare_refusal(const nlohmann::json& j) {
   try {
     (void)result_file_from_json(j, "r.json");
   } catch (const usage_error& e) {
@@ -213,7 +213,7 @@ TEST(result_file, a_problem_the_tool_would_refuse_is_refused_naming_the_field) {
     for (int bad : {0, -3}) {
       auto j = suite({{64, 0.8, 100}});
       j["results"][0]["problem"][field] = bad;
-      const std::string why = refusal(j);
+      const std::string why = compare_refusal(j);
       EXPECT_NE(why.find(std::string("\"") + field + "\""), std::string::npos) << why;
       EXPECT_NE(why.find("r.json"), std::string::npos) << why;
     }
@@ -225,26 +225,26 @@ TEST(result_file, figures_faster_than_the_gpu_allows_are_refused_naming_the_figu
   j["device"]["peak_tflops"] = {{"bf16", 989.4}, {"f32", 66.9}};
   j["device"]["memory_bandwidth_gbs"] = 3352.32;
   j["device"]["l2_bytes"] = 52428800;
-  EXPECT_EQ(refusal(j), "");
+  EXPECT_EQ(compare_refusal(j), "");
   auto fast = j;
   fast["results"][0]["recommendation"]["median_us"] = 120.0;
-  std::string why = refusal(fast);
+  std::string why = compare_refusal(fast);
   EXPECT_NE(why.find("median_us 120"), std::string::npos) << why;
   EXPECT_NE(why.find("989.4 TFLOP/s"), std::string::npos) << why;
   auto reference = j;
   reference["results"][0]["reference"] = {{"median_us", 60.0}};
   reference["results"][0]["recommendation"]["vs_reference"] = 60.0 / 180;
-  EXPECT_NE(refusal(reference).find("reference"), std::string::npos);
+  EXPECT_NE(compare_refusal(reference).find("reference"), std::string::npos);
   auto variant = j;
   variant["results"][0]["variants"] = {{{"id", "v7"}, {"status", "ok"}, {"median_us", 1.0}}};
-  EXPECT_NE(refusal(variant).find("variant v7"), std::string::npos);
+  EXPECT_NE(compare_refusal(variant).find("variant v7"), std::string::npos);
   // A skinny problem is bound by memory: 64x32768x32768 bf16 streams ~2.1 GB beyond the L2 (>= 630 us).
   auto skinny = suite({{64, 1.0, 3000}});
   skinny["device"] = j["device"];
   for (auto& r : skinny["results"]) r["problem"]["n"] = r["problem"]["k"] = 32768;
-  EXPECT_EQ(refusal(skinny), "");
+  EXPECT_EQ(compare_refusal(skinny), "");
   skinny["results"][0]["recommendation"]["median_us"] = 400.0;
-  why = refusal(skinny);
+  why = compare_refusal(skinny);
   EXPECT_NE(why.find("memory allows"), std::string::npos) << why;
 }
 

@@ -11,7 +11,7 @@
 using namespace tiletune;
 
 namespace {
-gemm_problem problem(dtype t, const char* l = "nn") {
+gemm_problem space_problem(dtype t, const char* l = "nn") {
   gemm_problem p;
   p.m = p.n = p.k = 4096;
   p.type = t;
@@ -49,7 +49,7 @@ TEST(search_space, every_dtype_keeps_variants_on_every_preset) {
       int kept = 0, architecture = 0, all = 0;
       for (kernel_family f : families_for(t))
         for (const auto& c : default_search_space(f, t)) {
-          const auto v = check_constraints(c, problem(t), d);
+          const auto v = check_constraints(c, space_problem(t), d);
           kept += !v;
           architecture += v && v->constraint == "architecture";
           ++all;
@@ -87,35 +87,36 @@ TEST(constraints, each_is_named) {
     auto v = check_constraints(c, p, d);
     return v ? v->constraint : std::string("none");
   };
-  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::bf16), h100), "none");
-  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::f32), h100), "dtype");
-  EXPECT_EQ(broken(mma(64, 64, 32, 4, 2, 3), problem(dtype::bf16), h100), "warp_tile");     // 16x32
-  EXPECT_EQ(broken(mma(128, 256, 32, 4, 2, 3), problem(dtype::bf16), h100), "warp_tile");   // 32x128
-  EXPECT_EQ(broken(mma(256, 256, 32, 2, 2, 3), problem(dtype::bf16), h100), "accumulator_registers");
-  EXPECT_EQ(broken(mma(128, 128, 24, 2, 2, 3), problem(dtype::bf16), h100), "block_k");
-  EXPECT_EQ(broken(mma(128, 128, 64, 2, 2, 3), problem(dtype::bf16), h100), "register_pressure");
-  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::tf32), h100), "register_pressure");
-  EXPECT_EQ(broken(mma(128, 128, 16, 2, 2, 3), problem(dtype::tf32), h100), "none");
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), space_problem(dtype::bf16), h100), "none");
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), space_problem(dtype::f32), h100), "dtype");
+  EXPECT_EQ(broken(mma(64, 64, 32, 4, 2, 3), space_problem(dtype::bf16), h100), "warp_tile");     // 16x32
+  EXPECT_EQ(broken(mma(128, 256, 32, 4, 2, 3), space_problem(dtype::bf16), h100), "warp_tile");   // 32x128
+  EXPECT_EQ(broken(mma(256, 256, 32, 2, 2, 3), space_problem(dtype::bf16), h100), "accumulator_registers");
+  EXPECT_EQ(broken(mma(128, 128, 24, 2, 2, 3), space_problem(dtype::bf16), h100), "block_k");
+  EXPECT_EQ(broken(mma(128, 128, 64, 2, 2, 3), space_problem(dtype::bf16), h100), "register_pressure");
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), space_problem(dtype::tf32), h100), "register_pressure");
+  EXPECT_EQ(broken(mma(128, 128, 16, 2, 2, 3), space_problem(dtype::tf32), h100), "none");
   // 5 stages of 256x128x32 bf16 nt need 5*(256*32 + 128*32)*2 = 122880 bytes: fits an H100, not an L4.
-  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), problem(dtype::bf16, "nt"), h100), "none");
-  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), problem(dtype::bf16, "nt"), l4), "shared_memory");
+  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), space_problem(dtype::bf16, "nt"), h100), "none");
+  EXPECT_EQ(broken(mma(256, 128, 32, 4, 2, 5), space_problem(dtype::bf16, "nt"), l4), "shared_memory");
   device_spec volta = h100;
   volta.compute_capability = 70;
-  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), problem(dtype::bf16), volta), "architecture");
-  gemm_problem wide = problem(dtype::bf16);
+  EXPECT_EQ(broken(mma(128, 128, 32, 2, 2, 3), space_problem(dtype::bf16), volta), "architecture");
+  gemm_problem wide = space_problem(dtype::bf16);
   wide.m = 1;
   wide.n = 65536 * 64 + 1;
   EXPECT_EQ(broken(mma(64, 64, 32, 2, 2, 3), wide, h100), "grid");
 
-  EXPECT_EQ(broken(simt_tile(32, 32, 8, 8, 8), problem(dtype::f32), h100), "threads_per_block");     // 16 threads
-  EXPECT_EQ(broken(simt_tile(128, 128, 8, 4, 4), problem(dtype::f32), h100), "threads_per_block");   // 1024 threads
+  EXPECT_EQ(broken(simt_tile(32, 32, 8, 8, 8), space_problem(dtype::f32), h100), "threads_per_block");     // 16 threads
+  EXPECT_EQ(broken(simt_tile(128, 128, 8, 4, 4), space_problem(dtype::f32), h100),
+            "threads_per_block");  // 1024 threads
   // 256 threads x 4 = 1024 elements per load; a 64x8 tile has 512.
-  EXPECT_EQ(broken(simt_tile(64, 128, 8, 4, 8), problem(dtype::f32), h100), "load_balance");
+  EXPECT_EQ(broken(simt_tile(64, 128, 8, 4, 8), space_problem(dtype::f32), h100), "load_balance");
 }
 
 TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   const device_spec& h100 = find_preset("h100-sxm");
-  gemm_problem skinny = problem(dtype::bf16, "nt");
+  gemm_problem skinny = space_problem(dtype::bf16, "nt");
   skinny.m = 16;
   int split = 0;
   std::set<std::string> ids;
@@ -132,7 +133,7 @@ TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   EXPECT_GT(split, 5);
   // The square problem gets no split-K, and grouped rasterization instead.
   int square_split = 0, grouped = 0;
-  for (const auto& c : problem_search_space(family_named("mma"), problem(dtype::bf16, "nt"), h100)) {
+  for (const auto& c : problem_search_space(family_named("mma"), space_problem(dtype::bf16, "nt"), h100)) {
     square_split += c.split_k > 1;
     grouped += c.raster_group > 0;
   }
@@ -141,15 +142,15 @@ TEST(search_space, split_k_is_offered_where_blocks_leave_sms_idle) {
   // The simt family has no split-K.
   tile_config s = simt_tile(64, 64, 8, 4, 4);
   s.split_k = 2;
-  ASSERT_TRUE(check_constraints(s, problem(dtype::f32), h100));
-  EXPECT_EQ(check_constraints(s, problem(dtype::f32), h100)->constraint, "split_k");
+  ASSERT_TRUE(check_constraints(s, space_problem(dtype::f32), h100));
+  EXPECT_EQ(check_constraints(s, space_problem(dtype::f32), h100)->constraint, "split_k");
 }
 
 // The GPU test's thin shapes get split-K variants, so the GPU checks them.
 TEST(search_space, the_gpu_tests_thin_shapes_get_split_k) {
   for (auto [m, n, k] : {std::array<std::int64_t, 3>{1, 256, 8192}, std::array<std::int64_t, 3>{20, 320, 5000}}) {
     for (dtype t : {dtype::tf32, dtype::f16, dtype::bf16}) {
-      gemm_problem p = problem(t, "tn");
+      gemm_problem p = space_problem(t, "tn");
       p.m = m;
       p.n = n;
       p.k = k;

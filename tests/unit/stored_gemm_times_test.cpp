@@ -16,7 +16,7 @@ using namespace tiletune;
 
 namespace {
 
-gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, const char* lay = "nt") {
+gemm_problem stored_problem(std::int64_t m, std::int64_t n, std::int64_t k, const char* lay = "nt") {
   gemm_problem p;
   p.m = m;
   p.n = n;
@@ -27,7 +27,7 @@ gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, const char*
 }
 
 // A record of problem p on a GPU model, at a time, with cuBLASLt's median (none: no reference).
-tuning_record record(const gemm_problem& p, const std::string& model, const std::string& at,
+tuning_record stored_record(const gemm_problem& p, const std::string& model, const std::string& at,
                      std::optional<double> reference_us, const std::string& mode = "measured") {
   tuning_record r;
   r.key.device_model = model;
@@ -58,27 +58,29 @@ struct scratch_file {
 TEST(stored_gemm_times, the_newest_measured_cublaslt_time_per_problem_of_the_gpu_model) {
   scratch_file f;
   const device_spec& d = find_preset("h100-sxm");
-  const gemm_problem q = problem(4096, 4096, 4096), k = problem(4096, 1024, 4096), down = problem(4096, 4096, 14336);
+  const gemm_problem q = stored_problem(4096, 4096, 4096), k = stored_problem(4096, 1024, 4096),
+                     down = stored_problem(4096, 4096, 14336);
   const double pq = predict_library_gemm(d, q).time_us, pk = predict_library_gemm(d, k).time_us,
                pd = predict_library_gemm(d, down).time_us;
   {
     tuning_db db(f.path);
-    db.store_all({record(q, "h100-sxm", "2026-11-20T00:00:00Z", 2 * pq),  // older
-                  record(q, "h100-sxm", "2026-11-22T00:00:00Z", 1.5 * pq),
-                  record(k, "h100-sxm", "2026-11-21T00:00:00Z", 0.5 * pk),
-                  record(down, "h100-sxm", "2026-11-21T00:00:00Z", 1.0 * pd),
-                  record(problem(512, 512, 512), "h100-sxm", "2026-11-21T00:00:00Z", std::nullopt),  // no reference
-                  record(problem(256, 256, 256), "h100-sxm", "2026-11-21T00:00:00Z", 9.0, "predicted"),
-                  record(problem(128, 128, 128), "h200", "2026-11-21T00:00:00Z", 9.0)});
+    db.store_all({stored_record(q, "h100-sxm", "2026-11-20T00:00:00Z", 2 * pq),  // older
+                  stored_record(q, "h100-sxm", "2026-11-22T00:00:00Z", 1.5 * pq),
+                  stored_record(k, "h100-sxm", "2026-11-21T00:00:00Z", 0.5 * pk),
+                  stored_record(down, "h100-sxm", "2026-11-21T00:00:00Z", 1.0 * pd),
+                  stored_record(stored_problem(512, 512, 512), "h100-sxm", "2026-11-21T00:00:00Z",
+                                std::nullopt),  // no reference
+                  stored_record(stored_problem(256, 256, 256), "h100-sxm", "2026-11-21T00:00:00Z", 9.0, "predicted"),
+                  stored_record(stored_problem(128, 128, 128), "h200", "2026-11-21T00:00:00Z", 9.0)});
   }
   const stored_gemm_times t = load_stored_gemm_times(tuning_db(f.path, tuning_db::open_mode::existing), "h100-sxm", d);
   EXPECT_EQ(t.us.size(), 3u);
   ASSERT_TRUE(t.find(q));
   EXPECT_DOUBLE_EQ(*t.find(q), 1.5 * pq);
   EXPECT_DOUBLE_EQ(*t.find(k), 0.5 * pk);
-  EXPECT_FALSE(t.find(problem(4096, 4096, 4096, "nn")));  // the layout is part of the problem
-  EXPECT_FALSE(t.find(problem(256, 256, 256)));
-  EXPECT_FALSE(t.find(problem(128, 128, 128)));
+  EXPECT_FALSE(t.find(stored_problem(4096, 4096, 4096, "nn")));  // the layout is part of the problem
+  EXPECT_FALSE(t.find(stored_problem(256, 256, 256)));
+  EXPECT_FALSE(t.find(stored_problem(128, 128, 128)));
   EXPECT_DOUBLE_EQ(t.model_scale, 1.0);  // the median of 1.5, 0.5 and 1.0
   EXPECT_TRUE(load_stored_gemm_times(tuning_db(f.path, tuning_db::open_mode::existing), "a100", d).us.empty());
 }
@@ -92,7 +94,7 @@ TEST(stored_gemm_times, a_plan_uses_a_stored_time_where_its_gemm_is_and_the_scal
   const device_spec& d = find_preset("h100-sxm");
   const step_time base = predict_step(s, d, 1, false);
   // q_proj and o_proj forward are 4096x4096x4096 nt, 32 layers each.
-  const gemm_problem q = problem(4096, 4096, 4096);
+  const gemm_problem q = stored_problem(4096, 4096, 4096);
   const double predicted = predict_library_gemm(d, q).time_us;
   device_rates rates;
   rates.stored_gemm_us = [&](const gemm_problem& p) -> std::optional<double> {

@@ -15,7 +15,7 @@ using namespace tiletune;
 using tiletune::test::refusal;
 
 namespace {
-training_setup llama(int t, int world = 1, bool sp = false) {
+training_setup llama_tp(int t, int world = 1, bool sp = false) {
   training_setup s;
   s.model = load_model("llama-3-8b");
   s.seq_len = 2048;
@@ -33,14 +33,14 @@ constexpr std::int64_t norms = 266'240;
 // (the vocabulary 128,256 / 2 = 64,128 rows exactly), / 4: 2,007,498,752 + 266,240 = 2,007,764,992.
 // bf16-mixed without ZeRO: fp32 weights and gradients (4 bytes), AdamW's two fp32 states (8 bytes).
 TEST(tensor_parallel, weights_gradients_and_states_are_split_but_the_norms) {
-  const memory_breakdown t2 = estimate_memory(llama(2, 2));
+  const memory_breakdown t2 = estimate_memory(llama_tp(2, 2));
   EXPECT_EQ(t2.parameters, (8'030'261'248LL - norms) / 2 + norms);
   EXPECT_EQ(t2.parameters, 4'015'263'744LL);
   EXPECT_EQ(t2.weights_bytes, 16'061'054'976LL);
   EXPECT_EQ(t2.gradients_bytes, 16'061'054'976LL);
   EXPECT_EQ(t2.optimizer_bytes, 32'122'109'952LL);
-  EXPECT_EQ(estimate_memory(llama(4, 4)).parameters, 2'007'764'992LL);
-  EXPECT_EQ(estimate_memory(llama(1)).parameters, 8'030'261'248LL);
+  EXPECT_EQ(estimate_memory(llama_tp(4, 4)).parameters, 2'007'764'992LL);
+  EXPECT_EQ(estimate_memory(llama_tp(1)).parameters, 8'030'261'248LL);
 }
 
 // Korthikanti et al. 2022, Table 2: per layer sbh(10 + 24/t + 5as/(ht)) without sequence
@@ -50,7 +50,7 @@ TEST(tensor_parallel, weights_gradients_and_states_are_split_but_the_norms) {
 // is / t: sbh(34/t + 5as/(ht)), act(1) / 2 at t = 2. The logits are vocab-parallel: / 2 exactly.
 TEST(tensor_parallel, activations_follow_table_2) {
   for (const attention_impl a : {attention_impl::flash, attention_impl::eager}) {
-    training_setup s1 = llama(1), s2 = llama(2, 2), s4 = llama(4, 4), sp = llama(2, 2, true);
+    training_setup s1 = llama_tp(1), s2 = llama_tp(2, 2), s4 = llama_tp(4, 4), sp = llama_tp(2, 2, true);
     for (auto* s : {&s1, &s2, &s4, &sp}) s->attention = a;
     const memory_breakdown m1 = estimate_memory(s1), m2 = estimate_memory(s2), m4 = estimate_memory(s4),
                            msp = estimate_memory(sp);
@@ -71,14 +71,14 @@ TEST(tensor_parallel, activations_follow_table_2) {
 // recompute adds the forward's 2: x 6/4 = 8.947848533 ms. t = 8: x 7/4: 10.439156622 ms.
 TEST(tensor_parallel, every_layer_all_reduces_its_activation_on_the_gpu_link) {
   const device_spec& h100 = find_preset("h100-sxm");
-  EXPECT_NEAR(predict_step(llama(2, 2), h100, 1, false).tensor_parallel_ms, 5.965232356, 1e-6);
-  EXPECT_NEAR(predict_step(llama(2, 2), h100, 1, true).tensor_parallel_ms, 8.947848533, 1e-6);
-  EXPECT_NEAR(predict_step(llama(8, 8), h100, 1, false).tensor_parallel_ms, 10.439156622, 1e-6);
+  EXPECT_NEAR(predict_step(llama_tp(2, 2), h100, 1, false).tensor_parallel_ms, 5.965232356, 1e-6);
+  EXPECT_NEAR(predict_step(llama_tp(2, 2), h100, 1, true).tensor_parallel_ms, 8.947848533, 1e-6);
+  EXPECT_NEAR(predict_step(llama_tp(8, 8), h100, 1, false).tensor_parallel_ms, 10.439156622, 1e-6);
   // Sequence parallelism: all-gathers and reduce-scatters of the same bytes.
-  EXPECT_NEAR(predict_step(llama(2, 2, true), h100, 1, false).tensor_parallel_ms, 5.965232356, 1e-6);
-  EXPECT_EQ(predict_step(llama(1), h100, 1, false).tensor_parallel_ms, 0);
+  EXPECT_NEAR(predict_step(llama_tp(2, 2, true), h100, 1, false).tensor_parallel_ms, 5.965232356, 1e-6);
+  EXPECT_EQ(predict_step(llama_tp(1), h100, 1, false).tensor_parallel_ms, 0);
   // Part of every micro-step: not overlapped.
-  const step_time t = predict_step(llama(2, 2), h100, 1, false);
+  const step_time t = predict_step(llama_tp(2, 2), h100, 1, false);
   EXPECT_NEAR(t.micro_step_ms(), t.gemm_ms + t.memory_bound_ms + t.launch_ms + t.host_wait_ms + t.tensor_parallel_ms,
               1e-9);
 }
@@ -87,7 +87,7 @@ TEST(tensor_parallel, every_layer_all_reduces_its_activation_on_the_gpu_link) {
 // 14,336 / 2 = 7,168, the LM head's 64,128 vocabulary rows.
 TEST(tensor_parallel, each_gpu_runs_its_shard_of_the_gemms) {
   bool q = false, down = false, head = false;
-  for (const step_gemm& g : step_gemms(llama(2, 2), 1, false)) {
+  for (const step_gemm& g : step_gemms(llama_tp(2, 2), 1, false)) {
     if (g.name == "layers.q_proj forward") q = g.n == 2'048 && g.k == 4'096;
     if (g.name == "layers.down_proj forward") down = g.k == 7'168 && g.n == 4'096;
     if (g.name.rfind("lm_head forward", 0) == 0) head = g.n == 64'128;
@@ -102,7 +102,7 @@ TEST(tensor_parallel, each_gpu_runs_its_shard_of_the_gemms) {
 // 66.921062400 ms. A global batch of 64 is 16 samples per rank.
 TEST(tensor_parallel, data_parallelism_runs_over_world_size_over_t) {
   const device_spec& h100 = find_preset("h100-sxm");
-  training_setup s = llama(2, 8);
+  training_setup s = llama_tp(2, 8);
   EXPECT_NEAR(estimate_communication(s, h100).per_global_step_ms, 66.9210624, 1e-6);
   s.global_batch = 64;
   s.zero_stage = 1;  // without it one shard's fp32 weights, gradients and states alone are 64 GB
@@ -114,23 +114,23 @@ TEST(tensor_parallel, data_parallelism_runs_over_world_size_over_t) {
   EXPECT_EQ(r.micro_batch * r.grad_accum_steps, 16);
   // Across nodes the node's 8 network ports are shared by the t data-parallel groups it holds:
   // t = 8 on 16 GPUs leaves each group 8 / 8 x 50 = 50 GB/s (without tensor parallelism: 400).
-  EXPECT_EQ(estimate_communication(llama(8, 16), h100).link_gbs, 50);
-  EXPECT_EQ(estimate_communication(llama(1, 16), h100).link_gbs, 400);
+  EXPECT_EQ(estimate_communication(llama_tp(8, 16), h100).link_gbs, 50);
+  EXPECT_EQ(estimate_communication(llama_tp(1, 16), h100).link_gbs, 400);
 }
 
 TEST(tensor_parallel, refusals_name_the_value_or_combination) {
-  EXPECT_NE(refusal(llama(16, 16)).find("--tensor-parallel 16 is larger than --gpus-per-node 8"), std::string::npos);
-  EXPECT_NE(refusal(llama(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 4"), std::string::npos);
-  EXPECT_NE(refusal(llama(3, 3)).find("must divide"), std::string::npos);  // 8 key-value heads
-  EXPECT_NE(refusal(llama(1, 1, true)).find("--sequence-parallel needs --tensor-parallel"), std::string::npos);
-  training_setup z3 = llama(2, 8);
+  EXPECT_NE(refusal(llama_tp(16, 16)).find("--tensor-parallel 16 is larger than --gpus-per-node 8"), std::string::npos);
+  EXPECT_NE(refusal(llama_tp(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 4"), std::string::npos);
+  EXPECT_NE(refusal(llama_tp(3, 3)).find("must divide"), std::string::npos);  // 8 key-value heads
+  EXPECT_NE(refusal(llama_tp(1, 1, true)).find("--sequence-parallel needs --tensor-parallel"), std::string::npos);
+  training_setup z3 = llama_tp(2, 8);
   z3.zero_stage = 3;
   EXPECT_NE(refusal(z3).find("--zero 3"), std::string::npos);
-  training_setup lora = llama(2, 2);
+  training_setup lora = llama_tp(2, 2);
   lora.lora_rank = 16;
   EXPECT_NE(refusal(lora).find("LoRA"), std::string::npos);
-  training_setup gb = llama(2, 8);
+  training_setup gb = llama_tp(2, 8);
   gb.global_batch = 3;  // 4 data-parallel ranks
   EXPECT_NE(refusal(gb).find("--world-size 8 / (tensor x pipeline parallel 2)"), std::string::npos);
-  EXPECT_EQ(refusal(llama(2, 8)), "");
+  EXPECT_EQ(refusal(llama_tp(2, 8)), "");
 }

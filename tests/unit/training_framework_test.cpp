@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
+#include "llama3_8b.hpp"
 
 using namespace tiletune;
 
@@ -25,8 +26,8 @@ training_setup with(training_framework f, training_setup s, const std::map<std::
   return s;
 }
 // The usage error's text, or "" when none is thrown.
-std::string refusal(training_framework f, const training_setup& s, const std::map<std::string, std::string>& given = {},
-                    bool gpu_has_bf16 = true) {
+std::string framework_refusal(training_framework f, const training_setup& s,
+                              const std::map<std::string, std::string>& given = {}, bool gpu_has_bf16 = true) {
   try {
     with(f, s, given, gpu_has_bf16);
   } catch (const usage_error& e) {
@@ -39,7 +40,6 @@ bool mentions(const std::vector<std::string>& notes, const std::string& text) {
     if (n.find(text) != std::string::npos) return true;
   return false;
 }
-constexpr std::int64_t llama3_8b = 8'030'261'248;  // Meta's published parameter count
 }  // namespace
 
 TEST(framework, names_parse_and_a_bad_one_lists_the_valid_ones) {
@@ -114,8 +114,8 @@ TEST(framework, torchtune_on_several_gpus_shards_and_follows_each_config) {
   const training_setup full = with(training_framework::torchtune, base("llama-3-8b", 0, 4));
   EXPECT_EQ(full.zero_stage, 3);
   EXPECT_EQ(full.checkpointing, checkpoint_policy::on);
-  EXPECT_EQ(estimate_memory(full).weights_bytes, 2 * llama3_8b / 4);
-  EXPECT_EQ(estimate_memory(with(training_framework::hf, base("llama-3-8b"))).weights_bytes, 4 * llama3_8b);
+  EXPECT_EQ(estimate_memory(full).weights_bytes, 2 * llama3_8b_parameters / 4);
+  EXPECT_EQ(estimate_memory(with(training_framework::hf, base("llama-3-8b"))).weights_bytes, 4 * llama3_8b_parameters);
   // Full fine-tuning on one GPU: the config's paged 8-bit AdamW in backward is named, not set.
   const training_setup one = with(training_framework::torchtune, base("llama-3-8b"));
   EXPECT_EQ(one.optimizer, optimizer_kind::adamw);
@@ -153,38 +153,41 @@ TEST(framework, fsdp2_is_torchtitans_defaults) {
   EXPECT_EQ(s.loss, loss_impl::chunked);
   EXPECT_EQ(s.zero_stage, 3);
   const memory_breakdown m = estimate_memory(s);
-  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b / 8);
-  EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b / 8);
-  EXPECT_EQ(m.optimizer_bytes, 12 * llama3_8b / 8);
+  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.optimizer_bytes, 12 * llama3_8b_parameters / 8);
   EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b")).zero_stage, 0);  // one GPU: nothing to shard
 }
 
 // What torchtitan cannot run, or the planner cannot model as it runs it, is a usage error naming why.
 TEST(framework, fsdp2_refuses_what_torchtitan_cannot_run) {
-  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp16-mixed"}})
+  EXPECT_NE(framework_refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp16-mixed"}})
                 .find("fsdp2 trains bf16-mixed and fp32"),
             std::string::npos);
-  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b"), {}, false).find("pass --precision fp32"),
+  EXPECT_NE(framework_refusal(training_framework::fsdp2, base("llama-3-8b"), {}, false).find("pass --precision fp32"),
             std::string::npos);
-  EXPECT_EQ(refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp32"}}, false), "");
+  EXPECT_EQ(framework_refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp32"}}, false), "");
   // Per-op checkpointing is modelled for Llama-style blocks only: GPT-2's MLP has no gate.
-  EXPECT_NE(refusal(training_framework::fsdp2, base("gpt2")).find("an MLP without a gate: pass --checkpointing"),
+  EXPECT_NE(
+      framework_refusal(training_framework::fsdp2, base("gpt2")).find("an MLP without a gate: pass --checkpointing"),
+      std::string::npos);
+  EXPECT_EQ(framework_refusal(training_framework::fsdp2, base("gpt2"), {{"--checkpointing", "on"}}), "");
+  EXPECT_NE(framework_refusal(training_framework::fsdp2, base("llama-3-8b", 16)).find("LoRA adapters"),
             std::string::npos);
-  EXPECT_EQ(refusal(training_framework::fsdp2, base("gpt2"), {{"--checkpointing", "on"}}), "");
-  EXPECT_NE(refusal(training_framework::fsdp2, base("llama-3-8b", 16)).find("LoRA adapters"), std::string::npos);
 }
 
 TEST(framework, each_framework_refuses_what_it_cannot_run) {
-  EXPECT_NE(refusal(training_framework::megatron, base("llama-3-8b", 16)).find("Megatron-LM has no LoRA"),
+  EXPECT_NE(framework_refusal(training_framework::megatron, base("llama-3-8b", 16)).find("Megatron-LM has no LoRA"),
             std::string::npos);
-  EXPECT_EQ(refusal(training_framework::megatron, base("llama-3-8b")), "");
-  EXPECT_NE(refusal(training_framework::torchtune, base("llama-3-8b"), {{"--precision", "bf16-mixed"}})
+  EXPECT_EQ(framework_refusal(training_framework::megatron, base("llama-3-8b")), "");
+  EXPECT_NE(framework_refusal(training_framework::torchtune, base("llama-3-8b"), {{"--precision", "bf16-mixed"}})
                 .find("torchtune trains bf16 and fp32"),
             std::string::npos);
-  EXPECT_NE(refusal(training_framework::composer, base("llama-3-8b"), {{"--precision", "bf16"}}).find("no pure bf16"),
+  EXPECT_NE(framework_refusal(training_framework::composer, base("llama-3-8b"), {{"--precision", "bf16"}})
+                .find("no pure bf16"),
             std::string::npos);
   for (const char* p : {"fp32", "fp16-mixed", "bf16-mixed", "bf16"})
-    EXPECT_EQ(refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
+    EXPECT_EQ(framework_refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
 }
 
 // Composer's Trainer trains amp_fp16 on GPUs unless told otherwise; LitGPT's finetune_lora adapts
@@ -234,7 +237,8 @@ TEST(framework, the_exchange_overlaps_as_each_framework_runs_it) {
   EXPECT_TRUE(on.overlap_comm);
   EXPECT_TRUE(mentions(on.framework_notes, "your flags replaced --overlap-comm on (megatron's: off)"));
   EXPECT_FALSE(with(training_framework::hf, base("llama-3-8b", 0, 16), {{"--overlap-comm", "off"}}).overlap_comm);
-  EXPECT_NE(refusal(training_framework::hf, base("llama-3-8b"), {{"--overlap-comm", "yes"}}).find("--overlap-comm 'yes'"),
+  EXPECT_NE(framework_refusal(training_framework::hf, base("llama-3-8b"), {{"--overlap-comm", "yes"}})
+                .find("--overlap-comm 'yes'"),
             std::string::npos);
   EXPECT_THROW(check_framework_flags({{"--overlap-comm", "1"}}), usage_error);
 }

@@ -11,7 +11,7 @@
 using namespace tiletune;
 
 namespace {
-training_setup setup(const std::string& model, std::int64_t seq, precision p, int lora_rank = 0) {
+training_setup memory_setup(const std::string& model, std::int64_t seq, precision p, int lora_rank = 0) {
   training_setup s;
   s.model = load_model(model);
   s.seq_len = seq;
@@ -30,7 +30,7 @@ TEST(memory, checkpointing_never_raises_the_predicted_peak) {
     for (precision p : {precision::fp32, precision::bf16_mixed, precision::fp16_mixed, precision::bf16}) {
       for (int lora : {0, 16}) {
         for (int zero : {0, 2, 3}) {
-          training_setup s = setup(model, 512, p, lora);
+          training_setup s = memory_setup(model, 512, p, lora);
           s.zero_stage = zero;
           s.world_size = zero > 0 ? 8 : 1;
           const memory_breakdown m = estimate_memory(s);
@@ -55,7 +55,7 @@ TEST(memory, checkpointing_never_raises_the_predicted_peak) {
 // (the fragmentation is the transient tensors', which are the same).
 TEST(memory, optimizer_states_get_no_allocator_slack) {
   for (bool ckpt : {false, true}) {
-    training_setup adamw = setup("llama-3-8b", 2048, precision::bf16_mixed);
+    training_setup adamw = memory_setup("llama-3-8b", 2048, precision::bf16_mixed);
     training_setup sgd = adamw;
     sgd.optimizer = optimizer_kind::sgd;
     const memory_breakdown a = estimate_memory(adamw), b = estimate_memory(sgd);
@@ -70,7 +70,7 @@ TEST(memory, optimizer_states_get_no_allocator_slack) {
 // no longer pays 20% of its 128 GB of states; with activations the plain
 // step's slack is the share of its transient bytes.
 TEST(memory, slack_is_a_share_of_the_transient_bytes) {
-  const memory_breakdown m = estimate_memory(setup("gpt2", 1024, precision::bf16_mixed));
+  const memory_breakdown m = estimate_memory(memory_setup("gpt2", 1024, precision::bf16_mixed));
   const double transient = static_cast<double>(m.peak_allocated_bytes(8, false) - m.held_bytes());
   EXPECT_NEAR(static_cast<double>(m.peak_bytes(8, false) - m.cuda_context_bytes - m.peak_allocated_bytes(8, false)),
               m.allocator_overhead * transient, 2);
@@ -85,7 +85,7 @@ TEST(memory, slack_is_a_share_of_the_transient_bytes) {
 // 4 x heads x (s - 1) more bytes per token and layer, and its attention
 // GEMMs skip no causal half.
 TEST(memory, fp32_grouped_query_attention_runs_sdpa_math) {
-  training_setup gqa = setup("qwen2.5-0.5b", 1024, precision::fp32);
+  training_setup gqa = memory_setup("qwen2.5-0.5b", 1024, precision::fp32);
   training_setup mha = gqa;
   mha.model.num_kv_heads = mha.model.num_heads;
   const double per_token_layer = static_cast<double>(estimate_memory(gqa).activation_bytes_per_sample -
@@ -105,7 +105,7 @@ TEST(memory, fp32_grouped_query_attention_runs_sdpa_math) {
       EXPECT_EQ(g.flop_scale, 0.5);
     }
   }
-  for (const auto& g : step_gemms(setup("gpt2", 1024, precision::fp32), 1, false)) {
+  for (const auto& g : step_gemms(memory_setup("gpt2", 1024, precision::fp32), 1, false)) {
     if (g.name == "attention values") {
       EXPECT_EQ(g.flop_scale, 0.5);
     }
@@ -121,7 +121,7 @@ TEST(memory, fp32_grouped_query_attention_runs_sdpa_math) {
 TEST(memory, each_loss_keeps_what_its_implementation_allocates) {
   const double logits = 128256.0 * 2048, hidden = 4096.0 * 2048;
   auto breakdown = [](loss_impl l) {
-    training_setup s = setup("llama-3-8b", 2048, precision::bf16_mixed);
+    training_setup s = memory_setup("llama-3-8b", 2048, precision::bf16_mixed);
     s.loss = l;
     return estimate_memory(s);
   };
@@ -148,7 +148,7 @@ TEST(memory, each_loss_keeps_what_its_implementation_allocates) {
 // 6,815,744 with target_modules q_proj,v_proj and 41,943,040 with all-linear
 // (32 layers x 16 x ((4096+4096) + (1024+4096)) and x 16 x (2(4096+4096) + 2(1024+4096) + 3(14336+4096))).
 TEST(memory, lora_targets_count_the_adapters_peft_counts) {
-  training_setup s = setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
+  training_setup s = memory_setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
   EXPECT_EQ(estimate_memory(s).trainable_parameters, 41'943'040);
   s.lora_targets = parse_lora_targets("q,v");
   const memory_breakdown qv = estimate_memory(s);
@@ -167,7 +167,7 @@ TEST(memory, lora_targets_count_the_adapters_peft_counts) {
 // 2 bytes instead of 4, and no autocast copy; Llama-3-8B r16 all-linear has T = 41,943,040
 // adapter parameters, so the weights and the gradients each drop by 2T, the states by 4T.
 TEST(memory, bf16_adapters_halve_what_the_adapters_keep) {
-  training_setup s = setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
+  training_setup s = memory_setup("llama-3-8b", 2048, precision::bf16_mixed, 16);
   const memory_breakdown fp32 = estimate_memory(s);
   s.adapters = adapter_dtype::bf16;
   const memory_breakdown bf16 = estimate_memory(s);

@@ -11,7 +11,7 @@
 using namespace tiletune;
 
 namespace {
-training_setup setup(const char* model, std::int64_t seq, precision p = precision::bf16_mixed) {
+training_setup plan_setup(const char* model, std::int64_t seq, precision p = precision::bf16_mixed) {
   training_setup s;
   s.model = load_model(model);
   s.seq_len = seq;
@@ -24,7 +24,7 @@ constexpr std::int64_t gpt2_linear = 12 * (4 * 768 * 768 + 2 * 768 * 3072);
 }  // namespace
 
 TEST(memory, full_training_terms_by_precision) {
-  auto s = setup("gpt2", 1024, precision::fp32);
+  auto s = plan_setup("gpt2", 1024, precision::fp32);
   auto m = estimate_memory(s);
   EXPECT_EQ(m.weights_bytes, 4 * gpt2_params);
   EXPECT_EQ(m.gradients_bytes, 4 * gpt2_params);
@@ -44,7 +44,7 @@ TEST(memory, full_training_terms_by_precision) {
 }
 
 TEST(memory, optimizers) {
-  auto s = setup("gpt2", 1024, precision::fp32);
+  auto s = plan_setup("gpt2", 1024, precision::fp32);
   s.optimizer = optimizer_kind::sgd;
   EXPECT_EQ(estimate_memory(s).optimizer_bytes, 0);
   s.optimizer = optimizer_kind::sgd_momentum;
@@ -60,7 +60,7 @@ TEST(memory, optimizers) {
 }
 
 TEST(memory, zero_shards_over_the_world) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.world_size = 8;
   s.zero_stage = 1;
   auto m = estimate_memory(s);
@@ -75,7 +75,7 @@ TEST(memory, zero_shards_over_the_world) {
 }
 
 TEST(memory, lora_trains_only_the_adapters) {
-  auto s = setup("llama-3-8b", 2048);
+  auto s = plan_setup("llama-3-8b", 2048);
   s.lora_rank = 16;
   const auto m = estimate_memory(s);
   // 16 * (q 8192 + k 5120 + v 5120 + o 8192 + gate/up/down 3 x 18432) per layer, 32 layers (PEFT's figure).
@@ -91,7 +91,7 @@ TEST(memory, eager_attention_keeps_the_score_matrices) {
   // Under autocast softmax's output is fp32: the fp32 mask promotes the 16-bit
   // scores (traced, issue 39: profiles/training_traces/open/gpt2-small-eager-*).
   // GPT-2 repeats no heads, so q, k and v are kept as SDPA keeps them.
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.attention = attention_impl::eager;
   const std::int64_t heads = 12, L = 12, seq = 1024;
   const auto eager = estimate_memory(s);
@@ -110,7 +110,7 @@ TEST(memory, eager_attention_keeps_the_score_matrices) {
 }
 
 TEST(memory, peak_is_the_largest_phase_plus_overheads) {
-  const auto m = estimate_memory(setup("gpt2", 1024));
+  const auto m = estimate_memory(plan_setup("gpt2", 1024));
   const std::int64_t states = m.weights_bytes + m.optimizer_bytes + m.library_workspace_bytes;
   // With activations, the loss's backward peaks (gradients are None until then).
   EXPECT_EQ(m.peak_phase(4, false), "loss backward");
@@ -133,7 +133,7 @@ TEST(memory, peak_is_the_largest_phase_plus_overheads) {
 }
 
 TEST(step, gemms_of_a_training_step) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   // 6 linear weights x (forward, data-grad, weight-grad), the tied LM head x 3, attention x 3.
   auto g = step_gemms(s, 8, false);
   EXPECT_EQ(g.size(), 6u * 3 + 3 + 3);
@@ -153,14 +153,14 @@ TEST(step, gemms_of_a_training_step) {
 
 TEST(step, bigger_batches_use_the_gpu_better_and_checkpointing_costs_time) {
   const auto& d = find_preset("h100-sxm");
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   const auto t1 = predict_step(s, d, 1, false), t16 = predict_step(s, d, 16, false);
   EXPECT_GT(16 / t16.micro_step_ms(), 1 / t1.micro_step_ms());
   EXPECT_GT(predict_step(s, d, 16, true).micro_step_ms(), t16.micro_step_ms());
 }
 
 TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.global_batch = 512;
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
   ASSERT_TRUE(plan.recommended);
@@ -203,7 +203,7 @@ TEST(plan, the_emitted_settings_train_the_planned_precision) {
                        want{precision::bf16_mixed, true, false, "float32", true},
                        want{precision::fp16_mixed, false, true, "float32", true},
                        want{precision::fp32, false, false, "float32", true}}) {
-    const auto s = setup("gpt2", 1024, w.prec);
+    const auto s = plan_setup("gpt2", 1024, w.prec);
     const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
     ASSERT_TRUE(plan.recommended) << to_string(w.prec);
     const auto j = to_json(plan, "cmd", "date");
@@ -225,7 +225,7 @@ TEST(plan, the_emitted_settings_train_the_planned_precision) {
 TEST(plan, the_asked_global_batch_is_kept_when_it_can_be_reached) {
   for (const char* model : {"gpt2", "tinyllama-1.1b", "llama-3-8b"})
     for (std::int64_t g : {6, 64, 100, 96, 1000}) {
-      auto s = setup(model, 1024);
+      auto s = plan_setup(model, 1024);
       s.global_batch = g;
       const auto plan = plan_batch(s, find_preset("h100-sxm"));
       if (!plan.recommended) continue;
@@ -244,7 +244,7 @@ TEST(plan, the_asked_global_batch_is_kept_when_it_can_be_reached) {
 }
 
 TEST(plan, an_unreachable_global_batch_says_what_it_gets) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.global_batch = 7;
   s.world_size = 2;  // 3.5 samples per GPU
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
@@ -258,7 +258,7 @@ TEST(plan, an_unreachable_global_batch_says_what_it_gets) {
 }
 
 TEST(plan, checkpointing_when_nothing_fits_without_it) {
-  auto s = setup("gpt2-large", 1024);
+  auto s = plan_setup("gpt2-large", 1024);
   const auto m = estimate_memory(s);
   device_spec d = find_preset("l4");
   // A GPU between one sample with and one without checkpointing.
@@ -272,7 +272,7 @@ TEST(plan, checkpointing_when_nothing_fits_without_it) {
 }
 
 TEST(plan, nothing_fits_suggests_what_would) {
-  auto s = setup("llama-3-8b", 2048);
+  auto s = plan_setup("llama-3-8b", 2048);
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
   EXPECT_FALSE(plan.recommended);
   ASSERT_FALSE(plan.suggestions.empty());
@@ -286,7 +286,7 @@ TEST(plan, nothing_fits_suggests_what_would) {
 // says the activations are what does not fit (not the weights), and the suggestion is
 // the longest sequence that fits, however many halvings away.
 TEST(plan, a_long_sequence_that_does_not_fit_gets_the_longest_sequence_that_does) {
-  auto s = setup("llama-3-8b", 8192);
+  auto s = plan_setup("llama-3-8b", 8192);
   s.lora_rank = 16;
   const device_spec& d = find_preset("l4");
   const auto plan = plan_batch(s, d);
@@ -310,7 +310,7 @@ TEST(plan, a_long_sequence_that_does_not_fit_gets_the_longest_sequence_that_does
 }
 
 TEST(setup, validation_names_the_bad_value) {
-  auto s = setup("gpt2", 2048);
+  auto s = plan_setup("gpt2", 2048);
   try {
     validate(s);
     FAIL();
@@ -330,7 +330,7 @@ TEST(setup, validation_names_the_bad_value) {
 }
 
 TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   int calls = 0;
   const gemm_time_fn fixed = [&](const gemm_problem& p) {
     ++calls;
@@ -355,7 +355,7 @@ TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
 // another basis) never makes a bigger micro-batch's GEMMs faster than a
 // smaller one's.
 TEST(plan, measured_gemm_time_never_falls_with_more_work) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.checkpointing = checkpoint_policy::off;
   const gemm_time_fn odd = [](const gemm_problem& p) {
     const double us = 1e-6 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
@@ -375,7 +375,7 @@ TEST(plan, measured_gemm_time_never_falls_with_more_work) {
 // micro-step; no longer perfect scaling, and the plan says how it counted.
 TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   const device_spec& h100 = find_preset("h100-sxm");
-  auto s = setup("tinyllama-1.1b", 1024);
+  auto s = plan_setup("tinyllama-1.1b", 1024);
   s.global_batch = 512;
   const double grad_bytes = 4.0 * static_cast<double>(estimate_memory(s).trainable_parameters);  // fp32 under AMP
   EXPECT_EQ(estimate_communication(s, h100).per_global_step_ms, 0);  // one GPU
@@ -461,7 +461,7 @@ TEST(plan, communication_beside_compute_waits_for_what_it_cannot_hide) {
 // A prime global batch is reached exactly only by micro-batch 1: the plan keeps it (the user's
 // choice) and says what it costs against the global batch a fast plan comes nearest to.
 TEST(plan, a_global_batch_only_slow_plans_reach_says_what_it_costs) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.global_batch = 257;
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
   ASSERT_TRUE(plan.recommended);
@@ -489,7 +489,7 @@ TEST(plan, a_global_batch_only_slow_plans_reach_says_what_it_costs) {
 // gradients under bf16-mixed are 4 x 124,439,808 = 497,759,232 bytes (issue 37: up to 30 GiB
 // for an 8B model, 4 x 8.03e9 bytes); the forward and loss-backward phases carry them.
 TEST(plan, accumulation_holds_the_gradients_through_every_later_forward) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   const memory_breakdown m = estimate_memory(s);
   EXPECT_EQ(m.gradients_bytes, 4 * gpt2_params);
   const std::string phase = m.peak_phase(8, false);
@@ -515,7 +515,7 @@ TEST(plan, accumulation_holds_the_gradients_through_every_later_forward) {
 // --micro-batch N: exactly the micro-batch a user runs, both checkpointing policies; when it does
 // not fit, a note names its peak and the phase that sets it (issue 37, mechanism 6).
 TEST(plan, a_given_micro_batch_is_planned_as_it_is) {
-  auto s = setup("gpt2", 1024);
+  auto s = plan_setup("gpt2", 1024);
   s.micro_batch = 12;
   s.global_batch = 48;
   const auto plan = plan_batch(s, find_preset("h100-sxm"));

@@ -21,18 +21,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
+struct db_scale_scratch {
   fs::path dir = fs::temp_directory_path() / ("tiletune-dbscale-" + std::to_string(getpid()));
-  scratch() {
+  db_scale_scratch() {
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
-  ~scratch() { fs::remove_all(dir); }
+  ~db_scale_scratch() { fs::remove_all(dir); }
 };
 
 // The H200's recorded measurements: single-problem results with every variant,
 // one per problem.
-std::vector<nlohmann::json> recorded_h200() {
+std::vector<nlohmann::json> recorded_h200_keys() {
   std::vector<nlohmann::json> out;
   const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm";
   std::vector<fs::path> files;
@@ -59,7 +59,7 @@ std::size_t file_bytes(const fs::path& f) {
 }
 
 // The mean bytes of a record's stored columns (with the whole result where kept).
-double stored_bytes(const fs::path& file, bool with_full) {
+double file_stored_bytes(const fs::path& file, bool with_full) {
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open(file.c_str(), &raw), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
@@ -87,8 +87,8 @@ void exec(const fs::path& file, const std::string& sql) {
 // A stored measurement is a few KB, keeps its recommended row, and answers as before;
 // --db-full keeps every row.
 TEST(tuning_db_scale, a_record_is_compact_unless_full_results_are_kept) {
-  scratch s;
-  const auto results = recorded_h200();
+  db_scale_scratch s;
+  const auto results = recorded_h200_keys();
   ASSERT_GE(results.size(), 10u);
   const auto r = record_from_result(results[0], nlohmann::json());
   const std::size_t whole = r.result.dump().size();
@@ -113,8 +113,8 @@ TEST(tuning_db_scale, a_record_is_compact_unless_full_results_are_kept) {
     EXPECT_EQ(db.find(r.key)->result["variants"].size(), r.result["variants"].size());
   }
   // What a record adds (its row's columns; the file's fixed pages and the shared tiles aside).
-  const double per_record = stored_bytes(s.dir / "compact.sqlite3", false);
-  const double per_full = stored_bytes(s.dir / "full.sqlite3", true);
+  const double per_record = file_stored_bytes(s.dir / "compact.sqlite3", false);
+  const double per_full = file_stored_bytes(s.dir / "full.sqlite3", true);
   std::printf("bytes per record: compact %.0f, with the whole result %.0f (the whole result's JSON %zu)\n",
               per_record, per_full, whole);
   EXPECT_LT(per_record, 8000);
@@ -123,8 +123,8 @@ TEST(tuning_db_scale, a_record_is_compact_unless_full_results_are_kept) {
 
 // Calibration from the compact records fits what it fitted from the whole results.
 TEST(tuning_db_scale, calibration_from_compact_records_equals_calibration_from_whole_results) {
-  scratch s;
-  const auto results = recorded_h200();
+  db_scale_scratch s;
+  const auto results = recorded_h200_keys();
   tuning_db db(s.dir / "t.sqlite3");
   for (const auto& j : results) db.store(record_from_result(j, nlohmann::json()));
   const auto inputs = db.calibration_inputs("h200");
@@ -137,8 +137,8 @@ TEST(tuning_db_scale, calibration_from_compact_records_equals_calibration_from_w
 
 // db list's filters and limit read only the rows they select; count ignores the limit.
 TEST(tuning_db_scale, rows_stream_newest_first_through_filters_and_a_limit) {
-  scratch s;
-  const auto results = recorded_h200();
+  db_scale_scratch s;
+  const auto results = recorded_h200_keys();
   tuning_db db(s.dir / "t.sqlite3");
   std::size_t day = 10;
   for (const auto& j : results) {
@@ -166,8 +166,8 @@ TEST(tuning_db_scale, rows_stream_newest_first_through_filters_and_a_limit) {
 
 // Export's best record per problem, read by SQL, is the one better_record picks from every record.
 TEST(tuning_db_scale, best_per_problem_in_one_pass_matches_better_record) {
-  scratch s;
-  const auto results = recorded_h200();
+  db_scale_scratch s;
+  const auto results = recorded_h200_keys();
   tuning_db db(s.dir / "t.sqlite3");
   std::vector<tuning_record> all;
   for (const auto& j : results) {
@@ -200,8 +200,8 @@ TEST(tuning_db_scale, best_per_problem_in_one_pass_matches_better_record) {
 // A schema 1 file (the whole result per record) is upgraded in place when opened;
 // one whose records cannot be read is refused naming it, and left as it was.
 TEST(tuning_db_scale, a_schema_1_file_is_upgraded_in_place_or_refused_unchanged) {
-  scratch s;
-  const auto results = recorded_h200();
+  db_scale_scratch s;
+  const auto results = recorded_h200_keys();
   const std::string v1_schema =
       "CREATE TABLE tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
       "INSERT INTO tiletune_meta VALUES ('schema', 'tiletune.tuning-db/1');"

@@ -15,16 +15,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
+struct db_scratch {
   fs::path dir = fs::temp_directory_path() / ("tiletune-db-" + std::to_string(getpid()));
-  scratch() {
+  db_scratch() {
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
-  ~scratch() { fs::remove_all(dir); }
+  ~db_scratch() { fs::remove_all(dir); }
 };
 
-tuning_record record(std::int64_t m, const std::string& driver = "580.1") {
+tuning_record db_record(std::int64_t m, const std::string& driver = "580.1") {
   tuning_record r;
   r.key.device_model = "h100-sxm";
   r.key.driver = driver;
@@ -57,32 +57,32 @@ void expect_environment_error_naming(const fs::path& file, const std::string& wo
 }  // namespace
 
 TEST(tuning_db, stores_and_finds_by_the_full_key_and_by_device_model) {
-  scratch s;
+  db_scratch s;
   const fs::path file = s.dir / "t.sqlite3";
   {
     tuning_db db(file);
-    db.store(record(128));
-    db.store(record(256));
-    auto newer = record(128, "590.0");
+    db.store(db_record(128));
+    db.store(db_record(256));
+    auto newer = db_record(128, "590.0");
     newer.measured_at = "2026-12-01T00:00:00Z";
     db.store(newer);
   }
   tuning_db db(file);  // reopened: the records survived
-  auto found = db.find(record(128).key);
+  auto found = db.find(db_record(128).key);
   ASSERT_TRUE(found);
   EXPECT_EQ(found->tflops, 228);
   EXPECT_EQ(found->key.problem.m, 128);
-  EXPECT_FALSE(db.find(record(512).key));
-  auto other_driver = record(256).key;
+  EXPECT_FALSE(db.find(db_record(512).key));
+  auto other_driver = db_record(256).key;
   other_driver.driver = "590.0";
   EXPECT_FALSE(db.find(other_driver));  // another driver is another measurement
-  const auto same_model = db.find_same_model("h100-sxm", record(128).key.problem);
+  const auto same_model = db.find_same_model("h100-sxm", db_record(128).key.problem);
   ASSERT_EQ(same_model.size(), 2u);
   EXPECT_EQ(same_model[0].key.driver, "590.0");  // newest first
   EXPECT_EQ(db.list().size(), 3u);
   EXPECT_TRUE(db.list("a100-sxm-80gb").empty());
   // A second store of the same key replaces it.
-  auto again = record(128);
+  auto again = db_record(128);
   again.tflops = 1;
   db.store(again);
   EXPECT_EQ(db.find(again.key)->tflops, 1);
@@ -90,7 +90,7 @@ TEST(tuning_db, stores_and_finds_by_the_full_key_and_by_device_model) {
 }
 
 TEST(tuning_db, a_damaged_or_foreign_file_is_an_environment_error_naming_it) {
-  scratch s;
+  db_scratch s;
   const fs::path garbage = s.dir / "garbage.sqlite3";
   std::ofstream(garbage) << std::string(8192, 'x');
   expect_environment_error_naming(garbage, "not a database");
@@ -115,7 +115,7 @@ TEST(tuning_db, a_damaged_or_foreign_file_is_an_environment_error_naming_it) {
 
 // Several processes write at once (a CI runner's parallel jobs): every record lands.
 TEST(tuning_db, parallel_writers_lose_nothing) {
-  scratch s;
+  db_scratch s;
   const fs::path file = s.dir / "shared.sqlite3";
   constexpr int writers = 6, each = 25;
   std::vector<pid_t> children;
@@ -127,7 +127,7 @@ TEST(tuning_db, parallel_writers_lose_nothing) {
       try {
         tuning_db db(file);
         for (int i = 0; i < each; ++i) {
-          db.store(record(1 + w * 1000 + i));
+          db.store(db_record(1 + w * 1000 + i));
           (void)db.list();  // readers beside the writers
         }
       } catch (...) {

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The measured H100 results of 2026-11-22 (profiles/measured/), as database records.
-tuning_record measured(const std::string& name) {
+tuning_record measured_record(const std::string& name) {
   const auto j = read_json_file(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm" / name);
   return record_from_result(j, nlohmann::json());
 }
@@ -30,14 +30,15 @@ std::vector<std::string> split(const std::string& line, char sep) {
 }  // namespace
 
 TEST(tuning_export, picks_the_best_record_per_gpu_model_and_problem) {
-  auto verified = measured("16x4096x4096-bf16-nt.json");
+  auto verified = measured_record("16x4096x4096-bf16-nt.json");
   auto newer_unverified = verified;
   newer_unverified.key.driver = "999.0";
   newer_unverified.measured_at = "2099-01-01T00:00:00Z";
   newer_unverified.recommended = "";
   auto other_gpu = verified;
   other_gpu.key.device_model = "a100-sxm-80gb";
-  const auto best = best_per_problem({newer_unverified, verified, other_gpu, measured("4096x4096x4096-f32-nn.json")});
+  const auto best =
+      best_per_problem({newer_unverified, verified, other_gpu, measured_record("4096x4096x4096-f32-nn.json")});
   ASSERT_EQ(best.size(), 3u);
   for (const auto& r : best)
     if (r.key.device_model == "h100-sxm" && r.key.problem.m == 16) {
@@ -46,7 +47,8 @@ TEST(tuning_export, picks_the_best_record_per_gpu_model_and_problem) {
 }
 
 TEST(tuning_export, json_and_triton_give_the_recommended_tile_in_each_tools_names) {
-  const auto best = best_per_problem({measured("16x4096x4096-bf16-nt.json"), measured("4096x4096x4096-f32-nn.json")});
+  const auto best =
+      best_per_problem({measured_record("16x4096x4096-bf16-nt.json"), measured_record("4096x4096x4096-f32-nn.json")});
   const auto j = export_json(best, "db.sqlite", "2026-11-24T00:00:00Z");
   EXPECT_EQ(j["schema"], "tiletune.tuning-export/1");
   ASSERT_EQ(j["configs"].size(), 2u);
@@ -69,7 +71,7 @@ TEST(tuning_export, json_and_triton_give_the_recommended_tile_in_each_tools_name
 }
 
 TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {
-  auto r = measured("16x4096x4096-bf16-nt.json");
+  auto r = measured_record("16x4096x4096-bf16-nt.json");
   auto& tile = r.result["recommendation"]["tile"];
   tile["split_k"] = 4;
   tile["raster_group"] = 8;
@@ -79,8 +81,9 @@ TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {
 }
 
 TEST(tuning_export, cutlass_csv_has_the_profilers_columns_and_one_row_per_problem) {
-  const auto best = best_per_problem({measured("16x4096x4096-bf16-nt.json"), measured("4096x4096x4096-f32-nn.json"),
-                                      measured("4096x4096x4096-f16-nn.json")});
+  const auto best =
+      best_per_problem({measured_record("16x4096x4096-bf16-nt.json"), measured_record("4096x4096x4096-f32-nn.json"),
+                        measured_record("4096x4096x4096-f16-nn.json")});
   const std::string csv = export_cutlass_csv(best);
   std::stringstream s(csv);
   std::string header, line;

@@ -22,17 +22,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
+struct merge_scratch {
   fs::path dir = fs::temp_directory_path() / ("tiletune-merge-" + std::to_string(getpid()));
-  scratch() {
+  merge_scratch() {
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
-  ~scratch() { fs::remove_all(dir); }
+  ~merge_scratch() { fs::remove_all(dir); }
 };
 
 // A record of problem m x 256 x 256; verified: its recommended variant has a max_rel_error.
-tuning_record record(std::int64_t m, const std::string& at, bool verified, const std::string& mode = "measured") {
+tuning_record merge_record(std::int64_t m, const std::string& at, bool verified, const std::string& mode = "measured") {
   tuning_record r;
   r.key.device_model = "h100-sxm";
   r.key.driver = mode == "measured" ? "580.1" : predicted_driver;
@@ -78,12 +78,12 @@ void expect_refused(const std::vector<fs::path>& inputs, const fs::path& into, c
 
 TEST(tuning_merge, keeps_the_better_verified_then_the_newer_record_per_key) {
   const std::vector<std::vector<tuning_record>> in = {
-      {record(16, "2026-11-20T00:00:00Z", true), record(32, "2026-11-20T00:00:00Z", false),
-       record(48, "2026-11-20T00:00:00Z", true)},
-      {record(16, "2026-11-23T00:00:00Z", false),  // newer but unverified: loses
-       record(32, "2026-11-23T00:00:00Z", false),  // same rank, newer: wins
-       record(48, "2026-11-19T00:00:00Z", true),   // same rank, older: loses
-       record(64, "2026-11-23T00:00:00Z", false, "predicted")}};
+      {merge_record(16, "2026-11-20T00:00:00Z", true), merge_record(32, "2026-11-20T00:00:00Z", false),
+       merge_record(48, "2026-11-20T00:00:00Z", true)},
+      {merge_record(16, "2026-11-23T00:00:00Z", false),  // newer but unverified: loses
+       merge_record(32, "2026-11-23T00:00:00Z", false),  // same rank, newer: wins
+       merge_record(48, "2026-11-19T00:00:00Z", true),   // same rank, older: loses
+       merge_record(64, "2026-11-23T00:00:00Z", false, "predicted")}};
   std::vector<std::size_t> kept;
   const auto best = pick_best(in, &kept);
   ASSERT_EQ(best.size(), 4u);
@@ -91,18 +91,20 @@ TEST(tuning_merge, keeps_the_better_verified_then_the_newer_record_per_key) {
   EXPECT_EQ(best[1].measured_at, "2026-11-23T00:00:00Z");  // m 32, newer
   EXPECT_EQ(best[2].measured_at, "2026-11-20T00:00:00Z");  // m 48, newer of the verified
   EXPECT_EQ(kept, (std::vector<std::size_t>{2, 2}));
-  EXPECT_EQ(verification_rank(record(1, "", true)), 2);
-  EXPECT_EQ(verification_rank(record(1, "", false)), 1);
-  EXPECT_EQ(verification_rank(record(1, "", true, "predicted")), 0);
-  EXPECT_TRUE(better_record(record(1, "2000", false), record(1, "2099", true, "predicted")));
+  EXPECT_EQ(verification_rank(merge_record(1, "", true)), 2);
+  EXPECT_EQ(verification_rank(merge_record(1, "", false)), 1);
+  EXPECT_EQ(verification_rank(merge_record(1, "", true, "predicted")), 0);
+  EXPECT_TRUE(better_record(merge_record(1, "2000", false), merge_record(1, "2099", true, "predicted")));
 }
 
 TEST(tuning_merge, merges_shard_databases_and_an_existing_target_atomically) {
-  scratch s;
+  merge_scratch s;
   const fs::path a = s.dir / "a.sqlite", b = s.dir / "b.sqlite", out = s.dir / "out.sqlite";
-  tuning_db(a).store_all({record(16, "2026-11-20T00:00:00Z", true), record(32, "2026-11-20T00:00:00Z", true)});
-  tuning_db(b).store_all({record(16, "2026-11-23T00:00:00Z", true), record(48, "2026-11-21T00:00:00Z", false)});
-  tuning_db(out).store(record(64, "2026-11-01T00:00:00Z", true, "predicted"));
+  tuning_db(a).store_all(
+      {merge_record(16, "2026-11-20T00:00:00Z", true), merge_record(32, "2026-11-20T00:00:00Z", true)});
+  tuning_db(b).store_all(
+      {merge_record(16, "2026-11-23T00:00:00Z", true), merge_record(48, "2026-11-21T00:00:00Z", false)});
+  tuning_db(out).store(merge_record(64, "2026-11-01T00:00:00Z", true, "predicted"));
   const auto summary = merge_tuning_dbs({a, b}, out);
   EXPECT_EQ(summary.records, 4u);
   EXPECT_EQ(summary.duplicates, 1u);
@@ -118,15 +120,15 @@ TEST(tuning_merge, merges_shard_databases_and_an_existing_target_atomically) {
 }
 
 TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves_the_target) {
-  scratch s;
+  merge_scratch s;
   const fs::path good = s.dir / "good.sqlite", out = s.dir / "out.sqlite";
   {
     tuning_db g(good);
     std::vector<tuning_record> many;
-    for (int i = 1; i <= 200; ++i) many.push_back(record(16 * i, "2026-11-20T00:00:00Z", true));
+    for (int i = 1; i <= 200; ++i) many.push_back(merge_record(16 * i, "2026-11-20T00:00:00Z", true));
     g.store_all(many);
   }
-  tuning_db(out).store(record(8, "2026-11-20T00:00:00Z", true));
+  tuning_db(out).store(merge_record(8, "2026-11-20T00:00:00Z", true));
   // Damaged: pages past the first overwritten with garbage.
   const fs::path damaged = s.dir / "damaged.sqlite";
   fs::copy_file(good, damaged);
@@ -172,7 +174,7 @@ TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves
 }
 
 TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databases) {
-  scratch s;
+  merge_scratch s;
   const fs::path shared = s.dir / "shared.sqlite", killed = s.dir / "killed.sqlite", out = s.dir / "out.sqlite";
   // Four processes store 25 records each into one database at once (WAL and the busy timeout queue them).
   std::vector<pid_t> kids;
@@ -182,7 +184,7 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
     if (pid == 0) {
       try {
         tuning_db db(shared);
-        for (int i = 0; i < 25; ++i) db.store(record(16 * (w * 25 + i + 1), "2026-11-20T00:00:00Z", true));
+        for (int i = 0; i < 25; ++i) db.store(merge_record(16 * (w * 25 + i + 1), "2026-11-20T00:00:00Z", true));
         _exit(0);
       } catch (...) {
         _exit(1);
@@ -202,7 +204,7 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     tuning_db db(killed);
-    for (int i = 1;; ++i) db.store(record(16 * i, "2026-11-21T00:00:00Z", false));
+    for (int i = 1;; ++i) db.store(merge_record(16 * i, "2026-11-21T00:00:00Z", false));
   }
   for (int tries = 0; tries < 500; ++tries) {
     usleep(10000);
@@ -215,7 +217,8 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
   // Resumed: the same writer goes on where it stopped (INSERT OR REPLACE of the same keys is harmless).
   {
     tuning_db db(killed);
-    for (int i = 1; i <= static_cast<int>(stored) + 5; ++i) db.store(record(16 * i, "2026-11-21T00:00:00Z", false));
+    for (int i = 1; i <= static_cast<int>(stored) + 5; ++i)
+      db.store(merge_record(16 * i, "2026-11-21T00:00:00Z", false));
   }
   const auto summary = merge_tuning_dbs({shared, killed}, out);
   // m = 16..1600 from the shared one (verified) and 16..16*(stored+5) from the killed one (unverified).
@@ -230,13 +233,13 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
 // record another run committed to the target meanwhile was lost. The merge now
 // holds the target's write lock: a writer racing it waits, and loses nothing.
 TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
-  scratch s;
+  merge_scratch s;
   const fs::path big = s.dir / "big.sqlite", small = s.dir / "small.sqlite", target = s.dir / "target.sqlite";
   // Inputs large enough that the merge takes a while (each record's whole result kept, ~8 KB).
   const std::string padding(8000, 'p');
   std::vector<tuning_record> many;
   for (int i = 1; i <= 1500; ++i) {
-    auto r = record(16 * i, "2026-11-20T00:00:00Z", true);
+    auto r = merge_record(16 * i, "2026-11-20T00:00:00Z", true);
     r.result["padding"] = padding;
     many.push_back(std::move(r));
   }
@@ -245,8 +248,9 @@ TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
     b.keep_full_results(true);
     b.store_all(many);
   }
-  tuning_db(small).store_all({record(8, "2026-11-22T00:00:00Z", true), record(16, "2026-11-23T00:00:00Z", true)});
-  tuning_db(target).store(record(4, "2026-11-01T00:00:00Z", true));
+  tuning_db(small).store_all(
+      {merge_record(8, "2026-11-22T00:00:00Z", true), merge_record(16, "2026-11-23T00:00:00Z", true)});
+  tuning_db(target).store(merge_record(4, "2026-11-01T00:00:00Z", true));
 
   // The writer: runs storing records (keys of their own) into the target, each opening it,
   // storing one record (one transaction) and closing it, before, during and after the merge.
@@ -261,7 +265,7 @@ TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
       int after = 0;
       for (int i = 1; after < 20 && std::chrono::steady_clock::now() < give_up; ++i) {
         const bool was_merged = merged.load();
-        tuning_db(target).store(record(1'000'000 + i, "2026-11-24T00:00:00Z", false));
+        tuning_db(target).store(merge_record(1'000'000 + i, "2026-11-24T00:00:00Z", false));
         committed = i;
         if (!was_merged && merging.load()) ++during;
         if (was_merged) ++after;
@@ -309,11 +313,11 @@ TEST(tuning_merge, a_writer_racing_a_slow_merge_loses_no_record) {
 // The target named as an input too is the target (one copy of its records), and
 // the merge goes into a database another connection holds open (WAL and all).
 TEST(tuning_merge, merges_into_a_target_that_is_open_and_named_as_an_input) {
-  scratch s;
+  merge_scratch s;
   const fs::path a = s.dir / "a.sqlite", target = s.dir / "target.sqlite";
-  tuning_db(a).store_all({record(16, "2026-11-20T00:00:00Z", true)});
+  tuning_db(a).store_all({merge_record(16, "2026-11-20T00:00:00Z", true)});
   tuning_db open(target);
-  open.store(record(32, "2026-11-20T00:00:00Z", true));
+  open.store(merge_record(32, "2026-11-20T00:00:00Z", true));
   const fs::path link = s.dir / "link.sqlite";
   fs::create_symlink(target, link);
   const auto summary = merge_tuning_dbs({a, link}, target);

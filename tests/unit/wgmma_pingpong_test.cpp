@@ -20,7 +20,7 @@ tile_config pp(int bm, int bn, int consumers = 2) {
   return c;
 }
 
-gemm_problem square(dtype t = dtype::bf16) {
+gemm_problem pingpong_square(dtype t = dtype::bf16) {
   gemm_problem p;
   p.m = p.n = p.k = 4096;
   p.type = t;
@@ -50,19 +50,19 @@ TEST(wgmma_pingpong, constraints_name_what_it_cannot_run) {
     const auto v = check_constraints(c, p, d);
     return v ? v->constraint : std::string("none");
   };
-  EXPECT_EQ(broken(pp(128, 128), square()), "none");
-  EXPECT_EQ(broken(pp(64, 256), square()), "none");
-  EXPECT_EQ(broken(pp(128, 256), square()), "accumulator_registers");  // 256 a thread
-  EXPECT_EQ(broken(pp(128, 128, 1), square()), "pingpong");
+  EXPECT_EQ(broken(pp(128, 128), pingpong_square()), "none");
+  EXPECT_EQ(broken(pp(64, 256), pingpong_square()), "none");
+  EXPECT_EQ(broken(pp(128, 256), pingpong_square()), "accumulator_registers");  // 256 a thread
+  EXPECT_EQ(broken(pp(128, 128, 1), pingpong_square()), "pingpong");
   tile_config sk = pp(128, 128);
   set_wgmma_stream_k(sk, true);
-  EXPECT_EQ(broken(sk, square()), "pingpong");
+  EXPECT_EQ(broken(sk, pingpong_square()), "pingpong");
 }
 
 TEST(wgmma_pingpong, plain_problems_get_copies_without_stream_k) {
   const device_spec& d = find_preset("h100-sxm");
   int copies = 0, with_tma = 0;
-  for (const tile_config& c : problem_search_space(family_named("wgmma"), square(), d)) {
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), pingpong_square(), d)) {
     if (!wgmma_pingpong(c)) continue;
     ++copies;
     with_tma += wgmma_tma_store(c);
@@ -72,7 +72,8 @@ TEST(wgmma_pingpong, plain_problems_get_copies_without_stream_k) {
   EXPECT_EQ(copies, 12);  // 128x128 and 64x256 at 3, 4 and 5 stages, each with either epilogue
   EXPECT_EQ(with_tma, 6);
   int tf32 = 0;
-  for (const tile_config& c : problem_search_space(family_named("wgmma"), square(dtype::tf32), d)) tf32 += wgmma_pingpong(c);
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), pingpong_square(dtype::tf32), d))
+    tf32 += wgmma_pingpong(c);
   EXPECT_EQ(tf32, 6);
   EXPECT_EQ(family_named("wgmma")->untried_on_gpu(pp(128, 128), dtype::bf16), "ping-pong consumers (_pp)");
 }

@@ -13,7 +13,8 @@
 using namespace tiletune;
 
 namespace {
-gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, dtype t, const char* l, std::int64_t batch = 1) {
+gemm_problem map_problem(std::int64_t m, std::int64_t n, std::int64_t k, dtype t, const char* l,
+                         std::int64_t batch = 1) {
   gemm_problem p;
   p.m = m;
   p.n = n;
@@ -29,7 +30,7 @@ using box3 = std::array<std::uint32_t, 3>;
 
 TEST(wgmma_tensor_map, k_major_operands_copy_row_boxes) {
   // nt: A is M x K row-major, B is stored N x K; both K-major.
-  const auto p = problem(4096, 1024, 512, dtype::bf16, "nt");
+  const auto p = map_problem(4096, 1024, 512, dtype::bf16, "nt");
   const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
   const auto a = tensor_map_for(p, c, 'a');
   EXPECT_EQ(a.type, tensor_map_spec::element::bf16);
@@ -49,26 +50,26 @@ TEST(wgmma_tensor_map, k_major_operands_copy_row_boxes) {
 TEST(wgmma_tensor_map, mn_major_operands_copy_64_wide_boxes) {
   const tile_config c = wgmma_tile(128, 256, 64, 2, 3);
   // tn: A stored K x M (M contiguous); nn: B stored K x N (N contiguous).
-  const auto tn = problem(1000, 2048, 4096, dtype::f16, "tn");
+  const auto tn = map_problem(1000, 2048, 4096, dtype::f16, "tn");
   const auto a = tensor_map_for(tn, c, 'a');
   EXPECT_EQ(a.type, tensor_map_spec::element::f16);
   EXPECT_EQ(a.dims, (dims3{1000, 4096, 1}));
   EXPECT_EQ(a.strides_bytes[0], 1000u * 2);
   EXPECT_EQ(a.box, (box3{64, 64, 1}));
-  const auto nn = problem(1000, 2048, 4096, dtype::f16, "nn");
+  const auto nn = map_problem(1000, 2048, 4096, dtype::f16, "nn");
   const auto b = tensor_map_for(nn, c, 'b');
   EXPECT_EQ(b.dims, (dims3{2048, 4096, 1}));
   EXPECT_EQ(b.strides_bytes[0], 2048u * 2);
   EXPECT_EQ(b.box, (box3{64, 64, 1}));
   // tt: both transposed; A MN-major, B K-major.
-  const auto tt = problem(1000, 2048, 4096, dtype::f16, "tt");
+  const auto tt = map_problem(1000, 2048, 4096, dtype::f16, "tt");
   EXPECT_EQ(tensor_map_for(tt, c, 'a').box, (box3{64, 64, 1}));
   EXPECT_EQ(tensor_map_for(tt, c, 'b').box, (box3{64, 256, 1}));
   EXPECT_EQ(tensor_map_for(tt, c, 'b').dims, (dims3{4096, 2048, 1}));
 }
 
 TEST(wgmma_tensor_map, batch_is_the_third_dimension) {
-  const auto p = problem(96, 80, 64, dtype::tf32, "nt", 5);
+  const auto p = map_problem(96, 80, 64, dtype::tf32, "nt", 5);
   const tile_config c = wgmma_tile(128, 128, 32, 2, 4);
   const auto a = tensor_map_for(p, c, 'a');
   EXPECT_EQ(a.type, tensor_map_spec::element::f32);
@@ -79,7 +80,7 @@ TEST(wgmma_tensor_map, batch_is_the_third_dimension) {
   const auto b = tensor_map_for(p, c, 'b');
   EXPECT_EQ(b.strides_bytes[1], 80u * 64 * 4);
   // One matrix: the unused batch stride is still a 16-byte multiple.
-  const auto one = tensor_map_for(problem(3, 8, 8, dtype::bf16, "nt"), c, 'a');
+  const auto one = tensor_map_for(map_problem(3, 8, 8, dtype::bf16, "nt"), c, 'a');
   EXPECT_EQ(one.strides_bytes[1] % 16, 0u);
   EXPECT_EQ(to_json(a)["swizzle"], "128B");
   EXPECT_THROW(tensor_map_for(p, c, 'd'), std::invalid_argument);  // 'c': the TMA-store epilogue's C (wgmma_tma_store_test)
@@ -89,20 +90,20 @@ TEST(wgmma_constraints, named_and_pruned_where_wgmma_cannot_run) {
   const device_spec& h100 = find_preset("h100-sxm");
   const device_spec& a100 = find_preset("a100-sxm-80gb");
   const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
-  const auto ok = problem(4096, 4096, 4096, dtype::bf16, "nt");
+  const auto ok = map_problem(4096, 4096, 4096, dtype::bf16, "nt");
   EXPECT_FALSE(check_constraints(c, ok, h100));
   EXPECT_EQ(check_constraints(c, ok, a100)->constraint, "architecture");
   // tf32 wgmma: K-major operands only.
   const tile_config t = wgmma_tile(256, 128, 32, 2, 4);
-  EXPECT_FALSE(check_constraints(t, problem(4096, 4096, 4096, dtype::tf32, "nt"), h100));
+  EXPECT_FALSE(check_constraints(t, map_problem(4096, 4096, 4096, dtype::tf32, "nt"), h100));
   for (const char* l : {"nn", "tn", "tt"})
-    EXPECT_EQ(check_constraints(t, problem(4096, 4096, 4096, dtype::tf32, l), h100)->constraint, "layout") << l;
+    EXPECT_EQ(check_constraints(t, map_problem(4096, 4096, 4096, dtype::tf32, l), h100)->constraint, "layout") << l;
   // lda 1001 bf16 is not 16-byte aligned: wgmma is pruned, mma answers.
-  const auto odd = problem(4096, 4096, 1001, dtype::bf16, "nt");
+  const auto odd = map_problem(4096, 4096, 1001, dtype::bf16, "nt");
   EXPECT_EQ(check_constraints(c, odd, h100)->constraint, "tma_alignment");
   EXPECT_FALSE(check_constraints(mma_tile(128, 128, 32, 2, 2, 3), odd, h100));
   // Odd batch strides too (7 x 8 bf16 = 112 bytes is aligned; 7 x 9 is not).
-  EXPECT_EQ(check_constraints(c, problem(7, 16, 9, dtype::bf16, "tn", 2), h100)->constraint, "tma_alignment");
+  EXPECT_EQ(check_constraints(c, map_problem(7, 16, 9, dtype::bf16, "tn", 2), h100)->constraint, "tma_alignment");
   EXPECT_EQ(check_constraints(wgmma_tile(256, 256, 64, 2, 3), ok, h100)->constraint, "accumulator_registers");
   EXPECT_EQ(check_constraints(wgmma_tile(64, 128, 64, 2, 3), ok, h100)->constraint, "warpgroup_tile");
   EXPECT_EQ(check_constraints(wgmma_tile(256, 128, 64, 2, 5), ok, h100)->constraint, "shared_memory");
@@ -117,14 +118,14 @@ TEST(wgmma_constraints, default_space_size_per_dtype_and_layout) {
     const auto space = default_search_space(family_named("wgmma"), ty);
     EXPECT_EQ(space.size(), 54u);
     int kept = 0;
-    for (const auto& c : space) kept += !check_constraints(c, problem(4096, 4096, 4096, ty, "nt"), h100);
+    for (const auto& c : space) kept += !check_constraints(c, map_problem(4096, 4096, 4096, ty, "nt"), h100);
     // 5 stages of 48 KiB do not fit for 256x128 and 128x256 (3 rasters each).
     EXPECT_EQ(kept, 48) << to_string(ty);
   }
 }
 
 TEST(wgmma_launch, persistent_grid_over_the_sms) {
-  const auto p = problem(4096, 4096, 4096, dtype::bf16, "nt", 1);
+  const auto p = map_problem(4096, 4096, 4096, dtype::bf16, "nt", 1);
   const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
   const launch_shape s = launch_shape_for(c, p, 132);
   EXPECT_EQ(s.grid_x, 132);
@@ -134,7 +135,7 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
   EXPECT_EQ(s.cluster_x, 1);
   EXPECT_EQ(s.dynamic_smem_bytes, c.smem_bytes(p.type, p.layout));
   // Fewer tiles than SMs: one CTA per tile.
-  EXPECT_EQ(launch_shape_for(c, problem(300, 200, 64, dtype::bf16, "nt", 2), 132).grid_x, 2 * 2 * 2);
+  EXPECT_EQ(launch_shape_for(c, map_problem(300, 200, 64, dtype::bf16, "nt", 2), 132).grid_x, 2 * 2 * 2);
   // The old signature and other families are unchanged.
   const tile_config m = mma_tile(128, 128, 32, 2, 2, 3);
   EXPECT_EQ(launch_shape_for(m, p, 132).grid_x, launch_shape_for(m, p).grid_x);
@@ -158,7 +159,7 @@ TEST(wgmma_launch, persistent_grid_over_the_sms) {
 }
 
 TEST(wgmma_launch, export_says_how_to_launch_a_variant) {
-  const auto p = problem(4096, 4096, 4096, dtype::bf16, "nt");
+  const auto p = map_problem(4096, 4096, 4096, dtype::bf16, "nt");
   const tile_config c = wgmma_tile(256, 128, 64, 2, 4);
   const device_spec& d = find_preset("h100-sxm");
   const kernel_launch l = describe_launch(c, p, d);
