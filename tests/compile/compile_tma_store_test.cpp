@@ -54,7 +54,7 @@ std::string tma_store_sass_problems(const std::string& sass, const tile_config& 
   return problems;
 }
 
-int hgmma_per_k_tile(const tile_config& c) { return (c.block_k / 16) * (wgmma_consumer_rows(c) / 64); }
+int tma_store_hgmma_per_k_tile(const tile_config& c) { return (c.block_k / 16) * (wgmma_consumer_rows(c) / 64); }
 
 }  // namespace
 
@@ -83,7 +83,7 @@ TEST(compile_tma_store, the_copies_compile_without_spills_and_the_sass_stages_st
     if (!results[i].ok) continue;
     const std::string sass = disassemble(results[i].cubin, jobs[i].name);
     EXPECT_EQ(tma_store_sass_problems(sass, tiles[i]), "") << jobs[i].name;
-    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(tiles[i])))
+    for (const auto& problem : hgmma_issue_problems(sass, tma_store_hgmma_per_k_tile(tiles[i])))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
   }
   // The check can fail: without the wait for a staging buffer's read, its reuse is unguarded.
@@ -118,7 +118,7 @@ TEST(compile_tma_store, pingpong_copies_compile_without_spills) {
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!results[i].ok) continue;
     const std::string sass = disassemble(results[i].cubin, jobs[i].name);
-    for (const auto& problem : hgmma_issue_problems(sass, hgmma_per_k_tile(tiles[i])))
+    for (const auto& problem : hgmma_issue_problems(sass, tma_store_hgmma_per_k_tile(tiles[i])))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
     if (wgmma_tma_store(tiles[i])) {
       EXPECT_EQ(tma_store_sass_problems(sass, tiles[i]), "") << jobs[i].name;
