@@ -612,6 +612,18 @@ inline gemm_problem problem(std::int64_t m, std::int64_t n, std::int64_t k, std:
   return p;
 }
 
+// The tests' other helpers: the GPU the family targets, a problem with fp8 scales, a variant
+// with K-major copies.
+inline const device_spec& h100() { return find_preset("h100-sxm"); }
+inline gemm_problem scaled(gemm_problem p, scaling_mode s) {
+  p.scaling = s;
+  return p;
+}
+inline tile_config copies(tile_config c) {
+  set_wgmma_k_major_copies(c, true);
+  return c;
+}
+
 // Emulates and compares; returns "" when the emulated kernel is right.
 inline std::string run_and_compare(const tile_config& c, const prepared& x, double alpha, double beta,
                             int sm_count, const defects& d = {}, int stream_k = 0) {

@@ -11,17 +11,10 @@ using namespace tiletune;
 using namespace wgmma_emu;
 
 namespace {
-const device_spec& h100() { return find_preset("h100-sxm"); }
-
 tile_config fast_tile(int bm, int bn, int consumers, int stages) {
   tile_config c = wgmma_tile(bm, bn, 128, consumers, stages);
   set_wgmma_fast_accumulation(c, true);
   return c;
-}
-
-gemm_problem scaled(gemm_problem p, scaling_mode s) {
-  p.scaling = s;
-  return p;
 }
 }  // namespace
 

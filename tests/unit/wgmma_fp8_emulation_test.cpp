@@ -115,10 +115,6 @@ TEST(wgmma_fp8_emulation, decode_tiles_with_swap_ab_and_split_k_match_a_host_gem
 }
 
 namespace {
-gemm_problem scaled(gemm_problem p, scaling_mode s) {
-  p.scaling = s;
-  return p;
-}
 tile_config with_scales(tile_config c, scaling_mode s) {
   set_wgmma_scales(c, s);
   return c;

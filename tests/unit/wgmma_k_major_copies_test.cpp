@@ -14,15 +14,8 @@ using namespace tiletune;
 using namespace wgmma_emu;
 
 namespace {
-const device_spec& h100() { return find_preset("h100-sxm"); }
-
 std::vector<tile_config> space_of(const gemm_problem& p) {
   return tiletune_test::runnable_space(wgmma_family(), p, h100());
-}
-
-tile_config copies(tile_config c) {
-  set_wgmma_k_major_copies(c, true);
-  return c;
 }
 }  // namespace
 

@@ -13,13 +13,6 @@ using namespace tiletune;
 using namespace wgmma_emu;
 
 namespace {
-const device_spec& h100() { return find_preset("h100-sxm"); }
-
-tile_config copies(tile_config c) {
-  set_wgmma_k_major_copies(c, true);
-  return c;
-}
-
 std::int64_t scalar(const kernel_launch& l, const char* name) {
   for (const kernel_parameter& k : l.parameters)
     if (k.name == name) return k.value.get<std::int64_t>();
