@@ -1,5 +1,5 @@
-// The libraries and the unit and cli tests are compiled in batches of files, each batch one
-// translation unit (TILETUNE_UNITY_BUILD): what one file defines in its anonymous namespace is
+// The libraries and the unit, cli and compile tests are compiled in batches of files, each batch
+// one translation unit (TILETUNE_UNITY_BUILD; the host emulations one batch per family): what one file defines in its anonymous namespace is
 // seen by the files after it in its batch. The same name with the same signature stops the
 // build, but with another signature it quietly becomes an overload, and a call may bind to the
 // other file's function. So no two batched files of one target define the same file-local name;

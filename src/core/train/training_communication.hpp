@@ -6,6 +6,9 @@
 
 namespace tiletune {
 
+// The bus bandwidth NCCL's ring collectives reach against the link's (every ring here).
+inline constexpr double ring_efficiency = 0.8;
+
 // Data-parallel communication of one training step across world_size GPUs,
 // from the bytes the collectives move and the bandwidth each GPU has to its
 // peers. Ring collectives move (W-1)/W of a buffer per GPU for a
@@ -16,9 +19,6 @@ namespace tiletune {
 //   ZeRO 3: the 16-bit parameters are all-gathered in forward and again in
 //     backward, and the gradients reduce-scattered, every micro-step.
 // The volumes here; what the GPU waits for is exposed_communication_ms.
-// The bus bandwidth NCCL's ring collectives reach against the link's (every ring here).
-inline constexpr double ring_efficiency = 0.8;
-
 struct communication_estimate {
   double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
