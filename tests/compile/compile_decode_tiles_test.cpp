@@ -88,12 +88,13 @@ TEST(compile_decode_tiles, swap_ab_and_deep_ring_tiles_compile_without_spills) {
   // 16 rows: (3 swap-AB tiles + 64x128) x 2 schedulers x 2 (evict-first); 8 (for M = 1), 32, 64 rows: 3 each.
   ASSERT_EQ(jobs.size(), 25u) << names;
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& r = results[i];
     const std::string& name = jobs[i].name;
     if (!r.ok) continue;
     std::printf("%s: %d registers\n", name.c_str(), r.resources.registers);
-    const std::string sass = disassemble(r.cubin, name);
+    const std::string& sass = listings[i];
     if (wgmma_swap_ab(tiles[i])) {
       EXPECT_EQ(swap_ab_sass_problems(sass, tiles[i]), "") << name;
     } else {
@@ -134,9 +135,10 @@ TEST(compile_decode_tiles, cluster_split_k_copies_compile_and_the_sass_runs_the_
   for (const auto& j : jobs) names += j.name + "; ";
   ASSERT_EQ(jobs.size(), 8u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i)
     if (results[i].ok) {
-      EXPECT_EQ(cluster_split_sass_problems(disassemble(results[i].cubin, jobs[i].name)), "") << jobs[i].name;
+      EXPECT_EQ(cluster_split_sass_problems(listings[i]), "") << jobs[i].name;
     }
   // The check can fail: without the cluster barrier before the exit, one UCGABAR pair is left.
   compile_job planted = jobs.front();

@@ -96,9 +96,10 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
       }
     }
     const auto results = compile_cleanly(jobs);
+    const std::vector<std::string> listings = sass_of(jobs, results);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!results[i].ok) continue;
-      const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+      const std::string& sass = listings[i];
       EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << jobs[i].name;
       for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
         ADD_FAILURE() << jobs[i].name << ": " << problem;
@@ -111,7 +112,7 @@ TEST(compile_fp8_scales, scaled_variants_compile_without_spills_and_run_qgmma) {
         continue;
       }
       ASSERT_TRUE(results[l].ok) << jobs[l].name;
-      const std::string loading = disassemble(results[l].cubin, jobs[l].name);
+      const std::string& loading = listings[l];
       EXPECT_EQ(tma_scale_problems(sass, scale_loads(loading)), "") << jobs[i].name;
       EXPECT_NE(tma_scale_problems(loading, scale_loads(loading)), "") << jobs[l].name << " passes as copying its scales";
     }
@@ -143,10 +144,11 @@ TEST(compile_fp8_scales, f16_and_f32_c_compile_without_spills_and_run_qgmma) {
     }
     ASSERT_GE(jobs.size(), out == element_type::f16 ? 8u : 5u) << to_string(out);
     const auto results = compile_cleanly(jobs);
+    const std::vector<std::string> listings = sass_of(jobs, results);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (!results[i].ok) continue;
       EXPECT_NE(jobs[i].name.find(out == element_type::f16 ? "_of16" : "_of32"), std::string::npos) << jobs[i].name;
-      const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+      const std::string& sass = listings[i];
       for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
         ADD_FAILURE() << jobs[i].name << ": " << problem;
     }
@@ -179,6 +181,7 @@ TEST(compile_fp8_scales, fast_accumulation_compiles_with_one_accumulator_set) {
     jobs.push_back(make_compile_job(c, p.type, p.layout, d));
   }
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   auto fadds = [](const std::string& sass) {
     int n = 0;
     for (const std::string& i : instructions(sass)) n += i.find("FADD") != std::string::npos;
@@ -187,7 +190,7 @@ TEST(compile_fp8_scales, fast_accumulation_compiles_with_one_accumulator_set) {
   std::vector<int> counts;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     ASSERT_TRUE(results[i].ok) << jobs[i].name;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << jobs[i].name;
     for (const auto& problem : hgmma_issue_problems(sass, qgmma_per_k_tile(tiles[i]), "QGMMA"))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
@@ -230,9 +233,10 @@ TEST(compile_fp8_scales, mixed_formats_compile_to_qgmma_of_both) {
     }
   }
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!results[i].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     int qgmma = 0, right = 0;
     for (const std::string& ins : instructions(sass))
       if (ins.rfind("QGMMA", 0) == 0) {
@@ -274,11 +278,12 @@ TEST(compile_mma_rowwise, scales_change_the_epilogue_and_not_the_main_loop) {
     ids.push_back(id);
   }
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   ASSERT_EQ(results.size(), jobs.size());
   for (std::size_t i = 0; i < jobs.size(); i += 2) {
     if (!results[i].ok || !results[i + 1].ok) continue;
-    const std::string rw = disassemble(results[i].cubin, jobs[i].name);
-    const std::string plain = disassemble(results[i + 1].cubin, jobs[i + 1].name);
+    const std::string& rw = listings[i];
+    const std::string& plain = listings[i + 1];
     const auto loops = hmma_loops(rw), plain_loops = hmma_loops(plain);
     ASSERT_EQ(loops.size(), plain_loops.size()) << ids[i / 2];
     ASSERT_FALSE(loops.empty()) << ids[i / 2];

@@ -74,15 +74,16 @@ std::string transpose_sass_problems(const std::string& sass, int bits) {
 // reported resources are the nt kernel's.
 void check_pairs(const std::vector<compile_job>& jobs, const std::vector<int>& bits) {
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   ASSERT_EQ(results.size(), jobs.size());
   for (std::size_t i = 0; i < jobs.size(); i += 2) {
     if (!results[i].ok || !results[i + 1].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     const std::string gemm = function_sass(sass, kernel_entry_name);
     const std::string pre = function_sass(sass, std::string(kernel_entry_name) + kernel_prologue_suffix);
     ASSERT_FALSE(gemm.empty()) << jobs[i].name << ": no " << kernel_entry_name << " in\n" << sass.substr(0, 2000);
     ASSERT_FALSE(pre.empty()) << jobs[i].name << ": no pre-pass";
-    const std::string nt = function_sass(disassemble(results[i + 1].cubin, jobs[i + 1].name), kernel_entry_name);
+    const std::string nt = function_sass(listings[i + 1], kernel_entry_name);
     EXPECT_EQ(instructions(gemm), instructions(nt)) << jobs[i].name << " is not the nt kernel " << jobs[i + 1].name;
     EXPECT_EQ(transpose_sass_problems(pre, bits[i]), "") << jobs[i].name;
     EXPECT_EQ(results[i].resources.registers, results[i + 1].resources.registers) << jobs[i].name;

@@ -63,9 +63,10 @@ TEST(compile_multicast, cluster_copies_compile_and_the_sass_multicasts_and_relea
   for (const auto& j : jobs) names += j.name + "; ";
   ASSERT_EQ(jobs.size(), 8u) << names;  // 6 shapes in nt; 128x128 and 128x256 of two consumers in nn
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!results[i].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     EXPECT_EQ(multicast_sass_problems(sass), "") << jobs[i].name;
     for (const auto& problem : hgmma_issue_problems(sass, (tiles[i].block_k / 16) * (wgmma_consumer_rows(tiles[i]) / 64)))
       ADD_FAILURE() << jobs[i].name << ": " << problem;

@@ -79,9 +79,10 @@ TEST(compile_tma_store, the_copies_compile_without_spills_and_the_sass_stages_st
   for (const auto& j : jobs) names += j.name + "; ";
   ASSERT_EQ(jobs.size(), 7u) << names;  // the 6 default tile shapes and one stream-K copy
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!results[i].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     EXPECT_EQ(tma_store_sass_problems(sass, tiles[i]), "") << jobs[i].name;
     for (const auto& problem : hgmma_issue_problems(sass, tma_store_hgmma_per_k_tile(tiles[i])))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
@@ -115,9 +116,10 @@ TEST(compile_tma_store, pingpong_copies_compile_without_spills) {
     }
   ASSERT_EQ(jobs.size(), 4u);
   const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!results[i].ok) continue;
-    const std::string sass = disassemble(results[i].cubin, jobs[i].name);
+    const std::string& sass = listings[i];
     for (const auto& problem : hgmma_issue_problems(sass, tma_store_hgmma_per_k_tile(tiles[i])))
       ADD_FAILURE() << jobs[i].name << ": " << problem;
     if (wgmma_tma_store(tiles[i])) {

@@ -34,6 +34,7 @@
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "mma_budget.hpp"
+#include "compile_checks.hpp"
 #include "sass_reading.hpp"
 
 using namespace tiletune;
@@ -130,15 +131,17 @@ TEST_P(compile_variants, all_compile_without_spills) {
   std::printf("%zu variants for %s %s, %.0f ms of compilation each on average\n", jobs.size(), t.arch.c_str(),
               std::string(to_string(t.type)).c_str(), total_ms / jobs.size());
 #ifdef TILETUNE_CUOBJDUMP
-  // The SASS of the jobs `which` names, read in parallel: read(j, sass) for the j-th of them.
+  // The SASS of the jobs `which` names (disassembled in a few batches), read in parallel:
+  // read(j, sass) for the j-th of them.
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  auto read_sass = [&](const std::vector<std::size_t>& which, const char* tag,
-                       const std::function<void(std::size_t, const std::string&)>& read) {
+  auto read_sass = [&](const std::vector<std::size_t>& which, const std::function<void(std::size_t, const std::string&)>& read) {
+    std::vector<std::string> cubins, archs;
+    for (std::size_t i : which) cubins.push_back(results[i].cubin), archs.push_back(jobs[i].arch);
+    const std::vector<std::string> listings = disassemble_all(cubins, archs);
     std::vector<std::thread> readers;
     for (unsigned w = 0; w < threads; ++w)
       readers.emplace_back([&, w] {
-        for (std::size_t j = w; j < which.size(); j += threads)
-          read(j, disassemble(results[which[j]].cubin, fmt::format("{}_{}_{}", tag, w, j)));
+        for (std::size_t j = w; j < which.size(); j += threads) read(j, listings[j]);
       });
     for (auto& r : readers) r.join();
   };
@@ -150,7 +153,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
     if (t.arch != "sm_90" && configs[i].family == family_named("mma") && results[i].ok) mma.push_back(i);
   std::vector<std::vector<std::string>> problems(mma.size());
   std::vector<double> per_hmma(mma.size(), 0);
-  read_sass(mma, "budget", [&](std::size_t j, const std::string& sass) {
+  read_sass(mma, [&](std::size_t j, const std::string& sass) {
     problems[j] = mma_budget_problems(sass, configs[mma[j]], t.type);
     for (const hmma_loop& l : hmma_loops(sass))
       if (l.copies > 0 && l.zero_filling_copies == 0) per_hmma[j] = l.per_hmma();
@@ -174,7 +177,7 @@ TEST_P(compile_variants, all_compile_without_spills) {
   for (std::size_t i = 0; i < jobs.size(); ++i)
     if (configs[i].family == family_named("simt") && results[i].ok) simt.push_back(i);
   std::vector<hmma_loop> simt_loops(simt.size());
-  read_sass(simt, "simt", [&](std::size_t j, const std::string& sass) {
+  read_sass(simt, [&](std::size_t j, const std::string& sass) {
     for (const hmma_loop& l : ffma_loops(sass))
       if (l.ffma > simt_loops[j].ffma) simt_loops[j] = l;
   });
@@ -306,6 +309,7 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
   const char* mma = is_fp8(type) ? "QGMMA" : "HGMMA";
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::string> listings = sass_of(jobs, results);
   double total_ms = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& r = results[i];
@@ -321,7 +325,7 @@ TEST_P(compile_wgmma, all_compile_for_sm_90a_without_spills_and_run_hgmma) {
     // No wgmma serialization or injected waits (ptxas says so in the log, C751x),
     // and in the SASS one committed group of back-to-back HGMMAs per k-tile.
     for (const auto& w : ptxas_performance_warnings(r.log)) ADD_FAILURE() << names[i] << ": " << w;
-    const std::string sass = disassemble(r.cubin, names[i]);
+    const std::string& sass = listings[i];
     EXPECT_NE(sass.find(mma), std::string::npos) << names[i] << "\n" << sass.substr(0, 2000);
     if (is_fp8(type)) {
       EXPECT_EQ(sass.find("HGMMA"), std::string::npos) << names[i];
@@ -440,6 +444,7 @@ TEST(compile_wgmma_stream_k, copies_compile_without_spills_and_the_sass_runs_the
             2);
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& r = results[i];
     const std::string name = jobs[i].name;
@@ -447,7 +452,7 @@ TEST(compile_wgmma_stream_k, copies_compile_without_spills_and_the_sass_runs_the
     EXPECT_EQ(r.resources.spill_bytes(), 0) << name << "\n" << r.log;
     EXPECT_EQ(r.resources.stack_bytes, 0) << name;
     EXPECT_LE(r.resources.registers, 255) << name;
-    EXPECT_EQ(stream_k_sass_problems(disassemble(r.cubin, name)), "") << name;
+    EXPECT_EQ(stream_k_sass_problems(listings[i]), "") << name;
   }
 }
 
@@ -533,6 +538,7 @@ TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_bui
       << names;
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& r = results[i];
     std::printf("%s: %d registers, %lld bytes of static shared memory\n", jobs[i].name.c_str(), r.resources.registers,
@@ -542,7 +548,7 @@ TEST(compile_wgmma_grouped, the_grouped_template_compiles_without_spills_and_bui
     EXPECT_EQ(r.resources.stack_bytes, 0) << jobs[i].name;
     EXPECT_EQ(r.resources.static_smem_bytes, wgmma_group_table_bytes) << jobs[i].name;
     EXPECT_NE(jobs[i].name.find("_grp"), std::string::npos) << jobs[i].name;
-    EXPECT_EQ(grouped_sass_problems(disassemble(r.cubin, jobs[i].name)), "") << jobs[i].name;
+    EXPECT_EQ(grouped_sass_problems(listings[i]), "") << jobs[i].name;
   }
   // The check can fail: the same tile without the grouped knob builds no table.
   tile_config tile = tiles.front();

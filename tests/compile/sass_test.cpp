@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -19,7 +22,9 @@
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "cuda/nvrtc_compiler.hpp"
+#include "compile_checks.hpp"
 #include "mma_budget.hpp"
 #include "sass_reading.hpp"
 
@@ -85,11 +90,12 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
   }
   nvrtc_compiler nvrtc;
   const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < all.size(); ++i) {
     const sass_case& c = all[i];
     const auto& r = results[i];
     ASSERT_TRUE(r.ok) << name(c) << "\n" << r.log;
-    const std::string sass = disassemble(r.cubin, name(c));
+    const std::string& sass = listings[i];
     ASSERT_TRUE(has(sass, "tiletune_gemm")) << name(c) << ": cuobjdump gave\n" << sass.substr(0, 2000);
     EXPECT_TRUE(has(sass, "STG.E.128")) << name(c) << ": no 128-bit global store";
     EXPECT_FALSE(has(sass, "LDL")) << name(c) << ": loads from local memory";
@@ -149,4 +155,64 @@ TEST(sass, a_local_array_shows_as_local_memory) {
   const std::string sass = disassemble(r.cubin, "local_array");
   EXPECT_TRUE(has(sass, "STL") || has(sass, "LDL")) << sass.substr(0, 2000);
   EXPECT_FALSE(has(sass, "STG.E.128"));
+}
+
+namespace {
+// A listing's instructions by function, each with its address ("01a0 @P0 BRA 0x2c0").
+std::map<std::string, std::vector<std::string>> by_function(const std::string& sass) {
+  static const std::regex function(R"(Function : (\S+))"), line(R"(/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;)");
+  std::map<std::string, std::vector<std::string>> out;
+  std::string current;
+  std::istringstream in(sass);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, function)) current = m[1];
+    else if (std::regex_search(l, m, line)) out[current].push_back(m[1].str() + " " + m[2].str());
+  }
+  return out;
+}
+}  // namespace
+
+// disassemble_all lists what cuobjdump lists, function by function and address by address. Two or
+// more kernels of each architecture, so that all but the first of a run sit at an offset in its raw
+// image (their addresses and branch targets rebased); among them a cubin of two functions (the
+// k-major copies' pre-pass and GEMM) and a stream-K kernel (calls and returns).
+TEST(sass_batches, list_each_cubin_as_cuobjdump_does) {
+  std::vector<compile_job> jobs;
+  auto add = [&](const char* preset, const tile_config& c, dtype t, const char* l) {
+    gemm_problem p;
+    p.m = p.n = p.k = 4096;
+    p.type = t;
+    p.scaling = default_scaling(t);
+    p.layout = parse_layout(l);
+    const device_spec& d = find_preset(preset);
+    ASSERT_FALSE(check_constraints(c, p, d)) << c.id() << ": " << check_constraints(c, p, d)->message;
+    jobs.push_back(make_compile_job(c, t, p.layout, d));
+  };
+  add("a100-sxm-80gb", mma_tile(128, 128, 32, 2, 2, 3), dtype::bf16, "nt");
+  add("a100-sxm-80gb", simt_tile(64, 128, 16, 8, 4), dtype::f32, "tn");
+  add("l40s", mma_tile(128, 128, 64, 2, 2, 3), dtype::e4m3, "nt");
+  add("l40s", mma_tile(64, 64, 64, 2, 2, 4), dtype::e4m3, "nt");
+  tile_config streamed = wgmma_tile(128, 128, 64, 2, 4);
+  set_wgmma_stream_k(streamed, true);
+  tile_config copied = wgmma_tile(128, 128, 32, 2, 4);
+  set_wgmma_k_major_copies(copied, true);
+  add("h100-sxm", wgmma_tile(128, 256, 64, 2, 4), dtype::bf16, "nt");
+  add("h100-sxm", streamed, dtype::bf16, "nt");
+  add("h100-sxm", copied, dtype::tf32, "nn");
+  ASSERT_EQ(jobs.size(), 7u);
+  const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> batched = sass_of(jobs, results);
+  int functions = 0, branches = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << jobs[i].name;
+    const auto want = by_function(disassemble(results[i].cubin, jobs[i].name)), got = by_function(batched[i]);
+    ASSERT_FALSE(want.empty()) << jobs[i].name;
+    EXPECT_EQ(got, want) << jobs[i].name << ": the batched listing differs from cuobjdump's";
+    functions += static_cast<int>(got.size());
+    for (const auto& [f, lines] : got)
+      for (const std::string& l : lines) branches += i > 0 && l.find("BRA 0x") != std::string::npos;
+  }
+  EXPECT_GE(functions, 8) << "the k-major copies' cubin lists its pre-pass and its GEMM";
+  EXPECT_GT(branches, 10) << "no branch target at an offset was compared";
 }

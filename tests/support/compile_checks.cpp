@@ -25,4 +25,14 @@ std::vector<tiletune::compiled_kernel> compile_cleanly(const std::vector<tiletun
   return results;
 }
 
+std::vector<std::string> sass_of(const std::vector<tiletune::compile_job>& jobs,
+                                 const std::vector<tiletune::compiled_kernel>& results) {
+  std::vector<std::string> cubins, archs;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    cubins.push_back(results[i].ok ? results[i].cubin : std::string());
+    archs.push_back(jobs.at(i).arch);
+  }
+  return disassemble_all(cubins, archs);
+}
+
 }  // namespace tiletune_test

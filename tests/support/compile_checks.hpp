@@ -1,5 +1,6 @@
 #pragma once
 // What every compile test asks of the variants it compiles, in one place.
+#include <string>
 #include <vector>
 
 #include "core/compile/kernel_compiler.hpp"
@@ -10,5 +11,10 @@ namespace tiletune_test {
 // (named by the job) for each that did not compile, spilled, used a stack, or drew a ptxas
 // performance warning (wgmma serialized, waits or arrives injected).
 std::vector<tiletune::compiled_kernel> compile_cleanly(const std::vector<tiletune::compile_job>& jobs);
+
+// The SASS of each result (sass_reading's listing; empty where it did not compile), in a few
+// nvdisasm runs for them all.
+std::vector<std::string> sass_of(const std::vector<tiletune::compile_job>& jobs,
+                                 const std::vector<tiletune::compiled_kernel>& results);
 
 }  // namespace tiletune_test

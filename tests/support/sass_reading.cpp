@@ -1,12 +1,20 @@
 #include "sass_reading.hpp"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <string_view>
+#include <thread>
+#include <utility>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -35,6 +43,150 @@ std::string disassemble(const std::string& cubin, const std::string& name) {
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
   std::filesystem::remove(dir, ignored);
+  return out;
+}
+
+namespace {
+
+// The code sections (".text.<function>") of a cubin, an ELF64 file: each function's name and
+// machine code; none for bytes that are not such a file.
+std::vector<std::pair<std::string, std::string_view>> code_sections(const std::string& cubin) {
+  std::vector<std::pair<std::string, std::string_view>> out;
+  auto read = [&](std::size_t at, std::size_t bytes) {
+    std::uint64_t v = 0;
+    if (at + bytes <= cubin.size()) std::memcpy(&v, cubin.data() + at, bytes);  // little-endian, as the host
+    return v;
+  };
+  if (cubin.size() < 64 || cubin.compare(0, 4, "\x7f" "ELF") != 0 || cubin[4] != 2) return out;
+  const std::uint64_t sections = read(0x28, 8), entry_bytes = read(0x3a, 2), count = read(0x3c, 2),
+                      names_index = read(0x3e, 2);
+  if (entry_bytes < 64 || names_index >= count || sections + count * entry_bytes > cubin.size()) return out;
+  const std::uint64_t names = read(sections + names_index * entry_bytes + 24, 8);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t at = sections + i * entry_bytes;
+    const std::uint64_t name_at = names + read(at, 4), type = read(at + 4, 4), offset = read(at + 24, 8),
+                        size = read(at + 32, 8);
+    if (type != 1 || name_at >= cubin.size() || offset > cubin.size() || size > cubin.size() - offset) continue;
+    const std::string name(cubin.c_str() + name_at);  // PROGBITS; the cubin's own NUL ends the name
+    if (name.rfind(".text.", 0) == 0 && size > 0) out.emplace_back(name.substr(6), std::string_view(cubin).substr(offset, size));
+  }
+  return out;
+}
+
+// "/*01a0*/   @P0 BRA 0x2c0 ;" -> address 0x1a0 and "@P0 BRA 0x2c0"; false for any other line.
+bool listing_line(const std::string& l, long& address, std::string& instruction) {
+  const std::size_t open = l.find("/*"), close = open == std::string::npos ? open : l.find("*/", open + 2);
+  if (close == std::string::npos || close - open - 2 < 4 ||
+      l.find_first_not_of("0123456789abcdef", open + 2) != close)
+    return false;
+  const std::size_t begin = l.find_first_not_of(" \t", close + 2), end = l.find(';', close + 2);
+  if (begin == std::string::npos || end == std::string::npos || end <= begin) return false;
+  address = std::stol(l.substr(open + 2, close - open - 2), nullptr, 16);
+  instruction = l.substr(begin, l.find_last_not_of(" \t", end - 1) + 1 - begin);
+  return true;
+}
+
+// The instructions whose operands are code addresses (branches, calls, returns, convergence
+// barriers), which a raw image shows from its own start: `offset` is taken from each.
+std::string rebased(const std::string& instruction, long offset) {
+  const std::size_t op = instruction[0] == '@' ? instruction.find(' ') + 1 : 0;
+  bool addresses = false;
+  for (const char* o : {"BRA", "BSSY", "CALL", "RET", "JMP", "JMX", "BRX", "WARPSYNC"})
+    addresses |= instruction.compare(op, std::strlen(o), o) == 0;
+  if (!addresses || offset == 0) return instruction;
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t x; (x = instruction.find("0x", at)) != std::string::npos;) {
+    std::size_t end = instruction.find_first_not_of("0123456789abcdef", x + 2);
+    if (end == std::string::npos) end = instruction.size();
+    out += instruction.substr(at, x - at) + fmt::format("{:#x}", std::stol(instruction.substr(x + 2, end - x - 2), nullptr, 16) - offset);
+    at = end;
+  }
+  return out + instruction.substr(at);
+}
+
+// One nvdisasm run over the code of `cubins` (all of architecture `arch`), one listing each.
+std::vector<std::string> disassemble_batch(const std::vector<const std::string*>& cubins, const std::string& arch) {
+  static std::atomic<unsigned> runs{0};
+  struct piece {
+    std::size_t cubin;
+    std::string function;
+    long begin, end;
+  };
+  std::vector<piece> pieces;
+  std::string image;
+  for (std::size_t i = 0; i < cubins.size(); ++i)
+    for (const auto& [function, code] : code_sections(*cubins[i])) {
+      pieces.push_back({i, function, static_cast<long>(image.size()), static_cast<long>(image.size() + code.size())});
+      image += code;  // SASS instructions are 16 bytes on every architecture read here: each piece stays aligned
+    }
+  std::vector<std::string> out(cubins.size());
+  if (pieces.empty()) return out;
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}_{}.bin", getpid(), runs++);
+  std::ofstream(path, std::ios::binary).write(image.data(), static_cast<std::streamsize>(image.size()));
+  std::string raw_arch = "SM" + arch.substr(arch.rfind('_') + 1);  // sm_90a -> SM90a
+  const std::string bin_dir = std::filesystem::path(TILETUNE_CUOBJDUMP).parent_path().string();
+  const std::string command =
+      fmt::format("PATH=\"{}:$PATH\" nvdisasm -b {} -ndf '{}' 2>&1", bin_dir, raw_arch, path.string());
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string listing;
+  if (pipe) {
+    std::array<char, 1 << 16> buffer{};
+    for (std::size_t n; (n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0;) listing.append(buffer.data(), n);
+  }
+  pipe.reset();
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  std::size_t p = 0;
+  bool started = false;
+  std::istringstream in(listing);
+  long address = 0;
+  std::string instruction;
+  for (std::string l; std::getline(in, l);) {
+    if (!listing_line(l, address, instruction)) continue;
+    while (p < pieces.size() && address >= pieces[p].end) ++p, started = false;
+    if (p == pieces.size()) break;
+    if (address < pieces[p].begin) continue;
+    std::string& sass = out[pieces[p].cubin];
+    if (!started) sass += fmt::format("\t\tFunction : {}\n", pieces[p].function), started = true;
+    sass += fmt::format("        /*{:04x}*/                   {} ;\n", address - pieces[p].begin,
+                        rebased(instruction, pieces[p].begin));
+  }
+  // A function that nvdisasm did not list (it failed): its header at least, and its error.
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i].empty() && !code_sections(*cubins[i]).empty()) out[i] = "nvdisasm listed nothing of it:\n" + listing.substr(0, 2000);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> disassemble_all(const std::vector<std::string>& cubins, const std::vector<std::string>& archs) {
+  std::map<std::string, std::vector<std::size_t>> by_arch;
+  for (std::size_t i = 0; i < cubins.size(); ++i)
+    if (!cubins[i].empty()) by_arch[archs.at(i)].push_back(i);
+  // Each architecture's cubins in as many runs as there are cores, at most one per 8 cubins.
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> runs;
+  for (const auto& [arch, which] : by_arch) {
+    const std::size_t n = std::min(cores, (which.size() + 7) / 8);
+    for (std::size_t r = 0; r < n; ++r) {
+      runs.push_back({arch, {}});
+      for (std::size_t j = r; j < which.size(); j += n) runs.back().second.push_back(which[j]);
+    }
+  }
+  std::vector<std::string> out(cubins.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> workers;
+  for (std::size_t w = 0; w < std::min(cores, runs.size()); ++w)
+    workers.emplace_back([&] {
+      for (std::size_t r; (r = next++) < runs.size();) {
+        std::vector<const std::string*> batch;
+        for (std::size_t i : runs[r].second) batch.push_back(&cubins[i]);
+        std::vector<std::string> listed = disassemble_batch(batch, runs[r].first);
+        for (std::size_t j = 0; j < listed.size(); ++j) out[runs[r].second[j]] = std::move(listed[j]);
+      }
+    });
+  for (auto& w : workers) w.join();
   return out;
 }
 

@@ -10,6 +10,14 @@ namespace tiletune_test {
 // empty or an error text when cuobjdump fails.
 std::string disassemble(const std::string& cubin, const std::string& name);
 
+// The SASS of many cubins, each listed as `disassemble` lists it ("Function : name", then its
+// instructions at their addresses, without encodings; empty for an empty or unreadable cubin).
+// `archs[i]` is cubin i's architecture ("sm_90a"). The kernels' code of one architecture is
+// disassembled as one raw image (nvdisasm -b), a few runs in all: nvdisasm's start, about 0.4 s,
+// was most of a kernel's listing, and the compile tests read a thousand (compile.sass_batches
+// checks that the listings equal cuobjdump's).
+std::vector<std::string> disassemble_all(const std::vector<std::string>& cubins, const std::vector<std::string>& archs);
+
 // The instructions of a SASS listing in order, without addresses and encodings
 // ("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR12], R24, gsb0").
 std::vector<std::string> instructions(const std::string& sass);
