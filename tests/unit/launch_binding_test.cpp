@@ -33,13 +33,14 @@ struct declared {
 // A parameter list with its `#if MACRO` ... `#endif` lines resolved as the rendered source
 // defines the macro (`#define MACRO 1` present or not), as the preprocessor would.
 std::string resolve_conditionals(const std::string& list, const std::string& source) {
+  static const std::regex leading("^\\s+"), trailing("\\s+$");  // built once (each build is costly)
   std::string out, line;
   std::vector<bool> active{true};
   std::istringstream in(list);
   while (std::getline(in, line)) {
-    const std::string trimmed = std::regex_replace(line, std::regex("^\\s+"), "");
+    const std::string trimmed = std::regex_replace(line, leading, "");
     if (trimmed.rfind("#if ", 0) == 0) {
-      const std::string macro = std::regex_replace(trimmed.substr(4), std::regex("\\s+$"), "");
+      const std::string macro = std::regex_replace(trimmed.substr(4), trailing, "");
       active.push_back(active.back() && source.find("#define " + macro + " 1") != std::string::npos);
     } else if (trimmed.rfind("#endif", 0) == 0) {
       active.pop_back();
@@ -56,21 +57,21 @@ std::vector<declared> signature(const std::string& source, const std::string& na
   EXPECT_NE(entry, std::string::npos);
   const std::size_t open = source.find('(', entry), close = source.find(')', open);
   std::string list = resolve_conditionals(source.substr(open + 1, close - open - 1), source);
+  static const std::regex spaces("\\s+"), ends("^ | $"), qualifiers("const |__restrict__|__grid_constant__ "),
+      padding("^ +| +$");
   std::vector<declared> out;
   std::size_t at = 0;
   while (at <= list.size()) {
     const std::size_t comma = std::min(list.find(',', at), list.size());
-    std::string p = std::regex_replace(list.substr(at, comma - at), std::regex("\\s+"), " ");
-    p = std::regex_replace(p, std::regex("^ | $"), "");
+    std::string p = std::regex_replace(list.substr(at, comma - at), spaces, " ");
+    p = std::regex_replace(p, ends, "");
     at = comma + 1;
     if (p.empty()) continue;
     const std::size_t name_at = p.find_last_of(" *");
     declared d;
     d.name = p.substr(name_at + 1);
     std::string type = p.substr(0, name_at + 1);
-    for (const char* word : {"const ", "__restrict__", "__grid_constant__ "})
-      type = std::regex_replace(type, std::regex(word), "");
-    type = std::regex_replace(type, std::regex("^ +| +$"), "");
+    type = std::regex_replace(std::regex_replace(type, qualifiers, ""), padding, "");
     if (type.find('*') != std::string::npos)
       d.kind = "pointer";
     else if (type.find("tensor_map") != std::string::npos || type.find("CUtensorMap") != std::string::npos)
