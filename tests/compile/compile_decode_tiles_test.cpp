@@ -170,8 +170,8 @@ TEST(compile_decode_tiles, the_swap_ab_sass_check_catches_a_kernel_that_is_not_s
   ASSERT_NE(at, std::string::npos) << "the render no longer defines TT_SWAP_AB; update this test";
   no_macro.source.erase(at, macro.size());
   nvrtc_compiler nvrtc;
-  const auto g = nvrtc.compile(good);
-  const auto b = nvrtc.compile(make_compile_job(plain, p.type, p.layout, d));
+  const auto g = shared_compiler().compile(good);
+  const auto b = shared_compiler().compile(make_compile_job(plain, p.type, p.layout, d));
   ASSERT_TRUE(g.ok && b.ok) << g.log << b.log;
   EXPECT_EQ(swap_ab_sass_problems(disassemble(g.cubin, "swapped"), c), "");
   const std::string problems = swap_ab_sass_problems(disassemble(b.cubin, "plain"), c);

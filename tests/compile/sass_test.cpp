@@ -88,8 +88,7 @@ TEST(sass, fragments_tensor_cores_vector_stores_and_no_local_memory) {
     ASSERT_FALSE(check_constraints(c.config, p, d)) << name(c);
     jobs.push_back(make_compile_job(c.config, c.type, p.layout, d));
   }
-  nvrtc_compiler nvrtc;
-  const auto results = compile_all(nvrtc, jobs, std::max(1u, std::thread::hardware_concurrency()));
+  const auto results = compile_all(shared_compiler(), jobs, std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < all.size(); ++i) {
     const sass_case& c = all[i];
@@ -123,7 +122,7 @@ TEST(sass, the_main_loop_budget_catches_a_planted_defect) {
        "tt_cp_async16_whole(dst, g + i * row_step + (reinterpret_cast<unsigned long long>(g) / 3 % 5 == 4));"},
       {"tt_pipelined<false>(blk, acc);", "tt_pipelined<true>(blk, acc);"}};
   nvrtc_compiler nvrtc;
-  const auto base = nvrtc.compile(clean);
+  const auto base = shared_compiler().compile(clean);
   ASSERT_TRUE(base.ok) << base.log;
   EXPECT_TRUE(mma_budget_problems(disassemble(base.cubin, "clean"), c, dtype::bf16).empty());
   for (const auto& [from, to] : defects) {

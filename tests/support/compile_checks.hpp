@@ -12,6 +12,11 @@ namespace tiletune_test {
 // performance warning (wgmma serialized, waits or arrives injected).
 std::vector<tiletune::compiled_kernel> compile_cleanly(const std::vector<tiletune::compile_job>& jobs);
 
+// NVRTC behind the kernel cache the cli tests share (<scratch>/cache/tiletune, as tiletune_process
+// gives the binary): a variant that a cli test's plan compiled, or another compile test, is read
+// back (the same source, options, architecture and NVRTC: the same cubin and ptxas report).
+tiletune::kernel_compiler& shared_compiler();
+
 // The SASS of each result (sass_reading's listing; empty where it did not compile), in a few
 // nvdisasm runs for them all.
 std::vector<std::string> sass_of(const std::vector<tiletune::compile_job>& jobs,
