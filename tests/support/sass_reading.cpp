@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +17,8 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+
+#include "core/compile/cubin_resources.hpp"
 
 namespace tiletune_test {
 
@@ -47,31 +48,6 @@ std::string disassemble(const std::string& cubin, const std::string& name) {
 }
 
 namespace {
-
-// The code sections (".text.<function>") of a cubin, an ELF64 file: each function's name and
-// machine code; none for bytes that are not such a file.
-std::vector<std::pair<std::string, std::string_view>> code_sections(const std::string& cubin) {
-  std::vector<std::pair<std::string, std::string_view>> out;
-  auto read = [&](std::size_t at, std::size_t bytes) {
-    std::uint64_t v = 0;
-    if (at + bytes <= cubin.size()) std::memcpy(&v, cubin.data() + at, bytes);  // little-endian, as the host
-    return v;
-  };
-  if (cubin.size() < 64 || cubin.compare(0, 4, "\x7f" "ELF") != 0 || cubin[4] != 2) return out;
-  const std::uint64_t sections = read(0x28, 8), entry_bytes = read(0x3a, 2), count = read(0x3c, 2),
-                      names_index = read(0x3e, 2);
-  if (entry_bytes < 64 || names_index >= count || sections + count * entry_bytes > cubin.size()) return out;
-  const std::uint64_t names = read(sections + names_index * entry_bytes + 24, 8);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const std::uint64_t at = sections + i * entry_bytes;
-    const std::uint64_t name_at = names + read(at, 4), type = read(at + 4, 4), offset = read(at + 24, 8),
-                        size = read(at + 32, 8);
-    if (type != 1 || name_at >= cubin.size() || offset > cubin.size() || size > cubin.size() - offset) continue;
-    const std::string name(cubin.c_str() + name_at);  // PROGBITS; the cubin's own NUL ends the name
-    if (name.rfind(".text.", 0) == 0 && size > 0) out.emplace_back(name.substr(6), std::string_view(cubin).substr(offset, size));
-  }
-  return out;
-}
 
 // "/*01a0*/   @P0 BRA 0x2c0 ;" -> address 0x1a0 and "@P0 BRA 0x2c0"; false for any other line.
 bool listing_line(const std::string& l, long& address, std::string& instruction) {
@@ -116,7 +92,7 @@ std::vector<std::string> disassemble_batch(const std::vector<const std::string*>
   std::vector<piece> pieces;
   std::string image;
   for (std::size_t i = 0; i < cubins.size(); ++i)
-    for (const auto& [function, code] : code_sections(*cubins[i])) {
+    for (const auto& [function, code] : tiletune::cubin_code_sections(*cubins[i])) {
       pieces.push_back({i, function, static_cast<long>(image.size()), static_cast<long>(image.size() + code.size())});
       image += code;  // SASS instructions are 16 bytes on every architecture read here: each piece stays aligned
     }
@@ -124,7 +100,7 @@ std::vector<std::string> disassemble_batch(const std::vector<const std::string*>
   if (pieces.empty()) return out;
   const auto path = std::filesystem::temp_directory_path() / fmt::format("tiletune_sass_{}_{}.bin", getpid(), runs++);
   std::ofstream(path, std::ios::binary).write(image.data(), static_cast<std::streamsize>(image.size()));
-  std::string raw_arch = "SM" + arch.substr(arch.rfind('_') + 1);  // sm_90a -> SM90a
+  const std::string raw_arch = "SM" + arch.substr(arch.rfind('_') + 1);  // sm_90a -> SM90a
   const std::string bin_dir = std::filesystem::path(TILETUNE_CUOBJDUMP).parent_path().string();
   const std::string command =
       fmt::format("PATH=\"{}:$PATH\" nvdisasm -b {} -ndf '{}' 2>&1", bin_dir, raw_arch, path.string());
@@ -154,7 +130,7 @@ std::vector<std::string> disassemble_batch(const std::vector<const std::string*>
   }
   // A function that nvdisasm did not list (it failed): its header at least, and its error.
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (out[i].empty() && !code_sections(*cubins[i]).empty()) out[i] = "nvdisasm listed nothing of it:\n" + listing.substr(0, 2000);
+    if (out[i].empty() && !tiletune::cubin_code_sections(*cubins[i]).empty()) out[i] = "nvdisasm listed nothing of it:\n" + listing.substr(0, 2000);
   return out;
 }
 

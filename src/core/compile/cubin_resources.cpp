@@ -230,6 +230,23 @@ bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_
   return true;
 }
 
+std::vector<std::pair<std::string, std::string_view>> cubin_code_sections(std::string_view cubin) {
+  std::vector<std::pair<std::string, std::string_view>> out;
+  section_table table;
+  std::string error;
+  if (!read_section_table(cubin, table, error)) return out;
+  const section names = table.header(table.names_index).first;
+  if (!fits(names.offset, names.size, cubin.size())) return out;
+  const std::string_view name_table = cubin.substr(names.offset, names.size);
+  for (std::size_t i = 0; i < table.count; ++i) {
+    const auto [s, name_at] = table.header(i);
+    const std::string_view name = string_at(name_table, name_at);
+    if (s.type == 1 && s.size > 0 && name.starts_with(".text.") && fits(s.offset, s.size, cubin.size()))
+      out.emplace_back(std::string(name.substr(6)), cubin.substr(s.offset, s.size));  // PROGBITS
+  }
+  return out;
+}
+
 void complete_resources(compiled_kernel& k, std::string_view entry) {
   if (!k.ok) return;
   kernel_resources report;

@@ -2,6 +2,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/compile/kernel_compiler.hpp"
 
@@ -21,6 +23,10 @@ struct cubin_resources {
 // the bytes given: a damaged file returns false with `error` naming what is wrong.
 bool read_cubin_resources(std::string_view cubin, std::string_view entry, cubin_resources& out,
                           std::string& error);
+
+// The machine code of each function of `cubin` (its ".text.<function>" sections), in section
+// order: empty for bytes that are not a readable cubin. What nvdisasm reads (tests/support).
+std::vector<std::pair<std::string, std::string_view>> cubin_code_sections(std::string_view cubin);
 
 // Fills k.resources after a successful compile: from ptxas's report when it
 // printed one, else from the cubin (spill bytes then unknown, see
