@@ -7,6 +7,8 @@
 #include <regex>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
+
 namespace tiletune::cli {
 
 namespace {
@@ -55,6 +57,34 @@ std::string iso_date(const std::string& v) {
   const int month = std::stoi(m[2]), day = std::stoi(m[3]);
   if (month < 1 || month > 12 || day < 1 || day > 31) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
   return "";
+}
+
+namespace {
+// A numeric option's value in decimal: leading zeros dropped, a base prefix refused.
+std::string decimal(std::string& v) {
+  const std::size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
+  if (v.size() < sign + 2 || v[sign] != '0') return "";
+  if (std::string_view("xXbB").find(v[sign + 1]) != std::string_view::npos)
+    return "a number in decimal, not " + v;
+  const std::size_t first = v.find_first_not_of('0', sign);
+  if (first == std::string::npos) v.erase(sign + 1);  // 000 is 0
+  else if (v[first] >= '1' && v[first] <= '9') v.erase(sign, first - sign);
+  return "";
+}
+
+// The options whose value CLI11 converts to a number: its type names, and ours for integers.
+// (strtod reads leading zeros in decimal already, but hexadecimal floats too: 0x1p4 is 16.)
+bool numeric_option(const CLI::Option& o) {
+  const std::string type = o.get_type_name();
+  const std::string name = type.substr(0, type.find(':'));
+  return name == "INT" || name == "UINT" || name == "FLOAT" || name == "G" || name == "K" || name == "N";
+}
+}  // namespace
+
+void read_integers_in_decimal(CLI::App& app) {
+  for (CLI::Option* o : app.get_options())
+    if (numeric_option(*o)) o->transform(CLI::Validator(decimal, ""), "decimal");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_integers_in_decimal(*sub);
 }
 
 namespace {

@@ -4,6 +4,10 @@
 // silently: a negative count wrapped to 2^64 - 1, infinity, NaN, a float the kernel cannot hold.
 #include <string>
 
+namespace CLI {
+class App;
+}
+
 namespace tiletune::cli {
 
 std::string whole_non_negative(const std::string& value);  // 0 or more, within 64 bits (seeds, counts)
@@ -11,6 +15,11 @@ std::string whole_number(const std::string& value);        // within 64 bits, ei
 std::string finite_non_negative(const std::string& value);  // a number, 0 or more, finite
 std::string finite_float(const std::string& value);         // finite, within a float's range (alpha, beta)
 std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
+
+// Every numeric option of `app` and of its commands reads its value in decimal: CLI11 converts
+// integers in C's base 0, where 0256 is octal (174) and 0x40 hexadecimal. Leading zeros are
+// dropped (0256 is 256) and a 0x or 0b prefix is refused. Call it once every option is added.
+void read_integers_in_decimal(CLI::App& app);
 
 // CLI11's own "Could not convert: --top = 1.5x", for options without a check of their own, in words
 // that say what the option takes: for a flag, true or false; else, from the value (CLI11 converts

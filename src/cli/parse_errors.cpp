@@ -1,6 +1,7 @@
 #include "cli/parse_errors.hpp"
 
 #include <algorithm>
+#include <regex>
 #include <cstdio>
 #include <vector>
 
@@ -124,6 +125,14 @@ std::string extras_words(const CLI::App& app) {
   }
   if (said.empty()) return {};
   return fmt::format("{}; `{} --help` lists what it takes", fmt::join(said, "; "), path);
+}
+
+std::string too_many_words(const std::string& what) {
+  static const std::regex at_most(R"(^(-[^:]+): At Most (\d+) required but received (\d+)$)");
+  std::smatch m;
+  if (!std::regex_match(what, m, at_most)) return {};
+  const std::string most = m[2] == "1" ? "one value" : m[2].str() + " values";
+  return fmt::format("{} takes {} but was given {} (is it given more than once?)", m[1].str(), most, m[3].str());
 }
 
 }  // namespace tiletune::cli

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "cli/parse_errors.hpp"
 #include "core/errors.hpp"
@@ -42,6 +43,7 @@ int parse_and_run(int argc, char** argv, host_services host) {
   // The measuring worker that `gemm` starts; not for people.
   auto* worker = app.add_subcommand("__worker", "")->group("");
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
+  read_integers_in_decimal(app);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;
@@ -53,6 +55,9 @@ int parse_and_run(int argc, char** argv, host_services host) {
     return exit_usage;
   } catch (const CLI::ConversionError& e) {
     say_or_exit(app, e, conversion_words(app, e.what()));
+    return exit_usage;
+  } catch (const CLI::ArgumentMismatch& e) {
+    say_or_exit(app, e, too_many_words(e.what()));
     return exit_usage;
   } catch (const CLI::ExtrasError& e) {
     say_or_exit(app, e, extras_words(app));

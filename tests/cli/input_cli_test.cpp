@@ -481,6 +481,51 @@ TEST(input, every_numeric_option_names_what_it_takes) {
   EXPECT_NE(large.err.find("--top 99999999999 is out of the range it takes"), std::string::npos) << large.err;
 }
 
+// A number is read in decimal by every numeric option of every command (CLI11 alone read 0256
+// as octal 174 and 0x40 as 64): leading zeros are dropped, a base prefix is refused naming it.
+TEST(input, every_numeric_option_reads_decimal_and_refuses_a_base_prefix) {
+  int numeric = 0;
+  for (const auto& command : every_command) {
+    for (const help_option& o : options_of(command)) {
+      if (o.flag || !(o.type == "INT" || o.type == "UINT" || o.type == "FLOAT" || o.type == "N" || o.type == "G" ||
+                      o.type == "K"))
+        continue;
+      ++numeric;
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {o.name, "0x10"});
+      const result r = run(args);
+      EXPECT_EQ(r.code, 2) << o.line << "\n" << r.err;
+      EXPECT_NE(r.err.find(o.name), std::string::npos) << o.line << "\n" << r.err;
+      EXPECT_NE(r.err.find("in decimal, not 0x10"), std::string::npos) << o.line << "\n" << r.err;
+    }
+  }
+  EXPECT_GT(numeric, 40);
+  // Zero-padded values are the numbers they read as in decimal.
+  const result b = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--seq-len", "0256", "--global-batch", "064",
+                        "--lora-rank", "016", "--json"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto plan = nlohmann::json::parse(b.out);
+  EXPECT_EQ(plan["setup"]["seq_len"], 256);
+  EXPECT_EQ(plan["setup"]["global_batch"], 64);
+  EXPECT_EQ(plan["setup"]["lora_rank"], 16);
+  const result g = run({"gemm", "--m", "0128", "--n", "00064", "--k", "0080", "--gpu", "h100-sxm", "--dry-run",
+                        "--json", "--top", "01"});
+  ASSERT_EQ(g.code, 0) << g.err;
+  const auto gemm = nlohmann::json::parse(g.out);
+  EXPECT_EQ(gemm["problem"]["m"], 128) << gemm["problem"].dump();
+  EXPECT_EQ(gemm["problem"]["n"], 64);
+  EXPECT_EQ(gemm["problem"]["k"], 80);
+  expect_refused({"gemm", "--m", "-0128", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"}, {"--m", "-128"});
+}
+
+// An option given twice is named in words, with what it takes, not CLI11's "At Most 1 required".
+TEST(input, an_option_given_twice_is_named_in_words) {
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--gpu", "h200"},
+                 {"--gpu takes one value but was given 2 (is it given more than once?)"});
+  expect_refused({"gemm", "--m", "64", "--m", "128", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"},
+                 {"--m takes one value but was given 2"});
+}
+
 // An option the command does not have is named with the nearest of its own, and a word it has no
 // place for is named; each exits 2 and points to --help. Every option of every command, misspelt
 // by one swap of neighbours, is suggested back.
