@@ -88,7 +88,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "3, overlap_comm; on for the rest)");
   cmd->add_option("--zero", o->zero,
                   "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
-  cmd->add_option("--world-size", o->world_size, "Data-parallel GPUs")->capture_default_str();
+  cmd->add_option("--world-size", o->world_size,
+                  "GPUs in all: data-parallel over world size / (T x P x C) with --tensor-, --pipeline- and "
+                  "--context-parallel; past one node, whole nodes of --gpus-per-node")->capture_default_str();
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs of a node, joined by the preset's GPU link (NVLink)")
       ->capture_default_str();
   cmd->add_option("--network-gbs", o->network_gbs,
@@ -164,7 +166,7 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "
                   "counts the packed samples, --global-batch and --micro-batch count rows (0: off)")
       ->capture_default_str();
-  cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free")->capture_default_str();
+  cmd->add_option("--safety-margin", o->safety_margin, "Share of GPU memory kept free, from 0 up to (not including) 0.9")->capture_default_str();
 }
 
 }  // namespace tiletune::cli

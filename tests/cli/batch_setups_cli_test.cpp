@@ -99,6 +99,19 @@ TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
   ASSERT_FALSE(p["deepspeed"].is_null());
   EXPECT_EQ(p["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"], "cpu");
   EXPECT_FALSE(p["deepspeed"]["zero_optimization"].contains("offload_param"));
+  // ZeRO-Offload steps a named optimizer with its CPU kernels; without the section it refuses the
+  // Trainer's own, unless told to take it (the optimizers DeepSpeed has no CPU kernel for).
+  EXPECT_EQ(p["deepspeed"]["optimizer"]["type"], "AdamW");
+  EXPECT_EQ(p["deepspeed"]["optimizer"]["params"]["lr"], "auto");
+  EXPECT_FALSE(p["deepspeed"].contains("zero_force_ds_cpu_optimizer"));
+  EXPECT_EQ(plan_with(llama, {"--optimizer", "lion"})["deepspeed"]["optimizer"]["type"], "Lion");
+  const nlohmann::json sgd = plan_with(llama, {"--optimizer", "sgd-momentum"});
+  EXPECT_FALSE(sgd["deepspeed"].contains("optimizer"));
+  EXPECT_EQ(sgd["deepspeed"]["zero_force_ds_cpu_optimizer"], false);
+  // transformers' "sgd" reads no optim_args (plain SGD): no such key, a note on passing the momentum.
+  EXPECT_EQ(sgd["hf_training_args"]["optim"], "sgd");
+  EXPECT_FALSE(sgd["hf_training_args"].contains("optim_args"));
+  EXPECT_NE(sgd["notes"].dump().find("momentum=0.9"), std::string::npos);
   const nlohmann::json slow = plan_with(llama, {"--pcie-gbs", "25"});
   EXPECT_NEAR(slow["candidates"][0]["time"]["offload_transfer_ms_per_global_step"].get<double>(), 1'284.84179968, 1e-6);
   // Without --offload nothing of it appears and the states are on the GPU.
@@ -107,6 +120,7 @@ TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
   EXPECT_EQ(plain["setup"]["offload"], "none");
   EXPECT_FALSE(plain["memory"].contains("offloaded_bytes"));
   EXPECT_EQ(plain["memory"]["optimizer_bytes"], 96'363'134'976LL);
+  EXPECT_FALSE(plain["deepspeed"].contains("optimizer"));
   // The table names the offload and the host's share (96,363,134,976 bytes = 89.75 GiB).
   const result table = run({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--zero", "1", "--no-db",
                             "--offload", "optimizer"});
@@ -233,7 +247,7 @@ TEST(batch_setups, pipeline_parallel_plans_the_worse_stage_and_its_bubble) {
   const auto& t = j["candidates"][0]["time"];
   EXPECT_NEAR(t["pipeline_p2p_ms"].get<double>(), 0.093206756, 1e-8);
   EXPECT_GT(t["pipeline_bubble_ms_per_global_step"].get<double>(), 0);
-  expect_refusal({"--model", "llama-3-8b", "--world-size", "33", "--pipeline-parallel", "33"},
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "33", "--gpus-per-node", "33", "--pipeline-parallel", "33"},
                  "--pipeline-parallel 33 is more stages than llama-3-8b's 32 layers");
   expect_refusal({"--model", "llama-3-8b", "--world-size", "6", "--pipeline-parallel", "4"},
                  "--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4");

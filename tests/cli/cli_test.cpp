@@ -334,9 +334,10 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"gpt2", "--optimizer", "lamb"}), "lamb");
   expect_usage_error(with({"gpt2", "--zero", "5"}), "--zero 5");
   expect_usage_error(with({"gpt2", "--world-size", "0"}), "--world-size 0");
-  expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "maybe");
+  expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "--checkpointing 'maybe' is not one of auto, on (also: full), off, every-N");
   expect_usage_error(with({"gpt2", "--loss", "liger"}), "--loss 'liger'");
-  expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", "q,x"}), "\"x\" is not one of");
+  expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", "q,x"}), "'x' is not one of");
+  expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", ""}), "an empty name is not one of");
   expect_usage_error(with({"gpt2", "--lora-targets", "q,v"}), "--lora-rank");
   expect_usage_error(with({"gpt2", "--lora-rank", "8", "--adapter-dtype", "bf16", "--precision", "fp32"}),
                      "--adapter-dtype bf16 needs a bf16 base");

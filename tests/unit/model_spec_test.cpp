@@ -79,6 +79,21 @@ TEST(hf_config, families_and_their_details) {
     "num_hidden_layers":12,"num_attention_heads":12,"intermediate_size":3072,"max_position_embeddings":514,
     "type_vocab_size":1})");
   EXPECT_EQ(parameter_count(model_from_hf_config(roberta, "roberta")), 124'645'632);
+  // Its positions start at pad_token_id + 1: 514 of them take 512 tokens (BERT's 512 take 512).
+  EXPECT_EQ(model_from_hf_config(roberta, "roberta").max_positions, 512);
+  roberta["pad_token_id"] = 0;
+  EXPECT_EQ(model_from_hf_config(roberta, "roberta").max_positions, 513);
+  roberta["max_position_embeddings"] = 1;
+  EXPECT_THROW(model_from_hf_config(roberta, "roberta"), tiletune::usage_error);
+  // Heads that do not split the hidden size are refused, as transformers does.
+  gpt2["n_embd"] = 770;
+  try {
+    model_from_hf_config(gpt2, "gpt2");
+    ADD_FAILURE() << "n_embd 770 over 12 heads was taken";
+  } catch (const tiletune::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"n_embd\" 770 is not a multiple of \"n_head\" 12"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(hf_config, errors_name_the_field_the_type_or_the_place) {

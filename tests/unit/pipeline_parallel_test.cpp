@@ -112,7 +112,9 @@ TEST(pipeline_parallel, the_bubble_is_p_minus_1_over_m_plus_p_minus_1) {
 }
 
 TEST(pipeline_parallel, refusals_name_the_value_or_combination) {
-  EXPECT_NE(refusal(llama_pp(33, 33)).find("--pipeline-parallel 33 is more stages than"), std::string::npos);
+  training_setup one_node_of_33 = llama_pp(33, 33);
+  one_node_of_33.gpus_per_node = 33;  // whole nodes past one: the stages are what is refused here
+  EXPECT_NE(refusal(one_node_of_33).find("--pipeline-parallel 33 is more stages than"), std::string::npos);
   EXPECT_NE(
       refusal(llama_pp(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 1 x --pipeline-parallel 4"),
       std::string::npos);

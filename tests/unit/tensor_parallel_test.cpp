@@ -121,6 +121,12 @@ TEST(tensor_parallel, data_parallelism_runs_over_world_size_over_t) {
 TEST(tensor_parallel, refusals_name_the_value_or_combination) {
   EXPECT_NE(refusal(llama_tp(16, 16)).find("--tensor-parallel 16 is larger than --gpus-per-node 8"), std::string::npos);
   EXPECT_NE(refusal(llama_tp(4, 6)).find("--world-size 6 is not a multiple of --tensor-parallel 4"), std::string::npos);
+  // Across nodes a group must not straddle two: 4 does not divide nodes of 6.
+  auto straddling = llama_tp(4, 12);
+  straddling.gpus_per_node = 6;
+  EXPECT_NE(refusal(straddling).find("--tensor-parallel 4 does not divide --gpus-per-node 6"), std::string::npos);
+  straddling.gpus_per_node = 4;
+  EXPECT_EQ(refusal(straddling), "");
   EXPECT_NE(refusal(llama_tp(3, 3)).find("must divide"), std::string::npos);  // 8 key-value heads
   EXPECT_NE(refusal(llama_tp(1, 1, true)).find("--sequence-parallel needs --tensor-parallel"), std::string::npos);
   training_setup z3 = llama_tp(2, 8);

@@ -186,6 +186,11 @@ TEST(framework, each_framework_refuses_what_it_cannot_run) {
   EXPECT_NE(framework_refusal(training_framework::composer, base("llama-3-8b"), {{"--precision", "bf16"}})
                 .find("no pure bf16"),
             std::string::npos);
+  // DeepSpeed's bf16 mode keeps fp32 master weights and states: a pure-bf16 plan is not what it runs.
+  EXPECT_NE(framework_refusal(training_framework::deepspeed, base("llama-3-8b"), {{"--precision", "bf16"}})
+                .find("deepspeed trains fp32, fp16-mixed and bf16-mixed"),
+            std::string::npos);
+  EXPECT_EQ(framework_refusal(training_framework::deepspeed, base("llama-3-8b"), {{"--precision", "bf16-mixed"}}), "");
   for (const char* p : {"fp32", "fp16-mixed", "bf16-mixed", "bf16"})
     EXPECT_EQ(framework_refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -220,6 +221,69 @@ TEST(plan, the_emitted_settings_train_the_planned_precision) {
   }
 }
 
+// LoRA's and QLoRA's base is planned frozen in autocast's 16-bit type (no autocast
+// copies of it): the pasted from_pretrained loads it so, not fp32 (8B: 30 GiB more).
+TEST(plan, lora_loads_its_frozen_base_in_the_planned_16_bit_type) {
+  struct want {
+    precision prec;
+    quantize_kind quantize;
+    const char* torch_dtype;
+  };
+  for (const want w : {want{precision::bf16_mixed, quantize_kind::none, "bfloat16"},
+                       want{precision::fp16_mixed, quantize_kind::none, "float16"},
+                       want{precision::bf16, quantize_kind::none, "bfloat16"},
+                       want{precision::fp32, quantize_kind::none, "float32"},
+                       want{precision::bf16_mixed, quantize_kind::nf4, "bfloat16"},
+                       want{precision::fp16_mixed, quantize_kind::nf4, "float16"}}) {
+    auto s = plan_setup("gpt2", 1024, w.prec);
+    s.lora_rank = 8;
+    s.quantize = w.quantize;
+    if (w.prec == precision::bf16) s.adapters = adapter_dtype::bf16;
+    const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+    ASSERT_TRUE(plan.recommended) << to_string(w.prec);
+    const auto j = to_json(plan, "cmd", "date");
+    EXPECT_EQ(j["model_load"]["torch_dtype"], w.torch_dtype) << to_string(w.prec) << " " << to_string(w.quantize);
+    EXPECT_EQ(j["hf_training_args"]["fp16"], w.prec == precision::fp16_mixed) << to_string(w.prec);
+  }
+}
+
+// memory.max_micro_batch agrees with the candidates: a step of one micro-batch fits up to its
+// figure, an accumulating step (which holds the earlier micro-steps' gradients) up to
+// max_micro_batch.accumulating's, and one more does not (gpt2-large on an A10G, 16 a step).
+TEST(plan, the_largest_micro_batches_agree_with_the_candidates) {
+  auto s = plan_setup("gpt2-large", 1024);
+  s.optimizer = optimizer_kind::adamw_8bit;
+  s.global_batch = 16;
+  const batch_plan plan = plan_batch(s, find_preset("a10g"));
+  const auto j = to_json(plan, "cmd", "date")["memory"]["max_micro_batch"];
+  int accumulating = 0;
+  for (const batch_candidate& c : plan.candidates) {
+    const char* policy = c.checkpointing ? "checkpointing" : "no_checkpointing";
+    const std::int64_t largest = c.grad_accum_steps > 1 ? j["accumulating"][policy].get<std::int64_t>()
+                                                        : j[policy].get<std::int64_t>();
+    if (c.grad_accum_steps > 1) ++accumulating;
+    EXPECT_EQ(c.fits, c.micro_batch <= largest) << c.micro_batch << " " << policy << " x" << c.grad_accum_steps;
+  }
+  EXPECT_GT(accumulating, 0);
+  EXPECT_LT(j["accumulating"]["checkpointing"].get<std::int64_t>(), j["checkpointing"].get<std::int64_t>());
+  // One more than each figure does not fit; the figure itself does.
+  for (const bool ckpt : {false, true}) {
+    const char* policy = ckpt ? "checkpointing" : "no_checkpointing";
+    for (const bool acc : {false, true}) {
+      const std::int64_t largest = acc ? j["accumulating"][policy].get<std::int64_t>() : j[policy].get<std::int64_t>();
+      if (largest == 0) continue;
+      auto fixed = s;
+      fixed.micro_batch = largest;
+      fixed.checkpointing = ckpt ? checkpoint_policy::on : checkpoint_policy::off;
+      fixed.global_batch = acc ? 2 * (largest + 1) : largest;
+      EXPECT_TRUE(plan_batch(fixed, find_preset("a10g")).candidates.at(0).fits) << policy << " " << acc;
+      fixed.micro_batch = largest + 1;
+      fixed.global_batch = acc ? 2 * (largest + 1) : largest + 1;
+      EXPECT_FALSE(plan_batch(fixed, find_preset("a10g")).candidates.at(0).fits) << policy << " " << acc;
+    }
+  }
+}
+
 // The asked global batch is kept whenever some fitting candidate reaches it,
 // whatever a few percent of speed another would bring (64 asked: never 66).
 TEST(plan, the_asked_global_batch_is_kept_when_it_can_be_reached) {
@@ -280,6 +344,61 @@ TEST(plan, nothing_fits_suggests_what_would) {
   for (const auto& x : plan.suggestions) lora |= x.find("--lora-rank") != std::string::npos;
   EXPECT_TRUE(lora);
   EXPECT_TRUE(to_json(plan, "", "")["recommendation"].is_null());
+}
+
+// Each suggestion, taken with the rest of what was asked kept (a --micro-batch given,
+// --checkpointing off), plans something that fits: before, they were tried at micro-batch 1
+// with checkpointing, so a plan with either fixed was told of changes that did not fit.
+TEST(plan, every_suggestion_fits_with_what_was_asked_kept) {
+  auto lora_mb16 = plan_setup("llama-3-8b", 2048);
+  lora_mb16.lora_rank = 16;
+  lora_mb16.micro_batch = 16;
+  auto no_ckpt = plan_setup("qwen2.5-0.5b", 4096);
+  no_ckpt.checkpointing = checkpoint_policy::off;
+  auto full = plan_setup("llama-3-8b", 2048);
+  struct asked {
+    training_setup s;
+    const char* gpu;
+    const char* must_suggest;
+  };
+  for (const asked& a : {asked{lora_mb16, "h100-sxm", "--micro-batch "}, asked{no_ckpt, "l4", "--checkpointing on"},
+                         asked{full, "h100-sxm", "--lora-rank"}}) {
+    const batch_plan plan = plan_batch(a.s, find_preset(a.gpu));
+    ASSERT_FALSE(plan.recommended) << a.must_suggest;
+    bool named = false;
+    for (const std::string& x : plan.suggestions) {
+      named |= x.rfind(a.must_suggest, 0) == 0;
+      training_setup alt = a.s;
+      const std::string value = x.substr(x.find(' ') + 1);
+      if (x.rfind("--micro-batch ", 0) == 0) alt.micro_batch = std::stoll(value);
+      else if (x == "--checkpointing on") alt.checkpointing = checkpoint_policy::on;
+      else if (x.rfind("--optimizer ", 0) == 0) alt.optimizer = parse_optimizer(value);
+      else if (x.rfind("--lora-rank ", 0) == 0) alt.lora_rank = 16;
+      else if (x == "--zero 3") alt.zero_stage = 3;
+      else if (x.rfind("--seq-len ", 0) == 0) alt.seq_len = std::stoll(value);
+      else ADD_FAILURE() << "a suggestion this test cannot apply: " << x;
+      EXPECT_TRUE(plan_batch(alt, find_preset(a.gpu)).recommended) << a.must_suggest << ": " << x;
+    }
+    EXPECT_TRUE(named) << a.must_suggest;
+  }
+  // Nothing fitting with checkpointing off says so, not what micro-batch 1 would need with it.
+  const batch_plan off = plan_batch(no_ckpt, find_preset("l4"));
+  bool said = false;
+  for (const auto& n : off.notes) said |= n.find("micro-batch 1 without checkpointing") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Where the state with what a step holds before its first sample is past the budget, the note
+  // gives that figure, not the smaller one of the weights, gradients and states alone.
+  auto accumulating = plan_setup("llama-3.2-1b", 2048);
+  accumulating.checkpointing = checkpoint_policy::off;
+  accumulating.global_batch = 8;
+  const batch_plan state = plan_batch(accumulating, find_preset("l4"));
+  ASSERT_FALSE(state.recommended);
+  const double before = static_cast<double>(state.memory.peak_bytes(0, false)) / double(1LL << 30);
+  ASSERT_GT(state.memory.peak_bytes(0, false), state.memory_budget_bytes);
+  said = false;
+  for (const auto& n : state.notes)
+    said |= n.find(fmt::format("before any activation a step needs {:.1f} GiB", before)) != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // A long-sequence LoRA plan whose state fits but whose one sequence does not: the note
@@ -444,6 +563,20 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   s.link_gbs.reset();
   s.gpus_per_node = 0;
   EXPECT_THROW(validate(s), usage_error);
+  // Past one node, whole nodes (16 GPUs are not nodes of 3: that would be 18); inside one, any count.
+  s.gpus_per_node = 3;
+  try {
+    validate(s);
+    ADD_FAILURE() << "64 GPUs in nodes of 3 were taken";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--world-size 64 is not a whole number of nodes of --gpus-per-node 3"),
+              std::string::npos)
+        << e.what();
+  }
+  auto one_node = s;
+  one_node.world_size = 6;
+  one_node.gpus_per_node = 8;
+  EXPECT_NO_THROW(validate(one_node));
   s.gpus_per_node = 8;
   s.network_gbs = 0;
   EXPECT_THROW(validate(s), usage_error);

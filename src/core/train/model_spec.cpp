@@ -167,6 +167,14 @@ void check_positive(const model_spec& m, const std::string& source) {
                                   m.num_kv_heads, m.num_heads));
 }
 
+// GPT-2 and BERT split the hidden size over the heads and refuse a remainder (transformers'
+// GPT2Attention, BertSelfAttention raise ValueError).
+void check_heads_divide(const model_spec& m, const std::string& source, const char* hidden, const char* heads) {
+  if (m.num_heads > 0 && m.hidden_size % m.num_heads)
+    throw usage_error(fmt::format("{}: \"{}\" {} is not a multiple of \"{}\" {}: each head takes an equal share",
+                                  source, hidden, m.hidden_size, heads, m.num_heads));
+}
+
 // Sizes past any model trained, and a model past what any cluster holds, are refused before a
 // count overflows: every product of the planner stays exact in 64 bits below these.
 void check_size(const model_spec& m, const std::string& source) {
@@ -233,6 +241,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.dropout = r.number_or("attn_pdrop", 0.1);
     m.hidden_act = r.string_or("activation_function", "gelu_new");
     m.fused_qkv = true;
+    check_heads_divide(m, source, "n_embd", "n_head");
   } else if (type == "bert" || type == "roberta") {
     m.causal = false;
     m.vocab_size = r.integer("vocab_size");
@@ -242,11 +251,22 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
     m.intermediate_size = r.integer("intermediate_size");
     m.max_positions = m.learned_positions = r.positive("max_position_embeddings");
+    if (type == "roberta") {
+      // RoBERTa numbers positions from padding_idx + 1 (transformers' create_position_ids_from_input_ids):
+      // of 514 positions, 512 tokens.
+      const std::int64_t pad = r.integer_or("pad_token_id", 1);
+      if (pad < 0 || m.max_positions <= pad + 1)
+        throw usage_error(fmt::format("{}: max_position_embeddings {} leaves no position after pad_token_id {} "
+                                      "(RoBERTa's positions start at pad_token_id + 1)",
+                                      source, m.max_positions, pad));
+      m.max_positions -= pad + 1;
+    }
     m.token_types = r.integer_or("type_vocab_size", 2);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.embedding_norm = m.pooler = true;
     m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
     m.hidden_act = r.string_or("hidden_act", "gelu");
+    check_heads_divide(m, source, "hidden_size", "num_attention_heads");
   } else if (!read_moe_config(type, r, m) && !read_dense_family(type, r, m)) {
     throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
                                   supported_types()));

@@ -40,10 +40,10 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     c.alltoall_gbs = group_in_node ? d.gpu_link_gbs : d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, net) : net;
     c.link = fmt::format(
         "{:g} GB/s per GPU across {} nodes of {}: NCCL's rings, one per network port ({} x {:g} GB/s), with the "
-        "in-node hops on the GPU link{}; the experts' all-to-all {:g} GB/s",
+        "in-node hops on the GPU link{}{}",
         c.link_gbs, (s.world_size * s.dp_span + per_node - 1) / per_node, per_node, per_node, net,
         d.gpu_link_gbs > 0 ? fmt::format(" ({:g} GB/s)", d.gpu_link_gbs) : " (none: the network alone)",
-        c.alltoall_gbs);
+        s.model.is_moe() ? fmt::format("; the experts' all-to-all {:g} GB/s", c.alltoall_gbs) : "");
   }
   const double bytes_per_ms = c.link_gbs * ring_efficiency * 1e6;
   const memory_breakdown mem = estimate_memory(s);

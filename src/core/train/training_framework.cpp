@@ -246,11 +246,14 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
   const char* offered = f == training_framework::fsdp2       ? "bf16-mixed and fp32 (mixed_precision_param bfloat16 or float32)"
                         : f == training_framework::torchtune ? "bf16 and fp32 (dtype; no autocast, no fp16)"
                         : f == training_framework::composer  ? "fp32, fp16-mixed and bf16-mixed (amp_fp16, amp_bf16; no pure bf16)"
-                                                             : nullptr;
+                        : f == training_framework::deepspeed
+                            ? "fp32, fp16-mixed and bf16-mixed (its fp16 and bf16 modes keep fp32 master weights and "
+                              "optimizer states; no pure bf16)"
+                            : nullptr;
   const bool ok = f == training_framework::fsdp2       ? s.prec == precision::bf16_mixed || s.prec == precision::fp32
                   : f == training_framework::torchtune ? s.prec == precision::bf16 || s.prec == precision::fp32
-                  : f == training_framework::composer  ? s.prec != precision::bf16
-                                                       : true;
+                  : f == training_framework::composer || f == training_framework::deepspeed ? s.prec != precision::bf16
+                                                                                               : true;
   if (!ok)
     throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
                                   offered));

@@ -33,6 +33,10 @@ void validate_tensor_parallel(const training_setup& s) {
     throw usage_error(fmt::format("--tensor-parallel {} is larger than --gpus-per-node {}: its all-reduces run "
                                   "every layer and are planned on the in-node GPU link only",
                                   t, s.gpus_per_node));
+  if (s.world_size > s.gpus_per_node && s.gpus_per_node % t)
+    throw usage_error(fmt::format("--tensor-parallel {} does not divide --gpus-per-node {}: a group would span two "
+                                  "nodes, and its all-reduces are planned on the in-node GPU link only",
+                                  t, s.gpus_per_node));
   if (s.world_size % t)
     throw usage_error(fmt::format("--world-size {} is not a multiple of --tensor-parallel {}: the data-parallel "
                                   "degree is world size / T",

@@ -8,6 +8,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_plan_notes.hpp"
 #include "core/version.hpp"
 
 namespace tiletune {
@@ -86,8 +87,13 @@ nlohmann::json memory_json(const batch_plan& plan) {
            "covers the rest the model cannot know: other processes, a different PyTorch or driver, "
            "allocator settings, tensors a training script keeps beyond the step"},
           {"budget_bytes", plan.memory_budget_bytes},
-          {"max_micro_batch", {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
-                               {"checkpointing", plan.max_micro_batch_ckpt}}},
+          {"max_micro_batch",
+           {{"no_checkpointing", plan.max_micro_batch_no_ckpt},
+            {"checkpointing", plan.max_micro_batch_ckpt},
+            // Accumulating, every micro-step but the first holds the earlier ones' gradients.
+            {"accumulating",
+             {{"no_checkpointing", largest_fitting_batch(plan.memory, plan.memory_budget_bytes, false, true)},
+              {"checkpointing", largest_fitting_batch(plan.memory, plan.memory_budget_bytes, true, true)}}}}},
           {"peak_bytes_means",
            "allocated tensors (torch.cuda.max_memory_allocated) plus allocator slack on the transient part (not on "
            "weights, optimizer states and workspaces; with checkpointing also a share of the gradients, never "
@@ -150,17 +156,18 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
                        {"bf16", s.prec == precision::bf16_mixed},
                        {"fp16", s.prec == precision::fp16_mixed},
                        {"optim", hf_optim(s.optimizer, s.paged_optimizer)}};
-  if (s.optimizer == optimizer_kind::sgd_momentum) hf["optim_args"] = "momentum=0.9";
-  return hf;
+  return hf;  // sgd-momentum: "sgd" is plain SGD in transformers, a note says how to pass momentum
 }
 
 // What the weights are loaded as (from_pretrained's torch_dtype): fp32 under
 // the mixed precisions, whose autocast makes the 16-bit copies, bf16 for pure
-// bf16 (its gradients and optimizer states follow the weights).
+// bf16 (its gradients and optimizer states follow the weights). LoRA and QLoRA
+// load the frozen base in autocast's 16-bit type (the plan counts it 16-bit,
+// with no autocast copies of it); peft keeps the adapters fp32 or bf16 itself.
 nlohmann::json model_load_json(const training_setup& s) {
-  // QLoRA loads the unquantized rest in bf16 under bf16-mixed too (the plan counts it 16-bit).
-  const bool bf16_rest = s.quantize == quantize_kind::nf4 && s.prec == precision::bf16_mixed;
-  nlohmann::json j = {{"torch_dtype", s.prec == precision::bf16 || bf16_rest ? "bfloat16" : "float32"}};
+  const bool sixteen_bit = s.prec == precision::bf16 || (s.lora_rank > 0 && s.prec != precision::fp32);
+  const char* dtype = !sixteen_bit ? "float32" : s.prec == precision::fp16_mixed ? "float16" : "bfloat16";
+  nlohmann::json j = {{"torch_dtype", dtype}};
   // --quantize nf4: transformers' BitsAndBytesConfig for QLoRA's base.
   if (s.quantize == quantize_kind::nf4)
     j["quantization_config"] = {{"load_in_4bit", true},
@@ -188,6 +195,19 @@ nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r)
     ds["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (s.offload == offload_kind::optimizer_params)
     ds["zero_optimization"]["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+  // ZeRO-Offload refuses the Trainer's own (GPU) optimizer unless told otherwise: AdamW and Lion
+  // are named here so that DeepSpeed steps them with its CPU kernels (DeepSpeedCPUAdam,
+  // DeepSpeedCPULion; the Trainer fills "auto" from its arguments); the other optimizers have
+  // none, and run as the Trainer's torch optimizer on the host's partition.
+  if (s.offload != offload_kind::none) {
+    if (s.optimizer == optimizer_kind::adamw)
+      ds["optimizer"] = {{"type", "AdamW"},
+                         {"params", {{"lr", "auto"}, {"betas", "auto"}, {"eps", "auto"}, {"weight_decay", "auto"}}}};
+    else if (s.optimizer == optimizer_kind::lion)
+      ds["optimizer"] = {{"type", "Lion"}, {"params", {{"lr", "auto"}, {"betas", "auto"}, {"weight_decay", "auto"}}}};
+    else
+      ds["zero_force_ds_cpu_optimizer"] = false;
+  }
   return ds;
 }
 

@@ -50,6 +50,11 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
       "this eager estimate and may keep fewer activations), data-loading stalls (the next batch "
       "is assumed ready), and TrainingArguments.torch_empty_cache_steps (emptying the allocator's cache lowers reserved "
       "memory between steps and costs time; the peak within a step is unchanged)");
+  if (s.optimizer == optimizer_kind::sgd_momentum)
+    plan.notes.push_back(
+        "--optimizer sgd-momentum: transformers' optim \"sgd\" (hf_training_args) is torch.optim.SGD without "
+        "momentum and reads no optim_args; give the Trainer the planned one, optimizers=(torch.optim.SGD("
+        "model.parameters(), lr=..., momentum=0.9), None), whose momentum state the plan counts");
   if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
     plan.notes.push_back(fmt::format(
         "{}: {:.0f}% of the layers attend within a {}-token window (counted in the flash attention work){}",
@@ -162,22 +167,36 @@ void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
     return;
   }
   if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
-    plan.notes.push_back(fmt::format("nothing fits: the weights, gradients and optimizer states alone need {:.1f} GiB "
-                                     "of the {:.1f} GiB budget",
-                                     mem.fixed_tensor_bytes() / gib, plan.memory_budget_bytes / gib));
-  else  // the model's state fits; one sequence's activations do not, even checkpointed
+    plan.notes.push_back(fmt::format("nothing fits: before any activation a step needs {:.1f} GiB of the {:.1f} GiB "
+                                     "budget: the weights, gradients and optimizer states {:.1f} GiB, and what else it "
+                                     "holds without a sample (autocast copies, workspaces, the CUDA context)",
+                                     mem.peak_bytes(0, false) / gib, plan.memory_budget_bytes / gib,
+                                     mem.fixed_tensor_bytes() / gib));
+  else  // the model's state fits; one sequence's activations do not (checkpointed, unless that is off)
     plan.notes.push_back(fmt::format(
-        "nothing fits: micro-batch 1 with checkpointing needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
+        "nothing fits: micro-batch 1 {} needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
         "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
-        mem.peak_bytes(1, true) / gib, plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib, s.seq_len));
+        s.checkpointing == checkpoint_policy::off ? "without checkpointing (--checkpointing off)" : "with checkpointing",
+        mem.peak_bytes(1, s.checkpointing != checkpoint_policy::off) / gib, plan.memory_budget_bytes / gib,
+        mem.fixed_tensor_bytes() / gib, s.seq_len));
 }
 
-// What would fit, smallest change first.
+// What would fit, smallest change first, each with the rest of what was asked kept: the
+// micro-batch given (else 1), checkpointing unless it was turned off, accumulation where the
+// step accumulates.
 void add_suggestions(batch_plan& plan, const training_setup& s) {
-  auto fits_with = [&](training_setup alt) {
+  const std::int64_t b = s.micro_batch.value_or(1);
+  const bool ckpt = s.checkpointing != checkpoint_policy::off;
+  const bool accumulating = !plan.candidates.empty() && plan.candidates.front().grad_accum_steps > 1;
+  auto fits_with = [&](training_setup alt, bool with_ckpt = false) {
     const memory_breakdown m2 = estimate_memory(alt);
-    return m2.peak_bytes(1, true) <= plan.memory_budget_bytes;
+    return m2.peak_bytes(b, ckpt || with_ckpt, accumulating) <= plan.memory_budget_bytes;
   };
+  if (s.micro_batch) {
+    const std::int64_t largest = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, accumulating);
+    if (largest > 0) plan.suggestions.push_back(fmt::format("--micro-batch {}", largest));
+  }
+  if (!ckpt && fits_with(s, true)) plan.suggestions.push_back("--checkpointing on");
   if (s.optimizer == optimizer_kind::adamw || s.optimizer == optimizer_kind::sgd_momentum) {
     for (auto o : {optimizer_kind::adamw_8bit, optimizer_kind::adafactor}) {
       training_setup alt = s;

@@ -84,7 +84,11 @@ std::string_view to_string(fp8_recipe r) { return name_of(r, fp8_names); }
 fp8_recipe parse_fp8_recipe(std::string_view s) { return parse_enum(s, "--fp8", fp8_names); }
 checkpoint_policy parse_checkpointing(std::string_view s) {
   if (s == "full" || s == "selective" || parse_checkpoint_every(s) > 1 || s == "every-1") return checkpoint_policy::on;
-  return parse_enum(s, "--checkpointing", checkpoint_names);
+  for (const auto& [e, name] : checkpoint_names)
+    if (s == name) return e;
+  throw usage_error(fmt::format("--checkpointing '{}' is not one of auto, on (also: full), off, every-N (N from 1 to "
+                                "1000) or selective",
+                                s));
 }
 
 int parse_checkpoint_every(std::string_view s) {
@@ -143,8 +147,8 @@ unsigned parse_lora_targets(std::string_view s) {
     for (const auto& [b, name] : lora_target_names)
       if (item == name) bit = b;
     if (bit == 0)
-      throw usage_error(fmt::format("--lora-targets {}: \"{}\" is not one of q, k, v, o, gate, up, down (or use all-linear)",
-                                    s, item));
+      throw usage_error(fmt::format("--lora-targets '{}': {} is not one of q, k, v, o, gate, up, down (or use all-linear)",
+                                    s, item.empty() ? std::string("an empty name") : "'" + item + "'"));
     targets |= bit;
   }
   return targets;
@@ -208,6 +212,12 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--network-gbs {} is invalid: GB/s per GPU, above 0", s.network_gbs));
   if (s.world_size < 1 || s.world_size > 65536)
     throw usage_error(fmt::format("--world-size {} is invalid: 1 to 65536 GPUs", s.world_size));
+  // Past one node, whole nodes: the collectives' rings and the groups kept inside a node are
+  // planned on nodes of --gpus-per-node GPUs each.
+  if (s.world_size > s.gpus_per_node && s.world_size % s.gpus_per_node)
+    throw usage_error(fmt::format("--world-size {} is not a whole number of nodes of --gpus-per-node {}: give "
+                                  "the GPUs of each node with --gpus-per-node (the default is 8)",
+                                  s.world_size, s.gpus_per_node));
   if (s.lora_rank < 0 || s.lora_rank > s.model.hidden_size)
     throw usage_error(fmt::format("--lora-rank {} is invalid: 0 (off) to the hidden size {}", s.lora_rank,
                                   s.model.hidden_size));
@@ -240,7 +250,8 @@ void validate(const training_setup& s) {
   validate_paged_optimizer(s);
   validate_quantize(s);
   if (!(s.safety_margin >= 0 && s.safety_margin < 0.9))
-    throw usage_error(fmt::format("--safety-margin {} is invalid: 0 to 0.9", s.safety_margin));
+    throw usage_error(fmt::format("--safety-margin {} is invalid: a share of memory from 0 up to (not including) 0.9",
+                                  s.safety_margin));
 }
 
 }  // namespace tiletune
