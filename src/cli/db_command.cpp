@@ -46,17 +46,28 @@ std::filesystem::path file_to_read(const db_options& o) {
 void run_import(const db_options& o, run_context& ctx) {
   if (o.inputs.empty()) throw usage_error("db import needs result files: tiletune db import FILE...");
   std::vector<tuning_record> records;
+  std::size_t partial = 0;
+  // A partial run (--only ...) is left out, as gemm leaves it out: its recommendation is not the
+  // search's answer to the question its key asks.
+  auto take = [&](const std::string& path, const nlohmann::json& r, const nlohmann::json& header) {
+    if (const std::string why = partial_run_option(r, header); !why.empty()) {
+      ++partial;
+      fmt::print(stderr, "tiletune: {}: {} left out: a partial run ({}) answers no later run\n", path,
+                 gemm_problem_from_json(r.at("problem")).describe(), why);
+      return;
+    }
+    records.push_back(record_from_result(r, header));
+  };
   // Read every file first: a bad one stops the import before anything is stored.
   for (const auto& path : o.inputs) {
     const auto j = read_result_file(path);
     const std::string schema = j.value("schema", "");
     try {
       if (schema == "tiletune.gemm/1") {
-        records.push_back(record_from_result(j, nlohmann::json()));
+        take(path, j, nlohmann::json());
       } else if (schema == "tiletune.gemm-suite/1") {
         for (const auto& r : j.value("results", nlohmann::json::array()))
-          if (!r.value("tuning_db", nlohmann::json::object()).value("answered", false))
-            records.push_back(record_from_result(r, j));
+          if (!r.value("tuning_db", nlohmann::json::object()).value("answered", false)) take(path, r, j);
       } else {
         throw usage_error(fmt::format("schema \"{}\" is not tiletune.gemm/1 or tiletune.gemm-suite/1", schema));
       }
@@ -69,9 +80,22 @@ void run_import(const db_options& o, run_context& ctx) {
   refuse_read_only(file_to_read(o), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
-  for (const auto& r : records) db->store(r);
-  fmt::print("imported {} measured result(s) from {} file(s) into {}\n", records.size(), o.inputs.size(),
-             db->file().string());
+  // A stored record as well verified and at least as new stays, whatever the files' order (as
+  // db merge keeps the better of two).
+  std::size_t stored = 0, kept = 0;
+  for (const auto& r : records) {
+    if (const auto held = db->find(r.key); held && !better_record(r, *held)) {
+      ++kept;
+      continue;
+    }
+    db->store(r);
+    ++stored;
+  }
+  std::string also;
+  if (kept) also += fmt::format("; {} kept the stored record, as well verified and at least as new", kept);
+  if (partial) also += fmt::format("; {} partial run(s) left out", partial);
+  fmt::print("imported {} measured result(s) from {} file(s) into {}{}\n", stored, o.inputs.size(),
+             db->file().string(), also);
   ctx.exit_code = exit_ok;
 }
 
@@ -245,7 +269,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   auto* cmd = app.add_subcommand("db", "The tuning database: measured results by GPU model, driver, CUDA and problem");
   cmd->require_subcommand(1);
   cmd->add_option("--db", o->file, "The database file (default: tuning.sqlite3 beside the compile cache)");
-  auto* import = cmd->add_subcommand("import", "Store measured result files (tiletune gemm --out JSON, single or suite)");
+  auto* import = cmd->add_subcommand("import", "Store measured result files (tiletune gemm --out JSON, single or suite); for each "
+                                "problem the better-verified, then newer, record stays; partial runs (--only) are "
+                                "left out");
   import->add_option("files", o->inputs, "Result files")->required();
   import->add_option("--db", o->file, "The database file");
   import->add_flag("--full", o->full, "Keep every variant's row, not only the compact record (as gemm --db-full)");

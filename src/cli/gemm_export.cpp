@@ -23,13 +23,11 @@ bool failed_on_the_gpu(variant_status s) {
 
 }  // namespace
 
-int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<std::optional<gemm_plan>>& plans,
-                   const run_info& run) {
-  std::vector<export_file> files;
-  std::vector<std::string> written;
+kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
+                             const std::vector<std::optional<gemm_plan>>& plans, const run_info& run) {
+  kernel_export e;
   std::set<std::string> folders;
   bool failed_on_gpu = false, cannot_run = false;
-  std::size_t exported = 0;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
     const gemm_plan& plan = *plans[i];
@@ -43,34 +41,42 @@ int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::ve
     if (chosen.empty()) {
       for (const auto& v : plan.variants) failed_on_gpu |= failed_on_the_gpu(v.status);
       cannot_run = true;
-      fmt::print(stderr, "tiletune: --export: nothing to export for {}: no variant is ok\n", plan.problem.describe());
+      e.refusals.push_back(fmt::format("nothing to export for {}: no variant is ok", plan.problem.describe()));
     }
     for (const variant_result* v : chosen) {
       if (v->status != variant_status::ok) {
         (failed_on_the_gpu(v->status) ? failed_on_gpu : cannot_run) = true;
-        fmt::print(stderr, "tiletune: --export: {} is {} for {}{}; not exported\n", v->config.id(),
-                   to_string(v->status), plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason);
+        e.refusals.push_back(fmt::format("{} is {} for {}{}; not exported", v->config.id(), to_string(v->status),
+                                         plan.problem.describe(), v->reason.empty() ? "" : ": " + v->reason));
         continue;
       }
-      ++exported;
+      ++e.exported;
       for (auto& f : export_variant(plan, *v, run)) {
         f.name = folder + f.name;
-        written.push_back(f.name);
-        files.push_back(std::move(f));
+        e.files.push_back(std::move(f));
       }
     }
   }
   // No exported file may replace what the run read (--suite, --db, --model's config) or its --out,
-  // nor a read-only file: checked for every file before any is written.
+  // nor a read-only file: checked for every file before any, --out included, is written.
   std::vector<named_input> keep = gemm_inputs(o);
   keep.push_back({"--out", o.report.out});
-  for (const export_file& f : files)
+  for (const export_file& f : e.files)
     check_replaceable(std::filesystem::path(o.export_dir) / f.name, "--export", keep, output_kind::file);
-  if (!files.empty()) write_export(o.export_dir, files);
-  if (!o.report.quiet && !files.empty())
-    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", exported,
-               exported == 1 ? "" : "s", o.export_dir, fmt::join(written, ", "));
-  return failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
+  e.exit_code = failed_on_gpu ? exit_check_failed : cannot_run ? exit_usage : exit_ok;
+  return e;
+}
+
+int write_kernel_export(const gemm_options& o, const kernel_export& e) {
+  for (const std::string& r : e.refusals) fmt::print(stderr, "tiletune: --export: {}\n", r);
+  if (!e.files.empty()) write_export(o.export_dir, e.files);
+  if (!o.report.quiet && !e.files.empty()) {
+    std::vector<std::string> written;
+    for (const export_file& f : e.files) written.push_back(f.name);
+    fmt::print(o.report.json ? stderr : stdout, "exported {} kernel{} to {}: {}\n", e.exported,
+               e.exported == 1 ? "" : "s", o.export_dir, fmt::join(written, ", "));
+  }
+  return e.exit_code;
 }
 
 }  // namespace tiletune::cli

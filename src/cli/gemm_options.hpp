@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/gemm/gemm_suite.hpp"
+#include "core/report/kernel_export.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/tune/search/search_strategy.hpp"
 
@@ -88,10 +89,21 @@ void run_gemm(const gemm_options& o, run_context& ctx);
 // The table of a plan: measured, or predicted by the model, its --top rows.
 std::string format_table(const gemm_plan& plan, int top);
 
-// Writes the recommended variant (or each --only variant) of every plan under
-// --export DIR (a subfolder per problem for a suite). Returns the exit code:
-// 0, 1 when a wanted variant failed on the GPU, 2 when one cannot run at all.
-int export_kernels(const gemm_options& o, const gemm_suite& suite, const std::vector<std::optional<gemm_plan>>& plans,
-                   const run_info& run);
+// --export DIR: the files of the recommended variant (or each --only variant) of every plan (a
+// subfolder per problem for a suite), what could not be exported, and the exit code: 0, 1 when a
+// wanted variant failed on the GPU, 2 when one cannot run at all.
+struct kernel_export {
+  std::vector<export_file> files;
+  std::vector<std::string> refusals;  // printed to stderr as the export is written
+  std::size_t exported = 0;
+  int exit_code = 0;
+};
+
+// Renders every file and checks that none would replace what the run read, its --out or a
+// read-only file (exit 2 or 3 before anything, --out included, is written).
+kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
+                             const std::vector<std::optional<gemm_plan>>& plans, const run_info& run);
+// Writes them and says so; returns the exit code.
+int write_kernel_export(const gemm_options& o, const kernel_export& e);
 
 }  // namespace tiletune::cli

@@ -151,7 +151,7 @@ class gemm_run {
       }
       r["mode"] = results_[i].value("mode", "predicted");
       if (results_[i].contains("tuning_db")) r["tuning_db"] = results_[i]["tuning_db"];
-      for (const char* k : {"search", "ran_on"})
+      for (const char* k : {"search", "ran_on", "partial"})
         if (results_[i].contains(k)) r[k] = results_[i][k];
       r["name"] = suite.problems[i].name;
       j["results"].push_back(std::move(r));
@@ -169,6 +169,10 @@ class gemm_run {
   // The JSON to --out and stdout (or the table), the warnings, and the exit code.
   void output(const nlohmann::json& j) {
     const auto& suite = work_.suite;
+    // --export's files are rendered and checked first: one that would replace --out (or an input)
+    // is refused before --out is written.
+    std::optional<kernel_export> exported;
+    if (!o_.export_dir.empty()) exported = prepare_export(o_, suite, plans_, run_);
     if (!o_.report.out.empty()) write_file_atomically(o_.report.out, j.dump(2) + "\n");
     if (o_.report.json) {
       std::fputs((j.dump(2) + "\n").c_str(), stdout);
@@ -204,8 +208,8 @@ class gemm_run {
                  dealt_.failed.size());
       ctx_.exit_code = exit_environment;
     }
-    if (!o_.export_dir.empty())
-      if (const int e = export_kernels(o_, suite, plans_, run_); e != exit_ok) ctx_.exit_code = e;
+    if (exported)
+      if (const int e = write_kernel_export(o_, *exported); e != exit_ok) ctx_.exit_code = e;
     // A suite cut short by its budget is not a finished run: a script sees it in the code.
     if (!not_run_.empty() && ctx_.exit_code == exit_ok) ctx_.exit_code = exit_incomplete;
   }
@@ -327,6 +331,10 @@ class gemm_run {
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;
+    // What made the run partial (it then neither answers from the database nor goes into it).
+    if (!o_.only.empty()) r["partial"] = "--only";
+    else if (o_.report.verify_only) r["partial"] = "--verify-only";
+    else if (!o_.compile.kernel_debug.empty()) r["partial"] = "--kernel-debug";
     if (db_ && !db_read_only_ && (plan.mode == plan_mode::measured || o_.tuning.store_plans)) {
       db_->store(record_from_result(r, nlohmann::json(), /*allow_predicted=*/true));
       r["tuning_db"] = {{"file", db_->file().string()}, {"answered", false}, {"stored", true}};

@@ -212,3 +212,51 @@ TEST(fleet_cli, the_groups_db_option_is_honoured_by_every_db_subcommand) {
   EXPECT_NE(merge.err.find("--db " + db.string()), std::string::npos) << merge.err;
   EXPECT_FALSE(fs::exists(into));
 }
+
+// db import keeps, for each key, the better record whatever the files' order (better verified,
+// then newer, as db merge does), and leaves out partial runs (--only), which gemm never stores:
+// an --only run of the mma family alone had answered later plans with a kernel 2.7x slower.
+TEST(fleet_cli, import_keeps_the_better_record_in_any_order_and_leaves_out_partial_runs) {
+  const fs::path dir = tmp_dir() / "import-order";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path measured = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm";
+  const fs::path whole = measured / "q_proj-4096x4096x4096-bf16-nt.json";
+  const fs::path only = measured / "mma-family-alone-4096x4096x4096-bf16-nt.json";
+  // The same run one day later: a copy whose date is newer and whose recommendation is marked.
+  nlohmann::json later = nlohmann::json::parse(slurp(whole));
+  later["tool"]["date"] = "2026-11-24T09:07:51Z";
+  const fs::path newer = dir / "newer.json";
+  std::ofstream(newer) << later.dump();
+  auto recommended = [&](const fs::path& db) {
+    const result show = run({"db", "show", "--db", db.string(), "--problem", "4096x4096x4096 bf16 nt", "--json"});
+    EXPECT_EQ(show.code, 0) << show.err;
+    const auto records = nlohmann::json::parse(show.out);
+    return records.dump();
+  };
+  for (const bool newer_first : {false, true}) {
+    const fs::path db = dir / (newer_first ? "newer-first.sqlite" : "older-first.sqlite");
+    std::vector<std::string> args = {"db", "import", "--db", db.string()};
+    for (const fs::path& f : newer_first ? std::vector<fs::path>{newer, whole, only}
+                                         : std::vector<fs::path>{whole, newer, only})
+      args.push_back(f.string());
+    const result imp = run(args);
+    ASSERT_EQ(imp.code, 0) << imp.err;
+    EXPECT_NE(imp.err.find("left out: a partial run (--only)"), std::string::npos) << imp.err;
+    EXPECT_NE(imp.out.find("1 partial run(s) left out"), std::string::npos) << imp.out;
+    const std::string stored = recommended(db);
+    EXPECT_NE(stored.find("2026-11-24T09:07:51Z"), std::string::npos) << (newer_first ? "newer first" : "older first");
+    EXPECT_EQ(stored.find("mma-only.json"), std::string::npos) << "the --only run was stored";
+    // Answered from the database: the whole run's wgmma pick, not the mma family's best.
+    const result plan = run({"gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--gpu", "h100-sxm", "--dry-run",
+                             "--db", db.string(), "--json"});
+    ASSERT_EQ(plan.code, 0) << plan.err;
+    EXPECT_EQ(nlohmann::json::parse(plan.out)["recommendation"]["id"].get<std::string>().rfind("wgmma_", 0), 0u)
+        << plan.out.substr(0, 400);
+  }
+  // A run with --only says so in its result ("partial"), which import reads before the command line.
+  const result part = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--gpu", "h100-sxm", "--dry-run",
+                           "--only", "wgmma_128x128x64_c1_s5_cl1x1_g8m_tmas", "--no-db", "--json"});
+  ASSERT_EQ(part.code, 0) << part.err;
+  EXPECT_EQ(nlohmann::json::parse(part.out).value("partial", ""), "--only");
+}

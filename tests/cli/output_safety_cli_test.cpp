@@ -252,10 +252,13 @@ TEST(output_safety_cli, an_export_replaces_no_input_no_output_and_no_read_only_f
   EXPECT_EQ(mode_of(header), 0600u);
   EXPECT_EQ(mode_of(source), 0600u);
   // The run's --out, its --db and its --suite: refused (exit 2), each left as it was.
+  // --out onto one of the export's files: refused before either is written (the kernel's JSON kept).
+  const std::string kernel_json = bytes_of(json);
+  ASSERT_EQ(nlohmann::json::parse(kernel_json).value("schema", ""), "tiletune.kernel/1");
   const result out = run(with({"--no-db", "--export", dir.string(), "--out", json.string()}));
   EXPECT_EQ(out.code, 2) << out.err;
   EXPECT_NE(out.err.find("the same file as --out"), std::string::npos) << out.err;
-  EXPECT_EQ(nlohmann::json::parse(bytes_of(json)).value("schema", ""), "tiletune.gemm/1");  // the run's result
+  EXPECT_EQ(bytes_of(json), kernel_json);
   fs::copy_file(in.db, json, fs::copy_options::overwrite_existing);
   const std::string db_bytes = bytes_of(json);
   const result db = run(with({"--db", json.string(), "--export", dir.string()}));
