@@ -5,6 +5,7 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -347,6 +348,37 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
     expect_refused(with(dir), {dir.string() + ": is a directory"});
     expect_refused(with(array), {"array.json: not a tiletune result"});
     expect_refused(with(cut), {"cut.json: truncated JSON"});
+  }
+  EXPECT_FALSE(fs::exists(db));
+  // A field of the wrong type is named with its place, by every reader, never a library's type
+  // error (exit 70 before): GPU name, variants, recommendation, a problem's size, the tool's date.
+  const fs::path measured =
+      fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json";
+  const nlohmann::json good = nlohmann::json::parse(std::ifstream(measured));
+  struct damage {
+    nlohmann::json::json_pointer at;
+    nlohmann::json value;
+    std::string named;
+  };
+  const std::vector<damage> damages = {
+      {nlohmann::json::json_pointer("/device/name"), 5, "\"device\": \"name\" is 5, not a string"},
+      {nlohmann::json::json_pointer("/variants"), "x", "\"variants\" is \"x\", not a list"},
+      {nlohmann::json::json_pointer("/variants/0"), 3, "\"variants\" holds 3, not a variant object"},
+      {nlohmann::json::json_pointer("/recommendation"), nlohmann::json::array({1}), "\"recommendation\" is [1]"},
+      {nlohmann::json::json_pointer("/problem/m"), "4096", "\"problem\": \"m\" is \"4096\", not a whole number"},
+      {nlohmann::json::json_pointer("/tool/date"), 7, "\"tool\": \"date\" is 7, not a string"}};
+  int n = 0;
+  for (const damage& d : damages) {
+    nlohmann::json bad = good;
+    bad[d.at] = d.value;
+    const fs::path file = dir / fmt::format("damaged-{}.json", n++);
+    std::ofstream(file) << bad.dump();
+    for (const args& readers : {args{"compare", measured.string()}, args{"report"}, args{"check", "--baseline"},
+                                args{"db", "import", "--db", db.string()}}) {
+      std::vector<std::string> a = readers;
+      a.push_back(file.string());
+      expect_refused(a, {file.filename().string() + ": " + d.named});
+    }
   }
   EXPECT_FALSE(fs::exists(db));
 }

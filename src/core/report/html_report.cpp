@@ -66,6 +66,9 @@ result_kind classify_result(const nlohmann::json& doc, const std::string& path) 
 std::vector<report_section> report_sections(const nlohmann::json& doc, const std::string& path,
                                             const report_options& options) {
   const result_kind kind = classify_result(doc, path);
+  // The checks every reader of a gemm result makes, first: fields of their types (named), a
+  // problem the tool accepts, figures the GPU allows.
+  if (kind == result_kind::gemm || kind == result_kind::suite) (void)result_file_from_json(doc, path);
   std::vector<report_section> sections;
   try {
     switch (kind) {
@@ -79,8 +82,6 @@ std::vector<report_section> report_sections(const nlohmann::json& doc, const std
     // A field of the wrong type where the schema promises another.
     throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), json_error_text(e)));
   }
-  // The checks every reader of a gemm result makes: a problem the tool accepts, figures the GPU allows.
-  (void)result_file_from_json(doc, path);
   return sections;
 }
 

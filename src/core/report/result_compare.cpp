@@ -133,11 +133,91 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   return e;
 }
 
+// Each field a reader takes has the JSON type schemas/gemm.schema.json gives it: a damaged or
+// hand-edited file is named with the field, never a library's type error.
+void check_field(const nlohmann::json& j, const char* key, nlohmann::json::value_t type, bool nullable,
+                 const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return;
+  const auto& v = j[key];
+  if ((nullable && v.is_null()) || v.type() == type) return;
+  if (type == nlohmann::json::value_t::number_float && v.is_number()) return;
+  if (type == nlohmann::json::value_t::number_integer && v.is_number_integer()) return;
+  const std::string dump = v.dump();
+  throw usage_error(fmt::format("{}: \"{}\" is {}, not {}{}", where, key, dump.size() > 40 ? dump.substr(0, 40) + "..." : dump,
+                                type == nlohmann::json::value_t::string           ? "a string"
+                                : type == nlohmann::json::value_t::object         ? "an object"
+                                : type == nlohmann::json::value_t::array          ? "a list"
+                                : type == nlohmann::json::value_t::number_integer ? "a whole number"
+                                                                                  : "a number",
+                                nullable ? " or null" : ""));
+}
+
+void check_body_types(const nlohmann::json& r, const std::string& where) {
+  using t = nlohmann::json::value_t;
+  check_field(r, "mode", t::string, false, where);
+  check_field(r, "problem", t::object, false, where);
+  check_field(r, "variants", t::array, false, where);
+  check_field(r, "recommendation", t::object, true, where);
+  check_field(r, "reference", t::object, true, where);
+  check_field(r, "summary", t::object, false, where);
+  check_field(r, "search", t::object, false, where);
+  if (r.contains("problem")) {
+    const std::string in = where + ": \"problem\"";
+    for (const char* k : {"m", "n", "k", "batch"}) check_field(r["problem"], k, t::number_integer, false, in);
+    for (const char* k : {"dtype", "layout", "scaling", "out_dtype"}) check_field(r["problem"], k, t::string, false, in);
+    for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
+    check_field(r["problem"], "groups", t::object, false, in);
+  }
+  for (const auto& v : r.value("variants", nlohmann::json::array()))
+    if (!v.is_object()) throw usage_error(fmt::format("{}: \"variants\" holds {}, not a variant object", where, v.dump()));
+  if (r.contains("variants"))
+    for (const auto& v : r["variants"]) {
+      check_field(v, "id", t::string, false, where + ": a variant");
+      check_field(v, "status", t::string, false, where + ": a variant");
+    }
+  if (r.contains("recommendation") && r["recommendation"].is_object())
+    check_field(r["recommendation"], "id", t::string, false, where + ": \"recommendation\"");
+}
+
+void check_result_types(const nlohmann::json& j, const std::string& path) {
+  using t = nlohmann::json::value_t;
+  check_field(j, "device", t::object, false, path);
+  check_field(j, "tool", t::object, false, path);
+  if (j.contains("device"))
+    for (const char* k : {"name", "arch", "preset"}) check_field(j["device"], k, t::string, true, path + ": \"device\"");
+  if (j.contains("tool"))
+    for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
+      check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
+  check_field(j, "results", t::array, false, path);
+  if (j.value("schema", "") == "tiletune.gemm-suite/1") {
+    check_field(j, "mode", t::string, false, path);
+    for (const auto& r : j.value("results", nlohmann::json::array())) {
+      if (!r.is_object()) throw usage_error(fmt::format("{}: \"results\" holds {}, not a result object", path, r.dump()));
+      check_body_types(r, path + ": a suite result");
+    }
+  } else {
+    check_body_types(j, path);
+  }
+}
+
+// What result_file_from_json reads once the types are checked.
+result_file result_file_from_checked_json(const nlohmann::json& j, const std::string& path);
+
 }  // namespace
 
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
     throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
+  check_result_types(j, path);
+  try {
+    return result_file_from_checked_json(j, path);
+  } catch (const nlohmann::json::exception& e) {  // a field the checks above do not name
+    throw usage_error(fmt::format("{}: not a tiletune result: {}", path, json_error_text(e)));
+  }
+}
+
+namespace {
+result_file result_file_from_checked_json(const nlohmann::json& j, const std::string& path) {
   result_file f;
   f.path = path;
   f.schema = j["schema"].get<std::string>();
@@ -166,6 +246,7 @@ result_file result_file_from_json(const nlohmann::json& j, const std::string& pa
   }
   return f;
 }
+}  // namespace
 
 result_file load_result_file(const std::filesystem::path& path) {
   return result_file_from_json(read_json_file(path), path.string());
