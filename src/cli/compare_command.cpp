@@ -81,7 +81,7 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("NEW", o->fresh, "The result to judge")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction (0.05 = 5%)")
       ->capture_default_str()
-      ->check(finite_non_negative);
+      ->check(fraction_below_one);
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS from the same run");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch,
                 "Compare results recorded on different GPU models");
@@ -168,6 +168,11 @@ void run_check(const check_options& o, run_context& ctx) {
   check_report_paths(o.report, {{"--baseline", o.baseline}});
   check_variant_timeout(o.measure.variant_timeout_s);
   const result_file base = load_result_file(o.baseline);
+  // What the comparison would refuse, refused before any GPU time is spent on re-measuring.
+  if (base.mode != "measured")
+    throw usage_error(fmt::format("{} is {}: check re-measures, so give it a measured baseline (compare two "
+                                  "predicted results with tiletune compare)",
+                                  o.baseline, base.mode.empty() ? "of no mode" : base.mode));
   const device_choice device = check_device(o, base, ctx);
   const nlohmann::json fresh = remeasure(o, base, device, ctx);
   if (fresh.is_null()) throw usage_error(fmt::format("{}: no problem has a recommended variant", o.baseline));
@@ -184,9 +189,9 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   o->compare.mode_mismatch_flag = false;  // check has no --allow-mode-mismatch
   auto* cmd = app.add_subcommand("check", "Re-measure a baseline's problems on the local GPU and fail on a regression");
   cmd->add_option("--baseline", o->baseline, "A result recorded on this GPU model (e.g. profiles/baselines/<gpu>.json)")->required();
-  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction")
+  cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction (0.05 = 5%)")
       ->capture_default_str()
-      ->check(finite_non_negative);
+      ->check(fraction_below_one);
   cmd->add_flag("--absolute", o->compare.absolute, "Judge raw time, not the ratio to cuBLAS");
   cmd->add_flag("--allow-device-mismatch", o->compare.allow_device_mismatch, "Accept a baseline of another GPU model");
   cmd->add_option("--device", o->device, "Local GPU I (default: 0)")->check(whole_non_negative);

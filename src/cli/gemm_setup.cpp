@@ -142,7 +142,7 @@ void check_run_flags(const gemm_options& o) {
   if (o.report.top < 1)
     throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
   if (o.compile.jobs < 0)
-    throw usage_error(fmt::format("--jobs {} is invalid: it must be at least 1", o.compile.jobs));
+    throw usage_error(fmt::format("--jobs {} is invalid: 0 (all cores) or more", o.compile.jobs));
   if (!(o.tuning.budget_s >= 0))
     throw usage_error(
         fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));

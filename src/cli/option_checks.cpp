@@ -44,6 +44,11 @@ std::string finite_non_negative(const std::string& v) {
   return std::isfinite(d) && d >= 0 ? "" : "a finite number, 0 or more, not " + v;
 }
 
+std::string fraction_below_one(const std::string& v) {
+  const double d = number_of(v);
+  return std::isfinite(d) && d >= 0 && d < 1 ? "" : "a fraction from 0 up to (not including) 1 (0.05 = 5%), not " + v;
+}
+
 std::string finite_float(const std::string& v) {
   const double d = number_of(v);
   if (!std::isfinite(d)) return "a finite number, not " + v;

@@ -13,6 +13,7 @@ namespace tiletune::cli {
 std::string whole_non_negative(const std::string& value);  // 0 or more, within 64 bits (seeds, counts)
 std::string whole_number(const std::string& value);        // within 64 bits, either sign (sizes: their own checks follow)
 std::string finite_non_negative(const std::string& value);  // a number, 0 or more, finite
+std::string fraction_below_one(const std::string& value);  // 0 up to, not including, 1 (--tolerance)
 std::string finite_float(const std::string& value);         // finite, within a float's range (alpha, beta)
 std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
 

@@ -174,6 +174,8 @@ TEST(input, check_refuses_a_predicted_baseline_without_naming_an_option_it_lacks
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("measured baseline"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("--allow-mode-mismatch"), std::string::npos) << r.err;
+  // Refused before the GPU is looked for: no GPU here is exit 2 for it, not 3.
+  expect_refused({"check", "--baseline", predicted.string()}, {"is predicted", "measured baseline"});
   // compare has the flag, and still names it.
   const result c = run({"compare", predicted.string(),
                         TILETUNE_SOURCE_DIR "/profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json"});
@@ -300,7 +302,13 @@ TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
                  {"--global-batch 4294967297 is invalid: 1 to 100000000"});
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--micro-batch", "-99999999999999999999"},
                  {"--micro-batch", "does not fit in 64 bits"});
-  expect_refused({"check", "--baseline", base.string(), "--tolerance", "-1"}, {"--tolerance", "0 or more"});
+  expect_refused({"check", "--baseline", base.string(), "--tolerance", "-1"}, {"--tolerance", "from 0 up to"});
+  // Past 1 too, as compare refuses it, before any GPU time is spent (exit 3 without a GPU before).
+  expect_refused({"check", "--baseline", base.string(), "--tolerance", "3"},
+                 {"--tolerance", "a fraction from 0 up to (not including) 1 (0.05 = 5%), not 3"});
+  expect_refused({"compare", base.string(), base.string(), "--tolerance", "1"}, {"--tolerance", "not 1"});
+  expect_refused({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run", "-j", "-1"},
+                 {"--jobs -1 is invalid: 0 (all cores) or more"});
   expect_refused({"check", "--baseline", base.string(), "--tolerance", "nan"}, {"--tolerance", "not nan"});
   expect_refused({"check", "--baseline", base.string(), "--device", "-1"}, {"--device"});
   expect_refused({"compare", base.string(), base.string(), "--tolerance", "-0.5"}, {"--tolerance"});

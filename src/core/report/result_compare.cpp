@@ -359,7 +359,7 @@ std::vector<std::optional<std::size_t>> counterparts(const std::vector<result_en
 
 comparison compare_results(const result_file& base, const result_file& fresh, const compare_options& o) {
   if (!(o.tolerance >= 0 && o.tolerance < 1))
-    throw usage_error(fmt::format("--tolerance {} is invalid: a fraction from 0 to 1 (0.05 = 5%)", o.tolerance));
+    throw usage_error(fmt::format("--tolerance {} is invalid: a fraction from 0 up to (not including) 1 (0.05 = 5%)", o.tolerance));
   comparison c;
   c.base_path = base.path;
   c.new_path = fresh.path;
