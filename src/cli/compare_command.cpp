@@ -141,6 +141,7 @@ device_choice check_device(const check_options& o, const result_file& base, run_
 nlohmann::json remeasure(const check_options& o, const result_file& base, const device_choice& device,
                          run_context& ctx) {
   compiler_stack compilers(o.cache_dir, false, /*no_cache_offered=*/false);
+  check_compiler_supports(compilers.get(), device.spec.compute_capability, device.spec.name);
   progress_line progress(true);
   const run_info run{ctx.command_line, utc_now_iso()};
   nlohmann::json fresh;

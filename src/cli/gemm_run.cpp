@@ -44,6 +44,7 @@ class gemm_run {
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
     compilers_.emplace(o_.compile.cache_dir, o_.compile.no_cache);
     compiler_ = &compilers_->get();
+    check_compiler_supports(*compiler_, device_.spec.compute_capability, device_.spec.name);
     (void)kernel_debug_options(
         o_.compile.kernel_debug);  // a bad level is bad input before anything compiles
     // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go

@@ -54,6 +54,14 @@ std::string nvrtc_compiler::version() const {
   return fmt::format("nvrtc {}.{}", major, minor);
 }
 
+std::vector<int> nvrtc_compiler::supported_archs() const {
+  int n = 0;
+  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return {};
+  std::vector<int> archs(static_cast<std::size_t>(n));
+  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return {};
+  return archs;
+}
+
 compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
   const auto t0 = std::chrono::steady_clock::now();
   nvrtcProgram raw = nullptr;

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/compile/kernel_compiler.hpp"
 
@@ -12,6 +13,7 @@ class nvrtc_compiler : public kernel_compiler {
   nvrtc_compiler();
   compiled_kernel compile(const compile_job& job) override;
   std::string version() const override;  // "nvrtc 13.0"
+  std::vector<int> supported_archs() const override;  // nvrtcGetSupportedArchs
 };
 
 }  // namespace tiletune

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.hpp"
+
 using namespace tiletune;
 
 TEST(ptxas_report, reads_registers_spills_and_smem) {
@@ -110,4 +112,36 @@ TEST(compile_all, keeps_job_order_reports_progress_and_uses_threads) {
 TEST(compile_all, no_jobs_is_fine) {
   counting_compiler c;
   EXPECT_TRUE(compile_all(c, {}, 4).empty());
+}
+
+namespace {
+class arch_listing_compiler : public kernel_compiler {
+ public:
+  std::vector<int> archs;
+  compiled_kernel compile(const compile_job&) override { return {}; }
+  std::string version() const override { return "nvrtc 13.0"; }
+  std::vector<int> supported_archs() const override { return archs; }
+};
+}  // namespace
+
+// A GPU whose architecture the compiler has not (CUDA 13's NVRTC and the V100's sm_70) is refused
+// with exit 3 naming both, before every variant becomes a compile error; one it has, or a
+// compiler that cannot say, is not.
+TEST(kernel_compiler, an_architecture_the_compiler_lacks_is_refused_naming_it) {
+  arch_listing_compiler c;
+  c.archs = {75, 80, 86, 89, 90, 100, 120};
+  try {
+    check_compiler_supports(c, 70, "V100");
+    ADD_FAILURE() << "sm_70 was taken";
+  } catch (const environment_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("nvrtc 13.0 cannot compile for sm_70, the V100's architecture (it compiles sm_75 to sm_120)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("an older CUDA toolkit"), std::string::npos) << what;
+  }
+  EXPECT_THROW(check_compiler_supports(c, 130, "next"), environment_error);
+  EXPECT_NO_THROW(check_compiler_supports(c, 90, "H100"));
+  c.archs.clear();
+  EXPECT_NO_THROW(check_compiler_supports(c, 70, "V100"));
 }

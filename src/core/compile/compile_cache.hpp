@@ -42,6 +42,7 @@ class cached_compiler : public kernel_compiler {
   compiled_kernel compile(const compile_job& job) override;
   bool is_cached(const compile_job& job) const override;
   std::string version() const override { return inner_.version(); }
+  std::vector<int> supported_archs() const override { return inner_.supported_archs(); }
 
  private:
   kernel_compiler& inner_;

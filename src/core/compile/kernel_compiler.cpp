@@ -8,6 +8,10 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
 namespace tiletune {
 
 namespace {
@@ -65,6 +69,18 @@ bool parse_ptxas_report(std::string_view whole, kernel_resources& out, std::stri
         std::max<std::int64_t>(0, number_before(log, " bytes spill loads", line_begin, line_end));
   }
   return true;
+}
+
+void check_compiler_supports(const kernel_compiler& compiler, int compute_capability, const std::string& gpu) {
+  const std::vector<int> archs = compiler.supported_archs();
+  if (archs.empty() || compute_capability <= 0 || std::find(archs.begin(), archs.end(), compute_capability) != archs.end())
+    return;
+  const bool older = compute_capability < archs.front();
+  throw environment_error(fmt::format(
+      "{} cannot compile for sm_{}, the {}'s architecture (it compiles sm_{} to sm_{}): every variant would be a "
+      "compile error; plan with {} CUDA toolkit whose NVRTC has sm_{}{}",
+      compiler.version(), compute_capability, gpu, archs.front(), archs.back(), older ? "an older" : "a newer",
+      compute_capability, compute_capability == 70 ? " (CUDA 12.x has sm_70; CUDA 13 dropped it)" : ""));
 }
 
 std::vector<compiled_kernel> compile_all(kernel_compiler& compiler, std::span<const compile_job> jobs,

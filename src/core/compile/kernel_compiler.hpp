@@ -59,7 +59,13 @@ class kernel_compiler {
   virtual bool is_cached(const compile_job&) const { return false; }
   // Identifies the compiler build, so the cache never mixes versions.
   virtual std::string version() const = 0;
+  // The compute capabilities it compiles for (75 for sm_75), ascending; empty when unknown.
+  virtual std::vector<int> supported_archs() const { return {}; }
 };
+
+// Refuses (environment_error, exit 3) a GPU whose architecture the compiler cannot compile for:
+// CUDA 13's NVRTC has no sm_70 (V100), and every variant would be a compile error.
+void check_compiler_supports(const kernel_compiler& compiler, int compute_capability, const std::string& gpu);
 
 using compile_progress = std::function<void(std::size_t done, std::size_t total, std::size_t cached)>;
 
