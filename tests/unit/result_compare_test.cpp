@@ -246,6 +246,25 @@ TEST(result_file, figures_faster_than_the_gpu_allows_are_refused_naming_the_figu
   skinny["results"][0]["recommendation"]["median_us"] = 400.0;
   why = compare_refusal(skinny);
   EXPECT_NE(why.find("memory allows"), std::string::npos) << why;
+  // A file of a known preset that leaves its figures out, or gives 0, is held to the preset's
+  // (the check was skipped before: a forged time passed by deleting the GPU's figures).
+  for (const bool removed : {true, false}) {
+    auto forged = fast;
+    forged["device"]["preset"] = "h100-sxm";
+    if (removed) {
+      forged["device"].erase("peak_tflops");
+      forged["device"].erase("memory_bandwidth_gbs");
+    } else {
+      forged["device"]["peak_tflops"]["bf16"] = 0;
+      forged["device"]["memory_bandwidth_gbs"] = 0;
+    }
+    EXPECT_NE(compare_refusal(forged).find("faster than the GPU's peak"), std::string::npos) << removed;
+    auto thin = skinny;
+    thin["device"]["preset"] = "h100-sxm";
+    thin["device"]["memory_bandwidth_gbs"] = removed ? nlohmann::json() : nlohmann::json(0);
+    if (removed) thin["device"].erase("memory_bandwidth_gbs");
+    EXPECT_NE(compare_refusal(thin).find("memory allows"), std::string::npos) << removed;
+  }
 }
 
 TEST(result_file, every_recorded_measurement_in_profiles_passes_the_checks) {

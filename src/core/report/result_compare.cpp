@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/report/json_file.hpp"
 #include "core/plan_mode.hpp"
@@ -42,10 +43,26 @@ struct device_limits {
 device_limits limits_of(const nlohmann::json& device) {
   device_limits l;
   if (!device.is_object()) return l;
-  if (device.contains("peak_tflops") && device["peak_tflops"].is_object()) l.peak_tflops = device["peak_tflops"];
-  if (device.contains("memory_bandwidth_gbs") && device["memory_bandwidth_gbs"].is_number())
-    l.bandwidth_gbs = device["memory_bandwidth_gbs"].get<double>();
-  if (device.contains("l2_bytes") && device["l2_bytes"].is_number()) l.l2_bytes = device["l2_bytes"].get<double>();
+  // A file of a known preset is held to the preset's figures where it leaves one out (or gives 0):
+  // removing a figure must not let a forged time through.
+  nlohmann::json known = nlohmann::json::object();
+  if (device.contains("preset") && device["preset"].is_string()) {
+    try {
+      known = to_json(find_preset(device["preset"].get<std::string>()));
+    } catch (const usage_error&) {  // a preset of another version of the tool: the file's own figures
+    }
+  }
+  auto positive = [](const nlohmann::json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_number() && j[key].get<double>() > 0;
+  };
+  if (positive(known, "memory_bandwidth_gbs")) l.bandwidth_gbs = known["memory_bandwidth_gbs"].get<double>();
+  if (positive(device, "memory_bandwidth_gbs")) l.bandwidth_gbs = device["memory_bandwidth_gbs"].get<double>();
+  if (positive(known, "l2_bytes")) l.l2_bytes = known["l2_bytes"].get<double>();
+  if (positive(device, "l2_bytes")) l.l2_bytes = device["l2_bytes"].get<double>();
+  l.peak_tflops = known.value("peak_tflops", nlohmann::json::object());
+  if (device.contains("peak_tflops") && device["peak_tflops"].is_object())
+    for (const auto& [type, v] : device["peak_tflops"].items())
+      if (v.is_number() && v.get<double>() > 0) l.peak_tflops[type] = v;
   return l;
 }
 
