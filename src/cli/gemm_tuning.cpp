@@ -94,26 +94,41 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
                                 db.value("device_name", ""),
                                 is_measured_result(result) ? "MEASURED" : "PREDICTED (a stored plan)",
                                 db.value("file", ""));
-  out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
-                     db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),
-                     db.value("tool_version", ""), db.value("strategy", ""));
+  const bool measured = is_measured_result(result);
+  if (measured)
+    out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
+                       db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),
+                       db.value("tool_version", ""), db.value("strategy", ""));
+  else
+    out += fmt::format("planned {} by --store-plans (tiletune {}): the model's prediction, nothing ran; --retune "
+                       "plans afresh\n",
+                       db.value("measured_at", ""), db.value("tool_version", ""));
   const auto& ref = result.value("reference", nlohmann::json::object());
   if (ref.contains("median_us") && ref["median_us"].is_number())
     out += fmt::format("cuBLASLt: {:.1f} us, {:.1f} TFLOP/s\n", ref["median_us"].get<double>(),
                        ref.value("tflops", 0.0));
-  text_table t({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS"});
+  // A measurement's rows are its timed variants; a stored plan's, the model's ranked predictions.
+  const char* time_key = measured ? "median_us" : "predicted_us";
+  text_table t({"rank", "variant", "status", measured ? "median us" : "predicted us", "TFLOP/s", "% peak",
+                "vs cuBLAS"});
   int shown = 0;
   for (const auto& v : result.value("variants", nlohmann::json::array())) {
-    if (!v.contains("median_us") || !v["median_us"].is_number()) continue;
+    if (!v.contains(time_key) || !v[time_key].is_number()) continue;
     if (shown++ >= top) break;
-    t.add_row({v["rank"].is_number() ? std::to_string(v["rank"].get<int>()) : "-", v.value("id", ""),
-               v.value("status", ""), number(v["median_us"], "{:.1f}"), number(v["tflops"], "{:.1f}"),
-               number(v["percent_of_peak"], "{:.0f}"), number(v["vs_reference"], "{:.2f}")});
+    t.add_row({v.contains("rank") && v["rank"].is_number() ? std::to_string(v["rank"].get<int>()) : "-",
+               v.value("id", ""), v.value("status", ""), number(v[time_key], "{:.1f}"),
+               number(v.value("tflops", nlohmann::json()), "{:.1f}"),
+               number(v.value("percent_of_peak", nlohmann::json()), "{:.0f}"),
+               number(v.value("vs_reference", nlohmann::json()), "{:.2f}")});
   }
   out += "\n" + t.render();
   const auto& rec = result.value("recommendation", nlohmann::json());
   if (rec.is_object()) {
-    out += fmt::format("\nrecommended: {}\n", rec.value("id", ""));
+    out += fmt::format("\nrecommended: {}{}\n", rec.value("id", ""),
+                       rec.contains("tflops") && rec["tflops"].is_number()
+                           ? fmt::format(", {:.1f} TFLOP/s {}", rec["tflops"].get<double>(),
+                                         measured ? "measured" : "predicted")
+                           : "");
     if (rec.contains("triton") && rec["triton"].is_object()) {
       std::string tri;
       for (const auto& [k, v] : rec["triton"].items()) tri += fmt::format("{}{}={}", tri.empty() ? "" : " ", k, v.dump());

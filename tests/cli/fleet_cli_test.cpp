@@ -112,8 +112,20 @@ TEST(fleet_cli, shards_of_an_offline_suite_run_at_once_merge_and_answer_every_pr
   for (const auto& r : j["results"]) {
     EXPECT_EQ(r["tuning_db"]["answered"], true) << r["name"];
     EXPECT_EQ(r["tuning_db"]["match"], "stored_plan") << r["name"];
+    EXPECT_EQ(r["tuning_db"]["strategy"], "model") << r["name"];  // no search ran: the model ranked them
     EXPECT_EQ(r["mode"], "predicted");
   }
+  // One problem answered by its stored plan: the table lists the predicted rows, says it was
+  // planned (not measured) and keeps the recommendation's TFLOP/s.
+  const result one = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "f32", "--layout", "nn", "--gpu",
+                          "h100-sxm", "--dry-run", "--store-plans", "--db", merged.string(), "--top", "2"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("PREDICTED (a stored plan)"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("by --store-plans"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("measured 20"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("predicted us"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("\n   2  simt_"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("TFLOP/s predicted"), std::string::npos) << one.out;
   // Without --store-plans a stored plan answers nothing (only measurements do), and it calibrates nothing.
   const auto plain = nlohmann::json::parse(run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run",
                                                "--db", merged.string(), "--json", "--quiet"})

@@ -81,7 +81,8 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
   r.key.problem = gemm_problem_from_json(result.at("problem"));
   r.measured_at = tool.value("date", std::string());
   if (predicted) r.key.driver = r.key.cuda = predicted_driver;
-  r.strategy = result.contains("search") ? result["search"].value("strategy", "") : "exhaustive";
+  // A stored plan searched nothing: the model ranked every variant.
+  r.strategy = result.contains("search") ? result["search"].value("strategy", "") : predicted ? "model" : "exhaustive";
   const auto& rec = result.value("recommendation", nlohmann::json());
   if (rec.is_object()) {
     r.recommended = rec.value("id", "");
