@@ -182,6 +182,13 @@ struct group_compiler {
   }
 };
 
+std::string bounded_reason(double optimistic_us, double bar, const compile_selection& how) {
+  return fmt::format(
+      "not ranked: at best (every block it allows resident) the model gives it {:.1f} us, slower than the {} best "
+      "compiled variants (the {}th: {:.1f} us); --compile-all compiles and ranks it",
+      optimistic_us, how.keep, how.keep, bar);
+}
+
 // Prunes every variant of the groups from order[at] on, bounded out by the model; returns how many.
 std::size_t prune_bounded(gemm_plan& plan, const group_compiler& gc, std::size_t at,
                           const std::vector<double>& optimistic, double bar, const compile_selection& how) {
@@ -194,14 +201,37 @@ std::size_t prune_bounded(gemm_plan& plan, const group_compiler& gc, std::size_t
       variant_result& v = plan.variants[gc.job_variant[j]];
       v.status = variant_status::pruned;
       v.constraint = "model_bound";
-      v.reason = fmt::format(
-          "not compiled: at best (every block it allows resident) the model gives it {:.1f} us, slower than the "
-          "{} best compiled variants (the {}th: {:.1f} us); --compile-all compiles it",
-          optimistic[g], how.keep, how.keep, bar);
+      v.reason = bounded_reason(optimistic[g], bar, how);
       ++bounded_variants;
     }
   }
   return bounded_variants;
+}
+
+// A plan's statuses do not depend on what the compile cache held or on the batches' size (the
+// cores): a group compiled anyway (read from the cache, or in the last batch) whose optimistic time
+// is behind the final bar is reported as the groups never compiled are, as it was before
+// compiling. Returns how many variants.
+std::size_t unrank_behind_the_bar(gemm_plan& plan, const group_compiler& gc, std::size_t compiled_groups,
+                                  const std::vector<variant_result>& before, const std::vector<double>& optimistic,
+                                  const compile_selection& how) {
+  const double bar = kth_best_us(plan, how);
+  std::size_t variants = 0;
+  for (std::size_t r = 0; r < compiled_groups; ++r) {
+    const std::size_t g = gc.order[r];
+    if (!(optimistic[g] > bar) || times_tie(optimistic[g], bar)) continue;
+    std::vector<std::size_t> members = gc.groups.copies[g];
+    members.push_back(gc.groups.leaders[g]);
+    for (std::size_t j : members) {
+      const std::size_t i = gc.job_variant[j];
+      plan.variants[i] = before[i];
+      plan.variants[i].status = variant_status::pruned;
+      plan.variants[i].constraint = "model_bound";
+      plan.variants[i].reason = bounded_reason(optimistic[g], bar, how);
+      ++variants;
+    }
+  }
+  return variants;
 }
 
 void add_compile_notes(gemm_plan& plan, std::size_t shared, std::size_t bounded_variants, std::size_t job_count,
@@ -213,7 +243,7 @@ void add_compile_notes(gemm_plan& plan, std::size_t shared, std::size_t bounded_
         shared));
   if (bounded_variants > 0)
     plan.notes.push_back(fmt::format(
-        "{} of {} variants not compiled: even at their best the model puts them behind the {} best compiled "
+        "{} of {} variants not ranked: even at their best the model puts them behind the {} best compiled "
         "(--compile-all compiles every one)",
         bounded_variants, job_count, keep));
 }
@@ -227,6 +257,7 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
   std::vector<double> optimistic;
   std::vector<std::size_t> order = compile_order(plan, groups, job_variant, how, optimistic);
   group_compiler gc{plan, jobs, job_variant, compiler, threads, progress, groups, order};
+  const std::vector<variant_result> before = how.keep > 0 ? plan.variants : std::vector<variant_result>{};
   std::size_t at = 0;
   if (how.keep > 0) {
     // Programs already in the compile cache cost a file read, not a compile: assess them all
@@ -255,6 +286,7 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
     gc.compile(at, end);
     at = end;
   }
+  if (how.keep > 0) bounded_variants += unrank_behind_the_bar(plan, gc, at, before, optimistic, how);
   plan.compiled += gc.done;
   plan.cache_hits += gc.cached;
   add_compile_notes(plan, gc.shared, bounded_variants, jobs.size(), how.keep);
