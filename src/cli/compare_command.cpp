@@ -97,7 +97,9 @@ one (predicted plans) are compared on time.
 
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING from
 NEW; 2 a file is unreadable, malformed or truncated (the message gives the
-place), or the files share no problem; 3 the files come from different GPUs.)");
+place), the files share no problem, or one is a prediction and the other a
+measurement (unless --allow-mode-mismatch); 3 the files come from different
+GPUs.)");
   cmd->callback([o, &ctx] {
     check_report_paths(o->report, {{"BASE", o->base}, {"NEW", o->fresh}});
     const result_file base = load_result_file(o->base);

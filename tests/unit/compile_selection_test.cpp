@@ -294,6 +294,7 @@ TEST(compile_selection, cached_programs_are_read_first_and_change_no_answer) {
         EXPECT_EQ(v.status, w->status) << what << " " << v.config.id() << ": " << w->reason;
         EXPECT_EQ(v.reason, w->reason) << what << " " << v.config.id();
       }
+      EXPECT_EQ(cold.notes, warm.notes) << what;
       EXPECT_EQ(warm_c.cached_after_fresh, 0) << what;  // every cached program before any fresh compile
       EXPECT_LE(warm_c.fresh_compiles, cold_c.compiles) << what;
       fresh_without += cold_c.compiles;

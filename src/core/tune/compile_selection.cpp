@@ -154,7 +154,7 @@ struct group_compiler {
   const compile_progress& progress;
   const program_groups& groups;
   const std::vector<std::size_t>& order;
-  std::size_t done = 0, cached = 0, shared = 0;
+  std::size_t done = 0, cached = 0;
 
   // Compiles the groups order[at, end) as one batch.
   void compile(std::size_t at, std::size_t end) {
@@ -175,7 +175,6 @@ struct group_compiler {
         variant_result& v = plan.variants[job_variant[j]];
         assess_compiled(v, same, plan.device, plan.problem);
         v.same_program_as = plan.variants[job_variant[groups.leaders[g]]].config.id();
-        ++shared;
       }
       assess_compiled(plan.variants[job_variant[groups.leaders[g]]], k, plan.device, plan.problem);
     }
@@ -289,7 +288,10 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
   if (how.keep > 0) bounded_variants += unrank_behind_the_bar(plan, gc, at, before, optimistic, how);
   plan.compiled += gc.done;
   plan.cache_hits += gc.cached;
-  add_compile_notes(plan, gc.shared, bounded_variants, jobs.size(), how.keep);
+  // The copies of the programs ranked (not of those compiled only because the cache held them).
+  const auto shared = static_cast<std::size_t>(std::count_if(
+      plan.variants.begin(), plan.variants.end(), [](const variant_result& v) { return !v.same_program_as.empty(); }));
+  add_compile_notes(plan, shared, bounded_variants, jobs.size(), how.keep);
 }
 
 }  // namespace tiletune
