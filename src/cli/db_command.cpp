@@ -173,7 +173,9 @@ void run_show(const db_options& o, run_context& ctx) {
     ctx.exit_code = exit_ok;
     return;
   }
-  if (records.empty()) fmt::print("{}: no record's problem has the words \"{}\"\n", db->file().string(), o.problem);
+  if (records.empty())
+    fmt::print("{}: no record{} has a problem with the words \"{}\"{}\n", db->file().string(),
+               o.gpu.empty() ? "" : " of the " + o.gpu, o.problem, o.since.empty() ? "" : " measured since " + o.since);
   for (const auto& r : records) {
     const auto& variants = r.result.value("variants", nlohmann::json::array());
     const auto listed = r.result.value("variants_listed", nlohmann::json::object());

@@ -127,6 +127,18 @@ std::string extras_words(const CLI::App& app) {
   return fmt::format("{}; `{} --help` lists what it takes", fmt::join(said, "; "), path);
 }
 
+std::string missing_positional_words(const CLI::App& app, const std::string& what) {
+  static const std::regex required(R"(^([A-Za-z_]+) is required$)");
+  std::smatch m;
+  if (!std::regex_match(what, m, required)) return {};
+  std::string path = "tiletune";
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return fmt::format("`{}` needs its {} ({} FILE...); `{} --help` says what it takes", path, m[1].str(), path, path);
+}
+
 std::string too_many_words(const std::string& what) {
   static const std::regex at_most(R"(^(-[^:]+): At Most (\d+) required but received (\d+)$)");
   std::smatch m;

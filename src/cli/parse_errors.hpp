@@ -21,6 +21,10 @@ std::string conversion_words(const CLI::App& app, const std::string& what);
 // place for. Empty where nothing was left over.
 std::string extras_words(const CLI::App& app);
 
+// CLI11's "files is required" (a command's positional arguments left out) in words that name the
+// command; empty where `what` is another message.
+std::string missing_positional_words(const CLI::App& app, const std::string& what);
+
 // CLI11's "--gpu: At Most 1 required but received 2" (an option given more values than it takes,
 // most often twice) in words; empty where `what` is another message.
 std::string too_many_words(const std::string& what);

@@ -51,7 +51,11 @@ int parse_and_run(int argc, char** argv, host_services host) {
     return app.exit(e);
   } catch (const CLI::RequiredError& e) {
     // `batch --mdoel gpt2`: the misspelt option, not the "--model is required" it causes.
-    if (!name_the_missing_command(app)) say_or_exit(app, e, extras_words(app));
+    if (!name_the_missing_command(app)) {
+      std::string said = extras_words(app);
+      if (said.empty()) said = missing_positional_words(app, e.what());
+      say_or_exit(app, e, said);
+    }
     return exit_usage;
   } catch (const CLI::ConversionError& e) {
     say_or_exit(app, e, conversion_words(app, e.what()));

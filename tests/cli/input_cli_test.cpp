@@ -404,12 +404,28 @@ TEST(input, messages_name_the_options_given_and_only_those_the_command_has) {
   for (const char* sub : {"list", "vacuum", "export"}) {
     const result r = run({"db", "--db", junk.string(), sub});
     EXPECT_EQ(r.code, 3) << sub << ": " << r.err;
-    EXPECT_NE(r.err.find("give another file with --db FILE"), std::string::npos) << sub << ": " << r.err;
+    EXPECT_NE(r.err.find("give another database file"), std::string::npos) << sub << ": " << r.err;
     EXPECT_EQ(r.err.find("--no-db"), std::string::npos) << sub << ": " << r.err;
   }
   const result gemm = run({"gemm", "--m", "8", "--n", "8", "--k", "8", "--gpu", "l4", "--dry-run", "--db", junk.string()});
   EXPECT_EQ(gemm.code, 3) << gemm.err;
-  EXPECT_NE(gemm.err.find("give another file with --db FILE"), std::string::npos) << gemm.err;
+  EXPECT_NE(gemm.err.find("give another database file"), std::string::npos) << gemm.err;
+  // db merge reads its inputs as arguments: no --db in what it says of a damaged one.
+  const fs::path into = tmp_dir() / "merge-into.sqlite";
+  fs::remove(into);
+  const result merge = run({"db", "merge", junk.string(), "--into", into.string()});
+  EXPECT_EQ(merge.code, 3) << merge.err;
+  EXPECT_EQ(merge.err.find("--db"), std::string::npos) << merge.err;
+  // Files left out are named with the command, not CLI11's "files is required".
+  expect_refused({"db", "import"}, {"`tiletune db import` needs its files"});
+  expect_refused({"db", "merge", "--into", into.string()}, {"`tiletune db merge` needs its files"});
+  // A binary file's bytes are written as \xFF in the message, not sent raw to the terminal.
+  const fs::path binary = tmp_dir() / "binary-suite.json";
+  std::ofstream(binary) << "\xff\xfe{";
+  const result bin = run({"gemm", "--suite", binary.string(), "--gpu", "h100-sxm", "--dry-run"});
+  EXPECT_EQ(bin.code, 2) << bin.err;
+  EXPECT_NE(bin.err.find("\\xFF"), std::string::npos) << bin.err;
+  EXPECT_EQ(bin.err.find('\xff'), std::string::npos) << bin.err;
 }
 
 // C's element type is refused by what C can take (not the list of every element type), on the

@@ -73,7 +73,14 @@ std::string json_error_text(const nlohmann::json::exception& e) {
     const std::size_t at = s.find(": ");
     if (at != std::string::npos) s = s.substr(at + 2);
   }
-  return s;
+  // The library quotes what it last read as raw bytes: a binary file's bytes would go to the
+  // terminal as they are. Bytes outside printable ASCII are written as \xFF.
+  std::string printable;
+  for (const unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) printable += static_cast<char>(c);
+    else printable += fmt::format("\\x{:02X}", c);
+  }
+  return printable;
 }
 
 }  // namespace tiletune

@@ -27,7 +27,7 @@ using sqlite::statement;
 fs::path default_tuning_db_path() { return default_cache_dir() / "tuning.sqlite3"; }
 
 void tuning_db::fail(const std::string& what) const {
-  throw environment_error(fmt::format("tuning database {}: {}: {} (give another file with --db FILE)",
+  throw environment_error(fmt::format("tuning database {}: {}: {} (give another database file)",
                                       file_.string(), what, db_ ? sqlite3_errmsg(db_) : "cannot open"));
 }
 
@@ -59,8 +59,8 @@ void exec_checked(sqlite3* db, const fs::path& file, const char* sql, const char
   sqlite3_free(err);
   const int code = sqlite3_errcode(db);
   if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-    throw environment_error(fmt::format("tuning database {} is damaged or not a database ({}); give another file "
-                                        "with --db FILE",
+    throw environment_error(fmt::format("tuning database {} is damaged or not a database ({}); give another "
+                                        "database file",
                                         file.string(), msg));
   throw environment_error(fmt::format("tuning database {}: {}: {}", file.string(), what, msg));
 }
@@ -119,7 +119,7 @@ void create_schema(sqlite3* db, const fs::path& file) {
   sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name != 'tiletune_meta'", -1, &t.s, nullptr);
   if (t.s && sqlite3_step(t.s) == SQLITE_ROW && sqlite3_column_int(t.s, 0) > 0)
     throw environment_error(fmt::format("{} is an SQLite database of another program, not a tiletune tuning "
-                                        "database; give another file with --db FILE",
+                                        "database; give another database file",
                                         file.string()));
   const std::string schema =
       fmt::format("INSERT INTO tiletune_meta VALUES ('schema', '{}/{}')", schema_name, tuning_db::schema_version);
