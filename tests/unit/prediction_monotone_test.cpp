@@ -66,3 +66,40 @@ TEST(prediction, less_work_is_never_predicted_slower) {
   EXPECT_GT(checked, 500u);
   EXPECT_EQ(violations, 0u) << "first: " << first;
 }
+
+// The same over a plan: the best variant of the problem's search space (each family's, split-K
+// included) is never predicted slower for a problem with fewer rows, columns or k. A 64-row
+// problem had no split-K variant on GPUs with many SMs (the split that fills them left each slice
+// too few k-tiles, and no smaller one was tried) and was planned slower than 128 rows.
+TEST(prediction, the_best_of_a_plan_is_never_slower_for_less_work) {
+  std::size_t checked = 0;
+  for (const char* preset : {"rtx-5090", "rtx-4090", "a100-sxm-80gb", "h100-sxm", "h200", "l4"}) {
+    const device_spec& d = find_preset(preset);
+    for (dtype t : {dtype::tf32, dtype::bf16})
+      for (auto dim : {&gemm_problem::m, &gemm_problem::n}) {
+        double before = 0;
+        std::int64_t before_size = 0;
+        for (std::int64_t size : {16, 32, 64, 128, 256}) {
+          gemm_problem p;
+          p.m = p.n = p.k = 1024;
+          p.*dim = size;
+          p.type = t;
+          p.layout = parse_layout("nt");
+          double best = 0;
+          for (kernel_family f : families_for(t))
+            for (const tile_config& c : problem_search_space(f, p, d)) {
+              if (check_constraints(c, p, d)) continue;
+              const double us = monotone_predicted_us(d, p, c);
+              if (best == 0 || us < best) best = us;
+            }
+          ASSERT_GT(best, 0) << p.describe() << " on " << preset;
+          EXPECT_GE(best, before * (1 - 1e-9)) << p.describe() << " on " << preset << ": " << best << " us, but "
+                                               << before << " us at " << before_size;
+          before = best;
+          before_size = size;
+          ++checked;
+        }
+      }
+  }
+  EXPECT_GT(checked, 100u);
+}

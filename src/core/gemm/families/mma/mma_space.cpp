@@ -53,12 +53,21 @@ std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_s
     // past M (a 256-row tile of a 16-row problem wastes the split too): the
     // smallest power of two (at most 16) that reaches one block per SM, and
     // half of it; each slice keeps at least two pipelines' worth of k-tiles.
+    // Where K is too short for both, the largest split that keeps them: a
+    // problem with fewer tiles needs the split more, never less (64 rows on
+    // 170 SMs had none, and was planned slower than 128 rows).
     const bool tall_enough_tile = c.block_m <= std::max<std::int64_t>(64, 2 * p.m);
     if (tiles < d.sm_count && tall_enough_tile && c.stages >= 3) {
       int split = 2;
       while (tiles * split < d.sm_count && split < 16) split *= 2;
-      for (int s : {split / 2, split}) {
-        if (s < 2 || k_tiles / s < 2 * c.stages) continue;
+      int largest_kept = 0;
+      for (int s = 2; s <= split; s *= 2)
+        if (k_tiles / s >= 2 * c.stages) largest_kept = s;
+      std::vector<int> splits;
+      for (int s : {split / 2, split})
+        if (s >= 2 && k_tiles / s >= 2 * c.stages) splits.push_back(s);
+      if (splits.empty() && largest_kept >= 2) splits.push_back(largest_kept);
+      for (int s : splits) {
         tile_config v = c;
         v.split_k = s;
         out.push_back(v);
