@@ -26,7 +26,8 @@ struct db_options {
   std::string out;
   bool full = false;  // import: keep every variant's row
   std::string problem, since;
-  std::size_t limit = 0;
+  std::size_t limit = 0;        // list: 0 is all
+  std::size_t show_limit = 10;  // show: 0 is all, as for list
 };
 
 // A result file, read and checked as compare reads one (a folder, malformed JSON, another kind of
@@ -164,7 +165,7 @@ void run_show(const db_options& o, run_context& ctx) {
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
   const auto db = open_tuning_db(path.string(), false);
-  const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit ? o.limit : 10});
+  const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.show_limit});
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},
                           {"records", nlohmann::json::array()}};
@@ -298,7 +299,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       ->required();
   show->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   show->add_option("--db", o->file, "The database file");
-  show->add_option("--limit", o->limit, "At most this many records, the newest (default 10)")->check(whole_non_negative);
+  show->add_option("--limit", o->show_limit, "At most this many records, the newest (0: all)")
+      ->capture_default_str()
+      ->check(whole_non_negative);
   show->add_flag("--json", o->json, "Print the stored results (tiletune.gemm/1) as JSON");
   show->callback([o, &ctx] { run_show(*o, ctx); });
   auto* vacuum = cmd->add_subcommand("vacuum", "Rewrite the database without its free pages (after an upgrade of an "

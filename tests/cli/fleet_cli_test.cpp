@@ -266,6 +266,19 @@ TEST(fleet_cli, import_keeps_the_better_record_in_any_order_and_leaves_out_parti
     EXPECT_EQ(nlohmann::json::parse(plan.out)["recommendation"]["id"].get<std::string>().rfind("wgmma_", 0), 0u)
         << plan.out.substr(0, 400);
   }
+  // db show's --limit 0 is all records, as db list's is (it was the default 10).
+  const fs::path two = dir / "two.sqlite";
+  ASSERT_EQ(run({"db", "import", "--db", two.string(), whole.string(),
+                 (measured / "k_proj-4096x1024x4096-bf16-nt.json").string()})
+                .code,
+            0);
+  auto shown = [&](const char* limit) {
+    const result r = run({"db", "show", "--db", two.string(), "--problem", "bf16 nt", "--limit", limit, "--json"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["records"].size();
+  };
+  EXPECT_EQ(shown("1"), 1u);
+  EXPECT_EQ(shown("0"), 2u);
   // A run with --only says so in its result ("partial"), which import reads before the command line.
   const result part = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--gpu", "h100-sxm", "--dry-run",
                            "--only", "wgmma_128x128x64_c1_s5_cl1x1_g8m_tmas", "--no-db", "--json"});
