@@ -81,17 +81,10 @@ void run_import(const db_options& o, run_context& ctx) {
   refuse_read_only(file_to_read(o), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
-  // A stored record as well verified and at least as new stays, whatever the files' order (as
-  // db merge keeps the better of two).
-  std::size_t stored = 0, kept = 0;
-  for (const auto& r : records) {
-    if (const auto held = db->find(r.key); held && !better_record(r, *held)) {
-      ++kept;
-      continue;
-    }
-    db->store(r);
-    ++stored;
-  }
+  // A stored record as well verified and at least as new stays, whatever the files' order.
+  std::size_t stored = 0;
+  for (const auto& r : records) stored += db->store_if_better(r) ? 1 : 0;
+  const std::size_t kept = records.size() - stored;
   std::string also;
   if (kept) also += fmt::format("; {} kept the stored record, as well verified and at least as new", kept);
   if (partial) also += fmt::format("; {} partial run(s) left out", partial);

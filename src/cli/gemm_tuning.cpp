@@ -90,11 +90,10 @@ std::string number(const nlohmann::json& v, const char* format) {
 std::string format_db_answer_table(const nlohmann::json& result, int top) {
   const auto p = gemm_problem_from_json(result.at("problem"));
   const auto& db = result.at("tuning_db");
-  std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(),
-                                db.value("device_name", ""),
-                                is_measured_result(result) ? "MEASURED" : "PREDICTED (a stored plan)",
-                                db.value("file", ""));
   const bool measured = is_measured_result(result);
+  std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(),
+                                db.value("device_name", ""), measured ? "MEASURED" : "PREDICTED (a stored plan)",
+                                db.value("file", ""));
   if (measured)
     out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
                        db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),

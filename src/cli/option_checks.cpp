@@ -86,10 +86,10 @@ bool numeric_option(const CLI::Option& o) {
 }
 }  // namespace
 
-void read_integers_in_decimal(CLI::App& app) {
+void read_numbers_in_decimal(CLI::App& app) {
   for (CLI::Option* o : app.get_options())
     if (numeric_option(*o)) o->transform(CLI::Validator(decimal, ""), "decimal");
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_integers_in_decimal(*sub);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_numbers_in_decimal(*sub);
 }
 
 namespace {

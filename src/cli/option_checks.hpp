@@ -20,7 +20,7 @@ std::string iso_date(const std::string& value);             // YYYY-MM-DD, optio
 // Every numeric option of `app` and of its commands reads its value in decimal: CLI11 converts
 // integers in C's base 0, where 0256 is octal (174) and 0x40 hexadecimal. Leading zeros are
 // dropped (0256 is 256) and a 0x or 0b prefix is refused. Call it once every option is added.
-void read_integers_in_decimal(CLI::App& app);
+void read_numbers_in_decimal(CLI::App& app);
 
 // CLI11's own "Could not convert: --top = 1.5x", for options without a check of their own, in words
 // that say what the option takes: for a flag, true or false; else, from the value (CLI11 converts

@@ -43,7 +43,7 @@ int parse_and_run(int argc, char** argv, host_services host) {
   // The measuring worker that `gemm` starts; not for people.
   auto* worker = app.add_subcommand("__worker", "")->group("");
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
-  read_integers_in_decimal(app);
+  read_numbers_in_decimal(app);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;

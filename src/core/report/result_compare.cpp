@@ -185,13 +185,11 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
     check_field(r["problem"], "groups", t::object, false, in);
   }
-  for (const auto& v : r.value("variants", nlohmann::json::array()))
+  for (const auto& v : r.value("variants", nlohmann::json::array())) {
     if (!v.is_object()) throw usage_error(fmt::format("{}: \"variants\" holds {}, not a variant object", where, v.dump()));
-  if (r.contains("variants"))
-    for (const auto& v : r["variants"]) {
-      check_field(v, "id", t::string, false, where + ": a variant");
-      check_field(v, "status", t::string, false, where + ": a variant");
-    }
+    check_field(v, "id", t::string, false, where + ": a variant");
+    check_field(v, "status", t::string, false, where + ": a variant");
+  }
   if (r.contains("recommendation") && r["recommendation"].is_object())
     check_field(r["recommendation"], "id", t::string, false, where + ": \"recommendation\"");
 }
@@ -218,22 +216,6 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
 }
 
 // What result_file_from_json reads once the types are checked.
-result_file result_file_from_checked_json(const nlohmann::json& j, const std::string& path);
-
-}  // namespace
-
-result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
-  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
-    throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
-  check_result_types(j, path);
-  try {
-    return result_file_from_checked_json(j, path);
-  } catch (const nlohmann::json::exception& e) {  // a field the checks above do not name
-    throw usage_error(fmt::format("{}: not a tiletune result: {}", path, json_error_text(e)));
-  }
-}
-
-namespace {
 result_file result_file_from_checked_json(const nlohmann::json& j, const std::string& path) {
   result_file f;
   f.path = path;
@@ -263,7 +245,20 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
   }
   return f;
 }
+
 }  // namespace
+
+result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
+  check_result_types(j, path);
+  try {
+    return result_file_from_checked_json(j, path);
+  } catch (const nlohmann::json::exception& e) {  // a field the checks above do not name
+    throw usage_error(fmt::format("{}: not a tiletune result: {}", path, json_error_text(e)));
+  }
+}
+
 
 result_file load_result_file(const std::filesystem::path& path) {
   return result_file_from_json(read_json_file(path), path.string());

@@ -271,6 +271,20 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
   }
 }
 
+bool tuning_db::store_if_better(const tuning_record& r) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
+  try {
+    const auto held = find(r.key);
+    const bool better = !held || better_record(r, *held);
+    if (better) bind_and_step(r);
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
+    return better;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 namespace {
 
 // The number of a variant's tile in variant_tiles, filed on first sight.

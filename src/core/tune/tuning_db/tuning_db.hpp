@@ -109,6 +109,10 @@ class tuning_db {
   void store(const tuning_record& r);
   // Stores every record in one transaction: all or none.
   void store_all(const std::vector<tuning_record>& records);
+  // db import: stores r unless the record of its key is as good (better_record: better verified,
+  // then newer), as db merge keeps the better of two; the look-up and the write are one
+  // transaction under the write lock. Returns whether r was stored.
+  bool store_if_better(const tuning_record& r);
   // db merge: every input's rows into this database in one transaction that
   // holds its write lock (BEGIN IMMEDIATE); per key the better_record stays,
   // the one read first on a tie (this database's own first, then the inputs in

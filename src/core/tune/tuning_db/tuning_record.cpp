@@ -1,13 +1,12 @@
 // A tuning record: made from a result, made small for the database, and how
 // two records of one key compare.
 #include <algorithm>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
-
-#include <sstream>
 #include "core/plan_mode.hpp"
 
 namespace tiletune {

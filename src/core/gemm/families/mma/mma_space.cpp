@@ -60,13 +60,11 @@ std::vector<tile_config> mma_problem_space(const gemm_problem& p, const device_s
     if (tiles < d.sm_count && tall_enough_tile && c.stages >= 3) {
       int split = 2;
       while (tiles * split < d.sm_count && split < 16) split *= 2;
-      int largest_kept = 0;
-      for (int s = 2; s <= split; s *= 2)
-        if (k_tiles / s >= 2 * c.stages) largest_kept = s;
       std::vector<int> splits;
       for (int s : {split / 2, split})
         if (s >= 2 && k_tiles / s >= 2 * c.stages) splits.push_back(s);
-      if (splits.empty() && largest_kept >= 2) splits.push_back(largest_kept);
+      for (int s = split / 4; splits.empty() && s >= 2; s /= 2)
+        if (k_tiles / s >= 2 * c.stages) splits.push_back(s);
       for (int s : splits) {
         tile_config v = c;
         v.split_k = s;
