@@ -17,8 +17,10 @@ struct embedded_template {
 std::span<const embedded_template> embedded_templates();
 // Throws std::out_of_range for an unknown name.
 std::string_view template_text(std::string_view name);
-// A template as it goes into a rendered source: behind a #line, so compiler messages name it.
-std::string template_with_line(std::string_view name);
+// Appends a template to a source being rendered, behind a #line so that compiler messages name
+// it. A source is about 100 KB, and offline plans render every variant of every problem: a
+// family's render appends into one buffer.
+void append_template(std::string& source, std::string_view name);
 
 // The name of the kernel's entry point in every template.
 inline constexpr const char* kernel_entry_name = "tiletune_gemm";

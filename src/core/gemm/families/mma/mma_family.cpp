@@ -82,21 +82,24 @@ class mma : public gemm_family {
   // TT_A_T and TT_B_T, redefined), and the cubin also holds the pre-pass that writes the copies.
   std::string render(const tile_config& c, dtype, layout) const override {
     const bool copies = mma_k_major_copies(c);
-    return (copies ? std::string("// K-major copies: the GEMM reads A M x K and B N x K (layout nt), the copies "
-                                 "tiletune_gemm_transpose writes\n#define TT_K_MAJOR_COPIES 1\n#undef TT_A_T\n"
-                                 "#define TT_A_T 0\n#undef TT_B_T\n#define TT_B_T 1\n")
-                   : std::string()) +
-           fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", mma_warps_m(c),
-                       mma_warps_n(c), c.stages) +
-           fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
-                       c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
-           out_define(mma_out(c)) + (mma_rowwise_scales(c) ? "#define TT_SCALING 1\n" : "") +
-           template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
-           template_with_line("mma/mma_addressing.cuh") + template_with_line("mma/mma_config.cuh") +
-           template_with_line("mma/mma_primitives.cuh") + template_with_line("mma/mma_copies.cuh") +
-           template_with_line("mma/mma_fragments.cuh") + template_with_line("mma/mma_mainloop.cuh") +
-           template_with_line("mma/mma_gemm.cu") +
-           (copies ? template_with_line("common/gemm_transpose.cuh") : std::string());
+    std::string s;
+    s.reserve(96 * 1024);
+    if (copies)
+      s += "// K-major copies: the GEMM reads A M x K and B N x K (layout nt), the copies "
+           "tiletune_gemm_transpose writes\n#define TT_K_MAJOR_COPIES 1\n#undef TT_A_T\n"
+           "#define TT_A_T 0\n#undef TT_B_T\n#define TT_B_T 1\n";
+    s += fmt::format("#define TT_WARPS_M {}\n#define TT_WARPS_N {}\n#define TT_STAGES {}\n", mma_warps_m(c),
+                     mma_warps_n(c), c.stages);
+    s += fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n", c.split_k,
+                     c.raster_group, c.raster_along_n ? 1 : 0);
+    s += out_define(mma_out(c));
+    if (mma_rowwise_scales(c)) s += "#define TT_SCALING 1\n";
+    for (const char* name : {"common/gemm_common.cuh", "common/tile_addressing.cuh", "mma/mma_addressing.cuh",
+                             "mma/mma_config.cuh", "mma/mma_primitives.cuh", "mma/mma_copies.cuh",
+                             "mma/mma_fragments.cuh", "mma/mma_mainloop.cuh", "mma/mma_gemm.cu"})
+      append_template(s, name);
+    if (copies) append_template(s, "common/gemm_transpose.cuh");
+    return s;
   }
 
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {

@@ -82,13 +82,15 @@ class simt : public gemm_family {
   }
 
   std::string render(const tile_config& c, dtype, layout) const override {
-    return fmt::format("#define TT_TM {}\n#define TT_TN {}\n#define TT_VEC {}\n", simt_thread_m(c), simt_thread_n(c),
-                       simt_vector_width(c)) +
-           fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n",
-                       c.split_k, c.raster_group, c.raster_along_n ? 1 : 0) +
-           template_with_line("common/gemm_common.cuh") + template_with_line("common/tile_addressing.cuh") +
-           template_with_line("simt/simt_addressing.cuh") +
-           template_with_line("simt/simt_gemm.cu");
+    std::string s = fmt::format("#define TT_TM {}\n#define TT_TN {}\n#define TT_VEC {}\n", simt_thread_m(c),
+                                simt_thread_n(c), simt_vector_width(c));
+    s.reserve(32 * 1024);
+    s += fmt::format("#define TT_SPLIT_K {}\n#define TT_RASTER_GROUP {}\n#define TT_RASTER_ALONG_N {}\n", c.split_k,
+                     c.raster_group, c.raster_along_n ? 1 : 0);
+    for (const char* name : {"common/gemm_common.cuh", "common/tile_addressing.cuh", "simt/simt_addressing.cuh",
+                             "simt/simt_gemm.cu"})
+      append_template(s, name);
+    return s;
   }
 
   kernel_launch describe_launch(const tile_config& c, const gemm_problem& p, const device_spec&) const override {
