@@ -670,3 +670,13 @@ TEST(plan, a_given_micro_batch_is_planned_as_it_is) {
   s.micro_batch = 0;
   EXPECT_THROW(plan_batch(s, find_preset("l4")), usage_error);
 }
+
+TEST(plan, an_activation_counted_as_one_op_that_is_several_says_so) {
+  auto s = plan_setup("tinyllama-1.1b", 512);
+  auto notes = [&] { return to_json(plan_batch(s, find_preset("h100-sxm")), "cmd", "date")["notes"].dump(); };
+  EXPECT_EQ(notes().find("under-counted"), std::string::npos);
+  s.model.hidden_act = "quick_gelu";
+  const std::string n = notes();
+  EXPECT_NE(n.find("activation \\\"quick_gelu\\\""), std::string::npos) << n;
+  EXPECT_NE(n.find("gated MLP's memory is under-counted"), std::string::npos) << n;
+}

@@ -1,6 +1,9 @@
 #include "core/train/model_spec.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -175,6 +178,28 @@ void check_heads_divide(const model_spec& m, const std::string& source, const ch
                                   source, hidden, m.hidden_size, heads, m.num_heads));
 }
 
+// transformers' ACT2FN (activations.py): an activation it does not have fails there with a KeyError.
+// The first are one autograd op each (nn.functional's, or nn modules); the rest Python formulas.
+constexpr std::array<std::string_view, 13> fused_activations = {
+    "gelu", "gelu_pytorch_tanh", "silu", "swish", "relu", "relu6", "leaky_relu",
+    "sigmoid", "tanh", "hardswish", "mish", "prelu", "linear"};
+constexpr std::array<std::string_view, 11> python_activations = {
+    "gelu_new", "gelu_10", "gelu_fast", "gelu_python", "gelu_python_tanh", "gelu_accurate",
+    "laplace", "quick_gelu", "relu2", "sqrtsoftplus", "xielu"};
+
+void check_activation(const model_spec& m, const nlohmann::json& j, const std::string& source) {
+  auto known = [&](const auto& names) { return std::find(names.begin(), names.end(), m.hidden_act) != names.end(); };
+  if (known(fused_activations) || known(python_activations)) return;
+  const char* field = m.model_type == "gpt2" ? "activation_function"
+                      : j.contains("hidden_activation") ? "hidden_activation"
+                                                        : "hidden_act";
+  std::string names;
+  for (const auto& list : {std::span<const std::string_view>(fused_activations), std::span<const std::string_view>(python_activations)})
+    for (std::string_view n : list) names += fmt::format("{}{}", names.empty() ? "" : ", ", n);
+  throw usage_error(fmt::format("{}: \"{}\" \"{}\" is not an activation transformers has (its ACT2FN: {})", source,
+                                field, m.hidden_act, names));
+}
+
 // Sizes past any model trained, and a model past what any cluster holds, are refused before a
 // count overflows: every product of the planner stays exact in 64 bits below these.
 void check_size(const model_spec& m, const std::string& source) {
@@ -273,7 +298,14 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
   }
   check_positive(m, source);
   check_size(m, source);
+  check_activation(m, j, source);
   return m;
+}
+
+bool activation_is_modelled(const model_spec& m) {
+  if (std::find(fused_activations.begin(), fused_activations.end(), m.hidden_act) != fused_activations.end())
+    return true;
+  return m.hidden_act == "gelu_new" && !m.gated_mlp;  // the GPT-2 MLP's formula (training_inventory.cpp)
 }
 
 const model_spec* find_model_preset(std::string_view name) {

@@ -95,6 +95,10 @@ const model_spec* find_model_preset(std::string_view name);
 // ones), a missing field, or where a malformed file breaks.
 model_spec load_model(std::string_view name_or_path);
 model_spec model_from_hf_config(const nlohmann::json& config, const std::string& name);
+// Whether the activations the plan counts are what transformers keeps for m's activation: one
+// fused op (gelu, silu, relu, ...) keeps one tensor, and GPT-2's MLP counts "gelu_new"'s Python
+// ops; the other Python formulas of ACT2FN (quick_gelu, gelu_fast, relu2, ...) keep more.
+bool activation_is_modelled(const model_spec& m);
 
 nlohmann::json to_json(const model_spec& m);
 

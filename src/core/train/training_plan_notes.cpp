@@ -55,6 +55,11 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
         "--optimizer sgd-momentum: transformers' optim \"sgd\" (hf_training_args) is torch.optim.SGD without "
         "momentum and reads no optim_args; give the Trainer the planned one, optimizers=(torch.optim.SGD("
         "model.parameters(), lr=..., momentum=0.9), None), whose momentum state the plan counts");
+  if (!activation_is_modelled(s.model))
+    plan.notes.push_back(fmt::format(
+        "activation \"{}\": transformers runs it as Python ops, each keeping its own tensors for backward; the "
+        "activations are counted as for one fused op (silu, gelu), so the {} memory is under-counted",
+        s.model.hidden_act, s.model.gated_mlp ? "gated MLP's" : "MLP's"));
   if (s.model.sliding_window > 0 || s.model.final_logit_softcap > 0)
     plan.notes.push_back(fmt::format(
         "{}: {:.0f}% of the layers attend within a {}-token window (counted in the flash attention work){}",
