@@ -1,6 +1,7 @@
 #include "core/train/training_plan.hpp"
 
 #include <cstdlib>
+#include <limits>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -679,4 +680,47 @@ TEST(plan, an_activation_counted_as_one_op_that_is_several_says_so) {
   const std::string n = notes();
   EXPECT_NE(n.find("activation \\\"quick_gelu\\\""), std::string::npos) << n;
   EXPECT_NE(n.find("gated MLP's memory is under-counted"), std::string::npos) << n;
+}
+
+// Byte counts past 64 bits: a micro-batch of huge samples was counted in int64 and wrapped, and a
+// negative peak "fit" and was recommended. The peak grows with the micro-batch up to the largest
+// count, a peak past it is refused naming the micro-batch, and a sample past a pebibyte is refused.
+TEST(memory, byte_counts_never_wrap) {
+  training_setup s;
+  s.model = model_from_hf_config(nlohmann::json{{"model_type", "llama"}, {"hidden_size", 16384},
+                                                {"num_hidden_layers", 1024}, {"num_attention_heads", 128},
+                                                {"num_key_value_heads", 8}, {"intermediate_size", 65536},
+                                                {"vocab_size", 1000000}, {"max_position_embeddings", 1048576}},
+                                 "big.json");
+  s.seq_len = 1048576;
+  s.world_size = 65536;
+  s.zero_stage = 3;
+  const memory_breakdown mem = estimate_memory(s);
+  std::int64_t last = 0;
+  for (std::int64_t b = 1; b <= (1 << 20); b *= 2) {
+    const std::int64_t peak = mem.peak_bytes(b, false);
+    EXPECT_GE(peak, last) << b;
+    EXPECT_GT(mem.peak_allocated_bytes(b, false), 0) << b;
+    last = peak;
+  }
+  EXPECT_EQ(last, std::numeric_limits<std::int64_t>::max());
+  s.micro_batch = 8192;
+  s.checkpointing = checkpoint_policy::off;
+  try {
+    plan_batch(s, find_preset("h100-sxm"));
+    ADD_FAILURE() << "a peak past 8 EiB was planned";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("micro-batch 8192"), std::string::npos) << e.what();
+  }
+  s.micro_batch.reset();
+  s.world_size = 1;
+  s.zero_stage = 0;
+  s.model.num_layers = 16384;
+  s.model.hidden_size = 65536;
+  try {
+    estimate_memory(s);
+    ADD_FAILURE() << "a sample past a pebibyte was planned";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--seq-len 1048576"), std::string::npos) << e.what();
+  }
 }

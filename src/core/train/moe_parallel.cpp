@@ -39,7 +39,7 @@ double expert_alltoall_ms(const training_setup& s, double link_gbs, std::int64_t
   const int ep = expert_parallel_degree(s);
   if (ep <= 1 || link_gbs <= 0) return 0;
   const model_spec& m = s.model;
-  const double tokens = static_cast<double>(micro_batch * s.seq_len);
+  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len);
   const double routed = tokens * static_cast<double>(m.experts_per_token) * std::max(1.0, m.capacity_factor);
   // Uniform routing: (ep - 1) / ep of a rank's routed rows live elsewhere.
   const double bytes = routed * static_cast<double>(m.hidden_size) * activation_bytes(s.prec) * (ep - 1.0) / ep;

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/lora_step.hpp"
@@ -226,6 +230,17 @@ double lora_kept_per_token(const training_setup& s) {
   return lora_extra;
 }
 
+// One sample's bytes of a kind (activations, logits). Past a pebibyte no GPU holds one sample, and
+// a micro-batch of them would overflow the byte counts: such a sequence is refused as absurd.
+std::int64_t sample_bytes(const training_setup& s, double bytes, const char* what) {
+  constexpr double limit = 1125899906842624.0;  // 2^50
+  if (!(bytes <= limit))
+    throw usage_error(fmt::format("--seq-len {}: one sample's {} of {} would take {:.3g} PiB, more than any GPU "
+                                  "holds (at most 1 PiB a sample is planned)",
+                                  s.seq_len, what, s.model.name, bytes / limit));
+  return static_cast<std::int64_t>(bytes);
+}
+
 // The activations a sample keeps, and what one layer holds while it is recomputed.
 void add_activations(const training_setup& s, const token_inventory& inv, memory_breakdown& r) {
   const model_spec& m = s.model;
@@ -236,7 +251,7 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   // activations (also under per-op checkpointing), and by the one recomputed (training_fp8.hpp).
   const double fp8_kept = fp8_kept_bytes_per_token_per_layer(s);
   r.activation_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (L * (inv.layer_saved + fp8_kept) + inv.outer_saved + lora_extra));
+      sample_bytes(s, seq * (L * (inv.layer_saved + fp8_kept) + inv.outer_saved + lora_extra), "activations");
   // Hugging Face's gradient checkpointing (torch.utils.checkpoint around each
   // decoder layer) keeps each layer's input; backward recomputes one layer at
   // a time, whose activations are alive during its backward. Every N-th layer
@@ -245,10 +260,12 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   const double wrapped = L * recompute_share(s, true), whole = L - wrapped;
   const double kept_by_wrapped =
       s.checkpoint_ops ? std::min(inv.layer_saved, selective_layer_bytes_per_token(s, inv.layer_input)) : inv.layer_input;
-  r.checkpointed_activation_bytes_per_sample = static_cast<std::int64_t>(
+  r.checkpointed_activation_bytes_per_sample = sample_bytes(
+      s,
       seq * (wrapped * kept_by_wrapped + whole * inv.layer_saved + inv.outer_saved + lora_extra * whole / std::max(1.0, L) +
-             (whole + (s.checkpoint_ops ? wrapped : 0.0)) * fp8_kept));
-  r.lora_transient_bytes_per_sample = lora ? static_cast<std::int64_t>(seq * lora_transient_per_token(s)) : 0;
+             (whole + (s.checkpoint_ops ? wrapped : 0.0)) * fp8_kept),
+      "checkpointed activations");
+  r.lora_transient_bytes_per_sample = lora ? sample_bytes(s, seq * lora_transient_per_token(s), "LoRA temporaries") : 0;
   // The gradients in flight through a layer's backward: the incoming and
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,
   // the fp32 gradient of the norm that upcasts it (LlamaRMSNorm computes in
@@ -257,9 +274,10 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   const bool residual_16_bit = inv.layer_input < 4 * h;  // layer_input: the residual stream's bytes per token
   const double in_flight = 2 * inv.layer_input + (residual_16_bit && !m.layernorm_bias ? 4 * h : 0.0);
   r.recompute_layer_bytes_per_sample =
-      static_cast<std::int64_t>(seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight + fp8_kept)) +
+      sample_bytes(s, seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight + fp8_kept),
+                   "recomputed layer") +
       r.lora_transient_bytes_per_sample;
-  r.outer_saved_bytes_per_sample = static_cast<std::int64_t>(seq * inv.outer_saved);
+  r.outer_saved_bytes_per_sample = sample_bytes(s, seq * inv.outer_saved, "activations outside the layers");
 }
 
 // The blocks' share of the gradients, arriving layer by layer in backward
@@ -285,8 +303,8 @@ void add_logit_bytes(const training_setup& s, const token_inventory& inv, memory
   const model_spec& m = s.model;
   const double seq = static_cast<double>(s.seq_len);
   const double logits = static_cast<double>(m.vocab_size) * seq;
-  r.logits_bytes_per_sample = static_cast<std::int64_t>(inv.logit_backward_bytes * logits);
-  r.logits_forward_bytes_per_sample = static_cast<std::int64_t>(inv.logit_forward_bytes * logits);
+  r.logits_bytes_per_sample = sample_bytes(s, inv.logit_backward_bytes * logits, "logits");
+  r.logits_forward_bytes_per_sample = sample_bytes(s, inv.logit_forward_bytes * logits, "logits");
   // The tied embedding's two gradient contributions beside their sum, at the
   // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
   const bool tied_head = !m.causal || m.tied_embeddings;
@@ -294,7 +312,7 @@ void add_logit_bytes(const training_setup& s, const token_inventory& inv, memory
     const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
     r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
   }
-  r.logits_held_bytes_per_sample = static_cast<std::int64_t>(inv.logit_held_bytes * logits);
+  r.logits_held_bytes_per_sample = sample_bytes(s, inv.logit_held_bytes * logits, "logits");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "core/train/training_plan.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace tiletune {
 
@@ -24,35 +25,44 @@ namespace {
 // last layer's backward and the first's, bound it; the first's holds what
 // the plain step's does then (the recomputed layer in place of the kept
 // one; the layer's input is the tensor its first norm keeps).
+// In floating point: a sample is at most 2^50 bytes (sample_bytes), the micro-batch up to 2^20, so
+// a product can pass 64-bit integers; peak_bytes saturates where it does.
 struct phase_bytes {
   const char* name;
-  std::int64_t bytes;
+  double bytes;
 };
-std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
+// Bytes as a 64-bit count, the largest where the double is past it (never fits any budget).
+std::int64_t saturated_bytes(double bytes) {
+  return bytes < 9.0e18 ? static_cast<std::int64_t>(bytes) : std::numeric_limits<std::int64_t>::max();
+}
+
+std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_batch, bool ckpt, bool accumulating) {
+  const double b = static_cast<double>(micro_batch);
   // (--paged-optimizer: the optimizer states in managed memory, outside PyTorch's pool: paged_optimizer_bytes.)
-  const std::int64_t states = m.held_bytes();
+  const double states = static_cast<double>(m.held_bytes());
   // The gradients alive from backward's end on: all of them, or with the optimizer step in backward
   // only those in flight (each is freed by its parameter's step as soon as it is complete).
-  const std::int64_t grads = m.alive_gradients_bytes();
+  const double grads = static_cast<double>(m.alive_gradients_bytes());
   // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps').
-  const std::int64_t earlier = accumulating ? grads : 0;
+  const double earlier = accumulating ? grads : 0;
   // At the last layer's recompute, the gradients of what backward has passed: outside the blocks,
   // all of them when accumulating, those in flight with the optimizer step in backward.
-  const std::int64_t grads_above =
-      accumulating || m.optimizer_in_backward ? grads : m.gradients_bytes - m.layer_gradients_bytes;
-  const std::int64_t kept = ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample;
+  const double grads_above = accumulating || m.optimizer_in_backward
+                                 ? grads
+                                 : static_cast<double>(m.gradients_bytes - m.layer_gradients_bytes);
+  const double kept = static_cast<double>(ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample);
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
   // the last layer, over everything kept, if larger.
   // --quantize nf4: a block's linear dequantizes its weight while it runs (forward, recompute, backward).
-  const std::int64_t dequantized = m.dequantized_weight_bytes;
+  const double dequantized = static_cast<double>(m.dequantized_weight_bytes);
   out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes + dequantized +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   out.push_back({"loss backward", states + earlier + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
   // The caller keeps the model output (its logits) through backward.
-  const std::int64_t layer_backward = m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample;
+  const double layer_backward = static_cast<double>(m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample);
   if (ckpt)
     out.push_back({"recompute", states + grads_above + dequantized + b * (kept + layer_backward)});
   out.push_back({"first layer backward", states + grads + dequantized + b * (m.outer_saved_bytes_per_sample + layer_backward)});
@@ -83,7 +93,8 @@ std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpoi
 std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bool checkpointing,
                                                    bool accumulating) const {
   std::int64_t peak = 0;
-  for (const auto& p : phases(*this, micro_batch, checkpointing, accumulating)) peak = std::max(peak, p.bytes);
+  for (const auto& p : phases(*this, micro_batch, checkpointing, accumulating))
+    peak = std::max(peak, saturated_bytes(p.bytes));
   for (const memory_breakdown& o : other_stages)
     peak = std::max(peak, o.peak_allocated_bytes(micro_batch, checkpointing, accumulating));
   return peak;
@@ -116,8 +127,8 @@ double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool
 }  // namespace
 
 std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
-  std::int64_t peak = static_cast<std::int64_t>(reserved_bytes(*this, micro_batch, checkpointing, accumulating)) +
-                      cuda_context_bytes;
+  std::int64_t peak =
+      saturated_bytes(reserved_bytes(*this, micro_batch, checkpointing, accumulating) + static_cast<double>(cuda_context_bytes));
   for (const memory_breakdown& o : other_stages) peak = std::max(peak, o.peak_bytes(micro_batch, checkpointing, accumulating));
   return peak;
 }

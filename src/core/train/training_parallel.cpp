@@ -100,7 +100,8 @@ double tensor_parallel_comm_ms(const training_setup& s, const device_spec& d, st
                                bool checkpointing) {
   const double t = s.tensor_parallel;
   if (t <= 1) return 0;
-  const double bytes = static_cast<double>(micro_batch * s.seq_len * s.model.hidden_size) * activation_bytes(s.prec);
+  const double bytes = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len) *
+                      static_cast<double>(s.model.hidden_size) * activation_bytes(s.prec);
   const double collectives = 4 + 2 * recompute_share(s, checkpointing);  // per layer
   const double per_gpu = bytes * 2 * (t - 1) / t;                         // a ring all-reduce's share
   return per_gpu * collectives * static_cast<double>(s.model.num_layers) /

@@ -104,7 +104,8 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
   if (s.pipeline_parallel <= 1) return 0;
   const bool in_node = std::max({1, s.tensor_parallel, s.dp_span}) * s.pipeline_parallel <= s.gpus_per_node;
   const double link = s.link_gbs ? *s.link_gbs : in_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
-  const double bytes = static_cast<double>(micro_batch * s.seq_len * s.model.hidden_size) * activation_bytes(s.prec);
+  const double bytes = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len) *
+                      static_cast<double>(s.model.hidden_size) * activation_bytes(s.prec);
   // Interleaved: each micro-batch passes every rank V times each way.
   return 2 * std::max(1, s.virtual_stages) * bytes / (link * p2p_efficiency * 1e6);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -80,6 +81,11 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
     c.grad_accum_steps = (c.grad_accum_steps + s.pipeline_parallel - 1) / s.pipeline_parallel * s.pipeline_parallel;
   const bool accumulating = c.grad_accum_steps > 1;
   c.peak_bytes = mem.peak_bytes(b, ckpt, accumulating);
+  // A peak past 64-bit byte counts (memory_breakdown::peak_bytes saturates) is no GPU's: the input is absurd.
+  if (c.peak_bytes == std::numeric_limits<std::int64_t>::max())
+    throw usage_error(fmt::format("micro-batch {} of {} at --seq-len {}{}: the step's peak would pass 8 EiB a GPU, "
+                                  "more than any GPU holds",
+                                  b, s.model.name, s.seq_len, s.micro_batch ? " (--micro-batch)" : ""));
   c.peak_allocated_bytes = mem.peak_allocated_bytes(b, ckpt, accumulating);
   c.peak_phase = mem.peak_phase(b, ckpt, accumulating);
   c.fits = c.peak_bytes <= plan.memory_budget_bytes;
