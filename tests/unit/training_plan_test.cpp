@@ -724,3 +724,30 @@ TEST(memory, byte_counts_never_wrap) {
     EXPECT_NE(std::string(e.what()).find("--seq-len 1048576"), std::string::npos) << e.what();
   }
 }
+
+// DeepSpeed under the Trainer counts every GPU as a data-parallel rank (runtime/config.py checks
+// train_batch_size = micro x accumulation x world size): a tensor-, pipeline- or context-parallel
+// plan, whose data-parallel ranks are fewer, emits no DeepSpeed config and says why; a
+// data-parallel plan's config passes that check.
+TEST(plan, deepspeed_configs_pass_deepspeeds_batch_check) {
+  for (int which = 0; which < 4; ++which) {
+    auto s = plan_setup("tinyllama-1.1b", 2048);
+    s.world_size = 16;
+    s.global_batch = 64;
+    if (which == 1) s.tensor_parallel = 2;
+    if (which == 2) s.pipeline_parallel = 2;
+    if (which == 3) s.context_parallel = 2;
+    const auto plan = plan_batch(s, find_preset("h100-sxm"));
+    ASSERT_TRUE(plan.recommended) << which;
+    const auto j = to_json(plan, "cmd", "date");
+    if (which == 0) {
+      ASSERT_TRUE(j["deepspeed"].is_object());
+      EXPECT_EQ(j["deepspeed"]["train_batch_size"].get<std::int64_t>(),
+                j["deepspeed"]["train_micro_batch_size_per_gpu"].get<std::int64_t>() *
+                    j["deepspeed"]["gradient_accumulation_steps"].get<std::int64_t>() * s.world_size);
+    } else {
+      EXPECT_TRUE(j["deepspeed"].is_null()) << which;
+      EXPECT_NE(j["notes"].dump().find("data parallelism only (8 ranks of the 16 GPUs)"), std::string::npos) << which;
+    }
+  }
+}

@@ -138,8 +138,6 @@ std::vector<std::string> tensor_parallel_notes(const training_setup& s, const de
                         "replicated on the {} GPUs; only attention's and the MLP's internals are / {} (Korthikanti "
                         "et al. 2022, Table 2)",
                         t, t));
-  notes.push_back("hf_training_args and deepspeed describe the data parallelism only: the Trainer and DeepSpeed "
-                  "have no Megatron tensor parallelism of their own (Megatron-LM: --tensor-model-parallel-size)");
   return notes;
 }
 

@@ -289,13 +289,24 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["recommendation"] = batch_recommendation_json(plan, r);
   j["hf_training_args"] = hf_training_args_json(s, r);
   j["model_load"] = model_load_json(s);
-  j["deepspeed"] = deepspeed_json(s, r);
+  // With tensor, pipeline or context parallelism not every GPU is a data-parallel rank, and
+  // DeepSpeed under the Trainer (no Megatron mpu) checks train_batch_size against micro-batch x
+  // accumulation x every GPU of the world (runtime/config.py): a config would stop it at start-up.
+  const bool model_parallel = data_parallel_degree(s) < s.world_size;
+  j["deepspeed"] = model_parallel ? nlohmann::json(nullptr) : deepspeed_json(s, r);
+  if (model_parallel)
+    j["notes"].push_back(fmt::format(
+        "hf_training_args describes the data parallelism only ({} ranks of the {} GPUs): the Trainer has no "
+        "Megatron tensor, pipeline or context parallelism of its own (Megatron-LM: --tensor-model-parallel-size {} "
+        "--pipeline-model-parallel-size {} --context-parallel-size {}); no DeepSpeed config, as DeepSpeed under the "
+        "Trainer would count every GPU as a data-parallel rank and refuse its train_batch_size",
+        data_parallel_degree(s), s.world_size, s.tensor_parallel, s.pipeline_parallel, s.context_parallel));
   // DeepSpeed's engine all-reduces after backward at stage 0, whatever overlap_comm says.
   if (!j["deepspeed"].is_null() && s.zero_stage == 0 && s.overlap_comm && s.world_size > 1)
     j["notes"].push_back(
         "the DeepSpeed config runs ZeRO stage 0, whose engine all-reduces the gradients after backward: this plan "
         "overlaps them with backward (PyTorch DDP's buckets); for DeepSpeed at stage 0 plan with --overlap-comm off");
-  if (j["deepspeed"].is_null())
+  if (j["deepspeed"].is_null() && !model_parallel)
     j["notes"].push_back(
         "no DeepSpeed config: DeepSpeed's bf16 mode keeps fp32 master weights and fp32 optimizer states, which is "
         "--precision bf16-mixed's memory, not this plan's; plan with bf16-mixed for DeepSpeed");
