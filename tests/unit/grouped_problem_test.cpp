@@ -50,6 +50,9 @@ TEST(grouped_problem, sizes_count_valid_rows_and_every_group_of_b) {
   EXPECT_DOUBLE_EQ(c.flops(), 2.0 * valid * 4096 * 1024);
   EXPECT_EQ(c.b_elements(), 8LL * 1024 * 4096);
   EXPECT_EQ(c.operand_bytes(), (valid * 1024 + 8LL * 1024 * 4096 + valid * 4096) * 2);
+  // The traffic: the B of the 6 groups with rows; an empty group has no tile and its B is not read.
+  EXPECT_EQ(c.groups->computed(), 6);
+  EXPECT_EQ(c.least_traffic_bytes(), (valid * 1024 + 6LL * 1024 * 4096 + valid * 4096) * 2);
 
   const gemm_problem m = grouped(odd_rows, group_layout::masked);
   EXPECT_EQ(m.groups->stride, 517);
@@ -265,4 +268,13 @@ TEST(grouped_model, predicts_the_groups_tiles_and_a_library_loop) {
   for (const group_slice& s : group_slices(p)) sum += predict_library_gemm(h100, s.problem).time_us;
   EXPECT_DOUBLE_EQ(loop.time_us, sum);
   EXPECT_NEAR(loop.tflops, p.flops() / (sum * 1e-6) / 1e12, 1e-9);
+  // Experts that got no token cost nothing: 56 more empty groups (a decode step's 60 experts of
+  // which 4 got rows) read no more and take no longer. They were counted whole: 8-15x too slow.
+  std::vector<std::int64_t> more = odd_rows;
+  more.resize(odd_rows.size() + 56, 0);
+  const gemm_problem q = grouped(more, group_layout::contiguous);
+  const prediction rq = predict(h100, q, c, occ, 0.75);
+  EXPECT_DOUBLE_EQ(rq.dram_bytes, r.dram_bytes);
+  EXPECT_NEAR(rq.time_us, r.time_us, 1e-9 * r.time_us);
+  EXPECT_EQ(q.least_traffic_bytes(), p.least_traffic_bytes());
 }

@@ -35,6 +35,12 @@ std::int64_t gemm_groups::valid_rows() const {
   return sum;
 }
 
+int gemm_groups::computed() const {
+  int n = 0;
+  for (int g = 0; g < count(); ++g) n += valid(g) > 0;
+  return n;
+}
+
 std::int64_t gemm_groups::m_tiles(std::int64_t bm) const {
   std::int64_t tiles = 0;
   for (int g = 0; g < count(); ++g) tiles += (valid(g) + bm - 1) / bm;
@@ -100,11 +106,12 @@ std::int64_t gemm_problem::operand_bytes() const {
   return a_elements() * element_bytes(e.a) + b_elements() * element_bytes(e.b) + c_elements() * element_bytes(e.c);
 }
 
-// Grouped: the valid rows of A and C only (a masked group's padding is neither read nor written).
+// Grouped: the valid rows of A and C only (a masked group's padding is neither read nor written),
+// and the B of the groups with rows.
 std::int64_t gemm_problem::least_traffic_bytes() const {
   const operand_types e = elements();
   const std::int64_t rows = useful_rows();
-  return rows * k * element_bytes(e.a) + b_elements() * element_bytes(e.b) +
+  return rows * k * element_bytes(e.a) + b_elements_read() * element_bytes(e.b) +
          rows * n * element_bytes(e.c) * (beta != 0.0 ? 2 : 1);
 }
 

@@ -43,6 +43,7 @@ struct gemm_groups {
   std::int64_t valid_rows() const;  // the rows every group computes, summed
   std::int64_t held_rows() const;   // the rows A and C hold: valid_rows, or count x stride when masked
   std::int64_t m_tiles(std::int64_t bm) const;  // M tiles of bm rows over the groups, none for an empty one
+  int computed() const;  // the groups with a valid row: an empty group has no tile, and its B is not read
   // The rows' distribution class, what the tuning key records beside G, N and K: the routing
   // ("uniform", "zipf:1.2") with its tokens and top-k, or "rows#" and a hash of given rows.
   std::string distribution() const;
@@ -73,6 +74,8 @@ struct gemm_problem {
   // Elements of A, B and C in device memory, the whole batch or every group.
   std::int64_t a_elements() const { return m * k * batch; }
   std::int64_t b_elements() const { return k * n * (groups ? groups->count() : batch); }
+  // The B a kernel reads: an empty group's is never loaded (it has no tile).
+  std::int64_t b_elements_read() const { return k * n * (groups ? groups->computed() : batch); }
   std::int64_t c_elements() const { return m * n * batch; }
   // The rows whose output counts: m x batch, or the groups' valid rows.
   std::int64_t useful_rows() const { return groups ? groups->valid_rows() : m * batch; }

@@ -194,9 +194,10 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // A workspace that fits in half the L2 is written and read back there, not in DRAM
   // (16x4096x4096 split 4: 2 MB of the H100's 50 MB).
   const double partials_in_dram = partial_bytes > 0.5 * static_cast<double>(d.l2_bytes) ? partial_bytes : 0.0;
-  // The rows of A and C that count (grouped: the groups' valid rows), and B whole (grouped: every group's).
+  // The rows of A and C that count (grouped: the groups' valid rows), and B whole (grouped: the
+  // B of every group with rows; an empty group has no tile).
   const double useful_rows = static_cast<double>(p.useful_rows());
-  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements())) * eb +
+  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements_read())) * eb +
                             c_passes * useful_rows * p.n * ceb + partials_in_dram;
   // What the tiles really move: a block reads only the rows of A and B that
   // lie inside the problem (TMA and cp.async zero-fill the rest without a

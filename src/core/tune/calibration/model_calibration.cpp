@@ -257,7 +257,8 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
     const auto& p = plans[i].problem;
     double& peak = c.peak_share[std::string(to_string(p.type))];
     for (double us : reference_times(results[i])) {
-      c.dram_share = std::max(c.dram_share, static_cast<double>(p.operand_bytes()) / (us * 1e3) / d.memory_bandwidth_gbs);
+      c.dram_share =
+          std::max(c.dram_share, static_cast<double>(p.least_traffic_bytes()) / (us * 1e3) / d.memory_bandwidth_gbs);
       peak = std::max(peak, peak_share_of(d, p, us));
     }
     for (const auto& v : plans[i].variants) {
@@ -283,7 +284,8 @@ double attainable_floor_us(const model_calibration& c, const device_spec& d, con
   if (auto it = c.peak_share.find(std::string(to_string(p.type))); it != c.peak_share.end() && it->second > 0)
     floor_us = p.flops() / (d.peak_tflops(p.type) * 1e12 * it->second) * 1e6;
   if (c.dram_share > 0)
-    floor_us = std::max(floor_us, static_cast<double>(p.operand_bytes()) / (d.memory_bandwidth_gbs * c.dram_share * 1e3));
+    floor_us =
+        std::max(floor_us, static_cast<double>(p.least_traffic_bytes()) / (d.memory_bandwidth_gbs * c.dram_share * 1e3));
   return floor_us;
 }
 
