@@ -78,6 +78,23 @@ TEST(wgmma_fast_accumulation, the_id_json_source_bound_and_request_say_so) {
   for (const std::string& req : l.requirements) said |= req.find("_fa: fast accumulation") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_NE(wgmma_family().untried_on_gpu(c, dtype::e4m3).find("_fa"), std::string::npos);
+  // The requirement names C's own type: bf16 by default, what --out-dtype asked otherwise (the
+  // launcher's C pointer); it said bf16 for every output.
+  auto fp8_requirement = [&](const tile_config& t, const gemm_problem& q) {
+    for (const std::string& req : wgmma_family().describe_launch(t, q, h100()).requirements)
+      if (req.rfind("fp8 (", 0) == 0) return req;
+    return std::string();
+  };
+  EXPECT_NE(fp8_requirement(c, p).find("C bf16;"), std::string::npos) << fp8_requirement(c, p);
+  for (element_type out : {element_type::f32, element_type::f16}) {
+    gemm_problem q = p;
+    q.out = out;
+    tile_config t = c;
+    set_wgmma_out(t, out);
+    const std::string req = fp8_requirement(t, q);
+    EXPECT_NE(req.find(fmt::format("C {};", to_string(out))), std::string::npos) << req;
+    EXPECT_EQ(req.find("bf16"), std::string::npos) << req;
+  }
 }
 
 TEST(wgmma_fast_accumulation, emulated_variants_match_a_host_gemm) {

@@ -193,13 +193,14 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         c.split_k));
   if (wgmma_promotion(c) > 0 || wgmma_fast_accumulation(c))
     l.requirements.push_back(fmt::format(
-        "fp8 ({}): A and B one byte each (e4m3 or e5m2, both K-major: layout nt), C bf16; {}NOT YET RUN ON A GPU: "
-        "proven by host emulation (promotion, scales) and its compile (QGMMA) only",
+        "fp8 ({}): A and B one byte each (e4m3 or e5m2), which the GEMM reads K-major (layout nt{}), C {}; {}NOT YET "
+        "RUN ON A GPU: proven by host emulation (promotion, scales) and its compile (QGMMA) only",
         wgmma_fast_accumulation(c)
             ? fmt::format("_fa: fast accumulation, no promotion; verified to a relative error of {:.2g} at this K, "
                           "not the dtype's {:.2g}",
                           wgmma_fast_accumulation_bound(p.type, p.k), row_of(p.type).error_bound)
             : fmt::format("_p{}", wgmma_promotion(c)),
+        wgmma_k_major_copies(c) ? ": the _kc copies of this problem's operands" : "", to_string(p.elements().c),
         wgmma_scales(c) == scaling_mode::rowwise ? "scale_a and scale_b hold the rowwise scales; "
         : wgmma_scales(c) == scaling_mode::block ? "scale_a and scale_b hold the block scales (1 x 128 of A, 128 x 128 of B); "
                                : "per-tensor scales go into alpha; "));
