@@ -195,6 +195,24 @@ TEST(moe_step, experts_run_as_grouped_gemms_of_their_real_shape) {
   EXPECT_NEAR(expert_flops, 3 * 2.0 * 2048 * 2 * 3 * 4096 * 14336.0 * 32, 1e-6 * expert_flops);
 }
 
+// Fewer routed rows than experts (a decode step: 1 token to 2 of Mixtral's 8): as many experts as
+// rows get one, not every expert a row (8 rows planned for 2 routed, every expert's weights read).
+TEST(moe_step, a_few_tokens_reach_only_as_many_experts_as_their_rows) {
+  training_setup s = mixtral_setup(1, 0);
+  for (std::int64_t tokens : {1, 3, 2048}) {
+    s.seq_len = tokens;
+    const auto gemms = step_gemms(s, 1, false);
+    const step_gemm* up = nullptr;
+    for (const auto& g : gemms)
+      if (g.name.rfind("layers.experts.up_proj", 0) == 0 && g.name.ends_with(" forward")) up = &g;
+    ASSERT_NE(up, nullptr) << tokens;
+    const double routed = 2.0 * static_cast<double>(tokens), planned = static_cast<double>(up->m * up->batch);
+    EXPECT_GE(planned, routed) << tokens;  // whole rows, never fewer than routed
+    EXPECT_LE(planned, routed + static_cast<double>(up->batch)) << tokens << ": at most a row more per expert";
+    EXPECT_LE(up->batch, std::min<std::int64_t>(8, 2 * tokens)) << tokens;
+  }
+}
+
 TEST(moe_step, mla_attention_uses_its_query_and_value_widths) {
   training_setup s;
   s.model = config("deepseek-v2-lite.json");

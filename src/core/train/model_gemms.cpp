@@ -154,11 +154,12 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     out.notes.push_back(fmt::format(
         "routed experts' forward and data-grad GEMMs are grouped GEMMs of the tokens routed {} to {} experts each "
         "(contiguous, no capacity padding; only a family with a grouped kernel runs them); their weight-grad GEMMs are batched "
-        "over each expert's average rows",
+        "over each expert's average rows (rounded up to a whole row)",
         routing->name(), m.experts_per_token));
   else if (experts)
     out.notes.push_back(
-        "routed experts are a batched GEMM of each expert's average rows (uniform routing); --routing makes their "
+        "routed experts are a batched GEMM of each expert's average rows (uniform routing), rounded up to a whole row "
+        "(with fewer routed rows than experts, one row each for as many experts as rows); --routing makes their "
         "forward and data-grad GEMMs grouped GEMMs of routed rows");
   return out;
 }

@@ -49,12 +49,17 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
     if (!t.linear) continue;
     if (t.group > 1) {
       // Routed experts: one grouped GEMM per projection and layer over the
-      // experts this GPU holds, each with its average rows: tokens x top-k /
+      // experts this GPU holds, each with its average rows (rounded up): tokens x top-k /
       // experts from every expert-parallel rank (x the capacity factor's
       // padding where the config sets one).
-      const std::int64_t local = t.group / ep, layers = t.count / t.group;
-      const auto rows = static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep *
-                                                            std::max(1.0, m.capacity_factor)));
+      const std::int64_t layers = t.count / t.group;
+      std::int64_t local = t.group / ep;
+      const double average = static_cast<double>(tokens) * t.token_share * ep * std::max(1.0, m.capacity_factor);
+      // Rounded up to a whole row; with fewer routed rows than experts (a decode step), only as
+      // many experts as rows get one (uniform routing), not every expert a row.
+      const auto rows = static_cast<std::int64_t>(std::ceil(average));
+      if (average < 1)
+        local = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(average * static_cast<double>(local))));
       const std::string name = t.name + fmt::format(" (grouped over {} experts)", local);
       out.push_back({name + " forward", rows, t.rows, t.cols, local, layers, 1});
       if (checkpointing) out.push_back({name + " recompute", rows, t.rows, t.cols, local, recomputed_count(s, layers), 1});
