@@ -55,8 +55,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                 "PCIe (--pcie-gbs)");
   cmd->add_option("--offload", o->offload,
                   "none | optimizer (optimizer states and fp32 master weights in host memory, stepped by the CPU: "
-                  "DeepSpeed ZeRO-Offload, FSDP2 CPUOffloadPolicy; needs --zero 1-3) | optimizer+params (the "
-                  "16-bit parameters there too, uploaded every micro-step; needs --zero 3)")
+                  "DeepSpeed ZeRO-Offload; needs --zero 1-3) | optimizer+params (the 16-bit parameters there too, "
+                  "uploaded every micro-step: DeepSpeed ZeRO-Infinity's offload_param, FSDP2 CPUOffloadPolicy, the "
+                  "only offload of FSDP-based frameworks; needs --zero 3)")
       ->capture_default_str();
   cmd->add_option("--pcie-gbs", o->pcie_gbs,
                   "--offload: each GPU's PCIe to the host in GB/s one direction, effective (default: 50 for Gen5 on "

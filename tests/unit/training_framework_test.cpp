@@ -247,3 +247,20 @@ TEST(framework, the_exchange_overlaps_as_each_framework_runs_it) {
             std::string::npos);
   EXPECT_THROW(check_framework_flags({{"--overlap-comm", "1"}}), usage_error);
 }
+
+// FSDP's CPU offload has no optimizer-only mode (FSDP2's CPUOffloadPolicy docstring: parameters,
+// gradients and optimizer states to the CPU); DeepSpeed's offload_optimizer alone is DeepSpeed's.
+TEST(framework, fsdp_based_frameworks_offload_parameters_with_the_optimizer) {
+  training_setup s = base("llama-3-8b");
+  s.world_size = 8;
+  s.zero_stage = 3;
+  s.offload = offload_kind::optimizer;
+  for (training_framework f : {training_framework::fsdp2, training_framework::torchtune, training_framework::litgpt,
+                               training_framework::composer}) {
+    const std::string why = framework_refusal(f, s, {{"--checkpointing", "on"}});
+    EXPECT_NE(why.find("--offload optimizer+params"), std::string::npos) << to_string(f) << ": " << why;
+  }
+  EXPECT_EQ(framework_refusal(training_framework::deepspeed, s), "");
+  s.offload = offload_kind::optimizer_params;
+  EXPECT_EQ(framework_refusal(training_framework::fsdp2, s, {{"--checkpointing", "on"}}), "");
+}

@@ -130,7 +130,8 @@ void validate_offload(const training_setup& s) {
   if (s.zero_stage == 0)
     throw usage_error(fmt::format(
         "--offload {} needs --zero 1, 2 or 3: DeepSpeed offloads a ZeRO stage's optimizer "
-        "(zero_optimization.offload_optimizer, stages 1 to 3) and FSDP2's CPUOffloadPolicy is FSDP's (--zero 3)",
+        "(zero_optimization.offload_optimizer, stages 1 to 3) and FSDP2's CPUOffloadPolicy (optimizer+params) is "
+        "FSDP's (--zero 3)",
         name));
   if (s.offload == offload_kind::optimizer_params && s.zero_stage < 3)
     throw usage_error(fmt::format("--offload optimizer+params needs --zero 3, not {}: DeepSpeed's offload_param is "
@@ -265,7 +266,7 @@ std::string offload_note(const training_setup& s, const device_spec& d, const me
       "GPU(s) ({}); none of it overlapped with compute (an upper bound: DeepSpeed overlaps the gradient copies with "
       "backward; its one-step delayed update is not modelled). The gradients stay counted on the GPU as the ZeRO "
       "stage keeps them (both trainers move reduced gradient shards to the host as they arrive: an upper bound)",
-      s.offload == offload_kind::optimizer ? "DeepSpeed offload_optimizer, FSDP2 CPUOffloadPolicy's optimizer step"
+      s.offload == offload_kind::optimizer ? "DeepSpeed offload_optimizer"
                                            : "DeepSpeed offload_param + offload_optimizer, FSDP2 CPUOffloadPolicy",
       static_cast<double>(m.offloaded_bytes) / gib,
       s.offload == offload_kind::optimizer

@@ -257,6 +257,17 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
   if (!ok)
     throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
                                   offered));
+  // FSDP's CPU offload (FSDP2's CPUOffloadPolicy; FSDP1's CPUOffload(offload_params=True), LitGPT's and
+  // Composer's) keeps the parameter shards, their gradients and the optimizer step on the host together.
+  const bool fsdp_based = f == training_framework::fsdp2 || f == training_framework::torchtune ||
+                          f == training_framework::litgpt || f == training_framework::composer;
+  if (fsdp_based && s.offload == offload_kind::optimizer)
+    throw usage_error(fmt::format(
+        "--framework {} --offload optimizer: FSDP's CPU offload (FSDP2's CPUOffloadPolicy, FSDP's "
+        "CPUOffload(offload_params=True)) keeps the parameter shards, their gradients and the optimizer step on the "
+        "host together, with no optimizer-only mode: plan it with --offload optimizer+params --zero 3 (DeepSpeed's "
+        "offload_optimizer alone is --framework deepspeed or hf)",
+        name));
   if (f == training_framework::fsdp2 && !given.contains("--precision") && !gpu_has_bf16)
     throw usage_error("--framework fsdp2 trains bf16-mixed by default (torchtitan's mixed_precision_param bfloat16) "
                       "and this GPU has no bf16: pass --precision fp32");
