@@ -751,3 +751,21 @@ TEST(plan, deepspeed_configs_pass_deepspeeds_batch_check) {
     }
   }
 }
+
+// "Checkpointing pays" compares the two; with checkpointing set on or off (the flag, or a
+// framework's default) nothing was compared, and the note says what was set instead.
+TEST(plan, the_checkpointing_note_claims_a_comparison_only_where_one_was_made) {
+  auto s = plan_setup("tinyllama-1.1b", 2048);
+  s.global_batch = 64;
+  s.checkpointing = checkpoint_policy::on;
+  const std::string on = to_json(plan_batch(s, find_preset("h100-sxm")), "cmd", "date")["notes"].dump();
+  EXPECT_EQ(on.find("checkpointing pays"), std::string::npos) << on;
+  EXPECT_NE(on.find("gradient checkpointing is on as set"), std::string::npos) << on;
+  s.checkpointing = checkpoint_policy::off;
+  const std::string off = to_json(plan_batch(s, find_preset("h100-sxm")), "cmd", "date")["notes"].dump();
+  EXPECT_NE(off.find("no gradient checkpointing, as set"), std::string::npos) << off;
+  s.checkpointing = checkpoint_policy::automatic;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  const std::string automatic = to_json(plan, "cmd", "date")["notes"].dump();
+  EXPECT_EQ(automatic.find("as set"), std::string::npos) << automatic;
+}

@@ -142,14 +142,24 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
         "activation): torchtitan's selective layer checkpointing; Hugging Face's gradient_checkpointing wraps every layer",
         s.checkpoint_every, std::llround(recompute_share(s, true) * static_cast<double>(s.model.num_layers)),
         s.model.num_layers));
+  // Only --checkpointing auto plans both and compares them; on or off (given, or a framework's
+  // default) plans one, and the note says so rather than a comparison it did not make.
+  const bool compared = s.checkpointing == checkpoint_policy::automatic;
   if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
     plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
-  else if (r.checkpointing)
+  else if (r.checkpointing && compared)
     plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
                                      "(the largest that fits without it is {})",
                                      r.micro_batch, plan.max_micro_batch_no_ckpt));
-  else
+  else if (r.checkpointing)
+    plan.notes.push_back(fmt::format(
+        "gradient checkpointing is on as set (--checkpointing, or the framework's default), not chosen: without it "
+        "micro-batch {} would fit; --checkpointing auto plans both and keeps the faster",
+        plan.max_micro_batch_no_ckpt));
+  else if (compared)
     plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
+  else
+    plan.notes.push_back("no gradient checkpointing, as set (--checkpointing off)");
   if (s.global_batch && !r.exact_global_batch)
     plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
                                      "the effective global batch is {}",
