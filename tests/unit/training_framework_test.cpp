@@ -264,3 +264,19 @@ TEST(framework, fsdp_based_frameworks_offload_parameters_with_the_optimizer) {
   s.offload = offload_kind::optimizer_params;
   EXPECT_EQ(framework_refusal(training_framework::fsdp2, s, {{"--checkpointing", "on"}}), "");
 }
+
+// The Trainer's and DeepSpeed's configs are not what fsdp2, megatron, torchtune, composer or litgpt
+// read: such a plan says so, and that the Trainer would not run its per-op checkpointing.
+TEST(framework, other_frameworks_say_the_pasted_configs_are_not_theirs) {
+  training_setup s = base("llama-3-8b");
+  s.world_size = 16;
+  s.seq_len = 2048;
+  training_setup fsdp = with(training_framework::fsdp2, s);
+  const auto plan = plan_batch(fsdp, find_preset("h100-sxm"));
+  ASSERT_TRUE(plan.recommended);
+  const std::string notes = to_json(plan, "cmd", "date")["notes"].dump();
+  EXPECT_NE(notes.find("--framework fsdp2 reads neither hf_training_args nor deepspeed"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("gradient_checkpointing wraps every layer instead"), std::string::npos) << notes;
+  const auto hf = plan_batch(with(training_framework::hf, s), find_preset("h100-sxm"));
+  EXPECT_EQ(to_json(hf, "cmd", "date")["notes"].dump().find("reads neither"), std::string::npos);
+}

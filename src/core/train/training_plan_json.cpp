@@ -301,6 +301,13 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
         "--pipeline-model-parallel-size {} --context-parallel-size {}); no DeepSpeed config, as DeepSpeed under the "
         "Trainer would count every GPU as a data-parallel rank and refuse its train_batch_size",
         data_parallel_degree(s), s.world_size, s.tensor_parallel, s.pipeline_parallel, s.context_parallel));
+  // The other frameworks read neither config: they say the plan in the Trainer's and DeepSpeed's terms.
+  if (s.framework != training_framework::hf && s.framework != training_framework::deepspeed)
+    j["notes"].push_back(fmt::format(
+        "--framework {} reads neither hf_training_args nor deepspeed: they say the recommendation in the Trainer's "
+        "and DeepSpeed's terms, and the Trainer would not run all of it as planned (its gradient_checkpointing wraps "
+        "every layer, its loss is not chunked); set {}'s own config to the recommendation",
+        to_string(s.framework), to_string(s.framework)));
   // DeepSpeed's engine all-reduces after backward at stage 0, whatever overlap_comm says.
   if (!j["deepspeed"].is_null() && s.zero_stage == 0 && s.overlap_comm && s.world_size > 1)
     j["notes"].push_back(

@@ -135,7 +135,9 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
     plan.notes.push_back(
         "checkpointing is per op (torchtitan's selective \"op\" policy): each layer keeps its input, its attention "
         "output and the outputs of q, v, gate and down; k, o, up and the memory-bound ops are recomputed. Modelled "
-        "from the policy, not traced or run here");
+        "from the policy, not traced or run here; hf_training_args' gradient_checkpointing wraps every layer instead "
+        "(transformers has no per-op policy: torchtitan's activation_checkpoint.mode \"selective\", "
+        "selective_ac_option \"op\")");
   if (s.checkpoint_every > 1)
     plan.notes.push_back(fmt::format(
         "checkpointing wraps one layer in every {} ({} of {} layers keep only their input, the rest every "
