@@ -769,3 +769,28 @@ TEST(plan, the_checkpointing_note_claims_a_comparison_only_where_one_was_made) {
   const std::string automatic = to_json(plan, "cmd", "date")["notes"].dump();
   EXPECT_EQ(automatic.find("as set"), std::string::npos) << automatic;
 }
+
+// ZeRO-2 keeps only its shard's gradients, so it reduce-scatters them in every micro-step's
+// backward (DeepSpeed's stage_1_and_2.py with partition_gradients; its no_sync refuses stage 2),
+// where DDP and ZeRO-1 exchange once at the accumulation boundary. Without accumulation the two
+// exchange the same; with it ZeRO-2 pays every micro-step (it was counted as ZeRO-1: as fast).
+TEST(step, zero2_reduce_scatters_every_micro_step) {
+  auto rate = [](int zero, std::int64_t global) {
+    auto s = plan_setup("llama-3-8b", 2048);
+    s.world_size = 16;
+    s.micro_batch = 1;
+    s.global_batch = global;
+    s.checkpointing = checkpoint_policy::on;
+    s.network_gbs = 12.5;
+    s.zero_stage = zero;
+    const auto plan = plan_batch(s, find_preset("h100-sxm"));
+    EXPECT_TRUE(plan.recommended);
+    return plan.candidates[*plan.recommended];
+  };
+  EXPECT_NEAR(rate(2, 16).samples_per_s, rate(1, 16).samples_per_s, 1e-6 * rate(1, 16).samples_per_s);
+  const auto one = rate(1, 256), two = rate(2, 256);
+  EXPECT_EQ(two.grad_accum_steps, 16);
+  EXPECT_GT(two.time.reduce_scatter_ms, 0);
+  EXPECT_EQ(one.time.reduce_scatter_ms, 0);
+  EXPECT_LT(two.samples_per_s, 0.9 * one.samples_per_s);
+}

@@ -61,8 +61,14 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const double Pd = static_cast<double>(mem.parameters - mem.expert_parameters);
   const double Pe = static_cast<double>(mem.expert_parameters) / ep;
   const double share = (W - 1) / W, share_e = (We - 1) / We;
-  if (s.zero_stage < 3) {
+  if (s.zero_stage < 2) {
     c.per_global_step_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+  } else if (s.zero_stage == 2) {
+    // DeepSpeed stage 2 reduces its gradient buckets in every backward (stage_1_and_2.py: with
+    // partition_gradients, not only at the accumulation boundary; its no_sync refuses stage 2),
+    // as FSDP's SHARD_GRAD_OP does; the all-gather of the updated parameters follows the step.
+    c.per_micro_step_reduce_ms = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+    c.per_global_step_ms = c.per_micro_step_reduce_ms;
   } else {
     // --fp8-all-gather: the fp8 linears' weights gather at one byte (training_fp8.hpp).
     const double P8 = fp8_all_gather_parameters(s);

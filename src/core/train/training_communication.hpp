@@ -20,8 +20,11 @@ inline constexpr double ring_efficiency = 0.8;
 //     backward, and the gradients reduce-scattered, every micro-step.
 // The volumes here; what the GPU waits for is exposed_communication_ms.
 struct communication_estimate {
-  double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step
+  double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step (ZeRO-2: the parameters' all-gather)
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
+  // ZeRO-2: the gradients' reduce-scatter, every micro-step (each rank keeps only its shard's
+  // gradients, so it cannot wait for the last micro-step as DDP's no_sync and ZeRO-1 do).
+  double per_micro_step_reduce_ms = 0;
   double link_gbs = 0;            // the collectives' bus bandwidth per GPU, one direction, as assumed
   std::string link;               // where that figure comes from
   // An all-to-all (MoE token dispatch) has no ring to share ports: across nodes each GPU's

@@ -103,8 +103,13 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // micro-step's backward, ZeRO-3's prefetched gathers and reduce-scatters under each micro-step;
   // without --overlap-comm, all of it after the compute.
   const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms : 0;
-  c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms, window_ms * 2 / 3, s.model.num_layers);
+  // (ZeRO-2's per-step part is the parameters' all-gather after the optimizer step: nothing to hide under.)
+  c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms,
+                                                 in.comm.per_micro_step_reduce_ms > 0 ? 0 : window_ms * 2 / 3,
+                                                 s.model.num_layers);
   c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, window_ms, s.model.num_layers);
+  c.time.reduce_scatter_ms =  // under each micro-step's backward, as DDP's buckets under the last one's
+      exposed_communication_ms(in.comm.per_micro_step_reduce_ms, window_ms * 2 / 3, s.model.num_layers);
   // 1F1B: (P - 1) micro-steps of bubble per global step.
   c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
   // --paged-optimizer: the states the peak evicts, paged out and back once a global step.

@@ -255,6 +255,7 @@ struct step_time {
   double optimizer_ms = 0;     // once per global step
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
   double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
+  double reduce_scatter_ms = 0;  // ZeRO-2 gradient reduce-scatter, every micro-step
   // --offload: PCIe transfers (gradients down, updated 16-bit parameters up) and the CPU's optimizer
   // step, once per global step (their sum is optimizer_ms); with optimizer+params, the parameter
   // uploads and gradient downloads of every micro-step.
@@ -275,7 +276,8 @@ struct step_time {
   double host_forward_ms = 0, host_backward_ms = 0, host_optimizer_ms = 0;
   double host_wait_ms = 0;
   double micro_step_ms() const {
-    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + alltoall_ms + offload_micro_step_ms +
+    return gemm_ms + memory_bound_ms + launch_ms + host_wait_ms + gather_ms + reduce_scatter_ms + alltoall_ms +
+           offload_micro_step_ms +
            tensor_parallel_ms + p2p_ms + context_parallel_ms;
   }
 };

@@ -30,6 +30,7 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
   if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
+  if (t.reduce_scatter_ms > 0) j["zero2_reduce_scatter_ms"] = t.reduce_scatter_ms;  // per micro-step
   if (paged) j["optimizer_paging_ms_per_global_step"] = t.paging_ms;     // --paged-optimizer
   if (t.context_parallel_ms > 0) j["context_parallel_ms"] = t.context_parallel_ms;  // the ring beyond attention
   if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
