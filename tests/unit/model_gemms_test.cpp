@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
+#include "core/train/model_spec.hpp"
 
 using namespace tiletune;
 
@@ -53,7 +55,7 @@ TEST(model_gemms, a_step_runs_every_linear_flop_once_per_pass) {
 // Decode runs the forward GEMMs only, with the sequences as rows; the gradients' layouts are
 // those of dx = dy W (nn) and dW = dy^T x (tn).
 TEST(model_gemms, phases_choose_the_passes_and_layouts) {
-  const model_spec m = load_model("gpt2");
+  const model_spec m = load_model("tinyllama-1.1b");
   const auto decode = model_gemms(m, 16, model_phase::decode, dtype::bf16);
   for (const auto& p : decode.suite.problems) {
     EXPECT_EQ(p.problem.layout.name(), "nt") << p.name;
@@ -67,6 +69,44 @@ TEST(model_gemms, phases_choose_the_passes_and_layouts) {
   EXPECT_EQ(layouts, (std::set<std::string>{"nt", "nn", "tn"}));
   EXPECT_THROW(model_gemms(m, 0, model_phase::train, dtype::bf16), usage_error);
   EXPECT_THROW(parse_model_phase("inference"), usage_error);
+}
+
+// Fused projections are one GEMM of the summed widths (GPT-2's c_attn, GPT-NeoX's query_key_value,
+// Phi-3's qkv_proj and gate_up_proj), each rank's shares summed under --tp; GPT-2's Conv1D stores
+// its weights in x out, so its forward reads them as written (nn). They were tuned as separate
+// q, k, v (and gate, up) shapes in the nn.Linear layouts, shapes those models never run.
+TEST(model_gemms, fused_projections_are_one_gemm_and_gpt2_reads_its_conv1d_weights_as_stored) {
+  auto find = [](const model_gemm_suite& s, const std::string& prefix) -> const gemm_problem* {
+    for (const auto& p : s.suite.problems)
+      if (p.name.rfind(prefix, 0) == 0) return &p.problem;
+    return nullptr;
+  };
+  const model_spec gpt2 = load_model("gpt2");
+  const auto train = model_gemms(gpt2, 1024, model_phase::train, dtype::bf16);
+  EXPECT_EQ(find(train, "layers.q_proj"), nullptr);
+  const gemm_problem* qkv = find(train, "layers.qkv_proj forward");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->n, 3 * 768);
+  EXPECT_EQ(qkv->k, 768);
+  EXPECT_EQ(qkv->layout.name(), "nn");
+  EXPECT_EQ(find(train, "layers.qkv_proj data-grad")->layout.name(), "nt");
+  const gemm_problem* wgrad = find(train, "layers.qkv_proj weight-grad");
+  EXPECT_EQ(wgrad->m, 768);  // dW = x^T dy: in x out
+  EXPECT_EQ(wgrad->n, 3 * 768);
+  EXPECT_EQ(find(train, "lm_head forward")->layout.name(), "nt");  // nn.Linear, tied to wte
+  // The fused GEMMs run the FLOPs of the separate ones.
+  model_spec apart = gpt2;
+  apart.fused_qkv = false;
+  EXPECT_NEAR(step_flops(train) / step_flops(model_gemms(apart, 1024, model_phase::train, dtype::bf16)), 1.0, 1e-12);
+  nlohmann::json phi3 = {{"model_type", "phi3"},          {"vocab_size", 32064},         {"hidden_size", 3072},
+                         {"num_hidden_layers", 32},       {"num_attention_heads", 32},   {"num_key_value_heads", 32},
+                         {"intermediate_size", 8192},     {"max_position_embeddings", 4096}};
+  const model_spec phi = model_from_hf_config(phi3, "phi3.json");
+  const auto prefill = model_gemms(phi, 512, model_phase::prefill, dtype::bf16, 2);
+  EXPECT_EQ(find(prefill, "layers.qkv_proj forward")->n, 3 * 3072 / 2);
+  EXPECT_EQ(find(prefill, "layers.gate_up_proj forward")->n, 2 * 8192 / 2);
+  EXPECT_EQ(find(prefill, "layers.qkv_proj forward")->layout.name(), "nt");
+  EXPECT_EQ(find(prefill, "layers.gate_proj"), nullptr);
 }
 
 // A mixture of experts: the routed experts are one batched problem per projection, and the

@@ -57,6 +57,7 @@ bool read_dense_family(const std::string& type, const config_reader& r, model_sp
   if (type == "phi3") {
     read_llama_like(r, m, false);
     m.fused_qkv = true;
+    m.fused_gate_up = true;
   } else if (type == "gemma2" || type == "gemma3_text") {
     read_gemma(type, r, m);
   } else if (type == "gemma3") {

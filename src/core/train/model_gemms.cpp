@@ -108,12 +108,45 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   out.suite.name = fmt::format("{} {} {} tokens{}", m.name, to_string(phase), tokens,
                                 tp > 1 ? fmt::format(" tp {}", tp) : "");
   bool experts = false;
+  // A model with one fused q, k, v projection (GPT-2's c_attn, Phi-3's qkv_proj, GPT-NeoX's
+  // query_key_value) or gate and up (Phi-3's gate_up_proj) runs one GEMM of their summed widths
+  // (each rank's share of them).
+  std::map<std::string, std::size_t> fused;  // by fused layer and kind (" forward", ...): its place
+  std::vector<step_gemm> gemms;
   for (step_gemm g : step_gemms(s, 1, /*checkpointing=*/false)) {
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
+    split_for_rank(g, step_gemm_layout(g.name), tp, m);
+    const std::string layer = layer_of(g.name);
+    const char* into = m.fused_qkv && (layer == "q_proj" || layer == "k_proj" || layer == "v_proj") ? "qkv_proj"
+                       : m.fused_gate_up && (layer == "gate_proj" || layer == "up_proj")       ? "gate_up_proj"
+                                                                                               : nullptr;
+    if (into) {
+      const std::string kind = g.name.substr(g.name.rfind(' '));
+      if (auto [it, first] = fused.try_emplace(into + kind, gemms.size()); first) {
+        g.name = "layers." + std::string(into) + kind;
+        gemms.push_back(std::move(g));
+        continue;
+      }
+      step_gemm& f = gemms[fused.at(into + kind)];
+      if (kind == " forward") f.n += g.n;
+      else if (kind == " data-grad") f.k += g.k;
+      else f.m += g.m;
+      continue;
+    }
+    gemms.push_back(std::move(g));
+  }
+  // GPT-2's linears are Conv1D: the weight stored in x out and y = x W, so the forward reads it as
+  // written (nn), the data-grad transposed (nt), and the weight-grad makes in x out (tn).
+  const bool conv1d = m.model_type == "gpt2";
+  for (step_gemm g : gemms) {
     experts = experts || g.batch > 1;
-    const layout lay = step_gemm_layout(g.name);
-    split_for_rank(g, lay, tp, m);
+    layout lay = step_gemm_layout(g.name);
+    if (conv1d && g.name.starts_with("layers.")) {
+      if (g.name.ends_with(" forward")) lay = parse_layout("nn");
+      else if (g.name.ends_with(" data-grad")) lay = parse_layout("nt");
+      else std::swap(g.m, g.n);
+    }
     const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
     const dtype type = fp8_gemm_dtype(s, g.name).value_or(t);  // --fp8: the converted linears'
     const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "") + std::string(to_string(type))};

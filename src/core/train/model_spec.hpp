@@ -37,6 +37,7 @@ struct model_spec {
   // 9 elementwise ops; "gelu", "gelu_pytorch_tanh", "silu" are one fused kernel.
   std::string hidden_act = "silu";
   bool fused_qkv = false;  // one QKV projection (GPT-2's c_attn) rather than q, k, v
+  bool fused_gate_up = false;  // one gate_up_proj (Phi-3) rather than gate and up
 
   // Mixture of experts (moe_model.cpp); num_experts 0: a dense model.
   std::int64_t num_experts = 0;              // routed experts per MoE layer
