@@ -94,6 +94,10 @@ TEST(model_gemms, fused_projections_are_one_gemm_and_gpt2_reads_its_conv1d_weigh
   EXPECT_EQ(wgrad->m, 768);  // dW = x^T dy: in x out
   EXPECT_EQ(wgrad->n, 3 * 768);
   EXPECT_EQ(find(train, "lm_head forward")->layout.name(), "nt");  // nn.Linear, tied to wte
+  // --fp8 converts the fused GEMM as it does its parts.
+  const auto fp8 = model_gemms(gpt2, 512, model_phase::train, dtype::bf16, 1, std::nullopt, fp8_recipe::tensorwise);
+  EXPECT_EQ(find(fp8, "layers.qkv_proj forward")->type, dtype::e4m3);
+  EXPECT_EQ(find(fp8, "layers.qkv_proj data-grad")->type, dtype::e5m2_e4m3);
   // The fused GEMMs run the FLOPs of the separate ones.
   model_spec apart = gpt2;
   apart.fused_qkv = false;
@@ -284,4 +288,21 @@ TEST(model_gemms, fp8_suites_are_the_problems_batch_times) {
   }
   EXPECT_THROW(model_gemms(m, 4096, model_phase::train, dtype::f16, 1, std::nullopt, fp8_recipe::tensorwise),
                usage_error);
+}
+
+// torchtitan's float8 filter converts a linear only where both its widths are multiples of 16:
+// Mixtral's router (8 outputs) and Qwen's shared-expert gate (1) stay bf16.
+TEST(model_gemms, fp8_converts_only_linears_whose_widths_are_multiples_of_16) {
+  const model_spec m =
+      load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  const auto suite = model_gemms(m, 16, model_phase::decode, dtype::bf16, 1, std::nullopt, fp8_recipe::tensorwise);
+  bool router = false;
+  for (const auto& p : suite.suite.problems) {
+    if (p.name.rfind("layers.router", 0) == 0) {
+      router = true;
+      EXPECT_EQ(p.problem.type, dtype::bf16) << p.name;
+    }
+    if (p.name.rfind("layers.q_proj", 0) == 0) EXPECT_EQ(p.problem.type, dtype::e4m3) << p.name;
+  }
+  EXPECT_TRUE(router);
 }

@@ -113,6 +113,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   // (each rank's share of them).
   std::map<std::string, std::size_t> fused;  // by fused layer and kind (" forward", ...): its place
   std::vector<step_gemm> gemms;
+  std::vector<std::string> part_names;  // a fused GEMM's first part's name, which --fp8 converts by
   for (step_gemm g : step_gemms(s, 1, /*checkpointing=*/false)) {
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
@@ -124,6 +125,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (into) {
       const std::string kind = g.name.substr(g.name.rfind(' '));
       if (auto [it, first] = fused.try_emplace(into + kind, gemms.size()); first) {
+        part_names.push_back(g.name);
         g.name = "layers." + std::string(into) + kind;
         gemms.push_back(std::move(g));
         continue;
@@ -134,12 +136,14 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
       else f.m += g.m;
       continue;
     }
+    part_names.push_back(g.name);
     gemms.push_back(std::move(g));
   }
   // GPT-2's linears are Conv1D: the weight stored in x out and y = x W, so the forward reads it as
   // written (nn), the data-grad transposed (nt), and the weight-grad makes in x out (tn).
   const bool conv1d = m.model_type == "gpt2";
-  for (step_gemm g : gemms) {
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    step_gemm g = gemms[i];
     experts = experts || g.batch > 1;
     layout lay = step_gemm_layout(g.name);
     if (conv1d && g.name.starts_with("layers.")) {
@@ -148,7 +152,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
       else std::swap(g.m, g.n);
     }
     const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
-    const dtype type = fp8_gemm_dtype(s, g.name).value_or(t);  // --fp8: the converted linears'
+    const dtype type = fp8_gemm_dtype(s, part_names[i]).value_or(t);  // --fp8: the converted linears'
     const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "") + std::string(to_string(type))};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;

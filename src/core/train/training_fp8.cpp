@@ -9,8 +9,11 @@ namespace tiletune {
 
 namespace {
 // A linear of the blocks the recipe converts: in the layers, dense (routed experts run grouped GEMMs
-// torchao's stable float8 does not convert).
-bool converted(const weight_tensor& t) { return t.linear && !t.routed() && t.name.rfind("layers.", 0) == 0; }
+// torchao's stable float8 does not convert), and both its widths multiples of 16 (torchtitan's float8
+// module filter, for fp8's tensor cores: a router over 8 or 60 experts, a 1-wide gate stay bf16).
+bool converted(const weight_tensor& t) {
+  return t.linear && !t.routed() && t.name.rfind("layers.", 0) == 0 && t.rows % 16 == 0 && t.cols % 16 == 0;
+}
 }  // namespace
 
 std::optional<dtype> fp8_gemm_dtype(const training_setup& s, const std::string& gemm_name) {
