@@ -166,8 +166,11 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
                                const gemm_suite& suite) {
   nlohmann::json rows = nlohmann::json::array();
   double total_ms = 0;
-  for (std::size_t i = 0; i < results.size() && i < counts.size(); ++i) {
-    const auto& rec = results[i].is_object() ? results[i].value("recommendation", nlohmann::json()) : nlohmann::json();
+  int not_run = 0;  // cut by --budget-s or an interruption: outside the total, which says so
+  for (std::size_t i = 0; i < counts.size() && i < suite.problems.size(); ++i) {
+    const bool ran = i < results.size() && results[i].is_object();
+    not_run += !ran;
+    const auto& rec = ran ? results[i].value("recommendation", nlohmann::json()) : nlohmann::json();
     nlohmann::json row = {{"name", suite.problems[i].name},
                           {"shape", suite.problems[i].problem.describe()},
                           {"count", counts[i]},
@@ -190,7 +193,10 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
                                                                : nlohmann::json(nullptr);
     without += r["ms_per_step"].is_null();
   }
-  return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}, {"gemms_without_variant", without}};
+  return {{"gemms", rows},
+          {"gemm_ms_per_step", total_ms},
+          {"gemms_without_variant", without - not_run},
+          {"gemms_not_run", not_run}};
 }
 
 std::string format_model_step(const nlohmann::json& step) {
@@ -199,11 +205,14 @@ std::string format_model_step(const nlohmann::json& step) {
     t.add_row({r["name"].get<std::string>(), r["shape"].get<std::string>(), std::to_string(r["count"].get<std::int64_t>()),
                number(r["us"], "{:.1f}"), number(r["ms_per_step"], "{:.2f}"),
                r["share"].is_number() ? fmt::format("{:.0f}%", 100 * r["share"].get<double>()) : "-"});
-  const int without = step.value("gemms_without_variant", 0);
-  const std::string left_out =
+  const int without = step.value("gemms_without_variant", 0), not_run = step.value("gemms_not_run", 0);
+  std::string left_out =
       without > 0 ? fmt::format(", leaving out the {} of {} that no variant runs on this GPU (none above: the JSON says why)",
                                 without, step["gemms"].size())
                   : std::string();
+  if (not_run > 0)
+    left_out += fmt::format(", leaving out the {} of {} not run (the suite was cut: its shares are of the GEMMs run)",
+                            not_run, step["gemms"].size());
   return fmt::format("\nthe step's GEMMs: {:.2f} ms in all{}\n\n", step["gemm_ms_per_step"].get<double>(), left_out) +
          t.render();
 }

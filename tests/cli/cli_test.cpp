@@ -736,6 +736,17 @@ TEST(cli, a_suite_stops_cleanly_when_its_budget_is_spent_and_reports_progress_as
   EXPECT_NE(full.err.find("[1/2] first"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("left"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("[2/2] second"), std::string::npos) << full.err;
+  // A model's step cut the same way says its total and shares are of the GEMMs run (they claimed 100%).
+  const result step = run({"gemm", "--model", "gpt2", "--tokens", "64", "--phase", "prefill", "--dtype", "f32", "--gpu",
+                           "h100-sxm", "--no-db", "--budget-s", "0.000001", "--json"});
+  ASSERT_EQ(step.code, 4) << step.err;
+  const auto sj = nlohmann::json::parse(step.out)["model_step"];
+  EXPECT_EQ(sj["gemms"].size(), 5u) << sj.dump(1);
+  EXPECT_EQ(sj["gemms_not_run"], 4) << sj.dump(1);
+  EXPECT_EQ(sj["gemms_without_variant"], 0) << sj.dump(1);
+  const result step_table = run({"gemm", "--model", "gpt2", "--tokens", "64", "--phase", "prefill", "--dtype", "f32",
+                                 "--gpu", "h100-sxm", "--no-db", "--budget-s", "0.000001"});
+  EXPECT_NE(step_table.out.find("leaving out the 4 of 5 not run"), std::string::npos) << step_table.out;
   // A single problem, piped, also says what it is doing.
   const result one = run({"gemm", "--m", "72", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db"});
   EXPECT_NE(one.err.find("compiling"), std::string::npos) << one.err;
