@@ -69,6 +69,8 @@ TEST(model_gemms, phases_choose_the_passes_and_layouts) {
   EXPECT_EQ(layouts, (std::set<std::string>{"nt", "nn", "tn"}));
   EXPECT_THROW(model_gemms(m, 0, model_phase::train, dtype::bf16), usage_error);
   EXPECT_THROW(parse_model_phase("inference"), usage_error);
+  EXPECT_THROW(model_gemms(load_model("bert-base-uncased"), 16, model_phase::decode, dtype::bf16), usage_error);
+  EXPECT_NO_THROW(model_gemms(load_model("bert-base-uncased"), 16, model_phase::prefill, dtype::bf16));
 }
 
 // Fused projections are one GEMM of the summed widths (GPT-2's c_attn, GPT-NeoX's query_key_value,

@@ -97,6 +97,9 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     throw usage_error(fmt::format("--fp8 {} converts a bf16 step's linears: --dtype bf16, not {}", to_string(fp8),
                                   to_string(t)));
   if (tensor_parallel < 1) throw usage_error(fmt::format("--tp {} is invalid: at least 1", tensor_parallel));
+  if (phase == model_phase::decode && !m.causal)
+    throw usage_error(fmt::format("--phase decode: {} is an encoder ({}), which has no decode step: train or prefill",
+                                  m.name, m.model_type));
   const int tp = tensor_parallel;
   training_setup s;
   s.model = m;
