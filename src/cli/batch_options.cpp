@@ -27,7 +27,9 @@ std::string parallelism_summary(const training_setup& s) {
 }
 
 void add_training_options(CLI::App* cmd, batch_options* o) {
-  cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")->required();
+  cmd->add_option("--model", o->model, "A preset (" + model_list() + ") or a Hugging Face config.json")
+      ->required()
+      ->check(not_empty);
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sample (default: min(2048, the model's positions))")
       ->check(whole_number);
   cmd->add_option("--gpu", o->gpu, "Plan for a GPU preset (see `tiletune devices`)");

@@ -51,7 +51,8 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--suite", o->suite, "Tune every problem of a suite file (see profiles/suites/) into one result");
   cmd->add_option("--model", o->model.name,
                   "Tune every distinct GEMM of one step of a model (a name as `tiletune batch --model` takes, or a "
-                  "Hugging Face config.json) as a suite, with a table of each GEMM's share of the step");
+                  "Hugging Face config.json) as a suite, with a table of each GEMM's share of the step")
+      ->check(not_empty);
   cmd->add_option("--tokens", o->model.tokens,
                   "With --model: the step's tokens (train, prefill: sequences x length; decode: sequences). With "
                   "--groups: the tokens routed to the groups (experts)")

@@ -30,6 +30,8 @@ std::string whole_non_negative(const std::string& v) {
   return errno == ERANGE ? v + " is past 18446744073709551615, the largest it takes" : "";
 }
 
+std::string not_empty(const std::string& v) { return v.empty() ? "a name or a file, not an empty word" : ""; }
+
 std::string whole_number(const std::string& v) {
   const std::size_t digits = !v.empty() && v[0] == '-' ? 1 : 0;
   if (v.size() == digits || v.find_first_not_of("0123456789", digits) != std::string::npos)

@@ -16,6 +16,7 @@ std::string finite_non_negative(const std::string& value);  // a number, 0 or mo
 std::string fraction_below_one(const std::string& value);  // 0 up to, not including, 1 (--tolerance)
 std::string finite_float(const std::string& value);         // finite, within a float's range (alpha, beta)
 std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
+std::string not_empty(const std::string& value);            // a name or a path: not an empty word
 
 // Every numeric option of `app` and of its commands reads its value in decimal: CLI11 converts
 // integers in C's base 0, where 0256 is octal (174) and 0x40 hexadecimal. Leading zeros are

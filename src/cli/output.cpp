@@ -147,7 +147,9 @@ void check_output_path(const fs::path& file, std::string_view flag, const std::v
   std::error_code ec;
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec))
-    throw usage_error(fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
+    throw usage_error(fs::exists(dir, ec)
+                          ? fmt::format("{} {}: {} is a file, not a folder", flag, file.string(), dir.string())
+                          : fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
   if (access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
   check_replaceable(file, flag, inputs, kind);

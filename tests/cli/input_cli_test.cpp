@@ -62,6 +62,14 @@ TEST(input, a_missing_config_file_says_no_such_file_naming_the_path) {
                  {"no such file", (folder / "config.json").string()});
   // A word that is neither a preset nor a file says both.
   expect_refused({"batch", "--gpu", "h100-sxm", "--model", "no-such-model"}, {"no-such-model", "no such file", "gpt2"});
+  // An empty --model is named as such (gemm said "--tokens 16 needs --model").
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", ""}, {"--model", "an empty word"});
+  expect_refused({"gemm", "--gpu", "h100-sxm", "--model", "", "--tokens", "16"}, {"--model", "an empty word"});
+  // An output under a file, not a folder, says so (it said the folder does not exist).
+  const fs::path file = tmp_dir() / "a-plain-file";
+  std::ofstream(file) << "x";
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", "gpt2", "--out", (file / "plan.json").string()},
+                 {file.string() + " is a file, not a folder"});
 }
 
 namespace {

@@ -80,3 +80,15 @@ TEST(padded_copies, the_export_launches_the_padding_pre_pass_for_each_operand) {
   EXPECT_LT(a, gemm);
   EXPECT_LT(b, gemm);
 }
+
+// fp8 reads both operands K-major: in a layout other than nt the copies are made whatever the
+// strides, so the note does not promise an in-place read for a padded leading dimension (following
+// that advice kept the pre-pass).
+TEST(padded_copies, fp8_in_another_layout_is_told_to_store_nt_not_to_pad) {
+  const result r = run({"gemm", "--m", "1000", "--n", "3000", "--k", "777", "--dtype", "e4m3", "--layout", "tn", "--gpu",
+                        "l40s", "--dry-run", "--json", "--only", "mma_128x128x128_w2x4_s3_kc"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string notes = nlohmann::json::parse(r.out)["notes"].dump();
+  EXPECT_NE(notes.find("layout tn is copied whatever its strides"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("plans that time"), std::string::npos) << notes;
+}

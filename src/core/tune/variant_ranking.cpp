@@ -86,8 +86,14 @@ void note_unaligned_rows(gemm_plan& plan) {
                   : "";
   const std::string how = copies ? "first copies the operands into rows padded to 16 bytes, every call" + cost
                                  : "loads those rows one element at a time (16-byte loads need aligned rows)";
+  // fp8 reads both operands K-major: in another layout than nt the copies are made whatever the strides.
+  const bool layout_copies = copies && is_fp8(plan.problem.type) && plan.problem.layout.name() != "nt";
   const std::string fix =
-      stride.padded.empty()
+      layout_copies
+          ? "fp8 reads A and B K-major, so layout " + plan.problem.layout.name() +
+                " is copied whatever its strides: A stored M x K and B N x K (layout nt), with rows on 16 bytes, are "
+                "read in place"
+      : stride.padded.empty()
           ? "strides that are multiples of 16 bytes let the kernels read the operands in place"
           : fmt::format("stored with the leading dimension padded to {} (the pad unread), the rows are read in place "
                         "(`{}` plans that time)",
