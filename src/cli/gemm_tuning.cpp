@@ -167,6 +167,7 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
   nlohmann::json rows = nlohmann::json::array();
   double total_ms = 0;
   int not_run = 0;  // cut by --budget-s or an interruption: outside the total, which says so
+  int without = 0;  // GEMMs no variant runs: outside the total, which says so
   for (std::size_t i = 0; i < counts.size() && i < suite.problems.size(); ++i) {
     const bool ran = i < results.size() && results[i].is_object();
     not_run += !ran;
@@ -184,19 +185,15 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
       row["ms_per_step"] = us * static_cast<double>(counts[i]) / 1e3;
       row["basis"] = measured ? "measured" : "predicted";
       total_ms += row["ms_per_step"].get<double>();
+    } else if (ran) {
+      ++without;
     }
     rows.push_back(std::move(row));
   }
-  int without = 0;  // GEMMs no variant runs: outside the total, which says so
-  for (auto& r : rows) {
+  for (auto& r : rows)
     r["share"] = r["ms_per_step"].is_number() && total_ms > 0 ? nlohmann::json(r["ms_per_step"].get<double>() / total_ms)
                                                                : nlohmann::json(nullptr);
-    without += r["ms_per_step"].is_null();
-  }
-  return {{"gemms", rows},
-          {"gemm_ms_per_step", total_ms},
-          {"gemms_without_variant", without - not_run},
-          {"gemms_not_run", not_run}};
+  return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}, {"gemms_without_variant", without}, {"gemms_not_run", not_run}};
 }
 
 std::string format_model_step(const nlohmann::json& step) {

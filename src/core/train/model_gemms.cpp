@@ -127,13 +127,14 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
                                                                                                : nullptr;
     if (into) {
       const std::string kind = g.name.substr(g.name.rfind(' '));
-      if (auto [it, first] = fused.try_emplace(into + kind, gemms.size()); first) {
+      const auto [at, first] = fused.try_emplace(into + kind, gemms.size());
+      if (first) {
         part_names.push_back(g.name);
         g.name = "layers." + std::string(into) + kind;
         gemms.push_back(std::move(g));
         continue;
       }
-      step_gemm& f = gemms[fused.at(into + kind)];
+      step_gemm& f = gemms[at->second];
       if (kind == " forward") f.n += g.n;
       else if (kind == " data-grad") f.k += g.k;
       else f.m += g.m;

@@ -187,9 +187,13 @@ constexpr std::array<std::string_view, 11> python_activations = {
     "gelu_new", "gelu_10", "gelu_fast", "gelu_python", "gelu_python_tanh", "gelu_accurate",
     "laplace", "quick_gelu", "relu2", "sqrtsoftplus", "xielu"};
 
+template <std::size_t N>
+bool listed(const std::array<std::string_view, N>& names, std::string_view act) {
+  return std::find(names.begin(), names.end(), act) != names.end();
+}
+
 void check_activation(const model_spec& m, const nlohmann::json& j, const std::string& source) {
-  auto known = [&](const auto& names) { return std::find(names.begin(), names.end(), m.hidden_act) != names.end(); };
-  if (known(fused_activations) || known(python_activations)) return;
+  if (listed(fused_activations, m.hidden_act) || listed(python_activations, m.hidden_act)) return;
   const char* field = m.model_type == "gpt2" ? "activation_function"
                       : j.contains("hidden_activation") ? "hidden_activation"
                                                         : "hidden_act";
@@ -303,9 +307,8 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
 }
 
 bool activation_is_modelled(const model_spec& m) {
-  if (std::find(fused_activations.begin(), fused_activations.end(), m.hidden_act) != fused_activations.end())
-    return true;
-  return m.hidden_act == "gelu_new" && !m.gated_mlp;  // the GPT-2 MLP's formula (training_inventory.cpp)
+  // One fused op, or the GPT-2 MLP's formula (training_inventory.cpp).
+  return listed(fused_activations, m.hidden_act) || (m.hidden_act == "gelu_new" && !m.gated_mlp);
 }
 
 const model_spec* find_model_preset(std::string_view name) {
