@@ -17,7 +17,19 @@ std::optional<model_calibration> shipped_calibration(const std::string& device_m
 // The shipped calibration of the GPU's own model, else one measured on another preset of the same
 // architecture: its figures are shares of a GPU's own peaks and rates (efficiencies, DRAM and peak
 // shares, time scales, overlap), so they carry over to a part with other SM counts, clocks and
-// bandwidth, whose predictions then scale with that part's figures. Its source says which.
+// bandwidth, whose predictions then scale with that part's figures. Where no part of the
+// architecture was measured, one of another architecture, carried_across_architectures: an
+// assumed model beside a measured one predicted an A100 (slower than an H100 PCIe on every figure)
+// up to 2.35x faster on the same kernel. Its source says which, and how.
 std::optional<model_calibration> shipped_calibration_for(const device_spec& d);
+
+// A calibration measured on the part `from`, for a GPU `to` of another architecture: each family's fitted
+// efficiency (a share of the peak the family is assumed to attain on `from`) rescaled by the
+// ratio of its assumed ceilings (gemm_family::attainable_efficiency: the warp-level tensor-core
+// family's 0.85 of an A100's peak against 0.63 of an H100's, whose peak needs the warpgroup
+// instructions), so the kernel keeps the share of its architecture's ceiling it was measured to
+// reach; the time scales, overlap and the shared DRAM and peak shares (what the measuring
+// protocol let any kernel draw) as measured.
+model_calibration carried_across_architectures(model_calibration c, const device_spec& from, const device_spec& to);
 
 }  // namespace tiletune
