@@ -1,7 +1,11 @@
 // Less work on the same GPU and kernel is never predicted slower: the model's time of each
 // variant grows with M, N and K (sizes that keep every row 16-byte aligned, so the kernel's
 // copy path is the same), on every preset, dtype and family, by the physical model and by the
-// calibrated one an offline plan uses where a calibration is shipped.
+// calibrated one an offline plan uses (every preset has one: shipped_calibration_for).
+#include <map>
+#include <optional>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "core/device/device_spec.hpp"
@@ -20,9 +24,12 @@ constexpr int registers = 128;
 
 double monotone_predicted_us(const device_spec& d, const gemm_problem& p, const tile_config& c) {
   const auto occ = estimate_occupancy(d, c.threads(), registers, c.smem_bytes(p.type, p.layout));
-  static const auto calibration = shipped_calibration_for(find_preset("h100-sxm"));
-  if (d.compute_capability == 90 && calibration)
-    if (auto r = calibrated_prediction(*calibration, d, p, c, occ)) return r->time_us;
+  // The calibration an offline plan for d uses (its own, its architecture's or one carried across).
+  static std::map<std::string, std::optional<model_calibration>> calibrations;
+  auto it = calibrations.find(d.preset);
+  if (it == calibrations.end()) it = calibrations.emplace(d.preset, shipped_calibration_for(d)).first;
+  if (it->second)
+    if (auto r = calibrated_prediction(*it->second, d, p, c, occ)) return r->time_us;
   return predict(d, p, c, occ).time_us;
 }
 
@@ -32,7 +39,8 @@ std::string first_violation(const device_spec& d, gemm_problem p, const tile_con
   std::int64_t before_size = 0;
   for (std::int64_t size : {16, 48, 64, 112, 128, 256, 384, 1000, 1024, 2048, 3000, 4096, 8192}) {
     p.*dim = size;
-    if (check_constraints(c, p, d)) continue;
+    // (1000 and 3000 one-byte elements leave fp8 rows unaligned: another copy path.)
+    if (size * static_cast<std::int64_t>(element_bytes(p.type)) % 16 || check_constraints(c, p, d)) continue;
     const double t = monotone_predicted_us(d, p, c);
     if (t < before * (1 - 1e-9))
       return p.describe() + " " + c.id() + " on " + d.name + ": " + std::to_string(t) + " us, but " +
@@ -48,9 +56,8 @@ std::string first_violation(const device_spec& d, gemm_problem p, const tile_con
 TEST(prediction, less_work_is_never_predicted_slower) {
   std::size_t checked = 0, violations = 0;
   std::string first;
-  for (const char* preset : {"h100-sxm", "h100-pcie", "a100-sxm-80gb", "l4"}) {
-    const device_spec& d = find_preset(preset);
-    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16})
+  for (const device_spec& d : device_presets()) {
+    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16, dtype::e4m3})
       for (kernel_family f : families_for(t))
         for (const tile_config& c : default_search_space(f, t))
           for (auto dim : {&gemm_problem::m, &gemm_problem::n, &gemm_problem::k}) {
@@ -73,7 +80,8 @@ TEST(prediction, less_work_is_never_predicted_slower) {
 // too few k-tiles, and no smaller one was tried) and was planned slower than 128 rows.
 TEST(prediction, the_best_of_a_plan_is_never_slower_for_less_work) {
   std::size_t checked = 0;
-  for (const char* preset : {"rtx-5090", "rtx-4090", "a100-sxm-80gb", "h100-sxm", "h200", "l4"}) {
+  for (const char* preset : {"rtx-5090", "rtx-4090", "a100-sxm-80gb", "a100-sxm-40gb", "h100-sxm", "h100-pcie", "h100-nvl",
+                             "h200", "h20", "l4", "l40s", "rtx-a6000", "rtx-3090", "a10g"}) {
     const device_spec& d = find_preset(preset);
     for (dtype t : {dtype::tf32, dtype::bf16})
       for (auto dim : {&gemm_problem::m, &gemm_problem::n}) {
