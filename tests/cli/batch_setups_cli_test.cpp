@@ -99,6 +99,10 @@ TEST(batch_setups, offload_moves_the_optimizer_to_the_host) {
   ASSERT_FALSE(p["deepspeed"].is_null());
   EXPECT_EQ(p["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"], "cpu");
   EXPECT_FALSE(p["deepspeed"]["zero_optimization"].contains("offload_param"));
+  // The reduce buckets the plan counts (4,096^2 elements, two of bf16 with overlap_comm), not
+  // DeepSpeed's default of 5e8 elements (zero_buffers.hpp).
+  EXPECT_EQ(p["deepspeed"]["zero_optimization"]["reduce_bucket_size"], 16'777'216);
+  EXPECT_EQ(p["memory"]["deepspeed_bucket_bytes"], 67'108'864);
   // ZeRO-Offload steps a named optimizer with its CPU kernels; without the section it refuses the
   // Trainer's own, unless told to take it (the optimizers DeepSpeed has no CPU kernel for).
   EXPECT_EQ(p["deepspeed"]["optimizer"]["type"], "AdamW");

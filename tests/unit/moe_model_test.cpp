@@ -233,17 +233,21 @@ TEST(moe_parallel, experts_split_over_the_world) {
   const memory_breakdown m1 = estimate_memory(one), m8 = estimate_memory(eight);
   EXPECT_EQ(m1.expert_parallel, 1);
   EXPECT_EQ(m8.expert_parallel, 8);
-  // ZeRO-3 bf16 weights: dense over 8 GPUs, each GPU's expert over the 1 that holds it.
+  // ZeRO-3 bf16 weights: dense over 8 GPUs, each GPU's expert over the 1 that holds it, and two
+  // gathered units: a block with the rank's one expert (attention, norms and router 41,984,000
+  // parameters, an expert 3 x 14,336 x 4,096 = 176,160,768), 4 x 218,144,768 = 872,579,072 bytes.
   const double dense = static_cast<double>(m8.parameters - m8.expert_parameters);
-  EXPECT_NEAR(static_cast<double>(m8.weights_bytes), 2 * dense / 8 + 2.0 * m8.expert_parameters / 8, 16);
+  EXPECT_NEAR(static_cast<double>(m8.weights_bytes), 2 * dense / 8 + 2.0 * m8.expert_parameters / 8 + 872'579'072,
+              16);
   const auto gemms = step_gemms(eight, 1, false);
   const step_gemm* up = find_gemm(gemms, "layers.experts.up_proj (grouped over 1 experts) forward");
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->m, 512 * 8);
   EXPECT_EQ(up->batch, 1);
-  // Without expert parallelism ZeRO-3 shards the experts like dense weights.
+  // Without expert parallelism ZeRO-3 shards the experts like dense weights, and a unit holds all 8.
   eight.expert_parallel = 1;
-  EXPECT_NEAR(static_cast<double>(estimate_memory(eight).weights_bytes), 2.0 * m8.parameters / 8, 16);
+  EXPECT_NEAR(static_cast<double>(estimate_memory(eight).weights_bytes),
+              2.0 * m8.parameters / 8 + 4.0 * (41'984'000 + 8 * 176'160'768LL), 16);
   eight.expert_parallel = 3;
   EXPECT_THROW(validate(eight), usage_error);
 }

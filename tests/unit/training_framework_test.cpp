@@ -106,7 +106,8 @@ TEST(framework, torchtune_lora_on_one_gpu_is_its_config) {
 // On several GPUs the distributed recipes shard with FSDP2 (ZeRO-3); the 8B LoRA config turns
 // checkpointing off (the planner decides, auto), the full one keeps it on. Pure bf16 full training
 // of Llama-3-8B on 4 GPUs under ZeRO-3 holds 2 bytes x 8,030,261,248 / 4 = 4,015,130,624 of weights
-// per GPU, where hf's bf16-mixed on one GPU holds 4 x 8,030,261,248 = 32,121,044,992.
+// per GPU and two gathered units (the embedding's 525,336,576 parameters the largest): 2,101,346,304
+// more, where hf's bf16-mixed on one GPU holds 4 x 8,030,261,248 = 32,121,044,992.
 TEST(framework, torchtune_on_several_gpus_shards_and_follows_each_config) {
   const training_setup lora = with(training_framework::torchtune, base("llama-3-8b", 16, 4));
   EXPECT_EQ(lora.zero_stage, 3);
@@ -114,7 +115,7 @@ TEST(framework, torchtune_on_several_gpus_shards_and_follows_each_config) {
   const training_setup full = with(training_framework::torchtune, base("llama-3-8b", 0, 4));
   EXPECT_EQ(full.zero_stage, 3);
   EXPECT_EQ(full.checkpointing, checkpoint_policy::on);
-  EXPECT_EQ(estimate_memory(full).weights_bytes, 2 * llama3_8b_parameters / 4);
+  EXPECT_EQ(estimate_memory(full).weights_bytes, 2 * llama3_8b_parameters / 4 + 2'101'346'304LL);
   EXPECT_EQ(estimate_memory(with(training_framework::hf, base("llama-3-8b"))).weights_bytes, 4 * llama3_8b_parameters);
   // Full fine-tuning on one GPU: the config's paged 8-bit AdamW in backward is named, not set.
   const training_setup one = with(training_framework::torchtune, base("llama-3-8b"));
@@ -153,7 +154,7 @@ TEST(framework, fsdp2_is_torchtitans_defaults) {
   EXPECT_EQ(s.loss, loss_impl::chunked);
   EXPECT_EQ(s.zero_stage, 3);
   const memory_breakdown m = estimate_memory(s);
-  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b_parameters / 8 + 2'101'346'304LL);  // and two gathered units
   EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b_parameters / 8);
   EXPECT_EQ(m.optimizer_bytes, 12 * llama3_8b_parameters / 8);
   EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b")).zero_stage, 0);  // one GPU: nothing to shard

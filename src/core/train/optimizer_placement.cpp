@@ -197,19 +197,6 @@ double default_pcie_gbs(const device_spec& d) {
 double pcie_gbs(const training_setup& s, const device_spec& d) { return s.pcie_gbs.value_or(default_pcie_gbs(d)); }
 double host_memory_gbs(const training_setup& s) { return s.host_memory_gbs.value_or(default_host_memory_gbs); }
 
-std::int64_t offload_gathered_weights_bytes(const training_setup& s) {
-  // FSDP's units: each block, and the embedding and LM head (their own units or the root's); the
-  // largest, unsharded, twice: the one running and the one prefetched.
-  const double layers = std::max<double>(1, static_cast<double>(s.model.num_layers));
-  double blocks = 0, largest_outer = 0;
-  for (const auto& t : weight_tensors(s.model)) {
-    if (t.name.rfind("layers.", 0) == 0) blocks += static_cast<double>(t.parameters());
-    else largest_outer = std::max(largest_outer, static_cast<double>(t.parameters()));
-  }
-  const double element = s.prec == precision::fp32 ? 4 : 2;
-  return std::llround(2 * element * std::max(blocks / layers, largest_outer));
-}
-
 double optimizer_bytes_per_parameter(const training_setup& s) {
   const double state = optimizer_state_element_bytes(s);
   switch (s.optimizer) {

@@ -36,9 +36,6 @@ double default_pcie_gbs(const device_spec& d);
 double pcie_gbs(const training_setup& s, const device_spec& d);
 inline constexpr double default_host_memory_gbs = 100;  // the CPU optimizer's, per node: an assumption
 double host_memory_gbs(const training_setup& s);
-// --offload optimizer+params: the GPU's parameters, two gathered FSDP units (the running and the
-// prefetched) unsharded, the largest of a block and each tensor outside the blocks.
-std::int64_t offload_gathered_weights_bytes(const training_setup& s);
 // Bytes the optimizer's step reads and writes per parameter, in the states' dtype.
 double optimizer_bytes_per_parameter(const training_setup& s);
 // With --offload: the PCIe transfers and the CPU step into t (t.optimizer_ms becomes their per-step

@@ -20,6 +20,7 @@
 #include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
+#include "core/train/zero_buffers.hpp"
 
 namespace tiletune {
 
@@ -160,8 +161,11 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
           s.zero_stage >= 3 ? base_bytes(wb) / N : base_bytes(wb);
     }
   }
-  // Parameters offloaded: the GPU holds the units FSDP gathers, the running one and the prefetched.
-  if (s.offload == offload_kind::optimizer_params) weights = static_cast<double>(offload_gathered_weights_bytes(s));
+  // ZeRO-3 gathers the unit that runs and the next one whole, beside the shard; with the parameters
+  // offloaded they are all the GPU holds (zero_buffers.hpp).
+  if (s.zero_stage >= 3)
+    weights = (s.offload == offload_kind::optimizer_params ? 0 : weights) + static_cast<double>(gathered_weights_bytes(s));
+  r.deepspeed_bucket_bytes = deepspeed_bucket_bytes(s);
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);

@@ -101,7 +101,7 @@ std::int64_t memory_breakdown::peak_allocated_bytes(std::int64_t micro_batch, bo
 }
 
 std::int64_t memory_breakdown::held_bytes() const {
-  return weights_bytes + (paged_optimizer ? 0 : optimizer_bytes) + library_workspace_bytes;
+  return weights_bytes + (paged_optimizer ? 0 : optimizer_bytes) + library_workspace_bytes + deepspeed_bucket_bytes;
 }
 
 namespace {

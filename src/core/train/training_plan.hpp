@@ -201,6 +201,7 @@ struct memory_breakdown {
   std::int64_t logits_bytes_per_sample = 0;                   // loss on the logits at its backward peak
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
+  std::int64_t deepspeed_bucket_bytes = 0;  // DeepSpeed's gradient reduce buckets (zero_buffers.hpp)
   // A tied embedding's last backward: the LM head's gradient, held by
   // autograd until the embedding's own arrives, that one and their sum.
   std::int64_t tied_embedding_grad_bytes = 0;

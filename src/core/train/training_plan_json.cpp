@@ -9,6 +9,7 @@
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_plan_notes.hpp"
+#include "core/train/zero_buffers.hpp"
 #include "core/version.hpp"
 
 namespace tiletune {
@@ -76,6 +77,7 @@ nlohmann::json memory_json(const batch_plan& plan) {
           {"lora_transient_bytes_per_sample", m.lora_transient_bytes_per_sample},
           {"logits_forward_bytes_per_sample", m.logits_forward_bytes_per_sample},
           {"library_workspace_bytes", m.library_workspace_bytes},
+          {"deepspeed_bucket_bytes", m.deepspeed_bucket_bytes},
           {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},
           {"logits_held_bytes_per_sample", m.logits_held_bytes_per_sample},
           {"expert_parameters", m.expert_parameters},
@@ -191,6 +193,7 @@ nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r)
                        {"zero_optimization", {{"stage", s.zero_stage}, {"overlap_comm", s.overlap_comm}}},
                        {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
                        {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+  add_deepspeed_zero_settings(s, ds["zero_optimization"]);
   // --offload: ZeRO-Offload's optimizer on the CPU, and ZeRO-Infinity's parameters there too.
   if (s.offload != offload_kind::none)
     ds["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
