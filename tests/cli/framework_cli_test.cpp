@@ -61,8 +61,9 @@ TEST(batch_framework, torchtune_sets_its_defaults_and_an_explicit_flag_wins) {
 }
 
 // torchtitan on 8 GPUs: FSDP2 (ZeRO-3) and bf16-mixed. Per GPU, Llama-3-8B keeps 2P/8 = 2,007,565,312
-// bytes of bf16 weights and (8 + 4)P/8 = 12,045,391,872 of AdamW states and fp32 masters; every
-// candidate checkpoints per op (SelectiveAC).
+// bytes of bf16 weights, two gathered units of the embedding's 525,336,576 parameters (2,101,346,304
+// bytes), and (8 + 4)P/8 = 12,045,391,872 of AdamW states and fp32 masters; every candidate
+// checkpoints per op (SelectiveAC). FSDP has no DeepSpeed buckets.
 TEST(batch_framework, fsdp2_shards_over_every_gpu) {
   const nlohmann::json p = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--world-size", "8",
                                       "--global-batch", "64", "--no-db", "--json"},
@@ -70,8 +71,9 @@ TEST(batch_framework, fsdp2_shards_over_every_gpu) {
   EXPECT_EQ(p["setup"]["zero_stage"], 3);
   EXPECT_EQ(p["setup"]["precision"], "bf16-mixed");
   EXPECT_TRUE(p["setup"]["checkpoint_ops"].get<bool>());
-  EXPECT_EQ(p["memory"]["weights_bytes"], 2'007'565'312LL);
+  EXPECT_EQ(p["memory"]["weights_bytes"], 2'007'565'312LL + 2'101'346'304LL);
   EXPECT_EQ(p["memory"]["optimizer_bytes"], 12'045'391'872LL);
+  EXPECT_EQ(p["memory"]["deepspeed_bucket_bytes"], 0);
 }
 
 TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_writes_nothing) {

@@ -12,7 +12,7 @@
 using namespace tiletune;
 
 namespace {
-constexpr std::int64_t P = 8'030'261'248;
+constexpr std::int64_t llama_parameters = 8'030'261'248;
 training_setup llama(training_framework f, int zero, int world) {
   training_setup s;
   s.model = load_model("llama-3-8b");
@@ -33,11 +33,11 @@ TEST(zero_buffers, stage_3_holds_two_gathered_units_beside_the_shard) {
   EXPECT_EQ(gathered_unit_parameters(s), 525'336'576.0);
   EXPECT_EQ(gathered_weights_bytes(s), 2'101'346'304LL);
   const memory_breakdown m = estimate_memory(s);
-  EXPECT_EQ(m.weights_bytes, 2 * P / 8 + 2'101'346'304LL);
+  EXPECT_EQ(m.weights_bytes, 2 * llama_parameters / 8 + 2'101'346'304LL);
   // However many GPUs shard it, the gathered units stay: the weights never fall below them.
-  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 1024)).weights_bytes, 2 * P / 1024 + 2'101'346'304LL);
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 1024)).weights_bytes, 2 * llama_parameters / 1024 + 2'101'346'304LL);
   // Stage 2 keeps the weights whole, and gathers nothing.
-  EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).weights_bytes, 2 * P);
+  EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).weights_bytes, 2 * llama_parameters);
 }
 
 // DeepSpeed (hf's Trainer or deepspeed) allocates its reduce buckets every backward: at the emitted
