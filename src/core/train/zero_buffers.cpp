@@ -13,12 +13,12 @@ namespace tiletune {
 namespace {
 double parameter_bytes(const training_setup& s) { return s.prec == precision::fp32 ? 4 : 2; }
 
-bool runs_deepspeed(const training_setup& s) {
-  return s.zero_stage >= 1 && (s.framework == training_framework::hf || s.framework == training_framework::deepspeed);
-}
-
 std::int64_t reduce_bucket_elements(const training_setup& s) { return s.model.hidden_size * s.model.hidden_size; }
 }  // namespace
+
+bool deepspeed_zero(const training_setup& s) {
+  return s.zero_stage >= 1 && (s.framework == training_framework::hf || s.framework == training_framework::deepspeed);
+}
 
 double gathered_unit_parameters(const training_setup& s) {
   const double layers = std::max<double>(1, static_cast<double>(s.model.num_layers));
@@ -36,7 +36,7 @@ std::int64_t gathered_weights_bytes(const training_setup& s) {
 }
 
 std::int64_t deepspeed_bucket_bytes(const training_setup& s) {
-  if (!runs_deepspeed(s)) return 0;
+  if (!deepspeed_zero(s)) return 0;
   const int buffers = s.zero_stage < 3 && s.overlap_comm ? 2 : 1;
   return std::llround(buffers * parameter_bytes(s) * static_cast<double>(reduce_bucket_elements(s)));
 }

@@ -9,6 +9,11 @@
 
 namespace tiletune {
 
+// DeepSpeed runs the data parallelism: frameworks hf (the Trainer's DeepSpeed integration) and
+// deepspeed, at ZeRO stage 1 and up. Its ZeRO keeps and reduces the gradients in the model's dtype
+// (engine.py's get_data_types: grad_accum_dtype is the model's under ZeRO; stage_1_and_2.py's
+// communication_data_type defaults to it): 2 bytes under bf16-mixed, not DDP's fp32.
+bool deepspeed_zero(const training_setup& s);
 // A gathered unit's parameters: FSDP's units are each block and the embedding and LM head (their
 // own units or the root's); the largest of them, with a block's routed experts divided over the
 // expert-parallel ranks (a rank gathers its share).
