@@ -93,6 +93,11 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
   refused({"--model", "llama-3-8b", "--framework", "torchtune", "--precision", "bf16-mixed"},
           "torchtune trains bf16 and fp32");
   refused({"--model", "gpt2", "--framework", "fsdp2"}, "pass --checkpointing on, off, every-N or auto");
+  // FSDP2 has no optimizer-only sharding: torchtune and torchtitan at ZeRO-1 (planned before) are refused.
+  refused({"--model", "llama-3-8b", "--framework", "torchtune", "--zero", "1", "--world-size", "8"},
+          "--framework torchtune --zero 1: torchtune shards with FSDP2");
+  refused({"--model", "llama-3-8b", "--framework", "fsdp2", "--zero", "1", "--world-size", "8"},
+          "none shards the optimizer states alone: pass --zero 2 or 3");
   // The same with the framework's checkpointing replaced by a flag plans.
   EXPECT_EQ(run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "--framework", "fsdp2", "--checkpointing",
                  "on", "--quiet"})

@@ -268,6 +268,17 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
         "host together, with no optimizer-only mode: plan it with --offload optimizer+params --zero 3 (DeepSpeed's "
         "offload_optimizer alone is --framework deepspeed or hf)",
         name));
+  // FSDP2 shards the parameters with their gradients and states (ZeRO-3), or keeps them gathered
+  // after forward (fsdp_reshard_after_forward: ZeRO-2), or replicates (DDP): no stage shards the
+  // optimizer states alone. (LitGPT and Composer also run DeepSpeed's strategies.)
+  if ((f == training_framework::fsdp2 || f == training_framework::torchtune) && s.zero_stage == 1)
+    throw usage_error(fmt::format(
+        "--framework {} --zero 1: {} shards with FSDP2, whose stages are 3 (fully_shard), 2 "
+        "(fsdp_reshard_after_forward {}) and 0 (replicated, {}); none shards the optimizer states alone: "
+        "pass --zero 2 or 3, or plan ZeRO-1 with --framework deepspeed or megatron (its distributed optimizer)",
+        name, f == training_framework::fsdp2 ? "torchtitan" : "torchtune",
+        f == training_framework::fsdp2 ? "\"never\"" : "False",
+        f == training_framework::fsdp2 ? "data_parallel_replicate_degree" : "one GPU"));
   if (f == training_framework::fsdp2 && !given.contains("--precision") && !gpu_has_bf16)
     throw usage_error("--framework fsdp2 trains bf16-mixed by default (torchtitan's mixed_precision_param bfloat16) "
                       "and this GPU has no bf16: pass --precision fp32");
