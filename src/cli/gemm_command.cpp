@@ -60,6 +60,12 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--phase", o->model.phase,
                   "With --model: train (forward, data- and weight-gradient GEMMs), prefill or decode (forward)")
       ->capture_default_str();
+  cmd->add_option("--sequences", o->model.sequences,
+                  "With --model --phase prefill: the sequences --tokens holds; the LM head then runs on each one's "
+                  "last token (S rows), as vLLM and transformers' generate do (default: on every token, as a pass "
+                  "that returns every logit, such as a perplexity evaluation)")
+      ->check(whole_number)
+      ->type_name("S");
   cmd->add_option("--tp", o->model.tensor_parallel,
                   "With --model: the GEMMs of one of N tensor-parallel ranks (Megatron-style: q, k, v, gate, up and "
                   "lm_head split by outputs, o and down by inputs; N must divide the attention heads)")
@@ -107,6 +113,7 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   for (const char* flag : {"--m", "--batch", "--suite", "--model"})
     cmd->get_option("--groups")->excludes(cmd->get_option(flag));
   cmd->get_option("--phase")->needs(cmd->get_option("--model"));
+  cmd->get_option("--sequences")->needs(cmd->get_option("--model"));
   cmd->get_option("--tp")->needs(cmd->get_option("--model"));
   cmd->get_option("--fp8")->needs(cmd->get_option("--model"));
   // --fp8 names each GEMM's dtype, scaling and C (the recipe's): the flags would be ignored.

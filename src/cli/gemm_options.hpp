@@ -55,6 +55,7 @@ struct gemm_options {
     std::string name;  // --model NAME|config.json: the model's GEMMs as the suite
     std::int64_t tokens = 0;  // also a grouped problem's tokens (--groups --tokens --top-k)
     std::string phase = "train";
+    std::optional<std::int64_t> sequences;  // --sequences (prefill): the LM head on each one's last token
     int tensor_parallel = 1;  // --tp
     std::string fp8 = "none";  // --fp8 tensorwise: the blocks' linears as batch --fp8 runs them
   } model;

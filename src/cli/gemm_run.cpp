@@ -127,6 +127,7 @@ class gemm_run {
                              {"tokens", o_.model.tokens},
                              {"phase", o_.model.phase},
                              {"tensor_parallel", o_.model.tensor_parallel}};
+      if (o_.model.sequences) j["suite"]["model"]["sequences"] = *o_.model.sequences;
       if (!work_.shard) j["model_step"] = model_step_json(results_, work_.counts, suite);
     }
     if (shard)

@@ -111,7 +111,8 @@ gemm_work work_of(const gemm_options& o) {
         o.groups.routing ? std::optional(parse_routing(*o.groups.routing)) : std::nullopt;
     model_gemm_suite m = model_gemms(load_model(o.model.name), o.model.tokens, parse_model_phase(o.model.phase),
                                      parse_dtype(o.problem.dtype), o.model.tensor_parallel, routing,
-                                     parse_fp8_recipe(o.model.fp8));
+                                     parse_fp8_recipe(o.model.fp8),
+                                     o.model.sequences);
     w.suite = std::move(m.suite);
     w.counts = std::move(m.counts);
     w.notes = std::move(m.notes);

@@ -975,6 +975,26 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
   expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "512", "--tp", "5", "--gpu", "h100-sxm"},
                      "--tp 5 does not divide the attention heads");
   expect_usage_error({"gemm", "--m", "8", "--n", "8", "--k", "8", "--tp", "2", "--gpu", "h100-sxm"}, "--model");
+  // --sequences: a serving prefill's LM head on each sequence's last token, recorded in the JSON.
+  const fs::path out3 = tmp_dir() / "model-prefill.json";
+  const result served = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "prefill", "--sequences", "4",
+                             "--gpu", "h100-sxm", "--dry-run", "--no-db", "--out", out3.string()});
+  ASSERT_EQ(served.code, 0) << served.err;
+  const auto j3 = nlohmann::json::parse(slurp(out3));
+  EXPECT_EQ(j3["suite"]["model"]["sequences"], 4);
+  EXPECT_FALSE(j["suite"]["model"].contains("sequences"));
+  bool head = false;
+  for (const auto& p : j3["results"])
+    if (p["name"].get<std::string>().starts_with("lm_head")) head = p["problem"]["m"] == 4;
+  EXPECT_TRUE(head) << j3["results"].dump().substr(0, 2000);
+  EXPECT_NE(served.out.find("the LM head runs on the last token of each of the 4 sequences"), std::string::npos);
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "decode", "--sequences", "4", "--gpu",
+                      "h100-sxm"},
+                     "--sequences 4 is for --phase prefill");
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "8", "--phase", "prefill", "--sequences", "9", "--gpu",
+                      "h100-sxm"},
+                     "--sequences 9 is invalid: from 1 to --tokens (8)");
+  expect_usage_error({"gemm", "--m", "8", "--n", "8", "--k", "8", "--sequences", "2", "--gpu", "h100-sxm"}, "--model");
 }
 
 // cuBLASLt's initializers took ~0.1 s of every command when it was linked: only a

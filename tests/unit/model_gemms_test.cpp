@@ -73,6 +73,43 @@ TEST(model_gemms, phases_choose_the_passes_and_layouts) {
   EXPECT_NO_THROW(model_gemms(load_model("bert-base-uncased"), 16, model_phase::prefill, dtype::bf16));
 }
 
+// A serving engine's prefill takes each sequence's last logits only: with --sequences the LM head
+// has that many rows (Llama-3-8B, 8 sequences of 512 tokens: 8 x 128,256 x 4,096), the rest of the
+// step the tokens'; without it every token's, and a note says so. Before, the LM head always ran on
+// every token: 4,096 x 128,256 x 4,096 in place of 8 rows, 7% of the prefill's GEMM FLOPs.
+TEST(model_gemms, a_prefill_of_sequences_runs_the_lm_head_on_their_last_tokens) {
+  const model_spec m = load_model("llama-3-8b");
+  auto lm_head = [](const model_gemm_suite& s) -> const gemm_problem* {
+    for (const auto& p : s.suite.problems)
+      if (p.name.starts_with("lm_head")) return &p.problem;
+    return nullptr;
+  };
+  auto said = [](const model_gemm_suite& s, const std::string& text) {
+    for (const auto& n : s.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  const auto served = model_gemms(m, 4096, model_phase::prefill, dtype::bf16, 1, std::nullopt, fp8_recipe::none, 8);
+  ASSERT_NE(lm_head(served), nullptr);
+  EXPECT_EQ(lm_head(served)->m, 8);
+  EXPECT_EQ(lm_head(served)->n, 128'256);
+  for (const auto& p : served.suite.problems)
+    if (!p.name.starts_with("lm_head")) {
+      EXPECT_EQ(p.problem.m, 4096) << p.name;
+    }
+  EXPECT_TRUE(said(served, "the LM head runs on the last token of each of the 8 sequences"));
+  const auto every = model_gemms(m, 4096, model_phase::prefill, dtype::bf16);
+  EXPECT_EQ(lm_head(every)->m, 4096);
+  EXPECT_TRUE(said(every, "a serving engine's prefill (vLLM, transformers' generate) runs it on each sequence's last token"));
+  // Another phase, an encoder, or more sequences than tokens are refused.
+  EXPECT_THROW(model_gemms(m, 4096, model_phase::train, dtype::bf16, 1, std::nullopt, fp8_recipe::none, 8), usage_error);
+  EXPECT_THROW(model_gemms(m, 16, model_phase::decode, dtype::bf16, 1, std::nullopt, fp8_recipe::none, 16), usage_error);
+  EXPECT_THROW(model_gemms(m, 16, model_phase::prefill, dtype::bf16, 1, std::nullopt, fp8_recipe::none, 17), usage_error);
+  EXPECT_THROW(model_gemms(load_model("bert-base-uncased"), 512, model_phase::prefill, dtype::bf16, 1, std::nullopt,
+                           fp8_recipe::none, 1),
+               usage_error);
+}
+
 // Fused projections are one GEMM of the summed widths (GPT-2's c_attn, GPT-NeoX's query_key_value,
 // Phi-3's qkv_proj and gate_up_proj), each rank's shares summed under --tp; GPT-2's Conv1D stores
 // its weights in x out, so its forward reads them as written (nn). They were tuned as separate
@@ -304,7 +341,9 @@ TEST(model_gemms, fp8_converts_only_linears_whose_widths_are_multiples_of_16) {
       router = true;
       EXPECT_EQ(p.problem.type, dtype::bf16) << p.name;
     }
-    if (p.name.rfind("layers.q_proj", 0) == 0) EXPECT_EQ(p.problem.type, dtype::e4m3) << p.name;
+    if (p.name.rfind("layers.q_proj", 0) == 0) {
+      EXPECT_EQ(p.problem.type, dtype::e4m3) << p.name;
+    }
   }
   EXPECT_TRUE(router);
 }

@@ -91,8 +91,19 @@ void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m
 }  // namespace
 
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
-                             int tensor_parallel, std::optional<expert_routing> routing, fp8_recipe fp8) {
+                             int tensor_parallel, std::optional<expert_routing> routing, fp8_recipe fp8,
+                             std::optional<std::int64_t> sequences) {
   if (tokens < 1) throw usage_error(fmt::format("--tokens {} is invalid: at least 1", tokens));
+  if (sequences && phase != model_phase::prefill)
+    throw usage_error(fmt::format("--sequences {} is for --phase prefill: {}", *sequences,
+                                  phase == model_phase::train ? "training takes every token's logits"
+                                                              : "decode's --tokens are its sequences, one token each"));
+  if (sequences && !m.causal)
+    throw usage_error(fmt::format("--sequences {}: {} is an encoder ({}), whose head runs on every token", *sequences,
+                                  m.name, m.model_type));
+  if (sequences && (*sequences < 1 || *sequences > tokens))
+    throw usage_error(fmt::format("--sequences {} is invalid: from 1 to --tokens ({}), each sequence at least a token",
+                                  *sequences, tokens));
   if (fp8 != fp8_recipe::none && t != dtype::bf16)
     throw usage_error(fmt::format("--fp8 {} converts a bf16 step's linears: --dtype bf16, not {}", to_string(fp8),
                                   to_string(t)));
@@ -120,6 +131,8 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   for (step_gemm g : step_gemms(s, 1, /*checkpointing=*/false)) {
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
+    // A serving engine's prefill takes the logits of each sequence's last token only.
+    if (sequences && g.name.starts_with("lm_head")) g.m = *sequences;
     split_for_rank(g, step_gemm_layout(g.name), tp, m);
     const std::string layer = layer_of(g.name);
     const char* into = m.fused_qkv && (layer == "q_proj" || layer == "k_proj" || layer == "v_proj") ? "qkv_proj"
@@ -186,6 +199,13 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   if (routing && !experts)
     throw usage_error(fmt::format("--routing {}: {} has no routed experts to route tokens to", routing->name(), m.name));
   out.notes.push_back("attention's own GEMMs are left out: a fused attention kernel (flash, SDPA) runs them");
+  if (phase == model_phase::prefill && m.causal)
+    out.notes.push_back(
+        sequences ? fmt::format("the LM head runs on the last token of each of the {} sequences (--sequences)", *sequences)
+                  : fmt::format("the LM head runs on all {} tokens, as a pass that returns every logit (a perplexity "
+                                "evaluation); a serving engine's prefill (vLLM, transformers' generate) runs it on each "
+                                "sequence's last token: give --sequences",
+                                tokens));
   if (tp > 1)
     out.notes.push_back(fmt::format(
         "one of {} tensor-parallel ranks: q, k, v, gate, up and lm_head keep 1/{} of their outputs, o and down "

@@ -45,8 +45,12 @@ struct model_gemm_suite {
 // fp8: with tensorwise, the step as `batch --fp8 tensorwise` runs it (training_fp8.hpp): the blocks'
 // linears' forward GEMMs in e4m3 and their gradients in e5m2_e4m3, the rest in t (which must be
 // bf16), each problem keyed as batch looks it up in the tuning database.
+//
+// sequences (prefill only): how many sequences the tokens are; the LM head then runs on each one's
+// last token, as a serving engine's prefill does. None: on every token (a pass that returns every
+// logit), with a note saying so. Throws usage_error for another phase, or more sequences than tokens.
 model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_phase phase, dtype t,
                              int tensor_parallel = 1, std::optional<expert_routing> routing = std::nullopt,
-                             fp8_recipe fp8 = fp8_recipe::none);
+                             fp8_recipe fp8 = fp8_recipe::none, std::optional<std::int64_t> sequences = std::nullopt);
 
 }  // namespace tiletune
