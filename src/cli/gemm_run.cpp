@@ -39,6 +39,10 @@ class gemm_run {
     device_ = dealt_to_.empty() ? choose_device(o_.device.gpu, o_.device.index, ctx_.host)
                                 : dealt_to_.front();
     for (const auto& sp : work_.suite.problems) check_fits_memory(sp.problem, device_.spec);
+    // --model --fp8: the step batch --fp8 runs, which needs fp8 tensor cores (as batch says).
+    if (!o_.model.name.empty() && o_.model.fp8 != "none" && device_.spec.peak_tflops_fp8 <= 0)
+      throw usage_error(fmt::format("--fp8 {} needs fp8 tensor cores (sm_89 and later); the {} has none", o_.model.fp8,
+                                    device_.spec.name));
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
