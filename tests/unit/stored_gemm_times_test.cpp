@@ -5,6 +5,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/tune/perf_model.hpp"
 #include "core/train/model_gemms.hpp"
@@ -146,4 +147,33 @@ TEST(stored_gemm_times, moe_experts_read_the_grouped_problems_gemm_model_stores)
   asked.clear();
   predict_step(s, d, 1, false, {}, rates);
   EXPECT_TRUE(asked.empty());
+}
+
+// A model with fused projections: batch asks for the GEMMs `gemm --model` tunes and stores, GPT-2's
+// q, k and v as its one c_attn GEMM in the Conv1D layouts (forward nn, data-grad nt, weight-grad
+// in x out tn) and Phi-3's gate and up as gate_up_proj. It asked for three nn.Linear q, k, v GEMMs
+// in nt, nn and tn, which GPT-2 never runs, so a tuned c_attn was never found.
+TEST(stored_gemm_times, fused_projections_read_the_gemms_gemm_model_stores) {
+  const nlohmann::json phi3 = {{"model_type", "phi3"},          {"vocab_size", 32064},       {"hidden_size", 3072},
+                               {"num_hidden_layers", 32},       {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+                               {"intermediate_size", 8192},     {"max_position_embeddings", 4096}};
+  for (const model_spec& model : {load_model("gpt2"), model_from_hf_config(phi3, "phi3.json")}) {
+    const std::string name = model.name;
+    training_setup s;
+    s.model = model;
+    s.seq_len = 1024;
+    s.prec = precision::bf16;
+    std::set<std::string> tuned;
+    for (const suite_problem& p : model_gemms(s.model, 1024, model_phase::train, dtype::bf16).suite.problems)
+      tuned.insert(tuning_problem_key(p.problem));
+    std::set<std::string> asked;
+    device_rates rates;
+    rates.stored_gemm_us = [&](const gemm_problem& p) -> std::optional<double> {
+      if (p.batch == 1) asked.insert(tuning_problem_key(p));  // the linears (attention's are batched)
+      return std::nullopt;
+    };
+    predict_step(s, find_preset("h100-sxm"), 1, false, {}, rates);
+    EXPECT_GE(tuned.size(), 4u) << name;
+    EXPECT_EQ(asked, tuned) << name;
+  }
 }

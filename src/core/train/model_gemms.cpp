@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/fused_projections.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_plan.hpp"
 
@@ -33,13 +34,6 @@ namespace {
 struct rank_share {
   std::int64_t out = 0, in = 0;
 };
-
-// The layer a step GEMM's name starts with, without "layers." and the experts' "(grouped ...)".
-std::string layer_of(const std::string& gemm_name) {
-  std::string n = gemm_name.substr(0, gemm_name.find(" ("));
-  n = n.substr(0, n.rfind(' '));  // " forward", " data-grad", " weight-grad"
-  return n.starts_with("layers.") ? n.substr(7) : n;
-}
 
 std::int64_t split(std::int64_t width, int tp, const std::string& what, const model_spec& m) {
   if (width % tp != 0)
@@ -75,7 +69,7 @@ rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std
 // A step GEMM as one of tp ranks runs it. forward (nt): tokens x out x in; data-grad (nn):
 // tokens x in x out; weight-grad (tn): out x in x tokens.
 void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m) {
-  const std::string layer = layer_of(g.name);
+  const std::string layer = step_gemm_layer(g.name);
   if (!lay.a_transposed && lay.b_transposed) {  // nt
     const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
     g.n = r.out, g.k = r.in;
@@ -122,54 +116,21 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   out.suite.name = fmt::format("{} {} {} tokens{}", m.name, to_string(phase), tokens,
                                 tp > 1 ? fmt::format(" tp {}", tp) : "");
   bool experts = false;
-  // A model with one fused q, k, v projection (GPT-2's c_attn, Phi-3's qkv_proj, GPT-NeoX's
-  // query_key_value) or gate and up (Phi-3's gate_up_proj) runs one GEMM of their summed widths
-  // (each rank's share of them).
-  std::map<std::string, std::size_t> fused;  // by fused layer and kind (" forward", ...): its place
   std::vector<step_gemm> gemms;
-  std::vector<std::string> part_names;  // a fused GEMM's first part's name, which --fp8 converts by
   for (step_gemm g : step_gemms(s, 1, /*checkpointing=*/false)) {
     if (g.name.starts_with("attention") || g.thin || g.fp32 || g.name.ends_with(" recompute")) continue;
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     // A serving engine's prefill takes the logits of each sequence's last token only.
     if (sequences && g.name.starts_with("lm_head")) g.m = *sequences;
     split_for_rank(g, step_gemm_layout(g.name), tp, m);
-    const std::string layer = layer_of(g.name);
-    const char* into = m.fused_qkv && (layer == "q_proj" || layer == "k_proj" || layer == "v_proj") ? "qkv_proj"
-                       : m.fused_gate_up && (layer == "gate_proj" || layer == "up_proj")       ? "gate_up_proj"
-                                                                                               : nullptr;
-    if (into) {
-      const std::string kind = g.name.substr(g.name.rfind(' '));
-      const auto [at, first] = fused.try_emplace(into + kind, gemms.size());
-      if (first) {
-        part_names.push_back(g.name);
-        g.name = "layers." + std::string(into) + kind;
-        gemms.push_back(std::move(g));
-        continue;
-      }
-      step_gemm& f = gemms[at->second];
-      if (kind == " forward") f.n += g.n;
-      else if (kind == " data-grad") f.k += g.k;
-      else f.m += g.m;
-      continue;
-    }
-    part_names.push_back(g.name);
     gemms.push_back(std::move(g));
   }
-  // GPT-2's linears are Conv1D: the weight stored in x out and y = x W, so the forward reads it as
-  // written (nn), the data-grad transposed (nt), and the weight-grad makes in x out (tn).
-  const bool conv1d = m.model_type == "gpt2";
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    step_gemm g = gemms[i];
+  // Fused projections as one GEMM (each rank's shares summed), GPT-2's Conv1D weights as stored.
+  for (step_gemm g : fuse_projections(m, std::move(gemms))) {
     experts = experts || g.batch > 1;
-    layout lay = step_gemm_layout(g.name);
-    if (conv1d && g.name.starts_with("layers.")) {
-      if (g.name.ends_with(" forward")) lay = parse_layout("nn");
-      else if (g.name.ends_with(" data-grad")) lay = parse_layout("nt");
-      else std::swap(g.m, g.n);
-    }
+    const layout lay = model_gemm_layout(m, g);
     const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
-    const dtype type = fp8_gemm_dtype(s, part_names[i]).value_or(t);  // --fp8: the converted linears'
+    const dtype type = fp8_gemm_dtype(s, g.first_part.empty() ? g.name : g.first_part).value_or(t);  // --fp8
     const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "") + std::string(to_string(type))};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;

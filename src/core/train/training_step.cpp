@@ -10,6 +10,7 @@
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_context.hpp"
+#include "core/train/fused_projections.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/host_time.hpp"
@@ -162,17 +163,19 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
                       const gemm_time_fn& gemm_time, const device_rates& rates) {
   gemm_times times;
   const dtype type = gemm_dtype(s.prec);
-  for (const auto& g : step_gemms(s, b, checkpointing)) {
+  // As the model's modules run them, so that what `gemm --model` tuned and stored is found.
+  for (step_gemm g : fuse_projections(s.model, step_gemms(s, b, checkpointing))) {
+    const layout lay = model_gemm_layout(s.model, g);
     gemm_problem p;
     p.m = g.m;
     p.n = g.n;
     p.k = g.k;
     p.batch = g.batch;
     // --fp8: the converted linears' GEMMs in fp8 (training_fp8.hpp), the rest in the precision's.
-    p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.name).value_or(type);
+    p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.first_part.empty() ? g.name : g.first_part).value_or(type);
     // fp8's scales as the recipe's (per tensor or rowwise): keyed as gemm --model --fp8 tunes them
     p.scaling = is_fp8(p.type) ? fp8_gemm_scaling(s) : default_scaling(p.type);
-    p.layout = step_gemm_layout(g.name);
+    p.layout = lay;
     std::optional<double> stored;
     if (!gemm_time && rates.stored_gemm_us) {
       if (const auto grouped = uniform_grouped(s, g, p, b * s.seq_len)) stored = rates.stored_gemm_us(*grouped);
