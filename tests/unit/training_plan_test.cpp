@@ -11,6 +11,7 @@
 #include "core/train/training_communication.hpp"
 #include "core/train/fused_projections.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_parallel.hpp"
 
 using namespace tiletune;
 
@@ -803,6 +804,30 @@ TEST(step, zero2_reduce_scatters_every_micro_step) {
   EXPECT_GT(two.time.reduce_scatter_ms, 0);
   EXPECT_EQ(one.time.reduce_scatter_ms, 0);
   EXPECT_LT(two.samples_per_s, 0.99 * one.samples_per_s);
+}
+
+// The H100 NVL's NVLink bridge joins a pair of GPUs: a ring over more of a node's GPUs crosses
+// PCIe 5.0 (64 GB/s) between the pairs, and runs at that, not at the bridge's 300 GB/s (it was
+// planned at 300 for any count). The same for tensor parallelism beyond a pair.
+TEST(plan, an_nvlink_bridge_joins_a_pair_and_pcie_joins_the_pairs) {
+  const device_spec& nvl = find_preset("h100-nvl");
+  EXPECT_EQ(nvl.link_gbs_among(2), 300);
+  EXPECT_EQ(nvl.link_gbs_among(4), 64);
+  EXPECT_EQ(find_preset("h100-sxm").link_gbs_among(8), 450);  // NVSwitch: every GPU of the node
+  auto s = plan_setup("tinyllama-1.1b", 1024);
+  s.world_size = 2;
+  EXPECT_EQ(estimate_communication(s, nvl).link_gbs, 300);
+  s.world_size = 8;
+  const auto eight = estimate_communication(s, nvl);
+  EXPECT_EQ(eight.link_gbs, 64);
+  EXPECT_NE(eight.link.find("which joins 2 GPUs: PCIe between them"), std::string::npos) << eight.link;
+  s.world_size = 16;  // two nodes: the rings bound by the slower of the node's hops and the ports
+  EXPECT_EQ(estimate_communication(s, nvl).link_gbs, 64);
+  s.world_size = 8;
+  s.tensor_parallel = 2;
+  EXPECT_EQ(tensor_parallel_link_gbs(s, nvl), 300);
+  s.tensor_parallel = 4;
+  EXPECT_EQ(tensor_parallel_link_gbs(s, nvl), 64);
 }
 
 // DeepSpeed's ZeRO exchanges the 16-bit gradients it keeps (engine.py: under ZeRO the gradients

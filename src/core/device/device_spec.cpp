@@ -244,7 +244,9 @@ device_spec h100_nvl_preset() {
   d.peak_tflops_f16 = 835;
   d.peak_tflops_bf16 = 835;
   d.peak_tflops_fp8 = 1670.5;  // dense (3341 with sparsity)
-  d.gpu_link_gbs = 300;
+  d.gpu_link_gbs = 300;  // the NVLink bridge of a pair; between the pairs PCIe 5.0 x16
+  d.gpu_link_group = 2;
+  d.between_groups_gbs = 64;
   return d;
 }
 

@@ -33,6 +33,10 @@ struct device_spec {
   double l2_bandwidth_gbs = 0;      // rough microbenchmark figure; ranks variants only
   double boost_clock_mhz = 0;
   double gpu_link_gbs = 0;          // to the other GPUs of a node, one direction (NVLink or PCIe), datasheet
+  // The GPUs gpu_link_gbs joins (0: all of a node's): the H100 NVL's NVLink bridge joins a pair, the
+  // pairs talk over PCIe at between_groups_gbs.
+  int gpu_link_group = 0;
+  double between_groups_gbs = 0;
   // Dense peak TFLOP/s per dtype (tensor cores for tf32/f16/bf16 with fp32 accumulate).
   double peak_tflops_f32 = 0;
   double peak_tflops_tf32 = 0;
@@ -45,6 +49,11 @@ struct device_spec {
   // "inferred" (the same memory as a recorded part), "datasheet" or "listings" (unverified).
   std::string memory_source = "driver";
 
+  // A collective's bandwidth per GPU, one direction, among `gpus` GPUs of one node: the GPU link
+  // where it joins them all, else the slower hop between its groups; 0 where there is no link.
+  double link_gbs_among(int gpus) const {
+    return gpu_link_group > 0 && gpus > gpu_link_group ? between_groups_gbs : gpu_link_gbs;
+  }
   // The device's peak for math on one input element type, and for a dtype (its row says whose).
   double peak_tflops(element_type e) const;
   double peak_tflops(dtype t) const;

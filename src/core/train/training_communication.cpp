@@ -28,22 +28,31 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     c.link_gbs = c.alltoall_gbs = *link_gbs;
     c.link = fmt::format("{:g} GB/s per GPU (--link-gbs)", *link_gbs);
   } else if (s.world_size * s.dp_span <= per_node) {
-    c.link_gbs = c.alltoall_gbs = d.gpu_link_gbs > 0 ? d.gpu_link_gbs : net;
-    c.link = d.gpu_link_gbs > 0
-                 ? fmt::format("{:g} GB/s per GPU inside one node ({}'s GPU link)", d.gpu_link_gbs, d.name)
-                 : fmt::format("{:g} GB/s per GPU (the network: the {} has no GPU link)", net, d.name);
+    // The ring's GPUs (an H100 NVL's pairs over PCIe beyond one pair); the experts' all-to-all among
+    // the expert-parallel group's.
+    const double ring = d.link_gbs_among(static_cast<int>(s.world_size * s.dp_span));
+    c.link_gbs = ring > 0 ? ring : net;
+    const double among_experts = d.link_gbs_among(expert_parallel_degree(s));
+    c.alltoall_gbs = among_experts > 0 ? among_experts : net;
+    c.link = ring > 0 ? fmt::format("{:g} GB/s per GPU inside one node ({}'s GPU link{})", ring, d.name,
+                                    ring < d.gpu_link_gbs ? fmt::format(", which joins {} GPUs: PCIe between them",
+                                                                        d.gpu_link_group)
+                                                          : "")
+                      : fmt::format("{:g} GB/s per GPU (the network: the {} has no GPU link)", net, d.name);
   } else {
     // One ring channel per network port of the node, shared by the dp_span data-parallel groups it holds.
     const double rings = static_cast<double>(per_node) / s.dp_span * net;
-    c.link_gbs = d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, rings) : net;
+    const double node = d.link_gbs_among(per_node);
+    c.link_gbs = node > 0 ? std::min(node, rings) : net;
     // Expert-parallel ranks are neighbours: a group that fits in a node exchanges over its GPU link.
-    const bool group_in_node = expert_parallel_degree(s) <= per_node && d.gpu_link_gbs > 0;
-    c.alltoall_gbs = group_in_node ? d.gpu_link_gbs : d.gpu_link_gbs > 0 ? std::min(d.gpu_link_gbs, net) : net;
+    const double among_experts = d.link_gbs_among(expert_parallel_degree(s));
+    const bool group_in_node = expert_parallel_degree(s) <= per_node && among_experts > 0;
+    c.alltoall_gbs = group_in_node ? among_experts : node > 0 ? std::min(node, net) : net;
     c.link = fmt::format(
         "{:g} GB/s per GPU across {} nodes of {}: NCCL's rings, one per network port ({} x {:g} GB/s), with the "
         "in-node hops on the GPU link{}{}",
         c.link_gbs, (s.world_size * s.dp_span + per_node - 1) / per_node, per_node, per_node, net,
-        d.gpu_link_gbs > 0 ? fmt::format(" ({:g} GB/s)", d.gpu_link_gbs) : " (none: the network alone)",
+        node > 0 ? fmt::format(" ({:g} GB/s)", node) : " (none: the network alone)",
         s.model.is_moe() ? fmt::format("; the experts' all-to-all {:g} GB/s", c.alltoall_gbs) : "");
   }
   const double bytes_per_ms = c.link_gbs * ring_efficiency * 1e6;

@@ -18,8 +18,9 @@ namespace {
 // out): in a node while C x cp_stride GPUs fit in one.
 double ring_link_gbs(const training_setup& s, const device_spec& d) {
   if (s.link_gbs) return *s.link_gbs;
-  return s.context_parallel * std::max(1, s.cp_stride) <= s.gpus_per_node && d.gpu_link_gbs > 0 ? d.gpu_link_gbs
-                                                                                                   : s.network_gbs;
+  const int span = s.context_parallel * std::max(1, s.cp_stride);
+  const double among = d.link_gbs_among(span);
+  return span <= s.gpus_per_node && among > 0 ? among : s.network_gbs;
 }
 }  // namespace
 

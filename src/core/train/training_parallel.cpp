@@ -93,7 +93,8 @@ memory_breakdown tensor_parallel_memory(const training_setup& s) {
 }
 
 double tensor_parallel_link_gbs(const training_setup& s, const device_spec& d) {
-  return s.link_gbs ? *s.link_gbs : d.gpu_link_gbs > 0 ? d.gpu_link_gbs : s.network_gbs;
+  const double among = d.link_gbs_among(s.tensor_parallel);
+  return s.link_gbs ? *s.link_gbs : among > 0 ? among : s.network_gbs;
 }
 
 double tensor_parallel_comm_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch,
