@@ -119,6 +119,9 @@ TEST(kernel_header, simt_header_declares_the_kernel_and_launches_it_with_every_p
             std::string::npos)
       << h;
   EXPECT_EQ(h.find("cudaLaunchAttributeClusterDimension"), std::string::npos);
+  // A launch without tensor maps does not speak of them (the mma and simt headers did).
+  EXPECT_EQ(h.find("tensor map"), std::string::npos) << h;
+  EXPECT_NE(h.find("// Returns the first CUDA error: the attribute or the launch."), std::string::npos) << h;
 }
 
 TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {

@@ -193,10 +193,14 @@ std::string launcher_opening(const kernel_launch& l, const launcher_arguments& a
       if (p.kind == "pointer" && p.buffer_bytes > 0)
         s += fmt::format("// {}: a device buffer of {} bytes the caller allocates: {}.\n", p.name, p.buffer_bytes,
                          p.meaning);
-  s += "// Returns the first CUDA error: the attribute, the tensor maps, or the launch.\n";
+  const bool maps = !l.tensor_maps.empty();
+  s += maps ? "// Returns the first CUDA error: the attribute, the tensor maps, or the launch.\n"
+            : "// Returns the first CUDA error: the attribute or the launch.\n";
   if (!l.requirements.empty())
-    s += "// The launcher sets the shared memory attribute and encodes any tensor map itself; what the kernel\n"
-         "// needs (requirements in the .json):\n";
+    s += maps ? "// The launcher sets the shared memory attribute and encodes the tensor maps itself; what the kernel\n"
+                "// needs (requirements in the .json):\n"
+              : "// The launcher sets the shared memory attribute itself; what the kernel needs (requirements in\n"
+                "// the .json):\n";
   for (const auto& r : l.requirements) s += "//  - " + r + "\n";
   s += fmt::format("static inline cudaError_t {}_launch({}) {{\n", e, fmt::join(a.taken, ", "));
   s += fmt::format("  cudaError_t err = cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
