@@ -130,7 +130,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     experts = experts || g.batch > 1;
     const layout lay = model_gemm_layout(m, g);
     const bool grouped = routing && g.batch > 1 && !g.name.ends_with(" weight-grad");
-    const dtype type = fp8_gemm_dtype(s, g.first_part.empty() ? g.name : g.first_part).value_or(t);  // --fp8
+    const dtype type = fp8_gemm_dtype(s, g.converted_name()).value_or(t);  // --fp8
     const key k{g.m, g.n, g.k, g.batch, lay.name() + (grouped ? " grouped" : "") + std::string(to_string(type))};
     if (auto it = index.find(k); it != index.end()) {
       out.suite.problems[it->second].name += ", " + g.name;

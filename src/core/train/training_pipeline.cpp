@@ -22,10 +22,14 @@ std::int64_t stage_layers(const training_setup& s) {
   const std::int64_t p = std::max(1, s.pipeline_parallel);
   return (s.model.num_layers + p - 1) / p;
 }
-// A stage's sends inside a node, between GPUs as far apart as the groups inside it: over the GPU
-// link where it joins them all, else the slower hop between its groups (an H100 NVL's PCIe).
-double stage_link_gbs(const training_setup& s, const device_spec& d) {
-  return d.link_gbs_among(std::max({1, s.tensor_parallel, s.dp_span}) * std::max(1, s.pipeline_parallel));
+// A stage's sends: --link-gbs; inside a node, between GPUs as far apart as the groups inside it, the
+// GPU link where it joins them all, else the slower hop between its groups (an H100 NVL's PCIe);
+// across nodes (or without a GPU link) the network port.
+double stage_link_gbs(const training_setup& s, const device_spec& d, bool in_node) {
+  if (s.link_gbs) return *s.link_gbs;
+  const double among =
+      d.link_gbs_among(std::max({1, s.tensor_parallel, s.dp_span}) * std::max(1, s.pipeline_parallel));
+  return in_node && among > 0 ? among : s.network_gbs;
 }
 }  // namespace
 
@@ -108,7 +112,7 @@ memory_breakdown pipeline_memory(const training_setup& s) {
 double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch) {
   if (s.pipeline_parallel <= 1) return 0;
   const bool in_node = std::max({1, s.tensor_parallel, s.dp_span}) * s.pipeline_parallel <= s.gpus_per_node;
-  const double link = s.link_gbs ? *s.link_gbs : in_node && stage_link_gbs(s, d) > 0 ? stage_link_gbs(s, d) : s.network_gbs;
+  const double link = stage_link_gbs(s, d, in_node);
   const double bytes = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len) *
                       static_cast<double>(s.model.hidden_size) * activation_bytes(s.prec);
   // Interleaved: each micro-batch passes every rank V times each way.
@@ -146,7 +150,7 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
       "timed as the last, the slowest (its layers, the LM head and the loss)",
       p, held, p, s.seq_len, s.model.hidden_size,
       activation_bytes(s.prec),
-      s.link_gbs ? *s.link_gbs : in_node && stage_link_gbs(s, d) > 0 ? stage_link_gbs(s, d) : s.network_gbs,
+      stage_link_gbs(s, d, in_node),
       s.link_gbs ? "--link-gbs" : in_node ? "inside a node" : "across nodes, the network port")};
   if (s.virtual_stages > 1)
     notes.push_back(fmt::format(

@@ -246,7 +246,9 @@ struct step_gemm {
   double flop_scale = 1;   // 0.5 for causal flash attention, which skips masked blocks
   bool fp32 = false;       // runs in fp32 whatever the precision (LoRA adapters without autocast)
   bool thin = false;       // one dimension is a LoRA rank: memory-bound (lora_step.hpp)
-  std::string first_part = {};  // a fused projection's (fused_projections.hpp): its first part's name, which --fp8 converts by
+  std::string first_part = {};  // a fused projection's (fused_projections.hpp): its first part's name
+  // The linear --fp8 converts it by (training_fp8.hpp): a fused projection's first part, else itself.
+  const std::string& converted_name() const { return first_part.empty() ? name : first_part; }
 };
 std::vector<step_gemm> step_gemms(const training_setup& s, std::int64_t micro_batch, bool checkpointing);
 

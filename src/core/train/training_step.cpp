@@ -172,7 +172,7 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
     p.k = g.k;
     p.batch = g.batch;
     // --fp8: the converted linears' GEMMs in fp8 (training_fp8.hpp), the rest in the precision's.
-    p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.first_part.empty() ? g.name : g.first_part).value_or(type);
+    p.type = g.fp32 ? dtype::f32 : fp8_gemm_dtype(s, g.converted_name()).value_or(type);
     // fp8's scales as the recipe's (per tensor or rowwise): keyed as gemm --model --fp8 tunes them
     p.scaling = is_fp8(p.type) ? fp8_gemm_scaling(s) : default_scaling(p.type);
     p.layout = lay;
