@@ -162,6 +162,12 @@ TEST(batch_setups, offload_refusals_exit_2) {
   expect_refusal({"--model", "llama-3-8b", "--pcie-gbs", "25"}, "--pcie-gbs 25 needs --offload");
   expect_refusal({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--host-memory-gbs", "-5"},
                  "--host-memory-gbs -5 is invalid");
+  expect_refusal({"--model", "llama-3-8b", "--zero", "1", "--offload", "optimizer", "--pcie-gbs", "1e-300"},
+                 "--pcie-gbs 1e-300 is invalid: GB/s per GPU, from 0.01 to 100000");
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "8", "--link-gbs", "1e-300"},
+                 "--link-gbs 1e-300 is invalid: GB/s per GPU, from 0.01 to 100000");
+  expect_refusal({"--model", "llama-3-8b", "--world-size", "16", "--network-gbs", "1e300"},
+                 "--network-gbs 1e+300 is invalid");
 }
 
 // QLoRA on Llama-3-8B at rank 16: the blocks' 6,979,321,856 linear weights in NF4 with double

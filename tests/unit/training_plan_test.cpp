@@ -569,6 +569,12 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   EXPECT_TRUE(said);
   s.link_gbs = -1;
   EXPECT_THROW(validate(s), usage_error);
+  s.link_gbs = 1e-300;  // above 0, yet a step of 1e300 ms is no plan
+  EXPECT_THROW(validate(s), usage_error);
+  s.link_gbs = 1e9;
+  EXPECT_THROW(validate(s), usage_error);
+  s.link_gbs = 0.01;
+  EXPECT_NO_THROW(validate(s));
   s.link_gbs.reset();
   s.gpus_per_node = 0;
   EXPECT_THROW(validate(s), usage_error);
@@ -588,6 +594,8 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   EXPECT_NO_THROW(validate(one_node));
   s.gpus_per_node = 8;
   s.network_gbs = 0;
+  EXPECT_THROW(validate(s), usage_error);
+  s.network_gbs = 1e-12;
   EXPECT_THROW(validate(s), usage_error);
 }
 

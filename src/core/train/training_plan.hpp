@@ -154,6 +154,9 @@ struct training_setup {
 // Throws usage_error naming the bad field (sequence longer than the model's
 // positions, ZeRO stage, world size, LoRA rank...).
 void validate(const training_setup& s);
+// A bandwidth option (--link-gbs, --network-gbs, --pcie-gbs, --host-memory-gbs) from 0.01 GB/s
+// (80 Mb/s, slower than any link a GPU trains over) to 100 TB/s; else usage_error naming it.
+void require_bandwidth_gbs(const char* option, double gbs, const char* what);
 
 // Every term of the training memory, per GPU.
 struct memory_breakdown {

@@ -183,6 +183,11 @@ void set_checkpointing(training_setup& s, std::string_view text) {
   s.checkpoint_ops = text == "selective";
 }
 
+void require_bandwidth_gbs(const char* option, double gbs, const char* what) {
+  if (!(gbs >= 0.01 && gbs <= 1e5))
+    throw usage_error(fmt::format("{} {} is invalid: GB/s {}, from 0.01 to 100000", option, gbs, what));
+}
+
 void validate(const training_setup& s) {
   if (s.checkpoint_ops) {
     const model_spec& m = s.model;
@@ -204,12 +209,10 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--micro-batch {} is invalid: 1 to 1048576 samples", *s.micro_batch));
   if (s.zero_stage < 0 || s.zero_stage > 3)
     throw usage_error(fmt::format("--zero {} is invalid: ZeRO stages are 0 to 3", s.zero_stage));
-  if (s.link_gbs && !(*s.link_gbs > 0 && *s.link_gbs < 1e6))
-    throw usage_error(fmt::format("--link-gbs {} is invalid: GB/s per GPU, above 0", *s.link_gbs));
+  if (s.link_gbs) require_bandwidth_gbs("--link-gbs", *s.link_gbs, "per GPU");
   if (s.gpus_per_node < 1 || s.gpus_per_node > 1024)
     throw usage_error(fmt::format("--gpus-per-node {} is invalid: 1 to 1024", s.gpus_per_node));
-  if (!(s.network_gbs > 0 && s.network_gbs < 1e6))
-    throw usage_error(fmt::format("--network-gbs {} is invalid: GB/s per GPU, above 0", s.network_gbs));
+  require_bandwidth_gbs("--network-gbs", s.network_gbs, "per GPU");
   if (s.world_size < 1 || s.world_size > 65536)
     throw usage_error(fmt::format("--world-size {} is invalid: 1 to 65536 GPUs", s.world_size));
   // Past one node, whole nodes: the collectives' rings and the groups kept inside a node are
