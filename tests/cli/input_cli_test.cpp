@@ -350,6 +350,14 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
   expect_refused({"gemm", "--suite", cut.string(), "--gpu", "l4", "--dry-run"}, {"cut.json: truncated JSON"});
   expect_refused({"batch", "--model", cut.string(), "--gpu", "l4"}, {"cut.json: truncated JSON"});
   expect_refused({"compare", base.string(), no_gpu.string()}, {"no-gpu.json: the result names no GPU"});
+  // Text a Windows editor saved as UTF-16 is named so, not a bad literal at byte 1; UTF-8's
+  // byte-order mark is read through.
+  const fs::path utf16 = dir / "utf16.json", bom8 = dir / "bom8.json";
+  std::ofstream(utf16, std::ios::binary) << std::string("\xFF\xFE{\0}\0", 6);
+  expect_refused({"report", utf16.string()}, {"utf16.json: is UTF-16 text (it starts with a byte-order mark)"});
+  expect_refused({"batch", "--model", utf16.string(), "--gpu", "l4"}, {"utf16.json: is UTF-16 text"});
+  std::ofstream(bom8, std::ios::binary) << "\xEF\xBB\xBF" << j.dump();
+  expect_refused({"compare", base.string(), bom8.string()}, {"bom8.json: the result names no GPU"});
   // Every reader of result files, db import too: a folder, an array and a cut file are named as such.
   const fs::path array = dir / "array.json", db = dir / "t.sqlite";
   std::ofstream(array) << "[]";

@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,15 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
+  // A UTF-8 byte-order mark nlohmann skips; UTF-16 and UTF-32 text (what some Windows editors save)
+  // it would call a bad literal at byte 1.
+  const auto starts = [&](std::string_view mark) { return std::string_view(s).substr(0, mark.size()) == mark; };
+  using namespace std::string_view_literals;
+  for (const auto& [mark, name] : {std::pair{"\xFF\xFE\0\0"sv, "UTF-32"}, std::pair{"\0\0\xFE\xFF"sv, "UTF-32"},
+                                    std::pair{"\xFF\xFE"sv, "UTF-16"}, std::pair{"\xFE\xFF"sv, "UTF-16"}})
+    if (starts(mark))
+      throw usage_error(fmt::format("{}: is {} text (it starts with a byte-order mark); save it as UTF-8", path.string(),
+                                    name));
   // nlohmann's parser and destructor recurse per level: a file of a few KB of
   // brackets would overflow the stack. Nothing tiletune reads nests past a few levels.
   constexpr int max_depth = 256;
