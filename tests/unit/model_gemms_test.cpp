@@ -216,13 +216,17 @@ std::string shape_of(const model_gemm_suite& s, const std::string& name) {
 }  // namespace
 
 // --tp N: one rank's GEMMs. Llama-3-8B (32 heads, 8 key/value heads, vocabulary 128256) splits
-// every linear exactly by N up to 8, so a rank runs 1/N of the step's FLOPs; each pass splits
-// the dimension its layer is parallel in (column: outputs; row: inputs).
+// every block linear exactly by N up to 8, so a rank runs 1/N of the step's FLOPs but for the LM
+// head's padding: Megatron pads the vocabulary to a multiple of 128 x N (128,256 at N = 2; 128,512
+// at 4; 129,024 at 8), each padded row three GEMMs of 2 x 4,096 tokens x 4,096 FLOPs. Each pass
+// splits the dimension its layer is parallel in (column: outputs; row: inputs).
 TEST(model_gemms, tensor_parallel_ranks_split_columns_by_outputs_and_rows_by_inputs) {
   const model_spec m = load_model("llama-3-8b");
   const double whole = step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16));
-  for (int tp : {2, 4, 8})
-    EXPECT_NEAR(step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16, tp)) * tp / whole, 1.0, 1e-12) << tp;
+  for (const auto [tp, padded] : {std::pair{2, 128'256}, std::pair{4, 128'512}, std::pair{8, 129'024}})
+    EXPECT_NEAR(step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16, tp)) * tp,
+                whole + 3 * 2.0 * 4096 * 4096 * (padded - 128'256), whole * 1e-12)
+        << tp;
   const auto s = model_gemms(m, 4096, model_phase::train, dtype::bf16, 4);
   // Column-parallel q (4096 -> 4096): forward N, data-grad K, weight-grad M are a quarter.
   EXPECT_EQ(shape_of(s, "layers.q_proj forward"), "4096x1024x4096");
@@ -233,7 +237,14 @@ TEST(model_gemms, tensor_parallel_ranks_split_columns_by_outputs_and_rows_by_inp
   EXPECT_EQ(shape_of(s, "layers.down_proj data-grad"), "4096x3584x4096");
   EXPECT_EQ(shape_of(s, "layers.down_proj weight-grad"), "4096x3584x4096");
   EXPECT_EQ(shape_of(s, "layers.k_proj forward"), "4096x256x4096");  // 2 of the 8 key/value heads
-  EXPECT_EQ(shape_of(s, "lm_head forward"), "4096x32064x4096");
+  EXPECT_EQ(shape_of(s, "lm_head forward"), "4096x32128x4096");  // 128,512 / 4
+  // Serving (vLLM's ParallelLMHead): the vocabulary padded to a multiple of 64, 128,256 already,
+  // / 4; GPT-2's 50,257 to 50,304, 25,152 a rank of 2 (Megatron's training pad: 50,432, 25,216).
+  EXPECT_EQ(shape_of(model_gemms(m, 16, model_phase::decode, dtype::bf16, 4), "lm_head forward"), "16x32064x4096");
+  const model_spec gpt2 = load_model("gpt2");
+  EXPECT_EQ(shape_of(model_gemms(gpt2, 16, model_phase::decode, dtype::bf16, 2), "lm_head forward"), "16x25152x768");
+  EXPECT_EQ(shape_of(model_gemms(gpt2, 16, model_phase::train, dtype::bf16, 2), "lm_head forward"), "16x25216x768");
+  EXPECT_EQ(shape_of(model_gemms(gpt2, 16, model_phase::decode, dtype::bf16), "lm_head forward"), "16x50257x768");
   EXPECT_NE(s.suite.name.find("tp 4"), std::string::npos) << s.suite.name;
   bool noted = false;
   for (const auto& n : s.notes) noted = noted || n.find("one of 4 tensor-parallel ranks") != std::string::npos;

@@ -8,6 +8,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_communication.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/train/training_plan.hpp"
 #include "setup_refusal.hpp"
 
@@ -30,7 +31,10 @@ constexpr std::int64_t norms = 266'240;
 }  // namespace
 
 // Everything but the norms is split: (8,030,261,248 - 266,240) / 2 + 266,240 = 4,015,263,744 at T = 2
-// (the vocabulary 128,256 / 2 = 64,128 rows exactly), / 4: 2,007,498,752 + 266,240 = 2,007,764,992.
+// (Megatron pads the vocabulary to a multiple of 128 x T: 128,256 is one of 256, 64,128 rows each).
+// At T = 4 it is not one of 512: 128,512 rows, 32,128 a GPU, 64 more than 128,256 / 4 in the
+// embedding and in the untied LM head: (8,030,261,248 - 266,240) / 4 + 2 x 64 x 4,096 + 266,240
+// = 2,008,289,280. T = 8: 129,024 rows, 16,128 a GPU (96 more than 16,032).
 // bf16-mixed without ZeRO: fp32 weights and gradients (4 bytes), AdamW's two fp32 states (8 bytes).
 TEST(tensor_parallel, weights_gradients_and_states_are_split_but_the_norms) {
   const memory_breakdown t2 = estimate_memory(llama_tp(2, 2));
@@ -39,7 +43,19 @@ TEST(tensor_parallel, weights_gradients_and_states_are_split_but_the_norms) {
   EXPECT_EQ(t2.weights_bytes, 16'061'054'976LL);
   EXPECT_EQ(t2.gradients_bytes, 16'061'054'976LL);
   EXPECT_EQ(t2.optimizer_bytes, 32'122'109'952LL);
-  EXPECT_EQ(estimate_memory(llama_tp(4, 4)).parameters, 2'007'764'992LL);
+  EXPECT_EQ(estimate_memory(llama_tp(4, 4)).parameters, 2'008'289'280LL);
+  EXPECT_EQ(estimate_memory(llama_tp(8, 8)).parameters, (8'030'261'248LL - norms) / 8 + 2 * 96 * 4'096 + norms);
+  EXPECT_EQ(megatron_vocab_rows_per_rank(128'256, 8), 16'128);
+  EXPECT_EQ(megatron_vocab_rows_per_rank(50'257, 1), 50'257);  // one GPU: the model as transformers builds it
+  EXPECT_EQ(megatron_vocab_rows_per_rank(50'257, 2), 25'216);  // GPT-2: 50,432 = 197 x 256
+  const auto notes = tensor_parallel_notes(llama_tp(8, 8), find_preset("h100-sxm"));
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("16128 of the 128256 vocabulary rows (padded to 129024, Megatron's multiple of 128 x 8;"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(tensor_parallel_notes(llama_tp(2, 2), find_preset("h100-sxm"))[0].find(
+                "64128 of the 128256 vocabulary rows (embedding"),
+            std::string::npos);
   EXPECT_EQ(estimate_memory(llama_tp(1)).parameters, 8'030'261'248LL);
 }
 

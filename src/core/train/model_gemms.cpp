@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/train/fused_projections.hpp"
 #include "core/train/training_fp8.hpp"
+#include "core/train/training_parallel.hpp"
 #include "core/train/training_plan.hpp"
 
 namespace tiletune {
@@ -41,8 +42,18 @@ std::int64_t split(std::int64_t width, int tp, const std::string& what, const mo
   return width / tp;
 }
 
+// The LM head's rows on one of tp ranks. Training: Megatron-LM's vocabulary, padded to a multiple of
+// 128 x tp. Serving: vLLM's ParallelLMHead (model_executor/layers/vocab_parallel_embedding.py), the
+// vocabulary padded to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE), / tp (a tp that leaves a
+// remainder, which vLLM refuses, rounded up).
+std::int64_t lm_head_rows(std::int64_t vocab, int tp, model_phase phase) {
+  if (phase == model_phase::train) return megatron_vocab_rows_per_rank(vocab, tp);
+  const std::int64_t padded = (vocab + 63) / 64 * 64;
+  return (padded + tp - 1) / tp;
+}
+
 rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std::int64_t in, int tp,
-                                 const model_spec& m) {
+                                 const model_spec& m, model_phase phase) {
   if (tp == 1) return {out, in};
   const auto ends = [&](std::string_view s) { return layer == s || layer.ends_with(std::string(".") + std::string(s)); };
   const auto heads = [&] { split(m.num_heads, tp, "the attention heads", m); };
@@ -62,22 +73,22 @@ rank_share tensor_parallel_share(const std::string& layer, std::int64_t out, std
   }
   if (ends("gate_proj") || ends("up_proj")) return {split(out, tp, "the width of " + layer, m), in};
   if (ends("down_proj")) return {out, split(in, tp, "the width of " + layer, m)};
-  if (layer == "lm_head") return {(out + tp - 1) / tp, in};  // vocabulary-parallel, the last shard padded
+  if (layer == "lm_head") return {lm_head_rows(out, tp, phase), in};  // vocabulary-parallel
   return {out, in};  // replicated: the low-rank q_a/kv_a projections, the router, a shared expert's gate
 }
 
 // A step GEMM as one of tp ranks runs it. forward (nt): tokens x out x in; data-grad (nn):
 // tokens x in x out; weight-grad (tn): out x in x tokens.
-void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m) {
+void split_for_rank(step_gemm& g, const layout& lay, int tp, const model_spec& m, model_phase phase) {
   const std::string layer = step_gemm_layer(g.name);
   if (!lay.a_transposed && lay.b_transposed) {  // nt
-    const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m);
+    const rank_share r = tensor_parallel_share(layer, g.n, g.k, tp, m, phase);
     g.n = r.out, g.k = r.in;
   } else if (!lay.a_transposed) {  // nn
-    const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m);
+    const rank_share r = tensor_parallel_share(layer, g.k, g.n, tp, m, phase);
     g.k = r.out, g.n = r.in;
   } else {
-    const rank_share r = tensor_parallel_share(layer, g.m, g.n, tp, m);
+    const rank_share r = tensor_parallel_share(layer, g.m, g.n, tp, m, phase);
     g.m = r.out, g.n = r.in;
   }
 }
@@ -122,7 +133,7 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
     if (phase != model_phase::train && !g.name.ends_with(" forward")) continue;
     // A serving engine's prefill takes the logits of each sequence's last token only.
     if (sequences && g.name.starts_with("lm_head")) g.m = *sequences;
-    split_for_rank(g, step_gemm_layout(g.name), tp, m);
+    split_for_rank(g, step_gemm_layout(g.name), tp, m, phase);
     gemms.push_back(std::move(g));
   }
   // Fused projections as one GEMM (each rank's shares summed), GPT-2's Conv1D weights as stored.
@@ -169,9 +180,13 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
                                 tokens));
   if (tp > 1)
     out.notes.push_back(fmt::format(
-        "one of {} tensor-parallel ranks: q, k, v, gate, up and lm_head keep 1/{} of their outputs, o and down "
-        "1/{} of their inputs{}; the all-reduces between them are communication, not GEMMs, and are not timed",
-        tp, tp, tp, m.num_kv_heads > 0 && m.num_kv_heads % tp != 0 ? " (key/value heads replicated, one a rank)" : ""));
+        "one of {} tensor-parallel ranks: q, k, v, gate and up keep 1/{} of their outputs, o and down 1/{} of their "
+        "inputs{}, lm_head {} of the {} vocabulary rows ({}); the all-reduces between them are communication, not "
+        "GEMMs, and are not timed",
+        tp, tp, tp, m.num_kv_heads > 0 && m.num_kv_heads % tp != 0 ? " (key/value heads replicated, one a rank)" : "",
+        lm_head_rows(m.vocab_size, tp, phase), m.vocab_size,
+        phase == model_phase::train ? "Megatron-LM's, padded to a multiple of 128 x the ranks"
+                                    : "vLLM's, padded to a multiple of 64, then split"));
   if (experts && routing)
     out.notes.push_back(fmt::format(
         "routed experts' forward and data-grad GEMMs are grouped GEMMs of the tokens routed {} to {} experts each "

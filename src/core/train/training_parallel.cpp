@@ -54,6 +54,12 @@ void validate_tensor_parallel(const training_setup& s) {
   if (why) throw usage_error(fmt::format("--tensor-parallel {} is not modelled with {}", t, why));
 }
 
+std::int64_t megatron_vocab_rows_per_rank(std::int64_t vocab, int t) {
+  if (t <= 1) return vocab;
+  const std::int64_t multiple = std::int64_t{128} * t;
+  return (vocab + multiple - 1) / multiple * multiple / t;
+}
+
 training_setup tensor_parallel_shard(const training_setup& s) {
   training_setup shard = s;
   const std::int64_t t = std::max(1, s.tensor_parallel);
@@ -61,7 +67,7 @@ training_setup tensor_parallel_shard(const training_setup& s) {
   m.num_heads /= t;
   m.num_kv_heads /= t;
   m.intermediate_size /= t;
-  m.vocab_size = (m.vocab_size + t - 1) / t;
+  m.vocab_size = megatron_vocab_rows_per_rank(m.vocab_size, static_cast<int>(t));
   shard.world_size = s.world_size / static_cast<int>(t);  // its pipeline stages' and data-parallel ranks
   shard.dp_span = static_cast<int>(t);
   shard.cp_stride = static_cast<int>(t);
@@ -113,14 +119,18 @@ std::vector<std::string> tensor_parallel_notes(const training_setup& s, const de
   if (s.tensor_parallel <= 1) return {};
   const int t = s.tensor_parallel;
   const model_spec& m = s.model;
+  const std::int64_t vocab_rows = megatron_vocab_rows_per_rank(m.vocab_size, t);
   std::vector<std::string> notes;
   notes.push_back(fmt::format(
       "tensor parallelism over {} GPUs of a node (Megatron-LM): each holds {} of {} attention heads, {} of {} "
-      "key-value heads, {} of the MLP's {} columns and {} of the {} vocabulary rows (embedding, LM head, cross "
+      "key-value heads, {} of the MLP's {} columns and {} of the {} vocabulary rows ({}embedding, LM head, cross "
       "entropy), with their gradients and optimizer states; the norms are replicated. Data parallelism over the "
       "other factor, {} (the global batch is split {} ways; ZeRO shards over those {})",
       t, m.num_heads / t, m.num_heads, m.num_kv_heads / t, m.num_kv_heads, m.intermediate_size / t,
-      m.intermediate_size, (m.vocab_size + t - 1) / t, m.vocab_size, data_parallel_degree(s),
+      m.intermediate_size, vocab_rows, m.vocab_size,
+      vocab_rows * t == m.vocab_size ? ""
+                                     : fmt::format("padded to {}, Megatron's multiple of 128 x {}; ", vocab_rows * t, t),
+      data_parallel_degree(s),
       data_parallel_degree(s), data_parallel_degree(s)));
   notes.push_back(fmt::format(
       "tensor-parallel communication: {} per layer and micro-batch, 2 in forward, 2 in backward (2 more in "

@@ -19,10 +19,15 @@ int data_parallel_degree(const training_setup& s);
 // T does not divide, heads, key-value heads or MLP width T does not divide, and the setups not
 // modelled with it: experts, MLA, LoRA, --zero 3, --offload).
 void validate_tensor_parallel(const training_setup& s);
+// Megatron-LM's vocabulary rows on each of T ranks: the vocabulary padded with dummy tokens to a
+// multiple of 128 x T (--make-vocab-size-divisible-by 128; megatron/training/tokenizer/tokenizer.py,
+// _vocab_size_with_padding), / T. T = 1: the model's own V (the plan of a model as transformers
+// builds it).
+std::int64_t megatron_vocab_rows_per_rank(std::int64_t vocab, int t);
 // What one GPU of the tensor-parallel group holds and runs, as a setup of its own: the model's
 // column- and row-parallel linears cut to 1/T (q, k, v and gate, up by output, o and down by
-// input), the vocabulary to ceil(V / T) (vocab-parallel embedding, LM head and cross entropy),
-// the norms whole; world_size the data-parallel degree, dp_span T.
+// input), the vocabulary to megatron_vocab_rows_per_rank (vocab-parallel embedding, LM head and
+// cross entropy), the norms whole; world_size the data-parallel degree, dp_span T.
 training_setup tensor_parallel_shard(const training_setup& s);
 // The shard's memory, with --sequence-parallel's activations: every per-token activation of
 // the blocks and outside them (the LayerNorm, dropout and residual ones too) / T, Table 2's
