@@ -437,7 +437,7 @@ TEST(input, messages_name_the_options_given_and_only_those_the_command_has) {
   expect_refused({"db", "merge", "--into", into.string()}, {"`tiletune db merge` needs its files"});
   // A binary file's bytes are written as \xFF in the message, not sent raw to the terminal.
   const fs::path binary = tmp_dir() / "binary-suite.json";
-  std::ofstream(binary) << "\xff\xfe{";
+  std::ofstream(binary) << "\xff\x01{";  // (\xff\xfe would be UTF-16's byte-order mark, named as such)
   const result bin = run({"gemm", "--suite", binary.string(), "--gpu", "h100-sxm", "--dry-run"});
   EXPECT_EQ(bin.code, 2) << bin.err;
   EXPECT_NE(bin.err.find("\\xFF"), std::string::npos) << bin.err;
