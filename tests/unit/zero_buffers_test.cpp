@@ -40,6 +40,76 @@ TEST(zero_buffers, stage_3_holds_two_gathered_units_beside_the_shard) {
   EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).weights_bytes, 2 * llama_parameters);
 }
 
+// FSDP reduce-scatters a unit's gradients at the end of its backward; until then they are whole, with
+// FSDP2's reduce-scatter input beside them. The largest unit, Llama-3-8B's LM head (525,336,576):
+// torchtitan's bf16 gradients and fp32 reduce 6 bytes each, 3,152,019,456; torchtune's pure bf16
+// 2 + 2; LitGPT's FSDP1 under bf16-mixed fp32 gradients cast to bf16, 4 + 2. Stage 2 (FSDP without
+// resharding) reduce-scatters the same; DeepSpeed (its buckets) and unsharded setups have none.
+TEST(zero_buffers, fsdp_holds_a_units_unsharded_gradients_until_their_reduce_scatter) {
+  constexpr std::int64_t unit = 525'336'576;
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 3, 8)), 6 * unit);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 2, 8)), 6 * unit);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::litgpt, 3, 8)), 6 * unit);
+  training_setup tune = llama(training_framework::torchtune, 3, 8);
+  tune.prec = precision::bf16;
+  EXPECT_EQ(fsdp_unit_gradient_bytes(tune), 4 * unit);
+  tune.prec = precision::fp32;
+  EXPECT_EQ(fsdp_unit_gradient_bytes(tune), 8 * unit);
+  training_setup fp32_fsdp1 = llama(training_framework::composer, 3, 8);
+  fp32_fsdp1.prec = precision::fp32;
+  EXPECT_EQ(fsdp_unit_gradient_bytes(fp32_fsdp1), 4 * unit);  // one dtype: reduced where it lies
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 0, 8)), 0);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::deepspeed, 3, 8)), 0);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::hf, 3, 8)), 0);
+  // In the peak: every backward phase holds them, the forward and the optimizer step do not.
+  memory_breakdown m = estimate_memory(llama(training_framework::fsdp2, 3, 8));
+  EXPECT_EQ(m.fsdp_unit_gradient_bytes, 6 * unit);
+  for (const bool ckpt : {false, true})
+    for (const std::int64_t b : {1, 4}) {
+      const std::int64_t with = m.peak_allocated_bytes(b, ckpt);
+      const std::string phase = m.peak_phase(b, ckpt);
+      memory_breakdown without = m;
+      without.fsdp_unit_gradient_bytes = 0;
+      if (phase == "forward" || phase == "optimizer step")
+        EXPECT_EQ(with, without.peak_allocated_bytes(b, ckpt)) << phase;
+      else
+        EXPECT_EQ(with - without.peak_allocated_bytes(b, ckpt), 6 * unit) << phase << " " << b << " " << ckpt;
+    }
+}
+
+// DeepSpeed's bf16 mode without ZeRO (--framework deepspeed, stage 0) is not PyTorch's AMP: the engine
+// casts the model to bf16 (2-byte weights and gradients, no autocast copies), its optimizer wrapper
+// keeps fp32 masters beside AdamW's states (12 bytes), and its step first gives the masters fp32
+// gradients (4 bytes, in the optimizer step only). ZeRO shards those step gradients with the masters
+// (stage 3 a sub-group of at most 1e9 elements at a time); hf at stage 0 is PyTorch's AMP, as before.
+TEST(zero_buffers, deepspeeds_bf16_mode_keeps_a_bf16_model_fp32_masters_and_fp32_step_gradients) {
+  constexpr std::int64_t P = llama_parameters;
+  const memory_breakdown ds = estimate_memory(llama(training_framework::deepspeed, 0, 8));
+  EXPECT_EQ(ds.weights_bytes, 2 * P);
+  EXPECT_EQ(ds.gradients_bytes, 2 * P);
+  EXPECT_EQ(ds.optimizer_bytes, 12 * P);
+  EXPECT_EQ(ds.optimizer_step_gradient_bytes, 4 * P);
+  EXPECT_EQ(ds.autocast_weight_copies_bytes, 0);
+  EXPECT_EQ(ds.peak_phase(1, true), "optimizer step");
+  EXPECT_EQ(ds.peak_allocated_bytes(1, true), ds.held_bytes() + 2 * P + 4 * P);
+  const memory_breakdown amp = estimate_memory(llama(training_framework::hf, 0, 8));
+  EXPECT_EQ(amp.weights_bytes, 4 * P);
+  EXPECT_EQ(amp.gradients_bytes, 4 * P);
+  EXPECT_EQ(amp.optimizer_bytes, 8 * P);
+  EXPECT_EQ(amp.optimizer_step_gradient_bytes, 0);
+  EXPECT_GT(amp.autocast_weight_copies_bytes, 0);
+  // fp32: DeepSpeed wraps nothing; the plain optimizer steps the fp32 gradients in place.
+  training_setup fp32 = llama(training_framework::deepspeed, 0, 8);
+  fp32.prec = precision::fp32;
+  EXPECT_EQ(estimate_memory(fp32).optimizer_step_gradient_bytes, 0);
+  EXPECT_EQ(estimate_memory(fp32).weights_bytes, 4 * P);
+  // ZeRO: the rank's share; at stage 3 one sub-group of 1e9 elements (P / 8 is just above it).
+  EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).optimizer_step_gradient_bytes, 4 * P / 8);
+  EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 8)).optimizer_step_gradient_bytes, 4'000'000'000LL);
+  EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 16)).optimizer_step_gradient_bytes, 4 * P / 16);
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).optimizer_step_gradient_bytes, 0);
+}
+
 // DeepSpeed (hf's Trainer or deepspeed) allocates its reduce buckets every backward: at the emitted
 // reduce_bucket_size, 4,096^2 = 16,777,216 elements of bf16, two with overlap_comm at stages 1 and
 // 2 (67,108,864 bytes), one at stage 3 or without overlap (33,554,432). FSDP and stage 0 have none.

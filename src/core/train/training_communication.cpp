@@ -59,9 +59,9 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const memory_breakdown mem = estimate_memory(s);
   const bool lora = s.lora_rank > 0;
   // DDP and FSDP reduce gradients in their own dtype: fp32 under AMP (torchtitan's reduce dtype),
-  // fp32 LoRA adapters, bf16 in pure bf16. DeepSpeed's ZeRO in the 16-bit model's (zero_buffers.hpp).
+  // fp32 LoRA adapters, bf16 in pure bf16. DeepSpeed (ZeRO or not) in the 16-bit model's (zero_buffers.hpp).
   const double grad_elem =
-      s.prec == precision::fp32 ? 4.0 : deepspeed_zero(s) || (s.prec == precision::bf16 && !lora) ? 2.0 : 4.0;
+      s.prec == precision::fp32 ? 4.0 : deepspeed_runs(s) || (s.prec == precision::bf16 && !lora) ? 2.0 : 4.0;
   const double param_elem = s.prec == precision::fp32 ? 4.0 : 2.0;
   // Dense tensors are exchanged among all W GPUs; an MoE model's routed
   // experts, split over ep ranks, only among the W / ep holding the same

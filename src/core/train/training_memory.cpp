@@ -112,21 +112,21 @@ double lora_transient_per_token(const training_setup& s) {
 void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   const bool lora = s.lora_rank > 0;
   const double ep = r.expert_parallel;
-  double weights = 0, grads = 0, optimizer = 0, offloaded = 0;
+  double weights = 0, grads = 0, optimizer = 0, offloaded = 0, step_grads = 0;
   for (const bool experts : {false, true}) {
     const double split = experts ? ep : 1;
     const double P = static_cast<double>(experts ? r.expert_parameters : r.parameters - r.expert_parameters) / split;
     const double T = static_cast<double>(experts ? r.expert_trainable_parameters
                                                  : r.trainable_parameters - r.expert_trainable_parameters) /
                      split;
-    const double N = s.world_size / split;
+    const double N = s.zero_stage == 0 ? 1 : s.world_size / split;  // the GPUs ZeRO shards over
     // --quantize nf4: the blocks' linears stored in NF4, the rest of the base at b bytes a weight.
     const double Q = quantized_parameters(s, experts) / split;
     auto base_bytes = [&](double b) { return b * (P - Q) + nf4_bytes_per_weight * Q; };
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
                               : optimizer_state_bytes(s) * T;
-    if (s.zero_stage == 0) {
+    if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
       // 16-bit weight copies are counted apart: they live only until backward). Pure
@@ -150,12 +150,15 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // DeepSpeed ZeRO (Rajbhandari et al. 2020): mixed precision keeps 2-byte
       // weights and gradients and an fp32 master copy with the optimizer
       // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
-      // the gradients, stage 3 also the weights.
+      // the gradients, stage 3 also the weights. DeepSpeed's 16-bit mode without
+      // ZeRO keeps the same tensors, none sharded; its step gives the masters
+      // fp32 gradients (zero_buffers.hpp).
       // --offload (optimizer_placement.hpp): the states and masters, with optimizer+params the
       // parameter shard too, in host memory; the gradients stay counted as the stage keeps them.
       const double wb = s.prec == precision::fp32 ? 4 : 2;
       const double master = is_mixed(s.prec) ? 4 * T : 0;
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
+      if (deepspeed_16bit(s)) step_grads += 4 * (s.zero_stage >= 3 ? std::min(T / N, 1e9) : T / N);
       grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
       (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
           s.zero_stage >= 3 ? base_bytes(wb) / N : base_bytes(wb);
@@ -166,10 +169,12 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   if (s.zero_stage >= 3)
     weights = (s.offload == offload_kind::optimizer_params ? 0 : weights) + static_cast<double>(gathered_weights_bytes(s));
   r.deepspeed_bucket_bytes = deepspeed_bucket_bytes(s);
+  r.fsdp_unit_gradient_bytes = fsdp_unit_gradient_bytes(s);
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
+  r.optimizer_step_gradient_bytes = static_cast<std::int64_t>(step_grads);
 }
 
 // Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
@@ -179,7 +184,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
 void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
   const model_spec& m = s.model;
   const double ep = r.expert_parallel;
-  if (s.zero_stage == 0 && is_mixed(s.prec)) {
+  if (s.zero_stage == 0 && is_mixed(s.prec) && !deepspeed_16bit(s)) {  // DeepSpeed's model is 16-bit already
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
     if (s.lora_rank > 0) {

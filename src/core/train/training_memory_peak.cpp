@@ -59,13 +59,18 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes + dequantized +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
-  out.push_back({"loss backward", states + earlier + (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
+  // FSDP: a unit's unsharded gradients wait for their reduce-scatter in every backward phase, the
+  // LM head's beside the logits' (the largest unit's counted in each).
+  const double unit_gradients = static_cast<double>(m.fsdp_unit_gradient_bytes);
+  out.push_back({"loss backward", states + earlier + unit_gradients +
+                                      (ckpt ? m.lm_head_copy_bytes : m.autocast_weight_copies_bytes) +
                                       b * (kept + m.logits_bytes_per_sample)});
   // The caller keeps the model output (its logits) through backward.
   const double layer_backward = static_cast<double>(m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample);
   if (ckpt)
-    out.push_back({"recompute", states + grads_above + dequantized + b * (kept + layer_backward)});
-  out.push_back({"first layer backward", states + grads + dequantized + b * (m.outer_saved_bytes_per_sample + layer_backward)});
+    out.push_back({"recompute", states + grads_above + unit_gradients + dequantized + b * (kept + layer_backward)});
+  out.push_back({"first layer backward", states + grads + unit_gradients + dequantized +
+                                             b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
   // gradient waits in autograd's input buffer for the embedding's (a dense
@@ -74,8 +79,9 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   if (m.tied_embedding_grad_bytes > 0)
     out.push_back({"embedding backward", states + grads + m.tied_embedding_grad_bytes +
                                              b * m.logits_held_bytes_per_sample});
-  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries.
-  out.push_back({"optimizer step", states + grads});
+  // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries. DeepSpeed's
+  // 16-bit wrappers first give the fp32 masters fp32 gradients.
+  out.push_back({"optimizer step", states + grads + static_cast<double>(m.optimizer_step_gradient_bytes)});
   return out;
 }
 }  // namespace

@@ -205,6 +205,12 @@ struct memory_breakdown {
   std::int64_t logits_forward_bytes_per_sample = 0;           // the same at its forward peak
   std::int64_t library_workspace_bytes = 0;                   // cuBLAS workspaces from PyTorch's allocator
   std::int64_t deepspeed_bucket_bytes = 0;  // DeepSpeed's gradient reduce buckets (zero_buffers.hpp)
+  // FSDP at --zero 2 and 3: the largest unit's unsharded gradients and their reduce-scatter input,
+  // alive in backward while that unit's gradients are reduced (zero_buffers.hpp).
+  std::int64_t fsdp_unit_gradient_bytes = 0;
+  // DeepSpeed's 16-bit mode: the fp32 gradients its optimizer wrapper gives the master weights at
+  // the step, alive in the optimizer step only (zero_buffers.hpp).
+  std::int64_t optimizer_step_gradient_bytes = 0;
   // A tied embedding's last backward: the LM head's gradient, held by
   // autograd until the embedding's own arrives, that one and their sum.
   std::int64_t tied_embedding_grad_bytes = 0;

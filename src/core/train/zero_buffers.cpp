@@ -7,6 +7,7 @@
 
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
@@ -19,6 +20,10 @@ std::int64_t reduce_bucket_elements(const training_setup& s) { return s.model.hi
 bool deepspeed_zero(const training_setup& s) {
   return s.zero_stage >= 1 && (s.framework == training_framework::hf || s.framework == training_framework::deepspeed);
 }
+
+bool deepspeed_runs(const training_setup& s) { return s.framework == training_framework::deepspeed || deepspeed_zero(s); }
+
+bool deepspeed_16bit(const training_setup& s) { return deepspeed_runs(s) && is_mixed(s.prec); }
 
 double gathered_unit_parameters(const training_setup& s) {
   const double layers = std::max<double>(1, static_cast<double>(s.model.num_layers));
@@ -33,6 +38,27 @@ double gathered_unit_parameters(const training_setup& s) {
 
 std::int64_t gathered_weights_bytes(const training_setup& s) {
   return std::llround(2 * parameter_bytes(s) * gathered_unit_parameters(s));
+}
+
+std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
+  if (s.zero_stage < 2) return 0;
+  const double width = s.prec == precision::fp32 ? 4 : 2;
+  double bytes = 0;  // per parameter of the unit
+  switch (s.framework) {
+    case training_framework::fsdp2:  // MixedPrecisionPolicy(param_dtype bf16, reduce_dtype float32)
+      bytes = width + 4;
+      break;
+    case training_framework::torchtune:  // no mixed-precision policy: the model's dtype throughout
+      bytes = 2 * width;
+      break;
+    case training_framework::litgpt:    // Fabric's FSDPPrecision: *-mixed keeps fp32 parameters and
+    case training_framework::composer:  // reduces in 16 bits; Composer's FSDP "DEFAULT" policy the same
+      bytes = is_mixed(s.prec) ? 4 + 2 : width;
+      break;
+    default:
+      return 0;  // hf and deepspeed: DeepSpeed's buckets; megatron: its own buffers
+  }
+  return std::llround(bytes * gathered_unit_parameters(s));
 }
 
 std::int64_t deepspeed_bucket_bytes(const training_setup& s) {

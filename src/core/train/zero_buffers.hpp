@@ -14,6 +14,15 @@ namespace tiletune {
 // (engine.py's get_data_types: grad_accum_dtype is the model's under ZeRO; stage_1_and_2.py's
 // communication_data_type defaults to it): 2 bytes under bf16-mixed, not DDP's fp32.
 bool deepspeed_zero(const training_setup& s);
+// DeepSpeed runs the training at all: framework deepspeed at any stage, or deepspeed_zero.
+bool deepspeed_runs(const training_setup& s);
+// DeepSpeed's 16-bit mode (deepspeed_runs under fp16- or bf16-mixed). The engine casts the model to
+// 16 bits (no autocast: its weights and gradients are 16-bit) and its optimizer wrapper keeps fp32
+// master weights beside the states: at stage 0 FP16_UnfusedOptimizer for the Trainer's torch
+// optimizer (engine.py: bf16 without ZeRO accumulates in bf16, DDP_BFLOAT16), ZeRO's at 1-3. At the
+// step the wrapper gives the masters fp32 gradients: 4 bytes a trainable parameter of the rank's
+// share (all of them at stage 0; at stage 3 a sub-group, 1e9 elements by default, at a time).
+bool deepspeed_16bit(const training_setup& s);
 // A gathered unit's parameters: FSDP's units are each block and the embedding and LM head (their
 // own units or the root's); the largest of them, with a block's routed experts divided over the
 // expert-parallel ranks (a rank gathers its share).
@@ -22,6 +31,14 @@ double gathered_unit_parameters(const training_setup& s);
 // the parameters' width (2 bytes, 4 in fp32), beside the shard. With --offload optimizer+params
 // they are all the parameters the GPU holds.
 std::int64_t gathered_weights_bytes(const training_setup& s);
+// FSDP (frameworks fsdp2 and torchtune: FSDP2; litgpt and composer: FSDP1) at --zero 2 and 3 reduce-
+// scatters each unit's gradients at the end of its backward. Autograd leaves them unsharded, in the
+// gathered parameters' dtype, and FSDP2 copies them into a reduce-scatter input of the reduce dtype
+// before it frees them (foreach_reduce); FSDP1 casts them only where the two dtypes differ. The
+// largest unit's (gathered_unit_parameters) at those widths: torchtitan's bf16 parameters and fp32
+// reduce 2 + 4 bytes, torchtune's pure precision twice its width, Lightning's and Composer's FSDP1
+// under AMP fp32 gradients cast to a 16-bit reduce 4 + 2. 0 where FSDP does not run.
+std::int64_t fsdp_unit_gradient_bytes(const training_setup& s);
 // DeepSpeed's gradient reduce buckets (frameworks hf and deepspeed, stage 1 and up): stage 1 and 2
 // allocate reduce_bucket_size elements of the model's dtype for every backward, twice with
 // overlap_comm (stage_1_and_2.py's ipg buffers); stage 3 one such buffer. reduce_bucket_size is
