@@ -6,6 +6,7 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
+#include "core/train/training_communication.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/training_plan.hpp"
 #include "setup_refusal.hpp"
@@ -94,6 +95,15 @@ TEST(pipeline_parallel, stages_send_activations_and_gradients_point_to_point) {
   EXPECT_NEAR(predict_step(llama_pp(4, 4), h100, 1, false).p2p_ms, 0.093206756, 1e-8);
   EXPECT_NEAR(predict_step(llama_pp(16, 16), h100, 1, false).p2p_ms, 0.8388608, 1e-8);
   EXPECT_EQ(predict_step(llama_pp(1, 1), h100, 1, false).p2p_ms, 0);
+  // The stages outermost (Megatron-LM's rank order): on 16 GPUs in nodes of 8, P = 2 puts each stage
+  // on a node of its own. The sends cross nodes (50 x 0.8: 0.8388608 ms), and each stage's eight
+  // data-parallel ranks exchange their gradients over NVLink, not the network.
+  const training_setup two_nodes = llama_pp(2, 16);
+  EXPECT_NEAR(predict_step(two_nodes, h100, 1, false).p2p_ms, 0.8388608, 1e-8);
+  EXPECT_EQ(estimate_communication(two_nodes, h100).link_gbs, 450);
+  EXPECT_EQ(estimate_communication(llama_pp(2, 32), h100).link_gbs, 400);  // a stage of 16: 8 ports x 50
+  // Tensor parallel 2 x pipeline 2 on 4 GPUs: one node, the sends on NVLink.
+  EXPECT_NEAR(predict_step(llama_pp(2, 4, 2), h100, 1, false).p2p_ms, 0.093206756, 1e-8);
 }
 
 // The bubble: (P - 1) micro-steps per global step of m. World 8, P 4: 2 data-parallel ranks; a

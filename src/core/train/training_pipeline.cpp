@@ -22,14 +22,19 @@ std::int64_t stage_layers(const training_setup& s) {
   const std::int64_t p = std::max(1, s.pipeline_parallel);
   return (s.model.num_layers + p - 1) / p;
 }
-// A stage's sends: --link-gbs; inside a node, between GPUs as far apart as the groups inside it, the
-// GPU link where it joins them all, else the slower hop between its groups (an H100 NVL's PCIe);
-// across nodes (or without a GPU link) the network port.
-double stage_link_gbs(const training_setup& s, const device_spec& d, bool in_node) {
+// The GPUs of the whole setup: its world size, or a tensor-parallel shard's ranks (world / T) x T.
+int setup_gpus(const training_setup& s) { return s.world_size * std::max(1, s.dp_span); }
+// The stages are outermost in the rank order (Megatron-LM's tp-cp-ep-dp-pp, torchtitan's mesh
+// [pp, dp, cp, tp], DeepSpeed's PipeModelDataParallelTopology): a stage's tensor-, context- and
+// data-parallel ranks fill W / P consecutive GPUs, and the next stage's start W / P further on.
+// Adjacent stages share a node only where all W GPUs do.
+bool stages_in_node(const training_setup& s) { return setup_gpus(s) <= s.gpus_per_node; }
+// A stage's sends: --link-gbs; inside a node, the GPU link among its W GPUs (an H100 NVL's PCIe
+// between its bridged pairs); across nodes (or without a GPU link) the network port.
+double stage_link_gbs(const training_setup& s, const device_spec& d) {
   if (s.link_gbs) return *s.link_gbs;
-  const double among =
-      d.link_gbs_among(std::max({1, s.tensor_parallel, s.dp_span}) * std::max(1, s.pipeline_parallel));
-  return in_node && among > 0 ? among : s.network_gbs;
+  const double among = d.link_gbs_among(setup_gpus(s));
+  return stages_in_node(s) && among > 0 ? among : s.network_gbs;
 }
 }  // namespace
 
@@ -72,8 +77,7 @@ training_setup pipeline_stage(const training_setup& s) {
   training_setup stage = s;
   const int p = std::max(1, s.pipeline_parallel);
   stage.model.num_layers = stage_layers(s);
-  stage.world_size = s.world_size / p;
-  stage.dp_span = s.dp_span * p;
+  stage.world_size = s.world_size / p;  // its data-parallel ranks, consecutive (the stages outermost)
   stage.pipeline_parallel = 1;
   return stage;
 }
@@ -111,8 +115,7 @@ memory_breakdown pipeline_memory(const training_setup& s) {
 
 double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch) {
   if (s.pipeline_parallel <= 1) return 0;
-  const bool in_node = std::max({1, s.tensor_parallel, s.dp_span}) * s.pipeline_parallel <= s.gpus_per_node;
-  const double link = stage_link_gbs(s, d, in_node);
+  const double link = stage_link_gbs(s, d);
   const double bytes = static_cast<double>(micro_batch) * static_cast<double>(s.seq_len) *
                       static_cast<double>(s.model.hidden_size) * activation_bytes(s.prec);
   // Interleaved: each micro-batch passes every rank V times each way.
@@ -130,7 +133,6 @@ double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d) {
   if (s.pipeline_parallel <= 1) return {};
   const int p = s.pipeline_parallel;
-  const bool in_node = std::max(1, s.tensor_parallel) * p <= s.gpus_per_node;
   // Layers that do not split evenly: the stages hold the ceiling or the floor of L / P, and the
   // step is timed by the largest (Megatron-LM asks for L a multiple of P unless told otherwise).
   const std::int64_t most = (s.model.num_layers + p - 1) / p, least = s.model.num_layers / p;
@@ -147,11 +149,14 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
       "(P - 1) micro-steps to each global step of m (gradient accumulation) micro-steps, (P-1)/(m+P-1) of the step: "
       "more accumulation hides it. Each micro-step sends the stage's output forward and its input's gradient "
       "backward, micro-batch x {} x {} x {} bytes each, at {:g} GB/s x 0.8 ({}), not overlapped. The stages are "
+      "outermost in the rank order (Megatron-LM's tp-cp-ep-dp-pp, torchtitan's [pp, dp, cp, tp]): each stage's "
+      "ranks are {} consecutive GPUs, its data-parallel exchange among them. The stages are "
       "timed as the last, the slowest (its layers, the LM head and the loss)",
       p, held, p, s.seq_len, s.model.hidden_size,
       activation_bytes(s.prec),
-      stage_link_gbs(s, d, in_node),
-      s.link_gbs ? "--link-gbs" : in_node ? "inside a node" : "across nodes, the network port")};
+      stage_link_gbs(s, d),
+      s.link_gbs ? "--link-gbs" : stages_in_node(s) ? "inside a node" : "across nodes, the network port",
+      setup_gpus(s) / p)};
   if (s.virtual_stages > 1)
     notes.push_back(fmt::format(
                     "interleaved 1F1B (--virtual-stages {0}, Megatron-LM's --num-virtual-stages-per-pipeline-rank; "
