@@ -43,6 +43,7 @@ class gemm_run {
     if (!o_.model.name.empty() && o_.model.fp8 != "none" && device_.spec.peak_tflops_fp8 <= 0)
       throw usage_error(fmt::format("--fp8 {} needs fp8 tensor cores (sm_89 and later); the {} has none", o_.model.fp8,
                                     device_.spec.name));
+    for (const auto& sp : work_.suite.problems) check_has_rate(sp.problem, device_.spec);
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");

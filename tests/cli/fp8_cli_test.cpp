@@ -74,12 +74,15 @@ TEST(fp8, what_fp8_cannot_run_is_refused_or_explained) {
     for (const std::string& named : {std::string("'") + scaling + "'", std::string(takes)})
       EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
   }
-  // An Ampere GPU: no variant, and the table says why.
+  // An Ampere GPU has no fp8 math: refused, naming the problem and what fp8 needs (it planned every
+  // variant "architecture"-refused and exited 0).
   const result r = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "e4m3", "--gpu",
                         "a100-sxm-80gb", "--dry-run"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("no variant can run"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("needs sm_89"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("256x256x256 e4m3 nt: the NVIDIA A100 SXM4 80GB (sm_80) has no e4m3 math: fp8 tensor cores "
+                       "came with sm_89"),
+            std::string::npos)
+      << r.err;
 }
 
 // Ada (sm_89): fp8 runs in the mma family (mma.sync m16n8k32): layout nt, the others on K-major
@@ -156,6 +159,14 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
                             "has none"),
             std::string::npos)
       << ampere.err;
+  // So is a suite holding an fp8 problem, naming it (fp8.what_fp8_cannot_run_is_refused_or_explained
+  // has the single problem).
+  const fs::path mixed = tmp_dir() / "fp8-on-ampere-suite.json";
+  std::ofstream(mixed) << R"({"schema": "tiletune.suite/1", "name": "m", "problems": [{"m": 64, "n": 64, "k": 64, "dtype": "bf16"},
+                                                        {"name": "q8", "m": 64, "n": 64, "k": 64, "dtype": "e5m2"}]})";
+  const result suite = run({"gemm", "--suite", mixed.string(), "--gpu", "a100-sxm-80gb", "--dry-run"});
+  EXPECT_EQ(suite.code, 2) << suite.err;
+  EXPECT_NE(suite.err.find("e5m2"), std::string::npos) << suite.err;
   // Hopper keeps fp8 in the wgmma family.
   const result h = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--gpu", "h100-sxm",
                         "--dry-run", "--json"});

@@ -47,6 +47,12 @@ void check_fits_memory(const gemm_problem& p, const device_spec& d) {
   }
 }
 
+void check_has_rate(const gemm_problem& p, const device_spec& d) {
+  if (d.peak_tflops(p.type) > 0) return;
+  throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(), to_string(p.type),
+                                is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
+}
+
 gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
                     const plan_options& options) {
   validate(p);
