@@ -58,13 +58,20 @@ std::string format_plan(const batch_plan& plan) {
           (s.framework != training_framework::hf ? fmt::format(", {} defaults", to_string(s.framework)) : ""),
       plan.mode == plan_mode::measured ? "step GEMMs MEASURED with cuBLASLt, memory predicted"
                               : "PREDICTED, not measured");
-  out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}  activations/sample {} "
+  // The data-parallel framework's own buffers, where it has them (zero_buffers.hpp).
+  std::string buffers;
+  for (const auto& [bytes, what] : {std::pair{m.deepspeed_bucket_bytes, "DeepSpeed reduce buckets"},
+                                    std::pair{m.fsdp_unit_gradient_bytes, "FSDP unit gradients (backward)"},
+                                    std::pair{m.optimizer_step_gradient_bytes, "fp32 step gradients (optimizer step)"}})
+    if (bytes > 0) buffers += fmt::format("  {} {}", what, gib(bytes));
+  out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}{}  activations/sample {} "
                      "({} checkpointed)  logits/sample {}  budget {}\n",
                      gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes),
                      gib(m.gradients_bytes) +
                          (m.optimizer_in_backward ? fmt::format(" ({} in flight)", gib(m.gradients_in_flight_bytes)) : ""),
                      gib(m.optimizer_bytes) +
                          (m.offloaded_bytes > 0 ? fmt::format(" (host {})", gib(m.offloaded_bytes)) : ""),
+                     buffers,
                      gib(m.activation_bytes_per_sample),
                      gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
                      gib(plan.memory_budget_bytes));

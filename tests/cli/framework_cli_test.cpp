@@ -74,6 +74,19 @@ TEST(batch_framework, fsdp2_shards_over_every_gpu) {
   EXPECT_EQ(p["memory"]["weights_bytes"], 2'007'565'312LL + 2'101'346'304LL);
   EXPECT_EQ(p["memory"]["optimizer_bytes"], 12'045'391'872LL);
   EXPECT_EQ(p["memory"]["deepspeed_bucket_bytes"], 0);
+  // Its reduce-scatter of the LM head's unit: bf16 gradients and an fp32 input, 6 x 525,336,576.
+  EXPECT_EQ(p["memory"]["fsdp_unit_gradient_bytes"], 3'152'019'456LL);
+  EXPECT_EQ(p["memory"]["optimizer_step_gradient_bytes"], 0);
+  // The table's memory line names the framework's buffers, in GiB.
+  const result text = run_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--world-size", "8", "--no-db"},
+                               {"--framework", "fsdp2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("optimizer 11.22  FSDP unit gradients (backward) 2.94  activations"), std::string::npos)
+      << text.out;
+  const result ds = run_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--world-size", "8", "--no-db"},
+                             {"--framework", "deepspeed"});
+  ASSERT_EQ(ds.code, 0) << ds.err;
+  EXPECT_NE(ds.out.find("fp32 step gradients (optimizer step) 29.92"), std::string::npos) << ds.out;
 }
 
 TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_writes_nothing) {
