@@ -111,6 +111,9 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
           "--framework torchtune --zero 1: torchtune shards with FSDP2");
   refused({"--model", "llama-3-8b", "--framework", "fsdp2", "--zero", "1", "--world-size", "8"},
           "none shards the optimizer states alone: pass --zero 2 or 3");
+  refused({"--model", "llama-3-8b", "--framework", "megatron", "--precision", "bf16"},
+          "--framework megatron --precision bf16: megatron trains fp32, fp16-mixed and bf16-mixed (--fp16 and --bf16 "
+          "keep fp32 main params");
   // The same with the framework's checkpointing replaced by a flag plans.
   EXPECT_EQ(run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "--framework", "fsdp2", "--checkpointing",
                  "on", "--quiet"})
@@ -131,7 +134,17 @@ TEST(batch_framework, megatron_waits_for_its_gradient_all_reduce) {
   EXPECT_TRUE(any_note(megatron, "not overlapped with compute (--overlap-comm off)"));
   EXPECT_LT(megatron["recommendation"]["tokens_per_s"].get<double>(), hf["recommendation"]["tokens_per_s"].get<double>());
   EXPECT_EQ(on["setup"]["overlap_comm"], true);
-  EXPECT_EQ(on["recommendation"]["tokens_per_s"], hf["recommendation"]["tokens_per_s"]);
+  EXPECT_GT(on["recommendation"]["tokens_per_s"].get<double>(), megatron["recommendation"]["tokens_per_s"].get<double>());
+  // With the overlap the exchange costs what hf's does (Megatron's bf16 model casts no weights for
+  // autocast, so the steps themselves differ).
+  auto exchange = [](const nlohmann::json& p) {
+    for (const auto& c : p["candidates"])
+      if (c["micro_batch"] == p["recommendation"]["micro_batch"] && c["checkpointing"] == p["recommendation"]["checkpointing"])
+        return c["time"]["allreduce_ms_per_global_step"].get<double>();
+    return -1.0;
+  };
+  EXPECT_EQ(exchange(on), exchange(hf));
+  EXPECT_GT(exchange(on), 0);
   // hf's plan overlaps at ZeRO stage 0, which DeepSpeed's engine does not: its config says so.
   EXPECT_TRUE(any_note(hf, "for DeepSpeed at stage 0 plan with --overlap-comm off"));
   const result bad = run_with(tiny, {"--overlap-comm", "maybe"});

@@ -110,6 +110,39 @@ TEST(zero_buffers, deepspeeds_bf16_mode_keeps_a_bf16_model_fp32_masters_and_fp32
   EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).optimizer_step_gradient_bytes, 0);
 }
 
+// Megatron-LM under --bf16 (bf16-mixed here): a bf16 model (no autocast copies), fp32 main params and
+// AdamW's states (12 bytes, sharded by the distributed optimizer, --zero 1), and every gradient in
+// the DDP's fp32 grad buffer (4 bytes), allocated in every phase as if accumulating. --fp16 keeps
+// fp16 gradients and copies them to fp32 for the step; fp32 has no main params.
+TEST(zero_buffers, megatrons_grad_buffer_and_main_params) {
+  constexpr std::int64_t P = llama_parameters;
+  const memory_breakdown bf16 = estimate_memory(llama(training_framework::megatron, 0, 8));
+  EXPECT_EQ(bf16.weights_bytes, 2 * P);
+  EXPECT_EQ(bf16.gradients_bytes, 4 * P);
+  EXPECT_EQ(bf16.optimizer_bytes, 12 * P);
+  EXPECT_EQ(bf16.autocast_weight_copies_bytes, 0);
+  EXPECT_EQ(bf16.optimizer_step_gradient_bytes, 0);
+  EXPECT_TRUE(bf16.gradients_allocated_throughout);
+  memory_breakdown freed = bf16;
+  freed.gradients_allocated_throughout = false;
+  for (const std::int64_t b : {1, 8}) {
+    EXPECT_EQ(bf16.peak_allocated_bytes(b, true), freed.peak_allocated_bytes(b, true, /*accumulating=*/true)) << b;
+    EXPECT_GT(bf16.peak_allocated_bytes(b, true), freed.peak_allocated_bytes(b, true)) << b;
+  }
+  EXPECT_EQ(estimate_memory(llama(training_framework::megatron, 1, 8)).optimizer_bytes, 12 * P / 8);
+  training_setup fp16 = llama(training_framework::megatron, 1, 8);
+  fp16.prec = precision::fp16_mixed;
+  EXPECT_EQ(estimate_memory(fp16).gradients_bytes, 2 * P);
+  EXPECT_EQ(estimate_memory(fp16).optimizer_step_gradient_bytes, 4 * P / 8);
+  training_setup fp32 = llama(training_framework::megatron, 0, 8);
+  fp32.prec = precision::fp32;
+  EXPECT_EQ(estimate_memory(fp32).weights_bytes, 4 * P);
+  EXPECT_EQ(estimate_memory(fp32).optimizer_bytes, 8 * P);
+  EXPECT_TRUE(estimate_memory(fp32).gradients_allocated_throughout);
+  // PyTorch's AMP (hf) frees its gradients with zero_grad: not allocated in the forward.
+  EXPECT_FALSE(estimate_memory(llama(training_framework::hf, 0, 8)).gradients_allocated_throughout);
+}
+
 // DeepSpeed (hf's Trainer or deepspeed) allocates its reduce buckets every backward: at the emitted
 // reduce_bucket_size, 4,096^2 = 16,777,216 elements of bf16, two with overlap_comm at stages 1 and
 // 2 (67,108,864 bytes), one at stage 3 or without overlap (33,554,432). FSDP and stage 0 have none.

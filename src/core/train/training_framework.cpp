@@ -249,11 +249,16 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
                         : f == training_framework::deepspeed
                             ? "fp32, fp16-mixed and bf16-mixed (its fp16 and bf16 modes keep fp32 master weights and "
                               "optimizer states; no pure bf16)"
+                        : f == training_framework::megatron
+                            ? "fp32, fp16-mixed and bf16-mixed (--fp16 and --bf16 keep fp32 main params and "
+                              "optimizer states; no pure bf16)"
                             : nullptr;
   const bool ok = f == training_framework::fsdp2       ? s.prec == precision::bf16_mixed || s.prec == precision::fp32
                   : f == training_framework::torchtune ? s.prec == precision::bf16 || s.prec == precision::fp32
-                  : f == training_framework::composer || f == training_framework::deepspeed ? s.prec != precision::bf16
-                                                                                               : true;
+                  : f == training_framework::composer || f == training_framework::deepspeed ||
+                          f == training_framework::megatron
+                      ? s.prec != precision::bf16
+                      : true;
   if (!ok)
     throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
                                   offered));

@@ -119,14 +119,26 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
     const double T = static_cast<double>(experts ? r.expert_trainable_parameters
                                                  : r.trainable_parameters - r.expert_trainable_parameters) /
                      split;
-    const double N = s.zero_stage == 0 ? 1 : s.world_size / split;  // the GPUs ZeRO shards over
+    // The GPUs ZeRO (or Megatron-LM's distributed optimizer) shards over.
+    const double N = s.zero_stage == 0 ? 1 : s.world_size / split;
     // --quantize nf4: the blocks' linears stored in NF4, the rest of the base at b bytes a weight.
     const double Q = quantized_parameters(s, experts) / split;
     auto base_bytes = [&](double b) { return b * (P - Q) + nf4_bytes_per_weight * Q; };
     const double states = s.optimizer == optimizer_kind::adafactor
                               ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
                               : optimizer_state_bytes(s) * T;
-    if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
+    if (megatron_grad_buffer(s)) {
+      // Megatron-LM (zero_buffers.hpp): a 16-bit model under --bf16 and --fp16 with fp32 main params,
+      // the gradients in its grad buffer (counted alive in every phase), the distributed optimizer
+      // (--zero 1) sharding the main params and states.
+      const double wb = s.prec == precision::fp32 ? 4 : 2;
+      const double gb = s.prec == precision::fp16_mixed ? 2 : 4;
+      const double master = is_mixed(s.prec) ? 4 * T : 0;
+      weights += base_bytes(wb);
+      grads += gb * T;
+      optimizer += (states + master) / N;
+      if (s.prec == precision::fp16_mixed) step_grads += 4 * T / N;
+    } else if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
       // 16-bit weight copies are counted apart: they live only until backward). Pure
@@ -175,6 +187,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   r.gradients_bytes = static_cast<std::int64_t>(grads);
   r.optimizer_bytes = static_cast<std::int64_t>(optimizer);
   r.optimizer_step_gradient_bytes = static_cast<std::int64_t>(step_grads);
+  r.gradients_allocated_throughout = megatron_grad_buffer(s);
 }
 
 // Autocast caches one 16-bit copy of each fp32 weight a linear layer reads
@@ -184,7 +197,8 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
 void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
   const model_spec& m = s.model;
   const double ep = r.expert_parallel;
-  if (s.zero_stage == 0 && is_mixed(s.prec) && !deepspeed_16bit(s)) {  // DeepSpeed's model is 16-bit already
+  // DeepSpeed's and Megatron-LM's models are 16-bit already.
+  if (s.zero_stage == 0 && is_mixed(s.prec) && !deepspeed_16bit(s) && !megatron_grad_buffer(s)) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
     if (s.lora_rank > 0) {

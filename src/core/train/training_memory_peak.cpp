@@ -43,11 +43,13 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   // The gradients alive from backward's end on: all of them, or with the optimizer step in backward
   // only those in flight (each is freed by its parameter's step as soon as it is complete).
   const double grads = static_cast<double>(m.alive_gradients_bytes());
-  // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps').
-  const double earlier = accumulating ? grads : 0;
+  // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps'); so is
+  // Megatron-LM's grad buffer in every step.
+  const bool allocated = accumulating || m.gradients_allocated_throughout;
+  const double earlier = allocated ? grads : 0;
   // At the last layer's recompute, the gradients of what backward has passed: outside the blocks,
   // all of them when accumulating, those in flight with the optimizer step in backward.
-  const double grads_above = accumulating || m.optimizer_in_backward
+  const double grads_above = allocated || m.optimizer_in_backward
                                  ? grads
                                  : static_cast<double>(m.gradients_bytes - m.layer_gradients_bytes);
   const double kept = static_cast<double>(ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample);

@@ -211,6 +211,8 @@ struct memory_breakdown {
   // DeepSpeed's 16-bit mode: the fp32 gradients its optimizer wrapper gives the master weights at
   // the step, alive in the optimizer step only (zero_buffers.hpp).
   std::int64_t optimizer_step_gradient_bytes = 0;
+  // Megatron-LM's grad buffer: every gradient allocated from the first step on, zeroed, never freed.
+  bool gradients_allocated_throughout = false;
   // A tied embedding's last backward: the LM head's gradient, held by
   // autograd until the embedding's own arrives, that one and their sum.
   std::int64_t tied_embedding_grad_bytes = 0;

@@ -80,6 +80,7 @@ nlohmann::json memory_json(const batch_plan& plan) {
           {"deepspeed_bucket_bytes", m.deepspeed_bucket_bytes},
           {"fsdp_unit_gradient_bytes", m.fsdp_unit_gradient_bytes},
           {"optimizer_step_gradient_bytes", m.optimizer_step_gradient_bytes},
+          {"gradients_allocated_throughout", m.gradients_allocated_throughout},
           {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},
           {"logits_held_bytes_per_sample", m.logits_held_bytes_per_sample},
           {"expert_parameters", m.expert_parameters},

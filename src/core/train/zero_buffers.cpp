@@ -25,6 +25,10 @@ bool deepspeed_runs(const training_setup& s) { return s.framework == training_fr
 
 bool deepspeed_16bit(const training_setup& s) { return deepspeed_runs(s) && is_mixed(s.prec); }
 
+bool megatron_grad_buffer(const training_setup& s) {
+  return s.framework == training_framework::megatron && s.zero_stage <= 1;
+}
+
 double gathered_unit_parameters(const training_setup& s) {
   const double layers = std::max<double>(1, static_cast<double>(s.model.num_layers));
   const double ep = expert_parallel_degree(s);

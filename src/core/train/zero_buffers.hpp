@@ -1,5 +1,5 @@
-// Internal to src/core/train: the working buffers of ZeRO beside the sharded states, and the
-// DeepSpeed settings that hold DeepSpeed to them.
+// Internal to src/core/train: the working buffers of ZeRO and of the frameworks' data parallelism
+// beside the sharded states, and the DeepSpeed settings that hold DeepSpeed to them.
 #pragma once
 #include <cstdint>
 
@@ -23,6 +23,15 @@ bool deepspeed_runs(const training_setup& s);
 // step the wrapper gives the masters fp32 gradients: 4 bytes a trainable parameter of the rank's
 // share (all of them at stage 0; at stage 3 a sub-group, 1e9 elements by default, at a time).
 bool deepspeed_16bit(const training_setup& s);
+// Megatron-LM's own data parallelism (--framework megatron at --zero 0, or 1: its distributed
+// optimizer). Its DDP keeps every gradient in a grad buffer allocated once and zeroed each step
+// (main_grad: fp32 under --bf16, whose gradients accumulate and reduce in fp32, and under fp32;
+// the model's fp16 under --fp16). Under --bf16 and --fp16 the model is 16-bit (Float16Module, no
+// autocast) and the optimizer keeps fp32 main params beside the states, sharded with them over the
+// data-parallel ranks by the distributed optimizer; --fp16's step copies the gradients to fp32
+// for them (_copy_model_grads_to_main_grads). Megatron-LM d98e8a6: megatron/training/arguments.py,
+// megatron/core/distributed/distributed_data_parallel.py, megatron/core/optimizer/optimizer.py.
+bool megatron_grad_buffer(const training_setup& s);
 // A gathered unit's parameters: FSDP's units are each block and the embedding and LM head (their
 // own units or the root's); the largest of them, with a block's routed experts divided over the
 // expert-parallel ranks (a rank gathers its share).
