@@ -24,6 +24,15 @@ training_setup llama(training_framework f, int zero, int world) {
   s.overlap_comm = true;
   return s;
 }
+// The states' terms of a plan, and no autocast copies: a framework that holds the model in 16 bits.
+void expect_16bit_model(const memory_breakdown& m, std::int64_t weights, std::int64_t gradients,
+                        std::int64_t optimizer, std::int64_t step_gradients) {
+  EXPECT_EQ(m.weights_bytes, weights);
+  EXPECT_EQ(m.gradients_bytes, gradients);
+  EXPECT_EQ(m.optimizer_bytes, optimizer);
+  EXPECT_EQ(m.optimizer_step_gradient_bytes, step_gradients);
+  EXPECT_EQ(m.autocast_weight_copies_bytes, 0);
+}
 }  // namespace
 
 // Stage 3 on 8 GPUs: the bf16 shard 2P / 8 and two units whole, the embedding the largest:
@@ -85,11 +94,7 @@ TEST(zero_buffers, fsdp_holds_a_units_unsharded_gradients_until_their_reduce_sca
 TEST(zero_buffers, deepspeeds_bf16_mode_keeps_a_bf16_model_fp32_masters_and_fp32_step_gradients) {
   constexpr std::int64_t P = llama_parameters;
   const memory_breakdown ds = estimate_memory(llama(training_framework::deepspeed, 0, 8));
-  EXPECT_EQ(ds.weights_bytes, 2 * P);
-  EXPECT_EQ(ds.gradients_bytes, 2 * P);
-  EXPECT_EQ(ds.optimizer_bytes, 12 * P);
-  EXPECT_EQ(ds.optimizer_step_gradient_bytes, 4 * P);
-  EXPECT_EQ(ds.autocast_weight_copies_bytes, 0);
+  expect_16bit_model(ds, 2 * P, 2 * P, 12 * P, 4 * P);
   EXPECT_EQ(ds.peak_phase(1, true), "optimizer step");
   EXPECT_EQ(ds.peak_allocated_bytes(1, true), ds.held_bytes() + 2 * P + 4 * P);
   const memory_breakdown amp = estimate_memory(llama(training_framework::hf, 0, 8));
@@ -117,11 +122,7 @@ TEST(zero_buffers, deepspeeds_bf16_mode_keeps_a_bf16_model_fp32_masters_and_fp32
 TEST(zero_buffers, megatrons_grad_buffer_and_main_params) {
   constexpr std::int64_t P = llama_parameters;
   const memory_breakdown bf16 = estimate_memory(llama(training_framework::megatron, 0, 8));
-  EXPECT_EQ(bf16.weights_bytes, 2 * P);
-  EXPECT_EQ(bf16.gradients_bytes, 4 * P);
-  EXPECT_EQ(bf16.optimizer_bytes, 12 * P);
-  EXPECT_EQ(bf16.autocast_weight_copies_bytes, 0);
-  EXPECT_EQ(bf16.optimizer_step_gradient_bytes, 0);
+  expect_16bit_model(bf16, 2 * P, 4 * P, 12 * P, 0);
   EXPECT_TRUE(bf16.gradients_allocated_throughout);
   memory_breakdown freed = bf16;
   freed.gradients_allocated_throughout = false;
