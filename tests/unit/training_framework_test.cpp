@@ -144,8 +144,10 @@ TEST(framework, an_explicit_flag_wins_and_the_note_says_so) {
 
 // torchtitan: bf16 parameters under FSDP2 with fp32 reduction (bf16-mixed), per-op selective
 // checkpointing (SelectiveAC), the chunked loss of its Llama 3 configs, FSDP over every GPU. On 8 GPUs,
-// ZeRO-3 of Llama-3-8B in bf16-mixed keeps 2P/8 of weights, 2P/8 of gradients and (8 + 4)P/8 of
-// AdamW states and fp32 masters per GPU: 2,007,565,312 and 12,045,391,872 bytes.
+// ZeRO-3 of Llama-3-8B in bf16-mixed keeps FSDP2's fp32 shard: 4P/8 of weights (the policy gathers
+// them in bf16), 4P/8 of gradients (the reduce-scatter's output cast back to the parameters' fp32) and
+// 8P/8 of AdamW states per GPU, no master copy: 4,015,130,624 and 8,030,261,248 bytes. (Before
+// 2026-12-02: DeepSpeed's split, 2P/8, 2P/8 and 12P/8, the same sum.)
 TEST(framework, fsdp2_is_torchtitans_defaults) {
   const training_setup s = with(training_framework::fsdp2, base("llama-3-8b", 0, 8));
   EXPECT_EQ(s.prec, precision::bf16_mixed);
@@ -154,9 +156,9 @@ TEST(framework, fsdp2_is_torchtitans_defaults) {
   EXPECT_EQ(s.loss, loss_impl::chunked);
   EXPECT_EQ(s.zero_stage, 3);
   const memory_breakdown m = estimate_memory(s);
-  EXPECT_EQ(m.weights_bytes, 2 * llama3_8b_parameters / 8 + 2'101'346'304LL);  // and two gathered units
-  EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b_parameters / 8);
-  EXPECT_EQ(m.optimizer_bytes, 12 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.weights_bytes, 4 * llama3_8b_parameters / 8 + 2'101'346'304LL);  // and two gathered units
+  EXPECT_EQ(m.gradients_bytes, 4 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.optimizer_bytes, 8 * llama3_8b_parameters / 8);
   EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b")).zero_stage, 0);  // one GPU: nothing to shard
 }
 

@@ -35,18 +35,26 @@ void expect_16bit_model(const memory_breakdown& m, std::int64_t weights, std::in
 }
 }  // namespace
 
-// Stage 3 on 8 GPUs: the bf16 shard 2P / 8 and two units whole, the embedding the largest:
-// 2 x 2 x 525,336,576 = 2,101,346,304 bytes. Before, the plan held the shard alone.
+// Stage 3 on 8 GPUs: the shard (DeepSpeed's bf16 2P / 8; FSDP2's fp32 4P / 8 under bf16-mixed) and
+// two units whole in bf16, the embedding the largest: 2 x 2 x 525,336,576 = 2,101,346,304 bytes.
+// Before, the plan held the shard alone.
 TEST(zero_buffers, stage_3_holds_two_gathered_units_beside_the_shard) {
   const training_setup s = llama(training_framework::fsdp2, 3, 8);
   EXPECT_EQ(gathered_unit_parameters(s), 525'336'576.0);
   EXPECT_EQ(gathered_weights_bytes(s), 2'101'346'304LL);
-  const memory_breakdown m = estimate_memory(s);
-  EXPECT_EQ(m.weights_bytes, 2 * llama_parameters / 8 + 2'101'346'304LL);
+  EXPECT_EQ(estimate_memory(s).weights_bytes, 4 * llama_parameters / 8 + 2'101'346'304LL);
+  EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 8)).weights_bytes,
+            2 * llama_parameters / 8 + 2'101'346'304LL);
   // However many GPUs shard it, the gathered units stay: the weights never fall below them.
-  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 1024)).weights_bytes, 2 * llama_parameters / 1024 + 2'101'346'304LL);
-  // Stage 2 keeps the weights whole, and gathers nothing.
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 1024)).weights_bytes, 4 * llama_parameters / 1024 + 2'101'346'304LL);
+  // Stage 2 keeps the weights whole, and gathers nothing: DeepSpeed's 16-bit model; FSDP2 without
+  // resharding its fp32 shard and the 16-bit weights it keeps gathered from forward to backward.
   EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).weights_bytes, 2 * llama_parameters);
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 2, 8)).weights_bytes,
+            2 * llama_parameters + 4 * llama_parameters / 8);
+  // The fp32 shard is the optimizer's: FSDP keeps no master copy, DeepSpeed 4 bytes of one.
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).optimizer_bytes, 8 * llama_parameters / 8);
+  EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 8)).optimizer_bytes, 12 * llama_parameters / 8);
 }
 
 // FSDP reduce-scatters a unit's gradients at the end of its backward; until then they are whole, with

@@ -164,16 +164,20 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // states; stage 1 shards the optimizer states over N GPUs, stage 2 also
       // the gradients, stage 3 also the weights. DeepSpeed's 16-bit mode without
       // ZeRO keeps the same tensors, none sharded; its step gives the masters
-      // fp32 gradients (zero_buffers.hpp).
+      // fp32 gradients (zero_buffers.hpp). FSDP under a mixed precision shards
+      // fp32 parameters and gradients, which are the optimizer's (no master);
+      // without resharding (stage 2) it also keeps the gathered 16-bit weights.
       // --offload (optimizer_placement.hpp): the states and masters, with optimizer+params the
       // parameter shard too, in host memory; the gradients stay counted as the stage keeps them.
+      const bool fsdp_fp32 = fsdp_runs(s) && is_mixed(s.prec);
       const double wb = s.prec == precision::fp32 ? 4 : 2;
-      const double master = is_mixed(s.prec) ? 4 * T : 0;
+      const double shard_b = fsdp_fp32 ? 4 : wb;  // the sharded parameters' and gradients' width
+      const double master = is_mixed(s.prec) && !fsdp_fp32 ? 4 * T : 0;
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       if (deepspeed_16bit(s)) step_grads += 4 * (s.zero_stage >= 3 ? std::min(T / N, 1e9) : T / N);
-      grads += s.zero_stage >= 2 ? wb * T / N : wb * T;
+      grads += s.zero_stage >= 2 ? shard_b * T / N : wb * T;
       (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
-          s.zero_stage >= 3 ? base_bytes(wb) / N : base_bytes(wb);
+          s.zero_stage >= 3 ? base_bytes(shard_b) / N : base_bytes(wb) + (fsdp_fp32 ? base_bytes(4) / N : 0);
     }
   }
   // ZeRO-3 gathers the unit that runs and the next one whole, beside the shard; with the parameters

@@ -44,8 +44,14 @@ std::int64_t gathered_weights_bytes(const training_setup& s) {
   return std::llround(2 * parameter_bytes(s) * gathered_unit_parameters(s));
 }
 
+bool fsdp_runs(const training_setup& s) {
+  using f = training_framework;
+  return s.zero_stage >= 2 && (s.framework == f::fsdp2 || s.framework == f::torchtune || s.framework == f::litgpt ||
+                               s.framework == f::composer);
+}
+
 std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
-  if (s.zero_stage < 2) return 0;
+  if (!fsdp_runs(s)) return 0;
   const double width = s.prec == precision::fp32 ? 4 : 2;
   double bytes = 0;  // per parameter of the unit
   switch (s.framework) {

@@ -40,6 +40,11 @@ double gathered_unit_parameters(const training_setup& s);
 // the parameters' width (2 bytes, 4 in fp32), beside the shard. With --offload optimizer+params
 // they are all the parameters the GPU holds.
 std::int64_t gathered_weights_bytes(const training_setup& s);
+// FSDP runs the data parallelism: frameworks fsdp2 and torchtune (FSDP2), litgpt and composer (FSDP1)
+// at --zero 2 and 3. Under a mixed precision its sharded parameters keep their own fp32 (the
+// mixed-precision policy casts what it gathers), so they are the optimizer's: no master copy, and
+// fp32 sharded gradients (FSDP2 casts the reduce-scatter's output to the parameters' dtype).
+bool fsdp_runs(const training_setup& s);
 // FSDP (frameworks fsdp2 and torchtune: FSDP2; litgpt and composer: FSDP1) at --zero 2 and 3 reduce-
 // scatters each unit's gradients at the end of its backward. Autograd leaves them unsharded, in the
 // gathered parameters' dtype, and FSDP2 copies them into a reduce-scatter input of the reduce dtype
