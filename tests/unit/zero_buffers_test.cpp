@@ -52,6 +52,12 @@ TEST(zero_buffers, stage_3_holds_two_gathered_units_beside_the_shard) {
   EXPECT_EQ(estimate_memory(llama(training_framework::hf, 2, 8)).weights_bytes, 2 * llama_parameters);
   EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 2, 8)).weights_bytes,
             2 * llama_parameters + 4 * llama_parameters / 8);
+  // FSDP1 under Lightning's or Composer's mixed precision gathers fp32 (param_dtype fp32, autocast
+  // casting): two units of 4 bytes.
+  EXPECT_EQ(gathered_weights_bytes(llama(training_framework::litgpt, 3, 8)), 2 * 2'101'346'304LL);
+  EXPECT_EQ(gathered_parameter_bytes(llama(training_framework::composer, 3, 8)), 4);
+  EXPECT_EQ(gathered_parameter_bytes(llama(training_framework::fsdp2, 3, 8)), 2);
+  EXPECT_EQ(gathered_parameter_bytes(llama(training_framework::deepspeed, 3, 8)), 2);
   // The fp32 shard is the optimizer's: FSDP keeps no master copy, DeepSpeed 4 bytes of one.
   EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).optimizer_bytes, 8 * llama_parameters / 8);
   EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 8)).optimizer_bytes, 12 * llama_parameters / 8);

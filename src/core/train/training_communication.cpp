@@ -62,7 +62,7 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   // fp32 LoRA adapters, bf16 in pure bf16. DeepSpeed (ZeRO or not) in the 16-bit model's (zero_buffers.hpp).
   const double grad_elem =
       s.prec == precision::fp32 ? 4.0 : deepspeed_runs(s) || (s.prec == precision::bf16 && !lora) ? 2.0 : 4.0;
-  const double param_elem = s.prec == precision::fp32 ? 4.0 : 2.0;
+  const double param_elem = gathered_parameter_bytes(s);  // what ZeRO-3 and FSDP gather (zero_buffers.hpp)
   // Dense tensors are exchanged among all W GPUs; an MoE model's routed
   // experts, split over ep ranks, only among the W / ep holding the same
   // ones (moe_parallel.hpp). A dense model has no experts' share.

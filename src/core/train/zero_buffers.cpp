@@ -40,8 +40,13 @@ double gathered_unit_parameters(const training_setup& s) {
   return std::max(blocks / layers, largest_outer);
 }
 
+double gathered_parameter_bytes(const training_setup& s) {
+  const bool fsdp1 = s.framework == training_framework::litgpt || s.framework == training_framework::composer;
+  return fsdp1 && fsdp_runs(s) && is_mixed(s.prec) ? 4 : parameter_bytes(s);
+}
+
 std::int64_t gathered_weights_bytes(const training_setup& s) {
-  return std::llround(2 * parameter_bytes(s) * gathered_unit_parameters(s));
+  return std::llround(2 * gathered_parameter_bytes(s) * gathered_unit_parameters(s));
 }
 
 bool fsdp_runs(const training_setup& s) {

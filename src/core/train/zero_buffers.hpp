@@ -32,6 +32,10 @@ bool deepspeed_16bit(const training_setup& s);
 // for them (_copy_model_grads_to_main_grads). Megatron-LM d98e8a6: megatron/training/arguments.py,
 // megatron/core/distributed/distributed_data_parallel.py, megatron/core/optimizer/optimizer.py.
 bool megatron_grad_buffer(const training_setup& s);
+// The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under FSDP1's mixed
+// precision (Lightning's FSDPPrecision and Composer's "DEFAULT" policy keep param_dtype fp32 and let
+// autocast cast); 2 elsewhere (DeepSpeed's 16-bit model, FSDP2's param_dtype bf16).
+double gathered_parameter_bytes(const training_setup& s);
 // A gathered unit's parameters: FSDP's units are each block and the embedding and LM head (their
 // own units or the root's); the largest of them, with a block's routed experts divided over the
 // expert-parallel ranks (a rank gathers its share).
