@@ -221,6 +221,28 @@ TEST(framework, composer_and_litgpt_defaults) {
   EXPECT_EQ(with(training_framework::litgpt, base("llama-3-8b")).lora_dropout, 0.0);
 }
 
+// LitGPT under bf16-mixed builds the model in fp32 (Fabric's MixedPrecision keeps the default dtype):
+// the frozen base of a LoRA run takes 4 bytes a weight where transformers' bf16 load takes 2, and
+// autocast casts the frozen weights at every use without caching them, each cast kept for its
+// backward: every linear once (6,979,321,856 block weights and the untied LM head's 525,336,576),
+// and the LM head again for each of its other 15 chunks of 128 of the 2,048 tokens, beside the fp32
+// adapters' one cached copy. Under checkpointing the head's 16 casts stay.
+TEST(framework, litgpts_lora_base_is_fp32_and_autocast_casts_it_at_every_use) {
+  constexpr double vocab = 128'256.0 * 4'096;
+  training_setup lit = with(training_framework::litgpt, base("llama-3-8b", 16));
+  training_setup peft = lit;
+  peft.framework = training_framework::hf;  // the same LoRA as transformers and peft load it
+  const memory_breakdown l = estimate_memory(lit), h = estimate_memory(peft);
+  EXPECT_EQ(l.weights_bytes - h.weights_bytes, 2 * (8'030'261'248LL));
+  EXPECT_EQ(h.autocast_weight_copies_bytes, 2 * 6'815'744);
+  EXPECT_EQ(l.autocast_weight_copies_bytes,
+            static_cast<std::int64_t>(2 * 6'815'744 + 2 * (6'979'321'856.0 + vocab + 15 * vocab)));
+  EXPECT_EQ(l.lm_head_copy_bytes, static_cast<std::int64_t>(2 * 16 * vocab));
+  // bf16-true (--precision bf16) is a bf16 model: nothing of this.
+  training_setup true_bf16 = with(training_framework::litgpt, base("llama-3-8b", 16), {{"--precision", "bf16"}});
+  EXPECT_EQ(estimate_memory(true_bf16).autocast_weight_copies_bytes, 0);
+}
+
 // Whether the data-parallel exchange runs under compute: Megatron-LM's DistributedDataParallelConfig
 // overlap_grad_reduce is False (--overlap-grad-reduce is store_true); DeepSpeed's overlap_comm is None,
 // made stage == 3 by its validator; PyTorch DDP and FSDP overlap (hf, the FSDP2 trainers).

@@ -81,6 +81,12 @@ TEST(zero_buffers, fsdp_holds_a_units_unsharded_gradients_until_their_reduce_sca
   training_setup fp32_fsdp1 = llama(training_framework::composer, 3, 8);
   fp32_fsdp1.prec = precision::fp32;
   EXPECT_EQ(fsdp_unit_gradient_bytes(fp32_fsdp1), 4 * unit);  // one dtype: reduced where it lies
+  // LoRA: only the adapters have gradients. LitGPT's q and v at rank 16, 16 x (8,192 + 5,120) =
+  // 212,992 fp32 parameters a block, copied in by FSDP2 without a policy: 8 bytes each.
+  training_setup lit = llama(training_framework::litgpt, 3, 8);
+  lit.lora_rank = 16;
+  lit.lora_targets = parse_lora_targets("q,v");
+  EXPECT_EQ(fsdp_unit_gradient_bytes(lit), 8 * 212'992);
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 0, 8)), 0);
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::deepspeed, 3, 8)), 0);
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::hf, 3, 8)), 0);

@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_precision.hpp"
 
 namespace tiletune {
 
@@ -188,6 +189,10 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
 }
 
 }  // namespace
+
+bool fp32_model_under_autocast(const training_setup& s) {
+  return s.framework == training_framework::litgpt && is_mixed(s.prec);
+}
 
 std::string_view to_string(training_framework f) {
   for (const auto& [v, name] : framework_names)

@@ -3,6 +3,7 @@
 // adapter dtype, LoRA dropout). An explicit flag always wins over its framework's default.
 // The table and the source of each default: training_framework.cpp and docs/batch.md#frameworks.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -39,6 +40,16 @@ struct framework_bundle {
 // adapter dtype follows where the framework keeps adapters in the model's dtype) are read;
 // gpu_has_bf16 picks the precision where the framework's default depends on it.
 framework_bundle framework_defaults(training_framework f, const training_setup& s, bool gpu_has_bf16);
+
+// LitGPT under *-mixed: Fabric's MixedPrecision plugin builds the model in the default fp32 (it has no
+// module_init_context) and runs the forward under autocast, so a LoRA base is fp32, and autocast
+// casts its frozen weights at every use without caching them (cached_cast caches leaves that
+// require grad), each cast kept for its backward; the fine-tuning loop runs the LM head in chunks of
+// litgpt_lm_head_chunk tokens (finetune/lora.py: model(input_ids, lm_head_chunk_size=128)), one cast
+// of the head each. LitGPT 2685705: litgpt/finetune/lora.py, litgpt/model.py; Lightning's
+// fabric/plugins/precision/amp.py.
+bool fp32_model_under_autocast(const training_setup& s);
+constexpr std::int64_t litgpt_lm_head_chunk = 128;
 
 // Sets the framework-dependent options of s: each flag in `explicit_flags` (flag -> its text, as
 // the user gave it) as given, the rest from the framework's defaults, else tiletune's own

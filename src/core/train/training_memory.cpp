@@ -16,6 +16,7 @@
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_fp8.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_context.hpp"
 #include "core/train/training_pipeline.hpp"
@@ -145,7 +146,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
       // (fp32 for fp32 training) and trains fp32 adapters.
       if (lora) {
-        const double base = s.prec == precision::fp32 ? 4 : 2;
+        const double base = s.prec == precision::fp32 || fp32_model_under_autocast(s) ? 4 : 2;
         const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
         weights += base_bytes(base) + adapter * T;
         grads += adapter * T;
@@ -206,9 +207,20 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
     if (s.lora_rank > 0) {
-      // The frozen base is 16-bit already: only fp32 adapters are cast.
+      // The frozen base is 16-bit already: only fp32 adapters are cast. LitGPT's is fp32: every
+      // linear cast once, the LM head once a chunk (training_framework.hpp).
       if (s.adapters == adapter_dtype::fp32)
         r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
+      if (fp32_model_under_autocast(s)) {
+        const double vocab = static_cast<double>(m.vocab_size * m.hidden_size);
+        const double chunks = static_cast<double>((s.seq_len + litgpt_lm_head_chunk - 1) / litgpt_lm_head_chunk);
+        const double linear = static_cast<double>(linear_parameters(m, false)) +
+                              static_cast<double>(linear_parameters(m, true)) / ep;
+        // The untied head is one of the linears: its other chunks' casts beside it.
+        const double head_casts = m.causal ? vocab * (m.tied_embeddings ? chunks : chunks - 1) : 0;
+        r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head_casts));
+        r.lm_head_copy_bytes = static_cast<std::int64_t>(2 * vocab * (m.causal ? chunks : 0));
+      }
     } else {
       const double linear = static_cast<double>(linear_parameters(m, false)) +
                             static_cast<double>(linear_parameters(m, true)) / ep;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
@@ -13,6 +14,18 @@ namespace tiletune {
 
 namespace {
 double parameter_bytes(const training_setup& s) { return s.prec == precision::fp32 ? 4 : 2; }
+
+// The gradients the largest unit produces: its parameters, or under LoRA a block's adapters.
+double unit_trainable_parameters(const training_setup& s) {
+  if (s.lora_rank == 0) return gathered_unit_parameters(s);
+  const double ep = expert_parallel_degree(s);
+  double adapters = 0;
+  for (const auto& t : weight_tensors(s.model))
+    if (lora_adapts(s, t))
+      adapters += static_cast<double>(s.lora_rank) * static_cast<double>(t.rows + t.cols) *
+                  static_cast<double>(t.count) / (t.routed() ? ep : 1);
+  return adapters / std::max<double>(1, static_cast<double>(s.model.num_layers));
+}
 
 std::int64_t reduce_bucket_elements(const training_setup& s) { return s.model.hidden_size * s.model.hidden_size; }
 }  // namespace
@@ -57,8 +70,10 @@ bool fsdp_runs(const training_setup& s) {
 
 std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
   if (!fsdp_runs(s)) return 0;
-  const double width = s.prec == precision::fp32 ? 4 : 2;
-  double bytes = 0;  // per parameter of the unit
+  const bool lora = s.lora_rank > 0;
+  // The gradients' width: the gathered parameters' (2 under FSDP2's bf16 policy), a LoRA adapter's.
+  const double width = lora ? (s.adapters == adapter_dtype::bf16 ? 2 : 4) : s.prec == precision::fp32 ? 4 : 2;
+  double bytes = 0;  // per trainable parameter of the unit
   switch (s.framework) {
     case training_framework::fsdp2:  // MixedPrecisionPolicy(param_dtype bf16, reduce_dtype float32)
       bytes = width + 4;
@@ -66,14 +81,16 @@ std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
     case training_framework::torchtune:  // no mixed-precision policy: the model's dtype throughout
       bytes = 2 * width;
       break;
-    case training_framework::litgpt:    // Fabric's FSDPPrecision: *-mixed keeps fp32 parameters and
-    case training_framework::composer:  // reduces in 16 bits; Composer's FSDP "DEFAULT" policy the same
-      bytes = is_mixed(s.prec) ? 4 + 2 : width;
+    case training_framework::litgpt:  // LoRA: FSDP2 without a policy (finetune/lora.py's parallelize_fn)
+      bytes = lora ? 2 * width : is_mixed(s.prec) ? 4 + 2 : width;
+      break;
+    case training_framework::composer:  // FSDP1: Lightning's FSDPPrecision and Composer's "DEFAULT"
+      bytes = is_mixed(s.prec) ? 4 + 2 : width;  // policy keep fp32 parameters and reduce in 16 bits
       break;
     default:
       return 0;  // hf and deepspeed: DeepSpeed's buckets; megatron: its own buffers
   }
-  return std::llround(bytes * gathered_unit_parameters(s));
+  return std::llround(bytes * unit_trainable_parameters(s));
 }
 
 std::int64_t deepspeed_bucket_bytes(const training_setup& s) {

@@ -53,9 +53,11 @@ bool fsdp_runs(const training_setup& s);
 // scatters each unit's gradients at the end of its backward. Autograd leaves them unsharded, in the
 // gathered parameters' dtype, and FSDP2 copies them into a reduce-scatter input of the reduce dtype
 // before it frees them (foreach_reduce); FSDP1 casts them only where the two dtypes differ. The
-// largest unit's (gathered_unit_parameters) at those widths: torchtitan's bf16 parameters and fp32
-// reduce 2 + 4 bytes, torchtune's pure precision twice its width, Lightning's and Composer's FSDP1
-// under AMP fp32 gradients cast to a 16-bit reduce 4 + 2. 0 where FSDP does not run.
+// largest unit's (gathered_unit_parameters; under LoRA a block's adapters, the only gradients) at
+// those widths: torchtitan's bf16 parameters and fp32 reduce 2 + 4 bytes, torchtune's pure
+// precision twice its width, Lightning's and Composer's FSDP1 under AMP fp32 gradients cast to a
+// 16-bit reduce 4 + 2, LitGPT's LoRA (FSDP2 without a policy) twice the adapters' width. 0 where
+// FSDP does not run.
 std::int64_t fsdp_unit_gradient_bytes(const training_setup& s);
 // DeepSpeed's gradient reduce buckets (frameworks hf and deepspeed, stage 1 and up): stage 1 and 2
 // allocate reduce_bucket_size elements of the model's dtype for every backward, twice with
