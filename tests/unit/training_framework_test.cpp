@@ -238,6 +238,10 @@ TEST(framework, litgpts_lora_base_is_fp32_and_autocast_casts_it_at_every_use) {
   EXPECT_EQ(l.autocast_weight_copies_bytes,
             static_cast<std::int64_t>(2 * 6'815'744 + 2 * (6'979'321'856.0 + vocab + 15 * vocab)));
   EXPECT_EQ(l.lm_head_copy_bytes, static_cast<std::int64_t>(2 * 16 * vocab));
+  // On 8 GPUs (FSDP, gathering fp32) the same casts of the gathered weights.
+  const memory_breakdown l8 = estimate_memory(with(training_framework::litgpt, base("llama-3-8b", 16, 8)));
+  EXPECT_EQ(l8.autocast_weight_copies_bytes, l.autocast_weight_copies_bytes);
+  EXPECT_EQ(l8.lm_head_copy_bytes, l.lm_head_copy_bytes);
   // bf16-true (--precision bf16) is a bf16 model: nothing of this.
   training_setup true_bf16 = with(training_framework::litgpt, base("llama-3-8b", 16), {{"--precision", "bf16"}});
   EXPECT_EQ(estimate_memory(true_bf16).autocast_weight_copies_bytes, 0);
