@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/device/device_spec.hpp"
+#include "core/train/optimizer_placement.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 #include "core/train/zero_buffers.hpp"
@@ -151,6 +153,12 @@ TEST(zero_buffers, megatrons_grad_buffer_and_main_params) {
     EXPECT_GT(bf16.peak_allocated_bytes(b, true), freed.peak_allocated_bytes(b, true)) << b;
   }
   EXPECT_EQ(estimate_memory(llama(training_framework::megatron, 1, 8)).optimizer_bytes, 12 * P / 8);
+  training_setup offload = llama(training_framework::megatron, 1, 8);  // --optimizer-cpu-offload
+  offload.offload = offload_kind::optimizer;
+  EXPECT_EQ(estimate_memory(offload).optimizer_bytes, 0);
+  EXPECT_EQ(estimate_memory(offload).offloaded_bytes, 12 * P / 8);
+  EXPECT_NE(offload_note(offload, find_preset("h100-sxm"), estimate_memory(offload)).find("--optimizer-cpu-offload"),
+            std::string::npos);
   training_setup fp16 = llama(training_framework::megatron, 1, 8);
   fp16.prec = precision::fp16_mixed;
   EXPECT_EQ(estimate_memory(fp16).gradients_bytes, 2 * P);

@@ -20,6 +20,7 @@
 
 #include "core/errors.hpp"
 #include "core/train/lora_step.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -251,8 +252,10 @@ std::string offload_note(const training_setup& s, const device_spec& d, const me
       "GPU(s) ({}); none of it overlapped with compute (an upper bound: DeepSpeed overlaps the gradient copies with "
       "backward; its one-step delayed update is not modelled). The gradients stay counted on the GPU as the ZeRO "
       "stage keeps them (both trainers move reduced gradient shards to the host as they arrive: an upper bound)",
-      s.offload == offload_kind::optimizer ? "DeepSpeed offload_optimizer"
-                                           : "DeepSpeed offload_param + offload_optimizer, FSDP2 CPUOffloadPolicy",
+      s.offload == offload_kind::optimizer_params ? "DeepSpeed offload_param + offload_optimizer, FSDP2 CPUOffloadPolicy"
+      : s.framework == training_framework::megatron
+          ? "Megatron-LM's --optimizer-cpu-offload, the distributed optimizer's shard"
+          : "DeepSpeed offload_optimizer",
       static_cast<double>(m.offloaded_bytes) / gib,
       s.offload == offload_kind::optimizer
           ? "optimizer states and fp32 master weights"

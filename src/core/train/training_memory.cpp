@@ -137,7 +137,8 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       const double master = is_mixed(s.prec) ? 4 * T : 0;
       weights += base_bytes(wb);
       grads += gb * T;
-      optimizer += (states + master) / N;
+      // --offload optimizer: Megatron-LM's --optimizer-cpu-offload, the distributed optimizer's shard on the host.
+      (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       if (s.prec == precision::fp16_mixed) step_grads += 4 * T / N;
     } else if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
