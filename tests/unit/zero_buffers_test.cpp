@@ -135,6 +135,10 @@ TEST(zero_buffers, deepspeeds_bf16_mode_keeps_a_bf16_model_fp32_masters_and_fp32
   EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 8)).optimizer_step_gradient_bytes, 4'000'000'000LL);
   EXPECT_EQ(estimate_memory(llama(training_framework::deepspeed, 3, 16)).optimizer_step_gradient_bytes, 4 * P / 16);
   EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).optimizer_step_gradient_bytes, 0);
+  // ZeRO-Offload steps the masters on the host, with their fp32 gradients.
+  training_setup offload = llama(training_framework::deepspeed, 2, 8);
+  offload.offload = offload_kind::optimizer;
+  EXPECT_EQ(estimate_memory(offload).optimizer_step_gradient_bytes, 0);
 }
 
 // Megatron-LM under --bf16 (bf16-mixed here): a bf16 model (no autocast copies), fp32 main params and

@@ -139,7 +139,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       grads += gb * T;
       // --offload optimizer: Megatron-LM's --optimizer-cpu-offload, the distributed optimizer's shard on the host.
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
-      if (s.prec == precision::fp16_mixed) step_grads += 4 * T / N;
+      if (s.prec == precision::fp16_mixed && s.offload == offload_kind::none) step_grads += 4 * T / N;
     } else if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
@@ -176,7 +176,9 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       const double shard_b = fsdp_fp32 ? 4 : wb;  // the sharded parameters' and gradients' width
       const double master = is_mixed(s.prec) && !fsdp_fp32 ? 4 * T : 0;
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
-      if (deepspeed_16bit(s)) step_grads += 4 * (s.zero_stage >= 3 ? std::min(T / N, 1e9) : T / N);
+      // (Offloaded, the masters' fp32 gradients are the host's.)
+      if (deepspeed_16bit(s) && s.offload == offload_kind::none)
+        step_grads += 4 * (s.zero_stage >= 3 ? std::min(T / N, 1e9) : T / N);
       grads += s.zero_stage >= 2 ? shard_b * T / N : wb * T;
       (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
           s.zero_stage >= 3 ? base_bytes(shard_b) / N : base_bytes(wb) + (fsdp_fp32 ? base_bytes(4) / N : 0);

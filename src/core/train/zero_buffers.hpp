@@ -21,7 +21,8 @@ bool deepspeed_runs(const training_setup& s);
 // master weights beside the states: at stage 0 FP16_UnfusedOptimizer for the Trainer's torch
 // optimizer (engine.py: bf16 without ZeRO accumulates in bf16, DDP_BFLOAT16), ZeRO's at 1-3. At the
 // step the wrapper gives the masters fp32 gradients: 4 bytes a trainable parameter of the rank's
-// share (all of them at stage 0; at stage 3 a sub-group, 1e9 elements by default, at a time).
+// share (all of them at stage 0; at stage 3 a sub-group, 1e9 elements by default, at a time), on
+// the host with --offload.
 bool deepspeed_16bit(const training_setup& s);
 // Megatron-LM's own data parallelism (--framework megatron at --zero 0, or 1: its distributed
 // optimizer). Its DDP keeps every gradient in a grad buffer allocated once and zeroed each step
