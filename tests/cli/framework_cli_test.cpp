@@ -132,18 +132,18 @@ TEST(batch_framework, megatron_waits_for_its_gradient_all_reduce) {
   EXPECT_EQ(megatron["setup"]["overlap_comm"], false);
   EXPECT_EQ(megatron["deepspeed"]["zero_optimization"]["overlap_comm"], false);
   EXPECT_TRUE(any_note(megatron, "not overlapped with compute (--overlap-comm off)"));
-  EXPECT_LT(megatron["recommendation"]["tokens_per_s"].get<double>(), hf["recommendation"]["tokens_per_s"].get<double>());
   EXPECT_EQ(on["setup"]["overlap_comm"], true);
   EXPECT_GT(on["recommendation"]["tokens_per_s"].get<double>(), megatron["recommendation"]["tokens_per_s"].get<double>());
-  // With the overlap the exchange costs what hf's does (Megatron's bf16 model casts no weights for
-  // autocast, so the steps themselves differ).
+  // Waiting for the exchange costs what the overlap hides: its exposed time per global step, at the
+  // recommended candidate (Megatron's bf16 model keeps less and casts no weights for autocast, so
+  // its steps differ from hf's in other ways).
   auto exchange = [](const nlohmann::json& p) {
     for (const auto& c : p["candidates"])
       if (c["micro_batch"] == p["recommendation"]["micro_batch"] && c["checkpointing"] == p["recommendation"]["checkpointing"])
         return c["time"]["allreduce_ms_per_global_step"].get<double>();
     return -1.0;
   };
-  EXPECT_EQ(exchange(on), exchange(hf));
+  EXPECT_GT(exchange(megatron), exchange(on));
   EXPECT_GT(exchange(on), 0);
   // hf's plan overlaps at ZeRO stage 0, which DeepSpeed's engine does not: its config says so.
   EXPECT_TRUE(any_note(hf, "for DeepSpeed at stage 0 plan with --overlap-comm off"));

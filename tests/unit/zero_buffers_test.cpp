@@ -176,6 +176,24 @@ TEST(zero_buffers, megatrons_grad_buffer_and_main_params) {
   EXPECT_FALSE(estimate_memory(llama(training_framework::hf, 0, 8)).gradients_allocated_throughout);
 }
 
+// Autocast on fp32 weights keeps an fp32 residual stream; a framework that makes the model 16-bit
+// (DeepSpeed's bf16 mode, Megatron-LM, FSDP2's bf16 param_dtype) runs without it, so a sample keeps
+// fewer bytes. A LoRA base is frozen in 16 bits: no autocast on it either.
+TEST(zero_buffers, only_an_fp32_model_runs_under_autocast) {
+  EXPECT_TRUE(runs_under_autocast(llama(training_framework::hf, 0, 8)));
+  EXPECT_TRUE(runs_under_autocast(llama(training_framework::fsdp2, 0, 1)));  // torchtitan on one GPU: autocast
+  EXPECT_TRUE(runs_under_autocast(llama(training_framework::composer, 3, 8)));  // FSDP1's fp32 parameters
+  EXPECT_FALSE(runs_under_autocast(llama(training_framework::hf, 2, 8)));  // DeepSpeed
+  EXPECT_FALSE(runs_under_autocast(llama(training_framework::deepspeed, 0, 8)));
+  EXPECT_FALSE(runs_under_autocast(llama(training_framework::megatron, 0, 8)));
+  EXPECT_FALSE(runs_under_autocast(llama(training_framework::fsdp2, 3, 8)));
+  training_setup fp32 = llama(training_framework::hf, 0, 8);
+  fp32.prec = precision::fp32;
+  EXPECT_FALSE(runs_under_autocast(fp32));
+  EXPECT_LT(estimate_memory(llama(training_framework::deepspeed, 0, 8)).activation_bytes_per_sample,
+            estimate_memory(llama(training_framework::hf, 0, 8)).activation_bytes_per_sample);
+}
+
 // DeepSpeed (hf's Trainer or deepspeed) allocates its reduce buckets every backward: at the emitted
 // reduce_bucket_size, 4,096^2 = 16,777,216 elements of bf16, two with overlap_comm at stages 1 and
 // 2 (67,108,864 bytes), one at stage 3 or without overlap (33,554,432). FSDP and stage 0 have none.

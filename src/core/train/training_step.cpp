@@ -10,6 +10,7 @@
 #include "core/tune/perf_model.hpp"
 #include "core/train/training_calibration.hpp"
 #include "core/train/training_context.hpp"
+#include "core/train/zero_buffers.hpp"
 #include "core/train/fused_projections.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_inventory.hpp"
@@ -258,7 +259,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.attention_ms = gemms.attention_ms;
   const model_spec& m = s.model;
   const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), is_mixed(s.prec) && !lora_base,
+  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
                                         attention_kernel_of(s), lora_base, s.loss);
   const double passes = 3 + recompute_share(s, checkpointing);
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);

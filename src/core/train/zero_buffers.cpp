@@ -42,6 +42,12 @@ bool megatron_grad_buffer(const training_setup& s) {
   return s.framework == training_framework::megatron && s.zero_stage <= 1;
 }
 
+bool runs_under_autocast(const training_setup& s) {
+  const bool sixteen_bit_model = deepspeed_16bit(s) || s.framework == training_framework::megatron ||
+                                 (s.framework == training_framework::fsdp2 && fsdp_runs(s));
+  return is_mixed(s.prec) && s.lora_rank == 0 && !sixteen_bit_model;
+}
+
 double gathered_unit_parameters(const training_setup& s) {
   const double layers = std::max<double>(1, static_cast<double>(s.model.num_layers));
   const double ep = expert_parallel_degree(s);

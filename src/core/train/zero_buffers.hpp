@@ -33,6 +33,12 @@ bool deepspeed_16bit(const training_setup& s);
 // for them (_copy_model_grads_to_main_grads). Megatron-LM d98e8a6: megatron/training/arguments.py,
 // megatron/core/distributed/distributed_data_parallel.py, megatron/core/optimizer/optimizer.py.
 bool megatron_grad_buffer(const training_setup& s);
+// Whether the blocks run under autocast on fp32 weights, which keeps the residual stream in fp32
+// (training_inventory.cpp): a mixed precision whose model stays fp32 (PyTorch's AMP, Composer,
+// LitGPT, FSDP1's fp32 parameters). Not where the framework makes the model 16-bit: DeepSpeed's
+// 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16 param_dtype (torchtitan at --zero 2, 3);
+// nor a LoRA base, frozen in 16 bits (LitGPT's fp32 one is planned the same).
+bool runs_under_autocast(const training_setup& s);
 // The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under FSDP1's mixed
 // precision (Lightning's FSDPPrecision and Composer's "DEFAULT" policy keep param_dtype fp32 and let
 // autocast cast); 2 elsewhere (DeepSpeed's 16-bit model, FSDP2's param_dtype bf16).
