@@ -147,6 +147,8 @@ TEST(batch_framework, megatron_waits_for_its_gradient_all_reduce) {
   EXPECT_GT(exchange(on), 0);
   // hf's plan overlaps at ZeRO stage 0, which DeepSpeed's engine does not: its config says so.
   EXPECT_TRUE(any_note(hf, "for DeepSpeed at stage 0 plan with --overlap-comm off"));
+  EXPECT_TRUE(any_note(hf, "the DeepSpeed config at stage 0 runs DeepSpeed's 16-bit mode, not this plan's PyTorch AMP"));
+  EXPECT_FALSE(any_note(megatron, "runs DeepSpeed's 16-bit mode"));
   const result bad = run_with(tiny, {"--overlap-comm", "maybe"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--overlap-comm 'maybe' is not on or off"), std::string::npos) << bad.err;

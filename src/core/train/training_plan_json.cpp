@@ -7,6 +7,7 @@
 #include "core/train/training_calibration.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/training_framework.hpp"
+#include "core/train/training_precision.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_plan_notes.hpp"
 #include "core/train/zero_buffers.hpp"
@@ -315,6 +316,12 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
         "and DeepSpeed's terms, and the Trainer would not run all of it as planned (its gradient_checkpointing wraps "
         "every layer, its loss is not chunked); set {}'s own config to the recommendation",
         to_string(s.framework), to_string(s.framework)));
+  // hf at stage 0 plans PyTorch's AMP; the DeepSpeed config runs DeepSpeed's 16-bit mode (zero_buffers.hpp).
+  if (!j["deepspeed"].is_null() && s.framework == training_framework::hf && s.zero_stage == 0 && is_mixed(s.prec))
+    j["notes"].push_back(
+        "the DeepSpeed config at stage 0 runs DeepSpeed's 16-bit mode, not this plan's PyTorch AMP: a 16-bit model "
+        "with fp32 master weights and fp32 gradients at the step (20 bytes a parameter at its step with AdamW, not "
+        "16); plan it as framework deepspeed");
   // DeepSpeed's engine all-reduces after backward at stage 0, whatever overlap_comm says.
   if (!j["deepspeed"].is_null() && s.zero_stage == 0 && s.overlap_comm && s.world_size > 1)
     j["notes"].push_back(
