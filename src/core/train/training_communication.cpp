@@ -91,6 +91,12 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   return c;
 }
 
+double group_link_gbs(const training_setup& s, const device_spec& d, int gpus) {
+  if (s.link_gbs) return *s.link_gbs;
+  const double among = d.link_gbs_among(gpus);
+  return gpus <= s.gpus_per_node && among > 0 ? among : s.network_gbs;
+}
+
 double exposed_communication_ms(double comm_ms, double window_ms, std::int64_t layers) {
   if (comm_ms <= 0) return 0;
   const double one_layer = comm_ms / static_cast<double>(std::max<std::int64_t>(1, layers));

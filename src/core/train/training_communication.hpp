@@ -41,6 +41,12 @@ struct communication_estimate {
 // reach about 80% of it.
 communication_estimate estimate_communication(const training_setup& s, const device_spec& d);
 
+// The bandwidth per GPU, one direction, of a group of `gpus` GPUs that talk among themselves (a
+// tensor-parallel group, a context-parallel ring, a pipeline's stages): --link-gbs when given;
+// inside a node the GPU link among them (device_spec::link_gbs_among: an H100 NVL's PCIe between
+// its bridged pairs); across nodes, or without a GPU link, the network port.
+double group_link_gbs(const training_setup& s, const device_spec& d, int gpus);
+
 // What of an exchange of comm_ms the GPU waits for when it runs beside window_ms
 // of compute layer by layer: the rest beyond the window, and never less than one
 // layer's share (the first gather, the last reduction, wait with nothing to hide

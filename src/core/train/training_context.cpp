@@ -17,10 +17,7 @@ namespace {
 // stages outermost, as torchtitan's mesh [pp, dp, cp, tp] and Megatron-LM's rank order lay them
 // out): in a node while C x cp_stride GPUs fit in one.
 double ring_link_gbs(const training_setup& s, const device_spec& d) {
-  if (s.link_gbs) return *s.link_gbs;
-  const int span = s.context_parallel * std::max(1, s.cp_stride);
-  const double among = d.link_gbs_among(span);
-  return span <= s.gpus_per_node && among > 0 ? among : s.network_gbs;
+  return group_link_gbs(s, d, s.context_parallel * std::max(1, s.cp_stride));
 }
 }  // namespace
 

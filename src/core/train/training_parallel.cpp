@@ -99,8 +99,7 @@ memory_breakdown tensor_parallel_memory(const training_setup& s) {
 }
 
 double tensor_parallel_link_gbs(const training_setup& s, const device_spec& d) {
-  const double among = d.link_gbs_among(s.tensor_parallel);
-  return s.link_gbs ? *s.link_gbs : among > 0 ? among : s.network_gbs;
+  return group_link_gbs(s, d, s.tensor_parallel);  // inside a node (validate_tensor_parallel)
 }
 
 double tensor_parallel_comm_ms(const training_setup& s, const device_spec& d, std::int64_t micro_batch,

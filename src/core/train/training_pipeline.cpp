@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_communication.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
 
@@ -29,13 +30,8 @@ int setup_gpus(const training_setup& s) { return s.world_size * std::max(1, s.dp
 // data-parallel ranks fill W / P consecutive GPUs, and the next stage's start W / P further on.
 // Adjacent stages share a node only where all W GPUs do.
 bool stages_in_node(const training_setup& s) { return setup_gpus(s) <= s.gpus_per_node; }
-// A stage's sends: --link-gbs; inside a node, the GPU link among its W GPUs (an H100 NVL's PCIe
-// between its bridged pairs); across nodes (or without a GPU link) the network port.
-double stage_link_gbs(const training_setup& s, const device_spec& d) {
-  if (s.link_gbs) return *s.link_gbs;
-  const double among = d.link_gbs_among(setup_gpus(s));
-  return stages_in_node(s) && among > 0 ? among : s.network_gbs;
-}
+// A stage's sends: among the W GPUs the stages span (training_communication.hpp).
+double stage_link_gbs(const training_setup& s, const device_spec& d) { return group_link_gbs(s, d, setup_gpus(s)); }
 }  // namespace
 
 void validate_pipeline_parallel(const training_setup& s) {

@@ -60,8 +60,10 @@ double gathered_unit_parameters(const training_setup& s) {
 }
 
 double gathered_parameter_bytes(const training_setup& s) {
-  const bool fsdp1 = s.framework == training_framework::litgpt || s.framework == training_framework::composer;
-  return fsdp1 && fsdp_runs(s) && is_mixed(s.prec) ? 4 : parameter_bytes(s);
+  // LitGPT and Composer keep fp32 parameters under AMP: FSDP1's param_dtype fp32, LitGPT's LoRA FSDP2
+  // without a policy.
+  const bool fp32_parameters = s.framework == training_framework::litgpt || s.framework == training_framework::composer;
+  return fp32_parameters && fsdp_runs(s) && is_mixed(s.prec) ? 4 : parameter_bytes(s);
 }
 
 std::int64_t gathered_weights_bytes(const training_setup& s) {

@@ -39,9 +39,10 @@ bool megatron_grad_buffer(const training_setup& s);
 // 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16 param_dtype (torchtitan at --zero 2, 3);
 // nor a LoRA base, frozen in 16 bits (LitGPT's fp32 one is planned the same).
 bool runs_under_autocast(const training_setup& s);
-// The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under FSDP1's mixed
-// precision (Lightning's FSDPPrecision and Composer's "DEFAULT" policy keep param_dtype fp32 and let
-// autocast cast); 2 elsewhere (DeepSpeed's 16-bit model, FSDP2's param_dtype bf16).
+// The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under LitGPT's and
+// Composer's mixed precision (FSDP1 with Lightning's FSDPPrecision or Composer's "DEFAULT" policy,
+// param_dtype fp32; LitGPT's LoRA on FSDP2 without a policy), where autocast casts; 2 elsewhere
+// (DeepSpeed's 16-bit model, FSDP2's param_dtype bf16).
 double gathered_parameter_bytes(const training_setup& s);
 // A gathered unit's parameters: FSDP's units are each block and the embedding and LM head (their
 // own units or the root's); the largest of them, with a block's routed experts divided over the
