@@ -29,7 +29,12 @@ namespace tiletune::cli {
 
 namespace {
 
-std::string gib(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1LL << 30)); }
+// In GiB to two decimals; a figure that would print as 0.00 but is not zero (a LoRA run's gradients,
+// its FSDP unit gradients) to two significant digits, so no held buffer reads as none.
+std::string gib(std::int64_t bytes) {
+  const double g = static_cast<double>(bytes) / (1LL << 30);
+  return bytes > 0 && g < 0.005 ? fmt::format("{:.2g}", g) : fmt::format("{:.2f}", g);
+}
 
 // "on", "off", or "every 2" where every N-th layer is checkpointed.
 std::string checkpointing_name(const training_setup& s, bool on) {

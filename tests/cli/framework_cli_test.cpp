@@ -89,6 +89,19 @@ TEST(batch_framework, fsdp2_shards_over_every_gpu) {
   EXPECT_NE(ds.out.find("fp32 step gradients (optimizer step) 29.92"), std::string::npos) << ds.out;
 }
 
+// A buffer too small for two decimals of a GiB is not shown as none: torchtune's LoRA on 8 GPUs
+// (FSDP2, pure bf16) reduce-scatters a block's bf16 adapter gradients, 39,321,600 / 32 = 1,228,800
+// of them, through an input of their own width: 4 x 1,228,800 = 4,915,200 bytes, 0.0046 GiB.
+TEST(batch_framework, a_small_buffer_shows_its_size_not_zero) {
+  const std::vector<std::string> fsdp = {"--framework", "torchtune", "--world-size", "8", "--zero", "3"};
+  std::vector<std::string> json = fsdp;
+  json.push_back("--json");
+  EXPECT_EQ(plan_with(llama_lora, json)["memory"]["fsdp_unit_gradient_bytes"], 4'915'200);
+  const result text = run_with(llama_lora, fsdp);
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("FSDP unit gradients (backward) 0.0046  activations"), std::string::npos) << text.out;
+}
+
 TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_writes_nothing) {
   const fs::path out = tmp_dir() / "framework-refused.json";
   auto refused = [&](const std::vector<std::string>& extra, const std::string& why) {
