@@ -29,10 +29,11 @@ import sys
 PRESETS = {"gpt2": "gpt2", "tinyllama-11b": "tinyllama-1.1b"}
 
 
+# The recording's loop runs backward and opt.step() without clipping: --grad-clip off.
 def plan(binary, row, gpu):
     args = [binary, "batch", "--model", row.get("config") or PRESETS[row["model"]], "--seq-len", str(row["seq"]),
             "--gpu", gpu, "--precision", row["precision"], "--checkpointing", "on" if row["ckpt"] else "off",
-            "--global-batch", str(row["mb"]), "--lora-rank", str(row.get("lora", 0)), "--json"]
+            "--global-batch", str(row["mb"]), "--lora-rank", str(row.get("lora", 0)), "--grad-clip", "off", "--json"]
     if row.get("lora_dropout", 0) > 0:
         args[-1:-1] = ["--lora-dropout", str(row["lora_dropout"])]
     j = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)

@@ -252,6 +252,7 @@ std::map<std::string, std::string> given_flags(const batch_options& o) {
   add("--adapter-dtype", o.adapter_dtype);
   add("--lora-dropout", o.lora_dropout);
   add("--overlap-comm", o.overlap_comm);
+  add("--grad-clip", o.grad_clip);
   return given;
 }
 

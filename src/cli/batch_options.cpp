@@ -89,6 +89,13 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "under compute but one layer's share: PyTorch DDP, FSDP) | off (after backward, in full) "
                   "(default: the framework's; off for megatron, overlap_grad_reduce False, and deepspeed below --zero "
                   "3, overlap_comm; on for the rest)");
+  cmd->add_option("--grad-clip", o->grad_clip,
+                  "on (each optimizer step clips the gradients by their global norm: torch's clip_grad_norm_ reads "
+                  "every gradient for the norm and scales it, Megatron-LM reads it and scales only above the "
+                  "threshold; DeepSpeed reads and scales every step either way) | off (default: the framework's; "
+                  "on for hf, max_grad_norm 1.0, fsdp2, max_norm 1.0, deepspeed, gradient_clipping 1.0, and megatron, "
+                  "--clip-grad 1.0; off for torchtune, composer and litgpt's fine-tuning; off with "
+                  "--optimizer-in-backward, which cannot clip)");
   cmd->add_option("--zero", o->zero,
                   "DeepSpeed ZeRO stage 0..3; FSDP's full sharding is 3 (default: the framework's; hf: 0)");
   cmd->add_option("--world-size", o->world_size,

@@ -29,6 +29,7 @@ struct batch_options {
   std::optional<double> pcie_gbs, host_memory_gbs;
   std::optional<std::string> attention, loss, checkpointing;  // none: the framework's
   std::optional<std::string> overlap_comm;                     // none: the framework's
+  std::optional<std::string> grad_clip;                        // none: the framework's
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> micro_batch;
   std::optional<int> zero;

@@ -167,10 +167,38 @@ TEST(batch_framework, megatron_waits_for_its_gradient_all_reduce) {
   EXPECT_NE(bad.err.find("--overlap-comm 'maybe' is not on or off"), std::string::npos) << bad.err;
 }
 
+// --grad-clip: the framework's default reaches the JSON and both paste-ready configs (the Trainer
+// checks its max_grad_norm against DeepSpeed's gradient_clipping), clipping costs optimizer-step time,
+// the flag wins, and a bad value or clipping with the step in backward exits 2 naming it.
+TEST(batch_framework, gradient_clipping_follows_the_framework_and_the_configs_say_so) {
+  const std::vector<std::string> tiny = {"batch", "--model", "tinyllama-1.1b", "--gpu", "h100-sxm", "--seq-len", "2048",
+                                         "--global-batch", "32", "--no-db", "--json"};
+  const nlohmann::json hf = plan_with(tiny, {}), off = plan_with(tiny, {"--grad-clip", "off"}),
+                       composer = plan_with(tiny, {"--framework", "composer", "--precision", "bf16-mixed"});
+  EXPECT_EQ(hf["setup"]["grad_clip"], true);
+  EXPECT_EQ(hf["hf_training_args"]["max_grad_norm"], 1.0);
+  EXPECT_EQ(hf["deepspeed"]["gradient_clipping"], 1.0);
+  EXPECT_EQ(off["setup"]["grad_clip"], false);
+  EXPECT_EQ(off["hf_training_args"]["max_grad_norm"], 0.0);
+  EXPECT_EQ(off["deepspeed"]["gradient_clipping"], 0.0);
+  EXPECT_EQ(composer["setup"]["grad_clip"], false);
+  EXPECT_TRUE(any_note(composer, "--grad-clip off (no GradientClipping algorithm unless configured)"));
+  // The same step but for clipping: AdamW's 28 bytes a parameter and clip_grad_norm_'s 12.
+  auto optimizer_ms = [](const nlohmann::json& p) { return p["candidates"][0]["time"]["optimizer_ms_per_global_step"].get<double>(); };
+  EXPECT_NEAR(optimizer_ms(hf) / optimizer_ms(off), 40.0 / 28.0, 1e-9);
+  const result bad = run_with(tiny, {"--grad-clip", "1.0"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--grad-clip '1.0' is not on or off"), std::string::npos) << bad.err;
+  const result inside = run_with(tiny, {"--optimizer-in-backward", "--grad-clip", "on"});
+  EXPECT_EQ(inside.code, 2);
+  EXPECT_NE(inside.err.find("--optimizer-in-backward --grad-clip on"), std::string::npos) << inside.err;
+  EXPECT_EQ(plan_with(tiny, {"--optimizer-in-backward"})["setup"]["grad_clip"], false);
+}
+
 TEST(batch_framework, help_names_the_flag_and_every_framework) {
   const result r = run({"batch", "--help"});
   ASSERT_EQ(r.code, 0);
   for (const char* s : {"--framework", "fsdp2 (torchtitan)", "deepspeed", "megatron (Megatron-LM)", "torchtune",
-                        "composer", "litgpt", "docs/batch.md#frameworks", "--overlap-comm"})
+                        "composer", "litgpt", "docs/batch.md#frameworks", "--overlap-comm", "--grad-clip"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }

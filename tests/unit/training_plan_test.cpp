@@ -790,9 +790,11 @@ TEST(plan, the_checkpointing_note_claims_a_comparison_only_where_one_was_made) {
 // backward (DeepSpeed's stage_1_and_2.py with partition_gradients; its no_sync refuses stage 2),
 // where DDP and ZeRO-1 exchange once at the accumulation boundary. Without accumulation the two
 // exchange the same; with it ZeRO-2 pays every micro-step (it was counted as ZeRO-1: as fast).
-// DeepSpeed reduces its bf16 gradients as they are (2 bytes a parameter): at 12.5 GB/s ports and
-// 16 micro-steps ZeRO-2 comes out 2% slower, most of each exchange hidden under its backward (with
-// fp32 gradients, 35% slower).
+// Both copy each gradient into DeepSpeed's bucket (gradient_traffic.hpp): ZeRO-1 once, in the last
+// backward, ZeRO-2 in every micro-step, which the model spreads over the phases' host waits: without
+// accumulation within 1%. DeepSpeed reduces its bf16 gradients as they are (2 bytes a parameter): at
+// 12.5 GB/s ports and 16 micro-steps ZeRO-2 comes out slower, most of each exchange hidden under its
+// backward (with fp32 gradients, 35% slower).
 TEST(step, zero2_reduce_scatters_every_micro_step) {
   auto rate = [](int zero, std::int64_t global) {
     auto s = plan_setup("llama-3-8b", 2048);
@@ -806,9 +808,10 @@ TEST(step, zero2_reduce_scatters_every_micro_step) {
     EXPECT_TRUE(plan.recommended);
     return plan.candidates[*plan.recommended];
   };
-  EXPECT_NEAR(rate(2, 16).samples_per_s, rate(1, 16).samples_per_s, 1e-6 * rate(1, 16).samples_per_s);
+  EXPECT_NEAR(rate(2, 16).samples_per_s, rate(1, 16).samples_per_s, 0.01 * rate(1, 16).samples_per_s);
   const auto one = rate(1, 256), two = rate(2, 256);
   EXPECT_EQ(two.grad_accum_steps, 16);
+  EXPECT_LT(two.samples_per_s, 0.99 * one.samples_per_s);
   EXPECT_GT(two.time.reduce_scatter_ms, 0);
   EXPECT_EQ(one.time.reduce_scatter_ms, 0);
   EXPECT_LT(two.samples_per_s, 0.99 * one.samples_per_s);

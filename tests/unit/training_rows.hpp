@@ -38,8 +38,9 @@ inline model_spec model(const std::string& name) {
   return m;
 }
 
-// The step a row ran: AdamW, SDPA, its checkpointing, and a global batch of
-// one micro-batch so that the measured micro-batch is a candidate.
+// The step a row ran: AdamW, SDPA, its checkpointing, no gradient clipping (the recording's loop
+// runs backward and opt.step()), and a global batch of one micro-batch so that the measured
+// micro-batch is a candidate.
 inline training_setup setup(const nlohmann::json& row) {
   training_setup s;
   s.model = model(row["model"].get<std::string>());
@@ -51,6 +52,7 @@ inline training_setup setup(const nlohmann::json& row) {
   s.lora_rank = row.value("lora", 0);
   s.lora_dropout = row.value("lora_dropout", 0.0);
   s.global_batch = row.value("mb", 1);
+  s.grad_clip = false;
   return s;
 }
 

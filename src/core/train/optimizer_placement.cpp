@@ -27,6 +27,11 @@ namespace tiletune {
 
 void validate_optimizer_placement(const training_setup& s) {
   if (!s.optimizer_in_backward) return;
+  // Clipping scales every gradient by the global norm, known only once backward has finished.
+  if (s.grad_clip)
+    throw usage_error("--optimizer-in-backward --grad-clip on: each parameter steps as soon as its gradient is "
+                      "complete, before the global norm clipping scales by exists (torchtune refuses "
+                      "clip_grad_norm with optimizer_in_bwd); pass --grad-clip off or drop --optimizer-in-backward");
   // DeepSpeed's ZeRO-1 and ZeRO-2 own the step over their flat fp32 partitions (the engine's
   // optimizer.step after the reduction): there is no per-parameter step inside backward.
   if (s.zero_stage == 1 || s.zero_stage == 2)

@@ -46,7 +46,7 @@ const std::pair<training_framework, const char*> framework_names[] = {
 // the overlap of the exchange the ZeRO stage).
 const char* const framework_flags[] = {"--precision",    "--attention",     "--loss",         "--checkpointing",
                                        "--zero",         "--lora-targets",  "--adapter-dtype", "--lora-dropout",
-                                       "--overlap-comm"};
+                                       "--overlap-comm", "--grad-clip"};
 
 std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const training_setup& s) {
   if (flag == "--precision") return gpu_has_bf16 ? "bf16-mixed" : "fp16-mixed";
@@ -55,10 +55,19 @@ std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const t
   if (flag == "--checkpointing") return "auto";
   if (flag == "--zero" || flag == "--lora-dropout") return "0";
   if (flag == "--overlap-comm") return "on";  // PyTorch DDP's bucketed all-reduce, FSDP's prefetch
+  // The Trainer's max_grad_norm 1.0; a step inside backward cannot clip (no global norm yet).
+  if (flag == "--grad-clip") return s.optimizer_in_backward ? "off" : "on";
   if (flag == "--lora-targets") return "all-linear";
   // --adapter-dtype: peft's fp32; QLoRA's bf16 adapters on a bf16 base (the QLoRA paper's setup).
   const bool bf16_base = s.prec == precision::bf16 || s.prec == precision::bf16_mixed;
   return s.quantize == quantize_kind::nf4 && bf16_base ? "bf16" : "fp32";
+}
+
+// Gradient clipping by the global norm, as the framework's default sets it; never with the step in
+// backward, which runs before the norm is known (torchtune refuses the two together).
+framework_setting clipping(const training_setup& s, bool on, const char* how) {
+  if (s.optimizer_in_backward) return {"--grad-clip", "off", "the optimizer steps in backward: nothing to clip by"};
+  return {"--grad-clip", on ? "on" : "off", how};
 }
 
 // FSDP (ZeRO-3 sharding) over every GPU where there are several (how: `how`); on one GPU nothing is sharded.
@@ -76,7 +85,8 @@ framework_bundle torchtitan(const training_setup& s) {
       {"--loss", "chunked", "ChunkedLossWrapper, 8 chunks, in its Llama 3 configs"},
       // Trainer.Config.activation_checkpoint defaults to SelectiveAC: per op, every second mm recomputed.
       {"--checkpointing", "selective", "Trainer.Config.activation_checkpoint SelectiveAC, per op"},
-      sharded(s, "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU")};
+      sharded(s, "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU"),
+      clipping(s, true, "max_norm 1.0: dist_utils.clip_grad_norm_ before each step")};
   if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
     b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
                                          {"--adapter-dtype", "fp32", "fp32 parameters, cast by the mixed-precision policy"}});
@@ -93,7 +103,8 @@ framework_bundle deepspeed(const training_setup& s) {
   b.settings = {{"--zero", "0", "DeepSpeedZeroConfig.stage 0"},
                 {"--overlap-comm", s.zero_stage == 3 ? "on" : "off",
                  s.zero_stage == 3 ? "DeepSpeedZeroConfig.overlap_comm: on at stage 3"
-                                   : "DeepSpeedZeroConfig.overlap_comm: off below stage 3"}};
+                                   : "DeepSpeedZeroConfig.overlap_comm: off below stage 3"},
+                clipping(s, true, "gradient_clipping 1.0, GRADIENT_CLIPPING_DEFAULT")};
   b.notes.push_back({"", "DeepSpeed trains fp32 unless its config enables bf16 or fp16 (BFLOAT16_ENABLED_DEFAULT "
                          "False): the plan keeps tiletune's precision, and the DeepSpeed config it writes enables it"});
   b.notes.push_back({"", "DeepSpeed wraps the model it is given: attention, loss, checkpointing and LoRA are the "
@@ -101,7 +112,7 @@ framework_bundle deepspeed(const training_setup& s) {
   return b;
 }
 
-framework_bundle megatron() {
+framework_bundle megatron(const training_setup& s) {
   framework_bundle b;
   // TransformerConfig.attention_backend auto (Transformer Engine picks flash or fused attention);
   // cross_entropy_loss_fusion False: tensor_parallel.vocab_parallel_cross_entropy on fp32 logits;
@@ -110,7 +121,8 @@ framework_bundle megatron() {
                 {"--loss", "eager", "cross_entropy_loss_fusion False: vocab-parallel cross-entropy on fp32 logits"},
                 {"--checkpointing", "auto", "recompute_granularity None"},
                 {"--zero", "0", "--use-distributed-optimizer off"},
-                {"--overlap-comm", "off", "DistributedDataParallelConfig.overlap_grad_reduce False"}};
+                {"--overlap-comm", "off", "DistributedDataParallelConfig.overlap_grad_reduce False"},
+                clipping(s, true, "--clip-grad 1.0")};
   b.notes.push_back({"", "Megatron-LM trains fp32 unless --bf16 or --fp16 (ModelParallelConfig bf16, fp16 False): "
                          "the plan keeps tiletune's precision"});
   b.notes.push_back({"", "Megatron-LM's parallelism defaults are the plan's own: tensor and pipeline parallel 1, no "
@@ -137,6 +149,7 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
   else
     b.settings.push_back({"--checkpointing", "on", "enable_activation_checkpointing: True"});
   b.settings.push_back(sharded(s, "the distributed recipes shard with FSDP2, training.shard_model"));
+  b.settings.push_back(clipping(s, false, "clip_grad_norm: null in the Llama 3.1 8B configs"));
   if (lora) {
     b.settings.insert(b.settings.end(),
                       {{"--lora-targets", "q,v,o,gate,up,down",
@@ -155,11 +168,12 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
   return b;
 }
 
-framework_bundle composer() {
+framework_bundle composer(const training_setup& s) {
   framework_bundle b;
   b.settings = {{"--precision", "fp16-mixed", "Trainer precision default amp_fp16 on GPUs"},
                 {"--zero", "0", "PyTorch DDP, the default (FSDP only when configured)"},
-                {"--checkpointing", "auto", "activation_checkpointing off unless configured"}};
+                {"--checkpointing", "auto", "activation_checkpointing off unless configured"},
+                clipping(s, false, "no GradientClipping algorithm unless configured")};
   b.notes.push_back({"", "Composer trains the transformers (HuggingFaceModel) and peft model it is given: "
                          "attention, loss and LoRA are hf's"});
   return b;
@@ -176,6 +190,8 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
   b.settings.push_back({"--checkpointing", several ? "on" : "auto",
                         several ? "every Block checkpointed under FSDP" : "no checkpointing on one GPU"});
   b.settings.push_back(sharded(s, "FSDP over every GPU"));
+  // TrainArgs.max_norm None; finetune/{full,lora}.py list max_norm as unsupported (pretrain.py sets 1.0).
+  b.settings.push_back(clipping(s, false, "fine-tuning's TrainArgs.max_norm None"));
   if (s.lora_rank > 0)
     b.settings.insert(b.settings.end(),
                       {{"--lora-targets", "q,v", "lora_query, lora_value True; key, projection, mlp, head False"},
@@ -214,9 +230,9 @@ framework_bundle framework_defaults(training_framework f, const training_setup& 
     case training_framework::hf: return {};
     case training_framework::fsdp2: return torchtitan(s);  // its bf16 default on a GPU without: refused
     case training_framework::deepspeed: return deepspeed(s);
-    case training_framework::megatron: return megatron();
+    case training_framework::megatron: return megatron(s);
     case training_framework::torchtune: return torchtune(s, gpu_has_bf16);
-    case training_framework::composer: return composer();
+    case training_framework::composer: return composer(s);
     case training_framework::litgpt: return litgpt(s, gpu_has_bf16);
   }
   return {};
@@ -234,9 +250,9 @@ void set_option(training_setup& s, const std::string& flag, const std::string& t
   else if (flag == "--lora-targets") s.lora_targets = parse_lora_targets(text);
   else if (flag == "--adapter-dtype") s.adapters = parse_adapter_dtype(text);
   else if (flag == "--lora-dropout") std::from_chars(text.data(), text.data() + text.size(), s.lora_dropout);
-  else if (flag == "--overlap-comm") {
-    if (text != "on" && text != "off") throw usage_error(fmt::format("--overlap-comm '{}' is not on or off", text));
-    s.overlap_comm = text == "on";
+  else if (flag == "--overlap-comm" || flag == "--grad-clip") {
+    if (text != "on" && text != "off") throw usage_error(fmt::format("{} '{}' is not on or off", flag, text));
+    (flag == "--overlap-comm" ? s.overlap_comm : s.grad_clip) = text == "on";
   }
 }
 

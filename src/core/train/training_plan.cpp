@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
@@ -101,11 +102,13 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
     c.time.gemm_ms = std::max(c.time.gemm_ms, plan.candidates.back().time.gemm_ms);
   // What of the exchange the GPU waits for: DDP's bucketed all-reduce runs under the last
   // micro-step's backward, ZeRO-3's prefetched gathers and reduce-scatters under each micro-step;
-  // without --overlap-comm, all of it after the compute.
+  // without --overlap-comm, all of it after the compute. The last micro-step's backward also copies
+  // the gradients into DDP's buckets (gradient_boundary_ms), which the all-reduce runs beside.
   const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms : 0;
+  const double last_window_ms = s.overlap_comm ? window_ms + c.time.gradient_boundary_ms : 0;
   // (ZeRO-2's per-step part is the parameters' all-gather after the optimizer step: nothing to hide under.)
   c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms,
-                                                 in.comm.per_micro_step_reduce_ms > 0 ? 0 : window_ms * 2 / 3,
+                                                 in.comm.per_micro_step_reduce_ms > 0 ? 0 : last_window_ms * 2 / 3,
                                                  s.model.num_layers);
   c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, window_ms, s.model.num_layers);
   c.time.reduce_scatter_ms =  // under each micro-step's backward, as DDP's buckets under the last one's
@@ -115,7 +118,8 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // --paged-optimizer: the states the peak evicts, paged out and back once a global step.
   c.time.paging_ms = paged_optimizer_ms(s, in.d, paged_optimizer_bytes(mem, c.peak_bytes, plan.memory_budget_bytes));
   const double global_step_ms = static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms() +
-                                c.time.optimizer_ms + c.time.allreduce_ms + c.time.pipeline_bubble_ms +
+                                c.time.gradient_boundary_added_ms + c.time.optimizer_ms + c.time.allreduce_ms +
+                                c.time.pipeline_bubble_ms +
                                 c.time.paging_ms;
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
   c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);

@@ -105,6 +105,10 @@ struct training_setup {
   // off: after backward, in full (Megatron-LM's overlap_grad_reduce False, DeepSpeed's overlap_comm
   // below stage 3).
   bool overlap_comm = true;
+  // --grad-clip: the optimizer step first clips the gradients by their global norm (the Trainer's
+  // max_grad_norm 1.0, torchtitan's max_norm, Megatron-LM's --clip-grad); gradient_traffic.hpp counts
+  // what that moves.
+  bool grad_clip = true;
   // --optimizer-in-backward (torchtune's optimizer_in_bwd, PyTorch's register_post_accumulate_grad_hook
   // recipe): each parameter's optimizer step runs as soon as its gradient is complete, which frees it;
   // no gradient accumulation (optimizer_placement.hpp has the rules).
@@ -268,6 +272,10 @@ struct step_time {
   double memory_bound_ms = 0;  // norms, activations, softmax, loss: bytes over bandwidth
   double launch_ms = 0;        // per-kernel overhead of an eager framework
   double optimizer_ms = 0;     // once per global step
+  // The gradients' copies into the exchange's buckets and back where they happen once per global
+  // step (DDP, DeepSpeed stages 0 and 1: gradient_traffic.hpp), in the last micro-step's backward:
+  // their GPU time, and what they add to the step beyond the time that backward's GPU waits for the host.
+  double gradient_boundary_ms = 0, gradient_boundary_added_ms = 0;
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
   double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
   double reduce_scatter_ms = 0;  // ZeRO-2 gradient reduce-scatter, every micro-step

@@ -22,6 +22,7 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
           {"optimizer_ms_per_global_step", t.optimizer_ms},
+          {"gradient_boundary_ms_per_global_step", t.gradient_boundary_added_ms},
           {"allreduce_ms_per_global_step", t.allreduce_ms},
           {"zero3_gather_ms", t.gather_ms},
           {"expert_alltoall_ms", t.alltoall_ms},
@@ -162,7 +163,8 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
                        {"gradient_checkpointing", r.checkpointing},
                        {"bf16", s.prec == precision::bf16_mixed},
                        {"fp16", s.prec == precision::fp16_mixed},
-                       {"optim", hf_optim(s.optimizer, s.paged_optimizer)}};
+                       {"optim", hf_optim(s.optimizer, s.paged_optimizer)},
+                       {"max_grad_norm", s.grad_clip ? 1.0 : 0.0}};  // 0 turns the Trainer's clipping off
   return hf;  // sgd-momentum: "sgd" is plain SGD in transformers, a note says how to pass momentum
 }
 
@@ -196,7 +198,9 @@ nlohmann::json deepspeed_json(const training_setup& s, const batch_candidate& r)
                        {"train_batch_size", r.effective_global_batch},
                        {"zero_optimization", {{"stage", s.zero_stage}, {"overlap_comm", s.overlap_comm}}},
                        {"bf16", {{"enabled", s.prec == precision::bf16_mixed}}},
-                       {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}}};
+                       {"fp16", {{"enabled", s.prec == precision::fp16_mixed}}},
+                       // The Trainer's max_grad_norm, which it checks this against; 0: none.
+                       {"gradient_clipping", s.grad_clip ? 1.0 : 0.0}};
   add_deepspeed_zero_settings(s, ds["zero_optimization"]);
   // --offload: ZeRO-Offload's optimizer on the CPU, and ZeRO-Infinity's parameters there too.
   if (s.offload != offload_kind::none)
@@ -245,6 +249,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"offload", to_string(s.offload)},
                 {"zero_stage", s.zero_stage},
                 {"overlap_comm", s.overlap_comm},
+                {"grad_clip", s.grad_clip},
                 {"world_size", s.world_size},
                 {"lora_rank", s.lora_rank},
                 {"lora_dropout", s.lora_dropout},

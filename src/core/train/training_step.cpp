@@ -12,6 +12,7 @@
 #include "core/train/training_context.hpp"
 #include "core/train/zero_buffers.hpp"
 #include "core/train/fused_projections.hpp"
+#include "core/train/gradient_traffic.hpp"
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/host_time.hpp"
@@ -210,17 +211,21 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   bytes += lora.bytes + dequantize_traffic_bytes(s, mem.expert_parallel, checkpointing);
   bytes += fp8_cast_bytes(s, b * s.seq_len, checkpointing);  // --fp8: scales, casts and transposes
   if (is_mixed(s.prec)) {
-    // Autocast casts each linear weight to 16 bits per forward (again in
-    // recompute), and each 16-bit weight gradient is accumulated into fp32.
+    // Autocast casts each linear weight to 16 bits per forward (again in recompute).
     const double casts = static_cast<double>(mem.autocast_weight_copies_bytes) / 2;
-    bytes += casts * 6 * (1 + recompute_share(s, checkpointing)) + mem.local_trainable_parameters() * 6;
+    bytes += casts * 6 * (1 + recompute_share(s, checkpointing));
   }
+  // The framework's handling of each micro-step's gradients: autocast's cast back to fp32, FSDP's
+  // reduce-scatter input, DeepSpeed's buckets (gradient_traffic.hpp).
+  bytes += mem.local_trainable_parameters() * gradient_traffic_of(s).micro_step;
   return bytes;
 }
 
 // Optimizer step: fused AdamW reads weight, gradient, m and v and writes
 // weight, m and v, in the parameters' dtype (fp32 under AMP); Lion the same
-// without v.
+// without v. Around it, the framework's handling of the rank's shard of the
+// gradients once a step (gradient_traffic.hpp): the clipping, the unscale and
+// the copies to and from fp32.
 double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, double bandwidth, double host_ms) {
   // What this GPU updates: the dense parameters sharded over the world
   // under ZeRO, its experts over the GPUs holding the same ones.
@@ -228,8 +233,8 @@ double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, d
   const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
   const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
   const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double per_param = optimizer_bytes_per_parameter(s);
-  return std::max(per_param * T / bandwidth * 1e3, host_ms);
+  const double bytes = (optimizer_bytes_per_parameter(s) + gradient_traffic_of(s).step) * T;
+  return std::max(bytes / bandwidth * 1e3, host_ms);
 }
 
 }  // namespace
@@ -290,6 +295,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.host_optimizer_ms = host.optimizer_ms;
   t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
   t.optimizer_ms = optimizer_step_ms(s, mem, bandwidth, host.optimizer_ms);
+  // The once-a-step bucket copies run in the last micro-step's backward, where they first fill the
+  // time its GPU waits for the host.
+  t.gradient_boundary_ms = gradient_traffic_of(s).boundary * mem.local_trainable_parameters() / bandwidth * 1e3;
+  t.gradient_boundary_added_ms = std::max(0.0, t.gradient_boundary_ms - std::max(0.0, host.backward_ms - gpu_backward));
   add_offload_time(s, d, mem, t);  // --offload: the CPU steps instead, after the PCIe transfers
   return t;
 }

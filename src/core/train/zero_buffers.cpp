@@ -42,10 +42,13 @@ bool megatron_grad_buffer(const training_setup& s) {
   return s.framework == training_framework::megatron && s.zero_stage <= 1;
 }
 
+bool sixteen_bit_model(const training_setup& s) {
+  return is_mixed(s.prec) && (deepspeed_16bit(s) || s.framework == training_framework::megatron ||
+                              (s.framework == training_framework::fsdp2 && fsdp_runs(s)));
+}
+
 bool runs_under_autocast(const training_setup& s) {
-  const bool sixteen_bit_model = deepspeed_16bit(s) || s.framework == training_framework::megatron ||
-                                 (s.framework == training_framework::fsdp2 && fsdp_runs(s));
-  return is_mixed(s.prec) && s.lora_rank == 0 && !sixteen_bit_model;
+  return is_mixed(s.prec) && s.lora_rank == 0 && !sixteen_bit_model(s);
 }
 
 double gathered_unit_parameters(const training_setup& s) {
@@ -76,7 +79,7 @@ bool fsdp_runs(const training_setup& s) {
                                s.framework == f::composer);
 }
 
-std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
+double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s) {
   if (!fsdp_runs(s)) return 0;
   const bool lora = s.lora_rank > 0;
   // The gradients' width: the gathered parameters' (2 under FSDP2's bf16 policy), a LoRA adapter's.
@@ -98,7 +101,11 @@ std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
     default:
       return 0;  // hf and deepspeed: DeepSpeed's buckets; megatron: its own buffers
   }
-  return std::llround(bytes * unit_trainable_parameters(s));
+  return bytes;
+}
+
+std::int64_t fsdp_unit_gradient_bytes(const training_setup& s) {
+  return std::llround(fsdp_unit_gradient_bytes_per_parameter(s) * unit_trainable_parameters(s));
 }
 
 std::int64_t deepspeed_bucket_bytes(const training_setup& s) {

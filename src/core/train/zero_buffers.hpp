@@ -33,6 +33,10 @@ bool deepspeed_16bit(const training_setup& s);
 // for them (_copy_model_grads_to_main_grads). Megatron-LM d98e8a6: megatron/training/arguments.py,
 // megatron/core/distributed/distributed_data_parallel.py, megatron/core/optimizer/optimizer.py.
 bool megatron_grad_buffer(const training_setup& s);
+// Whether the framework makes the model 16-bit under a mixed precision, so that no autocast runs and
+// its gradients are 16-bit: DeepSpeed's 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16
+// param_dtype (torchtitan at --zero 2, 3).
+bool sixteen_bit_model(const training_setup& s);
 // Whether the blocks run under autocast on fp32 weights, which keeps the residual stream in fp32
 // (training_inventory.cpp): a mixed precision whose model stays fp32 (PyTorch's AMP, Composer,
 // LitGPT, FSDP1's fp32 parameters). Not where the framework makes the model 16-bit: DeepSpeed's
@@ -67,6 +71,10 @@ bool fsdp_runs(const training_setup& s);
 // 16-bit reduce 4 + 2, LitGPT's LoRA (FSDP2 without a policy) twice the adapters' width. 0 where
 // FSDP does not run.
 std::int64_t fsdp_unit_gradient_bytes(const training_setup& s);
+// The same per trainable parameter of the unit: the gradient's width plus the reduce-scatter
+// input's where FSDP copies into one (FSDP2; FSDP1 where it casts), the gradient's alone where it
+// reduces the gradient itself (FSDP1 without a cast).
+double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s);
 // DeepSpeed's gradient reduce buckets (frameworks hf and deepspeed, stage 1 and up): stage 1 and 2
 // allocate reduce_bucket_size elements of the model's dtype for every backward, twice with
 // overlap_comm (stage_1_and_2.py's ipg buffers); stage 3 one such buffer. reduce_bucket_size is
