@@ -178,7 +178,11 @@ TEST(zero_buffers, megatrons_grad_buffer_and_main_params) {
 
 // Autocast on fp32 weights keeps an fp32 residual stream; a framework that makes the model 16-bit
 // (DeepSpeed's bf16 mode, Megatron-LM, FSDP2's bf16 param_dtype) runs without it, so a sample keeps
-// fewer bytes. A LoRA base is frozen in 16 bits: no autocast on it either.
+// fewer bytes. A LoRA base is frozen in 16 bits: no autocast on it either, but for LitGPT's, which
+// Fabric keeps fp32 under bf16-mixed: its residual stream is fp32 as under AMP, so a checkpointed
+// sample keeps each layer's input at 4 bytes where the same LoRA on hf's 16-bit base (same targets,
+// dropout and loss) keeps 2, and moves more bytes a step (a frozen base's layers keep the same:
+// the norms' fp32 copies either way, nothing for the frozen weights).
 TEST(zero_buffers, only_an_fp32_model_runs_under_autocast) {
   EXPECT_TRUE(runs_under_autocast(llama(training_framework::hf, 0, 8)));
   EXPECT_TRUE(runs_under_autocast(llama(training_framework::fsdp2, 0, 1)));  // torchtitan on one GPU: autocast
@@ -192,6 +196,25 @@ TEST(zero_buffers, only_an_fp32_model_runs_under_autocast) {
   EXPECT_FALSE(runs_under_autocast(fp32));
   EXPECT_LT(estimate_memory(llama(training_framework::deepspeed, 0, 8)).activation_bytes_per_sample,
             estimate_memory(llama(training_framework::hf, 0, 8)).activation_bytes_per_sample);
+  training_setup litgpt = llama(training_framework::litgpt, 0, 1), hf = llama(training_framework::hf, 0, 1);
+  for (training_setup* lora : {&litgpt, &hf}) {
+    lora->lora_rank = 8;
+    lora->lora_targets = parse_lora_targets("q,v");
+    lora->lora_dropout = 0.05;
+    lora->loss = loss_impl::chunked;
+  }
+  EXPECT_TRUE(runs_under_autocast(litgpt));
+  EXPECT_FALSE(runs_under_autocast(hf));
+  const double layers_tokens = 32.0 * 2048;
+  EXPECT_EQ(estimate_memory(litgpt).checkpointed_activation_bytes_per_sample -
+                estimate_memory(hf).checkpointed_activation_bytes_per_sample,
+            std::llround(layers_tokens * 2 * 4096));
+  EXPECT_GT(predict_step(litgpt, find_preset("h100-sxm"), 1, false).memory_bound_bytes,
+            predict_step(hf, find_preset("h100-sxm"), 1, false).memory_bound_bytes);
+  litgpt.prec = hf.prec = precision::bf16;  // bf16-true: LitGPT's model is bf16, as hf's
+  EXPECT_FALSE(runs_under_autocast(litgpt));
+  EXPECT_EQ(estimate_memory(litgpt).checkpointed_activation_bytes_per_sample,
+            estimate_memory(hf).checkpointed_activation_bytes_per_sample);
 }
 
 // DeepSpeed (hf's Trainer or deepspeed) allocates its reduce buckets every backward: at the emitted

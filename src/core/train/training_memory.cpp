@@ -387,7 +387,8 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // LoRA's base is frozen and 16-bit (fp32 in fp32 training): autocast has
   // no base weight to cast, the residual stream stays in the base's dtype,
   // and frozen linears and norms keep nothing for weight gradients. A framework
-  // that makes the model 16-bit runs no autocast either (zero_buffers.hpp).
+  // that makes the model 16-bit runs no autocast either; LitGPT's fp32 base
+  // does, with an fp32 residual stream (zero_buffers.hpp).
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
                                         attention_kernel_of(s), lora, s.loss);
   add_activations(s, inv, r);

@@ -263,7 +263,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.gemm_ms = gemms.total_ms;
   t.attention_ms = gemms.attention_ms;
   const model_spec& m = s.model;
-  const bool lora_base = s.lora_rank > 0;  // a frozen 16-bit base: autocast casts only the adapters
+  const bool lora_base = s.lora_rank > 0;  // a frozen base: its linears keep nothing for weight gradients
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
                                         attention_kernel_of(s), lora_base, s.loss);
   const double passes = 3 + recompute_share(s, checkpointing);

@@ -48,7 +48,7 @@ bool sixteen_bit_model(const training_setup& s) {
 }
 
 bool runs_under_autocast(const training_setup& s) {
-  return is_mixed(s.prec) && s.lora_rank == 0 && !sixteen_bit_model(s);
+  return is_mixed(s.prec) && (s.lora_rank == 0 || fp32_model_under_autocast(s)) && !sixteen_bit_model(s);
 }
 
 double gathered_unit_parameters(const training_setup& s) {

@@ -41,7 +41,7 @@ bool sixteen_bit_model(const training_setup& s);
 // (training_inventory.cpp): a mixed precision whose model stays fp32 (PyTorch's AMP, Composer,
 // LitGPT, FSDP1's fp32 parameters). Not where the framework makes the model 16-bit: DeepSpeed's
 // 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16 param_dtype (torchtitan at --zero 2, 3);
-// nor a LoRA base, frozen in 16 bits (LitGPT's fp32 one is planned the same).
+// nor a LoRA base frozen in 16 bits. LitGPT's LoRA base is fp32 (fp32_model_under_autocast): it does.
 bool runs_under_autocast(const training_setup& s);
 // The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under LitGPT's and
 // Composer's mixed precision (FSDP1 with Lightning's FSDPPrecision or Composer's "DEFAULT" policy,
