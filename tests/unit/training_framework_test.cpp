@@ -247,6 +247,23 @@ TEST(framework, litgpts_lora_base_is_fp32_and_autocast_casts_it_at_every_use) {
   EXPECT_EQ(estimate_memory(true_bf16).autocast_weight_copies_bytes, 0);
 }
 
+// Composer's FSDP1 under bf16-mixed gathers fp32 (its "DEFAULT" policy's param_dtype) and autocast
+// casts each gathered linear to bf16, kept to its backward: the same unsharded copies as AMP on one
+// GPU, 2 x (6,979,321,856 block weights + the LM head's 525,336,576) = 15,009,316,864 bytes, counted
+// before for LitGPT's alone. FSDP2's bf16 gathers (torchtitan) have none; fp32 training none.
+TEST(framework, composers_fsdp1_casts_its_fp32_gathers_as_amp_does) {
+  const training_setup composer = with(training_framework::composer, base("llama-3-8b", 0, 8),
+                                       {{"--zero", "3"}, {"--precision", "bf16-mixed"}});
+  EXPECT_EQ(estimate_memory(composer).autocast_weight_copies_bytes, 15'009'316'864LL);
+  EXPECT_EQ(estimate_memory(composer).lm_head_copy_bytes, 2 * 525'336'576LL);
+  EXPECT_EQ(estimate_memory(with(training_framework::hf, base("llama-3-8b"))).autocast_weight_copies_bytes,
+            15'009'316'864LL);
+  EXPECT_EQ(estimate_memory(with(training_framework::fsdp2, base("llama-3-8b", 0, 8))).autocast_weight_copies_bytes, 0);
+  const training_setup fp32 = with(training_framework::composer, base("llama-3-8b", 0, 8),
+                                   {{"--zero", "3"}, {"--precision", "fp32"}});
+  EXPECT_EQ(estimate_memory(fp32).autocast_weight_copies_bytes, 0);
+}
+
 // Whether the data-parallel exchange runs under compute: Megatron-LM's DistributedDataParallelConfig
 // overlap_grad_reduce is False (--overlap-grad-reduce is store_true); DeepSpeed's overlap_comm is None,
 // made stage == 3 by its validator; PyTorch DDP and FSDP overlap (hf, the FSDP2 trainers).
