@@ -343,7 +343,8 @@ Examples:
   tiletune batch --model ./config.json --gpu a100-sxm-80gb --seq-len 1024 --global-batch 512 --out plan.json
 
 The memory model counts, term by term, what eager PyTorch and transformers
-keep: weights, gradients, optimizer states, autocast's 16-bit weight copies,
+keep (--framework megatron: Transformer Engine's fused layers; each framework
+its own buffers): weights, gradients, optimizer states, autocast's 16-bit weight copies,
 the activations each op saves for backward (with and without gradient
 checkpointing), the loss on upcast logits, and the peak over the step's
 phases; then the caching allocator's slack and the CUDA context. The speed

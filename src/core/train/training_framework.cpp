@@ -129,6 +129,17 @@ framework_bundle megatron(const training_setup& s) {
                          "virtual stages, sequence parallel off, context parallel 1 (ModelParallelConfig); "
                          "--tensor-parallel, --pipeline-parallel, --virtual-stages, --sequence-parallel and "
                          "--context-parallel plan others"});
+  if (layers_of(s) == layer_impl::transformer_engine)
+    b.notes.push_back({"", "Megatron-LM runs Transformer Engine's fused layers (transformer_impl transformer_engine, with "
+                           "its rope, swiglu and bias-dropout-add fusions): each norm fused before its linear, one "
+                           "kernel for rotary, attention and the activation, so the blocks keep and move what those "
+                           "kernels do (for a GPT block Korthikanti et al.'s 34 bytes a token and hidden value), "
+                           "not what transformers' eager ops do; read from the sources, not traced"});
+  else
+    b.notes.push_back({"", fmt::format("Megatron-LM runs Transformer Engine's fused layers, modelled for dense blocks "
+                                       "with flash attention; {}'s are planned as transformers' eager ones (more "
+                                       "activations and memory-bound traffic than Megatron-LM's)",
+                                       s.model.name)});
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
                                "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "
                                "peak: the logits term is high"});
@@ -208,6 +219,13 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
 
 bool fp32_model_under_autocast(const training_setup& s) {
   return s.framework == training_framework::litgpt && is_mixed(s.prec);
+}
+
+layer_impl layers_of(const training_setup& s) {
+  return s.framework == training_framework::megatron && s.attention == attention_impl::flash &&
+                 transformer_engine_covers(s.model)
+             ? layer_impl::transformer_engine
+             : layer_impl::eager;
 }
 
 std::string_view to_string(training_framework f) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/train/training_inventory.hpp"
 #include "core/train/training_plan.hpp"
 
 namespace tiletune {
@@ -49,6 +50,11 @@ framework_bundle framework_defaults(training_framework f, const training_setup& 
 // of the head each. LitGPT 2685705: litgpt/finetune/lora.py, litgpt/model.py; Lightning's
 // fabric/plugins/precision/amp.py.
 bool fp32_model_under_autocast(const training_setup& s);
+
+// Whose modules run the blocks: Megatron-LM's Transformer Engine layers (its default transformer_impl,
+// with its fusions on) for --framework megatron with flash attention on a model they cover
+// (transformer_engine_covers), else transformers' eager ones, as every other framework runs them.
+layer_impl layers_of(const training_setup& s);
 constexpr std::int64_t litgpt_lm_head_chunk = 128;
 
 // Sets the framework-dependent options of s: each flag in `explicit_flags` (flag -> its text, as

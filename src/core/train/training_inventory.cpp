@@ -247,14 +247,33 @@ void apply_loss(const model_spec& m, int compute_bytes, loss_impl loss, token_in
   }
 }
 
+// Megatron-LM's Transformer Engine blocks and outer layers (training_inventory_te.cpp).
+void add_transformer_engine(const model_spec& m, const dims& d, token_inventory& inv) {
+  tally layer, outer;
+  transformer_engine_layer(m, d, layer);
+  inv.layer_saved = inv.layer_saved_max = layer.saved;
+  inv.layer_traffic = layer.traffic;
+  inv.layer_kernels = layer.kernels;
+  inv.layer_input = d.r * d.h;
+  transformer_engine_outer(m, d, outer);
+  inv.outer_saved = outer.saved;
+  inv.outer_traffic = outer.traffic;
+  inv.outer_kernels = outer.kernels + 10;  // the loss, as add_outer counts it
+}
+
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention_kind, bool frozen_base, loss_impl loss) {
+                          attention_kernel attention_kind, bool frozen_base, loss_impl loss, layer_impl layers) {
   const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base);
   token_inventory inv;
-  add_layers(m, d, attention_kind, inv);
-  add_outer(m, d, attention_kind, inv);
+  if (layers == layer_impl::transformer_engine && attention_kind == attention_kernel::fused &&
+      transformer_engine_covers(m)) {
+    add_transformer_engine(m, d, inv);
+  } else {
+    add_layers(m, d, attention_kind, inv);
+    add_outer(m, d, attention_kind, inv);
+  }
   add_logit_tokens(m, compute_bytes, inv);
   apply_loss(m, compute_bytes, loss, inv);
   return inv;

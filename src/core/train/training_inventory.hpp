@@ -44,11 +44,19 @@ enum class loss_impl { eager, chunked, fused };
 // fallback (both materialise the s x s scores).
 enum class attention_kernel { fused, eager, math };
 
+// Whose modules run the blocks: transformers' eager ones (every op its own kernel), or Megatron-LM's
+// Transformer Engine layers (training_inventory_te.cpp: norms fused before their linears, fused
+// rotary, attention, activation and bias-dropout-add), which cover the dense models
+// transformer_engine_covers accepts with fused attention.
+enum class layer_impl { eager, transformer_engine };
+bool transformer_engine_covers(const model_spec& m);
+
 // compute_bytes: 2 for 16-bit GEMMs, 4 for fp32. autocast: weights and the
 // residual stream stay fp32 while linears run in 16 bits.
 // frozen_base: LoRA's frozen base, whose linears and norms keep nothing for
 // their weights' gradients.
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention, bool frozen_base = false, loss_impl loss = loss_impl::eager);
+                          attention_kernel attention, bool frozen_base = false, loss_impl loss = loss_impl::eager,
+                          layer_impl layers = layer_impl::eager);
 
 }  // namespace tiletune

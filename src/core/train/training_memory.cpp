@@ -392,7 +392,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // that makes the model 16-bit runs no autocast either; LitGPT's fp32 base
   // does, with an fp32 residual stream (zero_buffers.hpp).
   const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
-                                        attention_kernel_of(s), lora, s.loss);
+                                        attention_kernel_of(s), lora, s.loss, layers_of(s));
   add_activations(s, inv, r);
   r.layer_gradients_bytes = layer_gradients_bytes(s, r);
   add_logit_bytes(s, inv, r);

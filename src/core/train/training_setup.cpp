@@ -174,7 +174,10 @@ const char* selective_unmodelled(const training_setup& s) {
          : m.qkv_bias || m.attn_out_bias || m.mlp_bias ? "biased linears (addmm, which the policy does not save)"
          : s.lora_rank > 0 ? "LoRA adapters (their matmuls shift the policy's count)"
          : s.attention != attention_impl::flash ? "eager attention"
-                                                  : nullptr;
+         : s.framework == training_framework::megatron
+             ? "Megatron-LM's Transformer Engine layers (its own --recompute-granularity selective recomputes the "
+               "attention kernel, not this op policy)"
+             : nullptr;
 }
 
 void set_checkpointing(training_setup& s, std::string_view text) {
