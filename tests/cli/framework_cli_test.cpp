@@ -124,6 +124,8 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
           "--framework torchtune --zero 1: torchtune shards with FSDP2");
   refused({"--model", "llama-3-8b", "--framework", "fsdp2", "--zero", "1", "--world-size", "8"},
           "none shards the optimizer states alone: pass --zero 2 or 3");
+  refused({"--model", "llama-3-8b", "--framework", "megatron", "--fp8", "tensorwise"},
+          "--framework megatron --fp8 tensorwise: --fp8 plans torchao's float8 training");
   refused({"--model", "llama-3-8b", "--framework", "megatron", "--precision", "bf16"},
           "--framework megatron --precision bf16: megatron trains fp32, fp16-mixed and bf16-mixed (--fp16 and --bf16 "
           "keep fp32 main params");

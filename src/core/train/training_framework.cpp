@@ -282,6 +282,14 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
     throw usage_error(fmt::format("--framework megatron --lora-rank {}: Megatron-LM has no LoRA (NeMo and Megatron "
                                   "Bridge add PEFT on top of it); plan LoRA with --framework hf, torchtune or litgpt",
                                   s.lora_rank));
+  // --fp8 plans torchao's float8 linears (torchtitan's converter); Megatron-LM's fp8 is Transformer
+  // Engine's (--fp8-format, its casts fused into the norms and kept in fp8), another memory and step.
+  if (f == training_framework::megatron && s.fp8 != fp8_recipe::none)
+    throw usage_error(fmt::format("--framework megatron --fp8 {}: --fp8 plans torchao's float8 training as torchtitan "
+                                  "runs it; Megatron-LM trains fp8 through Transformer Engine (--fp8-format), whose "
+                                  "casts and kept tensors are its own and not modelled: plan it with --framework "
+                                  "fsdp2, or without --fp8",
+                                  to_string(s.fp8)));
   const char* offered = f == training_framework::fsdp2       ? "bf16-mixed and fp32 (mixed_precision_param bfloat16 or float32)"
                         : f == training_framework::torchtune ? "bf16 and fp32 (dtype; no autocast, no fp16)"
                         : f == training_framework::composer  ? "fp32, fp16-mixed and bf16-mixed (amp_fp16, amp_bf16; no pure bf16)"
