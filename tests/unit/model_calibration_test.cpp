@@ -190,19 +190,12 @@ TEST(model_calibration, the_built_in_calibration_is_the_profile) {
 // docs/model.md states them. The pick is the model's first among the variants
 // each search measured (a halving search times part of the space).
 namespace {
+// One result per problem, the first by file name, as for the H100: 4096^3 bf16 nt was recorded twice
+// (4096x4096x4096-bf16-nt and q_proj; counted twice before, 14 "problems"), and the mma-family-alone
+// run is a partial one. A tuning database keeps one record per problem too, so `db import` of these
+// 13 files and `db calibrate --gpu h200` print the same figures.
 std::vector<nlohmann::json> recorded_h200_results() {
-  std::vector<nlohmann::json> out;
-  const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm";
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".json" && e.path().filename().string().find("alone") == std::string::npos)
-      files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    std::ifstream in(f);
-    out.push_back(nlohmann::json::parse(in));
-  }
-  return out;
+  return shipped::read_results(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm", true);
 }
 
 void print_offline_pick(const char* what, const nlohmann::json& report) {
@@ -218,7 +211,7 @@ void print_offline_pick(const char* what, const nlohmann::json& report) {
 TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   const auto h100 = calibration_report(recorded_h100());
   const auto h200_results = recorded_h200_results();
-  ASSERT_EQ(h200_results.size(), 14u);
+  ASSERT_EQ(h200_results.size(), 13u);
   const auto h200 = calibration_report(h200_results);
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
@@ -234,7 +227,7 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.079, 0.254, 1.029, 1.197}, ceiling{&h200, 0.059, 0.240, 1.019, 1.165}}) {
+  for (const ceiling& c : {ceiling{&h100, 0.079, 0.254, 1.029, 1.197}, ceiling{&h200, 0.073, 0.241, 1.017, 1.165}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);
