@@ -57,10 +57,34 @@ TEST(transformer_engine_inventory, a_llama_block_keeps_139400_bytes_a_token) {
   EXPECT_GT(eager.layer_saved, 1.4 * inv.layer_saved);
   EXPECT_GT(eager.layer_kernels, 2 * inv.layer_kernels);
   EXPECT_GT(eager.layer_traffic, inv.layer_traffic);
-  // Eager attention or a model the fused layers are not modelled for (MoE): transformers' ops.
+  // Eager attention, or a model the fused layers are not modelled for (q/k norms, MLA): transformers' ops.
   const token_inventory eager_attention =
       inventory(load_model("llama-3-8b"), 2048, 2, false, attention_kernel::eager);
   EXPECT_EQ(te_inventory("llama-3-8b", attention_kernel::eager).layer_saved, eager_attention.layer_saved);
+  for (const char* unmodelled : {"olmoe-1b-7b.json", "deepseek-v2-lite.json"}) {
+    const model_spec m = load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/" + unmodelled);
+    EXPECT_FALSE(transformer_engine_covers(m)) << unmodelled;
+  }
+}
+
+// Mixtral-8x7B's MoE layer as Megatron-LM runs it (h 4,096, 8 experts, top-2, expert width 14,336,
+// RMSNorm), from Megatron-LM's MoELayer with its defaults (training_inventory_te.cpp): the norm's
+// input, rstd and output (4h + 4), the permuted rows fc1 keeps (2kh), SwiGLU's input and fc2's
+// (6kI), masked_select's bf16 copy of the probabilities and its mask (3E), and of the top-k the
+// int64 indices, the fp32 softmax, the sorted indices and the bf16 probabilities SwiGLU weights by
+// (8k + 4k + 8k + 2k): 204,872 bytes a token, beside the attention's 36,996 of the dense block.
+TEST(transformer_engine_inventory, a_mixtral_moe_layer_keeps_what_megatrons_moe_layer_saves) {
+  const model_spec mixtral =
+      load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  ASSERT_TRUE(transformer_engine_covers(mixtral));
+  const token_inventory inv = inventory(mixtral, 2048, 2, false, attention_kernel::fused, false, loss_impl::eager,
+                                        layer_impl::transformer_engine);
+  const double h = 4096, k = 2, E = 8, I = 14336;
+  const double moe = 4 * h + 4 + 2 * k * h + 6 * k * I + 3 * E + 22 * k;
+  EXPECT_EQ(moe, 204'872);
+  EXPECT_EQ(inv.layer_saved, 36'996 + moe);
+  const token_inventory eager = inventory(mixtral, 2048, 2, false, attention_kernel::fused);
+  EXPECT_LT(inv.layer_saved, eager.layer_saved);
 }
 
 // The plan: a Megatron-LM step keeps the fused blocks' activations, 2,048 tokens x (32 layers x

@@ -136,9 +136,10 @@ framework_bundle megatron(const training_setup& s) {
                            "kernels do (for a GPT block Korthikanti et al.'s 34 bytes a token and hidden value), "
                            "not what transformers' eager ops do; read from the sources, not traced"});
   else
-    b.notes.push_back({"", fmt::format("Megatron-LM runs Transformer Engine's fused layers, modelled for dense blocks "
-                                       "with flash attention; {}'s are planned as transformers' eager ones (more "
-                                       "activations and memory-bound traffic than Megatron-LM's)",
+    b.notes.push_back({"", fmt::format("Megatron-LM runs Transformer Engine's fused layers, modelled for dense and MoE "
+                                       "blocks without MLA or q/k norms, with flash attention; {}'s are planned as "
+                                       "transformers' eager ones (more activations and memory-bound traffic than "
+                                       "Megatron-LM's)",
                                        s.model.name)});
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
                                "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "

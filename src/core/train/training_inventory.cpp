@@ -249,11 +249,22 @@ void apply_loss(const model_spec& m, int compute_bytes, loss_impl loss, token_in
 
 // Megatron-LM's Transformer Engine blocks and outer layers (training_inventory_te.cpp).
 void add_transformer_engine(const model_spec& m, const dims& d, token_inventory& inv) {
-  tally layer, outer;
-  transformer_engine_layer(m, d, layer);
-  inv.layer_saved = inv.layer_saved_max = layer.saved;
-  inv.layer_traffic = layer.traffic;
-  inv.layer_kernels = layer.kernels;
+  tally attention, dense, outer;
+  transformer_engine_attention(m, d, attention);
+  transformer_engine_mlp(m, d, dense);
+  inv.layer_saved = inv.layer_saved_max = attention.saved + dense.saved;
+  inv.layer_traffic = attention.traffic + dense.traffic;
+  inv.layer_kernels = attention.kernels + dense.kernels;
+  if (m.is_moe()) {  // dense and MoE layers averaged, as add_layers does
+    tally moe;
+    transformer_engine_moe(m, d, moe);
+    const double L = static_cast<double>(m.num_layers), nd = static_cast<double>(m.dense_layers) / L;
+    const double nm = static_cast<double>(m.moe_layers()) / L;
+    inv.layer_saved = attention.saved + nd * dense.saved + nm * moe.saved;
+    inv.layer_traffic = attention.traffic + nd * dense.traffic + nm * moe.traffic;
+    inv.layer_kernels = attention.kernels + nd * dense.kernels + nm * moe.kernels;
+    inv.layer_saved_max = attention.saved + std::max(m.dense_layers > 0 ? dense.saved : 0.0, moe.saved);
+  }
   inv.layer_input = d.r * d.h;
   transformer_engine_outer(m, d, outer);
   inv.outer_saved = outer.saved;

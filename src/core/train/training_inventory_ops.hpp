@@ -49,10 +49,12 @@ void gated_mlp_rows(const dims& d, tally& t, double inter, double rows);
 // rotary, q/k norms, the attention kernel's scores and values, output projection, residual.
 void attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel);
 
-// Megatron-LM's Transformer Engine layers (training_inventory_te.cpp): one dense block with its
-// fused norms, rotary, attention, activation and bias-dropout-add; and the embedding, final norm
-// and output layer around the blocks.
-void transformer_engine_layer(const model_spec& m, const dims& d, tally& t);
+// Megatron-LM's Transformer Engine layers (training_inventory_te.cpp): a block's attention and its
+// dense or MoE MLP, with their fused norms, rotary, attention, activation and bias-dropout-add; and
+// the embedding, final norm and output layer around the blocks.
+void transformer_engine_attention(const model_spec& m, const dims& d, tally& t);
+void transformer_engine_mlp(const model_spec& m, const dims& d, tally& t);
+void transformer_engine_moe(const model_spec& m, const dims& d, tally& t);
 void transformer_engine_outer(const model_spec& m, const dims& d, tally& t);
 
 // The MoE block of one layer (moe_inventory.cpp): norm, router, dispatch,

@@ -15,6 +15,20 @@
 //   dtype (fp32_residual_connection False).
 // The outer layers: the embedding lookup (and dropout), the final norm (TENorm: its input and rstd
 // kept) and the output layer, which keeps the normalised input.
+// An MoE layer's MLP (MoELayer, its allgather dispatcher and unfused router and permutation, the
+// defaults; grouped or sequential experts keep the same; --disable-bias-linear, which MoE runs set):
+// a standalone TENorm (its input and stats kept; its output kept by the router GEMM and read by
+// the permutation), top-k over bf16 logits (int64 indices kept) and the softmax of the k scores in
+// fp32 (kept), the dense probabilities and routing map built by scatters, the tokens permuted by an
+// index_select (its sorted indices kept) and the probabilities by a masked_select (a bf16 copy of
+// the E probabilities and the bool mask kept); fc1 keeps the permuted rows, the fused SwiGLU that
+// also weights by the probabilities keeps fc1's output and the probabilities, fc2 its input; the
+// unpermutation is a scatter_add into zeros (nothing kept). Megatron-LM d98e8a6:
+// megatron/core/transformer/moe/{moe_layer,router,token_dispatcher,moe_utils,experts}.py,
+// megatron/core/fusions/fused_bias_swiglu.py. Shared experts (SharedExpertMLP) read the norm's
+// output as well, through their own fused SwiGLU.
+#include <algorithm>
+
 #include "core/train/training_inventory_ops.hpp"
 
 namespace tiletune {
@@ -34,15 +48,24 @@ void bias_dropout_add(const model_spec& m, const dims& d, tally& t) {
   else t.op((d.a + d.r) * d.h, d.r * d.h);
 }
 
+// The fused activation of `rows` rows of `inter` columns (gated: fc1 writes gate and up), which
+// keeps its input, and fc2, which keeps the activation's output.
+void activation_and_fc2(const model_spec& m, const dims& d, tally& t, double inter, double rows) {
+  const double in = (m.gated_mlp ? 2 : 1) * inter * rows;
+  t.op(d.a * in, d.a * inter * rows, d.a * in);
+  t.saved += d.a * inter * rows;
+  t.gemm(1);
+}
+
 }  // namespace
 
 bool transformer_engine_covers(const model_spec& m) {
-  return m.causal && !m.is_moe() && !m.is_mla() && m.qk_norm_params == 0 && m.norms_per_layer == 2 &&
-         !m.embedding_norm && m.final_logit_softcap == 0;
+  return m.causal && !m.is_mla() && m.qk_norm_params == 0 && m.norms_per_layer == 2 && !m.embedding_norm &&
+         m.final_logit_softcap == 0 && (!m.is_moe() || m.gated_mlp);
 }
 
-void inventory_ops::transformer_engine_layer(const model_spec& m, const dims& d, tally& t) {
-  // Attention: linear_qkv (one GEMM), rotary, the fused kernel, linear_proj, bias-dropout-add.
+void inventory_ops::transformer_engine_attention(const model_spec& m, const dims& d, tally& t) {
+  // linear_qkv (one GEMM), rotary, the fused kernel, linear_proj, bias-dropout-add.
   norm_linear(m, d, t);
   if (m.learned_positions == 0) {
     t.op(d.a * d.q, d.a * d.q);
@@ -52,12 +75,56 @@ void inventory_ops::transformer_engine_layer(const model_spec& m, const dims& d,
   t.saved += d.a * (d.q + d.kv + d.v + d.o) + 4 * d.heads;
   t.gemm(1);
   bias_dropout_add(m, d, t);
-  // MLP: linear_fc1 (gate and up in one GEMM when gated), the fused activation, linear_fc2.
+}
+
+void inventory_ops::transformer_engine_mlp(const model_spec& m, const dims& d, tally& t) {
+  // linear_fc1 (gate and up in one GEMM when gated), the fused activation, linear_fc2.
   norm_linear(m, d, t);
-  const double in = (m.gated_mlp ? 2 : 1) * d.I;
-  t.op(d.a * in, d.a * d.I, d.a * in);
-  t.saved += d.a * d.I;
-  t.gemm(1);
+  activation_and_fc2(m, d, t, d.I, 1);
+  bias_dropout_add(m, d, t);
+}
+
+void inventory_ops::transformer_engine_moe(const model_spec& m, const dims& d, tally& t) {
+  const double a = d.a, h = d.h, E = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.experts_per_token) * std::max(1.0, m.capacity_factor);
+  const double stats = m.layernorm_bias ? 8 : 4;
+  t.op(d.r * h, a * h, d.r * h + stats + a * h);  // TENorm; its output kept by the router GEMM
+  t.gemm(1);                                       // router logits, bf16
+  t.op(a * E, (a + 8) * k, 8 * k);                 // top-k: values and int64 indices, the indices kept
+  t.op(a * k, 4 * k, 4 * k);                       // softmax of the k scores in fp32, kept
+  t.op(4 * k, a * k);                              // cast to bf16
+  t.op(0, a * E);                                  // probabilities: zeros, clone, scatter
+  t.op(a * E, a * E);
+  t.op(a * k + 8 * k, a * E);
+  t.op(0, 4 * E);                                  // routing map: zeros, clone, scatter, to bool
+  t.op(4 * E, 4 * E);
+  t.op(8 * k, 4 * E);
+  t.op(4 * E, E);
+  t.op(E, 8);                                      // tokens per expert
+  t.op(E, E);                                      // permute: the map transposed, argsorted, % T
+  t.op(E, 8 * k);
+  t.op(8 * k, 8 * k, 8 * k);                       // sorted indices, kept
+  t.op(a * h * k + 8 * k, a * h * k, a * h * k);   // index_select: the permuted rows, kept by fc1
+  t.op(a * E, a * E);                              // the probabilities transposed, the mask too
+  t.op(E, E);
+  t.op(a * E + E, a * k, a * E + E);               // masked_select keeps its input and mask
+  t.gemm(1);                                       // fc1 over the routed rows
+  activation_and_fc2(m, d, t, static_cast<double>(m.expert_intermediate_size), k);
+  t.saved += a * k;                                // the fused SwiGLU keeps the probabilities too
+  t.op(0, a * h);                                  // unpermute: zeros, scatter_add
+  t.op(a * h * k + 8 * k + a * h, a * h);
+  if (m.shared_intermediate_size > 0) {
+    // SharedExpertMLP on every token, reading the norm's output (kept above).
+    const double shared = static_cast<double>(m.shared_intermediate_size);
+    t.gemm(1);
+    activation_and_fc2(m, d, t, shared, 1);
+    if (m.shared_expert_gate) {
+      t.gemm(1);
+      t.op(a, a, a);                  // sigmoid keeps its output
+      t.op(a * h + a, a * h, a * h);  // gate x shared keeps the shared output
+    }
+    t.op(2 * a * h, a * h);  // its sum into the routed output
+  }
   bias_dropout_add(m, d, t);
 }
 
