@@ -138,21 +138,14 @@ dims dims_of(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool 
   return d;
 }
 
-void add_layers(const model_spec& m, const dims& d, attention_kernel attention_kind, token_inventory& inv) {
-  tally attention, dense;
-  attention_block(m, d, attention, attention_kind);
-  mlp_block(m, d, dense);
-  inv.layer_saved = attention.saved + dense.saved;
+// A layer's attention and MLP; in an MoE model, its dense and MoE layers averaged over the layers,
+// the largest kept for the one layer recomputed at a time under checkpointing.
+void set_layers(const model_spec& m, const dims& d, const tally& attention, const tally& dense, const tally& moe,
+                token_inventory& inv) {
+  inv.layer_saved = inv.layer_saved_max = attention.saved + dense.saved;
   inv.layer_traffic = attention.traffic + dense.traffic;
-  inv.layer_backward_once = attention.backward_once;
-  inv.layer_backward_once_kernels = attention.backward_once_kernels;
   inv.layer_kernels = attention.kernels + dense.kernels;
-  inv.layer_saved_max = inv.layer_saved;
   if (m.is_moe()) {
-    // Dense and MoE layers averaged over the layers; the largest kept for
-    // the one layer recomputed at a time under checkpointing.
-    tally moe;
-    moe_mlp_block(m, d, moe);
     const double L = static_cast<double>(m.num_layers), nd = static_cast<double>(m.dense_layers) / L;
     const double nm = static_cast<double>(m.moe_layers()) / L;
     inv.layer_saved = attention.saved + nd * dense.saved + nm * moe.saved;
@@ -160,7 +153,17 @@ void add_layers(const model_spec& m, const dims& d, attention_kernel attention_k
     inv.layer_kernels = attention.kernels + nd * dense.kernels + nm * moe.kernels;
     inv.layer_saved_max = attention.saved + std::max(m.dense_layers > 0 ? dense.saved : 0.0, moe.saved);
   }
+  inv.layer_backward_once = attention.backward_once;
+  inv.layer_backward_once_kernels = attention.backward_once_kernels;
   inv.layer_input = d.r * d.h;
+}
+
+void add_layers(const model_spec& m, const dims& d, attention_kernel attention_kind, token_inventory& inv) {
+  tally attention, dense, moe;
+  attention_block(m, d, attention, attention_kind);
+  mlp_block(m, d, dense);
+  if (m.is_moe()) moe_mlp_block(m, d, moe);
+  set_layers(m, d, attention, dense, moe, inv);
 }
 
 // The embeddings before the blocks and the final norm and head after them.
@@ -249,23 +252,11 @@ void apply_loss(const model_spec& m, int compute_bytes, loss_impl loss, token_in
 
 // Megatron-LM's Transformer Engine blocks and outer layers (training_inventory_te.cpp).
 void add_transformer_engine(const model_spec& m, const dims& d, token_inventory& inv) {
-  tally attention, dense, outer;
+  tally attention, dense, moe, outer;
   transformer_engine_attention(m, d, attention);
   transformer_engine_mlp(m, d, dense);
-  inv.layer_saved = inv.layer_saved_max = attention.saved + dense.saved;
-  inv.layer_traffic = attention.traffic + dense.traffic;
-  inv.layer_kernels = attention.kernels + dense.kernels;
-  if (m.is_moe()) {  // dense and MoE layers averaged, as add_layers does
-    tally moe;
-    transformer_engine_moe(m, d, moe);
-    const double L = static_cast<double>(m.num_layers), nd = static_cast<double>(m.dense_layers) / L;
-    const double nm = static_cast<double>(m.moe_layers()) / L;
-    inv.layer_saved = attention.saved + nd * dense.saved + nm * moe.saved;
-    inv.layer_traffic = attention.traffic + nd * dense.traffic + nm * moe.traffic;
-    inv.layer_kernels = attention.kernels + nd * dense.kernels + nm * moe.kernels;
-    inv.layer_saved_max = attention.saved + std::max(m.dense_layers > 0 ? dense.saved : 0.0, moe.saved);
-  }
-  inv.layer_input = d.r * d.h;
+  if (m.is_moe()) transformer_engine_moe(m, d, moe);
+  set_layers(m, d, attention, dense, moe, inv);
   transformer_engine_outer(m, d, outer);
   inv.outer_saved = outer.saved;
   inv.outer_traffic = outer.traffic;
