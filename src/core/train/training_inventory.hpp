@@ -46,8 +46,8 @@ enum class attention_kernel { fused, eager, math };
 
 // Whose modules run the blocks: transformers' eager ones (every op its own kernel), or Megatron-LM's
 // Transformer Engine layers (training_inventory_te.cpp: norms fused before their linears, fused
-// rotary, attention, activation and bias-dropout-add), which cover the dense models
-// transformer_engine_covers accepts with fused attention.
+// rotary, attention, activation and bias-dropout-add; Megatron's MoELayer), which cover the dense
+// and MoE models transformer_engine_covers accepts, with fused attention.
 enum class layer_impl { eager, transformer_engine };
 bool transformer_engine_covers(const model_spec& m);
 

@@ -209,7 +209,7 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
   // mixed precision gathers fp32 (gathered_parameter_bytes), which autocast casts as AMP's: the
   // unsharded 16-bit copies of every linear, each kept to its backward. FSDP2's bf16 gathers are not.
   const bool amp = s.zero_stage == 0 && is_mixed(s.prec) && !deepspeed_16bit(s) && !megatron_grad_buffer(s);
-  const bool fsdp_fp32_gathers = fsdp_runs(s) && is_mixed(s.prec) && !sixteen_bit_model(s);
+  const bool fsdp_fp32_gathers = fsdp_runs(s) && is_mixed(s.prec) && gathered_parameter_bytes(s) == 4;
   if (amp || fsdp_fp32_gathers || fp32_model_under_autocast(s)) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
     const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;

@@ -201,7 +201,8 @@ gemm_times time_gemms(const training_setup& s, const device_spec& d, std::int64_
 // (each op's gradient reads the incoming gradient and what it kept, and
 // writes its own), recompute once more in the checkpointed layers.
 double memory_bound_bytes(const training_setup& s, const token_inventory& inv, const lora_path_cost& lora,
-                          const memory_breakdown& mem, std::int64_t b, bool checkpointing) {
+                          const memory_breakdown& mem, const gradient_traffic& gradients, std::int64_t b,
+                          bool checkpointing) {
   const model_spec& m = s.model;
   const double tokens = static_cast<double>(b * s.seq_len), L = static_cast<double>(m.num_layers);
   const double passes = 3 + recompute_share(s, checkpointing);
@@ -217,7 +218,7 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
   }
   // The framework's handling of each micro-step's gradients: autocast's cast back to fp32, FSDP's
   // reduce-scatter input, DeepSpeed's buckets (gradient_traffic.hpp).
-  bytes += mem.local_trainable_parameters() * gradient_traffic_of(s).micro_step;
+  bytes += mem.local_trainable_parameters() * gradients.micro_step;
   return bytes;
 }
 
@@ -226,14 +227,15 @@ double memory_bound_bytes(const training_setup& s, const token_inventory& inv, c
 // without v. Around it, the framework's handling of the rank's shard of the
 // gradients once a step (gradient_traffic.hpp): the clipping, the unscale and
 // the copies to and from fp32.
-double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, double bandwidth, double host_ms) {
+double optimizer_step_ms(const training_setup& s, const memory_breakdown& mem, const gradient_traffic& gradients,
+                         double bandwidth, double host_ms) {
   // What this GPU updates: the dense parameters sharded over the world
   // under ZeRO, its experts over the GPUs holding the same ones.
   const double ep_share = mem.expert_parallel;
   const double Te = static_cast<double>(mem.expert_trainable_parameters) / ep_share;
   const double Td = static_cast<double>(mem.trainable_parameters - mem.expert_trainable_parameters);
   const double T = s.zero_stage >= 1 ? Td / s.world_size + Te / (s.world_size / ep_share) : Td + Te;
-  const double bytes = (optimizer_bytes_per_parameter(s) + gradient_traffic_of(s).step) * T;
+  const double bytes = (optimizer_bytes_per_parameter(s) + gradients.step) * T;
   return std::max(bytes / bandwidth * 1e3, host_ms);
 }
 
@@ -269,7 +271,8 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   const double passes = 3 + recompute_share(s, checkpointing);
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   const memory_breakdown mem = estimate_memory(s);
-  const double bytes = memory_bound_bytes(s, inv, lora, mem, b, checkpointing);
+  const gradient_traffic gradients = gradient_traffic_of(s);
+  const double bytes = memory_bound_bytes(s, inv, lora, mem, gradients, b, checkpointing);
   const double bandwidth =
       rates.copy_bandwidth_gbs.value_or(d.memory_bandwidth_gbs) * 1e9 *
       batch_calibration_constants().elementwise_bandwidth_share;
@@ -294,10 +297,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.host_backward_ms = host.backward_ms;
   t.host_optimizer_ms = host.optimizer_ms;
   t.host_wait_ms = std::max(0.0, host.forward_ms - gpu_forward) + std::max(0.0, host.backward_ms - gpu_backward);
-  t.optimizer_ms = optimizer_step_ms(s, mem, bandwidth, host.optimizer_ms);
+  t.optimizer_ms = optimizer_step_ms(s, mem, gradients, bandwidth, host.optimizer_ms);
   // The once-a-step bucket copies run in the last micro-step's backward, where they first fill the
   // time its GPU waits for the host.
-  t.gradient_boundary_ms = gradient_traffic_of(s).boundary * mem.local_trainable_parameters() / bandwidth * 1e3;
+  t.gradient_boundary_ms = gradients.boundary * mem.local_trainable_parameters() / bandwidth * 1e3;
   t.gradient_boundary_added_ms = std::max(0.0, t.gradient_boundary_ms - std::max(0.0, host.backward_ms - gpu_backward));
   add_offload_time(s, d, mem, t);  // --offload: the CPU steps instead, after the PCIe transfers
   return t;
