@@ -70,9 +70,10 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--attention", o->attention,
                   "flash (SDPA/FlashAttention) | eager (default: the framework's, flash for every one)");
   cmd->add_option("--loss", o->loss,
-                  "eager (transformers: every logit upcast to fp32) | chunked (torchtune: 8 chunks, 16-bit logits "
-                  "kept) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and fused are modelled from "
-                  "first principles, not traced (default: the framework's; hf: eager)");
+                  "eager (transformers: every logit upcast to fp32) | chunked (the framework's: torchtune's 8 "
+                  "chunks keeping their fp32 log-probabilities, torchtitan's 8 run forward and backward one at a "
+                  "time, LitGPT's 128-token chunks) | fused (Liger/Cut Cross Entropy: no logits kept); chunked and "
+                  "fused are modelled from the sources, not traced (default: the framework's; hf: eager)");
   cmd->add_option("--global-batch", o->global_batch, "Samples per optimizer step over all GPUs")
       ->check(whole_number);
   cmd->add_option("--micro-batch", o->micro_batch,

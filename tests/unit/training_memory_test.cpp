@@ -115,9 +115,11 @@ TEST(memory, fp32_grouped_query_attention_runs_sdpa_math) {
 // --loss: what each loss keeps per logit, by arithmetic for Llama-3-8B (hidden 4096,
 // vocabulary 128256) in bf16-mixed at 2048 tokens (262,668,288 logits a sample).
 // eager (transformers' upcast): 2 bytes of bf16 logits + 12 of fp32 temporaries at backward,
-// 2 + 8 at forward; chunked (8 chunks): the bf16 logits all kept, an eighth of the fp32 ones:
-// 2 + 12/8 and 2 + 8/8; fused: no logits, the input's gradient (2048 x 4096 bf16) held from
-// forward to backward and a chunk of logits the same size at forward.
+// 2 + 8 at forward; chunked (torchtune's LinearCrossEntropyLoss, 8 chunks, as hf runs it): every
+// chunk's fp32 log-probabilities kept, a chunk's bf16 logits and fp32 copy at forward, its gradients
+// and the cast back at backward: 4 + 6/8 and 4 + 10/8, nothing held by the caller; fused: no logits,
+// the input's gradient (2048 x 4096 bf16) held from forward to backward and a chunk of logits the
+// same size at forward.
 TEST(memory, each_loss_keeps_what_its_implementation_allocates) {
   const double logits = 128256.0 * 2048, hidden = 4096.0 * 2048;
   auto breakdown = [](loss_impl l) {
@@ -130,17 +132,18 @@ TEST(memory, each_loss_keeps_what_its_implementation_allocates) {
   EXPECT_NEAR(static_cast<double>(eager.logits_bytes_per_sample), 14 * logits, 1);
   EXPECT_NEAR(static_cast<double>(eager.logits_forward_bytes_per_sample), 10 * logits, 1);
   EXPECT_NEAR(static_cast<double>(eager.logits_held_bytes_per_sample), 2 * logits, 1);
-  EXPECT_NEAR(static_cast<double>(chunked.logits_bytes_per_sample), 3.5 * logits, 1);
-  EXPECT_NEAR(static_cast<double>(chunked.logits_forward_bytes_per_sample), 3 * logits, 1);
-  EXPECT_NEAR(static_cast<double>(chunked.logits_held_bytes_per_sample), 2 * logits, 1);
+  EXPECT_NEAR(static_cast<double>(chunked.logits_bytes_per_sample), 5.25 * logits, 1);
+  EXPECT_NEAR(static_cast<double>(chunked.logits_forward_bytes_per_sample), 4.75 * logits, 1);
+  EXPECT_EQ(chunked.logits_held_bytes_per_sample, 0);
   EXPECT_NEAR(static_cast<double>(fused.logits_bytes_per_sample), 2 * hidden, 1);
   EXPECT_NEAR(static_cast<double>(fused.logits_forward_bytes_per_sample), 4 * hidden, 1);
   EXPECT_EQ(fused.logits_held_bytes_per_sample, 0);
-  // Everything else is the same model: the peak falls with the loss's share alone.
+  // Everything else is the same model: the peak falls with the loss's share alone (where the loss
+  // no longer sets it, chunked and fused peak alike).
   EXPECT_EQ(eager.weights_bytes + eager.optimizer_bytes, fused.weights_bytes + fused.optimizer_bytes);
   for (std::int64_t b : {1, 4}) {
     EXPECT_LT(chunked.peak_bytes(b, false, false), eager.peak_bytes(b, false, false)) << b;
-    EXPECT_LT(fused.peak_bytes(b, false, false), chunked.peak_bytes(b, false, false)) << b;
+    EXPECT_LE(fused.peak_bytes(b, false, false), chunked.peak_bytes(b, false, false)) << b;
   }
 }
 

@@ -31,6 +31,7 @@
 
 #include "core/errors.hpp"
 #include "core/train/training_precision.hpp"
+#include "core/train/zero_buffers.hpp"
 
 namespace tiletune {
 
@@ -76,6 +77,17 @@ framework_setting sharded(const training_setup& s, const char* how) {
   return {"--zero", "0", "one GPU: nothing to shard"};
 }
 
+// Whether the plan runs the framework's own modules (layers_of), and what they do that transformers' do not.
+framework_note own_modules_note(const training_setup& s, layer_impl own, const char* who, const char* what) {
+  if (layers_of(s) == own)
+    return {"", fmt::format("{} runs its own modules ({}): the blocks keep and move what those do, not what "
+                            "transformers' do; read from the sources, not traced",
+                            who, what)};
+  return {"", fmt::format("{}'s own modules are modelled for dense Llama-style blocks with flash attention; {}'s are "
+                          "planned as transformers' eager ones",
+                          who, s.model.name)};
+}
+
 framework_bundle torchtitan(const training_setup& s) {
   framework_bundle b;
   b.settings = {
@@ -90,9 +102,12 @@ framework_bundle torchtitan(const training_setup& s) {
   if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
     b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
                                          {"--adapter-dtype", "fp32", "fp32 parameters, cast by the mixed-precision policy"}});
-  b.notes.push_back({"--loss",
-                     "torchtitan's ChunkedLossWrapper runs each chunk's backward at once, so its 16-bit logits are not "
-                     "all kept; the chunked loss counts them kept (2 bytes a logit): an overestimate"});
+  b.notes.push_back(own_modules_note(s, layer_impl::torchtitan, "torchtitan",
+                                     "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; "
+                                     "SDPA with enable_gqa"));
+  b.notes.push_back({"--loss", "torchtitan's ChunkedLossWrapper runs each chunk's backward at once: no logit outlives "
+                               "its chunk, and an fp32 buffer of the hidden states' gradient is held through the loop "
+                               "(components/loss.py, by our reading, not traced)"});
   return b;
 }
 
@@ -174,9 +189,12 @@ framework_bundle torchtune(const training_setup& s, bool bf16) {
                            "optimizer_in_bwd: not set here (pass --optimizer adamw-8bit, the nearest, and "
                            "--optimizer-in-backward)"});
   }
-  b.notes.push_back({"--loss", "torchtune's chunked loss keeps each chunk's fp32 log-probabilities to backward in "
-                               "eager mode (4 bytes a logit by our reading, not traced); the chunked loss counts 2 "
-                               "bytes kept and the fp32 ones for one chunk: the logits term may be low"});
+  b.notes.push_back(own_modules_note(s, layer_impl::torchtune, "torchtune",
+                                     "K and V copied to every query head before SDPA, which keeps the copies; rotary "
+                                     "in fp32"));
+  b.notes.push_back({"--loss", "torchtune's LinearCrossEntropyLoss keeps every chunk's fp32 log-probabilities to "
+                               "backward (4 bytes a logit) and frees each chunk's 16-bit logits (by our reading, not "
+                               "traced)"});
   return b;
 }
 
@@ -210,9 +228,12 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
                        // Fabric keeps the model (adapters too) in fp32 under *-mixed, in bf16 under bf16-true.
                        {"--adapter-dtype", s.prec == precision::bf16 ? "bf16" : "fp32", "the model's dtype"},
                        {"--lora-dropout", "0.05", "lora_dropout 0.05"}});
-  b.notes.push_back({"--loss", "LitGPT's loss runs in 128-token chunks (the chunked loss counts 8) and keeps every "
-                               "16-bit logit and, by our reading, each chunk's fp32 log-probabilities to backward "
-                               "(not traced): the logits term may be low"});
+  b.notes.push_back(own_modules_note(s, layer_impl::litgpt, "LitGPT",
+                                     "one qkv linear; K and V repeat_interleave'd to every query head before SDPA; an "
+                                     "RMSNorm whose weight keeps its fp32 normalised input"));
+  b.notes.push_back({"--loss", "LitGPT's loss runs in 128-token chunks, the caller holding every 16-bit logit and each "
+                               "chunk keeping its log-probabilities to backward (utils.py chunked_cross_entropy, by "
+                               "our reading, not traced)"});
   return b;
 }
 
@@ -223,10 +244,24 @@ bool fp32_model_under_autocast(const training_setup& s) {
 }
 
 layer_impl layers_of(const training_setup& s) {
-  return s.framework == training_framework::megatron && s.attention == attention_impl::flash &&
-                 transformer_engine_covers(s.model)
-             ? layer_impl::transformer_engine
-             : layer_impl::eager;
+  const layer_impl own = s.framework == training_framework::megatron  ? layer_impl::transformer_engine
+                         : s.framework == training_framework::fsdp2    ? layer_impl::torchtitan
+                         : s.framework == training_framework::torchtune ? layer_impl::torchtune
+                         : s.framework == training_framework::litgpt   ? layer_impl::litgpt
+                                                                       : layer_impl::transformers;
+  return s.attention == attention_impl::flash && framework_modules_cover(s.model, own) ? own : layer_impl::transformers;
+}
+
+chunked_loss chunked_loss_of(const training_setup& s) {
+  return s.framework == training_framework::fsdp2    ? chunked_loss::torchtitan
+         : s.framework == training_framework::litgpt ? chunked_loss::litgpt
+                                                     : chunked_loss::torchtune;
+}
+
+token_inventory plan_inventory(const training_setup& s) {
+  // LoRA's base is frozen: its linears and norms keep nothing for weight gradients.
+  return inventory(s.model, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s), attention_kernel_of(s),
+                   s.lora_rank > 0, s.loss, layers_of(s), chunked_loss_of(s));
 }
 
 std::string_view to_string(training_framework f) {

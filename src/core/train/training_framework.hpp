@@ -51,10 +51,16 @@ framework_bundle framework_defaults(training_framework f, const training_setup& 
 // fabric/plugins/precision/amp.py.
 bool fp32_model_under_autocast(const training_setup& s);
 
-// Whose modules run the blocks: Megatron-LM's Transformer Engine layers (its default transformer_impl,
-// with its fusions on) for --framework megatron with flash attention on a model they cover
-// (transformer_engine_covers), else transformers' eager ones, as every other framework runs them.
+// Whose modules run the blocks: the framework's own with flash attention on a model they cover
+// (framework_modules_cover): Megatron-LM's Transformer Engine layers (its default transformer_impl,
+// with its fusions on), torchtitan's (fsdp2), torchtune's and LitGPT's; else transformers' eager
+// ones, as hf, deepspeed and composer run them.
 layer_impl layers_of(const training_setup& s);
+// Whose chunked loss --loss chunked runs: torchtitan's for fsdp2, LitGPT's for litgpt, else torchtune's.
+chunked_loss chunked_loss_of(const training_setup& s);
+// The activation inventory of the plan's step: its model, tokens, precision, attention, loss, LoRA's
+// frozen base, and the framework's modules and chunked loss.
+token_inventory plan_inventory(const training_setup& s);
 constexpr std::int64_t litgpt_lm_head_chunk = 128;
 
 // Sets the framework-dependent options of s: each flag in `explicit_flags` (flag -> its text, as

@@ -38,6 +38,8 @@ double norm_block(const model_spec& m, const dims& d, tally& t, int consumers) {
     // Fused layer_norm keeps its input and mean/rstd; autocast runs it in fp32.
     out = d.autocast ? 4 : d.a;
     t.op(d.r * d.h, out * d.h, d.r * d.h + 8);
+  } else if (const double own = framework_rms_norm(d, t, d.h, d.r); own > 0) {
+    out = own;
   } else {
     // LlamaRMSNorm: pow keeps the fp32 input (a new cast unless the stream is
     // fp32); the weight multiply keeps the normalised tensor in the input dtype.
@@ -120,8 +122,10 @@ void mlp_block(const model_spec& m, const dims& d, tally& t) {
 
 namespace {
 
-dims dims_of(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast, bool frozen_base) {
+dims dims_of(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast, bool frozen_base,
+             layer_impl layers) {
   dims d{};
+  d.layers = layers;
   d.h = static_cast<double>(m.hidden_size);
   d.q = static_cast<double>(m.q_size());
   d.kv = static_cast<double>(m.kv_size());
@@ -228,18 +232,14 @@ void add_logit_tokens(const model_spec& m, int compute_bytes, token_inventory& i
 }
 
 // The other losses, from first principles (neither was traced on this machine).
-// chunked (torchtune, 8 chunks): the same ops a chunk at a time; every 16-bit logit is kept
-// (the output layer returns all chunks), the fp32 temporaries exist for one chunk.
+// chunked: each framework's, from its source (framework_chunked_loss, training_inventory_modules.cpp).
 // fused (Liger's FusedLinearCrossEntropy): token chunks whose logits total about the hidden
 // states' size (chunk = tokens x hidden / vocabulary), the gradient written in place over
 // them, the input's gradient computed in forward and held to backward; no logit tensor kept.
-void apply_loss(const model_spec& m, int compute_bytes, loss_impl loss, token_inventory& inv) {
+void apply_loss(const model_spec& m, const dims& d, int compute_bytes, loss_impl loss, chunked_loss chunks,
+                token_inventory& inv) {
   if (loss == loss_impl::chunked) {
-    constexpr double chunks = 8;
-    const double kept = compute_bytes;
-    inv.logit_forward_bytes = kept + (inv.logit_forward_bytes - kept) / chunks;
-    inv.logit_backward_bytes = kept + (inv.logit_backward_bytes - kept) / chunks;
-    inv.outer_kernels += 10 * (chunks - 1);
+    framework_chunked_loss(m, d, chunks, inv);
   } else if (loss == loss_impl::fused) {
     const double per_logit =
         m.vocab_size > 0 ? static_cast<double>(m.hidden_size) / static_cast<double>(m.vocab_size) * compute_bytes : 0;
@@ -266,18 +266,25 @@ void add_transformer_engine(const model_spec& m, const dims& d, token_inventory&
 }  // namespace
 
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
-                          attention_kernel attention_kind, bool frozen_base, loss_impl loss, layer_impl layers) {
-  const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base);
+                          attention_kernel attention_kind, bool frozen_base, loss_impl loss, layer_impl layers,
+                          chunked_loss chunks) {
+  // The framework's modules where they cover the model with fused attention, else transformers'.
+  if (attention_kind != attention_kernel::fused || !framework_modules_cover(m, layers)) layers = layer_impl::transformers;
+  const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base, layers);
   token_inventory inv;
-  if (layers == layer_impl::transformer_engine && attention_kind == attention_kernel::fused &&
-      transformer_engine_covers(m)) {
+  if (layers == layer_impl::transformer_engine) {
     add_transformer_engine(m, d, inv);
   } else {
     add_layers(m, d, attention_kind, inv);
     add_outer(m, d, attention_kind, inv);
   }
   add_logit_tokens(m, compute_bytes, inv);
-  apply_loss(m, compute_bytes, loss, inv);
+  apply_loss(m, d, compute_bytes, loss, chunks, inv);
+  // A norm written in Python upcasts a 16-bit residual stream: its input's gradient is fp32 until
+  // cast back. Fused norms (torchtitan's, Transformer Engine's) and LayerNorm write it in 16 bits.
+  const bool python_rms_norm = !m.layernorm_bias && layers != layer_impl::torchtitan &&
+                               layers != layer_impl::transformer_engine;
+  inv.norm_fp32_gradient = python_rms_norm && d.r < 4 ? 4 * d.h : 0;
   return inv;
 }
 

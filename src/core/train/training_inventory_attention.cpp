@@ -19,6 +19,7 @@ void rotary(const model_spec& m, const dims& d, tally& t, attention_kernel kerne
   const double rope = static_cast<double>(m.qk_rope_head_dim);
   const std::array<double, 2> rotated =
       m.is_mla() ? std::array<double, 2>{d.heads * rope, rope} : std::array<double, 2>{d.q, d.kv};
+  if (framework_rotary(d, t, d.q) && framework_rotary(d, t, d.kv)) return;
   for (double n : rotated) {
     t.op(d.a * n / 2, d.a * n / 2);
     t.op(d.a * n, d.a * n);
@@ -36,6 +37,11 @@ void rotary(const model_spec& m, const dims& d, tally& t, attention_kernel kerne
 // elements): the fp32 input and the normalised tensor are kept.
 void qk_norm(const dims& d, tally& t) {
   const double n = d.q + d.kv;
+  if (d.layers == layer_impl::torchtitan) {  // its fused RMSNorm over every head: input and rstd kept
+    const double head_dim = d.q / d.heads;
+    t.op(d.a * n, d.a * n, d.a * n + 4 * n / head_dim);
+    return;
+  }
   t.op(d.a * n, 4 * n, 4 * n);
   t.op(4 * n, 4 * n);
   t.op(4 * n, 8);
@@ -157,6 +163,15 @@ void scores_and_values(const model_spec& m, const dims& d, tally& t, attention_k
     t.kernels += 2;                           // the mask: ones(s, s).tril(), where(-inf, 0)
   } else if (kernel == attention_kernel::eager) {
     eager_attention(m, d, t);
+  } else if (repeats_kv_for_sdpa(d) && d.kv < d.q) {
+    // K and V copied to every query head (their gradients summed back, a pass each), then SDPA keeps
+    // q and the copies.
+    const double traffic_before = t.traffic;
+    t.op(d.a * d.kv, d.a * d.q);
+    t.op(d.a * d.v, d.a * d.o);
+    t.backward_once += t.traffic - traffic_before;
+    t.gemm(1);
+    t.saved += d.a * (d.q + d.q + d.o) + 4 * d.heads;
   } else {
     t.gemm(1);  // one fused kernel; its time is counted with the GEMMs
     t.saved += d.a * (d.q + d.kv + d.v) + 4 * d.heads;
@@ -166,8 +181,9 @@ void scores_and_values(const model_spec& m, const dims& d, tally& t, attention_k
 }  // namespace
 
 void inventory_ops::attention_block(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
-  norm_block(m, d, t, m.fused_qkv ? 1 : 3);
-  t.gemm(m.fused_qkv ? 1 : 3);
+  const bool one_qkv_linear = m.fused_qkv || d.layers == layer_impl::litgpt;  // LitGPT's qkv
+  norm_block(m, d, t, one_qkv_linear ? 1 : 3);
+  t.gemm(one_qkv_linear ? 1 : 3);
   if (m.learned_positions == 0 && m.causal) rotary(m, d, t, kernel);
   if (m.qk_norm_params > 0) qk_norm(d, t);
   if (m.is_mla()) mla_projections(m, d, t);

@@ -33,7 +33,20 @@ struct dims {
   // linears and norm weights keep nothing for their weights' gradients.
   bool frozen = false;
   double kept_by_weight(double bytes) const { return frozen ? 0 : bytes; }
+  layer_impl layers = layer_impl::transformers;  // whose modules (training_inventory.hpp)
 };
+
+// The framework's own modules where they differ from transformers' (training_inventory_modules.cpp).
+// An RMSNorm over `n` values a token of `in` bytes each, as d.layers runs it (torchtitan's fused
+// kernel, LitGPT's fp32 normalised tensor); returns its output's element bytes, or 0 where the
+// layers run transformers' LlamaRMSNorm (norm_block counts that).
+double framework_rms_norm(const dims& d, tally& t, double n, double in);
+// Rotary over `n` values a token of q or k, as d.layers runs it; false where transformers' is run.
+bool framework_rotary(const dims& d, tally& t, double n);
+// torchtune's and LitGPT's K and V copied to every query head before SDPA, which keeps the copies.
+bool repeats_kv_for_sdpa(const dims& d);
+// The chunked loss of the framework (chunked_loss), per logit and token, over the eager loss's figures.
+void framework_chunked_loss(const model_spec& m, const dims& d, chunked_loss chunks, token_inventory& inv);
 
 // A norm over the residual stream followed by `consumers` linear layers;
 // returns the element bytes of its output.

@@ -314,11 +314,9 @@ void add_activations(const training_setup& s, const token_inventory& inv, memory
   r.lora_transient_bytes_per_sample = lora ? sample_bytes(s, seq * lora_transient_per_token(s), "LoRA temporaries") : 0;
   // The gradients in flight through a layer's backward: the incoming and
   // outgoing ones in the residual stream's dtype and, where that is 16-bit,
-  // the fp32 gradient of the norm that upcasts it (LlamaRMSNorm computes in
+  // the fp32 gradient of a norm that upcasts it in Python (LlamaRMSNorm computes in
   // fp32), still alive beside its cast (traced: tests/cli/training_trace_cli_test).
-  const double h = static_cast<double>(m.hidden_size);
-  const bool residual_16_bit = inv.layer_input < 4 * h;  // layer_input: the residual stream's bytes per token
-  const double in_flight = 2 * inv.layer_input + (residual_16_bit && !m.layernorm_bias ? 4 * h : 0.0);
+  const double in_flight = 2 * inv.layer_input + inv.norm_fp32_gradient;
   r.recompute_layer_bytes_per_sample =
       sample_bytes(s, seq * (inv.layer_saved_max + lora_extra / std::max(1.0, L) + in_flight + fp8_kept),
                    "recomputed layer") +
@@ -349,8 +347,10 @@ void add_logit_bytes(const training_setup& s, const token_inventory& inv, memory
   const model_spec& m = s.model;
   const double seq = static_cast<double>(s.seq_len);
   const double logits = static_cast<double>(m.vocab_size) * seq;
-  r.logits_bytes_per_sample = sample_bytes(s, inv.logit_backward_bytes * logits, "logits");
-  r.logits_forward_bytes_per_sample = sample_bytes(s, inv.logit_forward_bytes * logits, "logits");
+  // (torchtitan's chunked loss: beside them its fp32 buffer of the hidden states' gradient.)
+  const double per_token = inv.loss_token_bytes * seq;
+  r.logits_bytes_per_sample = sample_bytes(s, inv.logit_backward_bytes * logits + per_token, "logits");
+  r.logits_forward_bytes_per_sample = sample_bytes(s, inv.logit_forward_bytes * logits + per_token, "logits");
   // The tied embedding's two gradient contributions beside their sum, at the
   // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
   const bool tied_head = !m.causal || m.tied_embeddings;
@@ -391,8 +391,7 @@ memory_breakdown estimate_memory(const training_setup& s) {
   // and frozen linears and norms keep nothing for weight gradients. A framework
   // that makes the model 16-bit runs no autocast either; LitGPT's fp32 base
   // does, with an fp32 residual stream (zero_buffers.hpp).
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
-                                        attention_kernel_of(s), lora, s.loss, layers_of(s));
+  const token_inventory inv = plan_inventory(s);
   add_activations(s, inv, r);
   r.layer_gradients_bytes = layer_gradients_bytes(s, r);
   add_logit_bytes(s, inv, r);

@@ -265,9 +265,7 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   t.gemm_ms = gemms.total_ms;
   t.attention_ms = gemms.attention_ms;
   const model_spec& m = s.model;
-  const bool lora_base = s.lora_rank > 0;  // a frozen base: its linears keep nothing for weight gradients
-  const token_inventory inv = inventory(m, s.seq_len, activation_bytes(s.prec), runs_under_autocast(s),
-                                        attention_kernel_of(s), lora_base, s.loss, layers_of(s));
+  const token_inventory inv = plan_inventory(s);
   const double passes = 3 + recompute_share(s, checkpointing);
   const lora_path_cost lora = lora_path(s, b * s.seq_len, checkpointing);
   const memory_breakdown mem = estimate_memory(s);

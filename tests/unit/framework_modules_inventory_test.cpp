@@ -1,0 +1,142 @@
+// The frameworks' own modules and chunked losses (training_inventory_modules.cpp): torchtitan's,
+// torchtune's and LitGPT's Llama blocks keep and move what their modules do, not what transformers'
+// do, and each framework's chunked loss keeps what its loop allocates. Before, every one of them
+// was planned with transformers' modules and one chunked loss (every 16-bit logit kept, an eighth
+// of the fp32 temporaries): the figures below all differ from that.
+#include <gtest/gtest.h>
+
+#include "core/device/device_spec.hpp"
+#include "core/train/training_framework.hpp"
+#include "core/train/training_inventory.hpp"
+#include "core/train/training_plan.hpp"
+
+using namespace tiletune;
+
+namespace {
+// Llama-3-8B: h 4,096, q 4,096, k and v 1,024 each, MLP 14,336, 32 heads, vocabulary 128,256.
+constexpr double h = 4096, q = 4096, kv = 1024, I = 14336, heads = 32, vocab = 128256;
+
+token_inventory llama_inventory(layer_impl layers, bool autocast = false, loss_impl loss = loss_impl::eager,
+                      chunked_loss chunks = chunked_loss::torchtune, std::int64_t seq = 2048) {
+  return inventory(load_model("llama-3-8b"), seq, 2, autocast, attention_kernel::fused, false, loss, layers, chunks);
+}
+
+training_setup setup(training_framework f, const char* model = "llama-3-8b") {
+  training_setup s;
+  s.model = load_model(model);
+  s.seq_len = 2048;
+  s.prec = precision::bf16;
+  s.framework = f;
+  s.world_size = 1;
+  return s;
+}
+
+// torchtitan's defaults on 8 GPUs: FSDP over all of them, gathering bf16 parameters (no autocast), the
+// chunked loss.
+training_setup torchtitan_on_8() {
+  training_setup s = setup(training_framework::fsdp2);
+  s.prec = precision::bf16_mixed;
+  s.world_size = 8;
+  s.zero_stage = 3;
+  s.loss = loss_impl::chunked;
+  return s;
+}
+}  // namespace
+
+// torchtitan in bf16 (FSDP2's bf16 gathers; no autocast): each torch.nn.RMSNorm is one fused kernel
+// keeping its input and rstd (2h + 4) beside its output, which the next linears keep (2h); SDPA keeps
+// q, k, v and the log-sum-exp; o_proj its input; SwiGLU its gate, the activation, up and their
+// product (8I): 168,072 bytes a token and layer. transformers' LlamaRMSNorm keeps the fp32 upcast (4h) and the
+// bf16 normalised tensor (2h) instead of the input and rstd: 2 x (4h - 4) more.
+TEST(framework_modules, torchtitans_fused_rms_norm_keeps_its_input_and_rstd) {
+  const token_inventory titan = llama_inventory(layer_impl::torchtitan), hf = llama_inventory(layer_impl::transformers);
+  const double titan_layer = 2 * (2 * h + 4 + 2 * h) + 2 * (q + 2 * kv) + 4 * heads + 2 * q + 8 * I;
+  EXPECT_EQ(titan_layer, 168'072);
+  EXPECT_EQ(titan.layer_saved, titan_layer);
+  EXPECT_EQ(hf.layer_saved - titan.layer_saved, 2 * (4 * h - 4));
+  // The final norm likewise; the LM head keeps its output.
+  EXPECT_EQ(titan.outer_saved, 2 * h + 4 + 2 * h);
+  // One kernel a norm where LlamaRMSNorm runs seven; the complex rotary three a tensor, not five.
+  EXPECT_EQ(hf.layer_kernels - titan.layer_kernels, 2 * (7 - 1) + 2 * (5 - 3));
+  EXPECT_LT(titan.layer_traffic, hf.layer_traffic);
+  // Its backward writes the input's gradient in bf16: no fp32 gradient beside the cast.
+  EXPECT_EQ(titan.norm_fp32_gradient, 0);
+  EXPECT_EQ(hf.norm_fp32_gradient, 4 * h);
+  // Under autocast (torchtitan on one GPU: fp32 weights) the residual stream and the norm are fp32.
+  const token_inventory titan_amp = llama_inventory(layer_impl::torchtitan, true);
+  EXPECT_EQ(titan_amp.layer_input, 4 * h);
+  EXPECT_EQ(titan_amp.norm_fp32_gradient, 0);
+}
+
+// torchtune and LitGPT copy K and V to every query head before SDPA, which keeps the copies:
+// 2 x (q - kv) x 2 = 12,288 bytes a token and layer more than transformers' enable_gqa. LitGPT's
+// RMSNorm keeps its fp32 normalised tensor for the weight's gradient (4h, not transformers' 2h).
+TEST(framework_modules, torchtune_and_litgpt_keep_k_and_v_at_every_query_head) {
+  const token_inventory hf = llama_inventory(layer_impl::transformers);
+  const double repeat = 2 * (q - kv) * 2;
+  EXPECT_EQ(llama_inventory(layer_impl::torchtune).layer_saved - hf.layer_saved, repeat);
+  EXPECT_EQ(llama_inventory(layer_impl::litgpt).layer_saved - hf.layer_saved, repeat + 2 * (4 * h - 2 * h));
+  // LitGPT under -mixed (autocast, fp32 model): its norms return fp32 as transformers' do, and its one
+  // qkv linear casts the output once where q, k and v cast it three times (2 x 2h less).
+  const token_inventory hf_amp = llama_inventory(layer_impl::transformers, true);
+  EXPECT_EQ(llama_inventory(layer_impl::litgpt, true).layer_saved - hf_amp.layer_saved, repeat - 2 * 2 * h);
+  // Their norms are Python, as transformers' is.
+  EXPECT_EQ(llama_inventory(layer_impl::torchtune).norm_fp32_gradient, 4 * h);
+}
+
+// The chunked losses per logit, Llama-3-8B in bf16 at 2,048 tokens:
+// - torchtune's LinearCrossEntropyLoss, 8 chunks: every chunk's fp32 log-probabilities kept (4); the
+//   current chunk's bf16 logits and fp32 copy at forward (6/8), nll's and log_softmax's gradients and
+//   the cast back at backward (10/8); nothing held by the caller.
+// - torchtitan's ChunkedLossWrapper, 8 chunks, each chunk's backward at once: its logits, copy and
+//   log-probabilities (10/8), then with the gradients and cast (16/8); no logit outlives its chunk,
+//   but an fp32 buffer of the hidden states' gradient (4h a token) is.
+// - LitGPT's 128-token chunks (16 at 2,048 tokens): the caller holds every bf16 logit (2) and each
+//   chunk keeps its log-probabilities, bf16 without autocast (2), fp32 with it (4; its input's cast
+//   4/16 at forward, the gradients and the cast back 10/16 at backward).
+TEST(framework_modules, each_chunked_loss_keeps_what_its_loop_allocates) {
+  const token_inventory tune = llama_inventory(layer_impl::torchtune, false, loss_impl::chunked, chunked_loss::torchtune);
+  EXPECT_EQ(tune.logit_forward_bytes, 4 + 6.0 / 8);
+  EXPECT_EQ(tune.logit_backward_bytes, 4 + 10.0 / 8);
+  EXPECT_EQ(tune.logit_held_bytes, 0);
+  const token_inventory titan = llama_inventory(layer_impl::torchtitan, false, loss_impl::chunked, chunked_loss::torchtitan);
+  EXPECT_EQ(titan.logit_forward_bytes, 10.0 / 8);
+  EXPECT_EQ(titan.logit_backward_bytes, 16.0 / 8);
+  EXPECT_EQ(titan.logit_held_bytes, 0);
+  EXPECT_EQ(titan.loss_token_bytes, 4 * h);
+  const token_inventory lit = llama_inventory(layer_impl::litgpt, false, loss_impl::chunked, chunked_loss::litgpt);
+  EXPECT_EQ(lit.logit_forward_bytes, 4);
+  EXPECT_EQ(lit.logit_backward_bytes, 4 + 4.0 / 16);
+  EXPECT_EQ(lit.logit_held_bytes, 2);
+  const token_inventory lit_amp = llama_inventory(layer_impl::litgpt, true, loss_impl::chunked, chunked_loss::litgpt);
+  EXPECT_EQ(lit_amp.logit_forward_bytes, 6 + 4.0 / 16);
+  EXPECT_EQ(lit_amp.logit_backward_bytes, 6 + 10.0 / 16);
+  // The plan's loss term: torchtitan's at 2,048 tokens, its buffer beside the logits.
+  const memory_breakdown m = estimate_memory(torchtitan_on_8());
+  EXPECT_NEAR(static_cast<double>(m.logits_bytes_per_sample), 2048 * (vocab * 16 / 8 + 4 * h), 1);
+  EXPECT_EQ(m.logits_held_bytes_per_sample, 0);
+}
+
+// Which modules a plan runs: the framework's own on a Llama-style model with flash attention,
+// transformers' for another model (GPT-2, an MoE, MLA), eager attention, or a framework without its
+// own (hf, deepspeed, composer).
+TEST(framework_modules, plans_run_the_frameworks_own_modules_where_they_cover_the_model) {
+  EXPECT_EQ(layers_of(setup(training_framework::fsdp2)), layer_impl::torchtitan);
+  EXPECT_EQ(layers_of(setup(training_framework::torchtune)), layer_impl::torchtune);
+  EXPECT_EQ(layers_of(setup(training_framework::litgpt)), layer_impl::litgpt);
+  EXPECT_EQ(layers_of(setup(training_framework::hf)), layer_impl::transformers);
+  EXPECT_EQ(layers_of(setup(training_framework::composer)), layer_impl::transformers);
+  EXPECT_EQ(layers_of(setup(training_framework::fsdp2, "gpt2")), layer_impl::transformers);
+  training_setup eager = setup(training_framework::fsdp2);
+  eager.attention = attention_impl::eager;
+  EXPECT_EQ(layers_of(eager), layer_impl::transformers);
+  const model_spec mixtral =
+      load_model(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json");
+  EXPECT_FALSE(framework_modules_cover(mixtral, layer_impl::torchtitan));
+  EXPECT_EQ(chunked_loss_of(setup(training_framework::fsdp2)), chunked_loss::torchtitan);
+  EXPECT_EQ(chunked_loss_of(setup(training_framework::litgpt)), chunked_loss::litgpt);
+  EXPECT_EQ(chunked_loss_of(setup(training_framework::hf)), chunked_loss::torchtune);
+  // The plan keeps what the modules keep: torchtitan's activations 2,048 x (32 x 168,072 + 16,388).
+  EXPECT_EQ(estimate_memory(torchtitan_on_8()).activation_bytes_per_sample,
+            2048LL * (32 * 168'072 + 16'388));
+}
