@@ -264,6 +264,17 @@ token_inventory plan_inventory(const training_setup& s) {
                    s.lora_rank > 0, s.loss, layers_of(s), chunked_loss_of(s));
 }
 
+std::string_view to_string(layer_impl l) {
+  switch (l) {
+    case layer_impl::transformers: return "transformers";
+    case layer_impl::torchtitan: return "torchtitan";
+    case layer_impl::torchtune: return "torchtune";
+    case layer_impl::litgpt: return "litgpt";
+    case layer_impl::transformer_engine: return "transformer_engine";
+  }
+  return "?";
+}
+
 std::string_view to_string(training_framework f) {
   for (const auto& [v, name] : framework_names)
     if (v == f) return name;

@@ -56,6 +56,7 @@ bool fp32_model_under_autocast(const training_setup& s);
 // with its fusions on), torchtitan's (fsdp2), torchtune's and LitGPT's; else transformers' eager
 // ones, as hf, deepspeed and composer run them.
 layer_impl layers_of(const training_setup& s);
+std::string_view to_string(layer_impl l);  // setup.modules in the plan's JSON
 // Whose chunked loss --loss chunked runs: torchtitan's for fsdp2, LitGPT's for litgpt, else torchtune's.
 chunked_loss chunked_loss_of(const training_setup& s);
 // The activation inventory of the plan's step: its model, tokens, precision, attention, loss, LoRA's

@@ -238,6 +238,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   j["model"]["active_parameters"] = m.active_parameters;
   j["gpu"] = to_json(plan.device);
   j["setup"] = {{"framework", to_string(s.framework)},
+                {"modules", to_string(layers_of(s))},
                 {"seq_len", s.seq_len},
                 {"precision", to_string(s.prec)},
                 {"optimizer", to_string(s.optimizer)},
