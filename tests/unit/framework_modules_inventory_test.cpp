@@ -140,3 +140,26 @@ TEST(framework_modules, plans_run_the_frameworks_own_modules_where_they_cover_th
   EXPECT_EQ(estimate_memory(torchtitan_on_8()).activation_bytes_per_sample,
             2048LL * (32 * 168'072 + 16'388));
 }
+
+// LitGPT's LoRA default (q and v, lora_dropout 0.05) in bf16: its one qkv linear's adapter drops out
+// the input once for both (a bf16 copy and a byte mask, 3h a token and layer), where peft's q_proj
+// and v_proj adapters each keep their own. Beside it LitGPT's modules keep the repeated K and V
+// (the frozen norms keep what transformers' do): the two differences, each counted.
+TEST(framework_modules, litgpts_qkv_adapter_drops_out_its_input_once) {
+  training_setup hf = setup(training_framework::hf);
+  hf.lora_rank = 16;
+  hf.lora_targets = lora_q | lora_v;
+  hf.lora_dropout = 0.05;
+  hf.adapters = adapter_dtype::bf16;
+  training_setup lit = hf;
+  lit.framework = training_framework::litgpt;
+  ASSERT_EQ(layers_of(lit), layer_impl::litgpt);
+  auto frozen_layer = [](layer_impl l) {
+    return inventory(load_model("llama-3-8b"), 2048, 2, false, attention_kernel::fused, true, loss_impl::eager, l)
+        .layer_saved;
+  };
+  const double modules = frozen_layer(layer_impl::litgpt) - frozen_layer(layer_impl::transformers);
+  EXPECT_EQ(modules, 2 * (q - kv) * 2);
+  EXPECT_EQ(estimate_memory(lit).activation_bytes_per_sample - estimate_memory(hf).activation_bytes_per_sample,
+            static_cast<std::int64_t>(2048 * 32 * (modules - 3 * h)));
+}

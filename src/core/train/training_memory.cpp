@@ -250,12 +250,17 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
 // gradient), the scale by a Python float and the add keep nothing, and
 // peft's fp32 copy of x is not kept under autocast (the cast's backward
 // needs no input).
+// LitGPT's modules (layers_of): its one qkv linear's LoRAQKVLinear drops out
+// x once and runs one lora_A for every adapted part of q, k and v
+// (lora.py: F.linear(self.lora_dropout(x), self.lora_A)), so they keep one
+// copy and one mask between them.
 double lora_kept_per_token(const training_setup& s) {
   const model_spec& m = s.model;
   double lora_extra = 0;
   const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
   const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
   const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
+  const bool one_qkv_adapter = layers_of(s) == layer_impl::litgpt;
   // Linears that read one input: q, k and v the attention's, gate and up the MLP's (each
   // expert's, the shared expert's). Without a cast or dropout their adapters keep it once.
   auto input_of = [&](const std::string& n) -> std::string {
@@ -268,9 +273,11 @@ double lora_kept_per_token(const training_setup& s) {
   std::set<std::string> inputs_kept;
   for (const auto& t : weight_tensors(m))
     if (lora_adapts(s, t)) {
-      const bool kept_already = shared_input && !inputs_kept.insert(input_of(t.name)).second;
-      const double input = kept_already ? 0.0 : (e + mask) * static_cast<double>(t.cols);
-      lora_extra += (input + e * s.lora_rank) * static_cast<double>(t.count) *
+      const std::string input = input_of(t.name);
+      const bool kept_already =
+          (shared_input || (one_qkv_adapter && input == "attention")) && !inputs_kept.insert(input).second;
+      const double kept_input = kept_already ? 0.0 : (e + mask) * static_cast<double>(t.cols);
+      lora_extra += (kept_input + e * s.lora_rank) * static_cast<double>(t.count) *
                     t.token_share;  // an expert's adapters see its share of the tokens
     }
   return lora_extra;
