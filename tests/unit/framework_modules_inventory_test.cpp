@@ -4,6 +4,7 @@
 // was planned with transformers' modules and one chunked loss (every 16-bit logit kept, an eighth
 // of the fp32 temporaries): the figures below all differ from that.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
 #include "core/train/training_framework.hpp"
@@ -162,4 +163,22 @@ TEST(framework_modules, litgpts_qkv_adapter_drops_out_its_input_once) {
   EXPECT_EQ(modules, 2 * (q - kv) * 2);
   EXPECT_EQ(estimate_memory(lit).activation_bytes_per_sample - estimate_memory(hf).activation_bytes_per_sample,
             static_cast<std::int64_t>(2048 * 32 * (modules - 3 * h)));
+}
+
+// torchtitan's Qwen3 normalises q and k with the same fused RMSNorm: each keeps its bf16 input and an
+// fp32 rstd a head (2 x 5,120 + 4 x 40 for Qwen3-8B's 32 query and 8 key heads of 128), where
+// transformers' Qwen3RMSNorm keeps the fp32 upcast and the bf16 normalised tensor (6 x 5,120).
+TEST(framework_modules, torchtitans_qwen3_normalises_q_and_k_with_its_fused_norm) {
+  const model_spec qwen3 = model_from_hf_config(
+      nlohmann::json::parse(R"({"model_type":"qwen3","vocab_size":151936,"hidden_size":4096,"intermediate_size":12288,
+        "num_hidden_layers":36,"num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,
+        "max_position_embeddings":40960,"tie_word_embeddings":false})"),
+      "config.json");
+  ASSERT_TRUE(framework_modules_cover(qwen3, layer_impl::torchtitan));
+  EXPECT_FALSE(framework_modules_cover(qwen3, layer_impl::torchtune));
+  auto layer = [&](layer_impl l) {
+    return inventory(qwen3, 2048, 2, false, attention_kernel::fused, false, loss_impl::eager, l).layer_saved;
+  };
+  const double n = 4096 + 1024;
+  EXPECT_EQ(layer(layer_impl::transformers) - layer(layer_impl::torchtitan), 2 * (4 * h - 4) + 6 * n - (2 * n + 4 * 40));
 }
