@@ -12,6 +12,7 @@ using namespace inventory_ops;
 namespace {
 
 void rotary(const model_spec& m, const dims& d, tally& t, attention_kernel kernel) {
+  if (framework_rotary(d, t, d.q) && framework_rotary(d, t, d.kv)) return;  // the framework's own (no MLA)
   // q*cos + rotate_half(q)*sin: neg, cat, two muls, add; cos/sin in the
   // residual dtype keep nothing big (they do not require grad).
   const double qe = std::max(d.a, d.r);  // dtype of Q and K after rotary
@@ -19,7 +20,6 @@ void rotary(const model_spec& m, const dims& d, tally& t, attention_kernel kerne
   const double rope = static_cast<double>(m.qk_rope_head_dim);
   const std::array<double, 2> rotated =
       m.is_mla() ? std::array<double, 2>{d.heads * rope, rope} : std::array<double, 2>{d.q, d.kv};
-  if (framework_rotary(d, t, d.q) && framework_rotary(d, t, d.kv)) return;
   for (double n : rotated) {
     t.op(d.a * n / 2, d.a * n / 2);
     t.op(d.a * n, d.a * n);

@@ -22,6 +22,7 @@
 //   repeat_interleave'd to every query head; utils.py chunked_cross_entropy over the 128-token
 //   chunks finetune/lora.py asks the model for).
 #include <algorithm>
+#include <cmath>
 
 #include "core/train/training_inventory_ops.hpp"
 
@@ -104,7 +105,7 @@ void inventory_ops::framework_chunked_loss(const model_spec& m, const dims& d, c
     // The caller holds every 16-bit logit; each chunk's log_softmax keeps its output, fp32 under
     // autocast (which casts its input), else in the logits' dtype; one chunk's casts and gradients
     // at a time.
-    const double n = std::max(1.0, d.s / 128), lsm = d.autocast ? 4 : a, in_cast = d.autocast && a != 4 ? 4 : 0;
+    const double n = std::max(1.0, std::ceil(d.s / 128)), lsm = d.autocast ? 4 : a, in_cast = d.autocast && a != 4 ? 4 : 0;
     inv.logit_forward_bytes = a + lsm + in_cast / n;
     inv.logit_backward_bytes = a + lsm + (2 * lsm + (in_cast > 0 ? a : 0)) / n;
     inv.logit_held_bytes = a;
