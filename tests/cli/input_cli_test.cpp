@@ -635,3 +635,17 @@ TEST(input, an_unknown_option_is_named_with_the_nearest_the_command_has) {
   }
   EXPECT_GT(misspelt, 100);
 }
+
+// A GPU with the math but no family built for its architecture (the B200: tcgen05 is not built,
+// mma.sync's rate there unknown) planned every variant "architecture"-pruned, printed no table and
+// exited 0; it is refused as an fp8 problem on an Ampere GPU is, naming each family's reason. A
+// dtype some family runs there (f32: simt) still plans.
+TEST(input, a_dtype_no_family_runs_on_the_gpu_is_refused_naming_why) {
+  expect_refused({"gemm", "--m", "256", "--n", "256", "--k", "256", "--gpu", "b200", "--dry-run"},
+                 {"256x256x256 bf16 nt: no kernel family of tiletune runs bf16 on the NVIDIA B200 (sm_100)",
+                  "tcgen05", "wgmma family needs sm_90"});
+  const result f32 = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "f32", "--gpu", "b200",
+                          "--dry-run", "--json"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  EXPECT_EQ(nlohmann::json::parse(f32.out)["recommendation"]["family"], "simt");
+}

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -48,9 +49,21 @@ void check_fits_memory(const gemm_problem& p, const device_spec& d) {
 }
 
 void check_has_rate(const gemm_problem& p, const device_spec& d) {
-  if (d.peak_tflops(p.type) > 0) return;
-  throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(), to_string(p.type),
-                                is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
+  if (d.peak_tflops(p.type) <= 0)
+    throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(),
+                                  to_string(p.type),
+                                  is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
+  // A GPU with the math but no family built for its architecture (the B200's tensor cores run
+  // tcgen05, which no family has): every variant would be pruned, a plan with no recommendation.
+  std::vector<std::string> why;
+  for (kernel_family f : families_for(p.type))
+    for (const tile_config& c : problem_search_space(f, p, d)) {
+      const auto v = check_constraints(c, p, d);
+      if (!v || v->constraint != "architecture") return;
+      if (std::find(why.begin(), why.end(), v->message) == why.end()) why.push_back(v->message);
+    }
+  throw usage_error(fmt::format("{}: no kernel family of tiletune runs {} on the {} ({}): {}", p.describe(),
+                                to_string(p.type), d.name, d.arch(), fmt::join(why, "; ")));
 }
 
 gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,

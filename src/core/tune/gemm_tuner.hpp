@@ -79,8 +79,8 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
 
 // Throws usage_error when A, B and C cannot fit the device's memory together.
 void check_fits_memory(const gemm_problem& p, const device_spec& d);
-// Throws usage_error when the device has no rate for the problem's operand type (fp8 before sm_89):
-// no family could run any variant of it there.
+// Throws usage_error when the device has no rate for the problem's operand type (fp8 before sm_89),
+// or when no family builds that type for its architecture (bf16 on the B200): no variant could run.
 void check_has_rate(const gemm_problem& p, const device_spec& d);
 
 // Enumerate, prune by constraints, compile (in parallel), prune by resources,
