@@ -175,10 +175,49 @@ TEST(framework_modules, torchtitans_qwen3_normalises_q_and_k_with_its_fused_norm
         "max_position_embeddings":40960,"tie_word_embeddings":false})"),
       "config.json");
   ASSERT_TRUE(framework_modules_cover(qwen3, layer_impl::torchtitan));
-  EXPECT_FALSE(framework_modules_cover(qwen3, layer_impl::torchtune));
   auto layer = [&](layer_impl l) {
     return inventory(qwen3, 2048, 2, false, attention_kernel::fused, false, loss_impl::eager, l).layer_saved;
   };
   const double n = 4096 + 1024;
   EXPECT_EQ(layer(layer_impl::transformers) - layer(layer_impl::torchtitan), 2 * (4 * h - 4) + 6 * n - (2 * n + 4 * 40));
+}
+
+// Qwen3's q/k norms in each framework's own RMSNorm, over each head (Qwen3-8B: 32 query and 8 key heads
+// of 128, n = 5,120 values a token). What the norms add to a Llama block of the same widths: transformers'
+// and torchtune's (the same ops; torchtune's after the rotary) keep the fp32 upcast, and the bf16
+// normalised tensor only where the weight trains; LitGPT's keeps the fp32 upcast and, trained, its fp32
+// normalised tensor; torchtitan's fused one its input and a rstd a head, trained or not. Before,
+// torchtune and LitGPT planned Qwen3 with transformers' whole block, and every framework kept the
+// normalised tensor of a frozen q/k norm.
+TEST(framework_modules, each_frameworks_qk_norm_keeps_what_its_rms_norm_does) {
+  const char* dims = R"("vocab_size":151936,"hidden_size":4096,"intermediate_size":12288,"num_hidden_layers":36,
+      "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"max_position_embeddings":40960,
+      "tie_word_embeddings":false})";
+  const model_spec qwen3 = model_from_hf_config(nlohmann::json::parse(std::string(R"({"model_type":"qwen3",)") + dims),
+                                                "config.json");
+  const model_spec llama = model_from_hf_config(nlohmann::json::parse(std::string(R"({"model_type":"llama",)") + dims),
+                                                "config.json");
+  const double n = 4096 + 1024, rows = 40;
+  for (layer_impl l : {layer_impl::torchtune, layer_impl::litgpt}) EXPECT_TRUE(framework_modules_cover(qwen3, l));
+  struct expected {
+    layer_impl layers;
+    double trained, frozen;
+  };
+  for (const expected& e : {expected{layer_impl::transformers, 4 * n + 2 * n, 4 * n},
+                            expected{layer_impl::torchtune, 4 * n + 2 * n, 4 * n},
+                            expected{layer_impl::litgpt, 4 * n + 4 * n, 4 * n},
+                            expected{layer_impl::torchtitan, 2 * n + 4 * rows, 2 * n + 4 * rows}})
+    for (bool frozen : {false, true}) {
+      auto layer = [&](const model_spec& m) {
+        return inventory(m, 2048, 2, false, attention_kernel::fused, frozen, loss_impl::eager, e.layers).layer_saved;
+      };
+      EXPECT_EQ(layer(qwen3) - layer(llama), frozen ? e.frozen : e.trained)
+          << to_string(e.layers) << (frozen ? " frozen" : " trained");
+    }
+  // The plan of each framework picks its own modules for Qwen3.
+  for (training_framework f : {training_framework::torchtune, training_framework::litgpt}) {
+    training_setup s = setup(f);
+    s.model = qwen3;
+    EXPECT_NE(layers_of(s), layer_impl::transformers);
+  }
 }

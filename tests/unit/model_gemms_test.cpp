@@ -223,7 +223,7 @@ std::string shape_of(const model_gemm_suite& s, const std::string& name) {
 TEST(model_gemms, tensor_parallel_ranks_split_columns_by_outputs_and_rows_by_inputs) {
   const model_spec m = load_model("llama-3-8b");
   const double whole = step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16));
-  for (const auto [tp, padded] : {std::pair{2, 128'256}, std::pair{4, 128'512}, std::pair{8, 129'024}})
+  for (const auto& [tp, padded] : {std::pair{2, 128'256}, std::pair{4, 128'512}, std::pair{8, 129'024}})
     EXPECT_NEAR(step_flops(model_gemms(m, 4096, model_phase::train, dtype::bf16, tp)) * tp,
                 whole + 3 * 2.0 * 4096 * 4096 * (padded - 128'256), whole * 1e-12)
         << tp;

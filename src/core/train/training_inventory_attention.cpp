@@ -34,20 +34,19 @@ void rotary(const model_spec& m, const dims& d, tally& t, attention_kernel kerne
 }
 
 // Qwen3 / OLMoE RMSNorm on q and k (the LlamaRMSNorm ops over q + kv
-// elements): the fp32 input and the normalised tensor are kept.
-void qk_norm(const dims& d, tally& t) {
+// elements; torchtune's RMSNorm runs the same): the fp32 input is kept, and
+// the normalised tensor where the norm's weight is trained. Qwen3 normalises
+// each head (a row a head); OLMo2 and OLMoE the whole of q and of k.
+void qk_norm(const model_spec& m, const dims& d, tally& t) {
   const double n = d.q + d.kv;
-  if (d.layers == layer_impl::torchtitan) {  // its fused RMSNorm over every head: input and rstd kept
-    const double head_dim = d.q / d.heads;
-    t.op(d.a * n, d.a * n, d.a * n + 4 * n / head_dim);
-    return;
-  }
+  const double rows = m.qk_norm_params == m.q_size() + m.kv_size() ? 2 : n / static_cast<double>(m.head_dim);
+  if (framework_rms_norm(d, t, n, d.a, rows) > 0) return;  // torchtitan's fused norm, LitGPT's
   t.op(d.a * n, 4 * n, 4 * n);
   t.op(4 * n, 4 * n);
   t.op(4 * n, 8);
   t.op(4 * n + 8, 4 * n);
   t.op(4 * n, d.a * n);
-  t.op(d.a * n, d.a * n, d.a * n);
+  t.op(d.a * n, d.a * n, d.kept_by_weight(d.a * n));  // weight * x: the rotary keeps neither
 }
 
 // DeepSeek MLA: kv_a's output (compressed kv + rope key), its RMSNorm
@@ -185,7 +184,7 @@ void inventory_ops::attention_block(const model_spec& m, const dims& d, tally& t
   norm_block(m, d, t, one_qkv_linear ? 1 : 3);
   t.gemm(one_qkv_linear ? 1 : 3);
   if (m.learned_positions == 0 && m.causal) rotary(m, d, t, kernel);
-  if (m.qk_norm_params > 0) qk_norm(d, t);
+  if (m.qk_norm_params > 0) qk_norm(m, d, t);
   if (m.is_mla()) mla_projections(m, d, t);
   scores_and_values(m, d, t, kernel);
   t.saved += d.kept_by_weight(d.a * d.o);  // the attention output, kept by the output projection

@@ -33,29 +33,28 @@ using namespace inventory_ops;
 bool framework_modules_cover(const model_spec& m, layer_impl layers) {
   if (layers == layer_impl::transformers) return true;
   if (layers == layer_impl::transformer_engine) return transformer_engine_covers(m);
-  // Dense Llama-style blocks: RMSNorm before attention and MLP, rotary, a gated MLP. torchtitan's
-  // Qwen3 normalises q and k with the same fused RMSNorm; torchtune's and LitGPT's q/k norms sit
-  // elsewhere in the block and are not modelled.
-  const bool llama_style = m.causal && m.learned_positions == 0 && !m.layernorm_bias && m.gated_mlp &&
-                           !m.is_mla() && !m.is_moe() && m.norms_per_layer == 2 && !m.embedding_norm &&
-                           m.final_logit_softcap == 0;
-  return llama_style && (layers == layer_impl::torchtitan || m.qk_norm_params == 0);
+  // Dense Llama-style blocks: RMSNorm before attention and MLP, rotary, a gated MLP. Qwen3's q/k
+  // norms are each framework's RMSNorm too (torchtitan's fused one; torchtune's RMSNorm runs
+  // transformers' ops after the rotary, LitGPT's its own before it), over each head.
+  return m.causal && m.learned_positions == 0 && !m.layernorm_bias && m.gated_mlp && !m.is_mla() && !m.is_moe() &&
+         m.norms_per_layer == 2 && !m.embedding_norm && m.final_logit_softcap == 0;
 }
 
-double inventory_ops::framework_rms_norm(const dims& d, tally& t, double n, double in) {
+double inventory_ops::framework_rms_norm(const dims& d, tally& t, double n, double in, double rows) {
+  const double stat = 4 * rows;  // one fp32 statistic a row
   if (d.layers == layer_impl::torchtitan) {
-    // One kernel: the input read, the output and the per-token rstd written; the input and rstd kept
+    // One kernel: the input read, the output and the per-row rstd written; the input and rstd kept
     // (the weight's gradient and the input's both need them: kept with a frozen weight too).
-    t.op(in * n, in * n + 4, in * n + 4);
+    t.op(in * n, in * n + stat, in * n + stat);
     return in;
   }
   if (d.layers == layer_impl::litgpt) {
     if (in != 4) t.op(in * n, 4 * n, 4 * n);  // x.float(), kept by x * x and x * rsqrt
     else t.saved += 4 * n;                    // the fp32 input itself
     t.op(4 * n, 4 * n);                       // x * x
-    t.op(4 * n, 4);                           // mean
-    t.op(8, 8);                               // + eps, rsqrt
-    t.op(4 * n + 4, 4 * n);                   // x * rsqrt
+    t.op(4 * n, stat);                        // mean
+    t.op(2 * stat, 2 * stat);                 // + eps, rsqrt
+    t.op(4 * n + stat, 4 * n);                // x * rsqrt
     t.op(4 * n, 4 * n, d.kept_by_weight(4 * n));  // * weight.float() keeps the fp32 normalised tensor
     if (in != 4) t.op(4 * n, in * n);         // .to(dtype)
     return in;

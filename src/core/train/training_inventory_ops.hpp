@@ -37,10 +37,11 @@ struct dims {
 };
 
 // The framework's own modules where they differ from transformers' (training_inventory_modules.cpp).
-// An RMSNorm over `n` values a token of `in` bytes each, as d.layers runs it (torchtitan's fused
-// kernel, LitGPT's fp32 normalised tensor); returns its output's element bytes, or 0 where the
-// layers run transformers' LlamaRMSNorm (norm_block counts that).
-double framework_rms_norm(const dims& d, tally& t, double n, double in);
+// An RMSNorm over `n` values a token of `in` bytes each, in `rows` rows of its own statistics (one
+// over the residual stream; a row a head for Qwen3's q/k norms), as d.layers runs it (torchtitan's
+// fused kernel, LitGPT's fp32 normalised tensor); returns its output's element bytes, or 0 where
+// the layers run transformers' LlamaRMSNorm (norm_block counts that).
+double framework_rms_norm(const dims& d, tally& t, double n, double in, double rows = 1);
 // Rotary over `n` values a token of q or k, as d.layers runs it; false where transformers' is run.
 bool framework_rotary(const dims& d, tally& t, double n);
 // torchtune's and LitGPT's K and V copied to every query head before SDPA, which keeps the copies.
