@@ -44,6 +44,22 @@ class gemm_run {
       throw usage_error(fmt::format("--fp8 {} needs fp8 tensor cores (sm_89 and later); the {} has none", o_.model.fp8,
                                     device_.spec.name));
     for (const auto& sp : work_.suite.problems) check_has_rate(sp.problem, device_.spec);
+    // A problem no variant can run would be planned empty: one problem is refused; a suite's (or a
+    // model step's) is its outcome, the others planned, unless none of them can run.
+    std::string none_runs;
+    for (const auto& sp : work_.suite.problems) {
+      std::string why = why_no_variant_runs(sp.problem, device_.spec);
+      if (why.empty()) {
+        none_runs.clear();
+        break;
+      }
+      if (none_runs.empty()) none_runs = std::move(why);
+    }
+    if (!none_runs.empty())
+      throw usage_error(o_.is_suite() && work_.suite.problems.size() > 1
+                            ? fmt::format("no problem of this suite can run on the {}; the first, {}",
+                                          device_.spec.name, none_runs)
+                            : none_runs);
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");

@@ -117,10 +117,13 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
       << rj["notes"].dump(1);
   const result block = run({"gemm", "--m", "1024", "--n", "2048", "--k", "4096", "--dtype", "e4m3", "--scaling",
                             "block", "--gpu", "l4", "--dry-run"});
-  EXPECT_EQ(block.code, 0) << block.err;
-  EXPECT_NE(block.out.find("no variant can run"), std::string::npos) << block.out;
-  EXPECT_NE(block.out.find("per-tensor (alpha) and rowwise fp8 scales, not block scales"), std::string::npos)
-      << block.out;
+  EXPECT_EQ(block.code, 2) << block.err;  // refused, not planned empty
+  EXPECT_NE(block.err.find("no variant of any kernel family can run it on the NVIDIA L4"), std::string::npos)
+      << block.err;
+  EXPECT_NE(block.err.find("mma variant(s) (scaling): the mma family applies per-tensor (alpha) and rowwise fp8 "
+                           "scales, not block scales"),
+            std::string::npos)
+      << block.err;
   // An operand stored MN-major: every variant transposes it first (_kc), and the model counts that
   // (the refusals of variants with and without copies: unit/mma_k_major_copies_test.cpp).
   for (const char* l : {"nn", "tn", "tt"}) {

@@ -636,16 +636,34 @@ TEST(input, an_unknown_option_is_named_with_the_nearest_the_command_has) {
   EXPECT_GT(misspelt, 100);
 }
 
-// A GPU with the math but no family built for its architecture (the B200: tcgen05 is not built,
-// mma.sync's rate there unknown) planned every variant "architecture"-pruned, printed no table and
-// exited 0; it is refused as an fp8 problem on an Ampere GPU is, naming each family's reason. A
-// dtype some family runs there (f32: simt) still plans.
-TEST(input, a_dtype_no_family_runs_on_the_gpu_is_refused_naming_why) {
+// A problem no variant of any family can run on the GPU, whatever its tile (the B200: tcgen05 is not
+// built, mma.sync's rate there unknown; a grouped GEMM before Hopper), was planned with every variant
+// pruned, no table, and exit 0. By itself it is refused as an fp8 problem on an Ampere GPU is, naming
+// each family's reason; in a model's step (or a suite) it is that problem's outcome and the rest are
+// planned, unless none of them can run. A dtype some family runs there (f32: simt) still plans.
+TEST(input, a_problem_no_variant_can_run_is_refused_naming_each_familys_reason) {
   expect_refused({"gemm", "--m", "256", "--n", "256", "--k", "256", "--gpu", "b200", "--dry-run"},
-                 {"256x256x256 bf16 nt: no kernel family of tiletune runs bf16 on the NVIDIA B200 (sm_100)",
-                  "tcgen05", "wgmma family needs sm_90"});
+                 {"256x256x256 bf16 nt: no variant of any kernel family can run it on the NVIDIA B200 (sm_100)",
+                  "mma variant(s) (architecture): mma.sync on sm_100", "tcgen05",
+                  "wgmma variant(s) (architecture): the wgmma family needs sm_90"});
+  expect_refused({"gemm", "--groups", "8", "--tokens", "64", "--top-k", "2", "--n", "128", "--k", "128", "--gpu",
+                  "a100-sxm-80gb", "--dry-run"},
+                 {"in 8 groups", "mma variant(s) (grouped): the mma family has no grouped kernel"});
+  expect_refused({"gemm", "--model", "llama-3-8b", "--tokens", "16", "--gpu", "b200", "--dry-run"},
+                 {"no problem of this suite can run on the NVIDIA B200; the first, 16x4096x4096 bf16 nt"});
   const result f32 = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "f32", "--gpu", "b200",
                           "--dry-run", "--json"});
   ASSERT_EQ(f32.code, 0) << f32.err;
   EXPECT_EQ(nlohmann::json::parse(f32.out)["recommendation"]["family"], "simt");
+  // Mixtral's routed experts are grouped GEMMs with --routing: an A100 plans the rest of the step.
+  const result step = run({"gemm", "--model", TILETUNE_SOURCE_DIR "/tests/fuzz/seeds/model_config/mixtral-8x7b.json",
+                           "--tokens", "64", "--phase", "decode", "--routing", "zipf:1.2", "--gpu", "a100-sxm-80gb",
+                           "--dry-run", "--json"});
+  ASSERT_EQ(step.code, 0) << step.err;
+  std::size_t planned = 0, unrunnable = 0;
+  const nlohmann::json planned_step = nlohmann::json::parse(step.out);
+  for (const auto& r : planned_step["results"])
+    ++(r["recommendation"].is_null() ? unrunnable : planned);
+  EXPECT_EQ(unrunnable, 2u);
+  EXPECT_GT(planned, 0u);
 }

@@ -49,21 +49,32 @@ void check_fits_memory(const gemm_problem& p, const device_spec& d) {
 }
 
 void check_has_rate(const gemm_problem& p, const device_spec& d) {
-  if (d.peak_tflops(p.type) <= 0)
-    throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(),
-                                  to_string(p.type),
-                                  is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
-  // A GPU with the math but no family built for its architecture (the B200's tensor cores run
-  // tcgen05, which no family has): every variant would be pruned, a plan with no recommendation.
-  std::vector<std::string> why;
+  if (d.peak_tflops(p.type) > 0) return;
+  throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(), to_string(p.type),
+                                is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
+}
+
+std::string why_no_variant_runs(const gemm_problem& p, const device_spec& d) {
+  struct reason {
+    std::string family, constraint, first_message;
+    std::size_t variants = 0;
+  };
+  std::vector<reason> why;
   for (kernel_family f : families_for(p.type))
     for (const tile_config& c : problem_search_space(f, p, d)) {
       const auto v = check_constraints(c, p, d);
-      if (!v || v->constraint != "architecture") return;
-      if (std::find(why.begin(), why.end(), v->message) == why.end()) why.push_back(v->message);
+      if (!v) return "";
+      auto it = std::find_if(why.begin(), why.end(), [&](const reason& r) {
+        return r.family == to_string(f) && r.constraint == v->constraint;
+      });
+      if (it == why.end()) it = why.insert(why.end(), reason{std::string(to_string(f)), v->constraint, v->message});
+      ++it->variants;
     }
-  throw usage_error(fmt::format("{}: no kernel family of tiletune runs {} on the {} ({}): {}", p.describe(),
-                                to_string(p.type), d.name, d.arch(), fmt::join(why, "; ")));
+  std::vector<std::string> reasons;
+  for (const reason& r : why)
+    reasons.push_back(fmt::format("{} {} variant(s) ({}): {}", r.variants, r.family, r.constraint, r.first_message));
+  return fmt::format("{}: no variant of any kernel family can run it on the {} ({}): {}", p.describe(), d.name,
+                     d.arch(), fmt::join(reasons, "; "));
 }
 
 gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler& compiler,
