@@ -57,8 +57,9 @@ class gemm_run {
     }
     if (!none_runs.empty())
       throw usage_error(o_.is_suite() && work_.suite.problems.size() > 1
-                            ? fmt::format("no problem of this suite can run on the {}; the first, {}",
-                                          device_.spec.name, none_runs)
+                            ? fmt::format("no GEMM of this {} can run on the {}; the first, {}",
+                                          o_.model.name.empty() ? "suite" : "model step", device_.spec.name,
+                                          none_runs)
                             : none_runs);
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)

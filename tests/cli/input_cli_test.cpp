@@ -650,7 +650,7 @@ TEST(input, a_problem_no_variant_can_run_is_refused_naming_each_familys_reason) 
                   "a100-sxm-80gb", "--dry-run"},
                  {"in 8 groups", "mma variant(s) (grouped): the mma family has no grouped kernel"});
   expect_refused({"gemm", "--model", "llama-3-8b", "--tokens", "16", "--gpu", "b200", "--dry-run"},
-                 {"no problem of this suite can run on the NVIDIA B200; the first, 16x4096x4096 bf16 nt"});
+                 {"no GEMM of this model step can run on the NVIDIA B200; the first, 16x4096x4096 bf16 nt"});
   const result f32 = run({"gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "f32", "--gpu", "b200",
                           "--dry-run", "--json"});
   ASSERT_EQ(f32.code, 0) << f32.err;
