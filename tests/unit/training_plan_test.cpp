@@ -1,5 +1,6 @@
 #include "core/train/training_plan.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
@@ -380,6 +381,10 @@ TEST(plan, every_suggestion_fits_with_what_was_asked_kept) {
       if (x.rfind("--micro-batch ", 0) == 0) alt.micro_batch = std::stoll(value);
       else if (x == "--checkpointing on") alt.checkpointing = checkpoint_policy::on;
       else if (x.rfind("--optimizer ", 0) == 0) alt.optimizer = parse_optimizer(value);
+      else if (x.rfind("--precision bf16", 0) == 0) {
+        alt.prec = precision::bf16;
+        if (x.find("--optimizer adamw-8bit") != std::string::npos) alt.optimizer = optimizer_kind::adamw_8bit;
+      }
       else if (x.rfind("--lora-rank ", 0) == 0) alt.lora_rank = 16;
       else if (x == "--zero 3") alt.zero_stage = 3;
       else if (x.rfind("--seq-len ", 0) == 0) alt.seq_len = std::stoll(value);
@@ -406,6 +411,42 @@ TEST(plan, every_suggestion_fits_with_what_was_asked_kept) {
   for (const auto& n : state.notes)
     said |= n.find(fmt::format("before any activation a step needs {:.1f} GiB", before)) != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// Full fine-tuning that fails on its fp32 master weights and states: pure bf16 (transformers with the
+// model loaded in bf16, LitGPT's bf16-true) is suggested where the framework trains it and the GPU
+// has bf16, with an 8-bit AdamW where bf16 alone falls short. It was never suggested: LoRA and
+// Adafactor were, though pure bf16 is what torchtune's single-GPU full fine-tuning runs.
+TEST(plan, pure_bf16_is_suggested_where_the_framework_trains_it) {
+  const std::string alone = "--precision bf16 (no fp32 master weights: bf16 weights, gradients and optimizer states)",
+                    with_8bit = "--precision bf16 --optimizer adamw-8bit";
+  auto suggests = [](const batch_plan& p, const std::string& x) {
+    return std::find(p.suggestions.begin(), p.suggestions.end(), x) != p.suggestions.end();
+  };
+  const training_setup s = plan_setup("llama-3-8b", 2048);
+  const device_spec& h100 = find_preset("h100-sxm");
+  EXPECT_TRUE(suggests(plan_batch(s, h100), alone));
+  // DeepSpeed's bf16 keeps fp32 master weights (no pure bf16); a GPU without bf16 has none to offer.
+  training_setup ds = s;
+  ds.framework = training_framework::deepspeed;
+  training_setup fp16 = s;
+  fp16.prec = precision::fp16_mixed;
+  for (const batch_plan& p : {plan_batch(ds, h100), plan_batch(fp16, find_preset("v100-sxm2"))})
+    for (const auto& x : p.suggestions) EXPECT_EQ(x.rfind("--precision", 0), std::string::npos) << x;
+  // A GPU between what bf16 with an 8-bit AdamW needs and what bf16 alone does.
+  training_setup bf16 = s;
+  bf16.prec = precision::bf16;
+  training_setup eight = bf16;
+  eight.optimizer = optimizer_kind::adamw_8bit;
+  device_spec d = h100;
+  d.memory_bytes = static_cast<std::int64_t>(
+      (estimate_memory(bf16).peak_bytes(1, true) + estimate_memory(eight).peak_bytes(1, true)) / 2 /
+      (1 - s.safety_margin));
+  const batch_plan between = plan_batch(s, d);
+  ASSERT_FALSE(between.recommended);
+  EXPECT_FALSE(suggests(between, alone));
+  EXPECT_TRUE(suggests(between, with_8bit));
+  EXPECT_TRUE(plan_batch(eight, d).recommended);
 }
 
 // A long-sequence LoRA plan whose state fits but whose one sequence does not: the note

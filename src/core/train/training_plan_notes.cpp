@@ -221,6 +221,21 @@ void add_suggestions(batch_plan& plan, const training_setup& s) {
       if (fits_with(alt)) plan.suggestions.push_back(fmt::format("--optimizer {}", to_string(o)));
     }
   }
+  // Pure bf16 weights, gradients and optimizer states (torchtune's dtype bf16, LitGPT's bf16-true,
+  // transformers with the model loaded in bf16): no fp32 master copy; with an 8-bit AdamW beside it
+  // where bf16 alone falls short. Only where the framework trains pure bf16 and the GPU has bf16.
+  const bool pure_bf16_offered = s.framework == training_framework::hf || s.framework == training_framework::litgpt;
+  if (pure_bf16_offered && s.prec != precision::bf16 && plan.device.peak_tflops_bf16 > 0) {
+    training_setup alt = s;
+    alt.prec = precision::bf16;
+    if (fits_with(alt)) {
+      plan.suggestions.push_back("--precision bf16 (no fp32 master weights: bf16 weights, gradients and optimizer "
+                                 "states)");
+    } else if (s.optimizer == optimizer_kind::adamw) {
+      alt.optimizer = optimizer_kind::adamw_8bit;
+      if (fits_with(alt)) plan.suggestions.push_back("--precision bf16 --optimizer adamw-8bit");
+    }
+  }
   if (s.lora_rank == 0) {
     training_setup alt = s;
     alt.lora_rank = 16;
