@@ -414,7 +414,7 @@ TEST(plan, every_suggestion_fits_with_what_was_asked_kept) {
 }
 
 // Full fine-tuning that fails on its fp32 master weights and states: pure bf16 (transformers with the
-// model loaded in bf16, LitGPT's bf16-true) is suggested where the framework trains it and the GPU
+// model loaded in bf16, torchtune's dtype bf16, LitGPT's bf16-true) is suggested where the framework trains it and the GPU
 // has bf16, with an 8-bit AdamW where bf16 alone falls short. It was never suggested: LoRA and
 // Adafactor were, though pure bf16 is what torchtune's single-GPU full fine-tuning runs.
 TEST(plan, pure_bf16_is_suggested_where_the_framework_trains_it) {
@@ -426,6 +426,10 @@ TEST(plan, pure_bf16_is_suggested_where_the_framework_trains_it) {
   const training_setup s = plan_setup("llama-3-8b", 2048);
   const device_spec& h100 = find_preset("h100-sxm");
   EXPECT_TRUE(suggests(plan_batch(s, h100), alone));
+  training_setup tune_fp32 = s;  // torchtune trains bf16 or fp32
+  tune_fp32.framework = training_framework::torchtune;
+  tune_fp32.prec = precision::fp32;
+  EXPECT_TRUE(suggests(plan_batch(tune_fp32, h100), alone));
   // DeepSpeed's bf16 keeps fp32 master weights (no pure bf16); a GPU without bf16 has none to offer.
   training_setup ds = s;
   ds.framework = training_framework::deepspeed;
