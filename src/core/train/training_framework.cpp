@@ -239,6 +239,19 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
 
 }  // namespace
 
+bool framework_trains(training_framework f, precision p) {
+  switch (f) {
+    case training_framework::fsdp2: return p == precision::bf16_mixed || p == precision::fp32;
+    case training_framework::torchtune: return p == precision::bf16 || p == precision::fp32;
+    case training_framework::composer:
+    case training_framework::deepspeed:
+    case training_framework::megatron: return p != precision::bf16;
+    case training_framework::hf:
+    case training_framework::litgpt: return true;
+  }
+  return true;
+}
+
 bool fp32_model_under_autocast(const training_setup& s) {
   return s.framework == training_framework::litgpt && is_mixed(s.prec);
 }
@@ -347,13 +360,7 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
                             ? "fp32, fp16-mixed and bf16-mixed (--fp16 and --bf16 keep fp32 main params and "
                               "optimizer states; no pure bf16)"
                             : nullptr;
-  const bool ok = f == training_framework::fsdp2       ? s.prec == precision::bf16_mixed || s.prec == precision::fp32
-                  : f == training_framework::torchtune ? s.prec == precision::bf16 || s.prec == precision::fp32
-                  : f == training_framework::composer || f == training_framework::deepspeed ||
-                          f == training_framework::megatron
-                      ? s.prec != precision::bf16
-                      : true;
-  if (!ok)
+  if (!framework_trains(f, s.prec))
     throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
                                   offered));
   // FSDP's CPU offload (FSDP2's CPUOffloadPolicy; FSDP1's CPUOffload(offload_params=True), LitGPT's and

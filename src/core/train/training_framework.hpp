@@ -42,6 +42,11 @@ struct framework_bundle {
 // gpu_has_bf16 picks the precision where the framework's default depends on it.
 framework_bundle framework_defaults(training_framework f, const training_setup& s, bool gpu_has_bf16);
 
+// Whether the framework trains in this precision: pure bf16 only transformers, torchtune and LitGPT
+// (the others' 16-bit modes keep fp32 master weights); torchtune no mixed precision, torchtitan
+// bf16-mixed or fp32.
+bool framework_trains(training_framework f, precision p);
+
 // LitGPT under *-mixed: Fabric's MixedPrecision plugin builds the model in the default fp32 (it has no
 // module_init_context) and runs the forward under autocast, so a LoRA base is fp32, and autocast
 // casts its frozen weights at every use without caching them (cached_cast caches leaves that

@@ -224,9 +224,7 @@ void add_suggestions(batch_plan& plan, const training_setup& s) {
   // Pure bf16 weights, gradients and optimizer states (torchtune's dtype bf16, LitGPT's bf16-true,
   // transformers with the model loaded in bf16): no fp32 master copy; with an 8-bit AdamW beside it
   // where bf16 alone falls short. Only where the framework trains pure bf16 and the GPU has bf16.
-  const bool pure_bf16_offered = s.framework == training_framework::hf || s.framework == training_framework::litgpt ||
-                                 s.framework == training_framework::torchtune;
-  if (pure_bf16_offered && s.prec != precision::bf16 && plan.device.peak_tflops_bf16 > 0) {
+  if (framework_trains(s.framework, precision::bf16) && s.prec != precision::bf16 && plan.device.peak_tflops_bf16 > 0) {
     training_setup alt = s;
     alt.prec = precision::bf16;
     if (fits_with(alt)) {
