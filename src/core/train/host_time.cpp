@@ -24,13 +24,17 @@ host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool 
   const double L = static_cast<double>(s.model.num_layers);
   // AdamW and zero_grad visit each trainable tensor: LoRA's two adapters per
   // adapted linear, or every weight.
-  double trainable_tensors = 0;
+  // (LitGPT's qkv adapter: one lora_A and one lora_B for the adapted parts of q, k and v.)
+  double trainable_tensors = 0, qkv_adapters = 0;
   for (const auto& t : weight_tensors(s.model)) {
     if (s.lora_rank == 0)
       trainable_tensors += static_cast<double>(t.count);
+    else if (one_qkv_adapter(s, t))
+      qkv_adapters = static_cast<double>(t.count);
     else if (lora_adapts(s, t))
       trainable_tensors += 2.0 * static_cast<double>(t.count);
   }
+  trainable_tensors += 2.0 * qkv_adapters;
   // Python issues the forward (and the recompute), autograd's C++ engine the backward.
   double forward_us = host_forward_kernel_us * k.forward + host_forward_layer_us * L;
   double backward_us = host_backward_kernel_us * k.backward + host_backward_layer_us * L +

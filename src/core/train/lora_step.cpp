@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "core/train/moe_parallel.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -53,34 +54,52 @@ double optimizer_state_element_bytes(const training_setup& s) {
   return s.prec == precision::bf16 ? 2 : 4;
 }
 
+bool one_qkv_adapter(const training_setup& s, const weight_tensor& t) {
+  return layers_of(s) == layer_impl::litgpt && lora_adapts(s, t) &&
+         (t.name == "layers.q_proj" || t.name == "layers.k_proj" || t.name == "layers.v_proj");
+}
+
 void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
   if (s.lora_rank <= 0) return;
   const std::int64_t r = s.lora_rank;
   const int ep = expert_parallel_degree(s);
   const bool fp32 = lora_adapters_run_fp32(s);
-  for (const auto& t : weight_tensors(s.model)) {
+  const auto tensors = weight_tensors(s.model);
+  // LitGPT's qkv adapter: one lora_A of r rows a part, its GEMMs run once (at the first part).
+  std::int64_t qkv_parts = 0;
+  for (const auto& t : tensors) qkv_parts += one_qkv_adapter(s, t);
+  bool qkv_a_added = false;
+  for (const auto& t : tensors) {
     if (!lora_adapts(s, t)) continue;
+    const bool qkv = one_qkv_adapter(s, t);
+    const bool add_a = !qkv || !qkv_a_added;
+    qkv_a_added = qkv_a_added || qkv;
+    const std::int64_t a_rank = qkv ? r * qkv_parts : r;
+    const std::string a_name = qkv ? "layers.qkv lora" : t.name + " lora";
     // A routed expert's adapters: one batch entry per local expert, with its rows.
     const std::int64_t batch = t.group > 1 ? t.group / ep : 1, count = t.count / std::max<std::int64_t>(1, t.group);
     const auto rows = t.group > 1 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(tokens) * t.token_share * ep))
                                   : tokens;
     const std::string name = t.name + " lora";
-    auto add = [&](const char* what, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t runs) {
-      step_gemm g{name + what, m, n, k, batch, runs, 1};
+    auto add = [&](const std::string& adapter, const char* what, std::int64_t m, std::int64_t n, std::int64_t k,
+                   std::int64_t runs) {
+      step_gemm g{adapter + what, m, n, k, batch, runs, 1};
       g.fp32 = fp32;
       g.thin = true;
       out.push_back(g);
     };
-    add("_A forward", rows, r, t.cols, count);
-    add("_B forward", rows, t.rows, r, count);
+    if (add_a) add(a_name, "_A forward", rows, a_rank, t.cols, count);
+    add(name, "_B forward", rows, t.rows, r, count);
     if (checkpointing) {
-      add("_A recompute", rows, r, t.cols, recomputed_count(s, count));
-      add("_B recompute", rows, t.rows, r, recomputed_count(s, count));
+      if (add_a) add(a_name, "_A recompute", rows, a_rank, t.cols, recomputed_count(s, count));
+      add(name, "_B recompute", rows, t.rows, r, recomputed_count(s, count));
     }
-    add("_B data-grad", rows, r, t.rows, count);
-    add("_B weight-grad", t.rows, r, rows, count);
-    add("_A data-grad", rows, t.cols, r, count);
-    add("_A weight-grad", r, t.cols, rows, count);
+    add(name, "_B data-grad", rows, r, t.rows, count);
+    add(name, "_B weight-grad", t.rows, r, rows, count);
+    if (add_a) {
+      add(a_name, "_A data-grad", rows, t.cols, a_rank, count);
+      add(a_name, "_A weight-grad", a_rank, t.cols, rows, count);
+    }
   }
 }
 
@@ -160,6 +179,7 @@ lora_pass_costs lora_pass_costs_of(const training_setup& s) {
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
   lora_path_cost c;
   if (s.lora_rank <= 0) return c;
+  if (layers_of(s) == layer_impl::litgpt) return litgpt_lora_path(s, tokens, checkpointing);
   const lora_pass_costs p = lora_pass_costs_of(s);
   const double fwd_passes = 1 + recompute_share(s, checkpointing);
   const double n = static_cast<double>(tokens);

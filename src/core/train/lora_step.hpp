@@ -42,5 +42,11 @@ struct lora_path_cost {
   double backward_kernels = 0;  // and in the backward
 };
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
+// LitGPT's adapters where its own modules run (layers_of): lora_litgpt.cpp.
+lora_path_cost litgpt_lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
+
+// True for the q, k and v projections where LitGPT's LoRAQKVLinear adapts its one qkv linear:
+// one lora_A (r rows for each adapted part) serves them all.
+bool one_qkv_adapter(const training_setup& s, const weight_tensor& t);
 
 }  // namespace tiletune

@@ -1,0 +1,134 @@
+// LitGPT's adapters (lora.py at 2685705), where they move other bytes than peft's (lora_step.cpp).
+// Read from the sources, not traced. LitGPT keeps its model, adapters included, in fp32 under
+// *-mixed (autocast casts at every linear and matmul), in bf16 under bf16-true; its residual
+// stream is the model's dtype, so under autocast the norms hand q, k, v, gate and up an fp32
+// input and the attention's and the MLP's outputs reach o and down in 16 bits.
+// - LoRALinear.forward: pretrained = linear(x);
+//     lora = (lora_dropout(x) @ lora_A.T @ lora_B.T) * scaling;  return pretrained + lora
+//   No cast of its own: autocast casts the (dropped-out) fp32 input to 16 bits for the matmul,
+//   and the fp32 adapters once a forward each (lora_A.T is a view, not a cached leaf).
+// - LoRAQKVLinear.forward, on the one qkv linear: one lora_A for every adapted part of q, k and
+//   v (r rows a part), so x is dropped out, cast and multiplied once; lora_B through conv1d, one
+//   grouped conv where every query head has its own k and v, else one conv a part and a cat;
+//   zero_pad writes zeros across the whole qkv width and index_copy_'s the adapted parts into it
+//   unless q, k and v are all adapted; then the scale and the add, both at the whole qkv width.
+//   Backward: the scale's gradient, zero_pad's (an index_select of the adapted parts), each
+//   conv's gradient made contiguous (by our reading of PyTorch's convolution_backward, which
+//   asks cuDNN for contiguous tensors), the convs' and lora_A's GEMMs.
+// - lora_dropout: nn.Dropout when above 0 (a bool mask kept, in x's dtype), else the identity.
+// Both add the adapter's input gradient into x's (in x's dtype), beside the frozen linear's.
+#include <algorithm>
+
+#include "core/train/lora_step.hpp"
+#include "core/train/training_framework.hpp"
+#include "core/train/training_precision.hpp"
+#include "core/train/zero_buffers.hpp"
+
+namespace tiletune {
+
+namespace {
+
+bool is_qkv(const weight_tensor& t) {
+  return t.name == "layers.q_proj" || t.name == "layers.k_proj" || t.name == "layers.v_proj";
+}
+
+// What one adapter moves and launches per token and pass, apart from its GEMMs' own bytes.
+struct litgpt_adapter {
+  double fwd = 0, bwd = 0;        // bytes a token
+  double k_fwd = 0, k_bwd = 0;    // kernels
+};
+
+// The input side: the dropout, autocast's cast of the input, and in backward their gradients and
+// the add into x's gradient. x_bytes: the input's element bytes; a: the compute dtype's.
+void add_input_side(const training_setup& s, double in, double x_bytes, double a, litgpt_adapter& c) {
+  if (s.lora_dropout > 0) {
+    c.fwd += in * (2 * x_bytes + 1);  // read, write the dropped-out copy and the mask
+    c.bwd += in * (2 * x_bytes + 1);  // read the gradient and the mask, write
+    c.k_fwd += 1;
+    c.k_bwd += 1;
+  }
+  if (x_bytes != a) {
+    c.fwd += in * (x_bytes + a);  // autocast's cast for the matmul
+    c.bwd += in * (a + x_bytes);  // its gradient, cast back
+    c.k_fwd += 1;
+    c.k_bwd += 1;
+  }
+  c.bwd += in * 3 * x_bytes;  // dx added into the frozen linear's
+  c.k_bwd += 1;
+}
+
+}  // namespace
+
+lora_path_cost litgpt_lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
+  lora_path_cost c;
+  const model_spec& m = s.model;
+  const double a = activation_bytes(s.prec), n = static_cast<double>(tokens);
+  const bool autocast = runs_under_autocast(s);
+  // Fp32 adapters under autocast: cast to 16 bits every forward (again in recompute); their
+  // gradients, computed in 16 bits, cast back to fp32.
+  const bool cast_weights = autocast && s.adapters == adapter_dtype::fp32 && a != 4;
+  const double fwd_passes = 1 + recompute_share(s, checkpointing);
+  double qkv_in = 0, qkv_width = 0, qkv_adapted = 0, parts = 0, qkv_count = 0;
+  for (const auto& t : weight_tensors(m)) {
+    if (is_qkv(t)) qkv_width += static_cast<double>(t.rows);
+    if (!lora_adapts(s, t)) continue;
+    const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
+    const double count = static_cast<double>(t.count);
+    if (cast_weights) {
+      c.bytes += static_cast<double>(s.lora_rank) * (in + out) * count * ((4 + a) * fwd_passes + (a + 4));
+      c.forward_kernels += 2 * count;  // A's and B's casts (B's: one a conv)
+      c.backward_kernels += 2 * count;
+    }
+    if (is_qkv(t)) {
+      qkv_in = in, qkv_adapted += out, parts += 1, qkv_count = count;
+      continue;
+    }
+    // LoRALinear: gate and up read the norm's output (fp32 under autocast), o and down 16 bits.
+    const bool from_norm = t.name == "layers.gate_proj" || t.name == "layers.up_proj";
+    litgpt_adapter l;
+    add_input_side(s, in, from_norm && autocast ? 4 : a, a, l);
+    l.fwd += out * (2 * a + 3 * a);  // the scale, the add into the frozen output
+    l.bwd += out * 2 * a;            // the scale's gradient
+    l.k_fwd += 4;                    // A, B, scale, add
+    l.k_bwd += 5;                    // the scale, four GEMMs
+    c.bytes += n * count * (l.fwd * fwd_passes + l.bwd);
+    c.forward_kernels += count * l.k_fwd;
+    c.backward_kernels += count * l.k_bwd;
+  }
+  if (parts > 0) {
+    // LoRAQKVLinear over the whole qkv width W, its adapted parts' width V.
+    const double W = qkv_width, V = qkv_adapted;
+    const bool one_conv = m.num_kv_heads == m.num_heads;  // a grouped conv; else one a part and a cat
+    const double convs = one_conv ? 1 : parts;
+    litgpt_adapter q;
+    add_input_side(s, qkv_in, autocast ? 4 : a, a, q);
+    q.k_fwd += 1 + convs;  // lora_A, the convs
+    q.k_bwd += 2 + 2 * convs + (one_conv ? 0 : 2);  // lora_A's two GEMMs, the convs'; the cat's, chunk's
+    if (!one_conv) {
+      q.fwd += 2 * V * a;  // the cat of the convs' outputs
+      q.bwd += 2 * V * a;  // each conv's gradient made contiguous
+      q.k_fwd += 1;
+      q.k_bwd += parts;
+    }
+    if (parts < 3) {
+      q.fwd += W * a + 2 * V * a;  // zero_pad: zeros at the whole width, index_copy_ of the parts
+      q.bwd += 2 * V * a;          // its gradient: an index_select
+      q.k_fwd += 2;
+      q.k_bwd += 1;
+    }
+    q.fwd += W * (2 * a + 3 * a);  // the scale, the add, at the whole width
+    q.bwd += W * 2 * a;            // the scale's gradient
+    q.k_fwd += 2;
+    q.k_bwd += 1;
+    c.bytes += n * qkv_count * (q.fwd * fwd_passes + q.bwd);
+    c.forward_kernels += qkv_count * q.k_fwd;
+    c.backward_kernels += qkv_count * q.k_bwd;
+    if (cast_weights) {  // one lora_A and its cast for all the parts; lora_B cast per conv
+      c.forward_kernels -= qkv_count * (2 * parts - 1 - convs);
+      c.backward_kernels -= qkv_count * (2 * parts - 1 - convs);
+    }
+  }
+  return c;
+}
+
+}  // namespace tiletune
