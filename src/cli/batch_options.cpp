@@ -125,8 +125,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "hf: fp32, or bf16 with --quantize nf4 on a bf16 base)")
       ->needs(rank);
   cmd->add_option("--lora-dropout", o->lora_dropout,
-                  "peft's lora_dropout: each adapted linear drops out its own copy of the input and keeps the mask "
-                  "(default: the framework's; hf: 0)");
+                  "the adapters' lora_dropout (peft's, torchtune's, LitGPT's): each adapter drops out its own copy "
+                  "of its input and keeps the mask (LitGPT's qkv adapter one for q, k and v) (default: the "
+                  "framework's; hf: 0)");
   cmd->add_option("--quantize", o->quantize,
                   "none | nf4 (QLoRA: the blocks' linears frozen in 4-bit NF4 with double quantization, 0.516 bytes "
                   "a weight, dequantized to 16 bits in forward and backward; needs --lora-rank; adapters bf16 unless "

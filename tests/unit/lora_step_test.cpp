@@ -7,8 +7,6 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/tune/perf_model.hpp"
-#include "core/train/lora_step.hpp"
-#include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 
 using namespace tiletune;
@@ -131,45 +129,3 @@ TEST(lora_memory, dropout_keeps_a_mask_per_adapted_input) {
   EXPECT_THROW(plan_batch(bad, h100), std::exception);
 }
 
-// LitGPT's LoRAQKVLinear (lora.py at 2685705) on Llama-3-8B's one qkv linear, q and v adapted,
-// bf16-mixed (an fp32 model under autocast), lora_dropout 0.05: x (fp32, the norm's output)
-// dropped out, cast and multiplied by one lora_A of 2r rows once; lora_B a conv a part (8 kv
-// heads for 32 query heads) and a cat; zero_pad at the whole qkv width W = 6144 and index_copy_
-// of the V = 5120 adapted columns; the scale and the add at W. Per token and layer, derived by
-// hand (bytes read + written): forward dropout 9 x 4096, cast 6 x 4096, cat 4 x 5120, zeros 2 x
-// 6144 and index_copy_ 4 x 5120, scale 4 x 6144 and add 6 x 6144; backward the same dropout and
-// cast, dx added into the frozen linear's 12 x 4096, the convs' gradients made contiguous 4 x
-// 5120, index_select 4 x 5120, the scale's 4 x 6144. The adapters' weights (16 x (8192 + 5120)
-// a layer) cast to bf16 a forward (6 bytes) and their gradients back (6).
-TEST(lora_step, litgpt_runs_one_adapter_over_its_qkv_linear) {
-  training_setup s = lora_setup(precision::bf16_mixed, 16);
-  s.framework = training_framework::litgpt;
-  s.lora_targets = lora_q | lora_v;
-  s.lora_dropout = 0.05;
-  const double E = 4096, W = 6144, V = 5120;
-  const double forward = 9 * E + 6 * E + 4 * V + 2 * W + 4 * V + 10 * W;
-  const double backward = 9 * E + 6 * E + 12 * E + 4 * V + 4 * V + 4 * W;
-  const double weights = 16.0 * (8192 + 5120) * 32 * (6 + 6);
-  const lora_path_cost c = lora_path(s, 2048, false);
-  EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * 32 * (forward + backward) + weights);
-  // Forward: dropout, cast, lora_A, two convs, cat, zeros, index_copy_, scale, add, and the
-  // three weight casts (lora_A's, lora_B's per conv). Backward: dropout, cast, dx's add,
-  // lora_A's two GEMMs, the convs' four, the chunk's and the split's cats, two contiguous
-  // copies, index_select, the scale, three weight-gradient casts.
-  EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * 13);
-  EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * 18);
-  // One lora_A for q and v: its GEMMs once, 2r wide; lora_B's per part.
-  const auto gemms = step_gemms(s, 1, false);
-  const step_gemm* a = find(gemms, "layers.qkv lora_A forward");
-  ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->n, 32);
-  EXPECT_EQ(a->k, 4096);
-  EXPECT_EQ(find(gemms, "layers.q_proj lora_A forward"), nullptr);
-  EXPECT_EQ(find(gemms, "layers.v_proj lora_A forward"), nullptr);
-  EXPECT_EQ(find(gemms, "layers.v_proj lora_B forward")->n, 1024);
-  EXPECT_EQ(find(gemms, "layers.qkv lora_A weight-grad")->m, 32);
-  // peft's path on the same model (transformers' modules) moves x per adapter, twice over.
-  training_setup hf = s;
-  hf.framework = training_framework::hf;
-  EXPECT_GT(lora_path(hf, 2048, false).bytes, c.bytes);
-}

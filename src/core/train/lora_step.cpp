@@ -54,8 +54,29 @@ double optimizer_state_element_bytes(const training_setup& s) {
   return s.prec == precision::bf16 ? 2 : 4;
 }
 
+lora_module lora_module_of(const training_setup& s) {
+  switch (layers_of(s)) {
+    case layer_impl::torchtune: return lora_module::torchtune;
+    case layer_impl::torchtitan: return lora_module::torchtitan;
+    case layer_impl::litgpt: return lora_module::litgpt;
+    case layer_impl::transformers:
+    case layer_impl::transformer_engine: return lora_module::peft;
+  }
+  return lora_module::peft;
+}
+
+std::string_view to_string(lora_module m) {
+  switch (m) {
+    case lora_module::peft: return "peft";
+    case lora_module::torchtune: return "torchtune";
+    case lora_module::torchtitan: return "torchtitan";
+    case lora_module::litgpt: return "litgpt";
+  }
+  return "?";
+}
+
 bool one_qkv_adapter(const training_setup& s, const weight_tensor& t) {
-  return layers_of(s) == layer_impl::litgpt && lora_adapts(s, t) &&
+  return lora_module_of(s) == lora_module::litgpt && lora_adapts(s, t) &&
          (t.name == "layers.q_proj" || t.name == "layers.k_proj" || t.name == "layers.v_proj");
 }
 
@@ -164,10 +185,11 @@ lora_pass_costs lora_pass_costs_of(const training_setup& s) {
   }
   if (s.lora_dropout > 0) {
     // On the input in the adapters' dtype (fp32: peft casts before dropout):
-    // read 4, write 4 and the mask 1; backward reads the gradient and the
-    // mask and writes 4.
-    c.in_fwd += 4 + 4 + 1;
-    c.in_bwd += 4 + 1 + 4;
+    // read it, write it and the mask (1 byte); backward reads the gradient
+    // and the mask and writes the input's.
+    const double x = s.adapters == adapter_dtype::fp32 ? 4 : a;
+    c.in_fwd += 2 * x + 1;
+    c.in_bwd += 2 * x + 1;
     c.k_fwd += 1;
     c.k_bwd += 1;
   }
@@ -179,7 +201,7 @@ lora_pass_costs lora_pass_costs_of(const training_setup& s) {
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing) {
   lora_path_cost c;
   if (s.lora_rank <= 0) return c;
-  if (layers_of(s) == layer_impl::litgpt) return litgpt_lora_path(s, tokens, checkpointing);
+  if (lora_module_of(s) != lora_module::peft) return own_lora_path(s, tokens, checkpointing);
   const lora_pass_costs p = lora_pass_costs_of(s);
   const double fwd_passes = 1 + recompute_share(s, checkpointing);
   const double n = static_cast<double>(tokens);

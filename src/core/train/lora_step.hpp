@@ -1,6 +1,7 @@
 // Internal to src/core/train: what LoRA adds to a training step beside the
 // frozen base (lora_step.cpp): the adapters' GEMMs and their memory-bound path.
 #pragma once
+#include <string_view>
 #include <vector>
 
 #include "core/train/training_plan.hpp"
@@ -42,8 +43,20 @@ struct lora_path_cost {
   double backward_kernels = 0;  // and in the backward
 };
 lora_path_cost lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
-// LitGPT's adapters where its own modules run (layers_of): lora_litgpt.cpp.
-lora_path_cost litgpt_lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
+
+// Whose LoRA modules the step runs: peft's (transformers, Composer, DeepSpeed), torchtune's and
+// torchtitan's LoRALinear, LitGPT's LoRALinear and LoRAQKVLinear where its own blocks are planned
+// (layers_of; elsewhere its blocks are planned as transformers', and LoRA as peft's).
+enum class lora_module { peft, torchtune, torchtitan, litgpt };
+lora_module lora_module_of(const training_setup& s);
+std::string_view to_string(lora_module m);
+
+// Whether the adapter of t keeps a copy of its input of its own (a dropped-out or cast one) rather
+// than the input itself, which the adapters of linears reading the same input then share.
+bool lora_copies_input(const training_setup& s, const weight_tensor& t);
+
+// The frameworks' own modules' path (lora_modules.cpp), where lora_path does not run peft's.
+lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);
 
 // True for the q, k and v projections where LitGPT's LoRAQKVLinear adapts its one qkv linear:
 // one lora_A (r rows for each adapted part) serves them all.

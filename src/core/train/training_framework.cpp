@@ -253,7 +253,8 @@ bool framework_trains(training_framework f, precision p) {
 }
 
 bool fp32_model_under_autocast(const training_setup& s) {
-  return s.framework == training_framework::litgpt && is_mixed(s.prec);
+  if (!is_mixed(s.prec)) return false;
+  return s.framework == training_framework::litgpt || (s.framework == training_framework::fsdp2 && !fsdp_runs(s));
 }
 
 layer_impl layers_of(const training_setup& s) {

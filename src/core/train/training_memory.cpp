@@ -212,26 +212,24 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
   const bool fsdp_fp32_gathers = fsdp_runs(s) && is_mixed(s.prec) && gathered_parameter_bytes(s) == 4;
   if (amp || fsdp_fp32_gathers || fp32_model_under_autocast(s)) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
-    const double head = head_shares_embedding ? static_cast<double>(m.vocab_size * m.hidden_size) : 0;
-    if (s.lora_rank > 0) {
-      // The frozen base is 16-bit already: only fp32 adapters are cast. LitGPT's is fp32: every
-      // linear cast once, the LM head once a chunk (training_framework.hpp).
-      if (s.adapters == adapter_dtype::fp32)
-        r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
-      if (fp32_model_under_autocast(s)) {
-        const double vocab = static_cast<double>(m.vocab_size * m.hidden_size);
-        const double chunks = static_cast<double>((s.seq_len + litgpt_lm_head_chunk - 1) / litgpt_lm_head_chunk);
-        const double linear = static_cast<double>(linear_parameters(m, false)) +
-                              static_cast<double>(linear_parameters(m, true)) / ep;
-        // The untied head is one of the linears: its other chunks' casts beside it.
-        const double head_casts = m.causal ? vocab * (m.tied_embeddings ? chunks : chunks - 1) : 0;
-        r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head_casts));
-        r.lm_head_copy_bytes = static_cast<std::int64_t>(2 * vocab * (m.causal ? chunks : 0));
-      }
-    } else {
-      const double linear = static_cast<double>(linear_parameters(m, false)) +
-                            static_cast<double>(linear_parameters(m, true)) / ep;
-      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * (linear + head));
+    const double vocab = static_cast<double>(m.vocab_size * m.hidden_size);
+    const double head = head_shares_embedding ? vocab : 0;
+    const double linear = static_cast<double>(linear_parameters(m, false)) +
+                          static_cast<double>(linear_parameters(m, true)) / ep;
+    // LoRA: a frozen base that is 16-bit already leaves only fp32 adapters to cast. LitGPT's and
+    // torchtitan's (without FSDP) are fp32 (training_framework.hpp): every linear cast once, and
+    // LitGPT's LM head once a chunk, each kept to the chunks' backward; torchtitan's chunks run
+    // their backward at once.
+    if (s.lora_rank > 0 && s.adapters == adapter_dtype::fp32)
+      r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
+    if (s.lora_rank > 0 && s.framework == training_framework::litgpt && fp32_model_under_autocast(s)) {
+      const double chunks = static_cast<double>((s.seq_len + litgpt_lm_head_chunk - 1) / litgpt_lm_head_chunk);
+      // The untied head is one of the linears: its other chunks' casts beside it.
+      const double head_casts = m.causal ? vocab * (m.tied_embeddings ? chunks : chunks - 1) : 0;
+      r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head_casts));
+      r.lm_head_copy_bytes = static_cast<std::int64_t>(2 * vocab * (m.causal ? chunks : 0));
+    } else if (s.lora_rank == 0 || fp32_model_under_autocast(s)) {
+      r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head));
       r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
     }
   }
@@ -240,9 +238,12 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
 // peft's lora_A keeps its own copy of each adapted linear's input (peft
 // casts it to the adapter's dtype; autocast casts that to 16 bits for
 // the GEMM), lora_B its r-wide input: fp32 where the adapters run fp32
-// (lora_step.hpp), 16-bit under autocast. In fp32 training no cast is
-// made and the modules reading one input keep that one tensor: k and v
-// share q's, up shares gate's (traced: profiles/training_traces).
+// (lora_step.hpp), 16-bit under autocast. Where no cast is made (fp32
+// training, traced: profiles/training_traces; bf16 adapters on a bf16 base,
+// where peft's and autocast's casts return x itself) the modules reading one
+// input keep that one tensor: k and v share q's, up shares gate's. The
+// frameworks' own modules cast only an fp32 input, under autocast
+// (lora_copies_input, lora_modules.cpp).
 // With lora_dropout > 0 each adapter's dropout keeps its bool mask (1
 // byte per input element) and lora_A keeps (a cast of) the dropped-out
 // copy instead of the input: one more byte per input element.
@@ -259,8 +260,7 @@ double lora_kept_per_token(const training_setup& s) {
   double lora_extra = 0;
   const double e = lora_adapters_run_fp32(s) ? 4.0 : 2.0;
   const double mask = s.lora_dropout > 0 ? 1.0 : 0.0;
-  const bool shared_input = s.prec == precision::fp32 && mask == 0;  // no cast, no dropout: x itself
-  const bool one_qkv_adapter = layers_of(s) == layer_impl::litgpt;
+  const bool one_qkv = lora_module_of(s) == lora_module::litgpt;
   // Linears that read one input: q, k and v the attention's, gate and up the MLP's (each
   // expert's, the shared expert's). Without a cast or dropout their adapters keep it once.
   auto input_of = [&](const std::string& n) -> std::string {
@@ -274,8 +274,10 @@ double lora_kept_per_token(const training_setup& s) {
   for (const auto& t : weight_tensors(m))
     if (lora_adapts(s, t)) {
       const std::string input = input_of(t.name);
+      // No cast, no dropout: x itself, one tensor however many adapters read it.
+      const bool shared_input = !lora_copies_input(s, t);
       const bool kept_already =
-          (shared_input || (one_qkv_adapter && input == "attention")) && !inputs_kept.insert(input).second;
+          (shared_input || (one_qkv && input == "attention")) && !inputs_kept.insert(input).second;
       const double kept_input = kept_already ? 0.0 : (e + mask) * static_cast<double>(t.cols);
       lora_extra += (kept_input + e * s.lora_rank) * static_cast<double>(t.count) *
                     t.token_share;  // an expert's adapters see its share of the tokens

@@ -14,8 +14,47 @@
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/zero_buffers.hpp"
 
 namespace tiletune {
+
+namespace {
+// Whose LoRA modules the plan runs (lora_module_of) and what they do beside the frozen base.
+std::string lora_note(const training_setup& s) {
+  const std::string where = s.lora_targets == lora_all_linear
+                                ? "every linear layer of the blocks"
+                                : fmt::format("the {} linears of the blocks", lora_targets_name(s.lora_targets));
+  const std::string dropout =
+      fmt::format("lora_dropout {} ({})", s.lora_dropout,
+                  s.lora_dropout > 0 ? "each adapter drops out its own copy of the input and keeps the mask"
+                                     : "none: set --lora-dropout to your config's");
+  const char* measured = "no real LoRA step has been measured for this model (the LoRA figures are derived from what "
+                         "the modules and autograd run, not calibrated)";
+  const lora_module mod = lora_module_of(s);
+  if (mod == lora_module::peft)
+    return fmt::format(
+        "LoRA {}: {} adapters on {}, the input cast to the adapters' dtype, {}; {}; {}",
+        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it", to_string(s.adapters),
+        where,
+        lora_adapters_run_fp32(s)           ? "so without autocast the adapter GEMMs and their sum run in fp32"
+        : s.adapters == adapter_dtype::bf16 ? "a no-op on a bf16 base: no casts, bf16 gradients and optimizer states"
+                                            : "cast back to 16 bits by autocast for the adapter GEMMs",
+        dropout, measured);
+  const char* who = mod == lora_module::torchtune    ? "torchtune's LoRALinear"
+                    : mod == lora_module::torchtitan ? "torchtitan's LoRALinear"
+                                                     : "LitGPT's lora.py (LoRAQKVLinear on its one qkv linear)";
+  const char* casts = !runs_under_autocast(s) ? "no cast (the adapters compute in the model's dtype)"
+                                              : "under autocast the fp32 input of an adapted q, k, v, gate or up cast "
+                                                "to 16 bits for its adapter's matmul, the fp32 adapters once a forward";
+  std::string extra;
+  if (mod == lora_module::litgpt)
+    extra = "; one lora_A for the adapted parts of q, k and v, zero_pad and the scale at the whole qkv width";
+  if (mod == lora_module::torchtitan && s.lora_targets == lora_all_linear)
+    extra = "; its LoRAConverter (target_modules None) also adapts the LM head, whose adapter is not counted here";
+  return fmt::format("LoRA as {} runs it: {} adapters on {}, {}{}; {}; {}", who, to_string(s.adapters), where, casts,
+                     extra, dropout, measured);
+}
+}  // namespace
 
 void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm) {
   if (data_parallel_degree(s) > 1)
@@ -67,20 +106,7 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
         s.model.final_logit_softcap > 0 ? "; the logits are soft-capped (tanh, kept for backward). transformers runs "
                                           "Gemma 2's attention soft-capping eagerly: plan it with --attention eager"
                                         : ""));
-  if (s.lora_rank > 0)
-    plan.notes.push_back(fmt::format(
-        "LoRA {}: {} adapters on {}, the input cast to the adapters' "
-        "dtype, {}; lora_dropout {} ({}); no real LoRA step has been measured for this model (the LoRA figures are "
-        "derived from what peft and autograd run, not calibrated)",
-        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it", to_string(s.adapters),
-        s.lora_targets == lora_all_linear ? "every linear layer of the blocks"
-                                          : fmt::format("the {} linears of the blocks", lora_targets_name(s.lora_targets)),
-        lora_adapters_run_fp32(s)             ? "so without autocast the adapter GEMMs and their sum run in fp32"
-        : s.adapters == adapter_dtype::bf16   ? "a no-op on a bf16 base: no casts, bf16 gradients and optimizer states"
-                                              : "cast back to 16 bits by autocast for the adapter GEMMs",
-        s.lora_dropout,
-        s.lora_dropout > 0 ? "each adapted linear drops out its own copy of the input and keeps the mask"
-                           : "nn.Identity: set --lora-dropout to your LoraConfig's"));
+  if (s.lora_rank > 0) plan.notes.push_back(lora_note(s));
   const memory_breakdown& mem = plan.memory;
   if (s.optimizer_in_backward) plan.notes.push_back(optimizer_in_backward_note(s, mem));
   if (s.offload != offload_kind::none) plan.notes.push_back(offload_note(s, plan.device, mem));

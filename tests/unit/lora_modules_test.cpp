@@ -1,0 +1,149 @@
+// The frameworks' own LoRA modules (src/core/train/lora_modules.cpp): torchtune's and
+// torchtitan's LoRALinear, LitGPT's LoRALinear and LoRAQKVLinear, where they move and keep other
+// tensors than peft's, and torchtitan's fp32 model under autocast without FSDP.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/train/lora_step.hpp"
+#include "core/train/training_framework.hpp"
+#include "core/train/training_plan.hpp"
+#include "core/train/zero_buffers.hpp"
+
+using namespace tiletune;
+
+namespace {
+training_setup own_lora_setup(training_framework f, precision p) {
+  training_setup s;
+  s.model = load_model("llama-3-8b");
+  s.seq_len = 2048;
+  s.prec = p;
+  s.lora_rank = 16;
+  s.framework = f;
+  return s;
+}
+const step_gemm* find_adapter_gemm(const std::vector<step_gemm>& all, const std::string& name) {
+  for (const auto& g : all)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+double kept_per_token_and_layer(const training_setup& s) {
+  return static_cast<double>(estimate_memory(s).activation_bytes_per_sample) / 2048 / 32;
+}
+}  // namespace
+
+// LitGPT's LoRAQKVLinear (lora.py at 2685705) on Llama-3-8B's one qkv linear, q and v adapted,
+// bf16-mixed (an fp32 model under autocast), lora_dropout 0.05: x (fp32, the norm's output)
+// dropped out, cast and multiplied by one lora_A of 2r rows once; lora_B a conv a part (8 kv
+// heads for 32 query heads) and a cat; zero_pad at the whole qkv width W = 6144 and index_copy_
+// of the V = 5120 adapted columns; the scale and the add at W. Per token and layer, derived by
+// hand (bytes read + written): forward dropout 9 x 4096, cast 6 x 4096, cat 4 x 5120, zeros 2 x
+// 6144 and index_copy_ 4 x 5120, scale 4 x 6144 and add 6 x 6144; backward the same dropout and
+// cast, dx added into the frozen linear's 12 x 4096, the convs' gradients made contiguous 4 x
+// 5120, index_select 4 x 5120, the scale's 4 x 6144. The adapters' weights (16 x (8192 + 5120)
+// a layer) cast to bf16 a forward (6 bytes) and their gradients back (6).
+TEST(lora_step, litgpt_runs_one_adapter_over_its_qkv_linear) {
+  training_setup s = own_lora_setup(training_framework::litgpt, precision::bf16_mixed);
+  s.lora_targets = lora_q | lora_v;
+  s.lora_dropout = 0.05;
+  const double E = 4096, W = 6144, V = 5120;
+  const double forward = 9 * E + 6 * E + 4 * V + 2 * W + 4 * V + 10 * W;
+  const double backward = 9 * E + 6 * E + 12 * E + 4 * V + 4 * V + 4 * W;
+  const double weights = 16.0 * (8192 + 5120) * 32 * (6 + 6);
+  const lora_path_cost c = lora_path(s, 2048, false);
+  EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * 32 * (forward + backward) + weights);
+  // Forward: dropout, cast, lora_A, two convs, cat, zeros, index_copy_, scale, add, and the
+  // three weight casts (lora_A's, lora_B's per conv). Backward: dropout, cast, dx's add,
+  // lora_A's two GEMMs, the convs' four, the chunk's and the split's cats, two contiguous
+  // copies, index_select, the scale, three weight-gradient casts.
+  EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * 13);
+  EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * 18);
+  // One lora_A for q and v: its GEMMs once, 2r wide; lora_B's per part.
+  const auto gemms = step_gemms(s, 1, false);
+  const step_gemm* a = find_adapter_gemm(gemms, "layers.qkv lora_A forward");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->n, 32);
+  EXPECT_EQ(a->k, 4096);
+  EXPECT_EQ(find_adapter_gemm(gemms, "layers.q_proj lora_A forward"), nullptr);
+  EXPECT_EQ(find_adapter_gemm(gemms, "layers.v_proj lora_A forward"), nullptr);
+  EXPECT_EQ(find_adapter_gemm(gemms, "layers.v_proj lora_B forward")->n, 1024);
+  EXPECT_EQ(find_adapter_gemm(gemms, "layers.qkv lora_A weight-grad")->m, 32);
+  // peft's path on the same model (transformers' modules) moves x per adapter, twice over.
+  training_setup hf = s;
+  hf.framework = training_framework::hf;
+  EXPECT_GT(lora_path(hf, 2048, false).bytes, c.bytes);
+}
+
+// torchtitan without FSDP (one GPU: --zero 0) builds its model in fp32 and runs it under
+// torch.autocast: the frozen base is 4 bytes a weight and every linear, frozen or not, is cast to
+// 16 bits once a forward and kept for its backward. Under FSDP2 (8 GPUs, --zero 3) its
+// MixedPrecisionPolicy gathers bf16 and nothing is cast.
+TEST(lora_modules, torchtitan_without_fsdp_runs_an_fp32_base_under_autocast) {
+  training_setup one = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  ASSERT_TRUE(runs_under_autocast(one));
+  const memory_breakdown m = estimate_memory(one);
+  double base = 0, linear = 0;
+  for (const auto& t : weight_tensors(one.model)) {
+    base += static_cast<double>(t.parameters());
+    linear += t.linear ? static_cast<double>(t.parameters()) : 0.0;
+  }
+  const double adapters = static_cast<double>(m.trainable_parameters);
+  EXPECT_DOUBLE_EQ(static_cast<double>(m.weights_bytes), 4 * base + 4 * adapters);
+  EXPECT_DOUBLE_EQ(static_cast<double>(m.autocast_weight_copies_bytes), 2 * linear + 2 * adapters);
+  EXPECT_EQ(m.lm_head_copy_bytes, 2LL * 128256 * 4096);
+  training_setup sharded = one;
+  sharded.world_size = 8;
+  sharded.zero_stage = 3;
+  EXPECT_FALSE(runs_under_autocast(sharded));
+  EXPECT_EQ(estimate_memory(sharded).autocast_weight_copies_bytes, 0);
+}
+
+// torchtitan's LoRALinear under autocast on q_proj alone: the norm's fp32 output cast to 16 bits
+// for lora_a (6 bytes a value) and its gradient back (6), dx added into the frozen linear's fp32
+// gradient (12); the scale and the add at q's width (4 + 6) and the scale's gradient (4). The
+// adapters (16 x (4096 + 4096) a layer) cast once a forward (6) and their gradients back (6).
+// peft's path would cast x to fp32 and back (12 + 18 where this has 6 + 18).
+TEST(lora_modules, torchtitans_adapter_under_autocast_casts_only_its_fp32_input) {
+  training_setup s = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  s.lora_targets = lora_q;
+  const double E = 4096, W = 4096;
+  const lora_path_cost c = lora_path(s, 2048, false);
+  EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * 32 * (24 * E + 14 * W) + 16.0 * (E + W) * 32 * 12);
+  EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * (5 + 2));   // cast, A, B, scale, add; two weight casts
+  EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * (7 + 2));  // cast, dx's add, the scale, four GEMMs; two casts
+  // Under FSDP2 (bf16 gathers) no cast at all: dx's add (6), the scale and the add (10), the
+  // scale's gradient (4).
+  s.world_size = 8;
+  s.zero_stage = 3;
+  EXPECT_DOUBLE_EQ(lora_path(s, 2048, false).bytes, 2048.0 * 32 * (6 * E + 14 * W));
+}
+
+// Adapters that read the same input without a copy of their own (no cast, no dropout) keep that
+// one tensor between them: k and v adapted beside q add only their r-wide outputs (2 x 2 x 16
+// bytes a token and layer). A cast (peft's fp32 adapters under autocast; torchtitan's fp32 input
+// under autocast) or a dropout gives each adapter its own copy: 2 x (copy + r-wide output).
+TEST(lora_modules, adapters_without_a_copy_of_their_own_share_their_input) {
+  auto extra_for_k_and_v = [](training_setup s) {
+    s.lora_targets = lora_q;
+    const double q_only = kept_per_token_and_layer(s);
+    s.lora_targets = lora_q | lora_k | lora_v;
+    return kept_per_token_and_layer(s) - q_only;
+  };
+  const double r = 16, h = 4096;
+  training_setup tune = own_lora_setup(training_framework::torchtune, precision::bf16);
+  tune.adapters = adapter_dtype::bf16;
+  EXPECT_NEAR(extra_for_k_and_v(tune), 2 * 2 * r, 1e-6);
+  training_setup sharded = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  sharded.world_size = 8;
+  sharded.zero_stage = 3;
+  EXPECT_NEAR(extra_for_k_and_v(sharded), 2 * 2 * r, 1e-6);
+  training_setup hf_bf16 = own_lora_setup(training_framework::hf, precision::bf16_mixed);
+  hf_bf16.adapters = adapter_dtype::bf16;  // peft's cast and autocast's return x itself
+  EXPECT_NEAR(extra_for_k_and_v(hf_bf16), 2 * 2 * r, 1e-6);
+  EXPECT_NEAR(extra_for_k_and_v(own_lora_setup(training_framework::hf, precision::bf16_mixed)),
+              2 * (2 * h + 2 * r), 1e-6);
+  EXPECT_NEAR(extra_for_k_and_v(own_lora_setup(training_framework::fsdp2, precision::bf16_mixed)),
+              2 * (2 * h + 2 * r), 1e-6);
+  tune.lora_dropout = 0.05;  // each its own dropped-out copy (2) and mask (1)
+  EXPECT_NEAR(extra_for_k_and_v(tune), 2 * (3 * h + 2 * r), 1e-6);
+}
