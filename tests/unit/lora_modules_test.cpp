@@ -147,3 +147,34 @@ TEST(lora_modules, adapters_without_a_copy_of_their_own_share_their_input) {
   tune.lora_dropout = 0.05;  // each its own dropped-out copy (2) and mask (1)
   EXPECT_NEAR(extra_for_k_and_v(tune), 2 * (3 * h + 2 * r), 1e-6);
 }
+
+// torchtitan's LoRAConverter without target_modules adapts every Linear, the LM head too: under
+// FSDP2 (no cast) each adapted linear adds dx's add (6 bytes an input value), the scale and the add
+// (10 an output value) and the scale's gradient (4). Llama-3-8B a layer: inputs 6 x 4096 + 14336,
+// outputs 43,008; the head: 4096 in, 128,256 out, once a step, its kernels once a loss chunk (8),
+// never recomputed. Its adapter's parameters count; with --lora-targets q,v there is none.
+TEST(lora_modules, torchtitan_adapts_the_lm_head_too) {
+  training_setup s = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  s.world_size = 8;
+  s.zero_stage = 3;
+  s.loss = loss_impl::chunked;
+  const double in = 6 * 4096 + 14336, out = 43008, V = 128256, h = 4096;
+  const lora_path_cost c = lora_path(s, 2048, false);
+  EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * (32 * (6 * in + 14 * out) + 6 * h + 14 * V));
+  EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * 7 * 4 + 8 * 4);
+  EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * 7 * 6 + 8 * 6);
+  const auto gemms = step_gemms(s, 1, true);
+  const step_gemm* b = find_adapter_gemm(gemms, "lm_head lora_B forward");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->n, 128256);
+  EXPECT_EQ(b->k, 16);
+  EXPECT_EQ(find_adapter_gemm(gemms, "lm_head lora_B recompute"), nullptr);
+  EXPECT_NE(find_adapter_gemm(gemms, "layers.q_proj lora_B recompute"), nullptr);
+  const std::int64_t with_head = estimate_memory(s).trainable_parameters;
+  training_setup hf = s;
+  hf.framework = training_framework::hf;
+  EXPECT_EQ(with_head - estimate_memory(hf).trainable_parameters, 16 * (128256 + 4096));
+  EXPECT_EQ(find_adapter_gemm(step_gemms(hf, 1, false), "lm_head lora_B forward"), nullptr);
+  s.lora_targets = lora_q | lora_v;
+  EXPECT_FALSE(lora_head_adapter(s).has_value());
+}

@@ -34,7 +34,7 @@ host_issue host_issue_time(const training_setup& s, const step_kernels& k, bool 
     else if (lora_adapts(s, t))
       trainable_tensors += 2.0 * static_cast<double>(t.count);
   }
-  trainable_tensors += 2.0 * qkv_adapters;
+  trainable_tensors += 2.0 * qkv_adapters + (lora_head_adapter(s) ? 2.0 : 0.0);
   // Python issues the forward (and the recompute), autograd's C++ engine the backward.
   double forward_us = host_forward_kernel_us * k.forward + host_forward_layer_us * L;
   double backward_us = host_backward_kernel_us * k.backward + host_backward_layer_us * L +

@@ -7,7 +7,8 @@
 // - torchtitan b5bcd76, components/lora.py LoRALinear.forward:
 //     base_out = super().forward(input); lora_out = lora_b(lora_a(input))
 //     return base_out + scaling * lora_out
-//   no dropout. Under FSDP2 its MixedPrecisionPolicy gathers every parameter in bf16: no cast;
+//   no dropout; LoRAConverter without target_modules converts the LM head too (lora_head_adapter),
+//   run a chunk at a time under the chunked loss. Under FSDP2 its MixedPrecisionPolicy gathers every parameter in bf16: no cast;
 //   on one GPU or under DDP torch.autocast runs the fp32 model (config/configs.py,
 //   mixed_precision_param), as LitGPT's *-mixed does.
 // - LitGPT 2685705, lora.py: LoRALinear.forward
@@ -42,9 +43,10 @@ bool is_qkv(const weight_tensor& t) {
   return t.name == "layers.q_proj" || t.name == "layers.k_proj" || t.name == "layers.v_proj";
 }
 
-// The linears that read a norm's output: q, k and v the attention's, gate and up the MLP's.
+// The linears that read a norm's output: q, k and v the attention's, gate and up the MLP's, the
+// LM head the final norm's.
 bool reads_norm_output(const weight_tensor& t) {
-  return is_qkv(t) || t.name == "layers.gate_proj" || t.name == "layers.up_proj";
+  return is_qkv(t) || t.name == "layers.gate_proj" || t.name == "layers.up_proj" || t.name == "lm_head";
 }
 
 // The element bytes of an adapted linear's input.
@@ -77,6 +79,18 @@ void add_input_side(const training_setup& s, double in, double x_bytes, double a
   c.k_bwd += 1;
 }
 
+// LoRALinear: the input side, the scale and the add into the frozen output, the scale's gradient.
+adapter_cost linear_adapter(const training_setup& s, const weight_tensor& t, double a) {
+  adapter_cost l;
+  const double out = static_cast<double>(t.rows);
+  add_input_side(s, static_cast<double>(t.cols), input_bytes(s, t), a, l);
+  l.fwd += out * (2 * a + 3 * a);  // the scale, the add into the frozen output
+  l.bwd += out * 2 * a;            // the scale's gradient
+  l.k_fwd += 4;                    // A, B, scale, add
+  l.k_bwd += 5;                    // the scale, four GEMMs
+  return l;
+}
+
 }  // namespace
 
 bool lora_copies_input(const training_setup& s, const weight_tensor& t) {
@@ -94,30 +108,39 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
   // gradients, computed in 16 bits, cast back to fp32.
   const bool cast_weights = runs_under_autocast(s) && s.adapters == adapter_dtype::fp32 && a != 4;
   const double fwd_passes = 1 + recompute_share(s, checkpointing);
+  auto add_weight_casts = [&](const weight_tensor& t, double passes) {
+    if (!cast_weights) return;
+    const double launches = static_cast<double>(t.count / t.group);
+    c.bytes += static_cast<double>(s.lora_rank) * static_cast<double>(t.cols + t.rows) *
+               static_cast<double>(t.count) * ((4 + a) * passes + (a + 4));
+    c.forward_kernels += 2 * launches;  // A's and B's casts (LitGPT's qkv B: one a conv)
+    c.backward_kernels += 2 * launches;
+  };
   double qkv_in = 0, qkv_x = 0, qkv_width = 0, qkv_adapted = 0, parts = 0, qkv_count = 0;
   for (const auto& t : weight_tensors(m)) {
     if (is_qkv(t)) qkv_width += static_cast<double>(t.rows);
     if (!lora_adapts(s, t)) continue;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
     const double count = static_cast<double>(t.count), launches = static_cast<double>(t.count / t.group);
-    if (cast_weights) {
-      c.bytes += static_cast<double>(s.lora_rank) * (in + out) * count * ((4 + a) * fwd_passes + (a + 4));
-      c.forward_kernels += 2 * launches;  // A's and B's casts (LitGPT's qkv B: one a conv)
-      c.backward_kernels += 2 * launches;
-    }
+    add_weight_casts(t, fwd_passes);
     if (one_qkv_adapter(s, t)) {
       qkv_in = in, qkv_x = input_bytes(s, t), qkv_adapted += out, parts += 1, qkv_count = count;
       continue;
     }
-    adapter_cost l;
-    add_input_side(s, in, input_bytes(s, t), a, l);
-    l.fwd += out * (2 * a + 3 * a);  // the scale, the add into the frozen output
-    l.bwd += out * 2 * a;            // the scale's gradient
-    l.k_fwd += 4;                    // A, B, scale, add
-    l.k_bwd += 5;                    // the scale, four GEMMs
+    const adapter_cost l = linear_adapter(s, t, a);
     c.bytes += n * count * t.token_share * (l.fwd * fwd_passes + l.bwd);
     c.forward_kernels += launches * l.k_fwd;
     c.backward_kernels += launches * l.k_bwd;
+  }
+  if (const auto head = lora_head_adapter(s)) {
+    // torchtitan's LM head adapter: once a step, never recomputed; under the chunked loss a chunk
+    // at a time, each chunk launching its kernels.
+    const double chunks = s.loss == loss_impl::chunked ? 8 : 1;
+    const adapter_cost l = linear_adapter(s, *head, a);
+    add_weight_casts(*head, 1);
+    c.bytes += n * (l.fwd + l.bwd);
+    c.forward_kernels += chunks * l.k_fwd;
+    c.backward_kernels += chunks * l.k_bwd;
   }
   if (parts > 0) {
     // LitGPT's LoRAQKVLinear over the whole qkv width W, its adapted parts' width V.

@@ -49,6 +49,13 @@ bool lora_adapts(const training_setup& s, const weight_tensor& t) {
   return (s.lora_targets & bits) != 0;
 }
 
+std::optional<weight_tensor> lora_head_adapter(const training_setup& s) {
+  const model_spec& m = s.model;
+  if (s.lora_rank <= 0 || !m.causal || s.lora_targets != lora_all_linear || lora_module_of(s) != lora_module::torchtitan)
+    return std::nullopt;
+  return weight_tensor{"lm_head", m.vocab_size, m.hidden_size, 1, true};
+}
+
 double optimizer_state_element_bytes(const training_setup& s) {
   if (s.lora_rank > 0) return s.adapters == adapter_dtype::bf16 ? 2 : 4;
   return s.prec == precision::bf16 ? 2 : 4;
@@ -85,13 +92,16 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
   const std::int64_t r = s.lora_rank;
   const int ep = expert_parallel_degree(s);
   const bool fp32 = lora_adapters_run_fp32(s);
-  const auto tensors = weight_tensors(s.model);
+  std::vector<weight_tensor> tensors;  // the adapted linears
+  for (const auto& t : weight_tensors(s.model))
+    if (lora_adapts(s, t)) tensors.push_back(t);
+  if (const auto head = lora_head_adapter(s)) tensors.push_back(*head);
   // LitGPT's qkv adapter: one lora_A of r rows a part, its GEMMs run once (at the first part).
   std::int64_t qkv_parts = 0;
   for (const auto& t : tensors) qkv_parts += one_qkv_adapter(s, t);
   bool qkv_a_added = false;
   for (const auto& t : tensors) {
-    if (!lora_adapts(s, t)) continue;
+    const bool head = !t.name.starts_with("layers.");  // lora_head_adapter's: outside the blocks, never recomputed
     const bool qkv = one_qkv_adapter(s, t);
     const bool add_a = !qkv || !qkv_a_added;
     qkv_a_added = qkv_a_added || qkv;
@@ -111,7 +121,7 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
     };
     if (add_a) add(a_name, "_A forward", rows, a_rank, t.cols, count);
     add(name, "_B forward", rows, t.rows, r, count);
-    if (checkpointing) {
+    if (checkpointing && !head) {
       if (add_a) add(a_name, "_A recompute", rows, a_rank, t.cols, recomputed_count(s, count));
       add(name, "_B recompute", rows, t.rows, r, recomputed_count(s, count));
     }

@@ -1,6 +1,7 @@
 // Internal to src/core/train: what LoRA adds to a training step beside the
 // frozen base (lora_step.cpp): the adapters' GEMMs and their memory-bound path.
 #pragma once
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,11 @@ bool lora_adapters_run_fp32(const training_setup& s);
 // The weights LoRA adapts: the linear layers of the blocks that --lora-targets names (all of
 // them by default, "all-linear" as in the QLoRA paper; each expert's too where it is an nn.Linear).
 bool lora_adapts(const training_setup& s, const weight_tensor& t);
+
+// torchtitan's LoRAConverter with target_modules None (--lora-targets all-linear) converts every
+// Linear, the LM head too, tied to the embedding or not: that adapter (vocab x hidden, once a step,
+// outside the blocks: never recomputed, run a chunk at a time under the chunked loss); none elsewhere.
+std::optional<weight_tensor> lora_head_adapter(const training_setup& s);
 
 // Bytes of an optimizer state element: PyTorch keeps the states in the
 // parameters' dtype, bf16 in pure bf16 training and fp32 otherwise, and

@@ -38,12 +38,13 @@ std::int64_t linear_parameters(const model_spec& m, bool experts) {
 
 // LoRA adapters on the linears of the blocks --lora-targets names (all of them by default,
 // "all-linear" as in the QLoRA paper): r * (in + out) parameters per adapted matrix (each
-// expert's too: peft adapts them where they are nn.Linear modules).
+// expert's too: peft adapts them where they are nn.Linear modules), and torchtitan's LM head's.
 std::int64_t lora_parameters(const training_setup& s, bool experts) {
   std::int64_t n = 0;
   for (const auto& t : weight_tensors(s.model))
     if (lora_adapts(s, t) && of_kind(t, experts))
       n += static_cast<std::int64_t>(s.lora_rank) * (t.rows + t.cols) * t.count;
+  if (const auto head = lora_head_adapter(s); head && !experts) n += s.lora_rank * (head->rows + head->cols);
   return n;
 }
 
@@ -62,6 +63,8 @@ std::int64_t adafactor_state_bytes(const training_setup& s, bool experts) {
       elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
     }
   }
+  if (const auto head = lora_head_adapter(s); head && !experts)
+    elements += lora_rank + head->cols + head->rows + lora_rank;
   return elements * 4;
 }
 
@@ -251,6 +254,8 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
 // gradient), the scale by a Python float and the add keep nothing, and
 // peft's fp32 copy of x is not kept under autocast (the cast's backward
 // needs no input).
+// torchtitan's LM head adapter keeps its input and r-wide output only within a loss chunk, whose
+// backward runs at once: nothing a sample keeps (lora_head_adapter).
 // LitGPT's modules (layers_of): its one qkv linear's LoRAQKVLinear drops out
 // x once and runs one lora_A for every adapted part of q, k and v
 // (lora.py: F.linear(self.lora_dropout(x), self.lora_A)), so they keep one

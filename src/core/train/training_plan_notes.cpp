@@ -43,14 +43,16 @@ std::string lora_note(const training_setup& s) {
   const char* who = mod == lora_module::torchtune    ? "torchtune's LoRALinear"
                     : mod == lora_module::torchtitan ? "torchtitan's LoRALinear"
                                                      : "LitGPT's lora.py (LoRAQKVLinear on its one qkv linear)";
-  const char* casts = !runs_under_autocast(s) ? "no cast (the adapters compute in the model's dtype)"
+  const char* casts = sixteen_bit_model(s)      ? "no cast on the adapter path (FSDP2 gathers every parameter in bf16)"
+                      : !runs_under_autocast(s) ? "no cast (the adapters compute in the model's dtype)"
                                               : "under autocast the fp32 input of an adapted q, k, v, gate or up cast "
                                                 "to 16 bits for its adapter's matmul, the fp32 adapters once a forward";
   std::string extra;
   if (mod == lora_module::litgpt)
     extra = "; one lora_A for the adapted parts of q, k and v, zero_pad and the scale at the whole qkv width";
-  if (mod == lora_module::torchtitan && s.lora_targets == lora_all_linear)
-    extra = "; its LoRAConverter (target_modules None) also adapts the LM head, whose adapter is not counted here";
+  if (lora_head_adapter(s))
+    extra = "; its LoRAConverter (target_modules None) adapts the LM head too (a vocabulary-wide lora_B, its scale "
+            "and add a chunk at a time)";
   return fmt::format("LoRA as {} runs it: {} adapters on {}, {}{}; {}; {}", who, to_string(s.adapters), where, casts,
                      extra, dropout, measured);
 }
