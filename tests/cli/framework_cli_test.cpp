@@ -41,7 +41,12 @@ TEST(batch_framework, torchtune_sets_its_defaults_and_an_explicit_flag_wins) {
   EXPECT_EQ(tt["setup"]["precision"], "bf16");
   EXPECT_EQ(tt["setup"]["loss"], "chunked");
   EXPECT_EQ(tt["setup"]["modules"], "torchtune");
+  EXPECT_EQ(tt["setup"]["lora_modules"], "torchtune");
+  EXPECT_TRUE(any_note(tt, "LoRA as torchtune's LoRALinear runs it: bf16 adapters"));
   EXPECT_EQ(plan_with(llama_lora, {"--json"})["setup"]["modules"], "transformers");
+  EXPECT_EQ(plan_with(llama_lora, {"--json"})["setup"]["lora_modules"], "peft");
+  EXPECT_FALSE(plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--no-db"}, {"--json"})["setup"]
+                   .contains("lora_modules"));
   EXPECT_EQ(tt["setup"]["lora_targets"], "q,v,o,gate,up,down");
   EXPECT_EQ(tt["setup"]["adapter_dtype"], "bf16");
   EXPECT_EQ(tt["model"]["trainable_parameters"], 39'321'600);

@@ -6,6 +6,7 @@
 
 #include "core/train/training_calibration.hpp"
 #include "core/train/optimizer_placement.hpp"
+#include "core/train/lora_step.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 #include "core/train/training_parallel.hpp"
@@ -269,6 +270,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["setup"]["sequence_parallel"] = s.sequence_parallel;
   }
   if (s.pipeline_parallel > 1) j["setup"]["pipeline_parallel"] = s.pipeline_parallel;
+  if (s.lora_rank > 0) j["setup"]["lora_modules"] = to_string(lora_module_of(s));  // absent without LoRA
   if (s.paged_optimizer) {
     j["setup"]["paged_optimizer"] = true;
     j["setup"]["pcie_gbs"] = pcie_gbs(s, plan.device);
