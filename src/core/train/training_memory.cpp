@@ -99,9 +99,16 @@ double optimizer_state_bytes(const training_setup& s) {
 //   which autocast casts back to 16 bits) are alive beyond what is kept: 6 W;
 // - fp32 throughout: base 4 + scaled 4 + sum 4 at up's add, less the sum
 //   (kept) and the product (kept by lora_A): 4 W.
+// The frameworks' own modules (lora_modules.cpp; derived the same way, not
+// traced) make no copy at up's add or down's input but autocast's 16-bit
+// ones: base a + scaled a + sum a at up's add, less the sum (kept by the
+// product) and the product (kept by down's lora_A; with dropout its copy and
+// mask, a + 1, kept instead, and the product a at down itself): a W.
 // An expert's adapters see its share of the tokens.
 double lora_transient_per_token(const training_setup& s) {
-  const double per_width = is_mixed(s.prec) ? 6 : 4;
+  const double per_width = lora_module_of(s) != lora_module::peft ? activation_bytes(s.prec)
+                           : is_mixed(s.prec)                     ? 6
+                                                                  : 4;
   double widest = 0;
   for (const auto& t : weight_tensors(s.model))
     if (lora_adapts(s, t))
