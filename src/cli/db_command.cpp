@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,12 +83,27 @@ void run_import(const db_options& o, run_context& ctx) {
   refuse_read_only(file_to_read(o), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
-  // A stored record as well verified and at least as new stays, whatever the files' order.
-  std::size_t stored = 0;
-  for (const auto& r : records) stored += db->store_if_better(r) ? 1 : 0;
+  // A stored record as well verified and at least as new stays, whatever the files' order. Results
+  // of one problem and setup in several of the files leave one record: say so, or the count of
+  // imported results reads as records added.
+  std::size_t stored = 0, repeated = 0;
+  std::set<std::string> keys;
+  for (const auto& r : records) {
+    const tuning_key& k = r.key;
+    repeated += keys.insert(fmt::format("{}|{}|{}|{}|{}|{}", k.device_model, k.driver, k.cuda, k.tool_version,
+                                        k.compiler, tuning_problem_key(k.problem)))
+                        .second
+                    ? 0
+                    : 1;
+    stored += db->store_if_better(r) ? 1 : 0;
+  }
   const std::size_t kept = records.size() - stored;
   std::string also;
   if (kept) also += fmt::format("; {} kept the stored record, as well verified and at least as new", kept);
+  if (repeated)
+    also += fmt::format("; {} of the same problem and setup as another result here: the database keeps one record "
+                        "each (the better-verified, then the newer), {} record(s) from these files",
+                        repeated, keys.size());
   if (partial) also += fmt::format("; {} partial run(s) left out", partial);
   fmt::print("imported {} measured result(s) from {} file(s) into {}{}\n", stored, o.inputs.size(),
              db->file().string(), also);

@@ -256,6 +256,9 @@ TEST(fleet_cli, import_keeps_the_better_record_in_any_order_and_leaves_out_parti
     ASSERT_EQ(imp.code, 0) << imp.err;
     EXPECT_NE(imp.err.find("left out: a partial run (--only)"), std::string::npos) << imp.err;
     EXPECT_NE(imp.out.find("1 partial run(s) left out"), std::string::npos) << imp.out;
+    // Two results of one problem and setup leave one record, and the summary says so.
+    EXPECT_NE(imp.out.find("1 of the same problem and setup as another result here"), std::string::npos) << imp.out;
+    EXPECT_NE(imp.out.find(", 1 record(s) from these files"), std::string::npos) << imp.out;
     const std::string stored = recommended(db);
     EXPECT_NE(stored.find("2026-11-24T09:07:51Z"), std::string::npos) << (newer_first ? "newer first" : "older first");
     EXPECT_EQ(stored.find("mma-only.json"), std::string::npos) << "the --only run was stored";
@@ -268,10 +271,10 @@ TEST(fleet_cli, import_keeps_the_better_record_in_any_order_and_leaves_out_parti
   }
   // db show's --limit 0 is all records, as db list's is (it was the default 10).
   const fs::path two = dir / "two.sqlite";
-  ASSERT_EQ(run({"db", "import", "--db", two.string(), whole.string(),
-                 (measured / "k_proj-4096x1024x4096-bf16-nt.json").string()})
-                .code,
-            0);
+  const result distinct = run({"db", "import", "--db", two.string(), whole.string(),
+                               (measured / "k_proj-4096x1024x4096-bf16-nt.json").string()});
+  ASSERT_EQ(distinct.code, 0) << distinct.err;
+  EXPECT_EQ(distinct.out.find("same problem and setup"), std::string::npos) << distinct.out;
   auto shown = [&](const char* limit) {
     const result r = run({"db", "show", "--db", two.string(), "--problem", "bf16 nt", "--limit", limit, "--json"});
     EXPECT_EQ(r.code, 0) << r.err;
