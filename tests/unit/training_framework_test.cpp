@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
+#include "core/train/training_communication.hpp"
 #include "llama3_8b.hpp"
 
 using namespace tiletune;
@@ -162,10 +164,35 @@ TEST(framework, fsdp2_is_torchtitans_defaults) {
   EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b")).zero_stage, 0);  // one GPU: nothing to shard
 }
 
+// torchtitan's training.dtype bfloat16 (config/configs.py: "all parameters, gradients, and optimizer
+// states in bfloat16, without an extra copy of fp32 weights"): on 8 GPUs, ZeRO-3 of Llama-3-8B keeps
+// 2P/8 of weights, 2P/8 of gradients and 4P/8 of AdamW states; its gradients are still reduced in
+// fp32 (mixed_precision_reduce float32, its only value), twice pure bf16's bytes elsewhere; LoRA's
+// adapters are bf16, the model's dtype.
+TEST(framework, fsdp2_trains_pure_bf16_with_an_fp32_reduction) {
+  const training_setup s = with(training_framework::fsdp2, base("llama-3-8b", 0, 8), {{"--precision", "bf16"}});
+  EXPECT_EQ(s.prec, precision::bf16);
+  const memory_breakdown m = estimate_memory(s);
+  EXPECT_EQ(m.gradients_bytes, 2 * llama3_8b_parameters / 8);
+  EXPECT_EQ(m.optimizer_bytes, 4 * llama3_8b_parameters / 8);
+  training_setup tune = s;  // torchtune's FSDP2 has no policy: bf16 reductions
+  tune.framework = training_framework::torchtune;
+  const device_spec& h100 = find_preset("h100-sxm");
+  EXPECT_NEAR(estimate_communication(s, h100).per_micro_step_ms,
+              estimate_communication(tune, h100).per_micro_step_ms +
+                  2.0 * llama3_8b_parameters * 7 / 8 / (450 * ring_efficiency * 1e6),
+              1e-6);
+  EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b", 16), {{"--precision", "bf16"}, {"--checkpointing", "on"}})
+                .adapters,
+            adapter_dtype::bf16);
+  EXPECT_EQ(with(training_framework::fsdp2, base("llama-3-8b", 16), {{"--checkpointing", "on"}}).adapters,
+            adapter_dtype::fp32);
+}
+
 // What torchtitan cannot run, or the planner cannot model as it runs it, is a usage error naming why.
 TEST(framework, fsdp2_refuses_what_torchtitan_cannot_run) {
   EXPECT_NE(framework_refusal(training_framework::fsdp2, base("llama-3-8b"), {{"--precision", "fp16-mixed"}})
-                .find("fsdp2 trains bf16-mixed and fp32"),
+                .find("fsdp2 trains bf16-mixed, bf16 and fp32"),
             std::string::npos);
   EXPECT_NE(framework_refusal(training_framework::fsdp2, base("llama-3-8b"), {}, false).find("pass --precision fp32"),
             std::string::npos);

@@ -414,9 +414,10 @@ TEST(plan, every_suggestion_fits_with_what_was_asked_kept) {
 }
 
 // Full fine-tuning that fails on its fp32 master weights and states: pure bf16 (transformers with the
-// model loaded in bf16, torchtune's dtype bf16, LitGPT's bf16-true) is suggested where the framework trains it and the GPU
-// has bf16, with an 8-bit AdamW where bf16 alone falls short. It was never suggested: LoRA and
-// Adafactor were, though pure bf16 is what torchtune's single-GPU full fine-tuning runs.
+// model loaded in bf16, torchtune's dtype bf16, torchtitan's training.dtype bfloat16, LitGPT's
+// bf16-true) is suggested where the framework trains it and the GPU has bf16, with an 8-bit AdamW
+// where bf16 alone falls short. It was never suggested: LoRA and Adafactor were, though pure bf16 is
+// what torchtune's single-GPU full fine-tuning runs.
 TEST(plan, pure_bf16_is_suggested_where_the_framework_trains_it) {
   const std::string alone = "--precision bf16 (no fp32 master weights: bf16 weights, gradients and optimizer states)",
                     with_8bit = "--precision bf16 --optimizer adamw-8bit";
@@ -430,6 +431,9 @@ TEST(plan, pure_bf16_is_suggested_where_the_framework_trains_it) {
   tune_fp32.framework = training_framework::torchtune;
   tune_fp32.prec = precision::fp32;
   EXPECT_TRUE(suggests(plan_batch(tune_fp32, h100), alone));
+  training_setup titan = s;  // torchtitan's training.dtype bfloat16
+  titan.framework = training_framework::fsdp2;
+  EXPECT_TRUE(suggests(plan_batch(titan, h100), alone));
   // DeepSpeed's bf16 keeps fp32 master weights (no pure bf16); a GPU without bf16 has none to offer.
   training_setup ds = s;
   ds.framework = training_framework::deepspeed;

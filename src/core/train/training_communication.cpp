@@ -58,10 +58,13 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const double bytes_per_ms = c.link_gbs * ring_efficiency * 1e6;
   const memory_breakdown mem = estimate_memory(s);
   const bool lora = s.lora_rank > 0;
-  // DDP and FSDP reduce gradients in their own dtype: fp32 under AMP (torchtitan's reduce dtype),
-  // fp32 LoRA adapters, bf16 in pure bf16. DeepSpeed (ZeRO or not) in the 16-bit model's (zero_buffers.hpp).
-  const double grad_elem =
-      s.prec == precision::fp32 ? 4.0 : deepspeed_runs(s) || (s.prec == precision::bf16 && !lora) ? 2.0 : 4.0;
+  // DDP and FSDP reduce gradients in their own dtype: fp32 under AMP, fp32 LoRA adapters, bf16 in
+  // pure bf16, but torchtitan always in fp32 (mixed_precision_reduce float32, its only value). DeepSpeed
+  // (ZeRO or not) in the 16-bit model's (zero_buffers.hpp).
+  const bool reduce_fp32 = s.framework == training_framework::fsdp2;
+  const double grad_elem = s.prec == precision::fp32 ? 4.0
+                           : deepspeed_runs(s) || (s.prec == precision::bf16 && !lora && !reduce_fp32) ? 2.0
+                                                                                                       : 4.0;
   const double param_elem = gathered_parameter_bytes(s);  // what ZeRO-3 and FSDP gather (zero_buffers.hpp)
   // Dense tensors are exchanged among all W GPUs; an MoE model's routed
   // experts, split over ep ranks, only among the W / ep holding the same

@@ -101,7 +101,10 @@ framework_bundle torchtitan(const training_setup& s) {
       clipping(s, true, "max_norm 1.0: dist_utils.clip_grad_norm_ before each step")};
   if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
     b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
-                                         {"--adapter-dtype", "fp32", "fp32 parameters, cast by the mixed-precision policy"}});
+                                         s.prec == precision::bf16
+                                             ? framework_setting{"--adapter-dtype", "bf16", "training.dtype bfloat16"}
+                                             : framework_setting{"--adapter-dtype", "fp32",
+                                                                 "fp32 parameters, cast by the mixed-precision policy"}});
   b.notes.push_back(own_modules_note(s, layer_impl::torchtitan, "torchtitan",
                                      "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; "
                                      "SDPA with enable_gqa"));
@@ -241,7 +244,7 @@ framework_bundle litgpt(const training_setup& s, bool bf16) {
 
 bool framework_trains(training_framework f, precision p) {
   switch (f) {
-    case training_framework::fsdp2: return p == precision::bf16_mixed || p == precision::fp32;
+    case training_framework::fsdp2: return p == precision::bf16_mixed || p == precision::bf16 || p == precision::fp32;
     case training_framework::torchtune: return p == precision::bf16 || p == precision::fp32;
     case training_framework::composer:
     case training_framework::deepspeed:
@@ -351,7 +354,9 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
                                   "casts and kept tensors are its own and not modelled: plan it with --framework "
                                   "fsdp2, or without --fp8",
                                   to_string(s.fp8)));
-  const char* offered = f == training_framework::fsdp2       ? "bf16-mixed and fp32 (mixed_precision_param bfloat16 or float32)"
+  const char* offered = f == training_framework::fsdp2
+                            ? "bf16-mixed, bf16 and fp32 (mixed_precision_param bfloat16 or float32; training.dtype "
+                              "bfloat16 for pure bf16)"
                         : f == training_framework::torchtune ? "bf16 and fp32 (dtype; no autocast, no fp16)"
                         : f == training_framework::composer  ? "fp32, fp16-mixed and bf16-mixed (amp_fp16, amp_bf16; no pure bf16)"
                         : f == training_framework::deepspeed
