@@ -74,54 +74,50 @@ TEST(lora_step, litgpt_runs_one_adapter_over_its_qkv_linear) {
   EXPECT_GT(lora_path(hf, 2048, false).bytes, c.bytes);
 }
 
-// torchtitan without FSDP (one GPU: --zero 0) builds its model in fp32 and runs it under
-// torch.autocast: the frozen base is 4 bytes a weight and every linear, frozen or not, is cast to
-// 16 bits once a forward and kept for its backward. Under FSDP2 (8 GPUs, --zero 3) its
-// MixedPrecisionPolicy gathers bf16 and nothing is cast.
-TEST(lora_modules, torchtitan_without_fsdp_runs_an_fp32_base_under_autocast) {
-  training_setup one = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
-  ASSERT_TRUE(runs_under_autocast(one));
+// torchtitan (b5bcd76) applies fully_shard at every --zero, one GPU included (llama3/parallelize.py:
+// "with shard_degree=1 it is a no-op for the all-gather but still installs the MixedPrecisionPolicy"),
+// and runs no autocast: its model, the frozen LoRA base included, is fp32 (4 bytes a weight), cast to
+// bf16 by the policy, and nothing is cast by autocast.
+TEST(lora_modules, torchtitans_fp32_base_is_cast_by_fsdp2_not_autocast) {
+  const training_setup one = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  ASSERT_FALSE(runs_under_autocast(one));
   const memory_breakdown m = estimate_memory(one);
-  double base = 0, linear = 0;
-  for (const auto& t : weight_tensors(one.model)) {
-    base += static_cast<double>(t.parameters());
-    linear += t.linear ? static_cast<double>(t.parameters()) : 0.0;
-  }
-  const double adapters = static_cast<double>(m.trainable_parameters);
-  EXPECT_DOUBLE_EQ(static_cast<double>(m.weights_bytes), 4 * base + 4 * adapters);
-  EXPECT_DOUBLE_EQ(static_cast<double>(m.autocast_weight_copies_bytes), 2 * linear + 2 * adapters);
-  EXPECT_EQ(m.lm_head_copy_bytes, 2LL * 128256 * 4096);
+  double base = 0;
+  for (const auto& t : weight_tensors(one.model)) base += static_cast<double>(t.parameters());
+  EXPECT_DOUBLE_EQ(static_cast<double>(m.weights_bytes), 4 * base + 4 * static_cast<double>(m.trainable_parameters));
+  EXPECT_EQ(m.autocast_weight_copies_bytes, 0);
   training_setup sharded = one;
-  sharded.world_size = 8;
   sharded.zero_stage = 3;
-  EXPECT_FALSE(runs_under_autocast(sharded));
   EXPECT_EQ(estimate_memory(sharded).autocast_weight_copies_bytes, 0);
+  EXPECT_GT(estimate_memory(sharded).weights_bytes, static_cast<std::int64_t>(4 * base));  // and gathered units
 }
 
-// torchtitan's LoRALinear under autocast on q_proj alone: the norm's fp32 output cast to 16 bits
-// for lora_a (6 bytes a value) and its gradient back (6), dx added into the frozen linear's fp32
-// gradient (12); the scale and the add at q's width (4 + 6) and the scale's gradient (4). The
-// adapters (16 x (4096 + 4096) a layer) cast once a forward (6) and their gradients back (6).
-// peft's path would cast x to fp32 and back (12 + 18 where this has 6 + 18).
-TEST(lora_modules, torchtitans_adapter_under_autocast_casts_only_its_fp32_input) {
+// torchtitan's LoRALinear on q_proj alone, on one GPU or eight: no cast on the adapter path (the
+// policy gathers the adapters in bf16): dx added into the frozen linear's gradient (6 bytes an
+// input value), the scale and the add (4 + 6 an output value), the scale's gradient (4); four
+// kernels forward (A, B, scale, add), six backward (the scale, four GEMMs, dx's add).
+TEST(lora_modules, torchtitans_adapter_casts_nothing) {
   training_setup s = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
   s.lora_targets = lora_q;
   const double E = 4096, W = 4096;
-  const lora_path_cost c = lora_path(s, 2048, false);
-  EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * 32 * (24 * E + 14 * W) + 16.0 * (E + W) * 32 * 12);
-  EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * (5 + 2));   // cast, A, B, scale, add; two weight casts
-  EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * (7 + 2));  // cast, dx's add, the scale, four GEMMs; two casts
-  // Under FSDP2 (bf16 gathers) no cast at all: dx's add (6), the scale and the add (10), the
-  // scale's gradient (4).
-  s.world_size = 8;
-  s.zero_stage = 3;
-  EXPECT_DOUBLE_EQ(lora_path(s, 2048, false).bytes, 2048.0 * 32 * (6 * E + 14 * W));
+  for (const int gpus : {1, 8}) {
+    s.world_size = gpus;
+    s.zero_stage = 3;
+    const lora_path_cost c = lora_path(s, 2048, false);
+    EXPECT_DOUBLE_EQ(c.bytes, 2048.0 * 32 * (6 * E + 14 * W)) << gpus;
+    EXPECT_DOUBLE_EQ(c.forward_kernels, 32.0 * 4) << gpus;
+    EXPECT_DOUBLE_EQ(c.backward_kernels, 32.0 * 6) << gpus;
+  }
+  // peft's path on the same adapter casts x to fp32 and back, and the weights.
+  training_setup hf = s;
+  hf.framework = training_framework::hf;
+  EXPECT_GT(lora_path(hf, 2048, false).bytes, lora_path(s, 2048, false).bytes);
 }
 
 // Adapters that read the same input without a copy of their own (no cast, no dropout) keep that
 // one tensor between them: k and v adapted beside q add only their r-wide outputs (2 x 2 x 16
-// bytes a token and layer). A cast (peft's fp32 adapters under autocast; torchtitan's fp32 input
-// under autocast) or a dropout gives each adapter its own copy: 2 x (copy + r-wide output).
+// bytes a token and layer). A cast (peft's fp32 adapters under autocast; LitGPT's fp32 input under
+// autocast) or a dropout gives each adapter its own copy: 2 x (copy + r-wide output).
 TEST(lora_modules, adapters_without_a_copy_of_their_own_share_their_input) {
   auto extra_for_k_and_v = [](training_setup s) {
     s.lora_targets = lora_q;
@@ -142,8 +138,12 @@ TEST(lora_modules, adapters_without_a_copy_of_their_own_share_their_input) {
   EXPECT_NEAR(extra_for_k_and_v(hf_bf16), 2 * 2 * r, 1e-6);
   EXPECT_NEAR(extra_for_k_and_v(own_lora_setup(training_framework::hf, precision::bf16_mixed)),
               2 * (2 * h + 2 * r), 1e-6);
-  EXPECT_NEAR(extra_for_k_and_v(own_lora_setup(training_framework::fsdp2, precision::bf16_mixed)),
-              2 * (2 * h + 2 * r), 1e-6);
+  // LitGPT under autocast: up casts the norm's fp32 output for its own lora_A beside gate's.
+  training_setup lit = own_lora_setup(training_framework::litgpt, precision::bf16_mixed);
+  lit.lora_targets = lora_gate;
+  const double gate_only = kept_per_token_and_layer(lit);
+  lit.lora_targets = lora_gate | lora_up;
+  EXPECT_NEAR(kept_per_token_and_layer(lit) - gate_only, 2 * h + 2 * r, 1e-6);
   tune.lora_dropout = 0.05;  // each its own dropped-out copy (2) and mask (1)
   EXPECT_NEAR(extra_for_k_and_v(tune), 2 * (3 * h + 2 * r), 1e-6);
 }

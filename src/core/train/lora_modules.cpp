@@ -8,9 +8,9 @@
 //     base_out = super().forward(input); lora_out = lora_b(lora_a(input))
 //     return base_out + scaling * lora_out
 //   no dropout; LoRAConverter without target_modules converts the LM head too (lora_head_adapter),
-//   run a chunk at a time under the chunked loss. Under FSDP2 its MixedPrecisionPolicy gathers every parameter in bf16: no cast;
-//   on one GPU or under DDP torch.autocast runs the fp32 model (config/configs.py,
-//   mixed_precision_param), as LitGPT's *-mixed does.
+//   run a chunk at a time under the chunked loss. It applies fully_shard at every parallelism, one
+//   GPU included (llama3/parallelize.py), whose MixedPrecisionPolicy gathers every parameter in
+//   bf16: no cast on the adapter path, no autocast.
 // - LitGPT 2685705, lora.py: LoRALinear.forward
 //     pretrained = linear(x); lora = (lora_dropout(x) @ lora_A.T @ lora_B.T) * scaling
 //     return pretrained + lora
@@ -22,9 +22,10 @@
 //   Backward: the scale's gradient, zero_pad's (an index_select of the adapted parts), each
 //   conv's gradient made contiguous (by our reading of PyTorch's convolution_backward, which
 //   asks cuDNN for contiguous tensors), the convs' and lora_A's GEMMs.
-// Under autocast the residual stream is the model's fp32, so the norms hand q, k, v, gate and up
-// an fp32 input, which autocast casts to 16 bits for the adapter's matmul (activations are not
-// cached: a cast an adapter); the attention's and the MLP's outputs reach o and down in 16 bits.
+// Under autocast (LitGPT's *-mixed) the residual stream is the model's fp32, so the norms hand q,
+// k, v, gate and up an fp32 input, which autocast casts to 16 bits for the adapter's matmul
+// (activations are not cached: a cast an adapter); the attention's and the MLP's outputs reach o
+// and down in 16 bits.
 // Fp32 adapters are cast once a forward each (leaves that require grad: cached), their 16-bit
 // gradients cast back. Dropout (torchtune's and LitGPT's, above 0): a bool mask kept, in x's
 // dtype. Every adapter adds its input's gradient into x's, beside the frozen linear's.

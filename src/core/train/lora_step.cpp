@@ -51,8 +51,8 @@ bool lora_adapts(const training_setup& s, const weight_tensor& t) {
 
 std::optional<weight_tensor> lora_head_adapter(const training_setup& s) {
   const model_spec& m = s.model;
-  if (s.lora_rank <= 0 || !m.causal || s.lora_targets != lora_all_linear || lora_module_of(s) != lora_module::torchtitan)
-    return std::nullopt;
+  if (s.lora_rank <= 0 || !m.causal || s.lora_targets != lora_all_linear) return std::nullopt;
+  if (lora_module_of(s) != lora_module::torchtitan) return std::nullopt;
   return weight_tensor{"lm_head", m.vocab_size, m.hidden_size, 1, true};
 }
 
@@ -101,7 +101,7 @@ void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpoin
   for (const auto& t : tensors) qkv_parts += one_qkv_adapter(s, t);
   bool qkv_a_added = false;
   for (const auto& t : tensors) {
-    const bool head = !t.name.starts_with("layers.");  // lora_head_adapter's: outside the blocks, never recomputed
+    const bool head = !t.name.starts_with("layers.");  // lora_head_adapter's: outside the blocks, not recomputed
     const bool qkv = one_qkv_adapter(s, t);
     const bool add_a = !qkv || !qkv_a_added;
     qkv_a_added = qkv_a_added || qkv;

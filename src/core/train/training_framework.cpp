@@ -97,7 +97,11 @@ framework_bundle torchtitan(const training_setup& s) {
       {"--loss", "chunked", "ChunkedLossWrapper, 8 chunks, in its Llama 3 configs"},
       // Trainer.Config.activation_checkpoint defaults to SelectiveAC: per op, every second mm recomputed.
       {"--checkpointing", "selective", "Trainer.Config.activation_checkpoint SelectiveAC, per op"},
-      sharded(s, "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU"),
+      // llama3/parallelize.py: "Always run apply_fsdp_to_decoder -- with shard_degree=1 it is a no-op for
+      // the all-gather but still installs the MixedPrecisionPolicy".
+      s.world_size > 1
+          ? framework_setting{"--zero", "3", "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU"}
+          : framework_setting{"--zero", "3", "one GPU: fully_shard still runs, for its MixedPrecisionPolicy"},
       clipping(s, true, "max_norm 1.0: dist_utils.clip_grad_norm_ before each step")};
   if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
     b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
@@ -256,8 +260,7 @@ bool framework_trains(training_framework f, precision p) {
 }
 
 bool fp32_model_under_autocast(const training_setup& s) {
-  if (!is_mixed(s.prec)) return false;
-  return s.framework == training_framework::litgpt || (s.framework == training_framework::fsdp2 && !fsdp_runs(s));
+  return s.framework == training_framework::litgpt && is_mixed(s.prec);
 }
 
 layer_impl layers_of(const training_setup& s) {

@@ -53,9 +53,8 @@ bool framework_trains(training_framework f, precision p);
 // require grad), each cast kept for its backward; the fine-tuning loop runs the LM head in chunks of
 // litgpt_lm_head_chunk tokens (finetune/lora.py: model(input_ids, lm_head_chunk_size=128)), one cast
 // of the head each. LitGPT 2685705: litgpt/finetune/lora.py, litgpt/model.py; Lightning's
-// fabric/plugins/precision/amp.py. torchtitan without FSDP (one GPU, or DDP: --zero 0) builds its
-// model in fp32 and runs it under torch.autocast (config/configs.py, mixed_precision_param): its
-// LoRA base is fp32 too, each frozen linear cast at its use.
+// fabric/plugins/precision/amp.py. (torchtitan b5bcd76 runs no autocast: it applies fully_shard even
+// on one GPU, whose MixedPrecisionPolicy casts; sixteen_bit_model.)
 bool fp32_model_under_autocast(const training_setup& s);
 
 // Whose modules run the blocks: the framework's own with flash attention on a model they cover

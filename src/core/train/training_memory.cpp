@@ -157,7 +157,10 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
       // (fp32 for fp32 training) and trains fp32 adapters.
       if (lora) {
-        const double base = s.prec == precision::fp32 || fp32_model_under_autocast(s) ? 4 : 2;
+        // (torchtitan's model is fp32 under bf16-mixed, cast by FSDP2's policy, replicated at --zero 0.)
+        const bool fp32_base = s.prec == precision::fp32 || fp32_model_under_autocast(s) ||
+                               (s.framework == training_framework::fsdp2 && is_mixed(s.prec));
+        const double base = fp32_base ? 4 : 2;
         const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
         weights += base_bytes(base) + adapter * T;
         grads += adapter * T;
@@ -218,7 +221,7 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
   // DeepSpeed's and Megatron-LM's models are 16-bit already. FSDP1 under LitGPT's and Composer's
   // mixed precision gathers fp32 (gathered_parameter_bytes), which autocast casts as AMP's: the
   // unsharded 16-bit copies of every linear, each kept to its backward. FSDP2's bf16 gathers are not.
-  const bool amp = s.zero_stage == 0 && is_mixed(s.prec) && !deepspeed_16bit(s) && !megatron_grad_buffer(s);
+  const bool amp = s.zero_stage == 0 && is_mixed(s.prec) && !sixteen_bit_model(s);
   const bool fsdp_fp32_gathers = fsdp_runs(s) && is_mixed(s.prec) && gathered_parameter_bytes(s) == 4;
   if (amp || fsdp_fp32_gathers || fp32_model_under_autocast(s)) {
     const bool head_shares_embedding = !m.causal || m.tied_embeddings;
@@ -226,10 +229,9 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
     const double head = head_shares_embedding ? vocab : 0;
     const double linear = static_cast<double>(linear_parameters(m, false)) +
                           static_cast<double>(linear_parameters(m, true)) / ep;
-    // LoRA: a frozen base that is 16-bit already leaves only fp32 adapters to cast. LitGPT's and
-    // torchtitan's (without FSDP) are fp32 (training_framework.hpp): every linear cast once, and
-    // LitGPT's LM head once a chunk, each kept to the chunks' backward; torchtitan's chunks run
-    // their backward at once.
+    // LoRA: a frozen base that is 16-bit already leaves only fp32 adapters to cast. LitGPT's is
+    // fp32 (training_framework.hpp): every linear cast once, the LM head once a chunk, each kept to
+    // the chunks' backward.
     if (s.lora_rank > 0 && s.adapters == adapter_dtype::fp32)
       r.autocast_weight_copies_bytes = static_cast<std::int64_t>(2 * r.local_trainable_parameters());
     if (s.lora_rank > 0 && s.framework == training_framework::litgpt && fp32_model_under_autocast(s)) {

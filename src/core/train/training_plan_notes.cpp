@@ -43,7 +43,8 @@ std::string lora_note(const training_setup& s) {
   const char* who = mod == lora_module::torchtune    ? "torchtune's LoRALinear"
                     : mod == lora_module::torchtitan ? "torchtitan's LoRALinear"
                                                      : "LitGPT's lora.py (LoRAQKVLinear on its one qkv linear)";
-  const char* casts = sixteen_bit_model(s)      ? "no cast on the adapter path (FSDP2 gathers every parameter in bf16)"
+  const char* casts = sixteen_bit_model(s)      ? "no cast on the adapter path (FSDP2's policy gathers every parameter "
+                                                  "in bf16, on one GPU too)"
                       : !runs_under_autocast(s) ? "no cast (the adapters compute in the model's dtype)"
                                               : "under autocast the fp32 input of an adapted q, k, v, gate or up cast "
                                                 "to 16 bits for its adapter's matmul, the fp32 adapters once a forward";

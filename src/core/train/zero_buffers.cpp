@@ -43,8 +43,10 @@ bool megatron_grad_buffer(const training_setup& s) {
 }
 
 bool sixteen_bit_model(const training_setup& s) {
+  // torchtitan applies fully_shard at every --zero (llama3/parallelize.py, apply_fsdp_to_decoder: at
+  // shard degree 1, replicated, "a no-op for the all-gather but still installs the MixedPrecisionPolicy").
   return is_mixed(s.prec) && (deepspeed_16bit(s) || s.framework == training_framework::megatron ||
-                              (s.framework == training_framework::fsdp2 && fsdp_runs(s)));
+                              s.framework == training_framework::fsdp2);
 }
 
 bool runs_under_autocast(const training_setup& s) {

@@ -35,12 +35,12 @@ bool deepspeed_16bit(const training_setup& s);
 bool megatron_grad_buffer(const training_setup& s);
 // Whether the framework makes the model 16-bit under a mixed precision, so that no autocast runs and
 // its gradients are 16-bit: DeepSpeed's 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16
-// param_dtype (torchtitan at --zero 2, 3).
+// param_dtype (torchtitan at every --zero: it applies fully_shard even replicated or on one GPU).
 bool sixteen_bit_model(const training_setup& s);
 // Whether the blocks run under autocast on fp32 weights, which keeps the residual stream in fp32
 // (training_inventory.cpp): a mixed precision whose model stays fp32 (PyTorch's AMP, Composer,
 // LitGPT, FSDP1's fp32 parameters). Not where the framework makes the model 16-bit: DeepSpeed's
-// 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16 param_dtype (torchtitan at --zero 2, 3);
+// 16-bit mode, Megatron-LM's Float16Module, FSDP2's bf16 param_dtype (torchtitan);
 // nor a LoRA base frozen in 16 bits. LitGPT's LoRA base is fp32 (fp32_model_under_autocast): it does.
 bool runs_under_autocast(const training_setup& s);
 // The width ZeRO-3 and FSDP gather each parameter at: 4 bytes in fp32, and under LitGPT's and
