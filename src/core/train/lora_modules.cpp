@@ -94,6 +94,10 @@ adapter_cost linear_adapter(const training_setup& s, const weight_tensor& t, dou
 
 }  // namespace
 
+bool one_qkv_adapter(const training_setup& s, const weight_tensor& t) {
+  return lora_module_of(s) == lora_module::litgpt && is_qkv(t) && lora_adapts(s, t);
+}
+
 bool lora_copies_input(const training_setup& s, const weight_tensor& t) {
   if (s.lora_dropout > 0) return true;
   if (lora_module_of(s) == lora_module::peft)  // its cast to the adapters' dtype (and autocast's back)
@@ -109,13 +113,13 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
   // gradients, computed in 16 bits, cast back to fp32.
   const bool cast_weights = runs_under_autocast(s) && s.adapters == adapter_dtype::fp32 && a != 4;
   const double fwd_passes = 1 + recompute_share(s, checkpointing);
-  auto add_weight_casts = [&](const weight_tensor& t, double passes) {
+  // Their bytes, and `casts` kernels each way (A's and B's: 2 an adapter).
+  auto add_weight_casts = [&](const weight_tensor& t, double passes, double casts) {
     if (!cast_weights) return;
-    const double launches = static_cast<double>(t.count / t.group);
     c.bytes += static_cast<double>(s.lora_rank) * static_cast<double>(t.cols + t.rows) *
                static_cast<double>(t.count) * ((4 + a) * passes + (a + 4));
-    c.forward_kernels += 2 * launches;  // A's and B's casts (LitGPT's qkv B: one a conv)
-    c.backward_kernels += 2 * launches;
+    c.forward_kernels += casts;
+    c.backward_kernels += casts;
   };
   double qkv_in = 0, qkv_x = 0, qkv_width = 0, qkv_adapted = 0, parts = 0, qkv_count = 0;
   for (const auto& t : weight_tensors(m)) {
@@ -123,11 +127,12 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
     if (!lora_adapts(s, t)) continue;
     const double in = static_cast<double>(t.cols), out = static_cast<double>(t.rows);
     const double count = static_cast<double>(t.count), launches = static_cast<double>(t.count / t.group);
-    add_weight_casts(t, fwd_passes);
-    if (one_qkv_adapter(s, t)) {
+    if (one_qkv_adapter(s, t)) {  // its casts' kernels below, once for all the parts
+      add_weight_casts(t, fwd_passes, 0);
       qkv_in = in, qkv_x = input_bytes(s, t), qkv_adapted += out, parts += 1, qkv_count = count;
       continue;
     }
+    add_weight_casts(t, fwd_passes, 2 * launches);
     const adapter_cost l = linear_adapter(s, t, a);
     c.bytes += n * count * t.token_share * (l.fwd * fwd_passes + l.bwd);
     c.forward_kernels += launches * l.k_fwd;
@@ -138,7 +143,7 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
     // at a time, each chunk launching its kernels.
     const double chunks = s.loss == loss_impl::chunked ? 8 : 1;
     const adapter_cost l = linear_adapter(s, *head, a);
-    add_weight_casts(*head, 1);
+    add_weight_casts(*head, 1, 2);
     c.bytes += n * (l.fwd + l.bwd);
     c.forward_kernels += chunks * l.k_fwd;
     c.backward_kernels += chunks * l.k_bwd;
@@ -171,9 +176,9 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
     c.bytes += n * qkv_count * (q.fwd * fwd_passes + q.bwd);
     c.forward_kernels += qkv_count * q.k_fwd;
     c.backward_kernels += qkv_count * q.k_bwd;
-    if (cast_weights) {  // one lora_A and its cast for all the parts; lora_B cast per conv
-      c.forward_kernels -= qkv_count * (2 * parts - 1 - convs);
-      c.backward_kernels -= qkv_count * (2 * parts - 1 - convs);
+    if (cast_weights) {  // one lora_A cast for all the parts, lora_B's one a conv
+      c.forward_kernels += qkv_count * (1 + convs);
+      c.backward_kernels += qkv_count * (1 + convs);
     }
   }
   return c;

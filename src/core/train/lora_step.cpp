@@ -82,11 +82,6 @@ std::string_view to_string(lora_module m) {
   return "?";
 }
 
-bool one_qkv_adapter(const training_setup& s, const weight_tensor& t) {
-  return lora_module_of(s) == lora_module::litgpt && lora_adapts(s, t) &&
-         (t.name == "layers.q_proj" || t.name == "layers.k_proj" || t.name == "layers.v_proj");
-}
-
 void add_lora_gemms(const training_setup& s, std::int64_t tokens, bool checkpointing, std::vector<step_gemm>& out) {
   if (s.lora_rank <= 0) return;
   const std::int64_t r = s.lora_rank;
