@@ -182,7 +182,7 @@ TEST(lora_modules, torchtitan_adapts_the_lm_head_too) {
 // A layer's LoRA temporaries beyond what it keeps, in the frameworks' own modules: at up's add the
 // frozen output, the scaled adapter output and their sum (a bytes each), less the sum (kept by the
 // gate product) and the product (kept by down's lora_A): a x 14,336 a token, in bf16 2 bytes, under
-// torchtitan's autocast too; peft's fp32 copy at down_proj makes its 6 under autocast.
+// torchtitan's bf16 policy too; peft's fp32 copy at down_proj makes its 6 under autocast.
 TEST(lora_modules, own_modules_hold_one_output_width_of_temporaries) {
   auto transient = [](const training_setup& s) {
     return static_cast<double>(estimate_memory(s).lora_transient_bytes_per_sample) / 2048;
@@ -191,4 +191,14 @@ TEST(lora_modules, own_modules_hold_one_output_width_of_temporaries) {
   EXPECT_DOUBLE_EQ(transient(own_lora_setup(training_framework::fsdp2, precision::bf16_mixed)), 2 * 14336.0);
   EXPECT_DOUBLE_EQ(transient(own_lora_setup(training_framework::fsdp2, precision::fp32)), 4 * 14336.0);
   EXPECT_DOUBLE_EQ(transient(own_lora_setup(training_framework::hf, precision::bf16_mixed)), 6 * 14336.0);
+  // LitGPT's default q and v: its one qkv adapter adds at the whole qkv width, 4096 + 2 x 1024, not
+  // at q's 4096; torchtune's q and v adapters each at their own.
+  training_setup lit = own_lora_setup(training_framework::litgpt, precision::bf16_mixed);
+  lit.lora_targets = lora_q | lora_v;
+  EXPECT_DOUBLE_EQ(transient(lit), 2 * 6144.0);
+  lit.lora_targets = lora_v;
+  EXPECT_DOUBLE_EQ(transient(lit), 2 * 6144.0);
+  training_setup tune = own_lora_setup(training_framework::torchtune, precision::bf16);
+  tune.lora_targets = lora_q | lora_v;
+  EXPECT_DOUBLE_EQ(transient(tune), 2 * 4096.0);
 }

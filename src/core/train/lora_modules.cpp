@@ -98,6 +98,14 @@ bool one_qkv_adapter(const training_setup& s, const weight_tensor& t) {
   return lora_module_of(s) == lora_module::litgpt && is_qkv(t) && lora_adapts(s, t);
 }
 
+double one_qkv_adapter_width(const training_setup& s) {
+  double width = 0;
+  bool adapted = false;
+  for (const auto& t : weight_tensors(s.model))
+    if (is_qkv(t)) width += static_cast<double>(t.rows), adapted = adapted || one_qkv_adapter(s, t);
+  return adapted ? width : 0;
+}
+
 bool lora_copies_input(const training_setup& s, const weight_tensor& t) {
   if (s.lora_dropout > 0) return true;
   if (lora_module_of(s) == lora_module::peft)  // its cast to the adapters' dtype (and autocast's back)

@@ -68,4 +68,8 @@ lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool 
 // one lora_A (r rows for each adapted part) serves them all.
 bool one_qkv_adapter(const training_setup& s, const weight_tensor& t);
 
+// The whole qkv width where one_qkv_adapter holds for any part (its zero_pad, scale and add run at
+// that width, q, k and v adapted or not), else 0.
+double one_qkv_adapter_width(const training_setup& s);
+
 }  // namespace tiletune

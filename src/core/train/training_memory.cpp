@@ -104,12 +104,13 @@ double optimizer_state_bytes(const training_setup& s) {
 // ones: base a + scaled a + sum a at up's add, less the sum (kept by the
 // product) and the product (kept by down's lora_A; with dropout its copy and
 // mask, a + 1, kept instead, and the product a at down itself): a W.
-// An expert's adapters see its share of the tokens.
+// An expert's adapters see its share of the tokens. LitGPT's one qkv
+// adapter adds at the whole qkv width, whichever of q, k and v it adapts.
 double lora_transient_per_token(const training_setup& s) {
   const double per_width = lora_module_of(s) != lora_module::peft ? activation_bytes(s.prec)
                            : is_mixed(s.prec)                     ? 6
                                                                   : 4;
-  double widest = 0;
+  double widest = one_qkv_adapter_width(s);
   for (const auto& t : weight_tensors(s.model))
     if (lora_adapts(s, t))
       widest = std::max(widest, static_cast<double>(t.rows) * std::min(1.0, t.token_share));
