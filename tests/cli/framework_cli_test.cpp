@@ -96,6 +96,27 @@ TEST(batch_framework, fsdp2_shards_over_every_gpu) {
   EXPECT_NE(ds.out.find("fp32 step gradients (optimizer step) 29.92"), std::string::npos) << ds.out;
 }
 
+// torchtitan's --zero 0 (data_parallel_replicate_degree 8): fully_shard at shard degree 1, so each GPU
+// keeps Llama-3.2-1B's whole fp32 parameters and two gathered bf16 units (the embedding, 128,256 x
+// 2,048, the largest: 2 x 2 x 262,668,288 = 1,050,673,152), and the step all-reduces the gradients
+// every micro-step (replicated_all_reduce_ms), nothing once a step; the note says so.
+TEST(batch_framework, fsdp2_at_zero_0_is_fsdp_at_shard_degree_1) {
+  const nlohmann::json p = plan_with({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--world-size", "8",
+                                      "--zero", "0", "--global-batch", "64", "--no-db", "--json"},
+                                     {"--framework", "fsdp2"});
+  EXPECT_EQ(p["setup"]["zero_stage"], 0);
+  const double parameters = static_cast<double>(p["model"]["parameters"].get<std::int64_t>());  // 1,235,814,400
+  EXPECT_EQ(p["memory"]["weights_bytes"].get<double>(), 4 * parameters + 1'050'673'152.0);
+  EXPECT_GT(p["memory"]["fsdp_unit_gradient_bytes"].get<std::int64_t>(), 0);
+  for (const auto& c : p["candidates"]) {
+    ASSERT_TRUE(c["time"].contains("replicated_all_reduce_ms")) << c.dump();
+    EXPECT_GT(c["time"]["replicated_all_reduce_ms"].get<double>(), 0);
+    EXPECT_FALSE(c["time"].contains("zero2_reduce_scatter_ms"));
+    EXPECT_EQ(c["time"]["allreduce_ms_per_global_step"], 0);
+  }
+  EXPECT_TRUE(any_note(p, "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1"));
+}
+
 // A buffer too small for two decimals of a GiB is not shown as none: torchtune's LoRA on 8 GPUs
 // (FSDP2, pure bf16) reduce-scatters a block's bf16 adapter gradients, 39,321,600 / 32 = 1,228,800
 // of them, through an input of their own width: 4 x 1,228,800 = 4,915,200 bytes, 0.0046 GiB.

@@ -77,19 +77,22 @@ TEST(lora_step, litgpt_runs_one_adapter_over_its_qkv_linear) {
 // torchtitan (b5bcd76) applies fully_shard at every --zero, one GPU included (llama3/parallelize.py:
 // "with shard_degree=1 it is a no-op for the all-gather but still installs the MixedPrecisionPolicy"),
 // and runs no autocast: its model, the frozen LoRA base included, is fp32 (4 bytes a weight), cast to
-// bf16 by the policy, and nothing is cast by autocast.
+// bf16 by the policy, and nothing is cast by autocast. Beside it the two units the policy gathers in
+// bf16, at --zero 3 on one GPU as at --zero 0 (shard degree 1; zero_buffers.hpp, fsdp_replicated).
 TEST(lora_modules, torchtitans_fp32_base_is_cast_by_fsdp2_not_autocast) {
-  const training_setup one = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
-  ASSERT_FALSE(runs_under_autocast(one));
-  const memory_breakdown m = estimate_memory(one);
+  const training_setup replicated = own_lora_setup(training_framework::fsdp2, precision::bf16_mixed);
+  ASSERT_FALSE(runs_under_autocast(replicated));
+  const memory_breakdown m = estimate_memory(replicated);
   double base = 0;
-  for (const auto& t : weight_tensors(one.model)) base += static_cast<double>(t.parameters());
-  EXPECT_DOUBLE_EQ(static_cast<double>(m.weights_bytes), 4 * base + 4 * static_cast<double>(m.trainable_parameters));
+  for (const auto& t : weight_tensors(replicated.model)) base += static_cast<double>(t.parameters());
+  EXPECT_DOUBLE_EQ(static_cast<double>(m.weights_bytes), 4 * base + 4 * static_cast<double>(m.trainable_parameters) +
+                                                             static_cast<double>(gathered_weights_bytes(replicated)));
+  EXPECT_EQ(gathered_weights_bytes(replicated), 2 * 2 * 128'256LL * 4096);  // the embedding, the largest unit
   EXPECT_EQ(m.autocast_weight_copies_bytes, 0);
-  training_setup sharded = one;
+  training_setup sharded = replicated;
   sharded.zero_stage = 3;
   EXPECT_EQ(estimate_memory(sharded).autocast_weight_copies_bytes, 0);
-  EXPECT_GT(estimate_memory(sharded).weights_bytes, static_cast<std::int64_t>(4 * base));  // and gathered units
+  EXPECT_EQ(estimate_memory(sharded).weights_bytes, m.weights_bytes);
 }
 
 // torchtitan's LoRALinear on q_proj alone, on one GPU or eight: no cast on the adapter path (the

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
+#include "core/train/gradient_traffic.hpp"
 #include "core/train/optimizer_placement.hpp"
+#include "core/train/training_communication.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 #include "core/train/zero_buffers.hpp"
@@ -69,7 +71,8 @@ TEST(zero_buffers, stage_3_holds_two_gathered_units_beside_the_shard) {
 // FSDP2's reduce-scatter input beside them. The largest unit, Llama-3-8B's LM head (525,336,576):
 // torchtitan's bf16 gradients and fp32 reduce 6 bytes each, 3,152,019,456; torchtune's pure bf16
 // 2 + 2; LitGPT's FSDP1 under bf16-mixed fp32 gradients cast to bf16, 4 + 2. Stage 2 (FSDP without
-// resharding) reduce-scatters the same; DeepSpeed (its buckets) and unsharded setups have none.
+// resharding) reduce-scatters the same, and torchtitan at --zero 0 (shard degree 1) all-reduces the
+// same; DeepSpeed (its buckets) and DDP have none.
 TEST(zero_buffers, fsdp_holds_a_units_unsharded_gradients_until_their_reduce_scatter) {
   constexpr std::int64_t unit = 525'336'576;
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 3, 8)), 6 * unit);
@@ -89,7 +92,8 @@ TEST(zero_buffers, fsdp_holds_a_units_unsharded_gradients_until_their_reduce_sca
   lit.lora_rank = 16;
   lit.lora_targets = parse_lora_targets("q,v");
   EXPECT_EQ(fsdp_unit_gradient_bytes(lit), 8 * 212'992);
-  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 0, 8)), 0);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::fsdp2, 0, 8)), 6 * unit);
+  EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::hf, 0, 8)), 0);
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::deepspeed, 3, 8)), 0);
   EXPECT_EQ(fsdp_unit_gradient_bytes(llama(training_framework::hf, 3, 8)), 0);
   // In the peak: every backward phase holds them, the forward and the optimizer step do not.
@@ -258,4 +262,50 @@ TEST(zero_buffers, the_stage_3_config_holds_deepspeed_to_two_units) {
   nlohmann::json none = {{"stage", 0}};
   add_deepspeed_zero_settings(llama(training_framework::deepspeed, 0, 8), none);
   EXPECT_EQ(none, nlohmann::json({{"stage", 0}}));
+}
+
+// torchtitan at --zero 0 (data_parallel_replicate_degree 8, shard degree 1) still runs fully_shard:
+// each GPU keeps what --zero 3 keeps on one GPU (fp32 parameters, gradients and AdamW's states
+// whole, two units gathered in bf16, a unit's bf16 gradients and fp32 reduce input), and all-reduces
+// its fp32 gradients at every micro-step's backward (no gradient sync is disabled), not DDP's once
+// a step from its buckets. Before, it was planned as DDP: no gathered units, no unit gradients.
+TEST(zero_buffers, torchtitan_replicated_keeps_what_one_gpu_keeps_and_all_reduces_every_micro_step) {
+  const training_setup replicated = llama(training_framework::fsdp2, 0, 8);
+  ASSERT_TRUE(fsdp_replicated(replicated));
+  EXPECT_FALSE(fsdp_replicated(llama(training_framework::hf, 0, 8)));
+  EXPECT_FALSE(fsdp_replicated(llama(training_framework::fsdp2, 3, 8)));
+  const memory_breakdown m = estimate_memory(replicated), one = estimate_memory(llama(training_framework::fsdp2, 3, 1));
+  EXPECT_EQ(m.weights_bytes, 4 * llama_parameters + 2'101'346'304LL);
+  EXPECT_EQ(m.gradients_bytes, 4 * llama_parameters);
+  EXPECT_EQ(m.optimizer_bytes, 8 * llama_parameters);
+  EXPECT_EQ(m.fsdp_unit_gradient_bytes, 6 * 525'336'576LL);
+  EXPECT_EQ(m.autocast_weight_copies_bytes, 0);
+  for (auto field : {&memory_breakdown::weights_bytes, &memory_breakdown::gradients_bytes,
+                     &memory_breakdown::optimizer_bytes, &memory_breakdown::fsdp_unit_gradient_bytes})
+    EXPECT_EQ(m.*field, one.*field);
+  // The exchange: 2 x 7/8 x P x 4 bytes over 450 GB/s at 80%, each micro-step; nothing once a step.
+  const device_spec& h100 = find_preset("h100-sxm");
+  const communication_estimate c = estimate_communication(replicated, h100);
+  EXPECT_NEAR(c.per_micro_step_reduce_ms, 2 * 7.0 / 8 * 4 * static_cast<double>(llama_parameters) / (450 * 0.8 * 1e6),
+              1e-9);
+  EXPECT_EQ(c.per_global_step_ms, 0);
+  EXPECT_EQ(c.per_micro_step_ms, 0);  // its gathers are local copies
+  // No DDP bucket copies; FSDP2's copy into the reduce input (2 + 4) every micro-step.
+  const gradient_traffic t = gradient_traffic_of(replicated);
+  EXPECT_EQ(t.micro_step, 6);
+  EXPECT_EQ(t.boundary, 0);
+}
+
+// LoRA under ZeRO and FSDP: the adapters are parameters beside the frozen base, held, sharded and
+// gathered with it (they were left out of the weights, their gradients and states counted).
+// DeepSpeed's bf16 model at stage 3 on 8 GPUs, q and v at rank 16: 2 bytes each, an eighth a GPU.
+TEST(zero_buffers, lora_adapters_are_weights_under_zero_too) {
+  training_setup s = llama(training_framework::deepspeed, 3, 8);
+  s.lora_rank = 16;
+  s.lora_targets = parse_lora_targets("q,v");
+  const memory_breakdown m = estimate_memory(s);
+  EXPECT_EQ(m.trainable_parameters, 32 * 212'992LL);
+  EXPECT_EQ(m.weights_bytes, (2 * llama_parameters + 2 * m.trainable_parameters) / 8 + gathered_weights_bytes(s));
+  s.zero_stage = 2;
+  EXPECT_EQ(estimate_memory(s).weights_bytes, 2 * llama_parameters + 2 * m.trainable_parameters);
 }

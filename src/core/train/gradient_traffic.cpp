@@ -52,7 +52,7 @@ gradient_traffic gradient_traffic_of(const training_setup& s) {
   if (fsdp_copies_gradients(s)) t.micro_step += fsdp_unit_gradient_bytes_per_parameter(s);
   if (deepspeed_zero(s) && s.zero_stage >= 2) t.micro_step += 2 * width;
   // Once per optimizer step, on every local gradient.
-  if (s.zero_stage == 0 && several && !megatron) t.boundary += 4 * width;  // DDP's buckets, DeepSpeed's flatten
+  if (s.zero_stage == 0 && several && !megatron && !fsdp_replicated(s)) t.boundary += 4 * width;  // DDP's buckets, DeepSpeed's flatten
   if (deepspeed_zero(s) && s.zero_stage == 1) t.boundary += 2 * width;
   // Once per optimizer step, on the rank's shard.
   if (deepspeed_runs(s)) {

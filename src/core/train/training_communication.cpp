@@ -76,7 +76,11 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const double Pd = static_cast<double>(mem.parameters - mem.expert_parameters);
   const double Pe = static_cast<double>(mem.expert_parameters) / ep;
   const double share = (W - 1) / W, share_e = (We - 1) / We;
-  if (s.zero_stage < 2) {
+  if (fsdp_replicated(s)) {
+    // torchtitan at --zero 0: each unit's fp32 gradients all-reduced across the replicas at the end of
+    // its backward, every micro-step (zero_buffers.hpp); its gathers are local copies.
+    c.per_micro_step_reduce_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+  } else if (s.zero_stage < 2) {
     c.per_global_step_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
   } else if (s.zero_stage == 2) {
     // DeepSpeed stage 2 reduces its gradient buckets in every backward (stage_1_and_2.py: with

@@ -23,7 +23,8 @@ struct communication_estimate {
   double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step (ZeRO-2: the parameters' all-gather)
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
   // ZeRO-2: the gradients' reduce-scatter, every micro-step (each rank keeps only its shard's
-  // gradients, so it cannot wait for the last micro-step as DDP's no_sync and ZeRO-1 do).
+  // gradients, so it cannot wait for the last micro-step as DDP's no_sync and ZeRO-1 do);
+  // torchtitan at --zero 0: their all-reduce across the replicas, every micro-step (fsdp_replicated).
   double per_micro_step_reduce_ms = 0;
   double link_gbs = 0;            // the collectives' bus bandwidth per GPU, one direction, as assumed
   std::string link;               // where that figure comes from

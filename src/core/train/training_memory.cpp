@@ -125,6 +125,8 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
   const bool lora = s.lora_rank > 0;
   const double ep = r.expert_parallel;
   double weights = 0, grads = 0, optimizer = 0, offloaded = 0, step_grads = 0;
+  // torchtitan's replicated FSDP keeps on each GPU what --zero 3 keeps on one (fsdp_replicated).
+  const int stage = fsdp_replicated(s) ? 3 : s.zero_stage;
   for (const bool experts : {false, true}) {
     const double split = experts ? ep : 1;
     const double P = static_cast<double>(experts ? r.expert_parameters : r.parameters - r.expert_parameters) / split;
@@ -151,16 +153,14 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // --offload optimizer: Megatron-LM's --optimizer-cpu-offload, the distributed optimizer's shard on the host.
       (s.offload == offload_kind::none ? optimizer : offloaded) += (states + master) / N;
       if (s.prec == precision::fp16_mixed && s.offload == offload_kind::none) step_grads += 4 * T / N;
-    } else if (s.zero_stage == 0 && !deepspeed_16bit(s)) {
+    } else if (stage == 0 && !deepspeed_16bit(s)) {
       // PyTorch / Hugging Face Trainer ("Model training anatomy" in the
       // transformers docs): AMP keeps fp32 weights and gradients (autocast's
       // 16-bit weight copies are counted apart: they live only until backward). Pure
       // bf16 keeps everything in bf16. LoRA freezes a base loaded in 16 bits
       // (fp32 for fp32 training) and trains fp32 adapters.
       if (lora) {
-        // (torchtitan's model is fp32 under bf16-mixed, cast by FSDP2's policy, replicated at --zero 0.)
-        const bool fp32_base = s.prec == precision::fp32 || fp32_model_under_autocast(s) ||
-                               (s.framework == training_framework::fsdp2 && is_mixed(s.prec));
+        const bool fp32_base = s.prec == precision::fp32 || fp32_model_under_autocast(s);
         const double base = fp32_base ? 4 : 2;
         const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
         weights += base_bytes(base) + adapter * T;
@@ -193,14 +193,16 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // (Offloaded, the masters' fp32 gradients are the host's.)
       if (deepspeed_16bit(s) && s.offload == offload_kind::none)
         step_grads += 4 * (s.zero_stage >= 3 ? std::min(T / N, 1e9) : T / N);
-      grads += s.zero_stage >= 2 ? shard_b * T / N : wb * T;
+      grads += stage >= 2 ? shard_b * T / N : wb * T;
+      // LoRA's adapters are parameters beside the frozen base, sharded and gathered with it.
+      auto model_bytes = [&](double b) { return base_bytes(b) + (lora ? b * T : 0); };
       (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
-          s.zero_stage >= 3 ? base_bytes(shard_b) / N : base_bytes(wb) + (fsdp_fp32 ? base_bytes(4) / N : 0);
+          stage >= 3 ? model_bytes(shard_b) / N : model_bytes(wb) + (fsdp_fp32 ? model_bytes(4) / N : 0);
     }
   }
   // ZeRO-3 gathers the unit that runs and the next one whole, beside the shard; with the parameters
   // offloaded they are all the GPU holds (zero_buffers.hpp).
-  if (s.zero_stage >= 3)
+  if (stage >= 3)
     weights = (s.offload == offload_kind::optimizer_params ? 0 : weights) + static_cast<double>(gathered_weights_bytes(s));
   r.deepspeed_bucket_bytes = deepspeed_bucket_bytes(s);
   r.fsdp_unit_gradient_bytes = fsdp_unit_gradient_bytes(s);
@@ -378,7 +380,7 @@ void add_logit_bytes(const training_setup& s, const token_inventory& inv, memory
   // The tied embedding's two gradient contributions beside their sum, at the
   // gradients' dtype (DDP; ZeRO's partitioned buckets are not modelled here).
   const bool tied_head = !m.causal || m.tied_embeddings;
-  if (tied_head && s.lora_rank == 0 && s.zero_stage == 0) {
+  if (tied_head && s.lora_rank == 0 && s.zero_stage == 0 && !fsdp_replicated(s)) {
     const double grad_elem = s.prec == precision::fp32 || is_mixed(s.prec) ? 4 : 2;
     r.tied_embedding_grad_bytes = static_cast<std::int64_t>(2 * grad_elem * static_cast<double>(m.vocab_size * m.hidden_size));
   }

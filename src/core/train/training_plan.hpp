@@ -278,7 +278,8 @@ struct step_time {
   double gradient_boundary_ms = 0, gradient_boundary_added_ms = 0;
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
   double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
-  double reduce_scatter_ms = 0;  // ZeRO-2 gradient reduce-scatter, every micro-step
+  // ZeRO-2's gradient reduce-scatter, every micro-step; torchtitan's at --zero 0 an all-reduce.
+  double reduce_scatter_ms = 0;
   // --offload: PCIe transfers (gradients down, updated 16-bit parameters up) and the CPU's optimizer
   // step, once per global step (their sum is optimizer_ms); with optimizer+params, the parameter
   // uploads and gradient downloads of every micro-step.

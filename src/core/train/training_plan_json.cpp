@@ -18,7 +18,8 @@ namespace tiletune {
 
 namespace {
 
-nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_parallel, bool paged) {
+nlohmann::json step_json(const step_time& t, const training_setup& s) {
+  const bool offloaded = s.offload != offload_kind::none, tensor_parallel = s.tensor_parallel > 1;
   nlohmann::json j = {{"gemm_ms", t.gemm_ms},
           {"memory_bound_ms", t.memory_bound_ms},
           {"launch_ms", t.launch_ms},
@@ -34,8 +35,9 @@ nlohmann::json step_json(const step_time& t, bool offloaded, bool tensor_paralle
           {"host_optimizer_ms", t.host_optimizer_ms},
           {"host_wait_ms", t.host_wait_ms}};
   if (tensor_parallel) j["tensor_parallel_ms"] = t.tensor_parallel_ms;  // per micro-step, not overlapped
-  if (t.reduce_scatter_ms > 0) j["zero2_reduce_scatter_ms"] = t.reduce_scatter_ms;  // per micro-step
-  if (paged) j["optimizer_paging_ms_per_global_step"] = t.paging_ms;     // --paged-optimizer
+  if (t.reduce_scatter_ms > 0)  // per micro-step
+    j[fsdp_replicated(s) ? "replicated_all_reduce_ms" : "zero2_reduce_scatter_ms"] = t.reduce_scatter_ms;
+  if (s.paged_optimizer) j["optimizer_paging_ms_per_global_step"] = t.paging_ms;     // --paged-optimizer
   if (t.context_parallel_ms > 0) j["context_parallel_ms"] = t.context_parallel_ms;  // the ring beyond attention
   if (t.pipeline_bubble_ms > 0) {  // --pipeline-parallel
     j["pipeline_p2p_ms"] = t.p2p_ms;
@@ -123,8 +125,7 @@ nlohmann::json candidates_json(const batch_plan& plan) {
                    {"step_ms", c.step_ms},
                    {"samples_per_s", c.samples_per_s},
                    {"tokens_per_s", c.tokens_per_s},
-                   {"time", step_json(c.time, plan.setup.offload != offload_kind::none, plan.setup.tensor_parallel > 1,
-                                      plan.setup.paged_optimizer)},
+                   {"time", step_json(c.time, plan.setup)},
                    {"gemm_time_basis", c.measured ? "measured (cuBLASLt)" : "predicted"}});
   }
   return out;

@@ -65,9 +65,15 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
         "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
         "it), {}; not yet compared with a multi-GPU run",
         data_parallel_degree(s),
-        s.zero_stage < 3 ? "gradient all-reduce per optimizer step" : "ZeRO-3 gathers and reduce-scatters per micro-step",
+        fsdp_replicated(s) ? "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1, "
+                             "data_parallel_replicate_degree; its gathers are local copies)"
+        : s.zero_stage < 3 ? "gradient all-reduce per optimizer step"
+                           : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link,
         !s.overlap_comm ? "not overlapped with compute (--overlap-comm off): all of it after backward"
+        : fsdp_replicated(s)
+            ? "overlapped with compute (each unit's under the micro-step's backward, two thirds of its compute) "
+              "except one layer's share"
         : s.zero_stage < 3
             ? "overlapped with compute (DDP's buckets under the last micro-step's backward, two thirds of its compute) "
               "except one layer's share"

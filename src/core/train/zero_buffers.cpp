@@ -75,10 +75,15 @@ std::int64_t gathered_weights_bytes(const training_setup& s) {
   return std::llround(2 * gathered_parameter_bytes(s) * gathered_unit_parameters(s));
 }
 
+bool fsdp_replicated(const training_setup& s) {
+  return s.zero_stage == 0 && s.framework == training_framework::fsdp2;
+}
+
 bool fsdp_runs(const training_setup& s) {
   using f = training_framework;
-  return s.zero_stage >= 2 && (s.framework == f::fsdp2 || s.framework == f::torchtune || s.framework == f::litgpt ||
-                               s.framework == f::composer);
+  return fsdp_replicated(s) ||
+         (s.zero_stage >= 2 && (s.framework == f::fsdp2 || s.framework == f::torchtune || s.framework == f::litgpt ||
+                                s.framework == f::composer));
 }
 
 double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s) {

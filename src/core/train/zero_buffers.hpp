@@ -56,8 +56,15 @@ double gathered_unit_parameters(const training_setup& s);
 // the parameters' width (2 bytes, 4 in fp32), beside the shard. With --offload optimizer+params
 // they are all the parameters the GPU holds.
 std::int64_t gathered_weights_bytes(const training_setup& s);
+// torchtitan at --zero 0 (data_parallel_replicate_degree, shard degree 1): fully_shard still runs,
+// over a mesh that shards over one GPU (HSDP). Each GPU keeps whole fp32 parameters, gradients and
+// optimizer states, as at --zero 3 on one GPU: each unit's bf16 copy gathered (a local copy) for its
+// forward and again for its backward, its gradients reduced in fp32 (an all-reduce across the
+// replicas) at the end of each micro-step's backward, the trainer disabling no gradient sync
+// (torchtitan b5bcd76: llama3/parallelize.py, distributed/fsdp.py resolve_fsdp_mesh, trainer.py).
+bool fsdp_replicated(const training_setup& s);
 // FSDP runs the data parallelism: frameworks fsdp2 and torchtune (FSDP2), litgpt and composer (FSDP1)
-// at --zero 2 and 3. Under a mixed precision its sharded parameters keep their own fp32 (the
+// at --zero 2 and 3, and torchtitan at --zero 0 (fsdp_replicated). Under a mixed precision its sharded parameters keep their own fp32 (the
 // mixed-precision policy casts what it gathers), so they are the optimizer's: no master copy, and
 // fp32 sharded gradients (FSDP2 casts the reduce-scatter's output to the parameters' dtype).
 bool fsdp_runs(const training_setup& s);
