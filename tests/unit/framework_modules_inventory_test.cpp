@@ -3,6 +3,8 @@
 // do, and each framework's chunked loss keeps what its loop allocates. Before, every one of them
 // was planned with transformers' modules and one chunked loss (every 16-bit logit kept, an eighth
 // of the fp32 temporaries): the figures below all differ from that.
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -220,4 +222,50 @@ TEST(framework_modules, each_frameworks_qk_norm_keeps_what_its_rms_norm_does) {
     s.model = qwen3;
     EXPECT_NE(layers_of(s), layer_impl::transformers);
   }
+}
+
+// torchtitan's own MoE (moe_inventory.cpp) on Qwen3-30B-A3B (h 2,048, 128 experts, top-8, expert
+// width 768), per token and MoE layer, by hand. In bf16: the fused norm's input and rstd (2h + 4),
+// the fp32 cast of x the fp32 router keeps (4h), the softmax's fp32 scores (4 x 128), the top-k ids
+// (8 x 8), route_norm's division its two inputs (4 x 8 + 4), the sort order and the rows (8 x 8
+// each), the routed rows (2 x 8h), the experts' gate, activation, up and product (4 x 2 x 8 x 768),
+// and at the combine the experts' outputs in fp32 (4 x 8h) with the sorted scores (4 x 8):
+// 160,520 bytes. In fp32 the norm keeps 4h + 4, the router x itself, each grouped GEMM a bf16 cast
+// of the rows (2 x 2 x 8h), the experts still in bf16: 197,384. transformers' MoE inventory was
+// planned before; the MoE layer is what differs from a dense Qwen3 of the same attention.
+TEST(framework_modules, torchtitans_moe_keeps_its_fp32_router_sorted_rows_and_fp32_expert_outputs) {
+  auto config_of = [](const char* file) {
+    std::ifstream in(std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/" + file);
+    EXPECT_TRUE(in) << file;
+    return nlohmann::json::parse(in);
+  };
+  nlohmann::json config = config_of("qwen3-30b-a3b.json");
+  const model_spec moe = model_from_hf_config(config, "qwen3-30b-a3b.json");
+  ASSERT_TRUE(framework_modules_cover(moe, layer_impl::torchtitan));
+  EXPECT_FALSE(framework_modules_cover(moe, layer_impl::torchtune));
+  config["model_type"] = "qwen3";
+  const model_spec dense = model_from_hf_config(config, "qwen3.json");
+  const double mh = 2048, I6 = 6144;
+  for (const int bytes : {2, 4}) {
+    auto layer = [&](const model_spec& m) {
+      return inventory(m, 2048, bytes, false, attention_kernel::fused, false, loss_impl::eager, layer_impl::torchtitan)
+          .layer_saved;
+    };
+    // The dense MLP block: the fused norm (input and rstd), its output kept by gate and up, 4 x I.
+    const double dense_mlp = bytes * mh + 4 + bytes * mh + 4 * bytes * I6;
+    EXPECT_EQ(layer(moe) - (layer(dense) - dense_mlp), bytes == 2 ? 160'520 : 197'384) << bytes;
+  }
+  // The plan runs it for --framework fsdp2; in fp32 the experts' bf16 weight casts are kept
+  // (2 bytes an expert weight, over the expert-parallel ranks), none in bf16-mixed.
+  training_setup s = setup(training_framework::fsdp2);
+  s.model = moe;
+  EXPECT_EQ(layers_of(s), layer_impl::torchtitan);
+  s.prec = precision::fp32;
+  const memory_breakdown fp32 = estimate_memory(s);
+  EXPECT_EQ(fp32.autocast_weight_copies_bytes, 2 * fp32.expert_parameters);
+  s.prec = precision::bf16_mixed;
+  EXPECT_EQ(estimate_memory(s).autocast_weight_copies_bytes, 0);
+  // Mixtral is no torchtitan model: transformers' modules, as before.
+  s.model = model_from_hf_config(config_of("mixtral-8x7b.json"), "mixtral-8x7b.json");
+  EXPECT_EQ(layers_of(s), layer_impl::transformers);
 }

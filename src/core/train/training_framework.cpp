@@ -83,9 +83,9 @@ framework_note own_modules_note(const training_setup& s, layer_impl own, const c
     return {"", fmt::format("{} runs its own modules ({}): the blocks keep and move what those do, not what "
                             "transformers' do; read from the sources, not traced",
                             who, what)};
-  return {"", fmt::format("{}'s own modules are modelled for dense Llama-style blocks with flash attention; {}'s are "
+  return {"", fmt::format("{}'s own modules are modelled for dense Llama-style blocks{} with flash attention; {}'s are "
                           "planned as transformers' eager ones",
-                          who, s.model.name)};
+                          who, own == layer_impl::torchtitan ? " and its Qwen3-MoE" : "", s.model.name)};
 }
 
 framework_bundle torchtitan(const training_setup& s) {
@@ -109,9 +109,14 @@ framework_bundle torchtitan(const training_setup& s) {
                                              ? framework_setting{"--adapter-dtype", "bf16", "training.dtype bfloat16"}
                                              : framework_setting{"--adapter-dtype", "fp32",
                                                                  "fp32 parameters, cast by the mixed-precision policy"}});
-  b.notes.push_back(own_modules_note(s, layer_impl::torchtitan, "torchtitan",
-                                     "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; "
-                                     "SDPA with enable_gqa"));
+  b.notes.push_back(own_modules_note(
+      s, layer_impl::torchtitan, "torchtitan",
+      s.model.is_moe() ? "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; SDPA with "
+                         "enable_gqa; its MoE: an fp32 router, the routed rows sorted by expert (argsort), "
+                         "torch._grouped_mm in bf16, the scores applied in fp32 at the combine, which keeps the "
+                         "experts' outputs in fp32, and a deterministic scatter_add"
+                       : "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; "
+                         "SDPA with enable_gqa"));
   b.notes.push_back({"--loss", "torchtitan's ChunkedLossWrapper runs each chunk's backward at once: no logit outlives "
                                "its chunk, and an fp32 buffer of the hidden states' gradient is held through the loop "
                                "(components/loss.py, by our reading, not traced)"});

@@ -248,6 +248,11 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
       r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
     }
   }
+  // torchtitan's grouped experts multiply in bf16 at every precision (moe_inventory.cpp): in fp32
+  // each MoE layer's expert weights are cast (w.bfloat16()), and the grouped GEMMs keep the casts
+  // to the layer's backward, as autocast keeps its copies.
+  if (s.prec == precision::fp32 && m.is_moe() && layers_of(s) == layer_impl::torchtitan)
+    r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * static_cast<double>(r.expert_parameters) / ep);
 }
 
 // peft's lora_A keeps its own copy of each adapted linear's input (peft
