@@ -253,6 +253,7 @@ std::map<std::string, std::string> given_flags(const batch_options& o) {
   add("--lora-dropout", o.lora_dropout);
   add("--overlap-comm", o.overlap_comm);
   add("--grad-clip", o.grad_clip);
+  add("--expert-parallel", o.expert_parallel);
   return given;
 }
 
@@ -282,7 +283,6 @@ void run_batch(const batch_options& o, run_context& ctx) {
   s.gpus_per_node = o.gpus_per_node;
   s.network_gbs = o.network_gbs;
   s.lora_rank = o.lora_rank;
-  s.expert_parallel = o.expert_parallel;
   s.tensor_parallel = o.tensor_parallel;
   s.sequence_parallel = o.sequence_parallel;
   s.pipeline_parallel = o.pipeline_parallel;

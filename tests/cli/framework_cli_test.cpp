@@ -117,6 +117,26 @@ TEST(batch_framework, fsdp2_at_zero_0_is_fsdp_at_shard_degree_1) {
   EXPECT_TRUE(any_note(p, "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1"));
 }
 
+// torchtitan on an MoE: its expert_parallel_degree defaults to 1 (the experts sharded by FSDP with the
+// rest, its local dispatcher); --expert-parallel wins, and the note says it replaced the default.
+TEST(batch_framework, fsdp2_keeps_the_experts_unsplit_unless_told) {
+  const std::string qwen3_moe = std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/qwen3-30b-a3b.json";
+  const std::vector<std::string> base = {"batch", "--model", qwen3_moe, "--gpu", "h100-sxm", "--world-size", "8",
+                                         "--checkpointing", "on", "--no-db", "--json"};
+  const nlohmann::json titan = plan_with(base, {"--framework", "fsdp2"});
+  EXPECT_EQ(titan["setup"]["expert_parallel"], 1);
+  EXPECT_TRUE(any_note(titan, "--expert-parallel 1 (ParallelismConfig.expert_parallel_degree 1)"));
+  EXPECT_TRUE(any_note(titan, "its MoE: an fp32 router"));
+  const nlohmann::json split = plan_with(base, {"--framework", "fsdp2", "--expert-parallel", "8"});
+  EXPECT_EQ(split["setup"]["expert_parallel"], 8);
+  EXPECT_TRUE(any_note(split, "--expert-parallel 8 (fsdp2's: 1)"));
+  // hf keeps its default, the experts split over gcd(128, 8) GPUs; a dense model gets no such setting.
+  EXPECT_EQ(plan_with(base, {"--framework", "hf"})["setup"]["expert_parallel"], 8);
+  EXPECT_FALSE(any_note(plan_with({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db", "--json"},
+                                  {"--framework", "fsdp2"}),
+                        "--expert-parallel"));
+}
+
 // A buffer too small for two decimals of a GiB is not shown as none: torchtune's LoRA on 8 GPUs
 // (FSDP2, pure bf16) reduce-scatters a block's bf16 adapter gradients, 39,321,600 / 32 = 1,228,800
 // of them, through an input of their own width: 4 x 1,228,800 = 4,915,200 bytes, 0.0046 GiB.

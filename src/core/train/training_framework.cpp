@@ -47,7 +47,7 @@ const std::pair<training_framework, const char*> framework_names[] = {
 // the overlap of the exchange the ZeRO stage).
 const char* const framework_flags[] = {"--precision",    "--attention",     "--loss",         "--checkpointing",
                                        "--zero",         "--lora-targets",  "--adapter-dtype", "--lora-dropout",
-                                       "--overlap-comm", "--grad-clip"};
+                                       "--overlap-comm", "--grad-clip",   "--expert-parallel"};
 
 std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const training_setup& s) {
   if (flag == "--precision") return gpu_has_bf16 ? "bf16-mixed" : "fp16-mixed";
@@ -56,6 +56,7 @@ std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const t
   if (flag == "--checkpointing") return "auto";
   if (flag == "--zero" || flag == "--lora-dropout") return "0";
   if (flag == "--overlap-comm") return "on";  // PyTorch DDP's bucketed all-reduce, FSDP's prefetch
+  if (flag == "--expert-parallel") return "";  // expert_parallel_degree's default (moe_parallel.hpp)
   // The Trainer's max_grad_norm 1.0; a step inside backward cannot clip (no global norm yet).
   if (flag == "--grad-clip") return s.optimizer_in_backward ? "off" : "on";
   if (flag == "--lora-targets") return "all-linear";
@@ -103,6 +104,8 @@ framework_bundle torchtitan(const training_setup& s) {
           ? framework_setting{"--zero", "3", "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU"}
           : framework_setting{"--zero", "3", "one GPU: fully_shard still runs, for its MixedPrecisionPolicy"},
       clipping(s, true, "max_norm 1.0: dist_utils.clip_grad_norm_ before each step")};
+  if (s.model.is_moe())  // its dispatcher then LocalTokenDispatcher, the experts sharded by FSDP with the rest
+    b.settings.push_back({"--expert-parallel", "1", "ParallelismConfig.expert_parallel_degree 1"});
   if (s.lora_rank > 0)  // LoRAConverter: target_modules None converts every Linear; adapters in the params' fp32.
     b.settings.insert(b.settings.end(), {{"--lora-targets", "all-linear", "LoRAConverter target_modules None"},
                                          s.prec == precision::bf16
@@ -340,6 +343,11 @@ void set_option(training_setup& s, const std::string& flag, const std::string& t
   else if (flag == "--lora-targets") s.lora_targets = parse_lora_targets(text);
   else if (flag == "--adapter-dtype") s.adapters = parse_adapter_dtype(text);
   else if (flag == "--lora-dropout") std::from_chars(text.data(), text.data() + text.size(), s.lora_dropout);
+  else if (flag == "--expert-parallel") {
+    s.expert_parallel.reset();
+    if (int ep = 0; !text.empty() && std::from_chars(text.data(), text.data() + text.size(), ep).ec == std::errc())
+      s.expert_parallel = ep;
+  }
   else if (flag == "--overlap-comm" || flag == "--grad-clip") {
     if (text != "on" && text != "off") throw usage_error(fmt::format("{} '{}' is not on or off", flag, text));
     (flag == "--overlap-comm" ? s.overlap_comm : s.grad_clip) = text == "on";
