@@ -134,8 +134,9 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "--adapter-dtype says otherwise)")
       ->capture_default_str();
   cmd->add_option("--expert-parallel", o->expert_parallel,
-                  "MoE models: GPUs the routed experts are split over (default: the framework's; fsdp2: 1, as "
-                  "torchtitan's expert_parallel_degree; the others gcd(experts, world size); 1: none)");
+                  "MoE models: GPUs the routed experts are split over, dividing --world-size and the experts (default: 1, "
+                  "none, as every framework's default: transformers' Trainer splits no experts, torchtitan's "
+                  "expert_parallel_degree and Megatron-LM's --expert-model-parallel-size are 1)");
   cmd->add_option("--tensor-parallel", o->tensor_parallel,
                   "Megatron-LM tensor parallelism over T GPUs of a node: each holds 1/T of every block's heads, "
                   "MLP width and the vocabulary; 4 all-reduces of the layer's activation per layer and micro-batch "

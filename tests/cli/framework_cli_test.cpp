@@ -130,8 +130,11 @@ TEST(batch_framework, fsdp2_keeps_the_experts_unsplit_unless_told) {
   const nlohmann::json split = plan_with(base, {"--framework", "fsdp2", "--expert-parallel", "8"});
   EXPECT_EQ(split["setup"]["expert_parallel"], 8);
   EXPECT_TRUE(any_note(split, "--expert-parallel 8 (fsdp2's: 1)"));
-  // hf keeps its default, the experts split over gcd(128, 8) GPUs; a dense model gets no such setting.
-  EXPECT_EQ(plan_with(base, {"--framework", "hf"})["setup"]["expert_parallel"], 8);
+  // hf's default is tiletune's, 1 (transformers' Trainer splits no experts), said in a note; a dense
+  // model gets no such setting.
+  const nlohmann::json hf = plan_with(base, {"--framework", "hf"});
+  EXPECT_EQ(hf["setup"]["expert_parallel"], 1);
+  EXPECT_TRUE(any_note(hf, "no expert parallelism (--expert-parallel 1, every framework's default)"));
   EXPECT_FALSE(any_note(plan_with({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db", "--json"},
                                   {"--framework", "fsdp2"}),
                         "--expert-parallel"));

@@ -16,7 +16,8 @@ const std::string mixtral = std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seed
 
 TEST(batch_moe, mixtral_on_eight_gpus_writes_its_memory_terms) {
   const result r = run({"batch", "--model", mixtral, "--gpu", "h100-sxm", "--seq-len", "2048", "--world-size", "8",
-                        "--zero", "3", "--optimizer", "adamw-8bit", "--global-batch", "64", "--json"});
+                        "--zero", "3", "--expert-parallel", "8", "--optimizer", "adamw-8bit", "--global-batch", "64",
+                        "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["memory"]["expert_parallel"], 8);

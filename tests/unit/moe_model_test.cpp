@@ -230,6 +230,8 @@ TEST(moe_step, mla_attention_uses_its_query_and_value_widths) {
 TEST(moe_parallel, experts_split_over_the_world) {
   const training_setup one = mixtral_setup(1, 0);
   training_setup eight = mixtral_setup(8, 3);
+  EXPECT_EQ(estimate_memory(eight).expert_parallel, 1);  // unless told: no framework splits them by default
+  eight.expert_parallel = 8;
   const memory_breakdown m1 = estimate_memory(one), m8 = estimate_memory(eight);
   EXPECT_EQ(m1.expert_parallel, 1);
   EXPECT_EQ(m8.expert_parallel, 8);
@@ -254,6 +256,7 @@ TEST(moe_parallel, experts_split_over_the_world) {
 
 TEST(moe_parallel, all_to_all_costs_time_and_is_said) {
   training_setup s = mixtral_setup(8, 3);
+  s.expert_parallel = 8;
   s.prec = precision::bf16;
   s.global_batch = 64;
   const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
@@ -290,6 +293,7 @@ TEST(moe_plan, mixtral_on_one_and_eight_gpus) {
   const batch_plan one = plan_batch(mixtral_setup(1, 0), h100);
   EXPECT_FALSE(one.recommended.has_value());
   training_setup s8 = mixtral_setup(8, 3);
+  s8.expert_parallel = 8;
   s8.optimizer = optimizer_kind::adamw_8bit;
   s8.global_batch = 64;
   const batch_plan eight = plan_batch(s8, h100);

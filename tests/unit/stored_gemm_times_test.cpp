@@ -144,6 +144,7 @@ TEST(stored_gemm_times, moe_experts_read_the_grouped_problems_gemm_model_stores)
   EXPECT_LT(stored.gemm_ms, base.gemm_ms);
   // Expert parallelism routes other ranks' tokens here: no grouped problem of this step is asked.
   s.world_size = 8;
+  s.expert_parallel = 8;
   asked.clear();
   predict_step(s, d, 1, false, {}, rates);
   EXPECT_TRUE(asked.empty());

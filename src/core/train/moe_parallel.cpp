@@ -1,7 +1,5 @@
 #include "core/train/moe_parallel.hpp"
 
-#include <numeric>
-
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -19,8 +17,7 @@ constexpr double alltoall_efficiency = 0.8;
 
 int expert_parallel_degree(const training_setup& s) {
   if (!s.model.is_moe() || s.model.moe_layers() < 1) return 1;
-  if (s.expert_parallel) return *s.expert_parallel;
-  return static_cast<int>(std::gcd(static_cast<std::int64_t>(s.world_size), s.model.num_experts));
+  return s.expert_parallel.value_or(1);
 }
 
 void validate_expert_parallel(const training_setup& s) {
@@ -85,8 +82,11 @@ std::vector<std::string> moe_notes(const training_setup& s, double link_gbs) {
         ep, m.num_experts / ep, m.num_experts, s.world_size / ep, s.world_size, activation_bytes(s.prec), ep - 1, ep,
         link_gbs, alltoall_efficiency));
   else if (s.world_size > 1)
-    notes.push_back("no expert parallelism (--expert-parallel 1, or experts and world size share no factor): every "
-                    "GPU holds every expert, as dense weights");
+    notes.push_back(fmt::format(
+        "no expert parallelism (--expert-parallel 1, every framework's default): every GPU holds every expert, as "
+        "dense weights (ZeRO or FSDP shards them with the rest); --expert-parallel N splits them over N GPUs "
+        "(it must divide {} and the {} experts), trading their memory for the tokens' all-to-all",
+        s.world_size, m.num_experts));
   return notes;
 }
 

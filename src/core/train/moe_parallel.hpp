@@ -8,9 +8,10 @@
 
 namespace tiletune {
 
-// Ranks the routed experts are split over: s.expert_parallel when given,
-// else gcd(experts, world size) (1 for a dense model or one GPU). Each rank
-// holds experts / degree experts of every MoE layer.
+// Ranks the routed experts are split over: s.expert_parallel when given, else 1,
+// every framework's default (transformers' Trainer splits no experts; Megatron-LM's
+// --expert-model-parallel-size, torchtitan's expert_parallel_degree default to 1);
+// 1 for a dense model. Each rank holds experts / degree experts of every MoE layer.
 int expert_parallel_degree(const training_setup& s);
 // Throws usage_error when --expert-parallel does not divide the world size
 // and the experts, or is asked of a dense model.

@@ -56,7 +56,7 @@ std::string tiletune_default(const std::string& flag, bool gpu_has_bf16, const t
   if (flag == "--checkpointing") return "auto";
   if (flag == "--zero" || flag == "--lora-dropout") return "0";
   if (flag == "--overlap-comm") return "on";  // PyTorch DDP's bucketed all-reduce, FSDP's prefetch
-  if (flag == "--expert-parallel") return "";  // expert_parallel_degree's default (moe_parallel.hpp)
+  if (flag == "--expert-parallel") return "";  // expert_parallel_degree's default, 1 (moe_parallel.hpp)
   // The Trainer's max_grad_norm 1.0; a step inside backward cannot clip (no global norm yet).
   if (flag == "--grad-clip") return s.optimizer_in_backward ? "off" : "on";
   if (flag == "--lora-targets") return "all-linear";

@@ -134,8 +134,8 @@ struct training_setup {
   std::optional<double> link_gbs;  // per-GPU bandwidth to the others (default: from the preset and world size)
   int gpus_per_node = 8;           // GPUs sharing a node's GPU link (NVLink); the rest across the network
   double network_gbs = 50;         // each GPU's network port, GB/s one direction (400 Gb/s: a DGX H100's NDR per GPU)
-  // MoE: ranks the routed experts are split over (none: gcd(experts, world
-  // size), 1: experts replicated like dense weights); moe_parallel.cpp.
+  // MoE: ranks the routed experts are split over (none or 1: experts held like
+  // dense weights, every framework's default); moe_parallel.cpp.
   std::optional<int> expert_parallel;
   // --tensor-parallel T (Megatron-LM) and --sequence-parallel: the world is T x data-parallel
   // GPUs; training_parallel.hpp plans one GPU's shard. dp_span: set on that shard only, the GPUs
