@@ -127,6 +127,8 @@ TEST(batch_framework, fsdp2_keeps_the_experts_unsplit_unless_told) {
   EXPECT_EQ(titan["setup"]["expert_parallel"], 1);
   EXPECT_TRUE(any_note(titan, "--expert-parallel 1 (ParallelismConfig.expert_parallel_degree 1)"));
   EXPECT_TRUE(any_note(titan, "its MoE: an fp32 router"));
+  EXPECT_TRUE(any_note(titan, "torchtitan's MoE multiplies every expert's rows in one torch._grouped_mm"));
+  EXPECT_FALSE(any_note(titan, "transformers' eager MoE blocks loop over the experts"));
   const nlohmann::json split = plan_with(base, {"--framework", "fsdp2", "--expert-parallel", "8"});
   EXPECT_EQ(split["setup"]["expert_parallel"], 8);
   EXPECT_TRUE(any_note(split, "--expert-parallel 8 (fsdp2's: 1)"));

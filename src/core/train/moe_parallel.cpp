@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 
 namespace tiletune {
@@ -62,10 +63,14 @@ std::vector<std::string> moe_notes(const training_setup& s, double link_gbs) {
       m.moe_layers(), m.num_layers, m.experts_per_token, m.num_experts,
       m.shared_intermediate_size > 0 ? " plus a shared expert" : "", active_parameter_count(m) / 1e9,
       parameter_count(m) / 1e9, m.num_experts / ep, m.experts_per_token, ep, m.num_experts));
-  notes.push_back(
-      "transformers' eager MoE blocks loop over the experts (a gather, three GEMMs, the activation, the product, the "
-      "weighting and an index_add per expert hit); the plan counts one grouped kernel of each instead "
-      "(torch._grouped_mm, or a fused MoE kernel): with the eager loop, launches add about 8 x experts per layer");
+  if (layers_of(s) == layer_impl::torchtitan)
+    notes.push_back("torchtitan's MoE multiplies every expert's rows in one torch._grouped_mm a projection, as the plan "
+                    "counts them");
+  else
+    notes.push_back(
+        "transformers' eager MoE blocks loop over the experts (a gather, three GEMMs, the activation, the product, "
+        "the weighting and an index_add per expert hit); the plan counts one grouped kernel of each instead "
+        "(torch._grouped_mm, or a fused MoE kernel): with the eager loop, launches add about 8 x experts per layer");
   notes.push_back(m.capacity_factor > 0
                       ? fmt::format("capacity factor {:g} (from the config): each expert's rows are padded to {:g} x "
                                     "the average and the tokens beyond it dropped",
