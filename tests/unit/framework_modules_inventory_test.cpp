@@ -260,6 +260,18 @@ TEST(framework_modules, torchtitans_moe_keeps_its_fp32_router_sorted_rows_and_fp
   training_setup s = setup(training_framework::fsdp2);
   s.model = moe;
   EXPECT_EQ(layers_of(s), layer_impl::torchtitan);
+  // Its router's GEMMs run in fp32 (autocast(float32)); transformers' in the compute dtype.
+  auto router_fp32 = [](const training_setup& x) {
+    int fp32 = 0, all = 0;
+    for (const step_gemm& g : step_gemms(x, 1, false))
+      if (g.name.starts_with("layers.router ")) ++all, fp32 += g.fp32 ? 1 : 0;
+    EXPECT_EQ(all, 3);
+    return fp32;
+  };
+  EXPECT_EQ(router_fp32(s), 3);
+  training_setup hf = s;
+  hf.framework = training_framework::hf;
+  EXPECT_EQ(router_fp32(hf), 0);
   s.prec = precision::fp32;
   const memory_breakdown fp32 = estimate_memory(s);
   EXPECT_EQ(fp32.autocast_weight_copies_bytes, 2 * fp32.expert_parameters);

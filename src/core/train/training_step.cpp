@@ -14,6 +14,7 @@
 #include "core/train/fused_projections.hpp"
 #include "core/train/gradient_traffic.hpp"
 #include "core/train/training_fp8.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_inventory.hpp"
 #include "core/train/host_time.hpp"
 #include "core/train/lora_step.hpp"
@@ -71,6 +72,7 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
       continue;
     }
     const bool in_layers = t.name.rfind("layers.", 0) == 0;
+    const std::size_t first = out.size();
     // y = x W^T, dx = dy W, dW = dy^T x (frozen weights skip dW).
     out.push_back({t.name + " forward", tokens, t.rows, t.cols, 1, t.count, 1});
     // (Per op: only the matmuls the policy does not save.)
@@ -78,6 +80,9 @@ void add_linear_gemms(const training_setup& s, std::int64_t tokens, bool checkpo
       out.push_back({t.name + " recompute", tokens, t.rows, t.cols, 1, recomputed_count(s, t.count), 1});
     out.push_back({t.name + " data-grad", tokens, t.cols, t.rows, 1, t.count, 1});
     if (!lora) out.push_back({t.name + " weight-grad", t.rows, t.cols, tokens, 1, t.count, 1});
+    // torchtitan's router runs under autocast(float32) (moe_inventory.cpp): its GEMMs in fp32.
+    if (t.name == "layers.router" && layers_of(s) == layer_impl::torchtitan)
+      for (std::size_t i = first; i < out.size(); ++i) out[i].fp32 = true;
   }
 }
 
