@@ -137,6 +137,8 @@ TEST(batch_framework, fsdp2_keeps_the_experts_unsplit_unless_told) {
   const nlohmann::json hf = plan_with(base, {"--framework", "hf"});
   EXPECT_EQ(hf["setup"]["expert_parallel"], 1);
   EXPECT_TRUE(any_note(hf, "no expert parallelism (--expert-parallel 1, every framework's default)"));
+  // Megatron-LM's default experts loop (SequentialMLP), said where the plan counts grouped kernels.
+  EXPECT_TRUE(any_note(plan_with(base, {"--framework", "megatron"}), "runs SequentialMLP"));
   EXPECT_FALSE(any_note(plan_with({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db", "--json"},
                                   {"--framework", "fsdp2"}),
                         "--expert-parallel"));

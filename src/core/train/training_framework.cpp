@@ -171,6 +171,11 @@ framework_bundle megatron(const training_setup& s) {
                                        "transformers' eager ones (more activations and memory-bound traffic than "
                                        "Megatron-LM's)",
                                        s.model.name)});
+  if (s.model.is_moe())
+    b.notes.push_back({"", "Megatron-LM without --moe-grouped-gemm (its default, a store_true flag) runs SequentialMLP: "
+                           "each local expert's fc1, activation and fc2 in turn, three launches an expert; the plan "
+                           "counts one grouped kernel of each (TEGroupedMLP, with --moe-grouped-gemm); "
+                           "--expert-model-parallel-size defaults to 1, as --expert-parallel here"});
   b.notes.push_back({"--loss", "Megatron-LM's unfused cross-entropy keeps its fp32 softmax (4 bytes a logit: "
                                "cross_entropy.py saves exp_logits) where the eager loss counts 14 at its backward "
                                "peak: the logits term is high"});
