@@ -296,6 +296,24 @@ TEST(zero_buffers, torchtitan_replicated_keeps_what_one_gpu_keeps_and_all_reduce
   EXPECT_EQ(t.boundary, 0);
 }
 
+// FSDP at --zero 2 (FSDP2's reshard_after_forward False, FSDP1's SHARD_GRAD_OP) keeps the parameters
+// gathered from forward to backward but reshards after backward: every micro-step gathers them once
+// (2 x 7/8 x P bytes in bf16 on 8 GPUs) beside its gradients' reduce-scatter; DeepSpeed's ZeRO-2 holds
+// its 16-bit weights whole and gathers once after the optimizer step. Before, FSDP's stage 2 was
+// planned with DeepSpeed's once-a-step gather.
+TEST(zero_buffers, fsdp_stage_2_gathers_every_micro_step) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const double bytes_per_ms = 450 * 0.8 * 1e6, P = static_cast<double>(llama_parameters);
+  const communication_estimate fsdp = estimate_communication(llama(training_framework::fsdp2, 2, 8), h100);
+  EXPECT_NEAR(fsdp.per_micro_step_ms, 7.0 / 8 * P * 2 / bytes_per_ms, 1e-9);
+  EXPECT_NEAR(fsdp.per_micro_step_reduce_ms, 7.0 / 8 * P * 4 / bytes_per_ms, 1e-9);  // fp32 reduce
+  EXPECT_EQ(fsdp.per_global_step_ms, 0);
+  const communication_estimate ds = estimate_communication(llama(training_framework::deepspeed, 2, 8), h100);
+  EXPECT_EQ(ds.per_micro_step_ms, 0);
+  EXPECT_NEAR(ds.per_micro_step_reduce_ms, 7.0 / 8 * P * 2 / bytes_per_ms, 1e-9);  // its bf16 gradients
+  EXPECT_EQ(ds.per_global_step_ms, ds.per_micro_step_reduce_ms);
+}
+
 // LoRA under ZeRO and FSDP: the adapters are parameters beside the frozen base, held, sharded and
 // gathered with it (they were left out of the weights, their gradients and states counted).
 // DeepSpeed's bf16 model at stage 3 on 8 GPUs, q and v at rank 16: 2 bytes each, an eighth a GPU.

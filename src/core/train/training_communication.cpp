@@ -87,7 +87,13 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     // partition_gradients, not only at the accumulation boundary; its no_sync refuses stage 2),
     // as FSDP's SHARD_GRAD_OP does; the all-gather of the updated parameters follows the step.
     c.per_micro_step_reduce_ms = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
-    c.per_global_step_ms = c.per_micro_step_reduce_ms;
+    // FSDP without resharding after forward (FSDP2's reshard_after_forward False, FSDP1's
+    // SHARD_GRAD_OP) still reshards after backward: each micro-step's forward gathers the
+    // parameters again, once (ZeRO-3 gathers in backward too).
+    if (fsdp_runs(s))
+      c.per_micro_step_ms = (share * Pd + share_e * Pe) * param_elem / bytes_per_ms;
+    else
+      c.per_global_step_ms = c.per_micro_step_reduce_ms;
   } else {
     // --fp8-all-gather: the fp8 linears' weights gather at one byte (training_fp8.hpp).
     const double P8 = fp8_all_gather_parameters(s);

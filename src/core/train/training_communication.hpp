@@ -15,7 +15,8 @@ inline constexpr double ring_efficiency = 0.8;
 // reduce-scatter or an all-gather, twice that for an all-reduce (NCCL's
 // "bus bandwidth" accounting).
 //   ZeRO 0-2: the gradients are all-reduced (ZeRO 1/2: reduce-scattered, and
-//     the updated parameters all-gathered: the same volume) once per optimizer step.
+//     the updated parameters all-gathered: the same volume) once per optimizer step;
+//     ZeRO-2 reduce-scatters every micro-step, and FSDP's stage 2 gathers every micro-step.
 //   ZeRO 3: the 16-bit parameters are all-gathered in forward and again in
 //     backward, and the gradients reduce-scattered, every micro-step.
 // The volumes here; what the GPU waits for is exposed_communication_ms.

@@ -277,7 +277,8 @@ struct step_time {
   // their GPU time, and what they add to the step beyond the time that backward's GPU waits for the host.
   double gradient_boundary_ms = 0, gradient_boundary_added_ms = 0;
   double allreduce_ms = 0;     // data-parallel gradient exchange, once per global step (training_communication)
-  double gather_ms = 0;        // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step
+  // ZeRO-3 parameter gathers and gradient reduce-scatters, every micro-step; FSDP's stage-2 gathers.
+  double gather_ms = 0;
   // ZeRO-2's gradient reduce-scatter, every micro-step; torchtitan's at --zero 0 an all-reduce.
   double reduce_scatter_ms = 0;
   // --offload: PCIe transfers (gradients down, updated 16-bit parameters up) and the CPU's optimizer

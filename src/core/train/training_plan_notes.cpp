@@ -67,8 +67,13 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
         data_parallel_degree(s),
         fsdp_replicated(s) ? "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1, "
                              "data_parallel_replicate_degree; its gathers are local copies)"
-        : s.zero_stage < 3 ? "gradient all-reduce per optimizer step"
-                           : "ZeRO-3 gathers and reduce-scatters per micro-step",
+        : s.zero_stage < 2 ? "gradient all-reduce per optimizer step"
+        : s.zero_stage == 2
+            ? (fsdp_runs(s) ? "gradient reduce-scatter and parameter all-gather per micro-step (FSDP without "
+                              "resharding after forward still reshards after backward)"
+                            : "gradient reduce-scatter per micro-step and the parameters' all-gather after each "
+                              "optimizer step (ZeRO-2)")
+            : "ZeRO-3 gathers and reduce-scatters per micro-step",
         comm.link,
         !s.overlap_comm ? "not overlapped with compute (--overlap-comm off): all of it after backward"
         : fsdp_replicated(s)
