@@ -117,6 +117,20 @@ TEST(batch_framework, fsdp2_at_zero_0_is_fsdp_at_shard_degree_1) {
   EXPECT_TRUE(any_note(p, "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1"));
 }
 
+// torchtitan's fsdp_reshard_after_forward "default" does not reshard after forward under pipeline
+// parallelism: its stages run FSDP's stage 2 (--zero 2). Before, the bundle's --zero 3 made every
+// torchtitan plan with --pipeline-parallel a refusal; --zero 3 given with it still is (not modelled).
+TEST(batch_framework, fsdp2_under_pipeline_parallelism_keeps_its_gathered_parameters) {
+  const std::vector<std::string> base = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--world-size", "16",
+                                         "--pipeline-parallel", "2", "--no-db", "--json"};
+  const nlohmann::json pp = plan_with(base, {"--framework", "fsdp2"});
+  EXPECT_EQ(pp["setup"]["zero_stage"], 2);
+  EXPECT_TRUE(any_note(pp, "--zero 2 (fsdp_reshard_after_forward \"default\": not resharded after forward"));
+  const result three = run_with(base, {"--framework", "fsdp2", "--zero", "3"});
+  EXPECT_EQ(three.code, 2);
+  EXPECT_NE(three.err.find("--pipeline-parallel 2 is not modelled with --zero 3"), std::string::npos) << three.err;
+}
+
 // torchtitan on an MoE: its expert_parallel_degree defaults to 1 (the experts sharded by FSDP with the
 // rest, its local dispatcher); --expert-parallel wins, and the note says it replaced the default.
 TEST(batch_framework, fsdp2_keeps_the_experts_unsplit_unless_told) {

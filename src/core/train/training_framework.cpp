@@ -100,7 +100,13 @@ framework_bundle torchtitan(const training_setup& s) {
       {"--checkpointing", "selective", "Trainer.Config.activation_checkpoint SelectiveAC, per op"},
       // llama3/parallelize.py: "Always run apply_fsdp_to_decoder -- with shard_degree=1 it is a no-op for
       // the all-gather but still installs the MixedPrecisionPolicy".
-      s.world_size > 1
+      // get_fsdp_reshard_after_forward_policy("default", pp_enabled): no resharding after forward
+      // under pipeline parallelism (FSDP's stage 2).
+      s.pipeline_parallel > 1
+          ? framework_setting{"--zero", "2",
+                              "fsdp_reshard_after_forward \"default\": not resharded after forward under pipeline "
+                              "parallelism"}
+      : s.world_size > 1
           ? framework_setting{"--zero", "3", "ParallelismConfig.data_parallel_shard_degree -1: FSDP2 over every GPU"}
           : framework_setting{"--zero", "3", "one GPU: fully_shard still runs, for its MixedPrecisionPolicy"},
       clipping(s, true, "max_norm 1.0: dist_utils.clip_grad_norm_ before each step")};
