@@ -30,7 +30,8 @@
 // Kept: the fp32 cast of x, the fp32 scores, the top-k ids and scores, the sort order and rows,
 // the routed rows, the experts' activations, and the fp32 expert outputs the score product keeps.
 // In fp32 the experts still multiply in bf16: each grouped GEMM's input cast and kept, the
-// weights' bf16 casts kept too (training_memory.cpp, torchtitan_expert_weight_casts).
+// weights' bf16 casts kept too (training_memory.cpp, add_autocast_copies). Qwen3-MoE has no shared
+// expert (framework_modules_cover admits none).
 #include <algorithm>
 
 #include "core/train/training_inventory_ops.hpp"
@@ -40,7 +41,7 @@ namespace tiletune::inventory_ops {
 namespace {
 
 void torchtitan_moe_block(const model_spec& m, const dims& d, tally& t) {
-  const double a = d.a, h = d.h, E = static_cast<double>(m.num_experts);
+  const double h = d.h, E = static_cast<double>(m.num_experts);
   const double k = static_cast<double>(m.experts_per_token);
   const double x = norm_block(m, d, t, 0);  // the fused RMSNorm keeps its input; x kept below
   // Router: the fp32 cast of x (x itself in fp32) kept by the fp32 gate GEMM; softmax keeps its
@@ -88,11 +89,6 @@ void torchtitan_moe_block(const model_spec& m, const dims& d, tally& t) {
   t.op(x * h, x * h);
   t.op(8 * k, 16 * k);
   t.op(x * h * k + 16 * k + x * h, x * h);
-  if (m.shared_intermediate_size > 0) {  // a FeedForward on x, kept by its w1 and w3
-    t.saved += d.kept_by_weight(x * h);
-    gated_mlp_rows(d, t, static_cast<double>(m.shared_intermediate_size), 1);
-    t.op(x * h + a * h, x * h);
-  }
   residual_add(d, t);
 }
 

@@ -38,7 +38,7 @@ bool framework_modules_cover(const model_spec& m, layer_impl layers) {
   // transformers' ops after the rotary, LitGPT's its own before it), over each head. Of the MoE
   // families, torchtitan's own MoE (moe_inventory.cpp) as its Qwen3-MoE configures it.
   const bool moe_covered = !m.is_moe() || (layers == layer_impl::torchtitan && m.model_type == "qwen3_moe" &&
-                                           m.capacity_factor == 0 && !m.shared_expert_gate);
+                                           m.capacity_factor == 0 && m.shared_intermediate_size == 0);
   return m.causal && m.learned_positions == 0 && !m.layernorm_bias && m.gated_mlp && !m.is_mla() && moe_covered &&
          m.norms_per_layer == 2 && !m.embedding_norm && m.final_logit_softcap == 0;
 }
