@@ -129,6 +129,11 @@ TEST(batch_framework, fsdp2_under_pipeline_parallelism_keeps_its_gathered_parame
   const result three = run_with(base, {"--framework", "fsdp2", "--zero", "3"});
   EXPECT_EQ(three.code, 2);
   EXPECT_NE(three.err.find("--pipeline-parallel 2 is not modelled with --zero 3"), std::string::npos) << three.err;
+  // Replicated and not resharded after forward: refused, naming --zero 2.
+  const result zero = run_with(base, {"--framework", "fsdp2", "--zero", "0"});
+  EXPECT_EQ(zero.code, 2);
+  EXPECT_NE(zero.err.find("--framework fsdp2 --zero 0 --pipeline-parallel 2"), std::string::npos) << zero.err;
+  EXPECT_NE(zero.err.find("pass --zero 2"), std::string::npos) << zero.err;
 }
 
 // torchtitan on an MoE: its expert_parallel_degree defaults to 1 (the experts sharded by FSDP with the

@@ -418,6 +418,14 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
         name, f == training_framework::fsdp2 ? "torchtitan" : "torchtune",
         f == training_framework::fsdp2 ? "\"never\"" : "False",
         f == training_framework::fsdp2 ? "data_parallel_replicate_degree" : "one GPU"));
+  // Replicated (shard degree 1) and, under pipeline parallelism, not resharded after forward: each
+  // stage's whole bf16 copy beside its fp32 parameters, which fsdp_replicated does not model.
+  if (f == training_framework::fsdp2 && s.zero_stage == 0 && s.pipeline_parallel > 1)
+    throw usage_error(fmt::format(
+        "--framework fsdp2 --zero 0 --pipeline-parallel {}: torchtitan's replicated FSDP (shard degree 1) does not "
+        "reshard after forward under pipeline parallelism, keeping each stage's whole bf16 copy, which is not "
+        "modelled: pass --zero 2 (its default there) or leave --zero out",
+        s.pipeline_parallel));
   if (f == training_framework::fsdp2 && !given.contains("--precision") && !gpu_has_bf16)
     throw usage_error("--framework fsdp2 trains bf16-mixed by default (torchtitan's mixed_precision_param bfloat16) "
                       "and this GPU has no bf16: pass --precision fp32");
