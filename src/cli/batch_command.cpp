@@ -67,6 +67,7 @@ std::string format_plan(const batch_plan& plan) {
   std::string buffers;
   for (const auto& [bytes, what] : {std::pair{m.deepspeed_bucket_bytes, "DeepSpeed reduce buckets"},
                                     std::pair{m.fsdp_unit_gradient_bytes, "FSDP unit gradients (backward)"},
+                                    std::pair{m.no_sync_gradient_bytes, "unsharded gradients (accumulating)"},
                                     std::pair{m.optimizer_step_gradient_bytes, "fp32 step gradients (optimizer step)"}})
     if (bytes > 0) buffers += fmt::format("  {} {}", what, gib(bytes));
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}{}  activations/sample {} "

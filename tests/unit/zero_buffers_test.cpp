@@ -327,3 +327,30 @@ TEST(zero_buffers, lora_adapters_are_weights_under_zero_too) {
   s.zero_stage = 2;
   EXPECT_EQ(estimate_memory(s).weights_bytes, 2 * llama_parameters + 2 * m.trainable_parameters);
 }
+
+// LitGPT accumulates under fabric.no_backward_sync, which Lightning's FSDP strategy makes FSDP1's
+// no_sync: until the last micro-step nothing is reduce-scattered and every parameter's gradient is
+// held unsharded, at FSDP1's fp32 param_dtype under bf16-mixed: 4 x 8,030,261,248 bytes a GPU, in the
+// peak of accumulating candidates only; its reduce-scatter runs once a step. Before, LitGPT's
+// accumulating plans held the gradient shard alone and reduce-scattered every micro-step.
+TEST(zero_buffers, litgpt_accumulates_unsharded_gradients_under_no_sync) {
+  const training_setup lit = llama(training_framework::litgpt, 3, 8);
+  ASSERT_TRUE(fsdp_no_sync(lit));
+  const memory_breakdown m = estimate_memory(lit);
+  EXPECT_EQ(m.no_sync_gradient_bytes, 4 * llama_parameters);
+  for (const bool ckpt : {false, true})
+    EXPECT_GE(m.peak_allocated_bytes(1, ckpt, true) - m.peak_allocated_bytes(1, ckpt, false), 4 * llama_parameters);
+  EXPECT_EQ(estimate_memory(llama(training_framework::litgpt, 3, 1)).no_sync_gradient_bytes, 0);  // one GPU
+  EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).no_sync_gradient_bytes, 0);
+  EXPECT_EQ(estimate_memory(llama(training_framework::litgpt, 0, 8)).no_sync_gradient_bytes, 0);  // DDP
+  training_setup lora = lit;  // LoRA: the fp32 adapters' gradients only
+  lora.lora_rank = 16;
+  lora.lora_targets = parse_lora_targets("q,v");
+  EXPECT_EQ(estimate_memory(lora).no_sync_gradient_bytes, 4 * 32 * 212'992LL);
+  // The exchange: two gathers a micro-step (fp32 under FSDP1's policy), one reduce-scatter a step.
+  const communication_estimate c = estimate_communication(lit, find_preset("h100-sxm"));
+  const double bytes_per_ms = 450 * 0.8 * 1e6, P = static_cast<double>(llama_parameters);
+  EXPECT_NEAR(c.per_micro_step_ms, 2 * 7.0 / 8 * P * 4 / bytes_per_ms, 1e-9);
+  EXPECT_GT(c.per_global_step_ms, 0);
+  EXPECT_EQ(c.per_micro_step_reduce_ms, 0);
+}

@@ -101,6 +101,14 @@ communication_estimate estimate_communication(const training_setup& s, const dev
                            (share * Td + share_e * Te) * grad_elem) /
                           bytes_per_ms;
   }
+  // LitGPT's no_sync while accumulating (zero_buffers.hpp): the gradients reduce-scattered once, in
+  // the last micro-step's backward; the gathers stay every micro-step's.
+  if (fsdp_no_sync(s)) {
+    const double reduce = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+    if (s.zero_stage >= 3) c.per_micro_step_ms -= reduce;
+    c.per_micro_step_reduce_ms = 0;
+    c.per_global_step_ms = reduce;
+  }
   return c;
 }
 

@@ -206,6 +206,9 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
     weights = (s.offload == offload_kind::optimizer_params ? 0 : weights) + static_cast<double>(gathered_weights_bytes(s));
   r.deepspeed_bucket_bytes = deepspeed_bucket_bytes(s);
   r.fsdp_unit_gradient_bytes = fsdp_unit_gradient_bytes(s);
+  r.no_sync_gradient_bytes = std::llround(
+      fsdp_no_sync_gradient_width(s) * static_cast<double>(r.trainable_parameters - r.expert_trainable_parameters +
+                                                           r.expert_trainable_parameters / std::max(1.0, ep)));
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);

@@ -46,12 +46,14 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   // Accumulating: every gradient is allocated from the forward on (the earlier micro-steps'); so is
   // Megatron-LM's grad buffer in every step.
   const bool allocated = accumulating || m.gradients_allocated_throughout;
-  const double earlier = allocated ? grads : 0;
+  // LitGPT's no_sync while accumulating: the unsharded gradients beside them, until the optimizer step.
+  const double no_sync = accumulating ? static_cast<double>(m.no_sync_gradient_bytes) : 0;
+  const double earlier = (allocated ? grads : 0) + no_sync;
   // At the last layer's recompute, the gradients of what backward has passed: outside the blocks,
   // all of them when accumulating, those in flight with the optimizer step in backward.
-  const double grads_above = allocated || m.optimizer_in_backward
-                                 ? grads
-                                 : static_cast<double>(m.gradients_bytes - m.layer_gradients_bytes);
+  const double grads_above = no_sync + (allocated || m.optimizer_in_backward
+                                            ? grads
+                                            : static_cast<double>(m.gradients_bytes - m.layer_gradients_bytes));
   const double kept = static_cast<double>(ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample);
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
@@ -71,7 +73,7 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   const double layer_backward = static_cast<double>(m.recompute_layer_bytes_per_sample + m.logits_held_bytes_per_sample);
   if (ckpt)
     out.push_back({"recompute", states + grads_above + unit_gradients + dequantized + b * (kept + layer_backward)});
-  out.push_back({"first layer backward", states + grads + unit_gradients + dequantized +
+  out.push_back({"first layer backward", states + grads + no_sync + unit_gradients + dequantized +
                                              b * (m.outer_saved_bytes_per_sample + layer_backward)});
   // The end of backward with a tied embedding (GPT-2, Qwen2.5-0.5B, Gemma):
   // every other gradient is in place, the LM head's share of the tied
@@ -79,7 +81,7 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   // V x h from embedding_dense_backward), which are summed before
   // AccumulateGrad; the model output's logits are still held by the caller.
   if (m.tied_embedding_grad_bytes > 0)
-    out.push_back({"embedding backward", states + grads + m.tied_embedding_grad_bytes +
+    out.push_back({"embedding backward", states + grads + no_sync + m.tied_embedding_grad_bytes +
                                              b * m.logits_held_bytes_per_sample});
   // Fused AdamW updates in place (torch._fused_adamw_ over tensor lists): no temporaries. DeepSpeed's
   // 16-bit wrappers first give the fp32 masters fp32 gradients.

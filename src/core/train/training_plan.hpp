@@ -212,6 +212,10 @@ struct memory_breakdown {
   // FSDP at --zero 2 and 3: the largest unit's unsharded gradients and their reduce-scatter input,
   // alive in backward while that unit's gradients are reduced (zero_buffers.hpp).
   std::int64_t fsdp_unit_gradient_bytes = 0;
+  // LitGPT accumulating on several GPUs (fabric.no_backward_sync: FSDP's no_sync): every trainable
+  // parameter's unsharded gradient, held from the first micro-step to the last one's reduce-scatter
+  // (zero_buffers.hpp, fsdp_no_sync); counted only in accumulating steps.
+  std::int64_t no_sync_gradient_bytes = 0;
   // DeepSpeed's 16-bit mode: the fp32 gradients its optimizer wrapper gives the master weights at
   // the step, alive in the optimizer step only (zero_buffers.hpp).
   std::int64_t optimizer_step_gradient_bytes = 0;

@@ -84,6 +84,7 @@ nlohmann::json memory_json(const batch_plan& plan) {
           {"library_workspace_bytes", m.library_workspace_bytes},
           {"deepspeed_bucket_bytes", m.deepspeed_bucket_bytes},
           {"fsdp_unit_gradient_bytes", m.fsdp_unit_gradient_bytes},
+          {"no_sync_gradient_bytes", m.no_sync_gradient_bytes},
           {"optimizer_step_gradient_bytes", m.optimizer_step_gradient_bytes},
           {"gradients_allocated_throughout", m.gradients_allocated_throughout},
           {"tied_embedding_grad_bytes", m.tied_embedding_grad_bytes},

@@ -86,6 +86,15 @@ bool fsdp_runs(const training_setup& s) {
                                 s.framework == f::composer));
 }
 
+bool fsdp_no_sync(const training_setup& s) {
+  return s.framework == training_framework::litgpt && fsdp_runs(s) && s.world_size > 1;
+}
+
+double fsdp_no_sync_gradient_width(const training_setup& s) {
+  if (!fsdp_no_sync(s)) return 0;
+  return s.lora_rank > 0 ? (s.adapters == adapter_dtype::bf16 ? 2 : 4) : gathered_parameter_bytes(s);
+}
+
 double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s) {
   if (!fsdp_runs(s)) return 0;
   const bool lora = s.lora_rank > 0;

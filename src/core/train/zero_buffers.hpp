@@ -63,6 +63,14 @@ std::int64_t gathered_weights_bytes(const training_setup& s);
 // replicas) at the end of each micro-step's backward, the trainer disabling no gradient sync
 // (torchtitan b5bcd76: llama3/parallelize.py, distributed/fsdp.py resolve_fsdp_mesh, trainer.py).
 bool fsdp_replicated(const training_setup& s);
+// LitGPT's scripts accumulate under fabric.no_backward_sync, which Lightning's FSDP strategy turns into
+// FSDP1's no_sync (FSDP2's set_requires_gradient_sync(False) for its LoRA): no reduce-scatter until the
+// last micro-step, and meanwhile every trainable parameter's gradient unsharded, at the gathered
+// parameters' width (fp32 under its mixed precision; the adapters' under LoRA), this width a
+// trainable parameter (0 where FSDP does not run or one GPU holds it all). LitGPT 2685705:
+// finetune/full.py, finetune/lora.py, pretrain.py.
+bool fsdp_no_sync(const training_setup& s);
+double fsdp_no_sync_gradient_width(const training_setup& s);
 // FSDP runs the data parallelism: frameworks fsdp2 and torchtune (FSDP2), litgpt and composer (FSDP1)
 // at --zero 2 and 3, and torchtitan at --zero 0 (fsdp_replicated). Under a mixed precision its sharded parameters keep their own fp32 (the
 // mixed-precision policy casts what it gathers), so they are the optimizer's: no master copy, and
