@@ -1,5 +1,6 @@
 #include "core/train/gradient_traffic.hpp"
 
+#include "core/train/lora_step.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
@@ -14,16 +15,14 @@ namespace {
 // at the adapters' dtype unless the framework casts them with the model.
 double model_gradient_width(const training_setup& s) {
   if (sixteen_bit_model(s) || s.prec == precision::bf16) return 2;
-  if (s.lora_rank > 0) return s.adapters == adapter_dtype::bf16 ? 2 : 4;
+  if (s.lora_rank > 0) return adapter_element_bytes(s);
   return 4;
 }
 
 // The gradients the optimizer steps: fp32 under every mixed precision (AMP's, FSDP's fp32 shard,
-// DeepSpeed's and Megatron-LM's fp32 copies), the adapters' or the model's dtype otherwise.
-double optimizer_gradient_width(const training_setup& s) {
-  if (s.lora_rank > 0) return s.adapters == adapter_dtype::bf16 ? 2 : 4;
-  return s.prec == precision::bf16 ? 2 : 4;
-}
+// DeepSpeed's and Megatron-LM's fp32 copies), the adapters' or the model's dtype otherwise: the
+// optimizer states' width.
+double optimizer_gradient_width(const training_setup& s) { return optimizer_state_element_bytes(s); }
 
 // Trainable fp32 weights that autocast casts to 16 bits: their 16-bit gradients are cast back.
 bool casts_gradients_back(const training_setup& s) {

@@ -56,8 +56,10 @@ std::optional<weight_tensor> lora_head_adapter(const training_setup& s) {
   return weight_tensor{"lm_head", m.vocab_size, m.hidden_size, 1, true};
 }
 
+double adapter_element_bytes(const training_setup& s) { return s.adapters == adapter_dtype::bf16 ? 2 : 4; }
+
 double optimizer_state_element_bytes(const training_setup& s) {
-  if (s.lora_rank > 0) return s.adapters == adapter_dtype::bf16 ? 2 : 4;
+  if (s.lora_rank > 0) return adapter_element_bytes(s);
   return s.prec == precision::bf16 ? 2 : 4;
 }
 

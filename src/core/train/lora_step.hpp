@@ -24,6 +24,10 @@ bool lora_adapts(const training_setup& s, const weight_tensor& t);
 // outside the blocks: never recomputed, run a chunk at a time under the chunked loss); none elsewhere.
 std::optional<weight_tensor> lora_head_adapter(const training_setup& s);
 
+// Bytes of a LoRA adapter's element (its weights, gradients and states): 2 with --adapter-dtype
+// bf16, else 4.
+double adapter_element_bytes(const training_setup& s);
+
 // Bytes of an optimizer state element: PyTorch keeps the states in the
 // parameters' dtype, bf16 in pure bf16 training and fp32 otherwise, and
 // for LoRA the adapters' (fp32 as peft keeps them, get_peft_model(autocast_adapter_dtype=True),

@@ -76,38 +76,34 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const double Pd = static_cast<double>(mem.parameters - mem.expert_parameters);
   const double Pe = static_cast<double>(mem.expert_parameters) / ep;
   const double share = (W - 1) / W, share_e = (We - 1) / We;
+  // The gradients' reduce-scatter, and whether it runs once a step: LitGPT accumulating under
+  // no_sync (zero_buffers.hpp) reduces in the last micro-step's backward only.
+  const double reduce = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+  const bool reduce_once = fsdp_no_sync(s);
   if (fsdp_replicated(s)) {
     // torchtitan at --zero 0: each unit's fp32 gradients all-reduced across the replicas at the end of
     // its backward, every micro-step (zero_buffers.hpp); its gathers are local copies.
-    c.per_micro_step_reduce_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+    c.per_micro_step_reduce_ms = 2 * reduce;
   } else if (s.zero_stage < 2) {
-    c.per_global_step_ms = 2 * (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+    c.per_global_step_ms = 2 * reduce;
   } else if (s.zero_stage == 2) {
     // DeepSpeed stage 2 reduces its gradient buckets in every backward (stage_1_and_2.py: with
     // partition_gradients, not only at the accumulation boundary; its no_sync refuses stage 2),
     // as FSDP's SHARD_GRAD_OP does; the all-gather of the updated parameters follows the step.
-    c.per_micro_step_reduce_ms = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
+    (reduce_once ? c.per_global_step_ms : c.per_micro_step_reduce_ms) = reduce;
     // FSDP without resharding after forward (FSDP2's reshard_after_forward False, FSDP1's
     // SHARD_GRAD_OP) still reshards after backward: each micro-step's forward gathers the
     // parameters again, once (ZeRO-3 gathers in backward too).
     if (fsdp_runs(s))
       c.per_micro_step_ms = (share * Pd + share_e * Pe) * param_elem / bytes_per_ms;
     else
-      c.per_global_step_ms = c.per_micro_step_reduce_ms;
+      c.per_global_step_ms = reduce;
   } else {
     // --fp8-all-gather: the fp8 linears' weights gather at one byte (training_fp8.hpp).
     const double P8 = fp8_all_gather_parameters(s);
-    c.per_micro_step_ms = (2 * (share * ((Pd - P8) * param_elem + P8) + share_e * Pe * param_elem) +
-                           (share * Td + share_e * Te) * grad_elem) /
-                          bytes_per_ms;
-  }
-  // LitGPT's no_sync while accumulating (zero_buffers.hpp): the gradients reduce-scattered once, in
-  // the last micro-step's backward; the gathers stay every micro-step's.
-  if (fsdp_no_sync(s)) {
-    const double reduce = (share * Td + share_e * Te) * grad_elem / bytes_per_ms;
-    if (s.zero_stage >= 3) c.per_micro_step_ms -= reduce;
-    c.per_micro_step_reduce_ms = 0;
-    c.per_global_step_ms = reduce;
+    const double gathers = 2 * (share * ((Pd - P8) * param_elem + P8) + share_e * Pe * param_elem) / bytes_per_ms;
+    c.per_micro_step_ms = gathers + (reduce_once ? 0 : reduce);
+    if (reduce_once) c.per_global_step_ms = reduce;
   }
   return c;
 }

@@ -162,7 +162,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       if (lora) {
         const bool fp32_base = s.prec == precision::fp32 || fp32_model_under_autocast(s);
         const double base = fp32_base ? 4 : 2;
-        const double adapter = s.adapters == adapter_dtype::bf16 ? 2 : 4;
+        const double adapter = adapter_element_bytes(s);
         weights += base_bytes(base) + adapter * T;
         grads += adapter * T;
       } else if (is_mixed(s.prec)) {
@@ -206,9 +206,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
     weights = (s.offload == offload_kind::optimizer_params ? 0 : weights) + static_cast<double>(gathered_weights_bytes(s));
   r.deepspeed_bucket_bytes = deepspeed_bucket_bytes(s);
   r.fsdp_unit_gradient_bytes = fsdp_unit_gradient_bytes(s);
-  r.no_sync_gradient_bytes = std::llround(
-      fsdp_no_sync_gradient_width(s) * static_cast<double>(r.trainable_parameters - r.expert_trainable_parameters +
-                                                           r.expert_trainable_parameters / std::max(1.0, ep)));
+  r.no_sync_gradient_bytes = std::llround(fsdp_no_sync_gradient_width(s) * r.local_trainable_parameters());
   r.weights_bytes = static_cast<std::int64_t>(weights);
   r.offloaded_bytes = static_cast<std::int64_t>(offloaded);
   r.gradients_bytes = static_cast<std::int64_t>(grads);

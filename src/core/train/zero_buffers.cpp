@@ -92,14 +92,14 @@ bool fsdp_no_sync(const training_setup& s) {
 
 double fsdp_no_sync_gradient_width(const training_setup& s) {
   if (!fsdp_no_sync(s)) return 0;
-  return s.lora_rank > 0 ? (s.adapters == adapter_dtype::bf16 ? 2 : 4) : gathered_parameter_bytes(s);
+  return s.lora_rank > 0 ? adapter_element_bytes(s) : gathered_parameter_bytes(s);
 }
 
 double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s) {
   if (!fsdp_runs(s)) return 0;
   const bool lora = s.lora_rank > 0;
   // The gradients' width: the gathered parameters' (2 under FSDP2's bf16 policy), a LoRA adapter's.
-  const double width = lora ? (s.adapters == adapter_dtype::bf16 ? 2 : 4) : s.prec == precision::fp32 ? 4 : 2;
+  const double width = lora ? adapter_element_bytes(s) : s.prec == precision::fp32 ? 4 : 2;
   double bytes = 0;  // per trainable parameter of the unit
   switch (s.framework) {
     case training_framework::fsdp2:  // MixedPrecisionPolicy(param_dtype bf16, reduce_dtype float32)
