@@ -117,13 +117,33 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
     EXPECT_TRUE(found) << d.preset << " says its memory was recorded, and no run in profiles/measured is of it";
   }
   // nvidia-smi's totals in MiB as cited beside each preset (modal-labs/modal-client#2797 for the A100s,
-  // L4 and L40S; club-3090#1127 for the RTX 3090; g5 runs for the A10G): the L4's 23034 MiB is 6% under
-  // its datasheet's 24 GB read as 24 GiB, the L40S's 46068 MiB above 48 GB read as 10^9 bytes.
+  // L4 and L40S; club-3090#1127 for the RTX 3090; g5 runs for the A10G; the issue threads named in
+  // device_spec.cpp for the others): the L4's 23034 MiB is 6% under its datasheet's 24 GB read as
+  // 24 GiB, the L40S's 46068 MiB above 48 GB read as 10^9 bytes, the B200's 183359 MiB 11 GiB above
+  // 180 GB read so, the RTX 4090's 24564 MiB 12 MiB under 24 GiB.
   const std::int64_t mib = 1LL << 20;
-  const std::pair<const char*, std::int64_t> reported[] = {{"a100-sxm-80gb", 81920}, {"a100-sxm-40gb", 40960},
-                                                           {"l4", 23034},           {"l40s", 46068},
-                                                           {"rtx-3090", 24576},     {"a10g", 23028}};
-  for (const auto& [name, total] : reported) EXPECT_EQ(find_preset(name).memory_bytes, total * mib) << name;
+  const std::pair<const char*, std::int64_t> reported[] = {
+      {"a100-sxm-80gb", 81920}, {"a100-sxm-40gb", 40960}, {"l4", 23034},       {"l40s", 46068},
+      {"rtx-3090", 24576},      {"a10g", 23028},          {"h100-nvl", 95830}, {"h20", 97871},
+      {"b200", 183359},         {"rtx-4090", 24564},      {"rtx-5090", 32607}, {"rtx-a6000", 49140}};
+  for (const auto& [name, total] : reported) {
+    EXPECT_EQ(find_preset(name).memory_bytes, total * mib) << name;
+    EXPECT_EQ(find_preset(name).memory_source, "cited") << name;
+  }
+  // An inferred total is that of a recorded or cited part with the same memory (the H800 and H100 PCIe
+  // the H100 SXM's, the RTX 6000 Ada the RTX A6000's); only the V100 is left unverified.
+  for (const auto& d : device_presets()) {
+    if (d.memory_source == "inferred") {
+      bool from_a_known_total = false;
+      for (const auto& other : device_presets())
+        from_a_known_total |= other.preset != d.preset && other.memory_bytes == d.memory_bytes &&
+                              (other.memory_source == "recorded" || other.memory_source == "cited");
+      EXPECT_TRUE(from_a_known_total) << d.preset;
+    }
+    if (d.memory_source == "datasheet" || d.memory_source == "listings") {
+      EXPECT_EQ(d.preset, "v100-sxm2");
+    }
+  }
 }
 
 // The presets added for issue 37, against their datasheets by arithmetic: the estimate from SMs x
@@ -164,7 +184,8 @@ TEST(device_spec, blackwell_presets_agree_with_their_datasheets) {
   EXPECT_EQ(b200.arch(), "sm_100");
   EXPECT_DOUBLE_EQ(b200.peak_tflops_fp8, 2 * b200.peak_tflops_bf16);
   EXPECT_NEAR(b200.peak_tflops_bf16 / b200.peak_tflops_tf32, 2, 0.05);
-  EXPECT_EQ(b200.memory_bytes * 8, 1'440'000'000'000LL);
+  // The DGX B200's 1,440 GB is 180 GB a GPU; the driver reports more than 180 GB read as 10^9 bytes.
+  EXPECT_GT(b200.memory_bytes * 8, 1'440'000'000'000LL);
   EXPECT_DOUBLE_EQ(b200.memory_bandwidth_gbs * 8, 64000);
   const device_spec& rtx5090 = find_preset("rtx-5090");
   EXPECT_EQ(rtx5090.arch(), "sm_120");

@@ -113,10 +113,11 @@ device_spec h100_pcie_preset() {
   device_spec h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
   h100_pcie.sm_count = 114;
   h100_pcie.boost_clock_mhz = 1755;
-  // Memory: the datasheet's 80 GB (as 80 GiB); no driver-reported total of an H100 PCIe is
-  // recorded in profiles/ or cited, so this one is unverified and may exceed what the card reports.
-  h100_pcie.memory_bytes = 80 * 1024 * MiB;
-  h100_pcie.memory_source = "datasheet";
+  // Memory: the H100 SXM's recorded total (79.2 GiB as CUDA reports it). nvidia-smi reports the same
+  // 81559 MiB on both (NVIDIA/nccl#1264 for the SXM; "NVIDIA H100 PCIe, 81559 MiB" in public logs),
+  // the same 80 GB of HBM with the same driver reserve; it was 80 GiB, above what either reports.
+  h100_pcie.memory_bytes = h100_sxm_preset().memory_bytes;
+  h100_pcie.memory_source = "inferred";
   h100_pcie.memory_bandwidth_gbs = 2000;
   h100_pcie.l2_bandwidth_gbs = 5500;
   h100_pcie.peak_tflops_f32 = 51.2;
@@ -202,9 +203,10 @@ device_spec rtx4090_preset() {
   rtx4090.sm_count = 128;
   rtx4090.boost_clock_mhz = 2520;
   rtx4090.l2_bytes = 72 * MiB;
-  // Memory: the datasheet's 24 GB (as 24 GiB); no driver-reported total recorded or cited: unverified.
-  rtx4090.memory_bytes = 24 * 1024 * MiB;
-  rtx4090.memory_source = "datasheet";
+  // Memory: 24564 MiB, nvidia-smi's total in RLinf/RLinf#255 (driver 550.163.01, 2025-11-12); it was
+  // 24 GiB, 12 MiB over it.
+  rtx4090.memory_bytes = 24564LL * MiB;
+  rtx4090.memory_source = "cited";
   rtx4090.memory_bandwidth_gbs = 1008;
   rtx4090.l2_bandwidth_gbs = 5000;
   rtx4090.peak_tflops_f32 = 82.6;
@@ -229,14 +231,15 @@ device_spec h800_preset() {
 }
 
 // Figures: NVIDIA H100 NVL datasheet (per GPU: 94 GB HBM3 at 3.9 TB/s, 835 TFLOP/s bf16 dense,
-// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: the datasheet's 94 GB
-// as 10^9 bytes (no driver figure recorded or cited: unverified, and below 94 GiB on purpose).
+// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: 95830 MiB, nvidia-smi's
+// total in NVIDIA/gpu-admin-tools#4 (driver 535.183.01, 2024-08-20); it was 94 GB as 10^9 bytes,
+// 6 GiB under what the card reports.
 device_spec h100_nvl_preset() {
   device_spec d = hopper("h100-nvl", "NVIDIA H100 NVL");
   d.sm_count = 132;
   d.boost_clock_mhz = 1785;
-  d.memory_bytes = 94'000'000'000LL;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 95830LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 3900;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1785 / 1980;  // the SXM's, at this clock
   d.peak_tflops_f32 = 60;
@@ -253,14 +256,15 @@ device_spec h100_nvl_preset() {
 // Figures: NVIDIA publishes no H20 datasheet; these are the figures every listing repeats (78 SMs of
 // the GH100 die; 96 GB HBM3 at 4.0 TB/s; 60 MB L2; dense 148 bf16/fp16, 74 tf32, 44 fp32 TFLOP/s,
 // the tensor rate capped by the part, not its clock; NVLink 900 GB/s both ways). Unverified: no H20
-// run is recorded or cited. Memory: 96 GB as 10^9 bytes; L2 bandwidth: the H100 SXM's per SM.
+// run is recorded. Memory: 97871 MiB, nvidia-smi's total in NVIDIA/nvtrust#128 (driver 580.95.05,
+// 2026-01-05; it was 96 GB as 10^9 bytes, 6 GiB under it); L2 bandwidth: the H100 SXM's per SM.
 device_spec h20_preset() {
   device_spec d = hopper("h20", "NVIDIA H20");
   d.sm_count = 78;
   d.boost_clock_mhz = 1980;
   d.l2_bytes = 60 * MiB;
-  d.memory_bytes = 96'000'000'000LL;
-  d.memory_source = "listings";
+  d.memory_bytes = 97871LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 4000;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 78 / 132;
   d.peak_tflops_f32 = 44;
@@ -294,15 +298,17 @@ device_spec l40s_preset() {
 }
 
 // Figures: NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6 at 960 GB/s, 91.1 fp32 TFLOP/s,
-// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: 48 GB as
-// 10^9 bytes (unverified).
+// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: the RTX
+// A6000's cited 49140 MiB: the same 48 GB of GDDR6 on a 384-bit bus, ECC off as both ship (public
+// logs record "NVIDIA RTX 6000 Ada Generation, 49140 MiB"; with ECC on it is less, as the L40S's
+// 46068 MiB). It was 48 GB as 10^9 bytes.
 device_spec rtx6000_ada_preset() {
   device_spec d = ada("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation");
   d.sm_count = 142;
   d.boost_clock_mhz = 2505;
   d.l2_bytes = 96 * MiB;
-  d.memory_bytes = 48'000'000'000LL;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 49140LL * MiB;  // the RTX A6000's (below)
+  d.memory_source = "inferred";
   d.memory_bandwidth_gbs = 960;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.1;
@@ -314,14 +320,15 @@ device_spec rtx6000_ada_preset() {
 }
 
 // Figures: NVIDIA RTX A6000 datasheet (48 GB GDDR6 at 768 GB/s, 38.7 fp32 TFLOP/s, 309.7 fp16
-// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 48 GB as 10^9 bytes
-// (unverified).
+// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 49140 MiB, nvidia-smi's
+// total in noonghunna/club-3090#1047 (driver 580.173.02, 2026-08-17; ECC off, as it ships); it was
+// 48 GB as 10^9 bytes.
 device_spec rtx_a6000_preset() {
   device_spec d = ampere_ga102("rtx-a6000", "NVIDIA RTX A6000");
   d.sm_count = 84;
   d.boost_clock_mhz = 1800;
-  d.memory_bytes = 48'000'000'000LL;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 49140LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 768;
   d.peak_tflops_f32 = 38.7;
   d.peak_tflops_tf32 = 77.4;
@@ -352,7 +359,8 @@ device_spec rtx3090_preset() {
 // B200 datasheet (1,440 GB of HBM3e over 8 GPUs: 180 GB each; 64 TB/s: 8 TB/s each), NVLink 5 at
 // 1.8 TB/s both ways; 148 SMs at 1965 MHz and 126 MB of L2 as third parties list them (unverified);
 // shared memory per SM as compute capability 10.0's in the CUDA C++ Programming Guide (228 KB).
-// Memory: 180 GB as 10^9 bytes (unverified: no driver figure recorded or cited). L2 bandwidth: a
+// Memory: 183359 MiB, nvidia-smi's total in NVIDIA/TensorRT-LLM#10278 (driver 580.95.05,
+// 2025-12-24; it was 180 GB as 10^9 bytes, 11 GiB under it). L2 bandwidth: a
 // rough figure, 1.5 x the H100 SXM's (ranks tiles only; no family here plans sm_100's tensor cores).
 device_spec b200_preset() {
   device_spec d = hopper("b200", "NVIDIA B200");
@@ -360,8 +368,8 @@ device_spec b200_preset() {
   d.sm_count = 148;
   d.boost_clock_mhz = 1965;
   d.l2_bytes = 126 * MiB;
-  d.memory_bytes = 180'000'000'000LL;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 183359LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 8000;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
   d.peak_tflops_f32 = 80;
@@ -378,15 +386,16 @@ device_spec b200_preset() {
 // dense), 96 MB of L2 as reviews list it. Its fp32-accumulating tensor rate is taken as half the
 // fp16-accumulating one, as on the GeForce parts before it (209.5 bf16/fp16, 104.8 tf32, 419 fp8):
 // unverified for this generation. sm_120's limits taken as sm_89's (100 KB of shared memory per
-// SM; unverified). Memory: 32 GiB (unverified); L2 bandwidth: the RTX 4090's per SM and clock.
+// SM; unverified). Memory: 32607 MiB, nvidia-smi's total in noonghunna/club-3090#1261 (driver
+// 610.57.04, 2026-09-11; it was 32 GiB, 161 MiB over it); L2 bandwidth: the RTX 4090's per SM and clock.
 device_spec rtx5090_preset() {
   device_spec d = ada("rtx-5090", "NVIDIA GeForce RTX 5090");
   d.compute_capability = 120;
   d.sm_count = 170;
   d.boost_clock_mhz = 2407;
   d.l2_bytes = 96 * MiB;
-  d.memory_bytes = 32 * 1024 * MiB;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 32607LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 1792;
   d.l2_bandwidth_gbs = 5000.0 * 170 / 128 * 2407 / 2520;
   d.peak_tflops_f32 = 104.8;
@@ -402,7 +411,8 @@ device_spec rtx5090_preset() {
 // 900 GB/s HBM2, 6 MB L2, 15.7 fp32 TFLOP/s, 125 fp16 tensor TFLOP/s with fp32 accumulation, NVLink
 // 2 at 300 GB/s both ways; no bf16, tf32 or fp8 tensor cores: those peaks are 0), shared memory per
 // SM and block as compute capability 7.0's in the CUDA C++ Programming Guide (96 KB). Memory: 32 GiB
-// (unverified: no driver figure recorded or cited). L2 bandwidth: a rough figure, ranks tiles only.
+// (the datasheet's; public logs of recent drivers record "Tesla V100-SXM2-32GB, 32768 MiB", older
+// ones 32510 MiB: no citable one, so unverified). L2 bandwidth: a rough figure, ranks tiles only.
 device_spec v100_preset() {
   device_spec d;
   d.preset = "v100-sxm2";

@@ -46,7 +46,7 @@ struct device_spec {
   std::string peak_source = "datasheet";  // or "estimated"
   // Where memory_bytes comes from: "driver" (this machine's GPU), or for a preset "recorded" (the
   // driver's total on a run in profiles/measured), "cited" (nvidia-smi's total in a public log),
-  // "inferred" (the same memory as a recorded part), "datasheet" or "listings" (unverified).
+  // "inferred" (the same memory as a recorded or cited part), "datasheet" or "listings" (unverified).
   std::string memory_source = "driver";
 
   // A collective's bandwidth per GPU, one direction, among `gpus` GPUs of one node: the GPU link
