@@ -186,7 +186,11 @@ TEST(device_spec, blackwell_presets_agree_with_their_datasheets) {
   EXPECT_NEAR(b200.peak_tflops_bf16 / b200.peak_tflops_tf32, 2, 0.05);
   // The DGX B200's 1,440 GB is 180 GB a GPU; the driver reports more than 180 GB read as 10^9 bytes.
   EXPECT_GT(b200.memory_bytes * 8, 1'440'000'000'000LL);
-  EXPECT_DOUBLE_EQ(b200.memory_bandwidth_gbs * 8, 64000);
+  // Its bandwidth as the driver reports the bus (pytorch/ao#4002): 7680 bits at 3996 MHz, DDR, under
+  // the datasheet's 8 TB/s a GPU; its L2 126.5 MiB as CUDA reports it.
+  EXPECT_NEAR(b200.memory_bandwidth_gbs, 7672, 1);
+  EXPECT_LT(b200.memory_bandwidth_gbs * 8, 64000);
+  EXPECT_EQ(b200.l2_bytes, 126 * (1LL << 20) + (1LL << 19));
   const device_spec& rtx5090 = find_preset("rtx-5090");
   EXPECT_EQ(rtx5090.arch(), "sm_120");
   EXPECT_NEAR(170 * 128 * 2 * 2.407e9 / 1e12, rtx5090.peak_tflops_f32, 0.2);

@@ -356,9 +356,12 @@ device_spec rtx3090_preset() {
 
 // Figures: NVIDIA's Blackwell datasheet for HGX B200 at 1,000 W, per GPU (dense: 80 fp32, 1,100
 // tf32, 2,250 bf16/fp16, 4,500 fp8 TFLOP/s; as glennklockwood.com's B200 page tabulates it), the DGX
-// B200 datasheet (1,440 GB of HBM3e over 8 GPUs: 180 GB each; 64 TB/s: 8 TB/s each), NVLink 5 at
-// 1.8 TB/s both ways; 148 SMs at 1965 MHz and 126 MB of L2 as third parties list them (unverified);
-// shared memory per SM as compute capability 10.0's in the CUDA C++ Programming Guide (228 KB).
+// B200 datasheet (1,440 GB of HBM3e over 8 GPUs: 180 GB each), NVLink 5 at 1.8 TB/s both ways; a
+// boost clock of 1965 MHz as third parties list it (unverified); 148 SMs, 126.5 MiB of L2 and a
+// 7680-bit bus at 3996 MHz (DDR: 7,672 GB/s, where the datasheet's 64 TB/s over 8 GPUs says 8,000)
+// as CUDA and nvidia-smi report them on a B200 in pytorch/ao#4002 (2026-03-05; the bus width as
+// drivers now report it); shared memory per SM as compute capability 10.0's in the CUDA C++
+// Programming Guide (228 KB).
 // Memory: 183359 MiB, nvidia-smi's total in NVIDIA/TensorRT-LLM#10278 (driver 580.95.05,
 // 2025-12-24; it was 180 GB as 10^9 bytes, 11 GiB under it). L2 bandwidth: a
 // rough figure, 1.5 x the H100 SXM's (ranks tiles only; no family here plans sm_100's tensor cores).
@@ -367,10 +370,10 @@ device_spec b200_preset() {
   d.compute_capability = 100;
   d.sm_count = 148;
   d.boost_clock_mhz = 1965;
-  d.l2_bytes = 126 * MiB;
+  d.l2_bytes = 253 * MiB / 2;  // 126.5 MiB
   d.memory_bytes = 183359LL * MiB;
   d.memory_source = "cited";
-  d.memory_bandwidth_gbs = 8000;
+  d.memory_bandwidth_gbs = 7680.0 / 8 * 3996 * 2 / 1000;  // 7,672 GB/s
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
   d.peak_tflops_f32 = 80;
   d.peak_tflops_tf32 = 1100;
