@@ -155,7 +155,7 @@ std::vector<model_spec> make_model_presets() {
 std::string supported_types() { return "llama, mistral, qwen2, gemma, gpt2, bert, roberta, " + dense_family_types() + ", " +
                                                     moe_model_types(); }
 
-void check_positive(const model_spec& m, const std::string& source) {
+void check_positive(const model_spec& m, const nlohmann::json& j, const std::string& source) {
   auto need = [&](std::int64_t v, const char* what) {
     if (v <= 0) throw usage_error(fmt::format("{}: \"{}\" must be at least 1", source, what));
   };
@@ -164,6 +164,11 @@ void check_positive(const model_spec& m, const std::string& source) {
   need(m.num_heads, "num_attention_heads");
   need(m.vocab_size, "vocab_size");
   need(m.intermediate_size, "intermediate_size");
+  // Without "head_dim" the heads split the hidden size: fewer of it than heads leaves them none.
+  if (m.head_dim <= 0 && !(j.contains("head_dim") && !j["head_dim"].is_null()))
+    throw usage_error(fmt::format("{}: the hidden size {} is smaller than the {} heads it is split over (no "
+                                  "\"head_dim\" given): each head would have {} dimensions",
+                                  source, m.hidden_size, m.num_heads, m.head_dim));
   need(m.head_dim, "head_dim");
   if (m.num_kv_heads <= 0 || m.num_heads % m.num_kv_heads)
     throw usage_error(fmt::format("{}: num_key_value_heads {} must divide num_attention_heads {}", source,
@@ -300,7 +305,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     throw usage_error(fmt::format("{}: model_type \"{}\" is not supported; supported: {}", source, type,
                                   supported_types()));
   }
-  check_positive(m, source);
+  check_positive(m, j, source);
   check_size(m, source);
   check_activation(m, j, source);
   return m;
