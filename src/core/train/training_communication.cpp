@@ -8,6 +8,7 @@
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_context.hpp"
 #include "core/train/training_fp8.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/zero_buffers.hpp"
 

@@ -1,0 +1,469 @@
+#include "core/device/device_presets.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+// The presets `--gpu NAME` plans for: each figure and where it comes from, one function a GPU.
+
+namespace tiletune {
+
+namespace {
+
+constexpr std::int64_t KiB = 1024;
+constexpr std::int64_t MiB = 1024 * KiB;
+
+device_spec hopper(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 90;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 228 * KiB;
+  d.smem_per_block_optin_bytes = 227 * KiB;
+  d.l2_bytes = 50 * MiB;
+  return d;
+}
+
+device_spec ampere_a100(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 80;
+  d.sm_count = 108;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 164 * KiB;
+  d.smem_per_block_optin_bytes = 163 * KiB;
+  d.l2_bytes = 40 * MiB;
+  d.boost_clock_mhz = 1410;
+  d.peak_tflops_f32 = 19.5;
+  d.peak_tflops_tf32 = 156;
+  d.peak_tflops_f16 = 312;
+  d.peak_tflops_bf16 = 312;
+  d.l2_bandwidth_gbs = 4800;
+  return d;
+}
+
+// GA102 (sm_86): the RTX A6000 and the GeForce RTX 3090.
+device_spec ampere_ga102(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 86;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 16;
+  d.smem_per_sm_bytes = 100 * KiB;
+  d.smem_per_block_optin_bytes = 99 * KiB;
+  d.l2_bytes = 6 * MiB;
+  d.l2_bandwidth_gbs = 2500;  // rough, as the others: ranks tiles only
+  d.gpu_link_gbs = 32;        // PCIe 4.0 x16
+  return d;
+}
+
+device_spec ada(std::string key, std::string name) {
+  device_spec d;
+  d.preset = std::move(key);
+  d.name = std::move(name);
+  d.compute_capability = 89;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 24;
+  d.smem_per_sm_bytes = 100 * KiB;
+  d.smem_per_block_optin_bytes = 99 * KiB;
+  d.gpu_link_gbs = 32;  // PCIe 4.0 x16, no NVLink on any Ada part
+  return d;
+}
+
+// Figures from NVIDIA's datasheets and architecture whitepapers (dense, no
+// sparsity): H100 datasheet (SXM5 and PCIe), H200 datasheet, A100 datasheet
+// and Ampere whitepaper, L4 datasheet, Ada (AD102) whitepaper for the RTX
+// 4090; shared memory, register and thread limits from the CUDA C++
+// Programming Guide's table of compute capabilities. L2 bandwidth is not
+// published: those are rough microbenchmark figures used only to rank tiles.
+// Memory is what the driver reports (issue 39), not the marketing figure,
+// where a driver's figure is recorded or cited; each preset names its source.
+// Figures: NVIDIA H100 datasheet (SXM5) for SMs, clock, bandwidth and peaks; memory and L2 bandwidth as noted.
+device_spec h100_sxm_preset() {
+  device_spec h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
+  h100_sxm.sm_count = 132;
+  h100_sxm.boost_clock_mhz = 1980;
+  // Memory: the driver's total as recorded on an H100 80GB HBM3 (79.2 GiB, 85017493504 bytes:
+  // device.memory_bytes in profiles/measured/h100-2026-11-22/gemm/*.json, and `tiletune devices`
+  // in profiles/measured/h100-2026-11-23/devices.txt), not the datasheet's 80 GB.
+  h100_sxm.memory_bytes = 85017493504LL;
+  h100_sxm.memory_source = "recorded";
+  h100_sxm.memory_bandwidth_gbs = 3350;
+  // L2 to SMs: from ncu's L2 throughput and the bytes of the best 4096^3 bf16 variant
+  // (profiles/measured/h100-2026-11-23/ncu/; the derivation: docs/model.md).
+  h100_sxm.l2_bandwidth_gbs = 14900;
+  h100_sxm.peak_tflops_f32 = 66.9;
+  h100_sxm.peak_tflops_tf32 = 494.7;
+  h100_sxm.peak_tflops_f16 = 989.4;
+  h100_sxm.peak_tflops_bf16 = 989.4;
+  h100_sxm.peak_tflops_fp8 = 1978.9;  // e4m3/e5m2 dense (3958 with sparsity)
+  h100_sxm.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
+  return h100_sxm;
+}
+
+// Figures: NVIDIA H100 datasheet (PCIe); memory as noted.
+device_spec h100_pcie_preset() {
+  device_spec h100_pcie = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB");
+  h100_pcie.sm_count = 114;
+  h100_pcie.boost_clock_mhz = 1755;
+  // Memory: the H100 SXM's recorded total (79.2 GiB as CUDA reports it). nvidia-smi reports the same
+  // 81559 MiB on both (NVIDIA/nccl#1264 for the SXM; "NVIDIA H100 PCIe, 81559 MiB" in public logs),
+  // the same 80 GB of HBM with the same driver reserve; it was 80 GiB, above what either reports.
+  h100_pcie.memory_bytes = h100_sxm_preset().memory_bytes;
+  h100_pcie.memory_source = "inferred";
+  h100_pcie.memory_bandwidth_gbs = 2000;
+  h100_pcie.l2_bandwidth_gbs = 5500;
+  h100_pcie.peak_tflops_f32 = 51.2;
+  h100_pcie.peak_tflops_tf32 = 378;
+  h100_pcie.peak_tflops_f16 = 756;
+  h100_pcie.peak_tflops_bf16 = 756;
+  h100_pcie.peak_tflops_fp8 = 1513;  // dense (3026 with sparsity)
+  h100_pcie.gpu_link_gbs = 64;  // PCIe 5.0 x16
+  return h100_pcie;
+}
+
+// Figures: NVIDIA H200 datasheet (SXM) for bandwidth and peaks; the die's figures are the H100 SXM's; memory as noted.
+device_spec h200_preset() {
+  device_spec h200 = hopper("h200", "NVIDIA H200 SXM 141GB");
+  h200.sm_count = 132;
+  h200.boost_clock_mhz = 1980;
+  // Memory and L2: what the driver reported on the H200 of profiles/measured/h200-2026-11-26 (device
+  // in gemm/*.json, and devices.txt): 139.8 GiB (150109880320 bytes: CUDA's total, as the H100 SXM's
+  // 79.2 GiB; nvidia-smi's memory.total, cited in issue 39, is 140.4 GiB, the driver's reserve
+  // beside it), not the datasheet's 141 GB (which this preset held as 131.3 GiB); and 60 MiB of L2,
+  // where the H100 SXM reports 50.
+  h200.memory_bytes = 150109880320LL;
+  h200.memory_source = "recorded";
+  h200.l2_bytes = 60 * MiB;
+  h200.memory_bandwidth_gbs = 4800;
+  // The same GH100 die as the H100 SXM (132 SMs, the same clocks; the HBM and the L2 enabled
+  // differ), so the same L2-to-SM bandwidth as measured there (14.9 TB/s), not a figure of its own.
+  h200.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs;
+  h200.peak_tflops_f32 = 66.9;
+  h200.peak_tflops_tf32 = 494.7;
+  h200.peak_tflops_f16 = 989.4;
+  h200.peak_tflops_bf16 = 989.4;
+  h200.peak_tflops_fp8 = 1978.9;
+  h200.gpu_link_gbs = 450;  // NVLink 4: 900 GB/s both ways
+  return h200;
+}
+
+// Figures: NVIDIA A100 datasheet (SXM4 80GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
+device_spec a100_80_preset() {
+  device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
+  // Memory: 81920 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  a100_80.memory_bytes = 81920LL * MiB;
+  a100_80.memory_source = "cited";
+  a100_80.memory_bandwidth_gbs = 2039;
+  a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
+  return a100_80;
+}
+
+// Figures: NVIDIA A100 datasheet (SXM4 40GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
+device_spec a100_40_preset() {
+  device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
+  // Memory: 40960 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  a100_40.memory_bytes = 40960LL * MiB;
+  a100_40.memory_source = "cited";
+  a100_40.memory_bandwidth_gbs = 1555;
+  a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
+  return a100_40;
+}
+
+// Figures: NVIDIA L4 datasheet; memory as noted.
+device_spec l4_preset() {
+  device_spec l4 = ada("l4", "NVIDIA L4");
+  l4.sm_count = 58;
+  l4.boost_clock_mhz = 2040;
+  l4.l2_bytes = 48 * MiB;
+  // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it
+  // (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
+  l4.memory_bytes = 23034LL * MiB;
+  l4.memory_source = "cited";
+  l4.memory_bandwidth_gbs = 300;
+  l4.l2_bandwidth_gbs = 1500;
+  l4.peak_tflops_f32 = 30.3;
+  l4.peak_tflops_tf32 = 60;
+  l4.peak_tflops_f16 = 121;
+  l4.peak_tflops_bf16 = 121;
+  l4.peak_tflops_fp8 = 242.5;  // dense (485 with sparsity)
+  return l4;
+}
+
+// Figures: NVIDIA Ada (AD102) whitepaper for the RTX 4090; memory as noted.
+device_spec rtx4090_preset() {
+  device_spec rtx4090 = ada("rtx-4090", "NVIDIA GeForce RTX 4090");
+  rtx4090.sm_count = 128;
+  rtx4090.boost_clock_mhz = 2520;
+  rtx4090.l2_bytes = 72 * MiB;
+  // Memory: 24564 MiB, nvidia-smi's total in RLinf/RLinf#255 (driver 550.163.01, 2025-11-12); it was
+  // 24 GiB, 12 MiB over it.
+  rtx4090.memory_bytes = 24564LL * MiB;
+  rtx4090.memory_source = "cited";
+  rtx4090.memory_bandwidth_gbs = 1008;
+  rtx4090.l2_bandwidth_gbs = 5000;
+  rtx4090.peak_tflops_f32 = 82.6;
+  rtx4090.peak_tflops_tf32 = 82.6;
+  // GeForce parts run fp16/bf16 with fp32 accumulation at half the fp16-accumulate rate.
+  rtx4090.peak_tflops_f16 = 165.2;
+  rtx4090.peak_tflops_bf16 = 165.2;
+  rtx4090.peak_tflops_fp8 = 330.3;  // with fp32 accumulation, as bf16
+  return rtx4090;
+}
+
+// Figures: the H800 is the H100 SXM5 die, clocks, memory and peaks with NVLink cut to 400 GB/s
+// both ways (NVIDIA's H800 product brief); memory as the H100 SXM's (the same 80 GB HBM3; no H800's
+// own driver figure is recorded or cited).
+device_spec h800_preset() {
+  device_spec d = h100_sxm_preset();
+  d.preset = "h800";
+  d.name = "NVIDIA H800 SXM5 80GB";
+  d.memory_source = "inferred";  // the H100 SXM's recorded total
+  d.gpu_link_gbs = 200;
+  return d;
+}
+
+// Figures: NVIDIA H100 NVL datasheet (per GPU: 94 GB HBM3 at 3.9 TB/s, 835 TFLOP/s bf16 dense,
+// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: 95830 MiB, nvidia-smi's
+// total in NVIDIA/gpu-admin-tools#4 (driver 535.183.01, 2024-08-20); it was 94 GB as 10^9 bytes,
+// 6 GiB under what the card reports.
+device_spec h100_nvl_preset() {
+  device_spec d = hopper("h100-nvl", "NVIDIA H100 NVL");
+  d.sm_count = 132;
+  d.boost_clock_mhz = 1785;
+  d.memory_bytes = 95830LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 3900;
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1785 / 1980;  // the SXM's, at this clock
+  d.peak_tflops_f32 = 60;
+  d.peak_tflops_tf32 = 417.5;
+  d.peak_tflops_f16 = 835;
+  d.peak_tflops_bf16 = 835;
+  d.peak_tflops_fp8 = 1670.5;  // dense (3341 with sparsity)
+  d.gpu_link_gbs = 300;  // the NVLink bridge of a pair; between the pairs PCIe 5.0 x16
+  d.gpu_link_group = 2;
+  d.between_groups_gbs = 64;
+  return d;
+}
+
+// Figures: NVIDIA publishes no H20 datasheet; these are the figures every listing repeats (78 SMs of
+// the GH100 die; 96 GB HBM3 at 4.0 TB/s; 60 MB L2; dense 148 bf16/fp16, 74 tf32, 44 fp32 TFLOP/s,
+// the tensor rate capped by the part, not its clock; NVLink 900 GB/s both ways). Unverified: no H20
+// run is recorded. Memory: 97871 MiB, nvidia-smi's total in NVIDIA/nvtrust#128 (driver 580.95.05,
+// 2026-01-05; it was 96 GB as 10^9 bytes, 6 GiB under it); L2 bandwidth: the H100 SXM's per SM.
+device_spec h20_preset() {
+  device_spec d = hopper("h20", "NVIDIA H20");
+  d.sm_count = 78;
+  d.boost_clock_mhz = 1980;
+  d.l2_bytes = 60 * MiB;
+  d.memory_bytes = 97871LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 4000;
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 78 / 132;
+  d.peak_tflops_f32 = 44;
+  d.peak_tflops_tf32 = 74;
+  d.peak_tflops_f16 = 148;
+  d.peak_tflops_bf16 = 148;
+  d.peak_tflops_fp8 = 296;
+  d.peak_source = "listings";  // no datasheet
+  d.gpu_link_gbs = 450;
+  return d;
+}
+
+// Figures: NVIDIA L40S datasheet (48 GB GDDR6 at 864 GB/s; dense: 91.6 fp32, 183 tf32, 362.05
+// bf16/fp16 TFLOP/s); AD102 with 142 SMs at 2520 MHz and 96 MB L2. Memory: as the driver reports it.
+device_spec l40s_preset() {
+  device_spec d = ada("l40s", "NVIDIA L40S");
+  d.sm_count = 142;
+  d.boost_clock_mhz = 2520;
+  d.l2_bytes = 96 * MiB;
+  // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
+  d.memory_bytes = 46068LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 864;
+  d.l2_bandwidth_gbs = 5000;
+  d.peak_tflops_f32 = 91.6;
+  d.peak_tflops_tf32 = 183;
+  d.peak_tflops_f16 = 362.05;
+  d.peak_tflops_bf16 = 362.05;
+  d.peak_tflops_fp8 = 733;  // dense (1466 with sparsity)
+  return d;
+}
+
+// Figures: NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6 at 960 GB/s, 91.1 fp32 TFLOP/s,
+// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: the RTX
+// A6000's cited 49140 MiB: the same 48 GB of GDDR6 on a 384-bit bus, ECC off as both ship (public
+// logs record "NVIDIA RTX 6000 Ada Generation, 49140 MiB"; with ECC on it is less, as the L40S's
+// 46068 MiB). It was 48 GB as 10^9 bytes.
+device_spec rtx6000_ada_preset() {
+  device_spec d = ada("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation");
+  d.sm_count = 142;
+  d.boost_clock_mhz = 2505;
+  d.l2_bytes = 96 * MiB;
+  d.memory_bytes = 49140LL * MiB;  // the RTX A6000's (below)
+  d.memory_source = "inferred";
+  d.memory_bandwidth_gbs = 960;
+  d.l2_bandwidth_gbs = 5000;
+  d.peak_tflops_f32 = 91.1;
+  d.peak_tflops_tf32 = 182.1;
+  d.peak_tflops_f16 = 364.2;
+  d.peak_tflops_bf16 = 364.2;
+  d.peak_tflops_fp8 = 728.5;  // dense (1457 with sparsity)
+  return d;
+}
+
+// Figures: NVIDIA RTX A6000 datasheet (48 GB GDDR6 at 768 GB/s, 38.7 fp32 TFLOP/s, 309.7 fp16
+// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 49140 MiB, nvidia-smi's
+// total in noonghunna/club-3090#1047 (driver 580.173.02, 2026-08-17; ECC off, as it ships); it was
+// 48 GB as 10^9 bytes.
+device_spec rtx_a6000_preset() {
+  device_spec d = ampere_ga102("rtx-a6000", "NVIDIA RTX A6000");
+  d.sm_count = 84;
+  d.boost_clock_mhz = 1800;
+  d.memory_bytes = 49140LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 768;
+  d.peak_tflops_f32 = 38.7;
+  d.peak_tflops_tf32 = 77.4;
+  d.peak_tflops_f16 = 154.8;
+  d.peak_tflops_bf16 = 154.8;
+  return d;
+}
+
+// Figures: NVIDIA Ampere GA102 whitepaper for the RTX 3090 (82 SMs at 1695 MHz, 936 GB/s, 35.6
+// fp32 TFLOP/s; fp16/bf16 tensor with fp32 accumulation 71 dense, GeForce's half rate; tf32 35.6).
+// Memory: 24576 MiB, nvidia-smi's total in noonghunna/club-3090#1127 (driver 595.84, 2026-09-01).
+device_spec rtx3090_preset() {
+  device_spec d = ampere_ga102("rtx-3090", "NVIDIA GeForce RTX 3090");
+  d.sm_count = 82;
+  d.boost_clock_mhz = 1695;
+  d.memory_bytes = 24576LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 936;
+  d.peak_tflops_f32 = 35.6;
+  d.peak_tflops_tf32 = 35.6;
+  d.peak_tflops_f16 = 71;
+  d.peak_tflops_bf16 = 71;
+  return d;
+}
+
+// Figures: NVIDIA's Blackwell datasheet for HGX B200 at 1,000 W, per GPU (dense: 80 fp32, 1,100
+// tf32, 2,250 bf16/fp16, 4,500 fp8 TFLOP/s; as glennklockwood.com's B200 page tabulates it), the DGX
+// B200 datasheet (1,440 GB of HBM3e over 8 GPUs: 180 GB each), NVLink 5 at 1.8 TB/s both ways; a
+// boost clock of 1965 MHz as third parties list it (unverified); 148 SMs, 126.5 MiB of L2 and a
+// 7680-bit bus at 3996 MHz (DDR: 7,672 GB/s, where the datasheet's 64 TB/s over 8 GPUs says 8,000)
+// as CUDA and nvidia-smi report them on a B200 in pytorch/ao#4002 (2026-03-05; the bus width as
+// drivers now report it); shared memory per SM as compute capability 10.0's in the CUDA C++
+// Programming Guide (228 KB).
+// Memory: 183359 MiB, nvidia-smi's total in NVIDIA/TensorRT-LLM#10278 (driver 580.95.05,
+// 2025-12-24; it was 180 GB as 10^9 bytes, 11 GiB under it). L2 bandwidth: a
+// rough figure, 1.5 x the H100 SXM's (ranks tiles only; no family here plans sm_100's tensor cores).
+device_spec b200_preset() {
+  device_spec d = hopper("b200", "NVIDIA B200");
+  d.compute_capability = 100;
+  d.sm_count = 148;
+  d.boost_clock_mhz = 1965;
+  d.l2_bytes = 253 * MiB / 2;  // 126.5 MiB
+  d.memory_bytes = 183359LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 7680.0 / 8 * 3996 * 2 / 1000;  // 7,672 GB/s
+  d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
+  d.peak_tflops_f32 = 80;
+  d.peak_tflops_tf32 = 1100;
+  d.peak_tflops_f16 = 2250;
+  d.peak_tflops_bf16 = 2250;
+  d.peak_tflops_fp8 = 4500;
+  d.gpu_link_gbs = 900;  // NVLink 5: 1.8 TB/s both ways
+  return d;
+}
+
+// Figures: NVIDIA's GeForce RTX 5090 specifications (170 SMs, 2407 MHz boost, 32 GB GDDR7 at
+// 1,792 GB/s, 104.8 fp32 TFLOP/s; 838 "AI TFLOPS" fp16 with sparsity and fp16 accumulation: 419
+// dense), 96 MB of L2 as reviews list it. Its fp32-accumulating tensor rate is taken as half the
+// fp16-accumulating one, as on the GeForce parts before it (209.5 bf16/fp16, 104.8 tf32, 419 fp8):
+// unverified for this generation. sm_120's limits taken as sm_89's (100 KB of shared memory per
+// SM; unverified). Memory: 32607 MiB, nvidia-smi's total in noonghunna/club-3090#1261 (driver
+// 610.57.04, 2026-09-11; it was 32 GiB, 161 MiB over it); L2 bandwidth: the RTX 4090's per SM and clock.
+device_spec rtx5090_preset() {
+  device_spec d = ada("rtx-5090", "NVIDIA GeForce RTX 5090");
+  d.compute_capability = 120;
+  d.sm_count = 170;
+  d.boost_clock_mhz = 2407;
+  d.l2_bytes = 96 * MiB;
+  d.memory_bytes = 32607LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 1792;
+  d.l2_bandwidth_gbs = 5000.0 * 170 / 128 * 2407 / 2520;
+  d.peak_tflops_f32 = 104.8;
+  d.peak_tflops_tf32 = 104.8;
+  d.peak_tflops_f16 = 209.5;
+  d.peak_tflops_bf16 = 209.5;
+  d.peak_tflops_fp8 = 419;
+  d.gpu_link_gbs = 64;  // PCIe 5.0 x16, no NVLink
+  return d;
+}
+
+// Figures: NVIDIA Tesla V100 datasheet and Volta whitepaper for the SXM2 32 GB (80 SMs at 1530 MHz,
+// 900 GB/s HBM2, 6 MB L2, 15.7 fp32 TFLOP/s, 125 fp16 tensor TFLOP/s with fp32 accumulation, NVLink
+// 2 at 300 GB/s both ways; no bf16, tf32 or fp8 tensor cores: those peaks are 0), shared memory per
+// SM and block as compute capability 7.0's in the CUDA C++ Programming Guide (96 KB). Memory: 32 GiB
+// (the datasheet's; public logs of recent drivers record "Tesla V100-SXM2-32GB, 32768 MiB", older
+// ones 32510 MiB: no citable one, so unverified). L2 bandwidth: a rough figure, ranks tiles only.
+device_spec v100_preset() {
+  device_spec d;
+  d.preset = "v100-sxm2";
+  d.name = "Tesla V100-SXM2-32GB";
+  d.compute_capability = 70;
+  d.sm_count = 80;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.smem_per_sm_bytes = 96 * KiB;
+  d.smem_per_block_optin_bytes = 96 * KiB;
+  d.l2_bytes = 6 * MiB;
+  d.boost_clock_mhz = 1530;
+  d.memory_bytes = 32 * 1024 * MiB;
+  d.memory_source = "datasheet";
+  d.memory_bandwidth_gbs = 900;
+  d.l2_bandwidth_gbs = 2500;
+  d.peak_tflops_f32 = 15.7;
+  d.peak_tflops_f16 = 125;
+  d.gpu_link_gbs = 150;
+  return d;
+}
+
+// The A10G, AWS's GA102 part of the G5 instances: NVIDIA publishes no datasheet, so these are the
+// figures listings repeat (80 SMs at 1710 MHz, 24 GB GDDR6 at 600 GB/s, 6 MB L2; fp32 35 TFLOP/s,
+// 80 x 128 x 2 x 1.71 GHz; its tensor cores at GeForce's half rate with fp32 accumulation, 70 bf16/fp16
+// and 35 tf32 dense: Baseten's "A10 vs A10G" puts its tensor compute below the A10's 125). Unverified:
+// no A10G run is recorded or cited. Memory: 23028 MiB, the nvidia-smi total of g5 runs (and of the
+// A10 in modal-labs/modal-client#2797).
+device_spec a10g_preset() {
+  device_spec d = ampere_ga102("a10g", "NVIDIA A10G");
+  d.sm_count = 80;
+  d.boost_clock_mhz = 1710;
+  d.memory_bytes = 23028LL * MiB;
+  d.memory_source = "cited";
+  d.memory_bandwidth_gbs = 600;
+  d.peak_tflops_f32 = 35;
+  d.peak_tflops_tf32 = 35;
+  d.peak_tflops_f16 = 70;
+  d.peak_tflops_bf16 = 70;
+  d.peak_source = "listings";  // no datasheet
+  return d;
+}
+
+}  // namespace
+
+std::vector<device_spec> make_device_presets() {
+  return {h100_sxm_preset(),   h100_pcie_preset(), h200_preset(),        a100_80_preset(), a100_40_preset(),
+          l4_preset(),         rtx4090_preset(),   h800_preset(),        h100_nvl_preset(), l40s_preset(),
+          rtx6000_ada_preset(), rtx_a6000_preset(), rtx3090_preset(), a10g_preset(), h20_preset(), b200_preset(),
+          rtx5090_preset(), v100_preset()};
+}
+
+}  // namespace tiletune
