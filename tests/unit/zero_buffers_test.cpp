@@ -343,6 +343,12 @@ TEST(zero_buffers, litgpt_accumulates_unsharded_gradients_under_no_sync) {
   EXPECT_EQ(estimate_memory(llama(training_framework::litgpt, 3, 1)).no_sync_gradient_bytes, 0);  // one GPU
   EXPECT_EQ(estimate_memory(llama(training_framework::fsdp2, 3, 8)).no_sync_gradient_bytes, 0);
   EXPECT_EQ(estimate_memory(llama(training_framework::litgpt, 0, 8)).no_sync_gradient_bytes, 0);  // DDP
+  // Composer's no_sync is DDP's only: under FSDP it reduce-scatters every micro-step, sharded.
+  const training_setup composer = llama(training_framework::composer, 3, 8);
+  EXPECT_EQ(estimate_memory(composer).no_sync_gradient_bytes, 0);
+  const communication_estimate cc = estimate_communication(composer, find_preset("h100-sxm"));
+  EXPECT_EQ(cc.per_global_step_ms, 0);
+  EXPECT_GT(cc.per_micro_step_ms, 2 * 7.0 / 8 * static_cast<double>(llama_parameters) * 4 / (450 * 0.8 * 1e6));
   training_setup lora = lit;  // LoRA: the fp32 adapters' gradients only
   lora.lora_rank = 16;
   lora.lora_targets = parse_lora_targets("q,v");

@@ -68,7 +68,9 @@ bool fsdp_replicated(const training_setup& s);
 // last micro-step, and meanwhile every trainable parameter's gradient unsharded, at the gathered
 // parameters' width (fp32 under its mixed precision; the adapters' under LoRA), this width a
 // trainable parameter (0 where FSDP does not run or one GPU holds it all). LitGPT 2685705:
-// finetune/full.py, finetune/lora.py, pretrain.py.
+// finetune/full.py, finetune/lora.py, pretrain.py. Composer does not: its ddp_sync_context applies
+// no_sync only to a DistributedDataParallel model, so under FSDP each micro-step reduce-scatters
+// (composer 6405188: trainer.py _train_microbatch, distributed/dist_strategy.py).
 bool fsdp_no_sync(const training_setup& s);
 double fsdp_no_sync_gradient_width(const training_setup& s);
 // FSDP runs the data parallelism: frameworks fsdp2 and torchtune (FSDP2), litgpt and composer (FSDP1)
