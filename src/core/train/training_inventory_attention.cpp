@@ -2,6 +2,7 @@
 // projections, rotary, q/k norms, MLA's projections, and what each attention kernel (SDPA's
 // fused kernels, its math fallback, transformers' eager attention) keeps and moves per token.
 #include <algorithm>
+#include <array>
 
 #include "core/train/training_inventory_ops.hpp"
 

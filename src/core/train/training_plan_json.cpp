@@ -2,6 +2,7 @@
 // TrainingArguments and DeepSpeed settings of its recommendation.
 #include "core/train/training_plan.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/train/training_calibration.hpp"

@@ -15,6 +15,7 @@
 #include "core/train/quantized_base.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_context.hpp"
+#include "core/train/training_framework.hpp"
 #include "core/train/training_pipeline.hpp"
 #include "core/train/training_precision.hpp"
 
