@@ -84,7 +84,7 @@ std::string format_plan(const batch_plan& plan) {
   out += fmt::format("peak GiB = weights and optimizer states + transient x (1 + {:.2f} allocator slack; with "
                      "checkpointing + {:.2f} x gradients) + {} CUDA context\n\n",
                      m.allocator_overhead, m.allocator_overhead_ckpt, gib(m.cuda_context_bytes));
-  text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "step ms", "samples/s",
+  text_table t({"micro-batch", "checkpointing", "peak GiB", "fits", "accum", "global", "ms/micro-step", "samples/s",
                 "tokens/s"});
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const auto& c = plan.candidates[i];

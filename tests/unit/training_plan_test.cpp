@@ -613,6 +613,15 @@ TEST(plan, data_parallel_communication_costs_time_and_is_said) {
   ASSERT_EQ(rs.checkpointing, r64.checkpointing);
   EXPECT_NEAR(rs.time.allreduce_ms, 2 * 63.0 / 64 * grad_bytes / (400 * 0.8 * 1e6), 1e-9);
   EXPECT_NEAR(rs.step_ms - r64.step_ms, (rs.time.allreduce_ms - r64.time.allreduce_ms) / rs.grad_accum_steps, 1e-9);
+  // An optimizer step is its micro-steps (step_ms, the table's "ms/micro-step", shares the once-a-step
+  // parts among them); samples/s is the global batch over it.
+  for (const auto* plan : {&p64, &ps})
+    for (const auto& c : plan->candidates) {
+      EXPECT_NEAR(c.global_step_ms, c.step_ms * static_cast<double>(c.grad_accum_steps), 1e-9 * c.global_step_ms);
+      EXPECT_GT(c.global_step_ms, static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms());
+      EXPECT_NEAR(c.samples_per_s, static_cast<double>(c.micro_batch * c.grad_accum_steps * 64) / (c.global_step_ms * 1e-3),
+                  1e-9 * c.samples_per_s);
+    }
   said = false;
   for (const auto& n : ps.notes) said |= n.find("not overlapped with compute (--overlap-comm off)") != std::string::npos;
   EXPECT_TRUE(said);

@@ -121,6 +121,7 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
                                 c.time.gradient_boundary_added_ms + c.time.optimizer_ms + c.time.allreduce_ms +
                                 c.time.pipeline_bubble_ms +
                                 c.time.paging_ms;
+  c.global_step_ms = global_step_ms;
   c.step_ms = global_step_ms / static_cast<double>(c.grad_accum_steps);
   c.samples_per_s = static_cast<double>(b * c.grad_accum_steps * data_parallel_degree(s)) / (global_step_ms * 1e-3);
   c.tokens_per_s = c.samples_per_s * static_cast<double>(s.seq_len);

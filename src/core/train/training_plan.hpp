@@ -346,7 +346,8 @@ struct batch_candidate {
   bool exact_global_batch = true;
   step_time time;
   bool measured = false;  // GEMM times measured on the GPU (only candidates that fit are run)
-  double step_ms = 0;  // one micro-batch, optimizer amortised over accumulation
+  double step_ms = 0;  // one micro-step: the global step over its micro-steps (optimizer amortised)
+  double global_step_ms = 0;  // one optimizer step: every micro-step, the optimizer and once-a-step exchanges
   double samples_per_s = 0;
   double tokens_per_s = 0;
 };

@@ -125,6 +125,7 @@ nlohmann::json candidates_json(const batch_plan& plan) {
                    {"grad_accum_steps", c.grad_accum_steps},
                    {"effective_global_batch", c.effective_global_batch},
                    {"step_ms", c.step_ms},
+                   {"global_step_ms", c.global_step_ms},
                    {"samples_per_s", c.samples_per_s},
                    {"tokens_per_s", c.tokens_per_s},
                    {"time", step_json(c.time, plan.setup)},
