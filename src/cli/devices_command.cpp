@@ -18,7 +18,10 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
   auto* cmd = app.add_subcommand("devices", "List this machine's GPUs and the presets --gpu accepts");
   cmd->footer(
       "\nExits 0 whether or not a GPU is present; without one it says why (the CUDA runtime's "
-      "answer)\nand lists the presets that `tiletune gemm --gpu NAME` can plan for offline.");
+      "answer)\nand lists the presets that `tiletune gemm --gpu NAME` can plan for offline.\n\n"
+      "A local GPU whose name matches a preset takes the preset's peaks (its \"peaks from\"); where\n"
+      "the driver reports fewer SMs (a MIG slice) or another clock, they scale by SMs x clock\n"
+      "(\"estimated\"). SMs, clock, memory, L2 size and memory bandwidth are always the driver's.");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of tables");
   cmd->callback([&ctx, json] {

@@ -20,7 +20,8 @@ int attribute(cudaDeviceAttr a, int device) {
 device_spec describe(int index, const cudaDeviceProp& prop) {
   const std::int64_t memory = static_cast<std::int64_t>(prop.totalGlobalMem);
   device_spec d;
-  if (auto preset = preset_for_device_name(prop.name, memory)) d = *preset;
+  const std::optional<device_spec> preset = preset_for_device_name(prop.name, memory);
+  if (preset) d = *preset;
   d.name = prop.name;
   d.compute_capability = prop.major * 10 + prop.minor;
   d.sm_count = prop.multiProcessorCount;
@@ -41,7 +42,10 @@ device_spec describe(int index, const cudaDeviceProp& prop) {
   }
   const double clock_khz = attribute(cudaDevAttrClockRate, index);
   if (clock_khz > 0) d.boost_clock_mhz = clock_khz / 1e3;
-  if (d.preset.empty()) estimate_peaks(d);
+  if (preset)
+    scale_preset_rates(d, *preset);
+  else
+    estimate_peaks(d);
   return d;
 }
 

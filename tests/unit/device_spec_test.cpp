@@ -85,6 +85,28 @@ TEST(device_spec, estimated_peaks_match_the_datasheet_for_a100) {
   EXPECT_EQ(d.peak_source, "estimated");
 }
 
+// A local GPU named as a preset but reporting fewer SMs (a MIG slice) or another clock keeps the
+// preset's rates per SM and clock: a 1g.10gb slice of an H100 SXM (16 of 132 SMs) is not 989 TFLOP/s.
+TEST(device_spec, a_local_gpu_with_fewer_sms_than_its_preset_scales_its_peaks) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  device_spec slice = *preset_for_device_name("NVIDIA H100 80GB HBM3 MIG 1g.10gb", 10LL << 30);
+  slice.sm_count = 16;
+  scale_preset_rates(slice, h100);
+  EXPECT_NEAR(slice.peak_tflops_bf16, h100.peak_tflops_bf16 * 16 / 132, 1e-9);
+  EXPECT_NEAR(slice.peak_tflops_fp8, h100.peak_tflops_fp8 * 16 / 132, 1e-9);
+  EXPECT_NEAR(slice.peak_tflops_f32, h100.peak_tflops_f32 * 16 / 132, 1e-9);
+  EXPECT_NEAR(slice.l2_bandwidth_gbs, h100.l2_bandwidth_gbs * 16 / 132, 1e-9);
+  EXPECT_EQ(slice.peak_source, "estimated");
+  device_spec slower = h100;  // a lower peak clock scales the same way
+  slower.boost_clock_mhz = 1755;
+  scale_preset_rates(slower, h100);
+  EXPECT_NEAR(slower.peak_tflops_tf32, h100.peak_tflops_tf32 * 1755 / 1980, 1e-9);
+  device_spec same = h100;  // the recorded H100 runs: the preset's own figures, from its datasheet
+  scale_preset_rates(same, h100);
+  EXPECT_EQ(same.peak_tflops_bf16, h100.peak_tflops_bf16);
+  EXPECT_EQ(same.peak_source, "datasheet");
+}
+
 // Issue 39: a preset's memory is what the driver reports, not the marketing figure.
 TEST(device_spec, preset_memory_is_what_the_driver_reports) {
   // The H100 SXM's: recorded in profiles/ by a run on one (device.memory_bytes of a measured result).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -77,6 +78,18 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
   else if (has("v100") && has("sxm2") && memory_bytes > (24LL << 30)) key = "v100-sxm2";
   if (key.empty()) return std::nullopt;
   return find_preset(key);
+}
+
+void scale_preset_rates(device_spec& d, const device_spec& preset) {
+  if (preset.sm_count <= 0 || preset.boost_clock_mhz <= 0 || d.sm_count <= 0 || d.boost_clock_mhz <= 0) return;
+  const double scale = (d.sm_count * d.boost_clock_mhz) / (preset.sm_count * preset.boost_clock_mhz);
+  if (std::abs(scale - 1) < 1e-3) return;
+  for (double device_spec::*peak : {&device_spec::peak_tflops_f32, &device_spec::peak_tflops_tf32,
+                                    &device_spec::peak_tflops_f16, &device_spec::peak_tflops_bf16,
+                                    &device_spec::peak_tflops_fp8})
+    d.*peak = preset.*peak * scale;
+  d.l2_bandwidth_gbs = preset.l2_bandwidth_gbs * scale;
+  d.peak_source = "estimated";
 }
 
 void estimate_peaks(device_spec& d) {

@@ -71,6 +71,11 @@ std::optional<device_spec> preset_for_device_name(std::string_view device_name,
                                                   std::int64_t memory_bytes);
 // Peak figures estimated from SM count and clock, for a GPU with no preset.
 void estimate_peaks(device_spec& spec);
+// A local GPU that took a preset by its name keeps the preset's rates per SM and clock: where the
+// driver reports fewer SMs (a MIG slice, "NVIDIA H100 80GB HBM3 MIG 1g.10gb"; a cut-down part) or
+// another peak clock, its peak FLOP/s and L2 bandwidth scale by SMs x clock, and its peaks are
+// "estimated". `spec` holds the driver's SM count and clock; `preset` the figures it matched.
+void scale_preset_rates(device_spec& spec, const device_spec& preset);
 
 nlohmann::json to_json(const device_spec& d);
 
