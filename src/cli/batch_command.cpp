@@ -362,7 +362,9 @@ cuBLASLt time is the GEMM's, and the model's times for the rest are scaled to
 those measurements (a note says how many and by what).
 
 The recommendation is the throughput-best micro-batch that fits with the
-safety margin, with gradient accumulation to reach --global-batch; it is also
+safety margin, with gradient accumulation to reach --global-batch exactly where
+any micro-batch can (a prime reaches it only with micro-batch 1: then a note says
+what a global batch near it gains, wherever it is more than 5%); it is also
 written as Hugging Face TrainingArguments and a DeepSpeed config.
 
 Exit codes: 0 done (also when nothing fits: the plan says what would); 2 bad

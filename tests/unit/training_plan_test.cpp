@@ -690,6 +690,18 @@ TEST(plan, a_global_batch_only_slow_plans_reach_says_what_it_costs) {
   s.global_batch = 256;
   for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
     EXPECT_EQ(n.find("is reached exactly only"), std::string::npos) << n;
+  // A smaller cost is said too: Llama-3-8B LoRA at 2,048 tokens keeps micro-batch 1 for 257, where
+  // micro-batch 2 or 3 (258) runs 10-20% more samples/s.
+  auto lora = plan_setup("llama-3-8b", 2048);
+  lora.lora_rank = 16;
+  lora.global_batch = 257;
+  const auto lp = plan_batch(lora, find_preset("h100-sxm"));
+  ASSERT_TRUE(lp.recommended);
+  ASSERT_EQ(lp.candidates[*lp.recommended].micro_batch, 1);
+  note.clear();
+  for (const auto& n : lp.notes)
+    if (n.find("--global-batch 257 is reached exactly only with micro-batch 1") != std::string::npos) note = n;
+  EXPECT_NE(note.find("a global batch of 258 (+0.4%)"), std::string::npos) << note;
 }
 
 // Gradient accumulation: zero_grad comes after the optimizer step, so every micro-step after

@@ -137,14 +137,15 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
 
 namespace {
 // A global batch that only slow micro-batches divide (a prime: only 1): what keeping it exactly
-// costs against a fast plan (within 5% of the fastest) whose micro-batch comes nearest to it.
+// costs against a fast plan (within 5% of the fastest) whose micro-batch comes nearest to it, said
+// wherever the exact plan gives up more than 5% of the fastest's throughput.
 void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   const auto& r = plan.candidates[*plan.recommended];
   if (!s.global_batch || !r.exact_global_batch) return;
   double fastest = 0;
   for (const auto& c : plan.candidates)
     if (c.fits) fastest = std::max(fastest, c.samples_per_s);
-  if (fastest < 1.25 * r.samples_per_s) return;
+  if (fastest <= 1.05 * r.samples_per_s) return;
   const std::int64_t asked = *s.global_batch;
   const auto nearest = [&](const batch_candidate& c) {  // the multiple of its global step nearest the asked batch
     const std::int64_t step = c.micro_batch * data_parallel_degree(s);
@@ -161,8 +162,9 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   const std::int64_t global = nearest(*pick);
   plan.notes.push_back(fmt::format(
       "--global-batch {} is reached exactly only with micro-batch {} ({:.1f} samples/s); a global batch of {} "
-      "({:+.1f}%) runs {:.1f}x faster: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
-      asked, r.micro_batch, r.samples_per_s, global, 100.0 * (global - asked) / asked, pick->samples_per_s / r.samples_per_s,
+      "({:+.1f}%) runs {:.0f}% more samples/s: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
+      asked, r.micro_batch, r.samples_per_s, global, 100.0 * (global - asked) / asked,
+      100.0 * (pick->samples_per_s / r.samples_per_s - 1),
       pick->micro_batch, pick->checkpointing ? " with checkpointing" : "", global / (pick->micro_batch * data_parallel_degree(s)),
       pick->samples_per_s));
 }
