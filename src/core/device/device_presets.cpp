@@ -297,7 +297,7 @@ device_spec l40s_preset() {
 
 // Figures: NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6 at 960 GB/s, 91.1 fp32 TFLOP/s,
 // 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: the RTX
-// A6000's cited 49140 MiB: the same 48 GB of GDDR6 on a 384-bit bus, ECC off as both ship (public
+// A6000's cited 49140 MiB: the same 48 GB of GDDR6 on a 384-bit bus, ECC off as the logs run them (public
 // logs record "NVIDIA RTX 6000 Ada Generation, 49140 MiB"; with ECC on it is less, as the L40S's
 // 46068 MiB). It was 48 GB as 10^9 bytes.
 device_spec rtx6000_ada_preset() {
@@ -319,7 +319,7 @@ device_spec rtx6000_ada_preset() {
 
 // Figures: NVIDIA RTX A6000 datasheet (48 GB GDDR6 at 768 GB/s, 38.7 fp32 TFLOP/s, 309.7 fp16
 // tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 49140 MiB, nvidia-smi's
-// total in noonghunna/club-3090#1047 (driver 580.173.02, 2026-08-17; ECC off, as it ships); it was
+// total in noonghunna/club-3090#1047 (driver 580.173.02, 2026-08-17; ECC off: with ECC on less); it was
 // 48 GB as 10^9 bytes.
 device_spec rtx_a6000_preset() {
   device_spec d = ampere_ga102("rtx-a6000", "NVIDIA RTX A6000");
