@@ -122,7 +122,7 @@ if [ ! -x "$bin" ]; then
 fi
 step devices 30 "$out/devices.txt" "$bin" devices && cat "$out/devices.txt"
 step nvidia-smi 20 "$out/nvidia-smi.csv" nvidia-smi \
-  --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+  --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv
 
 # --- smoke: one variant per family in seconds; a failing family is left out later ---
 # Each line: dtype layout m n k batch variant. The wgmma lines cover both
