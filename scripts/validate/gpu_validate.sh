@@ -22,6 +22,10 @@
 #     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
 #     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt (PROFILE_VARIANT, default
 #            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
+#     decodencu ncu (speed of light, occupancy, warp states, scheduler, memory) of the mma decode tiles
+#            at 128x4096x4096 bf16 nt with 8 and 12 warps resident per SM (mma_128x64x64_w2x2_s4_k4,
+#            mma_64x64x64_w2x2_s4_k2): the model puts the 8-warp tiles 18-25% fast there (issue 39's
+#            leave-one-out worst case) and cannot say whether their loads' issue or barrier waits hold them
 #     tuning scripts/bench/bench_tuning.sh on its first and fourth shapes, halving only
 #     probe  the register-only mma.sync (HMMA.16816) throughput probe, scripts/bench/hmma_probe.cu
 #            ($build/hmma_probe when carried, else built here with nvcc); and the premise of the
@@ -376,6 +380,19 @@ if want profile && command -v ncu >/dev/null; then
   [ -f "$out/ncu-$pv.ncu-rep" ] && ncu --import "$out/ncu-$pv.ncu-rep" --print-summary none >"$out/ncu-$pv.txt" 2>&1
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Bank Conflicts|Tensor" \
     "$out/ncu-$pv.txt" 2>/dev/null | head -20 >&2
+fi
+if want decodencu && command -v ncu >/dev/null; then
+  for dv in mma_128x64x64_w2x2_s4_k4 mma_64x64x64_w2x2_s4_k2; do
+    step "ncu decode $dv" 120 "$out/ncu-decode-$dv.log" ncu --clock-control none --target-processes all \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
+      --section MemoryWorkloadAnalysis --section LaunchStats -k regex:tiletune_gemm --launch-skip 3 --launch-count 1 \
+      -o "$out/ncu-decode-$dv" -f "$bin" gemm --m 128 --n 4096 --k 4096 --dtype bf16 --layout nt --only "$dv" \
+      --no-db --quiet --time-cap-ms 50
+    [ -f "$out/ncu-decode-$dv.ncu-rep" ] &&
+      ncu --import "$out/ncu-decode-$dv.ncu-rep" --print-summary none >"$out/ncu-decode-$dv.txt" 2>&1
+    grep -E "Duration|Achieved Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Stall|DRAM Throughput|Eligible" \
+      "$out/ncu-decode-$dv.txt" 2>/dev/null | head -24 >&2
+  done
 fi
 if want tuning; then
   step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
