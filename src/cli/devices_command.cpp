@@ -80,7 +80,7 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
     fmt::print("{}", t.render());
     fmt::print("\nmemory from: recorded (the driver's total on a run in profiles/measured), cited (nvidia-smi's total in "
                "a public log), inferred (the recorded or cited total of a part with the same memory), datasheet "
-               "(unverified; the planner may think a part has more than it reports). src/core/device/device_spec.cpp "
+               "(unverified; the planner may think a part has more than it reports). src/core/device/device_presets.cpp "
                "names each source.\n");
     ctx.exit_code = 0;
   });

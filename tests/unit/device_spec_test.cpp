@@ -140,7 +140,7 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
   }
   // nvidia-smi's totals in MiB as cited beside each preset (modal-labs/modal-client#2797 for the A100s,
   // L4 and L40S; club-3090#1127 for the RTX 3090; g5 runs for the A10G; the issue threads named in
-  // device_spec.cpp for the others): the L4's 23034 MiB is 6% under its datasheet's 24 GB read as
+  // device_presets.cpp for the others): the L4's 23034 MiB is 6% under its datasheet's 24 GB read as
   // 24 GiB, the L40S's 46068 MiB above 48 GB read as 10^9 bytes, the B200's 183359 MiB 11 GiB above
   // 180 GB read so, the RTX 4090's 24564 MiB 12 MiB under 24 GiB.
   const std::int64_t mib = 1LL << 20;
