@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/output.hpp"
 #include "cli/gemm_options.hpp"
 #include "cli/gemm_setup.hpp"
 #include "core/errors.hpp"
@@ -68,7 +69,7 @@ kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
 }
 
 int write_kernel_export(const gemm_options& o, const kernel_export& e) {
-  for (const std::string& r : e.refusals) fmt::print(stderr, "tiletune: --export: {}\n", r);
+  for (const std::string& r : e.refusals) tell("tiletune: --export: {}\n", r);
   if (!e.files.empty()) write_export(o.export_dir, e.files);
   if (!o.report.quiet && !e.files.empty()) {
     std::vector<std::string> written;

@@ -1,3 +1,4 @@
+#include "cli/output.hpp"
 #include "cli/gpu_run.hpp"
 
 #include <chrono>
@@ -25,7 +26,7 @@ compiler_stack::compiler_stack(const std::string& cache_dir, bool no_cache, bool
       throw usage_error(fmt::format("--cache-dir {}: cannot keep compiled kernels there ({}); give a writable "
                                     "folder{}",
                                     cache_dir, why, no_cache_offered ? ", or --no-cache" : ""));
-    fmt::print(stderr, "tiletune: the compile cache {} cannot be written ({}); compiling without it\n", dir.string(),
+    tell("tiletune: the compile cache {} cannot be written ({}); compiling without it\n", dir.string(),
                why);
     return;
   }
@@ -79,7 +80,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
                             "); kernels were timed with CUDA events";
     plan.notes.push_back(why);
     progress.finish();
-    fmt::print(stderr, "tiletune: {}\n", why);
+    tell("tiletune: {}\n", why);
   }
   if (backend.restarts() > 0)
     plan.notes.push_back(fmt::format("the GPU worker was restarted {} time(s) after faults or timeouts",

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -15,6 +16,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,9 +111,10 @@ bool same_file(const fs::path& a, const fs::path& b) {
     const bool same = fs::equivalent(a, b, ec);
     return same && !ec;
   }
-  const fs::path ca = fs::weakly_canonical(a, ec);
+  // Absolute first: weakly_canonical leaves "x.json" relative but makes "./x.json" absolute.
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
   if (ec) return false;
-  const fs::path cb = fs::weakly_canonical(b, ec);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
   return !ec && ca == cb;
 }
 }  // namespace
@@ -206,30 +209,91 @@ void write_standard_stream(int fd, const fs::path& file, std::string_view text) 
 }
 }  // namespace
 
+namespace {
+// The temporary file beside an output while it is written: SIGINT, SIGTERM or SIGHUP then
+// removes it before the signal takes its course, so an interrupted run leaves no temporary file.
+char pending_temp[4096];
+volatile std::sig_atomic_t temp_pending = 0;
+constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction earlier_actions[3];
+
+extern "C" void remove_temp_then_resignal(int sig) {
+  if (temp_pending) unlink(pending_temp);
+  temp_pending = 0;
+  for (int i = 0; i < 3; ++i)
+    if (cleanup_signals[i] == sig) sigaction(sig, &earlier_actions[i], nullptr);
+  raise(sig);
+}
+
+class temp_file_guard {
+ public:
+  explicit temp_file_guard(const fs::path& tmp) {
+    std::error_code ec;
+    const std::string abs = fs::absolute(tmp, ec).string();
+    if (ec || abs.size() >= sizeof pending_temp) return;
+    std::memcpy(pending_temp, abs.c_str(), abs.size() + 1);
+    struct sigaction a {};
+    a.sa_handler = remove_temp_then_resignal;
+    sigemptyset(&a.sa_mask);
+    temp_pending = 1;
+    // A signal the caller ignores (nohup's SIGHUP) stays ignored: the write goes on.
+    for (int i = 0; i < 3; ++i) {
+      sigaction(cleanup_signals[i], nullptr, &earlier_actions[i]);
+      if (earlier_actions[i].sa_handler != SIG_IGN) sigaction(cleanup_signals[i], &a, nullptr);
+    }
+    armed_ = true;
+  }
+  ~temp_file_guard() {
+    if (!armed_) return;
+    temp_pending = 0;
+    for (int i = 0; i < 3; ++i) sigaction(cleanup_signals[i], &earlier_actions[i], nullptr);
+  }
+  temp_file_guard(const temp_file_guard&) = delete;
+  temp_file_guard& operator=(const temp_file_guard&) = delete;
+
+ private:
+  bool armed_ = false;
+};
+
+// ".NAME.PID.tmp" beside the file; for a name so long that this would pass the folder's limit
+// on a name (NAME_MAX, 255 bytes on most file systems), ".tiletune.PID.tmp".
+fs::path temp_name(const fs::path& dir, const fs::path& file) {
+  const std::string name = fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
+  const long max = pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name.size() <= static_cast<std::size_t>(max > 0 ? max : 255)) return dir / name;
+  return dir / fmt::format(".tiletune.{}.tmp", getpid());
+}
+}  // namespace
+
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
   if (is_stream_output(file)) return write_stream(file, text);
   if (const int fd = standard_stream_of(file); fd >= 0) return write_standard_stream(fd, file, text);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   refuse_read_only(file, "output", requested);
-  const fs::path tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
+  const fs::path tmp = temp_name(dir, file);
   std::error_code ec;
   const auto old = fs::status(file, ec);
+  const temp_file_guard guard(tmp);
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out) {
+      const int err = errno;
       fs::remove(tmp, ec);
-      throw environment_error(fmt::format("could not write {}", tmp.string()));
+      throw environment_error(fmt::format("could not write {}: {}", requested.string(),
+                                          err ? std::strerror(err) : "the write failed"));
     }
   }
   // The replacement keeps the permissions the file had (0600 stays 0600).
   if (fs::is_regular_file(old)) fs::permissions(tmp, old.permissions() & fs::perms::mask, ec);
   fs::rename(tmp, file, ec);
   if (ec) {
+    const std::string why = ec.message();
     fs::remove(tmp, ec);
-    throw environment_error(fmt::format("could not write {}: {}", file.string(), ec.message()));
+    throw environment_error(fmt::format("could not write {}: {}", requested.string(), why));
   }
 }
 
@@ -286,7 +350,18 @@ std::string shell_join(int argc, char** argv) {
 
 text_table::text_table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
 
-void text_table::add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+void text_table::add_row(std::vector<std::string> row) {
+  // A cell from a file (a problem's name) may hold control characters: a NUL would end the line
+  // on a terminal, an escape sequence would drive it. They are shown escaped (\x00, \x1b).
+  for (auto& cell : row) {
+    if (std::none_of(cell.begin(), cell.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) continue;
+    std::string shown;
+    for (const unsigned char c : cell)
+      shown += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+    cell = std::move(shown);
+  }
+  rows_.push_back(std::move(row));
+}
 
 std::string text_table::render() const {
   std::vector<std::size_t> width;
@@ -337,6 +412,12 @@ std::string self_executable() {
   const auto path = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw environment_error("cannot find the tiletune binary through /proc/self/exe: " + ec.message());
   return path.string();
+}
+
+void print_stderr(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  std::clearerr(stderr);
 }
 
 progress_line::progress_line(bool enabled) : wanted_(enabled), enabled_(enabled && stderr_is_terminal()) {}

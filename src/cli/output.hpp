@@ -1,4 +1,5 @@
 #pragma once
+#include <fmt/format.h>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -81,6 +82,14 @@ class text_table {
 };
 
 // One self-erasing status line on stderr, shown only on a terminal.
+// A message on stderr that never throws: a closed or full stderr (`2>&-`, `2>/dev/full`) loses the
+// message, not the run (fmt::print would throw, and a throw while reporting an error aborts).
+void print_stderr(std::string_view text);
+template <class... T>
+void tell(fmt::format_string<T...> format, T&&... args) {
+  print_stderr(fmt::format(format, std::forward<T>(args)...));
+}
+
 class progress_line {
  public:
   explicit progress_line(bool enabled);

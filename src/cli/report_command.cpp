@@ -73,6 +73,9 @@ void run_report(const report_command_options& o, run_context& ctx) {
   }
   const vega_library vega =
       load_vega_library(o.vega_dir ? std::optional<std::filesystem::path>(*o.vega_dir) : std::nullopt);
+  // Vega's scripts are inputs too: --out onto one would replace the library with a page.
+  for (const auto& script : vega.scripts) inputs.push_back({"Vega's script", script.file});
+  check_output_path(o.out, "--out", inputs);
   write_file_atomically(o.out, render_report_page(sections, vega, ctx.command_line));
   std::size_t charts = 0;
   for (const auto& s : sections) charts += s.charts.size();

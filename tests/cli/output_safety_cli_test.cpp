@@ -2,6 +2,7 @@
 // read-only file nor one of the command's own inputs, and output that does not
 // reach stdout is a failed run (exit 3), for every command that writes.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -444,4 +446,69 @@ TEST(output_safety_cli, an_output_that_is_stdouts_own_file_follows_what_was_prin
   EXPECT_EQ(both.code, 0) << both.err;
   EXPECT_EQ(json_in(both.out).value("schema", ""), "tiletune.compare/1") << both.out.substr(0, 300);
   EXPECT_NE(both.out.find("<testsuite"), std::string::npos) << both.out.substr(0, 300);
+}
+
+// Two outputs that name one file that does not exist yet, spelt differently ("x.json", "./x.json",
+// "$PWD/x.json", "sub/../x.json"), are one file; so is --out onto one of the Vega scripts a report reads.
+TEST(output_safety_cli, two_spellings_of_one_new_file_and_a_vega_script_are_refused) {
+  const inputs in("new-file-spellings");
+  fs::create_directories(in.dir / "sub");
+  const std::string bin = binary_path();
+  for (const std::string& pair : {"--out x.json --junit ./x.json", "--out x.json --junit \"$PWD/x.json\"",
+                                  "--out sub/../x.json --junit x.json"}) {
+    const result r = run_program("/bin/sh", {"-c", "cd '" + in.dir.string() + "' && exec '" + bin +
+                                                       "' compare base.json new.json " + pair});
+    EXPECT_EQ(r.code, 2) << pair << r.err;
+    EXPECT_NE(r.err.find("same file"), std::string::npos) << pair << r.err;
+    EXPECT_FALSE(fs::exists(in.dir / "x.json")) << pair;
+  }
+  const fs::path vega = in.dir / "vega";
+  fs::create_directories(vega);
+  std::ofstream(vega / "vega.min.js") << "/* a stand-in for Vega's bundle */\n";
+  const std::string before = bytes_of(vega / "vega.min.js");
+  const result r = run({"report", in.fresh.string(), "--vega-dir", vega.string(), "--out", (vega / "vega.min.js").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("same file as Vega's script"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes_of(vega / "vega.min.js"), before);
+}
+
+// A closed or full stderr loses the messages, not the exit code (fmt::print threw: abort, 134).
+TEST(output_safety_cli, a_closed_or_full_stderr_keeps_the_exit_code) {
+  const std::string bin = "'" + std::string(binary_path()) + "'";
+  struct attempt {
+    std::string shell;
+    int code;
+  };
+  for (const attempt& a : {attempt{bin + " --version >&- 2>&-", 3}, attempt{bin + " --version 2>&-", 0},
+                           attempt{bin + " gemm --m x 2>&-", 2}, attempt{bin + " gemm --m x 2>/dev/full", 2},
+                           attempt{bin + " compare /nonexistent.json /nonexistent.json 2>/dev/full", 2},
+                           attempt{bin + " db list --db /nonexistent/none.sqlite --json >&- 2>&-", 3}}) {
+    const result r = run_program("/bin/sh", {"-c", a.shell + "; echo \"exit $?\""});
+    EXPECT_NE(r.out.find(fmt::format("exit {}", a.code)), std::string::npos) << a.shell << "\n" << r.out << r.err;
+  }
+}
+
+// An output file's name as long as the folder allows (255 bytes) is written: the temporary file
+// beside it takes a shorter name. And a signal while the temporary file is written removes it.
+TEST(output_safety_cli, a_long_name_is_written_and_a_signal_leaves_no_temporary_file) {
+  const inputs in("long-names");
+  const fs::path longest = in.dir / (std::string(250, 'r') + ".json");
+  const result r = run({"compare", in.base.string(), in.fresh.string(), "--json", "--out", longest.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(longest));
+  for (const auto& f : fs::directory_iterator(in.dir))
+    EXPECT_NE(f.path().extension(), ".tmp") << "left " << f.path();
+  // The temporary file is a FIFO made under the name tiletune gives it (exec keeps the shell's pid):
+  // the write blocks there until SIGTERM comes.
+  const std::string script = "cd '" + in.dir.string() + "' && mkfifo .x.json.$$.tmp && exec '" + binary_path() +
+                             "' compare base.json new.json --out x.json";
+  const pid_t pid = spawn("/bin/sh", {"-c", script}, in.dir / "sig.out", in.dir / "sig.err");
+  const fs::path fifo = in.dir / fmt::format(".x.json.{}.tmp", pid);
+  for (int i = 0; i < 100 && !fs::exists(fifo); ++i) usleep(20000);
+  ASSERT_TRUE(fs::exists(fifo)) << slurp(in.dir / "sig.err");
+  sleep(2);  // compare reads its files and opens the FIFO, where it blocks
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_code(pid), 128 + SIGTERM) << slurp(in.dir / "sig.err");
+  EXPECT_FALSE(fs::exists(fifo)) << "the temporary file was left behind";
+  EXPECT_FALSE(fs::exists(in.dir / "x.json"));
 }
