@@ -55,7 +55,7 @@ void run_import(const db_options& o, run_context& ctx) {
   auto take = [&](const std::string& path, const nlohmann::json& r, const nlohmann::json& header) {
     if (const std::string why = partial_run_option(r, header); !why.empty()) {
       ++partial;
-      fmt::print(stderr, "tiletune: {}: {} left out: a partial run ({}) answers no later run\n", path,
+      tell("tiletune: {}: {} left out: a partial run ({}) answers no later run\n", path,
                  gemm_problem_from_json(r.at("problem")).describe(), why);
       return;
     }
@@ -127,7 +127,7 @@ void run_list(const db_options& o, run_context& ctx) {
     ctx.exit_code = exit_ok;
     return;
   }
-  const auto db = open_tuning_db(path.string(), false);
+  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read);
   const tuning_filter filter{gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit};
   // Rows are streamed: a table or JSON of the newest few reads only those.
   const std::size_t total = db->count(filter);
@@ -174,7 +174,7 @@ void run_show(const db_options& o, run_context& ctx) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
-  const auto db = open_tuning_db(path.string(), false);
+  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read);
   const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.show_limit});
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},
@@ -227,7 +227,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   std::error_code ec;
   if (!std::filesystem::exists(file_to_read(o), ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
-  const auto db = open_tuning_db(file_to_read(o).string(), false);
+  const auto db = open_tuning_db(file_to_read(o).string(), false, tuning_db::open_mode::read);
   const std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
   if (results.empty())
     throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,

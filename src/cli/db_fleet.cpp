@@ -57,7 +57,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
-  const tuning_db db(file, tuning_db::open_mode::existing);
+  const tuning_db db(file, tuning_db::open_mode::read);
   const auto best = db.best_per_problem(gpu_filter(o.gpu, &db));
   const std::string date = utc_now_iso();
   std::string text;

@@ -77,10 +77,14 @@ class gemm_run {
     const bool stores = measure_ || o_.tuning.store_plans;
     const std::filesystem::path db_file = database_of(o_);  // empty under --no-db
     const bool db_exists = !db_file.empty() && std::filesystem::exists(db_file);
-    db_ = db_usable && (stores || db_exists) ? open_tuning_db(db_file.string(), db_file.empty()) : nullptr;
+    // A read-only database answers, and is left as it is (--store-plans refused it before); so does
+    // one that this run only reads.
+    db_read_only_ = db_exists && is_read_only(db_file);
+    db_ = db_usable && (stores || db_exists)
+              ? open_tuning_db(db_file.string(), db_file.empty(),
+                               stores && !db_read_only_ ? tuning_db::open_mode::create : tuning_db::open_mode::read)
+              : nullptr;
     if (db_) db_->keep_full_results(o_.tuning.db_full);
-    // A read-only database answers, and is left as it is (--store-plans refused it before).
-    db_read_only_ = db_ && is_read_only(db_->file());
     if (db_read_only_ && measure_)
       progress_.note(fmt::format("the tuning database {} is read-only: it answers, and this run's measurements are "
                                  "not stored in it",
@@ -221,7 +225,7 @@ class gemm_run {
     }
     for (const auto& r : results_)
       if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
-        fmt::print(stderr, "tiletune: no variant of {} can run on {}\n",
+        tell("tiletune: no variant of {} can run on {}\n",
                    gemm_problem_from_json(r.at("problem")).describe(), device_.spec.name);
     ctx_.exit_code = exit_ok;
     if (!dealt_.failed.empty()) {

@@ -8,9 +8,16 @@
 
 namespace tiletune::cli {
 
-std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off) {
+std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode) {
   if (off) return nullptr;
-  return std::make_unique<tuning_db>(file.empty() ? default_tuning_db_path() : std::filesystem::path(file));
+  const std::filesystem::path path = file.empty() ? default_tuning_db_path() : std::filesystem::path(file);
+  // The default database's folder is made beside the compile cache; a folder the user named must exist,
+  // as for --out.
+  std::error_code ec;
+  if (!file.empty() && mode == tuning_db::open_mode::create && path.has_parent_path() &&
+      !std::filesystem::is_directory(path.parent_path(), ec))
+    throw usage_error(fmt::format("--db {}: the folder {} does not exist", file, path.parent_path().string()));
+  return std::make_unique<tuning_db>(path, mode);
 }
 
 std::string device_model_of(const device_spec& d) { return d.preset.empty() ? d.name : d.preset; }

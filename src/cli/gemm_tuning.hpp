@@ -11,8 +11,11 @@
 
 namespace tiletune::cli {
 
-// The tuning database unless --no-db: --db FILE, or beside the compile cache.
-std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off);
+// The tuning database unless --no-db: --db FILE, or beside the compile cache. A command that
+// only reads opens it with open_mode::read (nothing in the file changes); create refuses a
+// --db FILE in a folder that does not exist.
+std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off,
+                                          tuning_db::open_mode mode = tuning_db::open_mode::create);
 
 // The GPU model a record is filed under: the preset's name, else the GPU's own.
 std::string device_model_of(const device_spec& d);

@@ -197,7 +197,8 @@ TEST(tuning_db_scale, best_per_problem_in_one_pass_matches_better_record) {
   EXPECT_EQ(json["configs"].size(), results.size());
 }
 
-// A schema 1 file (the whole result per record) is upgraded in place when opened;
+// A schema 1 file (the whole result per record) is upgraded in place when opened to write, read
+// from an upgraded copy when opened to read;
 // one whose records cannot be read is refused naming it, and left as it was.
 TEST(tuning_db_scale, a_schema_1_file_is_upgraded_in_place_or_refused_unchanged) {
   db_scale_scratch s;
@@ -227,6 +228,22 @@ TEST(tuning_db_scale, a_schema_1_file_is_upgraded_in_place_or_refused_unchanged)
     sql += insert_v1(r, r.result.dump());
   }
   exec(old, sql);
+  {
+    // Opened to read, it is read through an upgraded temporary copy, and left byte for byte as it was.
+    std::ifstream in(old, std::ios::binary);
+    const std::string v1_bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto temps_before = std::distance(fs::directory_iterator(fs::temp_directory_path()), {});
+    {
+      tuning_db db(old, tuning_db::open_mode::read);
+      EXPECT_EQ(db.count({}), results.size());
+      EXPECT_EQ(db.calibration_inputs("h200").size(), results.size());
+    }
+    std::ifstream again(old, std::ios::binary);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), v1_bytes)
+        << "opening schema 1 to read changed it";
+    EXPECT_EQ(std::distance(fs::directory_iterator(fs::temp_directory_path()), {}), temps_before)
+        << "the upgraded temporary copy was left behind";
+  }
   {
     tuning_db db(old, tuning_db::open_mode::existing);
     EXPECT_EQ(db.count({}), results.size());

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,6 +112,49 @@ TEST(tuning_db, a_damaged_or_foreign_file_is_an_environment_error_naming_it) {
   expect_environment_error_naming(newer, "tiletune.tuning-db/99");
 
   expect_environment_error_naming(s.dir, "directory");
+}
+
+// Opening changes nothing in a file that is not ours: another program's database is not switched
+// to WAL, an empty file opened to read stays empty, and a device or FIFO is refused before SQLite
+// writes a journal beside it.
+TEST(tuning_db, opening_a_file_that_is_not_ours_leaves_it_as_it_was) {
+  db_scratch s;
+  const fs::path foreign = s.dir / "songs.sqlite3";
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &raw), SQLITE_OK);
+  sqlite3_exec(raw, "CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('a')", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto bytes = [](const fs::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = bytes(foreign);
+  for (auto mode : {tuning_db::open_mode::create, tuning_db::open_mode::existing, tuning_db::open_mode::read}) {
+    EXPECT_THROW(tuning_db(foreign, mode), environment_error);
+    EXPECT_EQ(bytes(foreign), before) << "mode " << static_cast<int>(mode);
+    EXPECT_FALSE(fs::exists(foreign.string() + "-wal"));
+  }
+  const fs::path empty = s.dir / "empty.sqlite3";
+  std::ofstream(empty).close();
+  try {
+    tuning_db db(empty, tuning_db::open_mode::read);
+    ADD_FAILURE() << "an empty file was read as a database";
+  } catch (const environment_error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::file_size(empty), 0u);
+  const fs::path fifo = s.dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const fs::path& f : {fifo, fs::path("/dev/null")}) {
+    try {
+      tuning_db db(f, tuning_db::open_mode::read);
+      ADD_FAILURE() << f << " was opened as a database";
+    } catch (const environment_error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(tuning_db(fifo, tuning_db::open_mode::create), environment_error);
+  EXPECT_FALSE(fs::exists(fifo.string() + "-journal"));
 }
 
 // Several processes write at once (a CI runner's parallel jobs): every record lands.

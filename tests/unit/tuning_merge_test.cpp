@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
@@ -164,6 +165,18 @@ TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves
                nullptr);
   sqlite3_close(h);
   expect_refused({good, newer}, out, newer);
+  // Whole pages, but a stored record or calibration that does not decompress: refused before the
+  // target is opened, so a missing target is not created.
+  for (const char* column : {"record", "calibration"}) {
+    const fs::path blob = s.dir / fmt::format("bad-{}.sqlite", column);
+    fs::copy_file(good, blob);
+    ASSERT_EQ(sqlite3_open(blob.c_str(), &h), SQLITE_OK);
+    const std::string sql = fmt::format("UPDATE results SET {} = x'00112233' WHERE rowid = 7", column);
+    ASSERT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+    expect_refused({good, blob}, out, blob);
+    expect_refused({good, blob}, s.dir / "new-target.sqlite", blob);
+  }
   // A damaged target is refused too (it would be one of the inputs).
   fs::copy_file(damaged, s.dir / "bad-target.sqlite");
   expect_refused({good}, s.dir / "bad-target.sqlite", s.dir / "bad-target.sqlite");
@@ -171,6 +184,41 @@ TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves
   const std::string before = bytes_of(foreign);
   EXPECT_THROW(tuning_db(foreign, tuning_db::open_mode::existing), environment_error);
   EXPECT_EQ(bytes_of(foreign), before);
+}
+
+// Several merges into one target that does not exist yet: one creates it, the others find it
+// whole (a file switched to WAL before its schema was written read as "not a tiletune database").
+TEST(tuning_merge, concurrent_merges_create_one_new_target) {
+  merge_scratch s;
+  const fs::path in = s.dir / "in.sqlite";
+  {
+    tuning_db db(in);
+    for (int i = 1; i <= 5; ++i) db.store(merge_record(16 * i, "2026-11-20T00:00:00Z", true));
+  }
+  for (int round = 0; round < 8; ++round) {
+    const fs::path out = s.dir / fmt::format("new-{}.sqlite", round);
+    std::vector<pid_t> kids;
+    for (int w = 0; w < 4; ++w) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        try {
+          merge_tuning_dbs({in}, out);
+          _exit(0);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "merge %d of round %d: %s\n", w, round, e.what());
+          _exit(1);
+        }
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t k : kids) {
+      int status = 0;
+      waitpid(k, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+    EXPECT_EQ(tuning_db(out, tuning_db::open_mode::read).list().size(), 5u);
+  }
 }
 
 TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databases) {

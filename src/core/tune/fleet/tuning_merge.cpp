@@ -65,11 +65,13 @@ merge_summary merge_tuning_dbs(const std::vector<fs::path>& given, const fs::pat
   const auto refused = [&](const environment_error& e) {
     return environment_error(fmt::format("{} (refused: nothing was merged, {} is unchanged)", e.what(), target.string()));
   };
-  // Open and check every input (quick_check) before the target is opened: a bad input leaves it as it was.
+  // Open and check every input (quick_check, and every record read) before the target is opened: a bad
+  // input leaves it as it was, and a missing target is not created.
   std::vector<std::unique_ptr<tuning_db>> opened;
   for (const auto& f : inputs) {
     try {
-      opened.push_back(std::make_unique<tuning_db>(f, tuning_db::open_mode::existing));
+      opened.push_back(std::make_unique<tuning_db>(f, tuning_db::open_mode::read));
+      opened.back()->check_records();
     } catch (const environment_error& e) {
       throw refused(e);
     }

@@ -2,8 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
+
+#include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -33,11 +38,21 @@ void tuning_db::fail(const std::string& what) const {
 
 tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mode_(mode) {
   std::error_code ec;
-  if (mode_ == open_mode::existing && !fs::exists(file_, ec))
+  const bool exists = fs::exists(file_, ec);
+  if (mode_ != open_mode::create && !exists)
     throw environment_error(fmt::format("tuning database {} does not exist", file_.string()));
-  if (mode_ == open_mode::create && file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
   if (fs::is_directory(file_, ec))
     throw environment_error(fmt::format("tuning database {} is a directory; give a file", file_.string()));
+  // SQLite would write its journal beside /dev/null, or block on a FIFO.
+  if (exists && !fs::is_regular_file(file_, ec))
+    throw environment_error(fmt::format("tuning database {} is not a regular file (a device, FIFO or socket); give a "
+                                        "database file",
+                                        file_.string()));
+  if (mode_ == open_mode::read && fs::file_size(file_, ec) == 0 && !ec)
+    throw environment_error(fmt::format("tuning database {} is empty (0 bytes): not a tiletune tuning database yet "
+                                        "(a run that stores results makes it one)",
+                                        file_.string()));
+  if (mode_ == open_mode::create && file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
   // A constructor that throws runs no destructor: every failure below closes the handle here
   // (sqlite3_open_v2 allocates one even when it fails).
   try {
@@ -45,6 +60,7 @@ tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mo
   } catch (...) {
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
+    if (!temp_copy_.empty()) fs::remove(temp_copy_, ec);
     throw;
   }
 }
@@ -165,36 +181,90 @@ void check_every_page(sqlite3* db, const fs::path& file) {
 }  // namespace
 
 void tuning_db::open_and_check() {
-  const bool existing = mode_ == open_mode::existing;
+  const bool create = mode_ == open_mode::create, read = mode_ == open_mode::read;
   // An existing file is opened read-write all the same: reading a WAL database
   // another run left behind may need to recover its -wal file.
   if (sqlite3_open_v2(file_.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | (existing ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX,
+                      SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     fail("cannot open it");
   sqlite3_busy_timeout(db_, busy_timeout_ms);
-  if (!existing) switch_to_wal(db_, file_);
-  exec_checked(db_, file_, existing ? "BEGIN" : "BEGIN IMMEDIATE", "cannot lock it");
+  // Nothing is written before the file is known to be ours (or empty): the schema is
+  // created in the first transaction, and only then is the file switched to WAL, so
+  // another run never sees a file with a header and no schema.
+  exec_checked(db_, file_, create ? "BEGIN IMMEDIATE" : "BEGIN", "cannot lock it");
+  bool upgrade_copy = false;
   try {
-    if (existing) check_has_meta_table(db_, file_);
-    exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-                 "cannot create");
-    if (check_or_create_schema(db_, file_, existing) == 1) {
-      // An upgrade writes: the read transaction of an existing file becomes a write one.
-      if (existing) exec_checked(db_, file_, "COMMIT; BEGIN IMMEDIATE", "cannot lock it");
-      if (check_or_create_schema(db_, file_, existing) == 1) upgrade_from_1();
+    if (!create) check_has_meta_table(db_, file_);
+    if (create)
+      exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                   "cannot create");
+    if (check_or_create_schema(db_, file_, !create) == 1) {
+      if (read) {
+        upgrade_copy = true;  // this file stays as it is
+      } else {
+        // An upgrade writes: the read transaction of an existing file becomes a write one.
+        if (!create) exec_checked(db_, file_, "COMMIT; BEGIN IMMEDIATE", "cannot lock it");
+        if (check_or_create_schema(db_, file_, !create) == 1) upgrade_from_1();
+      }
     }
     exec_checked(db_, file_, "COMMIT", "cannot commit");
-    if (existing) check_every_page(db_, file_);
+    if (create) switch_to_wal(db_, file_);
+    if (!create) check_every_page(db_, file_);
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
   }
+  if (upgrade_copy) read_upgraded_copy();
 }
 
-tuning_db::~tuning_db() { sqlite3_close(db_); }
+void tuning_db::read_upgraded_copy() {
+  // SQLite's backup reads through the connection, so a -wal file's pages come along.
+  static int copies = 0;
+  temp_copy_ = fs::temp_directory_path() /
+               fmt::format("tiletune-{}-{}-schema1-read.sqlite3", static_cast<long>(::getpid()), ++copies);
+  std::error_code ec;
+  fs::remove(temp_copy_, ec);
+  sqlite3* copy = nullptr;
+  if (sqlite3_open_v2(temp_copy_.c_str(), &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close(copy);
+    throw environment_error(fmt::format("tuning database {} has schema 1: cannot make the temporary copy {} to read "
+                                        "it upgraded (set TMPDIR to a writable folder)",
+                                        file_.string(), temp_copy_.string()));
+  }
+  sqlite3_backup* b = sqlite3_backup_init(copy, "main", db_, "main");
+  const int rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+  sqlite3_backup_finish(b);
+  sqlite3_close(db_);
+  db_ = copy;
+  if (rc != SQLITE_DONE) fail("cannot copy it to read it upgraded (schema 1)");
+  sqlite3_busy_timeout(db_, busy_timeout_ms);
+  exec_checked(db_, file_, "BEGIN IMMEDIATE", "cannot lock its temporary copy");
+  try {
+    upgrade_from_1();
+    exec_checked(db_, file_, "COMMIT", "cannot commit");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+tuning_db::~tuning_db() {
+  sqlite3_close(db_);
+  std::error_code ec;
+  if (!temp_copy_.empty()) fs::remove(temp_copy_, ec);
+}
+
+std::string tuning_db::inflated(sqlite3_stmt* s, int column) const {
+  try {
+    return sqlite::column_inflated(s, column);
+  } catch (const environment_error& e) {
+    throw environment_error(fmt::format("tuning database {}: {}; give another database file", file_.string(), e.what()));
+  }
+}
 
 namespace {
 // The columns every schema has, then schema 2's verification rank.
@@ -215,7 +285,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
   const std::string sql =
       fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC{}", record_columns,
                   full ? "coalesce(full, record)" : "record", rank_column, where,
-                  limit ? fmt::format(" LIMIT {}", limit) : "");
+                  limit ? fmt::format(" LIMIT {}", std::min<std::size_t>(limit, INT64_MAX)) : "");
   // Each record is inflated and parsed: the queries by key read one or a few.
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
@@ -224,7 +294,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
     tuning_record r;
     sqlite::read_record_head(q.s, r);
-    r.result = nlohmann::json::parse(sqlite::column_inflated(q.s, 10), nullptr, false);
+    r.result = nlohmann::json::parse(inflated(q.s, 10), nullptr, false);
     r.verified = sqlite3_column_int(q.s, 11);
     if (!r.result.is_object()) fail("a stored result is not JSON");
     try {

@@ -73,7 +73,10 @@ class tuning_db {
   // create: a missing or empty file becomes a new database. existing: the
   // file must already be a tiletune database, and whole (PRAGMA quick_check);
   // nothing in it is changed by opening but an upgrade of an older schema.
-  enum class open_mode { create, existing };
+  // read: as existing, and opening changes nothing at all: an older schema is
+  // read from an upgraded copy in a temporary file (removed when closed).
+  // Every mode refuses a file that is not a regular one (/dev/null, a FIFO).
+  enum class open_mode { create, existing, read };
   explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create);
   ~tuning_db();
   tuning_db(const tuning_db&) = delete;
@@ -95,6 +98,9 @@ class tuning_db {
   std::vector<std::string> device_models() const;
   // The records a filter selects, newest first, each whole where its whole result was kept (db show).
   std::vector<tuning_record> records(const tuning_filter& f) const;
+  // Reads every stored record, calibration and whole result: throws environment_error naming
+  // the file at the first that does not decompress or is not JSON (db merge checks its inputs).
+  void check_records() const;
   // VACUUM: the file rewritten without its free pages (after an upgrade or many replacements).
   void vacuum();
   // The measured results of one GPU model as fit_calibration reads them: the
@@ -130,6 +136,9 @@ class tuning_db {
                                    bool full = false, std::size_t limit = 0) const;
   [[noreturn]] void fail(const std::string& what) const;
   void open_and_check();  // the constructor's work; it closes the handle when this throws
+  void read_upgraded_copy();  // open_mode::read of schema 1: db_ becomes an upgraded temporary copy
+  // The column inflated (empty for NULL); a damaged blob is an environment_error naming the file.
+  std::string inflated(sqlite3_stmt* s, int column) const;
   void upgrade_from_1();  // schema 1 (the whole result per record) to 2, in the open transaction
   void bind_and_step(const tuning_record& r);
   void merge_input(const tuning_db& in, std::size_t source, sqlite3_stmt* look, sqlite3_stmt* put,
@@ -138,6 +147,7 @@ class tuning_db {
   open_mode mode_ = open_mode::create;
   bool keep_full_ = false;
   sqlite3* db_ = nullptr;
+  std::filesystem::path temp_copy_;  // read_upgraded_copy's file, removed by the destructor
 };
 
 // The variants a compact record keeps in full: the recommended one and the

@@ -81,6 +81,25 @@ bool replaces(sqlite3_stmt* row, sqlite3_stmt* look) {
 
 }  // namespace
 
+void tuning_db::check_records() const {
+  statement q;
+  if (sqlite3_prepare_v2(db_, "SELECT record, calibration, full, problem FROM results", -1, &q.s, nullptr) != SQLITE_OK)
+    fail("cannot read it");
+  int rc;
+  while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
+    const auto record = nlohmann::json::parse(inflated(q.s, 0), nullptr, false);
+    const std::string calibration = inflated(q.s, 1), full = inflated(q.s, 2);
+    const bool whole = record.is_object() &&
+                       (calibration.empty() || nlohmann::json::parse(calibration, nullptr, false).is_array()) &&
+                       (full.empty() || nlohmann::json::parse(full, nullptr, false).is_object());
+    if (!whole)
+      throw environment_error(fmt::format("tuning database {}: the stored record of \"{}\" is damaged (not JSON); give "
+                                          "another database file",
+                                          file_.string(), column_text(q.s, 3)));
+  }
+  if (rc != SQLITE_DONE) fail("cannot read it");
+}
+
 // Copies one input's rows that win into this database (see merge_from), counting them in `counts`.
 void tuning_db::merge_input(const tuning_db& in, std::size_t source, sqlite3_stmt* look, sqlite3_stmt* put,
                             std::unordered_map<std::string, std::size_t>& origin, merge_counts& counts) {
@@ -100,7 +119,7 @@ void tuning_db::merge_input(const tuning_db& in, std::size_t source, sqlite3_stm
     for (int c = 0; c < column_count; ++c) sqlite3_bind_value(put, c + 1, sqlite3_column_value(rows.s, c));
     if (sqlite3_column_type(rows.s, calibration_column) != SQLITE_NULL) {
       // The calibration rows name tiles by the input's numbers: renumbered as this database files them.
-      auto cal = nlohmann::json::parse(sqlite::column_inflated(rows.s, calibration_column), nullptr, false);
+      auto cal = nlohmann::json::parse(in.inflated(rows.s, calibration_column), nullptr, false);
       if (!cal.is_array()) in.fail("a record's calibration rows are not JSON");
       for (auto& r : cal) {
         const auto it = tile_of.find(r.at(0).get<long long>());

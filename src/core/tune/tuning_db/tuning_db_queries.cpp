@@ -5,6 +5,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <algorithm>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -55,7 +58,7 @@ void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(co
       "SELECT device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, "
       "tflops, measured, verified, problem_json, problem FROM results {} "
       "ORDER BY measured_at DESC{}",
-      where_of(f, args), f.limit ? fmt::format(" LIMIT {}", f.limit) : "");
+      where_of(f, args), f.limit ? fmt::format(" LIMIT {}", std::min<std::size_t>(f.limit, INT64_MAX)) : "");
   statement q;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
@@ -122,8 +125,8 @@ std::vector<nlohmann::json> tuning_db::calibration_inputs(const std::string& dev
   std::vector<nlohmann::json> out;
   int rc;
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
-    auto r = nlohmann::json::parse(sqlite::column_inflated(q.s, 0), nullptr, false);
-    const auto rows = nlohmann::json::parse(sqlite::column_inflated(q.s, 1), nullptr, false);
+    auto r = nlohmann::json::parse(inflated(q.s, 0), nullptr, false);
+    const auto rows = nlohmann::json::parse(inflated(q.s, 1), nullptr, false);
     if (!r.is_object() || !rows.is_array()) fail("a stored record is not JSON");
     nlohmann::json variants = nlohmann::json::array();
     for (const auto& row : rows) {
