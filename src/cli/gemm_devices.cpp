@@ -1,3 +1,4 @@
+#include "cli/output.hpp"
 #include "cli/gemm_devices.hpp"
 
 #include <fmt/format.h>
@@ -124,15 +125,9 @@ class gpu_device_runner : public device_runner {
 }  // namespace
 
 std::vector<device_choice> choose_devices(const std::string& list, const host_services& host) {
-  const local_devices local = host.devices();
-  const int count = static_cast<int>(local.devices.size());
-  if (local.devices.empty())
-    throw environment_error(
-        fmt::format("--devices {}: no CUDA GPU is available here: {}", list, local.why_none));
+  // The list's words first: a bad one is a usage error (exit 2) on any machine, GPUs or none.
   std::vector<int> picked;
-  if (list == "all") {
-    for (int i = 0; i < count; ++i) picked.push_back(i);
-  } else {
+  if (list != "all") {
     for (const auto& item : split_commas(list)) {
       if (item.empty() || item.size() > 6 ||
           !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; }))
@@ -141,15 +136,23 @@ std::vector<device_choice> choose_devices(const std::string& list, const host_se
                         "such as 0,2,5",
                         list, item));
       const int index = std::stoi(item);
-      if (index >= count)
-        throw usage_error(fmt::format(
-            "--devices {}: device {} does not exist: this machine has {} GPU(s), 0 to {}", list,
-            index, count, count - 1));
       if (std::find(picked.begin(), picked.end(), index) != picked.end())
         throw usage_error(fmt::format("--devices {}: device {} is named twice", list, index));
       picked.push_back(index);
     }
   }
+  const local_devices local = host.devices();
+  const int count = static_cast<int>(local.devices.size());
+  if (local.devices.empty())
+    throw environment_error(
+        fmt::format("--devices {}: no CUDA GPU is available here: {}", list, local.why_none));
+  if (list == "all")
+    for (int i = 0; i < count; ++i) picked.push_back(i);
+  for (const int index : picked)
+    if (index >= count)
+      throw usage_error(fmt::format(
+          "--devices {}: device {} does not exist: this machine has {} GPU(s), 0 to {}", list,
+          index, count, count - 1));
   std::vector<device_choice> chosen;
   for (int i : picked) {
     chosen.push_back(device_choice{local.devices[i], true, i});
@@ -201,7 +204,7 @@ class dealt_run {
   // A retired device and a failed problem are said even under --quiet.
   void warn(const std::string& text) {
     progress_.finish();
-    fmt::print(stderr, "tiletune: {}\n", text);
+    tell("tiletune: {}\n", text);
   }
 
   // Fills todo_ with the suite indices, in suite order, that a device must tune.

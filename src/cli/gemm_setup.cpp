@@ -45,6 +45,9 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
                                     o.groups.m_per_group, rows.size(), rows.size() == 1 ? "" : "s", count));
     g = groups_of_rows(std::move(rows), l);
   } else {
+    if (o.groups.top_k && o.model.tokens == 0)
+      throw usage_error(fmt::format("--groups {} --top-k {} routes --tokens T to the groups: give --tokens, 1 or more",
+                                    count, *o.groups.top_k));
     if (o.model.tokens == 0 || !o.groups.top_k)
       throw usage_error(fmt::format(
           "--groups {} needs each group's rows: --m-per-group R,R,..., or --tokens T --top-k K", count));

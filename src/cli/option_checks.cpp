@@ -4,8 +4,11 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -58,11 +61,18 @@ std::string finite_float(const std::string& v) {
 }
 
 std::string iso_date(const std::string& v) {
-  static const std::regex date(R"((\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2})?Z?)?)");
+  static const std::regex date(R"((\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2}))?Z?)?)");
   std::smatch m;
-  if (!std::regex_match(v, m, date)) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
-  const int month = std::stoi(m[2]), day = std::stoi(m[3]);
-  if (month < 1 || month > 12 || day < 1 || day > 31) return "a date as YYYY-MM-DD (ISO 8601), not " + v;
+  const std::string form = "a date as YYYY-MM-DD (ISO 8601, optionally THH:MM[:SS][Z]), not " + v;
+  if (!std::regex_match(v, m, date)) return form;
+  const int year = std::stoi(m[1]), month = std::stoi(m[2]), day = std::stoi(m[3]);
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12) return form + " (month " + m[2].str() + ")";
+  if (day < 1 || day > days[month - 1] + (month == 2 && leap ? 1 : 0))
+    return form + " (" + m[1].str() + "-" + m[2].str() + " has no day " + m[3].str() + ")";
+  if (m[4].matched && (std::stoi(m[5]) > 23 || std::stoi(m[6]) > 59 || (m[8].matched && std::stoi(m[8]) > 59)))
+    return form + " (no such time of day)";
   return "";
 }
 
@@ -86,12 +96,45 @@ bool numeric_option(const CLI::Option& o) {
   const std::string name = type.substr(0, type.find(':'));
   return name == "INT" || name == "UINT" || name == "FLOAT" || name == "G" || name == "K" || name == "N";
 }
+
+// The options whose value is a name from a fixed list (and --routing's and --checkpointing's
+// forms, zipf:S and every-N): read in lower case.
+bool name_option(const CLI::Option& o) {
+  static const char* const names[] = {
+      "adapter-dtype", "attention", "checkpointing", "dtype",     "format",    "fp8",      "framework",
+      "group-layout",  "kernel-debug", "layout",     "loss",      "offload",   "optimizer", "out-dtype",
+      "overlap-comm",  "phase",     "precision",     "quantize",  "routing",   "scaling",  "search",
+      "lora-targets"};
+  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return o.check_lname(n); });
+}
+
+std::string has_space(const std::string& v) {
+  return std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isspace(c); })
+             ? "a number without spaces, not '" + v + "'"
+             : "";
+}
 }  // namespace
 
-void read_numbers_in_decimal(CLI::App& app) {
-  for (CLI::Option* o : app.get_options())
-    if (numeric_option(*o)) o->transform(CLI::Validator(decimal, ""), "decimal");
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) read_numbers_in_decimal(*sub);
+void check_option_values(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_type_size() == 0 && o->get_expected_min() == 0) continue;  // a flag
+    const bool numeric = numeric_option(*o), name = name_option(*o);
+    o->transform(
+        CLI::Validator(
+            [numeric, name](std::string& v) -> std::string {
+              if (v.empty()) return "needs a value, not an empty string";
+              if (numeric) {
+                if (std::string why = has_space(v); !why.empty()) return why;
+                return decimal(v);
+              }
+              if (name)
+                std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+              return "";
+            },
+            ""),
+        "values");
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_option_values(*sub);
 }
 
 namespace {

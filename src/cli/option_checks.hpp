@@ -18,10 +18,15 @@ std::string finite_float(const std::string& value);         // finite, within a 
 std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
 std::string not_empty(const std::string& value);            // a name or a path: not an empty word
 
-// Every numeric option of `app` and of its commands reads its value in decimal: CLI11 converts
-// integers in C's base 0, where 0256 is octal (174) and 0x40 hexadecimal. Leading zeros are
-// dropped (0256 is 256) and a 0x or 0b prefix is refused. Call it once every option is added.
-void read_numbers_in_decimal(CLI::App& app);
+// The values every option of `app` and of its commands takes, checked before its own checks
+// (call it once every option is added):
+// - no option takes an empty value (`--db ''` is not the default database, `--jobs ''` not 0);
+// - a number is read in decimal, without spaces: CLI11 converts integers in C's base 0, where
+//   0256 is octal (174) and 0x40 hexadecimal, and strtod skips leading spaces. Leading zeros are
+//   dropped (0256 is 256); a 0x or 0b prefix, or a space, is refused;
+// - a name from a fixed list (--dtype F32, --layout NT, --framework HF) is read in any case,
+//   as --gpu and --model are.
+void check_option_values(CLI::App& app);
 
 // CLI11's own "Could not convert: --top = 1.5x", for options without a check of their own, in words
 // that say what the option takes: for a flag, true or false; else, from the value (CLI11 converts

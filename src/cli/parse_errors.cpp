@@ -1,3 +1,4 @@
+#include "cli/output.hpp"
 #include "cli/parse_errors.hpp"
 
 #include <algorithm>
@@ -81,10 +82,10 @@ bool name_the_missing_command(const CLI::App& app) {
   const auto rest = at->remaining();
   const std::string whose = at == &app ? "" : fmt::format(" of `{}`", path);
   if (!rest.empty() && !rest.front().empty() && rest.front()[0] != '-')
-    fmt::print(stderr, "tiletune: '{}' is not a command{}: the commands are {} (`{} --help` says what each does)\n",
+    tell("tiletune: '{}' is not a command{}: the commands are {} (`{} --help` says what each does)\n",
                rest.front(), whose, names, path);
   else
-    fmt::print(stderr, "tiletune: `{}` needs a command: {} (`{} --help` says what each does)\n", path, names, path);
+    tell("tiletune: `{}` needs a command: {} (`{} --help` says what each does)\n", path, names, path);
   return true;
 }
 
@@ -132,11 +133,17 @@ std::string missing_positional_words(const CLI::App& app, const std::string& wha
   std::smatch m;
   if (!std::regex_match(what, m, required)) return {};
   std::string path = "tiletune";
-  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
-    at = at->get_subcommands().front();
-    path += " " + at->get_name();
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty()) {
+    leaf = leaf->get_subcommands().front();
+    path += " " + leaf->get_name();
   }
-  return fmt::format("`{}` needs its {} ({} FILE...); `{} --help` says what it takes", path, m[1].str(), path, path);
+  // The command's usage: its positional arguments in order (compare: BASE NEW).
+  std::string usage = path;
+  for (const CLI::Option* o : leaf->get_options())
+    if (o->get_positional() && !o->nonpositional())
+      usage += " " + o->get_name() + (o->get_expected_max() > 1 ? "..." : "");
+  return fmt::format("`{}` needs its {} ({}); `{} --help` says what it takes", path, m[1].str(), usage, path);
 }
 
 std::string too_many_words(const std::string& what) {

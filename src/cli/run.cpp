@@ -24,7 +24,7 @@ namespace {
 // Our words for a parse error where parse_errors.hpp has them, else CLI11's own.
 void say_or_exit(const CLI::App& app, const CLI::Error& e, const std::string& said) {
   if (said.empty()) app.exit(e);
-  else fmt::print(stderr, "tiletune: {}\n", said);
+  else tell("tiletune: {}\n", said);
 }
 
 int parse_and_run(int argc, char** argv, host_services host) {
@@ -43,7 +43,7 @@ int parse_and_run(int argc, char** argv, host_services host) {
   // The measuring worker that `gemm` starts; not for people.
   auto* worker = app.add_subcommand("__worker", "")->group("");
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
-  read_numbers_in_decimal(app);
+  check_option_values(app);
   try {
     app.parse(argc, argv);
     return ctx.exit_code;
@@ -70,17 +70,17 @@ int parse_and_run(int argc, char** argv, host_services host) {
     app.exit(e);
     return exit_usage;
   } catch (const usage_error& e) {
-    fmt::print(stderr, "tiletune: {}\n", e.what());
+    tell("tiletune: {}\n", e.what());
     return exit_usage;
   } catch (const environment_error& e) {
-    fmt::print(stderr, "tiletune: {}\n", e.what());
+    tell("tiletune: {}\n", e.what());
     return exit_environment;
   } catch (const std::exception& e) {
     if (std::ferror(stdout)) return exit_environment;  // fmt::print could not write stdout: run() says so
-    fmt::print(stderr, "tiletune: internal error: {}\n", e.what());
+    tell("tiletune: internal error: {}\n", e.what());
     return exit_internal;
   } catch (...) {
-    fmt::print(stderr, "tiletune: internal error\n");
+    tell("tiletune: internal error\n");
     return exit_internal;
   }
 }
@@ -95,7 +95,7 @@ int run(int argc, char** argv, host_services host) {
   // command itself succeeded (or failed only because fmt::print threw on it).
   std::string why;
   if (!stdout_written(&why)) {
-    if (!why.empty()) fmt::print(stderr, "tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
+    if (!why.empty()) tell("tiletune: cannot write to stdout: {} (the output is incomplete)\n", why);
     return code == exit_ok || code == exit_check_failed || code == exit_incomplete ? exit_environment : code;
   }
   return code;

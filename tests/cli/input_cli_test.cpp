@@ -63,8 +63,8 @@ TEST(input, a_missing_config_file_says_no_such_file_naming_the_path) {
   // A word that is neither a preset nor a file says both.
   expect_refused({"batch", "--gpu", "h100-sxm", "--model", "no-such-model"}, {"no-such-model", "no such file", "gpt2"});
   // An empty --model is named as such (gemm said "--tokens 16 needs --model").
-  expect_refused({"batch", "--gpu", "h100-sxm", "--model", ""}, {"--model", "an empty word"});
-  expect_refused({"gemm", "--gpu", "h100-sxm", "--model", "", "--tokens", "16"}, {"--model", "an empty word"});
+  expect_refused({"batch", "--gpu", "h100-sxm", "--model", ""}, {"--model", "needs a value, not an empty string"});
+  expect_refused({"gemm", "--gpu", "h100-sxm", "--model", "", "--tokens", "16"}, {"--model", "needs a value, not an empty string"});
   // An output under a file, not a folder, says so (it said the folder does not exist).
   const fs::path file = tmp_dir() / "a-plain-file";
   std::ofstream(file) << "x";
@@ -590,6 +590,78 @@ TEST(input, every_numeric_option_reads_decimal_and_refuses_a_base_prefix) {
   expect_refused({"gemm", "--m", "-0128", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"}, {"--m", "-128"});
 }
 
+// Every option of every command that takes a value refuses an empty one (`--db ''` was the default
+// database, `--jobs ''` 0, `--safety-margin ''` 0.0), and every numeric one a number with a space.
+TEST(input, every_option_refuses_an_empty_value_and_a_number_with_a_space) {
+  int options = 0;
+  for (const auto& command : every_command) {
+    for (const help_option& o : options_of(command)) {
+      if (o.flag || o.type.back() == ':') continue;  // a flag ("--no-db Excludes: --db" too)
+      ++options;
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {o.name, ""});
+      const result r = run(args);
+      EXPECT_EQ(r.code, 2) << o.line << "\n" << r.err;
+      EXPECT_NE(r.err.find(o.name + ": needs a value, not an empty string"), std::string::npos) << o.line << "\n" << r.err;
+      if (!(o.type == "INT" || o.type == "UINT" || o.type == "FLOAT" || o.type == "N" || o.type == "G" || o.type == "K"))
+        continue;
+      args.back() = " 1";
+      const result space = run(args);
+      EXPECT_EQ(space.code, 2) << o.line << "\n" << space.err;
+      EXPECT_NE(space.err.find("without spaces"), std::string::npos) << o.line << "\n" << space.err;
+    }
+  }
+  EXPECT_GT(options, 80);
+}
+
+// A name from a fixed list is read in any case, as --gpu and --model are; dates, GPU lists and the
+// forms with a number inside are read strictly.
+TEST(input, names_in_any_case_and_strict_dates_gpu_lists_and_forms) {
+  const std::vector<std::string> gemm = {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm",
+                                         "--dry-run", "--no-db", "--json", "--top", "1"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = gemm;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const result lower = run(with({"--dtype", "f32", "--layout", "nt", "--search", "exhaustive"}));
+  const result upper = run(with({"--dtype", "F32", "--layout", "NT", "--search", "Exhaustive"}));
+  ASSERT_EQ(lower.code, 0) << lower.err;
+  ASSERT_EQ(upper.code, 0) << upper.err;
+  EXPECT_EQ(nlohmann::json::parse(upper.out)["problem"], nlohmann::json::parse(lower.out)["problem"]);
+  const result hf = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--framework", "HF", "--precision",
+                         "BF16-Mixed", "--optimizer", "AdamW", "--json"});
+  EXPECT_EQ(hf.code, 0) << hf.err;
+  for (const std::string& since : {"2026-02-30", "2026-11-31", "2025-02-29", "2026-01-01T25:00", "2026-01-01T23:60",
+                                   "2026-01-01T12:00:61Z"})
+    expect_refused({"db", "list", "--since", since}, {"--since", since});
+  EXPECT_EQ(run({"db", "list", "--since", "2024-02-29T23:59:59Z", "--db", "/nonexistent/none.sqlite"}).code, 0);
+  for (const std::string& devices : {"x", "-1", "0,0", "0,,1", ",1", "1,"}) {
+    const result r = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--devices", devices});
+    EXPECT_EQ(r.code, 2) << devices << r.err;
+    EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  }
+  for (const std::string& routing : {"zipf: 1", "zipf:0x1", "zipf:+1", "zipf:1 "})
+    expect_refused({"gemm", "--groups", "8", "--tokens", "64", "--top-k", "2", "--n", "64", "--k", "64", "--gpu",
+                    "h100-sxm", "--dry-run", "--routing", routing},
+                   {"--routing"});
+  for (const std::string& every : {"every- 2", "every-+2", "every-2 "})
+    expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--checkpointing", every}, {"--checkpointing"});
+}
+
+// A problem's name from a file, with a NUL or a terminal's escape sequence in it, is shown escaped in
+// the tables: a NUL cut the table there, an escape drove the terminal.
+TEST(input, control_characters_in_a_name_are_shown_escaped) {
+  const fs::path suite = tmp_dir() / "control-names.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "s", "problems": [
+    {"name": "a\u0000b \u001b[31mred", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"}]})";
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--no-db"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\0'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a\\x00b \\x1b[31mred"), std::string::npos) << r.out;
+}
+
 // An option given twice is named in words, with what it takes, not CLI11's "At Most 1 required".
 TEST(input, an_option_given_twice_is_named_in_words) {
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--gpu", "h200"},
@@ -666,4 +738,16 @@ TEST(input, a_problem_no_variant_can_run_is_refused_naming_each_familys_reason) 
     ++(r["recommendation"].is_null() ? unrunnable : planned);
   EXPECT_EQ(unrunnable, 2u);
   EXPECT_GT(planned, 0u);
+}
+
+// A refusal gives the reason that applies: the value given, and the command's own usage.
+TEST(input, a_refusal_gives_the_reason_that_applies) {
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--virtual-stages", "-1"},
+                 {"--virtual-stages -1 is invalid"});
+  expect_refused({"gemm", "--groups", "2", "--tokens", "0", "--top-k", "1", "--n", "64", "--k", "64", "--gpu",
+                  "h100-sxm", "--dry-run"},
+                 {"give --tokens, 1 or more"});
+  const result r = run({"compare", "a.json"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("(tiletune compare BASE NEW)"), std::string::npos) << r.err;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -28,7 +29,10 @@ expert_routing parse_routing(std::string_view text) {
     const std::string s(text.substr(5));
     char* end = nullptr;
     const double e = std::strtod(s.c_str(), &end);
-    if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(e) && e > 0 && e <= 10) return {true, e};
+    // Digits, a point and an exponent only: strtod also reads spaces, signs and hexadecimal (0x1).
+    const bool plain = !s.empty() && std::isdigit(static_cast<unsigned char>(s[0])) &&
+                       s.find_first_not_of("0123456789.eE-+") == std::string::npos;
+    if (plain && end == s.c_str() + s.size() && std::isfinite(e) && e > 0 && e <= 10) return {true, e};
   }
   throw usage_error(fmt::format("--routing {} is invalid: use uniform or zipf:S with 0 < S <= 10 (e.g. zipf:1.2)", text));
 }

@@ -37,6 +37,9 @@ double stage_link_gbs(const training_setup& s, const device_spec& d) { return gr
 void validate_pipeline_parallel(const training_setup& s) {
   const int p = s.pipeline_parallel;
   if (p < 1 || p > 1024) throw usage_error(fmt::format("--pipeline-parallel {} is invalid: 1 to 1024 stages", p));
+  if (s.virtual_stages < 1)
+    throw usage_error(fmt::format("--virtual-stages {} is invalid: 1 or more model chunks per pipeline stage",
+                                  s.virtual_stages));
   if (p == 1) {
     if (s.virtual_stages != 1)
       throw usage_error(fmt::format("--virtual-stages {} interleaves pipeline stages: it needs --pipeline-parallel "

@@ -97,7 +97,8 @@ int parse_checkpoint_every(std::string_view s) {
   const std::string n(s.substr(6));
   char* end = nullptr;
   const long v = std::strtol(n.c_str(), &end, 10);
-  if (n.empty() || end != n.c_str() + n.size() || v < 1 || v > 1000)
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || end != n.c_str() + n.size() || v < 1 ||
+      v > 1000)
     throw usage_error(fmt::format("--checkpointing {} is invalid: every-N checkpoints every N-th layer, N from 1 "
                                   "(every layer, as on) to 1000",
                                   s));
