@@ -195,6 +195,15 @@ TEST(compare, a_variant_that_failed_verification_is_incorrect_even_beside_a_reco
   EXPECT_EQ(c.rows[1].result, verdict::incorrect);
   EXPECT_NE(c.rows[1].detail.find("failed verification"), std::string::npos);
   EXPECT_TRUE(c.failed());
+  // "ok" beside an error past the variant's own bound is incorrect too; within it, not.
+  auto past = base;
+  past["results"][0]["variants"].push_back(
+      {{"id", "says_ok"}, {"status", "ok"}, {"max_rel_error", 0.5}, {"error_bound", 0.01}});
+  past["results"][1]["variants"].push_back(
+      {{"id", "within"}, {"status", "ok"}, {"max_rel_error", 0.005}, {"error_bound", 0.01}});
+  const auto p = compare(base, past);
+  EXPECT_EQ(p.rows[0].result, verdict::incorrect);
+  EXPECT_EQ(p.rows[1].result, verdict::same);
 }
 
 namespace {
