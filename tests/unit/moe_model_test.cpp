@@ -137,6 +137,39 @@ TEST(moe_model, bad_moe_fields_are_named) {
   }
 }
 
+// Fields a config leaves out take the defaults of its own transformers configuration class
+// (Qwen3MoeConfig: 128 experts, top-8; DeepseekV2Config: experts 1407 wide, DeepseekV3Config:
+// 2048), not another family's nor the dense MLP's; and a bound names the file's own key.
+TEST(moe_model, left_out_fields_take_their_own_classes_defaults) {
+  std::ifstream in(configs + "deepseek-v2-lite.json");
+  ASSERT_TRUE(in);
+  const nlohmann::json lite = nlohmann::json::parse(in);
+  for (const auto& [type, width] : {std::pair<const char*, std::int64_t>{"deepseek_v2", 1407}, {"deepseek_v3", 2048}}) {
+    nlohmann::json j = lite;
+    j["model_type"] = type;
+    j.erase("moe_intermediate_size");
+    EXPECT_EQ(model_from_hf_config(j, "ds.json").expert_intermediate_size, width) << type;
+    j["n_routed_experts"] = 100000;
+    try {
+      model_from_hf_config(j, "ds.json");
+      ADD_FAILURE() << "100000 experts accepted";
+    } catch (const usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"n_routed_experts\" 100000"), std::string::npos) << e.what();
+    }
+  }
+  const auto qwen3 = nlohmann::json::parse(R"({"model_type":"qwen3_moe","vocab_size":1000,"hidden_size":64,
+    "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":128,
+    "moe_intermediate_size":32})");
+  const model_spec q3 = model_from_hf_config(qwen3, "q3.json");
+  EXPECT_EQ(q3.num_experts, 128);
+  EXPECT_EQ(q3.experts_per_token, 8);
+  auto qwen2 = qwen3;
+  qwen2["model_type"] = "qwen2_moe";
+  const model_spec q2 = model_from_hf_config(qwen2, "q2.json");
+  EXPECT_EQ(q2.num_experts, 60);
+  EXPECT_EQ(q2.experts_per_token, 4);
+}
+
 // DeepSeek's MoE layers exist whenever n_routed_experts is set (transformers builds them): 0 routed
 // experts is refused, naming the field; left out (or null), the model is a dense DeepSeek.
 TEST(moe_model, a_deepseek_with_zero_routed_experts_is_refused_and_one_without_them_is_dense) {

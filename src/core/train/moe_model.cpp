@@ -62,8 +62,10 @@ std::int64_t qwen_dense_layers(const config_reader& r, const model_spec& m) {
 
 void read_qwen_moe(const std::string& type, const config_reader& r, model_spec& m) {
   read_decoder(r, m);
-  m.num_experts = r.integer_or("num_experts", 60);
-  m.experts_per_token = r.integer_or("num_experts_per_tok", 4);
+  // Qwen2MoeConfig's defaults: 60 experts, 4 a token; Qwen3MoeConfig's: 128, 8.
+  const bool qwen3 = type == "qwen3_moe";
+  m.num_experts = r.integer_or("num_experts", qwen3 ? 128 : 60);
+  m.experts_per_token = r.integer_or("num_experts_per_tok", qwen3 ? 8 : 4);
   m.expert_intermediate_size = r.integer("moe_intermediate_size");
   if (type == "qwen2_moe") {
     // Qwen2MoeAttention: q/k/v with bias; a shared expert behind a sigmoid gate.
@@ -80,11 +82,12 @@ void read_qwen_moe(const std::string& type, const config_reader& r, model_spec& 
   check_experts(r, m, "num_experts");
 }
 
-void read_deepseek(const config_reader& r, model_spec& m) {
+void read_deepseek(const std::string& type, const config_reader& r, model_spec& m) {
   read_decoder(r, m);
   m.num_experts = r.integer_or("n_routed_experts", 0);
   m.experts_per_token = r.integer_or("num_experts_per_tok", m.num_experts > 0 ? 1 : 0);
-  m.expert_intermediate_size = r.integer_or("moe_intermediate_size", m.intermediate_size);
+  // DeepseekV2Config's default expert width is 1407, DeepseekV3Config's 2048 (not the dense MLP's).
+  m.expert_intermediate_size = r.integer_or("moe_intermediate_size", type == "deepseek_v3" ? 2048 : 1407);
   m.shared_intermediate_size = r.integer_or("n_shared_experts", 0) * m.expert_intermediate_size;
   // Layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
   const std::int64_t first = r.integer_or("first_k_dense_replace", 0), freq = r.integer_or("moe_layer_freq", 1);
@@ -132,10 +135,20 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
     m.qkv_bias = m.attn_out_bias = r.boolean_or("attention_bias", false);
     check_experts(r, m, "num_experts");
   } else if (type == "deepseek_v2" || type == "deepseek_v3") {
-    read_deepseek(r, m);
+    read_deepseek(type, r, m);
   } else {
     return false;
   }
+  // Named by the file's own keys (model_spec's bounds name the fields every model has).
+  const bool own_width = type != "mixtral" && type != "olmoe";
+  const char* experts_key =
+      type == "mixtral" ? "num_local_experts" : type.rfind("deepseek", 0) == 0 ? "n_routed_experts" : "num_experts";
+  if (m.num_experts > 65536)
+    throw usage_error(fmt::format("{}: \"{}\" {} is larger than any model's (at most 65536)", r.source, experts_key,
+                                  m.num_experts));
+  if (own_width && m.expert_intermediate_size > 4194304)
+    throw usage_error(fmt::format("{}: \"moe_intermediate_size\" {} is larger than any model's (at most 4194304)",
+                                  r.source, m.expert_intermediate_size));
   if (m.num_experts > 0 && m.expert_intermediate_size < 1)
     throw usage_error(fmt::format("{}: the experts' intermediate size must be at least 1", r.source));
   return true;
