@@ -141,9 +141,19 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
   for (const auto& [c, t] : all) {
     const auto tri = triton_config(c, t);
     const std::string cut = cutlass_shape(c, t), line = triton_summary(c, t);
-    EXPECT_EQ(tri["BLOCK_M"], c.block_m);
-    EXPECT_EQ(tri["BLOCK_N"], c.block_n);
-    EXPECT_EQ(tri["BLOCK_K"], c.block_k);
+    // Triton's blocks are the tile's, rounded up to what Triton compiles (a power of two, at least
+    // 16), and the line says which were rounded.
+    bool rounded = false;
+    for (const auto& [key, size] : {std::pair<const char*, int>{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n},
+                                    {"BLOCK_K", c.block_k}}) {
+      const int b = tri[key].get<int>();
+      EXPECT_TRUE(b >= 16 && (b & (b - 1)) == 0 && b >= size && b < 2 * std::max(size, 16)) << c.id() << " " << key;
+      if (b != size) {
+        rounded = true;
+        EXPECT_NE(line.find(fmt::format("{} {} -> {}", key, size, b)), std::string::npos) << line;
+      }
+    }
+    EXPECT_EQ(line.find("->") != std::string::npos, rounded) << line;
     EXPECT_EQ(tri["num_stages"], c.stages);
     EXPECT_NE(cut.find(fmt::format("<{},{},{}>", c.block_m, c.block_n, c.block_k)), std::string::npos) << cut;
     if (c.family != family_named("simt")) {

@@ -161,10 +161,21 @@ void compile_recommended_cubin(gemm_plan& plan, kernel_compiler& compiler, const
   }
 }
 
+namespace {
+// Triton's block sizes are powers of two (tl.arange) and at least 16 (tl.dot): a tile of 192
+// columns, 8 rows (swap-AB, which Triton has not) or a K step of 8 is given as the nearest
+// block Triton compiles, at least as large.
+int triton_block(int size) {
+  int b = 16;
+  while (b < size) b *= 2;
+  return b;
+}
+}  // namespace
+
 nlohmann::json triton_config(const tile_config& c, dtype) {
-  nlohmann::json j = {{"BLOCK_M", c.block_m},
-                      {"BLOCK_N", c.block_n},
-                      {"BLOCK_K", c.block_k},
+  nlohmann::json j = {{"BLOCK_M", triton_block(c.block_m)},
+                      {"BLOCK_N", triton_block(c.block_n)},
+                      {"BLOCK_K", triton_block(c.block_k)},
                       {"num_warps", c.family->triton_num_warps(c)},
                       {"num_stages", c.stages}};
   // The Triton tutorial's matmul names: SPLIT_K slices of K (partials summed),
@@ -175,12 +186,21 @@ nlohmann::json triton_config(const tile_config& c, dtype) {
   return j;
 }
 
+std::string triton_rounding(const tile_config& c) {
+  std::string out;
+  const std::pair<const char*, int> sizes[] = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}};
+  for (const auto& [name, size] : sizes)
+    if (triton_block(size) != size) out += fmt::format("{}{} {} -> {}", out.empty() ? "" : ", ", name, size, triton_block(size));
+  return out.empty() ? out : out + ": Triton's blocks are powers of two, at least 16";
+}
+
 std::string triton_summary(const tile_config& c, dtype t) {
   const nlohmann::json j = triton_config(c, t);
   std::string out;
   for (const char* k : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "GROUP_SIZE_M", "GROUP_SIZE_N", "num_warps",
                         "num_stages", "num_ctas"})
     if (j.contains(k)) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, j[k].get<int>());
+  if (const std::string r = triton_rounding(c); !r.empty()) out += " (" + r + ")";
   return out;
 }
 

@@ -113,9 +113,12 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants);
 nlohmann::json result_header(const std::string& schema, const device_spec& device, plan_mode mode,
                              const std::string& compiler_version, const run_info& run);
 
-// The recommended tile in the words of other tools.
+// The recommended tile in the words of other tools. Triton's blocks are what Triton compiles:
+// powers of two, at least 16 (a 192-column tile is BLOCK_N=256, swap-AB's 8 rows BLOCK_M=16).
 nlohmann::json triton_config(const tile_config& c, dtype t);
-// triton_config as one line of KEY=VALUE, every key present.
+// Which of the tile's sizes triton_config rounded up, in words ("BLOCK_N 192 -> 256: ..."), or empty.
+std::string triton_rounding(const tile_config& c);
+// triton_config as one line of KEY=VALUE, every key present, then any rounding in parentheses.
 std::string triton_summary(const tile_config& c, dtype t);
 std::string cutlass_shape(const tile_config& c, dtype t);
 
