@@ -196,6 +196,17 @@ TEST(plan, recommends_a_fitting_throughput_best_batch_with_exact_accumulation) {
   EXPECT_EQ(j["hf_training_args"]["bf16"], true);
   EXPECT_EQ(j["model_load"]["torch_dtype"], "float32");
   EXPECT_EQ(j["deepspeed"]["train_batch_size"], 512);
+  // ZeRO 0 under the Trainer is DDP: no deepspeed argument. ZeRO 1-3 is the Trainer's deepspeed argument,
+  // the plan's config itself (without it the Trainer would not shard what the plan sharded).
+  EXPECT_FALSE(j["hf_training_args"].contains("deepspeed"));
+  for (int zero : {1, 2, 3}) {
+    training_setup z = s;
+    z.zero_stage = zero;
+    const auto jz = to_json(plan_batch(z, find_preset("h100-sxm")), "cmd", "date");
+    ASSERT_TRUE(jz["deepspeed"].is_object()) << zero;
+    EXPECT_EQ(jz["hf_training_args"]["deepspeed"], jz["deepspeed"]) << zero;
+    EXPECT_EQ(jz["hf_training_args"]["deepspeed"]["zero_optimization"]["stage"], zero);
+  }
 }
 
 // The pasted settings run the precision that was planned: autocast only for the

@@ -314,6 +314,9 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   // accumulation x every GPU of the world (runtime/config.py): a config would stop it at start-up.
   const bool model_parallel = data_parallel_degree(s) < s.world_size;
   j["deepspeed"] = model_parallel ? nlohmann::json(nullptr) : deepspeed_json(s, r);
+  // ZeRO under the Trainer is its deepspeed argument (a path or the config itself): without it the
+  // Trainer runs plain DDP and every rank holds the whole optimizer state the plan sharded.
+  if (s.zero_stage > 0 && j["deepspeed"].is_object()) j["hf_training_args"]["deepspeed"] = j["deepspeed"];
   if (model_parallel)
     j["notes"].push_back(fmt::format(
         "hf_training_args describes the data parallelism only ({} ranks of the {} GPUs): the Trainer has no "
