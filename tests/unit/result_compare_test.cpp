@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -34,10 +35,10 @@ nlohmann::json suite(const std::vector<measured_entry>& rows, const std::string&
     if (r.status == "ok") {
       res["recommendation"] = {{"id", "mma_128x128x32_w2x2_s3"}, {"vs_reference", r.ratio}, {"median_us", r.time_us},
                                {"noise", r.noise}};
-      res["variants"] = nlohmann::json::array({{{"status", "ok"}}});
+      res["variants"] = nlohmann::json::array({{{"id", "mma_128x128x32_w2x2_s3"}, {"status", "ok"}}});
     } else {
       res["recommendation"] = nullptr;
-      res["variants"] = nlohmann::json::array({{{"status", r.status}}});
+      res["variants"] = nlohmann::json::array({{{"id", "mma_64x64x32_w2x2_s3"}, {"status", r.status}}});
     }
     j["results"].push_back(res);
   }
@@ -228,6 +229,32 @@ TEST(result_file, a_problem_the_tool_would_refuse_is_refused_naming_the_field) {
     }
 }
 
+// What the schema requires of a result, a reader requires too, naming the file: a mode that is
+// measured or predicted, variants that name themselves and a known outcome, a recommendation among
+// them, and a problem of a known dtype.
+TEST(result_file, a_result_the_schema_refuses_is_refused_naming_the_file) {
+  struct damage {
+    std::function<void(nlohmann::json&)> apply;
+    std::string words;
+  };
+  const std::vector<damage> damages = {
+      {[](nlohmann::json& j) { j["mode"] = "weird"; }, "\"mode\" is \"weird\""},
+      {[](nlohmann::json& j) { j.erase("mode"); }, "no \"mode\""},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0].erase("id"); }, "a variant without an \"id\""},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["status"] = "weird"; }, "\"status\" \"weird\" is not one of ok"},
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["id"] = "mma_elsewhere"; },
+       "the recommendation mma_elsewhere is none of its variants"},
+      {[](nlohmann::json& j) { j["results"][0]["problem"]["dtype"] = "bf17"; }, "unknown dtype 'bf17'"},
+  };
+  for (const auto& d : damages) {
+    auto j = suite({{64, 0.8, 100}});
+    d.apply(j);
+    const std::string why = compare_refusal(j);
+    EXPECT_NE(why.find(d.words), std::string::npos) << why;
+    EXPECT_NE(why.find("r.json"), std::string::npos) << why;
+  }
+}
+
 TEST(result_file, figures_faster_than_the_gpu_allows_are_refused_naming_the_figure) {
   // H100 SXM figures as a result file records them: 4096x4096x4096 bf16 needs >= 139 us at 989 TFLOP/s.
   auto j = suite({{4096, 1.0, 180}});
@@ -245,7 +272,7 @@ TEST(result_file, figures_faster_than_the_gpu_allows_are_refused_naming_the_figu
   reference["results"][0]["recommendation"]["vs_reference"] = 60.0 / 180;
   EXPECT_NE(compare_refusal(reference).find("reference"), std::string::npos);
   auto variant = j;
-  variant["results"][0]["variants"] = {{{"id", "v7"}, {"status", "ok"}, {"median_us", 1.0}}};
+  variant["results"][0]["variants"].push_back({{"id", "v7"}, {"status", "ok"}, {"median_us", 1.0}});
   EXPECT_NE(compare_refusal(variant).find("variant v7"), std::string::npos);
   // A skinny problem is bound by memory: 64x32768x32768 bf16 streams ~2.1 GB beyond the L2 (>= 630 us).
   auto skinny = suite({{64, 1.0, 3000}});

@@ -1,6 +1,7 @@
 #include "core/report/result_compare.hpp"
 
 #include <cmath>
+#include <set>
 #include <map>
 
 #include <fmt/format.h>
@@ -98,6 +99,8 @@ gemm_problem problem_in_result(const nlohmann::json& r, const std::string& where
     p = gemm_problem_from_json(r.at("problem"));
   } catch (const nlohmann::json::exception& ex) {
     throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, json_error_text(ex)));
+  } catch (const usage_error& ex) {  // an unknown dtype or layout, named by the file
+    throw usage_error(fmt::format("{}: a result's problem {}: {}", where, r.at("problem").dump(), ex.what()));
   }
   try {
     validate(p);
@@ -174,6 +177,17 @@ void check_field(const nlohmann::json& j, const char* key, nlohmann::json::value
                                 nullable ? " or null" : ""));
 }
 
+// "mode" is measured or predicted: what a report draws and a check compares by. Required where
+// the schema requires it (a result file's top level), checked wherever it is given.
+void check_mode(const nlohmann::json& j, const std::string& where, bool required) {
+  if (!j.contains("mode")) {
+    if (required) throw usage_error(fmt::format("{}: no \"mode\" (measured or predicted)", where));
+    return;
+  }
+  if (j["mode"] != "measured" && j["mode"] != "predicted")
+    throw usage_error(fmt::format("{}: \"mode\" is {}, not measured or predicted", where, j["mode"].dump()));
+}
+
 void check_body_types(const nlohmann::json& r, const std::string& where) {
   using t = nlohmann::json::value_t;
   check_field(r, "mode", t::string, false, where);
@@ -190,13 +204,32 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
     check_field(r["problem"], "groups", t::object, false, in);
   }
+  check_mode(r, where, false);
+  std::set<std::string> ids;
   for (const auto& v : r.value("variants", nlohmann::json::array())) {
     if (!v.is_object()) throw usage_error(fmt::format("{}: \"variants\" holds {}, not a variant object", where, v.dump()));
     check_field(v, "id", t::string, false, where + ": a variant");
     check_field(v, "status", t::string, false, where + ": a variant");
+    // Every variant names itself and its outcome (schemas/common.schema.json, gemm_variant).
+    if (!v.contains("id") || !v.contains("status"))
+      throw usage_error(fmt::format("{}: a variant without an \"{}\": {}", where, v.contains("id") ? "status" : "id",
+                                    v.dump().substr(0, 80)));
+    if (!status_of(v)) {
+      std::string names;
+      for (int i = 0; i < variant_status_count; ++i)
+        names += std::string(i ? ", " : "") + std::string(to_string(static_cast<variant_status>(i)));
+      throw usage_error(fmt::format("{}: variant {}: \"status\" {} is not one of {}", where,
+                                    v["id"].get<std::string>(), v["status"].dump(), names));
+    }
+    ids.insert(v["id"].get<std::string>());
   }
-  if (r.contains("recommendation") && r["recommendation"].is_object())
+  if (r.contains("recommendation") && r["recommendation"].is_object()) {
     check_field(r["recommendation"], "id", t::string, false, where + ": \"recommendation\"");
+    const std::string id = r["recommendation"].value("id", "");
+    if (!ids.empty() && !ids.count(id))
+      throw usage_error(fmt::format("{}: the recommendation {} is none of its variants", where,
+                                    id.empty() ? std::string("(no id)") : id));
+  }
 }
 
 void check_result_types(const nlohmann::json& j, const std::string& path) {
@@ -209,6 +242,7 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
     for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
       check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
   check_field(j, "results", t::array, false, path);
+  check_mode(j, path, true);
   if (j.value("schema", "") == "tiletune.gemm-suite/1") {
     check_field(j, "mode", t::string, false, path);
     for (const auto& r : j.value("results", nlohmann::json::array())) {
