@@ -305,7 +305,20 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
   add_compile_options(cmd, o.get());
   add_tuning_options(cmd, o.get());
   cmd->footer(gemm_examples + kernel_families_help() + gemm_details);
-  cmd->callback([o, &ctx] { run_gemm(*o, ctx); });
+  cmd->callback([o, cmd, &ctx] {
+    // An offline plan (--gpu NAME, --dry-run) runs nothing: the options that shape a measurement
+    // are said to have no effect rather than taken in silence.
+    if (o->device.gpu || o->report.dry_run) {
+      std::string unused;
+      for (const char* flag : {"--seed", "--variant-timeout", "--keep-going", "--target-spread", "--time-cap-ms"})
+        if (cmd->count(flag) > 0) unused += std::string(unused.empty() ? "" : ", ") + flag;
+      if (cmd->count("--db-full") > 0 && !o->tuning.store_plans) unused += std::string(unused.empty() ? "" : ", ") + "--db-full";
+      if (!unused.empty())
+        tell("tiletune: {} {} no effect on an offline plan ({}): nothing is measured\n", unused,
+             unused.find(',') == std::string::npos ? "has" : "have", o->report.dry_run ? "--dry-run" : "--gpu");
+    }
+    run_gemm(*o, ctx);
+  });
 }
 
 }  // namespace tiletune::cli

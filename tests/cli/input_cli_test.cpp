@@ -751,3 +751,13 @@ TEST(input, a_refusal_gives_the_reason_that_applies) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("(tiletune compare BASE NEW)"), std::string::npos) << r.err;
 }
+
+// An offline plan says which of the given options shape only a measurement, rather than take them in silence.
+TEST(input, an_offline_plan_names_the_measuring_options_it_does_not_use) {
+  const result r = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db", "--seed", "3",
+                        "--time-cap-ms", "5"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--seed, --time-cap-ms have no effect on an offline plan (--gpu)"), std::string::npos) << r.err;
+  const result plain = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db"});
+  EXPECT_EQ(plain.err.find("no effect"), std::string::npos) << plain.err;
+}
