@@ -13,6 +13,7 @@
 #include "cli/gemm_tuning.hpp"
 #include "cli/gpu_run.hpp"
 #include "cli/output.hpp"
+#include "core/compile/compile_cache.hpp"
 #include "core/errors.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/variant_ranking.hpp"
@@ -298,7 +299,11 @@ class gemm_run {
   // record of the GPU model).
   void prepare_planning() {
     if (planning_ready_) return;
-    calibration_ = calibration_for(db_.get(), device_, progress_);
+    const std::filesystem::path cache =
+        o_.compile.no_cache ? std::filesystem::path()
+        : o_.compile.cache_dir.empty() ? default_cache_dir()
+                                       : std::filesystem::path(o_.compile.cache_dir);
+    calibration_ = calibration_for(db_.get(), device_, progress_, cache);
     options_ = plan_options_of(o_, measure_, calibration_, device_.spec);
     planning_ready_ = true;
   }

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "core/report/kernel_export.hpp"
+#include "core/tune/calibration/calibration_cache.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
 #include "core/train/model_gemms.hpp"
@@ -198,16 +199,23 @@ measure_settings settings_of(const gemm_options& o) {
 }
 
 std::optional<model_calibration> calibration_for(const tuning_db* db, const device_choice& device,
-                                                 progress_line& progress) {
+                                                 progress_line& progress, const std::filesystem::path& cache_dir) {
   std::optional<model_calibration> calibration;
   if (db) {
     try {
-      // Measured records only: stored plans (--store-plans) calibrate nothing.
-      const std::vector<nlohmann::json> measured = db->calibration_inputs(device_model_of(device.spec));
-      if (!measured.empty()) {
-        calibration = fit_calibration(measured);
-        calibration->source = db->file().string();
+      // Measured records only: stored plans (--store-plans) calibrate nothing. A fit of the same
+      // records is read from the cache rather than fitted again.
+      const std::string model = device_model_of(device.spec);
+      const std::string key = calibration_cache_key(db->file(), db->calibration_fingerprint(model), model);
+      if (!cache_dir.empty()) calibration = cached_calibration(cache_dir, key);
+      if (!calibration) {
+        const std::vector<nlohmann::json> measured = db->calibration_inputs(model);
+        if (!measured.empty()) {
+          calibration = fit_calibration(measured);
+          if (!cache_dir.empty()) keep_calibration(cache_dir, key, *calibration);
+        }
       }
+      if (calibration) calibration->source = db->file().string();
     } catch (const std::exception& e) {
       progress.note(fmt::format("the model stays uncalibrated: a record in {} is unreadable ({})",
                                 db->file().string(), e.what()));

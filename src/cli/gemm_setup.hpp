@@ -42,9 +42,11 @@ std::vector<device_choice> devices_to_deal_to(const gemm_options& o, const run_c
 measure_settings settings_of(const gemm_options& o);
 
 // The model calibrated on this GPU model's measured results, where the database has some;
-// else the calibration shipped for this GPU model, fitted to the measurements in profiles/.
+// else the calibration shipped for this GPU model, fitted to the measurements in profiles/. A fit
+// is kept in cache_dir/calibrations/ and read back while the records are the same (none kept
+// where cache_dir is empty: --no-cache).
 std::optional<model_calibration> calibration_for(const tuning_db* db, const device_choice& device,
-                                                 progress_line& progress);
+                                                 progress_line& progress, const std::filesystem::path& cache_dir);
 
 // What the planner is given: for an offline plan only the variants the model says can still
 // reach the table (compile_selection), ranked by the model the plan is finally ranked by.

@@ -107,6 +107,10 @@ class tuning_db {
   // record with "variants" rebuilt from its calibration rows (every measured
   // variant, its tile, registers, shared memory and median).
   std::vector<nlohmann::json> calibration_inputs(const std::string& device_model) const;
+  // What calibration_inputs(device_model) would read, in one short string that changes whenever
+  // they do (their count, newest measured_at and row ids: a replaced record gets a new row id),
+  // read without inflating a record: the key of a cached fit (calibration_cache.hpp).
+  std::string calibration_fingerprint(const std::string& device_model) const;
   // The best record per GPU model and problem (better verified, then newer; any
   // driver, tool or compiler), in GPU model then problem key order; each record's
   // result holds what export reads: problem, mode, recommendation.

@@ -105,6 +105,20 @@ std::vector<std::string> tuning_db::device_models() const {
   return out;
 }
 
+std::string tuning_db::calibration_fingerprint(const std::string& device_model) const {
+  statement q;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT count(*), coalesce(max(measured_at), ''), coalesce(sum(rowid), 0), "
+                         "(SELECT count(*) FROM variant_tiles) FROM results WHERE device_model = ?1 AND measured = 1 "
+                         "AND calibration IS NOT NULL",
+                         -1, &q.s, nullptr) != SQLITE_OK)
+    fail("cannot read it");
+  sqlite::bind(q.s, 1, device_model);
+  if (sqlite3_step(q.s) != SQLITE_ROW) fail("cannot read it");
+  return fmt::format("{} records, newest {}, rows {}, tiles {}", sqlite3_column_int64(q.s, 0), column_text(q.s, 1),
+                     sqlite3_column_int64(q.s, 2), sqlite3_column_int64(q.s, 3));
+}
+
 std::vector<nlohmann::json> tuning_db::calibration_inputs(const std::string& device_model) const {
   std::map<long long, nlohmann::json> tiles;
   {
