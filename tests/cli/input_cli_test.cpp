@@ -358,6 +358,15 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
   expect_refused({"batch", "--model", utf16.string(), "--gpu", "l4"}, {"utf16.json: is UTF-16 text"});
   std::ofstream(bom8, std::ios::binary) << "\xEF\xBB\xBF" << j.dump();
   expect_refused({"compare", base.string(), bom8.string()}, {"bom8.json: the result names no GPU"});
+  // A key given twice in one object (JSON keeps the last) is refused naming it, in every file read.
+  const fs::path twice = dir / "twice.json", config_twice = dir / "config-twice.json";
+  std::ofstream(twice) << R"({"schema": "tiletune.suite/1", "name": "s", "problems": [], "problems": [
+    {"name": "p", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"}]})";
+  expect_refused({"gemm", "--suite", twice.string(), "--gpu", "l4", "--dry-run"},
+                 {"twice.json: the key \"problems\" is given twice"});
+  std::ofstream(config_twice) << R"({"model_type": "gpt2", "n_layer": 12, "n_layer": 48, "vocab_size": 50257,
+    "n_embd": 768, "n_head": 12, "n_positions": 1024})";
+  expect_refused({"batch", "--model", config_twice.string(), "--gpu", "l4"}, {"the key \"n_layer\" is given twice"});
   // Every reader of result files, db import too: a folder, an array and a cut file are named as such.
   const fs::path array = dir / "array.json", db = dir / "t.sqlite";
   std::ofstream(array) << "[]";

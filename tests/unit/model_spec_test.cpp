@@ -114,10 +114,14 @@ TEST(hf_config, errors_name_the_field_the_type_or_the_place) {
     "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 64})");
   EXPECT_NE(e.find("num_key_value_heads 5"), std::string::npos) << e;
   // A hidden size below its heads, with no head_dim, names the two fields the user wrote, not a
-  // head_dim the config never gave (the last of two "hidden_size" keys is the one read).
-  e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+  // head_dim the config never gave.
+  e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "num_hidden_layers": 2,
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 64, "hidden_size": 8})");
   EXPECT_NE(e.find("hidden size 8 is smaller than the 32 heads"), std::string::npos) << e;
+  // Two "hidden_size" keys: refused, naming the key (JSON would keep the last, a reader the first).
+  e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 64, "hidden_size": 8})");
+  EXPECT_NE(e.find("the key \"hidden_size\" is given twice"), std::string::npos) << e;
   e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 64, "head_dim": 0})");
   EXPECT_NE(e.find("\"head_dim\" must be at least 1"), std::string::npos) << e;

@@ -1,7 +1,9 @@
 #include "core/report/json_file.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 #include <string_view>
 #include <utility>
 
@@ -53,8 +55,21 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
       --depth;
     }
   }
+  // A key given twice in one object: nlohmann keeps the last, so a file read by hand and read
+  // by tiletune would say different things. Refused, naming the key.
+  std::vector<std::set<std::string>> keys;
+  const auto once = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using event_t = nlohmann::json::parse_event_t;
+    if (event == event_t::object_start) keys.emplace_back();
+    else if (event == event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (event == event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      throw usage_error(fmt::format("{}: the key \"{}\" is given twice in one object (JSON would keep only the "
+                                    "last); give it once",
+                                    path.string(), parsed.get<std::string>()));
+    return true;
+  };
   try {
-    return nlohmann::json::parse(s);
+    return nlohmann::json::parse(s, once);
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a 1-based byte offset; a person wants a line and column.
     std::size_t line = 1, col = 1;
