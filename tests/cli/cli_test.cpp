@@ -337,6 +337,7 @@ TEST(cli, batch_bad_input_exits_2_and_writes_nothing) {
   expect_usage_error(with({"gpt2", "--checkpointing", "maybe"}), "--checkpointing 'maybe' is not one of auto, on (also: full), off, every-N");
   expect_usage_error(with({"gpt2", "--loss", "liger"}), "--loss 'liger'");
   expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", "q,x"}), "'x' is not one of");
+  expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", "q,v,q"}), "names q twice");
   expect_usage_error(with({"gpt2", "--lora-rank", "8", "--lora-targets", ""}), "--lora-targets: needs a value, not an empty string");
   expect_usage_error(with({"gpt2", "--lora-targets", "q,v"}), "--lora-rank");
   expect_usage_error(with({"gpt2", "--lora-rank", "8", "--adapter-dtype", "bf16", "--precision", "fp32"}),

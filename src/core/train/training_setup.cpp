@@ -151,6 +151,7 @@ unsigned parse_lora_targets(std::string_view s) {
     if (bit == 0)
       throw usage_error(fmt::format("--lora-targets '{}': {} is not one of q, k, v, o, gate, up, down (or use all-linear)",
                                     s, item.empty() ? std::string("an empty name") : "'" + item + "'"));
+    if (targets & bit) throw usage_error(fmt::format("--lora-targets '{}' names {} twice", s, item));
     targets |= bit;
   }
   return targets;
