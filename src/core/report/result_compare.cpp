@@ -204,7 +204,6 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
     check_field(r["problem"], "groups", t::object, false, in);
   }
-  check_mode(r, where, false);
   std::set<std::string> ids;
   for (const auto& v : r.value("variants", nlohmann::json::array())) {
     if (!v.is_object()) throw usage_error(fmt::format("{}: \"variants\" holds {}, not a variant object", where, v.dump()));
@@ -230,6 +229,7 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
       throw usage_error(fmt::format("{}: the recommendation {} is none of its variants", where,
                                     id.empty() ? std::string("(no id)") : id));
   }
+  check_mode(r, where, false);
 }
 
 void check_result_types(const nlohmann::json& j, const std::string& path) {
@@ -242,7 +242,6 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
     for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
       check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
   check_field(j, "results", t::array, false, path);
-  check_mode(j, path, true);
   if (j.value("schema", "") == "tiletune.gemm-suite/1") {
     check_field(j, "mode", t::string, false, path);
     for (const auto& r : j.value("results", nlohmann::json::array())) {
@@ -252,6 +251,7 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
   } else {
     check_body_types(j, path);
   }
+  check_mode(j, path, true);  // after the types: a field of the wrong type is named first
 }
 
 // What result_file_from_json reads once the types are checked.
