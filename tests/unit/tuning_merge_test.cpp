@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -73,6 +74,30 @@ void expect_refused(const std::vector<fs::path>& inputs, const fs::path& into, c
   }
   for (const auto& f : fs::directory_iterator(into.parent_path()))
     EXPECT_EQ(f.path().string().find(".merge-"), std::string::npos) << "left " << f.path();
+}
+
+// Runs work(0..n-1) in n child processes at once and expects each to finish without an exception.
+void in_child_processes(int n, const std::function<void(int)>& work, const std::string& what) {
+  std::vector<pid_t> kids;
+  for (int w = 0; w < n; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        work(w);
+        _exit(0);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s, process %d: %s\n", what.c_str(), w, e.what());
+        _exit(1);
+      }
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    waitpid(k, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << what;
+  }
 }
 
 }  // namespace
@@ -197,26 +222,7 @@ TEST(tuning_merge, concurrent_merges_create_one_new_target) {
   }
   for (int round = 0; round < 8; ++round) {
     const fs::path out = s.dir / fmt::format("new-{}.sqlite", round);
-    std::vector<pid_t> kids;
-    for (int w = 0; w < 4; ++w) {
-      const pid_t pid = fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        try {
-          merge_tuning_dbs({in}, out);
-          _exit(0);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "merge %d of round %d: %s\n", w, round, e.what());
-          _exit(1);
-        }
-      }
-      kids.push_back(pid);
-    }
-    for (pid_t k : kids) {
-      int status = 0;
-      waitpid(k, &status, 0);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
-    }
+    in_child_processes(4, [&](int) { merge_tuning_dbs({in}, out); }, "merge round " + std::to_string(round));
     EXPECT_EQ(tuning_db(out, tuning_db::open_mode::read).list().size(), 5u);
   }
 }
@@ -225,26 +231,10 @@ TEST(tuning_merge, concurrent_writers_and_a_killed_writer_leave_mergeable_databa
   merge_scratch s;
   const fs::path shared = s.dir / "shared.sqlite", killed = s.dir / "killed.sqlite", out = s.dir / "out.sqlite";
   // Four processes store 25 records each into one database at once (WAL and the busy timeout queue them).
-  std::vector<pid_t> kids;
-  for (int w = 0; w < 4; ++w) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      try {
-        tuning_db db(shared);
-        for (int i = 0; i < 25; ++i) db.store(merge_record(16 * (w * 25 + i + 1), "2026-11-20T00:00:00Z", true));
-        _exit(0);
-      } catch (...) {
-        _exit(1);
-      }
-    }
-    kids.push_back(pid);
-  }
-  for (pid_t k : kids) {
-    int status = 0;
-    waitpid(k, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  in_child_processes(4, [&](int w) {
+    tuning_db db(shared);
+    for (int i = 0; i < 25; ++i) db.store(merge_record(16 * (w * 25 + i + 1), "2026-11-20T00:00:00Z", true));
+  }, "writers");
   EXPECT_EQ(tuning_db(shared, tuning_db::open_mode::existing).list().size(), 100u);
   // A writer killed (SIGKILL) in the middle of storing: what it committed is there, the file is whole.
   { tuning_db create(killed); }
