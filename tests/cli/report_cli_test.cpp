@@ -70,6 +70,13 @@ TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_noth
   expect_rejected(write("noschema.json", R"({"variants": []})"), "schema");
   expect_rejected(write("wrongtype.json", R"({"schema": "tiletune.gemm/1", "problem": {}, "variants": 7})"),
                   "variants");
+  // A batch plan, a comparison and a database listing with a field of another type: named, not drawn as "?".
+  auto plan = nlohmann::json::parse(slurp(profiles / "measured/h100-2026-11-23/batch/batch-gpt2.json"));
+  plan["model"]["name"] = nlohmann::json::array({1});
+  expect_rejected(write("plan-name.json", plan.dump()), "\"name\" is [1], not a string");
+  plan = nlohmann::json::parse(slurp(profiles / "measured/h100-2026-11-23/batch/batch-gpt2.json"));
+  plan["setup"]["seq_len"] = "long";
+  expect_rejected(write("plan-seq.json", plan.dump()), "\"seq_len\" is \"long\", not a number");
   expect_rejected(profiles / "suites/llm.json", "tiletune.suite/1");
   expect_rejected(tmp_dir() / "does-not-exist.json", "no such file");
   // One bad file among good ones: still no page.

@@ -13,17 +13,29 @@ namespace tiletune {
 
 namespace report {
 
+namespace {
+// A field present with another type than the reader takes: named (report_sections adds the file).
+[[noreturn]] void wrong_type(const char* key, const json& v, const char* wanted) {
+  const std::string dump = v.dump();
+  throw usage_error(fmt::format("\"{}\" is {}, not {}", key, dump.size() > 40 ? dump.substr(0, 40) + "..." : dump,
+                                wanted));
+}
+}  // namespace
+
 std::optional<double> number_at(const json& j, const char* key) {
   if (!j.is_object()) return std::nullopt;
   const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) wrong_type(key, *it, "a number");
   return it->get<double>();
 }
 
 std::string string_at(const json& j, const char* key, const std::string& fallback) {
   if (!j.is_object()) return fallback;
   const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_string()) wrong_type(key, *it, "a string");
+  return it->get<std::string>();
 }
 
 const json& require(const json& j, const char* key, bool array, const std::string& path, const std::string& what) {
@@ -81,6 +93,10 @@ std::vector<report_section> report_sections(const nlohmann::json& doc, const std
   } catch (const nlohmann::json::exception& e) {
     // A field of the wrong type where the schema promises another.
     throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), json_error_text(e)));
+  } catch (const usage_error& e) {
+    const std::string what = e.what();  // a field the readers named without the file
+    if (what.rfind(path, 0) == 0) throw;
+    throw usage_error(fmt::format("{}: not a valid {} result: {}", path, to_string(kind), what));
   }
   return sections;
 }

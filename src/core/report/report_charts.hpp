@@ -16,7 +16,8 @@ namespace tiletune::report {
 using json = nlohmann::json;
 
 // --- reading result files -------------------------------------------------
-// A number at KEY, or nullopt where it is absent, null or not a number.
+// A number at KEY, or nullopt where it is absent or null; the string at KEY, or the fallback.
+// A value of another type is a damaged file: usage_error naming KEY (report_sections adds the file).
 std::optional<double> number_at(const json& j, const char* key);
 std::string string_at(const json& j, const char* key, const std::string& fallback = "");
 // The member KEY, which must be an object (or an array when ARRAY): else
