@@ -140,6 +140,8 @@ std::vector<named_input> gemm_inputs(const gemm_options& o) {
   std::vector<named_input> inputs = model_config_inputs(o.model.name);
   inputs.push_back({"--suite", o.suite});
   inputs.push_back({"--db", database_of(o)});
+  // Under --no-db the default database is not read, but it is no output's to replace either.
+  if (o.tuning.no_db) inputs.push_back({"the default tuning database", default_tuning_db_path()});
   return inputs;
 }
 

@@ -132,10 +132,12 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
   const bool in_place = kind == output_kind::file_or_stream && written_in_place(target);
   for (const auto& in : in_place ? std::vector<named_input>{} : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
-    throw usage_error(fmt::format("{} {} is the same file as {} {}, which this command {}: refused, it is left "
-                                  "unchanged; write to another file",
+    const bool written = in.what == "--out" || in.what == "--junit";
+    const bool kept = in.what.rfind("the default", 0) == 0;  // not read by this run, kept all the same
+    throw usage_error(fmt::format("{} {} is the same file as {} {}{}: refused, it is left unchanged; write to "
+                                  "another file",
                                   flag, file.string(), in.what, in.file.string(),
-                                  in.what == "--out" || in.what == "--junit" ? "writes" : "reads"));
+                                  kept ? "" : written ? ", which this command writes" : ", which this command reads"));
   }
   refuse_read_only(target, flag, file);
 }
@@ -178,7 +180,7 @@ int write_all(int fd, std::string_view text) {
 // A terminal, pipe or /dev/null has no whole-or-untouched state to keep: the text goes to it in
 // place, and a write it refuses (/dev/full, a closed pipe) is an environment_error. A FIFO that no
 // process reads would block the open forever: it is refused instead.
-void write_stream(const fs::path& file, std::string_view text) {
+void write_stream(const fs::path& file, const fs::path& named, std::string_view text) {
   refuse_read_only(file, "output");
   std::cout.flush();  // /dev/stdout may be the same stream: what was printed before comes first
   std::fflush(stdout);
@@ -188,24 +190,24 @@ void write_stream(const fs::path& file, std::string_view text) {
     if (err == ENXIO)
       throw environment_error(fmt::format("could not write {}: it is a FIFO that no process reads (start its "
                                           "reader first)",
-                                          file.string()));
-    throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+                                          named.string()));
+    throw environment_error(fmt::format("could not write {}: {}", named.string(), std::strerror(err)));
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // the reader sets the pace
   const int err = write_all(fd, text);
   close(fd);
-  if (err) throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+  if (err) throw environment_error(fmt::format("could not write {}: {}", named.string(), std::strerror(err)));
 }
 
 // The file stdout or stderr (fd) writes to: the text follows what the command printed there, at
 // that descriptor's position, where replacing the file would leave the printed text in a file
 // that no name reaches (`--out /dev/stdout > plan.txt`, `--out log.txt 2> log.txt`).
-void write_standard_stream(int fd, const fs::path& file, std::string_view text) {
+void write_standard_stream(int fd, const fs::path& named, std::string_view text) {
   std::cout.flush();
   std::fflush(stdout);
   std::fflush(stderr);
   if (const int err = write_all(fd, text))
-    throw environment_error(fmt::format("could not write {}: {}", file.string(), std::strerror(err)));
+    throw environment_error(fmt::format("could not write {}: {}", named.string(), std::strerror(err)));
 }
 }  // namespace
 
@@ -267,8 +269,8 @@ fs::path temp_name(const fs::path& dir, const fs::path& file) {
 
 void write_file_atomically(const fs::path& requested, std::string_view text) {
   const fs::path file = output_target(requested);  // checked again: it may have changed during the run
-  if (is_stream_output(file)) return write_stream(file, text);
-  if (const int fd = standard_stream_of(file); fd >= 0) return write_standard_stream(fd, file, text);
+  if (is_stream_output(file)) return write_stream(file, requested, text);
+  if (const int fd = standard_stream_of(file); fd >= 0) return write_standard_stream(fd, requested, text);
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
   refuse_read_only(file, "output", requested);
   const fs::path tmp = temp_name(dir, file);

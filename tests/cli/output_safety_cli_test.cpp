@@ -512,3 +512,17 @@ TEST(output_safety_cli, a_long_name_is_written_and_a_signal_leaves_no_temporary_
   EXPECT_FALSE(fs::exists(fifo)) << "the temporary file was left behind";
   EXPECT_FALSE(fs::exists(in.dir / "x.json"));
 }
+
+// Under --no-db the default database is not read, and no --out replaces it either.
+TEST(output_safety_cli, no_db_does_not_let_an_output_replace_the_default_database) {
+  const inputs in("no-db-default");
+  const fs::path cache = in.dir / "cache";
+  const std::string bin = binary_path();
+  const std::string script = "export XDG_CACHE_HOME='" + cache.string() + "' && mkdir -p \"$XDG_CACHE_HOME/tiletune\" && " +
+                             "cp '" + in.db.string() + "' \"$XDG_CACHE_HOME/tiletune/tuning.sqlite3\" && exec '" + bin +
+                             "' gemm --gpu l4 --dry-run --m 64 --n 64 --k 64 --no-db --out \"$XDG_CACHE_HOME/tiletune/tuning.sqlite3\"";
+  const result r = run_program("/bin/sh", {"-c", script});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("the default tuning database"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes_of(cache / "tiletune/tuning.sqlite3"), bytes_of(in.db));
+}

@@ -32,8 +32,13 @@ using sqlite::statement;
 fs::path default_tuning_db_path() { return default_cache_dir() / "tuning.sqlite3"; }
 
 void tuning_db::fail(const std::string& what) const {
-  throw environment_error(fmt::format("tuning database {}: {}: {} (give another database file)",
-                                      file_.string(), what, db_ ? sqlite3_errmsg(db_) : "cannot open"));
+  // Locked past the busy timeout: another run holds the file, which is whole; waiting is the answer.
+  const int code = db_ ? sqlite3_errcode(db_) : SQLITE_CANTOPEN;
+  const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+  throw environment_error(fmt::format("tuning database {}: {}: {} ({})", file_.string(), what,
+                                      db_ ? sqlite3_errmsg(db_) : "cannot open",
+                                      busy ? "another run holds it; try again when that run ends"
+                                           : "give another database file"));
 }
 
 tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mode_(mode) {
