@@ -155,7 +155,16 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
     }
     EXPECT_EQ(line.find("->") != std::string::npos, rounded) << line;
     EXPECT_EQ(tri["num_stages"], c.stages);
-    EXPECT_NE(cut.find(fmt::format("<{},{},{}>", c.block_m, c.block_n, c.block_k)), std::string::npos) << cut;
+    // Swap-AB: CUTLASS runs the transposed problem, and its tile (the transposed one) is the one given.
+    const bool swab = c.family == family_named("wgmma") && wgmma_swap_ab(c);
+    EXPECT_NE(cut.find(swab ? fmt::format("TileShape<{},{},{}>", c.block_n, c.block_m, c.block_k)
+                            : fmt::format("<{},{},{}>", c.block_m, c.block_n, c.block_k)),
+              std::string::npos)
+        << cut;
+    if (swab) {
+      EXPECT_EQ(cut.rfind("swap-AB: run CUTLASS on the transposed problem", 0), 0u) << cut;
+      EXPECT_EQ(cut.find(fmt::format("TileShape<{},{},", c.block_m, c.block_n)), std::string::npos) << cut;
+    }
     if (c.family != family_named("simt")) {
       EXPECT_NE(cut.find(fmt::format("stages {}", c.stages)), std::string::npos) << cut;
     }
@@ -182,7 +191,10 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
                                                    : "KernelTmaWarpSpecialized"),
                 std::string::npos)
           << cut;
-      EXPECT_NE(cut.find(fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)), std::string::npos) << cut;
+      EXPECT_NE(cut.find(swab ? fmt::format("ClusterShape<{},{},1>", c.cluster_n, c.cluster_m)
+                              : fmt::format("ClusterShape<{},{},1>", c.cluster_m, c.cluster_n)),
+                std::string::npos)
+          << cut;
     }
   }
   EXPECT_GT(split, 0u);  // the skinny problems bring split-K copies

@@ -212,17 +212,20 @@ class wgmma : public gemm_family {
                               : std::string())
             : "";
     // Stream-K: CUTLASS 3's StreamKScheduler (its decomposition and reduction are its own).
-    return fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}{}", c.block_m,
-                       c.block_n, c.block_k, c.cluster_m, c.cluster_n,
+    // Swap-AB: CUTLASS runs the transposed problem, whose tile is this one transposed (its M of 8
+    // or 16 rows is no tile CUTLASS's wgmma takes): that tile leads, and only it is given.
+    const bool swab = wgmma_swap_ab(c);
+    return std::string(swab ? "swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, A and B exchanged, C's "
+                              "layout transposed): "
+                            : "") +
+           fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}{}",
+                       swab ? c.block_n : c.block_m, swab ? c.block_m : c.block_n, c.block_k,
+                       swab ? c.cluster_n : c.cluster_m, swab ? c.cluster_m : c.cluster_n,
                        wgmma_pingpong(c)         ? "KernelTmaWarpSpecializedPingpong"
                        : wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative"
                                                  : "KernelTmaWarpSpecialized",
                        c.stages, raster, wgmma_stream_k(c) ? ", TileScheduler StreamKScheduler" : "") +
            (wgmma_grouped(c) ? ", grouped (GemmUniversalMode::kGrouped, ptr-array tensor maps)" : "") +
-           (wgmma_swap_ab(c) ? fmt::format(", swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, "
-                                           "TileShape<{},{},{}>, A and B exchanged, C's layout transposed)",
-                                           c.block_n, c.block_m, c.block_k)
-                             : std::string()) +
            (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "") +
            (wgmma_tma_store(c) ? ", epilogue TmaWarpSpecialized (stmatrix, TMA store), EpilogueTile 64x64" : "") +
            (c.split_k > 1 ? fmt::format(", split_k_slices {} (tiletune reduces the slices inside a cluster of {} "
