@@ -108,6 +108,21 @@ bool name_option(const CLI::Option& o) {
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return o.check_lname(n); });
 }
 
+// A real number a double holds as written: inf, nan, 1e400 (read as inf) and 1e-400 (read as 0)
+// are refused, where each would pass a range check as another value.
+std::string within_double(const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0') return "";  // not a number at all: CLI11's conversion names it
+  if (errno == ERANGE && std::fabs(d) >= 1) return v + " is too large for a double";
+  if (!std::isfinite(d)) return "a finite number, not " + v;
+  if (errno == ERANGE)
+    return std::fabs(d) < 1 ? v + " is too small for a double (it would read as " + (d == 0 ? "0" : "a denormal") + ")"
+                            : v + " is too large for a double";
+  return "";
+}
+
 std::string has_space(const std::string& v) {
   return std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isspace(c); })
              ? "a number without spaces, not '" + v + "'"
@@ -119,12 +134,16 @@ void check_option_values(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     if (o->get_type_size() == 0 && o->get_expected_min() == 0) continue;  // a flag
     const bool numeric = numeric_option(*o), name = name_option(*o);
+    const bool real = o->get_type_name().rfind("FLOAT", 0) == 0;
     o->transform(
         CLI::Validator(
-            [numeric, name](std::string& v) -> std::string {
+            [numeric, name, real](std::string& v) -> std::string {
               if (v.empty()) return "needs a value, not an empty string";
               if (numeric) {
                 if (std::string why = has_space(v); !why.empty()) return why;
+                if (real) {
+                  if (std::string why = within_double(v); !why.empty()) return why;
+                }
                 return decimal(v);
               }
               if (name)

@@ -1,6 +1,7 @@
 // Issue 39, "silent input, exit codes, messages": names match in any case, a
 // missing file or field is named, and every refusal exits 2 naming the value.
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -288,7 +289,7 @@ TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
                  "--db", db.string()})
                 .code,
             0);
-  expect_refused(gemm({"--time-cap-ms", "1e309"}), {"--time-cap-ms inf is invalid", "finite"});
+  expect_refused(gemm({"--time-cap-ms", "1e309"}), {"--time-cap-ms", "1e309 is too large for a double"});
   expect_refused(gemm({"--alpha", "1e39"}), {"--alpha", "past a float's range"});
   expect_refused(gemm({"--beta", "nan"}), {"--beta", "a finite number"});
   expect_refused(gemm({"--seed", "99999999999999999999999"}), {"--seed", "past 18446744073709551615"});
@@ -769,4 +770,20 @@ TEST(input, an_offline_plan_names_the_measuring_options_it_does_not_use) {
   EXPECT_NE(r.err.find("--seed, --time-cap-ms have no effect on an offline plan (--gpu)"), std::string::npos) << r.err;
   const result plain = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db"});
   EXPECT_EQ(plain.err.find("no effect"), std::string::npos) << plain.err;
+}
+
+// A real number a double does not hold as written is refused, not read as inf or 0 and then judged.
+TEST(input, a_real_number_past_a_doubles_range_is_refused) {
+  const std::vector<std::string> gemm = {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"};
+  for (const auto& [flag, value, words] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--alpha", "1e-400", "too small for a double"},
+           {"--budget-s", "1e-400", "too small for a double"},
+           {"--variant-timeout", "inf", "a finite number, not inf"},
+           {"--time-cap-ms", "1e400", "too large for a double"}}) {
+    std::vector<std::string> args = gemm;
+    args.insert(args.end(), {flag, value});
+    expect_refused(args, {flag, words});
+  }
+  expect_refused({"report", "x.json", "--goal", "inf"}, {"--goal", "a finite number, not inf"});
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--safety-margin", "nan"}, {"--safety-margin"});
 }
