@@ -110,6 +110,12 @@ TEST(hf_config, errors_name_the_field_the_type_or_the_place) {
   EXPECT_NE(e.find("object"), std::string::npos) << e;
   e = model_error_of(R"({"hidden_size": 2})");
   EXPECT_NE(e.find("model_type"), std::string::npos) << e;
+  e = model_error_of(R"({"model_type": 5})");
+  EXPECT_NE(e.find("\"model_type\" is 5, not a name"), std::string::npos) << e;
+  // A type in capitals is the type (transformers writes them in lower case).
+  e = model_error_of(R"({"model_type": "LLAMA", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
+    "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 64})");
+  EXPECT_NE(e.find("num_key_value_heads 5"), std::string::npos) << e;
   e = model_error_of(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 2,
     "num_attention_heads": 32, "num_key_value_heads": 5, "intermediate_size": 64})");
   EXPECT_NE(e.find("num_key_value_heads 5"), std::string::npos) << e;

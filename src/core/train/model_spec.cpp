@@ -244,9 +244,14 @@ const std::vector<model_spec>& model_presets() {
 
 model_spec model_from_hf_config(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw usage_error(fmt::format("{}: a config.json must hold a JSON object", source));
-  if (!j.contains("model_type") || !j["model_type"].is_string())
+  if (!j.contains("model_type"))
     throw usage_error(fmt::format("{}: the field \"model_type\" is missing (supported: {})", source, supported_types()));
-  const std::string type = j["model_type"].get<std::string>();
+  if (!j["model_type"].is_string())
+    throw usage_error(fmt::format("{}: \"model_type\" is {}, not a name (supported: {})", source, j["model_type"].dump(),
+                                  supported_types()));
+  // transformers' types are lower case; "LLAMA" is llama, as --model LLAMA-3-8B is a preset.
+  std::string type = j["model_type"].get<std::string>();
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
   const config_reader r{j, source};
   model_spec m;
   m.name = j.value("_name_or_path", std::string());
