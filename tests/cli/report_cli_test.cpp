@@ -77,6 +77,9 @@ TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_noth
   plan = nlohmann::json::parse(slurp(profiles / "measured/h100-2026-11-23/batch/batch-gpt2.json"));
   plan["setup"]["seq_len"] = "long";
   expect_rejected(write("plan-seq.json", plan.dump()), "\"seq_len\" is \"long\", not a number");
+  plan = nlohmann::json::parse(slurp(profiles / "measured/h100-2026-11-23/batch/batch-gpt2.json"));
+  plan["candidates"][0]["fits"] = 1;
+  expect_rejected(write("plan-fits.json", plan.dump()), "\"fits\" is 1, not true or false");
   expect_rejected(profiles / "suites/llm.json", "tiletune.suite/1");
   expect_rejected(tmp_dir() / "does-not-exist.json", "no such file");
   // One bad file among good ones: still no page.

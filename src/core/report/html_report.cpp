@@ -38,6 +38,14 @@ std::string string_at(const json& j, const char* key, const std::string& fallbac
   return it->get<std::string>();
 }
 
+bool bool_at(const json& j, const char* key, bool fallback) {
+  if (!j.is_object()) return fallback;
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) wrong_type(key, *it, "true or false");
+  return it->get<bool>();
+}
+
 const json& require(const json& j, const char* key, bool array, const std::string& path, const std::string& what) {
   const auto it = j.find(key);
   if (it == j.end() || (array ? !it->is_array() : !it->is_object()))

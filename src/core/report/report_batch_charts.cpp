@@ -15,7 +15,7 @@ constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
 bool is_recommended(const json& candidate, const json& rec) {
   return rec.is_object() && number_at(candidate, "micro_batch") == number_at(rec, "micro_batch") &&
-         candidate.value("checkpointing", false) == rec.value("checkpointing", false);
+         bool_at(candidate, "checkpointing", false) == bool_at(rec, "checkpointing", false);
 }
 
 std::string policy(bool checkpointing) { return checkpointing ? "with checkpointing" : "without checkpointing"; }
@@ -32,7 +32,7 @@ json batch_memory_rows(const json& batch, bool checkpointing, const std::string&
   json rows = json::array();
   for (const auto& c : candidates) {
     if (!c.is_object()) throw usage_error(fmt::format("{}: a candidate is not an object", path));
-    if (c.value("checkpointing", false) != checkpointing) continue;
+    if (bool_at(c, "checkpointing", false) != checkpointing) continue;
     const auto mb = number_at(c, "micro_batch");
     const auto peak = number_at(c, "peak_bytes");
     if (!mb || !peak) throw usage_error(fmt::format("{}: a candidate lacks micro_batch or peak_bytes", path));
@@ -50,7 +50,7 @@ json batch_memory_rows(const json& batch, bool checkpointing, const std::string&
     for (const auto& [_, b] : terms) sum += b;
     std::vector<std::pair<std::string, double>> all = terms;
     all.push_back({"overhead", std::max(0.0, *peak - sum)});
-    const bool fits = c.value("fits", false), recommended = is_recommended(c, rec);
+    const bool fits = bool_at(c, "fits", false), recommended = is_recommended(c, rec);
     int order = 0;
     for (const auto& [term, bytes] : all)
       rows.push_back({{"micro_batch", *mb},
@@ -75,7 +75,8 @@ json batch_throughput_rows(const json& batch, const std::string& path) {
     if (!c.is_object()) throw usage_error(fmt::format("{}: a candidate is not an object", path));
     const auto mb = number_at(c, "micro_batch"), tokens = number_at(c, "tokens_per_s");
     if (!mb || !tokens) continue;
-    const bool ckpt = c.value("checkpointing", false), fits = c.value("fits", false), recommended = is_recommended(c, rec);
+    const bool ckpt = bool_at(c, "checkpointing", false), fits = bool_at(c, "fits", false);
+    const bool recommended = is_recommended(c, rec);
     rows.push_back({{"micro_batch", *mb},
                     {"policy", policy(ckpt)},
                     {"tokens_per_s", *tokens},
@@ -112,7 +113,7 @@ std::vector<report_section> batch_sections(const json& doc, const std::string& p
     s.facts.push_back(fmt::format("Recommended: micro-batch {:.0f}, {} accumulation step(s), {} checkpointing: {:.0f} "
                                   "tokens/s, peak {:.1f} GiB.",
                                   number_at(rec, "micro_batch").value_or(0), number_at(rec, "grad_accum_steps").value_or(0),
-                                  rec.value("checkpointing", false) ? "with" : "without",
+                                  bool_at(rec, "checkpointing", false) ? "with" : "without",
                                   number_at(rec, "tokens_per_s").value_or(0), number_at(rec, "peak_bytes").value_or(0) / gib));
   else {
     s.facts.push_back("Nothing fits: no micro-batch fits the budget with either checkpointing policy.");

@@ -20,6 +20,7 @@ using json = nlohmann::json;
 // A value of another type is a damaged file: usage_error naming KEY (report_sections adds the file).
 std::optional<double> number_at(const json& j, const char* key);
 std::string string_at(const json& j, const char* key, const std::string& fallback = "");
+bool bool_at(const json& j, const char* key, bool fallback);
 // The member KEY, which must be an object (or an array when ARRAY): else
 // usage_error "PATH: <what> has no KEY".
 const json& require(const json& j, const char* key, bool array, const std::string& path, const std::string& what);

@@ -60,7 +60,7 @@ report_section suite_section_facts(const json& doc, const std::string& path, con
                   "ratio is the figure to compare across runs."
                 : "Predicted: nothing was run. TFLOP/s are tiletune's analytical model, and there is no cuBLAS figure.";
   s.facts.push_back(fmt::format("{} problem(s){}.", rows.size(),
-                                doc.value("complete", true) ? "" : "; the run was cut short"));
+                                bool_at(doc, "complete", true) ? "" : "; the run was cut short"));
   if (doc.contains("not_run") && doc["not_run"].is_array() && !doc["not_run"].empty())
     s.facts.push_back(fmt::format("Not run: {}.", doc["not_run"].dump()));
 
@@ -159,14 +159,14 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
   const std::string modes = base_mode == new_mode
                                 ? fmt::format("Both files hold {} figures. ", base_mode)
                                 : fmt::format("The baseline holds {} figures, the new file {} ones. ", base_mode, new_mode);
-  s.basis = modes + (doc.value("absolute", false)
+  s.basis = modes + (bool_at(doc, "absolute", false)
                          ? "Judged on raw time (--absolute): both runs' figures as recorded."
                          : "Judged on the ratio to cuBLAS measured in the same run where both files have one, else on "
                            "time (a predicted plan's time is the model's).");
   std::string counts;
   if (doc.contains("counts") && doc["counts"].is_object())
     for (const auto& [k, v] : doc["counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.dump(), k);
-  s.facts.push_back(fmt::format("{}: {} (tolerance {:.1f}%).", doc.value("failed", false) ? "FAILED" : "OK",
+  s.facts.push_back(fmt::format("{}: {} (tolerance {:.1f}%).", bool_at(doc, "failed", false) ? "FAILED" : "OK",
                                 counts.empty() ? "no problem" : counts, 100 * tolerance));
   if (doc.contains("notes") && doc["notes"].is_array())
     for (const auto& n : doc["notes"])
