@@ -48,6 +48,15 @@ TEST(suite, a_bad_problem_is_named) {
       {"name": "a", "m": 8, "n": 8, "k": 8, "dtype": "f32"}, {"name": "a", "m": 9, "n": 8, "k": 8, "dtype": "f32"}]})")
                 .find("twice"),
             std::string::npos);
+  // A misspelt top-level key, and a size past int64 (JSON reads it unsigned; it wrapped to -1).
+  EXPECT_NE(suite_error_of(R"({"schema": "tiletune.suite/1", "problem": [], "problems": [
+      {"name": "a", "m": 8, "n": 8, "k": 8, "dtype": "f32"}]})")
+                .find("unknown key \"problem\""),
+            std::string::npos);
+  EXPECT_NE(suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "a", "m": 18446744073709551615, "n": 8, "k": 8, "dtype": "f32"}]})")
+                .find("\"m\": 18446744073709551615 is larger than any GEMM's"),
+            std::string::npos);
 }
 
 // A problem that names no layout takes gemm's default, nt (x @ W.T), as --layout does.

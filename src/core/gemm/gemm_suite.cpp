@@ -1,5 +1,6 @@
 #include "core/gemm/gemm_suite.hpp"
 
+#include <cstdint>
 #include <set>
 
 #include <fmt/format.h>
@@ -25,6 +26,9 @@ void check_problem_fields(const nlohmann::json& p) {
     const bool size = key == "m" || key == "n" || key == "k" || key == "batch";
     if (size && !value.is_number_integer())
       throw usage_error(fmt::format("\"{}\": {} is not a whole number written as one (e.g. 4096)", key, value.dump()));
+    // Past int64 (JSON reads it unsigned): it would wrap to a negative size.
+    if (size && value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      throw usage_error(fmt::format("\"{}\": {} is larger than any GEMM's", key, value.dump()));
     if ((key == "alpha" || key == "beta") && !value.is_number())
       throw usage_error(fmt::format("\"{}\": {} is not a number", key, value.dump()));
     if ((key == "name" || key == "dtype" || key == "layout" || key == "scaling" || key == "out_dtype") &&
@@ -47,6 +51,11 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     throw usage_error(fmt::format("{}: \"problems\" must be a non-empty array", where));
   if (j.contains("name") && !j["name"].is_string())
     throw usage_error(fmt::format("{}: the suite's \"name\": {} is not a string", where, j["name"].dump()));
+  // A misspelt key ("problem", "descripton") would be quietly ignored, as in a problem.
+  for (const auto& [key, value] : j.items())
+    if (key != "schema" && key != "name" && key != "description" && key != "problems")
+      throw usage_error(fmt::format("{}: unknown key \"{}\" (a suite has schema, name, description and problems)",
+                                    where, key));
   gemm_suite s;
   s.name = j.value("name", path.stem().string());
   std::set<std::string> names;
