@@ -135,14 +135,20 @@ void check_option_values(CLI::App& app) {
     if (o->get_type_size() == 0 && o->get_expected_min() == 0) continue;  // a flag
     const bool numeric = numeric_option(*o), name = name_option(*o);
     const bool real = o->get_type_name().rfind("FLOAT", 0) == 0;
+    const bool o_type_unsigned = o->get_type_name().rfind("UINT", 0) == 0;
     o->transform(
         CLI::Validator(
-            [numeric, name, real](std::string& v) -> std::string {
+            [numeric, name, real, o_type_unsigned](std::string& v) -> std::string {
               if (v.empty()) return "needs a value, not an empty string";
               if (numeric) {
                 if (std::string why = has_space(v); !why.empty()) return why;
                 if (real) {
                   if (std::string why = within_double(v); !why.empty()) return why;
+                } else {
+                  // Past 64 bits: CLI11 read it as the largest integer of its type.
+                  const bool unsigned_type = o_type_unsigned;
+                  const std::string why = unsigned_type ? whole_non_negative(v) : whole_number(v);
+                  if (why.find(unsigned_type ? "past" : "64 bits") != std::string::npos) return why;
                 }
                 return decimal(v);
               }

@@ -785,5 +785,8 @@ TEST(input, a_real_number_past_a_doubles_range_is_refused) {
     expect_refused(args, {flag, words});
   }
   expect_refused({"report", "x.json", "--goal", "inf"}, {"--goal", "a finite number, not inf"});
+  // A whole number past 64 bits is named as given (CLI11 read it as 9223372036854775807).
+  expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--packing", "18446744073709551616"},
+                 {"--packing", "18446744073709551616 does not fit in 64 bits"});
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--safety-margin", "nan"}, {"--safety-margin"});
 }
