@@ -228,9 +228,13 @@ void tuning_db::open_and_check() {
 void tuning_db::read_upgraded_copy() {
   // SQLite's backup reads through the connection, so a -wal file's pages come along.
   static int copies = 0;
-  temp_copy_ = fs::temp_directory_path() /
-               fmt::format("tiletune-{}-{}-schema1-read.sqlite3", static_cast<long>(::getpid()), ++copies);
   std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec)
+    throw environment_error(fmt::format("tuning database {} has schema 1: no temporary folder to read it upgraded in "
+                                        "({}; set TMPDIR to a writable folder)",
+                                        file_.string(), ec.message()));
+  temp_copy_ = tmp / fmt::format("tiletune-{}-{}-schema1-read.sqlite3", static_cast<long>(::getpid()), ++copies);
   fs::remove(temp_copy_, ec);
   sqlite3* copy = nullptr;
   if (sqlite3_open_v2(temp_copy_.c_str(), &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
