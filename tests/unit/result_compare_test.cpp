@@ -245,6 +245,7 @@ TEST(result_file, a_result_the_schema_refuses_is_refused_naming_the_file) {
       {[](nlohmann::json& j) { j["results"][0]["recommendation"]["id"] = "mma_elsewhere"; },
        "the recommendation mma_elsewhere is none of its variants"},
       {[](nlohmann::json& j) { j["results"][0]["problem"]["dtype"] = "bf17"; }, "unknown dtype 'bf17'"},
+      {[](nlohmann::json& j) { j["device"]["peak_tflops"] = {{"bf16", "x"}}; }, "\"peak_tflops\": \"bf16\" is \"x\""},
   };
   for (const auto& d : damages) {
     auto j = suite({{64, 0.8, 100}});

@@ -236,8 +236,18 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
   using t = nlohmann::json::value_t;
   check_field(j, "device", t::object, false, path);
   check_field(j, "tool", t::object, false, path);
-  if (j.contains("device"))
+  if (j.contains("device")) {
     for (const char* k : {"name", "arch", "preset"}) check_field(j["device"], k, t::string, true, path + ": \"device\"");
+    // The figures the physics checks hold times to: a figure that is not a number would be skipped.
+    for (const char* k : {"memory_bandwidth_gbs", "l2_bytes"})
+      check_field(j["device"], k, t::number_float, true, path + ": \"device\"");
+    check_field(j["device"], "peak_tflops", t::object, true, path + ": \"device\"");
+    if (j["device"].is_object() && j["device"].contains("peak_tflops") && j["device"]["peak_tflops"].is_object())
+      for (const auto& [type, v] : j["device"]["peak_tflops"].items())
+        if (!v.is_null() && !v.is_number())
+          throw usage_error(fmt::format("{}: \"device\": \"peak_tflops\": \"{}\" is {}, not a number", path, type,
+                                        v.dump()));
+  }
   if (j.contains("tool"))
     for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
       check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
