@@ -289,8 +289,14 @@ void write_file_atomically(const fs::path& requested, std::string_view text) {
                                           err ? std::strerror(err) : "the write failed"));
     }
   }
-  // The replacement keeps the permissions the file had (0600 stays 0600).
-  if (fs::is_regular_file(old)) fs::permissions(tmp, old.permissions() & fs::perms::mask, ec);
+  // The replacement keeps the permissions the file had (0600 stays 0600), and its owner and group
+  // where this user may give them (root replacing a user's file leaves it the user's).
+  if (fs::is_regular_file(old)) {
+    struct stat before {};
+    if (stat(file.c_str(), &before) == 0 && (before.st_uid != geteuid() || before.st_gid != getegid()))
+      (void)!chown(tmp.c_str(), before.st_uid, before.st_gid);
+    fs::permissions(tmp, old.permissions() & fs::perms::mask, ec);
+  }
   fs::rename(tmp, file, ec);
   if (ec) {
     const std::string why = ec.message();

@@ -642,20 +642,20 @@ TEST(input, names_in_any_case_and_strict_dates_gpu_lists_and_forms) {
   const result hf = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--framework", "HF", "--precision",
                          "BF16-Mixed", "--optimizer", "AdamW", "--json"});
   EXPECT_EQ(hf.code, 0) << hf.err;
-  for (const std::string& since : {"2026-02-30", "2026-11-31", "2025-02-29", "2026-01-01T25:00", "2026-01-01T23:60",
+  for (const std::string since : {"2026-02-30", "2026-11-31", "2025-02-29", "2026-01-01T25:00", "2026-01-01T23:60",
                                    "2026-01-01T12:00:61Z"})
     expect_refused({"db", "list", "--since", since}, {"--since", since});
   EXPECT_EQ(run({"db", "list", "--since", "2024-02-29T23:59:59Z", "--db", "/nonexistent/none.sqlite"}).code, 0);
-  for (const std::string& devices : {"x", "-1", "0,0", "0,,1", ",1", "1,"}) {
+  for (const std::string devices : {"x", "-1", "0,0", "0,,1", ",1", "1,"}) {
     const result r = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--devices", devices});
     EXPECT_EQ(r.code, 2) << devices << r.err;
     EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
   }
-  for (const std::string& routing : {"zipf: 1", "zipf:0x1", "zipf:+1", "zipf:1 "})
+  for (const std::string routing : {"zipf: 1", "zipf:0x1", "zipf:+1", "zipf:1 "})
     expect_refused({"gemm", "--groups", "8", "--tokens", "64", "--top-k", "2", "--n", "64", "--k", "64", "--gpu",
                     "h100-sxm", "--dry-run", "--routing", routing},
                    {"--routing"});
-  for (const std::string& every : {"every- 2", "every-+2", "every-2 "})
+  for (const std::string every : {"every- 2", "every-+2", "every-2 "})
     expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--checkpointing", every}, {"--checkpointing"});
 }
 

@@ -222,6 +222,16 @@ TEST(output_safety_cli, rewriting_an_output_keeps_its_permissions) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(bytes_of(out), "old\n");
   EXPECT_EQ(mode_of(out), 0600u);
+  // Root replacing another user's file leaves it that user's (only root can give a file away).
+  if (geteuid() != 0) GTEST_SKIP() << "the owner part needs root (chown to another user)";
+  ASSERT_EQ(chown(out.c_str(), 4321, 4322), 0);
+  const result again = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--out", out.string(), "--quiet"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  struct stat st {};
+  ASSERT_EQ(stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 4322u);
+  EXPECT_EQ(mode_of(out), 0600u);
 }
 
 // --export writes several files into a folder: none may replace a read-only file, a file the run
@@ -454,7 +464,7 @@ TEST(output_safety_cli, two_spellings_of_one_new_file_and_a_vega_script_are_refu
   const inputs in("new-file-spellings");
   fs::create_directories(in.dir / "sub");
   const std::string bin = binary_path();
-  for (const std::string& pair : {"--out x.json --junit ./x.json", "--out x.json --junit \"$PWD/x.json\"",
+  for (const std::string pair : {"--out x.json --junit ./x.json", "--out x.json --junit \"$PWD/x.json\"",
                                   "--out sub/../x.json --junit x.json"}) {
     const result r = run_program("/bin/sh", {"-c", "cd '" + in.dir.string() + "' && exec '" + bin +
                                                        "' compare base.json new.json " + pair});
