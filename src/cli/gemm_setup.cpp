@@ -141,7 +141,7 @@ std::vector<named_input> gemm_inputs(const gemm_options& o) {
   inputs.push_back({"--suite", o.suite});
   inputs.push_back({"--db", database_of(o)});
   // Under --no-db the default database is not read, but it is no output's to replace either.
-  if (o.tuning.no_db) inputs.push_back({"the default tuning database", default_tuning_db_path()});
+  if (o.tuning.no_db) inputs.push_back({"the default tuning database", default_tuning_db_path(), false});
   return inputs;
 }
 

@@ -117,9 +117,7 @@ std::string within_double(const std::string& v) {
   if (end == v.c_str() || *end != '\0') return "";  // not a number at all: CLI11's conversion names it
   if (errno == ERANGE && std::fabs(d) >= 1) return v + " is too large for a double";
   if (!std::isfinite(d)) return "a finite number, not " + v;
-  if (errno == ERANGE)
-    return std::fabs(d) < 1 ? v + " is too small for a double (it would read as " + (d == 0 ? "0" : "a denormal") + ")"
-                            : v + " is too large for a double";
+  if (errno == ERANGE) return v + " is too small for a double (it would read as " + (d == 0 ? "0" : "a denormal") + ")";
   return "";
 }
 
@@ -135,10 +133,10 @@ void check_option_values(CLI::App& app) {
     if (o->get_type_size() == 0 && o->get_expected_min() == 0) continue;  // a flag
     const bool numeric = numeric_option(*o), name = name_option(*o);
     const bool real = o->get_type_name().rfind("FLOAT", 0) == 0;
-    const bool o_type_unsigned = o->get_type_name().rfind("UINT", 0) == 0;
+    const bool unsigned_type = o->get_type_name().rfind("UINT", 0) == 0;
     o->transform(
         CLI::Validator(
-            [numeric, name, real, o_type_unsigned](std::string& v) -> std::string {
+            [numeric, name, real, unsigned_type](std::string& v) -> std::string {
               if (v.empty()) return "needs a value, not an empty string";
               if (numeric) {
                 if (std::string why = has_space(v); !why.empty()) return why;
@@ -146,7 +144,6 @@ void check_option_values(CLI::App& app) {
                   if (std::string why = within_double(v); !why.empty()) return why;
                 } else {
                   // Past 64 bits: CLI11 read it as the largest integer of its type.
-                  const bool unsigned_type = o_type_unsigned;
                   const std::string why = unsigned_type ? whole_non_negative(v) : whole_number(v);
                   if (why.find(unsigned_type ? "past" : "64 bits") != std::string::npos) return why;
                 }

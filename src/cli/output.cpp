@@ -133,11 +133,12 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
   for (const auto& in : in_place ? std::vector<named_input>{} : inputs) {
     if (in.file.empty() || !same_file(target, in.file)) continue;
     const bool written = in.what == "--out" || in.what == "--junit";
-    const bool kept = in.what.rfind("the default", 0) == 0;  // not read by this run, kept all the same
     throw usage_error(fmt::format("{} {} is the same file as {} {}{}: refused, it is left unchanged; write to "
                                   "another file",
                                   flag, file.string(), in.what, in.file.string(),
-                                  kept ? "" : written ? ", which this command writes" : ", which this command reads"));
+                                  written     ? ", which this command writes"
+                                  : in.read ? ", which this command reads"
+                                            : ""));
   }
   refuse_read_only(target, flag, file);
 }

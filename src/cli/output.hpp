@@ -28,6 +28,7 @@ std::filesystem::path output_target(const std::filesystem::path& file, std::stri
 struct named_input {
   std::string what;
   std::filesystem::path file;
+  bool read = true;  // false: a file this run neither reads nor writes, kept from outputs all the same
 };
 // The files `--model MODEL` reads when it names no preset: a config.json, or a folder holding one
 // (its config.json); none for a preset.

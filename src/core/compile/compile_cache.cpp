@@ -2,8 +2,8 @@
 
 #include "core/compile/cubin_resources.hpp"
 #include "core/compile/kernel_templates.hpp"
+#include "core/whole_file.hpp"
 
-#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 namespace tiletune {
 
@@ -113,7 +112,6 @@ bool compile_cache::has(const std::string& key) const {
 }
 
 bool compile_cache::store(const std::string& key, const compiled_kernel& k) const {
-  static std::atomic<unsigned> counter{0};
   if (!consistent(k)) return false;
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -127,24 +125,10 @@ bool compile_cache::store(const std::string& key, const compiled_kernel& k) cons
                                {"spill_load_bytes", k.resources.spill_load_bytes},
                                {"from_ptxas_report", k.resources.from_ptxas_report},
                                {"cubin_bytes", k.cubin.size()}};
-  const fs::path final_path = dir_ / (key + ".ttk");
-  const fs::path tmp = dir_ / fmt::format(".{}.{}.{}.tmp", key, getpid(), counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << entry_magic << meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  fs::rename(tmp, final_path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return false;
-  }
-  return true;
+  std::string bytes = std::string(entry_magic) +
+                      meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  bytes.append(k.cubin.data(), k.cubin.size());
+  return write_file_whole(dir_ / (key + ".ttk"), bytes);
 }
 
 cached_compiler::cached_compiler(kernel_compiler& inner, compile_cache cache)

@@ -221,8 +221,7 @@ void check_size(const model_spec& m, const std::string& source) {
   at_most(m.head_dim, 65536, "head_dim");
   at_most(m.vocab_size, 16777216, "vocab_size");
   at_most(m.intermediate_size, 4194304, "intermediate_size");
-  at_most(m.expert_intermediate_size, 4194304, "the experts' intermediate size");
-  at_most(m.num_experts, 65536, "the number of experts");
+  // (The experts' count and width are bounded by read_moe_config, which knows each family's keys.)
   // Weights, gradients and two Adam states take 16 bytes a parameter: 1e15 parameters need 16 PB,
   // more than any cluster's GPU memory. Counted in floating point, where nothing overflows.
   const double h = static_cast<double>(m.hidden_size), attention = h * (2.0 * m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;

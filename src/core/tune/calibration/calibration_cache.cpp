@@ -1,7 +1,5 @@
 #include "core/tune/calibration/calibration_cache.hpp"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -10,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/version.hpp"
+#include "core/whole_file.hpp"
 
 namespace tiletune {
 
@@ -50,19 +49,7 @@ void keep_calibration(const fs::path& dir, const std::string& key, const model_c
   const fs::path file = file_of(dir, key);
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  if (ec) return;
-  const fs::path tmp = file.parent_path() / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"key", key}, {"calibration", to_json(c)}}.dump() << "\n";
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
+  if (!ec) (void)write_file_whole(file, nlohmann::json{{"key", key}, {"calibration", to_json(c)}}.dump() + "\n");
 }
 
 }  // namespace tiletune

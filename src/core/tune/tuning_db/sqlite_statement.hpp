@@ -3,6 +3,8 @@
 // finalizes itself, and a column read as text.
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace tiletune::sqlite {
@@ -22,6 +24,11 @@ inline std::string column_text(sqlite3_stmt* s, int i) {
 
 inline void bind(sqlite3_stmt* s, int i, const std::string& text) {
   sqlite3_bind_text(s, i, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+// " LIMIT n" for a query of at most n rows (0: all); SQLite's limit is an int64, so a larger n is all.
+inline std::string limit_clause(std::size_t n) {
+  return n ? " LIMIT " + std::to_string(std::min<std::size_t>(n, INT64_MAX)) : "";
 }
 
 inline void bind_blob(sqlite3_stmt* s, int i, const std::string& bytes) {

@@ -7,9 +7,6 @@
 #include <chrono>
 #include <thread>
 
-#include <algorithm>
-#include <cstdint>
-
 #include <fmt/format.h>
 
 #include "core/compile/compile_cache.hpp"
@@ -294,7 +291,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
   const std::string sql =
       fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC{}", record_columns,
                   full ? "coalesce(full, record)" : "record", rank_column, where,
-                  limit ? fmt::format(" LIMIT {}", std::min<std::size_t>(limit, INT64_MAX)) : "");
+                  sqlite::limit_clause(limit));
   // Each record is inflated and parsed: the queries by key read one or a few.
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);

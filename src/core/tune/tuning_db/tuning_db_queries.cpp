@@ -5,9 +5,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <algorithm>
-#include <cstdint>
-
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -58,7 +55,7 @@ void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(co
       "SELECT device_model, driver, cuda, tool_version, compiler, device_name, strategy, measured_at, recommended, "
       "tflops, measured, verified, problem_json, problem FROM results {} "
       "ORDER BY measured_at DESC{}",
-      where_of(f, args), f.limit ? fmt::format(" LIMIT {}", std::min<std::size_t>(f.limit, INT64_MAX)) : "");
+      where_of(f, args), sqlite::limit_clause(f.limit));
   statement q;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &q.s, nullptr) != SQLITE_OK) fail("cannot read it");
   for (std::size_t i = 0; i < args.size(); ++i) sqlite::bind(q.s, static_cast<int>(i + 1), args[i]);
