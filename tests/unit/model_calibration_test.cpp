@@ -86,9 +86,12 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // k-loops) raised all three: 0.707 -> 0.718, 0.833 -> 0.843, held out 0.833 -> 0.841.
   // The simt loop's issue factor (its non-FFMA instructions take issue slots): 0.723, 0.850,
   // 0.846; its reads counted in wavefronts (quarter warps, bank groups): 0.750, 0.877, 0.873.
-  EXPECT_GE(assumed, 0.749);
-  EXPECT_GE(fitted, 0.876);
-  EXPECT_GE(held_out, 0.872);
+  // The latency terms over the k-loop's loads alone (not C's stores, which made a one-block problem
+  // slower than two blocks of more columns), and no higher for a partial tile than for the whole
+  // one: 0.749, 0.875, 0.871, the picks and their held-out times unchanged.
+  EXPECT_GE(assumed, 0.748);
+  EXPECT_GE(fitted, 0.875);
+  EXPECT_GE(held_out, 0.870);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the

@@ -111,3 +111,70 @@ TEST(prediction, the_best_of_a_plan_is_never_slower_for_less_work) {
   }
   EXPECT_GT(checked, 100u);
 }
+
+// The variants only a decode-shaped problem's search space holds (swap-AB, the split-K of the
+// wgmma and mma families): each one's time grows with M, N and K too, partial tiles included
+// (the DRAM latency term once made a 48-row problem slower than 64 rows). Stream-K is the exception, and
+// rightly: its grid is one CTA per SM whatever the problem, so fewer output tiles are each split
+// among more CTAs, and the owners wait on more peers (wgmma_64x256x64 _sk on the H100: 24.3 us
+// at 64 rows, 24.0 at 112). The best of the plan is monotone all the same (checked below).
+TEST(prediction, decode_variants_but_stream_k_are_never_predicted_slower_for_fewer_rows) {
+  std::size_t checked = 0, violations = 0, stream_k = 0;
+  std::string first;
+  for (const device_spec& d : device_presets()) {
+    for (dtype t : {dtype::bf16, dtype::e4m3}) {
+      gemm_problem p;
+      p.m = 16;
+      p.n = p.k = 4096;
+      p.type = t;
+      p.layout = parse_layout("nt");
+      for (kernel_family f : families_for(t))
+        for (const tile_config& c : problem_search_space(f, p, d)) {
+          if (f->shared_k(c, p, d.sm_count)) {
+            ++stream_k;
+            continue;
+          }
+          for (auto dim : {&gemm_problem::m, &gemm_problem::n, &gemm_problem::k}) {
+            const std::string v = first_violation(d, p, c, dim);
+            ++checked;
+            if (!v.empty() && violations++ == 0) first = v;
+          }
+        }
+    }
+  }
+  EXPECT_GT(checked, 500u);
+  EXPECT_GT(stream_k, 0u);
+  EXPECT_EQ(violations, 0u) << "first: " << first;
+}
+
+// The best of a decode plan, stream-K and swap-AB included, is never slower for fewer rows.
+TEST(prediction, the_best_decode_plan_is_never_slower_for_fewer_rows) {
+  std::size_t checked = 0;
+  for (const device_spec& d : device_presets()) {
+    for (dtype t : {dtype::bf16, dtype::e4m3}) {
+      double before = 0;
+      std::int64_t before_size = 0;
+      for (std::int64_t m : {16, 32, 48, 64, 96, 112, 128, 192, 256}) {
+        gemm_problem p;
+        p.m = m;
+        p.n = p.k = 4096;
+        p.type = t;
+        p.layout = parse_layout("nt");
+        double best = 0;
+        for (kernel_family f : families_for(t))
+          for (const tile_config& c : problem_search_space(f, p, d)) {
+            if (check_constraints(c, p, d)) continue;
+            const double us = monotone_predicted_us(d, p, c);
+            if (best == 0 || us < best) best = us;
+          }
+        if (best == 0) continue;  // no family runs this dtype here (fp8 before Ada)
+        EXPECT_GE(best, before * (1 - 1e-9)) << p.describe() << " on " << d.name << ": " << best << " us, but "
+                                             << before << " us at " << before_size;
+        before = best;
+        before_size = m;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 200u);
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/gemm/family.hpp"
 #include "core/gemm/group_slices.hpp"
@@ -178,6 +179,9 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
 // and reads back fp32 partials of every tile.
 struct memory_traffic {
   double eb = 0, dram_bytes = 0, l2_bytes = 0, concurrent_blocks = 0, in_flight = 0;
+  // Of dram_bytes and l2_bytes, what the k-loops load through the bytes in flight (A and B; not C's
+  // stores or loads and the partials after the loop): the latency terms' bytes.
+  double dram_loop_bytes = 0, l2_loop_bytes = 0;
   double busiest_sm_bytes = 0;  // what L2 serves the SM with the most blocks, each block whole
 };
 
@@ -197,8 +201,8 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // The rows of A and C that count (grouped: the groups' valid rows), and B whole (grouped: the
   // B of every group with rows; an empty group has no tile).
   const double useful_rows = static_cast<double>(p.useful_rows());
-  const double dram_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements_read())) * eb +
-                            c_passes * useful_rows * p.n * ceb + partials_in_dram;
+  const double dram_loop_bytes = (useful_rows * p.k + static_cast<double>(p.b_elements_read())) * eb;
+  const double dram_bytes = dram_loop_bytes + c_passes * useful_rows * p.n * ceb + partials_in_dram;
   // What the tiles really move: a block reads only the rows of A and B that
   // lie inside the problem (TMA and cp.async zero-fill the rest without a
   // load), so each of the tiles_n block columns reads A's M rows once per
@@ -206,8 +210,8 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
   // (A grouped tile loads all its rows: those past its group's end are the next group's.)
   const std::int64_t a_rows_per_column = p.grouped() ? tiles_m * c.block_m : p.m;
   const double rows_read = static_cast<double>(tiles_n * a_rows_per_column + tiles_m * p.n) * split * p.batch;
-  const double l2_bytes = rows_read * static_cast<double>(k_per_block) * eb + c_passes * useful_rows * p.n * ceb +
-                          partial_bytes;
+  const double l2_loop_bytes = rows_read * static_cast<double>(k_per_block) * eb;
+  const double l2_bytes = l2_loop_bytes + c_passes * useful_rows * p.n * ceb + partial_bytes;
   // Loads in flight: each block has its pipeline's stages - 1 tiles in flight,
   // of the rows inside the problem (a 64-row tile of a 16-row problem loads 16).
   const double in_flight_per_block = static_cast<double>(std::max(1, c.stages - 1)) *
@@ -224,14 +228,43 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
                              (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
   const double busiest_blocks =
       g.sk ? g.sk->busiest_cta_tiles : blocks_on_busiest_sm(d, static_cast<int>(resident / d.sm_count), blocks);
-  return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, busiest_blocks * block_bytes};
+  return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, dram_loop_bytes, l2_loop_bytes,
+          busiest_blocks * block_bytes};
 }
 
+// The problem grown to whole tiles (M and N to the tiles' edges, K to whole k-tiles), where that
+// keeps its grid and the way its rows are copied; nullopt where it is already whole or would not.
+std::optional<gemm_problem> whole_tiles(const gemm_problem& p, const tile_config& c) {
+  if (p.grouped() || c.block_m <= 0 || c.block_n <= 0 || c.block_k <= 0) return std::nullopt;
+  gemm_problem w = p;
+  w.m = ceil_div(p.m, c.block_m) * c.block_m;
+  w.n = ceil_div(p.n, c.block_n) * c.block_n;
+  w.k = ceil_div(p.k, c.block_k) * c.block_k;
+  if (w.m == p.m && w.n == p.n && w.k == p.k) return std::nullopt;
+  const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
+  const auto ceb = static_cast<std::int64_t>(element_bytes(p.elements().c));
+  auto aligned = [](std::int64_t ld, std::int64_t bytes) { return ld * bytes % 16 == 0; };
+  if (aligned(w.lda(), eb) != aligned(p.lda(), eb) || aligned(w.ldb(), eb) != aligned(p.ldb(), eb) ||
+      aligned(w.ldc(), ceb) != aligned(p.ldc(), ceb))
+    return std::nullopt;
+  return w;
+}
+
+// t: the problem's traffic; whole: the same kernel's on the problem grown to whole tiles, where its
+// last tiles are partial. A latency term is bytes over bytes in flight: a partial tile holds fewer
+// rows in flight for the same panels of the other operand, so the term would rise as the tile
+// empties (48x4096x4096 on the H200 was predicted 13.10 us, 64 rows 12.95). The partial tiles wait
+// no longer than whole ones in the same grid: each latency term is the lesser of the two.
 void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_config& c, const block_grid& g,
-                     const memory_traffic& t, double dram_share, prediction& r) {
+                     const memory_traffic& t, const std::optional<memory_traffic>& whole, double dram_share,
+                     prediction& r) {
+  auto least = [&](double memory_traffic::*bytes, double latency_us) {
+    const double own = t.*bytes * latency_us / t.in_flight;
+    return whole ? std::min(own, (*whole).*bytes * latency_us / whole->in_flight) : own;
+  };
   const std::int64_t tiles_m = g.tiles_m, tiles_n = g.tiles_n, split = g.split, k_per_block = g.k_per_block;
   const double eb = t.eb, dram_bytes = t.dram_bytes, l2_bytes = t.l2_bytes;
-  const double concurrent_blocks = t.concurrent_blocks, in_flight = t.in_flight;
+  const double concurrent_blocks = t.concurrent_blocks;
   // DRAM as a pipe of bandwidth BW and latency L fed through the W bytes in
   // flight: each window's round trip is L + W/BW, so its B bytes take B/BW +
   // B*L/W, the bandwidth term plus the latency term (while a window waits out
@@ -246,7 +279,7 @@ void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_con
                          std::max(1, c.stages - 1);
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
   const double dram_us =
-      dram_bytes / (attainable_gbs * 1e3) + std::max(dram_bytes * dram_latency_us / in_flight, windows * dram_latency_us);
+      dram_bytes / (attainable_gbs * 1e3) + std::max(least(&memory_traffic::dram_loop_bytes, dram_latency_us), windows * dram_latency_us);
   // L2 serves each SM its share of its bandwidth (SMs without a block draw none): the busiest
   // SM's whole blocks bound the time, as all the bytes bound it at the full bandwidth.
   // The larger of its bandwidth and latency terms, not their sum: measured variants
@@ -254,7 +287,7 @@ void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_con
   // beside it (docs/model.md, "The model's constants").
   double l2_us = std::max({l2_bytes / (d.l2_bandwidth_gbs * 1e3),
                            t.busiest_sm_bytes / (d.l2_bandwidth_gbs / d.sm_count * 1e3),
-                           std::max(l2_bytes * l2_latency_us / in_flight, windows * l2_latency_us)});
+                           std::max(least(&memory_traffic::l2_loop_bytes, l2_latency_us), windows * l2_latency_us)});
   // Rows that are not 16-byte aligned: no 16-byte copies (cp.async, TMA); a family
   // that copies them one element at a time keeps one element per thread in flight,
   // so the operand's panels take its bytes * latency / (threads * element bytes).
@@ -281,7 +314,9 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   r.tile_efficiency = static_cast<double>(p.useful_rows()) / static_cast<double>(p.batch) * p.n * p.k /
                       (static_cast<double>(tiles_m * c.block_m) * (tiles_n * c.block_n) * k_padded);
   const std::int64_t resident = add_compute_time(d, p, c, occ, efficiency, g, r);
-  add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), dram_share, r);
+  std::optional<memory_traffic> whole;
+  if (const auto w = whole_tiles(p, c)) whole = traffic_of(d, *w, c, g, r.blocks, resident);
+  add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), whole, dram_share, r);
 
   const double sm_l2_gbs = d.l2_bandwidth_gbs / d.sm_count;  // an SM's share of L2 bandwidth
   if (g.sk) {
