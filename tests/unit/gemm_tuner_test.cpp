@@ -180,9 +180,12 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
       ++grouped;
       EXPECT_EQ(tri.value(c.raster_along_n ? "GROUP_SIZE_N" : "GROUP_SIZE_M", 0), c.raster_group) << c.id();
       EXPECT_NE(cut.find(std::to_string(c.raster_group)), std::string::npos) << c.id() << ": " << cut;
-      const bool says_order = cut.find(c.raster_along_n ? "AlongN" : "AlongM") != std::string::npos ||
-                              cut.find(c.raster_along_n ? "along N" : "along M") != std::string::npos;
+      // (Swap-AB: the transposed problem's N is this one's M, so its order is the other one.)
+      const bool along_n = c.raster_along_n != swab;
+      const bool says_order = cut.find(along_n ? "AlongN" : "AlongM") != std::string::npos ||
+                              cut.find(along_n ? "along N" : "along M") != std::string::npos;
       EXPECT_TRUE(says_order) << c.id() << ": " << cut;
+      EXPECT_EQ(cut.find(along_n ? "AlongM" : "AlongN"), std::string::npos) << c.id() << ": " << cut;
     }
     if (c.family == family_named("wgmma")) {
       EXPECT_EQ(tri["num_warps"], 4 * wgmma_consumers(c));

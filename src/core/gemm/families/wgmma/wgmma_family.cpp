@@ -202,10 +202,13 @@ class wgmma : public gemm_family {
   std::string cutlass_shape(const tile_config& c, dtype t) const override {
     // CUTLASS 3: the tile scheduler's raster order and swizzle size are run-time arguments; its
     // swizzle sizes are 1, 2, 4 and 8 (a larger one is taken as 8), so a larger group says so.
+    // Swap-AB: the transposed problem's M is this one's N, so the order along it is the other one.
     const int swizzle = std::min(c.raster_group, 8);
+    const bool swab = wgmma_swap_ab(c);
     const std::string raster =
         c.raster_group > 0
-            ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}{}", c.raster_along_n ? "AlongN" : "AlongM",
+            ? fmt::format(", RasterOrderOptions::{}, max_swizzle_size {}{}",
+                          c.raster_along_n != swab ? "AlongN" : "AlongM",
                           swizzle,
                           swizzle != c.raster_group
                               ? fmt::format(" (CUTLASS's largest; this variant groups {} tiles)", c.raster_group)
@@ -214,7 +217,6 @@ class wgmma : public gemm_family {
     // Stream-K: CUTLASS 3's StreamKScheduler (its decomposition and reduction are its own).
     // Swap-AB: CUTLASS runs the transposed problem, whose tile is this one transposed (its M of 8
     // or 16 rows is no tile CUTLASS's wgmma takes): that tile leads, and only it is given.
-    const bool swab = wgmma_swap_ab(c);
     return std::string(swab ? "swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, A and B exchanged, C's "
                               "layout transposed): "
                             : "") +
