@@ -1,6 +1,7 @@
 #include "core/tune/tuning_db/tuning_db.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -188,6 +189,37 @@ TEST(tuning_db, parallel_writers_lose_nothing) {
   }
   tuning_db db(file);
   EXPECT_EQ(db.list().size(), static_cast<std::size_t>(writers * each));
+}
+
+// A writer that waits past the busy timeout for another run's write lock fails naming the file and
+// saying why (another run holds it: wait), not "give another database file"; the file stays whole.
+TEST(tuning_db, a_lock_held_past_the_timeout_says_another_run_holds_it) {
+  db_scratch s;
+  const fs::path file = s.dir / "held.sqlite3";
+  { tuning_db(file).store(db_record(1)); }
+  tuning_db::set_busy_timeout_ms(200);
+  tuning_db opened_before(file);
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto expect_held = [&](const std::function<void()>& write, const char* what_it_does) {
+    try {
+      write();
+      ADD_FAILURE() << what_it_does << " while another connection held the write lock";
+    } catch (const environment_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+      EXPECT_NE(what.find("another run holds it"), std::string::npos) << what;
+      EXPECT_EQ(what.find("give another database file"), std::string::npos) << what;
+    }
+  };
+  expect_held([&] { opened_before.store(db_record(2)); }, "stored");                  // a run that had opened it
+  expect_held([&] { tuning_db(file).store(db_record(3)); }, "opened it and stored");  // one that opens it now
+  tuning_db::set_busy_timeout_ms(0);
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  tuning_db db(file, tuning_db::open_mode::read);
+  EXPECT_EQ(db.list().size(), 1u);
 }
 
 TEST(tuning_db, record_from_result_takes_the_key_from_a_recorded_h100_file) {

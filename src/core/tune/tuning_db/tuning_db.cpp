@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -20,11 +21,16 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr const char* schema_name = "tiletune.tuning-db";
-constexpr int busy_timeout_ms = 30000;
+// How long a writer waits for another run's write lock before it gives up (set_busy_timeout_ms).
+std::atomic<int> busy_timeout_ms{30000};
+// What a writer locked out past that timeout is told: the file is whole, waiting is the answer.
+constexpr const char* held_by_another_run = "another run holds it; try again when that run ends";
 
 using sqlite::column_text;
 using sqlite::statement;
 }  // namespace
+
+void tuning_db::set_busy_timeout_ms(int ms) { busy_timeout_ms = ms > 0 ? ms : 30000; }
 
 fs::path default_tuning_db_path() { return default_cache_dir() / "tuning.sqlite3"; }
 
@@ -34,8 +40,7 @@ void tuning_db::fail(const std::string& what) const {
   const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
   throw environment_error(fmt::format("tuning database {}: {}: {} ({})", file_.string(), what,
                                       db_ ? sqlite3_errmsg(db_) : "cannot open",
-                                      busy ? "another run holds it; try again when that run ends"
-                                           : "give another database file"));
+                                      busy ? held_by_another_run : "give another database file"));
 }
 
 tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mode_(mode) {
@@ -80,14 +85,17 @@ void exec_checked(sqlite3* db, const fs::path& file, const char* sql, const char
     throw environment_error(fmt::format("tuning database {} is damaged or not a database ({}); give another "
                                         "database file",
                                         file.string(), msg));
-  throw environment_error(fmt::format("tuning database {}: {}: {}", file.string(), what, msg));
+  // Locked past the busy timeout (opening takes the write lock to check or create the schema).
+  const bool busy = code == SQLITE_BUSY || code == SQLITE_LOCKED;
+  throw environment_error(fmt::format("tuning database {}: {}: {}{}", file.string(), what, msg,
+                                      busy ? fmt::format(" ({})", held_by_another_run) : ""));
 }
 
 // WAL lets readers go on while one run writes; the busy timeout makes writers queue.
 // Switching to WAL takes a lock SQLite does not wait for (several processes
 // opening a new file at once got "database is locked"), so retry it here.
 void switch_to_wal(sqlite3* db, const fs::path& file) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms.load());
   for (int rc; (rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr)) != SQLITE_OK;) {
     if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > give_up) {
       exec_checked(db, file, "PRAGMA journal_mode=WAL", "cannot switch to WAL");  // once more, to report the error
@@ -190,7 +198,7 @@ void tuning_db::open_and_check() {
                       SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     fail("cannot open it");
-  sqlite3_busy_timeout(db_, busy_timeout_ms);
+  sqlite3_busy_timeout(db_, busy_timeout_ms.load());
   // Nothing is written before the file is known to be ours (or empty): the schema is
   // created in the first transaction, and only then is the file switched to WAL, so
   // another run never sees a file with a header and no schema.
@@ -247,7 +255,7 @@ void tuning_db::read_upgraded_copy() {
   sqlite3_close(db_);
   db_ = copy;
   if (rc != SQLITE_DONE) fail("cannot copy it to read it upgraded (schema 1)");
-  sqlite3_busy_timeout(db_, busy_timeout_ms);
+  sqlite3_busy_timeout(db_, busy_timeout_ms.load());
   exec_checked(db_, file_, "BEGIN IMMEDIATE", "cannot lock its temporary copy");
   try {
     upgrade_from_1();

@@ -78,6 +78,9 @@ class tuning_db {
   // Every mode refuses a file that is not a regular one (/dev/null, a FIFO).
   enum class open_mode { create, existing, read };
   explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create);
+  // How long a database opened after this waits for another run's write lock before it fails
+  // naming the file (30 s; a value of 0 or less restores that). Tests shorten it.
+  static void set_busy_timeout_ms(int ms);
   ~tuning_db();
   tuning_db(const tuning_db&) = delete;
   tuning_db& operator=(const tuning_db&) = delete;
