@@ -209,6 +209,7 @@ void run_show(const db_options& o, run_context& ctx) {
 // Rewrites the file without its free pages (an upgraded or often rewritten database).
 void run_vacuum(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
+  refuse_folder_as_db(path);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there", path.string()));

@@ -8,9 +8,16 @@
 
 namespace tiletune::cli {
 
+void refuse_folder_as_db(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw usage_error(fmt::format("--db {} is a directory; give the name of a regular file", file.string()));
+}
+
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode) {
   if (off) return nullptr;
   const std::filesystem::path path = file.empty() ? default_tuning_db_path() : std::filesystem::path(file);
+  refuse_folder_as_db(path);
   // The default database's folder is made beside the compile cache; a folder the user named must exist,
   // as for --out.
   std::error_code ec;

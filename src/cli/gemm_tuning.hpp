@@ -1,4 +1,5 @@
 #pragma once
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,10 @@ namespace tiletune::cli {
 // --db FILE in a folder that does not exist.
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off,
                                           tuning_db::open_mode mode = tuning_db::open_mode::create);
+
+// A database path that is a folder is a bad value (exit 2), as for --out, --into and every input
+// file; a device or FIFO there is refused by tuning_db itself (exit 3, docs/guarantees.md).
+void refuse_folder_as_db(const std::filesystem::path& file);
 
 // The GPU model a record is filed under: the preset's name, else the GPU's own.
 std::string device_model_of(const device_spec& d);

@@ -141,6 +141,26 @@ TEST(input, db_gpu_filters_refuse_an_unknown_gpu_naming_it_and_the_presets) {
   EXPECT_EQ(run({"db", "list", "--db", (tmp_dir() / "none.sqlite3").string(), "--gpu", "h100-sxm"}).code, 0);
 }
 
+// A folder given as the database is a bad value, exit 2 as a folder given for --out, --into or any
+// input file is, by every command that takes --db (it was exit 3 where the database opened it).
+TEST(input, a_folder_as_the_database_is_refused_as_a_bad_value_by_every_command) {
+  const fs::path folder = tmp_dir() / "db-folder";
+  fs::create_directories(folder);
+  const std::string measured =
+      (fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json").string();
+  using args = std::vector<std::string>;
+  for (args a : {args{"db", "list"}, args{"db", "show", "--problem", "4096"}, args{"db", "export"},
+                 args{"db", "calibrate", "--gpu", "h100-sxm"}, args{"db", "import", measured}, args{"db", "vacuum"},
+                 args{"batch", "--model", "gpt2", "--gpu", "h100-sxm"},
+                 args{"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm"}}) {
+    a.insert(a.end(), {"--db", folder.string()});
+    expect_refused(a, {"--db " + folder.string(), "is a directory"});
+  }
+  expect_refused({"db", "--db", folder.string(), "list"}, {"--db " + folder.string(), "is a directory"});
+  expect_refused({"db", "merge", measured, "--into", folder.string()}, {"--into " + folder.string(), "is a directory"});
+  EXPECT_TRUE(fs::is_empty(folder));
+}
+
 // Messages name only options the command has: check has --cache-dir but no --no-cache.
 TEST(input, a_refusal_names_only_options_the_command_has) {
   const fs::path blocker = tmp_dir() / "a-file";
