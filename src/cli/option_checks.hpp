@@ -4,6 +4,8 @@
 // silently: a negative count wrapped to 2^64 - 1, infinity, NaN, a float the kernel cannot hold.
 #include <string>
 
+#include "core/iso_date.hpp"  // iso_date, for --since
+
 namespace CLI {
 class App;
 }
@@ -15,7 +17,6 @@ std::string whole_number(const std::string& value);        // within 64 bits, ei
 std::string finite_non_negative(const std::string& value);  // a number, 0 or more, finite
 std::string fraction_below_one(const std::string& value);  // 0 up to, not including, 1 (--tolerance)
 std::string finite_float(const std::string& value);         // finite, within a float's range (alpha, beta)
-std::string iso_date(const std::string& value);             // YYYY-MM-DD, optionally followed by THH:MM:SS and Z
 std::string not_empty(const std::string& value);            // a name or a path: not an empty word
 
 // The values every option of `app` and of its commands takes, checked before its own checks

@@ -420,7 +420,18 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
       {nlohmann::json::json_pointer("/variants/0"), 3, "\"variants\" holds 3, not a variant object"},
       {nlohmann::json::json_pointer("/recommendation"), nlohmann::json::array({1}), "\"recommendation\" is [1]"},
       {nlohmann::json::json_pointer("/problem/m"), "4096", "\"problem\": \"m\" is \"4096\", not a whole number"},
-      {nlohmann::json::json_pointer("/tool/date"), 7, "\"tool\": \"date\" is 7, not a string"}};
+      {nlohmann::json::json_pointer("/tool/date"), 7, "\"tool\": \"date\" is 7, not a string"},
+      // A date that is no date sorted after every real one: that record stayed against newer results.
+      {nlohmann::json::json_pointer("/tool/date"), "not-a-date", "\"tool\": \"date\" must be a date as YYYY-MM-DD"},
+      {nlohmann::json::json_pointer("/tool/date"), "2026-02-30T10:00:00Z",
+       "\"tool\": \"date\" must be a date as YYYY-MM-DD (ISO 8601, optionally THH:MM[:SS][Z]), not "
+       "2026-02-30T10:00:00Z (2026-02 has no day 30)"},
+      // A recommended tile tiletune cannot read back made every later db export of the database fail.
+      {nlohmann::json::json_pointer("/recommendation/tile"), nullptr, "\"recommendation\": \"tile\" is null"},
+      {nlohmann::json::json_pointer("/recommendation/tile/block_m"), "128",
+       "\"recommendation\": \"tile\": \"block_m\" is \"128\", not a whole size"},
+      {nlohmann::json::json_pointer("/recommendation/tile/family"), "nope",
+       "\"recommendation\": \"tile\": no kernel family named 'nope'"}};
   int n = 0;
   for (const damage& d : damages) {
     nlohmann::json bad = good;

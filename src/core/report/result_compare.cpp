@@ -9,6 +9,8 @@
 
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
+#include "core/gemm/tile_config.hpp"
+#include "core/iso_date.hpp"
 #include "core/report/json_file.hpp"
 #include "core/plan_mode.hpp"
 
@@ -188,6 +190,27 @@ void check_mode(const nlohmann::json& j, const std::string& where, bool required
     throw usage_error(fmt::format("{}: \"mode\" is {}, not measured or predicted", where, j["mode"].dump()));
 }
 
+// The recommended tile, where one is given, is one tiletune reads back (db export prints it): an
+// object of whole sizes, of a known family.
+void check_recommended_tile(const nlohmann::json& rec, const std::string& where) {
+  if (!rec.contains("tile")) return;
+  const std::string at = where + ": \"recommendation\": \"tile\"";
+  const nlohmann::json& tile = rec["tile"];
+  if (!tile.is_object()) throw usage_error(fmt::format("{} is {}, not a tile object", at, tile.dump().substr(0, 80)));
+  for (const char* k : {"block_m", "block_n", "block_k"})
+    if (!tile.contains(k) || !tile[k].is_number_integer() || tile[k].get<std::int64_t>() <= 0)
+      throw usage_error(fmt::format("{}: \"{}\" is {}, not a whole size", at, k, tile.contains(k) ? tile[k].dump() : "missing"));
+  nlohmann::json with_family = tile;
+  if (!with_family.contains("family") && rec.contains("family")) with_family["family"] = rec["family"];
+  try {
+    (void)tile_from_json(with_family);
+  } catch (const nlohmann::json::exception& e) {
+    throw usage_error(fmt::format("{}: a field of the wrong type: {}", at, json_error_text(e)));
+  } catch (const std::exception& e) {
+    throw usage_error(fmt::format("{}: {}", at, e.what()));
+  }
+}
+
 void check_body_types(const nlohmann::json& r, const std::string& where) {
   using t = nlohmann::json::value_t;
   check_field(r, "mode", t::string, false, where);
@@ -228,6 +251,7 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     if (!ids.empty() && !ids.count(id))
       throw usage_error(fmt::format("{}: the recommendation {} is none of its variants", where,
                                     id.empty() ? std::string("(no id)") : id));
+    check_recommended_tile(r["recommendation"], where);
   }
   check_mode(r, where, false);
 }
@@ -248,9 +272,15 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
           throw usage_error(fmt::format("{}: \"device\": \"peak_tflops\": \"{}\" is {}, not a number", path, type,
                                         v.dump()));
   }
-  if (j.contains("tool"))
+  if (j.contains("tool")) {
     for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
       check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
+    // A record's date orders it against others of its key (the newer stays) and --since selects by
+    // it, both as strings: anything but a real ISO 8601 date would sort anywhere.
+    if (j["tool"].is_object() && j["tool"].contains("date") && j["tool"]["date"].is_string())
+      if (const std::string why = iso_date(j["tool"]["date"].get<std::string>()); !why.empty())
+        throw usage_error(fmt::format("{}: \"tool\": \"date\" must be {}", path, why));
+  }
   check_field(j, "results", t::array, false, path);
   if (j.value("schema", "") == "tiletune.gemm-suite/1") {
     check_field(j, "mode", t::string, false, path);

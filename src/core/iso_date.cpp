@@ -1,0 +1,23 @@
+#include "core/iso_date.hpp"
+
+#include <regex>
+
+namespace tiletune {
+
+std::string iso_date(const std::string& v) {
+  static const std::regex date(R"((\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2}))?Z?)?)");
+  std::smatch m;
+  const std::string form = "a date as YYYY-MM-DD (ISO 8601, optionally THH:MM[:SS][Z]), not " + v;
+  if (!std::regex_match(v, m, date)) return form;
+  const int year = std::stoi(m[1]), month = std::stoi(m[2]), day = std::stoi(m[3]);
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12) return form + " (month " + m[2].str() + ")";
+  if (day < 1 || day > days[month - 1] + (month == 2 && leap ? 1 : 0))
+    return form + " (" + m[1].str() + "-" + m[2].str() + " has no day " + m[3].str() + ")";
+  if (m[4].matched && (std::stoi(m[5]) > 23 || std::stoi(m[6]) > 59 || (m[8].matched && std::stoi(m[8]) > 59)))
+    return form + " (no such time of day)";
+  return "";
+}
+
+}  // namespace tiletune
