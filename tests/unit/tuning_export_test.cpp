@@ -80,6 +80,49 @@ TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {
   EXPECT_NE(py.find("'GROUP_SIZE_M': 8"), std::string::npos) << py;
 }
 
+// Triton's tutorial kernel takes GROUP_SIZE_M and no GROUP_SIZE_N (an unexpected keyword would fail
+// its autotune): a tile grouped along N gets the same group along M, and a note says so.
+TEST(tuning_export, a_tile_grouped_along_n_gets_the_tutorials_mirror_and_says_so) {
+  auto r = measured_record("16x4096x4096-bf16-nt.json");
+  auto& tile = r.result["recommendation"]["tile"];
+  tile["raster_group"] = 8;
+  tile["raster_along_n"] = true;
+  const std::string py = export_triton({r}, "db", "now");
+  EXPECT_NE(py.find("'GROUP_SIZE_M': 8"), std::string::npos) << py;
+  EXPECT_EQ(py.find("GROUP_SIZE_N"), std::string::npos) << py;
+  EXPECT_NE(py.find("# tiletune grouped 8 tiles along N"), std::string::npos) << py;
+  const auto j = export_json({r}, "db", "now");
+  ASSERT_EQ(j["configs"].size(), 1u);
+  EXPECT_EQ(j["configs"][0]["triton"]["GROUP_SIZE_M"], 8);
+  EXPECT_FALSE(j["configs"][0]["triton"].contains("GROUP_SIZE_N"));
+  EXPECT_NE(j["configs"][0].value("triton_note", "").find("along N"), std::string::npos);
+  tile["raster_along_n"] = false;
+  EXPECT_FALSE(export_json({r}, "db", "now")["configs"][0].contains("triton_note"));
+}
+
+// A stored record whose tile this tiletune cannot read (imported before import checked it) is
+// listed without a config, saying why; every other record is exported as before.
+TEST(tuning_export, an_unreadable_stored_tile_is_listed_without_a_config_and_the_rest_export) {
+  auto bad = measured_record("16x4096x4096-bf16-nt.json");
+  bad.result["recommendation"]["tile"].erase("block_m");
+  const auto good = measured_record("4096x4096x4096-f32-nn.json");
+  const auto j = export_json({bad, good}, "db", "now");
+  ASSERT_EQ(j["configs"].size(), 1u);
+  ASSERT_EQ(j["no_config"].size(), 1u);
+  EXPECT_NE(j["no_config"][0]["why"].get<std::string>().find("stored tile is unreadable"), std::string::npos);
+  const std::string py = export_triton({bad, good}, "db", "now");
+  EXPECT_NE(py.find("its stored tile is unreadable"), std::string::npos) << py;
+  EXPECT_NE(py.find("'f32', 'nn', 1.0, 0.0): [triton.Config("), std::string::npos) << py;
+  bad.result["recommendation"]["tile"]["block_m"] = 64;
+  bad.result["recommendation"]["tile"]["family"] = "nope";
+  EXPECT_NE(export_json({bad}, "db", "now")["no_config"][0]["why"].get<std::string>().find("no kernel family named 'nope'"),
+            std::string::npos);
+  std::stringstream csv(export_cutlass_csv({bad, good}));
+  int lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, 2);  // the header and the readable record
+}
+
 TEST(tuning_export, cutlass_csv_has_the_profilers_columns_and_one_row_per_problem) {
   const auto best =
       best_per_problem({measured_record("16x4096x4096-bf16-nt.json"), measured_record("4096x4096x4096-f32-nn.json"),

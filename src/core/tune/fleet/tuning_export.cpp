@@ -15,17 +15,24 @@ namespace tiletune {
 
 namespace {
 
-// The recommended tile of a record, or none when no variant could run.
-std::optional<tile_config> recommended_tile(const tuning_record& r) {
+// The recommended tile of a record; without one, why: no variant could run the problem, or the
+// stored tile is one this tiletune cannot read (a record imported before import checked it).
+// Such a record is listed without a config; the others are exported all the same.
+struct recommended {
+  std::optional<tile_config> tile;
+  std::string why;
+};
+recommended recommended_tile(const tuning_record& r) {
   const auto rec = r.result.value("recommendation", nlohmann::json());
-  if (!rec.is_object() || !rec.contains("tile")) return std::nullopt;
+  if (!rec.is_object() || !rec.contains("tile")) return {std::nullopt, "no variant could run this problem"};
   nlohmann::json tile = rec["tile"];
-  if (!tile.contains("family") && rec.contains("family")) tile["family"] = rec["family"];
+  if (tile.is_object() && !tile.contains("family") && rec.contains("family")) tile["family"] = rec["family"];
   try {
-    return tile_from_json(tile);
+    return {tile_from_json(tile), ""};
+  } catch (const nlohmann::json::exception&) {
+    return {std::nullopt, "its stored tile is unreadable (a size missing or not a whole number)"};
   } catch (const std::exception& e) {
-    throw usage_error(fmt::format("the record of {} on {} has an unreadable tile: {}", r.key.problem.describe(),
-                                  r.key.device_model, e.what()));
+    return {std::nullopt, fmt::format("its stored tile is unreadable ({})", e.what())};
   }
 }
 
@@ -42,10 +49,21 @@ nlohmann::json triton_tutorial_names(const tile_config& c, dtype t) {
   out["BLOCK_SIZE_M"] = j["BLOCK_M"];
   out["BLOCK_SIZE_N"] = j["BLOCK_N"];
   out["BLOCK_SIZE_K"] = j["BLOCK_K"];
-  out["GROUP_SIZE_M"] = j.value("GROUP_SIZE_M", 1);
-  if (j.contains("GROUP_SIZE_N")) out["GROUP_SIZE_N"] = j["GROUP_SIZE_N"];
+  // The tutorial's kernel groups block rows only, and takes no other name (a GROUP_SIZE_N would be
+  // an unexpected keyword to it): a tile grouped along N gets its mirror, the same group along M
+  // (triton_grouping_note says so beside it).
+  out["GROUP_SIZE_M"] = j.value("GROUP_SIZE_M", j.value("GROUP_SIZE_N", 1));
   if (j.contains("SPLIT_K")) out["SPLIT_K"] = j["SPLIT_K"];
   return out;
+}
+
+// Where the tutorial's names cannot say the tile's launch order: "" for most tiles.
+std::string triton_grouping_note(const tile_config& c) {
+  return c.raster_group > 0 && c.raster_along_n
+             ? fmt::format("tiletune grouped {} tiles along N; the tutorial's kernel groups along M only, so "
+                           "GROUP_SIZE_M {} is its mirror image",
+                           c.raster_group, c.raster_group)
+             : "";
 }
 
 std::string python_value(const nlohmann::json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
@@ -69,7 +87,7 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
   nlohmann::json j = {{"schema", "tiletune.tuning-export/1"}, {"database", database}, {"date", date},
                       {"configs", nlohmann::json::array()}, {"no_config", nlohmann::json::array()}};
   for (const auto& r : best) {
-    const auto tile = recommended_tile(r);
+    const auto [tile, why] = recommended_tile(r);
     nlohmann::json e = {{"device_model", r.key.device_model},
                         {"problem", to_json(r.key.problem)},
                         {"key", tuning_problem_key(r.key.problem)},
@@ -80,7 +98,7 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
                         {"tool_version", r.key.tool_version},
                         {"compiler", r.key.compiler}};
     if (!tile) {
-      e["why"] = "no variant could run this problem";
+      e["why"] = why;
       j["no_config"].push_back(std::move(e));
       continue;
     }
@@ -91,6 +109,7 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
     e["triton"] = triton_tutorial_names(*tile, r.key.problem.type);
     e["triton"]["num_warps"] = tile->family->triton_num_warps(*tile);
     e["triton"]["num_stages"] = tile->stages;
+    if (const std::string note = triton_grouping_note(*tile); !note.empty()) e["triton_note"] = note;
     e["cutlass"] = cutlass_shape(*tile, r.key.problem.type);
     e["tflops"] = rec.value("tflops", nlohmann::json());
     e[is_measured(r) ? "median_us" : "predicted_us"] =
@@ -117,15 +136,15 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
     const std::string key = fmt::format("('{}', {}, {}, {}, {}, '{}', '{}', {}, {})", r.key.device_model, p.m, p.n,
                                         p.k, p.batch, to_string(p.type), p.layout.name(), nlohmann::json(p.alpha).dump(),
                                         nlohmann::json(p.beta).dump());
-    const auto tile = recommended_tile(r);
+    const auto [tile, why] = recommended_tile(r);
     if (!tile) {
-      out += fmt::format("    # {}: no variant could run this problem\n", key);
+      out += fmt::format("    # {}: {}\n", key, why);
       continue;
     }
     std::string fields;
     const nlohmann::json names = triton_tutorial_names(*tile, p.type);
     // In the tutorial's order (a JSON object sorts its keys).
-    for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "GROUP_SIZE_N", "SPLIT_K"})
+    for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K"})
       if (names.contains(k)) fields += fmt::format("{}'{}': {}", fields.empty() ? "" : ", ", k, python_value(names[k]));
     const nlohmann::json t = triton_config(*tile, p.type);
     const std::string ctas = t.contains("num_ctas") ? fmt::format(", num_ctas={}", t["num_ctas"].get<int>()) : "";
@@ -135,6 +154,7 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
                        : is_measured(r)          ? "measured"
                                                  : "predicted by the model",
                        tflops, r.measured_at, r.key.driver == predicted_driver ? "offline plan" : "driver " + r.key.driver);
+    if (const std::string note = triton_grouping_note(*tile); !note.empty()) out += fmt::format("    # {}\n", note);
     out += fmt::format("    {}: [triton.Config({{{}}}, num_warps={}, num_stages={}{})],\n", key, fields,
                        t["num_warps"].get<int>(), t["num_stages"].get<int>(), ctas);
   }
@@ -156,7 +176,7 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
   static const std::regex instruction(R"(InstructionShape<(\d+),(\d+),(\d+)>)");
   int index = 0;
   for (const auto& r : best) {
-    const auto tile = recommended_tile(r);
+    const auto tile = recommended_tile(r).tile;
     if (!tile) continue;
     const auto& p = r.key.problem;
     const auto& rec = r.result["recommendation"];
