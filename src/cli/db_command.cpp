@@ -112,6 +112,7 @@ void run_import(const db_options& o, run_context& ctx) {
 
 void run_list(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
+  check_named_db(o.file);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     gpu_filter(o.gpu, nullptr);  // an unknown --gpu is refused with or without a database

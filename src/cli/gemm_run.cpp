@@ -77,6 +77,7 @@ class gemm_run {
     // An offline plan that stores nothing reads a database that exists, and creates none.
     const bool stores = measure_ || o_.tuning.store_plans;
     const std::filesystem::path db_file = database_of(o_);  // empty under --no-db
+    if (!db_file.empty()) check_named_db(o_.tuning.db);
     const bool db_exists = !db_file.empty() && std::filesystem::exists(db_file);
     // A read-only database answers, and is left as it is (--store-plans refused it before); so does
     // one that this run only reads.

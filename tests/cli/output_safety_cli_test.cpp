@@ -492,7 +492,7 @@ TEST(output_safety_cli, a_closed_or_full_stderr_keeps_the_exit_code) {
   for (const attempt& a : {attempt{bin + " --version >&- 2>&-", 3}, attempt{bin + " --version 2>&-", 0},
                            attempt{bin + " gemm --m x 2>&-", 2}, attempt{bin + " gemm --m x 2>/dev/full", 2},
                            attempt{bin + " compare /nonexistent.json /nonexistent.json 2>/dev/full", 2},
-                           attempt{bin + " db list --db /nonexistent/none.sqlite --json >&- 2>&-", 3}}) {
+                           attempt{bin + " db list --db '" + (tmp_dir() / "none.sqlite").string() + "' --json >&- 2>&-", 3}}) {
     const result r = run_program("/bin/sh", {"-c", a.shell + "; echo \"exit $?\""});
     EXPECT_NE(r.out.find(fmt::format("exit {}", a.code)), std::string::npos) << a.shell << "\n" << r.out << r.err;
   }
