@@ -134,7 +134,7 @@ void add_device_options(CLI::App* cmd, gemm_options* o) {
 // What a run does to each variant, and how long it samples.
 void add_run_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_flag("--dry-run", o->report.dry_run, "Compile, prune and rank with the model; launch nothing");
-  cmd->add_option("--only", o->only, "Keep only these variant ids (as the id column and the JSON's \"id\" print them)")->delimiter(',');
+  cmd->add_option("--only", o->only, "Keep only these variant ids (as the id column and the JSON's \"id\" print them); an offline plan none of whose selected variants can run the problem is refused (exit 2), saying why")->delimiter(',');
   cmd->add_flag("--verify-only", o->report.verify_only,
                 "On a GPU: check every variant against cuBLASLt without timing; the model ranks them");
   cmd->add_option("--seed", o->measure.seed, "Seed of the random inputs (0 or more)")

@@ -89,6 +89,8 @@ void run_gemm(const gemm_options& o, run_context& ctx);
 
 // The table of a plan: measured, or predicted by the model, its --top rows.
 std::string format_table(const gemm_plan& plan, int top);
+// Where no variant runs: the constraints that stopped most of them (at most three), a line each.
+std::string common_reasons(const std::vector<variant_result>& variants);
 
 // --export DIR: the files of the recommended variant (or each --only variant) of every plan (a
 // subfolder per problem for a suite), what could not be exported, and the exit code: 0, 1 when a

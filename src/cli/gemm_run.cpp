@@ -227,8 +227,8 @@ class gemm_run {
     }
     for (const auto& r : results_)
       if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
-        tell("tiletune: no variant of {} can run on {}\n",
-                   gemm_problem_from_json(r.at("problem")).describe(), device_.spec.name);
+        tell("tiletune: {} of {} can run on {}\n", o_.only.empty() ? "no variant" : "none of the variants --only selects",
+             gemm_problem_from_json(r.at("problem")).describe(), device_.spec.name);
     ctx_.exit_code = exit_ok;
     if (!dealt_.failed.empty()) {
       fmt::print(stderr,
@@ -332,6 +332,19 @@ class gemm_run {
       }
     };
     gemm_plan plan = plan_gemm(problem, device_.spec, *compiler_, options_);
+    // An offline plan of --only selecting no variant that compiles and fits here: a bad value, as
+    // --export's is (other variants run the problem), refused before anything is written. On a GPU
+    // the run goes on and its JSON records each selected variant's outcome (gpu_validate.sh's smoke
+    // steps read a resource_limit there as saying nothing of the mechanism).
+    if (!measure_ && plan.selected && std::none_of(plan.variants.begin(), plan.variants.end(),
+                                      [](const variant_result& v) { return v.status == variant_status::ok; })) {
+      std::string reasons = common_reasons(plan.variants);
+      while (!reasons.empty() && reasons.back() == '\n') reasons.pop_back();
+      throw usage_error(fmt::format("--only {}: none of the variants it selects can run {} on {} (leave --only "
+                                    "out to plan every variant):\n{}",
+                                    fmt::join(o_.only, ","), problem.describe(), device_.spec.name,
+                                    reasons));
+    }
     // Offline only: the search's model cut on a GPU is tuned to the uncalibrated model's spread
     // (the calibrated one compresses the predictions, and the cut would then drop nothing).
     // Which model the plan's predictions come from.

@@ -36,24 +36,6 @@ std::pair<std::string, std::string> bandwidth_cells(const gemm_plan& plan, doubl
   return {fmt::format("{:.0f}", gbs), fmt::format("{:.0f}", 100 * gbs / plan.device.memory_bandwidth_gbs)};
 }
 
-// Where no variant runs: the constraints that stopped most of them (at most three), each with its
-// count and the first variant's reason, one line each.
-std::string common_reasons(const std::vector<variant_result>& variants) {
-  std::vector<std::pair<std::string, std::pair<int, std::string>>> by;  // constraint or status -> count, reason
-  for (const auto& v : variants) {
-    const std::string key = v.constraint.empty() ? std::string(to_string(v.status)) : v.constraint;
-    auto it = std::find_if(by.begin(), by.end(), [&](const auto& e) { return e.first == key; });
-    if (it == by.end()) it = by.insert(by.end(), {key, {0, v.reason}});
-    ++it->second.first;
-  }
-  std::stable_sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  std::string out;
-  for (std::size_t i = 0; i < by.size() && i < 3; ++i)
-    out += fmt::format("  {} variant{} ({}): {}\n", by[i].second.first, by[i].second.first == 1 ? "" : "s", by[i].first,
-                       by[i].second.second);
-  return out;
-}
-
 std::string format_measured_table(const gemm_plan& plan, int top) {
   const double peak = plan.device.peak_tflops(plan.problem.type);
   const bool bw = memory_bound(plan);
@@ -99,6 +81,22 @@ std::string format_measured_table(const gemm_plan& plan, int top) {
 
 }  // namespace
 
+std::string common_reasons(const std::vector<variant_result>& variants) {
+  std::vector<std::pair<std::string, std::pair<int, std::string>>> by;  // constraint or status -> count, reason
+  for (const auto& v : variants) {
+    const std::string key = v.constraint.empty() ? std::string(to_string(v.status)) : v.constraint;
+    auto it = std::find_if(by.begin(), by.end(), [&](const auto& e) { return e.first == key; });
+    if (it == by.end()) it = by.insert(by.end(), {key, {0, v.reason}});
+    ++it->second.first;
+  }
+  std::stable_sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::string out;
+  for (std::size_t i = 0; i < by.size() && i < 3; ++i)
+    out += fmt::format("  {} variant{} ({}): {}\n", by[i].second.first, by[i].second.first == 1 ? "" : "s", by[i].first,
+                       by[i].second.second);
+  return out;
+}
+
 std::string format_table(const gemm_plan& plan, int top) {
   if (plan.mode == plan_mode::measured) return format_measured_table(plan, top);
   const double peak = plan.device.peak_tflops(plan.problem.type);
@@ -136,8 +134,10 @@ std::string format_table(const gemm_plan& plan, int top) {
                        v.config.id(), v.predicted.tflops, triton_summary(v.config, plan.problem.type),
                        cutlass_shape(v.config, plan.problem.type));
   } else {
-    out += "\nno variant can run this problem on this GPU; the JSON says why for each, most often:\n" +
-           common_reasons(plan.variants);
+    out += std::string(plan.selected
+                           ? "\nnone of the variants selected can run this problem on this GPU"
+                           : "\nno variant can run this problem on this GPU") +
+           "; the JSON says why for each, most often:\n" + common_reasons(plan.variants);
   }
   for (const auto& n : plan.notes) out += "note: " + n + "\n";
   if (const std::string tie = top_tie_note(plan); !tie.empty()) out += "note: " + tie + "\n";

@@ -564,17 +564,30 @@ TEST(cli, export_into_a_file_or_under_one_is_refused_before_work) {
   }
 }
 
-TEST(cli, export_with_nothing_ok_says_so_and_exits_2) {
-  const fs::path dir = tmp_dir() / "export-none";
+// --only selecting no variant that can run the problem here is a bad value (other variants run it):
+// exit 2 naming the selection and why, nothing written, with or without --export. (It said that no
+// variant can run the problem, and exited 0.)
+TEST(cli, only_selecting_nothing_that_runs_says_so_and_exits_2) {
+  const fs::path dir = tmp_dir() / "export-none", out = tmp_dir() / "only-none.json";
   fs::remove_all(dir);
+  fs::remove(out);
   // 4 stages of 256x128x64 bf16 tiles need 192 KiB of shared memory, more than an L4 block may have
   // (and a 64x64 warp tile at BK 64 is over the register budget): it is pruned.
-  const result r = run({"gemm", "--m", "100", "--n", "100", "--k", "100", "--dtype", "bf16", "--gpu", "l4", "--only",
-                        "mma_256x128x64_w4x2_s4", "--export", dir.string()});
-  EXPECT_EQ(r.code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("mma_256x128x64_w4x2_s4"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("not exported"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(dir / "mma_256x128x64_w4x2_s4.cu"));
+  const std::vector<std::string> base{"gemm",  "--m",  "100", "--n",    "100",
+                                      "--k",   "100",  "--dtype", "bf16", "--gpu",
+                                      "l4",    "--only", "mma_256x128x64_w4x2_s4", "--out", out.string()};
+  for (const bool with_export : {false, true}) {
+    std::vector<std::string> a = base;
+    if (with_export) a.insert(a.end(), {"--export", dir.string()});
+    const result r = run(a);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--only mma_256x128x64_w4x2_s4: none of the variants it selects can run 100x100x100 bf16"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("no variant of"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(dir / "mma_256x128x64_w4x2_s4.cu"));
+  }
 }
 
 TEST(cli, export_of_a_suite_goes_into_a_folder_per_problem) {

@@ -179,7 +179,8 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
   const std::vector<std::string> mma_on_hopper = {"gemm", "--m", "200", "--n", "136", "--k", "528", "--dtype", "e4m3",
                                                   "--gpu", "h100-sxm", "--dry-run", "--only", "mma_64x64x128_w2x2_s4"};
   const result refused = run(mma_on_hopper);
-  EXPECT_NE(refused.out.find("is the wgmma family's"), std::string::npos) << refused.out;
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("is the wgmma family's"), std::string::npos) << refused.err;
   // Validation only (gpu_validate.sh fp8mma): a Hopper may run the mma fp8 path to verify it.
   setenv("TILETUNE_MMA_FP8_ON_SM90", "1", 1);
   const result allowed = run(mma_on_hopper);

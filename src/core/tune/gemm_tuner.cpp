@@ -111,6 +111,7 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
     }
   }
 
+  plan.selected = !options.only.empty();
   if (!options.only.empty()) {
     for (const auto& id : options.only) {
       const bool known = std::any_of(plan.variants.begin(), plan.variants.end(),

@@ -47,6 +47,7 @@ struct gemm_plan {
   plan_mode mode = plan_mode::predicted;
   std::string compiler_version;
   std::vector<variant_result> variants;  // ok ones first, best first
+  bool selected = false;                 // variants holds only those --only selected
   std::optional<std::size_t> recommended;
   double compile_wall_ms = 0;
   std::size_t compiled = 0;
