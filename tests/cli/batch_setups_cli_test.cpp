@@ -352,3 +352,40 @@ TEST(batch_setups, context_parallel_splits_each_sequence) {
                   "--attention", "eager"},
                  "--context-parallel 2 is not modelled with --attention eager");
 }
+
+// Each "would fit" suggestion runs as it is written, under the framework asked for: added to the
+// flags given, the plan is accepted and fits. Megatron-LM has no LoRA, and torchtitan's per-op
+// checkpointing is modelled for full fine-tuning only, so LoRA was suggested where it was refused.
+TEST(batch_setups, every_suggestion_runs_as_written) {
+  int tried = 0;
+  for (const std::vector<std::string>& setup :
+       {std::vector<std::string>{"--model", "mistral-7b", "--gpu", "rtx-4090", "--framework", "megatron"},
+        {"--model", "mistral-7b", "--gpu", "a100-sxm-40gb", "--framework", "fsdp2"},
+        {"--model", "mistral-7b", "--gpu", "a100-sxm-40gb", "--framework", "hf"},
+        {"--model", "llama-3-8b", "--gpu", "l4", "--framework", "torchtune"},
+        {"--model", "llama-3-8b", "--gpu", "rtx-4090", "--framework", "deepspeed"},
+        {"--model", "llama-3-8b", "--gpu", "rtx-4090", "--framework", "litgpt"}}) {
+    std::vector<std::string> args = {"batch", "--no-db", "--seq-len", "1024", "--global-batch", "32"};
+    args.insert(args.end(), setup.begin(), setup.end());
+    std::vector<std::string> json_args = args;
+    json_args.push_back("--json");
+    const result r = run(json_args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto plan = nlohmann::json::parse(r.out);
+    for (const auto& s : plan.value("suggestions", nlohmann::json::array())) {
+      std::string flags = s.get<std::string>();
+      flags = flags.substr(0, flags.find(" ("));  // the words after the flags say what they do
+      std::vector<std::string> with = json_args;
+      for (std::size_t at = 0; at < flags.size();) {
+        const std::size_t end = flags.find(' ', at);
+        with.push_back(flags.substr(at, end == std::string::npos ? std::string::npos : end - at));
+        at = end == std::string::npos ? flags.size() : end + 1;
+      }
+      const result applied = run(with);
+      ASSERT_EQ(applied.code, 0) << flags << ": " << applied.err;
+      EXPECT_TRUE(nlohmann::json::parse(applied.out)["recommendation"].is_object()) << flags;
+      ++tried;
+    }
+  }
+  EXPECT_GT(tried, 3);
+}

@@ -277,10 +277,21 @@ void add_suggestions(batch_plan& plan, const training_setup& s) {
       if (fits_with(alt)) plan.suggestions.push_back("--precision bf16 --optimizer adamw-8bit");
     }
   }
-  if (s.lora_rank == 0) {
+  // LoRA where the framework has it (Megatron-LM has none). A framework whose default per-op
+  // checkpointing is modelled for full fine-tuning only refuses LoRA without a --checkpointing: the
+  // suggestion then gives whole-layer checkpointing with it (each suggestion runs as it is written).
+  if (s.lora_rank == 0 && s.framework != training_framework::megatron) {
     training_setup alt = s;
     alt.lora_rank = 16;
-    if (fits_with(alt)) plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
+    if (alt.checkpoint_ops && selective_unmodelled(alt)) {
+      alt.checkpoint_ops = false;
+      alt.checkpointing = checkpoint_policy::on;
+      if (fits_with(alt, true))
+        plan.suggestions.push_back("--lora-rank 16 --checkpointing on (LoRA on every linear layer, each layer "
+                                   "checkpointed whole)");
+    } else if (fits_with(alt)) {
+      plan.suggestions.push_back("--lora-rank 16 (LoRA on every linear layer)");
+    }
   }
   if (s.world_size > 1 && s.zero_stage < 3 && s.tensor_parallel == 1) {
     training_setup alt = s;
