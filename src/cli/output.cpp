@@ -323,7 +323,14 @@ bool stdout_written(std::string* why) {
   const bool flushed = std::fflush(stdout) == 0;
   const int err = errno;
   if (flushed && !std::ferror(stdout) && std::cout.good()) return true;
-  if (why) *why = err == EPIPE || reader_closed_stdout() ? "" : err ? std::strerror(err) : "a write failed";
+  // A write that failed before this flush left no errno behind: one more byte (to output already
+  // incomplete) says why, as a failed --out says (/dev/full: No space left on device).
+  int reason = err;
+  if (!reason) {
+    errno = 0;
+    if (::write(STDOUT_FILENO, "\n", 1) < 0) reason = errno;
+  }
+  if (why) *why = reason == EPIPE || reader_closed_stdout() ? "" : reason ? std::strerror(reason) : "a write failed";
   std::clearerr(stdout);  // reported once (the CLI fuzz target runs many commands in one process)
   std::cout.clear();
   return false;
