@@ -432,6 +432,29 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
        "\"recommendation\": \"tile\": \"block_m\" is \"128\", not a whole size"},
       {nlohmann::json::json_pointer("/recommendation/tile/family"), "nope",
        "\"recommendation\": \"tile\": no kernel family named 'nope'"}};
+  // A field that names the problem, missing, is named too (was the library's "key 'dtype' not found",
+  // and a missing layout compared as no problem at all).
+  for (const char* field : {"dtype", "layout", "m"}) {
+    nlohmann::json bad = good;
+    bad["problem"].erase(field);
+    const fs::path file = dir / fmt::format("no-{}.json", field);
+    std::ofstream(file) << bad.dump();
+    for (const args& readers : {args{"compare", measured.string()}, args{"report"}, args{"check", "--baseline"},
+                                args{"db", "import", "--db", db.string()}}) {
+      std::vector<std::string> a = readers;
+      a.push_back(file.string());
+      expect_refused(a, {file.filename().string() + ": \"problem\" has no \"" + field + "\""});
+    }
+  }
+  // An empty file is named as empty, not as JSON cut at its first byte.
+  const fs::path empty = dir / "empty.json";
+  std::ofstream(empty).flush();
+  for (const args& readers : {args{"compare", measured.string()}, args{"report"}, args{"check", "--baseline"},
+                              args{"db", "import", "--db", db.string()}}) {
+    std::vector<std::string> a = readers;
+    a.push_back(empty.string());
+    expect_refused(a, {"empty.json: the file is empty (0 bytes)"});
+  }
   int n = 0;
   for (const damage& d : damages) {
     nlohmann::json bad = good;

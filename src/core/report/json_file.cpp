@@ -68,6 +68,9 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
                                     path.string(), parsed.get<std::string>()));
     return true;
   };
+  if (s.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw usage_error(fmt::format("{}: the file is empty{}: no JSON in it", path.string(),
+                                  s.empty() ? " (0 bytes)" : " but for white space"));
   try {
     return nlohmann::json::parse(s, once);
   } catch (const nlohmann::json::parse_error& e) {

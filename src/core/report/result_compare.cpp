@@ -222,6 +222,10 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
   check_field(r, "search", t::object, false, where);
   if (r.contains("problem")) {
     const std::string in = where + ": \"problem\"";
+    // What names the problem (schemas/common.schema.json, gemm_problem): a reader keys and compares by it.
+    if (r["problem"].is_object())
+      for (const char* k : {"m", "n", "k", "dtype", "layout"})
+        if (!r["problem"].contains(k)) throw usage_error(fmt::format("{} has no \"{}\"", in, k));
     for (const char* k : {"m", "n", "k", "batch"}) check_field(r["problem"], k, t::number_integer, false, in);
     for (const char* k : {"dtype", "layout", "scaling", "out_dtype"}) check_field(r["problem"], k, t::string, false, in);
     for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
