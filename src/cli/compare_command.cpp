@@ -76,7 +76,7 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
   };
   auto o = std::make_shared<options>();
   auto* cmd = app.add_subcommand("compare", "Compare two gemm result files offline: SAME, FASTER, SLOWER, NOISY, "
-                                            "INCORRECT or MISSING per problem");
+                                            "INCORRECT, MISSING or ANSWERED per problem");
   cmd->add_option("BASE", o->base, "The baseline result (tiletune gemm --out, or a suite result)")->required();
   cmd->add_option("NEW", o->fresh, "The result to judge")->required();
   cmd->add_option("--tolerance", o->compare.tolerance, "Slowdown allowed, as a fraction (0.05 = 5%)")
@@ -91,9 +91,10 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
   cmd->footer(R"(
 A problem is SLOWER when its speed dropped by more than the tolerance and by
 more than the measured noise of both runs; NOISY when the change is beyond the
-tolerance but within the noise. By default the speed is the ratio to cuBLAS
-measured in the same run (robust to clocks and thermal state); results without
-one (predicted plans) are compared on time.
+tolerance but within the noise; ANSWERED when the baseline has no result for
+it (no variant ran there) and NEW has one. By default the speed is the ratio
+to cuBLAS measured in the same run (robust to clocks and thermal state);
+results without one (predicted plans) are compared on time.
 
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING from
 NEW; 2 a file is unreadable, malformed or truncated (the message gives the

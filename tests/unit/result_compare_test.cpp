@@ -109,6 +109,23 @@ TEST(compare, incorrect_and_missing_fail) {
   EXPECT_TRUE(c.failed());
 }
 
+// A problem the baseline has no result for (no variant ran there) that NEW answers is no regression:
+// ANSWERED, and the gate passes (it was MISSING, "the files carry no comparable figure", exit 1).
+// The other way round is MISSING, as before.
+TEST(compare, a_problem_answered_for_the_first_time_is_answered_not_missing) {
+  const auto unanswered = suite({{1, 0.8, 100, 0.005, "resource_limit"}, {2, 0.8, 100}});
+  const auto answered = suite({{1, 0.8, 100}, {2, 0.8, 100}});
+  const auto c = compare(unanswered, answered);
+  EXPECT_EQ(c.rows[0].result, verdict::answered);
+  EXPECT_EQ(to_string(c.rows[0].result), "ANSWERED");
+  EXPECT_NE(c.rows[0].detail.find("the baseline has no result"), std::string::npos) << c.rows[0].detail;
+  EXPECT_EQ(c.rows[1].result, verdict::same);
+  EXPECT_FALSE(c.failed());
+  const auto back = compare(answered, unanswered);
+  EXPECT_EQ(back.rows[0].result, verdict::missing);
+  EXPECT_TRUE(back.failed());
+}
+
 TEST(compare, nothing_shared_or_other_gpus_are_refused) {
   EXPECT_THROW(compare(suite({{1, 0.8, 100}}), suite({{2, 0.8, 100}})), usage_error);
   EXPECT_THROW(compare(suite({{1, 0.8, 100}}), suite({{1, 0.8, 100}}, "NVIDIA A100-SXM4-80GB")), environment_error);

@@ -11,9 +11,9 @@ namespace tiletune::report {
 
 namespace {
 
-const json verdict_domain = {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING"};
+const json verdict_domain = {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING", "ANSWERED"};
 // Colours that read in print and for the colour-blind (Okabe-Ito, with grey for SAME).
-const json verdict_range = {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000"};
+const json verdict_range = {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000", "#56b4e9"};
 
 }  // namespace
 

@@ -326,8 +326,8 @@ json comparison_spec(const json& rows, double tolerance) {
       {{"name", "y"}, {"type", "band"}, {"domain", in_row_order("problem")}, {"range", "height"}, {"padding", 0.2}},
       {{"name", "x"}, {"type", "linear"}, {"domain", {lo - pad, hi + pad}}, {"range", "width"}, {"nice", true}},
       {{"name", "colour"}, {"type", "ordinal"},
-       {"domain", {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING"}},
-       {"range", {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000"}}}};
+       {"domain", {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "MISSING", "ANSWERED"}},
+       {"range", {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000", "#56b4e9"}}}};
   spec["axes"] = {{{"orient", "bottom"}, {"scale", "x"}, {"title", "change in speed, % (right: faster)"}, {"grid", true}},
                   {{"orient", "left"}, {"scale", "y"}, {"labelLimit", 260}}};
   spec["legends"] = {{{"fill", "colour"}, {"title", "verdict"}, {"orient", "bottom"}, {"direction", "horizontal"}}};

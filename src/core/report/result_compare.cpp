@@ -359,6 +359,7 @@ std::string_view to_string(verdict v) {
     case verdict::noisy: return "NOISY";
     case verdict::incorrect: return "INCORRECT";
     case verdict::missing: return "MISSING";
+    case verdict::answered: return "ANSWERED";
   }
   return "?";
 }
@@ -401,6 +402,11 @@ comparison_row judge(const result_entry& b, const result_entry& n, const compare
   if (!n.has_result) {
     row.result = verdict::missing;
     row.detail = "no variant produced a result";
+    return row;
+  }
+  if (!b.has_result) {  // MISSING is a problem NEW lacks; this one NEW answers for the first time
+    row.result = verdict::answered;
+    row.detail = "the baseline has no result for it (no variant ran there); NEW has one: nothing to compare";
     return row;
   }
   const bool by_ratio = !o.absolute && b.vs_reference && n.vs_reference;

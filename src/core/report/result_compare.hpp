@@ -45,7 +45,9 @@ result_file load_result_file(const std::filesystem::path& path);
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path);
 std::string problem_key(const gemm_problem& p);
 
-enum class verdict { same, faster, slower, noisy, incorrect, missing };
+// answered: the baseline had no result for the problem (no variant ran there) and NEW has one: nothing
+// to compare, and no regression.
+enum class verdict { same, faster, slower, noisy, incorrect, missing, answered };
 std::string_view to_string(verdict v);  // "SAME", ...
 
 struct compare_options {
