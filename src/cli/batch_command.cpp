@@ -259,6 +259,25 @@ std::map<std::string, std::string> given_flags(const batch_options& o) {
   return given;
 }
 
+// The link and network options where no byte crosses them, said (they were taken without a word):
+// one GPU exchanges nothing, and GPUs that all sit in one node use no network.
+void note_unused_link_options(const batch_options& o, const training_setup& s, batch_plan& plan) {
+  std::vector<std::string> unused;
+  if (s.world_size == 1) {
+    if (o.link_gbs) unused.push_back(fmt::format("--link-gbs {}", *o.link_gbs));
+    if (o.overlap_comm) unused.push_back(fmt::format("--overlap-comm {}", *o.overlap_comm));
+    if (o.gpus_per_node_given) unused.push_back(fmt::format("--gpus-per-node {}", o.gpus_per_node));
+    if (o.network_gbs_given) unused.push_back(fmt::format("--network-gbs {}", o.network_gbs));
+    if (!unused.empty())
+      plan.notes.push_back(fmt::format("{} not used: one GPU (--world-size 1) exchanges nothing with others",
+                                       fmt::join(unused, ", ")));
+  } else if (o.network_gbs_given && !o.link_gbs && s.world_size <= s.gpus_per_node) {
+    plan.notes.push_back(fmt::format("--network-gbs {} not used: the {} GPUs sit in one node (--gpus-per-node {}), "
+                                     "joined by its GPU link",
+                                     o.network_gbs, s.world_size, s.gpus_per_node));
+  }
+}
+
 void run_batch(const batch_options& o, run_context& ctx) {
   training_setup s;
   const training_framework framework = parse_framework(o.framework);
@@ -312,6 +331,7 @@ void run_batch(const batch_options& o, run_context& ctx) {
   } else {
     plan = plan_from_stored_times(s, device.spec, o);
   }
+  note_unused_link_options(o, s, plan);
   const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
   if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
   if (o.json) {
@@ -370,7 +390,11 @@ written as Hugging Face TrainingArguments and a DeepSpeed config.
 
 Exit codes: 0 done (also when nothing fits: the plan says what would); 2 bad
 input; 3 no GPU and no --gpu.)");
-  cmd->callback([o, &ctx] { run_batch(*o, ctx); });
+  cmd->callback([o, cmd, &ctx] {
+    o->gpus_per_node_given = cmd->get_option("--gpus-per-node")->count() > 0;
+    o->network_gbs_given = cmd->get_option("--network-gbs")->count() > 0;
+    run_batch(*o, ctx);
+  });
 }
 
 }  // namespace tiletune::cli

@@ -36,6 +36,7 @@ struct batch_options {
   int world_size = 1;
   int gpus_per_node = 8;
   double network_gbs = 50;
+  bool gpus_per_node_given = false, network_gbs_given = false;  // (their defaults are values: set by the callback)
   std::optional<double> link_gbs;
   int lora_rank = 0;
   std::optional<double> lora_dropout;

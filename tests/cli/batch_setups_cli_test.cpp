@@ -389,3 +389,29 @@ TEST(batch_setups, every_suggestion_runs_as_written) {
   }
   EXPECT_GT(tried, 3);
 }
+
+// The link and network options are never taken without a word where no byte crosses them: one GPU,
+// or GPUs that all sit in one node (the network). Where they are used, no such note.
+TEST(batch_setups, link_options_without_a_link_to_use_say_so) {
+  const std::vector<std::string> base = {"batch", "--model", "tinyllama-1.1b", "--gpu", "h100-sxm", "--no-db",
+                                         "--global-batch", "64", "--json"};
+  auto notes_with = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const result r = run(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::string all;
+    const nlohmann::json plan = nlohmann::json::parse(r.out);
+    for (const auto& n : plan["notes"]) all += n.get<std::string>() + "\n";
+    return all;
+  };
+  for (const std::vector<std::string>& one_gpu : {std::vector<std::string>{"--network-gbs", "10"},
+                                                  {"--link-gbs", "10"}, {"--gpus-per-node", "4"},
+                                                  {"--overlap-comm", "on"}})
+    EXPECT_NE(notes_with(one_gpu).find(one_gpu[0] + " " + one_gpu[1] + " not used: one GPU"), std::string::npos)
+        << one_gpu[0];
+  EXPECT_NE(notes_with({"--world-size", "8", "--network-gbs", "10"}).find("--network-gbs 10 not used: the 8 GPUs sit in one node"),
+            std::string::npos);
+  EXPECT_EQ(notes_with({"--world-size", "16", "--network-gbs", "10"}).find("not used"), std::string::npos);
+  EXPECT_EQ(notes_with({"--world-size", "8", "--link-gbs", "10"}).find("not used"), std::string::npos);
+}
