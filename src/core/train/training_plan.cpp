@@ -106,13 +106,25 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // the gradients into DDP's buckets (gradient_boundary_ms), which the all-reduce runs beside.
   const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms : 0;
   const double last_window_ms = s.overlap_comm ? window_ms + c.time.gradient_boundary_ms : 0;
+  // One link carries the exchanges one after another: what hides under a micro-step is its window's
+  // worth in all, not each kind's own window (hidden each under the whole window, ZeRO-3's gathers and
+  // the all-reduce under checkpointing's longer backward made a checkpointed step faster than one
+  // without). The gathers run first (forward and backward), the reduce-scatters and the all-reduce
+  // in backward (the last two thirds of the window) beside them; each is what the link adds.
+  const std::int64_t layers = s.model.num_layers;
+  const double gathers = in.comm.per_micro_step_ms, reduces = in.comm.per_micro_step_reduce_ms;
+  const double all_reduce = in.comm.per_global_step_ms;
+  auto added_to_gathers = [&](double ms, double window, double backward_window) {
+    if (ms <= 0) return 0.0;
+    return std::max(exposed_communication_ms(ms, backward_window, layers),
+                    exposed_communication_ms(gathers + ms, window, layers) -
+                        exposed_communication_ms(gathers, window, layers));
+  };
+  c.time.gather_ms = exposed_communication_ms(gathers, window_ms, layers);
+  c.time.reduce_scatter_ms = added_to_gathers(reduces, window_ms, window_ms * 2 / 3);
   // (ZeRO-2's per-step part is the parameters' all-gather after the optimizer step: nothing to hide under.)
-  c.time.allreduce_ms = exposed_communication_ms(in.comm.per_global_step_ms,
-                                                 in.comm.per_micro_step_reduce_ms > 0 ? 0 : last_window_ms * 2 / 3,
-                                                 s.model.num_layers);
-  c.time.gather_ms = exposed_communication_ms(in.comm.per_micro_step_ms, window_ms, s.model.num_layers);
-  c.time.reduce_scatter_ms =  // under each micro-step's backward, as DDP's buckets under the last one's
-      exposed_communication_ms(in.comm.per_micro_step_reduce_ms, window_ms * 2 / 3, s.model.num_layers);
+  c.time.allreduce_ms = reduces > 0 ? exposed_communication_ms(all_reduce, 0, layers)
+                                    : added_to_gathers(all_reduce, last_window_ms, last_window_ms * 2 / 3);
   // 1F1B: (P - 1) micro-steps of bubble per global step.
   c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
   // --paged-optimizer: the states the peak evicts, paged out and back once a global step.
