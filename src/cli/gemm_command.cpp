@@ -310,7 +310,8 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
     // are said to have no effect rather than taken in silence.
     if (o->device.gpu || o->report.dry_run) {
       std::string unused;
-      for (const char* flag : {"--seed", "--variant-timeout", "--keep-going", "--target-spread", "--time-cap-ms"})
+      for (const char* flag :
+           {"--seed", "--variant-timeout", "--keep-going", "--target-spread", "--time-cap-ms", "--search"})
         if (cmd->count(flag) > 0) unused += std::string(unused.empty() ? "" : ", ") + flag;
       if (cmd->count("--db-full") > 0 && !o->tuning.store_plans) unused += std::string(unused.empty() ? "" : ", ") + "--db-full";
       if (!unused.empty())

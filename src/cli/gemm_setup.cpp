@@ -101,6 +101,11 @@ gemm_work work_of(const gemm_options& o) {
     throw usage_error(fmt::format("--routing {} routes tokens to experts: give --groups, or --model for a "
                                   "mixture-of-experts model's experts",
                                   *o.groups.routing));
+  // --budget-s stops a suite between its problems: one problem has no between. Said, not refused
+  // (a script may pass the same flags to every run).
+  if (o.tuning.budget_s > 0 && !o.is_suite())
+    tell("tiletune: --budget-s {} has no effect on one problem: it stops a suite between its problems\n",
+         o.tuning.budget_s);
   if (!o.shard.empty()) {
     if (!o.is_suite())
       throw usage_error(fmt::format("--shard {} splits a suite: give --suite FILE or --model", o.shard));

@@ -824,6 +824,16 @@ TEST(input, an_offline_plan_names_the_measuring_options_it_does_not_use) {
   EXPECT_NE(r.err.find("--seed, --time-cap-ms have no effect on an offline plan (--gpu)"), std::string::npos) << r.err;
   const result plain = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db"});
   EXPECT_EQ(plain.err.find("no effect"), std::string::npos) << plain.err;
+  // --search picks what a GPU times: offline nothing is (its plan was the same under each, in silence).
+  const result search = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db", "--search",
+                             "exhaustive"});
+  EXPECT_EQ(search.code, 0) << search.err;
+  EXPECT_NE(search.err.find("--search has no effect on an offline plan"), std::string::npos) << search.err;
+  // --budget-s stops a suite between problems: on one problem it does nothing, and says so.
+  const result budget = run({"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--no-db",
+                             "--budget-s", "5"});
+  EXPECT_EQ(budget.code, 0) << budget.err;
+  EXPECT_NE(budget.err.find("--budget-s 5 has no effect on one problem"), std::string::npos) << budget.err;
 }
 
 // A real number a double does not hold as written is refused, not read as inf or 0 and then judged.
