@@ -154,7 +154,11 @@ void add_run_options(CLI::App* cmd, gemm_options* o) {
 
 // What is printed and written.
 void add_output_options(CLI::App* cmd, gemm_options* o) {
-  cmd->add_option("--top", o->report.top, "Rows of the table")->capture_default_str();
+  cmd->add_option("--top", o->report.top,
+                  "Rows of the table (and variants of a suite's JSON); an offline plan compiles until the --top best "
+                  "are certain, the rest pruned as model_bound (the recommendation is the same; --compile-all "
+                  "compiles every one)")
+      ->capture_default_str();
   cmd->add_option("--out", o->report.out, "Write the JSON result to FILE (atomically)")->check(refuse_empty_path);
   cmd->add_flag("--json", o->report.json, "Print the JSON on stdout instead of the table");
   cmd->add_flag("--quiet,-q", o->report.quiet, "No table and no progress line");
