@@ -134,6 +134,30 @@ TEST(compare, nothing_shared_or_other_gpus_are_refused) {
   EXPECT_FALSE(compare(suite({{1, 0.8, 100}}), suite({{1, 0.8, 100}}, "NVIDIA A100-SXM4-80GB"), o).failed());
 }
 
+// Two files of the same GPU name that differ in preset or architecture: the refusal says what
+// differs (it printed the same name and architecture on both sides).
+TEST(compare, a_gpu_mismatch_names_what_differs) {
+  auto with_preset = suite({{1, 0.8, 100}});
+  with_preset["device"]["preset"] = "h100-sxm";
+  const auto without = suite({{1, 0.8, 100}});
+  try {
+    compare(with_preset, without);
+    ADD_FAILURE() << "compared a preset's result with one of no preset";
+  } catch (const environment_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(sm_90, GPU model h100-sxm)"), std::string::npos) << what;
+    EXPECT_NE(what.find("(sm_90, no preset)"), std::string::npos) << what;
+  }
+  auto no_arch = with_preset;
+  no_arch["device"].erase("arch");
+  try {
+    compare(with_preset, no_arch);
+    ADD_FAILURE() << "compared results of different architectures";
+  } catch (const environment_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no architecture given"), std::string::npos) << e.what();
+  }
+}
+
 TEST(compare, predicted_results_compare_on_time) {
   auto base = suite({{1, 0.8, 100}});
   base["results"][0]["recommendation"].erase("vs_reference");

@@ -375,8 +375,14 @@ namespace {
 // Results of different GPUs or of a prediction against a measurement stop the run unless allowed.
 void check_comparable(const result_file& base, const result_file& fresh, const compare_options& o, comparison& c) {
   if (base.device_model != fresh.device_model || base.device_arch != fresh.device_arch) {
-    const std::string both = fmt::format("{} was recorded on {} ({}), {} on {} ({})", base.path, base.device_name,
-                                         base.device_arch, fresh.path, fresh.device_name, fresh.device_arch);
+    // What tells them apart: the GPU model (a preset, else the name) and the architecture, each said.
+    auto on = [](const result_file& f) {
+      return fmt::format("{} ({}{})", f.device_name.empty() ? f.device_model : f.device_name,
+                         f.device_arch.empty() ? "no architecture given" : f.device_arch,
+                         f.device_model != f.device_name ? ", GPU model " + f.device_model : ", no preset");
+    };
+    const std::string both =
+        fmt::format("{} was recorded on {}, {} on {}", base.path, on(base), fresh.path, on(fresh));
     if (!o.allow_device_mismatch)
       throw environment_error(both + "; compare results of one GPU model, or pass --allow-device-mismatch");
     c.notes.push_back("device mismatch allowed: " + both);
