@@ -44,12 +44,16 @@ class gemm_run {
     if (!o_.model.name.empty() && o_.model.fp8 != "none" && device_.spec.peak_tflops_fp8 <= 0)
       throw usage_error(fmt::format("--fp8 {} needs fp8 tensor cores (sm_89 and later); the {} has none", o_.model.fp8,
                                     device_.spec.name));
-    for (const auto& sp : work_.suite.problems) check_has_rate(sp.problem, device_.spec);
     // A problem no variant can run would be planned empty: one problem is refused; a suite's (or a
-    // model step's) is its outcome, the others planned, unless none of them can run.
+    // model step's) is its outcome, the others planned, unless none of them can run. A dtype the GPU
+    // has no math for is one such (it refused the whole suite, a GPU without any family's not).
+    if (work_.suite.problems.size() == 1) check_has_rate(work_.suite.problems.front().problem, device_.spec);
     std::string none_runs;
     for (const auto& sp : work_.suite.problems) {
       std::string why = why_no_variant_runs(sp.problem, device_.spec);
+      if (why.empty() && device_.spec.peak_tflops(sp.problem.type) <= 0)
+        why = fmt::format("{}: the {} has no {} math", sp.problem.describe(), device_.spec.name,
+                          to_string(sp.problem.type));
       if (why.empty()) {
         none_runs.clear();
         break;

@@ -124,6 +124,12 @@ TEST(compare, a_problem_answered_for_the_first_time_is_answered_not_missing) {
   const auto back = compare(answered, unanswered);
   EXPECT_EQ(back.rows[0].result, verdict::missing);
   EXPECT_TRUE(back.failed());
+  // Neither has one (a file against itself, where a GPU runs no variant of a problem): SAME, which
+  // was MISSING, failing a file compared with itself.
+  const auto itself = compare(unanswered, unanswered);
+  EXPECT_EQ(itself.rows[0].result, verdict::same);
+  EXPECT_NE(itself.rows[0].detail.find("neither file has a result"), std::string::npos);
+  EXPECT_FALSE(itself.failed());
 }
 
 TEST(compare, nothing_shared_or_other_gpus_are_refused) {

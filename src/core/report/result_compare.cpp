@@ -405,6 +405,11 @@ comparison_row judge(const result_entry& b, const result_entry& n, const compare
     row.detail = n.has_result ? "a variant failed verification" : "no variant passed verification";
     return row;
   }
+  if (!n.has_result && !b.has_result) {  // no variant ran it in either: nothing changed (a file against itself)
+    row.result = verdict::same;
+    row.detail = "neither file has a result for it (no variant ran)";
+    return row;
+  }
   if (!n.has_result) {
     row.result = verdict::missing;
     row.detail = "no variant produced a result";
