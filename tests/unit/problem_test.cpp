@@ -102,3 +102,19 @@ TEST(problem, json_round_trip) {
   EXPECT_EQ(q.layout, p.layout);
   EXPECT_EQ(q.beta, 0.5);
 }
+
+// A problem's words name alpha and beta where they are not 1 and 0 (beta reads C: another problem),
+// as compare keyed it; the banners and suite tables printed the plain problem.
+TEST(problem, its_words_name_alpha_and_beta_where_they_are_not_1_and_0) {
+  gemm_problem p;
+  p.m = p.n = p.k = 64;
+  p.type = dtype::f16;
+  p.layout = parse_layout("nn");
+  EXPECT_EQ(p.describe(), "64x64x64 f16 nn");
+  p.alpha = 2;
+  p.beta = 1;
+  EXPECT_EQ(p.describe(), "64x64x64 f16 nn alpha 2 beta 1");
+  p.alpha = 1;
+  p.beta = 0.5;
+  EXPECT_EQ(p.describe(), "64x64x64 f16 nn alpha 1 beta 0.5");
+}

@@ -128,6 +128,8 @@ std::string gemm_problem::describe() const {
   // A scaling other than the dtype's own (fp8's rowwise or block scales) is a different problem.
   if (scaling != default_scaling(type)) s += fmt::format(" {}-scaled", to_string(scaling));
   if (out && *out != row_of(type).c) s += fmt::format(", {} out", to_string(*out));
+  // C = alpha * A * B + beta * C: other scalars than 1 and 0 are another problem (beta reads C).
+  if (alpha != 1.0 || beta != 0.0) s += fmt::format(" alpha {} beta {}", alpha, beta);
   return s;
 }
 

@@ -16,11 +16,7 @@
 
 namespace tiletune {
 
-std::string problem_key(const gemm_problem& p) {
-  std::string key = p.describe();
-  if (p.alpha != 1.0 || p.beta != 0.0) key += fmt::format(" alpha {} beta {}", p.alpha, p.beta);
-  return key;
-}
+std::string problem_key(const gemm_problem& p) { return p.describe(); }  // alpha and beta in it where not 1 and 0
 
 namespace {
 
