@@ -156,6 +156,10 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
   } else {
     out += "\nno variant ran correctly in that measurement\n";
   }
+  // The stored result's notes, as a fresh plan prints its own: why rank 1 may read slower than rank 2
+  // (re-timed beside cuBLASLt), what has not run on a GPU.
+  for (const auto& n : result.value("notes", nlohmann::json::array()))
+    if (n.is_string()) out += "note: " + n.get<std::string>() + "\n";
   return out;
 }
 

@@ -667,6 +667,8 @@ TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
   // The table says so too.
   const result table = run(h100_4096({"--db", db.string()}));
   EXPECT_NE(table.out.find("from the tuning database"), std::string::npos) << table.out;
+  // ...and prints the stored result's notes, as a fresh plan prints its own (it printed none).
+  for (const auto& n : j["notes"]) EXPECT_NE(table.out.find("note: " + n.get<std::string>()), std::string::npos) << n;
   // --no-db plans with the model; another GPU model has no records.
   const auto plain = nlohmann::json::parse(run(h100_4096({"--no-db", "--json"})).out);
   EXPECT_EQ(plain["mode"], "predicted");
