@@ -194,6 +194,17 @@ TEST(model_gemms, routed_experts_are_grouped_problems) {
   EXPECT_TRUE(noted);
   EXPECT_THROW(model_gemms(load_model("llama-3-8b"), 64, model_phase::decode, dtype::bf16, 1, parse_routing("uniform")),
                usage_error);
+  // Prefill and decode run forward only: their notes name no backward GEMM (a decode step's spoke of
+  // data-grad and weight-grad GEMMs it has not).
+  for (const auto phase : {model_phase::prefill, model_phase::decode})
+    for (const auto& routing : {std::optional<expert_routing>(parse_routing("zipf:1.2")), std::optional<expert_routing>()}) {
+      const auto f = model_gemms(mixtral, 64, phase, dtype::bf16, 1, routing);
+      ASSERT_FALSE(f.notes.empty());
+      for (const auto& n : f.notes) {
+        EXPECT_EQ(n.find("data-grad"), std::string::npos) << n;
+        EXPECT_EQ(n.find("weight-grad"), std::string::npos) << n;
+      }
+    }
   // Uniform routing is another problem, with its own key.
   const auto u = model_gemms(mixtral, 4096, model_phase::prefill, dtype::bf16, 1, parse_routing("uniform"));
   for (const auto& p : u.suite.problems)

@@ -187,17 +187,21 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
         lm_head_rows(m.vocab_size, tp, phase), m.vocab_size,
         phase == model_phase::train ? "Megatron-LM's, padded to a multiple of 128 x the ranks"
                                     : "vLLM's, padded to a multiple of 64, then split"));
+  // (Prefill and decode run forward only: their notes name no backward GEMM.)
+  const bool train = phase == model_phase::train;
   if (experts && routing)
     out.notes.push_back(fmt::format(
-        "routed experts' forward and data-grad GEMMs are grouped GEMMs of the tokens routed {} to {} experts each "
-        "(contiguous, no capacity padding; only a family with a grouped kernel runs them); their weight-grad GEMMs are batched "
-        "over each expert's average rows (rounded up to a whole row)",
-        routing->name(), m.experts_per_token));
+        "routed experts' {} grouped GEMMs of the tokens routed {} to {} experts each (contiguous, no capacity "
+        "padding; only a family with a grouped kernel runs them){}",
+        train ? "forward and data-grad GEMMs are" : "GEMMs are", routing->name(), m.experts_per_token,
+        train ? "; their weight-grad GEMMs are batched over each expert's average rows (rounded up to a whole row)"
+              : ""));
   else if (experts)
-    out.notes.push_back(
+    out.notes.push_back(fmt::format(
         "routed experts are a batched GEMM of each expert's average rows (uniform routing), rounded up to a whole row "
         "(with fewer routed rows than experts, one row each for as many experts as rows); --routing makes their "
-        "forward and data-grad GEMMs grouped GEMMs of routed rows");
+        "{} grouped GEMMs of routed rows",
+        train ? "forward and data-grad GEMMs" : "GEMMs"));
   return out;
 }
 
