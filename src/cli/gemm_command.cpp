@@ -107,8 +107,10 @@ void add_problem_options(CLI::App* cmd, gemm_options* o) {
   // A suite names each problem whole: a problem flag beside it would be ignored, so it is refused.
   for (const char* flag : {"--m", "--n", "--k", "--batch", "--dtype", "--layout", "--alpha", "--beta", "--scaling", "--out-dtype"})
     cmd->get_option("--suite")->excludes(cmd->get_option(flag));
-  // A model's GEMMs take their shapes and layouts from the model; --dtype stays.
-  for (const char* flag : {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite"})
+  // A model's GEMMs take their shapes and layouts from the model; --dtype stays. Their fp8 scaling and
+  // C are --fp8's recipe: --scaling and --out-dtype were ignored (a bf16 step took --scaling rowwise).
+  for (const char* flag :
+       {"--m", "--n", "--k", "--batch", "--layout", "--alpha", "--beta", "--suite", "--scaling", "--out-dtype"})
     cmd->get_option("--model")->excludes(cmd->get_option(flag));
   for (const char* flag : {"--m", "--batch", "--suite", "--model"})
     cmd->get_option("--groups")->excludes(cmd->get_option(flag));

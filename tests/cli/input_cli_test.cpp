@@ -348,7 +348,7 @@ TEST(input, option_values_taken_silently_before_are_refused_naming_the_option) {
   // gemm --model --fp8 sets each GEMM's scaling and C: --scaling and --out-dtype beside it are refused.
   expect_refused({"gemm", "--model", "gpt2", "--tokens", "64", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--fp8",
                   "rowwise", "--scaling", "block"},
-                 {"--fp8 excludes --scaling"});
+                 {"excludes --scaling"});  // (--model excludes it, with --fp8 or without)
 }
 
 // A truncated or mistyped input file is named with where it breaks, in words (no JSON library's
@@ -834,6 +834,17 @@ TEST(input, an_offline_plan_names_the_measuring_options_it_does_not_use) {
                              "--budget-s", "5"});
   EXPECT_EQ(budget.code, 0) << budget.err;
   EXPECT_NE(budget.err.find("--budget-s 5 has no effect on one problem"), std::string::npos) << budget.err;
+}
+
+// A model step's fp8 scaling and C come from --fp8's recipe: --scaling and --out-dtype beside --model
+// are refused (they were ignored, a bf16 step taking --scaling rowwise without a word).
+TEST(input, a_models_step_refuses_the_single_gemms_scaling_and_c_type) {
+  for (const std::vector<std::string>& flag : {std::vector<std::string>{"--scaling", "rowwise"}, {"--out-dtype", "f32"}}) {
+    std::vector<std::string> a = {"gemm", "--model", "gpt2", "--tokens", "16", "--phase", "decode", "--gpu", "h100-sxm",
+                                  "--no-db", "--dtype", "e4m3"};
+    a.insert(a.end(), flag.begin(), flag.end());
+    expect_refused(a, {"--model excludes " + flag[0]});
+  }
 }
 
 // A real number a double does not hold as written is refused, not read as inf or 0 and then judged.
