@@ -143,9 +143,13 @@ class gemm_run {
   // The command's JSON: the problem's result, or the suite's.
   nlohmann::json assemble() const {
     if (!o_.is_suite()) return results_[0];
-    bool all_measured = true;
-    for (const auto& r : results_)
+    // Measured where every result is; with none (a shard no problem hashes to), where this run measures.
+    bool all_measured = true, any = false;
+    for (const auto& r : results_) {
       all_measured = all_measured && (r.is_null() || is_measured_result(r));
+      any = any || !r.is_null();
+    }
+    if (!any) all_measured = measure_;
     nlohmann::json j;
     const auto& suite = work_.suite;
     const auto& shard = work_.shard;
@@ -160,6 +164,9 @@ class gemm_run {
                              {"phase", o_.model.phase},
                              {"tensor_parallel", o_.model.tensor_parallel}};
       if (o_.model.sequences) j["suite"]["model"]["sequences"] = *o_.model.sequences;
+      // What else made the step's GEMMs what they are: the fp8 recipe and the experts' routing.
+      if (o_.model.fp8 != "none") j["suite"]["model"]["fp8"] = o_.model.fp8;
+      if (o_.groups.routing) j["suite"]["model"]["routing"] = *o_.groups.routing;
       if (!work_.shard) j["model_step"] = model_step_json(results_, work_.counts, suite);
     }
     if (shard)

@@ -69,6 +69,22 @@ TEST(fleet_cli, a_bad_shard_exits_2_naming_it) {
   EXPECT_EQ(run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--store-plans", "--no-db"}).code, 2);
 }
 
+// An offline shard that no problem hashes to is a predicted result, as every other offline shard is
+// (it said "measured", so compare refused it beside its siblings and report called it timed).
+TEST(fleet_cli, an_empty_offline_shard_is_predicted) {
+  const fs::path suite = small_suite();
+  int empty = 0;
+  for (int i = 0; i < 8; ++i) {
+    const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db", "--shard",
+                          std::to_string(i) + "/8", "--json", "--quiet"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["mode"], "predicted") << i;
+    empty += j["results"].empty();
+  }
+  EXPECT_GT(empty, 0);  // five problems over eight shards: some shard is empty
+}
+
 TEST(fleet_cli, shards_of_an_offline_suite_run_at_once_merge_and_answer_every_problem) {
   const fs::path suite = small_suite(), dir = tmp_dir() / "shards";
   fs::remove_all(dir);

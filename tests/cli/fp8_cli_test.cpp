@@ -147,6 +147,7 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
   ASSERT_EQ(step.code, 0) << step.err;
   const nlohmann::json sj = nlohmann::json::parse(step.out);
   EXPECT_EQ(sj["model_step"]["gemms_without_variant"], 0) << sj["model_step"].dump(1);
+  EXPECT_EQ(sj["suite"]["model"].value("fp8", ""), "tensorwise");  // the suite records the recipe it ran
   // torchao's rowwise recipe too: every GEMM e4m3 with rowwise scales, the backward's on copies.
   const result rw_step = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "train", "--fp8", "rowwise",
                               "--gpu", "l40s", "--dry-run", "--json"});
