@@ -1,5 +1,6 @@
 #include "core/gemm/tensor_map_spec.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -176,4 +177,26 @@ TEST(wgmma_launch, export_says_how_to_launch_a_variant) {
   EXPECT_EQ(l.tensor_maps[1].global_dims, (std::vector<std::int64_t>{4096, 4096, 1}));
   EXPECT_EQ(l.tensor_maps[0].global_strides_bytes[0], 4096 * 2);
   EXPECT_EQ(l.tensor_maps[0].data_type, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
+}
+
+// A stream-K export states its workspace in the requirements the host header prints: the size for
+// this problem and GPU and that it is zeroed once (the header named the buffer only). A swap-AB
+// export's grid rule says its M and N are the problem's, not the exchanged parameters'.
+TEST(wgmma_launch, an_export_states_the_stream_k_workspace_and_the_swap_ab_rules_m_and_n) {
+  const device_spec& d = find_preset("h100-sxm");
+  const auto p = map_problem(512, 1024, 4096, dtype::bf16, "nt");
+  tile_config sk = wgmma_tile(128, 128, 64, 1, 4);
+  set_wgmma_stream_k(sk, true);
+  const kernel_launch l = describe_launch(sk, p, d);
+  const std::string size = fmt::format("stream-K: workspace of {} bytes for this problem on {} SMs",
+                                       wgmma_stream_k_workspace_bytes(sk, p, d.sm_count), d.sm_count);
+  bool stated = false;
+  for (const auto& r : l.requirements) stated = stated || (r.find(size) != std::string::npos && r.find("zeroed once") != std::string::npos);
+  EXPECT_TRUE(stated) << size;
+  EXPECT_GT(wgmma_stream_k_workspace_bytes(sk, p, d.sm_count), 0);
+  tile_config swab = wgmma_tile(64, 128, 64, 1, 4);
+  set_wgmma_swap_ab(swab, true);
+  EXPECT_NE(describe_launch(swab, map_problem(16, 4096, 4096, dtype::bf16, "nt"), d).grid_rule.find("the problem's"),
+            std::string::npos);
+  EXPECT_EQ(l.grid_rule.find("exchanged"), std::string::npos);
 }

@@ -89,6 +89,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
                     : fmt::format("(min(output tiles = batch * ceil(M / {}) * ceil(N / {}), SM count {}), 1, 1): "
                                   "a persistent grid that loops over the tiles",
                                   c.block_m, c.block_n, d.sm_count);
+  // Swap-AB: the rule's M and N are the problem's, which the parameters M and N carry exchanged.
+  if (wgmma_swap_ab(c)) l.grid_rule += "; M and N here are the problem's (the parameters M and N hold them exchanged)";
   const std::string elem = element_c_type(p.elements().c);  // C's: bf16 for fp8 inputs
   const std::string map_type = "const __grid_constant__ CUtensorMap";
   const bool swap = wgmma_swap_ab(c);
@@ -218,11 +220,18 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
     l.requirements.push_back(
         "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "
         "NOT YET RUN ON A GPU: proven by host emulation and its compile only");
-  if (wgmma_stream_k(c))
+  if (wgmma_stream_k(c)) {
     l.requirements.push_back(
         "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "
         "resident at once: no other kernel may hold an SM while it runs (tiletune's own launches ran correct on "
         "an H200, 2026-11-26)");
+    // The workspace's size and zeroing, which the host header prints from here (as mma's split-K
+    // workspace): a caller of the header alone passed a buffer of no stated size, not zeroed.
+    l.requirements.push_back(fmt::format(
+        "stream-K: workspace of {} bytes for this problem on {} SMs (one fp32 {}x{} slot per stream-K worker, then "
+        "one 32-bit flag per worker), zeroed once before the first launch (every launch leaves the flags zero)",
+        wgmma_stream_k_workspace_bytes(c, p, d.sm_count), d.sm_count, c.block_m, c.block_n));
+  }
   return l;
 }
 
