@@ -590,6 +590,25 @@ TEST(cli, only_selecting_nothing_that_runs_says_so_and_exits_2) {
   }
 }
 
+// A suite problem no variant runs is that problem's outcome with --export as without it: the rest is
+// exported and the run exits 0, saying what was not (it exited 2 beside the files it wrote).
+TEST(cli, export_of_a_suite_with_a_problem_no_variant_runs_exports_the_rest) {
+  const fs::path suite = tmp_dir() / "export-partly.json", dir = tmp_dir() / "export-partly";
+  fs::remove_all(dir);
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "partly", "problems": [
+    {"name": "runs", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
+    {"name": "fp8", "m": 64, "n": 64, "k": 64, "dtype": "e4m3", "layout": "nt"}]})";
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "a100-sxm-80gb", "--no-db", "--export",
+                        dir.string(), "--quiet"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("nothing to export for 64x64x64 e4m3 nt: no variant is ok (the suite's other problems are "
+                       "exported)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_directory(dir / "runs"));
+  EXPECT_FALSE(fs::exists(dir / "fp8"));
+}
+
 TEST(cli, export_of_a_suite_goes_into_a_folder_per_problem) {
   const fs::path suite = tmp_dir() / "export-suite.json";
   std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "mini", "problems": [
