@@ -250,10 +250,12 @@ problem's _g<groups>_<hash>), unique per variant and problem, so several
 exports (a model's GEMMs too) link into one program (ID.cubin keeps
 tiletune's own name, tiletune_gemm). With --suite, each problem's kernels go
 into a subfolder named after the problem (characters other than
-letters, digits, '.', '_' and '-' become '-'). When a wanted variant is
-not ok, nothing is written for it and the exit code is 1 if it failed on the
-GPU (incorrect, launch_error, timeout), else 2 (pruned, compile_error,
-resource_limit, or no variant ok at all).
+letters, digits, '.', '_' and '-' become '-'); two entries of one problem
+that recommend one kernel export it once, in the first one's folder. When a
+wanted variant is not ok, nothing is written for it and the exit code is 1 if
+it failed on the GPU (incorrect, launch_error, timeout), else 2 (pruned,
+compile_error, resource_limit, or no variant ok at all); a suite's problem
+that no variant runs is its outcome, said, and the rest is exported.
 
 --export compiles (and on a GPU measures) afresh instead of answering from
 the tuning database, which keeps results, not kernels.

@@ -1,6 +1,7 @@
 // --export: the chosen variants of a gemm run written to a folder as source,
 // cubin, launch JSON and host header, and the exit code that says what could not be.
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
                              const std::vector<std::optional<gemm_plan>>& plans, const run_info& run) {
   kernel_export e;
   std::set<std::string> folders;
+  std::map<std::string, std::string> exported_as;  // variant and problem -> the folder it went into
   bool failed_on_gpu = false, cannot_run = false;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!plans[i]) continue;  // --export never answers from the database (it holds no kernels)
@@ -49,6 +51,15 @@ kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
                                        o.is_suite() ? " (the suite's other problems are exported)" : ""));
     }
     for (const variant_result* v : chosen) {
+      // Two suite entries of one problem recommend the same kernel under one C name: exported once, so
+      // the export's .cu files link into one program (each defined it again).
+      const std::string same = v->config.id() + "\x1f" + plan.problem.describe();
+      if (v->status == variant_status::ok && !exported_as.emplace(same, folder).second) {
+        e.refusals.push_back(fmt::format("{}: the same kernel and problem as {} ({}), exported there only, so that "
+                                         "the export's .cu files link into one program",
+                                         folder, exported_as[same], v->config.id()));
+        continue;
+      }
       if (v->status != variant_status::ok) {
         (failed_on_the_gpu(v->status) ? failed_on_gpu : cannot_run) = true;
         e.refusals.push_back(fmt::format("{} is {} for {}{}; not exported", v->config.id(), to_string(v->status),

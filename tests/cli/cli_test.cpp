@@ -609,6 +609,24 @@ TEST(cli, export_of_a_suite_with_a_problem_no_variant_runs_exports_the_rest) {
   EXPECT_FALSE(fs::exists(dir / "fp8"));
 }
 
+// Two suite entries of one problem recommend one kernel under one C name: it is exported once, so
+// the export's .cu files link into one program (each folder defined it again).
+TEST(cli, export_of_a_suite_writes_one_kernel_of_one_problem_once) {
+  const fs::path suite = tmp_dir() / "export-twice.json", dir = tmp_dir() / "export-twice";
+  fs::remove_all(dir);
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "twice", "problems": [
+    {"name": "q", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
+    {"name": "o", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
+    {"name": "x", "m": 128, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"}]})";
+  const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db", "--export", dir.string(),
+                        "--quiet"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_directory(dir / "q"));
+  EXPECT_TRUE(fs::is_directory(dir / "x"));
+  EXPECT_FALSE(fs::exists(dir / "o"));
+  EXPECT_NE(r.err.find("o/: the same kernel and problem as q/"), std::string::npos) << r.err;
+}
+
 TEST(cli, export_of_a_suite_goes_into_a_folder_per_problem) {
   const fs::path suite = tmp_dir() / "export-suite.json";
   std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "mini", "problems": [
