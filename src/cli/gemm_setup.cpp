@@ -49,6 +49,9 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
     if (o.groups.top_k && o.model.tokens == 0)
       throw usage_error(fmt::format("--groups {} --top-k {} routes --tokens T to the groups: give --tokens, 1 or more",
                                     count, *o.groups.top_k));
+    if (o.model.tokens > 0 && !o.groups.top_k)  // the tokens given: only the experts each takes is missing
+      throw usage_error(fmt::format("--groups {} --tokens {} routes each token to --top-k K of the groups: give --top-k",
+                                    count, o.model.tokens));
     if (o.model.tokens == 0 || !o.groups.top_k)
       throw usage_error(fmt::format(
           "--groups {} needs each group's rows: --m-per-group R,R,..., or --tokens T --top-k K", count));

@@ -96,6 +96,9 @@ TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
   };
   expect_bad_usage(with({"--groups", "3", "--m-per-group", "1,2"}), "gives the rows of 2 groups, --groups says 3");
   expect_bad_usage(with({"--groups", "3"}), "--m-per-group R,R,..., or --tokens T --top-k K");
+  // --tokens given: only --top-k is missing, and the message says so (it asked for --tokens too).
+  expect_bad_usage(with({"--groups", "3", "--tokens", "16"}), "--groups 3 --tokens 16 routes each token to --top-k K of "
+                                                              "the groups: give --top-k");
   expect_bad_usage(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
   expect_bad_usage(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");
   expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--routing", "zipf:1"}), "--m-per-group the rows");

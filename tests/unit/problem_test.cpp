@@ -118,3 +118,10 @@ TEST(problem, its_words_name_alpha_and_beta_where_they_are_not_1_and_0) {
   p.beta = 0.5;
   EXPECT_EQ(p.describe(), "64x64x64 f16 nn alpha 1 beta 0.5");
 }
+
+// One group is one group (the banner said "in 1 groups").
+TEST(problem, one_group_is_named_in_the_singular) {
+  gemm_problem p = grouped_problem(groups_of_rows({439}, group_layout::contiguous), 2048, 1024, dtype::bf16,
+                                   parse_layout("nt"));
+  EXPECT_NE(p.describe().find(" in 1 group ("), std::string::npos) << p.describe();
+}

@@ -121,7 +121,7 @@ std::int64_t gemm_problem::ldb() const { return layout.b_transposed ? k : n; }
 std::string gemm_problem::describe() const {
   std::string s = fmt::format("{}x{}x{}", m, n, k);
   if (groups)
-    s += fmt::format(" in {} groups ({}, {})", groups->count(),
+    s += fmt::format(" in {} group{} ({}, {})", groups->count(), groups->count() == 1 ? "" : "s",
                      groups->routing == "given" ? "rows given" : groups->distribution(), to_string(groups->layout));
   if (batch != 1) s += fmt::format(" batch {}", batch);
   s += fmt::format(" {} {}", to_string(type), layout.name());
