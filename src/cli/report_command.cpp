@@ -38,7 +38,8 @@ What each kind of file draws (the file's "schema" decides):
                                   tokens/s by micro-batch; the recommendation marked
   compare (tiletune.compare/1)    per problem, the change with its verdict's colour
                                   and the noise band
-  db (tiletune.tuning-db-list/1)  recorded TFLOP/s per problem and GPU
+  db (tiletune.tuning-db-list/1,  recorded TFLOP/s per problem and GPU
+      tiletune.tuning-export/1)
 Every section says in words whether its figures are measured or predicted.
 
 The page is one file: Vega (https://vega.github.io) is read from Debian's
@@ -90,7 +91,7 @@ void add_report_command(CLI::App& app, run_context& ctx) {
   auto* cmd = app.add_subcommand("report", "Draw result files as one self-contained HTML page of charts");
   cmd->add_option("FILE", o->files,
                   "Result files: gemm (--out of `tiletune gemm`), a suite result, a batch plan, a compare/check "
-                  "--out, a `db list --json` export")
+                  "--out, a `db list --json` or `db export --format json` export")
       ->required();
   cmd->add_option("--out", o->out, "The HTML page to write")->capture_default_str()->check(refuse_empty_path);
   cmd->add_option("--goal", o->report.goal_vs_reference,
