@@ -214,7 +214,7 @@ std::filesystem::path database_file(const batch_options& o) {
 batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d, const batch_options& o) {
   if (o.no_db) return plan_batch(s, d);
   const std::filesystem::path file = database_file(o);
-  refuse_folder_as_db(file);
+  check_db_path(file, o.db);
   if (!std::filesystem::exists(file)) {
     if (!o.db.empty()) throw usage_error(fmt::format("--db {}: no such file", o.db));
     return plan_batch(s, d);

@@ -112,7 +112,7 @@ void run_import(const db_options& o, run_context& ctx) {
 
 void run_list(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
-  check_named_db(o.file);
+  check_db_path(path, o.file);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     gpu_filter(o.gpu, nullptr);  // an unknown --gpu is refused with or without a database
@@ -210,7 +210,7 @@ void run_show(const db_options& o, run_context& ctx) {
 // Rewrites the file without its free pages (an upgraded or often rewritten database).
 void run_vacuum(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
-  refuse_folder_as_db(path);
+  check_db_path(path, o.file);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there", path.string()));

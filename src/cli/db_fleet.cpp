@@ -55,7 +55,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   const std::string given = !o.file.empty() ? o.file : o.group_db ? *o.group_db : std::string();
   const fs::path file = given.empty() ? default_tuning_db_path() : fs::path(given);
   if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file}});
-  refuse_folder_as_db(file);
+  check_db_path(file, given);
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));

@@ -47,13 +47,9 @@ class gemm_run {
     // A problem no variant can run would be planned empty: one problem is refused; a suite's (or a
     // model step's) is its outcome, the others planned, unless none of them can run. A dtype the GPU
     // has no math for is one such (it refused the whole suite, a GPU without any family's not).
-    if (work_.suite.problems.size() == 1) check_has_rate(work_.suite.problems.front().problem, device_.spec);
     std::string none_runs;
     for (const auto& sp : work_.suite.problems) {
       std::string why = why_no_variant_runs(sp.problem, device_.spec);
-      if (why.empty() && device_.spec.peak_tflops(sp.problem.type) <= 0)
-        why = fmt::format("{}: the {} has no {} math", sp.problem.describe(), device_.spec.name,
-                          to_string(sp.problem.type));
       if (why.empty()) {
         none_runs.clear();
         break;
@@ -81,7 +77,7 @@ class gemm_run {
     // An offline plan that stores nothing reads a database that exists, and creates none.
     const bool stores = measure_ || o_.tuning.store_plans;
     const std::filesystem::path db_file = database_of(o_);  // empty under --no-db
-    if (!db_file.empty()) check_named_db(o_.tuning.db);
+    if (!db_file.empty()) check_db_path(db_file, o_.tuning.db);
     const bool db_exists = !db_file.empty() && std::filesystem::exists(db_file);
     // A read-only database answers, and is left as it is (--store-plans refused it before); so does
     // one that this run only reads.

@@ -8,27 +8,21 @@
 
 namespace tiletune::cli {
 
-void refuse_folder_as_db(const std::filesystem::path& file) {
+void check_db_path(const std::filesystem::path& path, const std::string& named) {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec))
-    throw usage_error(fmt::format("--db {} is a directory; give the name of a regular file", file.string()));
-}
-
-void check_named_db(const std::string& file) {
-  if (file.empty()) return;  // the default database's folder is made beside the compile cache
-  const std::filesystem::path path(file);
-  refuse_folder_as_db(path);
+  if (std::filesystem::is_directory(path, ec))
+    throw usage_error(fmt::format("--db {} is a directory; give the name of a regular file", path.string()));
   // A folder the user named must exist, as for --out: a mistyped one would read nothing, silently.
-  std::error_code ec;
-  if (path.has_parent_path() && !std::filesystem::is_directory(path.parent_path(), ec))
-    throw usage_error(fmt::format("--db {}: the folder {} does not exist", file, path.parent_path().string()));
+  // (The default database's folder is made beside the compile cache.)
+  const std::filesystem::path given(named);
+  if (!named.empty() && given.has_parent_path() && !std::filesystem::is_directory(given.parent_path(), ec))
+    throw usage_error(fmt::format("--db {}: the folder {} does not exist", named, given.parent_path().string()));
 }
 
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode) {
   if (off) return nullptr;
   const std::filesystem::path path = file.empty() ? default_tuning_db_path() : std::filesystem::path(file);
-  refuse_folder_as_db(path);
-  check_named_db(file);
+  check_db_path(path, file);
   return std::make_unique<tuning_db>(path, mode);
 }
 

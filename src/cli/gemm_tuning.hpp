@@ -14,16 +14,15 @@ namespace tiletune::cli {
 
 // The tuning database unless --no-db: --db FILE, or beside the compile cache. A command that
 // only reads opens it with open_mode::read (nothing in the file changes); a --db FILE in a
-// folder that does not exist is refused (check_named_db).
+// folder that does not exist is refused (check_db_path).
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off,
                                           tuning_db::open_mode mode = tuning_db::open_mode::create);
 
-// A database path that is a folder is a bad value (exit 2), as for --out, --into and every input
-// file; a device or FIFO there is refused by tuning_db itself (exit 3, docs/guarantees.md).
-void refuse_folder_as_db(const std::filesystem::path& file);
-// A --db the user named (empty: the default) is no folder, and its folder exists (exit 2): checked
-// where the file is opened, and where a missing file is read as an empty database.
-void check_named_db(const std::string& file);
+// The database at `path` (`named`: the --db the user gave, empty for the default) is no folder, and
+// a folder the user named exists: else a bad value (exit 2), as for --out, --into and every input
+// file. Checked where the file is opened, and where a missing file reads as an empty database; a
+// device or FIFO there is refused by tuning_db itself (exit 3, docs/guarantees.md).
+void check_db_path(const std::filesystem::path& path, const std::string& named);
 
 // The GPU model a record is filed under: the preset's name, else the GPU's own.
 std::string device_model_of(const device_spec& d);

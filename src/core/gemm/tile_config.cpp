@@ -39,6 +39,12 @@ nlohmann::json tile_to_json(const tile_config& c) {
   return j;
 }
 
+tile_config recommended_tile_from_json(const nlohmann::json& rec) {
+  nlohmann::json tile = rec.at("tile");
+  if (tile.is_object() && !tile.contains("family") && rec.contains("family")) tile["family"] = rec["family"];
+  return tile_from_json(tile);
+}
+
 tile_config tile_from_json(const nlohmann::json& j) {
   tile_config c;
   c.block_m = j.at("block_m").get<int>();

@@ -56,5 +56,8 @@ struct tile_config {
 
 nlohmann::json tile_to_json(const tile_config& c);
 tile_config tile_from_json(const nlohmann::json& j);
+// The tile of a result's "recommendation": its "tile", with the recommendation's "family" where the
+// tile names none (as results write it). Throws as tile_from_json does.
+tile_config recommended_tile_from_json(const nlohmann::json& recommendation);
 
 }  // namespace tiletune

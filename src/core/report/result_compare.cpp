@@ -196,10 +196,8 @@ void check_recommended_tile(const nlohmann::json& rec, const std::string& where)
   for (const char* k : {"block_m", "block_n", "block_k"})
     if (!tile.contains(k) || !tile[k].is_number_integer() || tile[k].get<std::int64_t>() <= 0)
       throw usage_error(fmt::format("{}: \"{}\" is {}, not a whole size", at, k, tile.contains(k) ? tile[k].dump() : "missing"));
-  nlohmann::json with_family = tile;
-  if (!with_family.contains("family") && rec.contains("family")) with_family["family"] = rec["family"];
   try {
-    (void)tile_from_json(with_family);
+    (void)recommended_tile_from_json(rec);
   } catch (const nlohmann::json::exception& e) {
     throw usage_error(fmt::format("{}: a field of the wrong type: {}", at, json_error_text(e)));
   } catch (const std::exception& e) {

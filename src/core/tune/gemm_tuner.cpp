@@ -48,13 +48,11 @@ void check_fits_memory(const gemm_problem& p, const device_spec& d) {
   }
 }
 
-void check_has_rate(const gemm_problem& p, const device_spec& d) {
-  if (d.peak_tflops(p.type) > 0) return;
-  throw usage_error(fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(), to_string(p.type),
-                                is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : ""));
-}
-
 std::string why_no_variant_runs(const gemm_problem& p, const device_spec& d) {
+  // A GPU with no math for the operand type (fp8 before sm_89): no family runs any variant of it.
+  if (d.peak_tflops(p.type) <= 0)
+    return fmt::format("{}: the {} ({}) has no {} math{}", p.describe(), d.name, d.arch(), to_string(p.type),
+                       is_fp8(p.type) ? ": fp8 tensor cores came with sm_89 (Ada) and sm_90 (Hopper)" : "");
   struct reason {
     std::string family, constraint, first_message;
     std::size_t variants = 0;

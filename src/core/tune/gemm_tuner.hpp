@@ -80,12 +80,10 @@ compile_job make_compile_job(const tile_config& c, dtype t, layout l, const devi
 
 // Throws usage_error when A, B and C cannot fit the device's memory together.
 void check_fits_memory(const gemm_problem& p, const device_spec& d);
-// Throws usage_error when the device has no rate for the problem's operand type (fp8 before sm_89):
-// no family could run any variant of it there.
-void check_has_rate(const gemm_problem& p, const device_spec& d);
-// Why no variant of any family can run the problem on the device, whatever its tile (bf16 on the
-// B200, whose tensor cores run tcgen05, which no family builds; a grouped GEMM before Hopper): each
-// constraint broken, with its count and first message. Empty where some variant can.
+// Why no variant of any family can run the problem on the device, whatever its tile: the device has
+// no math for its operand type (fp8 before sm_89), or each constraint broken, with its count and first
+// message (bf16 on the B200, whose tensor cores run tcgen05, which no family builds; a grouped GEMM
+// before Hopper). Empty where some variant can.
 std::string why_no_variant_runs(const gemm_problem& p, const device_spec& d);
 
 // Enumerate, prune by constraints, compile (in parallel), prune by resources,

@@ -25,10 +25,8 @@ struct recommended {
 recommended recommended_tile(const tuning_record& r) {
   const auto rec = r.result.value("recommendation", nlohmann::json());
   if (!rec.is_object() || !rec.contains("tile")) return {std::nullopt, "no variant could run this problem"};
-  nlohmann::json tile = rec["tile"];
-  if (tile.is_object() && !tile.contains("family") && rec.contains("family")) tile["family"] = rec["family"];
   try {
-    return {tile_from_json(tile), ""};
+    return {recommended_tile_from_json(rec), ""};
   } catch (const nlohmann::json::exception&) {
     return {std::nullopt, "its stored tile is unreadable (a size missing or not a whole number)"};
   } catch (const std::exception& e) {
