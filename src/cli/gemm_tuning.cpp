@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "core/errors.hpp"
 #include "core/version.hpp"
 #include "core/plan_mode.hpp"
 

@@ -5,6 +5,7 @@
 #include "core/train/training_framework.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
