@@ -71,3 +71,14 @@ TEST(suite, a_problem_without_a_layout_is_nt_as_gemm_defaults) {
   EXPECT_EQ(s.problems[0].problem.layout.name(), "nt");
   EXPECT_EQ(s.problems[1].problem.layout.name(), "nn");
 }
+
+// validate() words its refusals for gemm's flags; a suite's refusal names the field the file holds.
+TEST(suite, a_refused_value_is_named_by_its_field_not_a_flag) {
+  const std::string out = suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "a", "m": 8, "n": 8, "k": 8, "dtype": "bf16", "out_dtype": "f32"}]})");
+  EXPECT_NE(out.find("\"out_dtype\": f32 is not offered for dtype bf16"), std::string::npos) << out;
+  EXPECT_EQ(out.find("--"), std::string::npos) << out;
+  const std::string batch = suite_error_of(R"({"schema": "tiletune.suite/1", "problems": [
+      {"name": "a", "m": 8, "n": 8, "k": 8, "batch": 70000, "dtype": "bf16"}]})");
+  EXPECT_NE(batch.find("\"batch\": 70000 is too large"), std::string::npos) << batch;
+}

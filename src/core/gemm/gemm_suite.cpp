@@ -78,8 +78,10 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     } catch (const usage_error& e) {
       // validate() speaks of gemm's flags ("--m 0 is invalid"); here the value is the suite's field "m".
       std::string why = e.what();
-      for (const char* key : {"m", "n", "k", "batch", "alpha", "beta"})
-        if (why.rfind(fmt::format("--{} ", key), 0) == 0) why = fmt::format("\"{}\": {}", key, why.substr(std::string(key).size() + 3));
+      for (const auto& [flag, key] : {std::pair{"m", "m"}, {"n", "n"}, {"k", "k"}, {"batch", "batch"}, {"alpha", "alpha"},
+                                      {"beta", "beta"}, {"out-dtype", "out_dtype"}})
+        if (why.rfind(fmt::format("--{} ", flag), 0) == 0)
+          why = fmt::format("\"{}\": {}", key, why.substr(std::string(flag).size() + 3));
       throw usage_error(fmt::format("{}: {}", which, why));
     }
     if (!names.insert(sp.name).second) throw usage_error(fmt::format("{}: the name is used twice", which));
