@@ -276,6 +276,18 @@ TEST(result_file, a_problem_the_tool_would_refuse_is_refused_naming_the_field) {
     }
 }
 
+// Another kind of tiletune file is named by its schema before any field a result needs: a suite's
+// definition given where its result belongs (check --baseline S.json) says so and how to make one.
+TEST(result_file, a_suite_definition_or_other_file_is_named_by_its_schema) {
+  const std::string definition = compare_refusal(
+      {{"schema", "tiletune.suite/1"}, {"problems", {{{"m", 8}, {"n", 8}, {"k", 8}, {"dtype", "bf16"}}}}});
+  EXPECT_NE(definition.find("r.json: schema \"tiletune.suite/1\" is not a gemm result"), std::string::npos) << definition;
+  EXPECT_NE(definition.find("suite's definition"), std::string::npos) << definition;
+  EXPECT_NE(definition.find("--suite FILE --out R.json"), std::string::npos) << definition;
+  const std::string plan = compare_refusal({{"schema", "tiletune.batch/1"}, {"mode", "predicted"}});
+  EXPECT_NE(plan.find("schema \"tiletune.batch/1\" is not a gemm result"), std::string::npos) << plan;
+}
+
 // What the schema requires of a result, a reader requires too, naming the file: a mode that is
 // measured or predicted, variants that name themselves and a known outcome, a recommendation among
 // them, and a problem of a known dtype.

@@ -311,14 +311,11 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
     throw usage_error(fmt::format("{}: the result names no GPU (its \"device\" needs a \"name\")", path));
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
-  } else if (f.schema == "tiletune.gemm-suite/1") {
+  } else {  // tiletune.gemm-suite/1 (result_file_from_json checked the schema)
     if (!j.contains("results") || !j["results"].is_array())
       throw usage_error(fmt::format("{}: a suite result needs a \"results\" array", path));
     const device_limits limits = limits_of(j.value("device", nlohmann::json()));
     for (const auto& r : j["results"]) f.entries.push_back(entry_from_json(r, path, limits));
-  } else {
-    throw usage_error(fmt::format("{}: schema \"{}\" is not a gemm result (tiletune.gemm/1 or tiletune.gemm-suite/1)",
-                                  path, f.schema));
   }
   return f;
 }
@@ -328,6 +325,15 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
     throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
+  // The schema first: another kind of file (a suite's definition, a batch plan) is named as such,
+  // not by the first field a gemm result needs and it lacks.
+  if (const std::string schema = j["schema"].get<std::string>();
+      schema != "tiletune.gemm/1" && schema != "tiletune.gemm-suite/1")
+    throw usage_error(fmt::format("{}: schema \"{}\" is not a gemm result (tiletune.gemm/1 or tiletune.gemm-suite/1){}",
+                                  path, schema,
+                                  schema == "tiletune.suite/1"
+                                      ? ": it is a suite's definition; `tiletune gemm --suite FILE --out R.json` writes its result"
+                                      : ""));
   check_result_types(j, path);
   try {
     return result_file_from_checked_json(j, path);
