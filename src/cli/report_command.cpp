@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@ struct report_command_options {
   std::string out = "report.html";
   std::optional<std::string> vega_dir;
   report_options report;
+  bool goal_given = false, top_given = false;  // on the command line, not by default
 };
 
 // The help after the option list.
@@ -72,6 +74,17 @@ void run_report(const report_command_options& o, run_context& ctx) {
     auto more = report_sections_from_file(f, o.report);
     sections.insert(sections.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
+  // --goal draws on suites only, --top on a single gemm result's resource charts: given where no
+  // file takes it, it is said to have no effect rather than taken in silence.
+  auto drawn = [&](result_kind kind) {
+    return std::any_of(sections.begin(), sections.end(), [&](const report_section& s) { return s.kind == kind; });
+  };
+  if (o.goal_given && !drawn(result_kind::suite))
+    tell("tiletune: --goal {} has no effect: no file here is a suite result (tiletune.gemm-suite/1), where the goal "
+         "line is drawn\n", o.report.goal_vs_reference);
+  if (o.top_given && !drawn(result_kind::gemm))
+    tell("tiletune: --top {} has no effect: no file here is a gemm result (tiletune.gemm/1), whose resource charts "
+         "it bounds\n", o.report.top_resources);
   const vega_library vega =
       load_vega_library(o.vega_dir ? std::optional<std::filesystem::path>(*o.vega_dir) : std::nullopt);
   // Vega's scripts are inputs too: --out onto one would replace the library with a page.
@@ -103,7 +116,11 @@ void add_report_command(CLI::App& app, run_context& ctx) {
                   "A folder with Vega 5's scripts (default: $TILETUNE_VEGA_DIR, else /usr/share/javascript/vega from "
                   "Debian's libjs-vega)");
   cmd->footer(report_help);
-  cmd->callback([o, &ctx] { run_report(*o, ctx); });
+  cmd->callback([o, cmd, &ctx] {
+    o->goal_given = cmd->count("--goal") > 0;
+    o->top_given = cmd->count("--top") > 0;
+    run_report(*o, ctx);
+  });
 }
 
 }  // namespace tiletune::cli

@@ -111,3 +111,25 @@ TEST(cli_report, bad_options_exit_2) {
   EXPECT_EQ(run({"report", suite.string(), "--top", "0"}).code, 2);
   EXPECT_EQ(run({"report", suite.string(), "--out", ""}).code, 2);
 }
+
+// --goal draws on suite results, --top on a gemm result's resource charts: given where no file
+// takes it, the run says so (and still writes the page); where a file takes it, nothing is said.
+TEST(cli_report, an_option_no_file_takes_is_said_to_have_no_effect) {
+  if (!vega_installed()) GTEST_SKIP() << "libjs-vega is not installed (apt-get install libjs-vega)";
+  const fs::path out = tmp_dir() / "unused.html";
+  const std::string gemm = (profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json").string();
+  const std::string suite = (profiles / "baselines/h100-sxm.json").string();
+  const result on_gemm = run({"report", gemm, "--goal", "0.9", "--top", "5", "--out", out.string()});
+  ASSERT_EQ(on_gemm.code, 0) << on_gemm.err;
+  EXPECT_NE(on_gemm.err.find("--goal 0.9 has no effect"), std::string::npos) << on_gemm.err;
+  EXPECT_EQ(on_gemm.err.find("--top"), std::string::npos) << on_gemm.err;
+  const result on_suite = run({"report", suite, "--goal", "0.9", "--top", "5", "--out", out.string()});
+  ASSERT_EQ(on_suite.code, 0) << on_suite.err;
+  EXPECT_NE(on_suite.err.find("--top 5 has no effect"), std::string::npos) << on_suite.err;
+  EXPECT_EQ(on_suite.err.find("--goal"), std::string::npos) << on_suite.err;
+  const result both = run({"report", gemm, suite, "--goal", "0.9", "--top", "5", "--out", out.string()});
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(both.err.find("no effect"), std::string::npos) << both.err;
+  const result defaults = run({"report", gemm, "--out", out.string()});
+  EXPECT_EQ(defaults.err.find("no effect"), std::string::npos) << defaults.err;
+}
