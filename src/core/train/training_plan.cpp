@@ -104,8 +104,14 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // micro-step's backward, ZeRO-3's prefetched gathers and reduce-scatters under each micro-step;
   // without --overlap-comm, all of it after the compute. The last micro-step's backward also copies
   // the gradients into DDP's buckets (gradient_boundary_ms), which the all-reduce runs beside.
-  const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms : 0;
-  const double last_window_ms = s.overlap_comm ? window_ms + c.time.gradient_boundary_ms : 0;
+  // The window is the micro-step's whole time on the GPU's own streams: its kernels, their launches
+  // and the time it waits for the host to issue them. The link runs on while the GPU waits (counted
+  // apart, the host's wait and the exposed exchange were both added: a B200 waiting on its host was
+  // predicted slower than an H100, and 256-token sequences slower than 1,024-token ones). The bucket
+  // copies first fill the last backward's wait for the host; what they add lengthens its window.
+  const double window_ms =
+      s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms + c.time.launch_ms + c.time.host_wait_ms : 0;
+  const double last_window_ms = s.overlap_comm ? window_ms + c.time.gradient_boundary_added_ms : 0;
   // One link carries the exchanges one after another: what hides under a micro-step is its window's
   // worth in all, not each kind's own window (hidden each under the whole window, ZeRO-3's gathers and
   // the all-reduce under checkpointing's longer backward made a checkpointed step faster than one
@@ -122,9 +128,9 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   };
   c.time.gather_ms = exposed_communication_ms(gathers, window_ms, layers);
   c.time.reduce_scatter_ms = added_to_gathers(reduces, window_ms, window_ms * 2 / 3);
-  // (ZeRO-2's per-step part is the parameters' all-gather after the optimizer step: nothing to hide under.)
-  c.time.allreduce_ms = reduces > 0 ? exposed_communication_ms(all_reduce, 0, layers)
-                                    : added_to_gathers(all_reduce, last_window_ms, last_window_ms * 2 / 3);
+  // (DeepSpeed's ZeRO-1 and 2 then all-gather the updated parameters after the optimizer step:
+  // nothing to hide under.)
+  c.time.allreduce_ms = added_to_gathers(all_reduce, last_window_ms, last_window_ms * 2 / 3) + in.comm.after_step_ms;
   // 1F1B: (P - 1) micro-steps of bubble per global step.
   c.time.pipeline_bubble_ms = pipeline_bubble_ms(s, c.time.micro_step_ms());
   // --paged-optimizer: the states the peak evicts, paged out and back once a global step.
