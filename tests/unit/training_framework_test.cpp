@@ -225,6 +225,14 @@ TEST(framework, each_framework_refuses_what_it_cannot_run) {
   EXPECT_EQ(framework_refusal(training_framework::deepspeed, base("llama-3-8b"), {{"--precision", "bf16-mixed"}}), "");
   for (const char* p : {"fp32", "fp16-mixed", "bf16-mixed", "bf16"})
     EXPECT_EQ(framework_refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
+  // FSDP has no stage that shards the optimizer states alone: LitGPT and Composer at --zero 1 were
+  // planned with DeepSpeed's 16-bit weights and masters, which neither runs.
+  for (const auto [f, who] : {std::pair{training_framework::litgpt, "LitGPT"}, {training_framework::composer, "Composer"}}) {
+    const std::string why = framework_refusal(f, base("llama-3-8b", 0, 8), {{"--zero", "1"}});
+    EXPECT_NE(why.find(std::string("--zero 1: ") + who + " shards with FSDP"), std::string::npos) << why;
+    EXPECT_NE(why.find("--framework deepspeed"), std::string::npos) << why;
+    for (const char* zero : {"0", "2", "3"}) EXPECT_EQ(framework_refusal(f, base("llama-3-8b", 0, 8), {{"--zero", zero}}), "");
+  }
 }
 
 // Composer's Trainer trains amp_fp16 on GPUs unless told otherwise; LitGPT's finetune_lora adapts

@@ -311,7 +311,8 @@ TEST(zero_buffers, fsdp_stage_2_gathers_every_micro_step) {
   const communication_estimate ds = estimate_communication(llama(training_framework::deepspeed, 2, 8), h100);
   EXPECT_EQ(ds.per_micro_step_ms, 0);
   EXPECT_NEAR(ds.per_micro_step_reduce_ms, 7.0 / 8 * P * 2 / bytes_per_ms, 1e-9);  // its bf16 gradients
-  EXPECT_EQ(ds.per_global_step_ms, ds.per_micro_step_reduce_ms);
+  EXPECT_EQ(ds.per_global_step_ms, 0);
+  EXPECT_EQ(ds.after_step_ms, ds.per_micro_step_reduce_ms);  // the all-gather after the optimizer step
 }
 
 // LoRA under ZeRO and FSDP: the adapters are parameters beside the frozen base, held, sharded and
@@ -359,4 +360,29 @@ TEST(zero_buffers, litgpt_accumulates_unsharded_gradients_under_no_sync) {
   EXPECT_NEAR(c.per_micro_step_ms, 2 * 7.0 / 8 * P * 4 / bytes_per_ms, 1e-9);
   EXPECT_GT(c.per_global_step_ms, 0);
   EXPECT_EQ(c.per_micro_step_reduce_ms, 0);
+}
+
+// FSDP1 under LitGPT's and Composer's mixed precision (param_dtype float32, reduce_dtype bf16):
+// fp32 gathers, gradients reduced in 16 bits, and at stage 2 the gathered parameters kept whole at
+// fp32 from forward to backward: Llama-3-8B on 8 GPUs holds 4 x P whole beside its 4 x P / 8 shard.
+// They were reduced at fp32 (twice the bytes the memory model said) and kept whole at 2 bytes
+// (15 GiB under the weights the gathers move). LitGPT's LoRA runs FSDP2 without a policy: fp32.
+TEST(zero_buffers, fsdp1_gathers_fp32_and_reduces_16_bit_gradients) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const double bytes_per_ms = 450 * 0.8 * 1e6, P = static_cast<double>(llama_parameters);
+  for (const auto f : {training_framework::composer, training_framework::litgpt}) {
+    const training_setup s = llama(f, 2, 8);
+    EXPECT_TRUE(fsdp1_reduces_in_16_bits(s));
+    const communication_estimate c = estimate_communication(s, h100);
+    EXPECT_NEAR(c.per_micro_step_ms, 7.0 / 8 * P * 4 / bytes_per_ms, 1e-9);  // fp32 gathers
+    // Composer reduce-scatters every micro-step; LitGPT once a step (no_sync).
+    EXPECT_NEAR(f == training_framework::composer ? c.per_micro_step_reduce_ms : c.per_global_step_ms,
+                7.0 / 8 * P * 2 / bytes_per_ms, 1e-9);
+    EXPECT_NEAR(static_cast<double>(estimate_memory(s).weights_bytes), 4 * P + 4 * P / 8, 1.0);
+  }
+  training_setup lora = llama(training_framework::litgpt, 3, 8);
+  lora.lora_rank = 16;
+  EXPECT_FALSE(fsdp1_reduces_in_16_bits(lora));
+  training_setup ddp = llama(training_framework::composer, 0, 8);
+  EXPECT_FALSE(fsdp1_reduces_in_16_bits(ddp));
 }

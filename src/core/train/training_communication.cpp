@@ -60,12 +60,15 @@ communication_estimate estimate_communication(const training_setup& s, const dev
   const memory_breakdown mem = estimate_memory(s);
   const bool lora = s.lora_rank > 0;
   // DDP and FSDP reduce gradients in their own dtype: fp32 under AMP, fp32 LoRA adapters, bf16 in
-  // pure bf16, but torchtitan always in fp32 (mixed_precision_reduce float32, its only value). DeepSpeed
-  // (ZeRO or not) in the 16-bit model's (zero_buffers.hpp).
+  // pure bf16, but torchtitan always in fp32 (mixed_precision_reduce float32, its only value), and
+  // FSDP1 under LitGPT's and Composer's mixed precision in 16 bits (reduce_dtype). DeepSpeed (ZeRO or
+  // not) in the 16-bit model's (zero_buffers.hpp).
   const bool reduce_fp32 = s.framework == training_framework::fsdp2;
   const double grad_elem = s.prec == precision::fp32 ? 4.0
-                           : deepspeed_runs(s) || (s.prec == precision::bf16 && !lora && !reduce_fp32) ? 2.0
-                                                                                                       : 4.0;
+                           : deepspeed_runs(s) || fsdp1_reduces_in_16_bits(s) ||
+                                   (s.prec == precision::bf16 && !lora && !reduce_fp32)
+                               ? 2.0
+                               : 4.0;
   const double param_elem = gathered_parameter_bytes(s);  // what ZeRO-3 and FSDP gather (zero_buffers.hpp)
   // Dense tensors are exchanged among all W GPUs; an MoE model's routed
   // experts, split over ep ranks, only among the W / ep holding the same
@@ -85,6 +88,13 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     // torchtitan at --zero 0: each unit's fp32 gradients all-reduced across the replicas at the end of
     // its backward, every micro-step (zero_buffers.hpp); its gathers are local copies.
     c.per_micro_step_reduce_ms = 2 * reduce;
+  } else if (s.zero_stage == 1 && deepspeed_zero(s)) {
+    // DeepSpeed's ZeRO-1 reduces each gradient bucket to the rank whose partition holds it in the
+    // last micro-step's backward (a reduce-scatter), then all-gathers the updated parameters after
+    // the step, as ZeRO-2 does (stage_1_and_2.py, partition_gradients False): an all-reduce's bytes,
+    // half of them after the step.
+    c.per_global_step_ms = reduce;
+    c.after_step_ms = reduce;
   } else if (s.zero_stage < 2) {
     c.per_global_step_ms = 2 * reduce;
   } else if (s.zero_stage == 2) {
@@ -98,7 +108,7 @@ communication_estimate estimate_communication(const training_setup& s, const dev
     if (fsdp_runs(s))
       c.per_micro_step_ms = (share * Pd + share_e * Pe) * param_elem / bytes_per_ms;
     else
-      c.per_global_step_ms = reduce;
+      c.after_step_ms = reduce;
   } else {
     // --fp8-all-gather: the fp8 linears' weights gather at one byte (training_fp8.hpp).
     const double P8 = fp8_all_gather_parameters(s);

@@ -21,12 +21,15 @@ inline constexpr double ring_efficiency = 0.8;
 //     backward, and the gradients reduce-scattered, every micro-step.
 // The volumes here; what the GPU waits for is exposed_communication_ms.
 struct communication_estimate {
-  double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step (ZeRO-2: the parameters' all-gather)
+  double per_global_step_ms = 0;  // gradient all-reduce, once per optimizer step (DeepSpeed's ZeRO-1: its reduce-scatter)
   double per_micro_step_ms = 0;   // ZeRO-3 gathers and reduce-scatters
   // ZeRO-2: the gradients' reduce-scatter, every micro-step (each rank keeps only its shard's
   // gradients, so it cannot wait for the last micro-step as DDP's no_sync and ZeRO-1 do);
   // torchtitan at --zero 0: their all-reduce across the replicas, every micro-step (fsdp_replicated).
   double per_micro_step_reduce_ms = 0;
+  // DeepSpeed's ZeRO-1 and ZeRO-2: the updated parameters' all-gather after the optimizer step
+  // (stage_1_and_2.py's all_gather_dp_groups), which nothing runs beside.
+  double after_step_ms = 0;
   double link_gbs = 0;            // the collectives' bus bandwidth per GPU, one direction, as assumed
   std::string link;               // where that figure comes from
   // An all-to-all (MoE token dispatch) has no ring to share ports: across nodes each GPU's

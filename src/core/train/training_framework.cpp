@@ -418,6 +418,14 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
         name, f == training_framework::fsdp2 ? "torchtitan" : "torchtune",
         f == training_framework::fsdp2 ? "\"never\"" : "False",
         f == training_framework::fsdp2 ? "data_parallel_replicate_degree" : "one GPU"));
+  // LitGPT and Composer shard with FSDP1 (FULL_SHARD, SHARD_GRAD_OP) or replicate (DDP): planned at
+  // --zero 1, their model took DeepSpeed's 16-bit weights and master copy, which neither runs.
+  if ((f == training_framework::litgpt || f == training_framework::composer) && s.zero_stage == 1)
+    throw usage_error(fmt::format(
+        "--framework {} --zero 1: {} shards with FSDP, whose sharding strategies are FULL_SHARD (--zero 3), "
+        "SHARD_GRAD_OP (--zero 2) and NO_SHARD or DDP (--zero 0); none shards the optimizer states alone: pass "
+        "--zero 0, 2 or 3, or plan ZeRO-1 with --framework deepspeed or megatron (its distributed optimizer)",
+        name, f == training_framework::litgpt ? "LitGPT" : "Composer"));
   // Replicated (shard degree 1) and, under pipeline parallelism, not resharded after forward: each
   // stage's whole bf16 copy beside its fp32 parameters, which fsdp_replicated does not model.
   if (f == training_framework::fsdp2 && s.zero_stage == 0 && s.pipeline_parallel > 1)

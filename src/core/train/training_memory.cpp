@@ -182,7 +182,7 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       // ZeRO keeps the same tensors, none sharded; its step gives the masters
       // fp32 gradients (zero_buffers.hpp). FSDP under a mixed precision shards
       // fp32 parameters and gradients, which are the optimizer's (no master);
-      // without resharding (stage 2) it also keeps the gathered 16-bit weights.
+      // without resharding (stage 2) it also keeps the gathered weights.
       // --offload (optimizer_placement.hpp): the states and masters, with optimizer+params the
       // parameter shard too, in host memory; the gradients stay counted as the stage keeps them.
       const bool fsdp_fp32 = fsdp_runs(s) && is_mixed(s.prec);
@@ -196,8 +196,11 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
       grads += stage >= 2 ? shard_b * T / N : wb * T;
       // LoRA's adapters are parameters beside the frozen base, sharded and gathered with it.
       auto model_bytes = [&](double b) { return base_bytes(b) + (lora ? b * T : 0); };
+      // (FSDP at stage 2 keeps them at the width it gathers: fp32 under LitGPT's and Composer's FSDP1
+      // mixed precision, param_dtype float32.)
+      const double whole_b = fsdp_runs(s) ? gathered_parameter_bytes(s) : wb;
       (s.offload == offload_kind::optimizer_params ? offloaded : weights) +=
-          stage >= 3 ? model_bytes(shard_b) / N : model_bytes(wb) + (fsdp_fp32 ? model_bytes(4) / N : 0);
+          stage >= 3 ? model_bytes(shard_b) / N : model_bytes(whole_b) + (fsdp_fp32 ? model_bytes(4) / N : 0);
     }
   }
   // ZeRO-3 gathers the unit that runs and the next one whole, beside the shard; with the parameters

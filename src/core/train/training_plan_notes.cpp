@@ -60,29 +60,37 @@ std::string lora_note(const training_setup& s) {
 }  // namespace
 
 void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm) {
-  if (data_parallel_degree(s) > 1)
-    plan.notes.push_back(fmt::format(
-        "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
-        "it), {}; not yet compared with a multi-GPU run",
-        data_parallel_degree(s),
+  if (data_parallel_degree(s) > 1) {
+    // LitGPT accumulates under no_sync: its reduce-scatter runs once, in the last micro-step.
+    const std::string reduce_scatter = fsdp_no_sync(s) ? "the gradients' reduce-scatter once per optimizer step (LitGPT "
+                                                         "accumulates under no_sync)"
+                                                       : "the gradients' reduce-scatter per micro-step";
+    const std::string what =
         fsdp_replicated(s) ? "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1, "
                              "data_parallel_replicate_degree; its gathers are local copies)"
         : s.zero_stage < 2 ? "gradient all-reduce per optimizer step"
         : s.zero_stage == 2
-            ? (fsdp_runs(s) ? "gradient reduce-scatter and parameter all-gather per micro-step (FSDP without "
-                              "resharding after forward still reshards after backward)"
-                            : "gradient reduce-scatter per micro-step and the parameters' all-gather after each "
+            ? (fsdp_runs(s) ? "parameters' all-gather per micro-step (FSDP without resharding after forward still "
+                              "reshards after backward) and " + reduce_scatter
+                            : "gradients' reduce-scatter per micro-step and the parameters' all-gather after each "
                               "optimizer step (ZeRO-2)")
-            : "ZeRO-3 gathers and reduce-scatters per micro-step",
-        comm.link,
+            : "ZeRO-3 parameter gathers per micro-step (forward and backward) and " + reduce_scatter;
+    const std::string overlap =
         !s.overlap_comm ? "not overlapped with compute (--overlap-comm off): all of it after backward"
-        : fsdp_replicated(s)
-            ? "overlapped with compute (each unit's under the micro-step's backward, two thirds of its compute) "
-              "except one layer's share"
-        : s.zero_stage < 3
-            ? "overlapped with compute (DDP's buckets under the last micro-step's backward, two thirds of its compute) "
-              "except one layer's share"
-            : "overlapped with compute (FSDP/ZeRO-3 prefetch under each micro-step's compute) except one layer's share"));
+                        : std::string("overlapped with compute, one exchange after another on the link: what runs per "
+                                      "micro-step under its time on the GPU (the gathers under it all, the "
+                                      "reduce-scatters under its backward, two thirds of it), a once-a-step exchange "
+                                      "of the gradients under the last micro-step's backward; the GPU's wait for its "
+                                      "host counts as time the link runs on; the GPU waits for the rest and at least "
+                                      "one layer's share") +
+                              (s.zero_stage == 2 && !fsdp_runs(s) && !fsdp_replicated(s)
+                                   ? " (ZeRO-2's all-gather after the optimizer step has nothing to run under)"
+                                   : "");
+    plan.notes.push_back(fmt::format(
+        "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
+        "it), {}; not yet compared with a multi-GPU run",
+        data_parallel_degree(s), what, comm.link, overlap));
+  }
   for (auto& n : moe_notes(s, comm.alltoall_gbs)) plan.notes.push_back(std::move(n));
 }
 

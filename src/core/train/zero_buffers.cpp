@@ -95,6 +95,12 @@ double fsdp_no_sync_gradient_width(const training_setup& s) {
   return s.lora_rank > 0 ? adapter_element_bytes(s) : gathered_parameter_bytes(s);
 }
 
+bool fsdp1_reduces_in_16_bits(const training_setup& s) {
+  using f = training_framework;
+  return fsdp_runs(s) && is_mixed(s.prec) &&
+         (s.framework == f::composer || (s.framework == f::litgpt && s.lora_rank == 0));
+}
+
 double fsdp_unit_gradient_bytes_per_parameter(const training_setup& s) {
   if (!fsdp_runs(s)) return 0;
   const bool lora = s.lora_rank > 0;

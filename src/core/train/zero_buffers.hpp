@@ -72,6 +72,11 @@ bool fsdp_replicated(const training_setup& s);
 // no_sync only to a DistributedDataParallel model, so under FSDP each micro-step reduce-scatters
 // (composer 6405188: trainer.py _train_microbatch, distributed/dist_strategy.py).
 bool fsdp_no_sync(const training_setup& s);
+// FSDP1 under a mixed precision (LitGPT's full fine-tuning, Composer) keeps fp32 parameters and
+// reduces their gradients in 16 bits: Lightning's FSDPPrecision and Composer's "DEFAULT" policy set
+// param_dtype float32 and reduce_dtype the 16-bit type. (LitGPT's LoRA runs FSDP2 without a policy:
+// fp32 adapters, reduced in fp32.)
+bool fsdp1_reduces_in_16_bits(const training_setup& s);
 double fsdp_no_sync_gradient_width(const training_setup& s);
 // FSDP runs the data parallelism: frameworks fsdp2 and torchtune (FSDP2), litgpt and composer (FSDP1)
 // at --zero 2 and 3, and torchtitan at --zero 0 (fsdp_replicated). Under a mixed precision its sharded parameters keep their own fp32 (the
