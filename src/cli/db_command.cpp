@@ -86,7 +86,7 @@ void run_import(const db_options& o, run_context& ctx) {
   // A stored record as well verified and at least as new stays, whatever the files' order. Results
   // of one problem and setup in several of the files leave one record: say so, or the count of
   // imported results reads as records added.
-  std::size_t stored = 0, repeated = 0;
+  std::size_t repeated = 0;
   std::set<std::string> keys;
   for (const auto& r : records) {
     const tuning_key& k = r.key;
@@ -95,8 +95,9 @@ void run_import(const db_options& o, run_context& ctx) {
                         .second
                     ? 0
                     : 1;
-    stored += db->store_if_better(r) ? 1 : 0;
   }
+  // One transaction: every file's records, or none of them.
+  const std::size_t stored = db->store_all_if_better(records);
   const std::size_t kept = records.size() - stored;
   std::string also;
   if (kept) also += fmt::format("; {} kept the stored record, as well verified and at least as new", kept);

@@ -1073,3 +1073,30 @@ TEST(cli, commands_without_a_gpu_run_never_load_cublaslt) {
     EXPECT_EQ(r->err.find("libcublasLt"), std::string::npos) << "cuBLASLt was loaded";
   }
 }
+
+// A file with a value of the wrong type where db import stores it (a variant's resources or tile)
+// stops the import naming the field, before anything is stored: the files before it too, and no
+// database is made. (It exited 70 with a library's type error, the first file's record kept.)
+TEST(cli, db_import_of_a_damaged_file_stores_nothing_and_names_the_field) {
+  const fs::path dir = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm";
+  const fs::path good = dir / "16x4096x4096-bf16-nt.json";
+  auto j = nlohmann::json::parse(slurp(dir / "4096x4096x4096-bf16-nt.json"));
+  std::string named;
+  for (auto& v : j["variants"])
+    if (v.contains("resources") && v["resources"].is_object()) {
+      v["resources"]["registers"] = "many";
+      named = v["id"].get<std::string>();
+      break;
+    }
+  ASSERT_FALSE(named.empty());
+  const fs::path bad = tmp_dir() / "damaged-registers.json";
+  std::ofstream(bad) << j.dump();
+  const fs::path db = tmp_dir() / "damaged-import.sqlite3";
+  fs::remove(db);
+  const result r = run({"db", "import", "--db", db.string(), good.string(), bad.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(bad.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("variant " + named + ": \"resources\": \"registers\" is \"many\""), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db)) << "nothing stored, no database made";
+}

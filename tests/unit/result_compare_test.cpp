@@ -276,6 +276,15 @@ TEST(result_file, a_problem_the_tool_would_refuse_is_refused_naming_the_field) {
     }
 }
 
+// A null device name or arch is none, as the schema allows (it stopped readers with a type error).
+TEST(result_file, a_null_device_name_is_none) {
+  auto j = suite({{64, 0.8, 100}});
+  j["device"]["arch"] = nullptr;
+  j["device"]["preset"] = "h100-sxm";
+  j["device"]["name"] = nullptr;
+  EXPECT_EQ(compare_refusal(j), "");
+}
+
 // Another kind of tiletune file is named by its schema before any field a result needs: a suite's
 // definition given where its result belongs (check --baseline S.json) says so and how to make one.
 TEST(result_file, a_suite_definition_or_other_file_is_named_by_its_schema) {
@@ -305,6 +314,20 @@ TEST(result_file, a_result_the_schema_refuses_is_refused_naming_the_file) {
        "the recommendation mma_elsewhere is none of its variants"},
       {[](nlohmann::json& j) { j["results"][0]["problem"]["dtype"] = "bf17"; }, "unknown dtype 'bf17'"},
       {[](nlohmann::json& j) { j["device"]["peak_tflops"] = {{"bf16", "x"}}; }, "\"peak_tflops\": \"bf16\" is \"x\""},
+      // What db import stores and report draws (a "registers": "many" stopped db import with a
+      // library's type error after the files before it were stored).
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["resources"] = {{"registers", "many"}}; },
+       "variant mma_128x128x32_w2x2_s3: \"resources\": \"registers\" is \"many\", not a whole number or null"},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["tile"] = 7; },
+       "variant mma_128x128x32_w2x2_s3: \"tile\" is 7, not an object"},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["tile"] = {{"block_m", 64}, {"stages", "x"}}; },
+       "\"tile\": \"stages\" is \"x\", not a whole number"},
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["tflops"] = "x"; },
+       "\"recommendation\": \"tflops\" is \"x\", not a number or null"},
+      {[](nlohmann::json& j) { j["results"][0]["summary"] = {{"incorrect", "x"}}; },
+       "\"summary\": \"incorrect\" is \"x\", not a whole number"},
+      {[](nlohmann::json& j) { j["results"][0]["search"] = {{"strategy", -1}}; }, "\"search\": \"strategy\" is -1, not a string"},
+      {[](nlohmann::json& j) { j["results"][0]["tuning_db"] = "x"; }, "\"tuning_db\" is \"x\", not an object or null"},
   };
   for (const auto& d : damages) {
     auto j = suite({{64, 0.8, 100}});

@@ -171,6 +171,7 @@ void check_field(const nlohmann::json& j, const char* key, nlohmann::json::value
                                 : type == nlohmann::json::value_t::object         ? "an object"
                                 : type == nlohmann::json::value_t::array          ? "a list"
                                 : type == nlohmann::json::value_t::number_integer ? "a whole number"
+                                : type == nlohmann::json::value_t::boolean        ? "true or false"
                                                                                   : "a number",
                                 nullable ? " or null" : ""));
 }
@@ -205,6 +206,26 @@ void check_recommended_tile(const nlohmann::json& rec, const std::string& where)
   }
 }
 
+// The parts of a variant or recommendation that readers store and draw (db import keeps each timed
+// variant's tile and resources for calibration): each value of the type schemas/common.schema.json
+// gives it, named with its field where it is not (a hand-edited "registers": "many" stopped db
+// import with a library's type error, half the files stored).
+void check_figures(const nlohmann::json& v, const std::string& where) {
+  using t = nlohmann::json::value_t;
+  for (const char* k : {"median_us", "predicted_us", "tflops", "percent_of_peak", "gbs", "percent_of_bandwidth",
+                        "vs_reference", "max_rel_error", "rel_frobenius_error", "error_bound", "sm_clock_mhz", "noise"})
+    check_field(v, k, t::number_float, true, where);
+  check_field(v, "family", t::string, false, where);
+  check_field(v, "tile", t::object, false, where);
+  check_field(v, "resources", t::object, false, where);
+  if (v.contains("tile") && v["tile"].is_object())
+    for (const auto& [k, x] : v["tile"].items())  // (a family's switches, e.g. stream_k, are true or false)
+      if (!x.is_boolean()) check_field(v["tile"], k.c_str(), k == "family" ? t::string : t::number_integer, false, where + ": \"tile\"");
+  if (v.contains("resources") && v["resources"].is_object())
+    for (const auto& [k, x] : v["resources"].items())
+      check_field(v["resources"], k.c_str(), t::number_integer, true, where + ": \"resources\"");
+}
+
 void check_body_types(const nlohmann::json& r, const std::string& where) {
   using t = nlohmann::json::value_t;
   check_field(r, "mode", t::string, false, where);
@@ -230,6 +251,8 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     if (!v.is_object()) throw usage_error(fmt::format("{}: \"variants\" holds {}, not a variant object", where, v.dump()));
     check_field(v, "id", t::string, false, where + ": a variant");
     check_field(v, "status", t::string, false, where + ": a variant");
+    check_figures(v, where + (v.contains("id") && v["id"].is_string() ? ": variant " + v["id"].get<std::string>()
+                                                                      : std::string(": a variant")));
     // Every variant names itself and its outcome (schemas/common.schema.json, gemm_variant).
     if (!v.contains("id") || !v.contains("status"))
       throw usage_error(fmt::format("{}: a variant without an \"{}\": {}", where, v.contains("id") ? "status" : "id",
@@ -249,8 +272,25 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     if (!ids.empty() && !ids.count(id))
       throw usage_error(fmt::format("{}: the recommendation {} is none of its variants", where,
                                     id.empty() ? std::string("(no id)") : id));
+    check_figures(r["recommendation"], where + ": \"recommendation\"");
     check_recommended_tile(r["recommendation"], where);
   }
+  // The run's counts and its search's figures; a suite result's record of the tuning database.
+  if (r.contains("summary") && r["summary"].is_object())
+    for (const auto& [k, x] : r["summary"].items())
+      check_field(r["summary"], k.c_str(), t::number_integer, false, where + ": \"summary\"");
+  if (r.contains("search") && r["search"].is_object()) {
+    const std::string in = where + ": \"search\"";
+    for (const auto& [k, x] : r["search"].items())
+      check_field(r["search"], k.c_str(),
+                  k == "strategy" || k == "stop_reason" ? t::string : k == "stages" ? t::array : t::number_float, false,
+                  in);
+  }
+  check_field(r, "tuning_db", t::object, true, where);
+  if (r.contains("tuning_db") && r["tuning_db"].is_object())
+    for (const auto& [k, x] : r["tuning_db"].items())
+      check_field(r["tuning_db"], k.c_str(), k == "answered" || k == "stored" ? t::boolean : t::string, false,
+                  where + ": \"tuning_db\"");
   check_mode(r, where, false);
 }
 
@@ -299,8 +339,9 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
   f.schema = j["schema"].get<std::string>();
   f.mode = j.value("mode", "");
   if (j.contains("device") && j["device"].is_object()) {
-    f.device_name = j["device"].value("name", "");
-    f.device_arch = j["device"].value("arch", "");
+    // (A null name or arch is none: the schema allows it.)
+    if (j["device"].contains("name") && j["device"]["name"].is_string()) f.device_name = j["device"]["name"].get<std::string>();
+    if (j["device"].contains("arch") && j["device"]["arch"].is_string()) f.device_arch = j["device"]["arch"].get<std::string>();
     const auto& dev = j["device"];
     if (dev.contains("preset") && dev["preset"].is_string())  // null for a GPU without a preset
       f.device_model = dev["preset"].get<std::string>();

@@ -355,14 +355,21 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
   }
 }
 
-bool tuning_db::store_if_better(const tuning_record& r) {
+bool tuning_db::store_if_better(const tuning_record& r) { return store_all_if_better({r}) == 1; }
+
+std::size_t tuning_db::store_all_if_better(const std::vector<tuning_record>& records) {
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
   try {
-    const auto held = find(r.key);
-    const bool better = !held || better_record(r, *held);
-    if (better) bind_and_step(r);
+    std::size_t stored = 0;
+    for (const auto& r : records) {
+      // (The transaction reads its own writes: a later record of the same key meets an earlier one.)
+      const auto held = find(r.key);
+      if (held && !better_record(r, *held)) continue;
+      bind_and_step(r);
+      ++stored;
+    }
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
-    return better;
+    return stored;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
@@ -394,15 +401,18 @@ void tuning_db::bind_and_step(const tuning_record& r) {
   if (measured && !compact_given) {
     calibration = nlohmann::json::array();
     for (const auto& v : r.result.value("variants", nlohmann::json::array())) {
-      if (!is_ok_variant(v) || !v.contains("median_us") || !v["median_us"].is_number() ||
-          !v.contains("tile") || !v.contains("id"))
+      if (!is_ok_variant(v) || !v.contains("median_us") || !v["median_us"].is_number() || !v.contains("tile") ||
+          !v["tile"].is_object() || !v.contains("id") || !v["id"].is_string())
         continue;
       nlohmann::json tile = v["tile"];
       if (!tile.contains("family") && v.contains("family")) tile["family"] = v["family"];
       const long long num = tile_number(db_, v["id"].get<std::string>(), tile);
       if (num < 0) fail("cannot store a variant's tile");
       const auto res = v.value("resources", nlohmann::json::object());
-      calibration.push_back({num, v["median_us"], res.value("registers", 0), res.value("smem_bytes", std::int64_t{0})});
+      auto whole = [&](const char* k) -> std::int64_t {
+        return res.is_object() && res.contains(k) && res[k].is_number_integer() ? res[k].get<std::int64_t>() : 0;
+      };
+      calibration.push_back({num, v["median_us"], whole("registers"), whole("smem_bytes")});
     }
   }
   statement q;

@@ -126,6 +126,9 @@ class tuning_db {
   // then newer), as db merge keeps the better of two; the look-up and the write are one
   // transaction under the write lock. Returns whether r was stored.
   bool store_if_better(const tuning_record& r);
+  // The same for every record, in one transaction: all of them looked at and stored, or none (a
+  // record that cannot be stored leaves the database as it was). Returns how many were stored.
+  std::size_t store_all_if_better(const std::vector<tuning_record>& records);
   // db merge: every input's rows into this database in one transaction that
   // holds its write lock (BEGIN IMMEDIATE); per key the better_record stays,
   // the one read first on a tie (this database's own first, then the inputs in
