@@ -272,8 +272,8 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     if (!ids.empty() && !ids.count(id))
       throw usage_error(fmt::format("{}: the recommendation {} is none of its variants", where,
                                     id.empty() ? std::string("(no id)") : id));
+    check_recommended_tile(r["recommendation"], where);  // (first: it says "a whole size", as the sizes must be)
     check_figures(r["recommendation"], where + ": \"recommendation\"");
-    check_recommended_tile(r["recommendation"], where);
   }
   // The run's counts and its search's figures; a suite result's record of the tuning database.
   if (r.contains("summary") && r["summary"].is_object())
