@@ -158,6 +158,12 @@ void check_output_path(const fs::path& file, std::string_view flag, const std::v
                           : fmt::format("{} {}: the folder {} does not exist", flag, file.string(), dir.string()));
   if (access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("{} {}: the folder {} is not writable", flag, file.string(), dir.string()));
+  // A name past the folder's limit (NAME_MAX, 255 bytes on most file systems) could not be made: refused
+  // now, not after the run (it failed at the write, "File name too long", the run's output lost).
+  const long max_name = pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (const std::size_t name = target.filename().string().size(); max_name > 0 && name > static_cast<std::size_t>(max_name))
+    throw usage_error(fmt::format("{} {}: the file name is {} bytes long, past the {} a name in {} may have", flag,
+                                  file.string(), name, max_name, dir.string()));
   check_replaceable(file, flag, inputs, kind);
 }
 

@@ -510,6 +510,18 @@ TEST(output_safety_cli, a_long_name_is_written_and_a_signal_leaves_no_temporary_
   EXPECT_TRUE(fs::exists(longest));
   for (const auto& f : fs::directory_iterator(in.dir))
     EXPECT_NE(f.path().extension(), ".tmp") << "left " << f.path();
+  // One byte past the folder's limit on a name is refused before the work, exit 2, nothing written
+  // (it was found at the write, exit 3, after the run).
+  const fs::path too_long = in.dir / (std::string(251, 'r') + ".json");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"compare", in.base.string(), in.fresh.string(), "--out", too_long.string()},
+        {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--out",
+         too_long.string()}}) {
+    const result refused = run(args);
+    EXPECT_EQ(refused.code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("the file name is 256 bytes long, past the 255"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.err.find("compiling"), std::string::npos) << "refused before the work: " << refused.err;
+  }
   // The temporary file is a FIFO made under the name tiletune gives it (exec keeps the shell's pid):
   // the write blocks there until SIGTERM comes.
   const std::string script = "cd '" + in.dir.string() + "' && mkfifo .x.json.$$.tmp && exec '" + binary_path() +
