@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 #include <cstdio>
 #include <vector>
 
@@ -152,6 +153,44 @@ std::string too_many_words(const std::string& what) {
   if (!std::regex_match(what, m, at_most)) return {};
   const std::string most = m[2] == "1" ? "one value" : m[2].str() + " values";
   return fmt::format("{} takes {} but was given {} (is it given more than once?)", m[1].str(), most, m[3].str());
+}
+
+namespace {
+// Every command's options, the whole tree: their long names, and those that take a value.
+void collect_options(const CLI::App& app, std::set<std::string>& all, std::set<std::string>& valued) {
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& name : o->get_lnames()) {
+      all.insert("--" + name);
+      if (o->get_expected_min() > 0 && !o->get_positional()) valued.insert("--" + name);
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    collect_options(*sub, all, valued);
+}
+}  // namespace
+
+std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv) {
+  std::set<std::string> all, valued;
+  collect_options(app, all, valued);
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string arg = argv[i], next = argv[i + 1];
+    if (arg == "--") break;  // the rest are values
+    if (!valued.count(arg)) continue;
+    const std::string next_name = next.substr(0, next.find('='));
+    if (next.rfind("--", 0) == 0 && next.size() > 2 && all.count(next_name))
+      return fmt::format("{} needs a value, but the next argument is the option {} (a value that begins with -- is "
+                         "written {}=VALUE)",
+                         arg, next_name, arg);
+  }
+  return {};
+}
+
+std::string other_parse_error_words(const CLI::App& app, const std::string& what) {
+  const std::string path = path_of(parsed_chain(app));
+  static const std::regex missing_value(R"(^(-[^:]+): \d+ required \S+ missing$)");
+  std::smatch m;
+  const std::string said = std::regex_match(what, m, missing_value) ? m[1].str() + " needs a value" : what;
+  return fmt::format("{}; `{} --help` says what it takes", said, path);
 }
 
 }  // namespace tiletune::cli

@@ -29,6 +29,15 @@ std::string missing_positional_words(const CLI::App& app, const std::string& wha
 // most often twice) in words; empty where `what` is another message.
 std::string too_many_words(const std::string& what);
 
+// An option that takes a value followed by another option (`gemm --only --gpu h100-sxm`): CLI11
+// takes the second as the first's value, and the run then says something else went wrong (no --gpu,
+// an --out file named "--json"). Looked at before parsing, over argv; empty where none is.
+std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv);
+
+// Any other parse error: CLI11's words, prefixed and pointing at the command's help (not CLI11's
+// "Run with --help for more information."); "--out: 1 required TEXT missing" as "--out needs a value".
+std::string other_parse_error_words(const CLI::App& app, const std::string& what);
+
 // Edit distance between two option names: insertions, deletions, substitutions and swaps of
 // neighbours, each one.
 std::size_t edit_distance(const std::string& a, const std::string& b);

@@ -23,8 +23,7 @@ namespace {
 
 // Our words for a parse error where parse_errors.hpp has them, else CLI11's own.
 void say_or_exit(const CLI::App& app, const CLI::Error& e, const std::string& said) {
-  if (said.empty()) app.exit(e);
-  else tell("tiletune: {}\n", said);
+  tell("tiletune: {}\n", said.empty() ? other_parse_error_words(app, e.what()) : said);
 }
 
 int parse_and_run(int argc, char** argv, host_services host) {
@@ -45,6 +44,8 @@ int parse_and_run(int argc, char** argv, host_services host) {
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
   check_option_values(app);
   try {
+    if (const std::string said = value_taken_by_an_option_words(app, argc, argv); !said.empty())
+      throw usage_error(said);
     app.parse(argc, argv);
     return ctx.exit_code;
   } catch (const CLI::Success& e) {  // --help, --version
@@ -67,7 +68,7 @@ int parse_and_run(int argc, char** argv, host_services host) {
     say_or_exit(app, e, extras_words(app));
     return exit_usage;
   } catch (const CLI::Error& e) {
-    app.exit(e);
+    say_or_exit(app, e, "");
     return exit_usage;
   } catch (const usage_error& e) {
     tell("tiletune: {}\n", e.what());

@@ -865,3 +865,38 @@ TEST(input, a_real_number_past_a_doubles_range_is_refused) {
                  {"--packing", "18446744073709551616 does not fit in 64 bits"});
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--safety-margin", "nan"}, {"--safety-margin"});
 }
+
+// An option that takes a value followed by another option: CLI11 took the second as the value
+// (`--only --gpu h100-sxm` said no GPU and to give --gpu, exit 3; `--out --json` wrote a file named
+// "--json"). Refused before anything runs, naming both.
+TEST(input, an_option_given_no_value_before_another_option_is_refused) {
+  const fs::path dir = tmp_dir() / "swallowed";
+  fs::create_directories(dir);
+  expect_refused({"gemm", "--m", "4", "--n", "4", "--k", "4", "--only", "--gpu", "h100-sxm"},
+                 {"--only needs a value, but the next argument is the option --gpu"});
+  const fs::path json_file = fs::current_path() / "--json";
+  fs::remove(json_file);
+  expect_refused({"gemm", "--m", "4", "--n", "4", "--k", "4", "--gpu", "h100-sxm", "--dry-run", "--out", "--json"},
+                 {"--out needs a value", "--out=VALUE"});
+  EXPECT_FALSE(fs::exists(json_file));
+  expect_refused({"batch", "--model", "--gpu", "h100-sxm"}, {"--model needs a value"});
+  // A value written with = is the user's: "--only=--gpu" is taken as a (here unknown) variant.
+  EXPECT_EQ(run({"gemm", "--m", "4", "--n", "4", "--k", "4", "--gpu", "h100-sxm", "--dry-run", "--no-db", "--only=--gpu"})
+                .err.find("needs a value"),
+            std::string::npos);
+}
+
+// CLI11's other parse errors in tiletune's voice: prefixed, pointing at the command's help, never
+// "Run with --help for more information.".
+TEST(input, every_parse_error_speaks_as_tiletune_and_names_the_commands_help) {
+  for (const auto& [args, words] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"gemm", "--m", "4", "--n", "4", "--k", "4", "--out"}, "tiletune: --out needs a value; `tiletune gemm --help`"},
+           {{"gemm", "--m", "4", "--n", "4", "--k", "4", "--m-per-group", "1,2"}, "--m-per-group requires --groups"},
+           {{"batch"}, "tiletune: --model is required; `tiletune batch --help`"},
+           {{"check"}, "--baseline is required"}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Run with --help"), std::string::npos) << r.err;
+  }
+}
