@@ -10,6 +10,7 @@
 
 #include "core/comma_list.hpp"
 #include "core/errors.hpp"
+#include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
@@ -235,6 +236,22 @@ void validate(const training_setup& s) {
                                   s.lora_dropout));
   if (s.lora_dropout > 0 && s.lora_rank == 0)
     throw usage_error(fmt::format("--lora-dropout {} needs --lora-rank above 0", s.lora_dropout));
+  // Targets the model has no linear for adapt nothing: peft refuses target modules it finds none of
+  // (a GPT-2 with --lora-targets gate was planned training 0 parameters).
+  if (s.lora_rank > 0 && s.lora_targets != lora_all_linear) {
+    const std::vector<weight_tensor> tensors = weight_tensors(s.model);
+    bool any = false;
+    for (const weight_tensor& t : tensors) any = any || lora_adapts(s, t);
+    if (!any) {
+      std::string linears;
+      for (const weight_tensor& t : tensors)
+        if (t.linear && t.name.starts_with("layers.") && linears.find(t.name.substr(7)) == std::string::npos)
+          linears += (linears.empty() ? "" : ", ") + t.name.substr(7);
+      throw usage_error(fmt::format("--lora-targets {}: {} has none of these linears in its blocks (they are {}): pass "
+                                    "all-linear, or targets among q, k, v, o, gate, up, down that it has",
+                                    lora_targets_name(s.lora_targets), s.model.name, linears));
+    }
+  }
   if (s.global_batch && (*s.global_batch < 1 || *s.global_batch > 100'000'000))
     throw usage_error(fmt::format("--global-batch {} is invalid: 1 to 100000000 samples", *s.global_batch));
   validate_tensor_parallel(s);
