@@ -515,6 +515,29 @@ TEST(setup, validation_names_the_bad_value) {
   EXPECT_EQ(parse_optimizer("adamw-8bit"), optimizer_kind::adamw_8bit);
 }
 
+// LoRA targets the model has no linear for adapt nothing: refused naming the linears it has (peft
+// refuses target modules it finds none of): GPT-2's MLP has no gate. One target it has is enough.
+TEST(setup, lora_targets_the_model_lacks_are_refused) {
+  auto s = plan_setup("gpt2", 512);
+  s.lora_rank = 8;
+  s.lora_targets = parse_lora_targets("gate");
+  try {
+    validate(s);
+    ADD_FAILURE() << "planned a LoRA of no adapters";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--lora-targets gate: gpt2 has none of these linears"), std::string::npos)
+        << e.what();
+  }
+  s.lora_targets = parse_lora_targets("q,gate");
+  EXPECT_NO_THROW(validate(s));
+  s.lora_targets = lora_all_linear;
+  EXPECT_NO_THROW(validate(s));
+  auto llama = plan_setup("llama-3-8b", 512);
+  llama.lora_rank = 8;
+  llama.lora_targets = parse_lora_targets("q,gate");
+  EXPECT_NO_THROW(validate(llama));
+}
+
 TEST(plan, measured_gemm_times_replace_the_model_for_candidates_that_fit) {
   auto s = plan_setup("gpt2", 1024);
   int calls = 0;
@@ -942,4 +965,21 @@ TEST(step, deepspeed_zero_exchanges_16_bit_gradients) {
   EXPECT_NEAR(estimate_communication(s, h100).per_micro_step_reduce_ms, fsdp / 2, 1e-9 * fsdp);
   s.prec = precision::fp32;  // an fp32 model's gradients are fp32 everywhere
   EXPECT_NEAR(estimate_communication(s, h100).per_micro_step_reduce_ms, fsdp, 1e-9 * fsdp);
+}
+
+// A given micro-batch that does not fit, where not even one sample does: said so, not "the largest
+// micro-batch that fits is 0".
+TEST(plan, a_given_micro_batch_where_none_fits_says_none_does) {
+  auto s = plan_setup("llama-3-8b", 2048);
+  s.micro_batch = 1;
+  s.global_batch = 8;
+  const auto plan = plan_batch(s, find_preset("l4"));
+  EXPECT_FALSE(plan.recommended);
+  bool said = false;
+  for (const auto& n : plan.notes) {
+    EXPECT_EQ(n.find("fits is 0"), std::string::npos) << n;
+    said |= n.find("--micro-batch 1 does not fit") != std::string::npos &&
+            n.find("no micro-batch fits (not even 1 sample)") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
 }

@@ -224,13 +224,16 @@ void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
   constexpr double gib = double(1LL << 30);
   if (s.micro_batch && !plan.candidates.empty()) {
     // The user's micro-batch: its peak, the phase that sets it, and what does fit.
-    for (const auto& c : plan.candidates)
+    for (const auto& c : plan.candidates) {
+      const std::int64_t largest =
+          largest_fitting_batch(mem, plan.memory_budget_bytes, c.checkpointing, c.grad_accum_steps > 1);
       plan.notes.push_back(fmt::format(
-          "--micro-batch {} does not fit{}: its peak is {:.1f} GiB of the {:.1f} GiB budget, set by the {} phase; "
-          "the largest micro-batch that fits is {}",
+          "--micro-batch {} does not fit{}: its peak is {:.1f} GiB of the {:.1f} GiB budget, set by the {} phase; {}",
           c.micro_batch, c.checkpointing ? " with checkpointing" : " without checkpointing", c.peak_bytes / gib,
           plan.memory_budget_bytes / gib, c.peak_phase,
-          largest_fitting_batch(mem, plan.memory_budget_bytes, c.checkpointing, c.grad_accum_steps > 1)));
+          largest > 0 ? fmt::format("the largest micro-batch that fits is {}", largest)
+                      : std::string("no micro-batch fits (not even 1 sample)")));
+    }
     return;
   }
   if (mem.peak_bytes(0, false) > plan.memory_budget_bytes)
