@@ -271,7 +271,11 @@ void note_unused_link_options(const batch_options& o, const training_setup& s, b
     if (!unused.empty())
       plan.notes.push_back(fmt::format("{} not used: one GPU (--world-size 1) exchanges nothing with others",
                                        fmt::join(unused, ", ")));
-  } else if (o.network_gbs_given && !o.link_gbs && s.world_size <= s.gpus_per_node) {
+  } else if (o.network_gbs_given && o.link_gbs) {
+    plan.notes.push_back(fmt::format("--network-gbs {} not used: --link-gbs {} sets the bandwidth of every exchange, "
+                                     "inside a node and across nodes",
+                                     o.network_gbs, *o.link_gbs));
+  } else if (o.network_gbs_given && s.world_size <= s.gpus_per_node) {
     plan.notes.push_back(fmt::format("--network-gbs {} not used: the {} GPUs sit in one node (--gpus-per-node {}), "
                                      "joined by its GPU link",
                                      o.network_gbs, s.world_size, s.gpus_per_node));

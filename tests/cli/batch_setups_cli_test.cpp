@@ -414,6 +414,10 @@ TEST(batch_setups, link_options_without_a_link_to_use_say_so) {
             std::string::npos);
   EXPECT_EQ(notes_with({"--world-size", "16", "--network-gbs", "10"}).find("not used"), std::string::npos);
   EXPECT_EQ(notes_with({"--world-size", "8", "--link-gbs", "10"}).find("not used"), std::string::npos);
+  // --link-gbs sets every exchange's bandwidth: across nodes too, the network is not used.
+  EXPECT_NE(notes_with({"--world-size", "16", "--link-gbs", "100", "--network-gbs", "1"})
+                .find("--network-gbs 1 not used: --link-gbs 100 sets the bandwidth of every exchange"),
+            std::string::npos);
 }
 
 // Recomputing activations never makes a step faster: at the same micro-batch, checkpointing on is
