@@ -144,3 +144,20 @@ TEST(fp32_loss, a_tied_embedding_s_last_backward_is_a_phase) {
   s.model = load_model("llama-3-8b");
   EXPECT_EQ(estimate_memory(s).tied_embedding_grad_bytes, 0);
 }
+
+// Mistral's and Mixtral's sliding_window is every layer's (null: none): read as Gemma's windows are
+// (it was read for Gemma only, and a negative one was taken).
+TEST(dense_families, mistral_and_mixtral_read_their_sliding_window) {
+  const std::string dims = R"("vocab_size":32000,"hidden_size":4096,"intermediate_size":14336,
+      "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"max_position_embeddings":32768)";
+  for (const char* type : {"mistral", "mixtral"}) {
+    const std::string head = std::string(R"({"model_type":")") + type + "\"," + dims;
+    const model_spec windowed = read((head + R"(,"sliding_window":4096})").c_str());
+    EXPECT_EQ(windowed.sliding_window, 4096) << type;
+    EXPECT_EQ(windowed.sliding_layers, 1) << type;
+    const model_spec none = read((head + R"(,"sliding_window":null})").c_str());
+    EXPECT_EQ(none.sliding_window, 0) << type;
+    EXPECT_THROW(read((head + R"(,"sliding_window":-5})").c_str()), usage_error) << type;
+    EXPECT_THROW(read((head + R"(,"sliding_window":0})").c_str()), usage_error) << type;
+  }
+}

@@ -66,4 +66,13 @@ inline void read_llama_decoder(const config_reader& r, model_spec& m, bool tied_
   m.dropout = r.number_or("attention_dropout", 0.0);
 }
 
+// Mistral's and Mixtral's sliding_window (MistralConfig, MixtralConfig: null for none): every layer
+// attends within it, counted in the attention work as Gemma's windows are. It was read for Gemma
+// only: a Mixtral config with a 128-token window planned as one without, and -5 was taken.
+inline void read_sliding_window(const config_reader& r, model_spec& m) {
+  if (!r.has("sliding_window")) return;
+  m.sliding_window = r.positive("sliding_window");
+  m.sliding_layers = 1;
+}
+
 }  // namespace tiletune

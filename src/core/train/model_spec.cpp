@@ -265,6 +265,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.attn_out_bias = attention_bias;
     m.mlp_bias = r.boolean_or("mlp_bias", false);
     m.hidden_act = r.string_or("hidden_act", type == "gemma" ? "gelu_pytorch_tanh" : "silu");
+    if (type == "mistral") read_sliding_window(r, m);
   } else if (type == "gpt2") {
     m.causal = true;
     m.vocab_size = r.integer("vocab_size");

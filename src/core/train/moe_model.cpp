@@ -122,6 +122,7 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
     m.experts_per_token = r.integer_or("num_experts_per_tok", 2);
     m.expert_intermediate_size = m.intermediate_size;  // every layer is MoE; no dense MLP
     check_experts(r, m, "num_local_experts");
+    read_sliding_window(r, m);
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     read_qwen_moe(type, r, m);
   } else if (type == "olmoe") {
