@@ -400,3 +400,25 @@ TEST(result_file, every_recorded_measurement_in_profiles_passes_the_checks) {
   }
   EXPECT_GT(files, 5u);
 }
+
+// A partial run (--only, --verify-only, --kernel-debug) is judged as it is and said: its
+// recommendation is the best of the variants it was given. By its "partial" field, or an older
+// file's command line. (compare said nothing: a --only run read as a retuned problem.)
+TEST(compare, a_partial_run_is_said_to_be_one) {
+  const auto base = suite({{64, 0.8, 100}, {128, 0.8, 100}});
+  auto fresh = base;
+  fresh["results"][0]["partial"] = "--only";
+  const auto c = compare(base, fresh);
+  std::string notes;
+  for (const auto& n : c.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("NEW new.json: 1 of its 2 result(s) is a partial run (--only)"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("BASE"), std::string::npos) << notes;
+  auto old = base;
+  old["tool"] = {{"command_line", "tiletune gemm --suite s.json --verify-only"}};
+  const auto o = compare(old, base);
+  notes.clear();
+  for (const auto& n : o.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("BASE base.json: 2 of its 2 result(s) are a partial run (--verify-only)"), std::string::npos)
+      << notes;
+  EXPECT_TRUE(compare(base, base).notes.empty());
+}

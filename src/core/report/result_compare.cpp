@@ -3,8 +3,10 @@
 #include <cmath>
 #include <set>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
@@ -352,16 +354,32 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
     throw usage_error(fmt::format("{}: the result names no GPU (its \"device\" needs a \"name\")", path));
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
+    f.entries.back().partial = partial_run_option(j, nlohmann::json());
   } else {  // tiletune.gemm-suite/1 (result_file_from_json checked the schema)
     if (!j.contains("results") || !j["results"].is_array())
       throw usage_error(fmt::format("{}: a suite result needs a \"results\" array", path));
     const device_limits limits = limits_of(j.value("device", nlohmann::json()));
-    for (const auto& r : j["results"]) f.entries.push_back(entry_from_json(r, path, limits));
+    for (const auto& r : j["results"]) {
+      f.entries.push_back(entry_from_json(r, path, limits));
+      f.entries.back().partial = partial_run_option(r, j);
+    }
   }
   return f;
 }
 
 }  // namespace
+
+std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header) {
+  if (result.contains("partial") && result["partial"].is_string()) return result["partial"].get<std::string>();
+  const auto& h = header.is_object() && header.contains("tool") ? header : result;
+  const auto& tool = h.value("tool", nlohmann::json::object());
+  if (!tool.is_object() || !tool.contains("command_line") || !tool["command_line"].is_string()) return {};
+  std::istringstream words(tool["command_line"].get<std::string>());
+  for (std::string w; words >> w;)
+    for (const char* option : {"--only", "--verify-only", "--kernel-debug"})
+      if (w == option || w.rfind(std::string(option) + "=", 0) == 0) return option;
+  return {};
+}
 
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
@@ -545,6 +563,20 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
     throw usage_error(fmt::format("{} and {} share no problem: nothing to compare", base.path, fresh.path));
   if (!c.only_in_new.empty())
     c.notes.push_back(fmt::format("{} problem(s) in {} are not in {}", c.only_in_new.size(), fresh.path, base.path));
+  // A partial run's recommendation answers another question (the best of the variants it was given,
+  // or nothing timed): judged as it is, and said (db import leaves such runs out).
+  for (const result_file* f : {&base, &fresh}) {
+    std::set<std::string> options;
+    std::size_t partial = 0;
+    for (const result_entry& e : f->entries)
+      if (!e.partial.empty()) ++partial, options.insert(e.partial);
+    if (partial)
+      c.notes.push_back(fmt::format(
+          "{} {}: {} of its {} result(s) {} a partial run ({}): a recommendation there is the best of the variants that "
+          "run was given, not a tuning of the problem",
+          f == &base ? "BASE" : "NEW", f->path, partial, f->entries.size(), partial == 1 ? "is" : "are",
+          fmt::join(options, ", ")));
+  }
   return c;
 }
 

@@ -22,6 +22,7 @@ struct result_entry {
   std::optional<double> vs_reference;  // reference time / variant time (measured only)
   std::optional<double> time_us;       // measured median, or predicted
   double noise = 0;                    // relative spread of the measurement
+  std::string partial;                 // the option that made the run partial (partial_run_option), or empty
 };
 
 struct result_file {
@@ -37,6 +38,12 @@ struct result_file {
 };
 // Whether a result of this model may stand for the device (preset, or name when there is none).
 bool same_device_model(const result_file& f, const std::string& preset, const std::string& name);
+
+// The option that made a result partial, or empty: --only (its recommendation is the best of the
+// variants it was given), --verify-only (nothing timed) or --kernel-debug (a debug build). Read
+// from its "partial" field, or from an older file's command line (HEADER: a suite's top level).
+// Partial runs stay out of the tuning database, and compare says which of its results are.
+std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header);
 
 // Reads a tiletune.gemm/1 or tiletune.gemm-suite/1 file. Throws usage_error
 // with the file and the place of a malformed or truncated document, or the

@@ -179,12 +179,6 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
                                  bool allow_predicted = false);
 inline constexpr const char* predicted_driver = "predicted";
 
-// The option that made a result partial, or empty: --only (its recommendation is the best of the
-// variants it was given), --verify-only (nothing timed) or --kernel-debug (a debug build). Read
-// from its "partial" field, or from an older file's command line. Partial runs stay out of the
-// tuning database: they would answer later runs with another question's best.
-std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header = nlohmann::json());
-
 // Whether a record holds a measurement ("mode": "measured"), not a stored plan.
 bool is_measured(const tuning_record& r);
 // How well a record's answer was checked, from what it holds: 2 measured with

@@ -1,7 +1,6 @@
 // A tuning record: made from a result, made small for the database, and how
 // two records of one key compare.
 #include <algorithm>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -93,18 +92,6 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
     if (h.contains(k)) r.result[k] = h[k];
   r.result["schema"] = "tiletune.gemm/1";
   return r;
-}
-
-std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header) {
-  if (result.contains("partial") && result["partial"].is_string()) return result["partial"].get<std::string>();
-  const auto& h = header.is_object() && header.contains("tool") ? header : result;
-  const auto& tool = h.value("tool", nlohmann::json::object());
-  if (!tool.is_object() || !tool.contains("command_line") || !tool["command_line"].is_string()) return {};
-  std::istringstream words(tool["command_line"].get<std::string>());
-  for (std::string w; words >> w;)
-    for (const char* option : {"--only", "--verify-only", "--kernel-debug"})
-      if (w == option || w.rfind(std::string(option) + "=", 0) == 0) return option;
-  return {};
 }
 
 bool is_measured(const tuning_record& r) { return is_measured_result(r.result); }
