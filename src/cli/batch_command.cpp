@@ -336,6 +336,11 @@ void run_batch(const batch_options& o, run_context& ctx) {
     plan = plan_from_stored_times(s, device.spec, o);
   }
   note_unused_link_options(o, s, plan);
+  // --predict keeps a machine's GPU untimed; a plan for a preset (--gpu NAME) is predicted anyway.
+  if (o.predict && !device.live)
+    plan.notes.push_back(fmt::format("--predict has no effect: a plan for --gpu {} is predicted anyway (--predict "
+                                     "keeps this machine's own GPU untimed)",
+                                     o.gpu.value_or("NAME")));
   const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
   if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
   if (o.json) {

@@ -100,7 +100,9 @@ void run_import(const db_options& o, run_context& ctx) {
   const std::size_t stored = db->store_all_if_better(records);
   const std::size_t kept = records.size() - stored;
   std::string also;
-  if (kept) also += fmt::format("; {} kept the stored record, as well verified and at least as new", kept);
+  if (kept)
+    also += fmt::format("; {} kept the stored record, as well verified and at least as new{}", kept,
+                        o.full ? " (--full keeps the rows of the records it stores only: not of these)" : "");
   if (repeated)
     also += fmt::format("; {} of the same problem and setup as another result here: the database keeps one record "
                         "each (the better-verified, then the newer), {} record(s) from these files",
@@ -345,8 +347,11 @@ wherever the database holds measured results of that GPU model, and says so.
 A record is compact (a few KB): the result, the recommended and next best
 variants' rows, and each measured variant's time for calibration; gemm
 --db-full (db import --full) keeps every row too. A file of an older schema is
-upgraded in place, in one transaction, when first opened (db vacuum then
-returns its free pages).
+upgraded in place, in one transaction, when a command that writes opens it (db
+vacuum then returns its free pages); a command that only reads it (list, show,
+export, calibrate, a merge input) reads an upgraded copy and leaves it as it
+is. db import reads every file before it stores anything, and stores them all
+in one transaction: a bad file leaves the database as it was.
 
 A damaged file, or an SQLite file of another program, is refused with exit 3
 naming it; a result file that is not a measured tiletune result, exit 2.)");

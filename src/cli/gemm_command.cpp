@@ -326,6 +326,13 @@ void add_gemm_command(CLI::App& app, run_context& ctx) {
         tell("tiletune: {} {} no effect on an offline plan ({}): nothing is measured\n", unused,
              unused.find(',') == std::string::npos ? "has" : "have", o->report.dry_run ? "--dry-run" : "--gpu");
     }
+    // Options another option switches off: said, as above.
+    if (o->tuning.no_db && cmd->count("--retune") > 0)
+      tell("tiletune: --retune has no effect with --no-db: no tuning database is read, so nothing is answered from it\n");
+    if (o->compile.no_cache && cmd->count("--cache-dir") > 0)
+      tell("tiletune: --cache-dir {} has no effect with --no-cache: no compiled kernel or fit is read from or stored "
+           "in a cache\n",
+           o->compile.cache_dir);
     run_gemm(*o, ctx);
   });
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <map>
 #include <set>
 #include <cstdio>
 #include <vector>
@@ -157,21 +158,39 @@ std::string too_many_words(const std::string& what) {
 
 namespace {
 // Every command's options, the whole tree: their long names, and those that take a value.
-void collect_options(const CLI::App& app, std::set<std::string>& all, std::set<std::string>& valued) {
+void collect_options(const CLI::App& app, std::set<std::string>& all, std::set<std::string>& valued,
+                     std::set<std::string>& several) {
   for (const CLI::Option* o : app.get_options()) {
     for (const std::string& name : o->get_lnames()) {
       all.insert("--" + name);
       if (o->get_expected_min() > 0 && !o->get_positional()) valued.insert("--" + name);
+      if (o->get_expected_max() != 1 || o->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw)
+        several.insert("--" + name);
     }
   }
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    collect_options(*sub, all, valued);
+    collect_options(*sub, all, valued, several);
 }
 }  // namespace
 
 std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv) {
-  std::set<std::string> all, valued;
-  collect_options(app, all, valued);
+  std::set<std::string> all, valued, several;
+  collect_options(app, all, valued, several);
+  // A one-value option named twice: CLI11 refuses that inside one command, but a group's and its
+  // command's (`db --db a.db list --db b.db`) are two options, and the last silently won.
+  std::map<std::string, std::string> seen;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (!valued.count(name) || several.count(name)) continue;
+    const std::string value = arg.find('=') != std::string::npos ? arg.substr(arg.find('=') + 1)
+                              : i + 1 < argc                     ? std::string(argv[i + 1])
+                                                                 : std::string();
+    if (const auto before = seen.find(name); before != seen.end() && before->second != value)
+      return fmt::format("{} takes one value but was given 2 ({} and {}): give it once", name, before->second, value);
+    seen.emplace(name, value);
+  }
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string arg = argv[i], next = argv[i + 1];
     if (arg == "--") break;  // the rest are values

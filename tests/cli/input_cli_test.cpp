@@ -729,9 +729,14 @@ TEST(input, control_characters_in_a_name_are_shown_escaped) {
 // An option given twice is named in words, with what it takes, not CLI11's "At Most 1 required".
 TEST(input, an_option_given_twice_is_named_in_words) {
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--gpu", "h200"},
-                 {"--gpu takes one value but was given 2 (is it given more than once?)"});
+                 {"--gpu takes one value but was given 2 (h100-sxm and h200): give it once"});
   expect_refused({"gemm", "--m", "64", "--m", "128", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"},
                  {"--m takes one value but was given 2"});
+  // A group's option and its command's are two options to CLI11: the last won in silence.
+  expect_refused({"db", "--db", "a.sqlite3", "list", "--db", "b.sqlite3"},
+                 {"--db takes one value but was given 2 (a.sqlite3 and b.sqlite3)"});
+  EXPECT_EQ(run({"db", "--db", (tmp_dir() / "same.sqlite3").string(), "list", "--db", (tmp_dir() / "same.sqlite3").string()}).code,
+            0);
 }
 
 // An option the command does not have is named with the nearest of its own, and a word it has no
@@ -899,4 +904,24 @@ TEST(input, every_parse_error_speaks_as_tiletune_and_names_the_commands_help) {
     EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("Run with --help"), std::string::npos) << r.err;
   }
+}
+
+// Options another option switches off are said to have no effect, not taken in silence.
+TEST(input, an_option_another_switches_off_is_said_to_have_no_effect) {
+  const std::vector<std::string> gemm = {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--quiet"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = gemm;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  const result retune = with({"--no-db", "--retune"});
+  EXPECT_EQ(retune.code, 0) << retune.err;
+  EXPECT_NE(retune.err.find("--retune has no effect with --no-db"), std::string::npos) << retune.err;
+  const result cache = with({"--no-db", "--no-cache", "--cache-dir", (tmp_dir() / "unused-cache").string()});
+  EXPECT_EQ(cache.code, 0) << cache.err;
+  EXPECT_NE(cache.err.find("has no effect with --no-cache"), std::string::npos) << cache.err;
+  EXPECT_EQ(with({"--no-db"}).err.find("no effect"), std::string::npos);
+  const result predict = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--seq-len", "128", "--predict", "--json"});
+  EXPECT_EQ(predict.code, 0) << predict.err;
+  EXPECT_NE(predict.out.find("--predict has no effect: a plan for --gpu h100-sxm is predicted anyway"), std::string::npos);
 }

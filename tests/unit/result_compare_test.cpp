@@ -422,3 +422,23 @@ TEST(compare, a_partial_run_is_said_to_be_one) {
       << notes;
   EXPECT_TRUE(compare(base, base).notes.empty());
 }
+
+// --absolute where no problem has a ratio in both files changes nothing: said, not taken in silence.
+TEST(compare, absolute_without_ratios_is_said_to_have_no_effect) {
+  const auto measured = suite({{64, 0.8, 100}});
+  compare_options absolute;
+  absolute.absolute = true;
+  auto has_note = [](const comparison& c) {
+    for (const auto& n : c.notes)
+      if (n.find("--absolute has no effect") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_FALSE(has_note(compare(measured, measured, absolute)));
+  auto predicted = measured;
+  predicted["mode"] = "predicted";
+  predicted["results"][0]["recommendation"].erase("vs_reference");
+  predicted["results"][0]["recommendation"].erase("median_us");
+  predicted["results"][0]["recommendation"]["predicted_us"] = 100.0;
+  EXPECT_TRUE(has_note(compare(predicted, predicted, absolute)));
+  EXPECT_FALSE(has_note(compare(predicted, predicted)));
+}

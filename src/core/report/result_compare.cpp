@@ -542,6 +542,7 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
   std::vector<bool> used(fresh.entries.size(), false);
   const auto matches = counterparts(base.entries, fresh.entries, used);
   std::size_t shared = 0;
+  bool ratios = false;  // a problem both files time against cuBLAS: --absolute changes its basis
   for (std::size_t bi = 0; bi < base.entries.size(); ++bi) {
     const result_entry& b = base.entries[bi];
     const std::optional<std::size_t>& match = matches[bi];
@@ -555,6 +556,7 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
       continue;
     }
     ++shared;
+    ratios |= b.vs_reference && fresh.entries[*match].vs_reference;
     c.rows.push_back(judge(b, fresh.entries[*match], o, row));
   }
   for (std::size_t i = 0; i < fresh.entries.size(); ++i)
@@ -563,6 +565,9 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
     throw usage_error(fmt::format("{} and {} share no problem: nothing to compare", base.path, fresh.path));
   if (!c.only_in_new.empty())
     c.notes.push_back(fmt::format("{} problem(s) in {} are not in {}", c.only_in_new.size(), fresh.path, base.path));
+  if (o.absolute && !ratios)
+    c.notes.push_back("--absolute has no effect here: no problem has a ratio to cuBLAS in both files (a predicted "
+                      "result has none), so each is judged on time as it is");
   // A partial run's recommendation answers another question (the best of the variants it was given,
   // or nothing timed): judged as it is, and said (db import leaves such runs out).
   for (const result_file* f : {&base, &fresh}) {
