@@ -1025,3 +1025,29 @@ TEST(plan, a_given_micro_batch_where_none_fits_says_none_does) {
   }
   EXPECT_TRUE(said);
 }
+
+// The checkpointing notes quote the largest micro-batch that fits without it as the plan would run
+// it: at the asked global batch a smaller one accumulates and holds the gradients. TinyLlama on 8
+// H100s, --global-batch 256 (32 a GPU): the note said 19, which at accumulation 2 does not fit.
+TEST(plan, the_checkpointing_note_quotes_a_micro_batch_that_fits_as_run) {
+  auto s = plan_setup("tinyllama-1.1b", 1024);
+  s.world_size = 8;
+  s.global_batch = 256;
+  s.micro_batch = 1;
+  s.checkpointing = checkpoint_policy::on;
+  const auto plan = plan_batch(s, find_preset("h100-sxm"));
+  long long quoted = 0;
+  for (const auto& n : plan.notes)
+    if (const auto at = n.find("without it micro-batch "); at != std::string::npos)
+      ASSERT_EQ(std::sscanf(n.c_str() + at, "without it micro-batch %lld", &quoted), 1) << n;
+  ASSERT_GT(quoted, 0);
+  auto fits = [&](long long b) {
+    auto without = s;
+    without.micro_batch = b;
+    without.checkpointing = checkpoint_policy::off;
+    const auto p = plan_batch(without, find_preset("h100-sxm"));
+    return !p.candidates.empty() && p.candidates.front().fits;
+  };
+  EXPECT_TRUE(fits(quoted));
+  EXPECT_FALSE(fits(quoted + 1));
+}

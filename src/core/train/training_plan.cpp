@@ -38,6 +38,22 @@ std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t bud
   return std::min<std::int64_t>(lo, 1 << 20);
 }
 
+std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt) {
+  const training_setup& s = plan.setup;
+  const std::int64_t per_gpu =
+      s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
+  // Megatron-LM's interleaved schedule always accumulates (make_candidate).
+  const bool always_accumulating = s.virtual_stages > 1 && s.pipeline_parallel > 1;
+  if (!always_accumulating) {
+    // The whole per-GPU batch or more in one micro-step: no accumulation.
+    const std::int64_t whole = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, false);
+    if (per_gpu == 0 || whole >= per_gpu) return whole;
+  }
+  // Below it, each micro-step holds the earlier ones' gradients.
+  const std::int64_t accumulating = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true);
+  return always_accumulating ? accumulating : std::min(accumulating, per_gpu - 1);
+}
+
 namespace {
 
 // Powers of two up to twice the limit, the limit itself, the limit when accumulating (0: none) and,

@@ -212,17 +212,20 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   // Only --checkpointing auto plans both and compares them; on or off (given, or a framework's
   // default) plans one, and the note says so rather than a comparison it did not make.
   const bool compared = s.checkpointing == checkpoint_policy::automatic;
-  if (r.checkpointing && plan.max_micro_batch_no_ckpt == 0)
+  // (At the asked global batch: a micro-batch below the per-GPU batch accumulates and holds the
+  // gradients, so the largest that fits without it is the accumulating one's there.)
+  const std::int64_t without = r.checkpointing ? largest_fitting_micro_batch(plan, false) : 0;
+  if (r.checkpointing && without == 0)
     plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
   else if (r.checkpointing && compared)
     plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
                                      "(the largest that fits without it is {})",
-                                     r.micro_batch, plan.max_micro_batch_no_ckpt));
+                                     r.micro_batch, without));
   else if (r.checkpointing)
     plan.notes.push_back(fmt::format(
         "gradient checkpointing is on as set (--checkpointing, or the framework's default), not chosen: without it "
         "micro-batch {} would fit; --checkpointing auto plans both and keeps the faster",
-        plan.max_micro_batch_no_ckpt));
+        without));
   else if (compared)
     plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
   else

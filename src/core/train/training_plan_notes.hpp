@@ -13,6 +13,10 @@ namespace tiletune {
 std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t budget_bytes, bool ckpt,
                                    bool accumulating);
 
+// The largest micro-batch that fits as the plan would run it: at the asked global batch a smaller
+// micro-batch accumulates, and holds the gradients (0: none fits). The notes quote it.
+std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt);
+
 void add_communication_notes(batch_plan& plan, const training_setup& s, const communication_estimate& comm);
 // Where the host issues the recommended step slower than the GPU runs it.
 void add_host_wait_note(batch_plan& plan);
