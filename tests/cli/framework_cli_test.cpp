@@ -282,11 +282,13 @@ TEST(batch_framework, help_names_the_flag_and_every_framework) {
 // The link runs on while the GPU waits for its host: a micro-step's exchanges hide under its whole
 // time on the GPU, the host's wait included. Counted apart (both added), a B200 or an H200 waiting
 // on its host was planned slower than an H100, and 256-token sequences slower than 2,048-token ones
-// (234 of 273 plans of a sweep over five frameworks broke one or the other).
+// (234 of 273 plans of a sweep over five frameworks broke one or the other). The same for the
+// context-parallel ring.
 TEST(batch_framework, a_faster_gpu_or_less_work_is_never_planned_slower_beside_the_exchanges) {
   const std::string mixtral = std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json";
   struct setup {
     std::vector<std::string> args;
+    int longest = 2048;  // the model's positions
   };
   const std::vector<setup> setups = {
       {{"--model", mixtral, "--framework", "deepspeed", "--world-size", "16", "--lora-rank", "16", "--checkpointing", "on",
@@ -294,6 +296,11 @@ TEST(batch_framework, a_faster_gpu_or_less_work_is_never_planned_slower_beside_t
       {{"--model", "llama-3-8b", "--framework", "fsdp2", "--world-size", "16", "--checkpointing", "off"}},
       {{"--model", "llama-3-8b", "--framework", "fsdp2", "--world-size", "8", "--lora-rank", "16", "--checkpointing",
         "off"}},
+      // The context-parallel ring beyond attention fills the wait for the host first (added beside it,
+      // an H200's faster attention left more of it exposed: 90.99 samples/s against the H100's 91.10).
+      {{"--model", "gpt2", "--framework", "megatron", "--context-parallel", "4", "--world-size", "8", "--checkpointing",
+        "off"},
+       1024},
   };
   auto joined = [](const std::vector<std::string>& args) {
     std::string line;
@@ -310,6 +317,7 @@ TEST(batch_framework, a_faster_gpu_or_less_work_is_never_planned_slower_beside_t
   for (const auto& s : setups) {
     double longer = 0;
     for (const char* seq : {"2048", "1024", "512", "256"}) {
+      if (std::stoi(seq) > s.longest) continue;
       auto args = s.args;
       args.insert(args.end(), {"--seq-len", seq, "--gpu", "h100-sxm"});
       const double shorter = samples_per_s(args);
@@ -320,10 +328,8 @@ TEST(batch_framework, a_faster_gpu_or_less_work_is_never_planned_slower_beside_t
         a.insert(a.end(), {"--seq-len", seq, "--gpu", gpu});
         return samples_per_s(a);
       };
-      if (std::string(seq) == "2048" || std::string(seq) == "512") {
-        EXPECT_GE(on("h200"), shorter * 0.999) << "h200 at --seq-len " << seq << ": " << joined(s.args);
-        EXPECT_GE(on("b200"), shorter * 0.999) << "b200 at --seq-len " << seq << ": " << joined(s.args);
-      }
+      EXPECT_GE(on("h200"), shorter * 0.9999) << "h200 at --seq-len " << seq << ": " << joined(s.args);
+      EXPECT_GE(on("b200"), shorter * 0.9999) << "b200 at --seq-len " << seq << ": " << joined(s.args);
     }
   }
 }

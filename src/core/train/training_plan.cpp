@@ -120,13 +120,15 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // micro-step's backward, ZeRO-3's prefetched gathers and reduce-scatters under each micro-step;
   // without --overlap-comm, all of it after the compute. The last micro-step's backward also copies
   // the gradients into DDP's buckets (gradient_boundary_ms), which the all-reduce runs beside.
-  // The window is the micro-step's whole time on the GPU's own streams: its kernels, their launches
-  // and the time it waits for the host to issue them. The link runs on while the GPU waits (counted
+  // The window is the micro-step's whole time on the GPU's own streams: its kernels, their launches,
+  // its tensor-, context- and pipeline-parallel transfers and the time it waits for the host to issue them. The link runs on while the GPU waits (counted
   // apart, the host's wait and the exposed exchange were both added: a B200 waiting on its host was
   // predicted slower than an H100, and 256-token sequences slower than 1,024-token ones). The bucket
   // copies first fill the last backward's wait for the host; what they add lengthens its window.
-  const double window_ms =
-      s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms + c.time.launch_ms + c.time.host_wait_ms : 0;
+  const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms + c.time.launch_ms +
+                                                c.time.host_wait_ms + c.time.context_parallel_ms + c.time.tensor_parallel_ms +
+                                                c.time.p2p_ms
+                                          : 0;
   const double last_window_ms = s.overlap_comm ? window_ms + c.time.gradient_boundary_added_ms : 0;
   // One link carries the exchanges one after another: what hides under a micro-step is its window's
   // worth in all, not each kind's own window (hidden each under the whole window, ZeRO-3's gathers and

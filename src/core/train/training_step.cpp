@@ -263,6 +263,10 @@ step_time predict_step(const training_setup& s, const device_spec& d, std::int64
   if (s.context_parallel > 1) {  // one GPU's tokens, and the ring's transfers the attention does not hide
     step_time t = predict_step(context_parallel_shard(s), d, b, checkpointing, gemm_time, rates);
     t.context_parallel_ms = std::max(0.0, context_parallel_comm_ms(s, d, b, checkpointing) - t.attention_ms);
+    // What the ring adds to the GPU's time fills its wait for the host first: the micro-step takes
+    // the longer of the two, not their sum (a faster GPU's shorter attention left more of the ring
+    // exposed and was planned slower, host-bound as both were).
+    t.host_wait_ms = std::max(0.0, t.host_wait_ms - t.context_parallel_ms);
     return t;
   }
   step_time t;
