@@ -1051,3 +1051,23 @@ TEST(plan, the_checkpointing_note_quotes_a_micro_batch_that_fits_as_run) {
   EXPECT_TRUE(fits(quoted));
   EXPECT_FALSE(fits(quoted + 1));
 }
+
+// The exchange note says what DeepSpeed's ZeRO-1 runs (not DDP's all-reduce) and what is exposed.
+TEST(plan, the_exchange_note_names_zero_1s_reduce_scatter_and_gather) {
+  auto s = plan_setup("tinyllama-1.1b", 1024);
+  s.world_size = 8;
+  s.global_batch = 64;
+  s.zero_stage = 1;
+  std::string note;
+  for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
+    if (n.find("communication across the 8 GPUs") != std::string::npos) note = n;
+  EXPECT_NE(note.find("reduce-scatter in the last micro-step's backward and the parameters' all-gather after each "
+                      "optimizer step (DeepSpeed's ZeRO-1)"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("ZeRO-1's all-gather after the optimizer step has nothing to run under"), std::string::npos) << note;
+  s.zero_stage = 0;
+  for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
+    if (n.find("communication across the 8 GPUs") != std::string::npos)
+      EXPECT_NE(n.find("gradient all-reduce per optimizer step"), std::string::npos) << n;
+}

@@ -68,6 +68,9 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
     const std::string what =
         fsdp_replicated(s) ? "fp32 gradient all-reduce per micro-step (torchtitan's FSDP2 at shard degree 1, "
                              "data_parallel_replicate_degree; its gathers are local copies)"
+        : s.zero_stage == 1 && deepspeed_zero(s)
+            ? "gradients' reduce-scatter in the last micro-step's backward and the parameters' all-gather after each "
+              "optimizer step (DeepSpeed's ZeRO-1)"
         : s.zero_stage < 2 ? "gradient all-reduce per optimizer step"
         : s.zero_stage == 2
             ? (fsdp_runs(s) ? "parameters' all-gather per micro-step (FSDP without resharding after forward still "
@@ -83,9 +86,12 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
                                       "of the gradients under the last micro-step's backward; the GPU's wait for its "
                                       "host counts as time the link runs on; the GPU waits for the rest and at least "
                                       "one layer's share") +
-                              (s.zero_stage == 2 && !fsdp_runs(s) && !fsdp_replicated(s)
-                                   ? " (ZeRO-2's all-gather after the optimizer step has nothing to run under)"
-                                   : "");
+                              ((s.zero_stage == 2 && !fsdp_runs(s) && !fsdp_replicated(s)) ||
+                                       (s.zero_stage == 1 && deepspeed_zero(s))
+                                   ? fmt::format(" (ZeRO-{}'s all-gather after the optimizer step has nothing to run "
+                                                 "under)",
+                                                 s.zero_stage)
+                                   : std::string());
     plan.notes.push_back(fmt::format(
         "communication across the {} GPUs is modelled from the bytes of the {} at {} (ring collectives at 80% of "
         "it), {}; not yet compared with a multi-GPU run",
