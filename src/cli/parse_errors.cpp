@@ -173,11 +173,9 @@ void collect_options(const CLI::App& app, std::set<std::string>& all, std::set<s
 }
 }  // namespace
 
-std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv) {
+std::string option_given_twice_words(const CLI::App& app, int argc, const char* const* argv) {
   std::set<std::string> all, valued, several;
   collect_options(app, all, valued, several);
-  // A one-value option named twice: CLI11 refuses that inside one command, but a group's and its
-  // command's (`db --db a.db list --db b.db`) are two options, and the last silently won.
   std::map<std::string, std::string> seen;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -191,6 +189,12 @@ std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const 
       return fmt::format("{} takes one value but was given 2 ({} and {}): give it once", name, before->second, value);
     seen.emplace(name, value);
   }
+  return {};
+}
+
+std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv) {
+  std::set<std::string> all, valued, several;
+  collect_options(app, all, valued, several);
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string arg = argv[i], next = argv[i + 1];
     if (arg == "--") break;  // the rest are values

@@ -32,9 +32,12 @@ std::string too_many_words(const std::string& what);
 // An option that takes a value followed by another option (`gemm --only --gpu h100-sxm`): CLI11
 // takes the second as the first's value, and the run then says something else went wrong (no --gpu,
 // an --out file named "--json"). Looked at before parsing, over argv; empty where none is.
-// Also a one-value option given twice with two values, at one command's level or at a group's and
-// its command's (`db --db a.db list --db b.db`: two options to CLI11, the last silently won).
 std::string value_taken_by_an_option_words(const CLI::App& app, int argc, const char* const* argv);
+
+// A one-value option given twice with two values, at one command's level or at a group's and its
+// command's (`db --db a.db list --db b.db`: two options to CLI11, the last silently won). Over argv,
+// before parsing; empty where none is.
+std::string option_given_twice_words(const CLI::App& app, int argc, const char* const* argv);
 
 // Any other parse error: CLI11's words, prefixed and pointing at the command's help (not CLI11's
 // "Run with --help for more information."); "--out: 1 required TEXT missing" as "--out needs a value".

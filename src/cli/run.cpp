@@ -44,8 +44,9 @@ int parse_and_run(int argc, char** argv, host_services host) {
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
   check_option_values(app);
   try {
-    if (const std::string said = value_taken_by_an_option_words(app, argc, argv); !said.empty())
-      throw usage_error(said);
+    for (const std::string& said :
+         {option_given_twice_words(app, argc, argv), value_taken_by_an_option_words(app, argc, argv)})
+      if (!said.empty()) throw usage_error(said);
     app.parse(argc, argv);
     return ctx.exit_code;
   } catch (const CLI::Success& e) {  // --help, --version

@@ -38,10 +38,16 @@ std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t bud
   return std::min<std::int64_t>(lo, 1 << 20);
 }
 
+namespace {
+// Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step (0: no global batch).
+std::int64_t per_gpu_batch(const training_setup& s) {
+  return s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
+}
+}  // namespace
+
 std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt) {
   const training_setup& s = plan.setup;
-  const std::int64_t per_gpu =
-      s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
+  const std::int64_t per_gpu = per_gpu_batch(s);
   // Megatron-LM's interleaved schedule always accumulates (make_candidate).
   const bool always_accumulating = s.virtual_stages > 1 && s.pipeline_parallel > 1;
   if (!always_accumulating) {
@@ -121,10 +127,11 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   // without --overlap-comm, all of it after the compute. The last micro-step's backward also copies
   // the gradients into DDP's buckets (gradient_boundary_ms), which the all-reduce runs beside.
   // The window is the micro-step's whole time on the GPU's own streams: its kernels, their launches,
-  // its tensor-, context- and pipeline-parallel transfers and the time it waits for the host to issue them. The link runs on while the GPU waits (counted
-  // apart, the host's wait and the exposed exchange were both added: a B200 waiting on its host was
-  // predicted slower than an H100, and 256-token sequences slower than 1,024-token ones). The bucket
-  // copies first fill the last backward's wait for the host; what they add lengthens its window.
+  // its tensor-, context- and pipeline-parallel transfers and the time it waits for the host to issue
+  // them. The link runs on while the GPU waits (counted apart, the host's wait and the exposed
+  // exchange were both added: a B200 waiting on its host was predicted slower than an H100, and
+  // 256-token sequences slower than 2,048-token ones). The bucket copies first fill the last
+  // backward's wait for the host; what they add lengthens its window.
   const double window_ms = s.overlap_comm ? c.time.gemm_ms + c.time.memory_bound_ms + c.time.launch_ms +
                                                 c.time.host_wait_ms + c.time.context_parallel_ms + c.time.tensor_parallel_ms +
                                                 c.time.p2p_ms
@@ -242,9 +249,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
         "the packed samples; --global-batch, the micro-batch and accumulation count rows. Samples are taken as equal: "
         "a real mix of lengths costs the sum of their squares",
         s.seq_len / s.packing, s.packing, s.packing, s.seq_len));
-  // Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step.
-  const std::int64_t per_gpu =
-      s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
+  const std::int64_t per_gpu = per_gpu_batch(s);
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
   // The largest micro-batch that fits under the checkpointing the setup allows.
   refuse_unfitting_in_backward_batch(

@@ -86,8 +86,7 @@ void add_communication_notes(batch_plan& plan, const training_setup& s, const co
                                       "of the gradients under the last micro-step's backward; the GPU's wait for its "
                                       "host counts as time the link runs on; the GPU waits for the rest and at least "
                                       "one layer's share") +
-                              ((s.zero_stage == 2 && !fsdp_runs(s) && !fsdp_replicated(s)) ||
-                                       (s.zero_stage == 1 && deepspeed_zero(s))
+                              (comm.after_step_ms > 0
                                    ? fmt::format(" (ZeRO-{}'s all-gather after the optimizer step has nothing to run "
                                                  "under)",
                                                  s.zero_stage)
@@ -174,9 +173,11 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
     const std::int64_t global = asked - below <= above - asked ? below : above;
     const std::int64_t accumulation = global / step;
     const double once_ms = c.global_step_ms - static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms();
+    const double global_step_ms = static_cast<double>(accumulation) * c.time.micro_step_ms() + once_ms;
+    // (Scaled from the row's own samples/s: it counts packed samples under --packing.)
     options.push_back({&c, global, accumulation,
-                       static_cast<double>(global) /
-                           ((static_cast<double>(accumulation) * c.time.micro_step_ms() + once_ms) * 1e-3)});
+                       c.samples_per_s * static_cast<double>(accumulation) / static_cast<double>(c.grad_accum_steps) *
+                           c.global_step_ms / global_step_ms});
   }
   double fastest = 0;
   for (const auto& o : options) fastest = std::max(fastest, o.samples_per_s);
