@@ -301,6 +301,35 @@ TEST(framework, composers_fsdp1_casts_its_fp32_gathers_as_amp_does) {
   EXPECT_EQ(estimate_memory(fp32).autocast_weight_copies_bytes, 0);
 }
 
+// Autocast caches the casts of leaf parameters that are not views and require grad (autocast_mode.cpp,
+// cached_cast). FSDP1's forward runs on views into its gathered flat parameter, and LitGPT's LoRA base
+// is frozen: their casts are made anew at every use, so a checkpointed block frees each after its
+// GEMM and the forward holds only the LM head's (Llama-3-8B's 6,979,321,856 block weights not). AMP's
+// leaf weights on one GPU are cached to the forward's end, checkpointed or not.
+TEST(framework, checkpointing_frees_the_casts_autocast_does_not_cache) {
+  const memory_breakdown composer = estimate_memory(with(training_framework::composer, base("llama-3-8b", 0, 8),
+                                                         {{"--zero", "3"}, {"--precision", "bf16-mixed"}}));
+  const memory_breakdown lora = estimate_memory(with(training_framework::litgpt, base("llama-3-8b", 16)));
+  const memory_breakdown amp = estimate_memory(with(training_framework::hf, base("llama-3-8b")));
+  const memory_breakdown litgpt_one_gpu = estimate_memory(with(training_framework::litgpt, base("llama-3-8b")));
+  EXPECT_EQ(composer.uncached_block_copies_bytes, 2 * 6'979'321'856LL);
+  EXPECT_EQ(lora.uncached_block_copies_bytes, 2 * 6'979'321'856LL);
+  EXPECT_EQ(amp.uncached_block_copies_bytes, 0);
+  EXPECT_GT(litgpt_one_gpu.autocast_weight_copies_bytes, 0);
+  EXPECT_EQ(litgpt_one_gpu.uncached_block_copies_bytes, 0);
+  for (const memory_breakdown& m : {composer, lora}) {
+    memory_breakdown cached = m;
+    cached.uncached_block_copies_bytes = 0;
+    // One checkpointed sample peaks in the forward: the blocks' casts are gone from it.
+    EXPECT_EQ(cached.peak_phase(1, true), "forward");
+    EXPECT_LT(m.peak_allocated_bytes(1, true), cached.peak_allocated_bytes(1, true));
+    EXPECT_GE(static_cast<double>(m.peak_allocated_bytes(1, true)),
+              static_cast<double>(cached.peak_allocated_bytes(1, true) - m.uncached_block_copies_bytes));
+    // Without checkpointing autograd keeps every cast to its backward, cached or not.
+    EXPECT_EQ(m.peak_allocated_bytes(1, false), cached.peak_allocated_bytes(1, false));
+  }
+}
+
 // Whether the data-parallel exchange runs under compute: Megatron-LM's DistributedDataParallelConfig
 // overlap_grad_reduce is False (--overlap-grad-reduce is store_true); DeepSpeed's overlap_comm is None,
 // made stage == 3 by its validator; PyTorch DDP and FSDP overlap (hf, the FSDP2 trainers).

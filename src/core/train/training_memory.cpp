@@ -247,9 +247,15 @@ void add_autocast_copies(const training_setup& s, memory_breakdown& r) {
       const double head_casts = m.causal ? vocab * (m.tied_embeddings ? chunks : chunks - 1) : 0;
       r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head_casts));
       r.lm_head_copy_bytes = static_cast<std::int64_t>(2 * vocab * (m.causal ? chunks : 0));
+      // The base is frozen (requires_grad False): none of its casts is cached.
+      r.uncached_block_copies_bytes = static_cast<std::int64_t>(2 * (linear + head_casts)) - r.lm_head_copy_bytes;
     } else if (s.lora_rank == 0 || fp32_model_under_autocast(s)) {
       r.autocast_weight_copies_bytes += static_cast<std::int64_t>(2 * (linear + head));
       r.lm_head_copy_bytes = 2 * m.vocab_size * m.hidden_size;
+      // FSDP1 runs the forward on views into its gathered flat parameter (flat_param.py's
+      // _use_unsharded_views(as_params=False)), which autocast does not cache.
+      if (fsdp_fp32_gathers)
+        r.uncached_block_copies_bytes = r.autocast_weight_copies_bytes - r.lm_head_copy_bytes;
     }
   }
   // torchtitan's grouped experts multiply in bf16 at every precision (moe_inventory.cpp): in fp32

@@ -60,7 +60,11 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   // the last layer, over everything kept, if larger.
   // --quantize nf4: a block's linear dequantizes its weight while it runs (forward, recompute, backward).
   const double dequantized = static_cast<double>(m.dequantized_weight_bytes);
-  out.push_back({"forward", states + earlier + m.autocast_weight_copies_bytes + dequantized +
+  // Autocast's cached copies stay to the forward's end; under checkpointing the uncached ones of the
+  // blocks do not.
+  const double forward_copies =
+      static_cast<double>(std::max<std::int64_t>(0, m.autocast_weight_copies_bytes - (ckpt ? m.uncached_block_copies_bytes : 0)));
+  out.push_back({"forward", states + earlier + forward_copies + dequantized +
                                 b * (kept + std::max(m.logits_forward_bytes_per_sample, m.lora_transient_bytes_per_sample))});
   // Under checkpointing only the LM head still holds its autocast copy in backward.
   // FSDP: a unit's unsharded gradients wait for their reduce-scatter in every backward phase, the

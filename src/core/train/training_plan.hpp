@@ -199,6 +199,11 @@ struct memory_breakdown {
   // is left in backward with checkpointing, whose recompute casts anew).
   std::int64_t autocast_weight_copies_bytes = 0;
   std::int64_t lm_head_copy_bytes = 0;
+  // Of those, the casts autocast does not cache (it caches only leaf, non-view parameters that
+  // require grad: not FSDP1's views into its gathered flat parameter, nor a frozen LoRA base) made
+  // inside the checkpointed blocks: under checkpointing each is freed after its GEMM, so the
+  // forward holds none of them.
+  std::int64_t uncached_block_copies_bytes = 0;
   std::int64_t activation_bytes_per_sample = 0;               // no checkpointing
   std::int64_t checkpointed_activation_bytes_per_sample = 0;  // layer inputs
   std::int64_t recompute_layer_bytes_per_sample = 0;          // one layer's activations, recomputed in backward
