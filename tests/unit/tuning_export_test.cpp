@@ -165,3 +165,23 @@ TEST(tuning_export, cutlass_csv_has_the_profilers_columns_and_one_row_per_proble
   EXPECT_EQ(rows, 3);
   EXPECT_TRUE(saw_nt && saw_simt);
 }
+
+// A stored GPU name, driver or date is text from files and databases a user merged: the Triton file
+// writes it as a Python literal (quotes and backslashes escaped, control and non-ASCII characters as
+// escapes, the file ASCII) or in a comment kept to its line, never as code.
+TEST(tuning_export, stored_text_stays_a_python_literal_or_a_comment) {
+  auto r = measured_record("16x4096x4096-bf16-nt.json");
+  r.key.device_model = "x', 1): [], **({} if __import__('os').system('echo PWNED') else {}), ('y\\\n\xc3\xa9\xff";
+  r.key.driver = "13.0)\n__import__('os').system('echo PWNED') #";
+  const std::string py = export_triton({r}, "db", "now");
+  EXPECT_NE(py.find("    ('x\\', 1): [], **({} if __import__(\\'os\\').system(\\'echo PWNED\\') else {}), "
+                    "(\\'y\\\\\\x0a\\u00e9\\xff', 16, 4096, 4096, 1, 'bf16', 'nt', 1.0, 0.0): [triton.Config("),
+            std::string::npos)
+      << py;
+  EXPECT_NE(py.find("driver 13.0)?__import__('os').system('echo PWNED') #)"), std::string::npos) << py;
+  std::stringstream lines(py);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_NE(line.rfind("__import__", 0), 0u) << line;
+    for (const char c : line) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << line;
+  }
+}

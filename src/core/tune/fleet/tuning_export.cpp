@@ -64,7 +64,47 @@ std::string triton_grouping_note(const tile_config& c) {
              : "";
 }
 
-std::string python_value(const nlohmann::json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
+// A Python string literal of any stored text, whatever it holds: quotes and backslashes escaped,
+// control characters as \xNN and every character past ASCII as \uNNNN or \UNNNNNNNN, so the file
+// is ASCII (a stored GPU name or driver comes from files and databases a user merged; it must never
+// become code). A byte that is not UTF-8 is \xNN too.
+std::string python_string(const std::string& s) {
+  std::string out = "'";
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int length = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    char32_t code = length == 1 ? c : length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
+    bool valid = length > 0 && i + length <= s.size();
+    for (int b = 1; valid && b < length; ++b) {
+      const auto next = static_cast<unsigned char>(s[i + b]);
+      valid = (next & 0xc0) == 0x80;
+      code = (code << 6) | (next & 0x3f);
+    }
+    valid = valid && code <= 0x10ffff;  // Python refuses \U past U+10FFFF
+    if (!valid) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+      continue;
+    }
+    if (code == '\\' || code == '\'') out += {'\\', static_cast<char>(code)};
+    else if (code < 0x20 || code == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned>(code));
+    else if (code < 0x80) out += static_cast<char>(code);
+    else if (code <= 0xffff) out += fmt::format("\\u{:04x}", static_cast<unsigned>(code));
+    else out += fmt::format("\\U{:08x}", static_cast<unsigned>(code));
+    i += length;
+  }
+  return out + "'";
+}
+
+// Stored text in a Python comment: printable ASCII on one line (no line break ends the comment
+// early; no NUL or byte that is not UTF-8 stops Python reading the file), anything else a '?'.
+std::string python_comment(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return s;
+}
+
+std::string python_value(const nlohmann::json& v) { return v.is_string() ? python_string(v.get<std::string>()) : v.dump(); }
 
 }  // namespace
 
@@ -131,12 +171,12 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
       database, date);
   for (const auto& r : best) {
     const auto& p = r.key.problem;
-    const std::string key = fmt::format("('{}', {}, {}, {}, {}, '{}', '{}', {}, {})", r.key.device_model, p.m, p.n,
-                                        p.k, p.batch, to_string(p.type), p.layout.name(), nlohmann::json(p.alpha).dump(),
-                                        nlohmann::json(p.beta).dump());
+    const std::string key = fmt::format("({}, {}, {}, {}, {}, '{}', '{}', {}, {})", python_string(r.key.device_model),
+                                        p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
+                                        nlohmann::json(p.alpha).dump(), nlohmann::json(p.beta).dump());
     const auto [tile, why] = recommended_tile(r);
     if (!tile) {
-      out += fmt::format("    # {}: {}\n", key, why);
+      out += fmt::format("    # {}: {}\n", key, python_comment(why));
       continue;
     }
     std::string fields;
@@ -151,7 +191,8 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
                        verification_rank(r) == 2 ? "measured and verified"
                        : is_measured(r)          ? "measured"
                                                  : "predicted by the model",
-                       tflops, r.measured_at, r.key.driver == predicted_driver ? "offline plan" : "driver " + r.key.driver);
+                       tflops, python_comment(r.measured_at),
+                       r.key.driver == predicted_driver ? "offline plan" : "driver " + python_comment(r.key.driver));
     if (const std::string note = triton_grouping_note(*tile); !note.empty()) out += fmt::format("    # {}\n", note);
     out += fmt::format("    {}: [triton.Config({{{}}}, num_warps={}, num_stages={}{})],\n", key, fields,
                        t["num_warps"].get<int>(), t["num_stages"].get<int>(), ctas);
