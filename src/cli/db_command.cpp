@@ -14,6 +14,7 @@
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/errors.hpp"
+#include "core/plan_mode.hpp"
 #include "core/report/result_compare.hpp"
 
 namespace tiletune::cli {
@@ -59,6 +60,17 @@ void run_import(const db_options& o, run_context& ctx) {
                  gemm_problem_from_json(r.at("problem")).describe(), why);
       return;
     }
+    // A recommended variant that failed its check (an edited file: tiletune never recommends one)
+    // would be exported as the answer.
+    const std::string recommended = r.value("recommendation", nlohmann::json::object()).value("id", "");
+    for (const auto& v : r.value("variants", nlohmann::json::array()))
+      if (v.is_object() && !recommended.empty() && v.value("id", "") == recommended && is_incorrect_variant(v))
+        throw usage_error(fmt::format("{}: the recommended variant {} is incorrect (status {}, max_rel_error {}, "
+                                      "error_bound {}): no tiletune run recommends it; nothing was imported",
+                                      gemm_problem_from_json(r.at("problem")).describe(), recommended,
+                                      v.value("status", nlohmann::json()).dump(),
+                                      v.value("max_rel_error", nlohmann::json()).dump(),
+                                      v.value("error_bound", nlohmann::json()).dump()));
     records.push_back(record_from_result(r, header));
   };
   // Read every file first: a bad one stops the import before anything is stored.

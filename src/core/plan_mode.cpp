@@ -24,4 +24,12 @@ std::optional<variant_status> status_of(const nlohmann::json& variant) {
   return variant_status_named(string_field(variant, "status"));
 }
 
+bool is_incorrect_variant(const nlohmann::json& variant) {
+  if (status_of(variant) == variant_status::incorrect) return true;
+  if (!variant.is_object()) return false;
+  const auto err = variant.find("max_rel_error"), bound = variant.find("error_bound");
+  return err != variant.end() && bound != variant.end() && err->is_number() && bound->is_number() &&
+         err->get<double>() > bound->get<double>();
+}
+
 }  // namespace tiletune

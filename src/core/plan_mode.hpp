@@ -21,5 +21,8 @@ std::optional<plan_mode> mode_of(const nlohmann::json& result);
 std::optional<variant_status> status_of(const nlohmann::json& variant);
 inline bool is_measured_result(const nlohmann::json& result) { return mode_of(result) == plan_mode::measured; }
 inline bool is_ok_variant(const nlohmann::json& variant) { return status_of(variant) == variant_status::ok; }
+// Incorrect: so marked, or a max_rel_error past the variant's own error_bound (a file edited, or
+// written by a broken tiletune, that says ok beside it is incorrect all the same).
+bool is_incorrect_variant(const nlohmann::json& variant);
 
 }  // namespace tiletune

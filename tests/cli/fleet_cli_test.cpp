@@ -244,6 +244,33 @@ TEST(fleet_cli, the_groups_db_option_is_honoured_by_every_db_subcommand) {
 // db import keeps, for each key, the better record whatever the files' order (better verified,
 // then newer, as db merge does), and leaves out partial runs (--only), which gemm never stores:
 // an --only run of the mma family alone had answered later plans with a kernel 2.7x slower.
+// A result whose recommended variant failed its check (an edited file: status ok beside an error past
+// its own bound, or marked incorrect) is refused as a whole: it would be stored and exported as the
+// answer. The same file's other variants being incorrect is a run's ordinary outcome.
+TEST(fleet_cli, import_refuses_a_recommended_variant_past_its_error_bound) {
+  const fs::path dir = tmp_dir() / "import-incorrect";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path whole =
+      fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm/q_proj-4096x4096x4096-bf16-nt.json";
+  for (const bool marked : {false, true}) {
+    nlohmann::json j = nlohmann::json::parse(slurp(whole));
+    const std::string id = j["recommendation"]["id"];
+    for (auto& v : j["variants"])
+      if (v["id"] == id) {
+        if (marked) v["status"] = "incorrect";
+        else v["max_rel_error"] = 10 * v["error_bound"].get<double>();
+      }
+    const fs::path bad = dir / (marked ? "marked.json" : "past-bound.json"), db = dir / "t.sqlite";
+    std::ofstream(bad) << j.dump();
+    const result imp = run({"db", "import", "--db", db.string(), whole.string(), bad.string()});
+    EXPECT_EQ(imp.code, 2) << imp.err;
+    EXPECT_NE(imp.err.find("the recommended variant " + id + " is incorrect"), std::string::npos) << imp.err;
+    EXPECT_NE(imp.err.find(bad.string()), std::string::npos) << imp.err;
+    EXPECT_FALSE(fs::exists(db)) << "nothing is stored when one file is refused";
+  }
+}
+
 TEST(fleet_cli, import_keeps_the_better_record_in_any_order_and_leaves_out_partial_runs) {
   const fs::path dir = tmp_dir() / "import-order";
   fs::remove_all(dir);

@@ -120,6 +120,11 @@ TEST(tuning_merge, keeps_the_better_verified_then_the_newer_record_per_key) {
   EXPECT_EQ(verification_rank(merge_record(1, "", true)), 2);
   EXPECT_EQ(verification_rank(merge_record(1, "", false)), 1);
   EXPECT_EQ(verification_rank(merge_record(1, "", true, "predicted")), 0);
+  // A recommended variant past its own error bound (a merged record of an edited file) ranks lowest.
+  tuning_record past_bound = merge_record(1, "", true);
+  for (auto& v : past_bound.result["variants"])
+    if (v.value("id", "") == past_bound.recommended) v["error_bound"] = 0.5 * v["max_rel_error"].get<double>();
+  EXPECT_EQ(verification_rank(past_bound), 0);
   EXPECT_TRUE(better_record(merge_record(1, "2000", false), merge_record(1, "2099", true, "predicted")));
 }
 

@@ -120,12 +120,7 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
   if (r.contains("variants") && r["variants"].is_array())
     for (const auto& v : r["variants"]) {
-      e.incorrect |= status_of(v) == variant_status::incorrect;
-      // A file that says ok beside an error past its own bound (edited, or written by a broken
-      // tiletune) is incorrect all the same.
-      const auto err = v.find("max_rel_error"), bound = v.find("error_bound");
-      e.incorrect |= err != v.end() && bound != v.end() && err->is_number() && bound->is_number() &&
-                     err->get<double>() > bound->get<double>();
+      e.incorrect |= is_incorrect_variant(v);
       const std::string at = fmt::format("{}: {}: variant {}", where, e.label, v.value("id", "?"));
       check_physics(p, number_at(v, "median_us", at), "median_us", limits, at);
     }

@@ -101,8 +101,11 @@ int verification_rank(const tuning_record& r) {
   if (!is_measured(r)) return 0;
   if (r.recommended.empty()) return 1;
   for (const auto& v : r.result.value("variants", nlohmann::json::array()))
-    if (v.is_object() && v.value("id", "") == r.recommended)
+    if (v.is_object() && v.value("id", "") == r.recommended) {
+      // A recommended tile that failed its check (an edited file) ranks below every measured answer.
+      if (is_incorrect_variant(v)) return 0;
       return is_ok_variant(v) && v.contains("max_rel_error") && v["max_rel_error"].is_number() ? 2 : 1;
+    }
   return 1;
 }
 
