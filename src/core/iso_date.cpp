@@ -4,8 +4,15 @@
 
 namespace tiletune {
 
-std::string iso_date(const std::string& v) {
+namespace {
+const std::regex& date_form() {
   static const std::regex date(R"((\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2}))?Z?)?)");
+  return date;
+}
+}  // namespace
+
+std::string iso_date(const std::string& v) {
+  const std::regex& date = date_form();
   std::smatch m;
   const std::string form = "a date as YYYY-MM-DD (ISO 8601, optionally THH:MM[:SS][Z]), not " + v;
   if (!std::regex_match(v, m, date)) return form;
@@ -18,6 +25,13 @@ std::string iso_date(const std::string& v) {
   if (m[4].matched && (std::stoi(m[5]) > 23 || std::stoi(m[6]) > 59 || (m[8].matched && std::stoi(m[8]) > 59)))
     return form + " (no such time of day)";
   return "";
+}
+
+std::string canonical_iso_date(const std::string& v) {
+  std::smatch m;
+  if (!iso_date(v).empty() || !std::regex_match(v, m, date_form())) return v;
+  return m[1].str() + "-" + m[2].str() + "-" + m[3].str() + "T" + (m[4].matched ? m[5].str() : "00") + ":" +
+         (m[4].matched ? m[6].str() : "00") + ":" + (m[8].matched ? m[8].str() : "00") + "Z";
 }
 
 }  // namespace tiletune

@@ -8,4 +8,9 @@ namespace tiletune {
 // dates are written and compared in: as strings, in time order (--since, a record's measured_at).
 std::string iso_date(const std::string& value);
 
+// A date iso_date accepts in its one full form, YYYY-MM-DDTHH:MM:SSZ (the time 00:00:00 and the
+// seconds 00 where it has none), so that two dates compare as strings in time order: "T09:23Z"
+// sorts after "T09:23:38Z" as written. Any other value is returned as it is.
+std::string canonical_iso_date(const std::string& value);
+
 }  // namespace tiletune

@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "core/iso_date.hpp"
+
 #include "core/errors.hpp"
 
 using namespace tiletune;
@@ -148,6 +150,33 @@ TEST(tuning_merge, merges_shard_databases_and_an_existing_target_atomically) {
   for (const char* suffix : {"-wal", "-journal"}) EXPECT_FALSE(fs::exists(out.string() + suffix)) << suffix;
   // A missing input is bad input, before anything is read.
   EXPECT_THROW(merge_tuning_dbs({a, s.dir / "none.sqlite"}, out), usage_error);
+}
+
+// Dates compare in time order whatever form of ISO 8601 a file wrote: "T10:00Z" sorts after
+// "T10:00:30Z" as text, so the older record had been kept by import and merge and --since "T09:23Z"
+// had left out the records of 09:23:38.
+TEST(tuning_merge, dates_written_in_any_accepted_form_compare_in_time_order) {
+  EXPECT_EQ(canonical_iso_date("2026-11-23T10:00Z"), "2026-11-23T10:00:00Z");
+  EXPECT_EQ(canonical_iso_date("2026-11-23T10:00"), "2026-11-23T10:00:00Z");
+  EXPECT_EQ(canonical_iso_date("2026-11-23"), "2026-11-23T00:00:00Z");
+  EXPECT_EQ(canonical_iso_date("2026-11-23T10:00:30Z"), "2026-11-23T10:00:30Z");
+  EXPECT_EQ(canonical_iso_date("not a date"), "not a date");
+  EXPECT_TRUE(better_record(merge_record(16, "2026-11-23T10:00:30Z", true), merge_record(16, "2026-11-23T10:00Z", true)));
+  EXPECT_FALSE(better_record(merge_record(16, "2026-11-23T10:00Z", true), merge_record(16, "2026-11-23T10:00:30Z", true)));
+  merge_scratch s;
+  const fs::path a = s.dir / "a.sqlite", b = s.dir / "b.sqlite", out = s.dir / "out.sqlite";
+  tuning_db(a).store(merge_record(16, "2026-11-23T10:00:30Z", true));
+  tuning_db(b).store(merge_record(16, "2026-11-23T10:00Z", true));
+  for (const auto& inputs : {std::vector<fs::path>{a, b}, std::vector<fs::path>{b, a}}) {
+    fs::remove(out);
+    merge_tuning_dbs(inputs, out);
+    const auto merged = tuning_db(out, tuning_db::open_mode::existing).list();
+    ASSERT_EQ(merged.size(), 1u);
+    EXPECT_EQ(merged[0].measured_at, "2026-11-23T10:00:30Z");
+  }
+  tuning_db(out).store(merge_record(32, "2026-11-23T09:23:38Z", true));
+  EXPECT_EQ(tuning_db(out).records({"", "", "2026-11-23T09:23Z", 0}).size(), 2u);
+  EXPECT_EQ(tuning_db(out).records({"", "", "2026-11-23T10:01", 0}).size(), 0u);
 }
 
 TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves_the_target) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 
@@ -76,7 +77,7 @@ bool replaces(sqlite3_stmt* row, sqlite3_stmt* look) {
   if (sqlite3_step(look) != SQLITE_ROW) return true;  // a key the target does not hold
   const int theirs = sqlite3_column_int(row, verified_column), ours = sqlite3_column_int(look, 0);
   if (theirs != ours) return theirs > ours;
-  return column_text(row, measured_at_column) > column_text(look, 1);
+  return canonical_iso_date(column_text(row, measured_at_column)) > canonical_iso_date(column_text(look, 1));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 
@@ -33,7 +34,7 @@ std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
     terms.push_back(fmt::format("instr(' ' || problem || ' ', ?{}) > 0", args.size()));
   }
   if (!f.since.empty()) {
-    args.push_back(f.since);
+    args.push_back(canonical_iso_date(f.since));  // the form records are stored in
     terms.push_back(fmt::format("measured_at >= ?{}", args.size()));
   }
   return terms.empty() ? "" : fmt::format("WHERE {}", fmt::join(terms, " AND "));

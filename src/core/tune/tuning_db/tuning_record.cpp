@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/iso_date.hpp"
 #include "core/tune/tuning_db/tuning_db.hpp"
 #include "core/plan_mode.hpp"
 
@@ -77,7 +78,8 @@ tuning_record record_from_result(const nlohmann::json& result, const nlohmann::j
   r.key.tool_version = tool.value("version", std::string("unknown"));
   r.key.compiler = tool.value("nvrtc", std::string("unknown"));
   r.key.problem = gemm_problem_from_json(result.at("problem"));
-  r.measured_at = tool.value("date", std::string());
+  // Stored in one form, so that dates compare as strings in time order.
+  r.measured_at = canonical_iso_date(tool.value("date", std::string()));
   if (predicted) r.key.driver = r.key.cuda = predicted_driver;
   // A stored plan searched nothing: the model ranked every variant.
   r.strategy = result.contains("search") ? result["search"].value("strategy", "") : predicted ? "model" : "exhaustive";
@@ -112,7 +114,7 @@ int verification_rank(const tuning_record& r) {
 bool better_record(const tuning_record& a, const tuning_record& b) {
   const int ra = verification_rank(a), rb = verification_rank(b);
   if (ra != rb) return ra > rb;
-  return a.measured_at > b.measured_at;
+  return canonical_iso_date(a.measured_at) > canonical_iso_date(b.measured_at);  // also records stored before
 }
 
 }  // namespace tiletune
