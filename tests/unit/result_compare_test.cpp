@@ -328,6 +328,16 @@ TEST(result_file, a_result_the_schema_refuses_is_refused_naming_the_file) {
        "\"summary\": \"incorrect\" is \"x\", not a whole number"},
       {[](nlohmann::json& j) { j["results"][0]["search"] = {{"strategy", -1}}; }, "\"search\": \"strategy\" is -1, not a string"},
       {[](nlohmann::json& j) { j["results"][0]["tuning_db"] = "x"; }, "\"tuning_db\" is \"x\", not an object or null"},
+      // Figures out of the schema's range, and a TFLOP/s the time does not give (db list and export
+      // show it: a -5 was stored and listed).
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["tflops"] = -5; },
+       "\"recommendation\": \"tflops\" is -5, not a non-negative number"},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["error_bound"] = 0; },
+       "\"error_bound\" is 0, not a positive number"},
+      {[](nlohmann::json& j) { j["results"][0]["variants"][0]["median_us"] = -1; },
+       "\"median_us\" is -1, not a positive number"},
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["tflops"] = 1e308; },
+       "\"tflops\" 1e+308 disagrees with the problem's FLOPs over median_us"},
   };
   for (const auto& d : damages) {
     auto j = suite({{64, 0.8, 100}});

@@ -4,6 +4,7 @@
 #include <set>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -146,6 +147,14 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
     if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
       throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
                                     at, *e.vs_reference, *ref_us / *measured_us));
+    // So must the TFLOP/s (db list and export show it): the problem's FLOPs over its time.
+    const auto tflops = number_at(rec, "tflops", at);
+    if (tflops && *tflops > 0 && e.time_us && *e.time_us > 0) {
+      const double said = p.flops() / (*e.time_us * 1e-6) / 1e12;
+      if (std::abs(*tflops / said - 1) > 0.01)
+        throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", at,
+                                      *tflops, measured_us ? "median_us" : "predicted_us", said));
+    }
     check_physics(p, measured_us, "median_us", limits, at);
     check_physics(p, ref_us, "median_us", limits, at + " reference");
     if (!measured_us) check_physics(p, e.time_us, "predicted_us", limits, at);
@@ -212,6 +221,18 @@ void check_figures(const nlohmann::json& v, const std::string& where) {
   for (const char* k : {"median_us", "predicted_us", "tflops", "percent_of_peak", "gbs", "percent_of_bandwidth",
                         "vs_reference", "max_rel_error", "rel_frobenius_error", "error_bound", "sm_clock_mhz", "noise"})
     check_field(v, k, t::number_float, true, where);
+  // And in the range the schema gives it: a time, ratio, bound or clock is positive, the rest at least 0.
+  for (const char* k : {"median_us", "predicted_us", "tflops", "percent_of_peak", "gbs", "percent_of_bandwidth",
+                        "vs_reference", "max_rel_error", "rel_frobenius_error", "error_bound", "sm_clock_mhz", "noise"}) {
+    if (!v.is_object() || !v.contains(k) || !v[k].is_number()) continue;
+    const double x = v[k].get<double>();
+    const std::string_view key = k;
+    const bool positive = key == "median_us" || key == "predicted_us" || key == "vs_reference" ||
+                          key == "error_bound" || key == "sm_clock_mhz";
+    if (!std::isfinite(x) || x < 0 || (positive && x == 0))
+      throw usage_error(fmt::format("{}: \"{}\" is {}, not {} number", where, k, v[k].dump(),
+                                    positive ? "a positive" : "a non-negative"));
+  }
   check_field(v, "family", t::string, false, where);
   check_field(v, "tile", t::object, false, where);
   check_field(v, "resources", t::object, false, where);
