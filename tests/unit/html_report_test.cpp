@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -334,6 +335,37 @@ TEST(html_report, tuning_db_rows_give_each_record_its_own_bar) {
   EXPECT_EQ(chart(report_sections(list, "l.json"), "tuning-db").rows, rows);
 }
 
+// A compare or db-list file's rows are objects with a verdict or mode of their kind and figures in
+// range: [1, "x"] had drawn bars labelled "? (?)", a tflops -5 and a verdict "WHAT" drawn as given.
+TEST(html_report, malformed_comparison_and_database_rows_are_refused_naming_the_entry) {
+  auto refusal = [](const std::function<json()>& rows) {
+    try {
+      (void)rows();
+    } catch (const usage_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const json cmp = {{"schema", "tiletune.compare/1"}, {"rows", {{{"verdict", "SAME"}}, 1}}};
+  EXPECT_NE(refusal([&] { return report::comparison_rows(cmp, "c.json"); }).find("c.json: entry 2 of \"rows\" is 1, not an object"),
+            std::string::npos);
+  for (const json& row : {json{{"verdict", "WHAT"}}, json{{"verdict", "SAME"}, {"noise", -3}}})
+    EXPECT_NE(refusal([&] { return report::comparison_rows({{"rows", {row}}}, "c.json"); }).find("\""), std::string::npos)
+        << row.dump();
+  EXPECT_NE(refusal([&] { return report::comparison_rows({{"rows", {{{"verdict", "WHAT"}}}}}, "c.json"); }).find("not one of SAME"),
+            std::string::npos);
+  const json list = {{"schema", "tiletune.tuning-db-list/1"}, {"file", "x"}, {"records", {"s"}}};
+  EXPECT_NE(refusal([&] { return report::tuning_db_rows(list, "l.json"); }).find("entry 1 of \"records\" is \"s\""),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { return report::tuning_db_rows({{"records", {{{"tflops", -5}}}}}, "l.json"); }).find("at least 0"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { return report::tuning_db_rows({{"records", {{{"mode", "bogus"}}}}}, "l.json"); })
+                .find("\"mode\" is \"bogus\", not one of measured, predicted"),
+            std::string::npos);
+  EXPECT_EQ(refusal([&] { return report::tuning_db_rows({{"records", {{{"mode", "predicted"}, {"tflops", 0}}}}}, "l.json"); }),
+            "accepted");
+}
+
 // db export --format json: the best config per problem (the problem as an object, its key as text);
 // plans stored offline with --store-plans are drawn as predicted and the section says so.
 TEST(html_report, a_tuning_database_export_is_drawn_and_says_which_records_are_predicted) {
@@ -389,7 +421,11 @@ TEST(html_report, the_page_escapes_text_and_keeps_scripts_whole) {
   vega_library lib;
   lib.bundle = true;
   lib.scripts.push_back({"vega", "vega.min.js", "var s = '</script>';"});
+  // A --vega-dir whose path holds "*/" would end the comment naming the file and break its script.
+  lib.scripts.push_back({"vega-lite", "v*/x/vega-lite.min.js", "var t = 1;"});
   const std::string page = render_report_page({s}, lib, "tiletune report x.json");
+  EXPECT_EQ(page.find("v*/x"), std::string::npos);
+  EXPECT_NE(page.find("<script>/* v* /x/vega-lite.min.js */\nvar t = 1;"), std::string::npos);
   EXPECT_EQ(page.find("<b>bold</b>"), std::string::npos);
   EXPECT_NE(page.find("a &lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp; more"), std::string::npos);
   // The only "</script" are the ends of the page's own script elements.

@@ -183,6 +183,11 @@ TEST(compare, junit_has_a_case_per_problem_and_escapes_names) {
   EXPECT_NE(x.find("m2 &amp; &lt;friends&gt;"), std::string::npos) << x;
   EXPECT_NE(x.find("<failure message=\"SLOWER"), std::string::npos) << x;
   EXPECT_EQ(x.find("<friends>"), std::string::npos);
+  // Characters XML 1.0 has no place for (controls, U+FFFE, U+FFFF) are left out; the rest stay.
+  auto odd = c;
+  odd.rows[0].label = "bad\x01\xef\xbf\xbf\xef\xbf\xbe\xc3\xa9name";
+  const std::string y = to_junit_xml(odd);
+  EXPECT_NE(y.find("name=\"bad\xc3\xa9name\""), std::string::npos) << y;
   const auto j = to_json(c);
   EXPECT_EQ(j["counts"]["SLOWER"], 1);
   EXPECT_EQ(j["failed"], true);

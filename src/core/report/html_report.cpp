@@ -1,8 +1,11 @@
 #include "core/report/html_report.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 #include "core/report/json_file.hpp"
@@ -51,6 +54,27 @@ const json& require(const json& j, const char* key, bool array, const std::strin
   if (it == j.end() || (array ? !it->is_array() : !it->is_object()))
     throw usage_error(fmt::format("{}: {} has no \"{}\" {}", path, what, key, array ? "list" : "object"));
   return *it;
+}
+
+const json& entry_object(const json& list, std::size_t i, const char* key, const std::string& path) {
+  const json& e = list[i];
+  if (e.is_object()) return e;
+  const std::string dump = e.dump();
+  throw usage_error(fmt::format("{}: entry {} of \"{}\" is {}, not an object", path, i + 1, key,
+                                dump.size() > 40 ? dump.substr(0, 40) + "..." : dump));
+}
+
+std::string one_of(const json& j, const char* key, const std::vector<std::string>& allowed, const std::string& fallback) {
+  const std::string v = string_at(j, key, fallback);
+  if (v != fallback && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    throw usage_error(fmt::format("\"{}\" is \"{}\", not one of {}", key, v, fmt::join(allowed, ", ")));
+  return v;
+}
+
+double non_negative_at(const json& j, const char* key, double fallback) {
+  const auto v = number_at(j, key);
+  if (v && !(*v >= 0 && std::isfinite(*v))) wrong_type(key, j.at(key), "a number at least 0");
+  return v.value_or(fallback);
 }
 
 }  // namespace report
@@ -301,7 +325,10 @@ std::string render_report_page(const std::vector<report_section>& sections, cons
   for (const auto& s : vega.scripts) {
     // One element per file, so a failing module is reported with its name.
     if (!vega.bundle) html += fmt::format("<script>tiletuneModuleName = '{}';</script>\n", s.module);
-    html += fmt::format("<script>/* {} */\n{}\n</script>\n", html_escape(s.file.string()), script_safe(s.source));
+    // The file's name in a comment: a "*/" in it would end the comment and break the script.
+    std::string name = html_escape(s.file.string());
+    for (std::size_t at; (at = name.find("*/")) != std::string::npos;) name.replace(at, 2, "* /");
+    html += fmt::format("<script>/* {} */\n{}\n</script>\n", name, script_safe(s.source));
   }
   if (!vega.bundle) html += fmt::format("<script>{}</script>\n", module_join_script);
   html += fmt::format("<script type=\"application/json\" id=\"tiletune-specs\">{}</script>\n", json_script_safe(specs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));

@@ -24,6 +24,12 @@ bool bool_at(const json& j, const char* key, bool fallback);
 // The member KEY, which must be an object (or an array when ARRAY): else
 // usage_error "PATH: <what> has no KEY".
 const json& require(const json& j, const char* key, bool array, const std::string& path, const std::string& what);
+// Entry i of the list `key`: an object, else a usage error naming the file, the list and the entry.
+const json& entry_object(const json& list, std::size_t i, const char* key, const std::string& path);
+// The string at key, one of `allowed` (fallback where absent), else a usage error naming them.
+std::string one_of(const json& j, const char* key, const std::vector<std::string>& allowed, const std::string& fallback);
+// A number at key that is at least 0 (fallback where absent).
+double non_negative_at(const json& j, const char* key, double fallback);
 
 // --- gemm (one problem's result: a tiletune.gemm/1 file or one entry of a suite)
 // One cell per family, dtype and block M x N: the best figure among its

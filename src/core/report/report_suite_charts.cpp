@@ -125,9 +125,10 @@ std::vector<report_section> suite_sections(const json& doc, const std::string& p
 json comparison_rows(const json& cmp, const std::string& path) {
   const json& in = require(cmp, "rows", true, path, "the comparison");
   json rows = json::array();
-  for (const auto& r : in) {
-    const std::string verdict = string_at(r, "verdict", "?");
-    const double change = number_at(r, "change").value_or(0) * 100, noise = number_at(r, "noise").value_or(0) * 100;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const json& r = entry_object(in, i, "rows", path);
+    const std::string verdict = one_of(r, "verdict", verdict_domain.get<std::vector<std::string>>(), "?");
+    const double change = number_at(r, "change").value_or(0) * 100, noise = non_negative_at(r, "noise", 0) * 100;
     const auto base = number_at(r, "base"), fresh = number_at(r, "new");
     const std::string basis = string_at(r, "basis", "-");
     rows.push_back({{"problem", string_at(r, "name", string_at(r, "problem", "?"))},
@@ -190,13 +191,14 @@ json tuning_db_rows(const json& list, const std::string& path) {
   const json& records = require(list, exported ? "configs" : "records", true, path, "the tuning database list");
   json rows = json::array();
   std::map<std::string, int> seen;  // a problem on one GPU model under several drivers or tools: one bar each
-  for (const auto& r : records) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const json& r = entry_object(records, i, exported ? "configs" : "records", path);
     const std::string problem = r.contains("problem") && r["problem"].is_string() ? string_at(r, "problem", "?")
                                                                                    : string_at(r, "key", "?");
     const std::string gpu = string_at(r, "device_model", "?");
     const std::string recommended = string_at(r, exported ? "id" : "recommended", "none");
-    const std::string mode = string_at(r, "mode", "measured");
-    const double tflops = number_at(r, "tflops").value_or(0);
+    const std::string mode = one_of(r, "mode", {"measured", "predicted"}, "measured");
+    const double tflops = non_negative_at(r, "tflops", 0);
     std::string record = problem + " (" + gpu + ")";
     if (const int n = ++seen[record]; n > 1) record += fmt::format(" #{}", n);
     rows.push_back({{"record", record},

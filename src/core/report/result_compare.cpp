@@ -634,7 +634,14 @@ nlohmann::json to_json(const comparison& c) {
 namespace {
 std::string xml_escape(std::string_view s) {
   std::string out;
-  for (char ch : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
+    // Nor U+FFFE and U+FFFF (EF BF BE, EF BF BF in UTF-8), the two noncharacters of its Char range.
+    if (static_cast<unsigned char>(ch) == 0xef && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0xbf &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xbe || static_cast<unsigned char>(s[i + 2]) == 0xbf)) {
+      i += 2;
+      continue;
+    }
     switch (ch) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
