@@ -310,8 +310,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   list->add_option("--db", o->file, "The database file");
   list->add_option("--problem", o->problem,
-                   "Only problems with these words in their key, e.g. \"4096x4096x4096 bf16 nt\" (a key reads "
-                   "\"4096x4096x4096 b1 bf16 nt a1 b0\": batch, dtype, layout, alpha, beta)");
+                   "Only problems with these words, as db list prints a problem (\"1024x1024x1024 batch 8 bf16 nt "
+                   "alpha 0.5 beta 1\") or as its key reads (\"1024x1024x1024 b8 bf16 nt a0.5 b1\"); any of them, "
+                   "e.g. \"bf16 nt\"");
   list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)")
       ->check(iso_date);
   list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")
@@ -322,7 +323,8 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   auto* show = cmd->add_subcommand("show", "Print the stored records of a problem: their variant rows (every row "
                                            "where gemm --db-full kept them)");
   show->add_option("--problem", o->problem,
-                   "The problem: words of its key, e.g. \"4096x4096x4096 bf16 nt\" as db list prints it")
+                   "The problem: its words as db list prints it, e.g. \"4096x4096x4096 bf16 nt\" or "
+                   "\"1024x1024x1024 batch 8 bf16 nt\" (or as its key reads: b8 for batch 8)")
       ->required();
   show->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   show->add_option("--db", o->file, "The database file");

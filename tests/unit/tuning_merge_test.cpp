@@ -179,6 +179,32 @@ TEST(tuning_merge, dates_written_in_any_accepted_form_compare_in_time_order) {
   EXPECT_EQ(tuning_db(out).records({"", "", "2026-11-23T10:01", 0}).size(), 0u);
 }
 
+// --problem takes a problem as db list prints it (gemm_problem::describe) as well as the key's words:
+// "batch 8" had matched nothing, its key word being b8, and b8 alone also matches a beta of 8.
+TEST(tuning_merge, a_problem_as_db_list_prints_it_finds_its_record) {
+  merge_scratch s;
+  const fs::path db = s.dir / "p.sqlite";
+  tuning_record batched = merge_record(1024, "2026-11-20T00:00:00Z", true), scaled = batched, beta8 = batched;
+  batched.key.problem.batch = 8;
+  scaled.key.problem.alpha = 0.5;
+  scaled.key.problem.beta = 1;
+  beta8.key.problem.beta = 8;
+  for (tuning_record* r : {&batched, &scaled, &beta8}) r->result["problem"] = to_json(r->key.problem);
+  tuning_db(db).store_all({batched, scaled, beta8});
+  auto found = [&](const std::string& words) {
+    std::vector<std::string> out;
+    for (const auto& r : tuning_db(db).records({"", words, "", 0})) out.push_back(r.key.problem.describe());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(found(batched.key.problem.describe()), std::vector<std::string>{batched.key.problem.describe()});
+  EXPECT_EQ(found(scaled.key.problem.describe()), std::vector<std::string>{scaled.key.problem.describe()});
+  EXPECT_EQ(found("batch 8"), std::vector<std::string>{batched.key.problem.describe()});
+  EXPECT_EQ(found("alpha 1 beta 8"), std::vector<std::string>{beta8.key.problem.describe()});
+  EXPECT_EQ(found("b8").size(), 2u);  // the key's words: batch 8 and beta 8 both read b8
+  EXPECT_EQ(found("1024x256x256 bf16 nn").size(), 3u);
+}
+
 TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves_the_target) {
   merge_scratch s;
   const fs::path good = s.dir / "good.sqlite", out = s.dir / "out.sqlite";

@@ -19,6 +19,51 @@ using sqlite::statement;
 
 namespace {
 
+// The problem text of a filter in the key's words: what db list prints (gemm_problem::describe) reads
+// "batch 8" for b8 (the word after the shape), "alpha 0.5 beta 1" for a0.5 b1, "rowwise-scaled" for
+// srowwise, ", bf16 out" for obf16 and "in 4 groups (uniform t64 k2, contiguous)" for g4 and the
+// distribution's words ("rows given" has no word in the key, which holds a hash of the rows).
+struct key_words {
+  std::vector<std::string> words;  // each a whole word of the key
+  std::string batch;               // "b8": the key's second word
+};
+
+key_words key_words_of(const std::string& text) {
+  std::string cleaned = text;
+  for (char& c : cleaned)
+    if (c == ',' || c == '(' || c == ')') c = ' ';
+  std::vector<std::string> in;
+  std::istringstream words(cleaned);
+  for (std::string w; words >> w;) in.push_back(w);
+  key_words out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const std::string& w = in[i];
+    const bool has_next = i + 1 < in.size();
+    if (w == "batch" && has_next) {
+      out.batch = "b" + in[++i];
+    } else if (w == "alpha" && has_next) {
+      std::string pair = "a" + in[++i];
+      if (i + 2 < in.size() && in[i + 1] == "beta") pair += " b" + in[i += 2];
+      out.words.push_back(pair);
+    } else if (w == "beta" && has_next) {
+      out.words.push_back("b" + in[++i]);
+    } else if (w.size() > 7 && w.ends_with("-scaled")) {
+      out.words.push_back("s" + w.substr(0, w.size() - 7));
+    } else if (has_next && in[i + 1] == "out") {
+      out.words.push_back("o" + w);
+      ++i;
+    } else if (w == "in" && i + 2 < in.size() && (in[i + 2] == "groups" || in[i + 2] == "group")) {
+      out.words.push_back("g" + in[i + 1]);
+      i += 2;
+    } else if (w == "rows" && has_next && in[i + 1] == "given") {
+      ++i;
+    } else {
+      out.words.push_back(w);
+    }
+  }
+  return out;
+}
+
 // The WHERE clause of a filter and its arguments, in order.
 std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
   std::vector<std::string> terms;
@@ -28,10 +73,15 @@ std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
   }
   // Each word of the problem text is a whole word of the key: "4096x4096x4096 bf16 nt" (as db list
   // prints a problem) matches "4096x4096x4096 b1 bf16 nt a1 b0".
-  std::istringstream words(f.problem);
-  for (std::string w; words >> w;) {
+  const key_words words = key_words_of(f.problem);
+  for (const std::string& w : words.words) {
     args.push_back(" " + w + " ");
     terms.push_back(fmt::format("instr(' ' || problem || ' ', ?{}) > 0", args.size()));
+  }
+  if (!words.batch.empty()) {  // the word after the shape, not a beta of the same figure
+    args.push_back(" " + words.batch + " ");
+    terms.push_back(fmt::format("instr(problem || ' ', ?{0}) > 0 AND instr(problem || ' ', ?{0}) = instr(problem, ' ')",
+                                args.size()));
   }
   if (!f.since.empty()) {
     args.push_back(canonical_iso_date(f.since));  // the form records are stored in
