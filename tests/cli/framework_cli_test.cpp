@@ -203,6 +203,12 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
   refused({"--model", "llama-3-8b", "--framework", "megatron", "--precision", "bf16"},
           "--framework megatron --precision bf16: megatron trains fp32, fp16-mixed and bf16-mixed (--fp16 and --bf16 "
           "keep fp32 main params");
+  refused({"--model", "llama-3-8b", "--framework", "hf", "--precision", "bf16", "--zero", "3", "--world-size", "8"},
+          "the Trainer shards through DeepSpeed, whose bf16 mode keeps fp32 master weights");
+  refused({"--model", "llama-3.2-1b", "--framework", "megatron", "--optimizer", "adafactor"},
+          "Megatron-LM's --optimizer offers adam (--optimizer adamw here) and sgd only");
+  refused({"--model", "llama-3.2-1b", "--framework", "fsdp2", "--optimizer", "lion", "--checkpointing", "on"},
+          "torchtitan's optimizer.name offers Adam and AdamW");
   // The same with the framework's checkpointing replaced by a flag plans.
   EXPECT_EQ(run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "--framework", "fsdp2", "--checkpointing",
                  "on", "--quiet"})

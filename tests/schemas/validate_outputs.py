@@ -174,6 +174,10 @@ def produce(binary, standins, fake_worker, work, profiles):
                                                                         "--json"))
     out["batch (--packing)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "h100-sxm",
                                               "--seq-len", "8192", "--packing", "2048", "--json"))
+    # Composer's fp16-mixed LoRA: the base loaded as float16 (the schema had refused it).
+    out["batch (--framework composer, LoRA, fp16-mixed)"] = json.loads(run(binary, env, "batch", "--model", "gpt2",
+                                                                           "--gpu", "h100-sxm", "--framework",
+                                                                           "composer", "--lora-rank", "16", "--json"))
     out["batch (nothing fits)"] = json.loads(run(binary, env, "batch", "--model", "llama-3-8b", "--gpu", "l4",
                                                  "--precision", "fp32", "--json"))
     out["compare"] = json.loads(run(binary, env, "compare", str(gemm), str(gemm), "--json"))

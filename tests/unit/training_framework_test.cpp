@@ -235,6 +235,39 @@ TEST(framework, each_framework_refuses_what_it_cannot_run) {
   }
 }
 
+// What the emitted configs cannot run is refused: the Trainer shards through DeepSpeed, which has no
+// pure bf16 (it was planned ZeRO-3 with no DeepSpeed config beside it); Megatron-LM's --optimizer is
+// adam or sgd, torchtitan's Adam or AdamW, and neither runs bitsandbytes' paged optimizers.
+TEST(framework, what_the_frameworks_config_cannot_run_is_refused) {
+  const std::string hf = framework_refusal(training_framework::hf, base("llama-3-8b", 0, 8),
+                                           {{"--zero", "3"}, {"--precision", "bf16"}});
+  EXPECT_NE(hf.find("--framework hf --zero 3 --precision bf16: the Trainer shards through DeepSpeed"), std::string::npos)
+      << hf;
+  EXPECT_EQ(framework_refusal(training_framework::hf, base("llama-3-8b", 0, 8), {{"--precision", "bf16"}}), "");
+  EXPECT_EQ(framework_refusal(training_framework::hf, base("llama-3-8b", 0, 8), {{"--zero", "3"}}), "");
+  auto optimizer = [](const char* o) {
+    training_setup s = base("llama-3-8b");
+    s.optimizer = parse_optimizer(o);
+    return s;
+  };
+  for (const char* o : {"adamw-8bit", "adafactor", "lion"}) {
+    const std::string m = framework_refusal(training_framework::megatron, optimizer(o));
+    EXPECT_NE(m.find(std::string("--framework megatron --optimizer ") + o + ": Megatron-LM's --optimizer offers adam"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(framework_refusal(training_framework::fsdp2, optimizer(o)).find("torchtitan"),
+              std::string::npos)
+        << o;
+  }
+  EXPECT_EQ(framework_refusal(training_framework::megatron, optimizer("sgd")), "");
+  EXPECT_NE(framework_refusal(training_framework::fsdp2, optimizer("sgd")), "");
+  training_setup paged = base("llama-3-8b");
+  paged.paged_optimizer = true;
+  EXPECT_NE(framework_refusal(training_framework::megatron, paged).find("--paged-optimizer: Megatron-LM has no"),
+            std::string::npos);
+  EXPECT_EQ(framework_refusal(training_framework::torchtune, optimizer("adamw-8bit")), "");
+}
+
 // Composer's Trainer trains amp_fp16 on GPUs unless told otherwise; LitGPT's finetune_lora adapts
 // q and v (6,815,744 adapter parameters at rank 16: 512 x ((4096+4096) + (4096+1024))) with
 // lora_dropout 0.05, fp32 adapters under bf16-mixed, and checkpoints every block under FSDP on

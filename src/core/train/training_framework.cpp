@@ -365,10 +365,25 @@ void set_option(training_setup& s, const std::string& flag, const std::string& t
   }
 }
 
+}  // namespace
+
 // What a framework cannot run, named (the precisions each offers: the sources at the top).
-void refuse_unsupported(training_framework f, const std::map<std::string, std::string>& given, bool gpu_has_bf16,
-                        const training_setup& s) {
+void refuse_unsupported_setup(const training_setup& s) {
+  const training_framework f = s.framework;
   const std::string name(to_string(f));
+  // Megatron-LM's --optimizer takes adam (AdamW's decoupled decay, Apex's or Transformer Engine's
+  // fused Adam) or sgd (--sgd-momentum); torchtitan's build_optimizers takes Adam and AdamW
+  // (components/optimizer.py optimizer_classes). Neither runs bitsandbytes' paged optimizers.
+  const bool megatron = f == training_framework::megatron, torchtitan = f == training_framework::fsdp2;
+  if ((megatron && s.optimizer != optimizer_kind::adamw && s.optimizer != optimizer_kind::sgd &&
+       s.optimizer != optimizer_kind::sgd_momentum) ||
+      (torchtitan && s.optimizer != optimizer_kind::adamw))
+    throw usage_error(fmt::format("--framework {} --optimizer {}: {} offers {} only", name, to_string(s.optimizer),
+                                  megatron ? "Megatron-LM's --optimizer" : "torchtitan's optimizer.name",
+                                  megatron ? "adam (--optimizer adamw here) and sgd" : "Adam and AdamW (--optimizer adamw)"));
+  if ((megatron || torchtitan) && s.paged_optimizer)
+    throw usage_error(fmt::format("--framework {} --paged-optimizer: {} has no bitsandbytes paged optimizer", name,
+                                  megatron ? "Megatron-LM" : "torchtitan"));
   if (f == training_framework::megatron && s.lora_rank > 0)
     throw usage_error(fmt::format("--framework megatron --lora-rank {}: Megatron-LM has no LoRA (NeMo and Megatron "
                                   "Bridge add PEFT on top of it); plan LoRA with --framework hf, torchtune or litgpt",
@@ -396,6 +411,15 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
   if (!framework_trains(f, s.prec))
     throw usage_error(fmt::format("--framework {} --precision {}: {} trains {} only", name, to_string(s.prec), name,
                                   offered));
+  // The Trainer shards through DeepSpeed (its deepspeed argument, the config plans emit), whose bf16
+  // mode keeps fp32 master weights and optimizer states: a pure-bf16 ZeRO plan is what no emitted
+  // config runs (it had been planned, and the Trainer's arguments carried no DeepSpeed config).
+  if (f == training_framework::hf && s.zero_stage > 0 && s.prec == precision::bf16)
+    throw usage_error(fmt::format(
+        "--framework hf --zero {} --precision bf16: the Trainer shards through DeepSpeed, whose bf16 mode keeps fp32 "
+        "master weights and optimizer states (--precision bf16-mixed's memory); no DeepSpeed setting trains pure "
+        "bf16 states: pass --precision bf16-mixed, or --zero 0 for pure bf16 (a model loaded in bf16)",
+        s.zero_stage));
   // FSDP's CPU offload (FSDP2's CPUOffloadPolicy; FSDP1's CPUOffload(offload_params=True), LitGPT's and
   // Composer's) keeps the parameter shards, their gradients and the optimizer step on the host together.
   const bool fsdp_based = f == training_framework::fsdp2 || f == training_framework::torchtune ||
@@ -434,6 +458,14 @@ void refuse_unsupported(training_framework f, const std::map<std::string, std::s
         "reshard after forward under pipeline parallelism, keeping each stage's whole bf16 copy, which is not "
         "modelled: pass --zero 2 (its default there) or leave --zero out",
         s.pipeline_parallel));
+}
+
+namespace {
+
+void refuse_unsupported(training_framework f, const std::map<std::string, std::string>& given, bool gpu_has_bf16,
+                        const training_setup& s) {
+  refuse_unsupported_setup(s);
+  const std::string name(to_string(f));
   if (f == training_framework::fsdp2 && !given.contains("--precision") && !gpu_has_bf16)
     throw usage_error("--framework fsdp2 trains bf16-mixed by default (torchtitan's mixed_precision_param bfloat16) "
                       "and this GPU has no bf16: pass --precision fp32");

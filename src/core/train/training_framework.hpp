@@ -78,6 +78,9 @@ constexpr std::int64_t litgpt_lm_head_chunk = 128;
 // Parses each flag the user gave (flag -> its text) as apply_framework will, throwing usage_error
 // naming a bad value: so that a bad value is a usage error before anything else is done.
 void check_framework_flags(const std::map<std::string, std::string>& explicit_flags);
+// Throws usage_error where s.framework cannot run the setup (a precision, ZeRO stage, optimizer,
+// offload or LoRA it does not have), naming the options.
+void refuse_unsupported_setup(const training_setup& s);
 
 void apply_framework(training_framework f, const std::map<std::string, std::string>& explicit_flags,
                      bool gpu_has_bf16, training_setup& s);

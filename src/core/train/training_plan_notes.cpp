@@ -8,10 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
 #include "core/train/lora_step.hpp"
 #include "core/train/moe_parallel.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/quantized_base.hpp"
+#include "core/train/training_fp8.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/zero_buffers.hpp"
@@ -283,7 +285,16 @@ void add_suggestions(batch_plan& plan, const training_setup& s) {
   const std::int64_t b = s.micro_batch.value_or(1);
   const bool ckpt = s.checkpointing != checkpoint_policy::off;
   const bool accumulating = !plan.candidates.empty() && plan.candidates.front().grad_accum_steps > 1;
+  // A suggestion is only offered where the setup it names is one tiletune plans (--zero 3 beside
+  // pipeline parallelism, LoRA beside tensor parallelism or --fp8 were offered and then refused).
   auto fits_with = [&](training_setup alt, bool with_ckpt = false) {
+    try {
+      validate(alt);
+      validate_fp8(alt, plan.device);
+      refuse_unsupported_setup(alt);
+    } catch (const usage_error&) {
+      return false;
+    }
     const memory_breakdown m2 = estimate_memory(alt);
     return m2.peak_bytes(b, ckpt || with_ckpt, accumulating) <= plan.memory_budget_bytes;
   };
