@@ -2,6 +2,7 @@
 // pieces that use them (running, the tables, --export).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,9 +52,13 @@ struct gemm_options {
     std::string kernel_debug;
   } compile;
   std::string suite;
-  struct {
+  struct model_options {
     std::string name;  // --model NAME|config.json: the model's GEMMs as the suite
-    std::int64_t tokens = 0;  // also a grouped problem's tokens (--groups --tokens --top-k)
+    // Also a grouped problem's tokens (--groups --tokens --top-k); tokens_not_given where --tokens is
+    // absent (an explicit 0 is a bad value, not a missing one).
+    static constexpr std::int64_t tokens_not_given = std::numeric_limits<std::int64_t>::min();
+    std::int64_t tokens = tokens_not_given;
+    bool tokens_given() const { return tokens != tokens_not_given; }
     std::string phase = "train";
     std::optional<std::int64_t> sequences;  // --sequences (prefill): the LM head on each one's last token
     int tensor_parallel = 1;  // --tp

@@ -46,13 +46,15 @@ gemm_problem grouped_problem_from_flags(const gemm_options& o) {
                                     o.groups.m_per_group, rows.size(), rows.size() == 1 ? "" : "s", count));
     g = groups_of_rows(std::move(rows), l);
   } else {
-    if (o.groups.top_k && o.model.tokens == 0)
+    if (o.model.tokens_given() && o.model.tokens < 1)
+      throw usage_error(fmt::format("--tokens {} is invalid: at least 1", o.model.tokens));
+    if (o.groups.top_k && !o.model.tokens_given())
       throw usage_error(fmt::format("--groups {} --top-k {} routes --tokens T to the groups: give --tokens, 1 or more",
                                     count, *o.groups.top_k));
-    if (o.model.tokens > 0 && !o.groups.top_k)  // the tokens given: only the experts each takes is missing
+    if (o.model.tokens_given() && !o.groups.top_k)  // the tokens given: only the experts each takes is missing
       throw usage_error(fmt::format("--groups {} --tokens {} routes each token to --top-k K of the groups: give --top-k",
                                     count, o.model.tokens));
-    if (o.model.tokens == 0 || !o.groups.top_k)
+    if (!o.model.tokens_given() || !o.groups.top_k)
       throw usage_error(fmt::format(
           "--groups {} needs each group's rows: --m-per-group R,R,..., or --tokens T --top-k K", count));
     g = groups_of_routing(o.model.tokens, *o.groups.top_k, count, parse_routing(o.groups.routing.value_or("uniform")),
@@ -97,7 +99,7 @@ gemm_problem problem_from_flags(const gemm_options& o) {
 
 gemm_work work_of(const gemm_options& o) {
   gemm_work w;
-  if (o.model.tokens != 0 && o.model.name.empty() && !o.groups.count)
+  if (o.model.tokens_given() && o.model.name.empty() && !o.groups.count)
     throw usage_error(fmt::format("--tokens {} needs --model (a model's step) or --groups (tokens routed to experts)",
                                   o.model.tokens));
   if (o.groups.routing && o.model.name.empty() && !o.groups.count)

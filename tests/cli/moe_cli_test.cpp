@@ -100,6 +100,10 @@ TEST(gemm_grouped, bad_group_flags_are_usage_errors_naming_them) {
   expect_bad_usage(with({"--groups", "3", "--tokens", "16"}), "--groups 3 --tokens 16 routes each token to --top-k K of "
                                                               "the groups: give --top-k");
   expect_bad_usage(with({"--groups", "3", "--tokens", "64", "--top-k", "4"}), "--top-k 4 is invalid");
+  // An explicit --tokens 0 is a bad value, named as with --model (it read as --tokens not given).
+  expect_bad_usage(with({"--groups", "3", "--tokens", "0"}), "--tokens 0 is invalid: at least 1");
+  expect_bad_usage(with({"--groups", "3", "--tokens", "0", "--top-k", "1"}), "--tokens 0 is invalid: at least 1");
+  expect_bad_usage(with({"--groups", "3", "--tokens", "-5", "--top-k", "1"}), "--tokens -5 is invalid: at least 1");
   expect_bad_usage(with({"--groups", "2", "--m-per-group", "1,-2"}), "-2");
   expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--routing", "zipf:1"}), "--m-per-group the rows");
   expect_bad_usage(with({"--groups", "2", "--m-per-group", "8,8", "--group-layout", "padded"}), "padded");

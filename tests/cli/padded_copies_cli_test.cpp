@@ -43,7 +43,7 @@ TEST(padded_copies, an_unaligned_k_plans_padded_copies_near_the_aligned_time) {
     EXPECT_GT(t_odd, t_even) << gpu;
     EXPECT_NE(odd["notes"].dump().find("padd"), std::string::npos) << odd["notes"].dump(1);
     // The plan names the stride, the pre-pass's share and the padding that avoids it; the aligned one does not.
-    EXPECT_NE(odd["notes"].dump().find("A's rows (K 50257 bf16 elements"), std::string::npos) << odd["notes"].dump(1);
+    EXPECT_NE(odd["notes"].dump().find("A's and B's rows (K 50257 bf16 elements"), std::string::npos) << odd["notes"].dump(1);
     EXPECT_NE(odd["notes"].dump().find("`--k 50264` plans that time"), std::string::npos) << odd["notes"].dump(1);
     EXPECT_EQ(even["notes"].dump().find("do not start on 16 bytes"), std::string::npos) << even["notes"].dump(1);
   }
@@ -91,4 +91,26 @@ TEST(padded_copies, fp8_in_another_layout_is_told_to_store_nt_not_to_pad) {
   const std::string notes = nlohmann::json::parse(r.out)["notes"].dump();
   EXPECT_NE(notes.find("layout tn is copied whatever its strides"), std::string::npos) << notes;
   EXPECT_EQ(notes.find("plans that time"), std::string::npos) << notes;
+}
+
+// Both operands' rows off 16 bytes: the note names both and the padding of both, and planning what it
+// says plans no copies (it named A's alone, and `--m 1008` kept the pre-pass for B's rows).
+TEST(padded_copies, the_note_names_every_misaligned_stride_and_its_advice_removes_the_copies) {
+  auto plan = [](const std::vector<std::string>& shape) {
+    std::vector<std::string> args = {"gemm", "--layout", "tn", "--gpu", "h100-sxm", "--dry-run", "--top", "3", "--json"};
+    args.insert(args.end(), shape.begin(), shape.end());
+    const result r = run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json odd = plan({"--m", "1001", "--n", "1001", "--k", "1024"});
+  const std::string notes = odd["notes"].dump();
+  EXPECT_NE(notes.find("A's rows (M 1001 bf16 elements, 2002 bytes apart) and B's rows (N 1001"), std::string::npos)
+      << notes;
+  const std::string advice = "`--m 1008 --n 1008` plans that time";
+  ASSERT_NE(notes.find(advice), std::string::npos) << notes;
+  const nlohmann::json padded = plan({"--m", "1008", "--n", "1008", "--k", "1024"});
+  EXPECT_EQ(padded["notes"].dump().find("do not start on 16 bytes"), std::string::npos) << padded["notes"].dump(1);
+  EXPECT_FALSE(ends_with(padded["recommendation"]["id"].get<std::string>(), "_kc")) << padded["recommendation"]["id"];
+  EXPECT_LT(padded["recommendation"]["predicted_us"].get<double>(), odd["recommendation"]["predicted_us"].get<double>());
 }

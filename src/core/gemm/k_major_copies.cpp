@@ -23,7 +23,7 @@ bool operands_misaligned(const gemm_problem& p) {
   return p.batch > 1 && (misaligned(p, p.m * p.k) || misaligned(p, p.k * p.n));
 }
 
-misaligned_stride first_misaligned_stride(const gemm_problem& p) {
+misaligned_stride misaligned_strides(const gemm_problem& p) {
   const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
   auto rows = [&](const char* op, char dim, std::int64_t ld) {
     const std::int64_t padded = padded_to_16_bytes(p, ld);
@@ -32,8 +32,20 @@ misaligned_stride first_misaligned_stride(const gemm_problem& p) {
                              fmt::format("{} {}", dim, padded),
                              fmt::format("--{} {}", static_cast<char>(dim - 'A' + 'a'), padded)};
   };
-  if (misaligned(p, p.lda())) return rows("A", p.layout.a_transposed ? 'M' : 'K', p.lda());
-  if (misaligned(p, p.ldb())) return rows("B", p.layout.b_transposed ? 'K' : 'N', p.ldb());
+  const char a_dim = p.layout.a_transposed ? 'M' : 'K', b_dim = p.layout.b_transposed ? 'K' : 'N';
+  const bool a = misaligned(p, p.lda()), b = misaligned(p, p.ldb());
+  // Both: each named, and the padding that reads both in place (one dimension where they share it).
+  if (a && b && a_dim == b_dim) {
+    misaligned_stride s = rows("A", a_dim, p.lda());
+    s.what = "A's and B's rows" + s.what.substr(s.what.find(" ("));
+    return s;
+  }
+  if (a && b) {
+    const misaligned_stride sa = rows("A", a_dim, p.lda()), sb = rows("B", b_dim, p.ldb());
+    return {sa.what + " and " + sb.what, sa.padded + " and " + sb.padded, sa.option + " " + sb.option};
+  }
+  if (a) return rows("A", a_dim, p.lda());
+  if (b) return rows("B", b_dim, p.ldb());
   if (operands_misaligned(p))
     return {fmt::format("the {}' matrices (their strides not multiples of 16 bytes)", p.grouped() ? "groups" : "batch"),
             "", ""};

@@ -29,13 +29,14 @@ inline bool has_mn_major_operand(layout l) { return l.a_transposed || !l.b_trans
 // Whether vector loads and TMA cannot read the operands where they are: a row of A or B (or a
 // batch's or a group's matrix) starts off a 16-byte boundary.
 bool operands_misaligned(const gemm_problem& p);
-// The first misaligned stride, in words ("A's rows (K 50257 bf16 elements, 100514 bytes apart)"), and
-// the dimension whose padding to 16 bytes of elements aligns it ("K 50264", as an option "--k 50264");
-// all "" where none is (and the padding "" where the stride is a batch's or the groups').
+// The misaligned strides, in words ("A's rows (K 50257 bf16 elements, 100514 bytes apart)"; both
+// operands' where both are, "... and B's rows (...)"), and the dimensions whose padding to 16 bytes of
+// elements aligns them all ("K 50264", as options "--k 50264"; "M 1008 and N 1008", "--m 1008 --n
+// 1008"); all "" where none is (and the padding "" where the stride is a batch's or the groups').
 struct misaligned_stride {
   std::string what, padded, option;
 };
-misaligned_stride first_misaligned_stride(const gemm_problem& p);
+misaligned_stride misaligned_strides(const gemm_problem& p);
 // The copies' row length: K rounded up to 16 bytes of elements.
 std::int64_t k_major_copy_row(const gemm_problem& p);
 // The problem the GEMM runs on the copies: layout nt, K the copies' row (pad products are zero).

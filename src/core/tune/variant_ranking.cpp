@@ -72,7 +72,7 @@ void note_untried_recommendation(gemm_plan& plan) {
 
 void note_unaligned_rows(gemm_plan& plan) {
   if (!plan.recommended) return;
-  const misaligned_stride stride = first_misaligned_stride(plan.problem);
+  const misaligned_stride stride = misaligned_strides(plan.problem);
   if (stride.what.empty()) return;
   const variant_result& v = plan.variants[*plan.recommended];
   const tile_config& c = v.config;
@@ -95,8 +95,9 @@ void note_unaligned_rows(gemm_plan& plan) {
                 "read in place"
       : stride.padded.empty()
           ? "strides that are multiples of 16 bytes let the kernels read the operands in place"
-          : fmt::format("stored with the leading dimension padded to {} (the pad unread), the rows are read in place "
-                        "(`{}` plans that time)",
+          : fmt::format("stored with the leading dimension{} padded to {} (the pad unread), the rows are read in "
+                        "place (`{}` plans that time)",
+                        stride.padded.find(" and ") != std::string::npos ? "s" : "",
                         stride.padded, stride.option);
   plan.notes.push_back(fmt::format("{} do not start on 16 bytes, so the recommended {} {}; {}", stride.what, c.id(),
                                    how, fix));

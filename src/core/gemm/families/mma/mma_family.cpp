@@ -154,8 +154,9 @@ class mma : public gemm_family {
       extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})",
                            c.raster_group, c.raster_along_n ? "N" : "M");
     if (mma_k_major_copies(c))
-      extra += ", on K-major copies made first (MN-major operands transposed: fp8 mma.sync reads A and B K-major "
-               "only, layout TN in CUTLASS's terms; rows off 16 bytes padded with zeros, for 16-byte alignment)";
+      extra += ", on K-major copies made first (each copy transposes an operand stored MN-major, as fp8 mma.sync "
+               "reads A and B K-major only, layout TN in CUTLASS's terms, and pads rows off 16 bytes with zeros, for "
+               "16-byte alignment: whichever the problem has)";
     if (mma_rowwise_scales(c))
       extra += ", rowwise scales in the epilogue (Sm80EVT: a column broadcast of A's scales, a row broadcast of B's)";
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "

@@ -245,9 +245,9 @@ class wgmma : public gemm_family {
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
             : wgmma_scales(c) == scaling_mode::rowwise ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
                                    : "") +
-           (wgmma_k_major_copies(c) ? ", on K-major copies made first (MN-major operands transposed: CUTLASS's tf32 "
-                                      "and fp8 Hopper kernels read K-major A and B only; rows off 16 bytes padded "
-                                      "with zeros, as TMA needs)"
+           (wgmma_k_major_copies(c) ? ", on K-major copies made first (each copy transposes an operand stored "
+                                      "MN-major, as CUTLASS's tf32 and fp8 Hopper kernels read K-major A and B only, "
+                                      "and pads rows off 16 bytes with zeros, as TMA needs: whichever the problem has)"
                                     : "");
   }
 };
