@@ -233,9 +233,16 @@ class gemm_run {
       if (!o_.report.out.empty()) fmt::print("wrote {}\n", o_.report.out);
     }
     for (const auto& r : results_)
-      if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null())
-        tell("tiletune: {} of {} can run on {}\n", o_.only.empty() ? "no variant" : "none of the variants --only selects",
-             gemm_problem_from_json(r.at("problem")).describe(), device_.spec.name);
+      if (!r.is_null() && r.value("recommendation", nlohmann::json()).is_null()) {
+        const gemm_problem p = gemm_problem_from_json(r.at("problem"));
+        // Why, where the problem rules every variant out (a suite's or model step's problem too).
+        const std::string why = o_.only.empty() ? why_no_variant_runs(p, device_.spec) : "";
+        if (!why.empty())
+          tell("tiletune: {}\n", why);  // it names the problem and the GPU
+        else
+          tell("tiletune: {} of {} can run on {}\n", o_.only.empty() ? "no variant" : "none of the variants --only selects",
+               p.describe(), device_.spec.name);
+      }
     ctx_.exit_code = exit_ok;
     if (!dealt_.failed.empty()) {
       fmt::print(stderr,

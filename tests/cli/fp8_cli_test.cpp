@@ -171,7 +171,7 @@ TEST(fp8, ada_plans_fp8_mma_sync_and_says_what_it_cannot_run) {
                                                         {"name": "q8", "m": 64, "n": 64, "k": 64, "dtype": "e5m2"}]})";
   const result suite = run({"gemm", "--suite", mixed.string(), "--gpu", "a100-sxm-80gb", "--dry-run", "--json"});
   EXPECT_EQ(suite.code, 0) << suite.err;
-  EXPECT_NE(suite.err.find("no variant of 64x64x64 e5m2 nt can run on NVIDIA A100 SXM4 80GB"), std::string::npos)
+  EXPECT_NE(suite.err.find("64x64x64 e5m2 nt: the NVIDIA A100 SXM4 80GB (sm_80) has no e5m2 math"), std::string::npos)
       << suite.err;
   const auto planned = nlohmann::json::parse(suite.out);
   EXPECT_TRUE(planned["results"][0]["recommendation"].is_object());

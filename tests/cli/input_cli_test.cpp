@@ -807,6 +807,9 @@ TEST(input, a_problem_no_variant_can_run_is_refused_naming_each_familys_reason) 
     ++(r["recommendation"].is_null() ? unrunnable : planned);
   EXPECT_EQ(unrunnable, 2u);
   EXPECT_GT(planned, 0u);
+  // Each left out says why, as the problem alone would (it said only that no variant can run).
+  EXPECT_NE(step.err.find("in 8 groups (zipf:1.2"), std::string::npos) << step.err;
+  EXPECT_NE(step.err.find("the mma family has no grouped kernel"), std::string::npos) << step.err;
 }
 
 // A refusal gives the reason that applies: the value given, and the command's own usage.
@@ -815,7 +818,7 @@ TEST(input, a_refusal_gives_the_reason_that_applies) {
                  {"--virtual-stages -1 is invalid"});
   expect_refused({"gemm", "--groups", "2", "--tokens", "0", "--top-k", "1", "--n", "64", "--k", "64", "--gpu",
                   "h100-sxm", "--dry-run"},
-                 {"give --tokens, 1 or more"});
+                 {"--tokens 0 is invalid: at least 1"});
   const result r = run({"compare", "a.json"});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("(tiletune compare BASE NEW)"), std::string::npos) << r.err;
