@@ -43,7 +43,8 @@ void run_merge(const fleet_options& o, run_context& ctx) {
   for (const auto& in : s.inputs)
     fmt::print("{}: {} record(s), {} kept\n", in.file.string(), in.records, in.kept);
   fmt::print("merged {} database(s) into {}: {} record(s){}\n", s.inputs.size(), o.into, s.records,
-             s.duplicates ? fmt::format(" ({} duplicate(s) of a key answered by a better-verified or newer record)",
+             s.duplicates ? fmt::format(" ({} record(s) of a key another input also holds: the better verified, then "
+                                        "the newer, kept; the first read where they are alike)",
                                         s.duplicates)
                           : "");
   ctx.exit_code = exit_ok;

@@ -150,6 +150,24 @@ TEST(tuning_merge, merges_shard_databases_and_an_existing_target_atomically) {
   for (const char* suffix : {"-wal", "-journal"}) EXPECT_FALSE(fs::exists(out.string() + suffix)) << suffix;
   // A missing input is bad input, before anything is read.
   EXPECT_THROW(merge_tuning_dbs({a, s.dir / "none.sqlite"}, out), usage_error);
+  // A folder or an empty file given as an input is named as one, and the refusal says nothing merged.
+  try {
+    merge_tuning_dbs({a, s.dir}, out);
+    ADD_FAILURE() << "a folder merged";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a folder; refused: nothing was merged)"), std::string::npos)
+        << e.what();
+  }
+  const fs::path empty = s.dir / "empty.sqlite";
+  std::ofstream{empty};
+  try {
+    merge_tuning_dbs({a, empty}, out);
+    ADD_FAILURE() << "an empty file merged";
+  } catch (const environment_error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.sqlite is empty (0 bytes): not a tiletune tuning database yet"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Dates compare in time order whatever form of ISO 8601 a file wrote: "T10:00Z" sorts after

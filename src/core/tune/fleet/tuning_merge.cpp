@@ -56,8 +56,11 @@ merge_summary merge_tuning_dbs(const std::vector<fs::path>& given, const fs::pat
   std::error_code ec;
   std::vector<fs::path> inputs;
   for (const auto& f : given) {
-    if (!fs::exists(f, ec)) throw usage_error(fmt::format("{}: no such file", f.string()));
-    if (!fs::is_regular_file(f, ec)) throw usage_error(fmt::format("{}: not a regular file", f.string()));
+    if (!fs::exists(f, ec))
+      throw usage_error(fmt::format("{}: no such file (refused: nothing was merged)", f.string()));
+    if (!fs::is_regular_file(f, ec))
+      throw usage_error(fmt::format("{}: not a regular file ({}; refused: nothing was merged)", f.string(),
+                                    fs::is_directory(f, ec) ? "a folder" : "a device, FIFO or socket"));
     // The target given as an input too is the target, read under its lock below.
     if (fs::exists(target, ec) && fs::equivalent(f, target, ec)) continue;
     inputs.push_back(f);

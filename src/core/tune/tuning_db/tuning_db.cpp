@@ -110,9 +110,11 @@ void check_has_meta_table(sqlite3* db, const fs::path& file) {
   sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tiletune_meta'", -1,
                      &m.s, nullptr);
   if (!m.s) exec_checked(db, file, "SELECT count(*) FROM sqlite_master", "cannot read it");  // reports damage by its kind
-  if (!m.s || sqlite3_step(m.s) != SQLITE_ROW || sqlite3_column_int(m.s, 0) == 0)
-    throw environment_error(fmt::format("{} is not a tiletune tuning database (no tiletune_meta table)",
-                                        file.string()));
+  if (!m.s || sqlite3_step(m.s) != SQLITE_ROW || sqlite3_column_int(m.s, 0) == 0) {
+    std::error_code ec;
+    throw environment_error(fmt::format("{} is not a tiletune tuning database ({})", file.string(),
+                                        fs::file_size(file, ec) == 0 && !ec ? "it is empty" : "no tiletune_meta table"));
+  }
 }
 
 // Schema 2's tables: the records (named `table`, so an upgrade can build them
