@@ -2,6 +2,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,10 @@ int parse_and_run(int argc, char** argv, host_services host) {
   worker->callback([&ctx] { ctx.exit_code = tiletune::run_gemm_worker(std::cin, std::cout); });
   check_option_values(app);
   try {
+    // --version prints the version and stops: anything beside it would be silently dropped.
+    if (argc > 2 && std::string_view(argv[1]) == "--version")
+      throw usage_error(fmt::format("--version takes nothing after it ('{}' was given): run `tiletune --version` alone",
+                                    argv[2]));
     for (const std::string& said :
          {option_given_twice_words(app, argc, argv), value_taken_by_an_option_words(app, argc, argv)})
       if (!said.empty()) throw usage_error(said);

@@ -48,6 +48,11 @@ TEST(cli, help_and_version_exit_0) {
   EXPECT_NE(g.out.find("Examples"), std::string::npos);
   EXPECT_NE(g.out.find("--layout"), std::string::npos);
   EXPECT_EQ(run({"--version"}).code, 0);
+  // Anything after it would be dropped unread: refused, naming it.
+  const result extra = run({"--version", "extra"});
+  EXPECT_EQ(extra.code, 2);
+  EXPECT_NE(extra.err.find("--version takes nothing after it ('extra' was given)"), std::string::npos) << extra.err;
+  EXPECT_TRUE(extra.out.empty()) << extra.out;
 }
 
 TEST(cli, no_command_or_unknown_command_is_usage) {
