@@ -244,6 +244,9 @@ TEST(framework, what_the_frameworks_config_cannot_run_is_refused) {
   EXPECT_NE(hf.find("--framework hf --zero 3 --precision bf16: the Trainer shards through DeepSpeed"), std::string::npos)
       << hf;
   EXPECT_EQ(framework_refusal(training_framework::hf, base("llama-3-8b", 0, 8), {{"--precision", "bf16"}}), "");
+  training_setup tensor_parallel = base("llama-3-8b", 0, 8);  // Megatron-LM's layout, not the Trainer's
+  tensor_parallel.tensor_parallel = 2;
+  EXPECT_EQ(framework_refusal(training_framework::hf, tensor_parallel, {{"--zero", "1"}, {"--precision", "bf16"}}), "");
   EXPECT_EQ(framework_refusal(training_framework::hf, base("llama-3-8b", 0, 8), {{"--zero", "3"}}), "");
   auto optimizer = [](const char* o) {
     training_setup s = base("llama-3-8b");

@@ -147,7 +147,11 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
     if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
       throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
                                     at, *e.vs_reference, *ref_us / *measured_us));
-    // So must the TFLOP/s (db list and export show it): the problem's FLOPs over its time.
+    check_physics(p, measured_us, "median_us", limits, at);
+    check_physics(p, ref_us, "median_us", limits, at + " reference");
+    if (!measured_us) check_physics(p, e.time_us, "predicted_us", limits, at);
+    // So must the TFLOP/s (db list and export show it), once the time is one the GPU allows: the
+    // problem's FLOPs over its time.
     const auto tflops = number_at(rec, "tflops", at);
     if (tflops && *tflops > 0 && e.time_us && *e.time_us > 0) {
       const double said = p.flops() / (*e.time_us * 1e-6) / 1e12;
@@ -155,9 +159,6 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
         throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", at,
                                       *tflops, measured_us ? "median_us" : "predicted_us", said));
     }
-    check_physics(p, measured_us, "median_us", limits, at);
-    check_physics(p, ref_us, "median_us", limits, at + " reference");
-    if (!measured_us) check_physics(p, e.time_us, "predicted_us", limits, at);
   }
   return e;
 }

@@ -413,8 +413,10 @@ void refuse_unsupported_setup(const training_setup& s) {
                                   offered));
   // The Trainer shards through DeepSpeed (its deepspeed argument, the config plans emit), whose bf16
   // mode keeps fp32 master weights and optimizer states: a pure-bf16 ZeRO plan is what no emitted
-  // config runs (it had been planned, and the Trainer's arguments carried no DeepSpeed config).
-  if (f == training_framework::hf && s.zero_stage > 0 && s.prec == precision::bf16)
+  // config runs (it had been planned, and the Trainer's arguments carried no DeepSpeed config). With
+  // tensor or pipeline parallelism the plan is Megatron-LM's layout, not the Trainer's.
+  if (f == training_framework::hf && s.zero_stage > 0 && s.prec == precision::bf16 && s.tensor_parallel == 1 &&
+      s.pipeline_parallel == 1)
     throw usage_error(fmt::format(
         "--framework hf --zero {} --precision bf16: the Trainer shards through DeepSpeed, whose bf16 mode keeps fp32 "
         "master weights and optimizer states (--precision bf16-mixed's memory); no DeepSpeed setting trains pure "
