@@ -161,3 +161,58 @@ TEST(dense_families, mistral_and_mixtral_read_their_sliding_window) {
     EXPECT_THROW(read((head + R"(,"sliding_window":0})").c_str()), usage_error) << type;
   }
 }
+
+// Gemma 2's and 3's sliding_window as transformers reads it: every sliding layer's mask is made from
+// it, so 0 (a mask of no key, as refused for Mistral) and a negative window are refused, and so is
+// null (create_sliding_window_causal_mask raises on it); left out, the config class's default.
+// Gemma 3's sliding_window_pattern of 0 is a ZeroDivisionError there ((i + 1) % pattern).
+TEST(dense_families, gemma_sliding_windows_are_refused_as_mistral_s_are) {
+  const std::string dims = R"("vocab_size":256000,"hidden_size":2304,"intermediate_size":9216,
+      "num_hidden_layers":26,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256)";
+  auto refusal_of = [](const std::string& text) {
+    try {
+      read(text.c_str());
+    } catch (const usage_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  for (const char* type : {"gemma2", "gemma3_text"}) {
+    const std::string head = std::string(R"({"model_type":")") + type + "\"," + dims;
+    EXPECT_EQ(read((head + R"(,"sliding_window":1024})").c_str()).sliding_window, 1024) << type;
+    EXPECT_EQ(read((head + "}").c_str()).sliding_window, 4096) << type;
+    for (const char* window : {"0", "-5"}) {
+      const std::string e = refusal_of(head + R"(,"sliding_window":)" + window + "}");
+      EXPECT_NE(e.find("\"sliding_window\""), std::string::npos) << type << " " << window << ": " << e;
+    }
+    const std::string e = refusal_of(head + R"(,"sliding_window":null})");
+    EXPECT_NE(e.find("\"sliding_window\" is null"), std::string::npos) << type << ": " << e;
+  }
+  // The multimodal wrapper reads them from its text_config.
+  const std::string e = refusal_of(R"({"model_type":"gemma3","text_config":{)" + dims + R"(,"sliding_window":0}})");
+  EXPECT_NE(e.find("\"sliding_window\" must be at least 1"), std::string::npos) << e;
+  const std::string pattern = refusal_of(R"({"model_type":"gemma3_text",)" + dims + R"(,"sliding_window_pattern":0})");
+  EXPECT_NE(pattern.find("\"sliding_window_pattern\" must be at least 1"), std::string::npos) << pattern;
+  EXPECT_DOUBLE_EQ(read((R"({"model_type":"gemma3_text",)" + dims + R"(,"sliding_window_pattern":1})").c_str()).sliding_layers, 0);
+}
+
+// attention_dropout outside 0 to 1 is refused naming it in every family that reads it (torch's
+// dropout raises there): Phi-3 through Llama's fields, GPT-NeoX on its own.
+TEST(dense_families, attention_dropout_outside_zero_to_one_is_refused) {
+  const std::string phi3 = R"({"model_type":"phi3","vocab_size":32064,"hidden_size":3072,"intermediate_size":8192,
+      "num_hidden_layers":32,"num_attention_heads":32)";
+  const std::string neox = R"({"model_type":"gpt_neox","vocab_size":50304,"hidden_size":2048,
+      "intermediate_size":8192,"num_hidden_layers":16,"num_attention_heads":8)";
+  for (const std::string& head : {phi3, neox}) {
+    for (const char* p : {"-1", "1.5", "1e30"}) {
+      try {
+        read((head + R"(,"attention_dropout":)" + p + "}").c_str());
+        ADD_FAILURE() << head << " took attention_dropout " << p;
+      } catch (const usage_error& e) {
+        EXPECT_NE(std::string(e.what()).find("\"attention_dropout\""), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not a dropout probability"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_DOUBLE_EQ(read((head + R"(,"attention_dropout":1})").c_str()).dropout, 1.0);
+  }
+}

@@ -2,7 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -194,4 +196,119 @@ TEST(hf_config, activations_are_transformers_own_and_the_unmodelled_ones_say_so)
     EXPECT_FALSE(activation_is_modelled(model_from_hf_config(config("hidden_act", act), "ok.json"))) << act;
   EXPECT_TRUE(activation_is_modelled(load_model("gpt2")));  // gelu_new in GPT-2's MLP: its nine ops counted
   for (const auto& m : model_presets()) EXPECT_TRUE(activation_is_modelled(m)) << m.name;
+}
+
+namespace {
+// The usage error a config is refused with, "" when it is read. Anything else (nlohmann's
+// type_error, which `tiletune batch` reports as an internal error, exit 70) escapes to the test.
+std::string spec_refusal(const nlohmann::json& j) {
+  try {
+    model_from_hf_config(j, "config.json");
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const nlohmann::json spec_llama = {{"model_type", "llama"},      {"vocab_size", 32000},       {"hidden_size", 2048},
+                                    {"num_hidden_layers", 16},    {"num_attention_heads", 16}, {"num_key_value_heads", 4},
+                                    {"intermediate_size", 5632}, {"max_position_embeddings", 4096}};
+const nlohmann::json spec_gpt2 = {{"model_type", "gpt2"}, {"vocab_size", 50257}, {"n_embd", 768},
+                                   {"n_layer", 12},        {"n_head", 12},        {"n_positions", 1024}};
+const nlohmann::json spec_roberta = {{"model_type", "roberta"},        {"vocab_size", 50265},
+                                      {"hidden_size", 768},             {"num_hidden_layers", 12},
+                                      {"num_attention_heads", 12},      {"intermediate_size", 3072},
+                                      {"max_position_embeddings", 514}, {"type_vocab_size", 1}};
+constexpr std::int64_t spec_int64_max = std::numeric_limits<std::int64_t>::max();
+}  // namespace
+
+// "_name_or_path" that is not a string (a number, a list) is refused naming it; it was read with
+// json::value, whose type_error ended `tiletune batch` as an internal error (exit 70).
+TEST(hf_config, a_name_or_path_that_is_not_a_string_is_refused_naming_it) {
+  for (const nlohmann::json& bad : {nlohmann::json(123), nlohmann::json::array({"a", "b"}), nlohmann::json(true)}) {
+    nlohmann::json j = spec_llama;
+    j["_name_or_path"] = bad;
+    const std::string e = spec_refusal(j);
+    EXPECT_NE(e.find("\"_name_or_path\" must be a string"), std::string::npos) << bad.dump() << ": " << e;
+  }
+  nlohmann::json named = spec_llama;
+  named["_name_or_path"] = "TinyLlama/TinyLlama-1.1B";
+  EXPECT_EQ(model_from_hf_config(named, "config.json").name, "TinyLlama/TinyLlama-1.1B");
+  named["_name_or_path"] = nullptr;  // null: no name, the file's
+  EXPECT_EQ(model_from_hf_config(named, "config.json").name, "config.json");
+}
+
+// Learned tables (GPT-2's and BERT's positions, BERT's token types) are parameters: a size past any
+// model's is refused naming its key, as the vocabulary is, not planned at trillions of parameters
+// or with an overflowed count. RoBERTa's pad_token_id is a vocabulary row (nn.Embedding's padding_idx).
+TEST(hf_config, learned_tables_and_the_padding_row_are_bounded_naming_their_keys) {
+  for (const std::int64_t n : {std::int64_t{1'000'000'000'000}, spec_int64_max}) {
+    nlohmann::json gpt2 = spec_gpt2;
+    gpt2["n_positions"] = n;
+    std::string e = spec_refusal(gpt2);
+    EXPECT_NE(e.find(fmt::format("\"n_positions\" {} is larger than any model's", n)), std::string::npos) << e;
+    nlohmann::json bert = spec_roberta;
+    bert["model_type"] = "bert";
+    bert["max_position_embeddings"] = n;
+    e = spec_refusal(bert);
+    EXPECT_NE(e.find(fmt::format("\"max_position_embeddings\" {} is larger", n)), std::string::npos) << e;
+    nlohmann::json types = spec_roberta;
+    types["type_vocab_size"] = n;
+    e = spec_refusal(types);
+    EXPECT_NE(e.find(fmt::format("\"type_vocab_size\" {} is larger", n)), std::string::npos) << e;
+  }
+  // GPT-2's n_embd is named as such (check_size would say hidden_size), and before 4 x n_embd overflows.
+  nlohmann::json wide = spec_gpt2;
+  wide["n_embd"] = spec_int64_max / 2;
+  EXPECT_NE(spec_refusal(wide).find("\"n_embd\""), std::string::npos) << spec_refusal(wide);
+  // pad_token_id 2^63 - 1 made pad + 1 overflow into a negative count of positions.
+  for (const std::int64_t pad : {spec_int64_max, std::int64_t{50265}}) {
+    nlohmann::json roberta = spec_roberta;
+    roberta["pad_token_id"] = pad;
+    const std::string e = spec_refusal(roberta);
+    EXPECT_NE(e.find(fmt::format("\"pad_token_id\" {} is not a row of the vocabulary", pad)), std::string::npos) << e;
+  }
+  nlohmann::json last_row = spec_roberta;
+  last_row["pad_token_id"] = 50264;  // a row of the vocabulary, but past the 514 positions
+  EXPECT_NE(spec_refusal(last_row).find("leaves no position after pad_token_id 50264"), std::string::npos);
+  // The largest tables any model has are still read.
+  nlohmann::json longest = spec_gpt2;
+  longest["n_positions"] = 16777216;
+  EXPECT_EQ(model_from_hf_config(longest, "config.json").learned_positions, 16777216);
+}
+
+// The guard against a model no cluster can train counts every tensor: MLA's low-rank projections
+// (and the learned tables, shared experts) too. Its formula counted attention as Llama's, so this
+// DeepSeek of 2.0e15 parameters (q_b and kv_b 1,024 heads x 192 x 262,144 in 16,384 layers) passed.
+TEST(hf_config, the_size_guard_counts_every_tensor) {
+  const nlohmann::json mla = {{"model_type", "deepseek_v3"}, {"vocab_size", 32000},         {"hidden_size", 1024},
+                              {"num_hidden_layers", 16384},  {"num_attention_heads", 1024}, {"intermediate_size", 256},
+                              {"q_lora_rank", 262144},       {"kv_lora_rank", 262144},      {"qk_rope_head_dim", 64},
+                              {"qk_nope_head_dim", 128},     {"v_head_dim", 128}};
+  const std::string e = spec_refusal(mla);
+  EXPECT_NE(e.find("more than any cluster can train"), std::string::npos) << e;
+  nlohmann::json smaller = mla;
+  smaller["num_hidden_layers"] = 4;
+  EXPECT_EQ(spec_refusal(smaller), "");
+}
+
+// Dropout probabilities outside 0 to 1 are refused naming the key: torch's dropout raises on them
+// (nn.Dropout, nn.functional.dropout: "dropout probability has to be between 0 and 1").
+TEST(hf_config, dropout_probabilities_outside_zero_to_one_are_refused) {
+  const std::pair<nlohmann::json, const char*> configs[] = {
+      {spec_llama, "attention_dropout"}, {spec_gpt2, "attn_pdrop"}, {spec_roberta, "attention_probs_dropout_prob"}};
+  for (const auto& [base, key] : configs) {
+    for (const double p : {-1.0, 1.5, 1e30}) {
+      nlohmann::json j = base;
+      j[key] = p;
+      const std::string e = spec_refusal(j);
+      EXPECT_NE(e.find(fmt::format("\"{}\" {} is not a dropout probability", key, j[key].dump())), std::string::npos)
+          << e;
+    }
+    for (const double p : {0.0, 0.1, 1.0}) {
+      nlohmann::json j = base;
+      j[key] = p;
+      EXPECT_DOUBLE_EQ(model_from_hf_config(j, "config.json").dropout, p) << key;
+    }
+  }
 }

@@ -3,8 +3,10 @@
 // parameters, the grouped expert GEMMs, expert parallelism and the plans.
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,8 +14,10 @@
 #include "core/errors.hpp"
 #include "core/train/model_spec.hpp"
 #include "core/train/training_plan.hpp"
+#include "setup_refusal.hpp"
 
 using namespace tiletune;
+using tiletune::test::refusal;
 
 namespace {
 const std::string configs = std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/";
@@ -339,4 +343,128 @@ TEST(moe_plan, mixtral_on_one_and_eight_gpus) {
   EXPECT_EQ(j["model"]["moe"]["experts"], 8);
   EXPECT_GT(j["recommendation"]["tokens_per_s"].get<double>(), 0);
   EXPECT_TRUE(j["candidates"][0]["time"].contains("expert_alltoall_ms"));
+}
+
+namespace {
+// A small DeepSeek-V3 (tests/fuzz/seeds has V2's): 8 layers, the first dense, 16 experts of 512, one shared.
+const nlohmann::json moe_deepseek_v3 = {
+    {"model_type", "deepseek_v3"},   {"vocab_size", 32000},     {"hidden_size", 1024},       {"num_hidden_layers", 8},
+    {"num_attention_heads", 16},     {"intermediate_size", 4096}, {"moe_intermediate_size", 512},
+    {"n_routed_experts", 16},        {"num_experts_per_tok", 4}, {"n_shared_experts", 1},      {"first_k_dense_replace", 1},
+    {"q_lora_rank", 384},            {"kv_lora_rank", 128},      {"qk_rope_head_dim", 32},    {"qk_nope_head_dim", 64},
+    {"v_head_dim", 64},              {"max_position_embeddings", 4096}};
+std::string moe_refusal(const nlohmann::json& j) {
+  try {
+    model_from_hf_config(j, "ds.json");
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "";
+}
+constexpr std::int64_t moe_int64_max = std::numeric_limits<std::int64_t>::max();
+}  // namespace
+
+// n_shared_experts x moe_intermediate_size is the shared MLP's width: 2^63 - 1 shared experts
+// overflowed it into a negative width (and negative counts in the plan); each factor and the
+// product are bounded, naming the keys.
+TEST(moe_model, the_shared_experts_are_bounded_before_their_width_is_multiplied) {
+  EXPECT_EQ(model_from_hf_config(moe_deepseek_v3, "ds.json").shared_intermediate_size, 512);
+  nlohmann::json j = moe_deepseek_v3;
+  j["n_shared_experts"] = moe_int64_max;
+  std::string e = moe_refusal(j);
+  EXPECT_NE(e.find(fmt::format("\"n_shared_experts\" {} is larger than any model's", moe_int64_max)), std::string::npos)
+      << e;
+  j["n_shared_experts"] = 65536;  // as many as experts may be, but 65,536 x 512 is no MLP's width
+  e = moe_refusal(j);
+  EXPECT_NE(e.find("\"n_shared_experts\" 65536 x \"moe_intermediate_size\" 512"), std::string::npos) << e;
+  // Qwen2-MoE's shared expert has its own key.
+  nlohmann::json qwen = nlohmann::json::parse(R"({"model_type":"qwen2_moe","vocab_size":1000,"hidden_size":64,
+    "num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128,"moe_intermediate_size":32,
+    "shared_expert_intermediate_size":9223372036854775807})");
+  e = moe_refusal(qwen);
+  EXPECT_NE(e.find("\"shared_expert_intermediate_size\" 9223372036854775807 is larger"), std::string::npos) << e;
+}
+
+// MLA's widths are bounded under their own keys before a sum or product: v_head_dim 2^63 - 1 was
+// planned with overflowed counts, and qk_rope_head_dim 2^63 - 1 was refused naming "head_dim",
+// a key a DeepSeek config does not have.
+TEST(moe_model, mla_widths_are_bounded_naming_the_files_own_keys) {
+  for (const char* key : {"v_head_dim", "qk_rope_head_dim", "qk_nope_head_dim", "kv_lora_rank", "q_lora_rank"}) {
+    nlohmann::json j = moe_deepseek_v3;
+    j[key] = moe_int64_max;
+    const std::string e = moe_refusal(j);
+    EXPECT_NE(e.find(fmt::format("\"{}\" {} is larger than any model's", key, moe_int64_max)), std::string::npos)
+        << key << ": " << e;
+    EXPECT_EQ(e.find("\"head_dim\""), std::string::npos) << key << ": " << e;
+  }
+  // Each within bounds, but heads of 65,536 + 64 dimensions: named by the two keys that add up.
+  nlohmann::json wide = moe_deepseek_v3;
+  wide["qk_nope_head_dim"] = 65536;
+  std::string e = moe_refusal(wide);
+  EXPECT_NE(e.find("\"qk_nope_head_dim\" 65536 + \"qk_rope_head_dim\" 32"), std::string::npos) << e;
+  EXPECT_EQ(e.find("\"head_dim\""), std::string::npos) << e;
+  nlohmann::json none = moe_deepseek_v3;
+  none["qk_nope_head_dim"] = 0;
+  none["qk_rope_head_dim"] = 0;
+  e = moe_refusal(none);
+  EXPECT_NE(e.find("\"qk_nope_head_dim\" 0 + \"qk_rope_head_dim\" 0"), std::string::npos) << e;
+  EXPECT_EQ(e.find("\"head_dim\""), std::string::npos) << e;
+}
+
+// A capacity factor past the experts' count pads each expert's buffer past every token; 1e30 made
+// the grouped GEMMs' rows a count past 64 bits.
+TEST(moe_model, a_capacity_factor_past_any_model_is_refused) {
+  nlohmann::json j = moe_deepseek_v3;
+  j["capacity_factor"] = 1e30;
+  const std::string e = moe_refusal(j);
+  EXPECT_NE(e.find("\"capacity_factor\" 1e+30 is larger than any model's"), std::string::npos) << e;
+  j["capacity_factor"] = 1.25;
+  EXPECT_DOUBLE_EQ(model_from_hf_config(j, "ds.json").capacity_factor, 1.25);
+}
+
+// Experts in the config but every layer dense (first_k_dense_replace past the layers): nothing
+// to split, refused as for a dense model, not planned silently with --expert-parallel 1.
+TEST(moe_parallel, expert_parallel_over_a_model_without_moe_layers_is_refused) {
+  nlohmann::json j = moe_deepseek_v3;
+  j["first_k_dense_replace"] = 100;
+  training_setup s;
+  s.model = model_from_hf_config(j, "ds_nomoe.json");
+  ASSERT_TRUE(s.model.is_moe());
+  ASSERT_EQ(s.model.moe_layers(), 0);
+  s.seq_len = 2048;
+  s.prec = precision::bf16_mixed;
+  s.world_size = 8;
+  s.zero_stage = 3;
+  s.expert_parallel = 8;
+  const std::string e = refusal(s);
+  EXPECT_NE(e.find("--expert-parallel 8: ds_nomoe.json has no experts to split: none of its 8 layers is a "
+                   "mixture-of-experts layer"),
+            std::string::npos)
+      << e;
+  s.expert_parallel = 1;
+  EXPECT_EQ(refusal(s), "");
+  s.model = model_from_hf_config(moe_deepseek_v3, "ds.json");  // 7 MoE layers: split
+  s.expert_parallel = 8;
+  EXPECT_EQ(refusal(s), "");
+}
+
+// A global batch below the data-parallel ranks says what divides the world: with --context-parallel
+// 4 alone it said "tensor x pipeline parallel 4", though both were 1.
+TEST(setup_wording, a_global_batch_below_the_data_parallel_ranks_names_context_parallel) {
+  training_setup s;
+  s.model = load_model("mistral-7b");
+  s.seq_len = 8192;
+  s.prec = precision::bf16_mixed;
+  s.world_size = 8;
+  s.zero_stage = 3;
+  s.context_parallel = 4;
+  s.global_batch = 1;
+  EXPECT_NE(refusal(s).find("--global-batch 1 is smaller than --world-size 8 / (tensor x pipeline x context parallel 4): "
+                            "each data-parallel rank needs a sample"),
+            std::string::npos)
+      << refusal(s);
+  s.context_parallel = 1;
+  s.zero_stage = 0;  // tensor parallelism runs with ZeRO 0 to 2
+  s.tensor_parallel = 4;
+  EXPECT_NE(refusal(s).find("--world-size 8 / (tensor x pipeline parallel 4)"), std::string::npos) << refusal(s);
 }

@@ -36,17 +36,27 @@ void read_llama_like(const config_reader& r, model_spec& m, bool tied_default) {
 void read_gemma(const std::string& type, const config_reader& r, model_spec& m) {
   read_llama_like(r, m, true);
   m.model_type = type;
-  m.head_dim = r.integer_or("head_dim", 256);
+  m.head_dim = r.at_most("head_dim", r.integer_or("head_dim", 256), max_head_dim);
   m.hidden_act = r.string_or("hidden_activation", r.string_or("hidden_act", "gelu_pytorch_tanh"));
   m.norms_per_layer = 4;
-  m.sliding_window = r.integer_or("sliding_window", type == "gemma2" ? 4096 : 512);
+  // The sliding layers' window. Unlike Mistral's, Gemma's sliding layers are always built, and
+  // transformers makes their mask from it whatever it is: null raises there
+  // (create_sliding_window_causal_mask: "Could not find a `sliding_window` argument in the config, or
+  // it is not set"), 0 masks every key (kv_idx > q_idx - 0), as for Mistral, where it is refused too.
+  if (r.j.contains("sliding_window") && r.j["sliding_window"].is_null())
+    throw usage_error(fmt::format("{}: \"sliding_window\" is null: {}'s sliding layers need a window (transformers "
+                                  "builds their mask from it, and raises without one)",
+                                  r.source, type));
+  // Absent: the config class's default, 4096 for both (Gemma2Config, Gemma3TextConfig).
+  m.sliding_window = r.positive_or("sliding_window", 4096);
   if (type == "gemma2") {
     m.sliding_layers = 0.5;
     m.final_logit_softcap = r.number_or("final_logit_softcapping", 30.0);
   } else {
     m.qk_norm_params = 2 * m.head_dim;
-    const std::int64_t pattern = r.integer_or("sliding_window_pattern", 6);
-    m.sliding_layers = pattern > 0 ? static_cast<double>(pattern - 1) / static_cast<double>(pattern) : 0;
+    // Layer i slides unless (i + 1) % sliding_window_pattern is 0: a pattern of 0 is a ZeroDivisionError there.
+    const std::int64_t pattern = r.positive_or("sliding_window_pattern", 6);
+    m.sliding_layers = static_cast<double>(pattern - 1) / static_cast<double>(pattern);
     m.final_logit_softcap = r.number_or("final_logit_softcapping", 0.0);
   }
 }
@@ -87,7 +97,7 @@ bool read_dense_family(const std::string& type, const config_reader& r, model_sp
     m.fused_qkv = true;
     m.parallel_residual = r.boolean_or("use_parallel_residual", true);
     m.hidden_act = r.string_or("hidden_act", "gelu");
-    m.dropout = r.number_or("attention_dropout", 0.0);
+    m.dropout = r.probability_or("attention_dropout", 0.0);
   } else {
     return false;
   }

@@ -12,6 +12,14 @@
 
 namespace tiletune {
 
+// The largest sizes any model has: past them a field is refused, naming it, before a count
+// overflows (model_spec.cpp's check_size bounds the fields every model has, each family its own
+// keys). Below them every row, column and layer count of weight_tensors() fits in 64 bits, and
+// check_size sums their products in floating point against what a cluster can train.
+inline constexpr std::int64_t max_hidden_size = 262144, max_layers = 16384, max_heads = 65536, max_head_dim = 65536,
+                              max_table_rows = 16777216,  // a vocabulary, a learned position or token-type table
+                              max_intermediate_size = 4194304, max_experts = 65536;
+
 struct config_reader {
   const nlohmann::json& j;
   const std::string& source;
@@ -45,6 +53,21 @@ struct config_reader {
     if (!j[key].is_number()) throw usage_error(fmt::format("{}: \"{}\" must be a number", source, key));
     return j[key].get<double>();
   }
+  // v, the value of key, refused past the largest any model has (the limits above).
+  std::int64_t at_most(const char* key, std::int64_t v, std::int64_t limit) const {
+    if (v > limit)
+      throw usage_error(fmt::format("{}: \"{}\" {} is larger than any model's (at most {})", source, key, v, limit));
+    return v;
+  }
+  // A dropout probability: torch's nn.Dropout and nn.functional.dropout raise ValueError outside 0 to 1
+  // (1 drops everything, and is taken).
+  double probability_or(const char* key, double fallback) const {
+    const double p = number_or(key, fallback);
+    if (!(p >= 0 && p <= 1))
+      throw usage_error(fmt::format("{}: \"{}\" {} is not a dropout probability (torch's dropout takes 0 to 1)",
+                                    source, key, j[key].dump()));
+    return p;
+  }
 };
 
 // The decoder fields Llama's config shares with Mistral, Qwen, Gemma, Phi-3,
@@ -54,16 +77,18 @@ struct config_reader {
 inline void read_llama_decoder(const config_reader& r, model_spec& m, bool tied_default) {
   m.causal = true;
   m.vocab_size = r.integer("vocab_size");
-  m.hidden_size = r.integer("hidden_size");
-  m.num_layers = r.integer("num_hidden_layers");
-  m.num_heads = r.integer("num_attention_heads");
-  m.num_kv_heads = r.integer_or("num_key_value_heads", m.num_heads);
-  m.intermediate_size = r.integer("intermediate_size");
-  m.head_dim = r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0);
+  // Bounded as read: the families multiply them (2 x head_dim, heads x head_dim) and the MoE
+  // families count layers one by one before check_size would see them.
+  m.hidden_size = r.at_most("hidden_size", r.integer("hidden_size"), max_hidden_size);
+  m.num_layers = r.at_most("num_hidden_layers", r.integer("num_hidden_layers"), max_layers);
+  m.num_heads = r.at_most("num_attention_heads", r.integer("num_attention_heads"), max_heads);
+  m.num_kv_heads = r.at_most("num_key_value_heads", r.integer_or("num_key_value_heads", m.num_heads), max_heads);
+  m.intermediate_size = r.at_most("intermediate_size", r.integer("intermediate_size"), max_intermediate_size);
+  m.head_dim = r.at_most("head_dim", r.integer_or("head_dim", m.num_heads ? m.hidden_size / m.num_heads : 0), max_head_dim);
   m.max_positions = r.positive_or("max_position_embeddings", 0);
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", tied_default);
   m.gated_mlp = true;
-  m.dropout = r.number_or("attention_dropout", 0.0);
+  m.dropout = r.probability_or("attention_dropout", 0.0);
 }
 
 // Mistral's and Mixtral's sliding_window (MistralConfig, MixtralConfig: null for none): every layer

@@ -211,23 +211,22 @@ void check_activation(const model_spec& m, const nlohmann::json& j, const std::s
 
 // Sizes past any model trained, and a model past what any cluster holds, are refused before a
 // count overflows: every product of the planner stays exact in 64 bits below these.
-void check_size(const model_spec& m, const std::string& source) {
-  auto at_most = [&](std::int64_t v, std::int64_t limit, const char* what) {
-    if (v > limit) throw usage_error(fmt::format("{}: \"{}\" {} is larger than any model's (at most {})", source, what, v, limit));
-  };
-  at_most(m.hidden_size, 262144, "hidden_size");
-  at_most(m.num_layers, 16384, "num_hidden_layers");
-  at_most(m.num_heads, 65536, "num_attention_heads");
-  at_most(m.head_dim, 65536, "head_dim");
-  at_most(m.vocab_size, 16777216, "vocab_size");
-  at_most(m.intermediate_size, 4194304, "intermediate_size");
-  // (The experts' count and width are bounded by read_moe_config, which knows each family's keys.)
+void check_size(const model_spec& m, const config_reader& r) {
+  r.at_most("hidden_size", m.hidden_size, max_hidden_size);
+  r.at_most("num_hidden_layers", m.num_layers, max_layers);
+  r.at_most("num_attention_heads", m.num_heads, max_heads);
+  r.at_most("head_dim", m.head_dim, max_head_dim);
+  r.at_most("vocab_size", m.vocab_size, max_table_rows);
+  r.at_most("intermediate_size", m.intermediate_size, max_intermediate_size);
+  // (The experts, the shared expert, MLA's widths, learned position and token-type tables are
+  // bounded where they are read, under each family's own keys.)
   // Weights, gradients and two Adam states take 16 bytes a parameter: 1e15 parameters need 16 PB,
-  // more than any cluster's GPU memory. Counted in floating point, where nothing overflows.
-  const double h = static_cast<double>(m.hidden_size), attention = h * (2.0 * m.num_heads + 2.0 * m.num_kv_heads) * m.head_dim;
-  const double mlp = 3.0 * h * (static_cast<double>(m.intermediate_size) +
-                                static_cast<double>(m.expert_intermediate_size) * static_cast<double>(m.num_experts));
-  const double estimate = static_cast<double>(m.num_layers) * (attention + mlp) + 2.0 * h * static_cast<double>(m.vocab_size);
+  // more than any cluster's GPU memory. Every tensor counted (embeddings, learned positions and
+  // token types, shared experts, MLA's projections), in floating point, where nothing overflows.
+  double estimate = 0;
+  for (const weight_tensor& t : weight_tensors(m))
+    estimate += static_cast<double>(t.rows) * static_cast<double>(t.cols) * static_cast<double>(t.count);
+  const std::string& source = r.source;
   if (estimate > 1e15)
     throw usage_error(fmt::format("{}: the model has about {:.3g} parameters, more than any cluster can train (its "
                                   "weights, gradients and optimizer states alone would need {:.3g} PB)",
@@ -253,7 +252,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
   std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
   const config_reader r{j, source};
   model_spec m;
-  m.name = j.value("_name_or_path", std::string());
+  m.name = r.string_or("_name_or_path", "");
   if (m.name.empty()) m.name = source;
   m.model_type = type;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
@@ -269,15 +268,17 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
   } else if (type == "gpt2") {
     m.causal = true;
     m.vocab_size = r.integer("vocab_size");
-    m.hidden_size = r.integer("n_embd");
-    m.num_layers = r.integer("n_layer");
-    m.num_heads = m.num_kv_heads = r.integer("n_head");
+    // Bounded under GPT-2's own keys (check_size would name Llama's), n_embd before 4 x n_embd.
+    m.hidden_size = r.at_most("n_embd", r.integer("n_embd"), max_hidden_size);
+    m.num_layers = r.at_most("n_layer", r.integer("n_layer"), max_layers);
+    m.num_heads = m.num_kv_heads = r.at_most("n_head", r.integer("n_head"), max_heads);
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
-    m.intermediate_size = r.integer_or("n_inner", 4 * m.hidden_size);
-    m.max_positions = m.learned_positions = r.positive("n_positions");
+    m.intermediate_size = r.at_most("n_inner", r.integer_or("n_inner", 4 * m.hidden_size), max_intermediate_size);
+    // A learned table of n_positions rows (wpe): parameters, bounded as the vocabulary is.
+    m.max_positions = m.learned_positions = r.at_most("n_positions", r.positive("n_positions"), max_table_rows);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
-    m.dropout = r.number_or("attn_pdrop", 0.1);
+    m.dropout = r.probability_or("attn_pdrop", 0.1);
     m.hidden_act = r.string_or("activation_function", "gelu_new");
     m.fused_qkv = true;
     check_heads_divide(m, source, "n_embd", "n_head");
@@ -289,21 +290,28 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
     m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
     m.intermediate_size = r.integer("intermediate_size");
-    m.max_positions = m.learned_positions = r.positive("max_position_embeddings");
+    // BERT's positions and token types are learned tables (parameters), bounded as the vocabulary is.
+    m.max_positions = m.learned_positions =
+        r.at_most("max_position_embeddings", r.positive("max_position_embeddings"), max_table_rows);
     if (type == "roberta") {
       // RoBERTa numbers positions from padding_idx + 1 (transformers' create_position_ids_from_input_ids):
-      // of 514 positions, 512 tokens.
+      // of 514 positions, 512 tokens. The padding row is one of the vocabulary's (nn.Embedding
+      // asserts padding_idx < num_embeddings), which keeps pad + 1 from overflowing.
       const std::int64_t pad = r.integer_or("pad_token_id", 1);
+      if (m.vocab_size > 0 && pad >= m.vocab_size)
+        throw usage_error(fmt::format("{}: \"pad_token_id\" {} is not a row of the vocabulary: nn.Embedding's "
+                                      "padding_idx must be below \"vocab_size\" {}",
+                                      source, pad, m.vocab_size));
       if (pad < 0 || m.max_positions <= pad + 1)
         throw usage_error(fmt::format("{}: max_position_embeddings {} leaves no position after pad_token_id {} "
                                       "(RoBERTa's positions start at pad_token_id + 1)",
                                       source, m.max_positions, pad));
       m.max_positions -= pad + 1;
     }
-    m.token_types = r.integer_or("type_vocab_size", 2);
+    m.token_types = r.at_most("type_vocab_size", r.integer_or("type_vocab_size", 2), max_table_rows);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.embedding_norm = m.pooler = true;
-    m.dropout = r.number_or("attention_probs_dropout_prob", 0.1);
+    m.dropout = r.probability_or("attention_probs_dropout_prob", 0.1);
     m.hidden_act = r.string_or("hidden_act", "gelu");
     check_heads_divide(m, source, "hidden_size", "num_attention_heads");
   } else if (!read_moe_config(type, r, m) && !read_dense_family(type, r, m)) {
@@ -311,7 +319,7 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
                                   supported_types()));
   }
   check_positive(m, j, source);
-  check_size(m, source);
+  check_size(m, r);
   check_activation(m, j, source);
   return m;
 }

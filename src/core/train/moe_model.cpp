@@ -26,6 +26,11 @@ void read_decoder(const config_reader& r, model_spec& m) {
   m.capacity_factor = r.number_or("capacity_factor", 0.0);
   if (m.capacity_factor < 0)
     throw usage_error(fmt::format("{}: \"capacity_factor\" must be at least 0", r.source));
+  // Each expert's buffer is capacity_factor x tokens x top-k / experts rows: past the experts' count it
+  // holds more than every token, and a factor of 1e30 made the rows a count past 64 bits.
+  if (m.capacity_factor > static_cast<double>(max_experts))
+    throw usage_error(fmt::format("{}: \"capacity_factor\" {} is larger than any model's (at most {})", r.source,
+                                  r.j["capacity_factor"].dump(), max_experts));
 }
 
 // A mixture-of-experts type without experts is a config error (a dense DeepSeek, which leaves
@@ -70,7 +75,8 @@ void read_qwen_moe(const std::string& type, const config_reader& r, model_spec& 
   if (type == "qwen2_moe") {
     // Qwen2MoeAttention: q/k/v with bias; a shared expert behind a sigmoid gate.
     m.qkv_bias = true;
-    m.shared_intermediate_size = r.integer_or("shared_expert_intermediate_size", 0);
+    m.shared_intermediate_size = r.at_most("shared_expert_intermediate_size",
+                                           r.integer_or("shared_expert_intermediate_size", 0), max_intermediate_size);
     m.shared_expert_gate = m.shared_intermediate_size > 0;
   } else {
     // Qwen3MoeAttention: RMSNorm over each head of q and of k (head_dim weights each).
@@ -87,8 +93,18 @@ void read_deepseek(const std::string& type, const config_reader& r, model_spec& 
   m.num_experts = r.integer_or("n_routed_experts", 0);
   m.experts_per_token = r.integer_or("num_experts_per_tok", m.num_experts > 0 ? 1 : 0);
   // DeepseekV2Config's default expert width is 1407, DeepseekV3Config's 2048 (not the dense MLP's).
-  m.expert_intermediate_size = r.integer_or("moe_intermediate_size", type == "deepseek_v3" ? 2048 : 1407);
-  m.shared_intermediate_size = r.integer_or("n_shared_experts", 0) * m.expert_intermediate_size;
+  m.expert_intermediate_size = r.at_most(
+      "moe_intermediate_size", r.integer_or("moe_intermediate_size", type == "deepseek_v3" ? 2048 : 1407),
+      max_intermediate_size);
+  // The shared experts are one MLP of n_shared_experts x moe_intermediate_size (DeepseekV3MoE): each
+  // factor bounded before the product, the product as any MLP's width.
+  const std::int64_t shared = r.at_most("n_shared_experts", r.integer_or("n_shared_experts", 0), max_experts);
+  m.shared_intermediate_size = shared * m.expert_intermediate_size;
+  if (m.shared_intermediate_size > max_intermediate_size)
+    throw usage_error(fmt::format("{}: \"n_shared_experts\" {} x \"moe_intermediate_size\" {} is a shared MLP {} wide, "
+                                  "larger than any model's (at most {})",
+                                  r.source, shared, m.expert_intermediate_size, m.shared_intermediate_size,
+                                  max_intermediate_size));
   // Layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0.
   const std::int64_t first = r.integer_or("first_k_dense_replace", 0), freq = r.integer_or("moe_layer_freq", 1);
   if (freq < 1) throw usage_error(fmt::format("{}: \"moe_layer_freq\" must be at least 1", r.source));
@@ -99,11 +115,18 @@ void read_deepseek(const std::string& type, const config_reader& r, model_spec& 
   // MLA: the keys and values of every head come from one compressed
   // vector; attention runs with num_heads heads of qk_nope + qk_rope
   // (keys, queries) and v_head_dim (values).
-  m.q_lora_rank = r.integer_or("q_lora_rank", 0);
-  m.kv_lora_rank = r.integer("kv_lora_rank");
-  m.qk_rope_head_dim = r.integer("qk_rope_head_dim");
-  m.head_dim = r.integer("qk_nope_head_dim") + m.qk_rope_head_dim;
-  m.v_head_dim = r.integer("v_head_dim");
+  // Each width bounded under its own key before a sum or product of it (the ranks as a hidden
+  // size, the head widths as a head_dim): the file has no "head_dim" for a bound to name.
+  m.q_lora_rank = r.at_most("q_lora_rank", r.integer_or("q_lora_rank", 0), max_hidden_size);
+  m.kv_lora_rank = r.at_most("kv_lora_rank", r.integer("kv_lora_rank"), max_hidden_size);
+  m.qk_rope_head_dim = r.at_most("qk_rope_head_dim", r.integer("qk_rope_head_dim"), max_head_dim);
+  const std::int64_t nope = r.at_most("qk_nope_head_dim", r.integer("qk_nope_head_dim"), max_head_dim);
+  m.head_dim = nope + m.qk_rope_head_dim;
+  if (m.head_dim < 1 || m.head_dim > max_head_dim)
+    throw usage_error(fmt::format("{}: \"qk_nope_head_dim\" {} + \"qk_rope_head_dim\" {}: the queries' and keys' "
+                                  "heads would have {} dimensions (1 to {})",
+                                  r.source, nope, m.qk_rope_head_dim, m.head_dim, max_head_dim));
+  m.v_head_dim = r.at_most("v_head_dim", r.integer("v_head_dim"), max_head_dim);
   m.num_kv_heads = m.num_heads;
   m.qkv_bias = m.attn_out_bias = false;  // attention_bias is q/kv_a only in DeepSeek; off in every release
   if (m.kv_lora_rank < 1 || m.v_head_dim < 1)
@@ -144,12 +167,8 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
   const bool own_width = type != "mixtral" && type != "olmoe";
   const char* experts_key =
       type == "mixtral" ? "num_local_experts" : type.rfind("deepseek", 0) == 0 ? "n_routed_experts" : "num_experts";
-  if (m.num_experts > 65536)
-    throw usage_error(fmt::format("{}: \"{}\" {} is larger than any model's (at most 65536)", r.source, experts_key,
-                                  m.num_experts));
-  if (own_width && m.expert_intermediate_size > 4194304)
-    throw usage_error(fmt::format("{}: \"moe_intermediate_size\" {} is larger than any model's (at most 4194304)",
-                                  r.source, m.expert_intermediate_size));
+  r.at_most(experts_key, m.num_experts, max_experts);
+  if (own_width) r.at_most("moe_intermediate_size", m.expert_intermediate_size, max_intermediate_size);
   if (m.num_experts > 0 && m.expert_intermediate_size < 1)
     throw usage_error(fmt::format("{}: the experts' intermediate size must be at least 1", r.source));
   return true;

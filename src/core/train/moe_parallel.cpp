@@ -28,6 +28,12 @@ void validate_expert_parallel(const training_setup& s) {
   if (ep == 1) return;
   if (!s.model.is_moe())
     throw usage_error(fmt::format("--expert-parallel {}: {} has no experts to split", ep, s.model.name));
+  // Experts in the config but no layer that routes to them (DeepSeek's first_k_dense_replace past the
+  // layers, Qwen-MoE's mlp_only_layers listing all): as dense, not planned silently at 1.
+  if (s.model.moe_layers() < 1)
+    throw usage_error(fmt::format("--expert-parallel {}: {} has no experts to split: none of its {} layers is a "
+                                  "mixture-of-experts layer (every one has a dense MLP)",
+                                  ep, s.model.name, s.model.num_layers));
   if (s.world_size % ep || s.model.num_experts % ep)
     throw usage_error(fmt::format("--expert-parallel {} must divide --world-size {} and the {} experts", ep,
                                   s.world_size, s.model.num_experts));

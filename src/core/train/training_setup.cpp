@@ -268,7 +268,7 @@ void validate(const training_setup& s) {
   if (s.global_batch && *s.global_batch < data_parallel_degree(s))
     throw usage_error(fmt::format("--global-batch {} is smaller than --world-size {}{}: each {} needs a sample",
                                   *s.global_batch, s.world_size,
-                                  data_parallel_degree(s) < s.world_size ? fmt::format(" / (tensor x pipeline parallel {})", s.world_size / data_parallel_degree(s)) : "",
+                                  data_parallel_degree(s) < s.world_size ? fmt::format(" / (tensor x pipeline{} parallel {})", s.context_parallel > 1 ? " x context" : "", s.world_size / data_parallel_degree(s)) : "",
                                   data_parallel_degree(s) < s.world_size ? "data-parallel rank" : "GPU"));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
