@@ -51,13 +51,15 @@ kernel_export prepare_export(const gemm_options& o, const gemm_suite& suite,
                                        o.is_suite() ? " (the suite's other problems are exported)" : ""));
     }
     for (const variant_result* v : chosen) {
-      // Two suite entries of one problem recommend the same kernel under one C name: exported once, so
-      // the export's .cu files link into one program (each defined it again).
-      const std::string same = v->config.id() + "\x1f" + plan.problem.describe();
-      if (v->status == variant_status::ok && !exported_as.emplace(same, folder).second) {
-        e.refusals.push_back(fmt::format("{}: the same kernel and problem as {} ({}), exported there only, so that "
-                                         "the export's .cu files link into one program",
-                                         folder, exported_as[same], v->config.id()));
+      // Two suite entries whose kernels take one C name (one problem, or problems that differ only in
+      // alpha and beta, which the caller passes): exported once, so the export's .cu files link into
+      // one program (each defined it again).
+      const std::string same =
+          v->status == variant_status::ok ? export_entry_name(v->config, plan.problem, plan.device) : "";
+      if (!same.empty() && !exported_as.emplace(same, folder).second) {
+        e.refusals.push_back(fmt::format("{}: the same kernel as {} ({}, entry {}), exported there only, so that the "
+                                         "export's .cu files link into one program",
+                                         folder, exported_as[same], v->config.id(), same));
         continue;
       }
       if (v->status != variant_status::ok) {

@@ -615,21 +615,41 @@ TEST(cli, export_of_a_suite_with_a_problem_no_variant_runs_exports_the_rest) {
 }
 
 // Two suite entries of one problem recommend one kernel under one C name: it is exported once, so
-// the export's .cu files link into one program (each folder defined it again).
+// the export's .cu files link into one program (each folder defined it again). So do two that differ
+// only in alpha and beta (run-time arguments of one kernel: "a" had defined q's kernel again).
 TEST(cli, export_of_a_suite_writes_one_kernel_of_one_problem_once) {
   const fs::path suite = tmp_dir() / "export-twice.json", dir = tmp_dir() / "export-twice";
   fs::remove_all(dir);
   std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "twice", "problems": [
     {"name": "q", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
     {"name": "o", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
-    {"name": "x", "m": 128, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"}]})";
+    {"name": "x", "m": 128, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"},
+    {"name": "a", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt", "alpha": 0.5, "beta": 1}]})";
   const result r = run({"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--no-db", "--export", dir.string(),
                         "--quiet"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::is_directory(dir / "q"));
   EXPECT_TRUE(fs::is_directory(dir / "x"));
   EXPECT_FALSE(fs::exists(dir / "o"));
-  EXPECT_NE(r.err.find("o/: the same kernel and problem as q/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("o/: the same kernel as q/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a/: the same kernel as q/"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "a"));
+}
+
+// A persistent grid is the GPU's SM count: the same kernel exported for two GPUs has a launcher each,
+// so the entry names the SM count (both had one name and their objects could not link together).
+TEST(cli, an_export_for_another_gpu_of_a_persistent_grid_has_its_own_name) {
+  auto entry = [](const char* gpu) {
+    const fs::path dir = tmp_dir() / (std::string("export-gpu-") + gpu);
+    fs::remove_all(dir);
+    const result r = run({"gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--gpu", gpu, "--dry-run", "--no-db",
+                          "--only", "wgmma_128x256x64_c2_s4_cl1x1_g8m", "--export", dir.string(), "--quiet"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ifstream in(dir / "wgmma_128x256x64_c2_s4_cl1x1_g8m.json");
+    return nlohmann::json::parse(in)["launch"]["entry"].get<std::string>();
+  };
+  EXPECT_EQ(entry("h100-sxm"), "tiletune_wgmma_128x256x64_c2_s4_cl1x1_g8m_bf16_nt_4096x4096x4096_sm132");
+  EXPECT_EQ(entry("h100-pcie"), "tiletune_wgmma_128x256x64_c2_s4_cl1x1_g8m_bf16_nt_4096x4096x4096_sm114");
 }
 
 TEST(cli, export_of_a_suite_goes_into_a_folder_per_problem) {

@@ -73,10 +73,15 @@ std::string readable_body(const std::string& rendered) {
 std::string header_about(const gemm_plan& plan, const variant_result& v, const kernel_launch& launch,
                          const run_info& run) {
   const gemm_problem& p = plan.problem;
-  const std::string arch = make_compile_job(v.config, p.type, p.layout, plan.device).arch;
+  const compile_job job = make_compile_job(v.config, p.type, p.layout, plan.device);
+  const std::string& arch = job.arch;
   // nvcc's -arch=sm_90a emits sm_90 PTX beside the SASS, which sm_90a-only instructions fail (nvcc 13.0).
-  const std::string target = arch.ends_with('a') ? fmt::format("-gencode arch=compute_{0},code=sm_{0}", arch.substr(3))
-                                                 : "-arch=" + arch;
+  std::string target = arch.ends_with('a') ? fmt::format("-gencode arch=compute_{0},code=sm_{0}", arch.substr(3))
+                                           : "-arch=" + arch;
+  // And the options the kernel was tuned with (ptxas's --register-usage-level=3: without it some
+  // stream-K kernels spill).
+  for (const auto& o : job.options)
+    if (o != "--ptxas-options=-v") target += " " + o;  // (the JIT's resource report: not the build's)
   const operand_types e = p.elements();
   const std::string types = e.a == e.c   ? std::string(to_string(p.type))
                             : e.a == e.b ? fmt::format("{} (A and B; C {})", to_string(p.type), to_string(e.c))
@@ -242,9 +247,19 @@ std::string exported_source(const gemm_plan& plan, const variant_result& v, cons
   return c.s;
 }
 
+std::string export_entry_name(const tile_config& c, const gemm_problem& p, const device_spec& d) {
+  // A persistent grid (wgmma's, stream-K's every SM) is the GPU's SM count or fewer: its launcher is
+  // that GPU's, so the name says which, and kernels exported for several GPUs link into one program
+  // (the H100 SXM's 132-CTA and the H100 PCIe's 114-CTA launchers had one name).
+  device_spec other = d;
+  other.sm_count = d.sm_count + 1;
+  const bool per_gpu = describe_launch(c, p, other).grid != describe_launch(c, p, d).grid;
+  return export_entry_name(c, p) + (per_gpu ? fmt::format("_sm{}", d.sm_count) : "");
+}
+
 kernel_launch export_launch(const gemm_plan& plan, const variant_result& v) {
   kernel_launch launch = describe_launch(v.config, plan.problem, plan.device);
-  launch.entry = export_entry_name(v.config, plan.problem);
+  launch.entry = export_entry_name(v.config, plan.problem, plan.device);
   // A prologue's entry is the JIT's name plus a suffix; the export's is the export's plus the same.
   for (kernel_launch& before : launch.prologue) before.entry = rename_entry(before.entry, launch.entry);
   return launch;
