@@ -155,6 +155,26 @@ TEST(kernel_header, wgmma_header_encodes_each_tensor_map_and_sets_the_cluster) {
   EXPECT_NE(h.find("cudaLaunchKernelEx(&config, tiletune_w, tmap_a, tmap_b, C, tiletune_w_M,"), std::string::npos);
 }
 
+// Stream-K's grid is every SM of the tuned GPU, each CTA resident at once: on a GPU of fewer SMs the
+// launch would never finish, so the launcher returns an error instead; a grid that loops over its
+// tiles has no such check.
+TEST(kernel_header, a_stream_k_launcher_refuses_a_gpu_of_fewer_sms) {
+  const gemm_problem p = header_problem(dtype::bf16, "nt");
+  tile_config sk = wgmma_tile(128, 256, 64, 2, 4);
+  set_wgmma_stream_k(sk, true);
+  kernel_launch l = describe_launch(sk, p, find_preset("h100-pcie"));
+  EXPECT_TRUE(l.all_resident);
+  l.entry = "tiletune_sk";
+  const std::string h = exported_header(l, "wgmma_sk", "");
+  EXPECT_NE(h.find("cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)"), std::string::npos) << h;
+  EXPECT_NE(h.find("if (sms < 114) return cudaErrorCooperativeLaunchTooLarge;"), std::string::npos) << h;
+  EXPECT_LT(h.find("cudaErrorCooperativeLaunchTooLarge"), h.find("cudaLaunchKernelEx(&config"));
+  kernel_launch plain = describe_launch(wgmma_tile(128, 256, 64, 2, 4), p, find_preset("h100-pcie"));
+  EXPECT_FALSE(plain.all_resident);
+  plain.entry = "tiletune_w";
+  EXPECT_EQ(exported_header(plain, "wgmma_x", "").find("cudaDevAttrMultiProcessorCount"), std::string::npos);
+}
+
 // K-major copies (_kc): the header declares the pre-pass and the GEMM, takes the operand and its
 // copy's buffer once each, launches the pre-pass first and maps the copy, not the operand.
 TEST(kernel_header, a_prologue_is_declared_and_launched_before_the_gemm_on_the_copy) {

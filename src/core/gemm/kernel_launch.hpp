@@ -67,6 +67,9 @@ struct kernel_launch {
   std::vector<kernel_parameter> parameters;
   std::vector<tensor_map_description> tensor_maps;
   std::vector<std::string> requirements;  // what the caller must hold to (alignment, ...)
+  // Every CTA of the grid must be resident at once, one an SM (stream-K's owners wait for their peers'
+  // partials): on a GPU of fewer SMs than the grid it would never finish.
+  bool all_resident = false;
   // Kernels of the same module the caller launches first, in order, on the same stream, every time
   // it launches this one (a transposing pre-pass): each is timed as part of the variant. A pointer
   // parameter named "A_k_major" or "B_k_major" is that operand's K-major copy, one buffer of its

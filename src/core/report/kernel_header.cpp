@@ -203,6 +203,15 @@ std::string launcher_opening(const kernel_launch& l, const launcher_arguments& a
                 "// the .json):\n";
   for (const auto& r : l.requirements) s += "//  - " + r + "\n";
   s += fmt::format("static inline cudaError_t {}_launch({}) {{\n", e, fmt::join(a.taken, ", "));
+  // A grid whose CTAs must all be resident is the tuned GPU's SM count: on a GPU of fewer SMs (another
+  // part, a MIG slice) the launch would never finish, so the launcher refuses it.
+  if (l.all_resident)
+    s += fmt::format("  {{\n    int device = 0, sms = 0;\n    cudaError_t got = cudaGetDevice(&device);\n"
+                     "    if (got == cudaSuccess) got = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, "
+                     "device);\n    if (got != cudaSuccess) return got;\n"
+                     "    if (sms < {}) return cudaErrorCooperativeLaunchTooLarge;  // every CTA resident: tuned for {} "
+                     "SMs\n  }}\n",
+                     l.grid[0] * l.grid[1] * l.grid[2], l.grid[0] * l.grid[1] * l.grid[2]);
   s += fmt::format("  cudaError_t err = cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
                    "(int){}_dynamic_smem_bytes);\n  if (err != cudaSuccess) return err;\n",
                    e, e);

@@ -220,6 +220,7 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
     l.requirements.push_back(
         "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "
         "NOT YET RUN ON A GPU: proven by host emulation and its compile only");
+  l.all_resident = wgmma_stream_k(c);
   if (wgmma_stream_k(c)) {
     l.requirements.push_back(
         "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "
