@@ -128,6 +128,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
   const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
                                  TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG, TT_SCALE_STAGE};
+  (void)layout;  // read only by some configurations: no unused-variable warning in an export's build
 #if TT_TMA_SCALES
   const int scales_offset = tt_smem_scales_offset(layout);  // stage s's scales at + s * TT_SCALE_STAGE
 #endif
@@ -191,6 +192,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const int m_tiles = (M + TT_KM - 1) / TT_KM;
   const long long tiles = (long long)m_tiles * n_tiles * batch;
 #endif
+  (void)tiles;  // (a multicast cluster schedules pairs of M tiles instead)
   const int k_tiles = (K + TT_BK - 1) / TT_BK;
 #if TT_CLUSTER_SPLIT > 1
   // Every CTA's barriers are initialized before any remote arrival.
@@ -290,6 +292,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         (consumer * 4 + warp) * 16 * TT_EPI_ROW_BYTES;
     const bool c_vectors = (ldc * TT_ELEM_BYTES) % 16 == 0 && ((unsigned long long)C & 15) == 0 &&
                            (batch_stride_c * TT_ELEM_BYTES) % 16 == 0;
+    (void)c_vectors;  // (the TMA store does not read it)
 #endif
     const unsigned lbo_a = tt_operand_lbo(TT_A_KMAJOR, TT_BK), lbo_b = tt_operand_lbo(TT_B_KMAJOR, TT_BK);
     int stage = 0;
