@@ -163,3 +163,18 @@ TEST(context_parallel, composes_with_pipeline_parallelism) {
   ASSERT_FALSE(plan.candidates.empty());
   EXPECT_EQ(plan.candidates[0].effective_global_batch % 2, 0);
 }
+
+// A global batch below the data-parallel ranks says what divides the world: with --context-parallel
+// 4 alone it said "tensor x pipeline parallel 4", though both were 1.
+TEST(context_parallel, a_global_batch_below_the_data_parallel_ranks_names_context_parallel) {
+  training_setup s = llama_cp(4);
+  s.global_batch = 1;
+  EXPECT_NE(refusal(s).find("--global-batch 1 is smaller than --world-size 8 / (tensor x pipeline x context parallel 4): "
+                            "each data-parallel rank needs a sample"),
+            std::string::npos)
+      << refusal(s);
+  s.context_parallel = 1;
+  s.zero_stage = 0;  // tensor parallelism runs with ZeRO 0 to 2
+  s.tensor_parallel = 4;
+  EXPECT_NE(refusal(s).find("--world-size 8 / (tensor x pipeline parallel 4)"), std::string::npos) << refusal(s);
+}

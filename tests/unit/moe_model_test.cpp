@@ -447,24 +447,3 @@ TEST(moe_parallel, expert_parallel_over_a_model_without_moe_layers_is_refused) {
   s.expert_parallel = 8;
   EXPECT_EQ(refusal(s), "");
 }
-
-// A global batch below the data-parallel ranks says what divides the world: with --context-parallel
-// 4 alone it said "tensor x pipeline parallel 4", though both were 1.
-TEST(setup_wording, a_global_batch_below_the_data_parallel_ranks_names_context_parallel) {
-  training_setup s;
-  s.model = load_model("mistral-7b");
-  s.seq_len = 8192;
-  s.prec = precision::bf16_mixed;
-  s.world_size = 8;
-  s.zero_stage = 3;
-  s.context_parallel = 4;
-  s.global_batch = 1;
-  EXPECT_NE(refusal(s).find("--global-batch 1 is smaller than --world-size 8 / (tensor x pipeline x context parallel 4): "
-                            "each data-parallel rank needs a sample"),
-            std::string::npos)
-      << refusal(s);
-  s.context_parallel = 1;
-  s.zero_stage = 0;  // tensor parallelism runs with ZeRO 0 to 2
-  s.tensor_parallel = 4;
-  EXPECT_NE(refusal(s).find("--world-size 8 / (tensor x pipeline parallel 4)"), std::string::npos) << refusal(s);
-}
