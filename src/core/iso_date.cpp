@@ -1,6 +1,7 @@
 #include "core/iso_date.hpp"
 
 #include <regex>
+#include <string_view>
 
 namespace tiletune {
 
@@ -28,6 +29,13 @@ std::string iso_date(const std::string& v) {
 }
 
 std::string canonical_iso_date(const std::string& v) {
+  // Already in the full form (every date tiletune writes, every stored record): no regex, as db merge
+  // compares one per row it reads.
+  static constexpr std::string_view form = "0000-00-00T00:00:00Z";
+  bool full = v.size() == form.size();
+  for (std::size_t i = 0; full && i < form.size(); ++i)
+    full = form[i] == '0' ? v[i] >= '0' && v[i] <= '9' : v[i] == form[i];
+  if (full) return v;
   std::smatch m;
   if (!iso_date(v).empty() || !std::regex_match(v, m, date_form())) return v;
   return m[1].str() + "-" + m[2].str() + "-" + m[3].str() + "T" + (m[4].matched ? m[5].str() : "00") + ":" +
