@@ -248,9 +248,9 @@ std::string exported_source(const gemm_plan& plan, const variant_result& v, cons
 }
 
 std::string export_entry_name(const tile_config& c, const gemm_problem& p, const device_spec& d) {
-  // A persistent grid (wgmma's, stream-K's every SM) is the GPU's SM count or fewer: its launcher is
-  // that GPU's, so the name says which, and kernels exported for several GPUs link into one program
-  // (the H100 SXM's 132-CTA and the H100 PCIe's 114-CTA launchers had one name).
+  // A persistent grid (one CTA an SM at most, stream-K's every SM) is the GPU's SM count or fewer:
+  // its launcher is that GPU's, so the name says which, and kernels exported for several GPUs link
+  // into one program (the H100 SXM's 132-CTA and the H100 PCIe's 114-CTA launchers had one name).
   device_spec other = d;
   other.sm_count = d.sm_count + 1;
   const bool per_gpu = describe_launch(c, p, other).grid != describe_launch(c, p, d).grid;
