@@ -219,20 +219,23 @@ void check_recommended_tile(const nlohmann::json& rec, const std::string& where)
 // import with a library's type error, half the files stored).
 void check_figures(const nlohmann::json& v, const std::string& where) {
   using t = nlohmann::json::value_t;
-  for (const char* k : {"median_us", "predicted_us", "tflops", "percent_of_peak", "gbs", "percent_of_bandwidth",
-                        "vs_reference", "max_rel_error", "rel_frobenius_error", "error_bound", "sm_clock_mhz", "noise"})
-    check_field(v, k, t::number_float, true, where);
-  // And in the range the schema gives it: a time, ratio, bound or clock is positive, the rest at least 0.
-  for (const char* k : {"median_us", "predicted_us", "tflops", "percent_of_peak", "gbs", "percent_of_bandwidth",
-                        "vs_reference", "max_rel_error", "rel_frobenius_error", "error_bound", "sm_clock_mhz", "noise"}) {
-    if (!v.is_object() || !v.contains(k) || !v[k].is_number()) continue;
-    const double x = v[k].get<double>();
-    const std::string_view key = k;
-    const bool positive = key == "median_us" || key == "predicted_us" || key == "vs_reference" ||
-                          key == "error_bound" || key == "sm_clock_mhz";
-    if (!std::isfinite(x) || x < 0 || (positive && x == 0))
-      throw usage_error(fmt::format("{}: \"{}\" is {}, not {} number", where, k, v[k].dump(),
-                                    positive ? "a positive" : "a non-negative"));
+  // Each figure with the range the schema gives it: a time, ratio, bound or clock is positive, the rest
+  // at least 0.
+  struct figure {
+    const char* name;
+    bool positive;
+  };
+  static constexpr figure figures[] = {
+      {"median_us", true},      {"predicted_us", true},         {"tflops", false},          {"percent_of_peak", false},
+      {"gbs", false},           {"percent_of_bandwidth", false}, {"vs_reference", true},     {"max_rel_error", false},
+      {"rel_frobenius_error", false}, {"error_bound", true},     {"sm_clock_mhz", true},     {"noise", false}};
+  for (const figure& f : figures) {
+    check_field(v, f.name, t::number_float, true, where);
+    if (!v.is_object() || !v.contains(f.name) || !v[f.name].is_number()) continue;
+    const double x = v[f.name].get<double>();
+    if (!std::isfinite(x) || x < 0 || (f.positive && x == 0))
+      throw usage_error(fmt::format("{}: \"{}\" is {}, not {} number", where, f.name, v[f.name].dump(),
+                                    f.positive ? "a positive" : "a non-negative"));
   }
   check_field(v, "family", t::string, false, where);
   check_field(v, "tile", t::object, false, where);
