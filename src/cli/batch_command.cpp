@@ -219,7 +219,8 @@ batch_plan plan_from_stored_times(const training_setup& s, const device_spec& d,
     if (!o.db.empty()) throw usage_error(fmt::format("--db {}: no such file", o.db));
     return plan_batch(s, d);
   }
-  const stored_gemm_times stored = load_stored_gemm_times(tuning_db(file, tuning_db::open_mode::read),
+  const stored_gemm_times stored = load_stored_gemm_times(
+      tuning_db(file, tuning_db::open_mode::read, tuning_db::page_check::as_read),
                                                           device_model_of(d), d);
   if (stored.us.empty()) return plan_batch(s, d);
   // The plan keeps the lookup (its rates): it owns what it reads.

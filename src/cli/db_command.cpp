@@ -143,7 +143,7 @@ void run_list(const db_options& o, run_context& ctx) {
     ctx.exit_code = exit_ok;
     return;
   }
-  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read);
+  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read, tuning_db::page_check::as_read);
   const tuning_filter filter{gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit};
   // Rows are streamed: a table or JSON of the newest few reads only those.
   const std::size_t total = db->count(filter);
@@ -190,7 +190,7 @@ void run_show(const db_options& o, run_context& ctx) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
-  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read);
+  const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read, tuning_db::page_check::as_read);
   const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.show_limit});
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},

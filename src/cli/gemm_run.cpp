@@ -84,7 +84,8 @@ class gemm_run {
     db_read_only_ = db_exists && is_read_only(db_file);
     db_ = db_usable && (stores || db_exists)
               ? open_tuning_db(db_file.string(), db_file.empty(),
-                               stores && !db_read_only_ ? tuning_db::open_mode::create : tuning_db::open_mode::read)
+                               stores && !db_read_only_ ? tuning_db::open_mode::create : tuning_db::open_mode::read,
+                               tuning_db::page_check::as_read)  // a repeat answers in milliseconds
               : nullptr;
     if (db_) db_->keep_full_results(o_.tuning.db_full);
     if (db_read_only_ && measure_)

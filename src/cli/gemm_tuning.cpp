@@ -20,11 +20,12 @@ void check_db_path(const std::filesystem::path& path, const std::string& named) 
     throw usage_error(fmt::format("--db {}: the folder {} does not exist", named, given.parent_path().string()));
 }
 
-std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode) {
+std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode,
+                                          tuning_db::page_check check) {
   if (off) return nullptr;
   const std::filesystem::path path = file.empty() ? default_tuning_db_path() : std::filesystem::path(file);
   check_db_path(path, file);
-  return std::make_unique<tuning_db>(path, mode);
+  return std::make_unique<tuning_db>(path, mode, check);
 }
 
 std::string device_model_of(const device_spec& d) { return d.preset.empty() ? d.name : d.preset; }

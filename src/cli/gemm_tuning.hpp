@@ -16,7 +16,8 @@ namespace tiletune::cli {
 // only reads opens it with open_mode::read (nothing in the file changes); a --db FILE in a
 // folder that does not exist is refused (check_db_path).
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off,
-                                          tuning_db::open_mode mode = tuning_db::open_mode::create);
+                                          tuning_db::open_mode mode = tuning_db::open_mode::create,
+                                          tuning_db::page_check check = tuning_db::page_check::whole);
 
 // The database at `path` (`named`: the --db the user gave, empty for the default) is no folder, and
 // a folder the user named exists: else a bad value (exit 2), as for --out, --into and every input

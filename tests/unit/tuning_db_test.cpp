@@ -247,3 +247,44 @@ TEST(tuning_db, a_scaling_mode_is_keyed_only_where_there_is_one) {
   p.scaling = scaling_mode::block;
   EXPECT_EQ(tuning_problem_key(p), "256x256x256 b1 bf16 nt a1 b0 sblock");
 }
+
+// A page damaged where opening reads nothing (a record's page in the middle of the file): the
+// commands that read or write in bulk check every page and refuse the file before anything is
+// written (db import stored into such a file and exited 0); the look-ups that answer in
+// milliseconds open it, and SQLite refuses a damaged page when a query reads it.
+TEST(tuning_db, a_page_damaged_past_the_schema_is_refused_before_a_bulk_write_and_the_file_kept) {
+  db_scratch s;
+  const fs::path file = s.dir / "damaged.sqlite3";
+  {
+    tuning_db db(file);
+    std::vector<tuning_record> records;
+    for (int m = 1; m <= 2000; ++m) records.push_back(db_record(m));
+    db.store_all(records);
+  }
+  ASSERT_FALSE(fs::exists(file.string() + "-wal"));  // the last close checkpointed every page into the file
+  const auto size = fs::file_size(file);
+  ASSERT_GT(size, 64u * 4096);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f << std::string(4000, '\xde');
+  }
+  auto bytes = [](const fs::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = bytes(file);
+  for (auto mode : {tuning_db::open_mode::create, tuning_db::open_mode::existing, tuning_db::open_mode::read}) {
+    try {
+      tuning_db db(file, mode);
+      ADD_FAILURE() << "opened a damaged file, mode " << static_cast<int>(mode);
+    } catch (const environment_error& e) {
+      EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(bytes(file), before) << "mode " << static_cast<int>(mode);
+  }
+  // A look-up opens it without reading every page, and a query over every record meets the damage.
+  tuning_db quick(file, tuning_db::open_mode::read, tuning_db::page_check::as_read);
+  EXPECT_THROW((void)quick.list(), environment_error);
+}

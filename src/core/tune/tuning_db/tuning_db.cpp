@@ -43,7 +43,8 @@ void tuning_db::fail(const std::string& what) const {
                                       busy ? held_by_another_run : "give another database file"));
 }
 
-tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mode_(mode) {
+tuning_db::tuning_db(fs::path file, open_mode mode, page_check check)
+    : file_(std::move(file)), mode_(mode), check_(check) {
   std::error_code ec;
   const bool exists = fs::exists(file_, ec);
   if (mode_ != open_mode::create && !exists)
@@ -62,6 +63,8 @@ tuning_db::tuning_db(fs::path file, open_mode mode) : file_(std::move(file)), mo
   if (mode_ == open_mode::create && file_.has_parent_path()) fs::create_directories(file_.parent_path(), ec);
   // A constructor that throws runs no destructor: every failure below closes the handle here
   // (sqlite3_open_v2 allocates one even when it fails).
+  // A file with pages is checked whole where asked, created or not (db import into a damaged file).
+  had_pages_ = exists && fs::file_size(file_, ec) > 0 && !ec;
   try {
     open_and_check();
   } catch (...) {
@@ -207,6 +210,8 @@ void tuning_db::open_and_check() {
   exec_checked(db_, file_, create ? "BEGIN IMMEDIATE" : "BEGIN", "cannot lock it");
   bool upgrade_copy = false;
   try {
+    // Before anything is written (a damaged file gets no schema, upgrade or WAL switch).
+    if (check_ == page_check::whole && had_pages_) check_every_page(db_, file_);
     if (!create) check_has_meta_table(db_, file_);
     if (create)
       exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -222,7 +227,6 @@ void tuning_db::open_and_check() {
     }
     exec_checked(db_, file_, "COMMIT", "cannot commit");
     if (create) switch_to_wal(db_, file_);
-    if (!create) check_every_page(db_, file_);
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db_);

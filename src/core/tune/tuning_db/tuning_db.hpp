@@ -71,13 +71,21 @@ class tuning_db {
  public:
   static constexpr int schema_version = 2;
   // create: a missing or empty file becomes a new database. existing: the
-  // file must already be a tiletune database, and whole (PRAGMA quick_check);
+  // file must already be a tiletune database;
   // nothing in it is changed by opening but an upgrade of an older schema.
   // read: as existing, and opening changes nothing at all: an older schema is
   // read from an upgraded copy in a temporary file (removed when closed).
   // Every mode refuses a file that is not a regular one (/dev/null, a FIFO).
   enum class open_mode { create, existing, read };
-  explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create);
+  // How much of an existing file is checked for damage when it is opened. whole: every page (PRAGMA
+  // quick_check, about 4 ms per 1,000 records) before anything is read or written: the commands
+  // that read or write in bulk (db import, merge, export, calibrate, vacuum). as_read: SQLite's
+  // checks of the pages each query reads (a damaged one is an environment_error naming the file),
+  // damage elsewhere not looked for: the look-ups that must answer in milliseconds at 100,000
+  // records (a gemm repeat, db list, db show, batch --db).
+  enum class page_check { whole, as_read };
+  explicit tuning_db(std::filesystem::path file, open_mode mode = open_mode::create,
+                     page_check check = page_check::whole);
   // How long a database opened after this waits for another run's write lock before it fails
   // naming the file (30 s; a value of 0 or less restores that). Tests shorten it.
   static void set_busy_timeout_ms(int ms);
@@ -155,6 +163,8 @@ class tuning_db {
                    std::unordered_map<std::string, std::size_t>& origin, merge_counts& counts);
   std::filesystem::path file_;
   open_mode mode_ = open_mode::create;
+  page_check check_ = page_check::whole;
+  bool had_pages_ = false;  // the file existed, not empty, when opened
   bool keep_full_ = false;
   sqlite3* db_ = nullptr;
   std::filesystem::path temp_copy_;  // read_upgraded_copy's file, removed by the destructor
