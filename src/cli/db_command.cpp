@@ -113,7 +113,7 @@ void run_import(const db_options& o, run_context& ctx) {
   const std::size_t kept = records.size() - stored;
   std::string also;
   if (kept)
-    also += fmt::format("; {} kept the stored record, as well verified and at least as new{}", kept,
+    also += fmt::format("; {} kept the stored record, as well verified, at least as new and holding as much{}", kept,
                         o.full ? " (--full keeps the rows of the records it stores only: not of these)" : "");
   if (repeated)
     also += fmt::format("; {} of the same problem and setup as another result here: the database keeps one record "
@@ -246,9 +246,18 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
   const auto db = open_tuning_db(file_to_read(o).string(), false, tuning_db::open_mode::read);
   const std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
-  if (results.empty())
-    throw usage_error(fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
-                                  db->file().string()));
+  if (results.empty()) {
+    // Records of it that calibration cannot read: plans, or compact records (db show --json's) with
+    // no measured variants' times.
+    const std::size_t held = db->count({gpu_filter(o.gpu, db.get()), "", "", 0});
+    throw usage_error(
+        held ? fmt::format("--gpu {}: the tuning database {} holds {} record(s) of it but none with the measured "
+                           "variants' times calibration fits to (plans, or records imported from `db show --json`, "
+                           "which keeps only the recommended variants): import the measured gemm result files",
+                           o.gpu, db->file().string(), held)
+             : fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
+                           db->file().string()));
+  }
   nlohmann::json report = calibration_report(results);
   report["database"] = db->file().string();
   report["date"] = utc_now_iso();

@@ -113,7 +113,10 @@ void add_db_fleet_commands(CLI::App& cmd, run_context& ctx, std::shared_ptr<cons
 A record is filed under GPU model, driver, CUDA, tool, compiler and problem.
 Where inputs hold the same key, the better-verified record stays: a
 measurement whose recommended variant was verified against cuBLASLt, over a
-measurement without that, over a stored plan (--store-plans); then the newer.
+measurement without that, over a stored plan (--store-plans); then the newer;
+then the one holding more of the measurement (its variants' times for
+calibration, then the whole result: a record imported from `db show --json`
+holds neither).
 An input of another schema, not a tiletune database, or damaged (PRAGMA
 quick_check) is refused with exit 3 naming it, and nothing is merged: --into
 stays as it was. The merge is one transaction in --into that holds its write

@@ -288,3 +288,33 @@ TEST(tuning_db, a_page_damaged_past_the_schema_is_refused_before_a_bulk_write_an
   tuning_db quick(file, tuning_db::open_mode::read, tuning_db::page_check::as_read);
   EXPECT_THROW((void)quick.list(), environment_error);
 }
+
+// Of two records alike (as well verified, as new), the one holding more of the measurement stays:
+// a record re-imported from `db show --json` (compact: no variants' times) replaced nothing, but
+// kept a later import of the measurement it came from out, and calibration then had nothing to fit.
+TEST(tuning_db, of_two_records_alike_the_one_holding_the_variants_times_stays_in_import_and_merge) {
+  db_scratch s;
+  const tuning_record measured = db_record(128);
+  tuning_record compact = db_record(128);
+  compact.result["variants_listed"] = {{"listed", 0}, {"by", "tuning database (the recommended and next best)"}};
+  {
+    tuning_db db(s.dir / "import.sqlite3");
+    EXPECT_TRUE(db.store_if_better(compact));
+    EXPECT_TRUE(db.calibration_inputs("h100-sxm").empty());
+    EXPECT_TRUE(db.store_if_better(measured));  // alike, and holding the variants' times
+    EXPECT_FALSE(db.store_if_better(compact));
+    EXPECT_FALSE(db.store_if_better(measured));  // alike in every way: the stored record stays
+    EXPECT_EQ(db.calibration_inputs("h100-sxm").size(), 1u);
+  }
+  {
+    tuning_db c(s.dir / "compact.sqlite3"), m(s.dir / "measured.sqlite3");
+    c.store(compact);
+    m.store(measured);
+  }
+  const tuning_db c(s.dir / "compact.sqlite3", tuning_db::open_mode::read),
+      m(s.dir / "measured.sqlite3", tuning_db::open_mode::read);
+  tuning_db into(s.dir / "merged.sqlite3");
+  const auto counts = into.merge_from({&c, &m});  // the compact record read first
+  EXPECT_EQ(counts.kept, (std::vector<std::size_t>{0, 0, 1}));
+  EXPECT_EQ(into.calibration_inputs("h100-sxm").size(), 1u);
+}

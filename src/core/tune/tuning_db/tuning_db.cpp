@@ -361,6 +361,24 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
   }
 }
 
+int tuning_db::detail_held(const tuning_key& k) const {
+  statement q;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT (calibration IS NOT NULL) + (full IS NOT NULL) FROM results WHERE device_model = ?1 "
+                         "AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6",
+                         -1, &q.s, nullptr) != SQLITE_OK)
+    fail("cannot read it");
+  int i = 1;
+  for (const auto& v : {k.device_model, k.driver, k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)})
+    sqlite::bind(q.s, i++, v);
+  return sqlite3_step(q.s) == SQLITE_ROW ? sqlite3_column_int(q.s, 0) : 0;
+}
+
+int tuning_db::detail_given(const tuning_record& r) const {
+  if (is_compact(r.result) || !is_measured(r)) return 0;  // (bind_and_step files calibration rows for the rest)
+  return keep_full_ ? 2 : 1;
+}
+
 bool tuning_db::store_if_better(const tuning_record& r) { return store_all_if_better({r}) == 1; }
 
 std::size_t tuning_db::store_all_if_better(const std::vector<tuning_record>& records) {
@@ -370,7 +388,9 @@ std::size_t tuning_db::store_all_if_better(const std::vector<tuning_record>& rec
     for (const auto& r : records) {
       // (The transaction reads its own writes: a later record of the same key meets an earlier one.)
       const auto held = find(r.key);
-      if (held && !better_record(r, *held)) continue;
+      if (held && !better_record(r, *held) &&
+          (better_record(*held, r) || detail_given(r) <= detail_held(r.key)))
+        continue;
       bind_and_step(r);
       ++stored;
     }

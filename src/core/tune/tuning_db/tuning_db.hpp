@@ -131,8 +131,10 @@ class tuning_db {
   // Stores every record in one transaction: all or none.
   void store_all(const std::vector<tuning_record>& records);
   // db import: stores r unless the record of its key is as good (better_record: better verified,
-  // then newer), as db merge keeps the better of two; the look-up and the write are one
-  // transaction under the write lock. Returns whether r was stored.
+  // then newer; of two as good, the one that holds more of the measurement: calibration rows, then
+  // the whole result, as a compact record from `db show --json` holds neither), as db merge keeps
+  // the better of two; the look-up and the write are one transaction under the write lock.
+  // Returns whether r was stored.
   bool store_if_better(const tuning_record& r);
   // The same for every record, in one transaction: all of them looked at and stored, or none (a
   // record that cannot be stored leaves the database as it was). Returns how many were stored.
@@ -159,6 +161,10 @@ class tuning_db {
   std::string inflated(sqlite3_stmt* s, int column) const;
   void upgrade_from_1();  // schema 1 (the whole result per record) to 2, in the open transaction
   void bind_and_step(const tuning_record& r);
+  // What of a measurement the stored record of k holds beyond its compact form: 1 for its
+  // calibration rows, 1 more for its whole result; what r would hold stored here.
+  int detail_held(const tuning_key& k) const;
+  int detail_given(const tuning_record& r) const;
   void merge_input(const tuning_db& in, std::size_t source, sqlite3_stmt* look, sqlite3_stmt* put,
                    std::unordered_map<std::string, std::size_t>& origin, merge_counts& counts);
   std::filesystem::path file_;

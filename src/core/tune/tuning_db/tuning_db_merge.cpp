@@ -21,7 +21,7 @@ constexpr const char* all_columns =
     "device_model, driver, cuda, tool_version, compiler, problem, device_name, strategy, measured_at, recommended, "
     "tflops, measured, verified, problem_json, recommendation, record, calibration, full";
 constexpr int column_count = 18;
-constexpr int measured_at_column = 8, verified_column = 12, calibration_column = 16;
+constexpr int measured_at_column = 8, verified_column = 12, calibration_column = 16, full_column = 17;
 
 std::string record_key_of(sqlite3_stmt* s) {
   // The six key columns joined by a byte no field holds.
@@ -72,12 +72,18 @@ bool map_tiles(sqlite3* from, sqlite3* to, std::unordered_map<long long, long lo
 }
 
 // Whether the input's row (`row`) replaces what `look` found of its key: only a strictly
-// better record does (better verified, then newer); on a tie the first read stays.
+// better record does (better verified, then newer, then holding more of the measurement: its
+// calibration rows, then its whole result); on a tie the first read stays.
 bool replaces(sqlite3_stmt* row, sqlite3_stmt* look) {
   if (sqlite3_step(look) != SQLITE_ROW) return true;  // a key the target does not hold
   const int theirs = sqlite3_column_int(row, verified_column), ours = sqlite3_column_int(look, 0);
   if (theirs != ours) return theirs > ours;
-  return canonical_iso_date(column_text(row, measured_at_column)) > canonical_iso_date(column_text(look, 1));
+  const std::string their_date = canonical_iso_date(column_text(row, measured_at_column)),
+                    our_date = canonical_iso_date(column_text(look, 1));
+  if (their_date != our_date) return their_date > our_date;
+  const int their_detail = (sqlite3_column_type(row, calibration_column) != SQLITE_NULL) +
+                           (sqlite3_column_type(row, full_column) != SQLITE_NULL);
+  return their_detail > sqlite3_column_int(look, 2);
 }
 
 }  // namespace
@@ -146,7 +152,8 @@ tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*
     if (counts.read[0] == static_cast<std::size_t>(-1)) fail("cannot read it");
     statement look, put;
     if (sqlite3_prepare_v2(db_,
-                           "SELECT verified, measured_at FROM results WHERE device_model = ?1 AND driver = ?2 AND "
+                           "SELECT verified, measured_at, (calibration IS NOT NULL) + (full IS NOT NULL) FROM results WHERE "
+                           "device_model = ?1 AND driver = ?2 AND "
                            "cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6",
                            -1, &look.s, nullptr) != SQLITE_OK ||
         sqlite3_prepare_v2(db_,
