@@ -123,6 +123,16 @@ def produce(binary, standins, fake_worker, work, profiles):
     for manifest in sorted((work / "export-grouped").glob("*.json")):
         out[f"gemm --groups --export: {manifest.name}"] = json.loads(manifest.read_text())
 
+    # fp8 of two types (a gradient GEMM's e5m2 x e4m3), as a suite problem and its result.
+    mixed = work / "mixed-fp8-suite.json"
+    mixed.write_text(json.dumps({"schema": "tiletune.suite/1", "name": "mixed-fp8", "problems": [
+        {"name": "gradient", "m": 256, "n": 256, "k": 256, "dtype": "e5m2_e4m3"},
+        {"name": "forward of a wider B", "m": 128, "n": 256, "k": 256, "dtype": "e4m3_e5m2"}]}))
+    mixed_out = work / "mixed-fp8-out.json"
+    run(binary, env, "gemm", "--suite", str(mixed), "--top", "2", *offline, "--out", str(mixed_out))
+    out["gemm --suite of mixed fp8"] = json.loads(mixed_out.read_text())
+    out["suite input of mixed fp8"] = json.loads(mixed.read_text())
+
     suite = work / "suite.json"
     suite.write_text(json.dumps({"schema": "tiletune.suite/1", "name": "schema-test", "problems": [
         {"name": "small", "m": 64, "n": 64, "k": 64, "dtype": "bf16"},

@@ -153,10 +153,14 @@ class mma : public gemm_family {
     if (c.raster_group > 0)
       extra += fmt::format(", ThreadblockSwizzle GemmIdentityThreadblockSwizzle<{}> (groups along {})",
                            c.raster_group, c.raster_along_n ? "N" : "M");
+    // Why the copies are made: fp8's mma.sync reads A and B K-major only; the 16-bit types and tf32
+    // take them for rows off 16 bytes alone.
     if (mma_k_major_copies(c))
-      extra += ", on K-major copies made first (each copy transposes an operand stored MN-major, as fp8 mma.sync "
-               "reads A and B K-major only, layout TN in CUTLASS's terms, and pads rows off 16 bytes with zeros, for "
-               "16-byte alignment: whichever the problem has)";
+      extra += is_fp8(t) ? ", on K-major copies made first (each copy transposes an operand stored MN-major, as fp8 "
+                           "mma.sync reads A and B K-major only, layout TN in CUTLASS's terms, and pads rows off 16 "
+                           "bytes with zeros, for 16-byte alignment: whichever the problem has)"
+                         : ", on copies made first that pad rows off 16 bytes with zeros, for 16-byte alignment "
+                           "(K-major, layout TN in CUTLASS's terms)";
     if (mma_rowwise_scales(c))
       extra += ", rowwise scales in the epilogue (Sm80EVT: a column broadcast of A's scales, a row broadcast of B's)";
     return fmt::format("ThreadblockShape<{},{},{}>, WarpShape<{},{},{}>, InstructionShape<16,8,{}>, "

@@ -245,10 +245,14 @@ class wgmma : public gemm_family {
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
             : wgmma_scales(c) == scaling_mode::rowwise ? ", rowwise scales applied in the epilogue (EVT: per-row and per-column broadcast)"
                                    : "") +
-           (wgmma_k_major_copies(c) ? ", on K-major copies made first (each copy transposes an operand stored "
-                                      "MN-major, as CUTLASS's tf32 and fp8 Hopper kernels read K-major A and B only, "
-                                      "and pads rows off 16 bytes with zeros, as TMA needs: whichever the problem has)"
-                                    : "");
+           // (The 16-bit types take the copies for rows off 16 bytes alone: they read either major.)
+           (!wgmma_k_major_copies(c) ? std::string()
+            : t == dtype::tf32 || is_fp8(t)
+                ? ", on K-major copies made first (each copy transposes an operand stored MN-major, as CUTLASS's tf32 "
+                  "and fp8 Hopper kernels read K-major A and B only, and pads rows off 16 bytes with zeros, as TMA "
+                  "needs: whichever the problem has)"
+                : ", on copies made first that pad rows off 16 bytes with zeros, as TMA needs (K-major, layout TN in "
+                  "CUTLASS's terms)");
   }
 };
 
