@@ -62,6 +62,9 @@ TEST(cli_report, writes_one_page_for_several_kinds_of_result) {
 TEST(cli_report, damaged_or_foreign_json_exits_2_naming_the_file_and_writes_nothing) {
   const std::string gemm = slurp(profiles / "measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json");
   expect_rejected(write("truncated.json", gemm.substr(0, gemm.size() / 2)), "truncated JSON");
+  // A binary file is one (nlohmann reads its NUL byte as the end of the input: "truncated" misled).
+  expect_rejected(write("binary.json", std::string("\0\x7f" "ELF", 5) + std::string(2000, '\x01')),
+                  "a binary file (a NUL byte at line 1, column 1, byte 1)");
   auto forged = nlohmann::json::parse(gemm);
   forged["recommendation"]["median_us"] = 20.0;  // 4096^3 bf16 in 20 us: 7x the H100's peak
   forged["recommendation"].erase("vs_reference");

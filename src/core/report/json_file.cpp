@@ -84,6 +84,10 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
         ++col;
       }
     }
+    // A NUL byte where the parser stopped: a binary file (nlohmann reads NUL as the end of input).
+    if (e.byte >= 1 && e.byte <= s.size() && s[e.byte - 1] == '\0')
+      throw usage_error(fmt::format("{}: not JSON: a binary file (a NUL byte at line {}, column {}, byte {})",
+                                    path.string(), line, col, e.byte));
     const char* what = e.byte > s.size() ? "truncated JSON" : "malformed JSON";
     throw usage_error(fmt::format("{}: {} at line {}, column {} (byte {}): {}", path.string(), what, line, col,
                                   e.byte, json_error_text(e)));
