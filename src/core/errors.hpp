@@ -14,14 +14,36 @@ enum exit_code : int {
   exit_internal = 70,
 };
 
+// A message is printed as a C string: a NUL byte in a value it quotes (a dtype "bf16\0x" in a
+// JSON file) cut it short there, and an escape sequence would reach the terminal. Every control
+// byte but a line break or tab is written \xNN.
+inline std::string printable_message(const std::string& s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 // Bad input from the user: the message names the bad value. Exit 2.
 struct usage_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit usage_error(const std::string& what) : std::runtime_error(printable_message(what)) {}
+  explicit usage_error(const char* what) : usage_error(std::string(what)) {}
 };
 
 // The environment cannot do what was asked (no GPU, library missing). Exit 3.
 struct environment_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit environment_error(const std::string& what) : std::runtime_error(printable_message(what)) {}
+  explicit environment_error(const char* what) : environment_error(std::string(what)) {}
 };
 
 }  // namespace tiletune

@@ -57,9 +57,10 @@ TEST(cutlass_translation, only_an_fp8_translation_names_fp8) {
         for (const tile_config& c : problem_search_space(f, p, d)) {
           const std::string shape = f->cutlass_shape(c, t);
           // (tf32's own reason may name fp8 beside it: CUTLASS's Hopper kernels read both K-major only.)
-          if (shape.find("fp8") != std::string::npos)
+          if (shape.find("fp8") != std::string::npos) {
             EXPECT_NE(shape.find(std::string(to_string(t)) + " and fp8"), std::string::npos)
                 << c.id() << " " << to_string(t) << ": " << shape;
+          }
           copies += shape.find("copies") != std::string::npos;
         }
     }
