@@ -399,7 +399,8 @@ what a global batch near it gains, wherever it is more than 5%); it is also
 written as Hugging Face TrainingArguments and a DeepSpeed config.
 
 Exit codes: 0 done (also when nothing fits: the plan says what would); 2 bad
-input; 3 no GPU and no --gpu.)");
+input; 3 no GPU and no --gpu, a GPU worker that cannot start, or a damaged or
+foreign --db tuning database.)");
   cmd->callback([o, cmd, &ctx] {
     o->gpus_per_node_given = cmd->get_option("--gpus-per-node")->count() > 0;
     o->network_gbs_given = cmd->get_option("--network-gbs")->count() > 0;

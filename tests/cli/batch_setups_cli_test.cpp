@@ -3,6 +3,7 @@
 // embedding and LM head 128,256 x 4,096 = 525,336,576 each), and its refusals exiting 2 with
 // nothing written.
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -33,6 +34,22 @@ TEST(batch_setups, help_names_each_flag) {
   ASSERT_EQ(r.code, 0);
   for (const char* s : {"--optimizer-in-backward", "optimizer_in_bwd", "sgd-momentum | lion", "--offload", "optimizer+params", "--pcie-gbs",
                         "--host-memory-gbs", "--quantize", "nf4 (QLoRA"}) EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+// --help's exit codes name every cause batch exits 3 for: a damaged --db file too (it had named only
+// a missing GPU), which exits 3 naming the file.
+TEST(batch_setups, help_names_what_exits_3) {
+  std::string help = run({"batch", "--help"}).out;
+  std::replace(help.begin(), help.end(), '\n', ' ');
+  EXPECT_NE(help.find("3 no GPU and no --gpu, a GPU worker that cannot start, or a damaged or foreign --db tuning "
+                      "database"),
+            std::string::npos)
+      << help;
+  const fs::path damaged = tmp_dir() / "batch-damaged.sqlite3";
+  std::ofstream(damaged) << std::string(4096, 'z');
+  const result r = run({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--db", damaged.string()});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(damaged.string()), std::string::npos) << r.err;
 }
 
 // Llama-3-8B in pure bf16 with the step in backward: of the 2 x 8,030,261,248 = 16,060,522,496

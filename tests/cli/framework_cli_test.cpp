@@ -198,6 +198,11 @@ TEST(batch_framework, a_bad_name_or_what_the_framework_cannot_run_exits_2_and_wr
           "--framework torchtune --zero 1: torchtune shards with FSDP2");
   refused({"--model", "llama-3-8b", "--framework", "fsdp2", "--zero", "1", "--world-size", "8"},
           "none shards the optimizer states alone: pass --zero 2 or 3");
+  // Megatron-LM's sharding is its distributed optimizer (--zero 1): 2 and 3 had been DeepSpeed's memory.
+  refused({"--model", "llama-3.2-1b", "--framework", "megatron", "--zero", "2", "--micro-batch", "4"},
+          "--framework megatron --zero 2: tiletune models Megatron-LM's distributed optimizer");
+  refused({"--model", "llama-3.2-1b", "--framework", "megatron", "--zero", "3", "--world-size", "8"},
+          "--framework megatron --zero 3: ");
   refused({"--model", "llama-3-8b", "--framework", "megatron", "--fp8", "tensorwise"},
           "--framework megatron --fp8 tensorwise: --fp8 plans torchao's float8 training");
   refused({"--model", "llama-3-8b", "--framework", "megatron", "--precision", "bf16"},

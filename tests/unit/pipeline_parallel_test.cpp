@@ -87,6 +87,45 @@ TEST(pipeline_parallel, the_first_stage_holds_p_micro_batches_and_the_last_the_l
   EXPECT_NE(first.peak_phase(1, false).find(" stage: "), std::string::npos);
 }
 
+// 1F1B's first stage holds min(P, m) micro-batches in flight, m the step's (its P - 1 warm-up forwards
+// and the one before its first backward, all m where the step has fewer; Megatron-LM's schedules.py).
+// Interleaved (P 4, V 2): min(2(P - 1) + (V - 1)P + 1, m x V) = min(11, 2m) chunk forwards of half a
+// stage, 4 micro-batches at m = 4 (every forward first), 5.5 from m = 8. Micro-batch 1 on 4 stages at
+// global batches 2, 4 and 64 (m = 2, 4, 64): the first stage alone holds two micro-batches of its
+// 8 layers more at 4 than at 2, and no more at 64. The plan at global batch 1 had the peak of 64's.
+TEST(pipeline_parallel, the_first_stage_holds_no_more_micro_batches_than_a_step_has) {
+  EXPECT_EQ(pipeline_first_stage_in_flight(4, 1, 1), 1);
+  EXPECT_EQ(pipeline_first_stage_in_flight(4, 1, 3), 3);
+  EXPECT_EQ(pipeline_first_stage_in_flight(4, 1, 64), 4);
+  EXPECT_EQ(pipeline_first_stage_in_flight(4, 2, 4), 4);
+  EXPECT_EQ(pipeline_first_stage_in_flight(4, 2, 8), 5.5);
+  EXPECT_EQ(pipeline_first_stage_most_in_flight(4, 2), 5.5);
+  auto first_stage = [](std::int64_t global) {
+    training_setup s = llama_pp(4, 4);
+    s.global_batch = global;
+    memory_breakdown m = estimate_memory(s);
+    m.other_stages.clear();
+    return m;
+  };
+  const memory_breakdown two = first_stage(2), four = first_stage(4), many = first_stage(64);
+  const double one = static_cast<double>(four.activation_bytes_per_sample) / 4;
+  EXPECT_NEAR(static_cast<double>(four.peak_allocated_bytes(1, false, true) - two.peak_allocated_bytes(1, false, true)),
+              2 * one, 16);
+  EXPECT_EQ(many.peak_allocated_bytes(1, false, true), four.peak_allocated_bytes(1, false, true));
+  auto candidate = [](std::int64_t global) {
+    training_setup s = llama_pp(4, 4);
+    s.global_batch = global;
+    s.micro_batch = 1;
+    s.checkpointing = checkpoint_policy::off;
+    return plan_batch(s, find_preset("h100-sxm")).candidates.at(0);
+  };
+  const batch_candidate alone = candidate(1), full = candidate(64);
+  EXPECT_LT(alone.peak_bytes, full.peak_bytes);
+  // One micro-batch in flight: the last stage (its logits) peaks higher, and the plan names it.
+  EXPECT_EQ(alone.peak_phase.rfind("last stage: ", 0), 0u) << alone.peak_phase;
+  EXPECT_EQ(full.peak_phase.rfind("first stage: ", 0), 0u) << full.peak_phase;
+}
+
 // Each micro-step a stage sends its output forward and receives its gradient backward: 2 x 1 x
 // 2,048 x 4,096 x 2 = 33,554,432 bytes at 360 GB/s inside a node, 0.093206756 ms; with 16 stages on
 // 8-GPU nodes at the network's 50 x 0.8: 0.8388608 ms.

@@ -4,12 +4,15 @@
 // arithmetic on Llama-3-8B's published shapes, written out in each test, not the planner's output.
 #include "core/train/training_framework.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/train/training_communication.hpp"
+#include "core/train/training_precision.hpp"
 #include "llama3_8b.hpp"
 
 using namespace tiletune;
@@ -227,7 +230,7 @@ TEST(framework, each_framework_refuses_what_it_cannot_run) {
     EXPECT_EQ(framework_refusal(training_framework::litgpt, base("llama-3-8b"), {{"--precision", p}}), "") << p;
   // FSDP has no stage that shards the optimizer states alone: LitGPT and Composer at --zero 1 were
   // planned with DeepSpeed's 16-bit weights and masters, which neither runs.
-  for (const auto [f, who] : {std::pair{training_framework::litgpt, "LitGPT"}, {training_framework::composer, "Composer"}}) {
+  for (const auto& [f, who] : {std::pair{training_framework::litgpt, "LitGPT"}, {training_framework::composer, "Composer"}}) {
     const std::string why = framework_refusal(f, base("llama-3-8b", 0, 8), {{"--zero", "1"}});
     EXPECT_NE(why.find(std::string("--zero 1: ") + who + " shards with FSDP"), std::string::npos) << why;
     EXPECT_NE(why.find("--framework deepspeed"), std::string::npos) << why;
@@ -427,4 +430,84 @@ TEST(framework, other_frameworks_say_the_pasted_configs_are_not_theirs) {
   EXPECT_NE(notes.find("gradient_checkpointing wraps every layer instead"), std::string::npos) << notes;
   const auto hf = plan_batch(with(training_framework::hf, s), find_preset("h100-sxm"));
   EXPECT_EQ(to_json(hf, "cmd", "date")["notes"].dump().find("reads neither"), std::string::npos);
+}
+
+// Megatron-LM shards with its distributed optimizer (--zero 1); --zero 2 and 3 had been planned with
+// DeepSpeed's memory (on one GPU --zero 2 saved its fp32 grad buffer's 2 bytes a parameter), so they
+// are refused naming the value, and a plan where nothing fits no longer suggests --zero 3 (hf's does).
+TEST(framework, megatron_refuses_zero_2_and_3_and_does_not_suggest_them) {
+  for (const char* zero : {"2", "3"}) {
+    const std::string why = framework_refusal(training_framework::megatron, base("llama-3-8b", 0, 8), {{"--zero", zero}});
+    EXPECT_NE(why.find(std::string("--framework megatron --zero ") + zero + ": tiletune models Megatron-LM's "
+                       "distributed optimizer"),
+              std::string::npos)
+        << why;
+  }
+  for (const char* zero : {"0", "1"})
+    EXPECT_EQ(framework_refusal(training_framework::megatron, base("llama-3-8b", 0, 8), {{"--zero", zero}}), "") << zero;
+  training_setup s = base("llama-3-8b", 0, 8);
+  s.seq_len = 1024;
+  s.global_batch = 32;
+  auto suggestions = [&](training_framework f) {
+    const batch_plan plan = plan_batch(with(f, s), find_preset("a100-sxm-40gb"));
+    EXPECT_FALSE(plan.recommended) << to_string(f);
+    return plan.suggestions;
+  };
+  const auto zero3 = [](const std::vector<std::string>& all) { return std::ranges::count(all, "--zero 3"); };
+  EXPECT_EQ(zero3(suggestions(training_framework::megatron)), 0);
+  EXPECT_EQ(zero3(suggestions(training_framework::hf)), 1);
+}
+
+// The Trainer's arguments run the loss the micro-batch was planned with: --loss fused as Liger's
+// fused linear cross-entropy (use_liger_kernel, the rest of Liger's kernels off: the plan counts
+// transformers' modules); --loss chunked has no Trainer argument, so a note says they do not run it.
+// hf and deepspeed read them (they had said neither: the pasted arguments ran the eager loss).
+TEST(framework, the_trainers_arguments_run_the_planned_loss_or_say_they_do_not) {
+  auto plan_json = [](training_framework f, loss_impl loss) {
+    training_setup s = with(f, base("llama-3.2-1b"), {{"--loss", loss == loss_impl::fused ? "fused" : "chunked"}});
+    const batch_plan plan = plan_batch(s, find_preset("h100-sxm"));
+    EXPECT_TRUE(plan.recommended);
+    return to_json(plan, "cmd", "date");
+  };
+  for (const training_framework f : {training_framework::hf, training_framework::deepspeed}) {
+    const nlohmann::json fused = plan_json(f, loss_impl::fused);
+    const nlohmann::json& args = fused["hf_training_args"];
+    EXPECT_EQ(args.value("use_liger_kernel", false), true) << to_string(f);
+    const nlohmann::json liger = args.value("liger_kernel_config", nlohmann::json::object());
+    EXPECT_EQ(liger.value("fused_linear_cross_entropy", false), true);
+    for (const char* other : {"rope", "rms_norm", "swiglu", "cross_entropy"})
+      EXPECT_EQ(liger.value(other, true), false) << other;
+    EXPECT_NE(fused["notes"].dump().find("hf_training_args run Liger's fused linear cross-entropy"), std::string::npos);
+    const nlohmann::json chunked = plan_json(f, loss_impl::chunked);
+    EXPECT_FALSE(chunked["hf_training_args"].contains("use_liger_kernel"));
+    EXPECT_NE(chunked["notes"].dump().find("--loss chunked: hf_training_args do not run it"), std::string::npos)
+        << to_string(f);
+  }
+  EXPECT_FALSE(to_json(plan_batch(with(training_framework::hf, base("llama-3.2-1b")), find_preset("h100-sxm")), "cmd",
+                       "date")["hf_training_args"]
+                   .contains("use_liger_kernel"));
+}
+
+// torchtune and LitGPT copy K and V to every query head before SDPA (no enable_gqa): in fp32 SDPA runs
+// its memory-efficient kernel on the copies, keeping no s x s probabilities, where transformers'
+// enable_gqa falls back to the math kernel that keeps them. Llama-3.2-1B (32 query heads, 8 key-value
+// heads) in fp32 had been planned with the math kernel and transformers' modules under torchtune and
+// LitGPT (14.55 GiB of activations a sample); it keeps what the same model with 32 key-value heads
+// keeps (its K and V at the copies' width: 6.55 GiB).
+TEST(framework, torchtune_and_litgpt_in_fp32_keep_the_kv_copies_not_the_scores) {
+  for (const training_framework f : {training_framework::torchtune, training_framework::litgpt}) {
+    const training_setup s = with(f, base("llama-3.2-1b"), {{"--precision", "fp32"}});
+    ASSERT_LT(s.model.num_kv_heads, s.model.num_heads);
+    EXPECT_EQ(attention_kernel_of(s), attention_kernel::fused) << to_string(f);
+    training_setup equal_heads = s;
+    equal_heads.model.num_kv_heads = s.model.num_heads;
+    EXPECT_EQ(estimate_memory(s).activation_bytes_per_sample, estimate_memory(equal_heads).activation_bytes_per_sample)
+        << to_string(f);
+    EXPECT_EQ(to_json(plan_batch(s, find_preset("h100-sxm")), "cmd", "date")["setup"]["modules"], to_string(f));
+  }
+  const training_setup hf = with(training_framework::hf, base("llama-3.2-1b"), {{"--precision", "fp32"}});
+  EXPECT_EQ(attention_kernel_of(hf), attention_kernel::math);
+  EXPECT_EQ(attention_kernel_of(with(training_framework::fsdp2, base("llama-3.2-1b"),
+                                     {{"--precision", "fp32"}, {"--checkpointing", "on"}})),
+            attention_kernel::math);  // torchtitan passes enable_gqa too
 }

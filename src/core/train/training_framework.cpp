@@ -291,6 +291,15 @@ layer_impl layers_of(const training_setup& s) {
   return s.attention == attention_impl::flash && framework_modules_cover(s.model, own) ? own : layer_impl::transformers;
 }
 
+attention_kernel attention_kernel_of(const training_setup& s) {
+  if (s.attention == attention_impl::eager) return attention_kernel::eager;
+  const bool gqa = s.model.num_kv_heads < s.model.num_heads && !s.model.is_mla();
+  // (Planned as transformers' math fallback, torchtune's and LitGPT's fp32 steps had counted the s x s
+  // probabilities their SDPA never keeps: 14.55 GiB a sample for Llama-3.2-1B where they keep 6.55.)
+  return s.prec == precision::fp32 && gqa && !repeats_kv_before_sdpa(layers_of(s)) ? attention_kernel::math
+                                                                                  : attention_kernel::fused;
+}
+
 chunked_loss chunked_loss_of(const training_setup& s) {
   return s.framework == training_framework::fsdp2    ? chunked_loss::torchtitan
          : s.framework == training_framework::litgpt ? chunked_loss::litgpt
@@ -384,6 +393,18 @@ void refuse_unsupported_setup(const training_setup& s) {
   if ((megatron || torchtitan) && s.paged_optimizer)
     throw usage_error(fmt::format("--framework {} --paged-optimizer: {} has no bitsandbytes paged optimizer", name,
                                   megatron ? "Megatron-LM" : "torchtitan"));
+  // Megatron-LM's sharding as modelled here is its distributed optimizer (--use-distributed-optimizer:
+  // the optimizer states and fp32 main params, ZeRO-1) beside its fp32 grad buffer. Planned at --zero 2
+  // or 3 it took DeepSpeed's memory (2-byte gradients, sharded), which Megatron-LM does not run; its
+  // Megatron-FSDP (--use-megatron-fsdp, sharding strategy optim_grads or optim_grads_params) keeps
+  // buffers of its own, not modelled.
+  if (megatron && s.zero_stage >= 2)
+    throw usage_error(fmt::format(
+        "--framework megatron --zero {}: tiletune models Megatron-LM's distributed optimizer "
+        "(--use-distributed-optimizer, --zero 1) only; Megatron-FSDP (--use-megatron-fsdp, "
+        "--data-parallel-sharding-strategy {}) is not modelled: pass --zero 0 or 1, or plan ZeRO-{} with "
+        "--framework deepspeed",
+        s.zero_stage, s.zero_stage == 2 ? "optim_grads" : "optim_grads_params", s.zero_stage));
   if (f == training_framework::megatron && s.lora_rank > 0)
     throw usage_error(fmt::format("--framework megatron --lora-rank {}: Megatron-LM has no LoRA (NeMo and Megatron "
                                   "Bridge add PEFT on top of it); plan LoRA with --framework hf, torchtune or litgpt",

@@ -72,6 +72,9 @@ enum class attention_kernel { fused, eager, math };
 enum class layer_impl { transformers, torchtitan, torchtune, litgpt, transformer_engine };
 bool framework_modules_cover(const model_spec& m, layer_impl layers);
 bool transformer_engine_covers(const model_spec& m);
+// torchtune's and LitGPT's modules copy K and V to every query head before SDPA (no enable_gqa), so
+// SDPA sees equal head counts; transformers' and torchtitan's pass enable_gqa.
+bool repeats_kv_before_sdpa(layer_impl layers);
 
 // compute_bytes: 2 for 16-bit GEMMs, 4 for fp32. autocast: weights and the
 // residual stream stay fp32 while linears run in 16 bits.

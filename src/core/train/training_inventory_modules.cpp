@@ -95,9 +95,11 @@ bool inventory_ops::framework_rotary(const dims& d, tally& t, double n) {
   return false;
 }
 
-bool inventory_ops::repeats_kv_for_sdpa(const dims& d) {
-  return d.layers == layer_impl::torchtune || d.layers == layer_impl::litgpt;
+bool repeats_kv_before_sdpa(layer_impl layers) {
+  return layers == layer_impl::torchtune || layers == layer_impl::litgpt;
 }
+
+bool inventory_ops::repeats_kv_for_sdpa(const dims& d) { return repeats_kv_before_sdpa(d.layers); }
 
 void inventory_ops::framework_chunked_loss(const model_spec& m, const dims& d, chunked_loss chunks,
                                            token_inventory& inv) {

@@ -1,6 +1,7 @@
 // The peak of a step: the bytes allocated in each of its phases and what the
 // caching allocator reserves for them.
 #include "core/train/training_plan.hpp"
+#include "core/train/training_pipeline.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -54,7 +55,9 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
   const double grads_above = no_sync + (allocated || m.optimizer_in_backward
                                             ? grads
                                             : static_cast<double>(m.gradients_bytes - m.layer_gradients_bytes));
-  const double kept = static_cast<double>(ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample);
+  // (A pipeline's first stage: the micro-batches this step leaves in flight.)
+  const double kept = static_cast<double>(ckpt ? m.checkpointed_activation_bytes_per_sample : m.activation_bytes_per_sample) *
+                      pipeline_in_flight_share(m.pipeline, micro_batch, accumulating);
   std::vector<phase_bytes> out;
   // The forward's peak: its logits, or with LoRA an adapter's temporaries in
   // the last layer, over everything kept, if larger.
@@ -94,9 +97,19 @@ std::vector<phase_bytes> phases(const memory_breakdown& m, std::int64_t micro_ba
 }
 }  // namespace
 
+namespace {
+double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating);
+// This stage's own peak, without a pipeline's other stages.
+std::int64_t own_peak_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool accumulating) {
+  return saturated_bytes(reserved_bytes(m, b, ckpt, accumulating) + static_cast<double>(m.cuda_context_bytes));
+}
+}  // namespace
+
 std::string memory_breakdown::peak_phase(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
-  for (const memory_breakdown& o : other_stages)  // a pipeline's other stage, where it peaks higher
-    if (o.peak_bytes(micro_batch, checkpointing, accumulating) > peak_bytes(micro_batch, checkpointing, accumulating))
+  // A pipeline's other stage, where it peaks higher than this one (peak_bytes counts both: compared
+  // with it, the last stage's peak was never higher and the first stage was always named).
+  for (const memory_breakdown& o : other_stages)
+    if (o.peak_bytes(micro_batch, checkpointing, accumulating) > own_peak_bytes(*this, micro_batch, checkpointing, accumulating))
       return o.peak_phase(micro_batch, checkpointing, accumulating);
   const auto all = phases(*this, micro_batch, checkpointing, accumulating);
   const std::string name =
@@ -141,8 +154,7 @@ double reserved_bytes(const memory_breakdown& m, std::int64_t b, bool ckpt, bool
 }  // namespace
 
 std::int64_t memory_breakdown::peak_bytes(std::int64_t micro_batch, bool checkpointing, bool accumulating) const {
-  std::int64_t peak =
-      saturated_bytes(reserved_bytes(*this, micro_batch, checkpointing, accumulating) + static_cast<double>(cuda_context_bytes));
+  std::int64_t peak = own_peak_bytes(*this, micro_batch, checkpointing, accumulating);
   for (const memory_breakdown& o : other_stages) peak = std::max(peak, o.peak_bytes(micro_batch, checkpointing, accumulating));
   return peak;
 }

@@ -21,6 +21,10 @@ int data_parallel_degree(const training_setup& s) {
          (std::max(1, s.tensor_parallel) * std::max(1, s.pipeline_parallel) * std::max(1, s.context_parallel));
 }
 
+std::int64_t per_rank_batch(const training_setup& s) {
+  return s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
+}
+
 void validate_tensor_parallel(const training_setup& s) {
   const int t = s.tensor_parallel;
   const model_spec& m = s.model;

@@ -15,6 +15,9 @@ namespace tiletune {
 
 // world size / T: the replicas of the model that split each global batch.
 int data_parallel_degree(const training_setup& s);
+// Samples each data-parallel rank runs per optimizer step: --global-batch / its degree, at least 1
+// (0 without --global-batch).
+std::int64_t per_rank_batch(const training_setup& s);
 // Throws usage_error naming the value or combination refused (T > --gpus-per-node, a world size
 // T does not divide, heads, key-value heads or MLP width T does not divide, and the setups not
 // modelled with it: experts, MLA, LoRA, --zero 3, --offload).

@@ -1,12 +1,13 @@
 // Pipeline parallelism with the 1F1B schedule: the stage one GPU holds, its memory (the worse of
 // the first and the last stage), its point-to-point sends and the bubble. Source: Narayanan et al.
 // 2021 (Megatron-LM's 1F1B: "the number of outstanding forward passes is at most the number of
-// pipeline stages", the first stage's warm-up holds P micro-batches; bubble (p - 1) / m of the
-// ideal time, (p - 1) / (m + p - 1) of the step).
+// pipeline stages", the first stage's warm-up holds P micro-batches, or the step's m where fewer;
+// bubble (p - 1) / m of the ideal time, (p - 1) / (m + p - 1) of the step).
 #include "core/train/training_pipeline.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -99,11 +100,13 @@ memory_breakdown pipeline_memory(const training_setup& s) {
   last.stage_name = "last stage";
   memory_breakdown first = last;
   first.stage_name = "first stage";
-  // The first stage: no logits, the LM head's autocast copy gone, P micro-batches in flight (more interleaved).
+  // The first stage: no logits, the LM head's autocast copy gone, the most micro-batches 1F1B holds in
+  // flight (P, more interleaved); a step of fewer holds fewer (memory_breakdown::pipeline).
   first.autocast_weight_copies_bytes = std::max<std::int64_t>(0, both.autocast_weight_copies_bytes - both.lm_head_copy_bytes);
   if (!m.tied_embeddings) first.lm_head_copy_bytes = 0;
   first.logits_bytes_per_sample = first.logits_forward_bytes_per_sample = first.logits_held_bytes_per_sample = 0;
-  const double in_flight = pipeline_first_stage_in_flight(s.pipeline_parallel, s.virtual_stages);
+  first.pipeline = {s.pipeline_parallel, s.virtual_stages, per_rank_batch(s)};
+  const double in_flight = pipeline_first_stage_most_in_flight(s.pipeline_parallel, s.virtual_stages);
   first.activation_bytes_per_sample =
       static_cast<std::int64_t>(in_flight * static_cast<double>(both.activation_bytes_per_sample));
   first.checkpointed_activation_bytes_per_sample =
@@ -121,8 +124,34 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
   return 2 * std::max(1, s.virtual_stages) * bytes / (link * p2p_efficiency * 1e6);
 }
 
-double pipeline_first_stage_in_flight(int p, int v) {
-  return v > 1 ? p * (1 + static_cast<double>(p - 1) / (static_cast<double>(p) * v)) : p;
+std::int64_t micro_batches_per_step(std::int64_t rank_batch, std::int64_t b, int p, int v) {
+  const std::int64_t m = rank_batch > 0 ? (rank_batch + b - 1) / b : 1;
+  return p > 1 && v > 1 ? (m + p - 1) / p * p : m;
+}
+
+double pipeline_first_stage_in_flight(int p, int v, std::int64_t m) {
+  const double steps = static_cast<double>(m);
+  if (v <= 1) return std::min<double>(p, steps);
+  // Rank 0's warm-up chunk forwards ((P - rank - 1) x 2 + (V - 1) x P, microbatch_group_size_per_vp_stage
+  // being P by default), and the forward 1F1B runs before its first backward, at most the step's m x V.
+  const double chunks = 2.0 * (p - 1) + (v - 1.0) * p + 1;
+  return std::min(chunks, steps * v) / v;
+}
+
+double pipeline_first_stage_most_in_flight(int p, int v) {
+  return pipeline_first_stage_in_flight(p, v, std::numeric_limits<std::int32_t>::max());
+}
+
+double pipeline_in_flight_share(const pipeline_schedule& ps, std::int64_t micro_batch, bool accumulating) {
+  if (ps.stages <= 1) return 1;
+  // Not accumulating: one micro-batch a step. Accumulating without a per-rank batch (no
+  // --global-batch, 1F1B): an unknown count above 1, taken at the most.
+  const std::int64_t m = !accumulating ? 1
+                         : ps.rank_batch > 0 || ps.virtual_stages > 1
+                             ? micro_batches_per_step(ps.rank_batch, micro_batch, ps.stages, ps.virtual_stages)
+                             : std::numeric_limits<std::int32_t>::max();
+  return pipeline_first_stage_in_flight(ps.stages, ps.virtual_stages, m) /
+         pipeline_first_stage_most_in_flight(ps.stages, ps.virtual_stages);
 }
 
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
@@ -144,9 +173,9 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
   std::vector<std::string> notes = {fmt::format(
       "pipeline parallelism over {} stages, 1F1B (Narayanan et al. 2021): {}, the first "
       "also the embedding, the last the final norm, the LM head and the loss; the memory is the worse of the first "
-      "stage (up to {} micro-batches' activations in flight) and the last (one, and the logits). The bubble adds "
-      "(P - 1) micro-steps to each global step of m (gradient accumulation) micro-steps, (P-1)/(m+P-1) of the step: "
-      "more accumulation hides it. Each micro-step sends the stage's output forward and its input's gradient "
+      "stage (the activations of min(P, m) micro-batches in flight, m a step's micro-batches: up to {}) and the last "
+      "(one, and the logits). The bubble adds (P - 1) micro-steps to each global step of m (gradient accumulation) "
+      "micro-steps, (P-1)/(m+P-1) of the step: more accumulation hides it. Each micro-step sends the stage's output forward and its input's gradient "
       "backward, micro-batch x {} x {} x {} bytes each, at {:g} GB/s x 0.8 ({}), not overlapped. The stages are "
       "outermost in the rank order (Megatron-LM's tp-cp-ep-dp-pp, torchtitan's [pp, dp, cp, tp]): each stage's "
       "ranks are {} consecutive GPUs, its data-parallel exchange among them. The stages are "
@@ -161,11 +190,12 @@ std::vector<std::string> pipeline_notes(const training_setup& s, const device_sp
                     "interleaved 1F1B (--virtual-stages {0}, Megatron-LM's --num-virtual-stages-per-pipeline-rank; "
                     "Narayanan et al. 2021, section 2.2.2): each rank holds {0} chunks of {1} layers, so the bubble is "
                     "(P - 1) / {0} micro-steps, the sends {0} times as many, and the first rank's activations "
-                    "1 + (P - 1) / (P x {0}) = {2:.3f} times 1F1B's. Megatron-LM runs a multiple of P = {3} "
-                    "micro-batches a step with it (Narayanan et al. 2021): each candidate's accumulation is rounded "
+                    "1 + (P - 1) / (P x {0}) = {2:.3f} times 1F1B's once a step has 2P micro-batches (its warm-up "
+                    "of 2(P - 1) + ({0} - 1)P + 1 chunk forwards, capped by the step's; P's at m = P). Megatron-LM "
+                    "runs a multiple of P = {3} micro-batches a step with it (Narayanan et al. 2021): each candidate's accumulation is rounded "
                     "up to one, and the global batch it reaches is the candidate's",
                     s.virtual_stages, s.model.num_layers / (p * s.virtual_stages),
-                    pipeline_first_stage_in_flight(p, s.virtual_stages) / p, p));
+                    pipeline_first_stage_most_in_flight(p, s.virtual_stages) / p, p));
   return notes;
 }
 

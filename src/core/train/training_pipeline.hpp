@@ -18,9 +18,10 @@ void validate_pipeline_parallel(const training_setup& s);
 // One stage as a setup of its own: the model with ceil(L / P) layers (and both vocabulary
 // matrices: pipeline_memory takes the one a stage lacks off), world_size / P, dp_span x P.
 training_setup pipeline_stage(const training_setup& s);
-// The first stage's memory (the embedding, no LM head or logits, P micro-batches' activations in
-// flight under 1F1B), with the last stage's (the LM head, its logits, one micro-batch in flight)
-// in other_stages: the plan's peak is the larger.
+// The first stage's memory (the embedding, no LM head or logits, the activations of the most
+// micro-batches 1F1B holds in flight, fewer in a step of fewer micro-batches: pipeline_in_flight_share),
+// with the last stage's (the LM head, its logits, one micro-batch in flight) in other_stages: the
+// plan's peak is the larger.
 memory_breakdown pipeline_memory(const training_setup& s);
 // Milliseconds per micro-step of a stage's point-to-point sends: its output activation forward and
 // its input's gradient backward, b x s x h x (activation bytes) each, at 80% of the GPU link while
@@ -32,9 +33,20 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
 // V times as many.
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms);
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d);
-// The first rank's activations in flight, in micro-batches of its stage: P under 1F1B, P (1 + (P - 1)
-// / (PV)) interleaved over V > 1 chunks (Megatron-LM's warm-up of 2(P - 1) + (V - 1)P + 1 chunk
-// forwards of L / (PV) layers; Korthikanti et al. 2022, section 4.2.3).
-double pipeline_first_stage_in_flight(int p, int v);
+// Micro-batches a data-parallel rank runs per optimizer step at micro-batch b: its per-rank batch
+// (per_rank_batch; 0 without --global-batch: one micro-batch) over b, rounded up; interleaved over
+// v > 1 chunks, rounded up to a multiple of p (Megatron-LM's interleaved schedule runs no other count).
+std::int64_t micro_batches_per_step(std::int64_t rank_batch, std::int64_t b, int p, int v);
+// The first rank's activations in flight, in micro-batches of its stage, in a step of m micro-batches
+// (Megatron-LM's schedules.py, the warm-up forwards plus the one 1F1B runs before its first backward,
+// capped by what the step has): min(P, m) under 1F1B; interleaved over V > 1 chunks of L / (PV)
+// layers, min(2(P - 1) + (V - 1)P + 1, mV) chunk forwards, / V micro-batches: P (1 + (P - 1) / (PV))
+// once m >= 2P (Korthikanti et al. 2022, section 4.2.3), P where m = P (all forwards first).
+double pipeline_first_stage_in_flight(int p, int v, std::int64_t m);
+// The most the first rank holds (m unbounded): the micro-batches pipeline_memory's activation terms hold.
+double pipeline_first_stage_most_in_flight(int p, int v);
+// The share of those the first rank holds at micro-batch b: in a step of its micro_batches_per_step
+// where accumulating, else of one; 1 without a pipeline.
+double pipeline_in_flight_share(const pipeline_schedule& ps, std::int64_t micro_batch, bool accumulating);
 
 }  // namespace tiletune

@@ -38,16 +38,9 @@ std::int64_t largest_fitting_batch(const memory_breakdown& mem, std::int64_t bud
   return std::min<std::int64_t>(lo, 1 << 20);
 }
 
-namespace {
-// Per GPU, a global batch G needs G / (data-parallel ranks) samples per optimizer step (0: no global batch).
-std::int64_t per_gpu_batch(const training_setup& s) {
-  return s.global_batch ? std::max<std::int64_t>(1, *s.global_batch / data_parallel_degree(s)) : 0;
-}
-}  // namespace
-
 std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt) {
   const training_setup& s = plan.setup;
-  const std::int64_t per_gpu = per_gpu_batch(s);
+  const std::int64_t per_gpu = per_rank_batch(s);
   // Megatron-LM's interleaved schedule always accumulates (make_candidate).
   const bool always_accumulating = s.virtual_stages > 1 && s.pipeline_parallel > 1;
   if (!always_accumulating) {
@@ -97,11 +90,9 @@ batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& i
   batch_candidate c;
   c.micro_batch = b;
   c.checkpointing = ckpt;
-  c.grad_accum_steps = per_gpu > 0 ? (per_gpu + b - 1) / b : 1;
-  // Megatron-LM's interleaved schedule runs a multiple of P micro-batches a step: rounded up to one
-  // (the global batch it then reaches is the candidate's; recommend prefers the asked one).
-  if (s.virtual_stages > 1 && s.pipeline_parallel > 1)
-    c.grad_accum_steps = (c.grad_accum_steps + s.pipeline_parallel - 1) / s.pipeline_parallel * s.pipeline_parallel;
+  // (Interleaved, rounded up to a multiple of P: the global batch it then reaches is the candidate's;
+  // recommend prefers the asked one.)
+  c.grad_accum_steps = micro_batches_per_step(per_gpu, b, s.pipeline_parallel, s.virtual_stages);
   const bool accumulating = c.grad_accum_steps > 1;
   c.peak_bytes = mem.peak_bytes(b, ckpt, accumulating);
   // A peak past 64-bit byte counts (memory_breakdown::peak_bytes saturates) is no GPU's: the input is absurd.
@@ -249,7 +240,7 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
         "the packed samples; --global-batch, the micro-batch and accumulation count rows. Samples are taken as equal: "
         "a real mix of lengths costs the sum of their squares",
         s.seq_len / s.packing, s.packing, s.packing, s.seq_len));
-  const std::int64_t per_gpu = per_gpu_batch(s);
+  const std::int64_t per_gpu = per_rank_batch(s);
   add_candidates(plan, {s, d, gemm_time, rates, comm, per_gpu});
   // The largest micro-batch that fits under the checkpointing the setup allows.
   refuse_unfitting_in_backward_batch(

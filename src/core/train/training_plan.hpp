@@ -162,6 +162,14 @@ void validate(const training_setup& s);
 // (80 Mb/s, slower than any link a GPU trains over) to 100 TB/s; else usage_error naming it.
 void require_bandwidth_gbs(const char* option, double gbs, const char* what);
 
+// --pipeline-parallel: what sets how many micro-batches the first stage holds in flight
+// (training_pipeline.hpp).
+struct pipeline_schedule {
+  int stages = 1;               // P; 1: no pipeline
+  int virtual_stages = 1;       // V
+  std::int64_t rank_batch = 0;  // samples a data-parallel rank runs per optimizer step (0: no --global-batch)
+};
+
 // Every term of the training memory, per GPU.
 struct memory_breakdown {
   std::int64_t parameters = 0;
@@ -232,8 +240,11 @@ struct memory_breakdown {
   std::int64_t logits_held_bytes_per_sample = 0;  // the model output's logits, kept by the caller through backward
   std::int64_t cuda_context_bytes = 0;
   // --pipeline-parallel: these terms are the first stage's ("first stage"), the last stage's in
-  // other_stages; every peak below is the larger (training_pipeline.hpp).
+  // other_stages; every peak below is the larger (training_pipeline.hpp). The first stage's
+  // activation terms are those of the most micro-batches it holds in flight; a peak at a micro-batch
+  // holds those its step's micro-batches leave (pipeline_in_flight_share).
   std::string stage_name;
+  pipeline_schedule pipeline;
   std::vector<memory_breakdown> other_stages;
   // The caching allocator's rounding and fragmentation (max_memory_reserved
   // - max_memory_allocated), which the tensors alone cannot tell: a share of

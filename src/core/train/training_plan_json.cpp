@@ -170,6 +170,16 @@ nlohmann::json hf_training_args_json(const training_setup& s, const batch_candid
                        {"fp16", s.prec == precision::fp16_mixed},
                        {"optim", hf_optim(s.optimizer, s.paged_optimizer)},
                        {"max_grad_norm", s.grad_clip ? 1.0 : 0.0}};  // 0 turns the Trainer's clipping off
+  // --loss fused: the Trainer runs Liger's fused linear cross-entropy with use_liger_kernel (without it,
+  // the planned micro-batch met transformers' loss on every logit). liger_kernel_config, the arguments
+  // of Liger's _apply_liger_kernel_to_instance (each model's patch takes those it has), keeps its other
+  // kernels off: the plan counts transformers' norms, rotary and MLP.
+  if (s.loss == loss_impl::fused) {
+    hf["use_liger_kernel"] = true;
+    hf["liger_kernel_config"] = {{"fused_linear_cross_entropy", true}, {"cross_entropy", false}, {"rope", false},
+                                 {"rms_norm", false},  {"layer_norm", false},   {"swiglu", false},
+                                 {"geglu", false}};
+  }
   return hf;  // sgd-momentum: "sgd" is plain SGD in transformers, a note says how to pass momentum
 }
 
@@ -331,6 +341,21 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
         "and DeepSpeed's terms, and the Trainer would not run all of it as planned (its gradient_checkpointing wraps "
         "every layer, its loss is not chunked); set {}'s own config to the recommendation",
         to_string(s.framework), to_string(s.framework)));
+  // hf and deepspeed run the Trainer these arguments are for: what of the loss they do not run.
+  const bool trainer = s.framework == training_framework::hf || s.framework == training_framework::deepspeed;
+  if (trainer && s.loss == loss_impl::chunked)
+    j["notes"].push_back(fmt::format(
+        "--loss chunked: hf_training_args do not run it: the Trainer has no argument for a chunked loss and computes "
+        "transformers' loss over every logit, upcast to fp32, which micro-batch {} was not planned with; run "
+        "torchtune's LinearCrossEntropyLoss in your own loop, or plan with --loss fused (Liger's, use_liger_kernel) "
+        "or --loss eager",
+        r.micro_batch));
+  if (trainer && s.loss == loss_impl::fused)
+    j["notes"].push_back(
+        "--loss fused: hf_training_args run Liger's fused linear cross-entropy (use_liger_kernel, its other kernels "
+        "off in liger_kernel_config): it needs the liger-kernel package, and patches only the model types Liger "
+        "knows (Llama, Mistral, Qwen, Gemma and others); on another the Trainer computes transformers' loss over "
+        "every logit");
   // hf at stage 0 plans PyTorch's AMP; the DeepSpeed config runs DeepSpeed's 16-bit mode (zero_buffers.hpp).
   if (!j["deepspeed"].is_null() && s.framework == training_framework::hf && s.zero_stage == 0 && is_mixed(s.prec))
     j["notes"].push_back(

@@ -224,8 +224,15 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   // (At the asked global batch: a micro-batch below the per-GPU batch accumulates and holds the
   // gradients, so the largest that fits without it is the accumulating one's there.)
   const std::int64_t without = r.checkpointing ? largest_fitting_micro_batch(plan, false) : 0;
+  // With --micro-batch only that micro-batch was planned, with and without checkpointing: no other
+  // micro-batch without it was timed, so the note says what that one needs, not what pays.
   if (r.checkpointing && without == 0)
     plan.notes.push_back("gradient checkpointing is needed: without it not even one sample fits");
+  else if (r.checkpointing && compared && s.micro_batch)
+    plan.notes.push_back(fmt::format("gradient checkpointing is needed for --micro-batch {}: without it the largest "
+                                     "micro-batch that fits is {} (without --micro-batch the planner compares the "
+                                     "micro-batches with and without it)",
+                                     r.micro_batch, without));
   else if (r.checkpointing && compared)
     plan.notes.push_back(fmt::format("gradient checkpointing pays: micro-batch {} with it beats the best without "
                                      "(the largest that fits without it is {})",
@@ -235,6 +242,8 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
         "gradient checkpointing is on as set (--checkpointing, or the framework's default), not chosen: without it "
         "micro-batch {} would fit; --checkpointing auto plans both and keeps the faster",
         without));
+  else if (compared && s.micro_batch)
+    plan.notes.push_back(fmt::format("no gradient checkpointing: --micro-batch {} fits without it", r.micro_batch));
   else if (compared)
     plan.notes.push_back("no gradient checkpointing: the best micro-batch fits without it");
   else
