@@ -390,6 +390,7 @@ class gemm_run {
     }
     note_untried_recommendation(plan);
     note_unaligned_rows(plan);
+    note_tf32_no_faster_than_f32(plan);
     nlohmann::json r = to_json(plan, run_);
     r["tool"] = tool_now_;
     r["model"] = model;

@@ -1125,3 +1125,12 @@ TEST(cli, db_import_of_a_damaged_file_stores_nothing_and_names_the_field) {
   EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(db)) << "nothing stored, no database made";
 }
+
+// The plan of a tf32 problem says where the GPU's tf32 tensor peak is no higher than f32's (the
+// RTX 5090 planned tf32 1.5x slower than f32 on 2048^3, without a word).
+TEST(cli, a_tf32_plan_on_a_gpu_whose_tf32_is_no_faster_than_f32_says_so) {
+  const result r = run({"gemm", "--m", "2048", "--n", "2048", "--k", "2048", "--dtype", "tf32", "--gpu", "rtx-5090",
+                        "--top", "1", "--no-db", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("`--dtype f32` plans exact f32 kernels"), std::string::npos) << r.out.substr(0, 2000);
+}

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/device/device_spec.hpp"
 #include "core/plan_mode.hpp"
 
 using namespace tiletune;
@@ -124,4 +125,26 @@ TEST(variant_ranking, unaligned_rows_are_named_with_their_cost_and_the_padding_t
   // Aligned rows: no note, whatever the recommendation.
   EXPECT_EQ(note_of(plan_of(4096, 768, 50264, "nn", true)), "");
   EXPECT_EQ(note_of(plan_of(4096, 4096, 4096, "nt", false)), "");
+}
+
+// On a GPU whose tf32 tensor peak is f32's (the RTX 5090: 104.8 TFLOP/s each), a tf32 plan says f32
+// may be faster (it was predicted 1.5x faster on 2048^3); where tf32's peak is higher, or for
+// another type, nothing is said.
+TEST(variant_ranking, a_tf32_plan_says_when_the_gpus_tf32_peak_is_no_higher_than_f32s) {
+  auto note_of = [](const char* gpu, dtype t) {
+    gemm_plan plan;
+    plan.problem.m = plan.problem.n = plan.problem.k = 2048;
+    plan.problem.type = t;
+    plan.device = find_preset(gpu);
+    note_tf32_no_faster_than_f32(plan);
+    return plan.notes.empty() ? std::string() : plan.notes.back();
+  };
+  const std::string geforce = note_of("rtx-5090", dtype::tf32);
+  EXPECT_NE(geforce.find("tf32's tensor peak (104.8 TFLOP/s) is no higher than f32's (104.8)"), std::string::npos)
+      << geforce;
+  EXPECT_NE(geforce.find("`--dtype f32`"), std::string::npos) << geforce;
+  EXPECT_NE(note_of("a10g", dtype::tf32), "");
+  EXPECT_EQ(note_of("h100-sxm", dtype::tf32), "");
+  EXPECT_EQ(note_of("rtx-5090", dtype::f32), "");
+  EXPECT_EQ(note_of("v100-sxm2", dtype::tf32), "");  // no tf32 at all: gemm refuses it before
 }

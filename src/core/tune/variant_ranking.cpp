@@ -70,6 +70,15 @@ void note_untried_recommendation(gemm_plan& plan) {
                                      c.id(), what));
 }
 
+void note_tf32_no_faster_than_f32(gemm_plan& plan) {
+  const device_spec& d = plan.device;
+  if (plan.problem.type != dtype::tf32 || d.peak_tflops_tf32 <= 0 || d.peak_tflops_tf32 > d.peak_tflops_f32) return;
+  plan.notes.push_back(fmt::format(
+      "on the {} tf32's tensor peak ({:.1f} TFLOP/s) is no higher than f32's ({:.1f}): `--dtype f32` plans exact "
+      "f32 kernels, which this plan does not rank and which may be faster here; plan both to compare",
+      d.name, d.peak_tflops_tf32, d.peak_tflops_f32));
+}
+
 void note_unaligned_rows(gemm_plan& plan) {
   if (!plan.recommended) return;
   const misaligned_stride stride = misaligned_strides(plan.problem);

@@ -35,6 +35,9 @@ void note_untried_recommendation(gemm_plan& plan);
 // one element at a time, says which stride it is, what the copies cost in the prediction, and the
 // padded leading dimension that lets kernels read the rows in place.
 void note_unaligned_rows(gemm_plan& plan);
+// A tf32 plan on a GPU whose tf32 tensor peak is no higher than its f32 peak (GeForce and A10-class
+// parts) says that f32, exact and planned by other kernels, may be faster there.
+void note_tf32_no_faster_than_f32(gemm_plan& plan);
 
 // How many ok variants, from the first, tie with the first (1: no tie).
 std::size_t top_tie_size(const gemm_plan& plan);
