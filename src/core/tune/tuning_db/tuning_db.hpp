@@ -78,7 +78,7 @@ class tuning_db {
   // Every mode refuses a file that is not a regular one (/dev/null, a FIFO).
   enum class open_mode { create, existing, read };
   // How much of an existing file is checked for damage when it is opened. whole: every page (PRAGMA
-  // quick_check, about 4 ms per 1,000 records) before anything is read or written: the commands
+  // quick_check, 0.57 s at 100,000 records) before anything is read or written: the commands
   // that read or write in bulk (db import, merge, export, calibrate, vacuum). as_read: SQLite's
   // checks of the pages each query reads (a damaged one is an environment_error naming the file),
   // damage elsewhere not looked for: the look-ups that must answer in milliseconds at 100,000
