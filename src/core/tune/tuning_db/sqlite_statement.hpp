@@ -31,6 +31,11 @@ inline std::string limit_clause(std::size_t n) {
   return n ? " LIMIT " + std::to_string(std::min<std::size_t>(n, INT64_MAX)) : "";
 }
 
+// The WHERE clause that finds one record by its key: ?1..?6 bound to the device model, driver,
+// CUDA, tool version, compiler and problem key (bind_key binds them in that order).
+constexpr const char* key_clause =
+    "device_model = ?1 AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6";
+
 inline void bind_blob(sqlite3_stmt* s, int i, const std::string& bytes) {
   sqlite3_bind_blob(s, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
 }

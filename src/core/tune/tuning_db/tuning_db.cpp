@@ -329,8 +329,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
 }
 
 std::optional<tuning_record> tuning_db::find(const tuning_key& k) const {
-  auto found = query("WHERE device_model = ?1 AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 "
-                     "AND problem = ?6",
+  auto found = query(std::string("WHERE ") + sqlite::key_clause,
                      {k.device_model, k.driver, k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)},
                      /*full=*/true);
   if (found.empty()) return std::nullopt;
@@ -364,8 +363,9 @@ void tuning_db::store_all(const std::vector<tuning_record>& records) {
 int tuning_db::detail_held(const tuning_key& k) const {
   statement q;
   if (sqlite3_prepare_v2(db_,
-                         "SELECT (calibration IS NOT NULL) + (full IS NOT NULL) FROM results WHERE device_model = ?1 "
-                         "AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6",
+                         fmt::format("SELECT (calibration IS NOT NULL) + (full IS NOT NULL) FROM results WHERE {}",
+                                     sqlite::key_clause)
+                             .c_str(),
                          -1, &q.s, nullptr) != SQLITE_OK)
     fail("cannot read it");
   int i = 1;

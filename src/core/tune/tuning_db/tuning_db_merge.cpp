@@ -152,9 +152,10 @@ tuning_db::merge_counts tuning_db::merge_from(const std::vector<const tuning_db*
     if (counts.read[0] == static_cast<std::size_t>(-1)) fail("cannot read it");
     statement look, put;
     if (sqlite3_prepare_v2(db_,
-                           "SELECT verified, measured_at, (calibration IS NOT NULL) + (full IS NOT NULL) FROM results WHERE "
-                           "device_model = ?1 AND driver = ?2 AND "
-                           "cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6",
+                           fmt::format("SELECT verified, measured_at, (calibration IS NOT NULL) + (full IS NOT NULL) "
+                                       "FROM results WHERE {}",
+                                       sqlite::key_clause)
+                               .c_str(),
                            -1, &look.s, nullptr) != SQLITE_OK ||
         sqlite3_prepare_v2(db_,
                            fmt::format("INSERT OR REPLACE INTO results ({}) VALUES ({})", all_columns,
