@@ -64,9 +64,9 @@ tuning_db::tuning_db(fs::path file, open_mode mode, page_check check)
   // A constructor that throws runs no destructor: every failure below closes the handle here
   // (sqlite3_open_v2 allocates one even when it fails).
   // A file with pages is checked whole where asked, created or not (db import into a damaged file).
-  had_pages_ = exists && fs::file_size(file_, ec) > 0 && !ec;
+  const bool had_pages = exists && fs::file_size(file_, ec) > 0 && !ec;
   try {
-    open_and_check();
+    open_and_check(had_pages);
   } catch (...) {
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
@@ -195,7 +195,7 @@ void check_every_page(sqlite3* db, const fs::path& file) {
 
 }  // namespace
 
-void tuning_db::open_and_check() {
+void tuning_db::open_and_check(bool had_pages) {
   const bool create = mode_ == open_mode::create, read = mode_ == open_mode::read;
   // An existing file is opened read-write all the same: reading a WAL database
   // another run left behind may need to recover its -wal file.
@@ -211,7 +211,7 @@ void tuning_db::open_and_check() {
   bool upgrade_copy = false;
   try {
     // Before anything is written (a damaged file gets no schema, upgrade or WAL switch).
-    if (check_ == page_check::whole && had_pages_) check_every_page(db_, file_);
+    if (check_ == page_check::whole && had_pages) check_every_page(db_, file_);
     if (!create) check_has_meta_table(db_, file_);
     if (create)
       exec_checked(db_, file_, "CREATE TABLE IF NOT EXISTS tiletune_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",

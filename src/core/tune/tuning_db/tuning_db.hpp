@@ -155,7 +155,8 @@ class tuning_db {
   std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args,
                                    bool full = false, std::size_t limit = 0) const;
   [[noreturn]] void fail(const std::string& what) const;
-  void open_and_check();  // the constructor's work; it closes the handle when this throws
+  // The constructor's work (had_pages: the file existed, not empty); it closes the handle when this throws.
+  void open_and_check(bool had_pages);
   void read_upgraded_copy();  // open_mode::read of schema 1: db_ becomes an upgraded temporary copy
   // The column inflated (empty for NULL); a damaged blob is an environment_error naming the file.
   std::string inflated(sqlite3_stmt* s, int column) const;
@@ -170,7 +171,6 @@ class tuning_db {
   std::filesystem::path file_;
   open_mode mode_ = open_mode::create;
   page_check check_ = page_check::whole;
-  bool had_pages_ = false;  // the file existed, not empty, when opened
   bool keep_full_ = false;
   sqlite3* db_ = nullptr;
   std::filesystem::path temp_copy_;  // read_upgraded_copy's file, removed by the destructor
