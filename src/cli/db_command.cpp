@@ -258,7 +258,11 @@ void run_calibrate(const db_options& o, run_context& ctx) {
              : fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
                            db->file().string()));
   }
-  nlohmann::json report = calibration_report(results);
+  progress_line progress(true);
+  nlohmann::json report = calibration_report(results, [&](std::size_t done, std::size_t fits) {
+    progress.update(fmt::format("tiletune: db calibrate: {} result(s): fit {} of {}", results.size(), done + 1, fits));
+  });
+  progress.finish();
   report["database"] = db->file().string();
   report["date"] = utc_now_iso();
   if (!o.out.empty()) write_file_atomically(o.out, report.dump(2) + "\n");
@@ -288,13 +292,17 @@ void run_calibrate(const db_options& o, run_context& ctx) {
                      fmt::format("{:.1f}", measured / q["top_pick_slowdown"].get<double>()),
                      fmt::format("{:.3f}", q["top_pick_slowdown"].get<double>())});
     }
-    fmt::print("\neach problem left out of the fit, the model's first choice among its measured variants:\n{}",
-               picks.render());
+    const std::size_t problems = report["held_out"]["problems"], folds = report["held_out"]["folds"];
+    const std::string held_out =
+        folds == problems ? "each problem left out of the fit"
+                          : fmt::format("each problem left out of the fit with its fold ({} problems dealt into {})",
+                                        problems, folds);
+    fmt::print("\n{}, the model's first choice among its measured variants:\n{}", held_out, picks.render());
     const auto& pick = report["offline_pick"]["calibrated_without_this_problem"];
     fmt::print(
-        "offline pick, each problem left out of the fit: predicted time off by {:.1f}% (median; worst {:.1f}%), "
+        "offline pick, {}: predicted time off by {:.1f}% (median; worst {:.1f}%), "
         "measured {:.1f}% slower than the best (median; worst {:.1f}%)\n",
-        100 * pick["median_time_error"].get<double>(), 100 * pick["worst_time_error"].get<double>(),
+        held_out, 100 * pick["median_time_error"].get<double>(), 100 * pick["worst_time_error"].get<double>(),
         100 * (pick["median_slowdown"].get<double>() - 1), 100 * (pick["worst_slowdown"].get<double>() - 1));
     if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
   }

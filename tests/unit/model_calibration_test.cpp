@@ -290,3 +290,42 @@ TEST(model_calibration, the_recorded_runs_repeat_no_closer_than_the_pick_goal) {
   EXPECT_GT(spread[spread.size() / 2], 0.01);
   EXPECT_GT(std::max(one_in_two, two_in_one), 1.05);
 }
+
+// A database of many problems is fitted max_held_out_fits + 1 times, not once a problem (3,000
+// records took over a day): beyond 24 problems each is left out with its fold, the problems
+// dealt round-robin in the order of their names, and a problem alone in its fold is held out
+// exactly as before.
+TEST(model_calibration, many_problems_are_held_out_in_folds) {
+  std::vector<nlohmann::json> results = recorded_h100();
+  for (auto r : recorded_h100()) {  // 13 problems more: 16 rows more each (the times as recorded)
+    r["problem"]["m"] = r["problem"]["m"].get<std::int64_t>() + 16;
+    results.push_back(r);
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> heard;
+  const auto report =
+      calibration_report(results, [&](std::size_t done, std::size_t fits) { heard.emplace_back(done, fits); });
+  EXPECT_EQ(report["held_out"]["problems"], 26);
+  EXPECT_EQ(report["held_out"]["folds"], max_held_out_fits);
+  ASSERT_EQ(heard.size(), max_held_out_fits + 1);
+  EXPECT_EQ(heard.back(), std::make_pair(max_held_out_fits, max_held_out_fits + 1));
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(gemm_problem_from_json(r["problem"]).describe());
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  // Folds 0 and 1 hold two problems (the 1st and 25th, the 2nd and 26th names); the rest one.
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::size_t at = std::find(sorted.begin(), sorted.end(), names[i]) - sorted.begin();
+    std::vector<nlohmann::json> others;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const std::size_t other_at = std::find(sorted.begin(), sorted.end(), names[k]) - sorted.begin();
+      if (other_at % max_held_out_fits != at % max_held_out_fits) others.push_back(results[k]);
+    }
+    EXPECT_EQ(others.size(), at % max_held_out_fits < 2 ? 24u : 25u) << names[i];
+    gemm_plan held_out = plan_from_recording(results[i]);
+    apply_calibration(held_out, fit_calibration(others));
+    EXPECT_EQ(report["problems"][i]["calibrated_without_this_problem"], to_json(rank_quality(held_out, results[i])))
+        << names[i];
+  }
+  // Up to 24 problems, each is its own fold.
+  EXPECT_EQ(calibration_report(recorded_h100())["held_out"]["folds"], 13);
+}

@@ -13,8 +13,8 @@
 
 namespace tiletune {
 
-nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
-  const model_calibration all = fit_calibration(results);
+nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
+                                  const std::function<void(std::size_t, std::size_t)>& progress) {
   nlohmann::json problems = nlohmann::json::array();
   struct sums {
     double spearman = 0, slowdown = 0, top_rank = 0;
@@ -27,17 +27,35 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
     s.time_errors.push_back(std::abs(q.top_pick_time_error()));
     s.slowdowns.push_back(q.top_pick_slowdown);
   };
+  // Each problem is held out with its fold: one problem a fold up to max_held_out_fits problems,
+  // beyond that the problems (in order of their names) dealt round-robin into that many folds, so
+  // that a database of thousands of records is fitted max_held_out_fits + 1 times, not once a record.
   std::vector<std::string> problem_of;
   for (const auto& r : results) problem_of.push_back(gemm_problem_from_json(r.at("problem")).describe());
+  std::vector<std::string> names = problem_of;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const std::size_t folds = std::min(names.size(), max_held_out_fits);
+  std::vector<std::size_t> fold_of(results.size());
+  for (std::size_t i = 0; i < results.size(); ++i)
+    fold_of[i] = static_cast<std::size_t>(std::lower_bound(names.begin(), names.end(), problem_of[i]) - names.begin()) %
+                 std::max<std::size_t>(folds, 1);
+  if (progress) progress(0, folds + 1);
+  const model_calibration all = fit_calibration(results);
+  std::vector<model_calibration> without_fold(folds);
+  for (std::size_t f = 0; f < folds; ++f) {
+    if (progress) progress(f + 1, folds + 1);
+    std::vector<nlohmann::json> others;  // without any result of the fold's problems
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (fold_of[k] != f) others.push_back(results[k]);
+    without_fold[f] = fit_calibration(others);
+  }
   for (std::size_t i = 0; i < results.size(); ++i) {
     const gemm_plan assumed = plan_from_recording(results[i]);
     gemm_plan calibrated = assumed;
     apply_calibration(calibrated, all);
-    std::vector<nlohmann::json> others;  // without any result of the same problem
-    for (std::size_t k = 0; k < results.size(); ++k)
-      if (problem_of[k] != problem_of[i]) others.push_back(results[k]);
     gemm_plan loo = assumed;
-    apply_calibration(loo, fit_calibration(others));
+    apply_calibration(loo, without_fold[fold_of[i]]);
     const auto qa = rank_quality(assumed, results[i]), qc = rank_quality(calibrated, results[i]),
                ql = rank_quality(loo, results[i]);
     add(base, qa);
@@ -88,6 +106,7 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results) {
            {{"assumed_model", pick(base)},
             {"calibrated", pick(fitted)},
             {"calibrated_without_this_problem", pick(held_out)}}},
+          {"held_out", {{"problems", names.size()}, {"folds", folds}}},
           {"problems", problems}};
 }
 

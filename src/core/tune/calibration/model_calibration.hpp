@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,7 +86,11 @@ nlohmann::json to_json(const ranking_quality& q);
 // The calibration and its ranking quality on the results it came from: the
 // uncalibrated model, the calibrated one, and calibrated leaving each
 // problem's results (every result of the same problem) out of the fit: the
-// honest figure for a new problem.
-nlohmann::json calibration_report(const std::vector<nlohmann::json>& measured_results);
+// honest figure for a new problem. Beyond max_held_out_fits problems, each is
+// left out with its fold of them (the report's "held_out" says how many).
+// progress, where given, hears each fit begin: (fits done, fits in all).
+constexpr std::size_t max_held_out_fits = 24;
+nlohmann::json calibration_report(const std::vector<nlohmann::json>& measured_results,
+                                  const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 }  // namespace tiletune
