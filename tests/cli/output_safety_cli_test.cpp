@@ -425,6 +425,41 @@ TEST(output_safety_cli, a_pipe_closed_by_its_reader_fails_quietly) {
   }
 }
 
+// `tiletune gemm --help | head -1`: output that fits the pipe's buffer (64 KiB) is written whole
+// in one write, before the reader can go, and exits 0. stdio's own 4 KiB blocks let `head` close
+// the pipe between two of them: exit 3 in most runs of 15 KB of help (and of a 5 KB `db list`).
+TEST(output_safety_cli, output_that_fits_the_pipe_exits_0_when_its_reader_takes_one_line) {
+  const fs::path err = tmp_dir() / "stderr-head";
+  const std::vector<std::string> args{"gemm", "--help"};
+  const result whole = run(args);
+  ASSERT_EQ(whole.code, 0);
+  ASSERT_GT(whole.out.size(), 8192u);  // more than two of stdio's blocks
+  ASSERT_LT(whole.out.size(), 65536u);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fds[1], 1);
+      dup2(e, 2);
+      std::vector<std::string> a = args;
+      std::vector<char*> argv{const_cast<char*>(binary_path())};
+      for (auto& s : a) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      execv(binary_path(), argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    char c = 0;  // head -1: the first line, then the pipe closed
+    while (read(fds[0], &c, 1) == 1 && c != '\n') {
+    }
+    close(fds[0]);
+    ASSERT_EQ(wait_code(pid), 0) << "attempt " << attempt << ": " << slurp(err);
+  }
+}
+
 // stdout (or stderr) sent to a file, and --out naming that file (/dev/stdout, the file itself,
 // /dev/stderr): the output follows what the command printed there, in the same file. Replacing the
 // file would leave the printed table in a file that no name reaches.
