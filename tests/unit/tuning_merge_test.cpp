@@ -280,6 +280,40 @@ TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves
     expect_refused({good, blob}, out, blob);
     expect_refused({good, blob}, s.dir / "new-target.sqlite", blob);
   }
+  // A stored problem that is not one (its column, or the record's): refused the same way; the target
+  // kept no record that db list and export would then refuse. Their messages name the file too.
+  for (const char* sql : {"UPDATE results SET problem_json = '{bad' WHERE rowid = 7",
+                          "UPDATE results SET problem_json = '{\"m\": 1}' WHERE rowid = 7"}) {
+    const fs::path bad = s.dir / "bad-problem.sqlite";
+    fs::remove(bad);
+    fs::copy_file(good, bad);
+    ASSERT_EQ(sqlite3_open(bad.c_str(), &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+    expect_refused({good, bad}, out, bad);
+    expect_refused({good, bad}, s.dir / "new-target.sqlite", bad);
+    for (const auto& read : std::vector<std::function<void()>>{
+             [&] { tuning_db(bad, tuning_db::open_mode::read).for_each_row({}, [](const tuning_row&) {}); },
+             [&] { (void)tuning_db(bad, tuning_db::open_mode::read).best_per_problem(""); }}) {
+      try {
+        read();
+        ADD_FAILURE() << "read " << sql;
+      } catch (const environment_error& e) {
+        EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
+      }
+    }
+  }
+  {
+    const fs::path bad = s.dir / "bad-record-problem.sqlite";
+    fs::copy_file(good, bad);
+    {
+      tuning_db b(bad);
+      tuning_record r = merge_record(16, "2026-11-21T00:00:00Z", true);
+      r.result["problem"] = "not a problem";
+      b.store(r);
+    }
+    expect_refused({good, bad}, out, bad);
+  }
   // A damaged target is refused too (it would be one of the inputs).
   fs::copy_file(damaged, s.dir / "bad-target.sqlite");
   expect_refused({good}, s.dir / "bad-target.sqlite", s.dir / "bad-target.sqlite");

@@ -303,7 +303,7 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
                                             bool full, std::size_t limit) const {
   statement q;
   const std::string sql =
-      fmt::format("SELECT {}, {}, {} FROM results {} ORDER BY measured_at DESC{}", record_columns,
+      fmt::format("SELECT {}, {}, {}, problem FROM results {} ORDER BY measured_at DESC{}", record_columns,
                   full ? "coalesce(full, record)" : "record", rank_column, where,
                   sqlite::limit_clause(limit));
   // Each record is inflated and parsed: the queries by key read one or a few.
@@ -316,12 +316,12 @@ std::vector<tuning_record> tuning_db::query(const std::string& where, const std:
     sqlite::read_record_head(q.s, r);
     r.result = nlohmann::json::parse(inflated(q.s, 10), nullptr, false);
     r.verified = sqlite3_column_int(q.s, 11);
-    if (!r.result.is_object()) fail("a stored result is not JSON");
-    try {
-      r.key.problem = gemm_problem_from_json(r.result.at("problem"));
-    } catch (const std::exception&) {
-      fail("a stored result has no readable problem");
-    }
+    if (!r.result.is_object())
+      throw environment_error(fmt::format("tuning database {}: a stored record ({}) is damaged (not JSON); give "
+                                          "another database file",
+                                          file_.string(), sqlite::column_text(q.s, 12)));
+    r.key.problem =
+        stored_problem(r.result.contains("problem") ? r.result["problem"].dump() : "", sqlite::column_text(q.s, 12));
     out.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) fail("cannot read it");

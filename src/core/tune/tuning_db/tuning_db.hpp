@@ -155,6 +155,9 @@ class tuning_db {
   std::vector<tuning_record> query(const std::string& where, const std::vector<std::string>& args,
                                    bool full = false, std::size_t limit = 0) const;
   [[noreturn]] void fail(const std::string& what) const;
+  // A record's problem from its stored JSON text; a text that is not one throws environment_error
+  // naming this file and the record (key: its problem column).
+  gemm_problem stored_problem(const std::string& json_text, const std::string& key) const;
   // The constructor's work (had_pages: the file existed, not empty); it closes the handle when this throws.
   void open_and_check(bool had_pages);
   void read_upgraded_copy();  // open_mode::read of schema 1: db_ becomes an upgraded temporary copy

@@ -90,7 +90,8 @@ bool replaces(sqlite3_stmt* row, sqlite3_stmt* look) {
 
 void tuning_db::check_records() const {
   statement q;
-  if (sqlite3_prepare_v2(db_, "SELECT record, calibration, full, problem FROM results", -1, &q.s, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db_, "SELECT record, calibration, full, problem, problem_json FROM results", -1, &q.s,
+                         nullptr) != SQLITE_OK)
     fail("cannot read it");
   int rc;
   while ((rc = sqlite3_step(q.s)) == SQLITE_ROW) {
@@ -103,6 +104,9 @@ void tuning_db::check_records() const {
       throw environment_error(fmt::format("tuning database {}: the stored record of \"{}\" is damaged (not JSON); give "
                                           "another database file",
                                           file_.string(), column_text(q.s, 3)));
+    // The problem as list and export read it (its column), and as a look-up by key reads it (the record's).
+    (void)stored_problem(column_text(q.s, 4), column_text(q.s, 3));
+    (void)stored_problem(record.contains("problem") ? record["problem"].dump() : "", column_text(q.s, 3));
   }
   if (rc != SQLITE_DONE) fail("cannot read it");
 }

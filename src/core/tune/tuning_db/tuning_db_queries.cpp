@@ -90,15 +90,17 @@ std::string where_of(const tuning_filter& f, std::vector<std::string>& args) {
   return terms.empty() ? "" : fmt::format("WHERE {}", fmt::join(terms, " AND "));
 }
 
-gemm_problem problem_in_record(const std::string& json_text, const std::string& key) {
+}  // namespace
+
+gemm_problem tuning_db::stored_problem(const std::string& json_text, const std::string& key) const {
   try {
     return gemm_problem_from_json(nlohmann::json::parse(json_text));
   } catch (const std::exception&) {
-    throw environment_error(fmt::format("a stored record ({}) has no readable problem", key));
+    throw environment_error(fmt::format("tuning database {}: a stored record ({}) has no readable problem; give "
+                                        "another database file",
+                                        file_.string(), key));
   }
 }
-
-}  // namespace
 
 void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(const tuning_row&)>& each) const {
   std::vector<std::string> args;
@@ -116,7 +118,7 @@ void tuning_db::for_each_row(const tuning_filter& f, const std::function<void(co
     sqlite::read_record_head(q.s, r);
     r.measured = sqlite3_column_int(q.s, 10) != 0;
     r.verified = sqlite3_column_int(q.s, 11);
-    r.key.problem = problem_in_record(column_text(q.s, 12), column_text(q.s, 13));
+    r.key.problem = stored_problem(column_text(q.s, 12), column_text(q.s, 13));
     each(r);
   }
   if (rc != SQLITE_DONE) fail("cannot read it");
@@ -227,7 +229,7 @@ std::vector<tuning_record> tuning_db::best_per_problem(const std::string& device
     last_problem = problem;
     tuning_record r;
     sqlite::read_record_head(q.s, r);
-    r.key.problem = problem_in_record(column_text(q.s, 11), problem);
+    r.key.problem = stored_problem(column_text(q.s, 11), problem);
     r.result = {{"problem", nlohmann::json::parse(column_text(q.s, 11))},
                 {"mode", sqlite3_column_int(q.s, 12) ? "measured" : "predicted"}};
     if (sqlite3_column_type(q.s, 13) != SQLITE_NULL)
