@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -70,17 +71,24 @@ std::string format_plan(const batch_plan& plan) {
                                     std::pair{m.no_sync_gradient_bytes, "unsharded gradients (accumulating)"},
                                     std::pair{m.optimizer_step_gradient_bytes, "fp32 step gradients (optimizer step)"}})
     if (bytes > 0) buffers += fmt::format("  {} {}", what, gib(bytes));
+  // A pipeline's first stage holds the micro-batches the recommendation's step leaves in flight (the
+  // most where nothing fits); its last stage holds the logits.
+  const bool pipeline = !m.other_stages.empty();
+  const double share = pipeline && plan.recommended ? candidate_in_flight_share(m, plan.candidates[*plan.recommended]) : 1;
+  auto held = [&](std::int64_t bytes) { return std::llround(share * static_cast<double>(bytes)); };
   out += fmt::format("memory GiB: weights {}  autocast copies {}  gradients {}  optimizer {}{}  activations/sample {} "
-                     "({} checkpointed)  logits/sample {}  budget {}\n",
+                     "({} checkpointed{})  logits/sample {}{}  budget {}\n",
                      gib(m.weights_bytes), gib(m.autocast_weight_copies_bytes),
                      gib(m.gradients_bytes) +
                          (m.optimizer_in_backward ? fmt::format(" ({} in flight)", gib(m.gradients_in_flight_bytes)) : ""),
                      gib(m.optimizer_bytes) +
                          (m.offloaded_bytes > 0 ? fmt::format(" (host {})", gib(m.offloaded_bytes)) : ""),
                      buffers,
-                     gib(m.activation_bytes_per_sample),
-                     gib(m.checkpointed_activation_bytes_per_sample), gib(m.logits_bytes_per_sample),
-                     gib(plan.memory_budget_bytes));
+                     gib(held(m.activation_bytes_per_sample)), gib(held(m.checkpointed_activation_bytes_per_sample)),
+                     !pipeline ? "" : plan.recommended ? "; first stage, the recommendation's micro-batches in flight"
+                                                       : "; first stage, the most micro-batches in flight",
+                     gib(pipeline ? m.other_stages.front().logits_bytes_per_sample : m.logits_bytes_per_sample),
+                     pipeline ? " (last stage)" : "", gib(plan.memory_budget_bytes));
   out += fmt::format("peak GiB = weights and optimizer states + transient x (1 + {:.2f} allocator slack; with "
                      "checkpointing + {:.2f} x gradients) + {} CUDA context\n\n",
                      m.allocator_overhead, m.allocator_overhead_ckpt, gib(m.cuda_context_bytes));
@@ -109,6 +117,8 @@ std::string format_plan(const batch_plan& plan) {
     out += "\n";
   }
   for (const auto& n : plan.notes) out += "note: " + n + "\n";
+  // The notes on the configs --json and --out emit (hf_training_args, model_load, deepspeed).
+  for (const auto& n : emitted_config_notes(plan)) out += "note: " + n + "\n";
   return out;
 }
 

@@ -484,3 +484,34 @@ TEST(batch_setups, checkpointing_never_makes_a_step_faster) {
         }
   EXPECT_GT(compared, 40);
 }
+
+// The notes on the emitted configs (what hf_training_args and the DeepSpeed config run of the plan)
+// were added to the JSON only: the table's notes carry them too.
+TEST(batch_setups, the_table_shows_the_notes_on_the_emitted_configs) {
+  const std::vector<std::string> fused = {"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db",
+                                          "--loss", "fused"};
+  const result table = run(fused);
+  ASSERT_EQ(table.code, 0) << table.err;
+  const nlohmann::json plan = plan_with(fused, {"--json"});
+  int config_notes = 0;
+  for (const auto& n : plan["notes"]) {
+    EXPECT_NE(table.out.find("note: " + n.get<std::string>()), std::string::npos) << n;
+    config_notes += n.get<std::string>().find("hf_training_args run Liger's") != std::string::npos;
+  }
+  EXPECT_EQ(config_notes, 1);
+  // A framework that builds its own model: what --attention eager needs there, in the table too.
+  const result eager = run({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db", "--framework",
+                            "torchtune", "--attention", "eager"});
+  ASSERT_EQ(eager.code, 0) << eager.err;
+  EXPECT_NE(eager.out.find("note: --attention eager: torchtune builds its own model"), std::string::npos) << eager.out;
+}
+
+// every-N past the model's layers checkpoints none (torchtitan counts them N, 2N, ...): exit 2 naming
+// the value and the layers, where every-100 on a 16-layer model had been planned as one layer in 16.
+TEST(batch_setups, checkpointing_every_n_past_the_layers_exits_2) {
+  expect_refusal({"--model", "llama-3.2-1b", "--checkpointing", "every-100"},
+                 "--checkpointing every-100 is more than llama-3.2-1b's 16 layers");
+  expect_refusal({"--model", "llama-3.2-1b", "--checkpointing", "every-17"}, "pass every-N with N from 2 to 16, on or off");
+  EXPECT_EQ(run({"batch", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--no-db", "--checkpointing", "every-16"}).code,
+            0);
+}

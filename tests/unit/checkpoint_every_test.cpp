@@ -1,6 +1,6 @@
 // `batch --checkpointing every-N` (issue 37, mechanism 4): every N-th layer checkpointed, the
 // others keeping all their activations (torchtitan's selective layer checkpointing: the blocks whose
-// index is a multiple of N, ceil(L / N) of L). The expected figures are arithmetic on the planner's
+// count from 1 is a multiple of N, floor(L / N) of L; it had been taken as ceil(L / N), blocks 0, N, ...). The expected figures are arithmetic on the planner's
 // two ends, written out in each test, not the planner's own every-N output.
 #include <gtest/gtest.h>
 
@@ -42,12 +42,12 @@ TEST(checkpoint_every, parses_every_n_full_and_names_a_bad_n) {
 TEST(checkpoint_every, the_share_recomputed_is_the_checkpointed_layers) {
   EXPECT_DOUBLE_EQ(recompute_share(llama_every(1), true), 1.0);
   EXPECT_DOUBLE_EQ(recompute_share(llama_every(2), true), 16.0 / 32);
-  EXPECT_DOUBLE_EQ(recompute_share(llama_every(5), true), 7.0 / 32);  // blocks 0, 5, ..., 30
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(5), true), 6.0 / 32);  // blocks 5, 10, ..., 30 counted from 1
   EXPECT_DOUBLE_EQ(recompute_share(llama_every(32), true), 1.0 / 32);
-  EXPECT_DOUBLE_EQ(recompute_share(llama_every(64), true), 1.0 / 32);
+  EXPECT_DOUBLE_EQ(recompute_share(llama_every(64), true), 1.0 / 32);  // (validate refuses N past the layers)
   EXPECT_DOUBLE_EQ(recompute_share(llama_every(2), false), 0.0);
   EXPECT_EQ(recomputed_count(llama_every(2), 32), 16);
-  EXPECT_EQ(recomputed_count(llama_every(5), 64), 14);
+  EXPECT_EQ(recomputed_count(llama_every(5), 64), 12);
 }
 
 // Every 2nd of 32 layers: 16 keep their input, 16 everything, so the kept bytes are the mean of

@@ -79,7 +79,7 @@ framework_setting sharded(const training_setup& s, const char* how) {
 }
 
 // Whether the plan runs the framework's own modules (layers_of), and what they do that transformers' do not.
-framework_note own_modules_note(const training_setup& s, layer_impl own, const char* who, const char* what) {
+framework_note own_modules_note(const training_setup& s, layer_impl own, const char* who, const std::string& what) {
   if (layers_of(s) == own)
     return {"", fmt::format("{} runs its own modules ({}): the blocks keep and move what those do, not what "
                             "transformers' do; read from the sources, not traced",
@@ -118,14 +118,18 @@ framework_bundle torchtitan(const training_setup& s) {
                                              ? framework_setting{"--adapter-dtype", "bf16", "training.dtype bfloat16"}
                                              : framework_setting{"--adapter-dtype", "fp32",
                                                                  "fp32 parameters, cast by the mixed-precision policy"}});
+  // fp32: its SDPA backends (cuDNN, flash, math) leave the math kernel (attention_kernel_of).
+  const std::string sdpa = s.prec == precision::fp32 ? "SDPA with enable_gqa, in fp32 its math kernel (its backends "
+                                                        "cuDNN, flash and math: neither fused one takes fp32), which "
+                                                        "keeps the s x s probabilities"
+                                                      : "SDPA with enable_gqa";
   b.notes.push_back(own_modules_note(
       s, layer_impl::torchtitan, "torchtitan",
-      s.model.is_moe() ? "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; SDPA with "
-                         "enable_gqa; its MoE: an fp32 router, the routed rows sorted by expert (argsort), "
-                         "torch._grouped_mm in bf16, the scores applied in fp32 at the combine, which keeps the "
-                         "experts' outputs in fp32, and a deterministic scatter_add"
-                       : "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; "
-                         "SDPA with enable_gqa"));
+      s.model.is_moe() ? "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; " + sdpa +
+                             "; its MoE: an fp32 router, the routed rows sorted by expert (argsort), "
+                             "torch._grouped_mm in bf16, the scores applied in fp32 at the combine, which keeps the "
+                             "experts' outputs in fp32, and a deterministic scatter_add"
+                       : "torch.nn.RMSNorm, one fused kernel keeping its input and rstd; complex rotary; " + sdpa));
   b.notes.push_back({"--loss", "torchtitan's ChunkedLossWrapper runs each chunk's backward at once: no logit outlives "
                                "its chunk, and an fp32 buffer of the hidden states' gradient is held through the loop "
                                "(components/loss.py, by our reading, not traced)"});
@@ -173,10 +177,16 @@ framework_bundle megatron(const training_setup& s) {
                            "not what transformers' eager ops do; read from the sources, not traced"});
   else
     b.notes.push_back({"", fmt::format("Megatron-LM runs Transformer Engine's fused layers, modelled for dense and MoE "
-                                       "blocks without MLA or q/k norms, with flash attention; {}'s are planned as "
+                                       "blocks without MLA or q/k norms, with flash attention, not in fp32 with "
+                                       "grouped-query attention (no fused fp32 kernel takes it); {}'s are planned as "
                                        "transformers' eager ones (more activations and memory-bound traffic than "
                                        "Megatron-LM's)",
                                        s.model.name)});
+  // megatron/training/arguments.py: --sgd-momentum defaults to 0.9, so its sgd keeps a momentum buffer.
+  if (s.optimizer == optimizer_kind::sgd)
+    b.notes.push_back({"", "--optimizer sgd: Megatron-LM's --optimizer sgd runs with --sgd-momentum 0.9 unless told, "
+                           "one momentum buffer a parameter that this plan of plain SGD does not hold: pass "
+                           "--sgd-momentum 0 to Megatron-LM, or plan --optimizer sgd-momentum"});
   if (s.model.is_moe())
     b.notes.push_back({"", "Megatron-LM without --moe-grouped-gemm (its default, a store_true flag) runs SequentialMLP: "
                            "each local expert's fc1, activation and fc2 in turn, three launches an expert; the plan "
@@ -282,18 +292,30 @@ bool fp32_model_under_autocast(const training_setup& s) {
   return s.framework == training_framework::litgpt && is_mixed(s.prec);
 }
 
+bool loads_with_transformers(training_framework f) {
+  return f == training_framework::hf || f == training_framework::deepspeed || f == training_framework::composer;
+}
+
 layer_impl layers_of(const training_setup& s) {
   const layer_impl own = s.framework == training_framework::megatron  ? layer_impl::transformer_engine
                          : s.framework == training_framework::fsdp2    ? layer_impl::torchtitan
                          : s.framework == training_framework::torchtune ? layer_impl::torchtune
                          : s.framework == training_framework::litgpt   ? layer_impl::litgpt
                                                                        : layer_impl::transformers;
-  return s.attention == attention_impl::flash && framework_modules_cover(s.model, own) ? own : layer_impl::transformers;
+  if (s.attention != attention_impl::flash || !framework_modules_cover(s.model, own)) return layer_impl::transformers;
+  // Transformer Engine's layers are modelled with its fused attention only: fp32 with grouped-query
+  // attention is planned as transformers' modules on SDPA's math fallback (and named so).
+  const bool gqa = s.model.num_kv_heads < s.model.num_heads && !s.model.is_mla();
+  return own == layer_impl::transformer_engine && s.prec == precision::fp32 && gqa ? layer_impl::transformers : own;
 }
 
 attention_kernel attention_kernel_of(const training_setup& s) {
   if (s.attention == attention_impl::eager) return attention_kernel::eager;
   const bool gqa = s.model.num_kv_heads < s.model.num_heads && !s.model.is_mla();
+  // torchtitan's ScaledDotProductAttention allows cuDNN, flash and math only (its sdpa_backends, b5bcd76
+  // models/common/attention.py), and neither fused one takes fp32: its fp32 step runs the math kernel
+  // on its own modules, grouped-query or not. (It had been planned on transformers' modules.)
+  if (s.prec == precision::fp32 && layers_of(s) == layer_impl::torchtitan) return attention_kernel::math;
   // (Planned as transformers' math fallback, torchtune's and LitGPT's fp32 steps had counted the s x s
   // probabilities their SDPA never keeps: 14.55 GiB a sample for Llama-3.2-1B where they keep 6.55.)
   return s.prec == precision::fp32 && gqa && !repeats_kv_before_sdpa(layers_of(s)) ? attention_kernel::math

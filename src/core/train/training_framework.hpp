@@ -57,6 +57,11 @@ bool framework_trains(training_framework f, precision p);
 // on one GPU, whose MixedPrecisionPolicy casts; sixteen_bit_model.)
 bool fp32_model_under_autocast(const training_setup& s);
 
+// Whether the framework trains a model loaded with transformers' from_pretrained, whose arguments are
+// the plan's model_load (the Trainer's hf and deepspeed, Composer's HuggingFaceModel); torchtitan,
+// Megatron-LM, torchtune and LitGPT build their own.
+bool loads_with_transformers(training_framework f);
+
 // Whose modules run the blocks: the framework's own with flash attention on a model they cover
 // (framework_modules_cover): Megatron-LM's Transformer Engine layers (its default transformer_impl,
 // with its fusions on), torchtitan's (fsdp2), torchtune's and LitGPT's; else transformers' eager

@@ -268,8 +268,11 @@ void add_transformer_engine(const model_spec& m, const dims& d, token_inventory&
 token_inventory inventory(const model_spec& m, std::int64_t seq_len, int compute_bytes, bool autocast,
                           attention_kernel attention_kind, bool frozen_base, loss_impl loss, layer_impl layers,
                           chunked_loss chunks) {
-  // The framework's modules where they cover the model with fused attention, else transformers'.
-  if (attention_kind != attention_kernel::fused || !framework_modules_cover(m, layers)) layers = layer_impl::transformers;
+  // The framework's modules where they cover the model with SDPA (its fused kernels, or its math
+  // fallback: torchtitan's fp32), else transformers'. Transformer Engine's attention is fused only.
+  if (attention_kind == attention_kernel::eager || !framework_modules_cover(m, layers) ||
+      (attention_kind == attention_kernel::math && layers == layer_impl::transformer_engine))
+    layers = layer_impl::transformers;
   const dims d = dims_of(m, seq_len, compute_bytes, autocast, frozen_base, layers);
   token_inventory inv;
   if (layers == layer_impl::transformer_engine) {

@@ -151,10 +151,15 @@ void scores_and_values(const model_spec& m, const dims& d, tally& t, attention_k
     // _safe_softmax, whose output P is kept with v by P V. Kept: the scaled
     // q, the scaled and repeated k, the repeated v, and P (heads x s per
     // token): unlike the fused kernels the s x s probabilities are held.
+    // Without enable_gqa (as many key-value heads as query heads) nothing is repeated and v is kept as it is.
     const double sc = d.heads * d.s;
     t.op(d.a * d.q, d.a * d.q, d.a * d.q);    // q * sqrt(scale), kept
-    t.op(d.a * d.kv, d.a * d.q);              // k repeated
-    t.op(d.a * d.v, d.a * d.o, d.a * d.o);    // v repeated, kept
+    if (d.kv < d.q) {
+      t.op(d.a * d.kv, d.a * d.q);            // k repeated
+      t.op(d.a * d.v, d.a * d.o, d.a * d.o);  // v repeated, kept
+    } else {
+      t.saved += d.a * d.v;
+    }
     t.op(d.a * d.q, d.a * d.q, d.a * d.q);    // k * sqrt(scale), kept
     t.gemm(1);                                // scores
     t.op(d.a * sc + 4 * d.s, d.a * sc);       // + causal mask, in place

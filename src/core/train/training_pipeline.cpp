@@ -154,6 +154,10 @@ double pipeline_in_flight_share(const pipeline_schedule& ps, std::int64_t micro_
          pipeline_first_stage_most_in_flight(ps.stages, ps.virtual_stages);
 }
 
+double candidate_in_flight_share(const memory_breakdown& m, const batch_candidate& c) {
+  return pipeline_in_flight_share(m.pipeline, c.micro_batch, c.grad_accum_steps > 1);
+}
+
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms) {
   return s.pipeline_parallel > 1 ? (s.pipeline_parallel - 1) * micro_step_ms / std::max(1, s.virtual_stages) : 0;
 }

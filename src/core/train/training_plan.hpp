@@ -368,6 +368,11 @@ struct batch_candidate {
   double tokens_per_s = 0;
 };
 
+// Under --pipeline-parallel the first stage's activation terms hold the most micro-batches 1F1B ever
+// keeps in flight; a candidate's step holds this share of them (fewer micro-batches a step, fewer in
+// flight: training_pipeline.hpp). 1 without a pipeline.
+double candidate_in_flight_share(const memory_breakdown& m, const batch_candidate& c);
+
 struct batch_plan {
   training_setup setup;
   device_spec device;
@@ -389,5 +394,9 @@ batch_plan plan_batch(const training_setup& s, const device_spec& d, const gemm_
                       const device_rates& rates = {});
 
 nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, const std::string& date_utc);
+// What the configs the JSON emits (hf_training_args, model_load, deepspeed) run of the recommendation
+// and what they do not, and what a framework that reads none of them needs instead: to_json's notes
+// after the plan's, and the text output's (training_plan_config_notes.cpp). Empty without a recommendation.
+std::vector<std::string> emitted_config_notes(const batch_plan& plan);
 
 }  // namespace tiletune

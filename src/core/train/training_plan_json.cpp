@@ -2,6 +2,8 @@
 // TrainingArguments and DeepSpeed settings of its recommendation.
 #include "core/train/training_plan.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/training_plan_notes.hpp"
 #include "core/train/zero_buffers.hpp"
 #include "core/version.hpp"
@@ -113,6 +116,31 @@ nlohmann::json memory_json(const batch_plan& plan) {
            "more than without checkpointing) plus the CUDA context"}};
 }
 
+// --pipeline-parallel: memory's terms are the first stage's, its activations at the recommendation's
+// micro-batches in flight (the most 1F1B keeps, where nothing fits); each stage's own here, labelled.
+void add_pipeline_stages(const batch_plan& plan, nlohmann::json& memory) {
+  const memory_breakdown& m = plan.memory;
+  if (plan.setup.pipeline_parallel <= 1 || m.other_stages.empty()) return;
+  const double most = pipeline_first_stage_most_in_flight(plan.setup.pipeline_parallel, plan.setup.virtual_stages);
+  const double share = plan.recommended ? candidate_in_flight_share(m, plan.candidates[*plan.recommended]) : 1;
+  auto held = [&](std::int64_t bytes) { return std::llround(share * static_cast<double>(bytes)); };
+  memory["activation_bytes_per_sample"] = held(m.activation_bytes_per_sample);
+  memory["checkpointed_activation_bytes_per_sample"] = held(m.checkpointed_activation_bytes_per_sample);
+  memory["terms_are"] = "per GPU of the first pipeline stage (the embedding, no LM head or logits), its activations "
+                        "at the micro-batches in flight that pipeline_stages names; pipeline_stages has the last "
+                        "stage's";
+  const memory_breakdown& last = m.other_stages.front();
+  memory["pipeline_stages"] = {
+      {"activations_at", plan.recommended ? "the recommendation's micro-batches in flight" : "the most in flight"},
+      {"first_stage_micro_batches_in_flight", share * most},
+      {"first_stage_most_micro_batches_in_flight", most},
+      {"first_stage_most_activation_bytes_per_sample", m.activation_bytes_per_sample},
+      {"first_stage_most_checkpointed_activation_bytes_per_sample", m.checkpointed_activation_bytes_per_sample},
+      {"last_stage_activation_bytes_per_sample", last.activation_bytes_per_sample},
+      {"last_stage_checkpointed_activation_bytes_per_sample", last.checkpointed_activation_bytes_per_sample},
+      {"last_stage_logits_bytes_per_sample", last.logits_bytes_per_sample}};
+}
+
 nlohmann::json candidates_json(const batch_plan& plan) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& c : plan.candidates) {
@@ -192,6 +220,9 @@ nlohmann::json model_load_json(const training_setup& s) {
   const bool sixteen_bit = s.prec == precision::bf16 || (s.lora_rank > 0 && s.prec != precision::fp32);
   const char* dtype = !sixteen_bit ? "float32" : s.prec == precision::fp16_mixed ? "float16" : "bfloat16";
   nlohmann::json j = {{"torch_dtype", dtype}};
+  // --attention eager: transformers loads SDPA unless told (a framework that builds its own model gets a
+  // note instead, emitted_config_notes).
+  if (s.attention == attention_impl::eager && loads_with_transformers(s.framework)) j["attn_implementation"] = "eager";
   // --quantize nf4: transformers' BitsAndBytesConfig for QLoRA's base.
   if (s.quantize == quantize_kind::nf4)
     j["quantization_config"] = {{"load_in_4bit", true},
@@ -277,6 +308,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
                 {"micro_batch", s.micro_batch ? nlohmann::json(*s.micro_batch) : nlohmann::json(nullptr)},
                 {"safety_margin", s.safety_margin}};
   j["memory"] = memory_json(plan);
+  add_pipeline_stages(plan, j["memory"]);
   if (m.optimizer_in_backward) j["memory"]["gradients_in_flight_bytes"] = m.gradients_in_flight_bytes;
   if (s.quantize != quantize_kind::none) j["memory"]["dequantized_weight_bytes"] = m.dequantized_weight_bytes;
   if (s.tensor_parallel > 1) {  // --tensor-parallel (training_parallel.hpp): absent from other plans
@@ -327,50 +359,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   // ZeRO under the Trainer is its deepspeed argument (a path or the config itself): without it the
   // Trainer runs plain DDP and every rank holds the whole optimizer state the plan sharded.
   if (s.zero_stage > 0 && j["deepspeed"].is_object()) j["hf_training_args"]["deepspeed"] = j["deepspeed"];
-  if (model_parallel)
-    j["notes"].push_back(fmt::format(
-        "hf_training_args describes the data parallelism only ({} ranks of the {} GPUs): the Trainer has no "
-        "Megatron tensor, pipeline or context parallelism of its own (Megatron-LM: --tensor-model-parallel-size {} "
-        "--pipeline-model-parallel-size {} --context-parallel-size {}); no DeepSpeed config, as DeepSpeed under the "
-        "Trainer would count every GPU as a data-parallel rank and refuse its train_batch_size",
-        data_parallel_degree(s), s.world_size, s.tensor_parallel, s.pipeline_parallel, s.context_parallel));
-  // The other frameworks read neither config: they say the plan in the Trainer's and DeepSpeed's terms.
-  if (s.framework != training_framework::hf && s.framework != training_framework::deepspeed)
-    j["notes"].push_back(fmt::format(
-        "--framework {} reads neither hf_training_args nor deepspeed: they say the recommendation in the Trainer's "
-        "and DeepSpeed's terms, and the Trainer would not run all of it as planned (its gradient_checkpointing wraps "
-        "every layer, its loss is not chunked); set {}'s own config to the recommendation",
-        to_string(s.framework), to_string(s.framework)));
-  // hf and deepspeed run the Trainer these arguments are for: what of the loss they do not run.
-  const bool trainer = s.framework == training_framework::hf || s.framework == training_framework::deepspeed;
-  if (trainer && s.loss == loss_impl::chunked)
-    j["notes"].push_back(fmt::format(
-        "--loss chunked: hf_training_args do not run it: the Trainer has no argument for a chunked loss and computes "
-        "transformers' loss over every logit, upcast to fp32, which micro-batch {} was not planned with; run "
-        "torchtune's LinearCrossEntropyLoss in your own loop, or plan with --loss fused (Liger's, use_liger_kernel) "
-        "or --loss eager",
-        r.micro_batch));
-  if (trainer && s.loss == loss_impl::fused)
-    j["notes"].push_back(
-        "--loss fused: hf_training_args run Liger's fused linear cross-entropy (use_liger_kernel, its other kernels "
-        "off in liger_kernel_config): it needs the liger-kernel package, and patches only the model types Liger "
-        "knows (Llama, Mistral, Qwen, Gemma and others); on another the Trainer computes transformers' loss over "
-        "every logit");
-  // hf at stage 0 plans PyTorch's AMP; the DeepSpeed config runs DeepSpeed's 16-bit mode (zero_buffers.hpp).
-  if (!j["deepspeed"].is_null() && s.framework == training_framework::hf && s.zero_stage == 0 && is_mixed(s.prec))
-    j["notes"].push_back(
-        "the DeepSpeed config at stage 0 runs DeepSpeed's 16-bit mode, not this plan's PyTorch AMP: a 16-bit model "
-        "with fp32 master weights and fp32 gradients at the step (20 bytes a parameter at its step with AdamW, not "
-        "16); plan it as framework deepspeed");
-  // DeepSpeed's engine all-reduces after backward at stage 0, whatever overlap_comm says.
-  if (!j["deepspeed"].is_null() && s.zero_stage == 0 && s.overlap_comm && s.world_size > 1)
-    j["notes"].push_back(
-        "the DeepSpeed config runs ZeRO stage 0, whose engine all-reduces the gradients after backward: this plan "
-        "overlaps them with backward (PyTorch DDP's buckets); for DeepSpeed at stage 0 plan with --overlap-comm off");
-  if (j["deepspeed"].is_null() && !model_parallel)
-    j["notes"].push_back(
-        "no DeepSpeed config: DeepSpeed's bf16 mode keeps fp32 master weights and fp32 optimizer states, which is "
-        "--precision bf16-mixed's memory, not this plan's; plan with bf16-mixed for DeepSpeed");
+  for (std::string& n : emitted_config_notes(plan)) j["notes"].push_back(std::move(n));
   return j;
 }
 

@@ -122,11 +122,13 @@ double selective_layer_bytes_per_token(const training_setup& s, double layer_inp
   return layer_input_bytes + saved_matmuls * a + attention;
 }
 
+// torchtitan's layer policy counts the blocks from 1 and wraps those whose count is a multiple of N
+// (_layer_sac_count += 1 before `% ac_freq == 0`): floor(L / N) of L, none where N > L (validate refuses).
 double recompute_share(const training_setup& s, bool checkpointing) {
   if (!checkpointing) return 0;
   const std::int64_t layers = std::max<std::int64_t>(1, s.model.num_layers);
   const std::int64_t every = std::max(1, s.checkpoint_every);
-  return static_cast<double>((layers + every - 1) / every) / static_cast<double>(layers);
+  return static_cast<double>(std::max<std::int64_t>(1, layers / every)) / static_cast<double>(layers);
 }
 
 std::int64_t recomputed_count(const training_setup& s, std::int64_t count) {
@@ -256,6 +258,20 @@ void validate(const training_setup& s) {
     throw usage_error(fmt::format("--global-batch {} is invalid: 1 to 100000000 samples", *s.global_batch));
   validate_tensor_parallel(s);
   validate_pipeline_parallel(s);
+  // every-N wraps the blocks counted N, 2N, ...: past the layers a GPU holds (a pipeline stage's), none.
+  if (s.checkpoint_every > 1) {
+    const std::int64_t p = std::max(1, s.pipeline_parallel);
+    const std::int64_t held = (s.model.num_layers + p - 1) / p;
+    if (s.checkpoint_every > held)
+      throw usage_error(fmt::format(
+          "--checkpointing every-{} is more than {}: every-N checkpoints the layers counted N, 2N, ... (torchtitan's "
+          "ac_freq), so none would be; pass {}on or off",
+          s.checkpoint_every,
+          p > 1 ? fmt::format("the {} layers a pipeline stage holds ({}'s {} over {} stages)", held, s.model.name,
+                              s.model.num_layers, p)
+                : fmt::format("{}'s {} layers", s.model.name, s.model.num_layers),
+          held > 1 ? fmt::format("every-N with N from 2 to {}, ", held) : ""));
+  }
   validate_context_parallel(s);
   if (s.packing < 0 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
     throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N dividing --seq-len {} and below it "
