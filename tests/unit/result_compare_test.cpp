@@ -228,15 +228,51 @@ TEST(compare, each_suite_entry_meets_its_own_counterpart_when_shapes_repeat) {
   ASSERT_EQ(c.rows.size(), 2u);
   for (const auto& r : c.rows) EXPECT_EQ(r.result, verdict::same) << r.label << " " << r.change;
   EXPECT_TRUE(c.only_in_new.empty());
-  // Unnamed repeats pair in order; one more in the new file is reported, not compared twice.
+  // Unnamed repeats pair in order; one more in the new file is judged against the first of its
+  // problem in the baseline (it is a measurement of a baseline problem, not a new problem).
   auto plain = suite({{16, 0.8, 100}, {16, 0.5, 160}});
   for (auto& r : plain["results"]) r.erase("name");
   auto more = plain;
   more["results"].push_back(plain["results"][0]);
   c = compare(plain, more);
-  ASSERT_EQ(c.rows.size(), 2u);
+  ASSERT_EQ(c.rows.size(), 3u);
   for (const auto& r : c.rows) EXPECT_EQ(r.result, verdict::same);
-  EXPECT_EQ(c.only_in_new.size(), 1u);
+  EXPECT_NE(c.rows[2].detail.find("judged against"), std::string::npos) << c.rows[2].detail;
+  EXPECT_TRUE(c.only_in_new.empty());
+}
+
+// A file holding a problem fewer times than the other: every entry of it on either side is judged
+// (against the first of its problem there), so a slowed suite entry never hides behind a lone
+// result of its shape as a "new problem", nor is an entry the other file measured MISSING.
+TEST(compare, an_entry_whose_problem_the_other_file_holds_fewer_times_is_judged_not_new_or_missing) {
+  auto lone = suite({{16, 0.8, 100}});
+  lone["results"][0].erase("name");
+  auto two = suite({{16, 0.8, 100}, {16, 0.8, 100}});
+  two["results"][0]["name"] = "4096^3";
+  two["results"][1]["name"] = "q_proj";
+  auto slowed = two;
+  slowed["results"][1]["recommendation"]["median_us"] = 150.0;
+  slowed["results"][1]["recommendation"]["vs_reference"] = 0.8 * 100 / 150;
+  // The lone baseline against the suite whose q_proj regressed: q_proj is SLOWER, and the gate fails.
+  auto c = compare(lone, slowed);
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[0].result, verdict::same);
+  EXPECT_EQ(c.rows[1].label, "q_proj");
+  EXPECT_EQ(c.rows[1].result, verdict::slower) << c.rows[1].detail;
+  EXPECT_TRUE(c.only_in_new.empty());
+  EXPECT_TRUE(c.failed());
+  // The suite as the baseline against the lone result: q_proj is judged against it, not MISSING.
+  c = compare(two, lone);
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[1].label, "q_proj");
+  EXPECT_EQ(c.rows[1].result, verdict::same) << c.rows[1].detail;
+  EXPECT_NE(c.rows[1].detail.find("judged against"), std::string::npos);
+  // A problem the baseline lacks is still new, under its suite name.
+  auto other = two;
+  other["results"][1]["problem"]["m"] = 32;
+  c = compare(lone, other);
+  ASSERT_EQ(c.only_in_new.size(), 1u);
+  EXPECT_NE(c.only_in_new[0].find("q_proj"), std::string::npos) << c.only_in_new[0];
 }
 
 TEST(compare, a_variant_that_failed_verification_is_incorrect_even_beside_a_recommendation) {

@@ -534,6 +534,9 @@ comparison_row judge(const result_entry& b, const result_entry& n, const compare
 
 // For each base entry, the new file's entry that stands for it: the same problem under the same suite
 // name first, then the unmatched ones of the same problem in order (a suite may hold one shape twice).
+// An entry left over on either side where the other file holds its problem fewer times is judged
+// against that problem's first entry there (compare_results): never MISSING nor "new" while its
+// problem was measured on both sides (a suite's slowed q_proj hid behind a lone 4096^3 result).
 std::vector<std::optional<std::size_t>> counterparts(const std::vector<result_entry>& base,
                                                      const std::vector<result_entry>& fresh, std::vector<bool>& used) {
   std::vector<std::optional<std::size_t>> match(base.size());
@@ -544,6 +547,19 @@ std::vector<std::optional<std::size_t>> counterparts(const std::vector<result_en
     for (std::size_t i = 0; i < fresh.size() && !match[b]; ++i)
       if (!used[i] && fresh[i].key == base[b].key) used[i] = true, match[b] = i;
   return match;
+}
+
+// The first entry of a problem in a file, if it holds one.
+std::optional<std::size_t> first_of(const std::vector<result_entry>& entries, const std::string& key) {
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].key == key) return i;
+  return std::nullopt;
+}
+
+// Says which entry of the other file a leftover entry was judged against.
+void also_judged_against(comparison_row& row, const std::string& label, const std::string& path) {
+  const std::string said = fmt::format("judged against {} of {}, which holds this problem fewer times", label, path);
+  row.detail = row.detail.empty() ? said : said + "; " + row.detail;
 }
 
 }  // namespace
@@ -569,18 +585,34 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
     comparison_row row;
     row.key = b.key;
     row.label = b.label;
-    if (!match) {
+    const std::optional<std::size_t> stand_in = match ? match : first_of(fresh.entries, b.key);
+    if (!stand_in) {
       row.result = verdict::missing;
       row.detail = fmt::format("in {} but not in {}", base.path, fresh.path);
       c.rows.push_back(row);
       continue;
     }
     ++shared;
-    ratios |= b.vs_reference && fresh.entries[*match].vs_reference;
-    c.rows.push_back(judge(b, fresh.entries[*match], o, row));
+    const result_entry& n = fresh.entries[*stand_in];
+    ratios |= b.vs_reference && n.vs_reference;
+    c.rows.push_back(judge(b, n, o, row));
+    if (!match) also_judged_against(c.rows.back(), n.label, fresh.path);
   }
-  for (std::size_t i = 0; i < fresh.entries.size(); ++i)
-    if (!used[i]) c.only_in_new.push_back(fresh.entries[i].key);
+  for (std::size_t i = 0; i < fresh.entries.size(); ++i) {
+    if (used[i]) continue;
+    const result_entry& n = fresh.entries[i];
+    const std::optional<std::size_t> b = first_of(base.entries, n.key);
+    if (!b) {
+      c.only_in_new.push_back(n.label == n.key ? n.key : fmt::format("{} ({})", n.label, n.key));
+      continue;
+    }
+    comparison_row row;
+    row.key = n.key;
+    row.label = n.label;
+    ratios |= base.entries[*b].vs_reference && n.vs_reference;
+    c.rows.push_back(judge(base.entries[*b], n, o, row));
+    also_judged_against(c.rows.back(), base.entries[*b].label, base.path);
+  }
   if (shared == 0)
     throw usage_error(fmt::format("{} and {} share no problem: nothing to compare", base.path, fresh.path));
   if (!c.only_in_new.empty())
