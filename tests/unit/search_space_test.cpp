@@ -161,3 +161,26 @@ TEST(search_space, the_gpu_tests_thin_shapes_get_split_k) {
     }
   }
 }
+
+// A problem's search space names each variant once, on every preset, dtype, family and shape
+// (fp8's 64x128 decode ring was also one of its default tiles: listed, compiled and timed twice,
+// and `--only` of it ran two).
+TEST(search_space, a_problem_space_names_each_variant_once) {
+  std::size_t spaces = 0;
+  for (const device_spec& d : device_presets())
+    for (dtype t : {dtype::f32, dtype::tf32, dtype::f16, dtype::bf16, dtype::e4m3, dtype::e5m2})
+      for (std::int64_t m : {1, 16, 128, 4096}) {
+        gemm_problem p;
+        p.m = m;
+        p.n = p.k = 4096;
+        p.type = t;
+        p.layout = parse_layout("nt");
+        for (kernel_family f : families_for(t)) {
+          std::set<std::string> ids;
+          for (const tile_config& c : problem_search_space(f, p, d))
+            EXPECT_TRUE(ids.insert(c.id()).second) << c.id() << " twice for " << p.describe() << " on " << d.name;
+          ++spaces;
+        }
+      }
+  EXPECT_GT(spaces, 500u);
+}

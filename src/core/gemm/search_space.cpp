@@ -1,5 +1,8 @@
 #include "core/gemm/search_space.hpp"
 
+#include <string>
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 namespace tiletune {
@@ -14,7 +17,10 @@ std::vector<kernel_family> families_for(dtype t) {
 std::vector<tile_config> default_search_space(kernel_family family, dtype t) { return family->default_space(t); }
 
 std::vector<tile_config> problem_search_space(kernel_family family, const gemm_problem& p, const device_spec& d) {
-  return family->problem_space(p, d);
+  std::vector<tile_config> space = family->problem_space(p, d);
+  std::unordered_set<std::string> seen;
+  std::erase_if(space, [&](const tile_config& c) { return !seen.insert(c.id()).second; });
+  return space;
 }
 
 std::optional<constraint_violation> check_constraints(const tile_config& c, const gemm_problem& p,
