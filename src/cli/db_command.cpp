@@ -1,6 +1,6 @@
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -33,12 +33,90 @@ struct db_options {
   std::size_t show_limit = 10;  // show: 0 is all, as for list
 };
 
+// Each result a file holds, with the header its fields default to (a suite's; none for a single result).
+template <typename F>
+void for_each_result(const nlohmann::json& j, F&& each) {
+  if (!j.is_object()) return;
+  if (j.value("schema", "") != "tiletune.gemm-suite/1") {
+    each(j, nlohmann::json());
+    return;
+  }
+  if (j.contains("results") && j["results"].is_array())
+    for (const auto& r : j["results"])
+      if (r.is_object()) each(r, j);
+}
+
+// The problem a result names, for a message ("a result" where it has none readable).
+std::string problem_words(const nlohmann::json& r) {
+  try {
+    return gemm_problem_from_json(r.at("problem")).describe();
+  } catch (const std::exception&) {
+    return "a result";
+  }
+}
+
+// A measured result's recommendation gives the time its variant was measured at: without it the TFLOP/s
+// (db list and export print them) would be checked against the model's predicted_us, and the message
+// would name that figure, not the null one.
+void check_recommended_time(const nlohmann::json& j, const std::string& path) {
+  for_each_result(j, [&](const nlohmann::json& r, const nlohmann::json& header) {
+    const auto& h = r.contains("mode") ? r : header.is_object() ? header : r;
+    if (h.value("mode", nlohmann::json()) != "measured" || !r.contains("recommendation")) return;
+    // (Import leaves out a partial run and a suite's result the database answered: neither is checked here.)
+    if (!partial_run_option(r, header).empty()) return;
+    if (r.contains("tuning_db") && r["tuning_db"].is_object() && r["tuning_db"].value("answered", false)) return;
+    const auto& rec = r["recommendation"];
+    if (!rec.is_object() || (rec.contains("median_us") && !rec["median_us"].is_null())) return;
+    throw usage_error(fmt::format("{}: {}: \"recommendation\": \"median_us\" is {}: a measured result's "
+                                  "recommendation gives the time its variant was measured at",
+                                  path, problem_words(r), rec.contains("median_us") ? "null" : "missing"));
+  });
+}
+
 // A result file, read and checked as compare reads one (a folder, malformed JSON, another kind of
 // file or figures that disagree are refused naming the file).
 nlohmann::json read_result_file(const std::string& path) {
-  nlohmann::json j = read_json_file(path);
+  nlohmann::json j = read_json_file(
+      path, fmt::format("db import reads result files; `tiletune db merge {} --into DB` merges a tuning database "
+                        "into another",
+                        path));
+  check_recommended_time(j, path);
   (void)result_file_from_json(j, path);  // the same checks as compare: figures that are numbers and agree
+  // The run's counts (of variants by status) are counts: compare reads "incorrect" > 0 as a verdict.
+  for_each_result(j, [&](const nlohmann::json& r, const nlohmann::json&) {
+    if (!r.contains("summary") || !r["summary"].is_object()) return;
+    for (const auto& [k, v] : r["summary"].items())
+      if (v.is_number() && v.get<double>() < 0)
+        throw usage_error(fmt::format("{}: {}: \"summary\": \"{}\" is {}, not a count", path, problem_words(r), k,
+                                      v.dump()));
+  });
   return j;
+}
+
+// gemm writes "recommendation": null where no variant ran ok (none is the answer), and one of them
+// wherever any did: anything else would be stored as "no variant could run this problem".
+void check_recommendation(const nlohmann::json& r) {
+  const auto& variants = r.value("variants", nlohmann::json::array());
+  std::size_t ok = 0;
+  std::string first;
+  for (const auto& v : variants)
+    if (v.is_object() && is_ok_variant(v) && ok++ == 0) first = v.value("id", "");
+  if (!r.contains("recommendation"))
+    throw usage_error(fmt::format("{}: no \"recommendation\" field (a tiletune result gives one: null where no "
+                                  "variant ran ok){}; nothing was imported",
+                                  problem_words(r),
+                                  ok ? fmt::format(", and {} variant(s) ran ok, e.g. {}", ok, first) : ""));
+  if (r["recommendation"].is_null() && ok)
+    throw usage_error(fmt::format("{}: \"recommendation\" is null (no variant could run), but {} variant(s) ran ok, "
+                                  "e.g. {}: tiletune recommends one of them; nothing was imported",
+                                  problem_words(r), ok, first));
+}
+
+// The words of --problem as the key spells them: a problem key is lower case ("bf16 nt"), and "BF16 NT"
+// means the same problem, as a --gpu or --dtype in any case does.
+std::string problem_words_lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
 }
 
 // The database file a db subcommand names: its --db, else the default. db list and db calibrate
@@ -60,9 +138,11 @@ void run_import(const db_options& o, run_context& ctx) {
                  gemm_problem_from_json(r.at("problem")).describe(), why);
       return;
     }
+    tuning_record record = record_from_result(r, header);  // (first: a plan is refused as one)
+    check_recommendation(r);
     // A recommended variant that failed its check (an edited file: tiletune never recommends one)
     // would be exported as the answer.
-    const std::string recommended = r.value("recommendation", nlohmann::json::object()).value("id", "");
+    const std::string recommended = r["recommendation"].is_object() ? r["recommendation"].value("id", "") : "";
     for (const auto& v : r.value("variants", nlohmann::json::array()))
       if (v.is_object() && !recommended.empty() && v.value("id", "") == recommended && is_incorrect_variant(v))
         throw usage_error(fmt::format("{}: the recommended variant {} is incorrect (status {}, max_rel_error {}, "
@@ -71,7 +151,7 @@ void run_import(const db_options& o, run_context& ctx) {
                                       v.value("status", nlohmann::json()).dump(),
                                       v.value("max_rel_error", nlohmann::json()).dump(),
                                       v.value("error_bound", nlohmann::json()).dump()));
-    records.push_back(record_from_result(r, header));
+    records.push_back(std::move(record));
   };
   // Read every file first: a bad one stops the import before anything is stored.
   for (const auto& path : o.inputs) {
@@ -95,32 +175,28 @@ void run_import(const db_options& o, run_context& ctx) {
   refuse_read_only(file_to_read(o), "--db");
   const auto db = open_tuning_db(o.file, false);
   db->keep_full_results(o.full);
-  // A stored record as well verified and at least as new stays, whatever the files' order. Results
-  // of one problem and setup in several of the files leave one record: say so, or the count of
-  // imported results reads as records added.
-  std::size_t repeated = 0;
-  std::set<std::string> keys;
-  for (const auto& r : records) {
-    const tuning_key& k = r.key;
-    repeated += keys.insert(fmt::format("{}|{}|{}|{}|{}|{}", k.device_model, k.driver, k.cuda, k.tool_version,
-                                        k.compiler, tuning_problem_key(k.problem)))
-                        .second
-                    ? 0
-                    : 1;
-  }
+  // Results of one problem and setup in several of the files leave one record, the one the database
+  // would keep of them (the better-verified, then the newer, whatever the files' order): say so, or the
+  // count of imported results reads as records added, and the others as stored records kept.
   // One transaction: every file's records, or none of them.
-  const std::size_t stored = db->store_all_if_better(records);
-  const std::size_t kept = records.size() - stored;
+  const tuning_db::store_outcome done = db->store_all_if_better(records);
   std::string also;
-  if (kept)
-    also += fmt::format("; {} kept the stored record, as well verified, at least as new and holding as much{}", kept,
-                        o.full ? " (--full keeps the rows of the records it stores only: not of these)" : "");
-  if (repeated)
+  if (done.better_verified)
+    also += fmt::format("; {} kept the stored record, better verified{}", done.better_verified,
+                        done.better_verified_older == done.better_verified ? " though older than the file's result"
+                        : done.better_verified_older
+                            ? fmt::format(" ({} of them older than the file's result)", done.better_verified_older)
+                            : " and at least as new");
+  if (done.newer) also += fmt::format("; {} kept the stored record, as well verified and newer", done.newer);
+  if (done.as_new)
+    also += fmt::format("; {} kept the stored record, as well verified, as new and holding as much", done.as_new);
+  if (done.kept() && o.full) also += " (--full keeps the rows of the records it stores only: not of these)";
+  if (done.repeated)
     also += fmt::format("; {} of the same problem and setup as another result here: the database keeps one record "
                         "each (the better-verified, then the newer), {} record(s) from these files",
-                        repeated, keys.size());
+                        done.repeated, records.size() - done.repeated);
   if (partial) also += fmt::format("; {} partial run(s) left out", partial);
-  fmt::print("imported {} measured result(s) from {} file(s) into {}{}\n", stored, o.inputs.size(),
+  fmt::print("imported {} measured result(s) from {} file(s) into {}{}\n", done.stored, o.inputs.size(),
              db->file().string(), also);
   ctx.exit_code = exit_ok;
 }
@@ -144,7 +220,7 @@ void run_list(const db_options& o, run_context& ctx) {
     return;
   }
   const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read, tuning_db::page_check::as_read);
-  const tuning_filter filter{gpu_filter(o.gpu, db.get()), o.problem, o.since, o.limit};
+  const tuning_filter filter{gpu_filter(o.gpu, db.get()), problem_words_lower(o.problem), o.since, o.limit};
   // Rows are streamed: a table or JSON of the newest few reads only those.
   const std::size_t total = db->count(filter);
   if (o.json) {
@@ -191,7 +267,8 @@ void run_show(const db_options& o, run_context& ctx) {
   if (!std::filesystem::exists(path, ec))
     throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
   const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read, tuning_db::page_check::as_read);
-  const auto records = db->records({gpu_filter(o.gpu, db.get()), o.problem, o.since, o.show_limit});
+  const auto records =
+      db->records({gpu_filter(o.gpu, db.get()), problem_words_lower(o.problem), o.since, o.show_limit});
   if (o.json) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},
                           {"records", nlohmann::json::array()}};
@@ -327,9 +404,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   list->add_option("--db", o->file, "The database file");
   list->add_option("--problem", o->problem,
-                   "Only problems with these words, as db list prints a problem (\"1024x1024x1024 batch 8 bf16 nt "
-                   "alpha 0.5 beta 1\") or as its key reads (\"1024x1024x1024 b8 bf16 nt a0.5 b1\"); any of them, "
-                   "e.g. \"bf16 nt\"");
+                   "Only problems with all of these words, in any case, as db list prints a problem (\"1024x1024x1024 "
+                   "batch 8 bf16 nt alpha 0.5 beta 1\") or as its key reads (\"1024x1024x1024 b8 bf16 nt a0.5 b1\"): "
+                   "e.g. \"bf16 nt\", each bf16 problem of layout nt");
   list->add_option("--since", o->since, "Only records measured at or after this date (ISO 8601, e.g. 2026-11-01)")
       ->check(iso_date);
   list->add_option("--limit", o->limit, "At most this many, the newest (0: all)")
@@ -341,7 +418,8 @@ void add_db_command(CLI::App& app, run_context& ctx) {
                                            "where gemm --db-full kept them)");
   show->add_option("--problem", o->problem,
                    "The problem: its words as db list prints it, e.g. \"4096x4096x4096 bf16 nt\" or "
-                   "\"1024x1024x1024 batch 8 bf16 nt\" (or as its key reads: b8 for batch 8)")
+                   "\"1024x1024x1024 batch 8 bf16 nt\" (or as its key reads: b8 for batch 8); every record whose "
+                   "problem has all of the words, in any case")
       ->required();
   show->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
   show->add_option("--db", o->file, "The database file");

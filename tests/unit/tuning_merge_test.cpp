@@ -268,6 +268,11 @@ TEST(tuning_merge, refuses_a_damaged_foreign_or_other_schema_database_and_leaves
                nullptr);
   sqlite3_close(h);
   expect_refused({good, newer}, out, newer);
+  try {  // db merge has no --db: the message names none
+    merge_tuning_dbs({good, newer}, out);
+  } catch (const environment_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("--db"), std::string::npos) << e.what();
+  }
   // Whole pages, but a stored record or calibration that does not decompress: refused before the
   // target is opened, so a missing target is not created.
   for (const char* column : {"record", "calibration"}) {

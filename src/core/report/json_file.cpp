@@ -13,7 +13,7 @@
 
 namespace tiletune {
 
-nlohmann::json read_json_file(const std::filesystem::path& path) {
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& sqlite_advice) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(st)) throw usage_error(fmt::format("{}: no such file", path.string()));
@@ -36,6 +36,11 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
     if (starts(mark))
       throw usage_error(fmt::format("{}: is {} text (it starts with a byte-order mark); save it as UTF-8", path.string(),
                                     name));
+  // An SQLite database (a tuning database given where a JSON file goes): its header's NUL is at byte
+  // 16, past where the parser stops at the "S", so it would read as malformed JSON.
+  if (starts("SQLite format 3\0"sv))
+    throw usage_error(fmt::format("{}: is an SQLite database (a tuning database?), not a JSON file{}", path.string(),
+                                  sqlite_advice.empty() ? "" : ": " + sqlite_advice));
   // nlohmann's parser and destructor recurse per level: a file of a few KB of
   // brackets would overflow the stack. Nothing tiletune reads nests past a few levels.
   constexpr int max_depth = 256;

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/compile/compile_cache.hpp"
 #include "core/errors.hpp"
+#include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/plan_mode.hpp"
 
@@ -170,7 +172,7 @@ int check_or_create_schema(sqlite3* db, const fs::path& file, bool existing) {
     if (have == fmt::format("{}/1", schema_name)) return 1;
     if (have != want)
       throw environment_error(fmt::format("tuning database {} has schema {}, this tiletune reads {}; give another "
-                                          "file with --db FILE",
+                                          "database file (a tiletune of its version reads it)",
                                           file.string(), have, want));
   } else if (existing) {
     throw environment_error(fmt::format("{} is not a tiletune tuning database (no schema recorded)", file.string()));
@@ -379,23 +381,46 @@ int tuning_db::detail_given(const tuning_record& r) const {
   return keep_full_ ? 2 : 1;
 }
 
-bool tuning_db::store_if_better(const tuning_record& r) { return store_all_if_better({r}) == 1; }
+bool tuning_db::store_if_better(const tuning_record& r) { return store_all_if_better({r}).stored == 1; }
 
-std::size_t tuning_db::store_all_if_better(const std::vector<tuning_record>& records) {
+tuning_db::store_outcome tuning_db::store_all_if_better(const std::vector<tuning_record>& records) {
+  store_outcome out;
+  // Whether a replaces b (b holding b_detail): better verified, then newer, then holding more.
+  auto replaces = [](const tuning_record& a, int a_detail, const tuning_record& b, int b_detail) {
+    return better_record(a, b) || (!better_record(b, a) && a_detail > b_detail);
+  };
+  std::vector<const tuning_record*> best;  // per key, in the order first given
+  std::unordered_map<std::string, std::size_t> of_key;
+  for (const auto& r : records) {
+    const tuning_key& k = r.key;
+    const auto [at, first] = of_key.emplace(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", k.device_model, k.driver,
+                                                        k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)),
+                                            best.size());
+    if (first) {
+      best.push_back(&r);
+    } else {
+      ++out.repeated;
+      if (replaces(r, detail_given(r), *best[at->second], detail_given(*best[at->second]))) best[at->second] = &r;
+    }
+  }
   if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot lock it");
   try {
-    std::size_t stored = 0;
-    for (const auto& r : records) {
-      // (The transaction reads its own writes: a later record of the same key meets an earlier one.)
-      const auto held = find(r.key);
-      if (held && !better_record(r, *held) &&
-          (better_record(*held, r) || detail_given(r) <= detail_held(r.key)))
-        continue;
-      bind_and_step(r);
-      ++stored;
+    for (const tuning_record* r : best) {
+      const auto held = find(r->key);
+      if (!held || replaces(*r, detail_given(*r), *held, detail_held(r->key))) {
+        bind_and_step(*r);
+        ++out.stored;
+      } else if (verification_rank(*held) != verification_rank(*r)) {
+        ++out.better_verified;
+        out.better_verified_older += canonical_iso_date(held->measured_at) < canonical_iso_date(r->measured_at);
+      } else if (canonical_iso_date(held->measured_at) != canonical_iso_date(r->measured_at)) {
+        ++out.newer;
+      } else {
+        ++out.as_new;
+      }
     }
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) fail("cannot commit");
-    return stored;
+    return out;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;

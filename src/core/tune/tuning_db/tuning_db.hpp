@@ -137,8 +137,17 @@ class tuning_db {
   // Returns whether r was stored.
   bool store_if_better(const tuning_record& r);
   // The same for every record, in one transaction: all of them looked at and stored, or none (a
-  // record that cannot be stored leaves the database as it was). Returns how many were stored.
-  std::size_t store_all_if_better(const std::vector<tuning_record>& records);
+  // record that cannot be stored leaves the database as it was). Of the records given for one key,
+  // the best (by the same rule; the first on a tie) meets the stored one.
+  struct store_outcome {
+    std::size_t stored = 0;    // keys whose record was written
+    std::size_t repeated = 0;  // records given beside another of their key: one record is kept per key
+    // Keys whose stored record stayed, by why: better verified (of them, older than the best given),
+    // as well verified and newer, as well verified, as new and holding as much.
+    std::size_t better_verified = 0, better_verified_older = 0, newer = 0, as_new = 0;
+    std::size_t kept() const { return better_verified + newer + as_new; }
+  };
+  store_outcome store_all_if_better(const std::vector<tuning_record>& records);
   // db merge: every input's rows into this database in one transaction that
   // holds its write lock (BEGIN IMMEDIATE); per key the better_record stays,
   // the one read first on a tie (this database's own first, then the inputs in
