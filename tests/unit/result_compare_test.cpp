@@ -493,3 +493,19 @@ TEST(compare, absolute_without_ratios_is_said_to_have_no_effect) {
   EXPECT_TRUE(has_note(compare(predicted, predicted, absolute)));
   EXPECT_FALSE(has_note(compare(predicted, predicted)));
 }
+
+// A run's summary holds counts: a negative one (a damaged or edited file) is refused by every
+// reader of result files (compare, check's baseline, report, db import), naming it.
+TEST(compare, a_negative_summary_count_is_refused_naming_it) {
+  auto damaged = suite({{16, 0.8, 100}});
+  damaged["results"][0]["summary"] = {{"ok", 1}, {"incorrect", -1}};
+  try {
+    result_file_from_json(damaged, "base.json");
+    FAIL() << "read a negative count";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"summary\": \"incorrect\" is -1, not a count"), std::string::npos)
+        << e.what();
+  }
+  damaged["results"][0]["summary"]["incorrect"] = 0;
+  EXPECT_NO_THROW(result_file_from_json(damaged, "base.json"));
+}

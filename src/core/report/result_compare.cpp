@@ -256,6 +256,11 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
   check_field(r, "recommendation", t::object, true, where);
   check_field(r, "reference", t::object, true, where);
   check_field(r, "summary", t::object, false, where);
+  // The run's counts of variants by status: compare reads "incorrect" > 0 as a verdict.
+  if (r.contains("summary") && r["summary"].is_object())
+    for (const auto& [k, v] : r["summary"].items())
+      if (v.is_number() && !(v.get<double>() >= 0))
+        throw usage_error(fmt::format("{}: \"summary\": \"{}\" is {}, not a count", where, k, v.dump()));
   check_field(r, "search", t::object, false, where);
   if (r.contains("problem")) {
     const std::string in = where + ": \"problem\"";
