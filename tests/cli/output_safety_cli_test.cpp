@@ -74,6 +74,24 @@ result run_with_stdout(const std::string& out, std::vector<std::string> args) {
   return {code, "", slurp(err)};
 }
 
+// Starts tiletune with stdout the write end of the pipe fds (its read end closed in the child)
+// and stderr into err.
+pid_t spawn_into_pipe(std::vector<std::string> args, const int fds[2], const fs::path& err) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (fds[0] >= 0) close(fds[0]);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fds[1], 1);
+    dup2(e, 2);
+    std::vector<char*> argv{const_cast<char*>(binary_path())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary_path(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST(output_safety_cli, a_read_only_output_is_refused_with_exit_3_and_kept_mode_and_all) {
@@ -406,19 +424,9 @@ TEST(output_safety_cli, a_pipe_closed_by_its_reader_fails_quietly) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     close(fds[0]);  // the reader has gone before the first write
+    fds[0] = -1;
     const fs::path err = in.dir / "stderr";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fds[1], 1);
-      dup2(e, 2);
-      std::vector<std::string> a = args;
-      std::vector<char*> argv{const_cast<char*>(binary_path())};
-      for (auto& s : a) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      execv(binary_path(), argv.data());
-      _exit(127);
-    }
+    const pid_t pid = spawn_into_pipe(args, fds, err);
     close(fds[1]);
     EXPECT_EQ(wait_code(pid), 3) << joined(args);
     EXPECT_EQ(slurp(err), "") << joined(args);
@@ -438,19 +446,7 @@ TEST(output_safety_cli, output_that_fits_the_pipe_exits_0_when_its_reader_takes_
   for (int attempt = 0; attempt < 10; ++attempt) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
-      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fds[1], 1);
-      dup2(e, 2);
-      std::vector<std::string> a = args;
-      std::vector<char*> argv{const_cast<char*>(binary_path())};
-      for (auto& s : a) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      execv(binary_path(), argv.data());
-      _exit(127);
-    }
+    const pid_t pid = spawn_into_pipe(args, fds, err);
     close(fds[1]);
     char c = 0;  // head -1: the first line, then the pipe closed
     while (read(fds[0], &c, 1) == 1 && c != '\n') {
