@@ -257,7 +257,7 @@ void run_show(const db_options& o, run_context& ctx) {
   const auto path = file_to_read(o);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", path.string()));
+    throw usage_error(fmt::format("{}: no tuning database there (nothing measured yet)", db_named(path, o.file)));
   const auto db = open_tuning_db(path.string(), false, tuning_db::open_mode::read, tuning_db::page_check::as_read);
   const auto records =
       db->records({gpu_filter(o.gpu, db.get()), problem_words_lower(o.problem), o.since, o.show_limit});
@@ -297,7 +297,7 @@ void run_vacuum(const db_options& o, run_context& ctx) {
   check_db_path(path, o.file);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    throw usage_error(fmt::format("--db {}: no tuning database there", path.string()));
+    throw usage_error(fmt::format("{}: no tuning database there", db_named(path, o.file)));
   refuse_read_only(path, "--db");
   const auto before = std::filesystem::file_size(path, ec);
   tuning_db db(path, tuning_db::open_mode::existing);  // an older schema is upgraded first
@@ -312,7 +312,8 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   if (!o.out.empty()) check_output_path(o.out, "--out", {{"--db", file_to_read(o)}});
   std::error_code ec;
   if (!std::filesystem::exists(file_to_read(o), ec))
-    throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file_to_read(o).string()));
+    throw usage_error(
+        fmt::format("{}: no tuning database there (nothing measured yet)", db_named(file_to_read(o), o.file)));
   const auto db = open_tuning_db(file_to_read(o).string(), false, tuning_db::open_mode::read);
   const std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
   if (results.empty()) {

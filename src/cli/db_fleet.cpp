@@ -59,7 +59,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   check_db_path(file, given);
   std::error_code ec;
   if (!fs::exists(file, ec))
-    throw usage_error(fmt::format("--db {}: no tuning database there (nothing measured yet)", file.string()));
+    throw usage_error(fmt::format("{}: no tuning database there (nothing measured yet)", db_named(file, given)));
   const tuning_db db(file, tuning_db::open_mode::read);
   const auto best = db.best_per_problem(gpu_filter(o.gpu, &db));
   const std::string date = utc_now_iso();

@@ -20,6 +20,11 @@ void check_db_path(const std::filesystem::path& path, const std::string& named) 
     throw usage_error(fmt::format("--db {}: the folder {} does not exist", named, given.parent_path().string()));
 }
 
+std::string db_named(const std::filesystem::path& path, const std::string& named) {
+  return named.empty() ? fmt::format("the default tuning database {} (no --db given)", path.string())
+                       : fmt::format("--db {}", path.string());
+}
+
 std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off, tuning_db::open_mode mode,
                                           tuning_db::page_check check) {
   if (off) return nullptr;

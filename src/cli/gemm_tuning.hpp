@@ -24,6 +24,9 @@ std::unique_ptr<tuning_db> open_tuning_db(const std::string& file, bool off,
 // file. Checked where the file is opened, and where a missing file reads as an empty database; a
 // device or FIFO there is refused by tuning_db itself (exit 3, docs/guarantees.md).
 void check_db_path(const std::filesystem::path& path, const std::string& named);
+// How a message names the database a command reads: "--db FILE" where the user gave one (named),
+// else "the default tuning database FILE (no --db given)".
+std::string db_named(const std::filesystem::path& path, const std::string& named);
 
 // The GPU model a record is filed under: the preset's name, else the GPU's own.
 std::string device_model_of(const device_spec& d);

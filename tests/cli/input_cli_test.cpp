@@ -928,3 +928,22 @@ TEST(input, an_option_another_switches_off_is_said_to_have_no_effect) {
   EXPECT_EQ(predict.code, 0) << predict.err;
   EXPECT_NE(predict.out.find("--predict has no effect: a plan for --gpu h100-sxm is predicted anyway"), std::string::npos);
 }
+
+// A db command reading the default database where none exists names it as the default, not as
+// a --db the user never gave (every command that reads one: list says 0 records and exits 0).
+TEST(input_cli, a_missing_default_database_is_named_as_the_default_not_as_a_db_option) {
+  const fs::path cache = tmp_dir() / "no-default-db-cache";
+  fs::remove_all(cache);
+  for (const std::string& command : {"db show --problem bf16", "db export", "db calibrate --gpu h100-sxm"}) {
+    const std::string script =
+        "export XDG_CACHE_HOME='" + cache.string() + "' && exec '" + binary_path() + "' " + command;
+    const result r = run_program("/bin/sh", {"-c", script});
+    EXPECT_EQ(r.code, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("the default tuning database"), std::string::npos) << command << ": " << r.err;
+    EXPECT_EQ(r.err.find("tiletune: --db "), std::string::npos) << command << ": " << r.err;
+  }
+  // Named with --db, it is named so.
+  const result named = run({"db", "show", "--problem", "bf16", "--db", (cache / "none.sqlite3").string()});
+  EXPECT_EQ(named.code, 2);
+  EXPECT_NE(named.err.find("tiletune: --db "), std::string::npos) << named.err;
+}
