@@ -36,6 +36,17 @@ inline std::string limit_clause(std::size_t n) {
 constexpr const char* key_clause =
     "device_model = ?1 AND driver = ?2 AND cuda = ?3 AND tool_version = ?4 AND compiler = ?5 AND problem = ?6";
 
+// One record's key as one string (the six key columns in key_clause's order, joined by a byte
+// no field holds): how an import and a merge tell records of the same key apart in memory.
+inline std::string joined_key(const std::string (&columns)[6]) {
+  std::string k;
+  for (int i = 0; i < 6; ++i) {
+    if (i) k += '\x1f';
+    k += columns[i];
+  }
+  return k;
+}
+
 inline void bind_blob(sqlite3_stmt* s, int i, const std::string& bytes) {
   sqlite3_bind_blob(s, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
 }

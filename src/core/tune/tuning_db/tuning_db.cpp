@@ -393,9 +393,9 @@ tuning_db::store_outcome tuning_db::store_all_if_better(const std::vector<tuning
   std::unordered_map<std::string, std::size_t> of_key;
   for (const auto& r : records) {
     const tuning_key& k = r.key;
-    const auto [at, first] = of_key.emplace(fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", k.device_model, k.driver,
-                                                        k.cuda, k.tool_version, k.compiler, tuning_problem_key(k.problem)),
-                                            best.size());
+    const std::string columns[6] = {k.device_model, k.driver, k.cuda, k.tool_version, k.compiler,
+                                    tuning_problem_key(k.problem)};
+    const auto [at, first] = of_key.emplace(sqlite::joined_key(columns), best.size());
     if (first) {
       best.push_back(&r);
     } else {

@@ -23,14 +23,11 @@ constexpr const char* all_columns =
 constexpr int column_count = 18;
 constexpr int measured_at_column = 8, verified_column = 12, calibration_column = 16, full_column = 17;
 
+// The key of the row a statement stands on, its first six columns in key_clause's order.
 std::string record_key_of(sqlite3_stmt* s) {
-  // The six key columns joined by a byte no field holds.
-  std::string k;
-  for (int i = 0; i < 6; ++i) {
-    if (i) k += '\x1f';
-    k += column_text(s, i);
-  }
-  return k;
+  std::string columns[6];
+  for (int i = 0; i < 6; ++i) columns[i] = column_text(s, i);
+  return sqlite::joined_key(columns);
 }
 
 }  // namespace
