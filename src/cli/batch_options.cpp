@@ -136,7 +136,8 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
   cmd->add_option("--expert-parallel", o->expert_parallel,
                   "MoE models: GPUs the routed experts are split over, dividing --world-size and the experts (default: 1, "
                   "none, as every framework's default: transformers' Trainer splits no experts, torchtitan's "
-                  "expert_parallel_degree and Megatron-LM's --expert-model-parallel-size are 1)");
+                  "expert_parallel_degree and Megatron-LM's --expert-model-parallel-size are 1); refused above 1 "
+                  "under hf, deepspeed, litgpt and composer, which split none");
   cmd->add_option("--tensor-parallel", o->tensor_parallel,
                   "Megatron-LM tensor parallelism over T GPUs of a node: each holds 1/T of every block's heads, "
                   "MLP width and the vocabulary; 4 all-reduces of the layer's activation per layer and micro-batch "
@@ -169,7 +170,8 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                   "quantize.linear.float8: dynamic per-tensor scales, e4m3 forward GEMMs, e5m2 x e4m3 gradient GEMMs) "
                   "or rowwise (its rowwise recipe: every GEMM e4m3 with a scale per row and column, each tensor cast "
                   "along both axes, an fp8 copy of each linear's input kept for backward); the casts counted, the LM "
-                  "head in bf16. Needs --precision bf16 or bf16-mixed and a GPU with fp8 tensor cores")
+                  "head in bf16. Needs --precision bf16 or bf16-mixed, a GPU with fp8 tensor cores and --framework "
+                  "fsdp2 or torchtune (the others run no torchao float8)")
       ->capture_default_str();
   cmd->add_flag("--fp8-all-gather", o->fp8_all_gather,
                 "With --fp8 tensorwise and --zero 3 (FSDP): the fp8 linears' weights all-gathered in fp8, one byte "

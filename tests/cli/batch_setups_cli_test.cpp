@@ -205,6 +205,14 @@ TEST(batch_setups, qlora_stores_the_base_in_nf4) {
   ASSERT_FALSE(p["model_load"].is_null());
   EXPECT_EQ(p["model_load"]["quantization_config"]["bnb_4bit_quant_type"], "nf4");
   EXPECT_TRUE(p["model_load"]["quantization_config"]["bnb_4bit_use_double_quant"].get<bool>());
+  EXPECT_FALSE(p["model_load"]["quantization_config"].contains("bnb_4bit_quant_storage"));
+  // ZeRO-3 shards the 4-bit base only stored in the model's dtype (peft's ZeRO-3 QLoRA guide): the plan's
+  // sharded base is what loads.
+  const nlohmann::json zero3 = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
+                                          "--no-db", "--json"},
+                                         {"--quantize", "nf4", "--zero", "3", "--world-size", "8"});
+  EXPECT_EQ(zero3["model_load"]["quantization_config"]["bnb_4bit_quant_storage"], zero3["model_load"]["torch_dtype"]);
+  EXPECT_EQ(zero3["model_load"]["torch_dtype"], "bfloat16");
   const nlohmann::json plain = plan_with({"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--lora-rank", "16",
                                           "--no-db", "--json"}, {});
   EXPECT_EQ(plain["setup"]["quantize"], "none");
@@ -321,7 +329,7 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   EXPECT_NE(help.out.find("--fp8"), std::string::npos);
   const std::vector<std::string> llama = {"batch", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--seq-len", "4096",
                                           "--micro-batch", "1", "--precision", "bf16-mixed", "--world-size", "8",
-                                          "--zero", "3", "--no-db", "--json"};
+                                          "--zero", "3", "--framework", "fsdp2", "--no-db", "--json"};
   const nlohmann::json fp8 = plan_with(llama, {"--fp8", "tensorwise"}), bf16 = plan_with(llama, {});
   EXPECT_EQ(fp8["setup"]["fp8"], "tensorwise");
   EXPECT_FALSE(bf16["setup"].contains("fp8"));
@@ -329,9 +337,16 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   ASSERT_TRUE(fp8["recommendation"].is_object()) << fp8.dump(1).substr(0, 2000);
   EXPECT_GT(fp8["recommendation"]["tokens_per_s"].get<double>(), bf16["recommendation"]["tokens_per_s"].get<double>());
   EXPECT_NE(fp8["notes"].dump().find("fp8 linears (--fp8 tensorwise"), std::string::npos);
-  expect_refusal({"--model", "llama-3-8b", "--fp8", "tensorwise", "--precision", "fp16-mixed"},
-                 "--precision bf16 or bf16-mixed, not fp16-mixed");
-  const result a100 = run({"batch", "--model", "llama-3-8b", "--fp8", "tensorwise", "--gpu", "a100-sxm-80gb", "--no-db"});
+  // torchao's float8 linears as torchtitan (and torchtune) run them: the Trainer's and DeepSpeed's configs hold no
+  // fp8 setting (they had been planned 1.2x faster and trained bf16), Composer's and LitGPT's fp8 is Transformer
+  // Engine's.
+  for (const char* framework : {"hf", "deepspeed", "composer", "litgpt"})
+    expect_refusal({"--model", "llama-3-8b", "--fp8", "tensorwise", "--framework", framework},
+                   std::string("--framework ") + framework + " --fp8 tensorwise: --fp8 plans torchao's float8 training");
+  expect_refusal({"--model", "llama-3-8b", "--fp8", "tensorwise", "--framework", "fsdp2", "--precision", "fp32"},
+                 "--precision bf16 or bf16-mixed, not fp32");
+  const result a100 = run({"batch", "--model", "llama-3-8b", "--fp8", "tensorwise", "--framework", "fsdp2", "--gpu",
+                           "a100-sxm-80gb", "--no-db"});
   EXPECT_EQ(a100.code, 2);
   EXPECT_NE(a100.err.find("needs fp8 tensor cores (sm_89 and later); the NVIDIA A100"), std::string::npos) << a100.err;
   expect_refusal({"--model", "llama-3-8b", "--fp8", "blockwise"},
@@ -349,7 +364,8 @@ TEST(batch_setups, fp8_linears_speed_up_the_step_and_keep_the_memory) {
   const nlohmann::json gathered = plan_with(llama, {"--fp8", "tensorwise", "--fp8-all-gather"});
   EXPECT_EQ(gathered["setup"]["fp8_all_gather"], true);
   EXPECT_NE(gathered["notes"].dump().find("--fp8-all-gather"), std::string::npos);
-  expect_refusal({"--model", "llama-3-8b", "--fp8", "rowwise", "--fp8-all-gather", "--zero", "3", "--world-size", "8"},
+  expect_refusal({"--model", "llama-3-8b", "--fp8", "rowwise", "--fp8-all-gather", "--zero", "3", "--world-size", "8",
+                  "--framework", "fsdp2"},
                  "--fp8 tensorwise and --zero 3, not --fp8 rowwise and --zero 3");
 }
 

@@ -14,16 +14,28 @@ namespace {
 const std::string mixtral = std::string(TILETUNE_SOURCE_DIR) + "/tests/fuzz/seeds/model_config/mixtral-8x7b.json";
 }  // namespace
 
-TEST(batch_moe, mixtral_on_eight_gpus_writes_its_memory_terms) {
-  const result r = run({"batch", "--model", mixtral, "--gpu", "h100-sxm", "--seq-len", "2048", "--world-size", "8",
-                        "--zero", "3", "--expert-parallel", "8", "--optimizer", "adamw-8bit", "--global-batch", "64",
-                        "--json"});
+// Experts split over 8 GPUs as torchtitan splits them (expert_parallel_degree); the Trainer and DeepSpeed,
+// whose emitted configs split none, refuse it (it had been planned, the configs running every expert gathered).
+TEST(batch_moe, mixtral_on_sixteen_gpus_writes_its_memory_terms) {
+  const result r = run({"batch", "--model", mixtral, "--gpu", "h100-sxm", "--seq-len", "2048", "--world-size", "16",
+                        "--zero", "3", "--expert-parallel", "8", "--framework", "fsdp2", "--checkpointing", "auto",
+                        "--global-batch", "64", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["memory"]["expert_parallel"], 8);
   EXPECT_GT(j["memory"]["weights_bytes"].get<double>(), 0);
   EXPECT_EQ(j["model"]["moe"]["experts_per_token"], 2);
   EXPECT_FALSE(j["recommendation"].is_null());
+  for (const char* framework : {"hf", "deepspeed", "litgpt", "composer"}) {
+    const result refused = run({"batch", "--model", mixtral, "--gpu", "h100-sxm", "--seq-len", "2048", "--world-size",
+                                "16", "--zero", "3", "--expert-parallel", "8", "--framework", framework, "--checkpointing",
+                                "on", "--global-batch", "64", "--json"});
+    EXPECT_EQ(refused.code, 2) << framework;
+    EXPECT_TRUE(refused.out.empty()) << framework;
+    EXPECT_NE(refused.err.find(std::string("--framework ") + framework + " --expert-parallel 8: "), std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("splits no experts"), std::string::npos) << refused.err;
+  }
 }
 
 TEST(batch_moe, mixtral_on_one_gpu_says_what_would_fit) {

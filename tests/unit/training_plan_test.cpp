@@ -64,6 +64,19 @@ TEST(memory, optimizers) {
   for (const auto& t : weight_tensors(s.model)) elements += (t.cols > 1 ? t.rows + t.cols : t.rows) * t.count;
   EXPECT_EQ(estimate_memory(s).optimizer_bytes, 4 * elements);
   EXPECT_LT(estimate_memory(s).optimizer_bytes, gpt2_params / 50);
+  // Under DeepSpeed's ZeRO (and its 16-bit optimizers) the optimizer steps flat 1-D partitions of the
+  // fp32 masters, which transformers' Adafactor does not factor: a full fp32 second moment beside the
+  // master, 8 bytes an element of the rank's shard (it had been counted factored, about 4).
+  s = plan_setup("gpt2", 1024);
+  s.optimizer = optimizer_kind::adafactor;
+  s.world_size = 8;
+  for (int stage : {1, 2, 3}) {
+    s.zero_stage = stage;
+    EXPECT_EQ(estimate_memory(s).optimizer_bytes, 8 * gpt2_params / 8) << "stage " << stage;
+  }
+  s.zero_stage = 0;
+  s.framework = training_framework::deepspeed;  // its bf16 optimizer flattens too
+  EXPECT_EQ(estimate_memory(s).optimizer_bytes, 8 * gpt2_params);
 }
 
 TEST(memory, zero_shards_over_the_world) {
@@ -823,6 +836,7 @@ TEST(plan, a_given_micro_batch_is_planned_as_it_is) {
   ASSERT_TRUE(plan.recommended);
   // One that cannot fit on an L4 (24 GB): no recommendation, and the note says why.
   s.micro_batch = 256;
+  s.global_batch = 512;
   const auto big = plan_batch(s, find_preset("l4"));
   EXPECT_FALSE(big.recommended);
   bool said = false;
@@ -832,6 +846,18 @@ TEST(plan, a_given_micro_batch_is_planned_as_it_is) {
   EXPECT_TRUE(said);
   s.micro_batch = 0;
   EXPECT_THROW(plan_batch(s, find_preset("l4")), usage_error);
+  // More samples a step than the global batch: refused (it had been planned at a global batch of 256).
+  s.micro_batch = 256;
+  s.global_batch = 48;
+  try {
+    plan_batch(s, find_preset("h100-sxm"));
+    ADD_FAILURE() << "--micro-batch 256 with --global-batch 48 was planned";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--micro-batch 256 on 1 data-parallel rank(s) is 256 samples a step, more "
+                                         "than --global-batch 48: pass --micro-batch 48 or less"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(plan, an_activation_counted_as_one_op_that_is_several_says_so) {

@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_precision.hpp"
 #include "core/train/zero_buffers.hpp"
 
@@ -439,6 +440,36 @@ void refuse_unsupported_setup(const training_setup& s) {
                                   "casts and kept tensors are its own and not modelled: plan it with --framework "
                                   "fsdp2, or without --fp8",
                                   to_string(s.fp8)));
+  // The other frameworks' fp8 is not torchao's float8 linears, or none of their configs sets it: the
+  // Trainer's arguments and DeepSpeed's config have no fp8 key (Accelerate configures its own fp8 at
+  // launch), Composer's amp_fp8 and LitGPT's transformer-engine precision are Transformer Engine's.
+  if (s.fp8 != fp8_recipe::none && f != training_framework::fsdp2 && f != training_framework::torchtune &&
+      f != training_framework::megatron)
+    throw usage_error(fmt::format(
+        "--framework {} --fp8 {}: --fp8 plans torchao's float8 training as torchtitan runs it (torchtune's "
+        "enable_fp8_training likewise); {}: plan it with --framework fsdp2 or torchtune, or without --fp8",
+        name, to_string(s.fp8),
+        f == training_framework::hf || f == training_framework::deepspeed
+            ? "the Trainer's arguments and DeepSpeed's config the plan emits hold no fp8 setting, so they would train "
+              "bf16 at bf16's speed"
+            : f == training_framework::composer ? "Composer's fp8 (precision amp_fp8) is Transformer Engine's, not modelled"
+                                                : "LitGPT's fp8 (precision transformer-engine) is Transformer Engine's, not modelled"));
+  // Expert parallelism is torchtitan's expert_parallel_degree and Megatron-LM's
+  // --expert-model-parallel-size: the Trainer splits no experts (DeepSpeed's expert parallelism runs
+  // only its own deepspeed.moe layers, which transformers' MoE blocks are not), nor do LitGPT and Composer.
+  if (expert_parallel_degree(s) > 1 && f != training_framework::fsdp2 && f != training_framework::megatron &&
+      f != training_framework::torchtune)
+    throw usage_error(fmt::format(
+        "--framework {} --expert-parallel {}: {} splits no experts over GPUs{}: plan expert parallelism with "
+        "--framework fsdp2 (torchtitan's expert_parallel_degree) or megatron (--expert-model-parallel-size), or "
+        "without --expert-parallel",
+        name, expert_parallel_degree(s),
+        f == training_framework::hf ? "transformers' Trainer" : f == training_framework::deepspeed ? "DeepSpeed"
+                                    : f == training_framework::litgpt ? "LitGPT" : "Composer",
+        f == training_framework::deepspeed || f == training_framework::hf
+            ? " (DeepSpeed's expert parallelism runs its own deepspeed.moe layers only, which transformers' MoE "
+              "blocks are not)"
+            : ""));
   const char* offered = f == training_framework::fsdp2
                             ? "bf16-mixed, bf16 and fp32 (mixed_precision_param bfloat16 or float32; training.dtype "
                               "bfloat16 for pure bf16)"

@@ -138,9 +138,14 @@ void add_state_bytes(const training_setup& s, memory_breakdown& r) {
     // --quantize nf4: the blocks' linears stored in NF4, the rest of the base at b bytes a weight.
     const double Q = quantized_parameters(s, experts) / split;
     auto base_bytes = [&](double b) { return b * (P - Q) + nf4_bytes_per_weight * Q; };
-    const double states = s.optimizer == optimizer_kind::adafactor
-                              ? static_cast<double>(adafactor_state_bytes(s, experts)) / split
-                              : optimizer_state_bytes(s) * T;
+    // DeepSpeed's ZeRO and 16-bit optimizers hand the optimizer flat 1-D partitions of the fp32
+    // masters (stage_1_and_2.py's single_partition_of_fp32_groups, stage 3's flat sub-groups,
+    // bf16_optimizer.py's), and transformers' Adafactor factors only tensors of two or more
+    // dimensions: a full fp32 second moment of every element.
+    const bool adafactor_flat = deepspeed_zero(s) || deepspeed_16bit(s);
+    const double states = s.optimizer != optimizer_kind::adafactor ? optimizer_state_bytes(s) * T
+                          : adafactor_flat                         ? 4 * T
+                                                                   : static_cast<double>(adafactor_state_bytes(s, experts)) / split;
     if (megatron_grad_buffer(s)) {
       // Megatron-LM (zero_buffers.hpp): a 16-bit model under --bf16 and --fp16 with fp32 main params,
       // the gradients in its grad buffer (counted alive in every phase), the distributed optimizer

@@ -231,6 +231,10 @@ nlohmann::json model_load_json(const training_setup& s) {
                                 {"bnb_4bit_compute_dtype", s.prec == precision::fp16_mixed ? "float16"
                                                            : s.prec == precision::fp32     ? "float32"
                                                                                            : "bfloat16"}};
+  // ZeRO-3 shards the 4-bit base only where bitsandbytes stores it in the model's float dtype (peft's
+  // "PEFT QLoRA and DeepSpeed with ZeRO3" guide: bnb_4bit_quant_storage equal to torch_dtype); in its
+  // default uint8 storage the base is not sharded as planned.
+  if (s.quantize == quantize_kind::nf4 && s.zero_stage >= 3) j["quantization_config"]["bnb_4bit_quant_storage"] = dtype;
   return j;
 }
 

@@ -286,6 +286,13 @@ void validate(const training_setup& s) {
                                   *s.global_batch, s.world_size,
                                   data_parallel_degree(s) < s.world_size ? fmt::format(" / (tensor x pipeline{} parallel {})", s.context_parallel > 1 ? " x context" : "", s.world_size / data_parallel_degree(s)) : "",
                                   data_parallel_degree(s) < s.world_size ? "data-parallel rank" : "GPU"));
+  // A micro-batch on every data-parallel rank is already more samples a step than the global batch:
+  // planned, the step would run a larger global batch than asked (a training hyper-parameter).
+  if (s.global_batch && s.micro_batch && *s.micro_batch > *s.global_batch / data_parallel_degree(s))
+    throw usage_error(fmt::format("--micro-batch {} on {} data-parallel rank(s) is {} samples a step, more than "
+                                  "--global-batch {}: pass --micro-batch {} or less, or a larger --global-batch",
+                                  *s.micro_batch, data_parallel_degree(s), *s.micro_batch * data_parallel_degree(s),
+                                  *s.global_batch, *s.global_batch / data_parallel_degree(s)));
   validate_expert_parallel(s);
   validate_optimizer_placement(s);
   validate_offload(s);
