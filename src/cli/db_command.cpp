@@ -37,7 +37,8 @@ struct db_options {
 template <typename F>
 void for_each_result(const nlohmann::json& j, F&& each) {
   if (!j.is_object()) return;
-  if (j.value("schema", "") != "tiletune.gemm-suite/1") {
+  // (A "schema" that is not a string is no suite's: result_file_from_json refuses it, naming the field.)
+  if (!j.contains("schema") || j["schema"] != "tiletune.gemm-suite/1") {
     each(j, nlohmann::json());
     return;
   }
@@ -199,6 +200,9 @@ void run_list(const db_options& o, run_context& ctx) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     gpu_filter(o.gpu, nullptr);  // an unknown --gpu is refused with or without a database
+    // A --db given is a file meant (a mistyped one had listed 0 records, exit 0, as show and export
+    // refuse it); the default database is there only once something was measured.
+    if (!o.file.empty()) throw usage_error(fmt::format("--db {}: no such file (no tuning database there)", o.file));
     if (o.json)
       std::fputs((nlohmann::json{{"schema", "tiletune.tuning-db-list/1"}, {"file", path.string()},
                                  {"records", nlohmann::json::array()}}

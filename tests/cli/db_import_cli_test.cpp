@@ -219,3 +219,31 @@ TEST(db_import_cli, an_sqlite_database_is_not_a_result_file) {
   EXPECT_NE(c.err.find("is an SQLite database"), std::string::npos) << c.err;
   EXPECT_EQ(c.err.find("malformed JSON"), std::string::npos) << c.err;
 }
+
+// A --db that is not there is a mistyped name, for db list as for show and export: exit 2 naming it,
+// not an empty listing that a CI step would read as "nothing measured".
+TEST(db_import_cli, db_list_of_a_missing_db_file_is_refused_naming_it) {
+  const fs::path missing = tmp_dir() / "no-such-db.sqlite3";
+  fs::remove(missing);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"db", "list", "--db", missing.string()}, {"db", "list", "--db", missing.string(), "--json"},
+        {"db", "--db", missing.string(), "list"}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("--db " + missing.string() + ": no such file"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+// A "schema" that is not a string is named as compare and report name it, not a library's type error
+// (exit 70): import's own walk of the results had read it as a string first.
+TEST(db_import_cli, a_schema_that_is_not_a_string_is_refused_naming_it) {
+  for (const nlohmann::json& schema : {nlohmann::json(5), nlohmann::json(nullptr), nlohmann::json::array()}) {
+    nlohmann::json j = recorded();
+    j["schema"] = schema;
+    const fs::path file = write(j, "schema-not-a-string.json"), db = fresh_db("schema-not-a-string.sqlite3");
+    expect_refused(import(db, {file}), file, "\"schema\"");
+    EXPECT_FALSE(fs::exists(db));
+  }
+}

@@ -266,6 +266,9 @@ TEST(batch_framework, gradient_clipping_follows_the_framework_and_the_configs_sa
   EXPECT_EQ(hf["hf_training_args"]["max_grad_norm"], 1.0);
   EXPECT_EQ(hf["deepspeed"]["gradient_clipping"], 1.0);
   EXPECT_EQ(off["setup"]["grad_clip"], false);
+  // In any case, as --overlap-comm and every other choice ("ON" had been refused).
+  EXPECT_EQ(plan_with(tiny, {"--grad-clip", "OFF"})["setup"]["grad_clip"], false);
+  EXPECT_EQ(plan_with(tiny, {"--grad-clip", "On"})["setup"]["grad_clip"], true);
   EXPECT_EQ(off["hf_training_args"]["max_grad_norm"], 0.0);
   EXPECT_EQ(off["deepspeed"]["gradient_clipping"], 0.0);
   EXPECT_EQ(composer["setup"]["grad_clip"], false);

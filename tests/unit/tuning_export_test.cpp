@@ -80,6 +80,16 @@ TEST(tuning_export, triton_names_split_k_and_grouping_when_the_tile_has_them) {
   EXPECT_NE(py.find("'GROUP_SIZE_M': 8"), std::string::npos) << py;
 }
 
+// The database's file name in the header comment is stored text too: a name with a line break had
+// become a line of Python that ran when the configs were imported.
+TEST(tuning_export, the_database_name_in_the_header_never_becomes_code) {
+  const auto r = measured_record("16x4096x4096-bf16-nt.json");
+  const std::string py = export_triton({r}, "shard\nprint('injected')\n#.sqlite", "now\nrm");
+  EXPECT_EQ(py.find("\nprint('injected')"), std::string::npos) << py;
+  EXPECT_EQ(py.find("\nrm"), std::string::npos) << py;
+  EXPECT_NE(py.find("from shard?print('injected')?#.sqlite on now?rm."), std::string::npos) << py;
+}
+
 // Triton's tutorial kernel takes GROUP_SIZE_M and no GROUP_SIZE_N (an unexpected keyword would fail
 // its autotune): a tile grouped along N gets the same group along M, and a note says so.
 TEST(tuning_export, a_tile_grouped_along_n_gets_the_tutorials_mirror_and_says_so) {

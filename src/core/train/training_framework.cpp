@@ -25,6 +25,7 @@
 #include "core/train/training_framework.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -392,8 +393,10 @@ void set_option(training_setup& s, const std::string& flag, const std::string& t
       s.expert_parallel = ep;
   }
   else if (flag == "--overlap-comm" || flag == "--grad-clip") {
-    if (text != "on" && text != "off") throw usage_error(fmt::format("{} '{}' is not on or off", flag, text));
-    (flag == "--overlap-comm" ? s.overlap_comm : s.grad_clip) = text == "on";
+    std::string lower = text;  // in any case, as every other choice
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "on" && lower != "off") throw usage_error(fmt::format("{} '{}' is not on or off", flag, text));
+    (flag == "--overlap-comm" ? s.overlap_comm : s.grad_clip) = lower == "on";
   }
 }
 

@@ -168,7 +168,7 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
       "# float8_e4m3fn and B float8_e5m2, e5m2_e4m3 the other way round.\n"
       "# Use one list as @triton.autotune(configs=CONFIGS[key], key=['M', 'N', 'K']).\n"
       "import triton\n\nCONFIGS = {{\n",
-      database, date);
+      python_comment(database), python_comment(date));
   for (const auto& r : best) {
     const auto& p = r.key.problem;
     const std::string key = fmt::format("({}, {}, {}, {}, {}, '{}', '{}', {}, {})", python_string(r.key.device_model),
