@@ -78,10 +78,11 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
                  fmt::format("{:.1f}", d.peak_tflops_tf32), fmt::format("{:.1f}", d.peak_tflops_bf16), d.peak_source});
     }
     fmt::print("{}", t.render());
-    fmt::print("\nmemory from: recorded (the driver's total on a run in profiles/measured), cited (nvidia-smi's total in "
-               "a public log), inferred (the recorded or cited total of a part with the same memory), datasheet "
-               "(unverified; the planner may think a part has more than it reports). src/core/device/device_presets.cpp "
-               "names each source.\n");
+    fmt::print("\nmemory from: the total CUDA reports to a process (nvidia-smi's memory.total less the driver's "
+               "reserve), recorded (on a run in profiles/measured), cited (a public deviceQuery or PyTorch figure) or "
+               "inferred (a part with the same memory); nvidia-smi (only its total is citable: 0.4-0.8 GiB above "
+               "CUDA's); datasheet (unverified; the planner may think a part has more than it reports). "
+               "src/core/device/device_presets.cpp names each source.\n");
     ctx.exit_code = 0;
   });
 }

@@ -122,7 +122,7 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
   EXPECT_NEAR(find_preset("h200").memory_bytes / double(1LL << 30), 139.8, 0.05);
   // Every preset says where its memory comes from; each "recorded" one, and its L2, is what a run in
   // profiles/measured recorded on that GPU model (the H200 reports 60 MiB of L2, the H100 SXM 50).
-  const std::set<std::string> sources{"recorded", "cited", "inferred", "datasheet", "listings"};
+  const std::set<std::string> sources{"recorded", "cited", "inferred", "nvidia-smi", "datasheet", "listings"};
   for (const auto& d : device_presets()) {
     EXPECT_TRUE(sources.count(d.memory_source)) << d.preset << ": " << d.memory_source;
     if (d.memory_source != "recorded") continue;
@@ -138,22 +138,36 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
     }
     EXPECT_TRUE(found) << d.preset << " says its memory was recorded, and no run in profiles/measured is of it";
   }
-  // nvidia-smi's totals in MiB as cited beside each preset (modal-labs/modal-client#2797 for the A100s,
-  // L4 and L40S; club-3090#1127 for the RTX 3090; g5 runs for the A10G; the issue threads named in
-  // device_presets.cpp for the others): the L4's 23034 MiB is 6% under its datasheet's 24 GB read as
-  // 24 GiB, the L40S's 46068 MiB above 48 GB read as 10^9 bytes, the B200's 183359 MiB 11 GiB above
-  // 180 GB read so, the RTX 4090's 24564 MiB 12 MiB under 24 GiB.
+  // One definition for every preset: the total CUDA reports to a process, as the recorded ones are.
+  // Cited beside each preset: deviceQuery's bytes (thamada/nvidia-smi's captures for the A100 80GB, L4,
+  // L40S, RTX 4090, RTX 6000 Ada, RTX 3090 and H100 NVL; a university cluster's for the RTX A6000) or
+  // PyTorch's total_memory in MiB (the A100 40GB, H20, B200). They had been nvidia-smi's totals, which
+  // count the driver's reserve: an A100 80GB was planned against 80.0 GiB, an H100 SXM against 79.2.
   const std::int64_t mib = 1LL << 20;
   const std::pair<const char*, std::int64_t> reported[] = {
-      {"a100-sxm-80gb", 81920}, {"a100-sxm-40gb", 40960}, {"l4", 23034},       {"l40s", 46068},
-      {"rtx-3090", 24576},      {"a10g", 23028},          {"h100-nvl", 95830}, {"h20", 97871},
-      {"b200", 183359},         {"rtx-4090", 24564},      {"rtx-5090", 32607}, {"rtx-a6000", 49140}};
+      {"a100-sxm-80gb", 85100068864}, {"a100-sxm-40gb", 40536 * mib}, {"l4", 23570219008},
+      {"l40s", 47803596800},          {"rtx-3090", 25327697920},      {"h100-nvl", 99861594112},
+      {"h20", 97285 * mib},           {"b200", 182642 * mib},         {"rtx-4090", 25386352640},
+      {"rtx-a6000", 51160023040},     {"rtx-6000-ada", 51002867712}};
   for (const auto& [name, total] : reported) {
-    EXPECT_EQ(find_preset(name).memory_bytes, total * mib) << name;
+    EXPECT_EQ(find_preset(name).memory_bytes, total) << name;
     EXPECT_EQ(find_preset(name).memory_source, "cited") << name;
   }
+  // Each CUDA total is below nvidia-smi's memory.total for the part, by a reserve of 0.4 to 0.8 GiB
+  // (the same sources' nvidia-smi lines); only the A10G and RTX 5090 have no citable CUDA total.
+  const std::pair<const char*, std::int64_t> smi[] = {
+      {"a100-sxm-80gb", 81920}, {"a100-sxm-40gb", 40960}, {"l4", 23034},       {"l40s", 46068},
+      {"rtx-3090", 24576},      {"h100-nvl", 95830},      {"h20", 97871},      {"b200", 183359},
+      {"rtx-4090", 24564},      {"rtx-a6000", 49140},     {"rtx-6000-ada", 49140}, {"h100-sxm", 81559}};
+  for (const auto& [name, total] : smi) {
+    const double reserve_gib = double(total * mib - find_preset(name).memory_bytes) / double(1LL << 30);
+    EXPECT_GT(reserve_gib, 0.3) << name;
+    EXPECT_LT(reserve_gib, 0.9) << name;
+  }
+  for (const auto& d : device_presets())
+    if (d.memory_source == "nvidia-smi") EXPECT_TRUE(d.preset == "a10g" || d.preset == "rtx-5090") << d.preset;
   // An inferred total is that of a recorded or cited part with the same memory (the H800 and H100 PCIe
-  // the H100 SXM's, the RTX 6000 Ada the RTX A6000's); only the V100 is left unverified.
+  // the H100 SXM's); only the V100 is left unverified.
   for (const auto& d : device_presets()) {
     if (d.memory_source == "inferred") {
       bool from_a_known_total = false;

@@ -81,8 +81,11 @@ device_spec ada(std::string key, std::string name) {
 // 4090; shared memory, register and thread limits from the CUDA C++
 // Programming Guide's table of compute capabilities. L2 bandwidth is not
 // published: those are rough microbenchmark figures used only to rank tiles.
-// Memory is what the driver reports (issue 39), not the marketing figure,
-// where a driver's figure is recorded or cited; each preset names its source.
+// Memory is what the driver reports to CUDA (issue 39), not the marketing figure: the total a
+// process sees (cudaDeviceProp.totalGlobalMem, deviceQuery's bytes, PyTorch's total_memory), which is
+// nvidia-smi's memory.total less the driver's reserve (0.4-0.8 GiB, by part and driver). Each preset
+// names its source: recorded (our runs), cited (a public deviceQuery or PyTorch figure), inferred
+// (a sibling part's), or nvidia-smi (only nvidia-smi's total is citable: above CUDA's by the reserve).
 // Figures: NVIDIA H100 datasheet (SXM5) for SMs, clock, bandwidth and peaks; memory and L2 bandwidth as noted.
 device_spec h100_sxm_preset() {
   device_spec h100_sxm = hopper("h100-sxm", "NVIDIA H100 SXM5 80GB");
@@ -117,7 +120,10 @@ device_spec h100_pcie_preset() {
   h100_pcie.memory_bytes = h100_sxm_preset().memory_bytes;
   h100_pcie.memory_source = "inferred";
   h100_pcie.memory_bandwidth_gbs = 2000;
-  h100_pcie.l2_bandwidth_gbs = 5500;
+  // L2 to SMs: the SXM's measured 14.9 TB/s at this part's SMs and clock, as the H100 NVL's and
+  // H20's (no PCIe figure is measured). It was 5,500 GB/s, a figure of the scale before the SXM's
+  // was measured with ncu, which put 4096^3 e4m3 at 2.0x the SXM's time (its figures differ by 1.68x at most).
+  h100_pcie.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 114 / 132 * 1755 / 1980;
   h100_pcie.peak_tflops_f32 = 51.2;
   h100_pcie.peak_tflops_tf32 = 378;
   h100_pcie.peak_tflops_f16 = 756;
@@ -156,8 +162,9 @@ device_spec h200_preset() {
 // Figures: NVIDIA A100 datasheet (SXM4 80GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_80_preset() {
   device_spec a100_80 = ampere_a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB");
-  // Memory: 81920 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
-  a100_80.memory_bytes = 81920LL * MiB;
+  // Memory: 85100068864 bytes (79.26 GiB), deviceQuery in thamada/nvidia-smi nvsim/A100SXMx4_deviceQuery.py
+  // (driver 555.42.02, 2024-11-14: nvidia-smi's 81920 MiB less 763 reserved).
+  a100_80.memory_bytes = 85100068864LL;
   a100_80.memory_source = "cited";
   a100_80.memory_bandwidth_gbs = 2039;
   a100_80.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
@@ -167,8 +174,10 @@ device_spec a100_80_preset() {
 // Figures: NVIDIA A100 datasheet (SXM4 40GB) and the Ampere whitepaper (ampere_a100 above); memory as noted.
 device_spec a100_40_preset() {
   device_spec a100_40 = ampere_a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB");
-  // Memory: 40960 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
-  a100_40.memory_bytes = 40960LL * MiB;
+  // Memory: 40536 MiB (39.59 GiB), get_device_properties of an A100-SXM4-40GB in the docstring of
+  // PaddlePaddle/Paddle python/paddle/device/cuda/__init__.py (PyTorch's OOM messages on A100 40GB
+  // say the same 39.59 GiB); nvidia-smi's total is 40960 MiB.
+  a100_40.memory_bytes = 40536LL * MiB;
   a100_40.memory_source = "cited";
   a100_40.memory_bandwidth_gbs = 1555;
   a100_40.gpu_link_gbs = 300;  // NVLink 3: 600 GB/s both ways
@@ -181,9 +190,10 @@ device_spec l4_preset() {
   l4.sm_count = 58;
   l4.boost_clock_mhz = 2040;
   l4.l2_bytes = 48 * MiB;
-  // Memory: 23034 MiB, nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it
-  // (2025-01-23); not the datasheet's 24 GB read as 24 GiB.
-  l4.memory_bytes = 23034LL * MiB;
+  // Memory: 23570219008 bytes (21.95 GiB), deviceQuery in thamada/nvidia-smi gls/L4_deviceQuery.py (CUDA
+  // driver 12.4, 2024-11-12; nvidia-smi's total is 23034 MiB, as modal-labs/modal-client#2797 tabulates
+  // it); not the datasheet's 24 GB read as 24 GiB.
+  l4.memory_bytes = 23570219008LL;
   l4.memory_source = "cited";
   l4.memory_bandwidth_gbs = 300;
   l4.l2_bandwidth_gbs = 1500;
@@ -201,9 +211,10 @@ device_spec rtx4090_preset() {
   rtx4090.sm_count = 128;
   rtx4090.boost_clock_mhz = 2520;
   rtx4090.l2_bytes = 72 * MiB;
-  // Memory: 24564 MiB, nvidia-smi's total in RLinf/RLinf#255 (driver 550.163.01, 2025-11-12); it was
-  // 24 GiB, 12 MiB over it.
-  rtx4090.memory_bytes = 24564LL * MiB;
+  // Memory: 25386352640 bytes (23.64 GiB), deviceQuery in thamada/nvidia-smi gls/RTX4090_deviceQuery.py
+  // (CUDA driver 12.4, Linux; PyTorch's OOM messages say 23.64 GiB); nvidia-smi's total is 24564 MiB
+  // (RLinf/RLinf#255). It was 24 GiB.
+  rtx4090.memory_bytes = 25386352640LL;
   rtx4090.memory_source = "cited";
   rtx4090.memory_bandwidth_gbs = 1008;
   rtx4090.l2_bandwidth_gbs = 5000;
@@ -229,14 +240,14 @@ device_spec h800_preset() {
 }
 
 // Figures: NVIDIA H100 NVL datasheet (per GPU: 94 GB HBM3 at 3.9 TB/s, 835 TFLOP/s bf16 dense,
-// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: 95830 MiB, nvidia-smi's
-// total in NVIDIA/gpu-admin-tools#4 (driver 535.183.01, 2024-08-20); it was 94 GB as 10^9 bytes,
-// 6 GiB under what the card reports.
+// 60 fp32, NVLink bridge 600 GB/s both ways); 132 SMs at 1785 MHz. Memory: 99861594112 bytes (93.0
+// GiB), deviceQuery in thamada/nvidia-smi gls/H100NVLx2_deviceQuery.py (driver 550.54.14: nvidia-smi's
+// 95830 MiB, as in NVIDIA/gpu-admin-tools#4, less 594 reserved); it was 94 GB as 10^9 bytes.
 device_spec h100_nvl_preset() {
   device_spec d = hopper("h100-nvl", "NVIDIA H100 NVL");
   d.sm_count = 132;
   d.boost_clock_mhz = 1785;
-  d.memory_bytes = 95830LL * MiB;
+  d.memory_bytes = 99861594112LL;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 3900;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1785 / 1980;  // the SXM's, at this clock
@@ -254,14 +265,16 @@ device_spec h100_nvl_preset() {
 // Figures: NVIDIA publishes no H20 datasheet; these are the figures every listing repeats (78 SMs of
 // the GH100 die; 96 GB HBM3 at 4.0 TB/s; 60 MB L2; dense 148 bf16/fp16, 74 tf32, 44 fp32 TFLOP/s,
 // the tensor rate capped by the part, not its clock; NVLink 900 GB/s both ways). Unverified: no H20
-// run is recorded. Memory: 97871 MiB, nvidia-smi's total in NVIDIA/nvtrust#128 (driver 580.95.05,
-// 2026-01-05; it was 96 GB as 10^9 bytes, 6 GiB under it); L2 bandwidth: the H100 SXM's per SM.
+// run is recorded. Memory: 97285 MiB (95.0 GiB), PyTorch's total_memory of an H20 in a comment of
+// alipay/PainlessInferenceAcceleration flood/flood/ops/seg_attn.py (PyTorch's OOM messages on the H20
+// 96G say 95.00 GiB; nvidia-smi's total is 97871 MiB, NVIDIA/nvtrust#128); it was 96 GB as 10^9 bytes.
+// L2 bandwidth: the H100 SXM's per SM.
 device_spec h20_preset() {
   device_spec d = hopper("h20", "NVIDIA H20");
   d.sm_count = 78;
   d.boost_clock_mhz = 1980;
   d.l2_bytes = 60 * MiB;
-  d.memory_bytes = 97871LL * MiB;
+  d.memory_bytes = 97285LL * MiB;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 4000;
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 78 / 132;
@@ -282,8 +295,9 @@ device_spec l40s_preset() {
   d.sm_count = 142;
   d.boost_clock_mhz = 2520;
   d.l2_bytes = 96 * MiB;
-  // nvidia-smi's memory.total as modal-labs/modal-client#2797 tabulates it (2025-01-23).
-  d.memory_bytes = 46068LL * MiB;
+  // 47803596800 bytes (44.52 GiB), deviceQuery in thamada/nvidia-smi nvsim/L40S_deviceQuery.py (driver
+  // 550.127.05, ECC on: nvidia-smi's 46068 MiB, as modal-labs/modal-client#2797 tabulates it, less 479).
+  d.memory_bytes = 47803596800LL;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 864;
   d.l2_bandwidth_gbs = 5000;
@@ -296,17 +310,17 @@ device_spec l40s_preset() {
 }
 
 // Figures: NVIDIA RTX 6000 Ada Generation datasheet (48 GB GDDR6 at 960 GB/s, 91.1 fp32 TFLOP/s,
-// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: the RTX
-// A6000's cited 49140 MiB: the same 48 GB of GDDR6 on a 384-bit bus, ECC off as the logs run them (public
-// logs record "NVIDIA RTX 6000 Ada Generation, 49140 MiB"; with ECC on it is less, as the L40S's
-// 46068 MiB). It was 48 GB as 10^9 bytes.
+// 1457 fp8 sparse: 364.2 bf16 dense); AD102 with 142 SMs at 2505 MHz, 96 MB L2. Memory: 51002867712
+// bytes (47.50 GiB), deviceQuery in thamada/nvidia-smi gls/RTX6000Ada_x8_deviceQuery.py (driver
+// 550.127.05, ECC off: nvidia-smi's 49140 MiB less 500 reserved; with ECC on it is less, as the
+// L40S's). It was 48 GB as 10^9 bytes.
 device_spec rtx6000_ada_preset() {
   device_spec d = ada("rtx-6000-ada", "NVIDIA RTX 6000 Ada Generation");
   d.sm_count = 142;
   d.boost_clock_mhz = 2505;
   d.l2_bytes = 96 * MiB;
-  d.memory_bytes = 49140LL * MiB;  // the RTX A6000's (below)
-  d.memory_source = "inferred";
+  d.memory_bytes = 51002867712LL;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 960;
   d.l2_bandwidth_gbs = 5000;
   d.peak_tflops_f32 = 91.1;
@@ -318,14 +332,15 @@ device_spec rtx6000_ada_preset() {
 }
 
 // Figures: NVIDIA RTX A6000 datasheet (48 GB GDDR6 at 768 GB/s, 38.7 fp32 TFLOP/s, 309.7 fp16
-// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 49140 MiB, nvidia-smi's
-// total in noonghunna/club-3090#1047 (driver 580.173.02, 2026-08-17; ECC off: with ECC on less); it was
-// 48 GB as 10^9 bytes.
+// tensor sparse: 154.8 dense, tf32 half that); 84 SMs at 1800 MHz. Memory: 51160023040 bytes (47.65
+// GiB), deviceQuery on the University of Geneva's Baobab (hpc-community.unige.ch/t/3741, CUDA driver
+// 12.7, 2024-11-28, ECC off; nvidia-smi's total is 49140 MiB, noonghunna/club-3090#1047); it was 48 GB
+// as 10^9 bytes.
 device_spec rtx_a6000_preset() {
   device_spec d = ampere_ga102("rtx-a6000", "NVIDIA RTX A6000");
   d.sm_count = 84;
   d.boost_clock_mhz = 1800;
-  d.memory_bytes = 49140LL * MiB;
+  d.memory_bytes = 51160023040LL;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 768;
   d.peak_tflops_f32 = 38.7;
@@ -337,12 +352,13 @@ device_spec rtx_a6000_preset() {
 
 // Figures: NVIDIA Ampere GA102 whitepaper for the RTX 3090 (82 SMs at 1695 MHz, 936 GB/s, 35.6
 // fp32 TFLOP/s; fp16/bf16 tensor with fp32 accumulation 71 dense, GeForce's half rate; tf32 35.6).
-// Memory: 24576 MiB, nvidia-smi's total in noonghunna/club-3090#1127 (driver 595.84, 2026-09-01).
+// Memory: 25327697920 bytes (23.59 GiB), deviceQuery in thamada/nvidia-smi gls/RTX3090_deviceQuery.py
+// (driver 560.35.03: nvidia-smi's 24576 MiB, as in noonghunna/club-3090#1127, less 422 reserved).
 device_spec rtx3090_preset() {
   device_spec d = ampere_ga102("rtx-3090", "NVIDIA GeForce RTX 3090");
   d.sm_count = 82;
   d.boost_clock_mhz = 1695;
-  d.memory_bytes = 24576LL * MiB;
+  d.memory_bytes = 25327697920LL;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 936;
   d.peak_tflops_f32 = 35.6;
@@ -360,8 +376,9 @@ device_spec rtx3090_preset() {
 // as CUDA and nvidia-smi report them on a B200 in pytorch/ao#4002 (2026-03-05; the bus width as
 // drivers now report it); shared memory per SM as compute capability 10.0's in the CUDA C++
 // Programming Guide (228 KB).
-// Memory: 183359 MiB, nvidia-smi's total in NVIDIA/TensorRT-LLM#10278 (driver 580.95.05,
-// 2025-12-24; it was 180 GB as 10^9 bytes, 11 GiB under it). L2 bandwidth: a
+// Memory: 182642 MiB (178.36 GiB), PyTorch's total_memory of a B200 on Modal in a comment of
+// ai-bot-pro/achatbot deploy/modal/src/llm/vllm/vlm/skywork_r1v.py (nvidia-smi's total is 183359
+// MiB, NVIDIA/TensorRT-LLM#10278; it was 180 GB as 10^9 bytes). L2 bandwidth: a
 // rough figure, 1.5 x the H100 SXM's (ranks tiles only; no family here plans sm_100's tensor cores).
 device_spec b200_preset() {
   device_spec d = hopper("b200", "NVIDIA B200");
@@ -369,7 +386,7 @@ device_spec b200_preset() {
   d.sm_count = 148;
   d.boost_clock_mhz = 1965;
   d.l2_bytes = 253 * MiB / 2;  // 126.5 MiB
-  d.memory_bytes = 183359LL * MiB;
+  d.memory_bytes = 182642LL * MiB;
   d.memory_source = "cited";
   d.memory_bandwidth_gbs = 7680.0 / 8 * 3996 * 2 / 1000;  // 7,672 GB/s
   d.l2_bandwidth_gbs = h100_sxm_preset().l2_bandwidth_gbs * 1.5;
@@ -388,7 +405,8 @@ device_spec b200_preset() {
 // fp16-accumulating one, as on the GeForce parts before it (209.5 bf16/fp16, 104.8 tf32, 419 fp8):
 // unverified for this generation. sm_120's limits taken as sm_89's (100 KB of shared memory per
 // SM; unverified). Memory: 32607 MiB, nvidia-smi's total in noonghunna/club-3090#1261 (driver
-// 610.57.04, 2026-09-11; it was 32 GiB, 161 MiB over it); L2 bandwidth: the RTX 4090's per SM and clock.
+// 610.57.04, 2026-09-11; it was 32 GiB, 161 MiB over it): no CUDA total of it is citable, so this is
+// above what a process sees by the driver's reserve; L2 bandwidth: the RTX 4090's per SM and clock.
 device_spec rtx5090_preset() {
   device_spec d = ada("rtx-5090", "NVIDIA GeForce RTX 5090");
   d.compute_capability = 120;
@@ -396,7 +414,7 @@ device_spec rtx5090_preset() {
   d.boost_clock_mhz = 2407;
   d.l2_bytes = 96 * MiB;
   d.memory_bytes = 32607LL * MiB;
-  d.memory_source = "cited";
+  d.memory_source = "nvidia-smi";
   d.memory_bandwidth_gbs = 1792;
   d.l2_bandwidth_gbs = 5000.0 * 170 / 128 * 2407 / 2520;
   d.peak_tflops_f32 = 104.8;
@@ -441,13 +459,14 @@ device_spec v100_preset() {
 // 80 x 128 x 2 x 1.71 GHz; its tensor cores at GeForce's half rate with fp32 accumulation, 70 bf16/fp16
 // and 35 tf32 dense: Baseten's "A10 vs A10G" puts its tensor compute below the A10's 125). Unverified:
 // no A10G run is recorded or cited. Memory: 23028 MiB, the nvidia-smi total of g5 runs (and of the
-// A10 in modal-labs/modal-client#2797).
+// A10 in modal-labs/modal-client#2797): no CUDA total of it is citable, so this is above what a
+// process sees by the driver's reserve.
 device_spec a10g_preset() {
   device_spec d = ampere_ga102("a10g", "NVIDIA A10G");
   d.sm_count = 80;
   d.boost_clock_mhz = 1710;
   d.memory_bytes = 23028LL * MiB;
-  d.memory_source = "cited";
+  d.memory_source = "nvidia-smi";
   d.memory_bandwidth_gbs = 600;
   d.peak_tflops_f32 = 35;
   d.peak_tflops_tf32 = 35;

@@ -44,9 +44,10 @@ struct device_spec {
   double peak_tflops_bf16 = 0;
   double peak_tflops_fp8 = 0;  // e4m3 and e5m2 alike; 0 where the GPU has no fp8 tensor cores
   std::string peak_source = "datasheet";  // or "estimated"
-  // Where memory_bytes comes from: "driver" (this machine's GPU), or for a preset "recorded" (the
-  // driver's total on a run in profiles/measured), "cited" (nvidia-smi's total in a public log),
-  // "inferred" (the same memory as a recorded or cited part), "datasheet" or "listings" (unverified).
+  // Where memory_bytes comes from: "driver" (this machine's GPU), or for a preset: the total CUDA reports
+  // (what a process sees) "recorded" on a run in profiles/measured, "cited" from a public deviceQuery or
+  // PyTorch figure, or "inferred" (a part with the same memory); "nvidia-smi" (only nvidia-smi's total is
+  // citable: above CUDA's by the driver's reserve, 0.4-0.8 GiB), "datasheet" or "listings" (unverified).
   std::string memory_source = "driver";
 
   // A collective's bandwidth per GPU, one direction, among `gpus` GPUs of one node: the GPU link
