@@ -36,8 +36,8 @@ void run_merge(const fleet_options& o, run_context& ctx) {
   if (o.group_db && !o.group_db->empty())
     throw usage_error(fmt::format("db --db {}: db merge reads the databases it is given and writes --into; drop --db",
                                   *o.group_db));
-  check_output_path(o.into, "--into", {}, output_kind::file);
-  const fs::path target = output_target(o.into, "--into", output_kind::file);
+  check_output_path(o.into, "--into", {}, output_kind::database);
+  const fs::path target = output_target(o.into, "--into", output_kind::database);
   std::vector<fs::path> inputs(o.inputs.begin(), o.inputs.end());
   const merge_summary s = merge_tuning_dbs(inputs, target);
   for (const auto& in : s.inputs)

@@ -63,6 +63,15 @@ int standard_stream_of(const fs::path& file) {
 namespace {
 // Written in place rather than replaced: a stream, or the file stdout or stderr writes to.
 bool written_in_place(const fs::path& target) { return is_stream_output(target) || standard_stream_of(target) >= 0; }
+
+// A regular file that starts with SQLite's header: a database, which no plan, report or export is.
+bool is_sqlite_database(const fs::path& target) {
+  std::error_code ec;
+  if (!fs::is_regular_file(target, ec)) return false;
+  std::ifstream in(target, std::ios::binary);
+  char header[16] = {};
+  return in.read(header, sizeof header) && std::string_view(header, sizeof header) == std::string_view("SQLite format 3\0", 16);
+}
 }  // namespace
 
 fs::path output_target(const fs::path& file, std::string_view flag, output_kind kind) {
@@ -140,6 +149,10 @@ void check_replaceable(const fs::path& file, std::string_view flag, const std::v
                                   : in.read ? ", which this command reads"
                                             : ""));
   }
+  if (kind != output_kind::database && is_sqlite_database(target))
+    throw usage_error(fmt::format("{} {} is a SQLite database (a tuning database's records would be lost): refused, it "
+                                  "is left unchanged; write to another file",
+                                  flag, file.string()));
   refuse_read_only(target, flag, file);
 }
 

@@ -9,8 +9,10 @@ namespace tiletune::cli {
 
 // What an output option may name. A report, plan or export file may also be a
 // stream: a terminal or pipe (/dev/stdout, a shell's >(...)) or /dev/null,
-// written in place. A database (--into) is a file only.
-enum class output_kind { file, file_or_stream };
+// written in place. A database (--into) is a file only, and the only output that may replace a
+// SQLite database: any other output naming one (a tuning database, --no-db's default among them) is
+// refused, as a plan, report or export written over it would lose every record.
+enum class output_kind { file, file_or_stream, database };
 // FILE names an existing character device or FIFO (links followed by the kernel).
 bool is_stream_output(const std::filesystem::path& file);
 // The descriptor (1 or 2) whose regular file FILE is, links followed: stdout or stderr sent to

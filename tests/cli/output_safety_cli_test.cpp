@@ -580,3 +580,22 @@ TEST(output_safety_cli, no_db_does_not_let_an_output_replace_the_default_databas
   EXPECT_NE(r.err.find("the default tuning database"), std::string::npos) << r.err;
   EXPECT_EQ(bytes_of(cache / "tiletune/tuning.sqlite3"), bytes_of(in.db));
 }
+
+// A tuning database is never an output's target but db merge's --into: batch --no-db, report and compare
+// had written their JSON or HTML over one (every record lost), where gemm --no-db refused its default.
+TEST(output_safety_cli, no_output_but_a_merge_replaces_a_tuning_database) {
+  const inputs in("sqlite-outputs");
+  const std::string before = bytes_of(in.db);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "--out", in.db.string()},
+        {"report", in.base.string(), "--out", in.db.string()},
+        {"compare", in.base.string(), in.fresh.string(), "--out", in.db.string()},
+        {"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db", "--out", in.db.string()}}) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("--out " + in.db.string() + " is a SQLite database"), std::string::npos) << r.err;
+    EXPECT_EQ(bytes_of(in.db), before) << args[0];
+  }
+  // The database is still one: it lists its records.
+  EXPECT_EQ(run({"db", "list", "--db", in.db.string()}).code, 0);
+}
