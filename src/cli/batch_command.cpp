@@ -25,6 +25,7 @@
 #include "core/tune/tuning_db/stored_gemm_times.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/batch_options.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune::cli {
 
@@ -353,9 +354,9 @@ void run_batch(const batch_options& o, run_context& ctx) {
                                      "keeps this machine's own GPU untimed)",
                                      o.gpu.value_or("NAME")));
   const nlohmann::json j = to_json(plan, ctx.command_line, utc_now_iso());
-  if (!o.out.empty()) write_file_atomically(o.out, j.dump(2) + "\n");
+  if (!o.out.empty()) write_file_atomically(o.out, json_text(j) + "\n");
   if (o.json) {
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(j) + "\n").c_str(), stdout);
   } else if (!o.quiet) {
     std::fputs(format_plan(plan).c_str(), stdout);
     if (!o.out.empty()) fmt::print("wrote {}\n", o.out);

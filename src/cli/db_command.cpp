@@ -204,9 +204,8 @@ void run_list(const db_options& o, run_context& ctx) {
     // refuse it); the default database is there only once something was measured.
     if (!o.file.empty()) throw usage_error(fmt::format("--db {}: no such file (no tuning database there)", o.file));
     if (o.json)
-      std::fputs((nlohmann::json{{"schema", "tiletune.tuning-db-list/1"}, {"file", path.string()},
-                                 {"records", nlohmann::json::array()}}
-                      .dump(2) +
+      std::fputs((json_text(nlohmann::json{{"schema", "tiletune.tuning-db-list/1"}, {"file", path.string()},
+                                           {"records", nlohmann::json::array()}}) +
                   "\n")
                      .c_str(),
                  stdout);
@@ -237,7 +236,7 @@ void run_list(const db_options& o, run_context& ctx) {
                                 {"mode", r.measured ? "measured" : "predicted"}});
     });
     out["matching"] = total;
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(out) + "\n").c_str(), stdout);
   } else {
     text_table t({"gpu", "problem", "recommended", "TFLOP/s", "measured", "driver", "tool", "search"});
     std::size_t shown = 0;
@@ -269,7 +268,7 @@ void run_show(const db_options& o, run_context& ctx) {
     nlohmann::json out = {{"schema", "tiletune.tuning-db-show/1"}, {"file", db->file().string()},
                           {"records", nlohmann::json::array()}};
     for (const auto& r : records) out["records"].push_back(r.result);
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(out) + "\n").c_str(), stdout);
     ctx.exit_code = exit_ok;
     return;
   }
@@ -339,9 +338,9 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   progress.finish();
   report["database"] = db->file().string();
   report["date"] = utc_now_iso();
-  if (!o.out.empty()) write_file_atomically(o.out, report.dump(2) + "\n");
+  if (!o.out.empty()) write_file_atomically(o.out, json_text(report) + "\n");
   if (o.json) {
-    std::fputs((report.dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(report) + "\n").c_str(), stdout);
   } else {
     fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
     for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());

@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/tune/fleet/tuning_export.hpp"
 #include "core/tune/fleet/tuning_merge.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune::cli {
 
@@ -65,7 +66,7 @@ void run_export(const fleet_options& o, run_context& ctx) {
   const std::string date = utc_now_iso();
   std::string text;
   if (o.format == "json")
-    text = export_json(best, file.string(), date).dump(2) + "\n";
+    text = json_text(export_json(best, file.string(), date)) + "\n";
   else if (o.format == "triton")
     text = export_triton(best, file.string(), date);
   else

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune::cli {
 
@@ -42,7 +43,7 @@ void add_devices_command(CLI::App& app, run_context& ctx) {
       if (local.devices.empty()) j["why_none"] = local.why_none;
       j["presets"] = nlohmann::json::array();
       for (const auto& p : device_presets()) j["presets"].push_back(to_json(p));
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      std::fputs((json_text(j) + "\n").c_str(), stdout);
       ctx.exit_code = 0;
       return;
     }

@@ -18,6 +18,7 @@
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/variant_ranking.hpp"
 #include "core/plan_mode.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune::cli {
 
@@ -211,9 +212,9 @@ class gemm_run {
     // is refused before --out is written.
     std::optional<kernel_export> exported;
     if (!o_.export_dir.empty()) exported = prepare_export(o_, suite, plans_, run_);
-    if (!o_.report.out.empty()) write_file_atomically(o_.report.out, j.dump(2) + "\n");
+    if (!o_.report.out.empty()) write_file_atomically(o_.report.out, json_text(j) + "\n");
     if (o_.report.json) {
-      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      std::fputs((json_text(j) + "\n").c_str(), stdout);
     } else if (!o_.report.quiet) {
       std::string table;
       if (o_.is_suite()) {

@@ -599,3 +599,27 @@ TEST(output_safety_cli, no_output_but_a_merge_replaces_a_tuning_database) {
   // The database is still one: it lists its records.
   EXPECT_EQ(run({"db", "list", "--db", in.db.string()}).code, 0);
 }
+
+// A file name that is not UTF-8 (Latin-1's 0xE9, legal on Linux) reaches the JSON written (the command
+// line, a database's name): its byte is written as U+FFFD, where the dump threw once the work was done
+// (exit 70, nothing written).
+TEST(output_safety_cli, a_file_name_that_is_not_utf8_is_written_not_lost) {
+  const inputs in("latin1-names");
+  const fs::path plan = in.dir / "plan_\xe9.json", batch = in.dir / "batch_\xe9.json", db = in.dir / "db_\xe9.sqlite";
+  fs::copy_file(in.db, db);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db", "-q",
+                                 "--out", plan.string()},
+        {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "-q", "--out", batch.string()},
+        {"db", "--db", db.string(), "list", "--json"},
+        {"db", "--db", db.string(), "export"},
+        {"db", "--db", db.string(), "calibrate", "--gpu", "h100-sxm", "--json"}}) {
+    const result r = run(args);
+    ASSERT_EQ(r.code, 0) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  for (const fs::path& written : {plan, batch}) {
+    const auto j = nlohmann::json::parse(slurp(written));
+    EXPECT_NE(j["tool"]["command_line"].get<std::string>().find("\xef\xbf\xbd.json"), std::string::npos) << written;
+  }
+}

@@ -16,4 +16,11 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
 // the caller names the place).
 std::string json_error_text(const nlohmann::json::exception& e);
 
+// JSON text for a file, stdout or the database: a string that is not valid UTF-8 (a Latin-1 file name
+// on the command line, which the result's command_line and paths carry) has its bad bytes replaced
+// by U+FFFD, where a plain dump threw after the work was done (exit 70, nothing written).
+inline std::string json_text(const nlohmann::json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace tiletune

@@ -16,6 +16,7 @@
 #include "core/version.hpp"
 #include "core/gemm/family.hpp"
 #include "core/report/kernel_header.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune {
 
@@ -327,7 +328,7 @@ std::vector<export_file> export_variant(const gemm_plan& plan, const variant_res
   const std::string id = v.config.id();
   return {{id + ".cu", exported_source(plan, v, launch, run)},
           {id + ".cubin", v.cubin},
-          {id + ".json", export_manifest(plan, v, launch, run).dump(2) + "\n"},
+          {id + ".json", json_text(export_manifest(plan, v, launch, run)) + "\n"},
           {id + ".h", exported_header(launch, id, header_about(plan, v, launch, run))}};
 }
 

@@ -16,6 +16,7 @@
 #include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/plan_mode.hpp"
+#include "core/report/json_file.hpp"
 
 namespace tiletune {
 
@@ -480,12 +481,12 @@ void tuning_db::bind_and_step(const tuning_record& r) {
   sqlite3_bind_double(q.s, 11, r.tflops);
   sqlite3_bind_int(q.s, 12, measured ? 1 : 0);
   sqlite3_bind_int(q.s, 13, verification_rank(r));
-  sqlite::bind(q.s, 14, r.result.at("problem").dump());
+  sqlite::bind(q.s, 14, json_text(r.result.at("problem"), -1));
   const auto rec = r.result.value("recommendation", nlohmann::json());
-  if (rec.is_object()) sqlite::bind(q.s, 15, rec.dump());
-  sqlite::bind_blob(q.s, 16, sqlite::deflate(compact_given ? r.result.dump() : compact_result(r.result).dump()));
-  if (!calibration.is_null()) sqlite::bind_blob(q.s, 17, sqlite::deflate(calibration.dump()));
-  if (keep_full_ && !compact_given) sqlite::bind_blob(q.s, 18, sqlite::deflate(r.result.dump()));
+  if (rec.is_object()) sqlite::bind(q.s, 15, json_text(rec, -1));
+  sqlite::bind_blob(q.s, 16, sqlite::deflate(compact_given ? json_text(r.result, -1) : json_text(compact_result(r.result), -1)));
+  if (!calibration.is_null()) sqlite::bind_blob(q.s, 17, sqlite::deflate(json_text(calibration, -1)));
+  if (keep_full_ && !compact_given) sqlite::bind_blob(q.s, 18, sqlite::deflate(json_text(r.result, -1)));
   if (sqlite3_step(q.s) != SQLITE_DONE) fail("cannot store a result");
 }
 
