@@ -1080,6 +1080,15 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
   expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "8", "--phase", "prefill", "--sequences", "9", "--gpu",
                       "h100-sxm"},
                      "--sequences 9 is invalid: from 1 to --tokens (8)");
+  // No sequence longer than the model's positions (gpt2's 1024): 5000 tokens in 4 sequences hold one of
+  // at least 1250; in 5, 1000 each is a prefill gpt2 runs.
+  expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "5000", "--phase", "prefill", "--sequences", "4", "--gpu",
+                      "h100-sxm", "--dry-run"},
+                     "--tokens 5000 in --sequences 4: a sequence of at least 1250 tokens, longer than gpt2's 1024 positions");
+  EXPECT_EQ(run({"gemm", "--model", "gpt2", "--tokens", "5000", "--phase", "prefill", "--sequences", "5", "--gpu",
+                 "h100-sxm", "--dry-run", "--no-db", "-q"})
+                .code,
+            0);
   expect_usage_error({"gemm", "--m", "8", "--n", "8", "--k", "8", "--sequences", "2", "--gpu", "h100-sxm"}, "--model");
 }
 

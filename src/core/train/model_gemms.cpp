@@ -109,6 +109,13 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
   if (sequences && (*sequences < 1 || *sequences > tokens))
     throw usage_error(fmt::format("--sequences {} is invalid: from 1 to --tokens ({}), each sequence at least a token",
                                   *sequences, tokens));
+  // Sequences of varying lengths are a serving batch's, but the longest is at least the mean: past the
+  // model's positions no such prefill runs (batch refuses such a --seq-len the same way).
+  if (sequences && m.max_positions > 0 && (tokens + *sequences - 1) / *sequences > m.max_positions)
+    throw usage_error(fmt::format("--tokens {} in --sequences {}: a sequence of at least {} tokens, longer than {}'s {} "
+                                  "positions; pass more --sequences or fewer --tokens",
+                                  tokens, *sequences, (tokens + *sequences - 1) / *sequences, m.name,
+                                  m.max_positions));
   if (fp8 != fp8_recipe::none && t != dtype::bf16)
     throw usage_error(fmt::format("--fp8 {} converts a bf16 step's linears: --dtype bf16, not {}", to_string(fp8),
                                   to_string(t)));
