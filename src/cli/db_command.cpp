@@ -83,6 +83,9 @@ nlohmann::json read_result_file(const std::string& path) {
                         path));
   check_recommended_time(j, path);
   (void)result_file_from_json(j, path);  // the same checks as compare: figures that are numbers and agree
+  // One GPU model however the file spells its preset ("H100-SXM" is h100-sxm), as compare reads it.
+  if (j["device"].contains("preset") && j["device"]["preset"].is_string())
+    j["device"]["preset"] = canonical_preset(j["device"]["preset"].get<std::string>());
   return j;
 }
 

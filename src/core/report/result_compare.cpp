@@ -19,7 +19,25 @@
 
 namespace tiletune {
 
-std::string problem_key(const gemm_problem& p) { return p.describe(); }  // alpha and beta in it where not 1 and 0
+// The problem's description (alpha and beta in it where not 1 and 0), but a grouped problem of given rows by
+// its rows: describe() says only "rows given", and 120+8 rows are another problem than 64+64.
+std::string problem_key(const gemm_problem& p) {
+  std::string key = p.describe();
+  const std::size_t given = key.find("rows given");
+  if (!p.groups || p.groups->routing != "given" || given == std::string::npos) return key;
+  // A few rows are read as they are; many (up to 4096 groups) as their hash, the tuning database's class.
+  const std::string rows =
+      p.groups->count() <= 16 ? fmt::format("rows {}", fmt::join(p.groups->rows, ",")) : p.groups->distribution();
+  return key.replace(given, std::string("rows given").size(), rows);
+}
+
+std::string canonical_preset(const std::string& preset) {
+  try {
+    return find_preset(preset).preset;  // case-insensitive, as --gpu
+  } catch (const usage_error&) {  // a preset of another version of the tool, or a name of the user's
+    return preset;
+  }
+}
 
 namespace {
 
@@ -37,51 +55,67 @@ std::optional<double> number_at(const nlohmann::json& j, const char* key, const 
 
 // What the GPU a file names can do at most, where the file says (a device without figures is not checked).
 struct device_limits {
-  nlohmann::json peak_tflops;  // by dtype name
+  std::map<std::string, double> peak_tflops;  // by the device's key: f32, tf32, f16, bf16, fp8
   double bandwidth_gbs = 0;
   double l2_bytes = 0;
 };
 
+// A positive figure, or 0 for none (absent, null or 0).
+double figure_of(const nlohmann::json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() && j[key].get<double>() > 0 ? j[key].get<double>() : 0;
+}
+
+// A file of a known preset is held to the preset's figures: it may give a lower one (a slower part of the
+// model), never a higher one (a forged time passed under a "peak" the file raised itself), and one it leaves
+// out (or gives 0) is the preset's. A preset of another version of the tool: the file's own figures.
 device_limits limits_of(const nlohmann::json& device) {
   device_limits l;
   if (!device.is_object()) return l;
-  // A file of a known preset is held to the preset's figures where it leaves one out (or gives 0):
-  // removing a figure must not let a forged time through.
   nlohmann::json known = nlohmann::json::object();
   if (device.contains("preset") && device["preset"].is_string()) {
     try {
       known = to_json(find_preset(device["preset"].get<std::string>()));
-    } catch (const usage_error&) {  // a preset of another version of the tool: the file's own figures
+    } catch (const usage_error&) {
     }
   }
-  auto positive = [](const nlohmann::json& j, const char* key) {
-    return j.is_object() && j.contains(key) && j[key].is_number() && j[key].get<double>() > 0;
+  auto held = [](double file, double preset) {
+    return file > 0 && preset > 0 ? std::min(file, preset) : std::max(file, preset);
   };
-  if (positive(known, "memory_bandwidth_gbs")) l.bandwidth_gbs = known["memory_bandwidth_gbs"].get<double>();
-  if (positive(device, "memory_bandwidth_gbs")) l.bandwidth_gbs = device["memory_bandwidth_gbs"].get<double>();
-  if (positive(known, "l2_bytes")) l.l2_bytes = known["l2_bytes"].get<double>();
-  if (positive(device, "l2_bytes")) l.l2_bytes = device["l2_bytes"].get<double>();
-  l.peak_tflops = known.value("peak_tflops", nlohmann::json::object());
-  if (device.contains("peak_tflops") && device["peak_tflops"].is_object())
-    for (const auto& [type, v] : device["peak_tflops"].items())
-      if (v.is_number() && v.get<double>() > 0) l.peak_tflops[type] = v;
+  l.bandwidth_gbs = held(figure_of(device, "memory_bandwidth_gbs"), figure_of(known, "memory_bandwidth_gbs"));
+  l.l2_bytes = held(figure_of(device, "l2_bytes"), figure_of(known, "l2_bytes"));
+  const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json& file_peaks = device.contains("peak_tflops") ? device["peak_tflops"] : none;
+  const nlohmann::json& preset_peaks = known.contains("peak_tflops") ? known["peak_tflops"] : none;
+  for (const nlohmann::json* peaks : {&file_peaks, &preset_peaks})
+    if (peaks->is_object())
+      for (const auto& [type, v] : peaks->items())
+        if (const double peak = held(figure_of(file_peaks, type), figure_of(preset_peaks, type)); peak > 0)
+          l.peak_tflops[type] = peak;
   return l;
 }
+
+// The GPU's peak for a problem, or 0 where the file gives none: the device keys it by the element type its
+// dtype's row names, as the writer does ("fp8" for e4m3, e5m2 and their mixes).
+double peak_for(const gemm_problem& p, const device_limits& l) {
+  const element_type e = row_of(p.type).peak;
+  const std::string key = e == element_type::e4m3 || e == element_type::e5m2 ? "fp8" : std::string(to_string(e));
+  const auto it = l.peak_tflops.find(key);
+  return it == l.peak_tflops.end() ? 0 : it->second;
+}
+
+constexpr double slack = 1.05;  // clocks above the datasheet's boost, timer resolution
 
 // A time faster than the GPU's peak math rate or its memory allows (the operands the L2 cannot
 // hold must stream from memory) is a damaged or forged figure: refused, naming it.
 void check_physics(const gemm_problem& p, std::optional<double> time_us, const std::string& figure,
                    const device_limits& l, const std::string& where) {
   if (!time_us) return;
-  const std::string type(to_string(p.type));
-  constexpr double slack = 1.05;  // clocks above the datasheet's boost, timer resolution
-  if (l.peak_tflops.contains(type) && l.peak_tflops[type].is_number() && l.peak_tflops[type].get<double>() > 0) {
-    const double floor_us = p.flops() / (l.peak_tflops[type].get<double>() * 1e12) * 1e6;
+  if (const double peak = peak_for(p, l); peak > 0) {
+    const double floor_us = p.flops() / (peak * 1e12) * 1e6;
     if (*time_us * slack < floor_us)
       throw usage_error(fmt::format("{}: {} {} us is faster than the GPU's peak {} TFLOP/s allows ({:.4g} us for {}): "
                                     "not a real measurement",
-                                    where, figure, *time_us, l.peak_tflops[type].get<double>(), floor_us,
-                                    p.describe()));
+                                    where, figure, *time_us, peak, floor_us, p.describe()));
   }
   const double streamed = static_cast<double>(p.operand_bytes()) - l.l2_bytes;
   if (l.bandwidth_gbs > 0 && streamed > 0) {
@@ -93,24 +127,73 @@ void check_physics(const gemm_problem& p, std::optional<double> time_us, const s
   }
 }
 
+// The times and TFLOP/s of a variant, the recommendation or the reference: report draws them and db import
+// stores them, so each time is held to the GPU, and the TFLOP/s to the problem's FLOPs over the time it is
+// of (the measured one where there is one, as the writer computes it) and to the peak.
+void check_timed_figures(const gemm_problem& p, const nlohmann::json& v, const device_limits& l,
+                         const std::string& at) {
+  const auto median = number_at(v, "median_us", at), predicted = number_at(v, "predicted_us", at);
+  check_physics(p, median, "median_us", l, at);
+  check_physics(p, predicted, "predicted_us", l, at);
+  const double tflops = figure_of(v, "tflops");  // (0 is none: check_figures let it be a non-negative number)
+  if (tflops <= 0) return;
+  if (const auto time_us = median ? median : predicted) {
+    const double said = p.flops() / (*time_us * 1e-6) / 1e12;
+    if (std::abs(tflops / said - 1) > 0.01)
+      throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", at, tflops,
+                                    median ? "median_us" : "predicted_us", said));
+  }
+  if (const double peak = peak_for(p, l); peak > 0 && tflops > peak * slack)
+    throw usage_error(fmt::format("{}: \"tflops\" {} is more than the GPU's peak {} TFLOP/s: not a real measurement",
+                                  at, tflops, peak));
+}
+
+// validate() and the group layout's parser name gemm's flags ("--m 0 is invalid"): in a file they are fields.
+std::string fields_not_flags(std::string why) {
+  if (why.rfind("--", 0) == 0) why = "\"" + why.substr(2, why.find(' ') - 2) + "\"" + why.substr(why.find(' '));
+  return why;
+}
+
 gemm_problem problem_in_result(const nlohmann::json& r, const std::string& where) {
   if (!r.contains("problem")) throw usage_error(fmt::format("{}: a result has no \"problem\"", where));
   gemm_problem p;
   try {
     p = gemm_problem_from_json(r.at("problem"));
+    validate(p);
   } catch (const nlohmann::json::exception& ex) {
     throw usage_error(fmt::format("{}: a result's \"problem\" is incomplete: {}", where, json_error_text(ex)));
-  } catch (const usage_error& ex) {  // an unknown dtype or layout, named by the file
-    throw usage_error(fmt::format("{}: a result's problem {}: {}", where, r.at("problem").dump(), ex.what()));
-  }
-  try {
-    validate(p);
-  } catch (const usage_error& ex) {
-    std::string why = ex.what();  // validate names the command's flags: here they are fields
-    if (why.rfind("--", 0) == 0) why = "\"" + why.substr(2, why.find(' ') - 2) + "\"" + why.substr(why.find(' '));
-    throw usage_error(fmt::format("{}: a result's problem {}: {}", where, r.at("problem").dump(), why));
+  } catch (const usage_error& ex) {  // an unknown dtype or layout, or a size the tool refuses, named by the file
+    throw usage_error(
+        fmt::format("{}: a result's problem {}: {}", where, r.at("problem").dump(), fields_not_flags(ex.what())));
   }
   return p;
+}
+
+// The recommendation's figures: what a verdict is judged by, each what its times say.
+void read_recommendation(const nlohmann::json& r, const gemm_problem& p, const device_limits& limits,
+                         const std::string& at, result_entry& e) {
+  const nlohmann::json& rec = r["recommendation"];
+  e.has_result = true;
+  // Its own check, where it carries one, counts as a variant's (a foreign or hand-made file's may).
+  e.incorrect |= is_incorrect_variant(rec);
+  e.variant_id = rec.value("id", "");
+  e.vs_reference = number_at(rec, "vs_reference", at);
+  e.time_us = number_at(rec, "median_us", at);
+  if (!e.time_us) e.time_us = number_at(rec, "predicted_us", at);
+  if (rec.contains("noise") && !rec["noise"].is_null()) {
+    if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
+      throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
+    e.noise = rec["noise"].get<double>();
+  }
+  // The ratio must be what the two times say: a file edited by hand or
+  // damaged would otherwise decide the verdict.
+  std::optional<double> ref_us;  // assigned in an if: GCC 12 warns of the ternary's optional
+  if (r.contains("reference")) ref_us = number_at(r["reference"], "median_us", at + " reference");
+  const auto measured_us = number_at(rec, "median_us", at);
+  if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
+    throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
+                                  at, *e.vs_reference, *ref_us / *measured_us));
+  check_timed_figures(p, rec, limits, at);
 }
 
 result_entry entry_from_json(const nlohmann::json& r, const std::string& where, const device_limits& limits) {
@@ -122,44 +205,13 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   if (r.contains("variants") && r["variants"].is_array())
     for (const auto& v : r["variants"]) {
       e.incorrect |= is_incorrect_variant(v);
-      const std::string at = fmt::format("{}: {}: variant {}", where, e.label, v.value("id", "?"));
-      check_physics(p, number_at(v, "median_us", at), "median_us", limits, at);
+      check_timed_figures(p, v, limits, fmt::format("{}: {}: variant {}", where, e.label, v.value("id", "?")));
     }
   if (r.contains("summary") && r["summary"].is_object()) e.incorrect |= r["summary"].value("incorrect", 0) > 0;
-  const auto& rec = r.contains("recommendation") ? r["recommendation"] : nlohmann::json();
-  if (rec.is_object()) {
-    const std::string at = fmt::format("{}: {}: recommendation", where, e.label);
-    e.has_result = true;
-    e.variant_id = rec.value("id", "");
-    e.vs_reference = number_at(rec, "vs_reference", at);
-    e.time_us = number_at(rec, "median_us", at);
-    if (!e.time_us) e.time_us = number_at(rec, "predicted_us", at);
-    if (rec.contains("noise") && !rec["noise"].is_null()) {
-      if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
-        throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
-      e.noise = rec["noise"].get<double>();
-    }
-    // The ratio must be what the two times say: a file edited by hand or
-    // damaged would otherwise decide the verdict.
-    std::optional<double> ref_us;  // assigned in an if: GCC 12 warns of the ternary's optional
-    if (r.contains("reference")) ref_us = number_at(r["reference"], "median_us", at + " reference");
-    const auto measured_us = number_at(rec, "median_us", at);
-    if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
-      throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
-                                    at, *e.vs_reference, *ref_us / *measured_us));
-    check_physics(p, measured_us, "median_us", limits, at);
-    check_physics(p, ref_us, "median_us", limits, at + " reference");
-    if (!measured_us) check_physics(p, e.time_us, "predicted_us", limits, at);
-    // So must the TFLOP/s (db list and export show it), once the time is one the GPU allows: the
-    // problem's FLOPs over its time.
-    const auto tflops = number_at(rec, "tflops", at);
-    if (tflops && *tflops > 0 && e.time_us && *e.time_us > 0) {
-      const double said = p.flops() / (*e.time_us * 1e-6) / 1e12;
-      if (std::abs(*tflops / said - 1) > 0.01)
-        throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", at,
-                                      *tflops, measured_us ? "median_us" : "predicted_us", said));
-    }
-  }
+  if (r.contains("recommendation") && r["recommendation"].is_object())
+    read_recommendation(r, p, limits, fmt::format("{}: {}: recommendation", where, e.label), e);
+  if (r.contains("reference"))  // cuBLASLt's time and TFLOP/s, drawn beside the variants
+    check_timed_figures(p, r["reference"], limits, fmt::format("{}: {}: reference", where, e.label));
   return e;
 }
 
@@ -248,6 +300,32 @@ void check_figures(const nlohmann::json& v, const std::string& where) {
       check_field(v["resources"], k.c_str(), t::number_integer, true, where + ": \"resources\"");
 }
 
+// A grouped problem's fields, each named: the problem's reader gives a library's text without the field,
+// and its layout error names gemm's --group-layout, which compare, report and db import do not have. A
+// count the rows disagree with is refused (the rows decide the problem; the count would be read as noise).
+void check_groups(const nlohmann::json& g, const std::string& where) {
+  using t = nlohmann::json::value_t;
+  const std::string in = where + ": \"groups\"";
+  if (!g.contains("rows")) throw usage_error(fmt::format("{} has no \"rows\"", in));
+  check_field(g, "rows", t::array, false, in);
+  for (const auto& rows : g["rows"])
+    if (!rows.is_number_integer())
+      throw usage_error(fmt::format("{}: \"rows\" holds {}, not a whole number", in, rows.dump().substr(0, 40)));
+  for (const char* k : {"count", "stride", "tokens", "top_k"}) check_field(g, k, t::number_integer, false, in);
+  for (const char* k : {"layout", "routing"}) check_field(g, k, t::string, false, in);
+  if (g.contains("layout")) {
+    try {
+      (void)parse_group_layout(g["layout"].get<std::string>());
+    } catch (const usage_error&) {
+      throw usage_error(
+          fmt::format("{}: \"layout\" is {}, not contiguous or masked", in, g["layout"].dump().substr(0, 40)));
+    }
+  }
+  if (g.contains("count") && g["count"].get<std::int64_t>() != static_cast<std::int64_t>(g["rows"].size()))
+    throw usage_error(fmt::format("{}: \"count\" {} is not the {} groups \"rows\" gives", in, g["count"].dump(),
+                                  g["rows"].size()));
+}
+
 void check_body_types(const nlohmann::json& r, const std::string& where) {
   using t = nlohmann::json::value_t;
   check_field(r, "mode", t::string, false, where);
@@ -272,6 +350,7 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     for (const char* k : {"dtype", "layout", "scaling", "out_dtype"}) check_field(r["problem"], k, t::string, false, in);
     for (const char* k : {"alpha", "beta"}) check_field(r["problem"], k, t::number_float, false, in);
     check_field(r["problem"], "groups", t::object, false, in);
+    if (r["problem"].is_object() && r["problem"].contains("groups")) check_groups(r["problem"]["groups"], in);
   }
   std::set<std::string> ids;
   for (const auto& v : r.value("variants", nlohmann::json::array())) {
@@ -371,7 +450,7 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
     if (j["device"].contains("arch") && j["device"]["arch"].is_string()) f.device_arch = j["device"]["arch"].get<std::string>();
     const auto& dev = j["device"];
     if (dev.contains("preset") && dev["preset"].is_string())  // null for a GPU without a preset
-      f.device_model = dev["preset"].get<std::string>();
+      f.device_model = canonical_preset(dev["preset"].get<std::string>());
   }
   if (f.device_model.empty()) f.device_model = f.device_name;
   // Every result names the GPU it is of: without one, two results could not be told apart by GPU.
@@ -561,6 +640,17 @@ std::optional<std::size_t> first_of(const std::vector<result_entry>& entries, co
   return std::nullopt;
 }
 
+// The verdict on a problem only NEW holds, one of whose variants failed verification.
+comparison_row incorrect_new_problem(const result_entry& n, const std::string& base_path) {
+  comparison_row row;
+  row.key = n.key;
+  row.label = n.label;
+  row.result = verdict::incorrect;
+  row.detail = fmt::format("not in {} (a new problem), and {}", base_path,
+                           n.has_result ? "a variant failed verification" : "no variant passed verification");
+  return row;
+}
+
 // Says which entry of the other file a leftover entry was judged against.
 void also_judged_against(comparison_row& row, const std::string& label, const std::string& path) {
   const std::string said = fmt::format("judged against {} of {}, which holds this problem fewer times", label, path);
@@ -609,6 +699,9 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
     const std::optional<std::size_t> b = first_of(base.entries, n.key);
     if (!b) {
       c.only_in_new.push_back(n.label == n.key ? n.key : fmt::format("{} ({})", n.label, n.key));
+      // Nothing to judge its speed against, but a kernel that computes a wrong answer fails the gate all
+      // the same (it went through as a new problem).
+      if (n.incorrect) c.rows.push_back(incorrect_new_problem(n, base.path));
       continue;
     }
     comparison_row row;

@@ -51,6 +51,8 @@ std::string partial_run_option(const nlohmann::json& result, const nlohmann::jso
 result_file load_result_file(const std::filesystem::path& path);
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path);
 std::string problem_key(const gemm_problem& p);
+// A known preset in its own spelling ("H100-SXM" is h100-sxm, as --gpu reads it); another name as written.
+std::string canonical_preset(const std::string& preset);
 
 // answered: the baseline had no result for the problem (no variant ran there) and NEW has one: nothing
 // to compare, and no regression.
