@@ -9,6 +9,7 @@
 #include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
+#include "core/report/json_file.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/report/result_compare.hpp"
 #include "cuda/device_query.hpp"
@@ -42,10 +43,10 @@ std::string format_comparison(const comparison& c) {
 }
 
 void emit(const comparison& c, const report_options& r) {
-  if (!r.out.empty()) write_file_atomically(r.out, to_json(c).dump(2) + "\n");
+  if (!r.out.empty()) write_file_atomically(r.out, json_text(to_json(c)) + "\n");
   if (!r.junit.empty()) write_file_atomically(r.junit, to_junit_xml(c));
   if (r.json)
-    std::fputs((to_json(c).dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(to_json(c)) + "\n").c_str(), stdout);
   else
     std::fputs(format_comparison(c).c_str(), stdout);
 }

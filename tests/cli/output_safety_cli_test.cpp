@@ -607,13 +607,16 @@ TEST(output_safety_cli, a_file_name_that_is_not_utf8_is_written_not_lost) {
   const inputs in("latin1-names");
   const fs::path plan = in.dir / "plan_\xe9.json", batch = in.dir / "batch_\xe9.json", db = in.dir / "db_\xe9.sqlite";
   fs::copy_file(in.db, db);
+  const fs::path base_latin1 = in.dir / "caf\xe9.json";
+  fs::copy_file(in.base, base_latin1);
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"gemm", "--gpu", "l4", "--dry-run", "--m", "64", "--n", "64", "--k", "64", "--no-db", "-q",
                                  "--out", plan.string()},
         {"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--no-db", "-q", "--out", batch.string()},
         {"db", "--db", db.string(), "list", "--json"},
         {"db", "--db", db.string(), "export"},
-        {"db", "--db", db.string(), "calibrate", "--gpu", "h100-sxm", "--json"}}) {
+        {"db", "--db", db.string(), "calibrate", "--gpu", "h100-sxm", "--json"},
+        {"compare", base_latin1.string(), in.fresh.string(), "--json"}}) {
     const result r = run(args);
     ASSERT_EQ(r.code, 0) << args[0] << ": " << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
