@@ -114,3 +114,26 @@ TEST(padded_copies, the_note_names_every_misaligned_stride_and_its_advice_remove
   EXPECT_FALSE(ends_with(padded["recommendation"]["id"].get<std::string>(), "_kc")) << padded["recommendation"]["id"];
   EXPECT_LT(padded["recommendation"]["predicted_us"].get<double>(), odd["recommendation"]["predicted_us"].get<double>());
 }
+
+// A padded copy holds more elements than the problem: past 2^31-1 (300,000,000 x 8 for K = 7) no
+// variant runs on it (its 32-bit offsets would wrap), and the note advises no `--k 8`, which is refused.
+// The _kc variants had been recommended, and `--k 8` advised.
+TEST(padded_copies, no_variant_runs_on_a_copy_past_the_element_limit_nor_is_it_advised) {
+  const result r = run({"gemm", "--m", "300000000", "--n", "7", "--k", "7", "--gpu", "h100-sxm", "--dry-run", "--no-db",
+                        "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(plan["recommendation"].is_object());
+  EXPECT_FALSE(ends_with(plan["recommendation"]["id"].get<std::string>(), "_kc")) << plan["recommendation"]["id"];
+  std::size_t limited = 0;
+  for (const auto& v : plan["variants"])
+    if (ends_with(v["id"].get<std::string>(), "_kc")) {
+      EXPECT_NE(v["status"], "ok") << v["id"];
+      limited += v.value("constraint", "") == "index_limit";
+    }
+  EXPECT_GT(limited, 0u);
+  const std::string notes = plan["notes"].dump();
+  EXPECT_EQ(notes.find("--k 8"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("padded to K 8, a matrix would hold more than the 2^31-1 elements"), std::string::npos) << notes;
+  EXPECT_EQ(run({"gemm", "--m", "300000000", "--n", "7", "--k", "8", "--gpu", "h100-sxm", "--dry-run"}).code, 2);
+}

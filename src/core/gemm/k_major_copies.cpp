@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/compile/kernel_templates.hpp"
+#include "core/errors.hpp"
 
 namespace tiletune {
 
@@ -27,10 +28,20 @@ misaligned_stride misaligned_strides(const gemm_problem& p) {
   const auto eb = static_cast<std::int64_t>(element_bytes(p.type));
   auto rows = [&](const char* op, char dim, std::int64_t ld) {
     const std::int64_t padded = padded_to_16_bytes(p, ld);
+    // The padded problem is one a plan takes only within the limits validate holds every problem
+    // to (2^31-1 elements a matrix): past them no option is offered.
+    gemm_problem q = p;
+    (dim == 'K' ? q.k : dim == 'M' ? q.m : q.n) = padded;
+    bool plannable = true;
+    try {
+      validate(q);
+    } catch (const usage_error&) {
+      plannable = false;
+    }
     return misaligned_stride{fmt::format("{}'s rows ({} {} {} elements, {} bytes apart)", op, dim, ld, to_string(p.type),
                                          ld * eb),
                              fmt::format("{} {}", dim, padded),
-                             fmt::format("--{} {}", static_cast<char>(dim - 'A' + 'a'), padded)};
+                             plannable ? fmt::format("--{} {}", static_cast<char>(dim - 'A' + 'a'), padded) : ""};
   };
   const char a_dim = p.layout.a_transposed ? 'M' : 'K', b_dim = p.layout.b_transposed ? 'K' : 'N';
   const bool a = misaligned(p, p.lda()), b = misaligned(p, p.ldb());
@@ -42,7 +53,8 @@ misaligned_stride misaligned_strides(const gemm_problem& p) {
   }
   if (a && b) {
     const misaligned_stride sa = rows("A", a_dim, p.lda()), sb = rows("B", b_dim, p.ldb());
-    return {sa.what + " and " + sb.what, sa.padded + " and " + sb.padded, sa.option + " " + sb.option};
+    return {sa.what + " and " + sb.what, sa.padded + " and " + sb.padded,
+            sa.option.empty() || sb.option.empty() ? "" : sa.option + " " + sb.option};
   }
   if (a) return rows("A", a_dim, p.lda());
   if (b) return rows("B", b_dim, p.ldb());

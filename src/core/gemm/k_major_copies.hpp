@@ -33,6 +33,8 @@ bool operands_misaligned(const gemm_problem& p);
 // operands' where both are, "... and B's rows (...)"), and the dimensions whose padding to 16 bytes of
 // elements aligns them all ("K 50264", as options "--k 50264"; "M 1008 and N 1008", "--m 1008 --n
 // 1008"); all "" where none is (and the padding "" where the stride is a batch's or the groups').
+// option: the flag that plans the padded problem ("--k 8"), empty where that problem is past
+// validate's limits (2^31-1 elements a matrix).
 struct misaligned_stride {
   std::string what, padded, option;
 };

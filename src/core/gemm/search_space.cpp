@@ -1,9 +1,13 @@
 #include "core/gemm/search_space.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_set>
 
 #include <fmt/format.h>
+
+#include "core/gemm/k_major_copies.hpp"
 
 namespace tiletune {
 
@@ -33,6 +37,15 @@ std::optional<constraint_violation> check_constraints(const tile_config& c, cons
                                             to_string(c.family), those.empty() ? "none" : those));
   }
   if (auto v = c.family->check(c, p, d)) return v;
+  // A variant on K-major copies runs on matrices padded to 16 bytes, indexed with 32-bit offsets as
+  // the problem's own are (validate): a copy past 2^31-1 elements is a problem it cannot run.
+  if (c.family->prologue_launches(c, p) > 0)
+    for (const char operand : {'a', 'b'}) {
+      const k_major_copy copy = k_major_copy_of(p, operand);
+      if (copy.row > 0 && copy.cols > std::numeric_limits<std::int32_t>::max() / copy.row)
+        return violation("index_limit", fmt::format("its K-major copy of {} ({} x {}) holds more than 2^31-1 elements",
+                                                    operand == 'a' ? "A" : "B", copy.cols, copy.row));
+    }
   if (c.threads() > d.max_threads_per_block)
     return violation("threads_per_block",
                      fmt::format("{} threads per block, the GPU allows {}", c.threads(),

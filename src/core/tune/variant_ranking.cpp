@@ -104,6 +104,9 @@ void note_unaligned_rows(gemm_plan& plan) {
                 "read in place"
       : stride.padded.empty()
           ? "strides that are multiples of 16 bytes let the kernels read the operands in place"
+      : stride.option.empty()
+          ? fmt::format("padded to {}, a matrix would hold more than the 2^31-1 elements a problem may have here",
+                        stride.padded)
           : fmt::format("stored with the leading dimension{} padded to {} (the pad unread), the rows are read in "
                         "place (`{}` plans that time)",
                         stride.padded.find(" and ") != std::string::npos ? "s" : "",
