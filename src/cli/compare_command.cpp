@@ -90,10 +90,15 @@ void add_compare_command(CLI::App& app, run_context& ctx) {
                 "Compare a measured result with a predicted one (not a regression test)");
   add_report_flags(cmd, o->report);
   cmd->footer(R"(
+Examples:
+  tiletune compare profiles/baselines/h100-sxm.json new.json
+  tiletune compare base.json new.json --tolerance 0.03 --junit compare.xml
+
 A problem is SLOWER when its speed dropped by more than the tolerance and by
 more than the measured noise of both runs; NOISY when the change is beyond the
 tolerance but within the noise; ANSWERED when the baseline has no result for
-it (no variant ran there) and NEW has one. By default the speed is the ratio
+it (no variant ran there) and NEW has one; INCORRECT when a variant of NEW
+failed verification, in a problem the baseline lacks too. By default the speed is the ratio
 to cuBLAS measured in the same run (robust to clocks and thermal state);
 results without one (predicted plans) are compared on time.
 
@@ -210,6 +215,9 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--cache-dir", o->cache_dir, "Compiled-kernel cache");
   add_report_flags(cmd, o->report);
   cmd->footer(R"(
+Example (a CI job on a GPU runner):
+  tiletune check --baseline profiles/baselines/h100-sxm.json --junit check.xml
+
 For each problem of the baseline, re-compiles its recommended variant,
 verifies it against cuBLASLt and times both in the same run, then judges the
 change as `tiletune compare` does (by the ratio to cuBLAS unless --absolute).

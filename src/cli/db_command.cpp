@@ -398,6 +398,7 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   import->add_option("files", o->inputs, "Result files")->required();
   import->add_option("--db", o->file, "The database file");
   import->add_flag("--full", o->full, "Keep every variant's row, not only the compact record (as gemm --db-full)");
+  import->footer("\nExample:\n  tiletune db import --db tuning.sqlite profiles/measured/h100-2026-11-22/gemm/*.json");
   import->callback([o, &ctx] { run_import(*o, ctx); });
   auto* list = cmd->add_subcommand("list", "List the stored results, newest first");
   list->add_option("--gpu", o->gpu, "Only this GPU model (a preset name such as h100-sxm)");
@@ -412,6 +413,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str()
       ->check(whole_non_negative);
   list->add_flag("--json", o->json, "Print JSON instead of the table");
+  list->footer("\nExamples:\n  tiletune db list --gpu h100-sxm --limit 50\n  tiletune db list --problem \"bf16 nt\" "
+               "--since 2026-11-01 --json\n\nA --db that is not there is refused (exit 2); the default database is "
+               "listed as empty until something is measured.");
   list->callback([o, &ctx] { run_list(*o, ctx); });
   auto* show = cmd->add_subcommand("show", "Print the stored records of a problem: their variant rows (every row "
                                            "where gemm --db-full kept them)");
@@ -426,10 +430,12 @@ void add_db_command(CLI::App& app, run_context& ctx) {
       ->capture_default_str()
       ->check(whole_non_negative);
   show->add_flag("--json", o->json, "Print the stored results (tiletune.gemm/1) as JSON");
+  show->footer("\nExample:\n  tiletune db show --problem \"4096x4096x4096 bf16 nt\" --gpu h100-sxm --limit 0");
   show->callback([o, &ctx] { run_show(*o, ctx); });
   auto* vacuum = cmd->add_subcommand("vacuum", "Rewrite the database without its free pages (after an upgrade of an "
                                                "older file, or many replaced records)");
   vacuum->add_option("--db", o->file, "The database file");
+  vacuum->footer("\nExample:\n  tiletune db vacuum --db tuning.sqlite");
   vacuum->callback([o, &ctx] { run_vacuum(*o, ctx); });
   auto* cal = cmd->add_subcommand(
       "calibrate", "Fit the model's per-family efficiencies to a GPU model's measured results; report its ranking quality");
@@ -437,6 +443,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_option("--db", o->file, "The database file");
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
+  cal->footer("\nExample:\n  tiletune db calibrate --gpu h100-sxm --db tuning.sqlite --out h100-sxm-calibration.json\n\n"
+              "Each problem is left out of its own fit in turn (above 24 problems, in 24 folds): the report gives "
+              "the held-out pick's predicted and measured time beside the best measured variant.");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   // The group's --db shares o->file with import, list and calibrate; export reads it too.
   add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));

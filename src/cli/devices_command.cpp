@@ -18,6 +18,7 @@ std::string clock_of(const device_spec& d) {
 void add_devices_command(CLI::App& app, run_context& ctx) {
   auto* cmd = app.add_subcommand("devices", "List this machine's GPUs and the presets --gpu accepts");
   cmd->footer(
+      "\nExamples:\n  tiletune devices\n  tiletune devices --json\n"
       "\nExits 0 whether or not a GPU is present; without one it says why (the CUDA runtime's "
       "answer)\nand lists the presets that `tiletune gemm --gpu NAME` can plan for offline.\n\n"
       "A local GPU whose name matches a preset takes the preset's peaks (its \"peaks from\"); where\n"
