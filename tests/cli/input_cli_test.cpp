@@ -258,6 +258,15 @@ TEST(input, absurd_model_configs_are_refused_naming_the_field) {
   const fs::path g = tmp_dir() / "gpt2-no-positions.json";
   std::ofstream(g) << gpt2.dump();
   expect_refused({"batch", "--gpu", "h100-sxm", "--model", g.string()}, {"\"n_positions\" must be at least 1"});
+  // Each field named as GPT-2's config writes it (n_head had been named num_attention_heads).
+  for (const char* field : {"n_head", "n_layer", "n_embd"}) {
+    nlohmann::json zero = gpt2;
+    zero["n_positions"] = 1024;
+    zero[field] = 0;
+    std::ofstream(g) << zero.dump();
+    expect_refused({"batch", "--gpu", "h100-sxm", "--model", g.string()},
+                   {std::string("\"") + field + "\" must be at least 1"});
+  }
   // Large but real-sized: planned, every memory term non-negative (it fits nowhere on one GPU).
   const fs::path big = write_config("big.json", {{"hidden_size", 32768}, {"num_hidden_layers", 512},
                                                  {"num_attention_heads", 256}, {"num_key_value_heads", 16},

@@ -159,11 +159,15 @@ void check_positive(const model_spec& m, const nlohmann::json& j, const std::str
   auto need = [&](std::int64_t v, const char* what) {
     if (v <= 0) throw usage_error(fmt::format("{}: \"{}\" must be at least 1", source, what));
   };
-  need(m.hidden_size, "hidden_size");
-  need(m.num_layers, "num_hidden_layers");
-  need(m.num_heads, "num_attention_heads");
+  // The field as the config names it: GPT-2's configs say n_embd, n_layer, n_head and n_inner.
+  auto written = [&](const char* name, const char* gpt2_name) {
+    return j.is_object() && !j.contains(name) && j.contains(gpt2_name) ? gpt2_name : name;
+  };
+  need(m.hidden_size, written("hidden_size", "n_embd"));
+  need(m.num_layers, written("num_hidden_layers", "n_layer"));
+  need(m.num_heads, written("num_attention_heads", "n_head"));
   need(m.vocab_size, "vocab_size");
-  need(m.intermediate_size, "intermediate_size");
+  need(m.intermediate_size, written("intermediate_size", "n_inner"));
   // Without "head_dim" the heads split the hidden size: fewer of it than heads leaves them none.
   if (m.head_dim <= 0 && !(j.contains("head_dim") && !j["head_dim"].is_null()))
     throw usage_error(fmt::format("{}: the hidden size {} is smaller than the {} heads it is split over (no "
