@@ -486,8 +486,11 @@ std::string partial_run_option(const nlohmann::json& result, const nlohmann::jso
 }
 
 result_file result_file_from_json(const nlohmann::json& j, const std::string& path) {
-  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+  if (!j.is_object() || !j.contains("schema"))
     throw usage_error(fmt::format("{}: not a tiletune result (no \"schema\")", path));
+  if (!j["schema"].is_string())
+    throw usage_error(fmt::format("{}: not a tiletune result (\"schema\" is {}, not a name such as tiletune.gemm/1)",
+                                  path, j["schema"].dump().substr(0, 40)));
   // The schema first: another kind of file (a suite's definition, a batch plan) is named as such,
   // not by the first field a gemm result needs and it lacks.
   if (const std::string schema = j["schema"].get<std::string>();
