@@ -11,6 +11,7 @@
 #include "core/report/json_file.hpp"
 #include "core/report/report_charts.hpp"
 #include "core/report/result_compare.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -75,6 +76,33 @@ double non_negative_at(const json& j, const char* key, double fallback) {
   const auto v = number_at(j, key);
   if (v && !(*v >= 0 && std::isfinite(*v))) wrong_type(key, j.at(key), "a number at least 0");
   return v.value_or(fallback);
+}
+
+namespace {
+std::string shown_field_value(const json& v) {
+  const std::string dump = v.dump();
+  return dump.size() > 40 ? dump.substr(0, 40) + "..." : dump;
+}
+}  // namespace
+
+std::optional<double> at_least(const json& j, const char* key, double min, const std::string& where) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
+  const json& v = j[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < min)
+    throw usage_error(fmt::format("{}: \"{}\" is {}, not a number at least {}", where, key, shown_field_value(v), min));
+  return v.get<double>();
+}
+
+void check_object(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null() || j[key].is_object()) return;
+  throw usage_error(fmt::format("{}: \"{}\" is {}, not an object", where, key, shown_field_value(j[key])));
+}
+
+void check_mode_field(const json& j, const char* key, const std::string& where, bool allow_empty) {
+  if (!j.is_object() || !j.contains(key)) return;
+  const json& v = j[key];
+  if (v.is_string() && (plan_mode_named(v.get<std::string>()) || (allow_empty && v.get<std::string>().empty()))) return;
+  throw usage_error(fmt::format("{}: \"{}\" is {}, not measured or predicted", where, key, shown_field_value(v)));
 }
 
 }  // namespace report

@@ -20,6 +20,31 @@ bool is_recommended(const json& candidate, const json& rec) {
 
 std::string policy(bool checkpointing) { return checkpointing ? "with checkpointing" : "without checkpointing"; }
 
+// A candidate's or the recommendation's figures: a micro-batch below 1 had been drawn on the log axis,
+// negative bytes as a bar below the budget.
+void check_batch_candidate(const json& c, const std::string& where) {
+  for (const char* k : {"micro_batch", "grad_accum_steps"}) at_least(c, k, 1, where);
+  for (const char* k : {"peak_bytes", "peak_allocated_bytes", "tokens_per_s", "samples_per_s", "step_ms"})
+    at_least(c, k, 0, where);
+  for (const char* k : {"checkpointing", "fits"}) (void)bool_at(c, k, false);
+}
+
+// The plan's fields the charts read, held to the schema before anything is drawn (tiletune's gemm
+// files get result_compare's checks; a plan's "mode" "bogus" had been drawn as predicted).
+void check_batch_plan_fields(const json& doc, const std::string& path) {
+  check_mode_field(doc, "mode", path, false);
+  for (const char* k : {"model", "gpu", "setup", "recommendation"}) check_object(doc, k, path);
+  const json& memory = require(doc, "memory", false, path, "the batch plan");
+  for (const auto& [k, v] : memory.items())
+    if (v.is_number()) at_least(memory, k.c_str(), 0, path + ": \"memory\"");
+  const json& candidates = require(doc, "candidates", true, path, "the batch plan");
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    check_batch_candidate(entry_object(candidates, i, "candidates", path), fmt::format("{}: candidate {}", path, i + 1));
+  if (doc.contains("recommendation") && doc["recommendation"].is_object())
+    check_batch_candidate(doc["recommendation"], path + ": \"recommendation\"");
+  if (doc.contains("setup")) at_least(doc["setup"], "seq_len", 1, path + ": \"setup\"");
+}
+
 }  // namespace
 
 json batch_memory_rows(const json& batch, bool checkpointing, const std::string& path) {
@@ -91,6 +116,7 @@ json batch_throughput_rows(const json& batch, const std::string& path) {
 }
 
 std::vector<report_section> batch_sections(const json& doc, const std::string& path, const report_options&) {
+  check_batch_plan_fields(doc, path);
   const json& memory = require(doc, "memory", false, path, "the batch plan");
   const json model = doc.value("model", json::object());
   const json gpu = doc.value("gpu", json::object());

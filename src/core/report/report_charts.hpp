@@ -30,6 +30,14 @@ const json& entry_object(const json& list, std::size_t i, const char* key, const
 std::string one_of(const json& j, const char* key, const std::vector<std::string>& allowed, const std::string& fallback);
 // A number at key that is at least 0 (fallback where absent).
 double non_negative_at(const json& j, const char* key, double fallback);
+// The checks made before a batch, compare or tuning database file is drawn (WHERE names the file,
+// and the entry where one is meant), each a usage_error naming WHERE and KEY:
+// a number at KEY of at least MIN (absent or null: none);
+std::optional<double> at_least(const json& j, const char* key, double min, const std::string& where);
+// KEY, where present and not null, an object;
+void check_object(const json& j, const char* key, const std::string& where);
+// KEY, where present, measured or predicted (ALLOW_EMPTY: or "", a compare file's "did not say").
+void check_mode_field(const json& j, const char* key, const std::string& where, bool allow_empty);
 
 // --- gemm (one problem's result: a tiletune.gemm/1 file or one entry of a suite)
 // One cell per family, dtype and block M x N: the best figure among its
