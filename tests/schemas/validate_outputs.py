@@ -198,7 +198,9 @@ def produce(binary, standins, fake_worker, work, profiles):
     out["devices --json"] = json.loads(run(binary, env, "devices", "--json"))
 
     db = work / "tuning.sqlite3"
-    out["db list --json (no database)"] = json.loads(run(binary, env, "db", "list", "--db", str(db), "--json"))
+    # The default database before anything is measured lists empty (a --db that is not there is refused).
+    empty = dict(env, XDG_CACHE_HOME=str(work / "empty-cache"))
+    out["db list --json (no database)"] = json.loads(run(binary, empty, "db", "list", "--json"))
     imports = sorted((profiles / "measured").glob("h100-2026-11-23/gemm/*bf16-nt.json"))[:4]
     run(binary, env, "db", "import", "--db", str(db), *map(str, imports))
     out["db list --json"] = json.loads(run(binary, env, "db", "list", "--db", str(db), "--json"))
