@@ -105,8 +105,12 @@ TEST(report_inputs, a_comparison_with_fields_out_of_range_or_a_contradicting_ver
   report_inputs_expect_refused(c, verdict("SAME", 0.3), "cmp.json", {"row 1: \"verdict\" SAME contradicts"});
   report_inputs_expect_refused(c, verdict("NOISY", 0.3), "cmp.json", {"row 1: \"verdict\" NOISY contradicts"});
   // What judge concludes is accepted: beyond the tolerance by sign, within the noise NOISY.
-  for (const auto& [v, change] : std::vector<std::pair<std::string, double>>{{"SLOWER", -0.5}, {"FASTER", 0.5}, {"SAME", 0.04}})
-    EXPECT_EQ(report_inputs_refusal([&] { report_json j = c; verdict(v, change)(j); return j; }(), "cmp.json"), "accepted") << v;
+  // (Each pair by name: a lambda may not capture a structured binding before C++20's clang 16.)
+  for (const auto& judged : std::vector<std::pair<std::string, double>>{{"SLOWER", -0.5}, {"FASTER", 0.5}, {"SAME", 0.04}}) {
+    report_json j = c;
+    verdict(judged.first, judged.second)(j);
+    EXPECT_EQ(report_inputs_refusal(j, "cmp.json"), "accepted") << judged.first;
+  }
   report_json noisy = c;
   noisy["rows"][0]["verdict"] = "NOISY", noisy["rows"][0]["change"] = 0.08, noisy["rows"][0]["noise"] = 0.1;
   EXPECT_EQ(report_inputs_refusal(noisy, "cmp.json"), "accepted");
