@@ -119,14 +119,14 @@ TEST(report_inputs, a_comparison_with_fields_out_of_range_or_a_contradicting_ver
 TEST(report_inputs, a_tuning_database_record_faster_than_its_gpu_is_refused) {
   const report_json list = report_json::parse(report_inputs_list_text), exported = report_json::parse(report_inputs_export_text);
   report_inputs_expect_refused(list, [](report_json& j) { j["records"][1]["tflops"] = 99999.0; }, "list.json",
-                               {"list.json: record 2: \"tflops\" 99999", "h100-sxm", "989.4"});
+                               {"list.json: record 2 (h100-sxm): \"tflops\" 99999", "989.4"});
   // 4096^3 in 1 us, the TFLOP/s to match.
   report_inputs_expect_refused(exported, [](report_json& j) {
     for (auto& c : j["configs"]) if (c["problem"]["m"] == 4096) c["median_us"] = 1.0, c["tflops"] = 137438.953472;
-  }, "export.json", {"export.json: config", "\"tflops\" 137439", "h100-sxm"});
+  }, "export.json", {"export.json: config", "(h100-sxm): median_us 1 us is faster than the GPU's peak"});
   // A TFLOP/s the time does not give.
   report_inputs_expect_refused(exported, [](report_json& j) { j["configs"][0]["tflops"] = 500.0; }, "export.json",
-                               {"export.json: config 1: \"tflops\" 500 disagrees", "median_us"});
+                               {"export.json: config 1 (h100-sxm): \"tflops\" 500 disagrees", "median_us"});
   // A GPU without a preset: its figures are not held to one.
   report_json other = list;
   other["records"][1]["device_model"] = "some-future-gpu", other["records"][1]["tflops"] = 99999.0;

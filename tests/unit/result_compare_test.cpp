@@ -89,6 +89,30 @@ TEST(compare, a_change_within_the_noise_is_noisy_not_a_failure) {
   EXPECT_FALSE(c.failed());
 }
 
+// report checks a comparison file's verdicts with the rule judge gives them by: each verdict judge gives
+// fits its change, and no other speed verdict does away from a boundary.
+TEST(compare, a_written_verdict_fits_its_change_by_the_rule_judge_uses) {
+  const std::vector<verdict> speed = {verdict::same, verdict::noisy, verdict::faster, verdict::slower};
+  int noisy = 0;
+  for (double change = -0.5; change <= 0.5; change += 0.0125)
+    for (const double tolerance : {0.0, 0.02, 0.05})
+      for (const double noise : {0.0, 0.03, 0.2}) {
+        const verdict v = timing_verdict(change, tolerance, noise);
+        noisy += v == verdict::noisy;
+        EXPECT_TRUE(verdict_fits_change(to_string(v), change, tolerance, noise)) << change;
+        const double off = std::min(std::abs(std::abs(change) - tolerance), std::abs(std::abs(change) - noise));
+        if (off <= 1e-6) continue;
+        for (const verdict other : speed) {
+          if (other == v) continue;
+          EXPECT_FALSE(verdict_fits_change(to_string(other), change, tolerance, noise)) << change;
+        }
+      }
+  EXPECT_GT(noisy, 0);
+  EXPECT_TRUE(verdict_fits_change("INCORRECT", 0.9, 0.05, 0));
+  EXPECT_EQ(timing_verdict(-0.2, 0.05, 0.1), verdict::slower);
+  EXPECT_EQ(timing_verdict(0.08, 0.05, 0.1), verdict::noisy);
+}
+
 TEST(compare, tolerance_is_respected) {
   compare_options o;
   o.tolerance = 0.15;

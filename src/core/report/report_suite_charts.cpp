@@ -6,11 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/gemm/dtype_table.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/report/report_charts.hpp"
+#include "core/report/result_compare.hpp"
+#include "core/report/result_figures.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune::report {
@@ -21,20 +22,6 @@ const json verdict_domain = {"SAME", "FASTER", "SLOWER", "NOISY", "INCORRECT", "
 // Colours that read in print and for the colour-blind (Okabe-Ito, with grey for SAME).
 const json verdict_range = {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7", "#000000", "#56b4e9"};
 
-// What judge (result_compare.cpp) concludes from a change, the tolerance and the noise: SAME within the
-// tolerance, NOISY beyond it but within the noise, else FASTER or SLOWER by the sign. The other verdicts
-// say a figure is missing or wrong, whatever the change. A file's numbers round-trip exactly; the tiny
-// slack only forgives a writer that rounds them.
-bool compare_verdict_fits_change(const std::string& verdict, double change, double tolerance, double noise) {
-  constexpr double eps = 1e-9;
-  const double margin = std::max(tolerance, noise), size = std::abs(change);
-  if (verdict == "SAME") return size <= tolerance + eps;
-  if (verdict == "NOISY") return size >= tolerance - eps && size <= margin + eps;
-  if (verdict == "FASTER") return change >= margin - eps;
-  if (verdict == "SLOWER") return -change >= margin - eps;
-  return true;
-}
-
 // A comparison's row: figures in range and a verdict its change gives (one that contradicts it, SLOWER
 // at +50%, had been drawn as a regression).
 void check_compare_row(const json& r, double tolerance, const std::string& where) {
@@ -43,7 +30,7 @@ void check_compare_row(const json& r, double tolerance, const std::string& where
   const std::string verdict = string_at(r, "verdict");
   if (!change || verdict.empty()) return;
   const double noise = number_at(r, "noise").value_or(0);
-  if (!compare_verdict_fits_change(verdict, *change, tolerance, noise))
+  if (!verdict_fits_change(verdict, *change, tolerance, noise))
     throw usage_error(fmt::format("{}: \"verdict\" {} contradicts its \"change\" {:+.4g}% (tolerance {:.4g}%, noise "
                                   "{:.4g}%)",
                                   where, verdict, 100 * *change, 100 * tolerance, 100 * noise));
@@ -233,16 +220,6 @@ std::vector<report_section> comparison_sections(const json& doc, const std::stri
 
 namespace {
 
-// The preset a record's GPU model names, or none (a GPU without one, a preset of another version of
-// the tool): its figures are then not checked.
-const device_spec* tuning_db_preset(const std::string& model) {
-  try {
-    return &find_preset(model);
-  } catch (const usage_error&) {
-    return nullptr;
-  }
-}
-
 // The element type a db list's problem text names ("4096x4096x4096 bf16 nt"), where one of its words is one.
 std::optional<dtype> tuning_db_dtype_in(const std::string& problem) {
   std::istringstream words(problem);
@@ -265,35 +242,22 @@ gemm_problem tuning_db_problem_of(const json& r, const std::string& where) {
   }
 }
 
-// A record's TFLOP/s is held to its GPU model's peak and, in an export, to the problem's FLOPs over the
-// time it gives (as result_compare holds a gemm result): 99999 TFLOP/s on an H100, or 4096^3 in 1 us,
-// had been drawn as given.
+// A record's figures are held to its GPU model's preset, as a gemm result's are (result_figures.hpp): an
+// export's times to the GPU's peak and memory and its TFLOP/s to the problem's FLOPs over the time; a db
+// list's TFLOP/s, whose problem is text, to the peak of the type it names. 99999 TFLOP/s on an H100, or
+// 4096^3 in 1 us, had been drawn as given. A GPU model without a preset (a GPU of the user's, a preset of
+// another version of the tool) is not checked.
 void check_tuning_db_figures(const json& r, bool exported, const std::string& where) {
-  constexpr double slack = 1.05;  // clocks above the datasheet's boost, timer resolution (result_compare's)
-  double tflops = non_negative_at(r, "tflops", 0);
-  std::optional<dtype> type;
+  const double tflops = non_negative_at(r, "tflops", 0);
+  const std::string model = string_at(r, "device_model");
+  const device_limits limits = preset_limits(model);
+  const std::string at = model.empty() ? where : fmt::format("{} ({})", where, model);
   if (exported && r.contains("problem") && !r["problem"].is_string()) {
     const gemm_problem p = tuning_db_problem_of(r, where);
-    type = p.type;
-    const char* time_key = r.contains("median_us") && !r["median_us"].is_null() ? "median_us" : "predicted_us";
-    if (const auto time_us = at_least(r, time_key, 0, where)) {
-      if (!(*time_us > 0)) throw usage_error(fmt::format("{}: \"{}\" is 0, not a positive time", where, time_key));
-      const double said = p.flops() / (*time_us * 1e-6) / 1e12;
-      if (tflops > 0 && std::abs(tflops / said - 1) > 0.01)
-        throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", where,
-                                      tflops, time_key, said));
-      tflops = std::max(tflops, said);
-    }
-  } else {
-    type = tuning_db_dtype_in(string_at(r, "problem"));
+    check_timed_figures(p, r, limits, at);
+    return;
   }
-  const std::string model = string_at(r, "device_model");
-  const device_spec* gpu = tuning_db_preset(model);
-  if (!gpu || !type) return;
-  if (const double peak = gpu->peak_tflops(*type); peak > 0 && tflops > peak * slack)
-    throw usage_error(fmt::format("{}: \"tflops\" {:.6g} is more than {}'s {} peak of {} TFLOP/s: not a real "
-                                  "measurement",
-                                  where, tflops, model, to_string(*type), peak));
+  if (const auto type = tuning_db_dtype_in(string_at(r, "problem"))) check_tflops_within_peak(*type, tflops, limits, at);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "core/gemm/tile_config.hpp"
 #include "core/iso_date.hpp"
 #include "core/report/json_file.hpp"
+#include "core/report/result_figures.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune {
@@ -40,113 +41,6 @@ std::string canonical_preset(const std::string& preset) {
 }
 
 namespace {
-
-// A figure of a result: absent or null is none; anything but a positive finite
-// number is a damaged file, named with its field.
-std::optional<double> number_at(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
-  if (!j[key].is_number())
-    throw usage_error(fmt::format("{}: \"{}\" is {}, not a number", where, key, j[key].dump()));
-  const double v = j[key].get<double>();
-  if (!std::isfinite(v) || !(v > 0))
-    throw usage_error(fmt::format("{}: \"{}\" is {}, not a positive number", where, key, j[key].dump()));
-  return v;
-}
-
-// What the GPU a file names can do at most, where the file says (a device without figures is not checked).
-struct device_limits {
-  std::map<std::string, double> peak_tflops;  // by the device's key: f32, tf32, f16, bf16, fp8
-  double bandwidth_gbs = 0;
-  double l2_bytes = 0;
-};
-
-// A positive figure, or 0 for none (absent, null or 0).
-double figure_of(const nlohmann::json& j, const std::string& key) {
-  return j.is_object() && j.contains(key) && j[key].is_number() && j[key].get<double>() > 0 ? j[key].get<double>() : 0;
-}
-
-// A file of a known preset is held to the preset's figures: it may give a lower one (a slower part of the
-// model), never a higher one (a forged time passed under a "peak" the file raised itself), and one it leaves
-// out (or gives 0) is the preset's. A preset of another version of the tool: the file's own figures.
-device_limits limits_of(const nlohmann::json& device) {
-  device_limits l;
-  if (!device.is_object()) return l;
-  nlohmann::json known = nlohmann::json::object();
-  if (device.contains("preset") && device["preset"].is_string()) {
-    try {
-      known = to_json(find_preset(device["preset"].get<std::string>()));
-    } catch (const usage_error&) {
-    }
-  }
-  auto held = [](double file, double preset) {
-    return file > 0 && preset > 0 ? std::min(file, preset) : std::max(file, preset);
-  };
-  l.bandwidth_gbs = held(figure_of(device, "memory_bandwidth_gbs"), figure_of(known, "memory_bandwidth_gbs"));
-  l.l2_bytes = held(figure_of(device, "l2_bytes"), figure_of(known, "l2_bytes"));
-  const nlohmann::json none = nlohmann::json::object();
-  const nlohmann::json& file_peaks = device.contains("peak_tflops") ? device["peak_tflops"] : none;
-  const nlohmann::json& preset_peaks = known.contains("peak_tflops") ? known["peak_tflops"] : none;
-  for (const nlohmann::json* peaks : {&file_peaks, &preset_peaks})
-    if (peaks->is_object())
-      for (const auto& [type, v] : peaks->items())
-        if (const double peak = held(figure_of(file_peaks, type), figure_of(preset_peaks, type)); peak > 0)
-          l.peak_tflops[type] = peak;
-  return l;
-}
-
-// The GPU's peak for a problem, or 0 where the file gives none: the device keys it by the element type its
-// dtype's row names, as the writer does ("fp8" for e4m3, e5m2 and their mixes).
-double peak_for(const gemm_problem& p, const device_limits& l) {
-  const element_type e = row_of(p.type).peak;
-  const std::string key = e == element_type::e4m3 || e == element_type::e5m2 ? "fp8" : std::string(to_string(e));
-  const auto it = l.peak_tflops.find(key);
-  return it == l.peak_tflops.end() ? 0 : it->second;
-}
-
-constexpr double slack = 1.05;  // clocks above the datasheet's boost, timer resolution
-
-// A time faster than the GPU's peak math rate or its memory allows (the operands the L2 cannot
-// hold must stream from memory) is a damaged or forged figure: refused, naming it.
-void check_physics(const gemm_problem& p, std::optional<double> time_us, const std::string& figure,
-                   const device_limits& l, const std::string& where) {
-  if (!time_us) return;
-  if (const double peak = peak_for(p, l); peak > 0) {
-    const double floor_us = p.flops() / (peak * 1e12) * 1e6;
-    if (*time_us * slack < floor_us)
-      throw usage_error(fmt::format("{}: {} {} us is faster than the GPU's peak {} TFLOP/s allows ({:.4g} us for {}): "
-                                    "not a real measurement",
-                                    where, figure, *time_us, peak, floor_us, p.describe()));
-  }
-  const double streamed = static_cast<double>(p.operand_bytes()) - l.l2_bytes;
-  if (l.bandwidth_gbs > 0 && streamed > 0) {
-    const double floor_us = streamed / (l.bandwidth_gbs * 1e9) * 1e6;
-    if (*time_us * slack < floor_us)
-      throw usage_error(fmt::format("{}: {} {} us is faster than the GPU's memory allows ({:.0f} GB/s moves the {:.0f} "
-                                    "bytes its L2 cannot hold in {:.4g} us): not a real measurement",
-                                    where, figure, *time_us, l.bandwidth_gbs, streamed, floor_us));
-  }
-}
-
-// The times and TFLOP/s of a variant, the recommendation or the reference: report draws them and db import
-// stores them, so each time is held to the GPU, and the TFLOP/s to the problem's FLOPs over the time it is
-// of (the measured one where there is one, as the writer computes it) and to the peak.
-void check_timed_figures(const gemm_problem& p, const nlohmann::json& v, const device_limits& l,
-                         const std::string& at) {
-  const auto median = number_at(v, "median_us", at), predicted = number_at(v, "predicted_us", at);
-  check_physics(p, median, "median_us", l, at);
-  check_physics(p, predicted, "predicted_us", l, at);
-  const double tflops = figure_of(v, "tflops");  // (0 is none: check_figures let it be a non-negative number)
-  if (tflops <= 0) return;
-  if (const auto time_us = median ? median : predicted) {
-    const double said = p.flops() / (*time_us * 1e-6) / 1e12;
-    if (std::abs(tflops / said - 1) > 0.01)
-      throw usage_error(fmt::format("{}: \"tflops\" {} disagrees with the problem's FLOPs over {} = {:.4g}", at, tflops,
-                                    median ? "median_us" : "predicted_us", said));
-  }
-  if (const double peak = peak_for(p, l); peak > 0 && tflops > peak * slack)
-    throw usage_error(fmt::format("{}: \"tflops\" {} is more than the GPU's peak {} TFLOP/s: not a real measurement",
-                                  at, tflops, peak));
-}
 
 // validate() and the group layout's parser name gemm's flags ("--m 0 is invalid"): in a file they are fields.
 std::string fields_not_flags(std::string why) {
@@ -177,9 +71,9 @@ void read_recommendation(const nlohmann::json& r, const gemm_problem& p, const d
   // Its own check, where it carries one, counts as a variant's (a foreign or hand-made file's may).
   e.incorrect |= is_incorrect_variant(rec);
   e.variant_id = rec.value("id", "");
-  e.vs_reference = number_at(rec, "vs_reference", at);
-  e.time_us = number_at(rec, "median_us", at);
-  if (!e.time_us) e.time_us = number_at(rec, "predicted_us", at);
+  e.vs_reference = result_figure_at(rec, "vs_reference", at);
+  e.time_us = result_figure_at(rec, "median_us", at);
+  if (!e.time_us) e.time_us = result_figure_at(rec, "predicted_us", at);
   if (rec.contains("noise") && !rec["noise"].is_null()) {
     if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
       throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
@@ -188,8 +82,8 @@ void read_recommendation(const nlohmann::json& r, const gemm_problem& p, const d
   // The ratio must be what the two times say: a file edited by hand or
   // damaged would otherwise decide the verdict.
   std::optional<double> ref_us;  // assigned in an if: GCC 12 warns of the ternary's optional
-  if (r.contains("reference")) ref_us = number_at(r["reference"], "median_us", at + " reference");
-  const auto measured_us = number_at(rec, "median_us", at);
+  if (r.contains("reference")) ref_us = result_figure_at(r["reference"], "median_us", at + " reference");
+  const auto measured_us = result_figure_at(rec, "median_us", at);
   if (e.vs_reference && ref_us && measured_us && std::abs(*e.vs_reference / (*ref_us / *measured_us) - 1) > 0.01)
     throw usage_error(fmt::format("{}: \"vs_reference\" {} disagrees with reference.median_us / median_us = {:.4g}",
                                   at, *e.vs_reference, *ref_us / *measured_us));
@@ -530,6 +424,22 @@ std::string_view to_string(verdict v) {
   return "?";
 }
 
+verdict timing_verdict(double change, double tolerance, double noise) {
+  if (std::abs(change) <= tolerance) return verdict::same;
+  if (std::abs(change) <= std::max(tolerance, noise)) return verdict::noisy;
+  return change < 0 ? verdict::slower : verdict::faster;
+}
+
+bool verdict_fits_change(std::string_view written, double change, double tolerance, double noise) {
+  // A file's numbers round-trip exactly; the tiny slack only forgives a writer that rounds them.
+  constexpr double eps = 1e-9;
+  for (const verdict v : {verdict::same, verdict::noisy, verdict::faster, verdict::slower})
+    if (written == to_string(v))
+      return timing_verdict(change - eps, tolerance, noise) == v || timing_verdict(change, tolerance, noise) == v ||
+             timing_verdict(change + eps, tolerance, noise) == v;
+  return true;
+}
+
 bool comparison::failed() const {
   for (const auto& r : rows)
     if (r.result == verdict::slower || r.result == verdict::incorrect || r.result == verdict::missing) return true;
@@ -603,15 +513,9 @@ comparison_row judge(const result_entry& b, const result_entry& n, const compare
     return row;
   }
   row.noise = std::hypot(b.noise, n.noise);
-  const double margin = std::max(o.tolerance, row.noise);
-  if (std::abs(row.change) <= o.tolerance) {
-    row.result = verdict::same;
-  } else if (std::abs(row.change) <= margin) {
-    row.result = verdict::noisy;
+  row.result = timing_verdict(row.change, o.tolerance, row.noise);
+  if (row.result == verdict::noisy)
     row.detail = fmt::format("{:+.1f}% is within the measured noise of {:.1f}%", 100 * row.change, 100 * row.noise);
-  } else {
-    row.result = row.change < 0 ? verdict::slower : verdict::faster;
-  }
   if (b.variant_id != n.variant_id) {
     if (!row.detail.empty()) row.detail += "; ";
     row.detail += fmt::format("recommended variant changed: {} -> {}", b.variant_id, n.variant_id);

@@ -58,6 +58,12 @@ std::string canonical_preset(const std::string& preset);
 // to compare, and no regression.
 enum class verdict { same, faster, slower, noisy, incorrect, missing, answered };
 std::string_view to_string(verdict v);  // "SAME", ...
+// The verdict a change in speed (+0.10: 10% faster) earns: SAME within the tolerance, NOISY beyond it but
+// within the noise, else FASTER or SLOWER by its sign.
+verdict timing_verdict(double change, double tolerance, double noise);
+// Whether VERDICT, as a comparison file writes it, is the one its figures give, to a rounding of them. The
+// verdicts that say a figure is missing or wrong (INCORRECT, MISSING, ANSWERED) fit any change.
+bool verdict_fits_change(std::string_view verdict, double change, double tolerance, double noise);
 
 struct compare_options {
   double tolerance = 0.05;
