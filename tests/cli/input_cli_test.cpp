@@ -947,7 +947,7 @@ TEST(input, an_option_another_switches_off_is_said_to_have_no_effect) {
 TEST(input_cli, a_missing_default_database_is_named_as_the_default_not_as_a_db_option) {
   const fs::path cache = tmp_dir() / "no-default-db-cache";
   fs::remove_all(cache);
-  for (const std::string& command : {"db show --problem bf16", "db export", "db calibrate --gpu h100-sxm"}) {
+  for (const char* command : {"db show --problem bf16", "db export", "db calibrate --gpu h100-sxm"}) {
     const std::string script =
         "export XDG_CACHE_HOME='" + cache.string() + "' && exec '" + binary_path() + "' " + command;
     const result r = run_program("/bin/sh", {"-c", script});

@@ -164,8 +164,10 @@ TEST(device_spec, preset_memory_is_what_the_driver_reports) {
     EXPECT_GT(reserve_gib, 0.3) << name;
     EXPECT_LT(reserve_gib, 0.9) << name;
   }
-  for (const auto& d : device_presets())
-    if (d.memory_source == "nvidia-smi") EXPECT_TRUE(d.preset == "a10g" || d.preset == "rtx-5090") << d.preset;
+  for (const auto& d : device_presets()) {
+    if (d.memory_source != "nvidia-smi") continue;
+    EXPECT_TRUE(d.preset == "a10g" || d.preset == "rtx-5090") << d.preset;
+  }
   // An inferred total is that of a recorded or cited part with the same memory (the H800 and H100 PCIe
   // the H100 SXM's); only the V100 is left unverified.
   for (const auto& d : device_presets()) {
