@@ -88,6 +88,35 @@ TEST(dense_families, structure) {
   EXPECT_THROW(read(R"({"model_type":"gemma3"})"), usage_error);
 }
 
+// The published Gemma 3 checkpoints leave to Gemma3TextConfig's defaults what transformers fills in:
+// google/gemma-3-4b-it's text_config has no vocabulary, heads nor head_dim (262208, 8, 4 and 256).
+TEST(dense_families, a_gemma3_text_config_takes_the_config_class_defaults_for_what_it_leaves_out) {
+  const model_spec g3 = read(R"({"model_type":"gemma3","mm_tokens_per_image":256,"text_config":{"hidden_size":2560,
+    "intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,"sliding_window":1024,
+    "rope_scaling":{"factor":8.0,"rope_type":"linear"}},"vision_config":{"hidden_size":1152}})");
+  EXPECT_EQ(g3.vocab_size, 262208);
+  EXPECT_EQ(g3.hidden_size, 2560);
+  EXPECT_EQ(g3.num_layers, 34);
+  EXPECT_EQ(g3.num_heads, 8);
+  EXPECT_EQ(g3.num_kv_heads, 4);
+  EXPECT_EQ(g3.head_dim, 256);
+  EXPECT_EQ(g3.sliding_window, 1024);
+  EXPECT_TRUE(g3.tied_embeddings);
+  // The class's defaults whole: a Gemma 3 of 26 layers, 2304 wide.
+  const model_spec bare = read(R"({"model_type":"gemma3_text"})");
+  EXPECT_EQ(bare.hidden_size, 2304);
+  EXPECT_EQ(bare.intermediate_size, 9216);
+  EXPECT_EQ(bare.num_layers, 26);
+  // A field given is read as given, and a bad one named where it is.
+  try {
+    read(R"({"model_type":"gemma3","text_config":{"num_attention_heads":-8}})");
+    ADD_FAILURE() << "negative heads read";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: text_config: \"num_attention_heads\""), std::string::npos)
+        << e.what();
+  }
+}
+
 // Soft-capped logits keep more at the loss; sliding windows cut attention work.
 TEST(dense_families, soft_capping_and_sliding_windows_reach_the_plan) {
   training_setup s;

@@ -16,7 +16,11 @@
 // - gpt_neox (GPTNeoXConfig): one fused QKV projection with biases, LayerNorm
 //   with bias, biased dense MLP, untied embed_out, parallel residual
 //   (use_parallel_residual: attention and MLP both read the layer's input).
+#include <cstdint>
+#include <utility>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/train/moe_model.hpp"
 
@@ -61,6 +65,19 @@ void read_gemma(const std::string& type, const config_reader& r, model_spec& m) 
   }
 }
 
+// Gemma3TextConfig's defaults for the fields a config leaves out, as transformers fills them: the published
+// multimodal checkpoints rely on them (google/gemma-3-4b-it's text_config gives its widths and layers, no
+// vocabulary, heads nor head_dim), and had been refused for "vocab_size" missing.
+nlohmann::json with_gemma3_text_defaults(const nlohmann::json& config) {
+  nlohmann::json filled = config;
+  const std::pair<const char*, std::int64_t> defaults[] = {
+      {"vocab_size", 262208},      {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+      {"num_attention_heads", 8},  {"num_key_value_heads", 4}, {"head_dim", 256}, {"max_position_embeddings", 131072}};
+  for (const auto& [key, value] : defaults)
+    if (!filled.contains(key)) filled[key] = value;
+  return filled;
+}
+
 }  // namespace
 
 bool read_dense_family(const std::string& type, const config_reader& r, model_spec& m) {
@@ -68,13 +85,18 @@ bool read_dense_family(const std::string& type, const config_reader& r, model_sp
     read_llama_like(r, m, false);
     m.fused_qkv = true;
     m.fused_gate_up = true;
-  } else if (type == "gemma2" || type == "gemma3_text") {
+  } else if (type == "gemma2") {
     read_gemma(type, r, m);
+  } else if (type == "gemma3_text") {
+    const nlohmann::json filled = with_gemma3_text_defaults(r.j);
+    read_gemma(type, config_reader{filled, r.source}, m);
   } else if (type == "gemma3") {
     if (!r.has("text_config") || !r.j["text_config"].is_object())
       throw usage_error(fmt::format("{}: a gemma3 config needs its \"text_config\" object", r.source));
-    const config_reader text{r.j["text_config"], r.source};
-    read_gemma("gemma3_text", text, m);
+    // Its fields named where they are: "config.json: text_config: \"head_dim\" ...".
+    const std::string source = r.source + ": text_config";
+    const nlohmann::json filled = with_gemma3_text_defaults(r.j["text_config"]);
+    read_gemma("gemma3_text", config_reader{filled, source}, m);
     m.model_type = type;
   } else if (type == "qwen3") {
     read_llama_like(r, m, false);
