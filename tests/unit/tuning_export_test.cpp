@@ -110,6 +110,28 @@ TEST(tuning_export, a_tile_grouped_along_n_gets_the_tutorials_mirror_and_says_so
   EXPECT_FALSE(export_json({r}, "db", "now")["configs"][0].contains("triton_note"));
 }
 
+// A tile Triton's blocks round up (192 columns to 256) is exported with as many stages as fit where the
+// tile's own did, and both exports say what changed: the JSON's tile 192 wide beside BLOCK_SIZE_N 256 in
+// 5 stages had asked Triton for 240 KB of shared memory on an H100, with nothing said.
+TEST(tuning_export, a_tile_rounded_to_tritons_blocks_keeps_within_its_shared_memory_and_says_so) {
+  auto r = measured_record("16x4096x4096-bf16-nt.json");
+  auto& tile = r.result["recommendation"]["tile"];
+  tile = {{"family", "wgmma"}, {"block_m", 128}, {"block_n", 192}, {"block_k", 64}, {"stages", 5}, {"consumers", 2},
+          {"threads", 384}, {"split_k", 1}, {"cluster_m", 1}, {"cluster_n", 1}, {"raster_group", 8}};
+  r.result["recommendation"]["id"] = "wgmma_128x192x64_c2_s5_cl1x1_g8m";
+  const auto j = export_json({r}, "db", "now");
+  ASSERT_EQ(j["configs"].size(), 1u) << j.dump();
+  const auto& c = j["configs"][0];
+  EXPECT_EQ(c["triton"]["BLOCK_SIZE_N"], 256);
+  EXPECT_EQ(c["triton"]["num_stages"], 4);
+  EXPECT_NE(c.value("triton_note", "").find("BLOCK_N 192 -> 256"), std::string::npos) << c.dump();
+  EXPECT_NE(c.value("triton_note", "").find("num_stages 5 -> 4"), std::string::npos) << c.dump();
+  const std::string py = export_triton({r}, "db", "now");
+  EXPECT_NE(py.find("'BLOCK_SIZE_N': 256"), std::string::npos) << py;
+  EXPECT_NE(py.find("num_stages=4"), std::string::npos) << py;
+  EXPECT_NE(py.find("# BLOCK_N 192 -> 256"), std::string::npos) << py;
+}
+
 // A stored record whose tile this tiletune cannot read (imported before import checked it) is
 // listed without a config, saying why; every other record is exported as before.
 TEST(tuning_export, an_unreadable_stored_tile_is_listed_without_a_config_and_the_rest_export) {

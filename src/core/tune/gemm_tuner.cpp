@@ -169,6 +169,16 @@ int triton_block(int size) {
   while (b < size) b *= 2;
   return b;
 }
+
+// A rounded tile's stages: as many of its larger buffers (BM x BK of A and BK x BN of B a stage) as fit
+// where the tile's own stages did, at least 1. 128x192x64 in 5 stages, 200 KB, is 128x256x64 in 4: in 5
+// it would ask 240 KB, past the H100's 227 KB for a block, which Triton refuses.
+int triton_stages(const tile_config& c) {
+  const auto per_stage = [](std::int64_t m, std::int64_t n, std::int64_t k) { return m * k + k * n; };
+  const std::int64_t own = per_stage(c.block_m, c.block_n, c.block_k) * c.stages;
+  const std::int64_t rounded = per_stage(triton_block(c.block_m), triton_block(c.block_n), triton_block(c.block_k));
+  return static_cast<int>(std::clamp<std::int64_t>(own / rounded, 1, std::max(c.stages, 1)));
+}
 }  // namespace
 
 nlohmann::json triton_config(const tile_config& c, dtype) {
@@ -176,7 +186,7 @@ nlohmann::json triton_config(const tile_config& c, dtype) {
                       {"BLOCK_N", triton_block(c.block_n)},
                       {"BLOCK_K", triton_block(c.block_k)},
                       {"num_warps", c.family->triton_num_warps(c)},
-                      {"num_stages", c.stages}};
+                      {"num_stages", triton_stages(c)}};
   // The Triton tutorial's matmul names: SPLIT_K slices of K (partials summed),
   // GROUP_SIZE_M block rows walked together; along N, the same with N.
   if (c.split_k > 1) j["SPLIT_K"] = c.split_k;
@@ -190,7 +200,11 @@ std::string triton_rounding(const tile_config& c) {
   const std::pair<const char*, int> sizes[] = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}};
   for (const auto& [name, size] : sizes)
     if (triton_block(size) != size) out += fmt::format("{}{} {} -> {}", out.empty() ? "" : ", ", name, size, triton_block(size));
-  return out.empty() ? out : out + ": Triton's blocks are powers of two, at least 16";
+  if (out.empty()) return out;
+  out += ": Triton's blocks are powers of two, at least 16";
+  if (const int stages = triton_stages(c); stages != c.stages)
+    out += fmt::format("; num_stages {} -> {} keeps the larger buffers within the tile's shared memory", c.stages, stages);
+  return out;
 }
 
 std::string triton_summary(const tile_config& c, dtype t) {

@@ -115,7 +115,8 @@ nlohmann::json result_header(const std::string& schema, const device_spec& devic
 // The recommended tile in the words of other tools. Triton's blocks are what Triton compiles:
 // powers of two, at least 16 (a 192-column tile is BLOCK_N=256, swap-AB's 8 rows BLOCK_M=16).
 nlohmann::json triton_config(const tile_config& c, dtype t);
-// Which of the tile's sizes triton_config rounded up, in words ("BLOCK_N 192 -> 256: ..."), or empty.
+// Which of the tile's sizes triton_config rounded up, in words ("BLOCK_N 192 -> 256: ..."), and the
+// stages it then gives (as many of the larger buffers as fit where the tile's did), or empty.
 std::string triton_rounding(const tile_config& c);
 // triton_config as one line of KEY=VALUE, every key present, then any rounding in parentheses.
 std::string triton_summary(const tile_config& c, dtype t);

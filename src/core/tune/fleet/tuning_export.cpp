@@ -64,6 +64,13 @@ std::string triton_grouping_note(const tile_config& c) {
              : "";
 }
 
+// What the tutorial's config changes of the tile, in words: "" for most tiles. A tile rounded up to
+// Triton's blocks (and its stages fewer) had been exported as the rounded config with nothing said.
+std::string triton_notes(const tile_config& c) {
+  const std::string grouping = triton_grouping_note(c), rounding = triton_rounding(c);
+  return grouping.empty() || rounding.empty() ? grouping + rounding : grouping + "; " + rounding;
+}
+
 // A Python string literal of any stored text, whatever it holds: quotes and backslashes escaped,
 // control characters as \xNN and every character past ASCII as \uNNNN or \UNNNNNNNN, so the file
 // is ASCII (a stored GPU name or driver comes from files and databases a user merged; it must never
@@ -145,9 +152,10 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
     e["family"] = rec.value("family", "");
     e["tile"] = tile_to_json(*tile);
     e["triton"] = triton_tutorial_names(*tile, r.key.problem.type);
-    e["triton"]["num_warps"] = tile->family->triton_num_warps(*tile);
-    e["triton"]["num_stages"] = tile->stages;
-    if (const std::string note = triton_grouping_note(*tile); !note.empty()) e["triton_note"] = note;
+    const nlohmann::json t = triton_config(*tile, r.key.problem.type);
+    e["triton"]["num_warps"] = t["num_warps"];
+    e["triton"]["num_stages"] = t["num_stages"];
+    if (const std::string note = triton_notes(*tile); !note.empty()) e["triton_note"] = note;
     e["cutlass"] = cutlass_shape(*tile, r.key.problem.type);
     e["tflops"] = rec.value("tflops", nlohmann::json());
     e[is_measured(r) ? "median_us" : "predicted_us"] =
@@ -193,7 +201,7 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
                                                  : "predicted by the model",
                        tflops, python_comment(r.measured_at),
                        r.key.driver == predicted_driver ? "offline plan" : "driver " + python_comment(r.key.driver));
-    if (const std::string note = triton_grouping_note(*tile); !note.empty()) out += fmt::format("    # {}\n", note);
+    if (const std::string note = triton_notes(*tile); !note.empty()) out += fmt::format("    # {}\n", note);
     out += fmt::format("    {}: [triton.Config({{{}}}, num_warps={}, num_stages={}{})],\n", key, fields,
                        t["num_warps"].get<int>(), t["num_stages"].get<int>(), ctas);
   }
