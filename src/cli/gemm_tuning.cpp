@@ -1,5 +1,10 @@
 #include "cli/gemm_tuning.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
@@ -220,12 +225,44 @@ nlohmann::json model_step_json(const std::vector<nlohmann::json>& results, const
   return {{"gemms", rows}, {"gemm_ms_per_step", total_ms}, {"gemms_without_variant", without}, {"gemms_not_run", not_run}};
 }
 
+namespace {
+
+// The share column in tenths of a percent, rounded so that it adds up to 100.0% (the largest remainders
+// rounded up): rounded one by one to whole percents, DeepSeek-V3's decode step had added up to 98%, its
+// MLA projections at 0%. A share too small for a tenth says so.
+std::vector<std::string> share_column(const nlohmann::json& gemms) {
+  std::vector<std::int64_t> tenths(gemms.size(), 0);
+  std::vector<std::pair<double, std::size_t>> remainders;
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    if (!gemms[i]["share"].is_number()) continue;
+    const double exact = 1000 * gemms[i]["share"].get<double>();
+    tenths[i] = static_cast<std::int64_t>(std::floor(exact));
+    sum += tenths[i];
+    remainders.emplace_back(exact - static_cast<double>(tenths[i]), i);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const auto short_of = static_cast<std::size_t>(std::clamp<std::int64_t>(1000 - sum, 0, std::int64_t(remainders.size())));
+  for (std::size_t k = 0; k < short_of; ++k) ++tenths[remainders[k].second];  // the shares given make the whole
+  std::vector<std::string> column;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    if (!gemms[i]["share"].is_number()) column.push_back("-");
+    else if (tenths[i] == 0 && gemms[i]["share"].get<double>() > 0) column.push_back("<0.1%");
+    else column.push_back(fmt::format("{}.{}%", tenths[i] / 10, tenths[i] % 10));
+  }
+  return column;
+}
+
+}  // namespace
+
 std::string format_model_step(const nlohmann::json& step) {
   text_table t({"GEMM", "shape", "per step", "us each", "ms per step", "share"});
-  for (const auto& r : step["gemms"])
+  const std::vector<std::string> shares = share_column(step["gemms"]);
+  for (std::size_t i = 0; i < step["gemms"].size(); ++i) {
+    const auto& r = step["gemms"][i];
     t.add_row({r["name"].get<std::string>(), r["shape"].get<std::string>(), std::to_string(r["count"].get<std::int64_t>()),
-               number(r["us"], "{:.1f}"), number(r["ms_per_step"], "{:.2f}"),
-               r["share"].is_number() ? fmt::format("{:.0f}%", 100 * r["share"].get<double>()) : "-"});
+               number(r["us"], "{:.1f}"), number(r["ms_per_step"], "{:.2f}"), shares[i]});
+  }
   const int without = step.value("gemms_without_variant", 0), not_run = step.value("gemms_not_run", 0);
   std::string left_out =
       without > 0 ? fmt::format(", leaving out the {} of {} that no variant runs on this GPU (none above: the JSON says why)",

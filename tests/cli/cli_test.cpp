@@ -1038,8 +1038,19 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
   }
   EXPECT_NEAR(share, 1.0, 1e-9);
   EXPECT_NEAR(ms, j["model_step"]["gemm_ms_per_step"].get<double>(), 1e-9);
-  // The table says it too.
+  // The table says it too, its share column adding up to 100.0% (rounded row by row it had read 98%).
   EXPECT_NE(r.out.find("the step's GEMMs"), std::string::npos) << r.out;
+  std::istringstream table(r.out.substr(r.out.find("the step's GEMMs")));
+  double printed = 0;
+  int rows = 0;
+  for (std::string line; std::getline(table, line);) {
+    const std::size_t cut = line.find_last_of(' ');
+    if (line.empty() || line.back() != '%' || cut == std::string::npos) continue;
+    printed += std::stod(line.substr(cut + 1));
+    ++rows;
+  }
+  EXPECT_EQ(rows, static_cast<int>(gemms.size())) << r.out;
+  EXPECT_NEAR(printed, 100.0, 1e-9) << r.out;
   EXPECT_NE(r.out.find("note: attention's own GEMMs are left out"), std::string::npos) << r.out;
 
   expect_usage_error({"gemm", "--model", "gpt2", "--gpu", "h100-sxm"}, "--tokens");
