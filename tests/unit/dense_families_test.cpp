@@ -245,3 +245,34 @@ TEST(dense_families, attention_dropout_outside_zero_to_one_is_refused) {
     EXPECT_DOUBLE_EQ(read((head + R"(,"attention_dropout":1})").c_str()).dropout, 1.0);
   }
 }
+
+// Configs transformers cannot build or train are refused, naming the field, as for GPT-2 and BERT: a
+// GPT-NeoX hidden size the heads do not divide (GPTNeoXConfig raises), a BERT of no token types
+// (every token reads row 0), a Gemma soft cap of 0 (cap * tanh(logits / cap) divides by it). A cap
+// of null is none, a negative one acts as its magnitude.
+TEST(dense_families, configs_transformers_cannot_build_are_refused_naming_the_field) {
+  auto dense_refusal = [](const std::string& text) -> std::string {
+    try {
+      read(text.c_str());
+    } catch (const usage_error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string neox = dense_refusal(R"({"model_type":"gpt_neox","vocab_size":50432,"hidden_size":2561,
+    "num_hidden_layers":32,"num_attention_heads":32,"intermediate_size":10240})");
+  EXPECT_NE(neox.find("\"hidden_size\" 2561 is not a multiple of \"num_attention_heads\" 32"), std::string::npos) << neox;
+  const std::string bert = dense_refusal(R"({"model_type":"bert","vocab_size":30522,"hidden_size":768,
+    "num_hidden_layers":12,"num_attention_heads":12,"intermediate_size":3072,"max_position_embeddings":512,
+    "type_vocab_size":0})");
+  EXPECT_NE(bert.find("\"type_vocab_size\" must be at least 1"), std::string::npos) << bert;
+  const std::string gemma2 = R"({"model_type":"gemma2","vocab_size":256000,"hidden_size":2304,
+    "intermediate_size":9216,"num_hidden_layers":26,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256)";
+  const std::string zero = dense_refusal(gemma2 + R"(,"final_logit_softcapping":0})");
+  EXPECT_NE(zero.find("\"final_logit_softcapping\" 0 divides the logits"), std::string::npos) << zero;
+  EXPECT_NE(dense_refusal(R"({"model_type":"gemma3_text","final_logit_softcapping":0.0})").find("final_logit_softcapping"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(read((gemma2 + "}").c_str()).final_logit_softcap, 30.0);
+  EXPECT_DOUBLE_EQ(read((gemma2 + R"(,"final_logit_softcapping":null})").c_str()).final_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(read((gemma2 + R"(,"final_logit_softcapping":-20})").c_str()).final_logit_softcap, 20.0);
+}

@@ -16,6 +16,7 @@
 // - gpt_neox (GPTNeoXConfig): one fused QKV projection with biases, LayerNorm
 //   with bias, biased dense MLP, untied embed_out, parallel residual
 //   (use_parallel_residual: attention and MLP both read the layer's input).
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -37,6 +38,20 @@ void read_llama_like(const config_reader& r, model_spec& m, bool tied_default) {
   m.hidden_act = r.string_or("hidden_act", "silu");
 }
 
+// The logits' soft cap, as transformers applies it: absent, the config class's default (Gemma2Config
+// 30, Gemma3TextConfig none); null, none (the model skips it); otherwise cap * tanh(logits / cap), which
+// a negative cap gives as its magnitude does and 0 makes a division by zero (every logit NaN): refused.
+double final_logit_softcap(const config_reader& r, double absent) {
+  if (!r.j.contains("final_logit_softcapping")) return absent;
+  if (r.j["final_logit_softcapping"].is_null()) return 0.0;
+  const double cap = r.number_or("final_logit_softcapping", absent);
+  if (cap == 0 || !std::isfinite(cap))
+    throw usage_error(fmt::format("{}: \"final_logit_softcapping\" {} divides the logits by itself (cap * "
+                                  "tanh(logits / cap)): give a positive cap, or null for none",
+                                  r.source, r.j["final_logit_softcapping"].dump()));
+  return std::abs(cap);
+}
+
 void read_gemma(const std::string& type, const config_reader& r, model_spec& m) {
   read_llama_like(r, m, true);
   m.model_type = type;
@@ -55,13 +70,13 @@ void read_gemma(const std::string& type, const config_reader& r, model_spec& m) 
   m.sliding_window = r.positive_or("sliding_window", 4096);
   if (type == "gemma2") {
     m.sliding_layers = 0.5;
-    m.final_logit_softcap = r.number_or("final_logit_softcapping", 30.0);
+    m.final_logit_softcap = final_logit_softcap(r, 30.0);
   } else {
     m.qk_norm_params = 2 * m.head_dim;
     // Layer i slides unless (i + 1) % sliding_window_pattern is 0: a pattern of 0 is a ZeroDivisionError there.
     const std::int64_t pattern = r.positive_or("sliding_window_pattern", 6);
     m.sliding_layers = static_cast<double>(pattern - 1) / static_cast<double>(pattern);
-    m.final_logit_softcap = r.number_or("final_logit_softcapping", 0.0);
+    m.final_logit_softcap = final_logit_softcap(r, 0.0);
   }
 }
 
@@ -111,6 +126,7 @@ bool read_dense_family(const std::string& type, const config_reader& r, model_sp
     m.num_layers = r.integer("num_hidden_layers");
     m.num_heads = m.num_kv_heads = r.integer("num_attention_heads");
     m.head_dim = m.num_heads ? m.hidden_size / m.num_heads : 0;
+    check_heads_divide(m, r.source, "hidden_size", "num_attention_heads");
     m.intermediate_size = r.integer("intermediate_size");
     m.max_positions = r.positive_or("max_position_embeddings", 0);
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);

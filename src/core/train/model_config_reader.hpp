@@ -91,6 +91,14 @@ inline void read_llama_decoder(const config_reader& r, model_spec& m, bool tied_
   m.dropout = r.probability_or("attention_dropout", 0.0);
 }
 
+// GPT-2, BERT and GPT-NeoX split the hidden size over the heads and refuse a remainder (transformers'
+// GPT2Attention, BertSelfAttention and GPTNeoXConfig raise ValueError).
+inline void check_heads_divide(const model_spec& m, const std::string& source, const char* hidden, const char* heads) {
+  if (m.num_heads > 0 && m.hidden_size % m.num_heads)
+    throw usage_error(fmt::format("{}: \"{}\" {} is not a multiple of \"{}\" {}: each head takes an equal share",
+                                  source, hidden, m.hidden_size, heads, m.num_heads));
+}
+
 // Mistral's and Mixtral's sliding_window (MistralConfig, MixtralConfig: null for none): every layer
 // attends within it, counted in the attention work as Gemma's windows are. It was read for Gemma
 // only: a Mixtral config with a 128-token window planned as one without, and -5 was taken.

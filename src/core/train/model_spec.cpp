@@ -179,14 +179,6 @@ void check_positive(const model_spec& m, const nlohmann::json& j, const std::str
                                   m.num_kv_heads, m.num_heads));
 }
 
-// GPT-2 and BERT split the hidden size over the heads and refuse a remainder (transformers'
-// GPT2Attention, BertSelfAttention raise ValueError).
-void check_heads_divide(const model_spec& m, const std::string& source, const char* hidden, const char* heads) {
-  if (m.num_heads > 0 && m.hidden_size % m.num_heads)
-    throw usage_error(fmt::format("{}: \"{}\" {} is not a multiple of \"{}\" {}: each head takes an equal share",
-                                  source, hidden, m.hidden_size, heads, m.num_heads));
-}
-
 // transformers' ACT2FN (activations.py): an activation it does not have fails there with a KeyError.
 // The first are one autograd op each (nn.functional's, or nn modules); the rest Python formulas.
 constexpr std::array<std::string_view, 13> fused_activations = {
@@ -312,7 +304,9 @@ model_spec model_from_hf_config(const nlohmann::json& j, const std::string& sour
                                       source, m.max_positions, pad));
       m.max_positions -= pad + 1;
     }
-    m.token_types = r.at_most("type_vocab_size", r.integer_or("type_vocab_size", 2), max_table_rows);
+    // At least one row: every token reads row 0 of the table (token_type_ids default to zeros), which
+    // nn.Embedding(0, hidden) has not.
+    m.token_types = r.at_most("type_vocab_size", r.positive_or("type_vocab_size", 2), max_table_rows);
     m.qkv_bias = m.attn_out_bias = m.mlp_bias = m.layernorm_bias = true;
     m.embedding_norm = m.pooler = true;
     m.dropout = r.probability_or("attention_probs_dropout_prob", 0.1);
