@@ -1060,6 +1060,20 @@ TEST(cli, a_model_is_tuned_as_the_suite_of_its_step_gemms) {
                      "inference");
   expect_usage_error({"gemm", "--model", "gpt2", "--tokens", "0", "--gpu", "h100-sxm"}, "--tokens 0");
   expect_usage_error({"gemm", "--model", "no-such-model", "--tokens", "8", "--gpu", "h100-sxm"}, "no-such-model");
+  // A step's GEMM no kernel takes is named, with what was given: 65536 experts' weights as one batch had
+  // been refused as "--batch 65536 is too large", a flag --model excludes.
+  const fs::path experts = tmp_dir() / "experts-65536.json";
+  {
+    std::ofstream(experts) << R"({"model_type":"mixtral","vocab_size":32000,"hidden_size":1024,"num_hidden_layers":2,
+      "num_attention_heads":8,"num_key_value_heads":8,"intermediate_size":512,"num_local_experts":65536,
+      "num_experts_per_tok":8})";
+  }
+  const result many = run({"gemm", "--model", experts.string(), "--tokens", "16384", "--gpu", "h100-sxm", "--dry-run",
+                           "--no-db"});
+  EXPECT_EQ(many.code, 2) << many.err;
+  EXPECT_NE(many.err.find("the step's GEMM layers.experts.gate_proj"), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("at --tokens 16384 cannot be tuned: batch 65536 is too large"), std::string::npos) << many.err;
+  EXPECT_EQ(many.err.find("--batch"), std::string::npos) << many.err;
   // --tp: one tensor-parallel rank's GEMMs (gpt2 has 12 heads).
   const fs::path out2 = tmp_dir() / "model-tp.json";
   const result tp = run({"gemm", "--model", "gpt2", "--tokens", "512", "--phase", "decode", "--tp", "2", "--gpu",

@@ -170,7 +170,17 @@ model_gemm_suite model_gemms(const model_spec& m, std::int64_t tokens, model_pha
       p.problem.scaling = is_fp8(type) ? fp8_gemm_scaling(s) : default_scaling(type);
       p.problem.layout = lay;
     }
-    validate(p.problem);
+    // A GEMM no kernel can take (65536 experts' weight gradients as one batch, a C past 2^31-1 elements
+    // at many tokens) is named with what the user gave: the refusal had said "--batch 65536 is too
+    // large", a flag --model excludes, and named no GEMM.
+    try {
+      validate(p.problem);
+    } catch (const usage_error& e) {
+      std::string why = e.what();
+      if (why.rfind("--", 0) == 0) why.erase(0, 2);
+      throw usage_error(fmt::format("{}: the step's GEMM {} ({}) at --tokens {} cannot be tuned: {}", m.name, p.name,
+                                    p.problem.describe(), tokens, why));
+    }
     index.emplace(k, out.suite.problems.size());
     out.suite.problems.push_back(std::move(p));
     out.counts.push_back(g.count);
