@@ -223,6 +223,42 @@ TEST(gemm_tuner, every_tile_parameter_survives_the_translations) {
   EXPECT_GT(fewer_stages, 0u);  // the 192-wide tiles
 }
 
+// The CUTLASS translation names only schedules CUTLASS compiles: its StreamKScheduler with the cooperative
+// kernel alone (the plain and ping-pong kernels static_assert against it), its grouped (ptr-array) kernels
+// Cooperative or Pingpong with their own scheduler. A 64-row stream-K tile had been translated as
+// KernelTmaWarpSpecialized with StreamKScheduler, which CUTLASS refuses to compile.
+TEST(gemm_tuner, cutlass_translations_pair_only_schedules_cutlass_compiles) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const gemm_problem grouped =
+      grouped_problem(groups_of_rows({3, 0, 130, 64}, group_layout::contiguous), 4096, 4096, dtype::bf16, parse_layout("nt"));
+  std::size_t stream_k = 0, refused_stream_k = 0, in_groups = 0;
+  for (const gemm_problem& p : {tuner_problem(16, 4096, 4096, dtype::bf16), tuner_problem(192, 4096, 4096, dtype::bf16),
+                                tuner_problem(129, 4096, 4096, dtype::e4m3), grouped}) {
+    for (const auto& c : problem_search_space(family_named("wgmma"), p, h100)) {
+      const std::string cut = cutlass_shape(c, p.type);
+      const bool says_stream_k = cut.find("StreamKScheduler") != std::string::npos;
+      if (says_stream_k && cut.find("no CUTLASS stream-K") == std::string::npos) {
+        ++stream_k;
+        EXPECT_NE(cut.find("KernelTmaWarpSpecializedCooperative"), std::string::npos) << c.id() << ": " << cut;
+        EXPECT_EQ(cut.find("PtrArray"), std::string::npos) << c.id() << ": " << cut;
+      }
+      if (wgmma_stream_k(c) && (p.grouped() || wgmma_consumers(c) != 2 || wgmma_pingpong(c))) {
+        ++refused_stream_k;
+        EXPECT_NE(cut.find("no CUTLASS stream-K for it"), std::string::npos) << c.id() << ": " << cut;
+      }
+      if (p.grouped()) {
+        ++in_groups;
+        EXPECT_TRUE(cut.find("KernelPtrArrayTmaWarpSpecializedCooperative") != std::string::npos ||
+                    cut.find("KernelPtrArrayTmaWarpSpecializedPingpong") != std::string::npos)
+            << c.id() << ": " << cut;
+      }
+    }
+  }
+  EXPECT_GT(stream_k, 0u);
+  EXPECT_GT(refused_stream_k, 0u);
+  EXPECT_GT(in_groups, 0u);
+}
+
 // --kernel-debug: every variant is built with the debug option, and the plan says so.
 TEST(gemm_tuner, kernel_debug_builds_every_variant_with_its_option) {
   EXPECT_TRUE(kernel_debug_options("").empty());

@@ -214,7 +214,25 @@ class wgmma : public gemm_family {
                               ? fmt::format(" (CUTLASS's largest; this variant groups {} tiles)", c.raster_group)
                               : std::string())
             : "";
-    // Stream-K: CUTLASS 3's StreamKScheduler (its decomposition and reduction are its own).
+    // CUTLASS 3's kernel schedules: KernelTmaWarpSpecialized{,Cooperative,Pingpong}, and for grouped
+    // (ptr-array) GEMMs KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong} only. Its StreamKScheduler
+    // runs the cooperative kernel alone: the plain and ping-pong kernels static_assert against it, and the
+    // grouped ones against any scheduler but their own. A schedule it has not is said, never named as if
+    // CUTLASS compiled it (the translation had paired KernelTmaWarpSpecialized with StreamKScheduler).
+    const bool grouped = wgmma_grouped(c), stream_k = wgmma_stream_k(c);
+    const std::string kind = wgmma_pingpong(c) ? "Pingpong" : wgmma_consumers(c) == 2 ? "Cooperative" : "";
+    std::string schedule = std::string(grouped ? "KernelPtrArrayTmaWarpSpecialized" : "KernelTmaWarpSpecialized") +
+                           (grouped && kind.empty() ? "Pingpong" : kind);
+    if (grouped && kind.empty())
+      schedule += " (CUTLASS's grouped kernels have no one-consumer schedule; Pingpong gives each of its two "
+                  "consumers a tile of this shape)";
+    std::string scheduler;
+    if (stream_k)
+      scheduler = !grouped && kind == "Cooperative"
+                      ? ", TileScheduler StreamKScheduler"
+                      : fmt::format(", no CUTLASS stream-K for it (CUTLASS's StreamKScheduler runs its cooperative "
+                                    "kernel only{}): this tile without stream-K",
+                                    grouped ? ", none of its grouped ones" : ", of 128 rows or more");
     // Swap-AB: CUTLASS runs the transposed problem, whose tile is this one transposed (its M of 8
     // or 16 rows is no tile CUTLASS's wgmma takes): that tile leads, and only it is given.
     return std::string(swab ? "swap-AB: run CUTLASS on the transposed problem (C^T = B^T A^T, A and B exchanged, C's "
@@ -222,12 +240,9 @@ class wgmma : public gemm_family {
                             : "") +
            fmt::format("TileShape<{},{},{}>, ClusterShape<{},{},1>, {} (Hopper wgmma), stages {}{}{}",
                        swab ? c.block_n : c.block_m, swab ? c.block_m : c.block_n, c.block_k,
-                       swab ? c.cluster_n : c.cluster_m, swab ? c.cluster_m : c.cluster_n,
-                       wgmma_pingpong(c)         ? "KernelTmaWarpSpecializedPingpong"
-                       : wgmma_consumers(c) == 2 ? "KernelTmaWarpSpecializedCooperative"
-                                                 : "KernelTmaWarpSpecialized",
-                       c.stages, raster, wgmma_stream_k(c) ? ", TileScheduler StreamKScheduler" : "") +
-           (wgmma_grouped(c) ? ", grouped (GemmUniversalMode::kGrouped, ptr-array tensor maps)" : "") +
+                       swab ? c.cluster_n : c.cluster_m, swab ? c.cluster_m : c.cluster_n, schedule, c.stages, raster,
+                       scheduler) +
+           (grouped ? ", grouped (GemmUniversalMode::kGrouped, ptr-array tensor maps)" : "") +
            (wgmma_evict_first_b(c) ? ", B loaded with CacheHintSm90::EVICT_FIRST" : "") +
            (wgmma_tma_store(c) ? ", epilogue TmaWarpSpecialized (stmatrix, TMA store), EpilogueTile 64x64" : "") +
            (c.split_k > 1 ? fmt::format(", split_k_slices {} (tiletune reduces the slices inside a cluster of {} "
@@ -238,8 +253,9 @@ class wgmma : public gemm_family {
                 ? fmt::format(", {} operands with the promoting (not FastAccum) schedule, mma_promotion_interval {}",
                               to_string(t), wgmma_promotion(c) * c.block_k / 32)
             : wgmma_fast_accumulation(c)
-                ? fmt::format(", {} operands with the FastAccum schedule (KernelTmaWarpSpecialized{}FP8FastAccum)",
-                              to_string(t), wgmma_pingpong(c) ? "Pingpong" : wgmma_consumers(c) == 2 ? "Cooperative" : "")
+                ? fmt::format(", {} operands with the FastAccum schedule ({}{}FP8FastAccum)", to_string(t),
+                              grouped ? "KernelPtrArrayTmaWarpSpecialized" : "KernelTmaWarpSpecialized",
+                              grouped && kind.empty() ? "Pingpong" : kind)
                 : std::string()) +
            (wgmma_scales(c) == scaling_mode::block ? ", blockwise scaling (KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum, "
                                    "ScaleGranularity 1x128 on A, 128x128 on B)"
