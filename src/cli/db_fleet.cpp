@@ -71,6 +71,10 @@ void run_export(const fleet_options& o, run_context& ctx) {
     text = export_triton(best, file.string(), date);
   else
     text = export_cutlass_csv(best);
+  if (const std::size_t grouped = grouped_records(best); grouped > 0 && o.format != "json")
+    tell("tiletune: {} grouped GEMM record(s) (mixture of experts) left out of --format {}: its keys and rows have "
+         "no groups; --format json gives them\n",
+         grouped, o.format);
   if (o.out.empty()) {
     std::fputs(text.c_str(), stdout);
   } else {
@@ -140,8 +144,10 @@ The best record of a problem: verified measurements first, then other
 measurements, then stored plans (mode "predicted"), newer first among equals.
 triton: CONFIGS[(gpu, m, n, k, batch, dtype, layout, alpha, beta)] is a list
 of triton.Config with BLOCK_SIZE_M/N/K, GROUP_SIZE_M (and SPLIT_K), num_warps
-and num_stages. cutlass-csv: cutlass_profiler's GEMM report columns, one row
-per problem, Disposition passed where verified, not_verified otherwise.)");
+and num_stages; a tile Triton's blocks round up (192 to 256) gets as many stages
+as fit where its own did, and a comment says so. cutlass-csv: cutlass_profiler's
+GEMM report columns, one row per problem, Disposition passed where verified,
+not_verified otherwise. Grouped GEMMs (mixture of experts) are in json only.)");
 }
 
 }  // namespace tiletune::cli

@@ -1,5 +1,6 @@
 #include "core/tune/fleet/tuning_export.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -130,6 +131,26 @@ TEST(tuning_export, a_tile_rounded_to_tritons_blocks_keeps_within_its_shared_mem
   EXPECT_NE(py.find("'BLOCK_SIZE_N': 256"), std::string::npos) << py;
   EXPECT_NE(py.find("num_stages=4"), std::string::npos) << py;
   EXPECT_NE(py.find("# BLOCK_N 192 -> 256"), std::string::npos) << py;
+}
+
+// A grouped GEMM's record is left out of the Triton file and the CSV, whose keys and rows have no groups:
+// filed under the plain GEMM of its total rows, it had replaced that GEMM's config in the dict.
+TEST(tuning_export, a_grouped_record_is_left_out_of_the_triton_file_and_the_csv_not_filed_as_a_plain_gemm) {
+  const auto plain = measured_record("16x4096x4096-bf16-nt.json");
+  auto grouped = plain;
+  grouped.key.problem = grouped_problem(groups_of_rows({8, 8}, group_layout::contiguous), 4096, 4096, dtype::bf16,
+                                        plain.key.problem.layout);
+  ASSERT_EQ(grouped.key.problem.m, plain.key.problem.m);
+  EXPECT_EQ(grouped_records({plain, grouped}), 1u);
+  const std::string py = export_triton({plain, grouped}, "db", "now");
+  std::size_t keys = 0;
+  for (std::size_t at = py.find("('h100-sxm', 16, 4096"); at != std::string::npos; at = py.find("('h100-sxm', 16, 4096", at + 1))
+    ++keys;
+  EXPECT_EQ(keys, 1u) << py;
+  EXPECT_NE(py.find("a grouped GEMM (mixture of experts), left out"), std::string::npos) << py;
+  const std::string csv = export_cutlass_csv({plain, grouped});
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2) << csv;  // the header and the plain GEMM
+  EXPECT_EQ(export_json({plain, grouped}, "db", "now")["configs"].size(), 2u);
 }
 
 // A stored record whose tile this tiletune cannot read (imported before import checked it) is

@@ -1,5 +1,6 @@
 #include "core/tune/fleet/tuning_export.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <regex>
@@ -165,6 +166,15 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
   return j;
 }
 
+const char* const grouped_left_out =
+    "a grouped GEMM (mixture of experts), left out: Triton's matmul tutorial and cutlass_profiler's universal GEMM "
+    "rows have no groups; its config is in --format json";
+
+std::size_t grouped_records(const std::vector<tuning_record>& best) {
+  return static_cast<std::size_t>(
+      std::count_if(best.begin(), best.end(), [](const tuning_record& r) { return r.key.problem.grouped(); }));
+}
+
 std::string export_triton(const std::vector<tuning_record>& best, const std::string& database,
                           const std::string& date) {
   std::string out = fmt::format(
@@ -182,6 +192,12 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
     const std::string key = fmt::format("({}, {}, {}, {}, {}, '{}', '{}', {}, {})", python_string(r.key.device_model),
                                         p.m, p.n, p.k, p.batch, to_string(p.type), p.layout.name(),
                                         nlohmann::json(p.alpha).dump(), nlohmann::json(p.beta).dump());
+    // A grouped GEMM's key would be the plain GEMM's of its total rows (the dict had kept whichever came
+    // last, handing a plain GEMM the grouped kernel's config): the tutorial has no grouped kernel.
+    if (p.grouped()) {
+      out += fmt::format("    # {}: {}\n", python_comment(r.key.device_model + " " + p.describe()), grouped_left_out);
+      continue;
+    }
     const auto [tile, why] = recommended_tile(r);
     if (!tile) {
       out += fmt::format("    # {}: {}\n", key, python_comment(why));
@@ -224,7 +240,9 @@ std::string export_cutlass_csv(const std::vector<tuning_record>& best) {
   int index = 0;
   for (const auto& r : best) {
     const auto tile = recommended_tile(r).tile;
-    if (!tile) continue;
+    // A grouped GEMM is no row of the universal kind these columns describe (its m, n, k would be a plain
+    // GEMM's of its total rows): left out, as the CLI says.
+    if (!tile || r.key.problem.grouped()) continue;
     const auto& p = r.key.problem;
     const auto& rec = r.result["recommendation"];
     const std::string shape = cutlass_shape(*tile, p.type);

@@ -25,5 +25,8 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
                           const std::string& date);
 // CSV in the columns of cutlass_profiler's GEMM report.
 std::string export_cutlass_csv(const std::vector<tuning_record>& best);
+// The grouped GEMMs (mixture of experts) of BEST: the Triton file and the CSV leave them out (their keys
+// and rows have no groups), the JSON keeps them.
+std::size_t grouped_records(const std::vector<tuning_record>& best);
 
 }  // namespace tiletune
