@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/errors.hpp"
+#include "core/utf8.hpp"
 
 using namespace tiletune;
 
@@ -212,6 +213,16 @@ TEST(compare, junit_has_a_case_per_problem_and_escapes_names) {
   odd.rows[0].label = "bad\x01\xef\xbf\xbf\xef\xbf\xbe\xc3\xa9name";
   const std::string y = to_junit_xml(odd);
   EXPECT_NE(y.find("name=\"bad\xc3\xa9name\""), std::string::npos) << y;
+  // Bytes that are not UTF-8 (a Latin-1 name, a sequence cut short, a surrogate) are U+FFFD, as JSON gives
+  // them: the file stays one an XML reader takes.
+  odd.rows[0].label = std::string("caf\xe9 \xed\xa0\x80 \xe2\x82", 11);
+  const std::string z = to_junit_xml(odd);
+  EXPECT_NE(z.find("name=\"caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\""), std::string::npos) << z;
+  for (std::size_t i = 0; i < z.size();) {
+    const auto ch = utf8_at(z, i);
+    ASSERT_TRUE(ch.has_value()) << "invalid UTF-8 at byte " << i;
+    i += ch->length;
+  }
   const auto j = to_json(c);
   EXPECT_EQ(j["counts"]["SLOWER"], 1);
   EXPECT_EQ(j["failed"], true);

@@ -16,6 +16,7 @@
 #include "core/iso_date.hpp"
 #include "core/report/json_file.hpp"
 #include "core/report/result_figures.hpp"
+#include "core/utf8.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune {
@@ -673,26 +674,29 @@ nlohmann::json to_json(const comparison& c) {
 }
 
 namespace {
+// XML 1.0's Char range, escaped: a byte that is not UTF-8 (a Latin-1 file name) is U+FFFD, as json_text
+// gives it, and the control characters but line breaks and tabs, and U+FFFE and U+FFFF, are left out.
+// (Invalid bytes had gone into the report as they were: no XML reader takes it.)
 std::string xml_escape(std::string_view s) {
   std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char ch = s[i];
-    // Nor U+FFFE and U+FFFF (EF BF BE, EF BF BF in UTF-8), the two noncharacters of its Char range.
-    if (static_cast<unsigned char>(ch) == 0xef && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0xbf &&
-        (static_cast<unsigned char>(s[i + 2]) == 0xbe || static_cast<unsigned char>(s[i + 2]) == 0xbf)) {
-      i += 2;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::optional<utf8_char> ch = utf8_at(s, i);
+    if (!ch) {
+      out += "\xef\xbf\xbd";
+      ++i;
       continue;
     }
-    switch (ch) {
+    switch (ch->code) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
       default:
-        // XML 1.0 forbids most control characters.
-        if (static_cast<unsigned char>(ch) >= 0x20 || ch == '\n' || ch == '\t') out += ch;
+        if ((ch->code >= 0x20 || ch->code == '\n' || ch->code == '\t') && ch->code != 0xfffe && ch->code != 0xffff)
+          out.append(s.substr(i, ch->length));
     }
+    i += ch->length;
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/utf8.hpp"
 #include "core/tune/fleet/tuning_merge.hpp"
 #include "core/gemm/family.hpp"
 #include "core/tune/gemm_tuner.hpp"
@@ -79,27 +80,19 @@ std::string triton_notes(const tile_config& c) {
 std::string python_string(const std::string& s) {
   std::string out = "'";
   for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int length = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    char32_t code = length == 1 ? c : length == 2 ? c & 0x1f : length == 3 ? c & 0x0f : c & 0x07;
-    bool valid = length > 0 && i + length <= s.size();
-    for (int b = 1; valid && b < length; ++b) {
-      const auto next = static_cast<unsigned char>(s[i + b]);
-      valid = (next & 0xc0) == 0x80;
-      code = (code << 6) | (next & 0x3f);
-    }
-    valid = valid && code <= 0x10ffff;  // Python refuses \U past U+10FFFF
-    if (!valid) {
-      out += fmt::format("\\x{:02x}", c);
+    const std::optional<utf8_char> ch = utf8_at(s, i);
+    if (!ch) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
       ++i;
       continue;
     }
+    const char32_t code = ch->code;
     if (code == '\\' || code == '\'') out += {'\\', static_cast<char>(code)};
     else if (code < 0x20 || code == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned>(code));
     else if (code < 0x80) out += static_cast<char>(code);
     else if (code <= 0xffff) out += fmt::format("\\u{:04x}", static_cast<unsigned>(code));
     else out += fmt::format("\\U{:08x}", static_cast<unsigned>(code));
-    i += length;
+    i += ch->length;
   }
   return out + "'";
 }
