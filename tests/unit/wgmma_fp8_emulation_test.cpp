@@ -293,8 +293,12 @@ TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
       if (s == scaling_mode::block) {
         EXPECT_EQ(wgmma_promotion(c), 1) << c.id();
       }
-      // Block scales of plain unswapped tiles come by TMA (_ts); other tiles load theirs.
-      EXPECT_EQ(wgmma_tma_scales(c), s == scaling_mode::block && !wgmma_swap_ab(c)) << c.id();
+      // Block scales of plain unswapped tiles come by TMA (_ts) where the scales' stages fit the GPU's
+      // shared memory beside the tile's; other tiles load theirs.
+      tile_config ts = c;
+      set_wgmma_tma_scales(ts, true);
+      const bool ts_fits = wgmma_smem_bytes(ts, p.type) <= h100.smem_per_block_optin_bytes;
+      EXPECT_EQ(wgmma_tma_scales(c), s == scaling_mode::block && !wgmma_swap_ab(c) && ts_fits) << c.id();
     }
     EXPECT_GE(runnable, 30) << to_string(s);
   }
@@ -324,6 +328,22 @@ TEST(wgmma_fp8_emulation, the_space_of_a_scaled_problem_applies_its_scales) {
     EXPECT_NE(c.id().find("_blk_ts"), std::string::npos) << c.id();
     set_wgmma_swap_ab(c, true);
     ASSERT_TRUE(check_constraints(c, p, h100).has_value());
+  }
+  // A tile the GPU holds is never lost to its _ts copy the GPU does not: 64x128x128 in 5 stages fits the
+  // H100 (it is the best of 124x1024x1024), its _ts copy not (232,800 bytes of 232,448).
+  {
+    const gemm_problem p = scaled(problem(124, 1024, 1024, 1, dtype::e4m3, "nt"), scaling_mode::block);
+    int plain_kept = 0;
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, h100)) {
+      if (wgmma_swap_ab(c) || check_constraints(c, p, h100)) continue;
+      tile_config ts = c;
+      set_wgmma_tma_scales(ts, true);
+      if (!wgmma_tma_scales(c)) {
+        ++plain_kept;
+        EXPECT_GT(wgmma_smem_bytes(ts, p.type), h100.smem_per_block_optin_bytes) << c.id();
+      }
+    }
+    EXPECT_GT(plain_kept, 0);
   }
   // A tile's scales must be the problem's.
   const gemm_problem block = scaled(problem(256, 256, 256, 1, dtype::e4m3, "nt"), scaling_mode::block);

@@ -115,7 +115,7 @@ double wgmma_fast_accumulation_bound(dtype t, std::int64_t k);
 // the stage's full barrier counts, and the consumers read theirs from shared memory at the
 // promotion instead of loading them from global memory (B's two stay loads: wgmma_fp8.cuh).
 // Plain (batched) unswapped tiles whose A scale rows are whole 16-byte units: M a multiple of 4
-// (wgmma_fp8.cuh); swap-AB and grouped tiles load theirs. Every block-scaled tile that can takes it (wgmma_tma_scales_fit).
+// (wgmma_fp8.cuh); swap-AB and grouped tiles load theirs. Every block-scaled tile that can takes it (wgmma_tma_scales_fit), unless its scale stages take it past the GPU's shared memory where the tile itself fits.
 inline constexpr int wgmma_tma_scales_bit = 1 << 23;
 inline bool wgmma_tma_scales(const tile_config& c) { return wgmma_flag(c, wgmma_tma_scales_bit); }
 inline void set_wgmma_tma_scales(tile_config& c, bool on) { set_wgmma_flag(c, wgmma_tma_scales_bit, on); }

@@ -201,7 +201,15 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const 
   }
   for (tile_config& c : out) {
     if (copies) set_wgmma_k_major_copies(c, true);
-    set_wgmma_tma_scales(c, wgmma_tma_scales_fit(c, p));
+    // The _ts copy adds a stage of scales to each pipeline stage: where that takes a tile the GPU's shared
+    // memory holds past it, the tile stays as it is (64x128x128 in 5 stages became a _ts copy of 232,800
+    // bytes, over the H100's 232,448, and with the tile lost every M a multiple of 4 was planned 4-11% slower).
+    tile_config ts = c;
+    set_wgmma_tma_scales(ts, wgmma_tma_scales_fit(c, p));
+    const auto fits = [&](const tile_config& t) {
+      return d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(t, p.type) <= d.smem_per_block_optin_bytes;
+    };
+    if (fits(ts) || !fits(c)) c = ts;
   }
   return out;
 }
