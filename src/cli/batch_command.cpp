@@ -45,11 +45,28 @@ std::string checkpointing_name(const training_setup& s, bool on) {
   return s.checkpoint_every > 1 ? fmt::format("every {}", s.checkpoint_every) : "on";
 }
 
+// Text from a file (a config.json's _name_or_path, the notes quoting it) as the terminal gets it:
+// every control byte, \n, \r and \t included, and DEL as \xNN, so that a downloaded config can
+// neither send escape sequences nor forge or overwrite lines. (printable_message keeps \n and \t,
+// which a message of several lines needs.) The JSON escapes them itself.
+std::string terminal_text(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f)
+      out += ch;
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
 std::string format_plan(const batch_plan& plan) {
   const auto& s = plan.setup;
   const auto& m = plan.memory;
   std::string out = fmt::format(
-      "{} ({:.3f} B parameters{}, {:.3f} B trainable) on {}, seq {}, {}, {}{}: {}\n", s.model.name,
+      "{} ({:.3f} B parameters{}, {:.3f} B trainable) on {}, seq {}, {}, {}{}: {}\n", terminal_text(s.model.name),
       m.parameters / 1e9,
       s.model.is_moe() ? fmt::format(", {:.3f} B active, experts over {} GPU(s)", m.active_parameters / 1e9,
                                      m.expert_parallel)
@@ -113,13 +130,14 @@ std::string format_plan(const batch_plan& plan) {
     out += "\nno micro-batch fits.";
     if (!plan.suggestions.empty()) {
       out += " These would fit:";
-      for (const auto& sg : plan.suggestions) out += "\n  " + sg;
+      for (const auto& sg : plan.suggestions) out += "\n  " + terminal_text(sg);
     }
     out += "\n";
   }
-  for (const auto& n : plan.notes) out += "note: " + n + "\n";
-  // The notes on the configs --json and --out emit (hf_training_args, model_load, deepspeed).
-  for (const auto& n : emitted_config_notes(plan)) out += "note: " + n + "\n";
+  // (A note is one line; one quoting the model's name keeps it to one.)
+  for (const auto& n : plan.notes) out += "note: " + terminal_text(n) + "\n";
+  // The notes on the configs --json and --out emit (hf_training_args, model_load, deepspeed, peft).
+  for (const auto& n : emitted_config_notes(plan)) out += "note: " + terminal_text(n) + "\n";
   return out;
 }
 

@@ -2,6 +2,7 @@
 // frozen base (lora_step.cpp): the adapters' GEMMs and their memory-bound path.
 #pragma once
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -64,6 +65,22 @@ std::string_view to_string(lora_module m);
 // Whether the adapter of t keeps a copy of its input of its own (a dropped-out or cast one) rather
 // than the input itself, which the adapters of linears reading the same input then share.
 bool lora_copies_input(const training_setup& s, const weight_tensor& t);
+
+// The names peft adapts for the planned adapters (peft_config.cpp), as transformers names this
+// model's modules: LoraConfig.target_modules, and target_parameters for the routed experts, which
+// transformers keeps as 3D parameters (experts.gate_up_proj, experts.down_proj), not nn.Linear.
+struct peft_targets {
+  std::vector<std::string> modules, parameters;
+  // A fused linear (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj or gate_up_proj)
+  // of which the plan adapts some parts: peft adapts it whole.
+  bool fused_wider = false;
+  bool router = false;  // the plan adapts the MoE router, a bare parameter in transformers: no module to name
+};
+peft_targets peft_target_names(const training_setup& s);
+// to_json's "peft": {"lora_config": {r, target_modules, lora_dropout[, target_parameters]},
+// "get_peft_model": {autocast_adapter_dtype: the planned adapters fp32}, "adapter_dtype"}; null
+// without LoRA. lora_alpha is left out: it scales the adapters' output, no memory or time.
+nlohmann::json peft_json(const training_setup& s);
 
 // The frameworks' own modules' path (lora_modules.cpp), where lora_path does not run peft's.
 lora_path_cost own_lora_path(const training_setup& s, std::int64_t tokens, bool checkpointing);

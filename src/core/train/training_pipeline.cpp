@@ -105,7 +105,7 @@ memory_breakdown pipeline_memory(const training_setup& s) {
   first.autocast_weight_copies_bytes = std::max<std::int64_t>(0, both.autocast_weight_copies_bytes - both.lm_head_copy_bytes);
   if (!m.tied_embeddings) first.lm_head_copy_bytes = 0;
   first.logits_bytes_per_sample = first.logits_forward_bytes_per_sample = first.logits_held_bytes_per_sample = 0;
-  first.pipeline = {s.pipeline_parallel, s.virtual_stages, per_rank_batch(s)};
+  first.pipeline = {s.pipeline_parallel, s.virtual_stages, s.global_batch.value_or(0), data_parallel_degree(s)};
   const double in_flight = pipeline_first_stage_most_in_flight(s.pipeline_parallel, s.virtual_stages);
   first.activation_bytes_per_sample =
       static_cast<std::int64_t>(in_flight * static_cast<double>(both.activation_bytes_per_sample));
@@ -124,9 +124,16 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
   return 2 * std::max(1, s.virtual_stages) * bytes / (link * p2p_efficiency * 1e6);
 }
 
-std::int64_t micro_batches_per_step(std::int64_t rank_batch, std::int64_t b, int p, int v) {
-  const std::int64_t m = rank_batch > 0 ? (rank_batch + b - 1) / b : 1;
-  return p > 1 && v > 1 ? (m + p - 1) / p * p : m;
+std::int64_t micro_batches_per_step(std::int64_t global_batch, std::int64_t dp, std::int64_t b, int p, int v) {
+  const std::int64_t multiple = p > 1 && v > 1 ? p : 1;
+  if (global_batch <= 0) return multiple;
+  // The global batch of one more `multiple` micro-batches a rank: below the asked one or past it.
+  const std::int64_t unit = std::max<std::int64_t>(1, b) * std::max<std::int64_t>(1, dp) * multiple;
+  const std::int64_t below = std::max<std::int64_t>(1, global_batch / unit);
+  const std::int64_t k = below * unit >= global_batch || global_batch - below * unit < (below + 1) * unit - global_batch
+                             ? below
+                             : below + 1;  // a tie: the larger
+  return k * multiple;
 }
 
 double pipeline_first_stage_in_flight(int p, int v, std::int64_t m) {
@@ -147,8 +154,9 @@ double pipeline_in_flight_share(const pipeline_schedule& ps, std::int64_t micro_
   // Not accumulating: one micro-batch a step. Accumulating without a per-rank batch (no
   // --global-batch, 1F1B): an unknown count above 1, taken at the most.
   const std::int64_t m = !accumulating ? 1
-                         : ps.rank_batch > 0 || ps.virtual_stages > 1
-                             ? micro_batches_per_step(ps.rank_batch, micro_batch, ps.stages, ps.virtual_stages)
+                         : ps.global_batch > 0 || ps.virtual_stages > 1
+                             ? micro_batches_per_step(ps.global_batch, ps.data_parallel, micro_batch, ps.stages,
+                                                      ps.virtual_stages)
                              : std::numeric_limits<std::int32_t>::max();
   return pipeline_first_stage_in_flight(ps.stages, ps.virtual_stages, m) /
          pipeline_first_stage_most_in_flight(ps.stages, ps.virtual_stages);

@@ -33,10 +33,13 @@ double pipeline_p2p_ms(const training_setup& s, const device_spec& d, std::int64
 // V times as many.
 double pipeline_bubble_ms(const training_setup& s, double micro_step_ms);
 std::vector<std::string> pipeline_notes(const training_setup& s, const device_spec& d);
-// Micro-batches a data-parallel rank runs per optimizer step at micro-batch b: its per-rank batch
-// (per_rank_batch; 0 without --global-batch: one micro-batch) over b, rounded up; interleaved over
-// v > 1 chunks, rounded up to a multiple of p (Megatron-LM's interleaved schedule runs no other count).
-std::int64_t micro_batches_per_step(std::int64_t rank_batch, std::int64_t b, int p, int v);
+// Micro-batches a data-parallel rank runs per optimizer step at micro-batch b on dp data-parallel
+// ranks: the count (at least 1) whose global batch, b x count x dp, is nearest to global_batch, a tie
+// going to the larger; interleaved over v > 1 chunks, the nearest multiple of p (Megatron-LM's
+// interleaved schedule runs no other count). 0 without --global-batch: one micro-batch (p under the
+// interleaved schedule). (Until 2026-12-04: the rank's floor(global / dp) samples over b, rounded up,
+// which rounded down from floor(global / dp): 31 on 8 GPUs ran 24 at micro-batch 1, not 32.)
+std::int64_t micro_batches_per_step(std::int64_t global_batch, std::int64_t dp, std::int64_t b, int p, int v);
 // The first rank's activations in flight, in micro-batches of its stage, in a step of m micro-batches
 // (Megatron-LM's schedules.py, the warm-up forwards plus the one 1F1B runs before its first backward,
 // capped by what the step has): min(P, m) under 1F1B; interleaved over V > 1 chunks of L / (PV)

@@ -43,14 +43,17 @@ std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt) {
   const std::int64_t per_gpu = per_rank_batch(s);
   // Megatron-LM's interleaved schedule always accumulates (make_candidate).
   const bool always_accumulating = s.virtual_stages > 1 && s.pipeline_parallel > 1;
-  if (!always_accumulating) {
+  // The per-GPU batch accumulates too where two of it come nearer the global batch (1 a GPU, 24 on 16).
+  const bool whole_accumulates =
+      per_gpu > 0 && micro_batches_per_step(*s.global_batch, data_parallel_degree(s), per_gpu, 1, 1) > 1;
+  if (!always_accumulating && !whole_accumulates) {
     // The whole per-GPU batch or more in one micro-step: no accumulation.
     const std::int64_t whole = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, false);
     if (per_gpu == 0 || whole >= per_gpu) return whole;
   }
   // Below it, each micro-step holds the earlier ones' gradients.
   const std::int64_t accumulating = largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true);
-  return always_accumulating ? accumulating : std::min(accumulating, per_gpu - 1);
+  return always_accumulating ? accumulating : std::min(accumulating, whole_accumulates ? per_gpu : per_gpu - 1);
 }
 
 namespace {
@@ -86,13 +89,13 @@ struct candidate_inputs {
 batch_candidate make_candidate(const batch_plan& plan, const candidate_inputs& in, std::int64_t b, bool ckpt) {
   const training_setup& s = in.s;
   const memory_breakdown& mem = plan.memory;
-  const std::int64_t per_gpu = in.per_gpu;
   batch_candidate c;
   c.micro_batch = b;
   c.checkpointing = ckpt;
-  // (Interleaved, rounded up to a multiple of P: the global batch it then reaches is the candidate's;
-  // recommend prefers the asked one.)
-  c.grad_accum_steps = micro_batches_per_step(per_gpu, b, s.pipeline_parallel, s.virtual_stages);
+  // The accumulation whose global batch comes nearest the asked one, a tie the larger (interleaved, a
+  // multiple of P): the global batch it then reaches is the candidate's; recommend prefers the asked one.
+  c.grad_accum_steps = micro_batches_per_step(s.global_batch.value_or(0), data_parallel_degree(s), b,
+                                              s.pipeline_parallel, s.virtual_stages);
   const bool accumulating = c.grad_accum_steps > 1;
   c.peak_bytes = mem.peak_bytes(b, ckpt, accumulating);
   // A peak past 64-bit byte counts (memory_breakdown::peak_bytes saturates) is no GPU's: the input is absurd.

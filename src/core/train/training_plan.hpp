@@ -167,7 +167,8 @@ void require_bandwidth_gbs(const char* option, double gbs, const char* what);
 struct pipeline_schedule {
   int stages = 1;               // P; 1: no pipeline
   int virtual_stages = 1;       // V
-  std::int64_t rank_batch = 0;  // samples a data-parallel rank runs per optimizer step (0: no --global-batch)
+  std::int64_t global_batch = 0;   // --global-batch (0: none)
+  std::int64_t data_parallel = 1;  // data-parallel ranks (micro_batches_per_step)
 };
 
 // Every term of the training memory, per GPU.

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/train/lora_step.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
 #include "core/train/training_precision.hpp"
@@ -30,6 +32,52 @@ std::string own_model_eager_note(const training_setup& s) {
                      to_string(f), attention, nearest);
 }
 
+// What the peft object (peft_config.cpp) runs of the planned adapters, and what it leaves to the user.
+std::vector<std::string> peft_notes(const training_setup& s) {
+  if (s.lora_rank <= 0) return {};
+  std::vector<std::string> notes;
+  const peft_targets t = peft_target_names(s);
+  const lora_module mod = lora_module_of(s);
+  std::string how;
+  if (mod != lora_module::peft)
+    how = fmt::format("--framework {} runs its own LoRA modules ({}), not peft's: the peft object says the planned "
+                      "adapters in peft's terms, for a transformers model; ",
+                      to_string(s.framework), to_string(mod));
+  notes.push_back(fmt::format(
+      "{}peft: get_peft_model(model, LoraConfig(**peft.lora_config), {}) {}; target_modules are transformers' names of "
+      "the linears planned (--lora-targets {}). lora_alpha is left out: it scales the adapters' output (alpha / r) and "
+      "changes neither memory nor time; set your own (peft's default 8)",
+      how, s.adapters == adapter_dtype::bf16 ? "autocast_adapter_dtype=False" : "autocast_adapter_dtype=True",
+      s.adapters == adapter_dtype::bf16
+          ? "keeps the adapters in the 16-bit base's bf16, as planned; without that argument peft's default (True) "
+            "upcasts them to fp32, 4 bytes a weight, gradient and optimizer state instead of 2, which this plan did not "
+            "count (--adapter-dtype fp32 plans it)"
+          : "keeps the adapters in fp32 (peft's default, which upcasts 16-bit ones), as planned",
+      lora_targets_name(s.lora_targets)));
+  if (t.fused_wider)
+    notes.push_back(fmt::format(
+        "peft adapts a fused linear whole ({}): the plan adapts only the parts --lora-targets {} names, so peft's "
+        "adapters are wider (more parameters, memory and time) than planned; --lora-targets naming all of its parts "
+        "plans what peft runs",
+        s.model.model_type == "phi3"   ? "Phi-3's qkv_proj, gate_up_proj"
+        : s.model.model_type == "gpt2" ? "GPT-2's c_attn"
+                                       : "GPT-NeoX's query_key_value",
+        lora_targets_name(s.lora_targets)));
+  if (!t.parameters.empty())
+    notes.push_back(fmt::format(
+        "transformers keeps each MoE layer's routed experts as 3D parameters (experts.gate_up_proj, experts.down_proj), "
+        "which no target_modules name: peft adapts them through target_parameters (experimental), one adapter a "
+        "parameter of rank r x experts, gate and up sharing one lora_A, not the separate per-expert gate, up and down "
+        "adapters planned{}",
+        s.lora_dropout > 0 ? "; and peft refuses lora_dropout above 0 there (its ParamWrapper): plan --lora-dropout 0"
+                           : ""));
+  if (t.router)
+    notes.push_back("the plan adapts each MoE router too (--lora-targets all-linear), which transformers keeps as a bare "
+                    "parameter, no nn.Linear: target_modules cannot name it and peft leaves it frozen (its adapter is "
+                    "r x (experts + hidden) a layer, little memory or time)");
+  return notes;
+}
+
 }  // namespace
 
 std::vector<std::string> emitted_config_notes(const batch_plan& plan) {
@@ -39,7 +87,8 @@ std::vector<std::string> emitted_config_notes(const batch_plan& plan) {
   std::vector<std::string> notes;
   // With tensor, pipeline or context parallelism not every GPU is a data-parallel rank: no DeepSpeed config.
   const bool model_parallel = data_parallel_degree(s) < s.world_size;
-  const bool deepspeed_config = !model_parallel && s.prec != precision::bf16;
+  const int experts = expert_parallel_degree(s);
+  const bool deepspeed_config = !model_parallel && experts == 1 && s.prec != precision::bf16;
   if (model_parallel)
     notes.push_back(fmt::format(
         "hf_training_args describes the data parallelism only ({} ranks of the {} GPUs): the Trainer has no "
@@ -47,6 +96,16 @@ std::vector<std::string> emitted_config_notes(const batch_plan& plan) {
         "--pipeline-model-parallel-size {} --context-parallel-size {}); no DeepSpeed config, as DeepSpeed under the "
         "Trainer would count every GPU as a data-parallel rank and refuse its train_batch_size",
         data_parallel_degree(s), s.world_size, s.tensor_parallel, s.pipeline_parallel, s.context_parallel));
+  // Expert parallelism: the Trainer splits no experts, and DeepSpeed only its own deepspeed.moe layers'.
+  if (experts > 1)
+    notes.push_back(fmt::format(
+        "hf_training_args describe no expert parallelism: each of the {} ranks would hold every expert, where the "
+        "plan holds 1/{} of them a GPU (--expert-parallel {}: torchtitan's expert_parallel_degree, Megatron-LM's "
+        "--expert-model-parallel-size {}); no DeepSpeed config, as its ZeRO would shard every expert over all the "
+        "ranks and its expert parallelism runs only its own deepspeed.moe layers, which transformers' MoE blocks are "
+        "not",
+        data_parallel_degree(s), experts, experts, experts));
+  for (std::string& n : peft_notes(s)) notes.push_back(std::move(n));
   // The other frameworks read neither config: they say the plan in the Trainer's and DeepSpeed's terms.
   if (s.framework != training_framework::hf && s.framework != training_framework::deepspeed)
     notes.push_back(fmt::format(
@@ -82,7 +141,7 @@ std::vector<std::string> emitted_config_notes(const batch_plan& plan) {
     notes.push_back(
         "the DeepSpeed config runs ZeRO stage 0, whose engine all-reduces the gradients after backward: this plan "
         "overlaps them with backward (PyTorch DDP's buckets); for DeepSpeed at stage 0 plan with --overlap-comm off");
-  if (!deepspeed_config && !model_parallel)
+  if (!deepspeed_config && !model_parallel && experts == 1)
     notes.push_back(
         "no DeepSpeed config: DeepSpeed's bf16 mode keeps fp32 master weights and fp32 optimizer states, which is "
         "--precision bf16-mixed's memory, not this plan's; plan with bf16-mixed for DeepSpeed");

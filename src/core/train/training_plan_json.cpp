@@ -10,6 +10,7 @@
 #include "core/train/training_calibration.hpp"
 #include "core/train/optimizer_placement.hpp"
 #include "core/train/lora_step.hpp"
+#include "core/train/moe_parallel.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_precision.hpp"
 #include "core/train/training_parallel.hpp"
@@ -349,6 +350,7 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
     j["hf_training_args"] = nullptr;
     j["model_load"] = nullptr;
     j["deepspeed"] = nullptr;
+    j["peft"] = nullptr;
     return j;
   }
   const auto& r = plan.candidates[*plan.recommended];
@@ -359,10 +361,14 @@ nlohmann::json to_json(const batch_plan& plan, const std::string& command_line, 
   // DeepSpeed under the Trainer (no Megatron mpu) checks train_batch_size against micro-batch x
   // accumulation x every GPU of the world (runtime/config.py): a config would stop it at start-up.
   const bool model_parallel = data_parallel_degree(s) < s.world_size;
-  j["deepspeed"] = model_parallel ? nlohmann::json(nullptr) : deepspeed_json(s, r);
+  // Expert parallelism likewise: a DeepSpeed config shards every expert over all the ranks (ZeRO) where
+  // the plan holds 1/N of them a GPU, and DeepSpeed splits only its own deepspeed.moe layers' experts.
+  const bool experts_split = expert_parallel_degree(s) > 1;
+  j["deepspeed"] = model_parallel || experts_split ? nlohmann::json(nullptr) : deepspeed_json(s, r);
   // ZeRO under the Trainer is its deepspeed argument (a path or the config itself): without it the
   // Trainer runs plain DDP and every rank holds the whole optimizer state the plan sharded.
   if (s.zero_stage > 0 && j["deepspeed"].is_object()) j["hf_training_args"]["deepspeed"] = j["deepspeed"];
+  j["peft"] = peft_json(s);
   for (std::string& n : emitted_config_notes(plan)) j["notes"].push_back(std::move(n));
   return j;
 }

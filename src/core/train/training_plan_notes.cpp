@@ -33,11 +33,17 @@ std::string lora_note(const training_setup& s) {
   const char* measured = "no real LoRA step has been measured for this model (the LoRA figures are derived from what "
                          "the modules and autograd run, not calibrated)";
   const lora_module mod = lora_module_of(s);
+  // peft's adapters take the 16-bit base's dtype, and get_peft_model's autocast_adapter_dtype (True by
+  // default) upcasts them to fp32: bf16 adapters need it False, as the peft object says (peft_config.cpp).
   if (mod == lora_module::peft)
     return fmt::format(
-        "LoRA {}: {} adapters on {}, the input cast to the adapters' dtype, {}; {}; {}",
-        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it", to_string(s.adapters),
-        where,
+        "LoRA {} {}: {} adapters on {}, the input cast to the adapters' dtype, {}; {}; {}",
+        s.framework == training_framework::hf ? "as peft runs it" : "modelled as peft runs it",
+        s.adapters == adapter_dtype::bf16
+            ? "with get_peft_model's autocast_adapter_dtype=False (the peft object; its default True upcasts them to "
+              "fp32)"
+            : "with get_peft_model's default autocast_adapter_dtype=True (fp32 adapters)",
+        to_string(s.adapters), where,
         lora_adapters_run_fp32(s)           ? "so without autocast the adapter GEMMs and their sum run in fp32"
         : s.adapters == adapter_dtype::bf16 ? "a no-op on a bf16 base: no casts, bf16 gradients and optimizer states"
                                             : "cast back to 16 bits by autocast for the adapter GEMMs",
@@ -157,30 +163,18 @@ namespace {
 void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   const auto& r = plan.candidates[*plan.recommended];
   if (!s.global_batch || !r.exact_global_batch) return;
-  const std::int64_t asked = *s.global_batch, dp = data_parallel_degree(s);
-  // Each fitting candidate at the multiple of its global step nearest the asked batch, timed at that
-  // accumulation: its micro-steps, and its once-a-step parts as they were (the optimizer, the
-  // exchanges, a pipeline's bubble). (The candidate's own figure is at its own accumulation: quoted
-  // for another, it was another batch's speed.)
+  const std::int64_t asked = *s.global_batch;
+  // Each fitting candidate at its own accumulation, the one whose global batch comes nearest the asked
+  // one (micro_batches_per_step, a tie the larger), timed there. (Until 2026-12-04 the rows rounded down
+  // from floor(asked / GPUs) and this note re-timed each at its nearest multiple, a tie the smaller.)
   struct option {
     const batch_candidate* c;
     std::int64_t global, accumulation;
     double samples_per_s;
   };
   std::vector<option> options;
-  for (const auto& c : plan.candidates) {
-    if (!c.fits) continue;
-    const std::int64_t step = c.micro_batch * dp;
-    const std::int64_t below = std::max<std::int64_t>(step, asked / step * step), above = below + step;
-    const std::int64_t global = asked - below <= above - asked ? below : above;
-    const std::int64_t accumulation = global / step;
-    const double once_ms = c.global_step_ms - static_cast<double>(c.grad_accum_steps) * c.time.micro_step_ms();
-    const double global_step_ms = static_cast<double>(accumulation) * c.time.micro_step_ms() + once_ms;
-    // (Scaled from the row's own samples/s: it counts packed samples under --packing.)
-    options.push_back({&c, global, accumulation,
-                       c.samples_per_s * static_cast<double>(accumulation) / static_cast<double>(c.grad_accum_steps) *
-                           c.global_step_ms / global_step_ms});
-  }
+  for (const auto& c : plan.candidates)
+    if (c.fits) options.push_back({&c, c.effective_global_batch, c.grad_accum_steps, c.samples_per_s});
   double fastest = 0;
   for (const auto& o : options) fastest = std::max(fastest, o.samples_per_s);
   if (fastest <= 1.05 * r.samples_per_s) return;
@@ -249,9 +243,16 @@ void add_recommendation_notes(batch_plan& plan, const training_setup& s) {
   else
     plan.notes.push_back("no gradient checkpointing, as set (--checkpointing off)");
   if (s.global_batch && !r.exact_global_batch)
-    plan.notes.push_back(fmt::format("--global-batch {} cannot be reached exactly with micro-batch {} on {} GPU(s); "
-                                     "the effective global batch is {}",
-                                     *s.global_batch, r.micro_batch, data_parallel_degree(s), r.effective_global_batch));
+    plan.notes.push_back(fmt::format(
+        "--global-batch {} cannot be reached exactly with micro-batch {} on {} data-parallel rank(s); the step runs "
+        "a global batch of {} ({:+.1f}%): micro-batch {} x accumulation {} x {} rank(s), the accumulation whose "
+        "global batch comes nearest the asked one (a tie goes to the larger){}",
+        *s.global_batch, r.micro_batch, data_parallel_degree(s), r.effective_global_batch,
+        100.0 * static_cast<double>(r.effective_global_batch - *s.global_batch) / static_cast<double>(*s.global_batch),
+        r.micro_batch, r.grad_accum_steps, data_parallel_degree(s),
+        s.pipeline_parallel > 1 && s.virtual_stages > 1
+            ? fmt::format(", a multiple of the {} pipeline stages under the interleaved schedule", s.pipeline_parallel)
+            : ""));
   add_exact_batch_cost_note(plan, s);
 }
 
