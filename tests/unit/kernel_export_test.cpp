@@ -16,6 +16,7 @@
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/search_space.hpp"
 
 namespace fs = std::filesystem;
 using namespace tiletune;
@@ -275,4 +276,30 @@ TEST(kernel_export, measured_figures_are_labelled_measured) {
   EXPECT_NE(files[0].bytes.find("MEASURED: 10.0 us median"), std::string::npos);
   EXPECT_NE(files[0].bytes.find("0.80x cuBLASLt"), std::string::npos);
   EXPECT_EQ(files[0].bytes.find("PREDICTED"), std::string::npos);
+}
+
+// Exports for two GPUs link into one program: where a variant's launch differs between them (its grid,
+// a buffer's bytes), its entry names differ. The H100 SXM's and PCIe's launchers of a split-K decode tile
+// inside a cluster of 4 (grids 132 and 112) had shared one name: one more SM left the grid of whole
+// clusters as it was, which was the test of a GPU's grid.
+TEST(kernel_export, launches_that_differ_between_gpus_never_share_an_entry_name) {
+  const device_spec& sxm = find_preset("h100-sxm");
+  const device_spec& pcie = find_preset("h100-pcie");
+  int differ = 0;
+  for (const gemm_problem& p : {export_odd_problem(dtype::bf16, "nt"), [] {
+         gemm_problem q = export_odd_problem(dtype::bf16, "nt");
+         q.m = 16, q.n = 16384, q.k = 4096, q.batch = 1;
+         return q;
+       }()})
+    for (const tile_config& c : problem_search_space(family_named("wgmma"), p, sxm)) {
+      if (check_constraints(c, p, sxm) || check_constraints(c, p, pcie)) continue;
+      const kernel_launch a = describe_launch(c, p, sxm), b = describe_launch(c, p, pcie);
+      bool same = a.grid == b.grid && a.parameters.size() == b.parameters.size();
+      for (std::size_t i = 0; same && i < a.parameters.size(); ++i)
+        same = a.parameters[i].buffer_bytes == b.parameters[i].buffer_bytes;
+      if (same) continue;
+      ++differ;
+      EXPECT_NE(export_entry_name(c, p, sxm), export_entry_name(c, p, pcie)) << c.id() << " " << p.describe();
+    }
+  EXPECT_GT(differ, 0);
 }

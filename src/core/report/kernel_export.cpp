@@ -252,9 +252,20 @@ std::string export_entry_name(const tile_config& c, const gemm_problem& p, const
   // A persistent grid (one CTA an SM at most, stream-K's every SM) is the GPU's SM count or fewer:
   // its launcher is that GPU's, so the name says which, and kernels exported for several GPUs link
   // into one program (the H100 SXM's 132-CTA and the H100 PCIe's 114-CTA launchers had one name).
-  device_spec other = d;
-  other.sm_count = d.sm_count + 1;
-  const bool per_gpu = describe_launch(c, p, other).grid != describe_launch(c, p, d).grid;
+  // Compared with the GPUs of up to 16 SMs more or fewer: a grid rounded to whole clusters (a split of 4
+  // inside each) is the same at 132 and 133 SMs, and the H100 SXM's and PCIe's split-K launchers had
+  // shared one name.
+  const kernel_launch own = describe_launch(c, p, d);
+  bool per_gpu = false;
+  for (int delta = -16; delta <= 16 && !per_gpu; ++delta) {
+    if (delta == 0 || d.sm_count + delta < 1) continue;
+    device_spec other = d;
+    other.sm_count = d.sm_count + delta;
+    const kernel_launch there = describe_launch(c, p, other);
+    per_gpu = there.grid != own.grid;
+    for (std::size_t i = 0; !per_gpu && i < own.parameters.size() && i < there.parameters.size(); ++i)
+      per_gpu = own.parameters[i].buffer_bytes != there.parameters[i].buffer_bytes;
+  }
   return export_entry_name(c, p) + (per_gpu ? fmt::format("_sm{}", d.sm_count) : "");
 }
 

@@ -35,8 +35,9 @@ struct export_file {
   std::string bytes;
 };
 
-// The entry's name in an export: kernel_header.hpp's export_entry_name, and where the launch's grid
-// is the GPU's SM count (a persistent grid) "_sm<count>", since the launcher is that GPU's.
+// The entry's name in an export: kernel_header.hpp's export_entry_name, and where the launch depends
+// on the GPU's SM count (a persistent grid, split-K inside clusters, a stream-K workspace)
+// "_sm<count>", since the launcher is that GPU's.
 std::string export_entry_name(const tile_config& c, const gemm_problem& p, const device_spec& d);
 
 // The launch of an exported variant: describe_launch with the entry renamed to export_entry_name.
