@@ -165,6 +165,8 @@ TEST(kernel_export, exported_files_say_what_the_plan_says) {
   EXPECT_NE(src.find("PREDICTED"), std::string::npos);
   // K 777 puts bf16 rows off 16 bytes: the wgmma family's padded copies (_kc), for sm_90a.
   EXPECT_NE(src.find("nvcc -cubin -arch=sm_90a"), std::string::npos);
+  // nvcc's cubin goes beside the shipped one (NVRTC's, its entry tiletune_gemm), never over it.
+  EXPECT_NE(src.find(" -o " + id + ".nvcc.cubin " + id + ".cu"), std::string::npos) << src.substr(0, 3000);
   EXPECT_NE(src.find("1000x3000x777 batch 3 bf16 nt"), std::string::npos);
 
   const auto j = nlohmann::json::parse(files[2].bytes);

@@ -28,11 +28,12 @@ std::string dims(const std::array<std::int64_t, 3>& d) { return fmt::format("({}
 
 bool has_cluster(const kernel_launch& l) { return l.cluster[0] * l.cluster[1] * l.cluster[2] > 1; }
 
-// The compiler options as nvcc spells them.
+// The compiler options as nvcc spells them. Its cubin is written beside, not over, ID.cubin: the shipped
+// one is NVRTC's, its entry "tiletune_gemm" as cubin_entry says, where nvcc's carries the file's name.
 std::string nvcc_command(const compile_job& job, const std::string& id) {
   std::string s = "nvcc -cubin -arch=" + job.arch;
   for (const auto& o : job.options) s += " " + o;
-  return s + fmt::format(" -o {0}.cubin {0}.cu", id);
+  return s + fmt::format(" -o {0}.nvcc.cubin {0}.cu", id);
 }
 
 std::string figures_sentence(const gemm_plan& plan, const variant_result& v) {
