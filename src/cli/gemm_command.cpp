@@ -298,7 +298,8 @@ and problem with the elapsed time and an estimate of the time left.
 Exit codes: 0 done; 1 --export found no ok variant to write after a GPU run;
 2 bad input (the message names it); 3 no GPU and no --gpu, a CUDA library is
 missing, or the tuning database is damaged or not tiletune's (the message
-names the file), or with --devices a problem got no answer (every GPU it was
+names the file), an --out or --export file cannot be written (a read-only one
+is kept), or with --devices a problem got no answer (every GPU it was
 dealt to faulted); 4 --budget-s stopped a suite before its last problem (the
 output is written; "not_run" names the rest); 70 internal error.)";
 }  // namespace

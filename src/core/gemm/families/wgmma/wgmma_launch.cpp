@@ -171,7 +171,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
   if (p.grouped())
     l.requirements.push_back(
         "grouped (_grp): upload group_rows (G ints) before the launch; A and C hold the groups' rows as the "
-        "problem's groups.layout says, B one K x N matrix per group; at most 256 groups. NOT YET RUN ON A GPU: "
+        "problem's groups.layout says, B one matrix per group stored as the layout says (K x N for n, N x K for "
+        "t); at most 256 groups. NOT YET RUN ON A GPU: "
         "the grouped kernel is proven by host emulation and its compile only");
   if (wgmma_tma_store(c))
     l.requirements.push_back(
@@ -213,7 +214,8 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "barrier and its compile only");
   if (wgmma_k_major_copies(c))
     l.requirements.push_back(
-        "K-major copies (_kc): launch each prologue kernel (tiletune_gemm_transpose) before the GEMM, on the same "
+        "K-major copies (_kc): launch each prologue kernel (the launch's prologue entries, named as the GEMM's "
+        "with _transpose) before the GEMM, on the same "
         "stream, into one buffer per copied operand that the GEMM's tensor map addresses; the maps describe the "
         "copies (layout nt). NOT YET RUN ON A GPU: proven by host emulation and its compile only");
   if (swap)
