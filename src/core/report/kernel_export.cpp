@@ -253,20 +253,20 @@ std::string export_entry_name(const tile_config& c, const gemm_problem& p, const
   // A persistent grid (one CTA an SM at most, stream-K's every SM) is the GPU's SM count or fewer:
   // its launcher is that GPU's, so the name says which, and kernels exported for several GPUs link
   // into one program (the H100 SXM's 132-CTA and the H100 PCIe's 114-CTA launchers had one name).
-  // Compared with the GPUs of up to 16 SMs more or fewer: a grid rounded to whole clusters (a split of 4
-  // inside each) is the same at 132 and 133 SMs, and the H100 SXM's and PCIe's split-K launchers had
-  // shared one name.
+  // Compared with a GPU of one SM and one of twice as many: a grid or a buffer that follows the SM count
+  // differs at one of them. (One more SM had been the test: a grid of whole clusters, a split of 4 inside
+  // each, is the same at 132 and 133 SMs, and the H100 SXM's and PCIe's split-K launchers shared a name.)
   const kernel_launch own = describe_launch(c, p, d);
-  bool per_gpu = false;
-  for (int delta = -16; delta <= 16 && !per_gpu; ++delta) {
-    if (delta == 0 || d.sm_count + delta < 1) continue;
+  auto differs_on = [&](int sm_count) {
     device_spec other = d;
-    other.sm_count = d.sm_count + delta;
+    other.sm_count = sm_count;
     const kernel_launch there = describe_launch(c, p, other);
-    per_gpu = there.grid != own.grid;
-    for (std::size_t i = 0; !per_gpu && i < own.parameters.size() && i < there.parameters.size(); ++i)
-      per_gpu = own.parameters[i].buffer_bytes != there.parameters[i].buffer_bytes;
-  }
+    if (there.grid != own.grid || there.parameters.size() != own.parameters.size()) return true;
+    for (std::size_t i = 0; i < own.parameters.size(); ++i)
+      if (there.parameters[i].buffer_bytes != own.parameters[i].buffer_bytes) return true;
+    return false;
+  };
+  const bool per_gpu = differs_on(1) || differs_on(2 * std::max(d.sm_count, 1));
   return export_entry_name(c, p) + (per_gpu ? fmt::format("_sm{}", d.sm_count) : "");
 }
 

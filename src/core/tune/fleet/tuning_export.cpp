@@ -42,9 +42,8 @@ double number_or(const nlohmann::json& j, const char* key, double fallback) {
 
 // Triton's matmul tutorial names the tile BLOCK_SIZE_M/N/K and the grouped
 // launch order GROUP_SIZE_M (1: row by row, no grouping); tiletune's own JSON
-// (triton_config) says BLOCK_M/N/K.
-nlohmann::json triton_tutorial_names(const tile_config& c, dtype t) {
-  const nlohmann::json j = triton_config(c, t);
+// (triton_config, J here) says BLOCK_M/N/K.
+nlohmann::json triton_tutorial_names(const nlohmann::json& j) {
   nlohmann::json out = nlohmann::json::object();
   out["BLOCK_SIZE_M"] = j["BLOCK_M"];
   out["BLOCK_SIZE_N"] = j["BLOCK_N"];
@@ -145,8 +144,8 @@ nlohmann::json export_json(const std::vector<tuning_record>& best, const std::st
     e["id"] = tile->id();
     e["family"] = rec.value("family", "");
     e["tile"] = tile_to_json(*tile);
-    e["triton"] = triton_tutorial_names(*tile, r.key.problem.type);
     const nlohmann::json t = triton_config(*tile, r.key.problem.type);
+    e["triton"] = triton_tutorial_names(t);
     e["triton"]["num_warps"] = t["num_warps"];
     e["triton"]["num_stages"] = t["num_stages"];
     if (const std::string note = triton_notes(*tile); !note.empty()) e["triton_note"] = note;
@@ -197,11 +196,11 @@ std::string export_triton(const std::vector<tuning_record>& best, const std::str
       continue;
     }
     std::string fields;
-    const nlohmann::json names = triton_tutorial_names(*tile, p.type);
+    const nlohmann::json t = triton_config(*tile, p.type);
+    const nlohmann::json names = triton_tutorial_names(t);
     // In the tutorial's order (a JSON object sorts its keys).
     for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "SPLIT_K"})
       if (names.contains(k)) fields += fmt::format("{}'{}': {}", fields.empty() ? "" : ", ", k, python_value(names[k]));
-    const nlohmann::json t = triton_config(*tile, p.type);
     const std::string ctas = t.contains("num_ctas") ? fmt::format(", num_ctas={}", t["num_ctas"].get<int>()) : "";
     const double tflops = number_or(r.result["recommendation"], "tflops", 0);
     out += fmt::format("    # {} {}, {:.1f} TFLOP/s ({}, {})\n", tile->id(),

@@ -39,11 +39,16 @@ std::vector<tile_config> wgmma_space(dtype t) {
 }
 
 namespace {
+// Whether the GPU's shared memory holds the tile (a GPU that gives no figure: yes).
+bool fits_shared_memory(const tile_config& c, dtype t, const device_spec& d) {
+  return d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(c, t) <= d.smem_per_block_optin_bytes;
+}
+
 // The deepest ring of at most wgmma_decode_max_stages that fits the GPU's shared memory (0: none).
 int deepest_ring(tile_config c, dtype t, const device_spec& d) {
   for (int stages = wgmma_decode_max_stages; stages >= 2; --stages) {
     c.stages = stages;
-    if (d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(c, t) <= d.smem_per_block_optin_bytes) return stages;
+    if (fits_shared_memory(c, t, d)) return stages;
   }
   return 0;
 }
@@ -206,10 +211,7 @@ std::vector<tile_config> wgmma_problem_space(const gemm_problem& problem, const 
     // bytes, over the H100's 232,448, and with the tile lost every M a multiple of 4 was planned 4-11% slower).
     tile_config ts = c;
     set_wgmma_tma_scales(ts, wgmma_tma_scales_fit(c, p));
-    const auto fits = [&](const tile_config& t) {
-      return d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(t, p.type) <= d.smem_per_block_optin_bytes;
-    };
-    if (fits(ts) || !fits(c)) c = ts;
+    if (fits_shared_memory(ts, p.type, d) || !fits_shared_memory(c, p.type, d)) c = ts;
   }
   return out;
 }
