@@ -80,7 +80,7 @@
 # OUT_DIR/steps.log has one line per step (exit code, 124 = stopped at its
 # limit, seconds), so a run cut short still says how far it got.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit
 out=${1:?usage: scripts/validate/gpu_validate.sh OUT_DIR [smoke|verify|bench|tests|tests2|all]...}
 shift
 phases=" ${*:-all} "
@@ -99,6 +99,8 @@ suite=${GPU_VALIDATE_SUITE:-profiles/suites/gpu-benchmark.json}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${GPU_VALIDATE_BUDGET_S:-540}))
 problem_limit=${GEMM_PROBLEM_LIMIT_S:-90}
+# compute-sanitizer on the worker process too (the kernels run there), its findings in the exit code
+san=(compute-sanitizer --target-processes all --error-exitcode 9)
 
 say() { echo "[$(printf '%4d' "$SECONDS") s] $*" | tee -a "$out/steps.log" >&2; }
 
@@ -215,8 +217,31 @@ except Exception:
 print('--only\n' + ','.join(ids) if ids else '--only\nnone')" "$excluded"
 }
 
+# tally JSON: one line of (family, status) counts of a --verify-only result (a suite's or a
+# grouped problem's too), then each variant that is not ok, pruned or resource_limit, with its reason.
+tally() {
+  python3 - "$1" >&2 <<'PY'
+import collections, json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(f"  no JSON: {e}")
+variants = j.get("variants") or [v for r in j.get("results", []) for v in r.get("variants", [])]
+n = collections.Counter((v["family"], v["status"]) for v in variants)
+print("  " + ", ".join(f"{f} {s} {c}" for (f, s), c in sorted(n.items())))
+for v in variants:
+    if v["status"] not in ("ok", "pruned", "resource_limit"):
+        print(f"  {v['id']}: {v['status']}: {v.get('reason', '')[:200]}")
+PY
+}
+# sanitizer_verdict LOG: compute-sanitizer's summary line (and its first report) from LOG.
+sanitizer_verdict() {
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$1" | head -2 >&2
+  grep -m1 -E "^========= (Invalid|Race|Barrier|Error|Uninitialized|Warning)" "$1" >&2
+}
+
 # --- verify: every variant on odd shapes ---
-if want verify; then
+phase_verify() {
   verify_cases=(
     "bf16 nn 127 129 264 3" "bf16 nt 127 129 264 3" "bf16 tn 127 129 264 3" "bf16 tt 127 129 264 3"
     "tf32 nt 127 129 264 3" "f16 nn 136 200 72 3" "bf16 tt 136 200 72 3" "f32 tn 127 129 264 3"
@@ -244,10 +269,10 @@ for v in j['variants']:
     if v['status'] not in ('ok', 'pruned', 'resource_limit'):
         print(f\"  {v['id']}: {v['status']}: {v.get('reason', '')[:200]}\")" "$out/$name.json" >&2
   done
-fi
+}
 
 # --- bench: the suite, one problem at a time, torch.matmul beside it ---
-if want bench; then
+phase_bench() {
   # The card's clocks, power and throttle reasons twice a second while it works.
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active \
     --format=csv -lms 500 >"$out/smi-trace.csv" 2>/dev/null &
@@ -343,7 +368,7 @@ print(r['recommendation']['id'], p['m'], p['n'], p['k'], p['dtype'], p['layout']
         "$bin" db calibrate --gpu "$preset" --db "$out/leave-one-out.sqlite3" --out "$out/leave-one-out.json"
     fi
   fi
-fi
+}
 
 # --- tests: the GPU tests; the test binaries find tiletune through TILETUNE_BIN,
 # and a fresh TILETUNE_TEST_SCRATCH is an empty tiletune cache ---
@@ -368,10 +393,11 @@ j = json.load(open(sys.argv[1]))
 print('  ' + str(collections.Counter(v['status'] for v in j['variants'])))" "$out/repeat-compile-$i.json" >&2
   done
 }
-want tests && { repeat_compile; gpu_tests ""; }
-want tests2 && { gpu_tests "-1"; gpu_tests "-2"; }
+phase_tests() { repeat_compile; gpu_tests ""; }
+phase_tests2() { gpu_tests "-1"; gpu_tests "-2"; }
 
-if want profile && command -v ncu >/dev/null; then
+phase_profile() {
+  command -v ncu >/dev/null || { say "profile: no ncu here"; return 0; }
   pv=${PROFILE_VARIANT:-wgmma_128x256x64_c2_s4_cl1x1_g8m}
   read -r pm pn pk <<<"${PROFILE_SHAPE:-4096 4096 4096}"
   step "ncu full $pv" 150 "$out/ncu-full-run.log" ncu --set full --clock-control none --target-processes all \
@@ -380,8 +406,9 @@ if want profile && command -v ncu >/dev/null; then
   [ -f "$out/ncu-$pv.ncu-rep" ] && ncu --import "$out/ncu-$pv.ncu-rep" --print-summary none >"$out/ncu-$pv.txt" 2>&1
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Bank Conflicts|Tensor" \
     "$out/ncu-$pv.txt" 2>/dev/null | head -20 >&2
-fi
-if want decodencu && command -v ncu >/dev/null; then
+}
+phase_decodencu() {
+  command -v ncu >/dev/null || { say "decodencu: no ncu here"; return 0; }
   for dv in mma_128x64x64_w2x2_s4_k4 mma_64x64x64_w2x2_s4_k2; do
     step "ncu decode $dv" 120 "$out/ncu-decode-$dv.log" ncu --clock-control none --target-processes all \
       --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
@@ -393,8 +420,8 @@ if want decodencu && command -v ncu >/dev/null; then
     grep -E "Duration|Achieved Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Stall|DRAM Throughput|Eligible" \
       "$out/ncu-decode-$dv.txt" 2>/dev/null | head -24 >&2
   done
-fi
-if want tuning; then
+}
+phase_tuning() {
   step "bench_tuning (cold and repeat)" 150 "$out/bench_tuning.txt" env BENCH_SHAPES="0 3" BENCH_STRATEGIES=halving \
     BENCH_SUITE=0 scripts/bench/bench_tuning.sh "$bin" "$out/tuning"
   cp profiles/tuning_times_*.json "$out/" 2>/dev/null
@@ -407,9 +434,9 @@ if want tuning; then
     --db "$suite_dir/tuning.sqlite3" --variant-timeout 10 --out "$out/suite-cold.json" &&
     say "suite cold: $(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['results']))" \
       "$out/suite-cold.json") problems in $((SECONDS - t0)) s"
-fi
+}
 
-if want probe; then
+phase_probe() {
   probe=$build/hmma_probe
   if [ ! -x "$probe" ]; then
     probe=$out/hmma_probe
@@ -425,16 +452,16 @@ if want probe; then
     -o "$out/launch_floor_probe" scripts/bench/launch_floor_probe.cu -lcupti
   step "launch floor probe" 60 "$out/launch_floor_probe.txt" "$out/launch_floor_probe" "$out/launch_floor_probe.json"
   cat "$out/launch_floor_probe.txt" >&2
-fi
-if want twins; then
+}
+phase_twins() {
   for size in 4096 8192; do
     ids=wgmma_128x256x64_c2_s4_cl1x1_g8m,wgmma_128x256x64_c2_s3_cl1x1_g8m,wgmma_128x256x64_c2_s4_cl1x1_g8n
     ids=$ids,wgmma_128x256x64_c2_s3_cl1x1_g8n
     step "twins $size^3" 120 "$out/twins-$size.log" "$bin" gemm --m "$size" --n "$size" --k "$size" --dtype bf16 \
       --layout nt --only "$ids" --search exhaustive --retune --no-db --json --out "$out/gemm/twins-$size.json"
   done
-fi
-if want batch; then
+}
+phase_batch() {
   for model in gpt2 tinyllama-1.1b; do
     step "batch measured $model" 60 "$out/batch-$model.txt" "$bin" batch --model "$model" --seq-len 1024 \
       --global-batch 64 --quiet --out "$out/batch-$model.json"
@@ -443,8 +470,8 @@ if want batch; then
     python3 scripts/validate/validate_batch.py "$out/training_calibration.jsonl" --suite --tiletune "$bin" \
     ${GPU_VALIDATE_BATCH_GPU:+--gpu "$GPU_VALIDATE_BATCH_GPU"} ${GPU_VALIDATE_BATCH_ONLY:+--only $GPU_VALIDATE_BATCH_ONLY}
   tail -16 "$out/validate_batch.txt" >&2
-fi
-if want model; then
+}
+phase_model() {
   # `gemm --model`: every distinct GEMM of one step tuned as a suite (default settings,
   # no database), cut at its budget with exit 4 and the finished problems kept.
   for spec in ${GPU_VALIDATE_MODELS:-llama-3-8b:16:decode tinyllama-1.1b:8192:train}; do
@@ -453,13 +480,22 @@ if want model; then
       --tokens "$mtokens" --phase "$mphase" --no-db --budget-s 100 --out "$out/model-$mname-$mphase.json"
     tail -14 "$out/model-$mname-$mphase.txt" >&2
   done
-fi
-if want grouped; then
+}
+phase_grouped() {
   # Grouped GEMM (issue 36), first run: uneven groups checked (every _grp variant, --verify-only),
   # then the goals' problems timed against the loop of cuBLASLt GEMMs per group (the reference).
   step "grouped verify" 150 "$out/grouped-verify.txt" "$bin" gemm --groups 8 --m-per-group 0,1,127,128,129,0,517,64 \
     --n 1000 --k 776 --group-layout masked --alpha 1.5 --beta 0.5 --verify-only --no-db --variant-timeout 10 \
     --out "$out/grouped-verify.json"
+  tally "$out/grouped-verify.json"
+  if command -v compute-sanitizer >/dev/null; then
+    step "grouped memcheck" 120 "$out/grouped-memcheck.txt" "${san[@]}" --tool memcheck "$bin" gemm --groups 8 \
+      --m-per-group 0,1,127,128,129,0,517,64 --n 1000 --k 776 --group-layout masked --beta 0.5 --verify-only \
+      --no-db --only wgmma_128x128x64_c2_s5_cl1x1_g8m_grp
+    sanitizer_verdict "$out/grouped-memcheck.txt"
+  fi
+}
+phase_groupedtime() {
   for spec in "uniform 14336 4096 contiguous" "zipf:1.2 14336 4096 contiguous" "uniform 4096 14336 contiguous"; do
     read -r routing n k glayout <<<"$spec"
     name="grouped-mixtral-${routing/:/}-${n}x${k}"
@@ -468,8 +504,8 @@ if want grouped; then
   done
   step "gemm grouped-deepseek-decode" 120 "$out/grouped-deepseek-decode.txt" "$bin" gemm --groups 256 --tokens 64 \
     --top-k 8 --n 4096 --k 7168 --group-layout masked --no-db --budget-s 100 --out "$out/grouped-deepseek-decode.json"
-fi
-if want decode; then
+}
+phase_decode() {
   # The decode tiles (issue 34), first run: swap-AB, evict-first and split-K in a cluster checked on
   # few rows (--verify-only, every variant), compute-sanitizer on one split-K swap-AB variant, then
   # the decode suite timed exhaustively (every decode tile against cuBLASLt, back to back).
@@ -477,17 +513,37 @@ if want decode; then
     read -r m n k b beta <<<"$shape"
     step "decode verify ${m}x${n}x${k}" 120 "$out/decode-verify-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --beta "$beta" --alpha 1.5 --verify-only --no-db --variant-timeout 10 --out "$out/decode-verify-$m.json"
+    tally "$out/decode-verify-$m.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      step "decode $tool" 120 "$out/decode-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 16 --n 512 \
+      step "decode $tool" 120 "$out/decode-$tool.txt" "${san[@]}" --tool "$tool" "$bin" gemm --m 16 --n 512 \
         --k 1024 --verify-only --no-db --only wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab
+      sanitizer_verdict "$out/decode-$tool.txt"
+    done
+    # ping-pong consumers with the TMA-store epilogue (C read by TMA: beta 0.5), and multicast
+    for c in "memcheck racecheck wgmma_128x128x64_c2_s3_cl1x1_g8m_tmas_pp" \
+             "synccheck racecheck wgmma_64x256x64_c1_s4_cl2x1_g8m"; do
+      read -r t1 t2 id <<<"$c"
+      for tool in $t1 $t2; do
+        step "$tool $id" 120 "$out/decode-$tool-$id.txt" "${san[@]}" --tool "$tool" "$bin" gemm --m 200 --n 136 \
+          --k 1280 --batch 3 --alpha 1.5 --beta 0.5 --verify-only --no-db --only "$id"
+        sanitizer_verdict "$out/decode-$tool-$id.txt"
+      done
     done
   fi
+}
+phase_decodetime() {  # the default (halving) search, as a user runs it
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
-    --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 --out "$out/decode-suite.json"
-fi
-if want fp8mma; then
+    --no-db --budget-s 280 --out "$out/decode-suite.json"
+  tail -20 "$out/decode-suite.txt" >&2
+}
+phase_decodeexhaustive() {  # every decode tile against cuBLASLt, back to back
+  step "gemm decode suite exhaustive" 300 "$out/decode-suite-exhaustive.txt" "$bin" gemm \
+    --suite profiles/suites/decode.json --search exhaustive --time-cap-ms 300 --no-db --budget-s 280 \
+    --out "$out/decode-suite-exhaustive.json"
+}
+phase_fp8mma() {
   # (on sm_90 ptxas builds mma.sync's fp8 from f16 HMMAs on unpacked operands: the 128x128 tiles
   # spill there, and the split-K variant exists for the 16-row case only)
   fp8_mma="mma_64x64x128_w2x2_s4 mma_64x128x64_w2x4_s3 mma_128x64x64_w4x2_s3"
@@ -498,10 +554,11 @@ if want fp8mma; then
     step "fp8 mma verify $dt ${m}x${n}x${k}" 120 "$out/fp8mma-verify-$dt-$m.txt" env TILETUNE_MMA_FP8_ON_SM90=1 \
       "$bin" gemm --m "$m" --n "$n" --k "$k" --batch "$b" --dtype "$dt" --beta 0.5 --alpha 1.5 --verify-only --no-db \
       --variant-timeout 10 --keep-going --only $fp8_mma --out "$out/fp8mma-verify-$dt-$m.json"
+    tally "$out/fp8mma-verify-$dt-$m.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
-      step "fp8 mma $tool" 120 "$out/fp8mma-$tool.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer --tool "$tool" \
+      step "fp8 mma $tool" 120 "$out/fp8mma-$tool.txt" env TILETUNE_MMA_FP8_ON_SM90=1 "${san[@]}" --tool "$tool" \
         "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --verify-only --no-db --only mma_64x64x128_w2x2_s4
     done
   fi
@@ -512,9 +569,10 @@ if want fp8mma; then
       "$bin" gemm --m "$m" --n "$n" --k "$k" --batch 2 --dtype "$dt" --layout "$l" --beta 0.5 --verify-only --no-db \
       --variant-timeout 10 --keep-going --only mma_64x64x128_w2x2_s4_kc mma_64x128x64_w2x4_s3_kc \
       --out "$out/fp8mma-kc-verify-$dt-$l.json"
+    tally "$out/fp8mma-kc-verify-$dt-$l.json"
   done
   if command -v compute-sanitizer >/dev/null; then
-    step "fp8 mma _kc memcheck" 120 "$out/fp8mma-kc-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer \
+    step "fp8 mma _kc memcheck" 120 "$out/fp8mma-kc-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 "${san[@]}" \
       --tool memcheck "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --layout nn --verify-only --no-db \
       --only mma_64x64x128_w2x2_s4_kc
   fi
@@ -527,14 +585,15 @@ if want fp8mma; then
     step "fp8 mma _rw verify $dt $l $m" 120 "$out/fp8mma-rw-verify-$dt-$l-$m.txt" env TILETUNE_MMA_FP8_ON_SM90=1 \
       "$bin" gemm --m "$m" --n "$n" --k "$k" --dtype "$dt" --layout "$l" --scaling rowwise --beta 0.5 --verify-only \
       --no-db --variant-timeout 10 --keep-going --only $ids --out "$out/fp8mma-rw-verify-$dt-$l-$m.json"
+    tally "$out/fp8mma-rw-verify-$dt-$l-$m.json"
   done
   if command -v compute-sanitizer >/dev/null; then
-    step "fp8 mma _rw memcheck" 120 "$out/fp8mma-rw-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 compute-sanitizer \
+    step "fp8 mma _rw memcheck" 120 "$out/fp8mma-rw-memcheck.txt" env TILETUNE_MMA_FP8_ON_SM90=1 "${san[@]}" \
       --tool memcheck "$bin" gemm --m 200 --n 136 --k 528 --dtype e4m3 --scaling rowwise --verify-only --no-db \
       --only mma_64x64x128_w2x2_s4_rw
   fi
-fi
-if want fp8; then
+}
+phase_fp8() {
   # (block at M 136: A's scales copied into the stages by TMA, _ts; at M 138 the tiles load them)
   for case in "e4m3 tensor 200 136 1296 2" "e5m2 tensor 72 328 400 1" "e4m3 rowwise 200 400 400 1" \
               "e4m3 block 136 400 528 1" "e4m3 block 138 400 528 1" "e5m2 block 16 4096 1024 1" \
@@ -543,21 +602,27 @@ if want fp8; then
     step "fp8 verify $dt $sc ${m}x${n}x${k}" 120 "$out/fp8-verify-$dt-$sc-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --dtype "$dt" --scaling "$sc" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
       --out "$out/fp8-verify-$dt-$sc-$m.json"
+    tally "$out/fp8-verify-$dt-$sc-$m.json"
   done
   for sc in rowwise block; do  # a mixture-of-experts step in fp8: each group's B its own scales
     step "fp8 grouped verify $sc" 150 "$out/fp8-grouped-verify-$sc.txt" "$bin" gemm --groups 8 \
       --m-per-group 0,1,127,128,129,0,517,64 --n 1000 --k 784 --dtype e4m3 --scaling "$sc" --alpha 1.5 --beta 0.5 \
       --verify-only --no-db --variant-timeout 10 --out "$out/fp8-grouped-verify-$sc.json"
+    tally "$out/fp8-grouped-verify-$sc.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      step "fp8 $tool" 120 "$out/fp8-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 256 --n 400 \
+      step "fp8 $tool" 120 "$out/fp8-$tool.txt" "${san[@]}" --tool "$tool" "$bin" gemm --m 256 --n 400 \
         --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts
+      sanitizer_verdict "$out/fp8-$tool.txt"
     done
   fi
   # Fast accumulation (_fa) against the bound it states, at the K where it matters.
   step "fp8 verify fast accumulation K 16384" 120 "$out/fp8-verify-fa.txt" "$bin" gemm --m 512 --n 1024 \
     --k 16384 --dtype e4m3 --verify-only --no-db --variant-timeout 10 --out "$out/fp8-verify-fa.json"
+  tally "$out/fp8-verify-fa.json"
+}
+phase_fp8time() {
   for case in "tensor 4096 4096 4096" "tensor 8192 8192 8192" "block 4096 7168 16384"; do
     read -r sc m n k <<<"$case"
     step "fp8 time $sc ${m}x${n}x${k}" 200 "$out/fp8-time-$sc-$m-$k.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
@@ -571,43 +636,56 @@ if want fp8; then
       --only "wgmma_128x128x128_c2_s4_cl1x1_g8m_p1_blk$([ "$m" = 4096 ] && echo _ts)" \
       "wgmma_128x192x128_c2_s4_cl1x1_g8m_p1_blk$([ "$m" = 4096 ] && echo _ts)" --out "$out/fp8-time-block-m$m.json"
   done
-fi
-if want kc; then
+}
+phase_kc() {
   for case in "tf32 nn 136 200 168 2" "tf32 tn 1000 776 520 1" "tf32 tt 72 328 1296 1" "e4m3 nn 200 136 1296 2" \
               "e4m3 tn 72 328 400 1"; do
     read -r dt l m n k b <<<"$case"
     step "kc verify $dt $l ${m}x${n}x${k}" 120 "$out/kc-verify-$dt-$l.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --dtype "$dt" --layout "$l" --beta 0.5 --alpha 1.5 --verify-only --no-db --variant-timeout 10 \
       --out "$out/kc-verify-$dt-$l.json"
+    tally "$out/kc-verify-$dt-$l.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
-      step "kc $tool" 120 "$out/kc-$tool.txt" compute-sanitizer --tool "$tool" "$bin" gemm --m 136 --n 200 \
+      step "kc $tool" 120 "$out/kc-$tool.txt" "${san[@]}" --tool "$tool" "$bin" gemm --m 136 --n 200 \
         --k 168 --batch 2 --dtype tf32 --layout tn --verify-only --no-db --only wgmma_128x128x32_c2_s4_cl1x1_g8m_kc
+      sanitizer_verdict "$out/kc-$tool.txt"
     done
   fi
+}
+phase_kctime() {
   for dt in tf32 e4m3; do
     step "kc time $dt nn 4096" 200 "$out/kc-time-$dt.txt" "$bin" gemm --m 4096 --n 4096 --k 4096 --dtype "$dt" \
       --layout nn --no-db --budget-s 180 --out "$out/kc-time-$dt.json"
   done
-fi
-if want padded; then
+}
+phase_padded() {
   for case in "bf16 nt 136 200 167 2" "f16 nn 136 201 168 1" "tf32 nt 136 136 166 2" "e4m3 nt 72 136 407 1"; do
     read -r dt l m n k b <<<"$case"
     step "padded verify $dt $l ${m}x${n}x${k}" 150 "$out/padded-verify-$dt-$l.txt" "$bin" gemm --m "$m" --n "$n" \
       --k "$k" --batch "$b" --dtype "$dt" --layout "$l" --beta 0.5 --alpha 1.5 --verify-only --no-db \
       --variant-timeout 10 --out "$out/padded-verify-$dt-$l.json"
+    tally "$out/padded-verify-$dt-$l.json"
   done
   if command -v compute-sanitizer >/dev/null; then
     for id in wgmma_128x128x64_c2_s4_cl1x1_g8m_kc mma_128x128x32_w2x2_s4_kc; do
-      step "padded memcheck $id" 120 "$out/padded-memcheck-$id.txt" compute-sanitizer --tool memcheck "$bin" gemm \
+      step "padded memcheck $id" 120 "$out/padded-memcheck-$id.txt" "${san[@]}" --tool memcheck "$bin" gemm \
         --m 136 --n 200 --k 167 --batch 2 --dtype bf16 --verify-only --no-db --only "$id"
+      sanitizer_verdict "$out/padded-memcheck-$id.txt"
     done
   fi
+}
+phase_paddedtime() {
   for k in 50257 50264; do
     step "padded time 4096x768x$k" 200 "$out/padded-time-$k.txt" "$bin" gemm --m 4096 --n 768 --k "$k" \
       --dtype bf16 --no-db --budget-s 120 --out "$out/padded-time-$k.json"
   done
-fi
+}
+# The phases in the order given (smoke, above, always first).
+for p in $phases; do
+  [ "$p" = smoke ] && continue
+  if declare -F "phase_$p" >/dev/null; then "phase_$p"; else say "$p: no such phase"; fi
+done
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 say "done: $out/steps.log"
