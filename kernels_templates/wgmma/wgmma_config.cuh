@@ -31,7 +31,9 @@
 #define TT_KN TT_BN
 #define TT_A_KMAJOR (!TT_RUN_A_T)
 #define TT_B_KMAJOR (TT_RUN_B_T)
-#define TT_EPI_CONSUMERS TT_CONSUMERS
+// The classic epilogue stages each consumer's rows in shared memory; the TMA-store epilogue has
+// its own staging (tt_smem_tma_store_offset) and none of this.
+#define TT_EPI_CONSUMERS (TT_TMA_STORE ? 0 : TT_CONSUMERS)
 #endif
 // TT_EVICT_FIRST_B (1): the problem's B (a decode step's weights: every byte read once) loads
 // with an L2 evict-first policy, so that it does not push out what is read again (A, partials).

@@ -59,7 +59,7 @@ TT_HOST_DEVICE int tt_scale_b_half(int n0, int j) { return ((n0 & (TT_SCALE_BLOC
 // while the QGMMAs run): copied by the producer too (two 4-byte cp.async with their arrival on the
 // full barrier), they took the producer thread past its 40 registers, and the stream-K and cluster
 // copies spilled 76-216 bytes (ptxas 13.0).
-TT_HOST_DEVICE int tt_scale_stage_bytes(int bm) { return 4 * bm; }
+TT_HOST_DEVICE constexpr int tt_scale_stage_bytes(int bm) { return 4 * bm; }
 // The rows of A's scales a tile starting at row0 copies: those within M (0 past M: a multicast
 // pair's partner tile).
 TT_HOST_DEVICE int tt_scale_a_copy_rows(int row0, int bm, int M) {

@@ -126,9 +126,15 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
   const unsigned b_base = base + TT_STAGES * TT_A_STAGE;
   const unsigned bar_base =
       base + tt_smem_barrier_offset(TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS);
-  const tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
-                                 TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG, TT_SCALE_STAGE};
+  constexpr tt_smem_layout layout = {TT_KM, TT_KN, TT_BK, TT_AB_BYTES, TT_STAGES, TT_EPI_CONSUMERS,
+                                     TT_TMA_STORE ? TT_CONSUMERS : 0, TT_CLUSTER_SPLIT, TT_PINGPONG, TT_SCALE_STAGE};
   (void)layout;  // read only by some configurations: no unused-variable warning in an export's build
+#ifdef TT_SMEM_BYTES
+  // The launch's dynamic shared memory (the host's wgmma_smem_bytes, 1024 of it alignment slack)
+  // must hold this layout: a variant whose two disagree does not compile.
+  static_assert(tt_smem_layout_total(layout) + 1024 == TT_SMEM_BYTES,
+                "the kernel's shared-memory layout differs from the launch's (wgmma_smem_bytes)");
+#endif
 #if TT_TMA_SCALES
   const int scales_offset = tt_smem_scales_offset(layout);  // stage s's scales at + s * TT_SCALE_STAGE
 #endif

@@ -86,15 +86,15 @@ TT_HOST_DEVICE unsigned tt_operand_sbo() { return 8u * TT_SW_BYTES; }
 // then the full/empty mbarriers. tile_config::smem_bytes adds 1024 bytes of
 // slack for aligning the base.
 #define TT_EPI_ROW_BYTES 144  // 128 bytes of one staged row + 16 against bank conflicts
-TT_HOST_DEVICE int tt_smem_a_stage(int bm, int bk, int eb) { return bm * bk * eb; }
-TT_HOST_DEVICE int tt_smem_b_stage(int bn, int bk, int eb) { return bn * bk * eb; }
-TT_HOST_DEVICE int tt_smem_epilogue_offset(int bm, int bn, int bk, int eb, int stages) {
+TT_HOST_DEVICE constexpr int tt_smem_a_stage(int bm, int bk, int eb) { return bm * bk * eb; }
+TT_HOST_DEVICE constexpr int tt_smem_b_stage(int bn, int bk, int eb) { return bn * bk * eb; }
+TT_HOST_DEVICE constexpr int tt_smem_epilogue_offset(int bm, int bn, int bk, int eb, int stages) {
   return stages * (tt_smem_a_stage(bm, bk, eb) + tt_smem_b_stage(bn, bk, eb));
 }
-TT_HOST_DEVICE int tt_smem_barrier_offset(int bm, int bn, int bk, int eb, int stages, int consumers) {
+TT_HOST_DEVICE constexpr int tt_smem_barrier_offset(int bm, int bn, int bk, int eb, int stages, int consumers) {
   return tt_smem_epilogue_offset(bm, bn, bk, eb, stages) + consumers * 4 * 16 * TT_EPI_ROW_BYTES;
 }
-TT_HOST_DEVICE int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int consumers) {
+TT_HOST_DEVICE constexpr int tt_smem_total(int bm, int bn, int bk, int eb, int stages, int consumers) {
   return tt_smem_barrier_offset(bm, bn, bk, eb, stages, consumers) + 2 * stages * 8;
 }
 // After the ring's barriers (tt_smem_total) come, where a variant has them:
@@ -115,33 +115,33 @@ struct tt_smem_layout {
   int pingpong;     // 1: the two consumers' turn mbarriers come last
   int scale_stage;  // fp8 block scales by TMA: bytes of each stage's scales (wgmma_fp8.cuh), else 0
 };
-TT_HOST_DEVICE int tt_smem_tma_store_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_tma_store_offset(const tt_smem_layout& l) {
   const int end = tt_smem_total(l.bm, l.bn, l.bk, l.eb, l.stages, l.epi_consumers);
   return l.tma_consumers > 0 ? (end + 1023) / 1024 * 1024 : end;
 }
 // The C-load mbarrier of consumer c's buffer b is at this offset + 8 (2c + b).
-TT_HOST_DEVICE int tt_smem_c_load_barrier_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_c_load_barrier_offset(const tt_smem_layout& l) {
   return tt_smem_tma_store_offset(l) + l.tma_consumers * 2 * TT_TMA_STORE_BUFFER_BYTES;
 }
-TT_HOST_DEVICE int tt_smem_tma_store_end(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_tma_store_end(const tt_smem_layout& l) {
   return tt_smem_c_load_barrier_offset(l) + l.tma_consumers * 2 * 8;
 }
-TT_HOST_DEVICE int tt_smem_split_buffer_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_split_buffer_offset(const tt_smem_layout& l) {
   return (tt_smem_tma_store_end(l) + 15) / 16 * 16;
 }
-TT_HOST_DEVICE int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_split_barrier_offset(const tt_smem_layout& l) {
   return tt_smem_split_buffer_offset(l) + (l.split - 1) * l.bm * l.bn * 4;
 }
 // Ping-pong's two turn mbarriers (tt_pingpong_turn_parity) follow everything else, 8-byte aligned.
-TT_HOST_DEVICE int tt_smem_turn_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_turn_offset(const tt_smem_layout& l) {
   if (l.split > 1) return tt_smem_split_barrier_offset(l) + 16;
   return (tt_smem_tma_store_end(l) + 7) / 8 * 8;
 }
 // Then, with fp8 block scales by TMA, the stages' scales, 16-byte aligned for the bulk copies.
-TT_HOST_DEVICE int tt_smem_scales_offset(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_scales_offset(const tt_smem_layout& l) {
   return (tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0) + 15) / 16 * 16;
 }
-TT_HOST_DEVICE int tt_smem_layout_total(const tt_smem_layout& l) {
+TT_HOST_DEVICE constexpr int tt_smem_layout_total(const tt_smem_layout& l) {
   if (l.scale_stage > 0) return tt_smem_scales_offset(l) + l.stages * l.scale_stage;
   return tt_smem_turn_offset(l) + (l.pingpong ? 16 : 0);
 }

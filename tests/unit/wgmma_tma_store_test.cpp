@@ -16,6 +16,7 @@
 #include "core/gemm/kernel_launch.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/gemm/tensor_map_spec.hpp"
+#include "core/compile/kernel_templates.hpp"
 
 namespace tiletune {
 namespace {
@@ -132,6 +133,30 @@ TEST(wgmma_tma_store, the_staging_replaces_the_classic_epilogues_and_is_1024_ali
   EXPECT_EQ(tt_staging_offset(1, 0), 128u + 16u);  // row 1: chunk 0 XOR 1
   EXPECT_EQ(tt_staging_offset(9, 3), 9u * 128 + ((3 ^ 9) & 7) * 16);
   EXPECT_EQ(family_named("wgmma")->untried_on_gpu(tmas(), dtype::bf16), "the TMA-store epilogue (_tmas)");
+}
+
+// The kernel's layout and the launch's shared memory cannot drift apart: every variant's source
+// carries the launch's bytes (TT_SMEM_BYTES) and the kernel static_asserts that its own layout
+// (TT_EPI_CONSUMERS and the rest) adds up to them. On the H200 (2026-12-04) every _tmas variant
+// faulted at its first mbarrier init: the kernel still counted the classic epilogue's staging,
+// the launch did not (compile.sm_90a.tma_store now fails to compile such a variant).
+TEST(wgmma_tma_store, every_variant_checks_its_layout_against_the_launch_when_compiled) {
+  const device_spec& d = find_preset("h100-sxm");
+  int checked = 0;
+  for (dtype t : {dtype::bf16, dtype::tf32, dtype::e4m3}) {
+    gemm_problem p = square(t);
+    for (const char* l : {"nt", "nn"}) {
+      p.layout = parse_layout(l);
+      for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+        const std::string source = render_kernel_source(c, t, p.layout);
+        const std::string define = "#define TT_SMEM_BYTES " + std::to_string(wgmma_smem_bytes(c, t)) + "\n";
+        ASSERT_NE(source.find(define), std::string::npos) << c.id();
+        ASSERT_NE(source.find("static_assert(tt_smem_layout_total(layout) + 1024 == TT_SMEM_BYTES"), std::string::npos);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
 }
 
 }  // namespace

@@ -119,6 +119,8 @@ class wgmma : public gemm_family {
     if (wgmma_per_thread_consumer(c)) s += "#define TT_PER_THREAD_CONSUMER 1\n";
     if (wgmma_k_major_copies(c)) s += "#define TT_K_MAJOR_COPIES 1\n";
     if (wgmma_tma_scales(c)) s += "#define TT_TMA_SCALES 1\n";
+    // What the launch gives: the kernel static_asserts that its own layout fits it exactly.
+    s += fmt::format("#define TT_SMEM_BYTES {}\n", wgmma_smem_bytes(c, t));
     for (const char* name : {"common/gemm_common.cuh", "wgmma/wgmma_tile_math.cuh", "wgmma/wgmma_schedule.cuh",
                              "wgmma/wgmma_grouped.cuh", "wgmma/wgmma_fp8.cuh"})
       append_template(s, name);
