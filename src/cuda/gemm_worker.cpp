@@ -159,6 +159,7 @@ bool answer_request(std::ostream& out, gpu_state& g, const std::string& line) {
     fail.message = e.what();
     const bool broken = context_is_broken();
     if (broken) fail.message += " (the CUDA context is broken; the worker restarts)";
+    fail.worker_exits = broken;
     answer(out, fail);
     if (broken) return false;
   }

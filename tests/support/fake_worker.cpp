@@ -1,6 +1,7 @@
 // Stands in for `tiletune __worker` in CPU tests: speaks the same protocol,
 // and misbehaves on request: a variant id containing "crash" aborts, "hang"
-// never answers, "incorrect" fails verification, "slowNNN" takes NNN us; every
+// never answers, "incorrect" fails verification, "slowNNN" takes NNN us, "broken" answers
+// launch_error and ends (a sticky CUDA error: the worker exits after answering); every
 // variant of the family named by TILETUNE_FAKE_HANG_FAMILY hangs, and of
 // TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template). A whole device
 // misbehaves (gemm --devices): TILETUNE_FAKE_CRASH_DEVICE=I aborts on any
@@ -53,6 +54,14 @@ int main() {
     out.verified = r.op == measure_op::variant;
     out.timer = "cupti";
     out.device_bytes = 1000;
+    if (r.id.find("broken") != std::string::npos) {  // a sticky CUDA error: answer, then end
+      out.status = variant_status::launch_error;
+      out.message = "an illegal memory access was encountered (the CUDA context is broken; the worker restarts)";
+      out.worker_exits = true;
+      std::cout << to_json(out).dump() << std::endl;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // on its way out, as a real one
+      return 4;
+    }
     if (r.id.find("incorrect") != std::string::npos) {
       out.status = variant_status::incorrect;
       out.error.rel_frobenius = 0.5;

@@ -218,6 +218,27 @@ TEST(subprocess_backend, crashes_and_hangs_become_statuses_and_the_run_goes_on) 
   EXPECT_TRUE(std::filesystem::exists(s.dir / "first.cubin"));
 }
 
+// A sticky CUDA error: the worker answers launch_error and ends. The variant after it runs on a
+// fresh worker, not on the one still exiting (on the H200, 2026-12-04, each _tmas fault took the
+// next mma variant with it, "the worker exited with status 4 while running it", and so suspended
+// the mma family too).
+TEST(subprocess_backend, the_variant_after_a_broken_context_runs_on_a_fresh_worker) {
+  measure_scratch s;
+  worker_setup setup;
+  setup.problem.m = setup.problem.n = setup.problem.k = 64;
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(5.0), 10.0);
+  measure_request r;
+  r.op = measure_op::variant;
+  r.id = "broken-context";
+  const auto broken = backend.measure(r, "bytes");
+  EXPECT_EQ(broken.status, variant_status::launch_error);
+  EXPECT_TRUE(broken.worker_exits);
+  r.id = "innocent";
+  const auto next = backend.measure(r, "bytes");
+  EXPECT_EQ(next.status, variant_status::ok) << next.message;
+  EXPECT_EQ(backend.restarts(), 1u);
+}
+
 // The limit of a run follows what it should take: seconds for a small problem,
 // more where sampling at the model's time or checking a large C takes longer;
 // --variant-timeout (fixed) overrides it.

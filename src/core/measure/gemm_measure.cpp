@@ -98,7 +98,10 @@ measure_response subprocess_backend::measure(const measure_request& request, con
         return out;
       }
       out = measure_response_from_json(j);
-      // A sticky CUDA error ends the worker after it answers; the next request restarts it.
+      // A sticky CUDA error ends the worker after it answers. Reaped now, it cannot take the
+      // next request with it (written to a worker still on its way out, that request would be
+      // blamed for the exit); the next request starts a fresh one.
+      if (out.worker_exits) worker_->stop();
       return out;
     }
     case worker_process::read_status::timeout:

@@ -183,6 +183,7 @@ nlohmann::json to_json(const measure_response& r) {
   // Infinite errors are not JSON numbers.
   if (!std::isfinite(r.error.rel_frobenius)) j["rel_frobenius"] = nullptr;
   if (!std::isfinite(r.error.max_rel_error)) j["max_rel_error"] = nullptr;
+  if (r.worker_exits) j["worker_exits"] = true;
   return j;
 }
 
@@ -210,6 +211,7 @@ measure_response measure_response_from_json(const nlohmann::json& j) {
   if (j.contains("sm_clock_mhz") && j["sm_clock_mhz"].is_number()) r.sm_clock_mhz = j["sm_clock_mhz"].get<double>();
   r.device_bytes = j.value("device_bytes", std::int64_t{0});
   r.algorithm = j.value("algorithm", "");
+  r.worker_exits = j.value("worker_exits", false);
   return r;
 }
 

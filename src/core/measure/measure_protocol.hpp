@@ -79,6 +79,9 @@ struct measure_response {
   std::optional<double> sm_clock_mhz;
   std::int64_t device_bytes = 0;  // the worker's device memory while measuring
   std::string algorithm;          // reference: which cuBLASLt algorithm won
+  // The worker ends after this answer (a sticky CUDA error broke its context): the supervisor
+  // reaps it before the next request, which a fresh worker takes.
+  bool worker_exits = false;
 };
 
 nlohmann::json to_json(const worker_setup& s);
