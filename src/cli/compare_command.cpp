@@ -211,7 +211,8 @@ void add_check_command(CLI::App& app, run_context& ctx) {
   cmd->add_option("--variant-timeout", o->measure.variant_timeout_s,
                   "Seconds before a run is stopped (default: 5 s plus 4x the model's estimate of that run)");
   cmd->add_flag("--keep-going", o->measure.keep_going,
-                "Within a problem, run a family's other variants even after one hung or failed to launch");
+                "Within a problem, run the other variants even after one hung or failed to launch (by default its "
+                "family, or the variants with its mechanisms, are skipped)");
   cmd->add_option("--cache-dir", o->cache_dir, "Compiled-kernel cache");
   add_report_flags(cmd, o->report);
   cmd->footer(R"(

@@ -146,8 +146,10 @@ void add_run_options(CLI::App* cmd, gemm_options* o) {
                   "Seconds before a variant's run is stopped and marked timeout (default: 5 s plus 4x the model's "
                   "estimate of that run)");
   cmd->add_flag("--keep-going", o->measure.keep_going,
-                "Run every variant of a family even after one of them hung or failed to launch (by default the "
-                "rest of that family is skipped for the problem, naming the first failure)");
+                "Run every variant even after one hung or failed to launch (by default a hang, or a fault of a "
+                "family's plain kernel, skips the rest of that family for the problem; a fault of a variant with "
+                "optional mechanisms, such as _tmas or _sk, skips the variants that use them, and a family's third "
+                "fault all of it; each skipped variant names the failure)");
   cmd->add_option("--target-spread", o->measure.target_spread,
                   "Sample until (p80 - p20) / median is under this")->capture_default_str();
   cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")

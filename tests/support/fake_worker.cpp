@@ -3,7 +3,8 @@
 // never answers, "incorrect" fails verification, "slowNNN" takes NNN us, "broken" answers
 // launch_error and ends (a sticky CUDA error: the worker exits after answering); every
 // variant of the family named by TILETUNE_FAKE_HANG_FAMILY hangs, and of
-// TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template). A whole device
+// TILETUNE_FAKE_CRASH_FAMILY crashes (a broken template), and every variant whose id contains
+// TILETUNE_FAKE_CRASH_ID_PART crashes (a broken mechanism, as "_tmas"). A whole device
 // misbehaves (gemm --devices): TILETUNE_FAKE_CRASH_DEVICE=I aborts on any
 // request on device I, TILETUNE_FAKE_HANG_DEVICE=I never answers one, and
 // TILETUNE_FAKE_CRASH_M=M aborts on every device when the problem has m == M.
@@ -46,7 +47,10 @@ int main() {
     if (number_is("TILETUNE_FAKE_CRASH_DEVICE", setup.device) || number_is("TILETUNE_FAKE_CRASH_M", setup.problem.m))
       std::abort();
     if (number_is("TILETUNE_FAKE_HANG_DEVICE", setup.device)) std::this_thread::sleep_for(std::chrono::hours(1));
-    if (r.id.find("crash") != std::string::npos || family_is("TILETUNE_FAKE_CRASH_FAMILY")) std::abort();
+    const char* crash_part = std::getenv("TILETUNE_FAKE_CRASH_ID_PART");  // one broken mechanism, as "_tmas"
+    if (r.id.find("crash") != std::string::npos || family_is("TILETUNE_FAKE_CRASH_FAMILY") ||
+        (crash_part && *crash_part && r.id.find(crash_part) != std::string::npos))
+      std::abort();
     if (r.id.find("hang") != std::string::npos || family_is("TILETUNE_FAKE_HANG_FAMILY"))
       std::this_thread::sleep_for(std::chrono::hours(1));
     measure_response out;

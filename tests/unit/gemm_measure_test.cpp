@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/errors.hpp"
+#include "core/gemm/search_space.hpp"
 #include "core/tune/gemm_tuner.hpp"
 
 using namespace tiletune;
@@ -326,10 +327,76 @@ TEST(measure_plan, keep_going_runs_the_rest_of_a_failing_family) {
     measure_options o;
     o.keep_going = keep_going;
     measure_plan(plan, backend, {}, o);
-    EXPECT_EQ(count_status(plan, variant_status::launch_error, "wgmma"), keep_going ? wgmma : 1u);
-    EXPECT_EQ(count_status(plan, variant_status::skipped, "wgmma"), keep_going ? 0u : wgmma - 1);
+    // Without it, at most three failures (one of the plain kernel, or the third of variants with
+    // mechanisms) suspend the family.
+    const std::size_t failed = count_status(plan, variant_status::launch_error, "wgmma");
+    if (keep_going) {
+      EXPECT_EQ(failed, wgmma);
+    } else {
+      EXPECT_GE(failed, 1u);
+      EXPECT_LE(failed, 3u);
+    }
+    EXPECT_EQ(count_status(plan, variant_status::skipped, "wgmma"), keep_going ? 0u : wgmma - failed);
     EXPECT_EQ(count_status(plan, variant_status::launch_error, "mma"), 0u);
   }
+}
+
+// One broken mechanism suspends the variants that use it, not its family: the rest of wgmma
+// runs (every variant of the stand-in takes 100 us, so which wins says nothing here).
+TEST(measure_plan, a_faulting_mechanism_suspends_its_variants_not_the_family) {
+  const scoped_env crash("TILETUNE_FAKE_CRASH_ID_PART", "_tmas");
+  measure_scratch s;
+  gemm_plan plan = small_plan();
+  std::size_t with = 0, without = 0;
+  for (const auto& v : plan.variants)
+    if (v.status == variant_status::ok && to_string(v.config.family) == "wgmma") {
+      (v.config.id().find("_tmas") != std::string::npos ? with : without) += 1;
+    }
+  ASSERT_GT(with, 1u);
+  ASSERT_GT(without, 5u);
+  worker_setup setup;
+  setup.problem = plan.problem;
+  subprocess_backend backend({TILETUNE_FAKE_WORKER}, setup, s.dir, request_timeout::fixed(5), 10.0);
+  measure_plan(plan, backend);
+  std::size_t failed = 0, skipped = 0, ok_without = 0;
+  for (const auto& v : plan.variants) {
+    const bool tmas = v.config.id().find("_tmas") != std::string::npos;
+    if (v.status == variant_status::launch_error) {
+      EXPECT_TRUE(tmas) << v.config.id();
+      ++failed;
+    }
+    if (v.status == variant_status::skipped) {
+      EXPECT_TRUE(tmas) << v.config.id() << ": " << v.reason;
+      EXPECT_NE(v.reason.find("variants with tmas were suspended"), std::string::npos) << v.reason;
+      ++skipped;
+    }
+    if (!tmas && v.status == variant_status::ok && to_string(v.config.family) == "wgmma") ++ok_without;
+  }
+  EXPECT_EQ(failed, 1u);
+  EXPECT_EQ(skipped, with - 1);
+  EXPECT_EQ(ok_without, without);
+  ASSERT_TRUE(plan.recommended);
+}
+
+// The mechanisms a fault suspends are those the variant's id names: each is an id part.
+TEST(measure_plan, each_mechanism_of_a_variant_is_a_part_of_its_id) {
+  std::size_t with_mechanisms = 0;
+  for (const char* family : {"wgmma", "mma"})
+    for (dtype t : {dtype::bf16, dtype::e4m3})
+      for (std::int64_t m : {16, 4096}) {
+        gemm_problem p;
+        p.m = m;
+        p.n = p.k = 4096;
+        p.type = t;
+        for (const tile_config& c : problem_search_space(family_named(family), p, find_preset("h100-sxm"))) {
+          const std::string id = c.id() + "_";
+          for (const std::string& mechanism : c.family->mechanisms(c)) {
+            EXPECT_NE(id.find("_" + mechanism + "_"), std::string::npos) << id << " " << mechanism;
+          }
+          with_mechanisms += !c.family->mechanisms(c).empty();
+        }
+      }
+  EXPECT_GT(with_mechanisms, 100u);
 }
 
 TEST(subprocess_backend, a_worker_that_cannot_start_is_an_environment_error) {

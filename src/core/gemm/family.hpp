@@ -111,6 +111,10 @@ class gemm_family {
   // What of this variant, for operands of type t, has not yet run on any GPU (such as "swap-AB
   // (_swab)"), "" when all has: a plan that recommends it without measuring says so.
   virtual std::string untried_on_gpu(const tile_config&, dtype) const { return {}; }
+  // The optional mechanisms this variant uses, each named as its id spells it ("tmas", "sk",
+  // "k2"...); none for the family's plain kernel. A launch error suspends, for the rest of the
+  // problem, the variants that use every mechanism of the one that failed (gemm_measure.cpp).
+  virtual std::vector<std::string> mechanisms(const tile_config&) const { return {}; }
 
   // Model terms: the fraction of peak the family attains, a factor for its
   // pipeline depth, its shared-memory traffic, and whether the attainable

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -139,31 +140,53 @@ measure_request variant_request(const gemm_plan& plan, const variant_result& v) 
   return r;
 }
 
-// A family whose variant hung or faulted is suspended for the rest of the
-// plan: a broken template fails the same way in every variant, and each
-// failure costs a timeout and a worker restart.
+// What a hang or a fault suspends for the rest of the plan, so that a broken kernel costs one
+// failure, not one per variant (each a timeout or a worker restart):
+// - a timeout, or a launch error of the family's plain kernel: the whole family;
+// - a launch error of a variant with optional mechanisms (the family's `mechanisms`): the
+//   variants that use all of them, since one broken mechanism says nothing of the others (on the
+//   H200 a faulting TMA-store epilogue would otherwise have taken every wgmma variant with it);
+//   the family's third such failure suspends the whole family.
 class family_guard {
  public:
   explicit family_guard(bool keep_going) : keep_going_(keep_going) {}
-  // True (and the variant marked skipped) when its family is suspended.
+  // True (and the variant marked skipped) when a failure suspended it.
   bool skips(variant_result& v) const {
-    const auto it = first_failure_.find(v.config.family);
-    if (it == first_failure_.end()) return false;
-    v.status = variant_status::skipped;
-    v.reason = "not run: " + it->second;
-    return true;
+    const auto it = failures_.find(v.config.family);
+    if (it == failures_.end()) return false;
+    std::vector<std::string> uses = v.config.family->mechanisms(v.config);
+    std::sort(uses.begin(), uses.end());
+    for (const failure& f : it->second)
+      if (f.whole_family || std::includes(uses.begin(), uses.end(), f.mechanisms.begin(), f.mechanisms.end())) {
+        v.status = variant_status::skipped;
+        v.reason = "not run: " + f.what;
+        return true;
+      }
+    return false;
   }
   void saw(const variant_result& v) {
     if (keep_going_ || (v.status != variant_status::timeout && v.status != variant_status::launch_error)) return;
-    first_failure_.emplace(v.config.family,
-                           fmt::format("the family was suspended after {} ended in {} ({}); --keep-going runs "
-                                       "the rest anyway",
-                                       v.config.id(), to_string(v.status), v.reason.substr(0, 200)));
+    auto& seen = failures_[v.config.family];
+    failure f;
+    f.mechanisms = v.config.family->mechanisms(v.config);
+    std::sort(f.mechanisms.begin(), f.mechanisms.end());
+    f.whole_family = v.status == variant_status::timeout || f.mechanisms.empty() || seen.size() + 1 >= max_scoped;
+    const std::string after = fmt::format("after {} ended in {} ({}); --keep-going runs the rest anyway", v.config.id(),
+                                          to_string(v.status), v.reason.substr(0, 200));
+    f.what = f.whole_family ? "the family was suspended " + after
+                            : fmt::format("its family's variants with {} were suspended {}", fmt::join(f.mechanisms, "+"), after);
+    seen.push_back(std::move(f));
   }
 
  private:
+  static constexpr std::size_t max_scoped = 3;  // the third failure of a family suspends all of it
+  struct failure {
+    std::vector<std::string> mechanisms;  // sorted
+    bool whole_family = false;
+    std::string what;
+  };
   bool keep_going_;
-  std::map<kernel_family, std::string> first_failure_;
+  std::map<kernel_family, std::vector<failure>> failures_;
 };
 // A worker answers ok, incorrect or timeout; anything else is a launch error.
 variant_status status_from(variant_status s) {

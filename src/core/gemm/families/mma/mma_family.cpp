@@ -56,6 +56,13 @@ class mma : public gemm_family {
     if (c.raster_group > 0) s += raster_id_suffix(c);
     return s + out_id_suffix(mma_out(c)) + (mma_rowwise_scales(c) ? "_rw" : "") + (mma_k_major_copies(c) ? "_kc" : "");
   }
+  std::vector<std::string> mechanisms(const tile_config& c) const override {
+    std::vector<std::string> m;
+    if (c.split_k > 1) m.push_back(fmt::format("k{}", c.split_k));
+    if (mma_rowwise_scales(c)) m.push_back("rw");
+    if (mma_k_major_copies(c)) m.push_back("kc");
+    return m;
+  }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["warps_m"] = mma_warps_m(c);
     j["warps_n"] = mma_warps_n(c);

@@ -54,6 +54,26 @@ class wgmma : public gemm_family {
            out_id_suffix(wgmma_out(c)) +
            (wgmma_k_major_copies(c) ? "_kc" : "");
   }
+  std::vector<std::string> mechanisms(const tile_config& c) const override {
+    std::vector<std::string> m;
+    auto add = [&m](bool on, std::string name) {
+      if (on) m.push_back(std::move(name));
+    };
+    add(c.cluster_m * c.cluster_n > 1, fmt::format("cl{}x{}", c.cluster_m, c.cluster_n));  // multicast
+    add(c.split_k > 1, fmt::format("k{}", c.split_k));                                       // split-K in a cluster
+    add(wgmma_stream_k(c), "sk");
+    add(wgmma_grouped(c), "grp");
+    add(wgmma_swap_ab(c), "swab");
+    add(wgmma_evict_first_b(c), "efb");
+    add(wgmma_tma_store(c), "tmas");
+    add(wgmma_pingpong(c), "pp");
+    add(wgmma_promotion(c) > 0, fmt::format("p{}", wgmma_promotion(c)));
+    add(wgmma_fast_accumulation(c), "fa");
+    add(wgmma_scales(c) != scaling_mode::none, wgmma_scales(c) == scaling_mode::rowwise ? "rw" : "blk");
+    add(wgmma_tma_scales(c), "ts");
+    add(wgmma_k_major_copies(c), "kc");
+    return m;
+  }
   void to_json(const tile_config& c, nlohmann::json& j) const override {
     j["consumers"] = wgmma_consumers(c);
     j["cluster_m"] = c.cluster_m;
