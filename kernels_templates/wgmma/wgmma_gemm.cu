@@ -422,6 +422,11 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         TT_FENCE_ACCUMULATORS();
 #endif
         const int release = tt_release_after_commit(prev, stage);
+#if TT_TMA_SCALES
+        // Every lane's reads of the stage's scales (plain loads, unlike wgmma's) happen before lane
+        // 0 hands the stage back: racecheck found the producer's next bulk copy racing them (H200).
+        __syncwarp();
+#endif
         if (release >= 0 && lane == 0) TT_RELEASE(release);
         phase = tt_ring_advance(stage, phase, TT_STAGES);
       }
