@@ -106,6 +106,91 @@ TEST(measure_plan, ranks_by_measured_time_and_never_recommends_an_incorrect_vari
   EXPECT_TRUE(j["memory"].contains("peak_device_bytes"));
 }
 
+// A strategy that breaks search_context::time's contract: it times every candidate briefly and
+// verifies none (as a halving search whose verifying stages were all suspended did on the H200).
+class brief_look_only : public search_strategy {
+ public:
+  std::string name() const override { return "brief-look-only"; }
+  void run(std::vector<search_candidate>& candidates, search_context& ctx, search_report& report) const override {
+    for (auto& c : candidates) ctx.time(c, std::nullopt, search_stage::brief, false);
+    report.stop_reason = "no variant ran correctly";
+  }
+};
+
+TEST(measure_plan, an_unverified_leader_is_checked_before_it_is_recommended) {
+  gemm_plan plan = small_plan();
+  ASSERT_GT(plan.variants.size(), 3u);
+  const std::string wrong = plan.variants[1].config.id();  // the fastest, and incorrect
+  const std::string second = plan.variants[2].config.id();
+  std::size_t checked = 0;
+  table_backend b;
+  b.answer = [&](const measure_request& r) {
+    if (r.op == measure_op::reference) return ok("cublaslt", 50);
+    checked += r.verify;
+    measure_response m = ok(r.id, r.id == wrong ? 20 : r.id == second ? 30 : 100);
+    m.verified = r.verify;
+    if (r.verify && r.id == wrong) {
+      m.status = variant_status::incorrect;
+      m.error.rel_frobenius = 0.3;
+    }
+    return m;
+  };
+  const brief_look_only strategy;
+  measure_options o;
+  o.strategy = &strategy;
+  measure_plan(plan, b, {}, o);
+  ASSERT_TRUE(plan.recommended);
+  const auto& rec = plan.variants[*plan.recommended];
+  EXPECT_EQ(rec.config.id(), second);
+  ASSERT_TRUE(rec.measured);
+  EXPECT_TRUE(rec.measured->verified);
+  EXPECT_DOUBLE_EQ(rec.measured->timing.median_us, 30);  // the search's timing kept through the check...
+  EXPECT_EQ(checked, 2u);                                // ...which ran once for each leader
+  for (const auto& v : plan.variants)
+    if (v.config.id() == wrong) {
+      EXPECT_EQ(v.status, variant_status::incorrect);
+    }
+  bool said = false;
+  for (const auto& n : plan.notes) said = said || n.find("led the search without having been verified") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// Nor is a variant recommended that was never timed (fp8 block-scaled on the H200: every timed
+// candidate failed or was suspended, and an untimed one was recommended as "measured").
+class looks_at_none : public search_strategy {
+ public:
+  std::string name() const override { return "looks-at-none"; }
+  void run(std::vector<search_candidate>&, search_context&, search_report& report) const override {
+    report.stop_reason = "no variant ran correctly";
+  }
+};
+
+TEST(measure_plan, a_leader_never_timed_is_timed_and_checked_before_it_is_recommended) {
+  gemm_plan plan = small_plan();
+  table_backend b;
+  std::size_t checked = 0;
+  b.answer = [&](const measure_request& r) {
+    if (r.op == measure_op::reference) return ok("cublaslt", 50);
+    checked += r.verify && !r.sampling;  // the run's own policy: a timing, not one run
+    measure_response m = ok(r.id, 70);
+    m.verified = r.verify;
+    return m;
+  };
+  const looks_at_none strategy;
+  measure_options o;
+  o.strategy = &strategy;
+  measure_plan(plan, b, {}, o);
+  ASSERT_TRUE(plan.recommended);
+  const auto& rec = plan.variants[*plan.recommended];
+  ASSERT_TRUE(rec.measured);
+  EXPECT_TRUE(rec.measured->verified);
+  EXPECT_DOUBLE_EQ(rec.measured->timing.median_us, 70);
+  EXPECT_EQ(checked, 1u);
+  bool said = false;
+  for (const auto& n : plan.notes) said = said || n.find("without having been timed") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(measure_plan, within_the_noise_the_leaner_variant_wins_and_says_so) {
   gemm_plan plan = small_plan();
   // Make every variant equally fast within 0.5%, with 2% noise: the one with the

@@ -71,9 +71,9 @@ struct measure_options {
   bool verify_only = false;                 // check results without timing them; the model's ranking stands
   const search_strategy* strategy = nullptr;  // which variants are timed and how long (none: exhaustive)
   sampling_policy full;                     // the run's own sampling policy, the deepest budget
-  // A variant that times out or fails to launch suspends its family for the
-  // rest of the plan (its other variants are `skipped`, naming the first
-  // failure), unless keep_going.
+  // A variant that times out or fails to launch suspends, for the rest of the
+  // plan, its family or the variants with its mechanisms (they are `skipped`,
+  // naming the failure), unless keep_going.
   bool keep_going = false;
 };
 
