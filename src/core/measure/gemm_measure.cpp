@@ -452,6 +452,10 @@ bool rank_verified_leader_first(gemm_plan& plan, measure_backend& backend, famil
                                      "checked against cuBLASLt after it: {}",
                                      id, timed ? "verified" : "timed", plan.search ? plan.search->stop_reason : "",
                                      to_string(v.status)));
+    if (v.status == variant_status::ok && !(v.measured && v.measured->verified)) {
+      rank_by_measurement(plan);  // a backend that cannot verify (none of tiletune's): no endless loop
+      return true;
+    }
   }
   return false;
 }
