@@ -68,6 +68,9 @@
 #            memcheck on one of each family, then 4096x768x50257 bf16 (GPT-2's lm_head backward)
 #            timed against cuBLASLt (goal: within 1.3x of the K 50264 problem's time)
 #     all    = smoke verify bench tests
+#     owed   = what the H200 run of 2026-12-04 left owed (profiles/measured/h200-2026-12-04): every new
+#            mechanism verified and sanitized first (decode fp8 kc padded grouped), then their figures
+#            from complete searches (decodetime fp8time paddedtime kctime), then the GPU tests
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
@@ -85,6 +88,7 @@ out=${1:?usage: scripts/validate/gpu_validate.sh OUT_DIR [smoke|verify|bench|tes
 shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
+[[ $phases == *" owed "* ]] && phases=" smoke decode fp8 kc padded grouped decodetime fp8time paddedtime kctime tests "
 [[ $phases == *" smoke "* ]] || phases=" smoke$phases"
 want() { [[ $phases == *" $1 "* ]]; }
 mkdir -p "$out" "$out/gemm"
