@@ -259,19 +259,7 @@ phase_verify() {
     name="verify-$dt-$lay-${m}x${n}x${k}"
     step "$name" 90 "$out/$name.err" "$bin" gemm "${args[@]}" "${only[@]}" --verify-only --variant-timeout 10 \
       --no-db --json --quiet --out "$out/$name.json"
-    python3 -c "
-import json, sys, collections
-try:
-    j = json.load(open(sys.argv[1]))
-except Exception as e:
-    sys.exit(f'  no JSON: {e}')
-n = collections.Counter((v['family'], v['status']) for v in j['variants'])
-print('  ' + ', '.join(f'{f} {s} {c}' for (f, s), c in sorted(n.items())))
-sk = collections.Counter(v['status'] for v in j['variants'] if v['id'].endswith('_sk'))
-if sk: print('  stream-K (_sk): ' + ', '.join(f'{s} {c}' for s, c in sorted(sk.items())))
-for v in j['variants']:
-    if v['status'] not in ('ok', 'pruned', 'resource_limit'):
-        print(f\"  {v['id']}: {v['status']}: {v.get('reason', '')[:200]}\")" "$out/$name.json" >&2
+    tally "$out/$name.json"
   done
 }
 

@@ -106,6 +106,20 @@ TEST(measure_plan, ranks_by_measured_time_and_never_recommends_an_incorrect_vari
   EXPECT_TRUE(j["memory"].contains("peak_device_bytes"));
 }
 
+namespace {
+// measure_plan with a given search strategy.
+void measure_with_strategy(gemm_plan& plan, measure_backend& backend, const search_strategy& strategy) {
+  measure_options o;
+  o.strategy = &strategy;
+  measure_plan(plan, backend, {}, o);
+}
+bool plan_notes_say(const gemm_plan& plan, const std::string& text) {
+  for (const auto& n : plan.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
 // A strategy that breaks search_context::time's contract: it times every candidate briefly and
 // verifies none (as a halving search whose verifying stages were all suspended did on the H200).
 class brief_look_only : public search_strategy {
@@ -135,10 +149,7 @@ TEST(measure_plan, an_unverified_leader_is_checked_before_it_is_recommended) {
     }
     return m;
   };
-  const brief_look_only strategy;
-  measure_options o;
-  o.strategy = &strategy;
-  measure_plan(plan, b, {}, o);
+  measure_with_strategy(plan, b, brief_look_only{});
   ASSERT_TRUE(plan.recommended);
   const auto& rec = plan.variants[*plan.recommended];
   EXPECT_EQ(rec.config.id(), second);
@@ -150,9 +161,7 @@ TEST(measure_plan, an_unverified_leader_is_checked_before_it_is_recommended) {
     if (v.config.id() == wrong) {
       EXPECT_EQ(v.status, variant_status::incorrect);
     }
-  bool said = false;
-  for (const auto& n : plan.notes) said = said || n.find("led the search without having been verified") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(plan_notes_say(plan, "led the search without having been verified"));
 }
 
 // Nor is a variant recommended that was never timed (fp8 block-scaled on the H200: every timed
@@ -176,19 +185,14 @@ TEST(measure_plan, a_leader_never_timed_is_timed_and_checked_before_it_is_recomm
     m.verified = r.verify;
     return m;
   };
-  const looks_at_none strategy;
-  measure_options o;
-  o.strategy = &strategy;
-  measure_plan(plan, b, {}, o);
+  measure_with_strategy(plan, b, looks_at_none{});
   ASSERT_TRUE(plan.recommended);
   const auto& rec = plan.variants[*plan.recommended];
   ASSERT_TRUE(rec.measured);
   EXPECT_TRUE(rec.measured->verified);
   EXPECT_DOUBLE_EQ(rec.measured->timing.median_us, 70);
   EXPECT_EQ(checked, 1u);
-  bool said = false;
-  for (const auto& n : plan.notes) said = said || n.find("without having been timed") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(plan_notes_say(plan, "without having been timed"));
 }
 
 TEST(measure_plan, within_the_noise_the_leaner_variant_wins_and_says_so) {
