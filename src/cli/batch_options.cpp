@@ -178,7 +178,7 @@ void add_training_options(CLI::App* cmd, batch_options* o) {
                 "each (torchao's enable_fsdp_float8_all_gather, torchtitan's quantize.linear.float8."
                 "enable_fsdp_float8_all_gather)");
   cmd->add_option("--packing", o->packing,
-                  "Sequence packing: samples of N tokens (N dividing --seq-len) packed into each row with a "
+                  "Sequence packing: samples of N tokens (N from 2, dividing --seq-len) packed into each row with a "
                   "block-diagonal mask (FlashAttention varlen): attention over N tokens, not the row; samples/s "
                   "counts the packed samples, --global-batch and --micro-batch count rows (0: off)")
       ->capture_default_str();

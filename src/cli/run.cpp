@@ -22,9 +22,25 @@ namespace tiletune::cli {
 
 namespace {
 
+}  // namespace
+
+std::string error_text(const std::string& message) {
+  std::string out;
+  for (const char ch : printable_message(message)) {
+    out += ch;
+    if (ch == '\n') out += "  ";
+  }
+  while (!out.empty() && (out.back() == ' ' || out.back() == '\n')) out.pop_back();
+  return out;
+}
+
+namespace {
+
+void say_error(const std::string& message) { tell("tiletune: {}\n", error_text(message)); }
+
 // Our words for a parse error where parse_errors.hpp has them, else CLI11's own.
 void say_or_exit(const CLI::App& app, const CLI::Error& e, const std::string& said) {
-  tell("tiletune: {}\n", said.empty() ? other_parse_error_words(app, e.what()) : said);
+  say_error(said.empty() ? other_parse_error_words(app, e.what()) : said);
 }
 
 int parse_and_run(int argc, char** argv, host_services host) {
@@ -77,14 +93,14 @@ int parse_and_run(int argc, char** argv, host_services host) {
     say_or_exit(app, e, "");
     return exit_usage;
   } catch (const usage_error& e) {
-    tell("tiletune: {}\n", e.what());
+    say_error(e.what());
     return exit_usage;
   } catch (const environment_error& e) {
-    tell("tiletune: {}\n", e.what());
+    say_error(e.what());
     return exit_environment;
   } catch (const std::exception& e) {
     if (std::ferror(stdout)) return exit_environment;  // fmt::print could not write stdout: run() says so
-    tell("tiletune: internal error: {}\n", e.what());
+    say_error(std::string("internal error: ") + e.what());
     return exit_internal;
   } catch (...) {
     tell("tiletune: internal error\n");

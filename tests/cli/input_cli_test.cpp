@@ -738,6 +738,48 @@ TEST(input, control_characters_in_a_name_are_shown_escaped) {
   EXPECT_NE(r.out.find("a\\x00b \\x1b[31mred"), std::string::npos) << r.out;
 }
 
+// A JSON file of gigabytes (a dump given by mistake) is refused by its size before it is read, by
+// every command that reads one: config, suite, result, report.
+TEST(input, a_json_file_past_the_size_cap_is_refused_before_it_is_read) {
+  const fs::path huge = tmp_dir() / "huge.json";
+  { std::ofstream(huge) << "{}"; }
+  fs::resize_file(huge, (256ull << 20) + 1);  // sparse: no disk used
+  const std::vector<std::vector<std::string>> runs{
+      {"batch", "--gpu", "h100-sxm", "--model", huge.string()},
+      {"gemm", "--gpu", "h100-sxm", "--dry-run", "--suite", huge.string()},
+      {"compare", huge.string(), huge.string()},
+      {"report", huge.string(), "--out", (tmp_dir() / "huge.html").string()}};
+  for (const auto& args : runs) expect_refused(args, {huge.string(), "256.0 MiB", "JSON files up to 256 MiB"});
+  fs::resize_file(huge, 256ull << 20);  // at the cap: read, and refused only as the JSON it is not
+  const result at_cap = run({"compare", huge.string(), huge.string()});
+  EXPECT_EQ(at_cap.err.find("JSON files up to"), std::string::npos) << at_cap.err;
+  fs::remove(huge);
+}
+
+// A refusal quotes the value it refuses; a value with a line break or an escape sequence in it (from
+// the command line, from a suite file, in a value CLI11 itself could not read) neither forges a line
+// of its own on stderr nor drives the terminal: every line after the first is indented.
+TEST(input, a_refused_value_with_control_characters_forges_no_line) {
+  const std::string forged = "bf16\ntiletune: ok\r\x1b[2K";
+  const fs::path suite = tmp_dir() / "forged-dtype.json";
+  std::ofstream(suite) << R"({"schema": "tiletune.suite/1", "name": "s", "problems": [
+    {"name": "p", "m": 64, "n": 64, "k": 64, "dtype": "bf16\ntiletune: ok\r\u001b[2K", "layout": "nt"}]})";
+  const std::vector<std::vector<std::string>> runs{
+      {"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run", "--dtype", forged},
+      {"gemm", "--m", "64\ntiletune: ok", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run"},
+      {"batch", "--model", "gpt2", "--gpu", "h100-sxm\ntiletune: ok"},
+      {"gemm", "--suite", suite.string(), "--gpu", "h100-sxm", "--dry-run", "--no-db"}};
+  for (const auto& args : runs) {
+    const result r = run(args);
+    EXPECT_EQ(r.code, 2) << args.back() << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("tiletune: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find("\ntiletune: ok"), std::string::npos) << "a forged line: " << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tiletune: ok"), std::string::npos) << "the value is quoted, escaped: " << r.err;
+  }
+}
+
 // An option given twice is named in words, with what it takes, not CLI11's "At Most 1 required".
 TEST(input, an_option_given_twice_is_named_in_words) {
   expect_refused({"batch", "--model", "gpt2", "--gpu", "h100-sxm", "--gpu", "h200"},

@@ -61,6 +61,8 @@ TEST(packing, samples_per_second_counts_the_packed_samples) {
 TEST(packing, refusals_name_the_value) {
   EXPECT_NE(refusal(llama_packed(3000)).find("--packing 3000 is invalid"), std::string::npos);
   EXPECT_NE(refusal(llama_packed(8192)).find("--packing 8192 is invalid"), std::string::npos);
+  EXPECT_NE(refusal(llama_packed(1)).find("--packing 1 is invalid: samples of N tokens, N from 2"), std::string::npos);
+  EXPECT_EQ(refusal(llama_packed(2)), "");
   training_setup eager = llama_packed(2048);
   eager.attention = attention_impl::eager;
   EXPECT_NE(refusal(eager).find("--packing 2048 needs --attention flash"), std::string::npos);

@@ -22,6 +22,13 @@ nlohmann::json read_json_file(const std::filesystem::path& path, const std::stri
   if (!std::filesystem::is_regular_file(st))
     throw usage_error(fmt::format("{}: is not a regular file (a device, FIFO or socket); give a JSON file",
                                   path.string()));
+  // nlohmann holds a parsed file in ten or more times its size: a file of gigabytes (a log or a
+  // dump given by mistake) would take the machine's memory before it could be named as wrong.
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_json_file_bytes)
+    throw usage_error(fmt::format("{}: is {:.1f} MiB; tiletune reads JSON files up to {} MiB (a result of a whole "
+                                  "suite is a few MiB)",
+                                  path.string(), static_cast<double>(size) / (1 << 20), max_json_file_bytes >> 20));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw usage_error(fmt::format("{}: cannot be read", path.string()));
   std::stringstream text;

@@ -6,8 +6,11 @@
 
 namespace tiletune {
 
+// The largest JSON file read: 256 MiB, fifty times the largest result in profiles/.
+inline constexpr unsigned long long max_json_file_bytes = 256ull << 20;
+
 // Reads and parses a JSON file. Throws usage_error naming the file when it
-// cannot be read, and the line and column where malformed or truncated JSON breaks;
+// cannot be read or is past max_json_file_bytes, and the line and column where malformed or truncated JSON breaks;
 // an SQLite database as one, with sqlite_advice (what the command does with one) if given.
 nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& sqlite_advice = "");
 

@@ -273,9 +273,10 @@ void validate(const training_setup& s) {
           held > 1 ? fmt::format("every-N with N from 2 to {}, ", held) : ""));
   }
   validate_context_parallel(s);
-  if (s.packing < 0 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
-    throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N dividing --seq-len {} and below it "
-                                  "(0: off)",
+  // A sample of one token has no next token to predict: packing starts at two.
+  if (s.packing < 0 || s.packing == 1 || (s.packing > 0 && (s.packing >= s.seq_len || s.seq_len % s.packing)))
+    throw usage_error(fmt::format("--packing {} is invalid: samples of N tokens, N from 2, dividing --seq-len {} and "
+                                  "below it (a sample of one token has no next token to learn; 0: off)",
                                   s.packing, s.seq_len));
   if (s.packing > 0 && s.attention != attention_impl::flash)
     throw usage_error(fmt::format("--packing {} needs --attention flash: a block-diagonal mask saves work only in "
