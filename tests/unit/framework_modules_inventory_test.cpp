@@ -114,6 +114,18 @@ TEST(framework_modules, each_chunked_loss_keeps_what_its_loop_allocates) {
   const token_inventory lit_amp = llama_inventory(layer_impl::litgpt, true, loss_impl::chunked, chunked_loss::litgpt);
   EXPECT_EQ(lit_amp.logit_forward_bytes, 6 + 4.0 / 16);
   EXPECT_EQ(lit_amp.logit_backward_bytes, 6 + 10.0 / 16);
+  // The chunks are 128 tokens and the remainder: at 2,049 tokens the largest is 128 of them (not
+  // 2,049 / 17), and a longer sequence never needs fewer bytes a sample.
+  const token_inventory lit_2049 =
+      llama_inventory(layer_impl::litgpt, true, loss_impl::chunked, chunked_loss::litgpt, 2049);
+  EXPECT_DOUBLE_EQ(lit_2049.logit_backward_bytes, 6 + 10.0 * 128 / 2049);
+  double before = 0;
+  for (const std::int64_t seq : {100, 127, 128, 129, 200, 255, 256, 257, 1024, 1025}) {
+    const token_inventory i = llama_inventory(layer_impl::litgpt, true, loss_impl::chunked, chunked_loss::litgpt, seq);
+    const double per_sample = static_cast<double>(seq) * std::max(i.logit_forward_bytes, i.logit_backward_bytes);
+    EXPECT_GE(per_sample, before) << seq << " tokens";
+    before = per_sample;
+  }
   // The plan's loss term: torchtitan's at 2,048 tokens, its buffer beside the logits.
   const memory_breakdown m = estimate_memory(torchtitan_on_8());
   EXPECT_NEAR(static_cast<double>(m.logits_bytes_per_sample), 2048 * (vocab * 16 / 8 + 4 * h), 1);

@@ -429,9 +429,11 @@ device_spec rtx5090_preset() {
 // Figures: NVIDIA Tesla V100 datasheet and Volta whitepaper for the SXM2 32 GB (80 SMs at 1530 MHz,
 // 900 GB/s HBM2, 6 MB L2, 15.7 fp32 TFLOP/s, 125 fp16 tensor TFLOP/s with fp32 accumulation, NVLink
 // 2 at 300 GB/s both ways; no bf16, tf32 or fp8 tensor cores: those peaks are 0), shared memory per
-// SM and block as compute capability 7.0's in the CUDA C++ Programming Guide (96 KB). Memory: 32 GiB
-// (the datasheet's; public logs of recent drivers record "Tesla V100-SXM2-32GB, 32768 MiB", older
-// ones 32510 MiB: no citable one, so unverified). L2 bandwidth: a rough figure, ranks tiles only.
+// SM and block as compute capability 7.0's in the CUDA C++ Programming Guide (96 KB). Memory: 32512
+// MiB (31.75 GiB), PyTorch's "total capacity" of a 32 GB V100 in its out-of-memory message in
+// uni-medical/SAM-Med3D#8 (2023-11-16; liucongg/ChatGLM-Finetuning#73 has 31.74 GiB under another
+// driver); it was the datasheet's 32 GiB, which counts the driver's reserve. L2 bandwidth: a rough
+// figure, ranks tiles only.
 device_spec v100_preset() {
   device_spec d;
   d.preset = "v100-sxm2";
@@ -444,8 +446,8 @@ device_spec v100_preset() {
   d.smem_per_block_optin_bytes = 96 * KiB;
   d.l2_bytes = 6 * MiB;
   d.boost_clock_mhz = 1530;
-  d.memory_bytes = 32 * 1024 * MiB;
-  d.memory_source = "datasheet";
+  d.memory_bytes = 32512LL * MiB;
+  d.memory_source = "cited";
   d.memory_bandwidth_gbs = 900;
   d.l2_bandwidth_gbs = 2500;
   d.peak_tflops_f32 = 15.7;

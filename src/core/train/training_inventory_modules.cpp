@@ -108,10 +108,12 @@ void inventory_ops::framework_chunked_loss(const model_spec& m, const dims& d, c
   if (chunks == chunked_loss::litgpt) {
     // The caller holds every 16-bit logit; each chunk's log_softmax keeps its output, fp32 under
     // autocast (which casts its input), else in the logits' dtype; one chunk's casts and gradients
-    // at a time.
+    // at a time. The chunks are x.split(128) along the sequence: 128 tokens and the remainder, so
+    // the largest is min(128, s) of the s tokens (at 129 tokens, 128 of them; not half).
     const double n = std::max(1.0, std::ceil(d.s / 128)), lsm = d.autocast ? 4 : a, in_cast = d.autocast && a != 4 ? 4 : 0;
-    inv.logit_forward_bytes = a + lsm + in_cast / n;
-    inv.logit_backward_bytes = a + lsm + (2 * lsm + (in_cast > 0 ? a : 0)) / n;
+    const double largest = std::min(d.s, 128.0) / std::max(d.s, 1.0);
+    inv.logit_forward_bytes = a + lsm + in_cast * largest;
+    inv.logit_backward_bytes = a + lsm + (2 * lsm + (in_cast > 0 ? a : 0)) * largest;
     inv.logit_held_bytes = a;
     inv.logit_traffic = in_cast > 0 ? inv.logit_traffic : 8 * lsm;  // no casts: log_softmax, nll, their backward
     inv.outer_kernels += 10 * (n - 1);
