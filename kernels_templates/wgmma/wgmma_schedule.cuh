@@ -43,9 +43,21 @@ TT_HOST_DEVICE tt_schedule tt_make_schedule(long long tiles, int k_tiles, int ct
   }
   s.dp_tiles = tiles - rest;
   s.sk_iters = rest * k_tiles;
-  long long workers = s.sk_iters / (min_unit > 0 ? min_unit : 1);
+  const long long unit = min_unit > 0 ? min_unit : 1;
+  long long workers = s.sk_iters / unit;
   if (workers < rest) workers = rest;  // a tile of fewer than min_unit k-tiles stays whole
   if (workers > ctas) workers = ctas;
+  // Tile-aligned instead: each rest tile cut into d equal ranges (d = ctas / rest, each range at
+  // least min_unit k-tiles), so that no range runs into a second tile: every worker starts one
+  // unit, and a tile has d - 1 peers. Taken where its longest range is at most half a unit longer
+  // than the end-to-end cut's, whose ranges mostly straddle two tiles (a second pipeline fill and
+  // epilogue each, and a peer more per tile): 62 tiles of 32 k-tiles on 132 CTAs run 124 ranges of
+  // 16 k-tiles, not 132 of 15 or 16 that straddle.
+  long long d = ctas / rest;
+  if (d > k_tiles / unit) d = k_tiles / unit;
+  if (d < 1) d = 1;
+  const long long aligned_longest = (k_tiles + d - 1) / d, cut_longest = (s.sk_iters + workers - 1) / workers;
+  if (rest * d != workers && 2 * aligned_longest <= 2 * cut_longest + unit) workers = rest * d;
   s.sk_workers = (int)workers;
   return s;
 }

@@ -116,11 +116,16 @@ TEST(wgmma_schedule, whole_waves_stay_data_parallel_and_stream_k_off_is_the_plai
   EXPECT_EQ(s.dp_tiles, 924);
   EXPECT_EQ(s.sk_workers, 132);
   EXPECT_EQ(s.sk_iters, 6400);
-  // Decode, 32 tiles of 64 k-tiles on 132 CTAs: split-K across the GPU, 15 or 16 k-tiles each.
+  // Decode, 32 tiles of 64 k-tiles on 132 CTAs: split-K across the GPU, each tile cut into 4
+  // ranges of 16 k-tiles (128 workers), not 132 ranges of 15 or 16 that straddle two tiles.
   s = plan(32, 64, 132);
   EXPECT_EQ(s.dp_tiles, 0);
+  EXPECT_EQ(s.sk_workers, 128);
+  EXPECT_EQ(tt_sk_begin(s, 1) - tt_sk_begin(s, 0), 16);
+  // 100 tiles of 32: the end-to-end cut (25 k-tiles each, straddling) is shorter than whole tiles
+  // (32) by more than half a unit, so it stays.
+  s = plan(100, 32, 132);
   EXPECT_EQ(s.sk_workers, 132);
-  EXPECT_EQ(tt_sk_begin(s, 1) - tt_sk_begin(s, 0), 15);
   // Tiles of fewer k-tiles than a unit stay whole: 5 tiles of 4 k-tiles, one worker each.
   s = plan(5, 4, 132);
   EXPECT_EQ(s.sk_workers, 5);
@@ -132,6 +137,42 @@ TEST(wgmma_schedule, whole_waves_stay_data_parallel_and_stream_k_off_is_the_plai
   EXPECT_EQ(tt_unit(s, 35, 2).tile, 35 + 2 * 132);
   EXPECT_EQ(tt_units_of(s, 40), 2);
   EXPECT_EQ(check_walk(s), "");
+}
+
+// Where cutting each left-over tile into equal ranges costs at most half a unit more than cutting
+// the k-iterations end to end, the plan is tile-aligned: no range runs into a second tile, so every
+// worker starts one unit. 62 tiles of 32 k-tiles on 132 CTAs (256 x 3968 in 128 x 128 fp8 tiles on
+// an H200): 124 ranges of 16, where the end-to-end cut's 132 ranges of 15 or 16 straddled and 66
+// tiles (N 4224) ran aligned, so more tiles were planned faster than fewer.
+TEST(wgmma_schedule, left_over_tiles_are_cut_tile_aligned_unless_straddling_is_shorter_by_half_a_unit) {
+  tt_schedule s = plan(62, 32, 132);
+  EXPECT_EQ(s.sk_workers, 124);
+  for (int w = 0; w < s.sk_workers; ++w) ASSERT_EQ(tt_units_of(s, w), 1) << w;
+  int aligned = 0, cut = 0;
+  for (int ctas : {3, 7, 114, 128, 132})
+    for (long long tiles = 1; tiles <= 400; ++tiles)
+      for (int k_tiles : {1, 7, 8, 9, 16, 17, 31, 32, 64, 256}) {
+        s = plan(tiles, k_tiles, ctas);
+        if (s.sk_workers == 0) continue;
+        const long long rest = s.sk_iters / k_tiles;
+        const long long end_to_end = std::min<long long>(ctas, std::max(rest, s.sk_iters / min_unit));
+        long long longest = 0, straddles = 0;
+        for (int w = 0; w < s.sk_workers; ++w) {
+          const long long b = tt_sk_begin(s, w), e = tt_sk_begin(s, w + 1);
+          longest = std::max(longest, e - b);
+          straddles += b / k_tiles != (e - 1) / k_tiles;
+        }
+        const long long cut_longest = (s.sk_iters + end_to_end - 1) / end_to_end;
+        ASSERT_LE(2 * longest, 2 * cut_longest + min_unit) << plan_name(s);
+        if (s.sk_workers % rest == 0 && s.sk_workers != end_to_end) {
+          ++aligned;
+          ASSERT_EQ(straddles, 0) << plan_name(s) << "aligned, yet a range straddles";
+        } else {
+          ++cut;
+        }
+      }
+  EXPECT_GT(aligned, 1000);  // both kinds of plan occur
+  EXPECT_GT(cut, 1000);
 }
 
 // The kernel addresses a worker's slot as one base, slot(w, t) = index(w, 0, t), plus

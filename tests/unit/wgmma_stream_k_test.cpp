@@ -145,9 +145,9 @@ TEST(wgmma_stream_k, the_launch_takes_every_sm_and_a_workspace_sized_for_its_wor
   EXPECT_EQ(whole.grid[0], 32);
   EXPECT_EQ(shared.grid[0], 132);
   EXPECT_EQ(scratch_bytes(whole), 0);
-  // 32 x 64 = 2048 k-iterations in ranges of at least 8: 256 ranges, one per CTA at most: 132
-  // workers, each a 128 x 128 fp32 slot and a flag.
-  const std::int64_t workers = 132, slot = 128 * 128 * 4, flag = 4;
+  // 32 x 64 = 2048 k-iterations, each tile cut into 132 / 32 = 4 ranges of 16 (tile-aligned,
+  // wgmma_schedule.cuh): 128 workers, each a 128 x 128 fp32 slot and a flag.
+  const std::int64_t workers = 128, slot = 128 * 128 * 4, flag = 4;
   ASSERT_EQ(shared.parameters.back().name, "workspace");
   EXPECT_EQ(shared.parameters.back().buffer_bytes, workers * (slot + flag));
   EXPECT_EQ(sk.family->scratch_bytes(sk, p, d), workers * (slot + flag));
