@@ -49,15 +49,21 @@ TT_HOST_DEVICE tt_schedule tt_make_schedule(long long tiles, int k_tiles, int ct
   if (workers > ctas) workers = ctas;
   // Tile-aligned instead: each rest tile cut into d equal ranges (d = ctas / rest, each range at
   // least min_unit k-tiles), so that no range runs into a second tile: every worker starts one
-  // unit, and a tile has d - 1 peers. Taken where its longest range is at most half a unit longer
-  // than the end-to-end cut's, whose ranges mostly straddle two tiles (a second pipeline fill and
-  // epilogue each, and a peer more per tile): 62 tiles of 32 k-tiles on 132 CTAs run 124 ranges of
-  // 16 k-tiles, not 132 of 15 or 16 that straddle.
+  // unit, and a tile has d - 1 peers. The end-to-end cut's ranges mostly straddle two tiles: each
+  // such worker publishes one partial tile and then owns the next, waiting on its peers, a second
+  // epilogue and pipeline fill on its path. The aligned cut is taken while its longest range is
+  // at most one unit longer; with fewer tiles than CTAs (decode shapes, bound by reading B once,
+  // where a range's length costs little and the fixup's path much), two units, as the performance
+  // model prices them (perf_model.cpp, fixup_us): 62 tiles of 32 k-tiles on 132 CTAs run 124
+  // ranges of 16, not 132 of 15 or 16 that straddle; 100 left over beside 7 whole waves of 64
+  // k-tiles keep the end-to-end cut (49 each against 64). Chosen on the CPU (2026-12-04), not
+  // yet timed on a GPU.
   long long d = ctas / rest;
   if (d > k_tiles / unit) d = k_tiles / unit;
   if (d < 1) d = 1;
   const long long aligned_longest = (k_tiles + d - 1) / d, cut_longest = (s.sk_iters + workers - 1) / workers;
-  if (rest * d != workers && 2 * aligned_longest <= 2 * cut_longest + unit) workers = rest * d;
+  const long long slack = s.dp_tiles == 0 ? 2 * unit : unit;
+  if (rest * d != workers && aligned_longest <= cut_longest + slack) workers = rest * d;
   s.sk_workers = (int)workers;
   return s;
 }

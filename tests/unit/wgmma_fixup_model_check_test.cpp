@@ -180,14 +180,14 @@ std::string model_check(long long tiles, int k_tiles, int ctas, int min_unit, de
 }  // namespace
 
 TEST(wgmma_fixup, every_interleaving_stores_each_tile_once_with_all_its_k_tiles) {
-  // Plans with ranges that cross tiles (3 x 5 on 4 CTAs and 2 x 7 on 3, where the end-to-end cut is
-  // shorter than whole tiles by more than half a unit), an owner of three peers (1 x 12 on 4), and
+  // Plans with ranges that cross tiles (3 x 12 on 4 CTAs and 2 x 9 on 3 in units of 1, where the
+  // end-to-end cut is shorter than whole tiles by more than two units), an owner of three peers (1 x 12 on 4), and
   // whole tiles (5 x 3 on 3: the 2 left over stay whole, tile-aligned).
   struct shape {
     long long tiles;
     int k_tiles, ctas, min_unit;
   };
-  for (const shape p : {shape{3, 5, 4, 1}, shape{1, 12, 4, 2}, shape{5, 3, 3, 2}, shape{2, 7, 3, 3}}) {
+  for (const shape p : {shape{3, 12, 4, 1}, shape{1, 12, 4, 2}, shape{5, 3, 3, 2}, shape{2, 9, 3, 1}}) {
     long long states = 0;
     EXPECT_EQ(model_check(p.tiles, p.k_tiles, p.ctas, p.min_unit, defect::none, &states), "")
         << p.tiles << " tiles x " << p.k_tiles;
@@ -197,8 +197,8 @@ TEST(wgmma_fixup, every_interleaving_stores_each_tile_once_with_all_its_k_tiles)
 }
 
 TEST(wgmma_fixup, planted_defects_are_caught) {
-  EXPECT_NE(model_check(3, 5, 4, 1, defect::relaxed_publish).find("before its partial was visible"), std::string::npos);
+  EXPECT_NE(model_check(2, 9, 3, 1, defect::relaxed_publish).find("before its partial was visible"), std::string::npos);
   const std::string skipped = model_check(1, 12, 4, 2, defect::skips_last_wait);
   EXPECT_NE(skipped.find("before its partial was visible"), std::string::npos) << skipped;
-  EXPECT_NE(model_check(3, 5, 4, 1, defect::keeps_flags).find("still set"), std::string::npos);
+  EXPECT_NE(model_check(2, 9, 3, 1, defect::keeps_flags).find("still set"), std::string::npos);
 }
