@@ -45,23 +45,6 @@ std::string checkpointing_name(const training_setup& s, bool on) {
   return s.checkpoint_every > 1 ? fmt::format("every {}", s.checkpoint_every) : "on";
 }
 
-// Text from a file (a config.json's _name_or_path, the notes quoting it) as the terminal gets it:
-// every control byte, \n, \r and \t included, and DEL as \xNN, so that a downloaded config can
-// neither send escape sequences nor forge or overwrite lines. (printable_message keeps \n and \t,
-// which a message of several lines needs.) The JSON escapes them itself.
-std::string terminal_text(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f)
-      out += ch;
-    else
-      out += fmt::format("\\x{:02x}", c);
-  }
-  return out;
-}
-
 std::string format_plan(const batch_plan& plan) {
   const auto& s = plan.setup;
   const auto& m = plan.memory;

@@ -65,7 +65,10 @@ void check_recommended_time(const nlohmann::json& j, const std::string& path) {
     if (h.value("mode", nlohmann::json()) != "measured" || !r.contains("recommendation")) return;
     // (Import leaves out a partial run and a suite's result the database answered: neither is checked here.)
     if (!partial_run_option(r, header).empty()) return;
-    if (r.contains("tuning_db") && r["tuning_db"].is_object() && r["tuning_db"].value("answered", false)) return;
+    // (An "answered" that is not a boolean is left to the type checks after this one, which name it.)
+    if (r.contains("tuning_db") && r["tuning_db"].is_object() && r["tuning_db"].contains("answered") &&
+        r["tuning_db"]["answered"].is_boolean() && r["tuning_db"]["answered"].get<bool>())
+      return;
     const auto& rec = r["recommendation"];
     if (!rec.is_object() || (rec.contains("median_us") && !rec["median_us"].is_null())) return;
     throw usage_error(fmt::format("{}: {}: \"recommendation\": \"median_us\" is {}: a measured result's "
@@ -276,14 +279,18 @@ void run_show(const db_options& o, run_context& ctx) {
     return;
   }
   if (records.empty())
-    fmt::print("{}: no record{} has a problem with the words \"{}\"{}\n", db->file().string(),
-               o.gpu.empty() ? "" : " of the " + o.gpu, o.problem, o.since.empty() ? "" : " measured since " + o.since);
+    fmt::print("{}: no record{} has a problem with the words \"{}\"{}\n", terminal_text(db->file().string()),
+               o.gpu.empty() ? "" : " of the " + terminal_text(o.gpu), terminal_text(o.problem),
+               o.since.empty() ? "" : " measured since " + terminal_text(o.since));
   for (const auto& r : records) {
     const auto& variants = r.result.value("variants", nlohmann::json::array());
     const auto listed = r.result.value("variants_listed", nlohmann::json::object());
-    fmt::print("{} {} ({}), {} on {}, driver {}, tool {}: {} variant row(s){}\n", r.key.device_model,
-               tuning_problem_key(r.key.problem), r.device_name, is_measured(r) ? "measured" : "planned",
-               r.measured_at, r.key.driver, r.key.tool_version, variants.size(),
+    // Every string from the database through terminal_text: a record imported from a crafted file
+    // could otherwise drive the terminal or forge a line.
+    fmt::print("{} {} ({}), {} on {}, driver {}, tool {}: {} variant row(s){}\n", terminal_text(r.key.device_model),
+               terminal_text(tuning_problem_key(r.key.problem)), terminal_text(r.device_name),
+               is_measured(r) ? "measured" : "planned", terminal_text(r.measured_at), terminal_text(r.key.driver),
+               terminal_text(r.key.tool_version), variants.size(),
                listed.contains("of") ? fmt::format(" of {} (stored without --db-full)", listed["of"].dump()) : "");
     text_table t({"id", "status", "median us", "predicted us", "TFLOP/s", "vs cuBLASLt"});
     auto number = [](const nlohmann::json& v, const char* k, const char* f) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
+#include "core/report/json_file.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
 #include "core/plan_mode.hpp"
@@ -116,17 +117,19 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
   const auto p = gemm_problem_from_json(result.at("problem"));
   const auto& db = result.at("tuning_db");
   const bool measured = is_measured_result(result);
-  std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(),
-                                db.value("device_name", ""), measured ? "MEASURED" : "PREDICTED (a stored plan)",
-                                db.value("file", ""));
+  // The record's strings through terminal_text: a database may hold a record imported from a file
+  // with control characters in them.
+  const auto text = [&](const char* key) { return terminal_text(db.value(key, "")); };
+  std::string out = fmt::format("{} on {}, {}, from the tuning database {}\n", p.describe(), text("device_name"),
+                                measured ? "MEASURED" : "PREDICTED (a stored plan)", text("file"));
   if (measured)
     out += fmt::format("measured {} (driver {}, CUDA {}, tiletune {}, {} search); --retune measures afresh\n",
-                       db.value("measured_at", ""), db.value("driver", ""), db.value("cuda_runtime", ""),
-                       db.value("tool_version", ""), db.value("strategy", ""));
+                       text("measured_at"), text("driver"), text("cuda_runtime"), text("tool_version"),
+                       text("strategy"));
   else
     out += fmt::format("planned {} by --store-plans (tiletune {}): the model's prediction, nothing ran; --retune "
                        "plans afresh\n",
-                       db.value("measured_at", ""), db.value("tool_version", ""));
+                       text("measured_at"), text("tool_version"));
   const auto& ref = result.value("reference", nlohmann::json::object());
   if (ref.contains("median_us") && ref["median_us"].is_number())
     out += fmt::format("cuBLASLt: {:.1f} us, {:.1f} TFLOP/s\n", ref["median_us"].get<double>(),
@@ -148,24 +151,26 @@ std::string format_db_answer_table(const nlohmann::json& result, int top) {
   out += "\n" + t.render();
   const auto& rec = result.value("recommendation", nlohmann::json());
   if (rec.is_object()) {
-    out += fmt::format("\nrecommended: {}{}\n", rec.value("id", ""),
+    out += fmt::format("\nrecommended: {}{}\n", terminal_text(rec.value("id", "")),
                        rec.contains("tflops") && rec["tflops"].is_number()
                            ? fmt::format(", {:.1f} TFLOP/s {}", rec["tflops"].get<double>(),
                                          measured ? "measured" : "predicted")
                            : "");
     if (rec.contains("triton") && rec["triton"].is_object()) {
       std::string tri;
-      for (const auto& [k, v] : rec["triton"].items()) tri += fmt::format("{}{}={}", tri.empty() ? "" : " ", k, v.dump());
+      for (const auto& [k, v] : rec["triton"].items())
+        tri += fmt::format("{}{}={}", tri.empty() ? "" : " ", terminal_text(k), json_text(v, -1));
       out += fmt::format("  triton:  {}\n", tri);
     }
-    if (rec.contains("cutlass")) out += fmt::format("  cutlass: {}\n", rec["cutlass"].get<std::string>());
+    if (rec.contains("cutlass") && rec["cutlass"].is_string())
+      out += fmt::format("  cutlass: {}\n", terminal_text(rec["cutlass"].get<std::string>()));
   } else {
     out += "\nno variant ran correctly in that measurement\n";
   }
   // The stored result's notes, as a fresh plan prints its own: why rank 1 may read slower than rank 2
   // (re-timed beside cuBLASLt), what has not run on a GPU.
   for (const auto& n : result.value("notes", nlohmann::json::array()))
-    if (n.is_string()) out += "note: " + n.get<std::string>() + "\n";
+    if (n.is_string()) out += "note: " + terminal_text(n.get<std::string>()) + "\n";
   return out;
 }
 
@@ -187,7 +192,8 @@ std::string format_suite_results(const std::string& suite_name, const nlohmann::
       t.add_row({r.value("name", ""), p.describe(), "none", "-", "-", "-", ok, from});
     }
   }
-  return fmt::format("suite {} on {} ({})\n\n", suite_name, device.value("name", ""), device.value("arch", "")) +
+  return fmt::format("suite {} on {} ({})\n\n", terminal_text(suite_name), terminal_text(device.value("name", "")),
+                     terminal_text(device.value("arch", ""))) +
          t.render();
 }
 

@@ -73,7 +73,12 @@ std::string refuse_empty_path(const std::string& value);
 std::string utc_now_iso();
 std::string shell_join(int argc, char** argv);
 
-// A plain-text table with right-aligned numeric columns.
+// Text from a file or a database (a problem's or suite's name, a device name, a driver string, a
+// config's _name_or_path) as the terminal gets it: every control byte, \n, \r and \t included, and
+// DEL written \xNN, so that it can neither send escape sequences nor forge or overwrite lines.
+std::string terminal_text(std::string_view text);
+
+// A plain-text table with right-aligned numeric columns (every cell through terminal_text).
 class text_table {
  public:
   explicit text_table(std::vector<std::string> header);

@@ -247,3 +247,41 @@ TEST(db_import_cli, a_schema_that_is_not_a_string_is_refused_naming_it) {
     EXPECT_FALSE(fs::exists(db));
   }
 }
+
+// A "tuning_db" whose "answered" is not true or false is named (it was a raw library exception,
+// exit 70), in a result and in a suite's result.
+TEST(db_import_cli, a_tuning_db_answer_that_is_not_a_boolean_is_refused_naming_it) {
+  const fs::path db = fresh_db("answered.sqlite3");
+  for (const nlohmann::json& bad : {nlohmann::json("yes"), nlohmann::json(1), nlohmann::json::object()}) {
+    nlohmann::json j = recorded();
+    j["tuning_db"] = {{"answered", bad}};
+    const fs::path file = write(j, "answered-" + std::string(bad.type_name()) + ".json");
+    expect_refused(import(db, {file}), file, "\"tuning_db\": \"answered\"");
+  }
+  EXPECT_FALSE(fs::exists(db));
+}
+
+// Strings a record brings into the database (a device name, a driver, a tool version from an
+// imported file) reach the terminal escaped: db show and a gemm answered from the database print
+// them, and neither forges a line nor sends an escape sequence.
+TEST(db_import_cli, a_records_strings_are_shown_escaped_by_show_and_by_an_answer) {
+  const fs::path db = fresh_db("control.sqlite3");
+  nlohmann::json j = recorded();
+  const std::string forged = "\ntiletune: FORGED\x1b[31m\r";
+  j["device"]["name"] = j["device"]["name"].get<std::string>() + forged;
+  j["tool"]["driver"] = "580" + forged;
+  j["tool"]["version"] = j["tool"]["version"].get<std::string>() + forged;
+  const fs::path file = write(j, "control.json");
+  const result imported = import(db, {file});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const result shown = run({"db", "show", "--db", db.string(), "--problem", "4096x4096x4096"});
+  const result answered = run({"gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--layout",
+                               "nt", "--gpu", "h100-sxm", "--dry-run", "--db", db.string()});
+  for (const result* r : {&shown, &answered}) {
+    EXPECT_EQ(r->code, 0) << r->err;
+    EXPECT_EQ(r->out.find("\ntiletune: FORGED"), std::string::npos) << r->out;
+    EXPECT_EQ(r->out.find('\x1b'), std::string::npos) << r->out;
+    EXPECT_EQ(r->out.find('\r'), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("\\x0atiletune: FORGED\\x1b[31m\\x0d"), std::string::npos) << r->out;
+  }
+}

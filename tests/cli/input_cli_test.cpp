@@ -736,6 +736,15 @@ TEST(input, control_characters_in_a_name_are_shown_escaped) {
   EXPECT_EQ(r.out.find('\0'), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("a\\x00b \\x1b[31mred"), std::string::npos) << r.out;
+  // The suite's own name heads its table: escaped too.
+  const fs::path named = tmp_dir() / "control-suite-name.json";
+  std::ofstream(named) << R"({"schema": "tiletune.suite/1", "name": "s\ntiletune: forged\u001b[31m", "problems": [
+    {"name": "a", "m": 64, "n": 64, "k": 64, "dtype": "bf16", "layout": "nt"}]})";
+  const result suite_named = run({"gemm", "--suite", named.string(), "--gpu", "h100-sxm", "--dry-run", "--no-db"});
+  ASSERT_EQ(suite_named.code, 0) << suite_named.err;
+  EXPECT_EQ(suite_named.out.find("\ntiletune: forged"), std::string::npos) << suite_named.out;
+  EXPECT_EQ(suite_named.out.find('\x1b'), std::string::npos) << suite_named.out;
+  EXPECT_NE(suite_named.out.find("suite s\\x0atiletune: forged\\x1b[31m on"), std::string::npos) << suite_named.out;
 }
 
 // A JSON file of gigabytes (a dump given by mistake) is refused by its size before it is read, by
