@@ -160,9 +160,9 @@ void check_run_flags(const gemm_options& o) {
     throw usage_error(fmt::format("--top {} is invalid: it must be at least 1", o.report.top));
   if (o.compile.jobs < 0)
     throw usage_error(fmt::format("--jobs {} is invalid: 0 (all cores) or more", o.compile.jobs));
-  if (!(o.tuning.budget_s >= 0))
-    throw usage_error(
-        fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) or more", o.tuning.budget_s));
+  if (!(o.tuning.budget_s >= 0 && o.tuning.budget_s <= 604800))
+    throw usage_error(fmt::format("--budget-s {} is invalid: seconds, 0 (no budget) up to 604800 (a week)",
+                                  o.tuning.budget_s));
   if (o.tuning.no_db && !o.tuning.db.empty())
     throw usage_error(fmt::format("--db {} and --no-db exclude each other", o.tuning.db));
   if (o.tuning.no_db && o.tuning.store_plans)
@@ -175,8 +175,8 @@ void check_run_flags(const gemm_options& o) {
   if (!(o.measure.target_spread > 0 && o.measure.target_spread < 1))
     throw usage_error(fmt::format("--target-spread {} is invalid: a fraction such as 0.01",
                                   o.measure.target_spread));
-  if (!(o.measure.time_cap_ms > 0) || !std::isfinite(o.measure.time_cap_ms))
-    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0 and finite",
+  if (!(o.measure.time_cap_ms > 0 && o.measure.time_cap_ms <= 3600000))
+    throw usage_error(fmt::format("--time-cap-ms {} is invalid: milliseconds, above 0 up to 3600000 (an hour)",
                                   o.measure.time_cap_ms));
   check_variant_timeout(o.measure.variant_timeout_s);
 }

@@ -88,8 +88,10 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
 }
 
 void check_variant_timeout(const std::optional<double>& seconds) {
-  if (seconds && !(*seconds > 0))
-    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0", *seconds));
+  // (A day at most: the worker's deadline is a count of milliseconds, which a value near 1e13 s
+  // would overflow.)
+  if (seconds && !(*seconds > 0 && *seconds <= 86400))
+    throw usage_error(fmt::format("--variant-timeout {} is invalid: seconds, above 0 up to 86400 (a day)", *seconds));
 }
 
 }  // namespace tiletune::cli

@@ -66,8 +66,9 @@ void run_report(const report_command_options& o, run_context& ctx) {
   check_output_path(o.out, "--out", inputs);
   if (o.report.top_resources < 1)
     throw usage_error(fmt::format("--top {} is invalid: at least 1", o.report.top_resources));
-  if (!(o.report.goal_vs_reference > 0))
-    throw usage_error(fmt::format("--goal {} is invalid: a fraction of cuBLAS's speed, above 0", o.report.goal_vs_reference));
+  if (!(o.report.goal_vs_reference > 0 && o.report.goal_vs_reference <= 100))
+    throw usage_error(fmt::format("--goal {} is invalid: a fraction of cuBLAS's speed, above 0 up to 100",
+                                  o.report.goal_vs_reference));
   // Every file is read and checked before anything is written.
   std::vector<report_section> sections;
   for (const auto& f : o.files) {

@@ -765,6 +765,34 @@ TEST(input, a_json_file_past_the_size_cap_is_refused_before_it_is_read) {
   fs::remove(huge);
 }
 
+// Absurd limits are refused naming the option and its range (1e30 ms of sampling, a timeout whose
+// milliseconds overflow the worker's deadline, a goal of 1e30 times cuBLAS), and a scale the kernel's
+// 32-bit float cannot hold, from the command line and from a suite alike.
+TEST(input, absurd_limits_and_scales_a_float_cannot_hold_are_refused_naming_them) {
+  const std::vector<std::string> gemm{"gemm", "--m", "64", "--n", "64", "--k", "64", "--gpu", "h100-sxm", "--dry-run",
+                                      "--no-db"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = gemm;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_refused(with({"--time-cap-ms", "1e30"}), {"--time-cap-ms 1e+30 is invalid", "up to 3600000 (an hour)"});
+  expect_refused(with({"--variant-timeout", "1e13"}), {"--variant-timeout 10000000000000 is invalid", "up to 86400 (a day)"});
+  expect_refused(with({"--budget-s", "1e30"}), {"--budget-s 1e+30 is invalid", "up to 604800 (a week)"});
+  expect_refused(with({"--alpha", "1e-50"}), {"--alpha 1e-50 is 0 as a 32-bit float"});
+  EXPECT_EQ(run(with({"--time-cap-ms", "3600000"})).code, 0);  // the limits themselves are taken
+  EXPECT_EQ(run(with({"--alpha", "1e-40"})).code, 0);         // a float's denormal, not 0
+  const fs::path baseline = fs::path(TILETUNE_SOURCE_DIR) / "profiles/baselines/h100-sxm.json";
+  expect_refused({"report", baseline.string(), "--goal", "1e30", "--out", (tmp_dir() / "goal.html").string()},
+                 {"--goal 1e+30 is invalid", "up to 100"});
+  for (const auto& [field, value] : {std::pair{"alpha", "1e39"}, std::pair{"beta", "-1e300"}, std::pair{"alpha", "1e-50"}}) {
+    const fs::path suite = write_suite(std::string("scale-") + field + value + ".json",
+                                       std::string(R"({"name": "p", "m": 64, "n": 64, "k": 64, "dtype": "bf16", ")") +
+                                           field + "\": " + value + "}");
+    expect_refused(suite_run(suite), {suite.string(), std::string("\"") + field + "\": "});
+  }
+}
+
 // A refusal quotes the value it refuses; a value with a line break or an escape sequence in it (from
 // the command line, from a suite file, in a value CLI11 itself could not read) neither forges a line
 // of its own on stderr nor drives the terminal: every line after the first is indented.

@@ -1,6 +1,7 @@
 #include "core/gemm/problem.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -189,8 +190,15 @@ void validate(const gemm_problem& p) {
   elements("A", p.m, p.k);
   elements("B", p.k, p.n);
   elements("C", p.m, p.n);
-  if (!std::isfinite(p.alpha)) throw usage_error(fmt::format("--alpha {} is not finite", p.alpha));
-  if (!std::isfinite(p.beta)) throw usage_error(fmt::format("--beta {} is not finite", p.beta));
+  // The kernels take alpha and beta as 32-bit floats: past FLT_MAX they are infinite, and a value
+  // below the smallest float that is not 0 is 0 (alpha 1e-50 would compute C = beta C).
+  for (const auto& [flag, v] : {std::pair{"alpha", p.alpha}, std::pair{"beta", p.beta}}) {
+    if (!std::isfinite(v)) throw usage_error(fmt::format("--{} {} is not finite", flag, v));
+    if (std::fabs(v) > FLT_MAX)
+      throw usage_error(fmt::format("--{} {} is past a float's range (the kernel takes it as a 32-bit float)", flag, v));
+    if (v != 0 && std::fabs(v) < std::numeric_limits<float>::denorm_min())
+      throw usage_error(fmt::format("--{} {} is 0 as a 32-bit float, which the kernel takes it as", flag, v));
+  }
   if (p.out && *p.out != row_of(p.type).c) {
     const auto outs = other_outputs(p.type);
     if (std::find(outs.begin(), outs.end(), *p.out) == outs.end()) {
