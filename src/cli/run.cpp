@@ -20,10 +20,6 @@
 
 namespace tiletune::cli {
 
-namespace {
-
-}  // namespace
-
 std::string error_text(const std::string& message) {
   std::string out;
   for (const char ch : printable_message(message)) {
