@@ -385,13 +385,7 @@ std::string shell_join(int argc, char** argv) {
 
 text_table::text_table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
 
-std::string terminal_text(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const unsigned char c : text)
-    out += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
-  return out;
-}
+std::string terminal_text(std::string_view text) { return escape_control_bytes(text, false); }
 
 void text_table::add_row(std::vector<std::string> row) {
   // A cell from a file (a problem's name) may hold control characters: a NUL would end the line

@@ -1,6 +1,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tiletune {
 
@@ -14,16 +15,15 @@ enum exit_code : int {
   exit_internal = 70,
 };
 
-// A message is printed as a C string: a NUL byte in a value it quotes (a dtype "bf16\0x" in a
-// JSON file) cut it short there, and an escape sequence would reach the terminal. Every control
-// byte but a line break or tab is written \xNN.
-inline std::string printable_message(const std::string& s) {
+// Text with every control byte and DEL written \xNN, line breaks and tabs too unless
+// keep_line_breaks: what a terminal may be given of a string from a file, a database or an argument.
+inline std::string escape_control_bytes(std::string_view s, bool keep_line_breaks) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size());
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+    if ((c >= 0x20 && c != 0x7f) || (keep_line_breaks && (c == '\n' || c == '\t'))) {
       out += ch;
     } else {
       out += "\\x";
@@ -33,6 +33,11 @@ inline std::string printable_message(const std::string& s) {
   }
   return out;
 }
+
+// A message is printed as a C string: a NUL byte in a value it quotes (a dtype "bf16\0x" in a
+// JSON file) cut it short there, and an escape sequence would reach the terminal. Every control
+// byte but a line break or tab is written \xNN (cli/run.cpp indents the lines after the first).
+inline std::string printable_message(const std::string& s) { return escape_control_bytes(s, true); }
 
 // Bad input from the user: the message names the bad value. Exit 2.
 struct usage_error : std::runtime_error {
