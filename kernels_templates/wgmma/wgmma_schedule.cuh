@@ -58,12 +58,14 @@ TT_HOST_DEVICE tt_schedule tt_make_schedule(long long tiles, int k_tiles, int ct
   // ranges of 16, not 132 of 15 or 16 that straddle; 100 left over beside 7 whole waves of 64
   // k-tiles keep the end-to-end cut (49 each against 64). Chosen on the CPU (2026-12-04), not
   // yet timed on a GPU.
-  long long d = ctas / rest;
-  if (d > k_tiles / unit) d = k_tiles / unit;
+  // (32-bit divisions, and the end-to-end cut's longest range ceil(sk_iters / workers) compared by
+  // a product: each 64-bit division is a subroutine call in every CTA's prologue.)
+  int d = ctas / (int)rest;
+  if (d > k_tiles / (int)unit) d = k_tiles / (int)unit;
   if (d < 1) d = 1;
-  const long long aligned_longest = (k_tiles + d - 1) / d, cut_longest = (s.sk_iters + workers - 1) / workers;
-  const long long slack = s.dp_tiles == 0 ? 2 * unit : unit;
-  if (rest * d != workers && aligned_longest <= cut_longest + slack) workers = rest * d;
+  const int aligned_longest = (k_tiles + d - 1) / d, slack = (int)unit * (s.dp_tiles == 0 ? 2 : 1);
+  // aligned_longest <= ceil(sk_iters / workers) + slack, as (aligned_longest - slack - 1) * workers < sk_iters.
+  if (rest * d != workers && (long long)(aligned_longest - slack - 1) * workers < s.sk_iters) workers = rest * d;
   s.sk_workers = (int)workers;
   return s;
 }
