@@ -14,7 +14,12 @@
 // - end: the cluster barrier again, then exit.
 // mbarrier phases as the PTX ISA has them: a phase completes with its expected arrivals, and
 // try_wait.parity(P) passes while the barrier's current phase has the other parity.
-// Checked: the leader reads each slot only once its tile's partial is visible there, every tile
+// Each CTA runs T consumer threads (2 here stand for the kernel's 128 or 256): each thread stores
+// and reads its own part of a slot, the CTA's threads meet at the consumers' barrier (bar.sync),
+// and one thread (ct 0) makes each mbarrier arrival. A release makes visible the arriving thread's
+// stores and every store ordered before it through the barrier (cumulativity), no others: the
+// pattern compute-sanitizer's racecheck flagged on an H200 (2026-12-04) and this check vouches for.
+// Checked: the leader reads each part only once its tile's partial is visible there, every tile
 // is reduced, no remote store or arrival reaches a CTA that has exited or a barrier not yet
 // initialized, and no state is stuck. Planted defects show each check can fail.
 #define TT_HOST_DEVICE inline
@@ -23,15 +28,39 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace {
 
-enum class defect { none, missing_arrival, relaxed_arrival, no_empty_wait, early_empty_arrival, no_exit_sync, no_start_sync };
+enum class defect {
+  none,
+  missing_arrival,
+  relaxed_arrival,
+  no_empty_wait,
+  early_empty_arrival,
+  no_exit_sync,
+  no_start_sync,
+  no_publish_sync,  // the peer's threads do not meet before ct 0 arrives on `full`
+  no_gather_sync,   // the leader's threads do not meet before ct 0 frees the slots
+};
 
-enum class op { init, cluster_arrive, cluster_wait, wait_empty, store, arrive_full, wait_full, read, arrive_empty, exit };
+enum class op {
+  init,
+  cluster_arrive,
+  cluster_wait,
+  wait_empty,
+  store,
+  bar_arrive,
+  bar_wait,
+  arrive_full,
+  wait_full,
+  read,
+  arrive_empty,
+  exit
+};
 
 struct step {
   op what;
@@ -44,111 +73,156 @@ struct pending {
   auto operator<=>(const pending&) const = default;
 };
 
-struct cta_state {
+struct thread_state {
   int pc = 0;
-  bool initialized = false, exited = false;
-  int empty_completed = 0;      // completed phases of this CTA's `empty`
-  std::vector<pending> stores;  // remote stores into the leader's slots, not yet visible
+  bool exited = false;
+  int bar_generation = 0;       // the consumers' barrier generation this thread waits past
+  std::vector<pending> stores;  // its remote stores into the leader's slots, not yet visible
+  auto operator<=>(const thread_state&) const = default;
+};
+
+struct cta_state {
+  bool initialized = false;
+  int empty_completed = 0;  // completed phases of this CTA's `empty`
+  int bar_arrived = 0, bar_generation = 0;
+  std::vector<pending> ordered;  // stores its threads made before a barrier they all passed
+  std::vector<thread_state> threads;
   auto operator<=>(const cta_state&) const = default;
 };
 
 struct state {
   std::vector<cta_state> ctas;
-  std::vector<int> slots;  // the leader's slots as the leader sees them (-1: never written)
+  std::vector<int> slots;  // the leader's slot parts as the leader sees them (-1: never written)
   int full_arrivals = 0;   // arrivals in the current phase of the leader's `full`
   int full_completed = 0;
   int cluster_arrivals[2] = {0, 0};
-  int reduced = 0;  // tiles the leader read whole
+  int reads = 0;  // (tile, thread) parts the leader's threads read whole
   auto operator<=>(const state&) const = default;
 };
 
-int partial(int tile, int rank) { return 100 * tile + rank; }
+int partial(int tile, int rank, int thread) { return 100 * tile + 10 * rank + thread; }
 
 struct checker {
-  int split, tiles;
+  int split, threads, tiles;
   defect d;
-  std::vector<std::vector<step>> programs;
+  std::vector<std::vector<std::vector<step>>> programs;  // [rank][thread]
   std::set<state> seen;
   std::string error;
   long long states = 0;
 
-  checker(int s, int t, defect dd) : split(s), tiles(t), d(dd) {
+  checker(int s, int t, int n, defect dd) : split(s), threads(t), tiles(n), d(dd) {
     for (int rank = 0; rank < split; ++rank) {
-      std::vector<step> p;
-      p.push_back({op::init});
-      if (d != defect::no_start_sync) {
-        p.push_back({op::cluster_arrive, 0, 0});
-        p.push_back({op::cluster_wait, 0, 0});
-      }
-      for (int i = 0; i < tiles; ++i) {
-        if (rank > 0) {
-          if (d != defect::no_empty_wait) p.push_back({op::wait_empty, i});
-          p.push_back({op::store, i});
-          if (!(d == defect::missing_arrival && rank == split - 1 && i == 0)) p.push_back({op::arrive_full, i});
-        } else {
-          p.push_back({op::wait_full, i});
-          if (d == defect::early_empty_arrival) p.push_back({op::arrive_empty, i});
-          p.push_back({op::read, i});
-          if (d != defect::early_empty_arrival) p.push_back({op::arrive_empty, i});
+      programs.emplace_back();
+      for (int ct = 0; ct < threads; ++ct) {
+        std::vector<step> p;
+        if (ct == 0) p.push_back({op::init});
+        if (d != defect::no_start_sync) {
+          p.push_back({op::cluster_arrive, 0, 0});
+          p.push_back({op::cluster_wait, 0, 0});
         }
+        const auto consumers_sync = [&] {
+          p.push_back({op::bar_arrive});
+          p.push_back({op::bar_wait});
+        };
+        for (int i = 0; i < tiles; ++i) {
+          if (rank > 0) {
+            if (d != defect::no_empty_wait) p.push_back({op::wait_empty, i});
+            p.push_back({op::store, i});
+            if (d != defect::no_publish_sync) consumers_sync();
+            if (ct == 0 && !(d == defect::missing_arrival && rank == split - 1 && i == 0))
+              p.push_back({op::arrive_full, i});
+          } else {
+            p.push_back({op::wait_full, i});
+            if (d == defect::early_empty_arrival && ct == 0) p.push_back({op::arrive_empty, i});
+            p.push_back({op::read, i});
+            if (d != defect::no_gather_sync) consumers_sync();
+            if (d != defect::early_empty_arrival && ct == 0) p.push_back({op::arrive_empty, i});
+          }
+        }
+        if (d != defect::no_exit_sync) {
+          p.push_back({op::cluster_arrive, 0, 1});
+          p.push_back({op::cluster_wait, 0, 1});
+        }
+        p.push_back({op::exit});
+        programs.back().push_back(std::move(p));
       }
-      if (d != defect::no_exit_sync) {
-        p.push_back({op::cluster_arrive, 0, 1});
-        p.push_back({op::cluster_wait, 0, 1});
-      }
-      p.push_back({op::exit});
-      programs.push_back(std::move(p));
     }
   }
 
   void fail(const std::string& what) {
     if (error.empty()) error = what;
   }
+  static bool all_exited(const cta_state& c) {
+    for (const auto& t : c.threads)
+      if (!t.exited) return false;
+    return true;
+  }
+  static std::size_t z(int i) { return static_cast<std::size_t>(i); }
 
   // A remote store becoming visible in the leader's shared memory.
-  bool land(state& s, int rank, std::size_t k) {
-    const pending st = s.ctas[static_cast<std::size_t>(rank)].stores[k];
-    if (s.ctas[0].exited) {
+  bool land(state& s, std::vector<pending>& from, std::size_t k, int rank) {
+    const pending st = from[k];
+    if (all_exited(s.ctas[0])) {
       fail(fmt::format("rank {}'s store lands in the leader's shared memory after it exited", rank));
       return false;
     }
-    s.slots[static_cast<std::size_t>(st.slot)] = st.value;
-    auto& v = s.ctas[static_cast<std::size_t>(rank)].stores;
-    v.erase(v.begin() + static_cast<long>(k));
+    s.slots[z(st.slot)] = st.value;
+    from.erase(from.begin() + static_cast<long>(k));
     return true;
   }
-  bool flush(state& s, int rank) {
-    while (!s.ctas[static_cast<std::size_t>(rank)].stores.empty())
-      if (!land(s, rank, 0)) return false;
+  // A release by thread `ct` of CTA `rank`: its own stores and those ordered before it through the
+  // consumers' barrier become visible first.
+  bool release(state& s, int rank, int ct) {
+    cta_state& c = s.ctas[z(rank)];
+    while (!c.threads[z(ct)].stores.empty())
+      if (!land(s, c.threads[z(ct)].stores, 0, rank)) return false;
+    while (!c.ordered.empty())
+      if (!land(s, c.ordered, 0, rank)) return false;
     return true;
   }
 
-  // Runs CTA `rank`'s next step if it can; false when it is blocked (or done).
-  bool advance(state& s, int rank) {
-    cta_state& c = s.ctas[static_cast<std::size_t>(rank)];
-    const auto& prog = programs[static_cast<std::size_t>(rank)];
-    if (c.exited || c.pc >= static_cast<int>(prog.size())) return false;
-    const step& st = prog[static_cast<std::size_t>(c.pc)];
+  // Runs thread `ct` of CTA `rank` one step if it can; false when it is blocked (or done).
+  bool advance(state& s, int rank, int ct) {
+    cta_state& c = s.ctas[z(rank)];
+    thread_state& t = c.threads[z(ct)];
+    const auto& prog = programs[z(rank)][z(ct)];
+    if (t.exited || t.pc >= static_cast<int>(prog.size())) return false;
+    const step& st = prog[z(t.pc)];
     switch (st.what) {
       case op::init:
         c.initialized = true;
         break;
-      case op::cluster_arrive:
-        if (!flush(s, rank)) return true;
+      case op::cluster_arrive:  // barrier.cluster.arrive.release by every thread
+        if (!release(s, rank, ct)) return true;
         ++s.cluster_arrivals[st.barrier];
         break;
       case op::cluster_wait:
-        if (s.cluster_arrivals[st.barrier] < split) return false;
+        if (s.cluster_arrivals[st.barrier] < split * threads) return false;
         break;
       case op::wait_empty:  // try_wait.parity passes while the current phase has the other parity
         if ((static_cast<unsigned>(c.empty_completed) & 1u) == tt_split_empty_parity(st.tile)) return false;
         break;
       case op::store:
-        c.stores.push_back({rank - 1, partial(st.tile, rank)});
+        t.stores.push_back({(rank - 1) * threads + ct, partial(st.tile, rank, ct)});
+        break;
+      case op::bar_arrive:
+        t.bar_generation = c.bar_generation + 1;
+        if (++c.bar_arrived == threads) {  // all met: every store made before is ordered before what follows
+          c.bar_arrived = 0;
+          ++c.bar_generation;
+          for (auto& u : c.threads) {
+            c.ordered.insert(c.ordered.end(), u.stores.begin(), u.stores.end());
+            u.stores.clear();
+          }
+          std::sort(c.ordered.begin(), c.ordered.end());
+        }
+        break;
+      case op::bar_wait:
+        if (c.bar_generation < t.bar_generation) return false;
         break;
       case op::arrive_full:
-        if (d != defect::relaxed_arrival && !flush(s, rank)) return true;
-        if (s.ctas[0].exited) fail(fmt::format("rank {} arrives on the leader's barrier after it exited", rank));
+        if (d != defect::relaxed_arrival && !release(s, rank, ct)) return true;
+        if (all_exited(s.ctas[0])) fail(fmt::format("rank {} arrives on the leader's barrier after it exited", rank));
         if (!s.ctas[0].initialized) fail(fmt::format("rank {} arrives on the leader's barrier before its init", rank));
         if (++s.full_arrivals == split - 1) {
           s.full_arrivals = 0;
@@ -159,25 +233,27 @@ struct checker {
         if ((static_cast<unsigned>(s.full_completed) & 1u) == tt_split_full_parity(st.tile)) return false;
         break;
       case op::read:
-        for (int r = 1; r < split; ++r)
-          if (s.slots[static_cast<std::size_t>(r - 1)] != partial(st.tile, r))
-            fail(fmt::format("the leader reads slot {} of tile {} and finds {} (tile {}'s partial is {})", r - 1,
-                             st.tile, s.slots[static_cast<std::size_t>(r - 1)], st.tile, partial(st.tile, r)));
-        ++s.reduced;
+        for (int r = 1; r < split; ++r) {
+          const int got = s.slots[z((r - 1) * threads + ct)];
+          if (got != partial(st.tile, r, ct))
+            fail(fmt::format("leader thread {} reads rank {}'s part of tile {} and finds {} (the partial is {})", ct, r,
+                             st.tile, got, partial(st.tile, r, ct)));
+        }
+        ++s.reads;
         break;
       case op::arrive_empty:
         for (int r = 1; r < split; ++r) {
-          cta_state& peer = s.ctas[static_cast<std::size_t>(r)];
-          if (peer.exited) fail(fmt::format("the leader arrives on rank {}'s barrier after it exited", r));
+          cta_state& peer = s.ctas[z(r)];
+          if (all_exited(peer)) fail(fmt::format("the leader arrives on rank {}'s barrier after it exited", r));
           if (!peer.initialized) fail(fmt::format("the leader arrives on rank {}'s barrier before its init", r));
           ++peer.empty_completed;
         }
         break;
       case op::exit:
-        c.exited = true;
+        t.exited = true;
         break;
     }
-    ++c.pc;
+    ++t.pc;
     return true;
   }
 
@@ -186,34 +262,44 @@ struct checker {
     ++states;
     bool moved = false;
     for (int rank = 0; rank < split && error.empty(); ++rank) {
-      state next = s;
-      if (advance(next, rank)) {
-        moved = true;
-        explore(next);
+      for (int ct = 0; ct < threads && error.empty(); ++ct) {
+        state next = s;
+        if (advance(next, rank, ct)) {
+          moved = true;
+          explore(next);
+        }
+        // Any one of its pending stores may become visible next.
+        for (std::size_t k = 0; k < s.ctas[z(rank)].threads[z(ct)].stores.size() && error.empty(); ++k) {
+          state landed = s;
+          moved = true;
+          if (land(landed, landed.ctas[z(rank)].threads[z(ct)].stores, k, rank)) explore(landed);
+        }
       }
-      // Any one of its pending stores may become visible next.
-      for (std::size_t k = 0; k < s.ctas[static_cast<std::size_t>(rank)].stores.size() && error.empty(); ++k) {
+      for (std::size_t k = 0; k < s.ctas[z(rank)].ordered.size() && error.empty(); ++k) {
         state landed = s;
         moved = true;
-        if (land(landed, rank, k)) explore(landed);
+        if (land(landed, landed.ctas[z(rank)].ordered, k, rank)) explore(landed);
       }
     }
     if (moved || !error.empty()) return;
-    bool all_exited = true;
-    for (const auto& c : s.ctas) all_exited = all_exited && c.exited;
-    if (!all_exited) {
+    bool done = true;
+    for (const auto& c : s.ctas) done = done && all_exited(c);
+    if (!done) {
       std::string where;
-      for (int r = 0; r < split; ++r) where += fmt::format(" rank {} at step {};", r, s.ctas[static_cast<std::size_t>(r)].pc);
+      for (int r = 0; r < split; ++r)
+        for (int ct = 0; ct < threads; ++ct)
+          where += fmt::format(" rank {} thread {} at step {};", r, ct, s.ctas[z(r)].threads[z(ct)].pc);
       fail("stuck:" + where);
-    } else if (s.reduced != tiles) {
-      fail(fmt::format("all exited with {} of {} tiles reduced", s.reduced, tiles));
+    } else if (s.reads != tiles * threads) {
+      fail(fmt::format("all exited with {} of {} tile parts read", s.reads, tiles * threads));
     }
   }
 
   std::string run() {
     state s;
-    s.ctas.assign(static_cast<std::size_t>(split), cta_state{});
-    s.slots.assign(static_cast<std::size_t>(split - 1), -1);
+    s.ctas.assign(z(split), cta_state{});
+    for (auto& c : s.ctas) c.threads.assign(z(threads), thread_state{});
+    s.slots.assign(z((split - 1) * threads), -1);
     explore(s);
     return error;
   }
@@ -222,10 +308,14 @@ struct checker {
 }  // namespace
 
 TEST(wgmma_cluster_split_model, every_interleaving_reduces_every_tile) {
-  for (const auto& [split, tiles] : {std::pair{2, 4}, std::pair{4, 3}, std::pair{3, 3}}) {
-    checker c(split, tiles, defect::none);
-    EXPECT_EQ(c.run(), "") << split << " CTAs, " << tiles << " tiles";
-    std::printf("cluster split model: %d CTAs x %d tiles, %lld states\n", split, tiles, c.states);
+  struct shape {
+    int split, threads, tiles;
+  };
+  for (const shape& sh : {shape{2, 1, 4}, shape{4, 1, 3}, shape{3, 1, 3}, shape{2, 2, 3}, shape{3, 2, 2}}) {
+    checker c(sh.split, sh.threads, sh.tiles, defect::none);
+    EXPECT_EQ(c.run(), "") << sh.split << " CTAs of " << sh.threads << " threads, " << sh.tiles << " tiles";
+    std::printf("cluster split model: %d CTAs of %d threads x %d tiles, %lld states\n", sh.split, sh.threads, sh.tiles,
+                c.states);
     EXPECT_GT(c.states, 50);  // interleavings were explored, not one path
   }
 }
@@ -235,17 +325,21 @@ TEST(wgmma_cluster_split_model, planted_defects_are_caught) {
     defect d;
     const char* name;
     const char* finds;  // a word of the report
+    int split, threads;
   };
   const planted all[] = {
-      {defect::missing_arrival, "a peer that never arrives on full", "stuck"},
-      {defect::relaxed_arrival, "an arrival without release", "finds"},
-      {defect::no_empty_wait, "a peer that does not wait for its slot", "finds"},
-      {defect::early_empty_arrival, "a leader that frees the slots before reading", "finds"},
-      {defect::no_exit_sync, "an exit without the final cluster barrier", "exited"},
-      {defect::no_start_sync, "no cluster barrier after the barriers' init", "before its init"},
+      {defect::missing_arrival, "a peer that never arrives on full", "stuck", 3, 1},
+      {defect::relaxed_arrival, "an arrival without release", "finds", 3, 1},
+      {defect::no_empty_wait, "a peer that does not wait for its slot", "finds", 2, 1},
+      {defect::early_empty_arrival, "a leader that frees the slots before reading", "finds", 2, 1},
+      {defect::no_exit_sync, "an exit without the final cluster barrier", "exited", 3, 1},
+      {defect::no_start_sync, "no cluster barrier after the barriers' init", "before its init", 3, 1},
+      // The two barriers racecheck does not credit: without them the other threads' parts race.
+      {defect::no_publish_sync, "a peer's arrival before its other threads stored", "thread 1 reads", 2, 2},
+      {defect::no_gather_sync, "a leader that frees the slots before its other threads read", "thread 1 reads", 2, 2},
   };
   for (const planted& p : all) {
-    checker c(p.d == defect::no_empty_wait || p.d == defect::early_empty_arrival ? 2 : 3, 2, p.d);
+    checker c(p.split, p.threads, 2, p.d);
     const std::string r = c.run();
     EXPECT_NE(r.find(p.finds), std::string::npos) << p.name << ": " << (r.empty() ? "went unnoticed" : r);
     std::printf("%s: %s\n", p.name, r.c_str());
