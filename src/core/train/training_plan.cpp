@@ -58,18 +58,35 @@ std::int64_t largest_fitting_micro_batch(const batch_plan& plan, bool ckpt) {
 
 namespace {
 
+// The per-rank batches of the global batches nearest the asked one that the data-parallel ranks can
+// reach: the asked one's where they divide it, else the multiples of the ranks below and above it
+// (131 on 4 ranks: 32 and 33, for 128 and 132). Empty without --global-batch.
+std::vector<std::int64_t> nearest_per_rank_batches(const training_setup& s) {
+  if (!s.global_batch) return {};
+  const std::int64_t dp = std::max(1, data_parallel_degree(s)), below = *s.global_batch / dp;
+  if (*s.global_batch % dp == 0) return {below};
+  std::vector<std::int64_t> batches{below + 1};
+  if (below > 0) batches.push_back(below);
+  return batches;
+}
+
 // Powers of two up to twice the limit, the limit itself, the limit when accumulating (0: none) and,
-// with a per-GPU batch, its divisors.
-std::vector<std::int64_t> candidate_sizes(std::int64_t limit, std::int64_t per_gpu, std::int64_t accumulating_limit) {
+// with a per-GPU batch, the divisors of the per-rank batches of the nearest reachable global batches
+// (nearest_per_rank_batches). (Until 2026-12-04 only floor(global / ranks)'s divisors: 131 on 4 ranks
+// reaches 132 = 3 x 11 x 4, and micro-batch 3 was never planned: micro-batch 1 x 33 was recommended
+// at 72% of its samples/s.)
+std::vector<std::int64_t> candidate_sizes(std::int64_t limit, std::int64_t per_gpu, std::int64_t accumulating_limit,
+                                          const std::vector<std::int64_t>& per_rank_batches) {
   std::vector<std::int64_t> sizes;
   for (std::int64_t b = 1; b <= std::max<std::int64_t>(limit, 1) * 2 && b <= (1 << 20); b *= 2) sizes.push_back(b);
   if (limit > 0) sizes.push_back(limit);
   if (accumulating_limit > 0) sizes.push_back(accumulating_limit);
   if (per_gpu > 0) {
-    // No micro-batch beyond the per-GPU batch; its divisors reach the global batch exactly.
+    // No micro-batch beyond the per-GPU batch; the divisors reach those global batches exactly.
     std::erase_if(sizes, [&](std::int64_t b) { return b > per_gpu; });
-    for (std::int64_t b = 1; b <= std::min(per_gpu, limit); ++b)
-      if (per_gpu % b == 0) sizes.push_back(b);
+    for (const std::int64_t batch : per_rank_batches)
+      for (std::int64_t b = 1; b <= std::min(per_gpu, limit); ++b)
+        if (batch % b == 0) sizes.push_back(b);
   }
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -180,7 +197,7 @@ void add_candidates(batch_plan& plan, const candidate_inputs& in) {
       // Accumulating holds every gradient through the forward: its own largest micro-batch is smaller.
       const std::int64_t acc =
           in.per_gpu > 0 ? largest_fitting_batch(plan.memory, plan.memory_budget_bytes, ckpt, true) : 0;
-      sizes = candidate_sizes(limit, in.per_gpu, acc < in.per_gpu ? acc : 0);
+      sizes = candidate_sizes(limit, in.per_gpu, acc < in.per_gpu ? acc : 0, nearest_per_rank_batches(in.s));
     }
     for (std::int64_t b : sizes) plan.candidates.push_back(make_candidate(plan, in, b, ckpt));
   }

@@ -159,10 +159,12 @@ void add_model_notes(batch_plan& plan, const training_setup& s) {
 namespace {
 // A global batch that only slow micro-batches divide (a prime: only 1): what keeping it exactly
 // costs against a fast plan (within 5% of the fastest) whose micro-batch comes nearest to it, said
-// wherever the exact plan gives up more than 5% of the fastest's throughput.
+// wherever the exact plan gives up more than 5% of the fastest's throughput. Where the ranks cannot
+// reach it exactly, the same of the nearest global batch they reach, which the plan runs (131 on 4
+// ranks: 132, whose per-rank 33 only 1, 3, 11 and 33 divide; 297 on 8: 296, only micro-batch 1).
 void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   const auto& r = plan.candidates[*plan.recommended];
-  if (!s.global_batch || !r.exact_global_batch) return;
+  if (!s.global_batch) return;
   const std::int64_t asked = *s.global_batch;
   // Each fitting candidate at its own accumulation, the one whose global batch comes nearest the asked
   // one (micro_batches_per_step, a tie the larger), timed there. (Until 2026-12-04 the rows rounded down
@@ -180,17 +182,24 @@ void add_exact_batch_cost_note(batch_plan& plan, const training_setup& s) {
   if (fastest <= 1.05 * r.samples_per_s) return;
   const option* pick = nullptr;
   for (const auto& o : options) {
-    if (o.global == asked || o.samples_per_s < 0.95 * fastest) continue;
+    if (o.global == asked || o.global == r.effective_global_batch || o.samples_per_s < 0.95 * fastest) continue;
     const auto off = std::llabs(o.global - asked);
     if (!pick || off < std::llabs(pick->global - asked) ||
         (off == std::llabs(pick->global - asked) && o.samples_per_s > pick->samples_per_s))
       pick = &o;
   }
   if (!pick || pick->samples_per_s <= 1.05 * r.samples_per_s) return;
+  const std::string reached =
+      r.exact_global_batch
+          ? fmt::format("--global-batch {} is reached exactly at", asked)
+          : fmt::format(
+                "--global-batch {} is not reached exactly; the nearest global batch the ranks reach, {} "
+                "({:+.1f}%), runs at",
+                asked, r.effective_global_batch, 100.0 * (r.effective_global_batch - asked) / asked);
   plan.notes.push_back(fmt::format(
-      "--global-batch {} is reached exactly at {:.1f} samples/s at best (micro-batch {}, accumulation {}); a global "
-      "batch of {} ({:+.1f}%) runs {:.0f}% more samples/s: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
-      asked, r.samples_per_s, r.micro_batch, r.grad_accum_steps, pick->global, 100.0 * (pick->global - asked) / asked,
+      "{} {:.1f} samples/s at best (micro-batch {}, accumulation {}); a global batch of {} ({:+.1f}%) runs {:.0f}% "
+      "more samples/s: micro-batch {}{}, accumulation {} (about {:.1f} samples/s)",
+      reached, r.samples_per_s, r.micro_batch, r.grad_accum_steps, pick->global, 100.0 * (pick->global - asked) / asked,
       100.0 * (pick->samples_per_s / r.samples_per_s - 1), pick->c->micro_batch,
       pick->c->checkpointing ? " with checkpointing" : "", pick->accumulation, pick->samples_per_s));
 }
