@@ -104,7 +104,7 @@ TEST(wgmma_cluster_split, decode_spaces_offer_it_without_stream_k_and_plans_say_
     ++splits;
     EXPECT_FALSE(wgmma_stream_k(c)) << c.id();
     EXPECT_EQ(check_constraints(c, decode(16), d), std::nullopt) << c.id();
-    EXPECT_NE(family_named("wgmma")->untried_on_gpu(c, dtype::bf16).find("split-K inside a cluster"), std::string::npos);
+    EXPECT_EQ(family_named("wgmma")->untried_on_gpu(c, dtype::bf16), "");  // ran correct on an H200, 2026-12-04
   }
   EXPECT_EQ(splits, 8);  // the 64x128 and three swap-AB tiles, split 2 and 4
   for (const tile_config& c : problem_search_space(family_named("wgmma"), decode(4096), d))

@@ -81,7 +81,7 @@ TEST(wgmma_k_major_copies, the_id_json_source_and_launch_name_the_copies) {
   // One buffer per copy, counted once: the family's scratch and the launch's agree.
   EXPECT_EQ(scratch_bytes(l), a_bytes + b_bytes);
   EXPECT_EQ(wgmma_family().scratch_bytes(c, p, h100()), a_bytes + b_bytes);
-  EXPECT_NE(wgmma_family().untried_on_gpu(c, dtype::bf16).find("_kc"), std::string::npos);
+  EXPECT_EQ(wgmma_family().untried_on_gpu(c, dtype::bf16), "");  // the transposes ran correct on an H200, 2026-12-04
 }
 
 // The worker gets the launch as JSON: the prologue's kernels travel with it (entry, grid, block,

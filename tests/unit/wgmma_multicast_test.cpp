@@ -75,7 +75,7 @@ TEST(wgmma_multicast, plain_problems_of_two_or_more_m_tiles_get_cluster_copies) 
     ++copies;
     EXPECT_FALSE(wgmma_stream_k(c)) << c.id();
     EXPECT_NE(c.id().find("_cl2x1"), std::string::npos);
-    EXPECT_NE(family_named("wgmma")->untried_on_gpu(c, dtype::bf16).find("TMA multicast"), std::string::npos);
+    EXPECT_EQ(family_named("wgmma")->untried_on_gpu(c, dtype::bf16), "");  // ran correct on an H200, 2026-12-04
   }
   EXPECT_EQ(copies, 18);  // the 6 shapes at 3 stage counts
   gemm_problem decode = square();

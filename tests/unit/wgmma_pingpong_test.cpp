@@ -75,7 +75,7 @@ TEST(wgmma_pingpong, plain_problems_get_copies_without_stream_k) {
   for (const tile_config& c : problem_search_space(family_named("wgmma"), pingpong_square(dtype::tf32), d))
     tf32 += wgmma_pingpong(c);
   EXPECT_EQ(tf32, 6);
-  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(pp(128, 128), dtype::bf16), "ping-pong consumers (_pp)");
+  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(pp(128, 128), dtype::bf16), "");  // ran correct on an H200, 2026-12-04
 }
 
 }  // namespace

@@ -130,7 +130,9 @@ TEST(wgmma_swap_ab, the_launch_passes_b_first_and_the_sizes_exchanged) {
   EXPECT_EQ(parameter_named(const_cast<kernel_launch&>(plain), "M").value, 5);
 }
 
-TEST(wgmma_swap_ab, an_offline_plan_that_recommends_it_says_it_has_not_run) {
+// Swap-AB ran correct on an H200 (2026-12-04) and is the decode suite's pick there: an offline plan
+// that recommends it no longer says it has not run.
+TEST(wgmma_swap_ab, an_offline_plan_that_recommends_it_no_longer_says_it_has_not_run) {
   gemm_plan plan;
   plan.mode = plan_mode::predicted;
   variant_result v;
@@ -138,17 +140,7 @@ TEST(wgmma_swap_ab, an_offline_plan_that_recommends_it_says_it_has_not_run) {
   plan.variants.push_back(v);
   plan.recommended = 0;
   note_untried_recommendation(plan);
-  ASSERT_EQ(plan.notes.size(), 1u);
-  EXPECT_NE(plan.notes[0].find("swap-AB (_swab), which has not run on a GPU"), std::string::npos) << plan.notes[0];
-  // A measured plan ran it; a plain tile needs no note.
-  plan.notes.clear();
-  plan.mode = plan_mode::measured;
-  note_untried_recommendation(plan);
-  EXPECT_TRUE(plan.notes.empty());
-  plan.mode = plan_mode::predicted;
-  plan.variants[0].config = wgmma_tile(64, 128, 64, 1, 4);
-  note_untried_recommendation(plan);
-  EXPECT_TRUE(plan.notes.empty());
+  EXPECT_TRUE(plan.notes.empty()) << plan.notes[0];
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST(wgmma_tma_store, the_staging_replaces_the_classic_epilogues_and_is_1024_ali
   EXPECT_EQ(tt_staging_offset(0, 0), 0u);
   EXPECT_EQ(tt_staging_offset(1, 0), 128u + 16u);  // row 1: chunk 0 XOR 1
   EXPECT_EQ(tt_staging_offset(9, 3), 9u * 128 + ((3 ^ 9) & 7) * 16);
-  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(tmas(), dtype::bf16), "the TMA-store epilogue (_tmas)");
+  EXPECT_EQ(family_named("wgmma")->untried_on_gpu(tmas(), dtype::bf16), "");  // ran correct on an H200, 2026-12-04
 }
 
 // The kernel's layout and the launch's shared memory cannot drift apart: every variant's source

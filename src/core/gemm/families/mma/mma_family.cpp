@@ -123,19 +123,13 @@ class mma : public gemm_family {
     return mma_k_major_copies(c) ? k_major_prologue_launches(p) : 0;
   }
 
-  // tf32's operands are rounded in shared memory, half an ulp added and the low bits left to mma.sync
-  // (tt_tile_copier::round_landed), and A stored [k][m] is read in row pairs (tt_pair_row): checked on
-  // the CPU (emulation, every bit pattern, SASS), not yet run.
   // fp8's m16n8k32 fragments are the 16-bit types' bytes (the emulation runs them), on a GPU no
-  // session has had (Ada, GeForce Blackwell).
+  // session has had (Ada, GeForce Blackwell). tf32 rounded in shared memory and the copies (_kc) ran
+  // correct on an H200 (2026-12-04).
   std::string untried_on_gpu(const tile_config& c, dtype t) const override {
-    if (is_fp8(t))
-      return std::string("fp8 through mma.sync m16n8k32") + (mma_k_major_copies(c) ? " on K-major copies (_kc)" : "") +
-             (mma_rowwise_scales(c) ? ", rowwise scales in the epilogue (_rw)" : "");
-    const std::string copies = mma_k_major_copies(c) ? "copies padded to 16 bytes first (_kc)" : "";
-    if (t != dtype::tf32) return copies;
-    return std::string("tf32 operands rounded in shared memory (A along m read in row pairs)") +
-           (copies.empty() ? "" : " and " + copies);
+    if (!is_fp8(t)) return {};
+    return std::string("fp8 through mma.sync m16n8k32") + (mma_k_major_copies(c) ? " on K-major copies (_kc)" : "") +
+           (mma_rowwise_scales(c) ? ", rowwise scales in the epilogue (_rw)" : "");
   }
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
