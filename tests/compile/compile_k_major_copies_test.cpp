@@ -2,9 +2,11 @@
 // sm_90a, and e4m3 and e5m2_e4m3 mma variants (nn, tn) for sm_89, without spills; the cubin holds
 // the GEMM and its transposing pre-pass (tiletune_gemm_transpose). The GEMM is the nt kernel,
 // instruction for instruction (the copies change its tensor maps or pointers, not its code), and
-// the resources the compile reports are the GEMM's. The pre-pass moves each element once through shared memory: a barrier between the
-// tile's shared-memory stores and its loads, global loads and stores of the element's width
-// (32 bits for tf32, 8 for fp8), no local memory. Not yet run on a GPU.
+// the resources the compile reports are the GEMM's. The pre-pass's transpose moves each element once
+// through shared memory: a barrier between the tile's shared-memory stores and its loads, global loads
+// and stores of the element's width (32 bits for tf32, 8 for fp8); its padded row copy (a K-major
+// operand) two 16-byte loads and one 16-byte store a thread, or 16 bytes of elements at a row's end;
+// no local memory. Ran on an H200 (2026-12-04) but for the row copy, newer.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -37,14 +39,19 @@ std::string function_sass(const std::string& sass, const std::string& name) {
 
 // What is wrong with the pre-pass's SASS; empty when nothing is. `bits`: the element's width.
 std::string transpose_sass_problems(const std::string& sass, int bits) {
-  int sts = 0, lds = 0, ldg = 0, stg = 0, local = 0, other_width = 0;
+  int sts = 0, lds = 0, ldg = 0, stg = 0, ldg16 = 0, stg16 = 0, local = 0, other_width = 0;
   bool barrier_between = false, loaded_before_barrier = false;
   const std::string width = bits == 32 ? "" : fmt::format(".U{}", bits);
   for (std::string i : instructions(sass)) {
     if (i.rfind('@', 0) == 0) i = i.substr(i.find(' ') + 1);  // the predicate (the tile's bounds) off
     const bool is_ldg = i.rfind("LDG.E", 0) == 0, is_stg = i.rfind("STG.E", 0) == 0;
+    const std::string op = i.substr(0, i.find(' '));
+    if ((is_ldg || is_stg) && op.find(".128") != std::string::npos) {  // the row copy's 16 bytes
+      ldg16 += is_ldg;
+      stg16 += is_stg;
+      continue;
+    }
     if (is_ldg || is_stg) {
-      const std::string op = i.substr(0, i.find(' '));
       const bool right = bits == 32 ? op.find(".U") == std::string::npos && op.find(".64") == std::string::npos &&
                                           op.find(".128") == std::string::npos
                                     : op.find(width) != std::string::npos;
@@ -61,8 +68,14 @@ std::string transpose_sass_problems(const std::string& sass, int bits) {
     local += i.rfind("LDL", 0) == 0 || i.rfind("STL", 0) == 0;
   }
   std::string problems;
-  if (ldg != 4 || stg != 4 || sts != 4 || lds != 4)
-    problems += fmt::format(" {} LDG, {} STS, {} LDS, {} STG: not 4 each (4 elements a thread);", ldg, sts, lds, stg);
+  // The transpose: 4 elements a thread in and out. The row copy: a window's two 16-byte loads and one
+  // 16-byte store, or a row's last 16 bytes element by element (128 / bits loads).
+  if (ldg != 4 + 128 / bits || stg != 4 || sts != 4 || lds != 4)
+    problems += fmt::format(" {} LDG, {} STS, {} LDS, {} STG of {} bits: not 4 each (4 elements a thread) and {} loads "
+                            "(a row's last 16 bytes);",
+                            ldg, sts, lds, stg, bits, 128 / bits);
+  if (ldg16 != 2 || stg16 != 1)
+    problems += fmt::format(" {} 16-byte loads and {} stores: not a window's 2 and 1;", ldg16, stg16);
   if (!barrier_between || loaded_before_barrier) problems += " no barrier between the tile's stores and its loads;";
   if (other_width) problems += fmt::format(" {} global accesses not of {} bits;", other_width, bits);
   if (local) problems += fmt::format(" {} local-memory instructions;", local);

@@ -7,6 +7,7 @@
 #include "wgmma_emulation.hpp"
 
 #include "core/tune/perf_model.hpp"
+#include "core/tune/variant_ranking.hpp"
 #include "problem_spaces.hpp"
 
 using namespace tiletune;
@@ -68,7 +69,10 @@ TEST(wgmma_padded_copies, the_launch_pads_both_k_major_operands_and_maps_the_cop
     EXPECT_EQ(scalar(pre, "row"), 784);
     EXPECT_EQ(scalar(pre, "ld"), 777);  // the rows as stored
     EXPECT_EQ(scalar(pre, "matrix_stride"), (a ? 1000 : 3000) * 777);
-    EXPECT_EQ(pre.grid[1], (784 + 31) / 32);
+    // A row copy, not a transpose: one thread per 16 bytes of the copy, 256 a block.
+    EXPECT_EQ(pre.grid[0], ((a ? 1000 : 3000) * 784 * 2 / 16 + 255) / 256);
+    EXPECT_EQ(pre.grid[1], 1);
+    EXPECT_EQ(pre.grid[2], 2);
     EXPECT_NE(pre.parameters.at(1).meaning.find("zeros to 16 bytes"), std::string::npos);
   }
   ASSERT_EQ(l.tensor_maps.size(), 2u);
@@ -148,4 +152,26 @@ TEST(wgmma_padded_copies, planted_defects_are_caught) {
   defects operand;
   operand.copy_maps_operand = true;
   EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 5, operand), "") << "the maps on the operands, not the copies";
+}
+
+// The padded row copy is newer than the H200 run (2026-12-04): an offline plan recommending a copy of
+// an operand stored K-major in unaligned rows says it has not run; one whose copies are transposes
+// (tf32 nn, rows on 16 bytes) says nothing, those ran.
+TEST(wgmma_padded_copies, an_offline_plan_with_a_padded_row_copy_says_it_has_not_run) {
+  gemm_plan plan;
+  plan.mode = plan_mode::predicted;
+  variant_result v;
+  v.config = copies(wgmma_tile(128, 128, 64, 2, 4));
+  plan.variants.push_back(v);
+  plan.recommended = 0;
+  plan.problem = problem(1000, 3000, 777, 1, dtype::bf16, "nt");
+  note_untried_recommendation(plan);
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("the pre-pass's padded row copy (16 bytes a thread), which has not run on a GPU"),
+            std::string::npos)
+      << plan.notes[0];
+  plan.notes.clear();
+  plan.problem = problem(1000, 3000, 776, 1, dtype::tf32, "nn");  // transposes only
+  note_untried_recommendation(plan);
+  EXPECT_TRUE(plan.notes.empty()) << plan.notes[0];
 }

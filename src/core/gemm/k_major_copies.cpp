@@ -116,11 +116,19 @@ kernel_launch k_major_copy_launch(const gemm_problem& p, char operand, const k_m
   const std::string elem = element_c_type(a ? p.elements().a : p.elements().b);
   kernel_launch l;
   l.entry = fmt::format("{}{}", kernel_entry_name, kernel_prologue_suffix);
-  l.grid = {(cols + 31) / 32, (copy.row + 31) / 32, matrices};
   l.block = {32, 8, 1};
-  l.grid_rule = fmt::format("(ceil({} / 32), ceil({} / 32), {}): one block per 32 x 32 tile of {}'s copy", mn,
-                            copy.row == p.k ? "K" : "K padded to 16 bytes", p.grouped() && !a ? "groups" : "batch",
-                            name);
+  const char* const count = p.grouped() && !a ? "groups" : "batch";
+  if (copy.transposed) {
+    l.grid = {(cols + 31) / 32, (copy.row + 31) / 32, matrices};
+    l.grid_rule = fmt::format("(ceil({} / 32), ceil({} / 32), {}): one block per 32 x 32 tile of {}'s copy", mn,
+                              copy.row == p.k ? "K" : "K padded to 16 bytes", count, name);
+  } else {  // a padded row copy: 16 bytes a thread, 256 threads a block
+    const std::int64_t chunks = cols * copy.row * static_cast<std::int64_t>(element_bytes(p.type)) / 16;
+    l.grid = {(chunks + 255) / 256, 1, matrices};
+    l.grid_rule = fmt::format("(ceil({} x K padded to 16 bytes x {} bytes / 16 / 256), 1, {}): one thread per 16 "
+                              "bytes of {}'s copy",
+                              mn, element_bytes(p.type), count, name);
+  }
   kernel_parameter dst{fmt::format("{}_k_major", name), elem + "*", "pointer",
                        fmt::format("{}'s K-major copy, {} rows of {} elements (K{}) per matrix, one after another: "
                                    "this kernel writes it, the GEMM reads it",
