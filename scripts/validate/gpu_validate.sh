@@ -70,6 +70,7 @@
 #            timed against cuBLASLt (goal: within 1.3x of the K 50264 problem's time)
 #     all    = smoke verify bench tests
 #     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2):
+#            the padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), then
 #            the GPU tests but the two long correctness tests (the verify phases cover every variant),
 #            the tuning times, ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and
 #            PROFILE_VARIANT override) and on the decode tiles, then the benchmark suite (issue 39's
@@ -92,7 +93,7 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke tests tuning profile decodencu bench groupedtime "
+  phases=" smoke padded paddedtime tests tuning profile decodencu bench groupedtime "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s3_cl1x1_g8m}"
 fi
