@@ -129,16 +129,25 @@ TEST(compile_decode_tiles, cluster_split_k_copies_compile_and_the_sass_runs_the_
   const device_spec& d = find_preset("h100-sxm");
   const gemm_problem p = decode_problem(16);
   std::vector<compile_job> jobs;
-  for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d))
-    if (c.split_k > 1 && !check_constraints(c, p, d)) jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+  std::vector<bool> evict_first;
+  int with_evict_first = 0;
+  for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
+    if (c.split_k == 1 || check_constraints(c, p, d)) continue;
+    // Each split tile has an evict-first copy; the first one's compiled (the same kernel but for B's policy).
+    if (wgmma_evict_first_b(c) && with_evict_first++ > 0) continue;
+    jobs.push_back(make_compile_job(c, p.type, p.layout, d));
+    evict_first.push_back(wgmma_evict_first_b(c));
+  }
   std::string names;
   for (const auto& j : jobs) names += j.name + "; ";
-  ASSERT_EQ(jobs.size(), 8u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4
+  EXPECT_EQ(with_evict_first, 8) << names;
+  ASSERT_EQ(jobs.size(), 9u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4, and one with evict-first
   const auto results = compile_cleanly(jobs);
   const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i)
     if (results[i].ok) {
       EXPECT_EQ(cluster_split_sass_problems(listings[i]), "") << jobs[i].name;
+      EXPECT_EQ(evict_first_sass_problems(listings[i], evict_first[i]), "") << jobs[i].name;
     }
   // The check can fail: without the cluster barrier before the exit, one UCGABAR pair is left.
   compile_job planted = jobs.front();

@@ -96,17 +96,19 @@ TEST(wgmma_cluster_split, the_launch_is_clusters_of_s_over_the_tiles) {
   EXPECT_EQ(wgmma_smem_bytes(split(4), dtype::bf16), 1024 + (ring + 15) / 16 * 16 + 3 * 128 * 16 * 4 + 16);
 }
 
-TEST(wgmma_cluster_split, decode_spaces_offer_it_without_stream_k_and_plans_say_it_has_not_run) {
+TEST(wgmma_cluster_split, decode_spaces_offer_it_with_and_without_evict_first_and_not_with_stream_k) {
   const device_spec& d = find_preset("h100-sxm");
-  int splits = 0;
+  int splits = 0, evict_first = 0;
   for (const tile_config& c : problem_search_space(family_named("wgmma"), decode(16), d)) {
     if (c.split_k == 1) continue;
     ++splits;
+    evict_first += wgmma_evict_first_b(c);
     EXPECT_FALSE(wgmma_stream_k(c)) << c.id();
     EXPECT_EQ(check_constraints(c, decode(16), d), std::nullopt) << c.id();
     EXPECT_EQ(family_named("wgmma")->untried_on_gpu(c, dtype::bf16), "");  // ran correct on an H200, 2026-12-04
   }
-  EXPECT_EQ(splits, 8);  // the 64x128 and three swap-AB tiles, split 2 and 4
+  EXPECT_EQ(splits, 16);  // the 64x128 and three swap-AB tiles, split 2 and 4, with and without evict-first
+  EXPECT_EQ(evict_first, 8);
   for (const tile_config& c : problem_search_space(family_named("wgmma"), decode(4096), d))
     EXPECT_EQ(c.split_k, 1) << c.id();
 }
