@@ -49,9 +49,10 @@ TEST(wgmma_stream_k, copies_join_where_the_last_wave_leaves_the_grid_idle) {
   // Decode: 16 rows make 16-32 tiles on 132 SMs; every tile shape gets its copy, in one raster order.
   const auto decode = stream_k_copies(bf16_nt(16, 4096, 4096), d);
   // 6 block shapes x 3 stage counts, and the decode tiles (wgmma_space.hpp): 64x128 and three
-  // swap-AB shapes, each at 4 stages and the deepest ring, that with and without evict-first; and
-  // the TMA-store copies of the 18 (bf16, beta 0). Not ping-pong nor split-K: whole tiles only.
-  EXPECT_EQ(decode.size(), 18u + 12u + 18u);
+  // swap-AB shapes, each at 4 stages and the deepest ring, that with and without evict-first, and
+  // the 64- and 128-wide swap-AB tiles' deeper ring (16 and 12 stages) with evict-first; and the
+  // TMA-store copies of the 18 (bf16, beta 0). Not ping-pong nor split-K: whole tiles only.
+  EXPECT_EQ(decode.size(), 18u + 12u + 2u + 18u);
   for (const auto& c : decode) {
     EXPECT_EQ(c.raster_group, 8) << c.id();
     EXPECT_FALSE(c.raster_along_n) << c.id();

@@ -44,9 +44,9 @@ bool fits_shared_memory(const tile_config& c, dtype t, const device_spec& d) {
   return d.smem_per_block_optin_bytes <= 0 || wgmma_smem_bytes(c, t) <= d.smem_per_block_optin_bytes;
 }
 
-// The deepest ring of at most wgmma_decode_max_stages that fits the GPU's shared memory (0: none).
-int deepest_ring(tile_config c, dtype t, const device_spec& d) {
-  for (int stages = wgmma_decode_max_stages; stages >= 2; --stages) {
+// The deepest ring of at most `most` stages that fits the GPU's shared memory (0: none).
+int deepest_ring(tile_config c, dtype t, const device_spec& d, int most = wgmma_decode_max_stages) {
+  for (int stages = most; stages >= 2; --stages) {
     c.stages = stages;
     if (fits_shared_memory(c, t, d)) return stages;
   }
@@ -76,6 +76,13 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
       out.push_back(s);
     }
     set_wgmma_evict_first_b(c, true);
+    out.push_back(c);
+    // Swap-AB's narrow tiles hold a weights' stage in 9-17 KB: a ring of up to 16 keeps twice the
+    // bytes in flight (the H200's 1-32-row picks, 8 stages of 8x64 and 32x64, read at 50% of HBM).
+    if (!wgmma_swap_ab(c)) return;
+    const int deeper = deepest_ring(c, p.type, d, wgmma_decode_deeper_stages);
+    if (deeper <= c.stages) return;
+    c.stages = deeper;
     out.push_back(c);
   };
   add_rings(wgmma_tile(64, 128, bk, 1, 4));

@@ -22,7 +22,8 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 // tiles (wgmma_family.hpp): BM the smallest of 8, 16, 32, 64 that holds M, BN 64 and 128 (one
 // consumer) and 256 (two), each with 4 stages and the deepest ring; the deepest ring also with
 // evict-first on B (the weights, read once), and split 2 and 4 ways in a cluster, each with and
-// without evict-first.
+// without evict-first; the swap-AB tiles also with evict-first in the deepest ring of at most
+// wgmma_decode_deeper_stages, where that is deeper.
 // Problems of 16-bit C with beta 0 get the TMA-store copy (_tmas) of each default tile in the first
 // raster order (and, like every tile, its stream-K copy where the last wave idles).
 // Plain problems also get ping-pong copies (_pp) of 128x128 and 64x256 at 3-5 stages (with the
@@ -35,6 +36,7 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 inline constexpr std::int64_t wgmma_decode_max_rows = 128;
 inline constexpr std::int64_t wgmma_swap_ab_max_rows = 64;
 inline constexpr int wgmma_decode_max_stages = 8;
+inline constexpr int wgmma_decode_deeper_stages = 16;
 std::vector<tile_config> wgmma_problem_space(const gemm_problem& p, const device_spec& d);
 
 // The wgmma family's own named constraints (architecture, dtype, layout,
