@@ -70,10 +70,11 @@
 #            timed against cuBLASLt (goal: within 1.3x of the K 50264 problem's time)
 #     all    = smoke verify bench tests
 #     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2):
-#            the padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), then
-#            the GPU tests but the two long correctness tests (the verify phases cover every variant),
-#            the tuning times, ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and
-#            PROFILE_VARIANT override) and on the decode tiles, then the benchmark suite (issue 39's
+#            the padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), the
+#            decode tiles added since (split-K with evict-first, swap-AB's 12-16-stage rings) verified and
+#            the decode suite timed (decode, decodetime), then the GPU tests but the two long correctness tests (the verify phases cover every variant),
+#            ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT
+#            override) and on the decode tiles, the tuning times, then the benchmark suite (issue 39's
 #            one-clock recording) and the grouped timings
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
@@ -93,7 +94,7 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke padded paddedtime tests tuning profile decodencu bench groupedtime "
+  phases=" smoke padded paddedtime decode decodetime tests profile decodencu tuning bench groupedtime "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s3_cl1x1_g8m}"
 fi
