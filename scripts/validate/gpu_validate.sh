@@ -72,8 +72,8 @@
 #     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2):
 #            the padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), the
 #            decode tiles added since (split-K with evict-first, swap-AB's 12-16-stage rings) verified and
-#            the decode suite timed (decode, decodetime), then the GPU tests but the two long correctness tests (the verify phases cover every variant),
-#            ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT
+#            the decode suite timed (decode, decodetime), then the GPU tests but the two long correctness
+#            tests (the verify phases cover every variant), ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT
 #            override) and on the decode tiles, the tuning times, then the benchmark suite (issue 39's
 #            one-clock recording) and the grouped timings
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
