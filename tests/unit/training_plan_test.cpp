@@ -812,15 +812,21 @@ std::pair<double, std::int64_t> planned_micro_batch(training_setup s, std::int64
     }
   return {best, reached};
 }
+
+// Llama-3.2-1B at 2048 tokens on `world` H100s with --global-batch `global`.
+training_setup llama_1b_on(int world, std::int64_t global) {
+  auto s = plan_setup("llama-3.2-1b", 2048);
+  s.world_size = world;
+  s.global_batch = global;
+  return s;
+}
 }  // namespace
 
 // 131 on 4 ranks is not reachable; the nearest, 132, is 33 a rank, which micro-batch 3 divides (3 x 11 x 4)
 // and runs about 40% faster than micro-batch 1 x 33. Only floor(131 / 4) = 32's divisors were planned: micro-batch 1
 // was recommended. The recommendation is at least as fast as micro-batch 3's plan at the same global batch.
 TEST(plan, an_unreachable_global_batch_plans_the_micro_batches_its_nearest_reachable_one_needs) {
-  auto s = plan_setup("llama-3.2-1b", 2048);
-  s.world_size = 4;
-  s.global_batch = 131;
+  const auto s = llama_1b_on(4, 131);
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
   ASSERT_TRUE(plan.recommended);
   const auto& r = plan.candidates[*plan.recommended];
@@ -839,9 +845,7 @@ TEST(plan, an_unreachable_global_batch_plans_the_micro_batches_its_nearest_reach
 TEST(plan, no_micro_batch_reaching_the_planned_global_batch_runs_faster_than_the_recommendation) {
   for (const auto& [world, global] :
        {std::pair{1, 257}, std::pair{8, 100}, std::pair{8, 119}, std::pair{8, 297}, std::pair{4, 131}}) {
-    auto s = plan_setup("llama-3.2-1b", 2048);
-    s.world_size = world;
-    s.global_batch = global;
+    const auto s = llama_1b_on(world, global);
     const auto plan = plan_batch(s, find_preset("h100-sxm"));
     ASSERT_TRUE(plan.recommended) << world << " " << global;
     const auto& r = plan.candidates[*plan.recommended];
@@ -863,9 +867,7 @@ TEST(plan, no_micro_batch_reaching_the_planned_global_batch_runs_faster_than_the
 // says what it costs against the nearest fast one: 297 on 8 ranks runs 296 = 1 x 37 x 8 (37 is prime); 288 runs
 // about 46% more samples/s. It was said only where the asked one was reached exactly.
 TEST(plan, an_unreachable_global_batch_only_slow_plans_reach_says_what_it_costs) {
-  auto s = plan_setup("llama-3.2-1b", 2048);
-  s.world_size = 8;
-  s.global_batch = 297;
+  const auto s = llama_1b_on(8, 297);
   const auto plan = plan_batch(s, find_preset("h100-sxm"));
   ASSERT_TRUE(plan.recommended);
   const auto& r = plan.candidates[*plan.recommended];
@@ -903,9 +905,7 @@ TEST(plan, an_unreachable_global_batch_only_slow_plans_reach_says_what_it_costs)
   EXPECT_TRUE(found) << note;
   // A global batch the ranks cannot reach whose nearest a fast plan reaches gets no such note (131 on 4: 132 at
   // micro-batch 3, within 5% of the fastest).
-  s.world_size = 4;
-  s.global_batch = 131;
-  for (const auto& n : plan_batch(s, find_preset("h100-sxm")).notes)
+  for (const auto& n : plan_batch(llama_1b_on(4, 131), find_preset("h100-sxm")).notes)
     EXPECT_EQ(n.find("is not reached exactly;"), std::string::npos) << n;
 }
 
