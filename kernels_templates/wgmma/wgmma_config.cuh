@@ -5,6 +5,13 @@
 #ifndef TT_SWAP_AB
 #define TT_SWAP_AB 0
 #endif
+// TT_EVERY_THREAD_ARRIVES (1, `--kernel-debug racecheck` only): every consumer thread arrives where
+// one does (the stage ring's releases, split-K's publish and gather), the barriers' counts scaled to
+// match. The same order; what compute-sanitizer's racecheck is asked to confirm: it reported the
+// accesses a warp or CTA barrier ordered before one thread's release as races (H200, 2026-12-04).
+#ifndef TT_EVERY_THREAD_ARRIVES
+#define TT_EVERY_THREAD_ARRIVES 0
+#endif
 // K-major copies (TT_K_MAJOR_COPIES 1, wgmma_transpose.cuh): the GEMM reads the copies the pre-pass
 // made K-major of the operands the problem stores MN-major, so it runs as layout nt whatever
 // TT_A_T and TT_B_T say (they still say how the problem stores A and B: the pre-pass reads them).

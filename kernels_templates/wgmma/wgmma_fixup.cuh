@@ -22,7 +22,7 @@ __device__ __forceinline__ void tt_split_publish(float (*acc)[TT_KN / 2], unsign
                    "f"(acc[mi][v])
                    : "memory");
   tt_consumers_sync();
-  if (ct == 0) tt_mbar_arrive_remote_release(tt_map_to_rank(full_bar, 0));
+  if (TT_EVERY_THREAD_ARRIVES || ct == 0) tt_mbar_arrive_remote_release(tt_map_to_rank(full_bar, 0));
 }
 // The leader's fixup of its i-th tile: wait (acquire) for every peer's arrival, add the slots in
 // rank order, then, once every consumer thread has read, one remote arrival on each peer's `empty`.
@@ -38,7 +38,7 @@ __device__ __forceinline__ void tt_split_gather(float (*acc)[TT_KN / 2], const f
       for (int v = 0; v < TT_KN / 2; ++v)
         acc[mi][v] += slot[p * TT_KM * TT_KN + (mi * (TT_KN / 2) + v) * TT_CONSUMER_THREADS];
   tt_consumers_sync();
-  if (ct == 0)
+  if (TT_EVERY_THREAD_ARRIVES || ct == 0)
     for (int r = 1; r < TT_CLUSTER_SPLIT; ++r) tt_mbar_arrive_remote_release(tt_map_to_rank(empty_bar, r));
 }
 #endif

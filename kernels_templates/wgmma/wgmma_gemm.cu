@@ -38,10 +38,11 @@
 // Status: ran correct on an H100 (2026-11-23; every variant, odd shapes,
 // batch, alpha/beta, compute-sanitizer clean) at 0.93-1.00x cuBLASLt on large
 // bf16/f16/tf32 shapes (profiles/measured/h100-2026-11-23), and on an H200 (2026-11-26)
-// through the schedule; stream-K ran correct there too (smoke cases, memcheck, racecheck,
-// synccheck, every timed variant verified; profiles/measured/h200-2026-11-26). Not yet run on a
-// GPU (host emulation, model checks and compiles only): swap-AB, evict-first, split-K in a
-// cluster, the TMA-store epilogue, ping-pong, 2x1 multicast clusters and fp8 (its scales by TMA too).
+// through the schedule; stream-K ran correct there too (profiles/measured/h200-2026-11-26). Every
+// mechanism since (swap-AB, evict-first, split-K in a cluster, the TMA-store epilogue, ping-pong,
+// 2x1 multicast clusters, grouped, fp8 and its scales by TMA) ran correct on an H200 (2026-12-04,
+// profiles/measured/h200-2026-12-04-2; memcheck and synccheck clean, racecheck but for two reports
+// read as the tool's: TT_EVERY_THREAD_ARRIVES).
 // The kernel's parts, rendered before this file: wgmma_config.cuh (macros), wgmma_primitives.cuh
 // (PTX), wgmma_epilogue.cuh (the epilogues), wgmma_fixup.cuh (split-K and stream-K reductions).
 
@@ -163,7 +164,8 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     for (int s = 0; s < TT_STAGES; ++s) {
       tt_mbar_init(TT_FULL(s), tt_full_arrivals());                // the producer's expect_tx
       // one arrival per warp that reads it, in both CTAs with multicast
-      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_STAGE_READERS) * (TT_MULTICAST ? 2 : 1));
+      tt_mbar_init(TT_EMPTY(s), tt_empty_arrivals(TT_STAGE_READERS) * (TT_MULTICAST ? 2 : 1) *
+                                    (TT_EVERY_THREAD_ARRIVES ? 32 : 1));
     }
 #if TT_PINGPONG
     tt_mbar_init(turn_bar, 1);      // consumer 0's turn: consumer 1's arrival after each main loop
@@ -174,8 +176,9 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
     for (int b = 0; b < 2 * TT_CONSUMERS; ++b) tt_mbar_init(base + tt_smem_c_load_barrier_offset(layout) + 8 * b, 1);
 #endif
 #if TT_CLUSTER_SPLIT > 1
-    tt_mbar_init(split_full, TT_CLUSTER_SPLIT - 1);  // each peer's arrival
-    tt_mbar_init(split_empty, 1);                    // the leader's
+    // each peer's arrival, and the leader's (every consumer thread's with TT_EVERY_THREAD_ARRIVES)
+    tt_mbar_init(split_full, (TT_CLUSTER_SPLIT - 1) * (TT_EVERY_THREAD_ARRIVES ? TT_CONSUMER_THREADS : 1));
+    tt_mbar_init(split_empty, TT_EVERY_THREAD_ARRIVES ? TT_CONSUMER_THREADS : 1);
 #endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -427,7 +430,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
         // 0 hands the stage back: racecheck found the producer's next bulk copy racing them (H200).
         __syncwarp();
 #endif
-        if (release >= 0 && lane == 0) TT_RELEASE(release);
+        if (release >= 0 && (TT_EVERY_THREAD_ARRIVES || lane == 0)) TT_RELEASE(release);
         phase = tt_ring_advance(stage, phase, TT_STAGES);
       }
 #if TT_PINGPONG
@@ -437,7 +440,7 @@ tiletune_gemm(const __grid_constant__ tt_tensor_map tmap_a,
       tt_wgmma_wait<0>();
       TT_FENCE_ACCUMULATORS();
       const int last = tt_release_at_tile_end(prev);
-      if (last >= 0 && lane == 0) TT_RELEASE(last);
+      if (last >= 0 && (TT_EVERY_THREAD_ARRIVES || lane == 0)) TT_RELEASE(last);
       if (u.k_end == u.k_begin) {
 #pragma unroll
         for (int mi = 0; mi < TT_MI; ++mi)

@@ -68,9 +68,14 @@
 #            e4m3 nt K 407 verified on every variant (both families: mma's element-wise twins too),
 #            memcheck on one of each family, then 4096x768x50257 bf16 (GPT-2's lm_head backward)
 #            timed against cuBLASLt (goal: within 1.3x of the K 50264 problem's time)
+#     racecheck racecheck on the two kernels it reported on 2026-12-04 (split-K in a cluster with swap-AB,
+#            fp8 block scales by TMA), the release build and the one where every consumer thread makes the
+#            mbarrier arrivals one thread makes (--kernel-debug racecheck): hazards only in the first are
+#            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
 #     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2):
-#            the padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), the
+#            racecheck's two reports against the build where every thread arrives (racecheck), the
+#            padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), the
 #            decode tiles added since (split-K with evict-first, swap-AB's 12-16-stage rings) verified and
 #            the decode suite timed (decode, decodetime), then the GPU tests but the two long correctness
 #            tests (the verify phases cover every variant), ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT
@@ -94,7 +99,7 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke padded paddedtime decode decodetime tests profile decodencu tuning bench groupedtime "
+  phases=" smoke racecheck padded paddedtime decode decodetime tests profile decodencu tuning bench groupedtime "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s3_cl1x1_g8m}"
 fi
@@ -531,6 +536,12 @@ phase_decode() {
         --k 1024 --verify-only --no-db --only wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab
       sanitizer_verdict "$out/decode-$tool.txt"
     done
+    # The same with every consumer thread making the arrivals one thread makes (--kernel-debug
+    # racecheck): no hazard left says the 2026-12-04 report was racecheck's, not the kernel's.
+    step "decode racecheck, every thread arrives" 120 "$out/decode-racecheck-every-thread.txt" "${san[@]}" \
+      --tool racecheck "$bin" gemm --m 16 --n 512 --k 1024 --verify-only --no-db --kernel-debug racecheck \
+      --only wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab
+    sanitizer_verdict "$out/decode-racecheck-every-thread.txt"
     # ping-pong consumers with the TMA-store epilogue (C read by TMA: beta 0.5), and multicast
     for c in "memcheck racecheck wgmma_128x128x64_c2_s3_cl1x1_g8m_tmas_pp" \
              "synccheck racecheck wgmma_64x256x64_c1_s4_cl2x1_g8m"; do
@@ -626,6 +637,10 @@ phase_fp8() {
         --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts
       sanitizer_verdict "$out/fp8-$tool.txt"
     done
+    step "fp8 racecheck, every thread arrives" 120 "$out/fp8-racecheck-every-thread.txt" "${san[@]}" --tool racecheck \
+      "$bin" gemm --m 256 --n 400 --k 1024 --dtype e4m3 --scaling block --verify-only --no-db --kernel-debug racecheck \
+      --only wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts
+    sanitizer_verdict "$out/fp8-racecheck-every-thread.txt"
   fi
   # Fast accumulation (_fa) against the bound it states, at the K where it matters.
   step "fp8 verify fast accumulation K 16384" 120 "$out/fp8-verify-fa.txt" "$bin" gemm --m 512 --n 1024 \
@@ -668,6 +683,23 @@ phase_kctime() {
   for dt in tf32 e4m3; do
     step "kc time $dt nn 4096" 200 "$out/kc-time-$dt.txt" "$bin" gemm --m 4096 --n 4096 --k 4096 --dtype "$dt" \
       --layout nn --no-db --budget-s 180 --out "$out/kc-time-$dt.json"
+  done
+}
+# racecheck's two reports of 2026-12-04 against the racecheck build (--kernel-debug racecheck), alone.
+phase_racecheck() {
+  command -v compute-sanitizer >/dev/null || { say "racecheck: no compute-sanitizer here"; return 0; }
+  for c in "16 512 1024 bf16 none wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab" \
+    "256 400 1024 e4m3 block wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts"; do
+    read -r m n k dt sc id <<<"$c"
+    local scaling=()
+    [ "$sc" != none ] && scaling=(--scaling "$sc")
+    for build in release racecheck; do
+      local debug=(--kernel-debug lineinfo)
+      [ "$build" = racecheck ] && debug=(--kernel-debug racecheck)
+      step "racecheck $id ($build build)" 120 "$out/racecheck-$build-$id.txt" "${san[@]}" --tool racecheck "$bin" gemm \
+        --m "$m" --n "$n" --k "$k" --dtype "$dt" "${scaling[@]}" --verify-only --no-db "${debug[@]}" --only "$id"
+      sanitizer_verdict "$out/racecheck-$build-$id.txt"
+    done
   done
 }
 phase_padded() {

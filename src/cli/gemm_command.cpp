@@ -174,8 +174,10 @@ void add_compile_options(CLI::App* cmd, gemm_options* o) {
   cmd->add_option("--cache-dir", o->compile.cache_dir,
                   "Compiled-kernel cache (default: $XDG_CACHE_HOME/tiletune or ~/.cache/tiletune)");
   cmd->add_option("--kernel-debug", o->compile.kernel_debug,
-                  "Build the kernels for cuda-gdb and compute-sanitizer: lineinfo (source lines, the same code) or "
-                  "full (-G, unoptimized); such runs stay out of the tuning database");
+                  "Build the kernels for cuda-gdb and compute-sanitizer: lineinfo (source lines, the same code), "
+                  "full (-G, unoptimized) or racecheck (lineinfo, and every consumer thread makes the mbarrier "
+                  "arrivals one thread makes, for racecheck to judge each access by its own release); such runs "
+                  "stay out of the tuning database");
   cmd->add_flag("--no-cache", o->compile.no_cache, "Compile every variant afresh and store nothing");
   cmd->add_flag("--compile-all", o->compile.compile_all,
                 "Offline plans: compile every variant, rasterization copies and those the model bounds out of the "

@@ -192,3 +192,34 @@ TEST(compile_decode_tiles, the_swap_ab_sass_check_catches_a_kernel_that_is_not_s
   // The evict-first check fails on a kernel without the policy.
   EXPECT_NE(evict_first_sass_problems(disassemble(g.cubin, "swapped"), true), "");
 }
+
+// `--kernel-debug racecheck` (TT_EVERY_THREAD_ARRIVES): the two kernels racecheck flagged on the H200
+// (2026-12-04), split-K in a cluster with swap-AB and fp8 block scales copied by TMA, compile with
+// every consumer thread making the arrivals one makes: cleanly (no spills, no local memory, no
+// ptxas warning) and into other code than the release build's (the macro reaches the kernel).
+TEST(compile_decode_tiles, the_racecheck_build_of_the_flagged_kernels_compiles_cleanly) {
+  const device_spec& d = find_preset("h100-sxm");
+  gemm_problem fp8 = decode_problem(256);
+  fp8.n = 400;
+  fp8.k = 1024;
+  fp8.type = dtype::e4m3;
+  fp8.scaling = scaling_mode::block;
+  std::vector<compile_job> jobs;
+  for (const auto& [p, id] : {std::pair{decode_problem(16), "wgmma_16x128x64_c1_s8_cl1x1_g8m_k2_swab"},
+                              std::pair{fp8, "wgmma_64x192x128_c1_s4_cl1x1_g8m_p1_blk_ts"}}) {
+    const std::vector<tile_config> space = problem_search_space(family_named("wgmma"), p, d);
+    const auto c = std::find_if(space.begin(), space.end(), [&](const tile_config& t) { return t.id() == id; });
+    ASSERT_NE(c, space.end()) << id;
+    ASSERT_EQ(check_constraints(*c, p, d), std::nullopt) << id;
+    jobs.push_back(make_compile_job(*c, p.type, p.layout, d));
+    jobs.push_back(jobs.back());
+    for (const std::string& o : kernel_debug_options("racecheck")) jobs.back().options.push_back(o);
+    jobs.back().name += " (racecheck)";
+  }
+  const auto results = compile_cleanly(jobs);
+  const std::vector<std::string> listings = sass_of(jobs, results);
+  for (std::size_t i = 0; i < jobs.size(); i += 2) {
+    ASSERT_TRUE(results[i].ok && results[i + 1].ok) << jobs[i].name;
+    EXPECT_NE(instructions(listings[i]), instructions(listings[i + 1])) << jobs[i].name;
+  }
+}

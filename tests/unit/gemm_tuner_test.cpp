@@ -264,15 +264,19 @@ TEST(gemm_tuner, kernel_debug_builds_every_variant_with_its_option) {
   EXPECT_TRUE(kernel_debug_options("").empty());
   EXPECT_EQ(kernel_debug_options("lineinfo"), std::vector<std::string>{"-lineinfo"});
   EXPECT_EQ(kernel_debug_options("full"), std::vector<std::string>{"-G"});
+  EXPECT_EQ(kernel_debug_options("racecheck"), (std::vector<std::string>{"-lineinfo", "-DTT_EVERY_THREAD_ARRIVES=1"}));
   EXPECT_THROW(kernel_debug_options("-G"), usage_error);
-  for (const char* level : {"lineinfo", "full"}) {
+  for (const char* level : {"lineinfo", "full", "racecheck"}) {
     tuner_replay_compiler c;
     plan_options o;
     o.kernel_debug = level;
     const gemm_plan plan = plan_gemm(tuner_problem(256, 256, 256, dtype::bf16), find_preset("h100-sxm"), c, o);
     ASSERT_FALSE(c.options_seen.empty());
-    for (const auto& opts : c.options_seen)
-      EXPECT_EQ(opts.back(), kernel_debug_options(level).front()) << level;
+    const std::vector<std::string> want = kernel_debug_options(level);
+    for (const auto& opts : c.options_seen) {
+      ASSERT_GE(opts.size(), want.size()) << level;
+      EXPECT_EQ(std::vector<std::string>(opts.end() - static_cast<long>(want.size()), opts.end()), want) << level;
+    }
     EXPECT_NE(plan.notes.front().find("debugging"), std::string::npos);
   }
 }

@@ -33,8 +33,12 @@ std::vector<std::string> kernel_debug_options(const std::string& level) {
   if (level.empty()) return {};
   if (level == "lineinfo") return {"-lineinfo"};
   if (level == "full") return {"-G"};
-  throw usage_error(fmt::format("--kernel-debug {} is invalid: lineinfo (source lines, the same code) or full "
-                                "(-G, unoptimized)",
+  // For compute-sanitizer's racecheck: every consumer thread makes the mbarrier arrivals one thread
+  // makes (wgmma_config.cuh, TT_EVERY_THREAD_ARRIVES): the same order, each access its own release.
+  if (level == "racecheck") return {"-lineinfo", "-DTT_EVERY_THREAD_ARRIVES=1"};
+  throw usage_error(fmt::format("--kernel-debug {} is invalid: lineinfo (source lines, the same code), full "
+                                "(-G, unoptimized) or racecheck (lineinfo, and every thread makes the barrier "
+                                "arrivals one thread makes)",
                                 level));
 }
 
@@ -88,7 +92,7 @@ gemm_plan plan_gemm(const gemm_problem& p, const device_spec& d, kernel_compiler
   const std::vector<std::string> debug_options = kernel_debug_options(options.kernel_debug);
   if (!debug_options.empty())
     plan.notes.push_back(fmt::format("kernels built for debugging ({}): their speed is not the release build's",
-                                     debug_options.front()));
+                                     fmt::join(debug_options, " ")));
   for (kernel_family f : families_for(p.type)) {
     for (const tile_config& c : problem_search_space(f, p, d)) {
       if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), c.id()) == options.only.end())
