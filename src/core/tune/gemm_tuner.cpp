@@ -33,8 +33,8 @@ std::vector<std::string> kernel_debug_options(const std::string& level) {
   if (level.empty()) return {};
   if (level == "lineinfo") return {"-lineinfo"};
   if (level == "full") return {"-G"};
-  // For compute-sanitizer's racecheck: every consumer thread makes the mbarrier arrivals one thread
-  // makes (wgmma_config.cuh, TT_EVERY_THREAD_ARRIVES): the same order, each access its own release.
+  // For compute-sanitizer's racecheck: every thread makes the mbarrier arrivals one thread makes, in
+  // the kernels that define what TT_EVERY_THREAD_ARRIVES does: the same order, each access its own release.
   if (level == "racecheck") return {"-lineinfo", "-DTT_EVERY_THREAD_ARRIVES=1"};
   throw usage_error(fmt::format("--kernel-debug {} is invalid: lineinfo (source lines, the same code), full "
                                 "(-G, unoptimized) or racecheck (lineinfo, and every thread makes the barrier "
