@@ -90,6 +90,12 @@ struct tt_pad_chunk {
   int kind;
   int elements;      // tt_pad_elements: the chunk's elements within K (the rest zeros)
 };
+// The source's bytes a padded copy may read: from its first element to the last row's K-th of the
+// last matrix (what tt_pad_plan's windows must stay within).
+TT_HOST_DEVICE long long tt_pad_source_bytes(int matrices, long long matrix_stride, int cols, long long ld, int rows,
+                                             int eb) {
+  return ((long long)(matrices - 1) * matrix_stride + (long long)(cols - 1) * ld + rows) * eb;
+}
 TT_HOST_DEVICE tt_pad_chunk tt_pad_plan(unsigned g, int bz, int rows, int cols, long long ld, long long matrix_stride,
                                         int row, int eb, int base_misalign, long long src_extent) {
   tt_pad_chunk c;
@@ -134,8 +140,8 @@ extern "C" __global__ void __launch_bounds__(TT_XPOSE_TILE * TT_XPOSE_THREAD_ROW
   __shared__ tt_xpose_t tile[TT_XPOSE_TILE * TT_XPOSE_PITCH];
   const int tx = threadIdx.x, ty = threadIdx.y;
   if (k_major) {  // the launch's, uniform: a padded row copy, no barrier below is reached
-    const long long extent = ((long long)(gridDim.z - 1) * matrix_stride + (long long)(cols - 1) * ld + rows) *
-                             (long long)sizeof(tt_xpose_t);
+    const long long extent =
+        tt_pad_source_bytes((int)gridDim.z, matrix_stride, cols, ld, rows, (int)sizeof(tt_xpose_t));
     const tt_pad_chunk c = tt_pad_plan(blockIdx.x * TT_PAD_CHUNKS_PER_BLOCK + ty * TT_XPOSE_TILE + tx, blockIdx.z,
                                        rows, cols, ld, matrix_stride, row, (int)sizeof(tt_xpose_t),
                                        (int)((unsigned long long)src & 15), extent);

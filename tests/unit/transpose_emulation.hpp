@@ -38,8 +38,8 @@ inline void emulate_padded_rows(const kernel_launch& l, int eb, int rows, int co
                                 std::vector<std::string>& errors) {
   const auto base = reinterpret_cast<std::uintptr_t>(src.data());
   const int misalign = static_cast<int>(base & 15);
-  const long long extent = (static_cast<long long>(l.grid[2] - 1) * matrix_stride +
-                            static_cast<long long>(cols - 1) * ld + rows) * eb;
+  const long long extent =
+      tt_pad_source_bytes(static_cast<int>(l.grid[2]), matrix_stride, cols, ld, rows, eb);
   const auto size = static_cast<long long>(src.size());
   auto read = [&](long long at, int bytes, void* to) {  // `at` from the source pointer
     if (at < 0 || at + bytes > size) {
