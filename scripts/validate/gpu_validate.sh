@@ -19,7 +19,8 @@
 #            the results table of docs/benchmarks.md in OUT_DIR/results_table.md), and
 #            issue 39's leave-one-out figures of the offline pick on this run
 #            (db calibrate: OUT_DIR/leave-one-out.txt and .json)
-#     tests  the GPU tests once; tests2: twice, each with an empty tiletune cache
+#     tests  the repeat-compile check, then the GPU tests once; gputests: the tests alone; tests2: twice,
+#            each with an empty tiletune cache
 #     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt (PROFILE_VARIANT, default
 #            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
 #     decodencu ncu (speed of light, occupancy, warp states, scheduler, memory) of the decode picks of
@@ -45,6 +46,7 @@
 #            uniform and zipf:1.2) and a DeepSeek-shaped masked decode (256 experts, 64 tokens, top-8)
 #            timed against the loop of cuBLASLt GEMMs per group
 #     decode the decode tiles (swap-AB, evict-first, split-K in a cluster) and the TMA-store epilogue
+#            (decodeverify: the verification alone; decodesan: the sanitizers alone)
 #            (200x136x1280 batch 3, beta 0; 5x1000x776 batch 2, beta 0.5: C loaded by TMA): shapes verified,
 #            compute-sanitizer on a split-K swap-AB variant, the decode suite timed exhaustively
 #     fp8    fp8 (issue 35), first run: every e4m3/e5m2 variant verified on odd shapes with each
@@ -73,14 +75,15 @@
 #            mbarrier arrivals one thread makes (--kernel-debug racecheck): hazards only in the first are
 #            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
-#     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2):
-#            racecheck's two reports against the build where every thread arrives (racecheck), the
-#            padded copies' new row kernel verified, sanitized and timed (padded, paddedtime), the
-#            decode tiles added since (split-K with evict-first, swap-AB's 12-16-stage rings) verified and
-#            the decode suite timed (decode, decodetime), then the GPU tests but the two long correctness
-#            tests (the verify phases cover every variant), ncu on the 4096x768x50264 pick (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT
-#            override) and on the decode tiles, the tuning times, then the benchmark suite (issue 39's
-#            one-clock recording) and the grouped timings
+#     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2),
+#            in the order of its worth: the benchmark suite first (issue 39's recording at one clock, from
+#            which the CPU work of the session goes on), the padded copies' new row kernel verified,
+#            sanitized and timed (padded, paddedtime), the decode tiles added since (split-K with
+#            evict-first, swap-AB's 12-16-stage rings) verified (decodeverify), racecheck's two reports
+#            against the build where every thread arrives (racecheck), the GPU tests but the two long
+#            correctness tests (the verify phases cover every variant), ncu on the 4096x768x50264 pick
+#            (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT override), the decode suite timed,
+#            ncu on the decode tiles, the tuning times and the grouped timings
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
@@ -99,7 +102,7 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke racecheck padded paddedtime decode decodetime tests profile decodencu tuning bench groupedtime "
+  phases=" smoke bench padded paddedtime decodeverify racecheck gputests profile decodetime decodencu tuning groupedtime "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s3_cl1x1_g8m}"
 fi
@@ -404,6 +407,7 @@ print('  ' + str(collections.Counter(v['status'] for v in j['variants'])))" "$ou
   done
 }
 phase_tests() { repeat_compile; gpu_tests ""; }
+phase_gputests() { gpu_tests ""; }  # the GPU tests alone, without the repeat-compile check
 phase_tests2() { gpu_tests "-1"; gpu_tests "-2"; }
 
 phase_profile() {
@@ -521,15 +525,21 @@ phase_groupedtime() {
     --top-k 8 --n 4096 --k 7168 --group-layout masked --no-db --budget-s 100 --out "$out/grouped-deepseek-decode.json"
 }
 phase_decode() {
-  # The decode tiles (issue 34), first run: swap-AB, evict-first and split-K in a cluster checked on
-  # few rows (--verify-only, every variant), compute-sanitizer on one split-K swap-AB variant, then
-  # the decode suite timed exhaustively (every decode tile against cuBLASLt, back to back).
+  # The decode tiles (issue 34): swap-AB, evict-first and split-K in a cluster checked on few rows
+  # (--verify-only, every variant), then compute-sanitizer on one split-K swap-AB variant, ping-pong
+  # with the TMA-store epilogue and multicast.
+  phase_decodeverify
+  phase_decodesan
+}
+phase_decodeverify() {
   for shape in "1 200 136 1 0" "5 1000 776 2 0.5" "64 4096 1024 1 0" "200 136 1280 3 0"; do
     read -r m n k b beta <<<"$shape"
     step "decode verify ${m}x${n}x${k}" 120 "$out/decode-verify-$m.txt" "$bin" gemm --m "$m" --n "$n" --k "$k" \
       --batch "$b" --beta "$beta" --alpha 1.5 --verify-only --no-db --variant-timeout 10 --out "$out/decode-verify-$m.json"
     tally "$out/decode-verify-$m.json"
   done
+}
+phase_decodesan() {
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
       step "decode $tool" 120 "$out/decode-$tool.txt" "${san[@]}" --tool "$tool" "$bin" gemm --m 16 --n 512 \
