@@ -92,7 +92,10 @@ TEST(gpu, wgmma_variants_are_correct_on_partial_tiles) {
             const std::string id = v["id"];
             if (id.rfind("wgmma_", 0) != 0) continue;
             const std::string status = v["status"];
-            if (status == "pruned" && v.value("constraint", std::string()) == "shared_memory") continue;
+            // Pruned where the tile does not fit or the split has fewer k-tiles than parts (K 136: k4 on
+          // 64-deep tiles; the H200 run of 2026-12-04 counted those 32 as failures).
+          const std::string constraint = v.value("constraint", std::string());
+          if (status == "pruned" && (constraint == "shared_memory" || constraint == "split_k")) continue;
             EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << s[0] << "x" << s[1] << "x" << s[2]
                                     << " batch " << s[3] << " beta " << beta << " " << id << ": "
                                     << v.value("reason", std::string());
@@ -160,7 +163,10 @@ TEST(gpu, swap_ab_variants_are_correct_on_few_rows) {
                                         (id.rfind("wgmma_", 0) == 0 && (id.find("_k2") != std::string::npos ||
                                                                         id.find("_k4") != std::string::npos));
           if (!decode_mechanism) continue;
-          if (status == "pruned" && v.value("constraint", std::string()) == "shared_memory") continue;
+          // Pruned where the tile does not fit or the split has fewer k-tiles than parts (K 136: k4 on
+          // 64-deep tiles; the H200 run of 2026-12-04 counted those 32 as failures).
+          const std::string constraint = v.value("constraint", std::string());
+          if (status == "pruned" && (constraint == "shared_memory" || constraint == "split_k")) continue;
           EXPECT_EQ(status, "ok") << dtype << " " << layout << " " << s[0] << "x" << s[1] << "x" << s[2] << " batch "
                                   << s[3] << " " << id << ": " << v.value("reason", std::string());
           ++checked;

@@ -63,15 +63,7 @@ void note_untried_recommendation(gemm_plan& plan) {
   if (!plan.recommended || plan.mode == plan_mode::measured) return;
   const tile_config& c = plan.variants[*plan.recommended].config;
   if (!c.family.impl) return;
-  std::string what = c.family->untried_on_gpu(c, plan.problem.type);
-  // The pre-pass's padded row copy of an operand stored K-major in rows off 16 bytes (2026-12-04,
-  // after the H200 run, which timed the transposing kernel doing that copy).
-  const auto row_copy = [&](char operand) {
-    const k_major_copy k = k_major_copy_of(plan.problem, operand);
-    return k.bytes > 0 && !k.transposed;
-  };
-  if (c.family->prologue_launches(c, plan.problem) > 0 && (row_copy('a') || row_copy('b')))
-    what += std::string(what.empty() ? "" : " and ") + "the pre-pass's padded row copy (16 bytes a thread)";
+  const std::string what = c.family->untried_on_gpu(c, plan.problem.type);
   if (!what.empty())
     plan.notes.push_back(fmt::format("the recommended {} uses {}, which has not run on a GPU yet: its figure is "
                                      "the model's, and a run on the GPU is owed before it is trusted",

@@ -190,10 +190,10 @@ class wgmma : public gemm_family {
   // only after wgmma.wait_group 1 (tt_release_after_commit). Three stages leave one k-tile in
   // flight: measured 2-15% slower than four on the 128x256 tiles, 40-60% on 128x128 (H100, H200).
   int tiles_in_flight(const tile_config& c) const override { return std::max(1, c.stages - 2); }
-  // Every mechanism ran correct on an H200 (2026-12-04, profiles/measured/h200-2026-12-04-2: swap-AB,
-  // evict-first, split-K in a cluster, grouped, the TMA-store epilogue, ping-pong, multicast, fp8 with
-  // promotion, fast accumulation and each scaling, scales by TMA, the copies): nothing is untried but
-  // the padded row copy of a K-major operand, which core notes from the problem (variant_ranking.cpp).
+  // Every mechanism ran correct on an H200 (2026-12-04, profiles/measured/h200-2026-12-04-2 and -3:
+  // swap-AB, evict-first, split-K in a cluster and with evict-first, 12-16-stage rings, grouped, the
+  // TMA-store epilogue, ping-pong, multicast, fp8 with promotion, fast accumulation and each scaling,
+  // scales by TMA, the copies and the padded row copy): nothing is untried.
 
   // An assumption (cuBLAS's Hopper kernels run near 0.75 of the dense peak on
   // large squares) to calibrate once the family has run on a GPU.
