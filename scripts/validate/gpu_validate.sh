@@ -22,7 +22,8 @@
 #     tests  the repeat-compile check, then the GPU tests once; gputests: the tests alone; tests2: twice,
 #            each with an empty tiletune cache
 #     profile ncu --set full on one wgmma variant of 4096^3 bf16 nt (PROFILE_VARIANT, default
-#            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape)
+#            the fastest measured on an H100; PROFILE_SHAPE="M N K" another shape), then the main sections
+#            of cuBLASLt's kernel on the same problem (its name, grid, L2 and DRAM beside the variant's)
 #     decodencu ncu (speed of light, occupancy, warp states, scheduler, memory) of the decode picks of
 #            the 2026-12-04 H200 run (swap-AB with evict-first at 16x4096x4096, 1.10x cuBLASLt, and at
 #            64x4096x4096, 0.95x): what holds a 14 us weight read at half of HBM; then the mma decode
@@ -75,15 +76,12 @@
 #            mbarrier arrivals one thread makes (--kernel-debug racecheck): hazards only in the first are
 #            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
-#     owed   = what the second H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-2),
-#            in the order of its worth: the benchmark suite first (issue 39's recording at one clock, from
-#            which the CPU work of the session goes on), the padded copies' new row kernel verified,
-#            sanitized and timed (padded, paddedtime), the decode tiles added since (split-K with
-#            evict-first, swap-AB's 12-16-stage rings) verified (decodeverify), racecheck's two reports
-#            against the build where every thread arrives (racecheck), the GPU tests but the two long
-#            correctness tests (the verify phases cover every variant), ncu on the 4096x768x50264 pick
-#            (0.58x cuBLASLt there; PROFILE_SHAPE and PROFILE_VARIANT override), the decode suite timed,
-#            ncu on the decode tiles, the tuning times and the grouped timings
+#     owed   = what the third H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-3),
+#            in the order of its worth: the mma family's fp8 (its first run, fp8mma), the GPU tests
+#            but the two long correctness sweeps (gputests: the swap-AB test's fix), ncu on the
+#            4096x768x50264 2x1-multicast variant and on cuBLASLt's kernel there (profile: 0.58x,
+#            L2-bound; PROFILE_SHAPE and PROFILE_VARIANT override), the grouped timings, the tuning
+#            times with the suite cold, the HMMA probe, the decode suite, then the benchmark suite
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
@@ -102,9 +100,9 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke bench padded paddedtime decodeverify racecheck gputests profile decodetime decodencu tuning groupedtime "
+  phases=" smoke fp8mma gputests profile groupedtime tuning probe decodetime bench "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
-  : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s3_cl1x1_g8m}"
+  : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
 fi
 [[ $phases == *" smoke "* ]] || phases=" smoke$phases"
 want() { [[ $phases == *" $1 "* ]]; }
@@ -423,6 +421,16 @@ phase_profile() {
   [ -f "$out/ncu-$pv.ncu-rep" ] && ncu --import "$out/ncu-$pv.ncu-rep" --print-summary none >"$out/ncu-$pv.txt" 2>&1
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Bank Conflicts|Tensor" \
     "$out/ncu-$pv.txt" 2>/dev/null | head -20 >&2
+  # cuBLASLt's kernel on the same problem in the same run (tiletune times it as the reference): its
+  # name (tile, cluster, stream-K), grid, and where its L2 and DRAM stand beside the variant's. On
+  # 2026-12-04 the K 50264 pick was L2-bound at 0.58x cuBLASLt, which must read less from L2.
+  step "ncu cuBLASLt beside $pv" 120 "$out/ncu-cublaslt-run.log" ncu --clock-control none --target-processes all \
+    --section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
+    -k regex:'nvjet|xmma|cutlass|sm90_' --launch-skip 2 --launch-count 1 -o "$out/ncu-cublaslt" -f "$bin" gemm \
+    --m "$pm" --n "$pn" --k "$pk" --dtype bf16 --layout nt --only "$pv" --no-db --quiet --time-cap-ms 50
+  [ -f "$out/ncu-cublaslt.ncu-rep" ] && ncu --import "$out/ncu-cublaslt.ncu-rep" --print-summary none >"$out/ncu-cublaslt.txt" 2>&1
+  grep -E "^  [A-Za-z_]|Duration|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Grid Size|Block Size|Cluster|Registers Per|Achieved Occupancy" \
+    "$out/ncu-cublaslt.txt" 2>/dev/null | head -20 >&2
 }
 phase_decodencu() {
   command -v ncu >/dev/null || { say "decodencu: no ncu here"; return 0; }
