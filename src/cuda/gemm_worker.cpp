@@ -56,6 +56,7 @@ measure_response measure_variant(gpu_state& g, const measure_request& r) {
   // The variant's parameters as its family describes them, scratch buffers included.
   variant_launch bound(r, kernel, raw, g);
   out.device_bytes += bound.scratch_bytes();
+  out.clusters_at_once = bound.clusters_at_once();
   const std::function<void()> launch = [&bound] { bound(); };
 
   // Verify first, on a poisoned C (all bits set: NaN in every dtype) unless beta reads C.

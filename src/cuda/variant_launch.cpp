@@ -116,7 +116,23 @@ void variant_launch::bind(bound_kernel& k, const measure_request& r, const kerne
     k.cluster.val.clusterDim.z = dim(l.cluster[2]);
     k.config.attrs = &k.cluster;
     k.config.numAttrs = 1;
+    if (l.clusters_walk_tiles) cap_clusters(k);
   }
+}
+
+// No more clusters than the GPU holds at once (kernel_launch::clusters_walk_tiles): the planned grid
+// counts SMs, but a cluster sits inside one GPC, and a GPC's SMs left over from whole clusters hold
+// none. Where the driver cannot say, the planned grid stands.
+void variant_launch::cap_clusters(bound_kernel& k) {
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(k.kernel), &k.config) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: the launch itself reports what is wrong
+    return;
+  }
+  const unsigned size = k.cluster.val.clusterDim.x * k.cluster.val.clusterDim.y * k.cluster.val.clusterDim.z;
+  if (clusters > 0 && k.config.gridDim.x / size > static_cast<unsigned>(clusters))
+    k.config.gridDim.x = static_cast<unsigned>(clusters) * size;
+  clusters_at_once_ = clusters;
 }
 
 void variant_launch::operator()() {

@@ -27,6 +27,8 @@ class variant_launch {
   void operator()();
   // Device memory of the scratch buffers (the K-major copies included).
   std::int64_t scratch_bytes() const { return scratch_bytes_; }
+  // The variant's clusters the GPU holds at once, where its grid was capped there (0: not asked).
+  int clusters_at_once() const { return clusters_at_once_; }
 
  private:
   struct alignas(64) slot {
@@ -43,12 +45,14 @@ class variant_launch {
   };
   void bind(bound_kernel& k, const measure_request& r, const kernel_launch& l, const gpu_state& g);
   void* k_major_copy(char operand, std::int64_t bytes, const gpu_state& g);
+  void cap_clusters(bound_kernel& k);
 
   std::vector<std::unique_ptr<bound_kernel>> kernels_;  // the prologue's, then the variant's
   std::vector<device_ptr> scratch_;
   void* copies_[2] = {nullptr, nullptr};  // A's and B's K-major copies
   std::int64_t copy_bytes_[2] = {0, 0};
   std::int64_t scratch_bytes_ = 0;
+  int clusters_at_once_ = 0;
 };
 
 }  // namespace tiletune

@@ -179,6 +179,16 @@ TEST(protocol, messages_round_trip) {
   const auto m2 = measure_response_from_json(to_json(m));
   EXPECT_TRUE(std::isinf(m2.error.rel_frobenius));  // Inf survives as null
   EXPECT_EQ(*m2.sm_clock_mhz, 1980);
+  EXPECT_EQ(m2.clusters_at_once, 0);
+  m.clusters_at_once = 30;  // the driver's count, where the worker capped a cluster grid
+  EXPECT_EQ(measure_response_from_json(to_json(m)).clusters_at_once, 30);
+  // A grid its kernel walks by clusters says so to the worker, which may cap it; a plain one not.
+  EXPECT_FALSE(r2.launch.clusters_walk_tiles);
+  r.launch.cluster = {4, 1, 1};
+  r.launch.clusters_walk_tiles = true;
+  const auto r3 = measure_request_from_json(to_json(r));
+  EXPECT_TRUE(r3.launch.clusters_walk_tiles);
+  EXPECT_EQ(r3.launch.cluster[0], 4);
 }
 
 // The rate requests of `batch` carry their own sizes to the worker: without

@@ -1,6 +1,7 @@
 #include "core/tune/perf_model.hpp"
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -293,4 +294,28 @@ TEST(perf_model, fp8_reads_one_byte_operands_and_writes_bf16_c) {
   const prediction r = predict(d, p, tile128(), occ);
   EXPECT_NEAR(r.dram_bytes, 256.0 * 256 + 256.0 * 256 + 256.0 * 256 * 2, 1e-9);
   EXPECT_EQ(p.least_traffic_bytes(), 256 * 256 * 4);
+}
+
+// A cluster sits inside one GPC: an H200 holds 66 pairs but, as planned, 31 clusters of 4 (32 ran
+// as if fewer fit, 2026-12-04). Split-K in clusters of 4 over 32 tiles then runs a second wave of
+// clusters, and its compute is predicted about twice that of 31 tiles; with pairs, no such step.
+TEST(perf_model, clusters_past_what_fits_at_once_run_a_second_wave) {
+  const device_spec& h200 = find_preset("h200");
+  EXPECT_EQ(clusters_at_once(h200, 2, 1), 66);
+  EXPECT_EQ(clusters_at_once(h200, 4, 1), 31);
+  EXPECT_EQ(clusters_at_once(h200, 1, 2), 264);
+  auto compute_at = [&](int split, std::int64_t n) {
+    tile_config c = wgmma_tile(16, 128, 64, 1, 8);
+    set_wgmma_swap_ab(c, true);
+    c.split_k = split;
+    const gemm_problem p = bf16(16, n, 4096);
+    const occupancy_estimate occ = estimate_occupancy(h200, c.threads(), 64, 150 * 1024);  // one CTA an SM
+    return predict(h200, p, c, occ, 0.8);
+  };
+  const prediction k4_32 = compute_at(4, 32 * 128), k4_31 = compute_at(4, 31 * 128);
+  EXPECT_GT(k4_32.compute_us, 1.8 * k4_31.compute_us);
+  EXPECT_GT(k4_32.waves, 1.0);
+  EXPECT_LE(k4_31.waves, 1.0);
+  const prediction k2_64 = compute_at(2, 64 * 128), k2_63 = compute_at(2, 63 * 128);  // 64 pairs fit
+  EXPECT_LT(k2_64.compute_us, 1.1 * k2_63.compute_us);
 }

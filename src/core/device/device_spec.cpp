@@ -143,4 +143,10 @@ nlohmann::json to_json(const device_spec& d) {
   };
 }
 
+std::int64_t clusters_at_once(const device_spec& d, int size, int per_sm) {
+  const std::int64_t slots = static_cast<std::int64_t>(std::max(per_sm, 1)) * std::max(d.sm_count, 1);
+  if (size <= 2) return std::max<std::int64_t>(1, slots / std::max(size, 1));
+  return std::max<std::int64_t>(1, slots / size - 2 * std::max(per_sm, 1));
+}
+
 }  // namespace tiletune

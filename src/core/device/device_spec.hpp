@@ -63,6 +63,14 @@ struct device_spec {
   std::string compile_arch() const { return arch(); }
 };
 
+// The clusters of `size` CTAs, per_sm of them to an SM, that the GPU holds at once, as a plan
+// estimates it: a cluster sits inside one GPC, and a GPC's SMs left over from whole clusters hold
+// none. Pairs fill every SM (an SM pair, a TPC, holds one); larger clusters are taken to lose two
+// SMs' worth per per_sm: on an H200 (132 SMs, 2026-12-04) 32 clusters of 4 ran as if fewer fit at
+// once, 16 did not. An estimate: a measured run asks the driver (cudaOccupancyMaxActiveClusters),
+// caps the grid there and records the count (a variant's "clusters_at_once").
+std::int64_t clusters_at_once(const device_spec& d, int size, int per_sm);
+
 // The presets accepted by --gpu, in the order --help lists them.
 const std::vector<device_spec>& device_presets();
 // Throws usage_error naming the unknown name and listing the known ones.

@@ -70,6 +70,12 @@ struct kernel_launch {
   // Every CTA of the grid must be resident at once, one an SM (stream-K's owners wait for their peers'
   // partials): on a GPU of fewer SMs than the grid it would never finish.
   bool all_resident = false;
+  // The kernel walks its tiles by the clusters it is given (%nclusterid), not by a grid fixed to the
+  // problem: a launch may give it fewer whole clusters, and should give it no more than the GPU holds
+  // at once (cudaOccupancyMaxActiveClusters): the clusters past those would run as a second wave
+  // after the first had finished its share (split-K in clusters of 4 on an H200, 2026-12-04: 32
+  // clusters took 1.5x the time of 16).
+  bool clusters_walk_tiles = false;
   // Kernels of the same module the caller launches first, in order, on the same stream, every time
   // it launches this one (a transposing pre-pass): each is timed as part of the variant. A pointer
   // parameter named "A_k_major" or "B_k_major" is that operand's K-major copy, one buffer of its

@@ -94,6 +94,7 @@ void launch_to_json(const kernel_launch& l, nlohmann::json& j) {
   j["block"] = l.block;
   j["dynamic_smem_bytes"] = l.dynamic_smem_bytes;
   if (l.cluster[0] * l.cluster[1] * l.cluster[2] != 1) j["cluster"] = l.cluster;
+  if (l.clusters_walk_tiles) j["clusters_walk_tiles"] = true;
   if (!l.parameters.empty()) {
     nlohmann::json args = nlohmann::json::array();
     for (const auto& k : l.parameters) args.push_back(argument_to_json(k, l));
@@ -106,6 +107,7 @@ void launch_from_json(const nlohmann::json& j, kernel_launch& l) {
   l.block = dim3_from_json(j.at("block"));
   l.dynamic_smem_bytes = j.at("dynamic_smem_bytes").get<std::int64_t>();
   if (j.contains("cluster")) l.cluster = dim3_from_json(j.at("cluster"));
+  l.clusters_walk_tiles = j.value("clusters_walk_tiles", false);
   for (const auto& a : j.value("arguments", nlohmann::json::array())) {
     kernel_parameter k;
     k.name = a.at("name").get<std::string>();
@@ -184,6 +186,7 @@ nlohmann::json to_json(const measure_response& r) {
   if (!std::isfinite(r.error.rel_frobenius)) j["rel_frobenius"] = nullptr;
   if (!std::isfinite(r.error.max_rel_error)) j["max_rel_error"] = nullptr;
   if (r.worker_exits) j["worker_exits"] = true;
+  if (r.clusters_at_once > 0) j["clusters_at_once"] = r.clusters_at_once;
   return j;
 }
 
@@ -212,6 +215,7 @@ measure_response measure_response_from_json(const nlohmann::json& j) {
   r.device_bytes = j.value("device_bytes", std::int64_t{0});
   r.algorithm = j.value("algorithm", "");
   r.worker_exits = j.value("worker_exits", false);
+  r.clusters_at_once = j.value("clusters_at_once", 0);
   return r;
 }
 

@@ -79,6 +79,9 @@ struct measure_response {
   std::optional<double> sm_clock_mhz;
   std::int64_t device_bytes = 0;  // the worker's device memory while measuring
   std::string algorithm;          // reference: which cuBLASLt algorithm won
+  // A kernel that walks its tiles by clusters (kernel_launch::clusters_walk_tiles): how many of its
+  // clusters the GPU holds at once (cudaOccupancyMaxActiveClusters), its grid capped there; 0: not asked.
+  int clusters_at_once = 0;
   // The worker ends after this answer (a sticky CUDA error broke its context): the supervisor
   // reaps it before the next request, which a fresh worker takes.
   bool worker_exits = false;

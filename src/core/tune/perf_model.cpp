@@ -7,6 +7,7 @@
 
 #include "core/gemm/family.hpp"
 #include "core/gemm/group_slices.hpp"
+#include "core/measure/measure_protocol.hpp"
 
 namespace tiletune {
 
@@ -128,10 +129,21 @@ block_grid grid_of(const gemm_problem& p, const tile_config& c, const device_spe
   return g;
 }
 
-// The blocks the busiest SM runs: full waves of per_sm resident blocks, and its share of the last.
-double blocks_on_busiest_sm(const device_spec& d, int per_sm, std::int64_t blocks) {
-  const std::int64_t resident = static_cast<std::int64_t>(per_sm) * d.sm_count;
-  return static_cast<double>(blocks / resident * per_sm + ceil_div(blocks % resident, d.sm_count));
+// The blocks the busiest SM runs: whole waves of `resident` blocks (per_sm an SM, or fewer where a
+// launch's clusters do not fill the SMs), and its share of the last.
+double blocks_on_busiest_sm(const device_spec& d, std::int64_t resident, std::int64_t blocks) {
+  resident = std::max<std::int64_t>(resident, 1);
+  return static_cast<double>(blocks / resident * ceil_div(resident, d.sm_count) +
+                             ceil_div(blocks % resident, d.sm_count));
+}
+
+// The blocks resident on the whole device at once: per_sm an SM, and no more clusters than fit
+// (clusters_at_once: a cluster sits inside one GPC).
+std::int64_t resident_blocks(const device_spec& d, const gemm_problem& p, const tile_config& c, int per_sm) {
+  const std::int64_t slots = static_cast<std::int64_t>(per_sm) * d.sm_count;
+  const launch_shape l = c.family->launch(c, p, d.sm_count);
+  const int size = l.cluster_x * l.cluster_y * l.cluster_z;
+  return size > 1 ? std::min<std::int64_t>(slots, size * clusters_at_once(d, size, per_sm)) : slots;
 }
 
 // Fills the compute time and waves; returns the blocks resident on the whole device at once.
@@ -155,7 +167,7 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
   auto chain_us = [&](double chains) {
     return chains * static_cast<double>(k_per_block) / c.block_k * l2_latency_us / c.family->tiles_in_flight(c);
   };
-  const std::int64_t resident = static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
+  const std::int64_t resident = resident_blocks(d, p, c, occ.blocks_per_sm);
   if (g.sk) {
     // Stream-K: one CTA per SM, the busiest one's whole tiles and longest range.
     const double tiles = static_cast<double>(g.tiles_m * g.tiles_n * p.batch);
@@ -165,7 +177,7 @@ std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const
     r.wave_efficiency = tiles / (g.sk->busiest_cta_tiles * d.sm_count);
     return resident;
   }
-  const double busiest = blocks_on_busiest_sm(d, occ.blocks_per_sm, r.blocks);
+  const double busiest = blocks_on_busiest_sm(d, resident, r.blocks);
   r.compute_us = busiest * flops_per_block / rate_per_sm * 1e6;
   // The busiest SM's blocks, occ.blocks_per_sm at a time.
   r.latency_us = chain_us(std::ceil(busiest / occ.blocks_per_sm));
@@ -234,7 +246,7 @@ memory_traffic traffic_of(const device_spec& d, const gemm_problem& p, const til
                              c_passes * static_cast<double>(rows * cols) * ceb +
                              (split > 1 ? 2.0 * static_cast<double>(rows * cols) * 4 : 0.0);
   const double busiest_blocks =
-      g.sk ? g.sk->busiest_cta_tiles : blocks_on_busiest_sm(d, static_cast<int>(resident / d.sm_count), blocks);
+      g.sk ? g.sk->busiest_cta_tiles : blocks_on_busiest_sm(d, resident, blocks);
   return {eb, dram_bytes, l2_bytes, concurrent_blocks, in_flight, dram_loop_bytes, l2_loop_bytes,
           busiest_blocks * block_bytes};
 }
@@ -368,7 +380,7 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     // only then writes C, after every k-loop of the tile. The busiest SM runs the tail of about
     // one in split of its blocks.
     const double partials = static_cast<double>(split) * std::min<std::int64_t>(c.block_m, p.m) * c.block_n * 4;
-    const double tails = std::ceil(blocks_on_busiest_sm(d, occ.blocks_per_sm, r.blocks) / static_cast<double>(split));
+    const double tails = std::ceil(blocks_on_busiest_sm(d, resident, r.blocks) / static_cast<double>(split));
     r.fixup_us = tails * (partials / (sm_l2_gbs * 1e3) + l2_latency_us);
   }
   // Kernels before the GEMM (K-major copies): a stream of their bytes through DRAM, and a ramp
