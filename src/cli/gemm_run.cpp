@@ -182,11 +182,18 @@ class gemm_run {
                              : results_[i];
       if (plans_[i] && results_[i].contains("model")) r["model"] = results_[i]["model"];
       for (const char* k : {"schema", "tool", "device"}) r.erase(k);
-      // A suite keeps the best --top variants of each problem, and says so.
+      // A suite keeps the best --top variants of each problem and the recommended one, and says so.
       const std::size_t total = r["variants"].size();
       if (total > static_cast<std::size_t>(o_.report.top)) {
-        r["variants"].erase(r["variants"].begin() + o_.report.top, r["variants"].end());
-        r["variants_listed"] = {{"listed", r["variants"].size()}, {"of", total}, {"by", "--top"}};
+        const std::string recommended =
+            r.contains("recommendation") && r["recommendation"].is_object() ? r["recommendation"].value("id", "") : "";
+        nlohmann::json kept = nlohmann::json::array();
+        for (auto& v : r["variants"])
+          if (kept.size() < static_cast<std::size_t>(o_.report.top) || v.value("id", "") == recommended)
+            kept.push_back(std::move(v));
+        r["variants"] = std::move(kept);
+        const auto of = r.contains("variants_listed") ? r["variants_listed"].value("of", total) : total;
+        r["variants_listed"] = {{"listed", r["variants"].size()}, {"of", of}, {"by", "--top"}};
       }
       r["mode"] = results_[i].value("mode", "predicted");
       if (results_[i].contains("tuning_db")) r["tuning_db"] = results_[i]["tuning_db"];

@@ -284,6 +284,8 @@ void add_measured_figures(nlohmann::json& j, const variant_result& v, const gemm
     j["error_bound"] = v.config.family->error_bound(v.config, plan.problem);
   }
   j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
+  // The GPU's own count of the variant's clusters at once, its grid capped there (the model's is an estimate).
+  if (m.clusters_at_once > 0) j["clusters_at_once"] = m.clusters_at_once;
 }
 
 nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
@@ -345,14 +347,17 @@ nlohmann::json reference_json(const gemm_plan& plan) {
   return ref;
 }
 
-// The variants (at most max_variants listed) and how many ended in each status.
+// The variants (at most max_variants listed, and the recommended one always: a measured search
+// may recommend a variant within the noise of faster ones, ranked below them) and how many ended
+// in each status.
 void add_variants(nlohmann::json& j, const gemm_plan& plan, std::size_t max_variants) {
   constexpr int statuses = variant_status_count;
   std::size_t counts[statuses] = {};
   j["variants"] = nlohmann::json::array();
-  for (const auto& v : plan.variants) {
+  for (std::size_t i = 0; i < plan.variants.size(); ++i) {
+    const auto& v = plan.variants[i];
     ++counts[static_cast<int>(v.status)];
-    if (j["variants"].size() < max_variants) j["variants"].push_back(variant_json(v, plan));
+    if (j["variants"].size() < max_variants || plan.recommended == i) j["variants"].push_back(variant_json(v, plan));
   }
   if (plan.variants.size() > max_variants)  // the rest are counted in summary, not listed
     j["variants_listed"] = {{"listed", j["variants"].size()}, {"of", plan.variants.size()}, {"by", "--top"}};
