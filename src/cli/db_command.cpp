@@ -363,7 +363,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     }
     fmt::print("\n\nranking quality, mean over the problems:\n{}", t.render());
     text_table picks({"problem", "offline pick (held out)", "predicted us", "measured us", "error", "best measured",
-                      "its us", "pick slowdown"});
+                      "its us", "pick slowdown (one clock)"});
     for (const auto& p : report["problems"]) {
       const auto& q = p["calibrated_without_this_problem"];
       if (q["top_pick_slowdown"].get<double>() <= 0) continue;  // none of its variants measured ok
@@ -372,7 +372,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
                      fmt::format("{:.1f}", q["top_pick_predicted_us"].get<double>()), fmt::format("{:.1f}", measured),
                      fmt::format("{:+.1f}%", 100 * q["top_pick_time_error"].get<double>()),
                      q["best_measured"].get<std::string>(),
-                     fmt::format("{:.1f}", measured / q["top_pick_slowdown"].get<double>()),
+                     fmt::format("{:.1f}", q.value("best_measured_us", measured / q["top_pick_slowdown"].get<double>())),
                      fmt::format("{:.3f}", q["top_pick_slowdown"].get<double>())});
     }
     const std::size_t problems = report["held_out"]["problems"], folds = report["held_out"]["folds"];
@@ -384,7 +384,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     const auto& pick = report["offline_pick"]["calibrated_without_this_problem"];
     fmt::print(
         "offline pick, {}: predicted time off by {:.1f}% (median; worst {:.1f}%), "
-        "measured {:.1f}% slower than the best (median; worst {:.1f}%)\n",
+        "measured {:.1f}% slower than the best at one clock (median; worst {:.1f}%)\n",
         held_out, 100 * pick["median_time_error"].get<double>(), 100 * pick["worst_time_error"].get<double>(),
         100 * (pick["median_slowdown"].get<double>() - 1), 100 * (pick["worst_slowdown"].get<double>() - 1));
     if (!o.out.empty()) fmt::print("wrote {}\n", o.out);
@@ -452,7 +452,9 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
   cal->footer("\nExample:\n  tiletune db calibrate --gpu h100-sxm --db tuning.sqlite --out h100-sxm-calibration.json\n\n"
               "Each problem is left out of its own fit in turn (above 24 problems, in 24 folds): the report gives "
-              "the held-out pick's predicted and measured time beside the best measured variant.");
+              "the held-out pick's predicted and measured time beside the best measured variant. The pick's slowdown "
+              "is taken at one clock: a search's finalists against the fastest finalist, a variant it dropped by its "
+              "margin behind that stage's leader (a longer stage runs the card hotter and slower).");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   // The group's --db shares o->file with import, list and calibrate; export reads it too.
   add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));

@@ -98,9 +98,11 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // calibrated ones at 1.070 and 1.065 held out. Kept within those, far below 1.123.
   // With the latency chain: 1.061, 1.071 and 1.061; with split-K's tail 1.057, 1.069, 1.060; with
   // the simt issue factor the calibrated f32 pick is the measured best (1.127 -> 1.000): 1.060.
-  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0574);
-  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0596);
-  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0596);
+  // Clusters counted in waves of what fits at once, and the fit's rate bound without cuBLASLt's
+  // first timing: 1.0576, 1.0599, 1.0599.
+  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0577);
+  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0599);
+  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0599);
 }
 
 // The same on the 2026-11-22 results (older mma and simt kernels, not fitted by the shipped profile).
@@ -200,6 +202,11 @@ namespace {
 std::vector<nlohmann::json> recorded_h200_results() {
   return shipped::read_results(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-11-26/gemm", true);
 }
+// The H200's 2026-12-04 benchmark suite, searched with the card warmed before each stage and its
+// candidates timed in two mirrored passes (each stage at one clock; the finalists in the power cap).
+std::vector<nlohmann::json> recorded_h200_one_clock_results() {
+  return shipped::read_results(fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h200-2026-12-04-3/call1/gemm", true);
+}
 
 void print_offline_pick(const char* what, const nlohmann::json& report) {
   for (const char* m : {"assumed_model", "calibrated", "calibrated_without_this_problem"}) {
@@ -216,8 +223,12 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   const auto h200_results = recorded_h200_results();
   ASSERT_EQ(h200_results.size(), 13u);
   const auto h200 = calibration_report(h200_results);
+  const auto one_clock_results = recorded_h200_one_clock_results();
+  ASSERT_EQ(one_clock_results.size(), 13u);
+  const auto h200_one_clock = calibration_report(one_clock_results);
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
+  print_offline_pick("H200 2026-12-04", h200_one_clock);
   // Today's held-out figures, not the goals (none of the four is met): the time error's
   // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
   // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
@@ -230,7 +241,12 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
     const nlohmann::json* report;
     double median_error, worst_error, median_slowdown, worst_slowdown;
   };
-  for (const ceiling& c : {ceiling{&h100, 0.079, 0.254, 1.029, 1.197}, ceiling{&h200, 0.073, 0.241, 1.017, 1.165}}) {
+  // Since clusters count in waves of what fits at once, the fit's rate bound leaves out cuBLASLt's first
+  // (cool) timing, and the fit no longer refuses a prediction under the fastest kernel of its problem:
+  // H100 7.3% (worst 25.3%), pick 2.9% (19.2%); H200 7.5% (24.0%), 1.6% (16.4%); the H200's one-clock
+  // recording of 2026-12-04 (the pick compared at one clock, one_clock.hpp): 9.5% (15.1%), 3.5% (24.6%).
+  for (const ceiling& c : {ceiling{&h100, 0.074, 0.254, 1.029, 1.193}, ceiling{&h200, 0.076, 0.241, 1.017, 1.165},
+                           ceiling{&h200_one_clock, 0.096, 0.152, 1.036, 1.247}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);
@@ -244,7 +260,7 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
     EXPECT_LE(p["median_time_error"].get<double>(), p["worst_time_error"].get<double>());
   }
   if (std::getenv("TILETUNE_PRINT_PICKS"))
-    for (const auto* r : {&h100, &h200})
+    for (const auto* r : {&h100, &h200, &h200_one_clock})
       for (const auto& p : (*r)["problems"])
         std::printf("%-28s a %+6.1f%% c %+6.1f%% l %+6.1f%%  slow %.3f %.3f %.3f  %s\n", p["problem"].get<std::string>().c_str(),
                     100 * p["assumed_model"]["top_pick_time_error"].get<double>(),

@@ -4,6 +4,8 @@
 #include <functional>
 #include <fstream>
 
+#include <map>
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -317,4 +319,35 @@ TEST(tuning_db, of_two_records_alike_the_one_holding_the_variants_times_stays_in
   const auto counts = into.merge_from({&c, &m});  // the compact record read first
   EXPECT_EQ(counts.kept, (std::vector<std::size_t>{0, 0, 1}));
   EXPECT_EQ(into.calibration_inputs("h100-sxm").size(), 1u);
+}
+
+// Calibration's rows keep where a halving search last timed each variant and how far behind that
+// stage's leader it was dropped (the pick's slowdown at one clock, calibration/one_clock.hpp); rows
+// of a search without stages keep neither.
+TEST(tuning_db, calibration_rows_keep_each_variants_search_stage_and_margin) {
+  db_scratch s;
+  tuning_record r = db_record(128);
+  r.result["search"] = {{"strategy", "halving"}};
+  auto variant = [](const char* id, const char* stage, const char* reason) {
+    nlohmann::json v = {{"id", id}, {"status", "ok"}, {"median_us", 10.0},
+                        {"tile", {{"family", "mma"}, {"block_m", 64}}}};
+    if (*stage) v["search_stage"] = stage;
+    if (*reason) v["reason"] = reason;
+    return v;
+  };
+  r.result["variants"] = nlohmann::json::array({variant("mma_a", "full", ""),
+                                                variant("mma_b", "longer", "dropped after the longer stage: 3.4% behind the leader"),
+                                                variant("mma_c", "", "")});
+  tuning_db db(s.dir / "t.sqlite3");
+  db.store(r);
+  const auto inputs = db.calibration_inputs("h100-sxm");
+  ASSERT_EQ(inputs.size(), 1u);
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& v : inputs[0]["variants"]) by_id[v["id"]] = v;
+  ASSERT_EQ(by_id.size(), 3u);
+  EXPECT_EQ(by_id["mma_a"]["search_stage"], "full");
+  EXPECT_FALSE(by_id["mma_a"].contains("behind_leader"));
+  EXPECT_EQ(by_id["mma_b"]["search_stage"], "longer");
+  EXPECT_NEAR(by_id["mma_b"]["behind_leader"].get<double>(), 0.034, 1e-12);
+  EXPECT_FALSE(by_id["mma_c"].contains("search_stage"));
 }

@@ -67,11 +67,14 @@ struct ranking_quality {
   std::size_t variants = 0;
   double spearman = 0;              // rank correlation of predicted and measured times
   int top_pick_measured_rank = 0;   // where the model's first choice lands when measured (1 = the best)
-  double top_pick_slowdown = 0;     // its measured time over the best measured time
+  // Its measured time over the best measured time, at one clock (one_clock.hpp: a finalist against
+  // the fastest finalist, a variant dropped after a stage by its margin behind that stage's leader).
+  double top_pick_slowdown = 0;
   int winner_predicted_rank = 0;    // where the measured best sits in the model's order
   double top_pick_predicted_us = 0;  // the model's first choice: its predicted and measured time
   double top_pick_measured_us = 0;
   std::string top_pick, best_measured;  // their variant ids
+  double best_measured_us = 0;          // the fastest recorded time (at whatever clock its stage ran)
   double top_pick_time_error() const {  // signed: predicted over measured, less one
     return top_pick_measured_us > 0 ? top_pick_predicted_us / top_pick_measured_us - 1 : 0;
   }

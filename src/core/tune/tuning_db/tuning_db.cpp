@@ -13,6 +13,7 @@
 
 #include "core/compile/compile_cache.hpp"
 #include "core/errors.hpp"
+#include "core/tune/calibration/one_clock.hpp"
 #include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/plan_mode.hpp"
@@ -464,7 +465,12 @@ void tuning_db::bind_and_step(const tuning_record& r) {
       auto whole = [&](const char* k) -> std::int64_t {
         return res.is_object() && res.contains(k) && res[k].is_number_integer() ? res[k].get<std::int64_t>() : 0;
       };
-      calibration.push_back({num, v["median_us"], whole("registers"), whole("smem_bytes")});
+      // And where the search timed it in stages: its stage and its margin behind the stage's leader
+      // (one_clock.hpp: the pick's slowdown at one clock).
+      nlohmann::json row = {num, v["median_us"], whole("registers"), whole("smem_bytes")};
+      if (v.contains("search_stage") && v["search_stage"].is_string())
+        row.insert(row.end(), {v["search_stage"], behind_the_leader(v)});
+      calibration.push_back(std::move(row));
     }
   }
   statement q;

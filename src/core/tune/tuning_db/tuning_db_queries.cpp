@@ -201,6 +201,10 @@ std::vector<nlohmann::json> tuning_db::calibration_inputs(const std::string& dev
                           {"tile", it->second["tile"]},
                           {"resources", {{"registers", row.at(2)}, {"smem_bytes", row.at(3)}}},
                           {"median_us", row.at(1)}});
+      if (row.size() >= 6 && row[4].is_string()) {  // its search stage and margin behind the leader
+        variants.back()["search_stage"] = row[4];
+        if (row[5].is_number() && row[5].get<double>() >= 0) variants.back()["behind_leader"] = row[5];
+      }
     }
     r["variants"] = std::move(variants);
     out.push_back(std::move(r));
