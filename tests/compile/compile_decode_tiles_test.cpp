@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_space.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/tune/compile_selection.hpp"
 #include "core/tune/gemm_tuner.hpp"
@@ -132,18 +133,24 @@ TEST(compile_decode_tiles, cluster_split_k_copies_compile_and_the_sass_runs_the_
   const gemm_problem p = decode_problem(16);
   std::vector<compile_job> jobs;
   std::vector<bool> evict_first;
-  int with_evict_first = 0;
+  int with_evict_first = 0, deep = 0, compiled_evict_first = 0;
   for (const tile_config& c : problem_search_space(family_named("wgmma"), p, d)) {
     if (c.split_k == 1 || check_constraints(c, p, d)) continue;
-    // Each split tile has an evict-first copy; the first one's compiled (the same kernel but for B's policy).
-    if (wgmma_evict_first_b(c) && with_evict_first++ > 0) continue;
+    with_evict_first += wgmma_evict_first_b(c);
+    // Each split tile has an evict-first copy; the first one's compiled (the same kernel but for B's
+    // policy), and the pairs in the 64- and 128-wide swap-AB tiles' deeper rings (evict-first only).
+    const bool deeper = c.stages > wgmma_decode_max_stages;
+    deep += deeper;
+    if (wgmma_evict_first_b(c) && !deeper && compiled_evict_first++ > 0) continue;
     jobs.push_back(make_compile_job(c, p.type, p.layout, d));
     evict_first.push_back(wgmma_evict_first_b(c));
   }
   std::string names;
   for (const auto& j : jobs) names += j.name + "; ";
-  EXPECT_EQ(with_evict_first, 8) << names;
-  ASSERT_EQ(jobs.size(), 9u) << names;  // (3 swap-AB tiles + 64x128) x split 2 and 4, and one with evict-first
+  EXPECT_EQ(with_evict_first, 10) << names;
+  EXPECT_EQ(deep, 2) << names;
+  // (3 swap-AB tiles + 64x128) x split 2 and 4, one with evict-first, and the two deeper pairs.
+  ASSERT_EQ(jobs.size(), 11u) << names;
   const auto results = compile_cleanly(jobs);
   const std::vector<std::string> listings = sass_of(jobs, results);
   for (std::size_t i = 0; i < jobs.size(); ++i)

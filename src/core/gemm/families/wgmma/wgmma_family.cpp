@@ -193,7 +193,13 @@ class wgmma : public gemm_family {
   // Every mechanism ran correct on an H200 (2026-12-04, profiles/measured/h200-2026-12-04-2 and -3:
   // swap-AB, evict-first, split-K in a cluster and with evict-first, 12-16-stage rings, grouped, the
   // TMA-store epilogue, ping-pong, multicast, fp8 with promotion, fast accumulation and each scaling,
-  // scales by TMA, the copies and the padded row copy): nothing is untried.
+  // scales by TMA, the copies and the padded row copy). Untried: split-K in a cluster with a ring
+  // deeper than 8 stages (the leader's slots after 9-16 stages; each alone ran).
+  std::string untried_on_gpu(const tile_config& c, dtype) const override {
+    if (c.split_k > 1 && c.stages > wgmma_decode_max_stages)
+      return fmt::format("split-K in a cluster with a {}-stage ring", c.stages);
+    return {};
+  }
 
   // An assumption (cuBLAS's Hopper kernels run near 0.75 of the dense peak on
   // large squares) to calibrate once the family has run on a GPU.

@@ -84,6 +84,12 @@ void add_decode_tiles(std::vector<tile_config>& out, const gemm_problem& p, cons
     if (deeper <= c.stages) return;
     c.stages = deeper;
     out.push_back(c);
+    // And split in pairs with a ring that deep (evict-first): on the H200 (2026-12-04, 16x4096x4096)
+    // the 16-stage whole tile took 13.2 us, split in pairs at 8 stages 14.1, each on 64 CTAs or 128.
+    tile_config s = c;
+    s.split_k = 2;
+    s.stages = deepest_ring(s, p.type, d, wgmma_decode_deeper_stages);
+    if (s.stages > wgmma_decode_max_stages) out.push_back(s);
   };
   add_rings(wgmma_tile(64, 128, bk, 1, 4));
   if (p.m > wgmma_swap_ab_max_rows || p.layout.a_transposed) return;

@@ -23,7 +23,7 @@ inline constexpr double wgmma_stream_k_idle_share = 0.02;
 // consumer) and 256 (two), each with 4 stages and the deepest ring; the deepest ring also with
 // evict-first on B (the weights, read once), and split 2 and 4 ways in a cluster, each with and
 // without evict-first; the swap-AB tiles also with evict-first in the deepest ring of at most
-// wgmma_decode_deeper_stages, where that is deeper.
+// wgmma_decode_deeper_stages, where that is deeper, whole and split in pairs.
 // Problems of 16-bit C with beta 0 get the TMA-store copy (_tmas) of each default tile in the first
 // raster order (and, like every tile, its stream-K copy where the last wave idles).
 // Plain problems also get ping-pong copies (_pp) of 128x128 and 64x256 at 3-5 stages (with the
