@@ -77,7 +77,8 @@
 #            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
 #     owed   = what the third H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-3),
-#            in the order of its worth: the mma family's fp8 (its first run, fp8mma), the GPU tests
+#            in the order of its worth: the decode tiles verified (decodeverify: swap-AB's 12-16-stage
+#            rings split in pairs, new since), the mma family's fp8 (its first run, fp8mma), the GPU tests
 #            but the two long correctness sweeps (gputests: the swap-AB test's fix), ncu on the
 #            4096x768x50264 2x1-multicast variant and on cuBLASLt's kernel there (profile: 0.58x,
 #            L2-bound; PROFILE_SHAPE and PROFILE_VARIANT override), the grouped timings, the tuning
@@ -100,7 +101,7 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke fp8mma gputests profile groupedtime tuning probe decodetime bench "
+  phases=" smoke decodeverify fp8mma gputests profile groupedtime tuning probe decodetime bench "
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
 fi
