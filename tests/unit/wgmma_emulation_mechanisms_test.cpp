@@ -133,8 +133,13 @@ TEST(wgmma_emulation, cluster_split_k_matches_a_host_gemm) {
           EXPECT_EQ(run_and_compare(c, x, 0.75, sh.beta, 6), "") << c.id() << " " << x.p.describe();
           ++ran;
         }
+      // Pairs in a swap-AB tile's 16-stage ring (the decode space's deepest): the leader's slots after it.
+      const tile_config deep = split_tile(swap_tile(sh.m <= 8 ? 8 : 16, 64, bk, 1, 16), 2);
+      ASSERT_EQ(check_constraints(deep, x.p, h100), std::nullopt) << deep.id() << " " << x.p.describe();
+      EXPECT_EQ(run_and_compare(deep, x, 0.75, sh.beta, 6), "") << deep.id() << " " << x.p.describe();
+      ++ran;
     }
-  EXPECT_EQ(ran, 3 * 3 * 2 * 2);
+  EXPECT_EQ(ran, 3 * 3 * (2 * 2 + 1));
 }
 
 TEST(wgmma_emulation, cluster_split_k_planted_defects_are_caught) {
@@ -150,6 +155,11 @@ TEST(wgmma_emulation, cluster_split_k_planted_defects_are_caught) {
   defects same;
   same.split_same_k_slice = true;
   EXPECT_NE(run_and_compare(c, x, 1.0, 0.0, 8, same), "") << "every rank on the leader's k-tiles";
+  // The same in pairs after a 16-stage ring.
+  const tile_config deep = split_tile(swap_tile(16, 64, 64, 1, 16), 2);
+  ASSERT_EQ(run_and_compare(deep, x, 1.0, 0.0, 8), "");
+  EXPECT_NE(run_and_compare(deep, x, 1.0, 0.0, 8, skip), "") << "a leader that forgets its peer (16 stages)";
+  EXPECT_NE(run_and_compare(deep, x, 1.0, 0.0, 8, same), "") << "both ranks on the leader's k-tiles (16 stages)";
 }
 
 // ---- the TMA-store epilogue: stmatrix into swizzled staging, a clipped bulk store ------------

@@ -141,7 +141,7 @@ double blocks_on_busiest_sm(const device_spec& d, std::int64_t resident, std::in
 // (clusters_at_once: a cluster sits inside one GPC).
 std::int64_t resident_blocks(const device_spec& d, const gemm_problem& p, const tile_config& c, int per_sm) {
   const std::int64_t slots = static_cast<std::int64_t>(per_sm) * d.sm_count;
-  const launch_shape l = c.family->launch(c, p, d.sm_count);
+  const launch_shape l = launch_shape_for(c, p, d.sm_count);
   const int size = l.cluster_x * l.cluster_y * l.cluster_z;
   return size > 1 ? std::min<std::int64_t>(slots, size * clusters_at_once(d, size, per_sm)) : slots;
 }

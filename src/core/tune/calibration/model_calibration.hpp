@@ -36,8 +36,9 @@ struct model_calibration {
 
 // The measured median of every ok variant of a tiletune.gemm/1 result, by id.
 std::map<std::string, double> measured_medians(const nlohmann::json& result);
-// cuBLASLt's measured times in a result: beside the recommended variant, and before the search.
-std::vector<double> reference_times(const nlohmann::json& result);
+// cuBLASLt's measured times in a result: beside the recommended variant, and (with_first) its first
+// timing, before the search (on a cool card).
+std::vector<double> reference_times(const nlohmann::json& result, bool with_first = true);
 
 // For each family (and family on a dtype): the efficiency (0.05..1.00) whose
 // predictions order each problem's variants most like the measurement, and

@@ -222,7 +222,7 @@ kernel_launch wgmma_launch(const tile_config& c, const gemm_problem& p, const de
         "swap-AB (_swab): pass B's tensor map first and A's second, N as M and M as N (C stays M x N row-major); "
         "ran correct on an H200 (2026-12-04, tiletune's own launch)");
   l.all_resident = wgmma_stream_k(c);
-  l.clusters_walk_tiles = c.split_k > 1 || c.cluster_m * c.cluster_n > 1;  // wgmma_gemm.cu's tt_cluster_special(2)
+  l.clusters_walk_tiles = l.cluster[0] * l.cluster[1] * l.cluster[2] > 1;  // wgmma_gemm.cu's tt_cluster_special(2)
   if (wgmma_stream_k(c)) {
     l.requirements.push_back(
         "stream-K (_sk): the grid is every SM and an owner CTA waits for its peers' partials, so every CTA must be "
