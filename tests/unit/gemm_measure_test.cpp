@@ -441,7 +441,7 @@ TEST(measure_plan, a_faulting_mechanism_suspends_its_variants_not_the_family) {
     if (v.status == variant_status::ok && to_string(v.config.family) == "wgmma") {
       (v.config.id().find("_tmas") != std::string::npos ? with : without) += 1;
     }
-  ASSERT_GT(with, 1u);
+  ASSERT_GT(with, 3u);  // more than the faults allowed below: a fault that suspended nothing fails
   ASSERT_GT(without, 5u);
   worker_setup setup;
   setup.problem = plan.problem;
@@ -456,13 +456,19 @@ TEST(measure_plan, a_faulting_mechanism_suspends_its_variants_not_the_family) {
     }
     if (v.status == variant_status::skipped) {
       EXPECT_TRUE(tmas) << v.config.id() << ": " << v.reason;
-      EXPECT_NE(v.reason.find("variants with tmas were suspended"), std::string::npos) << v.reason;
+      // The mechanisms of the variant that faulted: tmas alone, or with another (sk+tmas).
+      EXPECT_TRUE(v.reason.find("variants with tmas were suspended") != std::string::npos ||
+                  v.reason.find("+tmas were suspended") != std::string::npos)
+          << v.reason;
       ++skipped;
     }
     if (!tmas && v.status == variant_status::ok && to_string(v.config.family) == "wgmma") ++ok_without;
   }
-  EXPECT_EQ(failed, 1u);
-  EXPECT_EQ(skipped, with - 1);
+  // One fault per set of mechanisms it names (tmas alone, sk+tmas, ...), at most one per tmas variant
+  // kind; every tmas variant failed or was suspended, and no variant without tmas was touched.
+  EXPECT_GE(failed, 1u);
+  EXPECT_LE(failed, 3u);
+  EXPECT_EQ(failed + skipped, with);
   EXPECT_EQ(ok_without, without);
   ASSERT_TRUE(plan.recommended);
 }

@@ -229,8 +229,8 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
   print_offline_pick("H200 2026-12-04", h200_one_clock);
-  // Today's held-out figures, not the goals (none of the four is met): the time error's
-  // median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
+  // Today's held-out figures, not the goals (the 2026-12-04 recording meets both medians; no
+  // recording meets a worst figure): the time error's median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
   // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
   // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins; the H200's
   // 6.6% before split-K's reduction tail.
@@ -244,9 +244,13 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // Since clusters count in waves of what fits at once, the fit's rate bound leaves out cuBLASLt's first
   // (cool) timing, and the fit no longer refuses a prediction under the fastest kernel of its problem:
   // H100 7.3% (worst 25.3%), pick 2.9% (19.2%); H200 7.5% (24.0%), 1.6% (16.4%); the H200's one-clock
-  // recording of 2026-12-04 (the pick compared at one clock, one_clock.hpp): 9.5% (15.1%), 3.5% (24.6%).
+  // recording of 2026-12-04 (the pick compared at one clock, one_clock.hpp): 9.5% (15.1%), 3.5% (24.6%)
+  // until a stream-K range's k-tiles cost what they measured (wgmma_stream_k_tile_cost: three of its
+  // picks were stream-K variants 19-25% behind), 4.5% (16.4%), 1.2% (22.0%) since: both medians within
+  // the goals on that recording, which alone has stream-K variants (the worst time is the 6 ms lm_head,
+  // timed at 1,365-1,470 MHz; the worst pick the 16-row decode's 16-stage tile the model does not rank first).
   for (const ceiling& c : {ceiling{&h100, 0.074, 0.254, 1.029, 1.193}, ceiling{&h200, 0.076, 0.241, 1.017, 1.165},
-                           ceiling{&h200_one_clock, 0.096, 0.152, 1.036, 1.247}}) {
+                           ceiling{&h200_one_clock, 0.046, 0.165, 1.013, 1.221}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

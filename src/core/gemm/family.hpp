@@ -41,6 +41,10 @@ struct smem_traffic {
 struct shared_k_schedule {
   std::int64_t ctas = 0;         // CTAs, every one resident at once
   double busiest_cta_tiles = 0;  // whole output tiles' worth of MMA work on the busiest CTA
+  double shared_tiles = 0;       // of busiest_cta_tiles, the stream-K range's (the rest whole tiles)
+  // What a k-tile of a stream-K range costs against one of a whole tile (measured; 1: the same):
+  // the range's compute counts shared_tiles * shared_tile_cost.
+  double shared_tile_cost = 1;
   std::int64_t longest_k = 0;    // the longest k-extent (elements) one CTA runs through its ring unbroken
   double fixup_bytes = 0;        // fp32 partial tiles written by peers and read back by owners
   // The busiest owner's fixup after its k-loop, not overlapped with it: the partial tiles it

@@ -122,7 +122,9 @@ std::optional<shared_k_schedule> wgmma_shared_k(const tile_config& c, const gemm
   shared_k_schedule r;
   r.ctas = s.ctas;
   // Every CTA has the same whole tiles (dp_tiles is a multiple of the grid); the ranges differ.
-  r.busiest_cta_tiles = static_cast<double>(s.dp_tiles / s.ctas) + static_cast<double>(longest_range) / k_tiles;
+  r.shared_tiles = static_cast<double>(longest_range) / k_tiles;
+  r.busiest_cta_tiles = static_cast<double>(s.dp_tiles / s.ctas) + r.shared_tiles;
+  r.shared_tile_cost = wgmma_stream_k_tile_cost;
   r.longest_k = (s.dp_tiles > 0 ? k_tiles : longest_range) * c.block_k;
   r.fixup_bytes = 2.0 * static_cast<double>(peers) * c.block_m * c.block_n * 4;
   // A worker publishes its first part (when a peer) and gathers for its second: at most one

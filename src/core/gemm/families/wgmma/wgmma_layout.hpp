@@ -31,6 +31,17 @@ std::int64_t wgmma_grid_size(const tile_config& c, const gemm_problem& p, int sm
 
 // Stream-K (wgmma_schedule.cuh run on the host): the fewest k-tiles a worker's range takes.
 inline constexpr int wgmma_stream_k_min_unit = 8;
+// What a k-tile of a stream-K range cost against one of a whole tile on the H200 (2026-12-04,
+// profiles/measured/h200-2026-12-04-3/call1/gemm): over 201 pairs of a stream-K variant and its
+// twin without (same tile, the range at least 0.3 of a tile), the time the ranges took beyond
+// the twin's whole waves came to a median 1.82 times their k-tiles at the whole tiles' rate
+// (quartiles 1.33 and 2.15). Each range is one or two units at its own K offset: no CTA running
+// at once shares its panels in L2 (4096x4096x14336 and tf32 4096^3, whose last tiles' panels do
+// not fit in L2, cost 2.0-2.8), and each unit another fill, partial store and wait. Counted as
+// one, stream-K's variants were predicted 2% faster than their twins and measured 4% slower
+// (median), and the offline pick was a stream-K variant 19-25% slower than the best on three
+// of 13 problems.
+inline constexpr double wgmma_stream_k_tile_cost = 1.8;
 // The workspace the kernel's fixup needs: one fp32 BM x BN slot and one flag per stream-K worker
 // (0 where the schedule has none, or the variant is not stream-K).
 std::int64_t wgmma_stream_k_workspace_bytes(const tile_config& c, const gemm_problem& p, int sm_count);
