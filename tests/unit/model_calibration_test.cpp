@@ -230,10 +230,10 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   print_offline_pick("H200", h200);
   print_offline_pick("H200 2026-12-04", h200_one_clock);
   // Today's held-out figures, not the goals (the 2026-12-04 recording meets both medians; no
-  // recording meets a worst figure): the time error's median was 14.5% / 14.8% before the scale's fit weighted each problem's contenders;
-  // 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the loads' latency chain, which put
-  // three-stage Hopper tiles (one k-tile in flight) behind their four-stage twins; the H200's
-  // 6.6% before split-K's reduction tail.
+  // recording meets a worst figure): the time error's median was 14.5% / 14.8% before the scale's
+  // fit weighted each problem's contenders; 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the
+  // loads' latency chain, which put three-stage Hopper tiles (one k-tile in flight) behind their
+  // four-stage twins; the H200's 6.6% before split-K's reduction tail.
   // The worst are the problems a family or dtype has alone (f32 nn: simt's fit left out, 32.5%
   // fast until the simt loop's issue factor, 12.5% since) and the 128-row decode pick
   // (predicted 24-25% fast, the worst today).

@@ -36,8 +36,8 @@ inline constexpr int wgmma_stream_k_min_unit = 8;
 // twin without (same tile, the range at least 0.3 of a tile), the time the ranges took beyond
 // the twin's whole waves came to a median 1.82 times their k-tiles at the whole tiles' rate
 // (quartiles 1.33 and 2.15). Each range is one or two units at its own K offset: no CTA running
-// at once shares its panels in L2 (4096x4096x14336 and tf32 4096^3, whose last tiles' panels do
-// not fit in L2, cost 2.0-2.8), and each unit another fill, partial store and wait. Counted as
+// at once shares its panels in L2 (a median 2.09 over the 53 pairs whose last tiles' panels do not
+// fit in L2, 1.63 where they do), and each unit another fill, partial store and wait. Counted as
 // one, stream-K's variants were predicted 2% faster than their twins and measured 4% slower
 // (median), and the offline pick was a stream-K variant 19-25% slower than the best on three
 // of 13 problems.
