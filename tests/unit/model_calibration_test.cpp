@@ -246,11 +246,12 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // H100 7.3% (worst 25.3%), pick 2.9% (19.2%); H200 7.5% (24.0%), 1.6% (16.4%); the H200's one-clock
   // recording of 2026-12-04 (the pick compared at one clock, one_clock.hpp): 9.5% (15.1%), 3.5% (24.6%)
   // until a stream-K range's k-tiles cost what they measured (wgmma_stream_k_tile_cost: three of its
-  // picks were stream-K variants 19-25% behind), 4.5% (16.4%), 1.2% (22.0%) since: both medians within
-  // the goals on that recording, which alone has stream-K variants (the worst time is the 6 ms lm_head,
-  // timed at 1,365-1,470 MHz; the worst pick the 16-row decode's 16-stage tile the model does not rank first).
+  // picks were stream-K variants 19-25% behind), 4.5% (16.4%), 1.2% (22.0%) since, and 3.2% (16.4%),
+  // 1.2% (14.1%) with the variants the floor ties ranked by their own time: both medians within the
+  // goals on that recording, which alone has stream-K variants (the worst time is the 6 ms lm_head,
+  // timed at 1,365-1,470 MHz; the worst pick the 16-row decode's, 1.14x its best).
   for (const ceiling& c : {ceiling{&h100, 0.074, 0.254, 1.029, 1.193}, ceiling{&h200, 0.076, 0.241, 1.017, 1.165},
-                           ceiling{&h200_one_clock, 0.046, 0.165, 1.013, 1.221}}) {
+                           ceiling{&h200_one_clock, 0.033, 0.165, 1.013, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -148,3 +148,25 @@ TEST(variant_ranking, a_tf32_plan_says_when_the_gpus_tf32_peak_is_no_higher_than
   EXPECT_EQ(note_of("rtx-5090", dtype::f32), "");
   EXPECT_EQ(note_of("v100-sxm2", dtype::tf32), "");  // no tf32 at all: gemm refuses it before
 }
+
+// The calibrated floor (the best DRAM draw and FLOP rate measured) can set many variants' time alike,
+// every decode tile of a problem held out of the fit: their own time, under the floor, orders them
+// before L2 bytes do (the H200's 16-row pick 1.22x -> 1.14x the best). A plan without own times (the
+// physical model, or one read back) keeps the L2 bytes' order.
+TEST(variant_ranking, variants_the_floor_ties_go_by_their_own_time) {
+  gemm_plan plan;
+  plan.variants = {ok_variant(64, 64, 15.3, 1e6, 1.0, 64), ok_variant(128, 128, 15.3, 9e6, 1.0, 64),
+                   ok_variant(256, 128, 15.3, 5e6, 1.0, 64)};
+  plan.variants[0].predicted.own_us = 12.1;  // fewest L2 bytes, slowest own terms
+  plan.variants[1].predicted.own_us = 10.9;
+  plan.variants[2].predicted.own_us = 11.5;
+  for (auto& v : plan.variants) v.predicted.bound = "floor";
+  rank_by_prediction(plan);
+  EXPECT_EQ(plan.variants[0].config.block_m, 128);
+  EXPECT_EQ(plan.variants[1].config.block_m, 256);
+  EXPECT_EQ(plan.variants[2].config.block_m, 64);
+  EXPECT_EQ(top_tie_size(plan), 3u);  // still tied in time: the note says so
+  for (auto& v : plan.variants) v.predicted.own_us = 0;
+  rank_by_prediction(plan);
+  EXPECT_EQ(plan.variants[0].config.block_m, 64);
+}

@@ -306,6 +306,8 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
     if (v.predicted.fixup_us > 0) j["model"]["fixup_us"] = v.predicted.fixup_us;  // stream-K, split-K
     if (v.predicted.prologue_us > 0) j["model"]["prologue_us"] = v.predicted.prologue_us;  // K-major copies
     if (v.predicted.floor_us > 0) j["model"]["floor_us"] = v.predicted.floor_us;  // calibrated: the measured floor
+    if (v.predicted.bound == "floor" && v.predicted.own_us > 0)
+      j["model"]["own_us"] = v.predicted.own_us;  // the tile's own time under the floor: orders the variants it ties
   }
   if (v.compiled || v.status == variant_status::compile_error)
     j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};

@@ -42,6 +42,8 @@ struct prediction {
   double latency_us = 0;       // the busiest SM's k-tiles, an L2 round trip per tiles_in_flight of them
   double floor_us = 0;         // calibrated: the least time the measured kernels allow (their best share of
                                // peak FLOP/s and DRAM bandwidth); time_us is never under it
+  double own_us = 0;           // calibrated: the tile's own time, the floor aside (time_us where above it); of
+                               // variants the floor sets alike, the one whose own time is least goes first
 };
 
 // The compute side of a pipelined k-loop: its math and its loads' latency chain, each k-tile

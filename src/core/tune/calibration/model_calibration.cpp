@@ -329,6 +329,7 @@ std::optional<prediction> calibrated_prediction(const model_calibration& c, cons
   // predicted exactly as nt, which copies nothing.
   const double scaled = scaled_time(r, scale, c.overlap_loss_for(config.family, p.type)) - r.prologue_us;
   r.time_us = std::max(scaled, r.floor_us) + r.prologue_us;
+  r.own_us = scaled + r.prologue_us;  // ranks the variants the floor ties (variant_ranking.cpp)
   r.compute_us *= scale;
   // Where the floor sets the time, the tile's own terms do not: the JSON says so.
   r.bound = r.floor_us > scaled ? "floor" : r.compute_us >= r.memory_us ? "compute" : "memory";
