@@ -165,8 +165,13 @@ TEST(variant_ranking, variants_the_floor_ties_go_by_their_own_time) {
   EXPECT_EQ(plan.variants[0].config.block_m, 128);
   EXPECT_EQ(plan.variants[1].config.block_m, 256);
   EXPECT_EQ(plan.variants[2].config.block_m, 64);
-  EXPECT_EQ(top_tie_size(plan), 3u);  // still tied in time: the note says so
+  EXPECT_EQ(top_tie_size(plan), 3u);  // still tied in time: the note says so, and by what
+  plan.mode = plan_mode::predicted;
+  const std::string note = top_tie_note(plan);
+  EXPECT_NE(note.find("the floor the measured kernels set"), std::string::npos) << note;
+  EXPECT_NE(note.find("own time under that floor, then fewer bytes"), std::string::npos) << note;
   for (auto& v : plan.variants) v.predicted.own_us = 0;
   rank_by_prediction(plan);
   EXPECT_EQ(plan.variants[0].config.block_m, 64);
+  EXPECT_EQ(top_tie_note(plan).find("floor"), std::string::npos);
 }

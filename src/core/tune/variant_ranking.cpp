@@ -125,10 +125,13 @@ std::string top_tie_note(const gemm_plan& plan) {
   if (plan.mode != plan_mode::predicted) return {};
   const std::size_t tie = top_tie_size(plan);
   if (tie < 2) return {};
+  // At the calibrated floor the tiles' own times (under it) come first.
+  const bool floor = plan.variants.front().predicted.bound == "floor" && plan.variants.front().predicted.own_us > 0;
   return fmt::format(
-      "the model predicts {} variants at the same best time ({:.1f} us): the tie was broken by fewer bytes "
+      "the model predicts {} variants at the same best time ({:.1f} us{}): the tie was broken by {}fewer bytes "
       "served by L2, then fuller waves, then fewer resources; time them on a GPU to choose among them",
-      tie, plan.variants.front().predicted.time_us);
+      tie, plan.variants.front().predicted.time_us, floor ? ", the floor the measured kernels set" : "",
+      floor ? "each tile's own time under that floor, then " : "");
 }
 
 }  // namespace tiletune
