@@ -371,9 +371,8 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
   // first at 13.2 us, which measured 21.9-23.0 us.) Counted where the clusters cut the grid only: for
   // every launch of more blocks than slots it moved the held-out figures of the 2026-11 recordings
   // in opposite directions (the H100's median time error 7.3% -> 5.8%, the H200's worst 24.0% -> 32.5%).
-  const launch_shape ls = launch_shape_for(c, p, d.sm_count);
-  const bool clusters_cut = ls.cluster_x * ls.cluster_y * ls.cluster_z > 1 &&
-                            resident < static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
+  // (resident_blocks holds fewer blocks than the SMs' slots only where clusters cut the grid.)
+  const bool clusters_cut = resident < static_cast<std::int64_t>(occ.blocks_per_sm) * d.sm_count;
   const double rounds =
       !g.sk && clusters_cut ? std::ceil(blocks_on_busiest_sm(d, resident, r.blocks) / occ.blocks_per_sm) : 1.0;
   add_memory_time(d, p, c, g, traffic_of(d, p, c, g, r.blocks, resident), whole, dram_share, rounds, r);
