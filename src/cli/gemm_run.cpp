@@ -378,6 +378,7 @@ class gemm_run {
             fmt::format("ranked by the model calibrated on {} measured result(s) of {} in {}",
                         calibration_->results, calibration_->device_model, calibration_->source));
         model = {{"kind", "calibrated"}, {"calibration", calibration_->source}};
+        note_sustained_clock(plan, *calibration_);
       } else if (options_.selection.ranking_time) {
         plan.notes.push_back(
             fmt::format("the model calibrated on {} measured result(s) of {} in {} chose which "

@@ -248,10 +248,15 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // until a stream-K range's k-tiles cost what they measured (wgmma_stream_k_tile_cost: three of its
   // picks were stream-K variants 19-25% behind), 4.5% (16.4%), 1.2% (22.0%) since, and 3.2% (16.4%),
   // 1.2% (14.1%) with the variants the floor ties ranked by their own time: both medians within the
-  // goals on that recording, which alone has stream-K variants (the worst time is the 6 ms lm_head,
-  // timed at 1,365-1,470 MHz; the worst pick the 16-row decode's, 1.14x its best).
-  for (const ceiling& c : {ceiling{&h100, 0.074, 0.254, 1.029, 1.193}, ceiling{&h200, 0.076, 0.241, 1.017, 1.165},
-                           ceiling{&h200_one_clock, 0.033, 0.165, 1.013, 1.142}}) {
+  // goals on that recording, which alone has stream-K variants (the worst time was the 6 ms lm_head,
+  // timed at 1,365-1,470 MHz; the worst pick the 16-row decode's, 1.14x its best). With the clock the
+  // power cap sustains (sustained_clock.hpp; each measured time fitted at the clock it ran at):
+  // H100 7.7% (24.2%), 2.4% (19.2%); H200 8.8% (24.2%), 0.5% (10.2%); 2026-12-04 4.3% (12.7%), 1.2%
+  // (14.1%): the lm_head 5% off on all three, the picks as good or better, the medians of the
+  // 2026-11 recordings' time 0.4-1.3 points worse (their finalists' clocks scatter: 4096x4096x14336's
+  // two best on the H100 at 1,440 and 1,965 MHz). Worst now: f32 (simt alone, 12.5%) and the 128-row decode.
+  for (const ceiling& c : {ceiling{&h100, 0.078, 0.243, 1.025, 1.193}, ceiling{&h200, 0.088, 0.243, 1.006, 1.103},
+                           ceiling{&h200_one_clock, 0.044, 0.128, 1.013, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

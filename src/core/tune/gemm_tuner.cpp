@@ -308,6 +308,8 @@ nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
     if (v.predicted.floor_us > 0) j["model"]["floor_us"] = v.predicted.floor_us;  // calibrated: the measured floor
     if (v.predicted.bound == "floor" && v.predicted.own_us > 0)
       j["model"]["own_us"] = v.predicted.own_us;  // the tile's own time under the floor: orders the variants it ties
+    if (v.predicted.clock_fraction < 1)  // calibrated: the clock the power cap leaves a kernel this long
+      j["model"]["sm_clock_mhz"] = v.predicted.clock_fraction * plan.device.boost_clock_mhz;
   }
   if (v.compiled || v.status == variant_status::compile_error)
     j["compile"] = {{"ms", v.compile_ms}, {"cached", v.from_cache}};

@@ -44,6 +44,8 @@ struct prediction {
                                // peak FLOP/s and DRAM bandwidth); time_us is never under it
   double own_us = 0;           // calibrated: the tile's own time, the floor aside (time_us where above it); of
                                // variants the floor sets alike, the one whose own time is least goes first
+  double clock_fraction = 1;   // calibrated: the share of the boost clock the power cap leaves the kernel
+                               // (sustained_clock.hpp); compute_us and time_us are at that clock
 };
 
 // The compute side of a pipelined k-loop: its math and its loads' latency chain, each k-tile

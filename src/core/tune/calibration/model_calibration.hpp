@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/tune/calibration/sustained_clock.hpp"
 #include "core/tune/gemm_tuner.hpp"
 
 namespace tiletune {
@@ -27,6 +28,10 @@ struct model_calibration {
   // kernel was measured faster than these rates allow: a calibrated prediction is never below them.
   double dram_share = 0;
   std::map<std::string, double> peak_share;
+  // The clock the card sustains under its power cap (sustained_clock.hpp), fitted to the clocks
+  // the measured variants recorded. The efficiencies, scales and shares above are at the boost
+  // clock: each measured time was compared at the clock it ran at.
+  sustained_clock clock;
   std::string source;  // where the fit came from (a database file, or the shipped profile)
   // The dtype's own figure, else the family's, else none (the assumption stands).
   std::optional<double> efficiency_for(kernel_family f, dtype t) const;
@@ -49,11 +54,13 @@ std::vector<double> reference_times(const nlohmann::json& result, bool with_firs
 model_calibration fit_calibration(const std::vector<nlohmann::json>& measured_results);
 
 // The least time any kernel can take on p under the calibration's shared terms
-// (the flops at the fastest rate measured for the dtype, the unique bytes at the
-// largest DRAM draw measured); 0 where it has none.
-double attainable_floor_us(const model_calibration& c, const device_spec& d, const gemm_problem& p);
+// (the flops at the fastest rate measured for the dtype, at clock_fraction of the boost clock;
+// the unique bytes at the largest DRAM draw measured); 0 where it has none.
+double attainable_floor_us(const model_calibration& c, const device_spec& d, const gemm_problem& p,
+                           double clock_fraction = 1);
 
-// A variant's prediction under the calibration (never below attainable_floor_us),
+// A variant's prediction under the calibration (never below attainable_floor_us), its compute at
+// the clock the calibration's sustained_clock gives a kernel of its time at the boost clock,
 // or none where it has no efficiency for the variant's family (the plain model stands).
 std::optional<prediction> calibrated_prediction(const model_calibration& c, const device_spec& d,
                                                 const gemm_problem& p, const tile_config& config,
@@ -62,6 +69,10 @@ std::optional<prediction> calibrated_prediction(const model_calibration& c, cons
 // Re-predicts a plan's ok variants with the fitted efficiencies and ranks them
 // again (the recommendation follows). Returns false when nothing applied.
 bool apply_calibration(gemm_plan& plan, const model_calibration& c);
+
+// Where the recommended variant is predicted below 0.97 of the boost clock (the power cap through
+// a long kernel busy with math): a note of the clock and why.
+void note_sustained_clock(gemm_plan& plan, const model_calibration& c);
 
 // How well a plan's predicted order matches the measured one.
 struct ranking_quality {

@@ -449,7 +449,8 @@ long long tile_number(sqlite3* db, const std::string& id, const nlohmann::json& 
 void tuning_db::bind_and_step(const tuning_record& r) {
   const bool compact_given = is_compact(r.result);
   const bool measured = is_measured(r);
-  // Calibration's rows: every timed variant of a measurement, [tile number, median, registers, shared memory].
+  // Calibration's rows: every timed variant of a measurement, [tile number, median, registers, shared memory,
+  // (search stage, margin behind its leader, (SM clock))].
   nlohmann::json calibration;
   if (measured && !compact_given) {
     calibration = nlohmann::json::array();
@@ -466,10 +467,14 @@ void tuning_db::bind_and_step(const tuning_record& r) {
         return res.is_object() && res.contains(k) && res[k].is_number_integer() ? res[k].get<std::int64_t>() : 0;
       };
       // And where the search timed it in stages: its stage and its margin behind the stage's leader
-      // (one_clock.hpp: the pick's slowdown at one clock).
+      // (one_clock.hpp: the pick's slowdown at one clock); then the SM clock it ran at, where recorded
+      // (sustained_clock.hpp), after a null stage where it had none.
       nlohmann::json row = {num, v["median_us"], whole("registers"), whole("smem_bytes")};
-      if (v.contains("search_stage") && v["search_stage"].is_string())
-        row.insert(row.end(), {v["search_stage"], behind_the_leader(v)});
+      const bool staged = v.contains("search_stage") && v["search_stage"].is_string();
+      const bool clocked = v.contains("sm_clock_mhz") && v["sm_clock_mhz"].is_number();
+      if (staged || clocked)
+        row.insert(row.end(), {staged ? v["search_stage"] : nlohmann::json(), staged ? behind_the_leader(v) : -1.0});
+      if (clocked) row.push_back(v["sm_clock_mhz"]);
       calibration.push_back(std::move(row));
     }
   }

@@ -205,6 +205,7 @@ std::vector<nlohmann::json> tuning_db::calibration_inputs(const std::string& dev
         variants.back()["search_stage"] = row[4];
         if (row[5].is_number() && row[5].get<double>() >= 0) variants.back()["behind_leader"] = row[5];
       }
+      if (row.size() >= 7 && row[6].is_number()) variants.back()["sm_clock_mhz"] = row[6];  // the clock it ran at
     }
     r["variants"] = std::move(variants);
     out.push_back(std::move(r));
