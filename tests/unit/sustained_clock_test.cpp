@@ -153,3 +153,24 @@ TEST(sustained_clock, the_long_lm_head_left_out_is_predicted_at_the_clock_it_ran
   ASSERT_FALSE(plan.notes.empty());
   EXPECT_NE(plan.notes.back().find("not the 1980 MHz boost clock"), std::string::npos) << plan.notes.back();
 }
+
+// A calibration file's figures that are missing, negative, not numbers or absurd give the boost clock
+// or a clock no lower than least_clock_fraction, never a crawl or a NaN.
+TEST(sustained_clock, a_damaged_figure_predicts_no_crawl) {
+  for (const char* text : {R"({"power_share": -1, "burst_us": 800, "exponent": 2, "samples": 3})",
+                           R"({"power_share": 0.3, "burst_us": "x", "exponent": 2, "samples": 3})",
+                           R"({"power_share": 0.3, "burst_us": 800, "samples": 3})", R"([1, 2])",
+                           R"({"power_share": 0.3, "burst_us": 800, "exponent": -2, "samples": -3})"}) {
+    const sustained_clock c = sustained_clock_from_json(nlohmann::json::parse(text));
+    EXPECT_FALSE(c.fitted()) << text;
+    EXPECT_EQ(c.fraction(1e6, 1.0), 1.0) << text;
+  }
+  const sustained_clock tiny = sustained_clock_from_json(
+      nlohmann::json::parse(R"({"power_share": 1e-300, "burst_us": 1e-300, "exponent": 1e300, "samples": 3})"));
+  for (double us : {1e-9, 1.0, 1e3, 1e12})
+    for (double u : {1e-9, 0.5, 1e9}) {
+      const double f = tiny.fraction(us, u);
+      EXPECT_GE(f, least_clock_fraction) << us << " " << u;
+      EXPECT_LE(f, 1.0) << us << " " << u;
+    }
+}

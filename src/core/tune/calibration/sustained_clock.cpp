@@ -28,7 +28,8 @@ double squared_error(const sustained_clock& m, const std::vector<clock_sample>& 
 double sustained_clock::fraction(double boost_us, double intensity) const {
   if (!fitted() || !(boost_us > 0) || !(intensity > 0)) return 1;
   const double sustained = sustained_fraction(power_share, intensity);
-  return 1 - (1 - sustained) / (1 + std::pow(burst_us / boost_us, exponent));
+  const double f = 1 - (1 - sustained) / (1 + std::pow(burst_us / boost_us, exponent));
+  return std::isfinite(f) ? std::clamp(f, least_clock_fraction, 1.0) : 1.0;
 }
 
 double power_intensity(const device_spec& d, const gemm_problem& p, double boost_us) {
@@ -130,10 +131,14 @@ nlohmann::json to_json(const sustained_clock& c) {
 sustained_clock sustained_clock_from_json(const nlohmann::json& j) {
   sustained_clock c;
   if (!j.is_object()) return c;
-  c.power_share = j.value("power_share", 0.0);
-  c.burst_us = j.value("burst_us", 0.0);
-  c.exponent = j.value("exponent", 0.0);
-  c.samples = j.value("samples", std::size_t{0});
+  auto number = [&](const char* k) {
+    return j.contains(k) && j[k].is_number() && std::isfinite(j[k].get<double>()) ? j[k].get<double>() : 0.0;
+  };
+  c.power_share = number("power_share");
+  c.burst_us = number("burst_us");
+  c.exponent = number("exponent");
+  c.samples = j.contains("samples") && j["samples"].is_number_unsigned() ? j["samples"].get<std::size_t>() : 0;
+  if (!c.fitted()) return {};  // a figure missing, negative or not finite: no model, the boost clock
   return c;
 }
 

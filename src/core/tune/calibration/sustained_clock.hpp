@@ -27,8 +27,12 @@ struct clock_sample {
 // The clock, as a fraction of the boost clock, that a kernel of boost_us at the boost clock and of
 // power intensity `intensity` runs at: the sustained fraction min(1, cbrt(power_share / intensity))
 // (the clock at which intensity * fraction^3 meets the cap), reached past burst_us: fraction =
-// 1 - (1 - sustained) / (1 + (burst_us / boost_us)^exponent). power_share 0: no model (the boost
+// 1 - (1 - sustained) / (1 + (burst_us / boost_us)^exponent), at least least_clock_fraction. power_share 0: no model (the boost
 // clock throughout, as a calibration fitted before this model or from kernels that never slowed).
+// The least fraction any model gives (the measured finalists never ran below 0.59 of the boost; a
+// damaged calibration does not predict a card at a crawl).
+constexpr double least_clock_fraction = 0.3;
+
 struct sustained_clock {
   double power_share = 0;  // the intensity the cap sustains at the boost clock
   double burst_us = 0;     // the kernel time that has come half way down to the sustained clock
