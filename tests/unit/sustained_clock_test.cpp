@@ -73,6 +73,13 @@ TEST(sustained_clock, the_fit_finds_the_model_its_samples_came_from) {
   double worst = 0;
   for (const auto& s : samples) worst = std::max(worst, std::abs(fit.fraction(s.boost_us, s.intensity) - s.fraction));
   EXPECT_LT(worst, 0.01);
+  // A database's many samples: an even spread of them fits the same model.
+  std::vector<clock_sample> many;
+  while (many.size() < 3 * max_fit_samples) many.insert(many.end(), samples.begin(), samples.end());
+  const sustained_clock from_many = fit_sustained_clock(many);
+  EXPECT_EQ(from_many.samples, many.size());
+  EXPECT_NEAR(from_many.power_share, 0.3, 0.03);
+  EXPECT_NEAR(from_many.burst_us, 900, 90);
   // Kernels that never slowed (or too few that did) fit no model: the boost clock stands.
   std::vector<clock_sample> cool;
   for (const auto& s : samples)

@@ -289,10 +289,11 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
   // 4096x4096x14336, the variants' best 0.801). The rates are at the boost clock, as the fit's: each
   // time scaled by the clock read after it, at most the peak (one reading at the end of a timing is
   // not its clock throughout: the H100's lm_head, 0.75 of the bf16 peak at 1,365 MHz, scales past
-  // it, so the bf16 bound is the peak itself at the clock a prediction runs at). Scaled by the clock the model gives the kernel instead, the held-out time
-  // error read 8.6% and 10.5% (H100, H200 2026-11-26) against 7.7% and 8.8%; the rates as measured,
-  // at the boost clock, bound the fit's scale below what the finalists ran at (picks 5-6% from the
-  // best, median, on both H200 recordings).
+  // it, so the bf16 bound is the peak itself at the clock a prediction runs at). Scaled by the
+  // clock the model gives each kernel instead, the held-out time error read 8.6% and 10.5% (H100,
+  // H200 2026-11-26) against 7.7% and 8.8%; the rates as measured, taken as at the boost clock,
+  // bound the fit's scale below what the finalists ran at (picks 5-6% from the best, median, on
+  // both H200 recordings).
   auto peak_share_of = [](const device_spec& d, const gemm_problem& p, double us) {
     return p.flops() / (us * 1e-6) / (d.peak_tflops(p.type) * 1e12);
   };
@@ -300,7 +301,9 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
     const auto& d = plans[i].device;
     const auto& p = plans[i].problem;
     double& peak = c.peak_share[std::string(to_string(p.type))];
-    auto add_rate = [&](double us, double clock) { peak = std::max(peak, std::min(1.0, peak_share_of(d, p, us * clock))); };
+    auto add_rate = [&](double us, double clock) {
+      peak = std::max(peak, std::min(1.0, peak_share_of(d, p, us * clock)));
+    };
     for (double us : reference_times(results[i]))
       c.dram_share =
           std::max(c.dram_share, static_cast<double>(p.least_traffic_bytes()) / (us * 1e3) / d.memory_bandwidth_gbs);

@@ -61,8 +61,8 @@ std::vector<clock_sample> clock_samples(const nlohmann::json& result, const devi
     for (const auto& s : result["search"]["stages"])
       if (s.is_object() && s.value("timed", 0) > 0) last_stage = s.value("name", "");
   for (const auto& v : result["variants"]) {
-    if (!last_stage.empty() && v.value("search_stage", last_stage) != last_stage) continue;
-    if (!v.is_object() || v.value("status", "") != "ok" || !v.contains("sm_clock_mhz") ||
+    if (!v.is_object() || (!last_stage.empty() && v.value("search_stage", last_stage) != last_stage)) continue;
+    if (v.value("status", "") != "ok" || !v.contains("sm_clock_mhz") ||
         !v["sm_clock_mhz"].is_number() || !v.contains("median_us") || !v["median_us"].is_number())
       continue;
     const double us = v["median_us"].get<double>(), fraction = recorded_clock_fraction(v, d);
@@ -75,10 +75,18 @@ std::vector<clock_sample> clock_samples(const nlohmann::json& result, const devi
   return out;
 }
 
-sustained_clock fit_sustained_clock(const std::vector<clock_sample>& samples) {
+sustained_clock fit_sustained_clock(const std::vector<clock_sample>& all) {
   sustained_clock best;
-  const auto slowed = std::count_if(samples.begin(), samples.end(), [](const clock_sample& s) { return s.fraction < slowed_clock_fraction; });
+  const auto slowed =
+      std::count_if(all.begin(), all.end(), [](const clock_sample& s) { return s.fraction < slowed_clock_fraction; });
   if (static_cast<std::size_t>(slowed) < min_slowed_samples) return best;
+  // A database of many records fits an even spread of its samples (the grid below holds 31 figures a
+  // sample at once).
+  std::vector<clock_sample> spread;
+  const std::size_t stride = (all.size() + max_fit_samples - 1) / max_fit_samples;
+  if (stride > 1)
+    for (std::size_t i = 0; i < all.size(); i += stride) spread.push_back(all[i]);
+  const std::vector<clock_sample>& samples = stride > 1 ? spread : all;
   // A coarse grid (power share and burst time on log steps), then a finer one around its best. The
   // sustained fractions by share and the weights by burst and exponent are computed once a sample.
   const std::size_t n = samples.size();
@@ -86,36 +94,34 @@ sustained_clock fit_sustained_clock(const std::vector<clock_sample>& samples) {
   auto share_at = [](int i) { return 0.02 * std::pow(100.0, i / (shares - 1.0)); };         // 0.02..2
   auto burst_at = [](int i) { return 30.0 * std::pow(1000.0, i / (bursts - 1.0)); };        // 30 us..30 ms
   auto exponent_at = [](int i) { return 0.5 * (i + 1); };                                   // 0.5..4
-  std::vector<double> drop(shares * n), weight(bursts * exponents * n);
+  std::vector<double> drop(shares * n), weight(n);
   for (int i = 0; i < shares; ++i)
     for (std::size_t s = 0; s < n; ++s)
       drop[i * n + s] = 1 - sustained_fraction(share_at(i), samples[s].intensity);
-  for (int b = 0; b < bursts; ++b)
-    for (int e = 0; e < exponents; ++e)
-      for (std::size_t s = 0; s < n; ++s)
-        weight[(b * exponents + e) * n + s] = 1 / (1 + std::pow(burst_at(b) / samples[s].boost_us, exponent_at(e)));
   double best_err = 1e300;
-  for (int i = 0; i < shares; ++i)
-    for (int b = 0; b < bursts; ++b)
-      for (int e = 0; e < exponents; ++e) {
+  for (int b = 0; b < bursts; ++b)
+    for (int e = 0; e < exponents; ++e) {
+      for (std::size_t s = 0; s < n; ++s)
+        weight[s] = 1 / (1 + std::pow(burst_at(b) / samples[s].boost_us, exponent_at(e)));
+      for (int i = 0; i < shares; ++i) {
         double err = 0;
         const double* dr = &drop[i * n];
-        const double* w = &weight[(b * exponents + e) * n];
         for (std::size_t s = 0; s < n; ++s) {
-          const double d = 1 - dr[s] * w[s] - samples[s].fraction;
+          const double d = 1 - dr[s] * weight[s] - samples[s].fraction;
           err += d * d;
         }
         if (err < best_err) {
           best_err = err;
-          best = {share_at(i), burst_at(b), exponent_at(e), n};
+          best = {share_at(i), burst_at(b), exponent_at(e), all.size()};
         }
       }
+    }
   const sustained_clock coarse = best;
   for (int i = -4; i <= 4; ++i)
     for (int b = -4; b <= 4; ++b)
       for (int e = -5; e <= 5; ++e) {
         const sustained_clock m{coarse.power_share * std::pow(1.04, i), coarse.burst_us * std::pow(1.04, b),
-                                std::max(0.25, coarse.exponent + 0.05 * e), n};
+                                std::max(0.25, coarse.exponent + 0.05 * e), all.size()};
         if (const double err = squared_error(m, samples); err < best_err) {
           best_err = err;
           best = m;

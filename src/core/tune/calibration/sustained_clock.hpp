@@ -58,9 +58,9 @@ std::vector<clock_sample> clock_samples(const nlohmann::json& result, const devi
 // 1980: readings a step or two under the boost are not the cap at work).
 constexpr double slowed_clock_fraction = 0.97;
 
-// The model that fits the samples' fractions best (least squares); not fitted (power_share 0) where
-// fewer than min_slowed_samples of them ran slowed.
-constexpr std::size_t min_slowed_samples = 8;
+// The model that fits the samples' fractions best (least squares; of more than max_fit_samples, an
+// even spread of that many); not fitted (power_share 0) where fewer than min_slowed_samples ran slowed.
+constexpr std::size_t min_slowed_samples = 8, max_fit_samples = 20000;
 sustained_clock fit_sustained_clock(const std::vector<clock_sample>& samples);
 
 nlohmann::json to_json(const sustained_clock& c);
