@@ -354,6 +354,17 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   } else {
     fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
     for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());
+    const sustained_clock clock = calibration_from_json(report["calibration"]).clock;
+    if (clock.fitted())
+      fmt::print("\nsustained clock (docs/model.md): fitted to {} finalists' clocks, power share {:.3f}, burst {:.0f} us, "
+                 "exponent {:.2f}; a kernel of 1 ms at 80% of the peak at the boost clock runs at {:.2f} of it, of 6 ms "
+                 "at {:.2f}",
+                 clock.samples, clock.power_share, clock.burst_us, clock.exponent, clock.fraction(1000, 0.8),
+                 clock.fraction(6000, 0.8));
+    else
+      fmt::print("\nsustained clock: not fitted (fewer than {} measured kernels ran below {:.2f} of the boost clock): "
+                 "predictions at the boost clock",
+                 min_slowed_samples, slowed_clock_fraction);
     text_table t({"model", "Spearman", "top pick slowdown", "top pick measured rank"});
     for (const char* m : {"assumed_model", "calibrated", "calibrated_without_this_problem"}) {
       const auto& q = report["mean"][m];
