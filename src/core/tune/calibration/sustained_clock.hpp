@@ -2,10 +2,11 @@
 // busier its math units are and the higher its clock (the voltage follows the clock, so the power
 // grows about as its cube); past the cap its firmware lowers the clock, not at once but over a
 // window of milliseconds. So a short kernel runs at the boost clock, a long one busy with math at
-// the clock the cap sustains: every measured variant records its clock (sm_clock_mhz), and on the
-// H100 and H200 (profiles/measured) bf16 kernels of over 3 ms at 60% of the peak or more ran at
-// 0.71-0.74 of the boost clock, those under 300 us at the boost clock, f32 (CUDA-core) kernels at
-// the boost clock however long. A calibration fitted at one clock had put the long lm_head GEMM
+// the clock the cap sustains: every measured variant records its clock (sm_clock_mhz), and of the
+// finalists of the H100's 2026-11-23 and the H200's 2026-12-04 searches (profiles/measured), bf16
+// kernels of over 3 ms at more than half the peak ran at a median 0.71 and 0.72 of the boost clock
+// (the H200's of 2026-11-26 at 0.87), those under 100 us at the boost clock, f32 (CUDA-core)
+// kernels at the boost clock however long. A calibration fitted at one clock had put the long lm_head GEMM
 // 15-17% fast and the short ones 5-10% slow (docs/model.md, "The sustained clock").
 #pragma once
 #include <cstddef>
@@ -18,6 +19,10 @@
 
 namespace tiletune {
 
+// The least fraction any model gives (the measured finalists never ran below 0.59 of the boost; a
+// damaged calibration does not predict a card at a crawl).
+constexpr double least_clock_fraction = 0.3;
+
 // One measured kernel: its time at the boost clock (its measured time times the clock fraction it
 // ran at), its power intensity (power_intensity) and the fraction of the boost clock it ran at.
 struct clock_sample {
@@ -27,12 +32,9 @@ struct clock_sample {
 // The clock, as a fraction of the boost clock, that a kernel of boost_us at the boost clock and of
 // power intensity `intensity` runs at: the sustained fraction min(1, cbrt(power_share / intensity))
 // (the clock at which intensity * fraction^3 meets the cap), reached past burst_us: fraction =
-// 1 - (1 - sustained) / (1 + (burst_us / boost_us)^exponent), at least least_clock_fraction. power_share 0: no model (the boost
-// clock throughout, as a calibration fitted before this model or from kernels that never slowed).
-// The least fraction any model gives (the measured finalists never ran below 0.59 of the boost; a
-// damaged calibration does not predict a card at a crawl).
-constexpr double least_clock_fraction = 0.3;
-
+// 1 - (1 - sustained) / (1 + (burst_us / boost_us)^exponent), at least least_clock_fraction.
+// power_share 0: no model (the boost clock throughout, as a calibration fitted before this model
+// or from kernels that never slowed).
 struct sustained_clock {
   double power_share = 0;  // the intensity the cap sustains at the boost clock
   double burst_us = 0;     // the kernel time that has come half way down to the sustained clock
