@@ -354,7 +354,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   } else {
     fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
     for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());
-    const sustained_clock clock = calibration_from_json(report["calibration"]).clock;
+    const sustained_clock clock = sustained_clock_from_json(report["calibration"]["sustained_clock"]);
     if (clock.fitted())
       fmt::print("\nsustained clock (docs/model.md): fitted to {} finalists' clocks, power share {:.3f}, burst {:.0f} us, "
                  "exponent {:.2f}; a kernel of 1 ms at 80% of the peak at the boost clock runs at {:.2f} of it, of 6 ms "

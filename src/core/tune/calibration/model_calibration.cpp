@@ -268,6 +268,10 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
     if (c.device_model.empty()) c.device_model = plans.back().device.preset;
   }
   c.clock = fit_sustained_clock(samples);
+  auto clock_of = [&](std::size_t i, const std::string& id) {  // the fraction of the boost its timing ran at
+    const auto it = clocks[i].find(id);
+    return it == clocks[i].end() ? 1.0 : it->second;
+  };
   c.results = results.size();
   std::map<std::string, std::vector<observation>> groups;
   for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -277,8 +281,7 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
     for (const auto& v : plans[i].variants) {
       auto it = measured[i].find(v.config.id());
       if (it == measured[i].end()) continue;
-      const auto clock = clocks[i].find(v.config.id());
-      const observation o{&plans[i], &v, it->second, fastest, clock == clocks[i].end() ? 1.0 : clock->second};
+      const observation o{&plans[i], &v, it->second, fastest, clock_of(i, v.config.id())};
       groups[calibration_key(v.config.family, plans[i].problem.type)].push_back(o);
       groups[family_key(v.config.family)].push_back(o);
     }
@@ -314,8 +317,7 @@ model_calibration fit_calibration(const std::vector<nlohmann::json>& results) {
       auto it = measured[i].find(v.config.id());
       if (it == measured[i].end()) continue;
       c.dram_share = std::max(c.dram_share, v.predicted.dram_bytes / (it->second * 1e3) / d.memory_bandwidth_gbs);
-      const auto clock = clocks[i].find(v.config.id());
-      add_rate(it->second, clock == clocks[i].end() ? 1.0 : clock->second);
+      add_rate(it->second, clock_of(i, v.config.id()));
     }
   }
   for (const auto& [key, obs] : groups) {
