@@ -130,13 +130,34 @@ TEST(perf_model, memory_roof) {
 }
 
 TEST(perf_model, few_resident_warps_and_shallow_pipelines_cost_time) {
+  // 64x64 warp tiles (32 MMAs a k-step): 8 warps hold 64 a scheduler, 4 hold 32 (mma_family.cpp).
   const prediction full = predict(toy(), bf16(256, 256, 128), tile128(), {1, 8, "registers"});
   const prediction thin = predict(toy(), bf16(256, 256, 128), tile128(), {1, 4, "registers"});
-  EXPECT_NEAR(thin.compute_us / full.compute_us, 1 / 0.75, 1e-9);
+  EXPECT_NEAR(thin.compute_us / full.compute_us, 1 / 0.8, 1e-9);
   tile_config two = tile128();
   two.stages = 2;
   EXPECT_NEAR(predict(toy(), bf16(256, 256, 128), two, {1, 8, "registers"}).compute_us / full.compute_us, 1 / 0.9,
               1e-9);
+}
+
+// The mma loop's rate follows the independent MMAs each scheduler holds per k-step, whatever holds
+// them: warps or their accumulator tiles. Other families need eight warps an SM.
+TEST(perf_model, the_mma_loop_runs_at_the_mmas_each_scheduler_holds) {
+  const device_spec& h100 = find_preset("h100-sxm");
+  const kernel_family mma = family_named("mma");
+  const tile_config narrow = mma_tile(128, 128, 32, 2, 4, 4), wide = mma_tile(128, 128, 32, 2, 2, 4);
+  const tile_config small = mma_tile(128, 64, 64, 4, 2, 4);
+  EXPECT_NEAR(mma->latency_factor(narrow, 8, h100), 0.8, 1e-12);   // 64x32 warp tiles, one block
+  EXPECT_NEAR(mma->latency_factor(narrow, 16, h100), 1.0, 1e-12);  // two blocks
+  EXPECT_NEAR(mma->latency_factor(wide, 8, h100), 1.0, 1e-12);     // 64x64 warp tiles, two blocks
+  EXPECT_NEAR(mma->latency_factor(small, 16, h100), 0.8, 1e-12);   // 32x32 warp tiles, two blocks
+  EXPECT_NEAR(mma->latency_factor(wide, 4, find_preset("a100-sxm-80gb")), 0.8, 1e-12);
+  EXPECT_NEAR(family_named("wgmma")->latency_factor(wgmma_tile(128, 256, 64, 2, 4), 8, h100), 1.0, 1e-12);
+  EXPECT_NEAR(family_named("wgmma")->latency_factor(wgmma_tile(128, 256, 64, 2, 4), 4, h100), 0.75, 1e-12);
+  // In the prediction: the same tile at two blocks an SM computes in 4/5 of the time at one.
+  const prediction one = predict(h100, bf16(4096, 4096, 4096), narrow, {1, 8, "registers"});
+  const prediction two = predict(h100, bf16(4096, 4096, 4096), narrow, {2, 16, "registers"});
+  EXPECT_NEAR(two.compute_us / one.compute_us, 0.8, 1e-9);
 }
 
 TEST(perf_model, hopper_mma_sync_is_capped_near_63_percent) {

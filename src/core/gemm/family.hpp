@@ -128,6 +128,11 @@ class gemm_family {
   // The share of the math pipe's rate the main loop's instruction issue leaves it on d (an SM
   // sub-partition issues one instruction a clock): 1 where the math, not the issue, sets the pace.
   virtual double issue_factor(const tile_config&, dtype, const device_spec&) const { return 1.0; }
+  // The share of its rate the main loop keeps with warps_per_sm warps resident to hide its latency:
+  // eight suffice, and with fewer the rate falls linearly, to half at none.
+  virtual double latency_factor(const tile_config&, int warps_per_sm, const device_spec&) const {
+    return std::min(1.0, 0.5 + warps_per_sm / 16.0);
+  }
   // The k-tiles a block has in flight while it computes one: its stages less those the
   // consumers hold (one, the k-tile they read, where the math is synchronous).
   virtual int tiles_in_flight(const tile_config& c) const { return std::max(1, c.stages - 1); }

@@ -150,17 +150,17 @@ std::int64_t resident_blocks(const device_spec& d, const gemm_problem& p, const 
 std::int64_t add_compute_time(const device_spec& d, const gemm_problem& p, const tile_config& c,
                               const occupancy_estimate& occ, double efficiency, const block_grid& g, prediction& r) {
   const std::int64_t k_per_block = g.k_per_block;
-  // Compute: each SM runs its share of blocks at the family's attainable rate,
-  // lowered when too few warps are resident to hide latency, and for a
-  // two-stage pipeline that exposes part of each load.
-  const double warps = occ.warps_per_sm;
+  // Compute: each SM runs its share of blocks at the family's attainable rate, lowered for a
+  // two-stage pipeline that exposes part of each load, and when too few warps are resident to
+  // hide the loop's latency.
   double rate_per_sm = d.peak_tflops(p.type) * 1e12 / d.sm_count *
                        (efficiency > 0 ? efficiency : family_efficiency(c.family, d.compute_capability));
-  rate_per_sm *= std::min(1.0, 0.5 + warps / 16.0);
   rate_per_sm *= c.family->pipeline_factor(c);
   // The loop's issue first: shared memory is asked for its bytes at the rate the loop attains.
   rate_per_sm *= c.family->issue_factor(c, p.type, d);
   rate_per_sm *= shared_memory_factor(d, p.type, c, rate_per_sm);
+  // Latency last: too few warps leave the loop's whole rate, math or shared memory, idle.
+  rate_per_sm *= c.family->latency_factor(c, occ.warps_per_sm, d);
   const double flops_per_block = 2.0 * c.block_m * c.block_n * static_cast<double>(k_per_block);
   // The loads' latency chain of `chains` blocks run one after another: each block's k-tiles wait
   // out an L2 round trip per tiles_in_flight of them (Little's law per block).

@@ -15,6 +15,9 @@ namespace tiletune {
 
 namespace {
 
+// Hopper and datacenter Blackwell run mma.sync beside their own tensor-core path (wgmma, tcgen05).
+bool mma_sync_is_secondary(int compute_capability) { return compute_capability >= 90 && compute_capability < 120; }
+
 class mma : public gemm_family {
  public:
   std::string_view name() const override { return "mma"; }
@@ -134,7 +137,21 @@ class mma : public gemm_family {
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
     // GeForce Blackwell (sm_120) it is the native path (assumed, as on Ampere: unmeasured there).
-    return compute_capability >= 90 && compute_capability < 120 ? 0.63 : 0.85;
+    return mma_sync_is_secondary(compute_capability) ? 0.63 : 0.85;
+  }
+  // The loop (ldmatrix into mma.sync, a barrier each k-tile) runs at a rate that grows with the
+  // independent MMAs each of the SM's four schedulers holds per k-step, its warps' accumulator
+  // tiles (m16n8 each): the tiles here hold up to 64, and at 32 the loop runs at 4/5 of the rate
+  // at 64, on the line through (0, 3/5). On the H100 the same 128x128x32 tile of 64x32 warp tiles
+  // measured 700 us on 4096^3 bf16 at one block an SM (32 a scheduler, 2026-11-22) and 450 at two
+  // (64, 2026-11-23, its registers cut); two blocks of four 64x64 warp tiles (64) took 528. Over
+  // the 2,027 mma variants of four Hopper recordings it moved the held-out Spearman from
+  // 0.785/0.873/0.847/0.772 to 0.768/0.890/0.878/0.774 (docs/model.md). The attainable efficiency
+  // is that of tiles at 64. Measured on Hopper; assumed alike where mma.sync is the native path
+  // (Ampere, Ada), which keeps a part slower on every figure from being predicted faster.
+  double latency_factor(const tile_config& c, int warps_per_sm, const device_spec&) const override {
+    const double per_scheduler = warps_per_sm / 4.0 * (mma_warp_tile_m(c) / 16) * (mma_warp_tile_n(c) / 8);
+    return std::min(1.0, (96 + per_scheduler) / 160);
   }
   // A two-stage pipeline exposes part of each load.
   double pipeline_factor(const tile_config& c) const override { return c.stages < 3 ? 0.9 : 1.0; }
