@@ -89,10 +89,11 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // The latency terms over the k-loop's loads alone (not C's stores, which made a one-block problem
   // slower than two blocks of more columns), and no higher for a partial tile than for the whole
   // one: 0.749, 0.875, 0.871, the picks and their held-out times unchanged.
-  // The mma loop's rate following the MMAs each scheduler holds (mma_family.cpp): 0.836, 0.894, 0.890.
+  // The mma loop's rate following the MMAs each scheduler holds (mma_family.cpp): 0.836, 0.894, 0.890;
+  // a family the fit did not measure overlapping as the best measured one (f32 held out): 0.891.
   EXPECT_GE(assumed, 0.835);
   EXPECT_GE(fitted, 0.893);
-  EXPECT_GE(held_out, 0.889);
+  EXPECT_GE(held_out, 0.890);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
@@ -168,6 +169,41 @@ TEST(model_calibration, applying_it_re_predicts_and_re_ranks_a_plan) {
     EXPECT_LE(plan.variants[i - 1].predicted.time_us, plan.variants[i].predicted.time_us * (1 + 1e-6));
   EXPECT_EQ(plan.variants[0].rank, 1);
   EXPECT_FALSE(apply_calibration(plan, model_calibration{}));
+}
+
+// A family the calibration did not measure is predicted at its assumed efficiency, overlapping
+// compute and memory as the measured family that overlaps them best, at the calibration's clock;
+// a calibration that measured no family predicts nothing.
+TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one) {
+  std::vector<nlohmann::json> without_f32, f32;
+  for (const auto& r : recorded_h100()) (plan_from_recording(r).problem.type == dtype::f32 ? f32 : without_f32).push_back(r);
+  ASSERT_EQ(f32.size(), 1u);
+  const auto c = fit_calibration(without_f32);
+  ASSERT_FALSE(c.efficiency_for(family_named("simt"), dtype::f32));
+  double least = 1e9;
+  for (const auto& [key, loss] : c.overlap_loss)
+    if (key.ends_with("/*")) least = std::min(least, loss);
+  ASSERT_GT(least, 0);
+  const gemm_plan plan = plan_from_recording(f32[0]);
+  const auto measured = measured_medians(f32[0]);
+  int checked = 0;
+  for (const auto& v : plan.variants) {
+    if (v.status != variant_status::ok || !measured.count(v.config.id())) continue;
+    const auto r = calibrated_prediction(c, plan.device, plan.problem, v.config, v.occupancy);
+    ASSERT_TRUE(r) << v.config.id();
+    const prediction plain = predict(plan.device, plan.problem, v.config, v.occupancy);
+    // The plain terms, the shorter of compute and memory added at the least overlap loss (the clock
+    // of a 3 ms FFMA loop stays at the boost: f32's power draw is a fraction of bf16's).
+    const double expected = std::max(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us) +
+                            least * std::min(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us) +
+                            (plain.time_us - std::max(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us));
+    EXPECT_NEAR(r->time_us, expected, expected * 1e-9) << v.config.id() << " at " << r->clock_fraction;
+    EXPECT_GT(r->time_us, plain.time_us) << v.config.id();
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+  EXPECT_FALSE(calibrated_prediction(model_calibration{}, plan.device, plan.problem, plan.variants[0].config,
+                                     plan.variants[0].occupancy));
 }
 
 // The calibration built into the binary (the default for an offline H100 plan) is the profile's.
@@ -261,9 +297,11 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // two best on the H100 at 1,440 and 1,965 MHz). With the mma loop's rate following the MMAs each
   // scheduler holds (mma_family.cpp): H100 7.1% (20.4%), 2.1% (19.2%); H200 5.7% (22.1%), 0.5%
   // (10.2%); 2026-12-04 unchanged (its picks and worst are wgmma and simt). Worst now: the 128-row
-  // decode (mma, 20-22% fast on the 2026-11 recordings) and f32 (simt alone, 12.5%).
+  // decode (mma, 20-22% fast on the 2026-11 recordings) and f32 (simt alone, 12.5%). With a family
+  // the fit did not measure overlapping as the best measured one (model_calibration.cpp), f32 held
+  // out is 10.0%, 11.8% and 10.1% fast: 2026-12-04's worst time 12.7% -> 10.1% (the pick: 14.1%).
   for (const ceiling& c : {ceiling{&h100, 0.072, 0.205, 1.022, 1.193}, ceiling{&h200, 0.058, 0.222, 1.006, 1.103},
-                           ceiling{&h200_one_clock, 0.044, 0.128, 1.013, 1.142}}) {
+                           ceiling{&h200_one_clock, 0.044, 0.102, 1.013, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -60,8 +60,9 @@ double attainable_floor_us(const model_calibration& c, const device_spec& d, con
                            double clock_fraction = 1);
 
 // A variant's prediction under the calibration (never below attainable_floor_us), its compute at
-// the clock the calibration's sustained_clock gives a kernel of its time at the boost clock,
-// or none where it has no efficiency for the variant's family (the plain model stands).
+// the clock the calibration's sustained_clock gives a kernel of its time at the boost clock; a
+// family it did not measure at its assumed efficiency, overlapping compute and memory as the
+// measured family that overlaps them best. None where it measured no family (the plain model stands).
 std::optional<prediction> calibrated_prediction(const model_calibration& c, const device_spec& d,
                                                 const gemm_problem& p, const tile_config& config,
                                                 const occupancy_estimate& occ);
