@@ -90,10 +90,11 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // slower than two blocks of more columns), and no higher for a partial tile than for the whole
   // one: 0.749, 0.875, 0.871, the picks and their held-out times unchanged.
   // The mma loop's rate following the MMAs each scheduler holds (mma_family.cpp): 0.836, 0.894, 0.890;
-  // a family the fit did not measure overlapping as the best measured one (f32 held out): 0.891.
-  EXPECT_GE(assumed, 0.835);
-  EXPECT_GE(fitted, 0.893);
-  EXPECT_GE(held_out, 0.890);
+  // a family the fit did not measure overlapping as the best measured one (f32 held out): 0.891; the
+  // split-K reduction's L2 hits waited out in turn: 0.841, 0.908, 0.904.
+  EXPECT_GE(assumed, 0.840);
+  EXPECT_GE(fitted, 0.907);
+  EXPECT_GE(held_out, 0.903);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
@@ -297,10 +298,13 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // two best on the H100 at 1,440 and 1,965 MHz). With the mma loop's rate following the MMAs each
   // scheduler holds (mma_family.cpp): H100 7.1% (20.4%), 2.1% (19.2%); H200 5.7% (22.1%), 0.5%
   // (10.2%); 2026-12-04 unchanged (its picks and worst are wgmma and simt). Worst now: the 128-row
-  // decode (mma, 20-22% fast on the 2026-11 recordings) and f32 (simt alone, 12.5%). With a family
+  // decode (mma, 20-22% fast on the 2026-11 recordings; 16-18% with split-K's reduction waits) and
+  // f32 (simt alone, 12.5%). With a family
   // the fit did not measure overlapping as the best measured one (model_calibration.cpp), f32 held
   // out is 10.0%, 11.8% and 10.1% fast: 2026-12-04's worst time 12.7% -> 10.1% (the pick: 14.1%).
-  for (const ceiling& c : {ceiling{&h100, 0.072, 0.205, 1.022, 1.193}, ceiling{&h200, 0.058, 0.222, 1.006, 1.103},
+  // The split-K reduction's L2 hits waited out in turn (perf_model.cpp): H100 6.3% (17.8%), 2.1% (17.4%);
+  // H200 6.8% (16.2%), 0.5% (7.5%: within the worst pick's goal on that recording).
+  for (const ceiling& c : {ceiling{&h100, 0.064, 0.179, 1.022, 1.175}, ceiling{&h200, 0.069, 0.163, 1.006, 1.076},
                            ceiling{&h200_one_clock, 0.044, 0.102, 1.013, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);

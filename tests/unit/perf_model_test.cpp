@@ -255,19 +255,28 @@ TEST(perf_model, split_k_pays_its_last_slices_reduction) {
   ASSERT_EQ(occ.blocks_per_sm, 1);
   EXPECT_EQ(predict(h100, p, c, occ).fixup_us, 0);
   const double sm_l2_gbs = h100.l2_bandwidth_gbs / h100.sm_count;
+  // Its 256 threads each take 128 x 128 / 8 / 256 = 8 items of 8 bf16 of C and read each item's
+  // partials one slice after another, every load awaited: 8 x split L2 hits of 0.15 us, longer
+  // than the bytes take at the SM's share of L2 bandwidth (split x 64 KiB: 0.58 us a slice).
+  EXPECT_EQ(family_named("mma")->split_k_reduction_round_trips(c, p), 0);
   for (const int split : {2, 4, 8}) {
     c.split_k = split;
+    EXPECT_EQ(family_named("mma")->split_k_reduction_round_trips(c, p), 8.0 * split);
     const prediction r = predict(h100, p, c, occ);
     // 32 tiles x split blocks on 132 SMs, one each: the busiest SM runs one block, one tail.
     const double tails = std::ceil(std::ceil(32.0 * split / 132) / split);
-    EXPECT_NEAR(r.fixup_us, tails * (split * 128.0 * 128 * 4 / (sm_l2_gbs * 1e3) + 0.5), 1e-9) << split;
+    const double bandwidth_us = split * 128.0 * 128 * 4 / (sm_l2_gbs * 1e3), waits_us = 8.0 * split * 0.15;
+    EXPECT_GT(waits_us, bandwidth_us);
+    EXPECT_NEAR(r.fixup_us, tails * (waits_us + 0.5), 1e-9) << split;
     // The tail is serial: it is in the time beside the k-loop's.
     EXPECT_GE(r.time_us, std::max(r.compute_us, r.memory_us) + r.fixup_us) << split;
   }
-  // A 16-row problem's partial tiles hold its 16 rows only.
+  // A 16-row problem's partial tiles hold its 16 rows only: 16 x 16 items, one a thread.
   c.split_k = 4;
   const prediction skinny = predict(h100, bf16(16, 4096, 4096), c, occ);
-  EXPECT_NEAR(skinny.fixup_us, 4 * 16.0 * 128 * 4 / (sm_l2_gbs * 1e3) + 0.5, 1e-9);
+  EXPECT_NEAR(skinny.fixup_us, std::max(4 * 16.0 * 128 * 4 / (sm_l2_gbs * 1e3), 4 * 0.15) + 0.5, 1e-9);
+  // A family that reduces inside a cluster waits out no such hits.
+  EXPECT_EQ(family_named("wgmma")->split_k_reduction_round_trips(c, p), 0);
 }
 
 // Rows that are not 16-byte aligned: mma copies them one element at a time, each load

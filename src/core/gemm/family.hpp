@@ -156,6 +156,9 @@ class gemm_family {
   // tile reading every slice's partial tile back before it writes C (the model's split-K
   // reduction tail); not where they meet inside a cluster.
   virtual bool reduces_split_k_in_global_memory() const { return false; }
+  // Where it does: the L2 round trips each thread of the last slice's block waits out one after
+  // another while it reads the partials back (0: none awaited in turn; its bytes' bandwidth alone).
+  virtual double split_k_reduction_round_trips(const tile_config&, const gemm_problem&) const { return 0; }
   // The relative Frobenius error verification allows the variant (the dtype's bound unless the
   // variant trades accuracy for speed and states its own, such as fp8 fast accumulation).
   virtual double error_bound(const tile_config&, const gemm_problem& p) const { return row_of(p.type).error_bound; }

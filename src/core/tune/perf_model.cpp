@@ -24,12 +24,14 @@ constexpr double dram_latency_us = 0.75;
 // of a skinny problem streams its whole K panel through few loads in flight,
 // which is why split-K pays there.
 constexpr double l2_latency_us = 0.5;
-// An element copied from a row that is not 16-byte aligned, by a family that
-// copies such rows one element at a time (gemm_family::copies_unaligned_rows_serially):
-// its load is an L2 hit (the panels are re-read by every block), and the thread
-// waits for it before it stores the element to shared memory and loads the next.
-// The least per-element time measured, so that no floor rises above a measured time.
-constexpr double serial_copy_latency_us = 0.15;
+// An L2 hit a thread waits for before it issues its next load. An element copied from a row that
+// is not 16-byte aligned, by a family that copies such rows one element at a time
+// (gemm_family::copies_unaligned_rows_serially): its load is an L2 hit (the panels are re-read by
+// every block), and the thread waits for it before it stores the element to shared memory and
+// loads the next; the least per-element time measured, so that no floor rises above a measured
+// time. The same wait paces a split-K reduction that reads its partials back one slice after
+// another (gemm_family::split_k_reduction_round_trips).
+constexpr double l2_hit_wait_us = 0.15;
 }  // namespace
 
 // A 2 GiB device-to-device copy by tiletune's worker drew 3.0 TB/s of the
@@ -48,7 +50,7 @@ double serial_copy_us(const gemm_problem& p, const tile_config& c, double a_rows
   auto unaligned = [&](std::int64_t ld) { return (ld * eb) % 16 != 0; };
   const double bytes = ((unaligned(p.lda()) ? a_rows : 0.0) + (unaligned(p.ldb()) ? b_rows : 0.0)) * row_bytes;
   const double in_flight = concurrent_blocks * c.threads() * static_cast<double>(eb);
-  return bytes * serial_copy_latency_us / in_flight;
+  return bytes * l2_hit_wait_us / in_flight;
 }
 }  // namespace
 
@@ -394,7 +396,13 @@ prediction predict(const device_spec& d, const gemm_problem& p, const tile_confi
     // one in split of its blocks.
     const double partials = static_cast<double>(split) * std::min<std::int64_t>(c.block_m, p.m) * c.block_n * 4;
     const double tails = std::ceil(blocks_on_busiest_sm(d, resident, r.blocks) / static_cast<double>(split));
-    r.fixup_us = tails * (partials / (sm_l2_gbs * 1e3) + l2_latency_us);
+    // Its threads read them back at the larger of that bandwidth and the L2 hits they wait out in
+    // turn: 128x4096x4096's tiles split 2, 4 and 8 ways through a workspace measured 10%, 25% and
+    // 42% slower than the bandwidth alone predicted (H100 2026-11-23, median), whole ones as
+    // predicted; with the waits the held-out picks' worst time error 20.4% -> 17.8% (H200
+    // 2026-11-26: 22.1% -> 16.2%, its worst pick 10.2% -> 7.5%).
+    const double waits_us = c.family->split_k_reduction_round_trips(c, p) * l2_hit_wait_us;
+    r.fixup_us = tails * (std::max(partials / (sm_l2_gbs * 1e3), waits_us) + l2_latency_us);
   }
   // Kernels before the GEMM (K-major copies): a stream of their bytes through DRAM, and a ramp
   // (one DRAM round trip) each; timed with the GEMM, so part of its time.

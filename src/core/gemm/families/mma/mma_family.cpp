@@ -47,6 +47,15 @@ class mma : public gemm_family {
   // copies (_kc) are padded to 16 bytes.
   bool copies_unaligned_rows_serially(const tile_config& c) const override { return !mma_k_major_copies(c); }
   bool reduces_split_k_in_global_memory() const override { return true; }  // mma_gemm.cu's last slice
+  // The last slice's threads each take items of 16 bytes of C (of the rows inside M) in turn, and for
+  // each read the split partial sums one slice after another, each load awaited by the add before
+  // the next is issued (mma_gemm.cu: both loops `#pragma unroll 1`).
+  double split_k_reduction_round_trips(const tile_config& c, const gemm_problem& p) const override {
+    if (c.split_k <= 1 || c.threads() <= 0) return 0;
+    const std::int64_t rows = std::min<std::int64_t>(c.block_m, p.m);
+    const std::int64_t items = rows * (c.block_n * static_cast<std::int64_t>(element_bytes(p.elements().c)) / 16);
+    return static_cast<double>((items + c.threads() - 1) / c.threads()) * c.split_k;
+  }
   std::int64_t smem_bytes(const tile_config& c, dtype t) const override {
     // The pipeline, or the epilogue's fp32 staging of warps_m x 16 rows of C when larger.
     const std::int64_t bm = c.block_m, bn = c.block_n, bk = c.block_k;
