@@ -49,7 +49,8 @@ class mma : public gemm_family {
   bool reduces_split_k_in_global_memory() const override { return true; }  // mma_gemm.cu's last slice
   // The last slice's threads each take items of 16 bytes of C (of the rows inside M) in turn, and for
   // each read the split partial sums one slice after another, each load awaited by the add before
-  // the next is issued (mma_gemm.cu: both loops `#pragma unroll 1`).
+  // the next is issued (mma_gemm.cu: both loops `#pragma unroll 1`; the SASS issues a slice's two
+  // 16-byte loads, adds, and branches back).
   double split_k_reduction_round_trips(const tile_config& c, const gemm_problem& p) const override {
     if (c.split_k <= 1 || c.threads() <= 0) return 0;
     const std::int64_t rows = std::min<std::int64_t>(c.block_m, p.m);
