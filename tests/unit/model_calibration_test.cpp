@@ -195,9 +195,9 @@ TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one) 
     const prediction plain = predict(plan.device, plan.problem, v.config, v.occupancy);
     // The plain terms, the shorter of compute and memory added at the least overlap loss (the clock
     // of a 3 ms FFMA loop stays at the boost: f32's power draw is a fraction of bf16's).
-    const double expected = std::max(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us) +
-                            least * std::min(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us) +
-                            (plain.time_us - std::max(pipelined_compute_us(plain.compute_us, plain.latency_us), plain.memory_us));
+    const double compute = pipelined_compute_us(plain.compute_us, plain.latency_us);
+    const double longer = std::max(compute, plain.memory_us), shorter = std::min(compute, plain.memory_us);
+    const double expected = longer + least * shorter + (plain.time_us - longer);
     EXPECT_NEAR(r->time_us, expected, expected * 1e-9) << v.config.id() << " at " << r->clock_fraction;
     EXPECT_GT(r->time_us, plain.time_us) << v.config.id();
     ++checked;

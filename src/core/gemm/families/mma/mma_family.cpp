@@ -15,9 +15,6 @@ namespace tiletune {
 
 namespace {
 
-// Hopper and datacenter Blackwell run mma.sync beside their own tensor-core path (wgmma, tcgen05).
-bool mma_sync_is_secondary(int compute_capability) { return compute_capability >= 90 && compute_capability < 120; }
-
 class mma : public gemm_family {
  public:
   std::string_view name() const override { return "mma"; }
@@ -147,7 +144,7 @@ class mma : public gemm_family {
   double attainable_efficiency(int compute_capability) const override {
     // mma.sync reaches about 63% of Hopper's tensor peak, which needs wgmma; on Ampere, Ada and
     // GeForce Blackwell (sm_120) it is the native path (assumed, as on Ampere: unmeasured there).
-    return mma_sync_is_secondary(compute_capability) ? 0.63 : 0.85;
+    return compute_capability >= 90 && compute_capability < 120 ? 0.63 : 0.85;
   }
   // The loop (ldmatrix into mma.sync, a barrier each k-tile) runs at a rate that grows with the
   // independent MMAs each of the SM's four schedulers holds per k-step, its warps' accumulator
