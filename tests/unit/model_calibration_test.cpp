@@ -304,8 +304,11 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // out is 10.0%, 11.8% and 10.1% fast: 2026-12-04's worst time 12.7% -> 10.1% (the pick: 14.1%).
   // The split-K reduction's L2 hits waited out in turn (perf_model.cpp): H100 6.3% (17.8%), 2.1% (17.4%);
   // H200 6.8% (16.2%), 0.5% (7.5%: within the worst pick's goal on that recording).
-  for (const ceiling& c : {ceiling{&h100, 0.064, 0.179, 1.022, 1.175}, ceiling{&h200, 0.069, 0.163, 1.006, 1.076},
-                           ceiling{&h200_one_clock, 0.044, 0.102, 1.013, 1.142}}) {
+  // The recommended variant compared at the time the search ranked it by, not at the pair's after
+  // the search (one_clock.cpp): the H100's pick 0.0% (11.2%: was 4096x4096x14336's 17.4%, the search's
+  // own fastest finalist timed again at 1,440 MHz), the H200's 0.0% (7.5%), 2026-12-04 1.1% (14.1%).
+  for (const ceiling& c : {ceiling{&h100, 0.064, 0.179, 1.001, 1.113}, ceiling{&h200, 0.069, 0.163, 1.001, 1.076},
+                           ceiling{&h200_one_clock, 0.044, 0.102, 1.012, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -62,3 +62,37 @@ TEST(one_clock, a_search_without_stages_compares_every_variant_as_recorded) {
                    0.125);
   EXPECT_LT(behind_the_leader(nlohmann::json{{"reason", "verified"}}), 0);
 }
+
+// The recommended variant is timed again beside cuBLASLt after the search (reference.first_median_us
+// says so) and that later, often hotter time replaces its search figure: among the finalists it
+// counts at the time the search ranked it by (in_search), else at the search's verdict.
+TEST(one_clock, the_recommended_variant_counts_at_the_time_the_search_ranked_it_by) {
+  nlohmann::json r = halving_result();
+  r["recommendation"] = {{"id", "winner"}};
+  r["reference"] = {{"median_us", 614.4}, {"first_median_us", 578.8}};
+  r["variants"][0]["median_us"] = 705.6;  // the pair after the search, at 1,440 MHz
+  auto m = medians(r);
+  // No search figure kept (recordings before it): no slower than the fastest other finalist.
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "winner", m), 1.0);  // not 705.6 / 690.0
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "second", m), 1.0);
+  // The search kept it beside the other finalists.
+  r["recommendation"]["in_search"] = {{"median_us", 660.0}, {"sm_clock_mhz", 1635.0}};
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "second", m), 690.0 / 660.0);
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "winner", m), 1.0);
+  // Recommended within the noise over a faster one: the margin its note gives.
+  r["recommendation"].erase("in_search");
+  r["notes"] = {"recommended winner over the fastest second: 1.5% slower, within the measured noise of 2.0%, with "
+                "fewer resources"};
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "winner", m), 1.015);
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "second", m), 1.0);
+  // A pair time below every other finalist's stands (a short kernel, its clock steady).
+  r.erase("notes");
+  r["variants"][0]["median_us"] = 600.0;
+  m = medians(r);
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "second", m), 690.0 / 600.0);
+  // Not timed again (no first_median_us): every finalist as recorded.
+  r["variants"][0]["median_us"] = 705.6;
+  m = medians(r);
+  r["reference"].erase("first_median_us");
+  EXPECT_DOUBLE_EQ(slowdown_at_one_clock(r, "winner", m), 705.6 / 690.0);
+}

@@ -286,6 +286,12 @@ void add_measured_figures(nlohmann::json& j, const variant_result& v, const gemm
   j["memory_bytes"] = plan.problem.operand_bytes() + scratch;
   // The GPU's own count of the variant's clusters at once, its grid capped there (the model's is an estimate).
   if (m.clusters_at_once > 0) j["clusters_at_once"] = m.clusters_at_once;
+  // Timed again beside cuBLASLt: the time the search ranked it by, beside the other finalists'.
+  if (v.in_search && v.in_search->timing.samples > 0)
+    j["in_search"] = {{"median_us", v.in_search->timing.median_us},
+                      {"timing", to_json(v.in_search->timing)},
+                      {"sm_clock_mhz", v.in_search->sm_clock_mhz ? nlohmann::json(*v.in_search->sm_clock_mhz)
+                                                                 : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json variant_json(const variant_result& v, const gemm_plan& plan) {
@@ -393,6 +399,7 @@ nlohmann::json gemm_recommendation_json(const gemm_plan& plan) {
                                          : "measured"},
   };
   if (v.measured) rec["noise"] = v.measured->timing.spread;
+  if (vj.contains("in_search")) rec["in_search"] = vj["in_search"];
   if (const std::size_t tie = top_tie_size(plan); plan.mode == plan_mode::predicted && tie > 1)
     rec["tied_with"] = tie - 1;
   return rec;

@@ -39,6 +39,9 @@ struct variant_result {
   int rank = 0;       // 1 = best among ok; 0 when not ok
   std::optional<measure_response> measured;  // measured mode
   std::optional<tiletune::search_stage> search_stage;  // measured mode: the stage that last timed it (or not_timed)
+  // The recommended variant, timed again beside cuBLASLt after the search (measured then holds that
+  // pair's time): what the search measured, the time its rank among the finalists came from.
+  std::optional<measure_response> in_search;
 };
 
 struct gemm_plan {
