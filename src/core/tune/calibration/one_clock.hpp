@@ -15,8 +15,11 @@ namespace tiletune {
 // How much slower `id` measured than the best of the search in `result`, each compared at one
 // clock: a finalist (a variant of the deepest stage any reached) against the fastest finalist; a
 // variant dropped after a stage by how far it was behind that stage's leader (its reason says,
-// "dropped after the longer stage: 3.4% behind the leader"). A result without search stages
-// (an exhaustive search, or recorded before them): its time over the fastest in `measured`.
+// "dropped after the longer stage: 3.4% behind the leader"). The recommended variant, timed again
+// beside cuBLASLt after the search, counts at the time the search ranked it by (its in_search, or
+// in results recorded before that the search's verdict), not at the pair's later one that `measured`
+// holds. A result without search stages (an exhaustive search, or recorded before them): its time
+// over the fastest in `measured`.
 double slowdown_at_one_clock(const nlohmann::json& result, const std::string& id,
                              const std::map<std::string, double>& measured);
 
