@@ -22,7 +22,6 @@ std::vector<std::string> stage_order(const nlohmann::json& result) {
   return out;
 }
 
-
 // A margin named in `text` just before `tail` ("... 1.0% slower, ..."), as a fraction; < 0: none.
 double percent_before(const std::string& text, const std::string& tail) {
   const std::size_t at = text.find(tail);
@@ -39,7 +38,8 @@ double percent_before(const std::string& text, const std::string& tail) {
 // 4096x4096x14336, 2026-11-23: 705.6 us at 1,440 MHz for the variant the search had found fastest, its
 // peers 601-658 us at 1,620-1,980). Its search figure where the result keeps it (in_search); else
 // the search's own verdict: no slower than the fastest other finalist, or the margin its note gives
-// ("recommended X over the fastest Y: 1.0% slower, within the measured noise ..."); where the pair's
+// ("recommended X over the fastest Y: 1.0% slower, within the measured noise ...", as gemm_measure.cpp's
+// recommend_leanest words it); where the pair's
 // time is lower than every other finalist's, that time (a decode kernel's, whose clock stays put).
 // nullopt: no recommendation timed again.
 std::optional<double> recommended_in_search(const nlohmann::json& result, const std::map<std::string, double>& measured,
@@ -103,22 +103,17 @@ double slowdown_at_one_clock(const nlohmann::json& result, const std::string& id
   if (measured.count(recommended) && finalist(recommended))
     if (const auto t = recommended_in_search(result, recorded, recommended, finalist)) measured[recommended] = *t;
   const double mine = measured.at(id);
-  if (order.size() < 2 || deepest < 0 || !variant.count(id)) {
+  auto ratio_to_fastest = [&](const auto& counts) {
     double fastest = mine;
-    for (const auto& [other, us] : measured) fastest = std::min(fastest, us);
+    for (const auto& [vid, us] : measured)
+      if (counts(vid)) fastest = std::min(fastest, us);
     return mine / fastest;
-  }
-  if (finalist(id)) {
-    double best_finalist = mine;
-    for (const auto& [vid, v] : variant)
-      if (finalist(vid)) best_finalist = std::min(best_finalist, measured.at(vid));
-    return mine / best_finalist;
-  }
+  };
+  const auto every = [](const std::string&) { return true; };
+  if (order.size() < 2 || deepest < 0 || !variant.count(id)) return ratio_to_fastest(every);
+  if (finalist(id)) return ratio_to_fastest(finalist);
   const double margin = behind_the_leader(*variant.at(id));
-  if (margin >= 0) return 1 + margin;
-  double fastest = mine;
-  for (const auto& [other, us] : measured) fastest = std::min(fastest, us);
-  return mine / fastest;
+  return margin >= 0 ? 1 + margin : ratio_to_fastest(every);
 }
 
 }  // namespace tiletune
