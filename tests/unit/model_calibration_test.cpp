@@ -173,18 +173,26 @@ TEST(model_calibration, applying_it_re_predicts_and_re_ranks_a_plan) {
 }
 
 // A family the calibration did not measure is predicted at its assumed efficiency, overlapping
-// compute and memory as the measured family that overlaps them best, at the calibration's clock;
-// a calibration that measured no family predicts nothing.
-TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one) {
+// compute and memory as the measured family of its kind that overlaps them best (the FFMA family's
+// warps load their own operands, as the warp-level MMA family's do: not the producer family's
+// loss), at the calibration's clock; a calibration that measured no family predicts nothing.
+TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one_of_its_kind) {
   std::vector<nlohmann::json> without_f32, f32;
   for (const auto& r : recorded_h100()) (plan_from_recording(r).problem.type == dtype::f32 ? f32 : without_f32).push_back(r);
   ASSERT_EQ(f32.size(), 1u);
   const auto c = fit_calibration(without_f32);
   ASSERT_FALSE(c.efficiency_for(family_named("simt"), dtype::f32));
-  double least = 1e9;
-  for (const auto& [key, loss] : c.overlap_loss)
-    if (key.ends_with("/*")) least = std::min(least, loss);
+  const kernel_family simt = family_named("simt");
+  ASSERT_FALSE(simt->producer_warps_load());
+  double least = 1e9, least_of_any = 1e9;
+  for (const auto& [key, loss] : c.overlap_loss) {
+    if (!key.ends_with("/*")) continue;
+    least_of_any = std::min(least_of_any, loss);
+    if (!family_named(key.substr(0, key.size() - 2))->producer_warps_load()) least = std::min(least, loss);
+  }
   ASSERT_GT(least, 0);
+  ASSERT_LT(least, 1e9);
+  EXPECT_GT(least, least_of_any);  // the producer family hides its memory time better
   const gemm_plan plan = plan_from_recording(f32[0]);
   const auto measured = measured_medians(f32[0]);
   int checked = 0;
@@ -193,11 +201,13 @@ TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one) 
     const auto r = calibrated_prediction(c, plan.device, plan.problem, v.config, v.occupancy);
     ASSERT_TRUE(r) << v.config.id();
     const prediction plain = predict(plan.device, plan.problem, v.config, v.occupancy);
-    // The plain terms, the shorter of compute and memory added at the least overlap loss (the clock
+    // The plain terms, compute and memory joined at the least overlap loss (the clock
     // of a 3 ms FFMA loop stays at the boost: f32's power draw is a fraction of bf16's).
     const double compute = pipelined_compute_us(plain.compute_us, plain.latency_us);
     const double longer = std::max(compute, plain.memory_us), shorter = std::min(compute, plain.memory_us);
-    const double expected = longer + least * shorter + (plain.time_us - longer);
+    const double norm = 1 / std::max(least, 0.02);  // their (1 / loss)-norm, loss >= 0.02 (model_calibration.cpp)
+    const double expected =
+        longer * std::pow(1 + std::pow(shorter / longer, norm), 1 / norm) + (plain.time_us - longer);
     EXPECT_NEAR(r->time_us, expected, expected * 1e-9) << v.config.id() << " at " << r->clock_fraction;
     EXPECT_GT(r->time_us, plain.time_us) << v.config.id();
     ++checked;
@@ -307,8 +317,12 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // The recommended variant compared at the time the search ranked it by, not at the pair's after
   // the search (one_clock.cpp): the H100's pick 0.0% (11.2%: was 4096x4096x14336's 17.4%, the search's
   // own fastest finalist timed again at 1,440 MHz), the H200's 0.0% (7.5%), 2026-12-04 1.1% (14.1%).
-  for (const ceiling& c : {ceiling{&h100, 0.064, 0.179, 1.001, 1.113}, ceiling{&h200, 0.069, 0.163, 1.001, 1.076},
-                           ceiling{&h200_one_clock, 0.044, 0.102, 1.012, 1.142}}) {
+  // Compute and memory joined as a norm (model_calibration.cpp, overlapped), and an unmeasured family
+  // overlapping as the measured one of its kind: H100 5.5% (12.3%), H200 6.0% (15.0%), 2026-12-04
+  // 4.6% (13.1%: its 128-row pick, a split in pairs of a cluster, 10.0% -> 13.1% fast; its large
+  // tiles' memory time is now hidden whole), picks 0.0% (11.2%), 0.0% (7.5%), 0.9% (14.1%).
+  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.061, 0.151, 1.001, 1.076},
+                           ceiling{&h200_one_clock, 0.047, 0.132, 1.010, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -148,6 +148,10 @@ class gemm_family {
   virtual int operand_registers(const tile_config&) const { return 0; }
   virtual smem_traffic shared_memory_traffic(const tile_config& c, dtype t) const = 0;
   virtual bool efficiency_from_measurements() const { return true; }
+  // Whether producer warps issue the loads beside the warps that multiply (the two overlap the
+  // better for it), rather than the warps that multiply issuing their own: a calibration that did
+  // not measure the family takes its overlap loss from a measured family of the same kind.
+  virtual bool producer_warps_load() const { return false; }
   // Whether the variant copies rows that are not 16-byte aligned one element at a time, each
   // load awaited before the next (the model's serial-copy term, perf_model.cpp), rather than
   // reading copies padded to 16 bytes.

@@ -31,22 +31,41 @@ struct observation {
 std::vector<double> ranks_of(const std::vector<double>& values);
 double spearman_of(const std::vector<double>& a, const std::vector<double>& b);
 
+// The least overlap loss the norm below takes (its exponent at most 50: the smaller term hides whole
+// up to a fraction of a percent).
+constexpr double least_overlap_loss = 0.02;
+
 struct fitted {
   double efficiency = 0, time_scale = 1, overlap_loss = 0;
 };
 
+// Compute time c and memory time m run beside each other; overlap_loss says how much of the
+// smaller the kernel does not hide (0: none of it, 1: all of it, the two one after the other). A
+// k-tile waits for the later of its math and its loads, and the two vary from tile to tile: near
+// each other the wait exceeds either, while a much shorter one hides whole. So the two join as
+// their (1 / overlap_loss)-norm, as the loads' latency chain joins the math (pipelined_compute_us).
+// Until 2026-12-05 it was the larger plus overlap_loss of the smaller, which charged a
+// compute-bound GEMM the same share of its memory time as a balanced one: the H100's split-K tiles
+// of 128x4096x4096 whose warps both load and multiply, compute and memory alike (16 us each),
+// measured 8-28% slower than that predicted them, held out (2026-11-23).
+double overlapped(double c, double m, double overlap_loss) {
+  const double hi = std::max(c, m), lo = std::min(c, m);
+  if (hi <= 0) return 0;
+  const double p = 1 / std::max(overlap_loss, least_overlap_loss);
+  return hi * std::pow(1 + std::pow(lo / hi, p), 1 / p);
+}
+
 // A variant's calibrated time from its physical parts: the family's scale on its compute
 // time (the rate its kernels really issue at, which the efficiency alone does not capture),
-// the memory time as the physical model has it (DRAM and L2 serve no family slower), the
-// larger of the two plus overlap_loss of the smaller (the share of it the kernel does not
-// hide: 0 for loads wholly beside the math, 1 for none), and the launch. The scale stays
-// off the memory time, so a compute gap of large problems does not slow decode problems,
-// and off the loads' latency chain, which joins the scaled compute as in predict. At
-// clock_fraction of the boost clock the math takes longer in proportion (the memory does not).
+// the memory time as the physical model has it (DRAM and L2 serve no family slower), the two
+// overlapped with the family's loss, and the launch. The scale stays off the memory time, so a
+// compute gap of large problems does not slow decode problems, and off the loads' latency chain,
+// which joins the scaled compute as in predict. At clock_fraction of the boost clock the math
+// takes longer in proportion (the memory does not).
 double scaled_time(const prediction& r, double compute_scale, double overlap_loss, double clock_fraction = 1) {
   const double launch = r.time_us - std::max(pipelined_compute_us(r.compute_us, r.latency_us), r.memory_us);
   const double c = pipelined_compute_us(r.compute_us * compute_scale / clock_fraction, r.latency_us), m = r.memory_us;
-  return std::max(c, m) + overlap_loss * std::min(c, m) + launch;
+  return overlapped(c, m, overlap_loss) + launch;
 }
 
 // fit_one's first step: the efficiency, fitted to the measured order of each problem's variants.
@@ -140,7 +159,7 @@ void fit_scale_and_overlap(const std::vector<observation>& obs, const std::vecto
     double err = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const double c = scaled_compute[i], m = parts[i].memory_us;
-      const double t = std::max(c, m) + rho * std::min(c, m) + launch[i];
+      const double t = overlapped(c, m, rho) + launch[i];
       const double l = std::log(obs[i].measured_us / t);
       err += weight[i] * l * l;
     }
@@ -350,13 +369,20 @@ std::optional<prediction> calibrated_prediction(const model_calibration& c, cons
   double overlap = c.overlap_loss_for(config.family, p.type);
   if (!e) {
     // A family the calibration did not measure (the FFMA one, its one problem left out of the fit) keeps
-    // its assumed efficiency and no scale, but overlaps its compute and memory no better than the
-    // measured family that overlaps them best: none measured overlaps them whole, as the plain model
-    // has it (held out, 4096^3 f32 was predicted 12.5-12.7% fast on all three recordings, 10.0-11.8%
-    // with this; docs/model.md).
-    std::optional<double> least;
-    for (const auto& [key, loss] : c.overlap_loss)
-      if (key.ends_with("/*")) least = std::min(least.value_or(loss), loss);
+    // its assumed efficiency and no scale, but overlaps its compute and memory as the measured family
+    // of its kind overlaps them best (its own warps loading, or a producer's; of any kind where none of
+    // its own was measured): none measured overlaps them whole, as the plain model has it (held out,
+    // 4096^3 f32 was predicted 12.5-12.7% fast on all three recordings; docs/model.md).
+    std::optional<double> least, least_of_kind;
+    for (const auto& [key, loss] : c.overlap_loss) {
+      if (!key.ends_with("/*")) continue;
+      least = std::min(least.value_or(loss), loss);
+      const std::string name = key.substr(0, key.size() - 2);
+      for (const gemm_family* f : all_families())
+        if (f->name() == name && f->producer_warps_load() == config.family->producer_warps_load())
+          least_of_kind = std::min(least_of_kind.value_or(loss), loss);
+    }
+    if (least_of_kind) least = least_of_kind;
     if (!least) return std::nullopt;
     e = config.family->attainable_efficiency(d.compute_capability);
     overlap = *least;

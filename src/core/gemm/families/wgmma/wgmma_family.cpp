@@ -209,6 +209,7 @@ class wgmma : public gemm_family {
     return wgmma_shared_k(c, p, sm_count);
   }
   bool efficiency_from_measurements() const override { return false; }
+  bool producer_warps_load() const override { return true; }  // the TMA producer warpgroup
   smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
   }
