@@ -321,8 +321,10 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // overlapping as the measured one of its kind: H100 5.5% (12.3%), H200 6.0% (15.0%), 2026-12-04
   // 4.6% (13.1%: its 128-row pick, a split in pairs of a cluster, 10.0% -> 13.1% fast; its large
   // tiles' memory time is now hidden whole), picks 0.0% (11.2%), 0.0% (7.5%), 0.9% (14.1%).
+  // With split-K inside a cluster paying the leader's reduction (perf_model.cpp): 2026-12-04 4.5%
+  // (8.7%: the 128-row pick 13.1% -> 8.7% fast), the 2026-11 recordings unchanged (no such variant).
   for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.061, 0.151, 1.001, 1.076},
-                           ceiling{&h200_one_clock, 0.047, 0.132, 1.010, 1.142}}) {
+                           ceiling{&h200_one_clock, 0.046, 0.088, 1.010, 1.142}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -279,6 +279,36 @@ TEST(perf_model, split_k_pays_its_last_slices_reduction) {
   EXPECT_EQ(family_named("wgmma")->split_k_reduction_round_trips(c, p), 0);
 }
 
+// Split-K inside a cluster (wgmma): each peer stores its whole fp32 partial tile into the leader's
+// shared memory and the leader waits for them before its epilogue; per tile the busiest SM runs,
+// the split - 1 partial tiles through its SM's share of L2 bandwidth and one round trip (0.5 us).
+TEST(perf_model, split_k_in_a_cluster_pays_the_leaders_reduction) {
+  const device_spec& h200 = find_preset("h200");
+  const occupancy_estimate occ = estimate_occupancy(h200, 384, 64, 150 * 1024);  // one CTA an SM
+  ASSERT_EQ(occ.blocks_per_sm, 1);
+  const double sm_l2_gbs = h200.l2_bandwidth_gbs / h200.sm_count;
+  auto at = [&](int split, std::int64_t m) {
+    tile_config c = wgmma_tile(64, 128, 64, 1, 7);
+    c.split_k = split;
+    return predict(h200, bf16(m, 4096, 4096), c, occ, 0.8);
+  };
+  EXPECT_EQ(at(1, 128).fixup_us, 0);
+  // 2 x 32 tiles, split in pairs: 128 CTAs, 66 pairs fit at once, one tile a CTA.
+  const double tile_bytes = 64.0 * 128 * 4;
+  EXPECT_NEAR(at(2, 128).fixup_us, tile_bytes / (sm_l2_gbs * 1e3) + 0.5, 1e-9);
+  // The whole tile crosses, the rows past M too: a 16-row problem pays as much.
+  EXPECT_NEAR(at(2, 16).fixup_us, at(2, 128).fixup_us, 1e-9);
+  // In fours: three partial tiles to the leader, and 2 x 32 tiles need 64 clusters where 31 fit
+  // at once: the busiest SM runs three tiles' reductions.
+  EXPECT_NEAR(at(4, 128).fixup_us, 3 * (3 * tile_bytes / (sm_l2_gbs * 1e3) + 0.5), 1e-9);
+  // The tail follows the k-loop: it is in the time.
+  const prediction r = at(2, 128);
+  EXPECT_GE(r.time_us, std::max(r.compute_us, r.memory_us) + r.fixup_us);
+  // A family that reduces through global memory has its own tail (above), not this one.
+  EXPECT_FALSE(family_named("mma")->reduces_split_k_in_cluster());
+  EXPECT_TRUE(family_named("wgmma")->reduces_split_k_in_cluster());
+}
+
 // Rows that are not 16-byte aligned: mma copies them one element at a time, each load
 // awaited (kernels_templates/mma/mma_copies.cuh), so its panels take their bytes at one element
 // per thread in flight; 16-byte aligned rows and the other families are not affected.

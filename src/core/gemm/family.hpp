@@ -163,6 +163,10 @@ class gemm_family {
   // Where it does: the L2 round trips each thread of the last slice's block waits out one after
   // another while it reads the partials back (0: none awaited in turn; its bytes' bandwidth alone).
   virtual double split_k_reduction_round_trips(const tile_config&, const gemm_problem&) const { return 0; }
+  // Whether split-K's slices meet inside a cluster instead: each peer CTA stores its whole partial
+  // tile into the leader's shared memory and the leader, having waited for every peer's arrival,
+  // adds them before its epilogue (the model's cluster reduction tail).
+  virtual bool reduces_split_k_in_cluster() const { return false; }
   // The relative Frobenius error verification allows the variant (the dtype's bound unless the
   // variant trades accuracy for speed and states its own, such as fp8 fast accumulation).
   virtual double error_bound(const tile_config&, const gemm_problem& p) const { return row_of(p.type).error_bound; }

@@ -210,6 +210,7 @@ class wgmma : public gemm_family {
   }
   bool efficiency_from_measurements() const override { return false; }
   bool producer_warps_load() const override { return true; }  // the TMA producer warpgroup
+  bool reduces_split_k_in_cluster() const override { return true; }  // wgmma_fixup.cuh, tt_split_*
   smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
   }
