@@ -141,6 +141,29 @@ TEST(moe_model, bad_moe_fields_are_named) {
   }
 }
 
+// An expert width of 0 is refused naming the file's own key and the value: intermediate_size where
+// the experts take the MLP's width (Mixtral, OLMoE), moe_intermediate_size where they have their own.
+TEST(moe_model, a_zero_expert_width_is_refused_naming_its_key) {
+  const std::pair<const char*, const char*> cases[] = {{"mixtral-8x7b.json", "intermediate_size"},
+                                                       {"olmoe-1b-7b.json", "intermediate_size"},
+                                                       {"qwen1.5-moe-a2.7b.json", "moe_intermediate_size"},
+                                                       {"qwen3-30b-a3b.json", "moe_intermediate_size"},
+                                                       {"deepseek-v2-lite.json", "moe_intermediate_size"}};
+  for (const auto& [file, key] : cases) {
+    std::ifstream in(configs + file);
+    ASSERT_TRUE(in) << file;
+    nlohmann::json j = nlohmann::json::parse(in);
+    j[key] = 0;
+    try {
+      model_from_hf_config(j, "zero-width.json");
+      ADD_FAILURE() << file << " with no expert width was accepted";
+    } catch (const usage_error& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("zero-width.json: \"{}\" is 0", key)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Fields a config leaves out take the defaults of its own transformers configuration class
 // (Qwen3MoeConfig: 128 experts, top-8; DeepseekV2Config: experts 1407 wide, DeepseekV3Config:
 // 2048), not another family's nor the dense MLP's; and a bound names the file's own key.

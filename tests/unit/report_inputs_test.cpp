@@ -100,6 +100,9 @@ TEST(report_inputs, a_comparison_with_fields_out_of_range_or_a_contradicting_ver
   auto verdict = [](std::string v, double change) {
     return [=](report_json& j) { j["rows"][0]["verdict"] = v, j["rows"][0]["change"] = change, j["rows"][0]["noise"] = 0.01; };
   };
+  // Noise past what two timings' spreads join to (compare refuses a spread past 10) would excuse any change.
+  report_inputs_expect_refused(c, [](report_json& j) { j["rows"][0]["noise"] = 1e306; }, "cmp.json",
+                               {"row 1: \"noise\" is 1e+306, more than two timings' spreads can join to"});
   report_inputs_expect_refused(c, verdict("SLOWER", 0.5), "cmp.json", {"cmp.json: row 1: \"verdict\" SLOWER contradicts"});
   report_inputs_expect_refused(c, verdict("FASTER", -0.5), "cmp.json", {"row 1: \"verdict\" FASTER contradicts"});
   report_inputs_expect_refused(c, verdict("SAME", 0.3), "cmp.json", {"row 1: \"verdict\" SAME contradicts"});

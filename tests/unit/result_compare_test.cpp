@@ -414,6 +414,19 @@ TEST(result_file, a_result_the_schema_refuses_is_refused_naming_the_file) {
        "\"median_us\" is -1, not a positive number"},
       {[](nlohmann::json& j) { j["results"][0]["recommendation"]["tflops"] = 1e308; },
        "\"tflops\" 1e+308 disagrees with the problem's FLOPs over median_us"},
+      // The reference's figures are held as the recommendation's (a -1 was drawn as -1.0 TFLOP/s).
+      {[](nlohmann::json& j) { j["results"][0]["reference"] = {{"median_us", 90.0}, {"tflops", -1}}; },
+       "\"reference\": \"tflops\" is -1, not a non-negative number"},
+      // The problem's derived figures, which the report draws, are the problem's own.
+      {[](nlohmann::json& j) { j["results"][0]["problem"]["flops"] = -5; },
+       "\"problem\": \"flops\" is -5, not the problem's 2147483648"},
+      {[](nlohmann::json& j) { j["results"][0]["problem"]["flops"] = 1e300; }, "\"flops\" is 1e+300"},
+      {[](nlohmann::json& j) { j["results"][0]["problem"]["operand_bytes"] = "x"; },
+       "\"operand_bytes\" is \"x\", not the problem's"},
+      // A spread past any timing's would call every change noise (1.8e306 printed "inf%", exit 0).
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["noise"] = 1.8e306; },
+       "\"noise\" is 1.8e+306, not a timing's spread"},
+      {[](nlohmann::json& j) { j["results"][0]["recommendation"]["noise"] = 10.5; }, "\"noise\" is 10.5"},
   };
   for (const auto& d : damages) {
     auto j = suite({{64, 0.8, 100}});

@@ -77,8 +77,12 @@ void read_recommendation(const nlohmann::json& r, const gemm_problem& p, const d
   e.time_us = result_figure_at(rec, "median_us", at);
   if (!e.time_us) e.time_us = result_figure_at(rec, "predicted_us", at);
   if (rec.contains("noise") && !rec["noise"].is_null()) {
-    if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !std::isfinite(rec["noise"].get<double>()))
-      throw usage_error(fmt::format("{}: \"noise\" is {}, not a fraction", at, rec["noise"].dump()));
+    // A timing's spread over its median ((p80 - p20) / median): the recordings' 11,527 timings spread at most
+    // 0.35; past 10 (the 80th percentile 11 times the median) it is a damaged or forged figure, which would
+    // call any change noise, a regression included.
+    if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !(rec["noise"].get<double>() <= 10))
+      throw usage_error(fmt::format("{}: \"noise\" is {}, not a timing's spread (a fraction from 0 to 10)", at,
+                                    rec["noise"].dump().substr(0, 40)));
     e.noise = rec["noise"].get<double>();
   }
   // The ratio must be what the two times say: a file edited by hand or
@@ -98,6 +102,16 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   e.problem = p;
   e.key = problem_key(p);
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
+  // The problem's derived figures, where the file gives them, are its own: the report draws them (the
+  // roofline's intensity, its TFLOP/s), so a damaged or forged one is named, not drawn.
+  for (const auto& [key, own] : {std::pair<const char*, double>{"flops", p.flops()},
+                                 std::pair<const char*, double>{"operand_bytes", static_cast<double>(p.operand_bytes())}}) {
+    const nlohmann::json& problem = r["problem"];
+    if (!problem.contains(key) || problem[key].is_null()) continue;
+    if (!problem[key].is_number() || !(std::abs(problem[key].get<double>() / own - 1) <= 1e-9))
+      throw usage_error(fmt::format("{}: {}: \"problem\": \"{}\" is {}, not the problem's {:.0f}", where, e.label, key,
+                                    problem[key].dump().substr(0, 40), own));
+  }
   if (r.contains("variants") && r["variants"].is_array())
     for (const auto& v : r["variants"]) {
       e.incorrect |= is_incorrect_variant(v);
@@ -287,6 +301,7 @@ void check_body_types(const nlohmann::json& r, const std::string& where) {
     check_recommended_tile(r["recommendation"], where);  // (first: it says "a whole size", as the sizes must be)
     check_figures(r["recommendation"], where + ": \"recommendation\"");
   }
+  if (r.contains("reference") && r["reference"].is_object()) check_figures(r["reference"], where + ": \"reference\"");
   // The run's counts and its search's figures; a suite result's record of the tuning database.
   if (r.contains("summary") && r["summary"].is_object())
     for (const auto& [k, x] : r["summary"].items())

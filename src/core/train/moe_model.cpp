@@ -170,7 +170,8 @@ bool read_moe_config(const std::string& type, const config_reader& r, model_spec
   r.at_most(experts_key, m.num_experts, max_experts);
   if (own_width) r.at_most("moe_intermediate_size", m.expert_intermediate_size, max_intermediate_size);
   if (m.num_experts > 0 && m.expert_intermediate_size < 1)
-    throw usage_error(fmt::format("{}: the experts' intermediate size must be at least 1", r.source));
+    throw usage_error(fmt::format("{}: \"{}\" is {}: the experts' intermediate size must be at least 1", r.source,
+                                  own_width ? "moe_intermediate_size" : "intermediate_size", m.expert_intermediate_size));
   return true;
 }
 

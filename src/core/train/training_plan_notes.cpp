@@ -16,6 +16,7 @@
 #include "core/train/training_fp8.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_parallel.hpp"
+#include "core/train/training_pipeline.hpp"
 #include "core/train/zero_buffers.hpp"
 
 namespace tiletune {
@@ -288,13 +289,18 @@ void add_nothing_fits_note(batch_plan& plan, const training_setup& s) {
                                      "holds without a sample (autocast copies, workspaces, the CUDA context)",
                                      mem.peak_bytes(0, false) / gib, plan.memory_budget_bytes / gib,
                                      mem.fixed_tensor_bytes() / gib));
-  else  // the model's state fits; one sequence's activations do not (checkpointed, unless that is off)
+  else {  // the model's state fits; one sequence's activations do not (checkpointed, unless that is off)
+    // As the table has micro-batch 1: with the gradients the earlier micro-steps keep where it accumulates.
+    const bool accumulating = micro_batches_per_step(s.global_batch.value_or(0), data_parallel_degree(s), 1,
+                                                     s.pipeline_parallel, s.virtual_stages) > 1;
     plan.notes.push_back(fmt::format(
         "nothing fits: micro-batch 1 {} needs {:.1f} GiB of the {:.1f} GiB budget; the weights, "
-        "gradients and optimizer states take {:.1f} GiB of it, the activations of one {}-token sequence the rest",
+        "gradients and optimizer states take {:.1f} GiB of it, {}the activations of one {}-token sequence the rest",
         s.checkpointing == checkpoint_policy::off ? "without checkpointing (--checkpointing off)" : "with checkpointing",
-        mem.peak_bytes(1, s.checkpointing != checkpoint_policy::off) / gib, plan.memory_budget_bytes / gib,
-        mem.fixed_tensor_bytes() / gib, s.seq_len));
+        mem.peak_bytes(1, s.checkpointing != checkpoint_policy::off, accumulating) / gib,
+        plan.memory_budget_bytes / gib, mem.fixed_tensor_bytes() / gib,
+        accumulating ? "the gradients kept across accumulation and " : "", s.seq_len));
+  }
 }
 
 // What would fit, smallest change first, each with the rest of what was asked kept: the
