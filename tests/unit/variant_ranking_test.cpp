@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/gemm/families/mma/mma_family.hpp"
+#include "core/gemm/families/wgmma/wgmma_family.hpp"
 #include "core/device/device_spec.hpp"
 #include "core/plan_mode.hpp"
 
@@ -57,6 +58,27 @@ TEST(variant_ranking, a_tie_goes_to_fewer_l2_bytes_then_fuller_waves_then_fewer_
   same.variants = {ok_variant(128, 128, 100, 2e9, 1.0, 200), ok_variant(128, 128, 100, 2e9, 1.0, 96)};
   rank_by_prediction(same);
   EXPECT_EQ(same.variants[0].resources.registers, 96);
+}
+
+// Twins the model cannot tell apart (the same time, bytes, waves and resources): a mechanism measured to
+// help where the model has no term for it comes first (gemm_family::tie_order: wgmma's evict-first on B,
+// faster in every pair the H200 timed), whichever order they were generated in.
+TEST(variant_ranking, twins_the_model_ties_go_to_the_mechanism_measured_to_help) {
+  for (const bool efb_first : {false, true}) {
+    gemm_plan plan;
+    variant_result plain = ok_variant(64, 128, 100, 2e9, 1.0, 152), efb = plain;
+    plain.config = wgmma_tile(64, 128, 64, 1, 7);
+    plain.config.split_k = 2;
+    efb.config = plain.config;
+    set_wgmma_evict_first_b(efb.config, true);
+    plan.variants = efb_first ? std::vector<variant_result>{efb, plain} : std::vector<variant_result>{plain, efb};
+    rank_by_prediction(plan);
+    EXPECT_TRUE(wgmma_evict_first_b(plan.variants[0].config)) << efb_first;
+    EXPECT_FALSE(wgmma_evict_first_b(plan.variants[1].config)) << efb_first;
+  }
+  // The order rests on the mechanism, nothing else: plain twins keep theirs.
+  EXPECT_EQ(family_named("mma")->tie_order(mma_tile(64, 64, 32, 2, 2, 3)), 0);
+  EXPECT_EQ(family_named("wgmma")->tie_order(wgmma_tile(64, 128, 64, 1, 7)), 0);
 }
 
 TEST(variant_ranking, a_predicted_plan_whose_top_is_a_tie_says_so_and_a_measured_one_does_not) {

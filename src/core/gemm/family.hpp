@@ -119,6 +119,10 @@ class gemm_family {
   // "k2"...); none for the family's plain kernel. A launch error suspends, for the rest of the
   // problem, the variants that use every mechanism of the one that failed (gemm_measure.cpp).
   virtual std::vector<std::string> mechanisms(const tile_config&) const { return {}; }
+  // Among variants the model cannot tell apart (the same time, bytes, waves and resources), which
+  // comes first, lower first: a mechanism the model has no term for, measured to help wherever the
+  // family generates it.
+  virtual int tie_order(const tile_config&) const { return 0; }
 
   // Model terms: the fraction of peak the family attains, a factor for its
   // pipeline depth, its shared-memory traffic, and whether the attainable

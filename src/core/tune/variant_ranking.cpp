@@ -38,7 +38,10 @@ bool predicted_before(const variant_result& a, const variant_result& b) {
   if (!nearly_equal(a.predicted.l2_bytes, b.predicted.l2_bytes)) return a.predicted.l2_bytes < b.predicted.l2_bytes;
   if (!nearly_equal(a.predicted.wave_efficiency, b.predicted.wave_efficiency))
     return a.predicted.wave_efficiency > b.predicted.wave_efficiency;
-  return resource_cost(a) < resource_cost(b);
+  if (!nearly_equal(resource_cost(a), resource_cost(b))) return resource_cost(a) < resource_cost(b);
+  // Twins: a mechanism measured to help that the model has no term for (gemm_family::tie_order).
+  return a.config.family.impl && b.config.family.impl &&
+         a.config.family->tie_order(a.config) < b.config.family->tie_order(b.config);
 }
 
 std::size_t top_tie_size(const gemm_plan& plan) {
@@ -129,7 +132,8 @@ std::string top_tie_note(const gemm_plan& plan) {
   const bool floor = plan.variants.front().predicted.bound == "floor" && plan.variants.front().predicted.own_us > 0;
   return fmt::format(
       "the model predicts {} variants at the same best time ({:.1f} us{}): the tie was broken by {}fewer bytes "
-      "served by L2, then fuller waves, then fewer resources; time them on a GPU to choose among them",
+      "served by L2, then fuller waves, then fewer resources, then a mechanism measured to help that the model has "
+      "no term for; time them on a GPU to choose among them",
       tie, plan.variants.front().predicted.time_us, floor ? ", the floor the measured kernels set" : "",
       floor ? "each tile's own time under that floor, then " : "");
 }

@@ -7,7 +7,8 @@
 // GPU runs slowest: it reuses each loaded byte least. Ties are now broken by
 // what makes a tile faster on real hardware, in this order: fewer bytes served
 // by L2 (more reuse per loaded byte), then fuller waves (less of the last wave
-// idle), then fewer resources; and a plan whose top is a tie says so.
+// idle), then fewer resources, then a mechanism measured to help that the model has no term for
+// (gemm_family::tie_order); and a plan whose top is a tie says so.
 #include <cstddef>
 #include <string>
 

@@ -211,6 +211,10 @@ class wgmma : public gemm_family {
   bool efficiency_from_measurements() const override { return false; }
   bool producer_warps_load() const override { return true; }  // the TMA producer warpgroup
   bool reduces_split_k_in_cluster() const override { return true; }  // wgmma_fixup.cuh, tt_split_*
+  // Evict-first on B, generated for decode shapes only: faster than its twin without in all 43 pairs
+  // the H200 timed on 2026-12-04 (profiles/measured/h200-2026-12-04*: 0.5-21%, median 8%), which the
+  // model ties.
+  int tie_order(const tile_config& c) const override { return wgmma_evict_first_b(c) ? -1 : 0; }
   smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
   }
