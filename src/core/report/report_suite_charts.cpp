@@ -26,10 +26,11 @@ const json verdict_range = {"#9e9e9e", "#009e73", "#d55e00", "#e69f00", "#cc79a7
 // at +50%, had been drawn as a regression).
 void check_compare_row(const json& r, double tolerance, const std::string& where) {
   for (const char* k : {"base", "new", "noise"}) at_least(r, k, 0, where);
-  // Two timings' spreads, each at most 10 (compare refuses more), joined as a root sum of squares.
-  if (const auto noise = number_at(r, "noise"); noise && *noise > std::hypot(10.0, 10.0))
+  // Two timings' spreads, each at most max_timing_noise (compare refuses more), joined as compare joins them.
+  const double most = std::hypot(max_timing_noise, max_timing_noise);
+  if (const auto noise = number_at(r, "noise"); noise && *noise > most)
     throw usage_error(fmt::format("{}: \"noise\" is {}, more than two timings' spreads can join to (at most {:.4g})",
-                                  where, *noise, std::hypot(10.0, 10.0)));
+                                  where, *noise, most));
   const auto change = number_at(r, "change");
   const std::string verdict = string_at(r, "verdict");
   if (!change || verdict.empty()) return;

@@ -77,12 +77,11 @@ void read_recommendation(const nlohmann::json& r, const gemm_problem& p, const d
   e.time_us = result_figure_at(rec, "median_us", at);
   if (!e.time_us) e.time_us = result_figure_at(rec, "predicted_us", at);
   if (rec.contains("noise") && !rec["noise"].is_null()) {
-    // A timing's spread over its median ((p80 - p20) / median): the recordings' 11,527 timings spread at most
-    // 0.35; past 10 (the 80th percentile 11 times the median) it is a damaged or forged figure, which would
-    // call any change noise, a regression included.
-    if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) || !(rec["noise"].get<double>() <= 10))
-      throw usage_error(fmt::format("{}: \"noise\" is {}, not a timing's spread (a fraction from 0 to 10)", at,
-                                    rec["noise"].dump().substr(0, 40)));
+    // A timing's spread over its median, at most max_timing_noise.
+    if (!rec["noise"].is_number() || !(rec["noise"].get<double>() >= 0) ||
+        !(rec["noise"].get<double>() <= max_timing_noise))
+      throw usage_error(fmt::format("{}: \"noise\" is {}, not a timing's spread (a fraction from 0 to {})", at,
+                                    rec["noise"].dump().substr(0, 40), max_timing_noise));
     e.noise = rec["noise"].get<double>();
   }
   // The ratio must be what the two times say: a file edited by hand or
@@ -104,9 +103,9 @@ result_entry entry_from_json(const nlohmann::json& r, const std::string& where, 
   e.label = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : e.key;
   // The problem's derived figures, where the file gives them, are its own: the report draws them (the
   // roofline's intensity, its TFLOP/s), so a damaged or forged one is named, not drawn.
+  const nlohmann::json& problem = r["problem"];
   for (const auto& [key, own] : {std::pair<const char*, double>{"flops", p.flops()},
                                  std::pair<const char*, double>{"operand_bytes", static_cast<double>(p.operand_bytes())}}) {
-    const nlohmann::json& problem = r["problem"];
     if (!problem.contains(key) || problem[key].is_null()) continue;
     if (!problem[key].is_number() || !(std::abs(problem[key].get<double>() / own - 1) <= 1e-9))
       throw usage_error(fmt::format("{}: {}: \"problem\": \"{}\" is {}, not the problem's {:.0f}", where, e.label, key,
