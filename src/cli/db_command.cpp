@@ -13,6 +13,7 @@
 #include "core/report/json_file.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/calibration/kernel_revisions.hpp"
 #include "core/errors.hpp"
 #include "core/plan_mode.hpp"
 #include "core/report/result_compare.hpp"
@@ -28,6 +29,7 @@ struct db_options {
   bool json = false;
   std::string out;
   bool full = false;  // import: keep every variant's row
+  bool as_recorded = false;  // calibrate: keep timings of kernels revised since
   std::string problem, since;
   std::size_t limit = 0;        // list: 0 is all
   std::size_t show_limit = 10;  // show: 0 is all, as for list
@@ -328,7 +330,14 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     throw usage_error(
         fmt::format("{}: no tuning database there (nothing measured yet)", db_named(file_to_read(o), o.file)));
   const auto db = open_tuning_db(file_to_read(o).string(), false, tuning_db::open_mode::read);
-  const std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
+  std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
+  // Timings of kernels this build has revised since time other kernels (kernel_revisions.hpp).
+  const superseded_timings old = o.as_recorded ? superseded_timings{} : mark_superseded(results);
+  if (!results.empty() && old.results == results.size())
+    throw usage_error(fmt::format(
+        "--gpu {}: every timing of the {} measured result(s) in {} is of a kernel this build has revised since "
+        "({} variants: {}); measure again, or give --as-recorded to fit the kernels they timed",
+        o.gpu, results.size(), db->file().string(), old.variants, old.describe()));
   if (results.empty()) {
     // Records of it that calibration cannot read: plans, or compact records (db show --json's) with
     // no measured variants' times.
@@ -347,11 +356,20 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   });
   progress.finish();
   report["database"] = db->file().string();
+  // What was left out, for the kernels' sake: the report's figures are of the rest.
+  report["superseded"] = {{"as_recorded", o.as_recorded},
+                          {"variants", old.variants},
+                          {"results", old.results},
+                          {"by_family", old.by_family}};
   report["date"] = utc_now_iso();
   if (!o.out.empty()) write_file_atomically(o.out, json_text(report) + "\n");
   if (o.json) {
     std::fputs((json_text(report) + "\n").c_str(), stdout);
   } else {
+    if (old.variants > 0)
+      fmt::print("left out the timings of {} variants, of kernels this build has revised since they were measured "
+                 "(--as-recorded keeps them){}\n",
+                 old.describe(), old.results ? fmt::format("; {} result(s) have no other, and rank nothing", old.results) : "");
     fmt::print("{} measured results of {}; fitted efficiencies:", results.size(), o.gpu);
     for (const auto& [k, v] : report["calibration"]["efficiency"].items()) fmt::print(" {} {:.3f}", k, v.get<double>());
     const sustained_clock clock = sustained_clock_from_json(report["calibration"]["sustained_clock"]);
@@ -461,6 +479,10 @@ void add_db_command(CLI::App& app, run_context& ctx) {
   cal->add_option("--db", o->file, "The database file");
   cal->add_option("--out", o->out, "Write the report JSON to FILE (atomically)")->check(refuse_empty_path);
   cal->add_flag("--json", o->json, "Print the JSON instead of the summary");
+  cal->add_flag("--as-recorded", o->as_recorded,
+                "Keep the timings of kernels this build has revised since they were measured (each family "
+                "dates its kernel's last change): the model against a recording as it was made, not a "
+                "calibration for this build's kernels");
   cal->footer("\nExample:\n  tiletune db calibrate --gpu h100-sxm --db tuning.sqlite --out h100-sxm-calibration.json\n\n"
               "Each problem is left out of its own fit in turn (above 24 problems, in 24 folds): the report gives "
               "the held-out pick's predicted and measured time beside the best measured variant. The pick's slowdown "

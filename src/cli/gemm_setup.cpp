@@ -12,6 +12,7 @@
 #include "core/report/kernel_export.hpp"
 #include "core/tune/calibration/calibration_cache.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
+#include "core/tune/calibration/kernel_revisions.hpp"
 #include "core/tune/fleet/suite_shard.hpp"
 #include "core/train/model_gemms.hpp"
 #include "cli/gemm_devices.hpp"
@@ -221,8 +222,16 @@ std::optional<model_calibration> calibration_for(const tuning_db* db, const devi
       const std::string key = calibration_cache_key(db->file(), db->calibration_fingerprint(model), model);
       if (!cache_dir.empty()) calibration = cached_calibration(cache_dir, key);
       if (!calibration) {
-        const std::vector<nlohmann::json> measured = db->calibration_inputs(model);
-        if (!measured.empty()) {
+        std::vector<nlohmann::json> measured = db->calibration_inputs(model);
+        // Timings of kernels this build has revised since time other kernels (kernel_revisions.hpp).
+        const superseded_timings old = mark_superseded(measured);
+        if (old.variants > 0)
+          progress.note(fmt::format("the calibration leaves out the timings of {} variants in {}, of kernels this "
+                                    "build has revised since they were measured{}",
+                                    old.describe(), db->file().string(),
+                                    old.results == measured.size() ? ": none is left, the built-in calibration stands"
+                                                                   : ""));
+        if (!measured.empty() && old.results < measured.size()) {
           calibration = fit_calibration(measured);
           if (!cache_dir.empty()) keep_calibration(cache_dir, key, *calibration);
         }

@@ -738,16 +738,31 @@ TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
   std::vector<std::string> a100 = h100_4096({"--db", db.string(), "--json"});
   a100[2] = "a100-sxm-80gb";
   EXPECT_EQ(nlohmann::json::parse(run(a100).out)["mode"], "predicted");
-  // --retune plans afresh offline: with the model calibrated on the imported records, and says so.
-  const auto retuned = nlohmann::json::parse(run(h100_4096({"--db", db.string(), "--retune", "--json"})).out);
+  // --retune plans afresh offline, with the model calibrated on the imported records where they time
+  // this build's kernels. These (2026-11-22) time mma and simt kernels revised since
+  // (kernel_revisions.hpp): it says so, and the built-in calibration ranks the plan.
+  const result retune = run(h100_4096({"--db", db.string(), "--retune", "--json"}));
+  ASSERT_EQ(retune.code, 0) << retune.err;
+  const auto retuned = nlohmann::json::parse(retune.out);
   EXPECT_EQ(retuned["mode"], "predicted");
-  EXPECT_NE(retuned["notes"].dump().find("calibrated on 10 measured result"), std::string::npos) << retuned["notes"];
-  // db calibrate reports the ranking quality.
+  EXPECT_NE(retune.err.find("of kernels this build has revised since they were measured: none is left, the built-in "
+                            "calibration stands"),
+            std::string::npos)
+      << retune.err;
+  EXPECT_NE(retuned["notes"].dump().find("h100-sxm.json (built in)"), std::string::npos) << retuned["notes"];
+  // db calibrate fits this build's kernels: none here, which it says, naming the way to fit them as recorded.
+  const result none = run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string()});
+  EXPECT_EQ(none.code, 2) << none.err;
+  EXPECT_NE(none.err.find("--as-recorded"), std::string::npos) << none.err;
+  // --as-recorded: the model against the recording as it was made; the ranking quality.
   const fs::path cal = tmp_dir() / "calibration.json";
-  const result c = run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string(), "--out", cal.string()});
+  const result c =
+      run({"db", "calibrate", "--gpu", "h100-sxm", "--db", db.string(), "--as-recorded", "--out", cal.string()});
   ASSERT_EQ(c.code, 0) << c.err;
   const auto report = nlohmann::json::parse(slurp(cal));
   EXPECT_TRUE(report["mean"]["calibrated"].contains("spearman"));
+  EXPECT_EQ(report["superseded"]["as_recorded"], true);
+  EXPECT_EQ(report["superseded"]["variants"], 0);
   // Each problem names its held-out pick and its best measured variant, and the summary lists them.
   ASSERT_EQ(report["problems"].size(), 10u);
   for (const auto& p : report["problems"]) {

@@ -119,6 +119,12 @@ class gemm_family {
   // "k2"...); none for the family's plain kernel. A launch error suspends, for the rest of the
   // problem, the variants that use every mechanism of the one that failed (gemm_measure.cpp).
   virtual std::vector<std::string> mechanisms(const tile_config&) const { return {}; }
+  // When the variant's kernel last changed in a way that moves its timings (UTC, YYYY-MM-DDTHH:MM:SSZ,
+  // the commit's time): a timing measured by a build whose kernels predate it times another kernel,
+  // and calibration leaves it out (core/tune/calibration/kernel_revisions.hpp). "" (the default):
+  // never revised, every timing stands. newest_revision: the latest of the family's revisions.
+  virtual std::string_view revised(const tile_config&) const { return {}; }
+  virtual std::string_view newest_revision() const { return {}; }
   // Among variants the model cannot tell apart (the same time, bytes, waves and resources), which
   // comes first, lower first: a mechanism the model has no term for, measured to help wherever the
   // family generates it.

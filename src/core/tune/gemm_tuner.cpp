@@ -16,6 +16,7 @@
 #include "core/gemm/family.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/version.hpp"
+#include "core/tune/calibration/kernel_revisions.hpp"
 
 namespace tiletune {
 
@@ -439,6 +440,7 @@ nlohmann::json result_header(const std::string& schema, const device_spec& devic
   j["tool"] = {{"name", "tiletune"},
                {"version", tool_version},
                {"commit", source_commit()},
+               {"kernels_as_of", kernels_as_of()},  // calibration's test of a timing's kernel
                {"nvrtc", compiler_version},
                {"command_line", run.command_line},
                {"date", run.date_utc}};

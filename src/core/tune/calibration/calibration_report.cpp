@@ -15,12 +15,13 @@ namespace tiletune {
 
 nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
                                   const std::function<void(std::size_t, std::size_t)>& progress) {
-  nlohmann::json problems = nlohmann::json::array();
+  nlohmann::json problems = nlohmann::json::array(), unranked = nlohmann::json::array();
   struct sums {
-    double spearman = 0, slowdown = 0, top_rank = 0;
+    double spearman = 0, slowdown = 0, top_rank = 0, ranked = 0;
     std::vector<double> time_errors, slowdowns;  // per result: |predicted/measured - 1| of the pick, its slowdown
   } base, fitted, held_out;
   auto add = [](sums& s, const ranking_quality& q) {
+    s.ranked += 1;
     s.spearman += q.spearman;
     s.slowdown += q.top_pick_slowdown;
     s.top_rank += q.top_pick_measured_rank;
@@ -58,6 +59,10 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
     apply_calibration(loo, without_fold[fold_of[i]]);
     const auto qa = rank_quality(assumed, results[i]), qc = rank_quality(calibrated, results[i]),
                ql = rank_quality(loo, results[i]);
+    if (qa.variants == 0) {  // nothing of it to rank: named, counted in no figure
+      unranked.push_back(assumed.problem.describe());
+      continue;
+    }
     add(base, qa);
     add(fitted, qc);
     add(held_out, ql);
@@ -66,8 +71,8 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
                         {"calibrated", to_json(qc)},
                         {"calibrated_without_this_problem", to_json(ql)}});
   }
-  const double n = std::max<double>(1, static_cast<double>(results.size()));
   auto mean = [&](const sums& s) {
+    const double n = std::max(1.0, s.ranked);
     return nlohmann::json{{"spearman", s.spearman / n},
                           {"top_pick_slowdown", s.slowdown / n},
                           {"top_pick_measured_rank", s.top_rank / n}};
@@ -107,7 +112,9 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
             {"calibrated", pick(fitted)},
             {"calibrated_without_this_problem", pick(held_out)}}},
           {"held_out", {{"problems", names.size()}, {"folds", folds}}},
-          {"problems", problems}};
+          {"problems", problems},
+          // Results with no variant to rank (none timed ok, or only kernels revised since: mark_superseded).
+          {"unranked", unranked}};
 }
 
 }  // namespace tiletune

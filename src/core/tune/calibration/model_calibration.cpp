@@ -234,7 +234,7 @@ std::vector<double> ranks_of(const std::vector<double>& values) {
 std::map<std::string, double> measured_medians(const nlohmann::json& result) {
   std::map<std::string, double> out;
   for (const auto& v : result.at("variants"))
-    if (is_ok_variant(v) && v.contains("median_us") && v["median_us"].is_number())
+    if (is_ok_variant(v) && !v.value("superseded", false) && v.contains("median_us") && v["median_us"].is_number())
       out[v["id"].get<std::string>()] = v["median_us"].get<double>();
   return out;
 }

@@ -39,7 +39,8 @@ struct model_calibration {
   double overlap_loss_for(kernel_family f, dtype t) const;  // 0 where none was fitted
 };
 
-// The measured median of every ok variant of a tiletune.gemm/1 result, by id.
+// The measured median of every ok variant of a tiletune.gemm/1 result, by id (not those of a kernel
+// revised since: mark_superseded).
 std::map<std::string, double> measured_medians(const nlohmann::json& result);
 // cuBLASLt's measured times in a result: beside the recommended variant, and (with_first) its first
 // timing, before the search (on a cool card).

@@ -1,5 +1,7 @@
 #include "core/tune/calibration/shipped_calibration.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -46,22 +48,67 @@ model_calibration carried_across_architectures(model_calibration c, const device
   return c;
 }
 
+namespace {
+// The figures of the families `c` has none of (efficiency, time scale, overlap loss and their
+// variant counts, every "family/..." key), from `other`, a calibration of another part of the same
+// architecture; the families it took, by name.
+std::vector<std::string> fill_families(model_calibration& c, const model_calibration& other) {
+  std::vector<std::string> taken;
+  for (const gemm_family* f : all_families()) {
+    const std::string prefix = std::string(f->name()) + "/";
+    auto has = [&](const std::map<std::string, double>& m) {
+      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first.starts_with(prefix); });
+    };
+    if (has(c.efficiency) || has(c.time_scale) || has(c.overlap_loss) || !has(other.efficiency)) continue;
+    auto copy = [&](const auto& from, auto& to) {
+      for (const auto& [key, value] : from)
+        if (key.starts_with(prefix)) to[key] = value;
+    };
+    copy(other.efficiency, c.efficiency);
+    copy(other.time_scale, c.time_scale);
+    copy(other.overlap_loss, c.overlap_loss);
+    copy(other.variants, c.variants);
+    taken.emplace_back(f->name());
+  }
+  return taken;
+}
+
+// The architecture's calibration: the first preset of compute capability cc with a shipped
+// calibration (its GPU terms: DRAM and peak shares, the sustained clock), each family it has no
+// timing of (none measured, or only of kernels revised since: kernel_revisions.hpp) taken from the
+// next preset of cc that has; `first`: the preset it came from. One calibration for every part of
+// the architecture, so that a part slower on every figure is never predicted faster.
+std::optional<model_calibration> of_architecture(int cc, std::string& first) {
+  std::optional<model_calibration> c;
+  for (const device_spec& part : device_presets()) {
+    if (part.compute_capability != cc) continue;
+    auto o = shipped_calibration(part.preset);
+    if (!o) continue;
+    if (!c) {
+      c = std::move(o);
+      first = part.preset;
+      continue;
+    }
+    const std::vector<std::string> taken = fill_families(*c, *o);
+    if (!taken.empty())
+      c->source += fmt::format("; {} from profiles/calibration/{}.json, measured on {} with this build's kernels",
+                               fmt::join(taken, ", "), part.preset, part.preset);
+  }
+  return c;
+}
+}  // namespace
+
 std::optional<model_calibration> shipped_calibration_for(const device_spec& d) {
-  if (!d.preset.empty())
-    if (auto own = shipped_calibration(d.preset)) return own;
-  for (const device_spec& other : device_presets()) {
-    if (other.compute_capability != d.compute_capability || other.preset == d.preset) continue;
-    auto c = shipped_calibration(other.preset);
-    if (!c) continue;
-    c->source += fmt::format(", measured on {} and applied to {} by architecture ({})", other.preset, part_name(d), d.arch());
+  std::string first;
+  if (auto c = of_architecture(d.compute_capability, first)) {
+    if (first != d.preset)
+      c->source += fmt::format(", measured on {} and applied to {} by architecture ({})", first, part_name(d), d.arch());
     return c;
   }
   // No part of d's architecture measured: the first preset of another that was.
-  for (const device_spec& other : device_presets()) {
-    auto c = shipped_calibration(other.preset);
-    if (!c) continue;
-    return carried_across_architectures(std::move(*c), other, d);
-  }
+  for (const device_spec& other : device_presets())
+    if (auto c = of_architecture(other.compute_capability, first))
+      return carried_across_architectures(std::move(*c), find_preset(first), d);
   return std::nullopt;
 }
 

@@ -20,7 +20,10 @@ std::optional<model_calibration> shipped_calibration(const std::string& device_m
 // bandwidth, whose predictions then scale with that part's figures. Where no part of the
 // architecture was measured, one of another architecture, carried_across_architectures: an
 // assumed model beside a measured one predicted an A100 (slower than an H100 PCIe on every figure)
-// up to 2.35x faster on the same kernel. Its source says which, and how.
+// up to 2.35x faster on the same kernel. A family the calibration has no timing of (none measured,
+// or only of kernels revised since: kernel_revisions.hpp) takes its figures from another part of the
+// same architecture that has (the H100's of 2026-11-23 time one family's kernel as it was before
+// 2026-11-28; the H200's of 2026-12-04 time today's). Its source says which, and how.
 std::optional<model_calibration> shipped_calibration_for(const device_spec& d);
 
 // A calibration measured on the part `from`, for a GPU `to` of another architecture: each family's fitted

@@ -16,6 +16,11 @@
 namespace tiletune {
 
 namespace {
+// When the kernel's timings last moved (revised() below), for every tile and by mechanism.
+constexpr std::string_view wgmma_first_revision = "2026-11-22T12:48:52Z";
+constexpr std::string_view wgmma_stream_k_revision = "2026-12-04T14:34:04Z";
+constexpr std::string_view wgmma_tma_store_revision = "2026-12-04T10:45:56Z";
+constexpr std::string_view wgmma_tma_scales_revision = "2026-12-04T10:59:20Z";
 
 class wgmma : public gemm_family {
  public:
@@ -199,6 +204,22 @@ class wgmma : public gemm_family {
     if (c.split_k > 1 && c.stages > wgmma_decode_max_stages)
       return fmt::format("split-K in a cluster with a {}-stage ring", c.stages);
     return {};
+  }
+
+  // The kernel the H100 ran on 2026-11-23, whose timings held since: the same variants measured
+  // 0.999-1.026x on the H200 on 2026-12-04 against 2026-11-26 (docs/model.md), across the
+  // warp-uniform consumer index and fenced accumulators of 2026-11-27. Revised since: stream-K's
+  // cut (tile-aligned, 78e23c3), the TMA-store epilogue's shared memory (fb18f7f, which changed its
+  // occupancy) and the block scales' reads by TMA (51acf61).
+  std::string_view revised(const tile_config& c) const override {
+    std::string_view r = wgmma_first_revision;
+    if (wgmma_stream_k(c)) r = std::max(r, wgmma_stream_k_revision);
+    if (wgmma_tma_store(c)) r = std::max(r, wgmma_tma_store_revision);
+    if (wgmma_tma_scales(c)) r = std::max(r, wgmma_tma_scales_revision);
+    return r;
+  }
+  std::string_view newest_revision() const override {
+    return std::max({wgmma_first_revision, wgmma_stream_k_revision, wgmma_tma_store_revision, wgmma_tma_scales_revision});
   }
 
   // An assumption (cuBLAS's Hopper kernels run near 0.75 of the dense peak on
