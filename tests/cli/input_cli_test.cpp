@@ -436,6 +436,10 @@ TEST(input, broken_result_files_are_named_in_words_and_a_result_without_a_gpu_is
       {nlohmann::json::json_pointer("/tool/date"), "2026-02-30T10:00:00Z",
        "\"tool\": \"date\" must be a date as YYYY-MM-DD (ISO 8601, optionally THH:MM[:SS][Z]), not "
        "2026-02-30T10:00:00Z (2026-02 has no day 30)"},
+      // The kernels a result timed decide which of its timings calibration keeps (kernel_revisions.hpp):
+      // no date, no judgement.
+      {nlohmann::json::json_pointer("/tool/kernels_as_of"), "last week",
+       "\"tool\": \"kernels_as_of\" must be a date as YYYY-MM-DD"},
       // A recommended tile tiletune cannot read back made every later db export of the database fail.
       {nlohmann::json::json_pointer("/recommendation/tile"), nullptr, "\"recommendation\": \"tile\" is null"},
       {nlohmann::json::json_pointer("/recommendation/tile/block_m"), "128",

@@ -337,13 +337,15 @@ void check_result_types(const nlohmann::json& j, const std::string& path) {
                                         v.dump()));
   }
   if (j.contains("tool")) {
-    for (const char* k : {"date", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
+    for (const char* k : {"date", "kernels_as_of", "command_line", "driver", "cuda_runtime", "nvrtc", "version"})
       check_field(j["tool"], k, t::string, false, path + ": \"tool\"");
     // A record's date orders it against others of its key (the newer stays) and --since selects by
-    // it, both as strings: anything but a real ISO 8601 date would sort anywhere.
-    if (j["tool"].is_object() && j["tool"].contains("date") && j["tool"]["date"].is_string())
-      if (const std::string why = iso_date(j["tool"]["date"].get<std::string>()); !why.empty())
-        throw usage_error(fmt::format("{}: \"tool\": \"date\" must be {}", path, why));
+    // it, both as strings: anything but a real ISO 8601 date would sort anywhere. kernels_as_of
+    // (the kernels the result timed) is compared with each family's revision date the same way.
+    for (const char* k : {"date", "kernels_as_of"})
+      if (j["tool"].is_object() && j["tool"].contains(k) && j["tool"][k].is_string())
+        if (const std::string why = iso_date(j["tool"][k].get<std::string>()); !why.empty())
+          throw usage_error(fmt::format("{}: \"tool\": \"{}\" must be {}", path, k, why));
   }
   check_field(j, "results", t::array, false, path);
   if (j.value("schema", "") == "tiletune.gemm-suite/1") {
