@@ -336,8 +336,8 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   if (!results.empty() && old.results == results.size())
     throw usage_error(fmt::format(
         "--gpu {}: every timing of the {} measured result(s) in {} is of a kernel this build has revised since "
-        "({} variants: {}); measure again, or give --as-recorded to fit the kernels they timed",
-        o.gpu, results.size(), db->file().string(), old.variants, old.describe()));
+        "(the timings of {} variants); measure again, or give --as-recorded to fit the kernels they timed",
+        o.gpu, results.size(), db->file().string(), old.describe()));
   if (results.empty()) {
     // Records of it that calibration cannot read: plans, or compact records (db show --json's) with
     // no measured variants' times.

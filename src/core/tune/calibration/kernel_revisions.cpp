@@ -45,7 +45,10 @@ superseded_timings mark_superseded(std::vector<nlohmann::json>& results) {
         continue;
       bool old = false;
       if (!as_of.empty() && v.contains("tile")) try {
-          const tile_config c = tile_from_json(v["tile"]);
+          // (A result names the family beside the tile; older ones not inside it.)
+          nlohmann::json tile = v["tile"];
+          if (tile.is_object() && !tile.contains("family") && v.contains("family")) tile["family"] = v["family"];
+          const tile_config c = tile_from_json(tile);
           old = c.family.impl && std::string(c.family->revised(c)) > as_of;
           if (old) ++found.by_family[std::string(c.family->name())];
         } catch (const std::exception&) {
