@@ -1,6 +1,7 @@
 #include "core/tune/calibration/kernel_revisions.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,6 +10,7 @@
 #include "core/gemm/family.hpp"
 #include "core/gemm/tile_config.hpp"
 #include "core/iso_date.hpp"
+#include "core/plan_mode.hpp"
 
 namespace tiletune {
 
@@ -33,6 +35,19 @@ std::string superseded_timings::describe() const {
   return fmt::format("{} ({})", variants, fmt::join(parts, ", "));
 }
 
+namespace {
+// The family of a variant whose kernel was revised after `as_of`; none where it was not (or where its
+// tile is of no family this build knows: calibration reads it as before).
+std::optional<std::string> revised_after(const nlohmann::json& variant, const std::string& as_of) {
+  try {
+    const tile_config c = tile_from_json(variant.at("tile"));
+    if (c.family.impl && std::string(c.family->revised(c)) > as_of) return std::string(c.family->name());
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 superseded_timings mark_superseded(std::vector<nlohmann::json>& results) {
   superseded_timings found;
   for (nlohmann::json& r : results) {
@@ -41,25 +56,15 @@ superseded_timings mark_superseded(std::vector<nlohmann::json>& results) {
     bool any_current = false;
     for (nlohmann::json& v : r["variants"]) {
       // (A variant the search did not time holds no timing to leave out.)
-      if (!v.is_object() || v.value("status", "") != "ok" || !v.contains("median_us") || !v["median_us"].is_number())
-        continue;
-      bool old = false;
-      if (!as_of.empty() && v.contains("tile")) try {
-          // (A result names the family beside the tile; older ones not inside it.)
-          nlohmann::json tile = v["tile"];
-          if (tile.is_object() && !tile.contains("family") && v.contains("family")) tile["family"] = v["family"];
-          const tile_config c = tile_from_json(tile);
-          old = c.family.impl && std::string(c.family->revised(c)) > as_of;
-          if (old) ++found.by_family[std::string(c.family->name())];
-        } catch (const std::exception&) {
-          // a tile of no family this build knows: calibration reads it as before
-        }
-      if (old) {
-        v["superseded"] = true;
-        ++found.variants;
-      } else {
+      if (!v.is_object() || !is_ok_variant(v) || !v.contains("median_us") || !v["median_us"].is_number()) continue;
+      const auto family = as_of.empty() ? std::nullopt : revised_after(v, as_of);
+      if (!family) {
         any_current = true;  // a timing this build's kernels stand by
+        continue;
       }
+      v["superseded"] = true;
+      ++found.variants;
+      ++found.by_family[*family];
     }
     if (!any_current) ++found.results;
   }

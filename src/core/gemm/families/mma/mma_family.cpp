@@ -137,8 +137,9 @@ class mma : public gemm_family {
   // (a7e7ace), tf32 rounded once in shared memory (aee1ed0, b663e86), fp8 (d70159d, 168d7b6): the
   // same variants measured 1.46x slower on the H200 on 2026-11-26 than on 2026-12-04 (median;
   // docs/model.md), so a timing from before the last of them is another kernel's.
-  std::string_view revised(const tile_config&) const override { return "2026-11-28T14:33:33Z"; }
-  std::string_view newest_revision() const override { return "2026-11-28T14:33:33Z"; }
+  static constexpr std::string_view revision = "2026-11-28T14:33:33Z";
+  std::string_view revised(const tile_config&) const override { return revision; }
+  std::string_view newest_revision() const override { return revision; }
   // fp8's m16n8k32 fragments are the 16-bit types' bytes (the emulation runs them), on a GPU no
   // session has had (Ada, GeForce Blackwell). tf32 rounded in shared memory and the copies (_kc) ran
   // correct on an H200 (2026-12-04).

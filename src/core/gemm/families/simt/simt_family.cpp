@@ -99,8 +99,9 @@ class simt : public gemm_family {
 
   // The template's last change (8ce6b07); since then it only moved between files: the same variants
   // measured alike on the H200 on 2026-11-26 and 2026-12-04 (1.00, docs/model.md).
-  std::string_view revised(const tile_config&) const override { return "2026-11-22T11:22:52Z"; }
-  std::string_view newest_revision() const override { return "2026-11-22T11:22:52Z"; }
+  static constexpr std::string_view revision = "2026-11-22T11:22:52Z";
+  std::string_view revised(const tile_config&) const override { return revision; }
+  std::string_view newest_revision() const override { return revision; }
 
   double attainable_efficiency(int) const override { return 0.85; }
   // A warp's FFMA holds its sub-partition's FP32 lanes for 128 / (lanes per SM) clocks (1 on an
