@@ -1,9 +1,13 @@
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -14,6 +18,8 @@
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/calibration/kernel_revisions.hpp"
+#include "core/tune/calibration/shipped_calibration.hpp"
+#include "core/tune/search/replay_backend.hpp"
 #include "core/errors.hpp"
 #include "core/plan_mode.hpp"
 #include "core/report/result_compare.hpp"
@@ -350,10 +356,19 @@ void run_calibrate(const db_options& o, run_context& ctx) {
              : fmt::format("--gpu {}: the tuning database {} has no measured results of it", o.gpu,
                            db->file().string()));
   }
+  // A figure none of these timings measures (a dtype only the held-out problem has, a family revised
+  // since) predicts as a plan would predict it: from the other parts of the architecture. Not from this
+  // part's own shipped calibration, fitted to these very problems: a held-out problem would leak back.
+  const std::optional<model_calibration> other_parts =
+      shipped_calibration_for(plan_from_recording(results.front()).device, gpu_filter(o.gpu, db.get()));
   progress_line progress(true);
-  nlohmann::json report = calibration_report(results, [&](std::size_t done, std::size_t fits) {
-    progress.update(fmt::format("tiletune: db calibrate: {} result(s): fit {} of {}", results.size(), done + 1, fits));
-  });
+  nlohmann::json report = calibration_report(
+      results,
+      [&](std::size_t done, std::size_t fits) {
+        progress.update(
+            fmt::format("tiletune: db calibrate: {} result(s): fit {} of {}", results.size(), done + 1, fits));
+      },
+      other_parts ? &*other_parts : nullptr);
   progress.finish();
   report["database"] = db->file().string();
   // What was left out, for the kernels' sake: the report's figures are of the rest.
@@ -410,6 +425,24 @@ void run_calibrate(const db_options& o, run_context& ctx) {
                           : fmt::format("each problem left out of the fit with its fold ({} problems dealt into {})",
                                         problems, folds);
     fmt::print("\n{}, the model's first choice among its measured variants:\n{}", held_out, picks.render());
+    if (report.contains("other_parts")) {
+      // What the fits took from other parts: those every fit lacks once, then each held-out problem's own.
+      const auto in_every = report["other_parts"]["figures_taken_by_the_fit"].get<std::vector<std::string>>();
+      std::vector<std::string> took;
+      if (!in_every.empty()) took.push_back(fmt::format("{} in every fit", describe_figures(in_every)));
+      for (const auto& p : report["problems"]) {
+        const auto& q = p["calibrated_without_this_problem"];
+        std::vector<std::string> own;
+        for (const auto& key : q.value("figures_from_other_parts", std::vector<std::string>{}))
+          if (std::find(in_every.begin(), in_every.end(), key) == in_every.end()) own.push_back(key);
+        if (!own.empty())
+          took.push_back(fmt::format("{} with {} held out", describe_figures(own), p["problem"].get<std::string>()));
+      }
+      if (!took.empty())
+        fmt::print("figures no timing here measures, as a plan takes them from other parts of the architecture "
+                   "({}): {}\n",
+                   report["other_parts"]["source"].get<std::string>(), fmt::join(took, "; "));
+    }
     const auto& pick = report["offline_pick"]["calibrated_without_this_problem"];
     fmt::print(
         "offline pick, {}: predicted time off by {:.1f}% (median; worst {:.1f}%), "
@@ -487,7 +520,10 @@ void add_db_command(CLI::App& app, run_context& ctx) {
               "Each problem is left out of its own fit in turn (above 24 problems, in 24 folds): the report gives "
               "the held-out pick's predicted and measured time beside the best measured variant. The pick's slowdown "
               "is taken at one clock: a search's finalists against the fastest finalist, a variant it dropped by its "
-              "margin behind that stage's leader (a longer stage runs the card hotter and slower).");
+              "margin behind that stage's leader (a longer stage runs the card hotter and slower). A figure none of "
+              "the timings measures (a family or dtype that only the held-out problem has, or a family timed only "
+              "with a kernel revised since) is taken, as a plan takes it, from the built-in calibrations of the "
+              "GPU's architecture other than its own (fitted to these very problems), and the summary names it.");
   cal->callback([o, &ctx] { run_calibrate(*o, ctx); });
   // The group's --db shares o->file with import, list and calibrate; export reads it too.
   add_db_fleet_commands(*cmd, ctx, std::shared_ptr<const std::string>(o, &o->file));

@@ -242,7 +242,14 @@ std::optional<model_calibration> calibration_for(const tuning_db* db, const devi
                                 db->file().string(), e.what()));
     }
   }
-  if (!calibration) calibration = shipped_calibration_for(device.spec);
+  std::optional<model_calibration> built_in = shipped_calibration_for(device.spec);
+  if (!calibration) return built_in;
+  // What the database's timings do not measure (a family or dtype never tuned here, or only with kernels
+  // revised since) is predicted with the built-in figures, not the assumed ones.
+  if (built_in)
+    if (const auto taken = take_missing_figures(*calibration, *built_in); !taken.empty())
+      calibration->source +=
+          fmt::format("; {} from the built-in calibration ({})", describe_figures(taken), built_in->source);
   return calibration;
 }
 

@@ -779,6 +779,28 @@ TEST(cli, offline_plans_answer_from_measured_records_of_the_same_gpu_model) {
   EXPECT_EQ(listed["records"].size(), 10u);
 }
 
+// A database that times some of the figures: the plan is ranked by its fit, and what it did not
+// measure (here f16, tf32 and f32, and mma, timed only with a kernel revised since) by the built-in
+// figures rather than the assumed ones; the note names each.
+TEST(cli, a_database_calibration_takes_what_it_did_not_measure_from_the_built_in_one) {
+  const fs::path db = tmp_dir() / "partial-calibration.sqlite3";
+  fs::remove(db);
+  const fs::path file = fs::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm/4096x4096x4096-bf16-nt.json";
+  ASSERT_EQ(run({"db", "import", "--db", db.string(), file.string()}).code, 0);
+  const result r = run(h100_4096({"--db", db.string(), "--retune", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  const std::string notes = plan["notes"].dump();
+  EXPECT_NE(notes.find("measured result(s) of h100-sxm in " + db.string() +
+                       "; mma (*, bf16, f16, tf32), simt (*, f32), wgmma (f16, tf32) from the built-in calibration "
+                       "(profiles/calibration/h100-sxm.json (built in)"),
+            std::string::npos)
+      << notes;
+  // The plan's model says the same (its JSON), and a database that measured nothing leaves the built-in one whole.
+  EXPECT_EQ(plan["model"]["kind"], "calibrated");
+  EXPECT_NE(plan["model"]["calibration"].get<std::string>().find("from the built-in calibration"), std::string::npos);
+}
+
 TEST(cli, a_damaged_or_foreign_database_exits_3_naming_it) {
   const fs::path garbage = tmp_dir() / "garbage.sqlite3";
   std::ofstream(garbage) << std::string(4096, 'z');

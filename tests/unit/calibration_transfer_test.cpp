@@ -75,7 +75,8 @@ TEST(calibration_transfer, a_family_a_part_lacks_comes_from_another_part_of_its_
   // Families the H100 timed keep its figures, and its GPU terms stand.
   EXPECT_EQ(sxm->efficiency_for(family_named("wgmma"), dtype::bf16), h100->efficiency_for(family_named("wgmma"), dtype::bf16));
   EXPECT_EQ(sxm->dram_share, h100->dram_share);
-  EXPECT_NE(sxm->source.find("mma from profiles/calibration/h200.json, measured on h200 with this build's kernels"),
+  EXPECT_NE(sxm->source.find("mma (*, bf16, f16, tf32) from profiles/calibration/h200.json, measured on h200 with this "
+                             "build's kernels"),
             std::string::npos)
       << sxm->source;
   const auto on_h200 = shipped_calibration_for(find_preset("h200"));
@@ -84,6 +85,56 @@ TEST(calibration_transfer, a_family_a_part_lacks_comes_from_another_part_of_its_
   EXPECT_EQ(on_h200->overlap_loss, sxm->overlap_loss);
   EXPECT_NE(on_h200->source.find("measured on h100-sxm and applied to h200 by architecture (sm_90)"), std::string::npos)
       << on_h200->source;
+}
+
+// A figure is a family's over all dtypes ("family/*") or on one dtype: each one a calibration has no
+// timing of comes from the other, every one it measured stays its own, and what was taken is named.
+TEST(calibration_transfer, a_calibration_takes_only_the_figures_it_has_no_timing_of) {
+  model_calibration mine, other;
+  mine.efficiency = {{"wgmma/*", 0.9}, {"wgmma/bf16", 0.9}};
+  mine.time_scale = {{"wgmma/*", 1.1}, {"wgmma/bf16", 1.1}, {"wgmma/f16", 1.3}};  // f16 fitted a scale only
+  mine.overlap_loss = {{"wgmma/*", 0.3}, {"wgmma/bf16", 0.3}};
+  mine.dram_share = 0.8;
+  other.efficiency = {{"simt/*", 0.5}, {"simt/f32", 0.5}, {"wgmma/*", 0.7}, {"wgmma/bf16", 0.7},
+                      {"wgmma/f16", 0.6}, {"wgmma/tf32", 0.65}};
+  other.time_scale = {{"simt/*", 1.2}, {"simt/f32", 1.2}, {"wgmma/*", 1.0}, {"wgmma/tf32", 0.95}};
+  other.overlap_loss = {{"simt/*", 0.4}, {"simt/f32", 0.4}, {"wgmma/tf32", 0.2}};
+  other.variants = {{"wgmma/tf32", 39}, {"simt/f32", 12}};
+  other.dram_share = 0.5;
+  const auto taken = take_missing_figures(mine, other);
+  EXPECT_EQ(taken, (std::vector<std::string>{"simt/*", "simt/f32", "wgmma/tf32"}));
+  EXPECT_EQ(describe_figures(taken), "simt (*, f32), wgmma (tf32)");
+  EXPECT_EQ(mine.efficiency.at("wgmma/bf16"), 0.9);  // measured here: kept
+  EXPECT_EQ(mine.efficiency.at("wgmma/*"), 0.9);
+  EXPECT_FALSE(mine.efficiency.contains("wgmma/f16"));  // its own scale was fitted: not mixed with another's
+  EXPECT_EQ(mine.time_scale.at("wgmma/f16"), 1.3);
+  EXPECT_EQ(mine.efficiency.at("wgmma/tf32"), 0.65);
+  EXPECT_EQ(mine.time_scale.at("wgmma/tf32"), 0.95);
+  EXPECT_EQ(mine.overlap_loss.at("wgmma/tf32"), 0.2);
+  EXPECT_EQ(mine.variants.at("wgmma/tf32"), 39u);
+  EXPECT_EQ(mine.efficiency_for(family_named("simt"), dtype::f32), 0.5);
+  EXPECT_EQ(mine.time_scale_for(family_named("simt"), dtype::f32), 1.2);
+  EXPECT_EQ(mine.dram_share, 0.8);  // the GPU's own terms stand
+  EXPECT_TRUE(take_missing_figures(mine, other).empty());  // nothing left to take
+}
+
+// db calibrate of a part that ships a calibration leaves its own file out (fitted to the very
+// problems it holds out): the architecture's calibration is then the other parts'.
+TEST(calibration_transfer, leaving_a_part_out_takes_its_architecture_from_the_others) {
+  const auto h100 = shipped_calibration("h100-sxm"), h200 = shipped_calibration("h200");
+  ASSERT_TRUE(h100 && h200);
+  const auto without_h100 = shipped_calibration_for(find_preset("h100-sxm"), "h100-sxm");
+  ASSERT_TRUE(without_h100);
+  EXPECT_EQ(without_h100->efficiency, h200->efficiency);
+  EXPECT_EQ(without_h100->dram_share, h200->dram_share);
+  EXPECT_TRUE(without_h100->source.starts_with("profiles/calibration/h200.json")) << without_h100->source;
+  const auto without_h200 = shipped_calibration_for(find_preset("h200"), "h200");
+  ASSERT_TRUE(without_h200);
+  EXPECT_EQ(without_h200->efficiency, h100->efficiency);  // no part left with this build's mma timings
+  EXPECT_FALSE(without_h200->efficiency_for(family_named("mma"), dtype::bf16));
+  // Another part's own leaves the architecture's calibration as it is.
+  EXPECT_EQ(shipped_calibration_for(find_preset("h100-pcie"), "h100-pcie")->efficiency,
+            shipped_calibration_for(find_preset("h100-sxm"))->efficiency);
 }
 
 // No part of an architecture measured: an H100's measurements carry over, each family keeping the

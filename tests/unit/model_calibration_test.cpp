@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/device/device_spec.hpp"
 #include "core/tune/calibration/kernel_revisions.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/search/replay_backend.hpp"
@@ -22,6 +24,11 @@ namespace {
 // What the shipped calibration is fitted to: run 4 of 2026-11-23 (this version's
 // kernels, wgmma included), one result per problem (shipped_measurements.hpp).
 std::vector<nlohmann::json> recorded_h100() { return shipped::h100_2026_11_23(); }
+// What db calibrate --gpu PRESET takes a figure none of the timings measures from: the calibration of
+// the architecture's other parts (the preset's own shipped file is fitted to the problems held out).
+std::optional<model_calibration> other_parts_than(const char* preset) {
+  return shipped_calibration_for(find_preset(preset), preset);
+}
 }  // namespace
 
 TEST(model_calibration, fits_every_family_and_dtype_of_the_recorded_h100_results) {
@@ -149,16 +156,20 @@ TEST(model_calibration, held_out_figures_leave_out_every_result_of_the_problem) 
 TEST(model_calibration, the_profile_in_the_repo_matches_the_code) {
   struct profile {
     const char* file;
+    const char* preset;
     std::vector<nlohmann::json> results;
   };
-  for (profile p : {profile{"profiles/calibration/h100-sxm.json", recorded_h100()},
-                    profile{"profiles/calibration/h200.json", shipped::h200_2026_12_04()}}) {
+  for (profile p : {profile{"profiles/calibration/h100-sxm.json", "h100-sxm", recorded_h100()},
+                    profile{"profiles/calibration/h200.json", "h200", shipped::h200_2026_12_04()}}) {
     std::ifstream in(fs::path(TILETUNE_SOURCE_DIR) / p.file);
     ASSERT_TRUE(in) << p.file << " is missing";
     const auto stored = nlohmann::json::parse(in);
     const superseded_timings old = mark_superseded(p.results);
     EXPECT_EQ(stored["superseded"]["variants"].get<std::size_t>(), old.variants) << p.file;
-    const auto now = calibration_report(p.results);
+    // As db calibrate --gpu reports it: a figure no timing measures from the architecture's other parts.
+    const auto other = other_parts_than(p.preset);
+    const auto now = calibration_report(p.results, {}, other ? &*other : nullptr);
+    EXPECT_EQ(stored["other_parts"], now["other_parts"]) << p.file;
     EXPECT_EQ(stored["calibration"]["efficiency"], now["calibration"]["efficiency"]) << p.file;
     EXPECT_NEAR(stored["calibration"]["dram_share"].get<double>(), now["calibration"]["dram_share"].get<double>(), 1e-12);
     for (const char* m : {"time_scale", "overlap_loss"}) {
@@ -290,18 +301,35 @@ void print_offline_pick(const char* what, const nlohmann::json& report) {
 }  // namespace
 
 TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
-  const auto h100 = calibration_report(recorded_h100());
+  // As db calibrate reports them: a figure none of the other problems measured (a family or dtype the
+  // held-out problem has alone) from the architecture's other parts, as a plan takes it.
+  const auto h100_others = other_parts_than("h100-sxm"), h200_others = other_parts_than("h200");
+  ASSERT_TRUE(h100_others && h200_others);
+  const auto h100_results = recorded_h100();
+  const auto h100 = calibration_report(h100_results, {}, &*h100_others);
   const auto h200_results = recorded_h200_results();
   ASSERT_EQ(h200_results.size(), 13u);
-  const auto h200 = calibration_report(h200_results);
+  const auto h200 = calibration_report(h200_results, {}, &*h200_others);
   const auto one_clock_results = recorded_h200_one_clock_results();
   ASSERT_EQ(one_clock_results.size(), 13u);
-  const auto h200_one_clock = calibration_report(one_clock_results);
+  const auto h200_one_clock = calibration_report(one_clock_results, {}, &*h200_others);
+  // The same with the timings of kernels revised since left out (db calibrate without --as-recorded):
+  // the model's figures for the kernels this build runs. Both 2026-11 recordings timed an mma kernel
+  // since made faster; on the H100 three problems were timed only with it and rank nothing.
+  auto current = [](std::vector<nlohmann::json> results) {
+    mark_superseded(results);
+    return results;
+  };
+  const auto h100_now = calibration_report(current(h100_results), {}, &*h100_others);
+  const auto h200_now = calibration_report(current(h200_results), {}, &*h200_others);
+  ASSERT_EQ(h100_now["unranked"].size(), 3u);
   print_offline_pick("H100", h100);
   print_offline_pick("H200", h200);
   print_offline_pick("H200 2026-12-04", h200_one_clock);
-  // Today's held-out figures, not the goals (the 2026-12-04 recording meets both medians; no
-  // recording meets a worst figure): the time error's median was 14.5% / 14.8% before the scale's
+  print_offline_pick("H100 today's kernels", h100_now);
+  print_offline_pick("H200 today's kernels", h200_now);
+  // Today's held-out figures as ceilings, and on the H100 with today's kernels the goals (history
+  // below; the last paragraph is today's): the time error's median was 14.5% / 14.8% before the scale's
   // fit weighted each problem's contenders; 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the
   // loads' latency chain, which put three-stage Hopper tiles (one k-tile in flight) behind their
   // four-stage twins; the H200's 6.6% before split-K's reduction tail.
@@ -343,8 +371,20 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // tiles' memory time is now hidden whole), picks 0.0% (11.2%), 0.0% (7.5%), 0.9% (14.1%).
   // With split-K inside a cluster paying the leader's reduction (perf_model.cpp): 2026-12-04 4.5%
   // (8.7%: the 128-row pick 13.1% -> 8.7% fast), the 2026-11 recordings unchanged (no such variant).
-  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.061, 0.151, 1.001, 1.076},
-                           ceiling{&h200_one_clock, 0.046, 0.088, 1.010, 1.142}}) {
+  // A figure no other problem measured taken from the architecture's other part, not assumed
+  // (take_missing_figures): H100 5.5% (12.3%), H200 5.7% (15.0%), 2026-12-04 2.8% (8.7%), picks
+  // unchanged; f32 held out 0.3% off on the H100 (was 12.3% fast), tf32 2.9% (5.4%), f16 0.4% (2.1%).
+  // With today's kernels only, the H100 meets all four goals over the 10 problems they timed: 3.8%
+  // (10.0%), picks 0.0% (0.0%); its worst as recorded are the old mma kernel's 128-row time (12.3%
+  // fast) and 16-row pick (11.2%). The H200's 2026-11-26 misses the time's (5.7%, 13.0%: the long
+  // kernels predicted 9-13% slow, recorded before the search timed each stage at one clock), its
+  // 2026-12-04 recording the worst pick's (14.1%: the 16-row decode's stream-K pick, tied at the DRAM
+  // floor with a whole tile that measured faster).
+  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.058, 0.151, 1.001, 1.076},
+                           ceiling{&h200_one_clock, 0.029, 0.088, 1.010, 1.142},
+                           ceiling{&h200_now, 0.058, 0.131, 1.001, 1.052},
+                           // Issue 39's goals themselves.
+                           ceiling{&h100_now, 0.05, 0.12, 1.02, 1.08}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);
@@ -358,7 +398,7 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
     EXPECT_LE(p["median_time_error"].get<double>(), p["worst_time_error"].get<double>());
   }
   if (std::getenv("TILETUNE_PRINT_PICKS"))
-    for (const auto* r : {&h100, &h200, &h200_one_clock})
+    for (const auto* r : {&h100, &h200, &h200_one_clock, &h100_now, &h200_now})
       for (const auto& p : (*r)["problems"])
         std::printf("%-28s a %+6.1f%% c %+6.1f%% l %+6.1f%%  slow %.3f %.3f %.3f  %s\n", p["problem"].get<std::string>().c_str(),
                     100 * p["assumed_model"]["top_pick_time_error"].get<double>(),
@@ -368,6 +408,50 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
                     p["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(),
                     (p["calibrated_without_this_problem"]["top_pick"].get<std::string>() + " / " +
                      p["calibrated_without_this_problem"]["best_measured"].get<std::string>()).c_str());
+}
+
+// Held out, a problem whose family or dtype no other problem measured is predicted with the figures
+// of another part of its architecture, as a plan would be, not with the assumed ones: the H100's
+// f32 4096^3 (simt's only problem) with the H200's simt figures. The report says what it took; its
+// calibration is the fit's alone.
+TEST(model_calibration, a_held_out_problem_takes_what_no_other_measured_from_another_part) {
+  auto results = recorded_h100();
+  mark_superseded(results);
+  const auto others = other_parts_than("h100-sxm");
+  ASSERT_TRUE(others);
+  const auto report = calibration_report(results, {}, &*others);
+  std::size_t f32 = results.size();
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (plan_from_recording(results[i]).problem.type == dtype::f32) f32 = i;
+  ASSERT_LT(f32, results.size());
+  const std::string name = plan_from_recording(results[f32]).problem.describe();
+  const nlohmann::json* held = nullptr;
+  for (const auto& p : report["problems"])
+    if (p["problem"] == name) held = &p["calibrated_without_this_problem"];
+  ASSERT_TRUE(held);
+  const auto taken = held->value("figures_from_other_parts", std::vector<std::string>{});
+  EXPECT_NE(std::find(taken.begin(), taken.end(), "simt/f32"), taken.end());
+  // Its prediction is the other problems' fit completed with the other part's simt figures.
+  std::vector<nlohmann::json> rest = results;
+  rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(f32));
+  model_calibration fit = fit_calibration(rest);
+  ASSERT_FALSE(fit.efficiency_for(family_named("simt"), dtype::f32));
+  const model_calibration assumed = fit;
+  take_missing_figures(fit, *others);
+  ASSERT_EQ(fit.efficiency_for(family_named("simt"), dtype::f32), others->efficiency_for(family_named("simt"), dtype::f32));
+  auto pick_us = [&](const model_calibration& c) {
+    gemm_plan plan = plan_from_recording(results[f32]);
+    apply_calibration(plan, c);
+    return rank_quality(plan, results[f32]).top_pick_predicted_us;
+  };
+  EXPECT_DOUBLE_EQ((*held)["top_pick_predicted_us"].get<double>(), pick_us(fit));
+  EXPECT_GT(std::abs(pick_us(assumed) / pick_us(fit) - 1), 0.05);  // the assumption differs
+  // The calibration written is the fit's: the mma figures every fit took (its timings are of a kernel
+  // revised since) are listed, not stored.
+  EXPECT_FALSE(report["calibration"]["efficiency"].contains("mma/*"));
+  const auto by_fit = report["other_parts"]["figures_taken_by_the_fit"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(by_fit.begin(), by_fit.end(), "mma/*"), by_fit.end());
+  EXPECT_EQ(report["other_parts"]["source"], others->source);
 }
 
 // The floor under issue 39's pick goal, from the H100's two back-to-back runs of the same 8192^3

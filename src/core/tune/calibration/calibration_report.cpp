@@ -9,12 +9,14 @@
 
 #include "core/gemm/family.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
+#include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/search/replay_backend.hpp"
 
 namespace tiletune {
 
 nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
-                                  const std::function<void(std::size_t, std::size_t)>& progress) {
+                                  const std::function<void(std::size_t, std::size_t)>& progress,
+                                  const model_calibration* other_parts) {
   nlohmann::json problems = nlohmann::json::array(), unranked = nlohmann::json::array();
   struct sums {
     double spearman = 0, slowdown = 0, top_rank = 0, ranked = 0;
@@ -43,18 +45,26 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
                  std::max<std::size_t>(folds, 1);
   if (progress) progress(0, folds + 1);
   const model_calibration all = fit_calibration(results);
+  // Predictions as a plan makes them: a figure no result measured from another part (other_parts).
+  auto completed = [&](model_calibration c, std::vector<std::string>& taken) {
+    if (other_parts) taken = take_missing_figures(c, *other_parts);
+    return c;
+  };
+  std::vector<std::string> taken_by_all;
+  const model_calibration all_completed = completed(all, taken_by_all);
   std::vector<model_calibration> without_fold(folds);
+  std::vector<std::vector<std::string>> taken_without_fold(folds);
   for (std::size_t f = 0; f < folds; ++f) {
     if (progress) progress(f + 1, folds + 1);
     std::vector<nlohmann::json> others;  // without any result of the fold's problems
     for (std::size_t k = 0; k < results.size(); ++k)
       if (fold_of[k] != f) others.push_back(results[k]);
-    without_fold[f] = fit_calibration(others);
+    without_fold[f] = completed(fit_calibration(others), taken_without_fold[f]);
   }
   for (std::size_t i = 0; i < results.size(); ++i) {
     const gemm_plan assumed = plan_from_recording(results[i]);
     gemm_plan calibrated = assumed;
-    apply_calibration(calibrated, all);
+    apply_calibration(calibrated, all_completed);
     gemm_plan loo = assumed;
     apply_calibration(loo, without_fold[fold_of[i]]);
     const auto qa = rank_quality(assumed, results[i]), qc = rank_quality(calibrated, results[i]),
@@ -66,10 +76,12 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
     add(base, qa);
     add(fitted, qc);
     add(held_out, ql);
+    nlohmann::json held = to_json(ql);
+    if (!taken_without_fold[fold_of[i]].empty()) held["figures_from_other_parts"] = taken_without_fold[fold_of[i]];
     problems.push_back({{"problem", assumed.problem.describe()},
                         {"assumed_model", to_json(qa)},
                         {"calibrated", to_json(qc)},
-                        {"calibrated_without_this_problem", to_json(ql)}});
+                        {"calibrated_without_this_problem", held}});
   }
   auto mean = [&](const sums& s) {
     const double n = std::max(1.0, s.ranked);
@@ -100,21 +112,25 @@ nlohmann::json calibration_report(const std::vector<nlohmann::json>& results,
       if (f->efficiency_from_measurements())
         assumed_eff[std::string(f->name())] = family_efficiency(kernel_family{f}, d.compute_capability);
   }
-  return {{"schema", "tiletune.calibration/2"},
-          {"calibration", to_json(all)},
-          {"assumed_efficiency", assumed_eff},
-          {"mean",
-           {{"assumed_model", mean(base)},
-            {"calibrated", mean(fitted)},
-            {"calibrated_without_this_problem", mean(held_out)}}},
-          {"offline_pick",
-           {{"assumed_model", pick(base)},
-            {"calibrated", pick(fitted)},
-            {"calibrated_without_this_problem", pick(held_out)}}},
-          {"held_out", {{"problems", names.size()}, {"folds", folds}}},
-          {"problems", problems},
-          // Results with no variant to rank (none timed ok, or only kernels revised since: mark_superseded).
-          {"unranked", unranked}};
+  nlohmann::json report = {
+      {"schema", "tiletune.calibration/2"},
+      {"calibration", to_json(all)},
+      {"assumed_efficiency", assumed_eff},
+      {"mean",
+       {{"assumed_model", mean(base)},
+        {"calibrated", mean(fitted)},
+        {"calibrated_without_this_problem", mean(held_out)}}},
+      {"offline_pick",
+       {{"assumed_model", pick(base)},
+        {"calibrated", pick(fitted)},
+        {"calibrated_without_this_problem", pick(held_out)}}},
+      {"held_out", {{"problems", names.size()}, {"folds", folds}}},
+      {"problems", problems},
+      // Results with no variant to rank (none timed ok, or only kernels revised since: mark_superseded).
+      {"unranked", unranked}};
+  if (other_parts)
+    report["other_parts"] = {{"source", other_parts->source}, {"figures_taken_by_the_fit", taken_by_all}};
+  return report;
 }
 
 }  // namespace tiletune

@@ -105,9 +105,14 @@ nlohmann::json to_json(const ranking_quality& q);
 // problem's results (every result of the same problem) out of the fit: the
 // honest figure for a new problem. Beyond max_held_out_fits problems, each is
 // left out with its fold of them (the report's "held_out" says how many).
-// progress, where given, hears each fit begin: (fits done, fits in all).
+// progress, where given, hears each fit begin: (fits done, fits in all). other_parts, where given,
+// the calibration of other parts of the GPU's architecture: each fit (the full one and each held-out
+// one) predicts with the figures it has no timing of taken from it, as a plan would
+// (take_missing_figures; the report's "calibration" is the fit alone, and its "other_parts" and a
+// held-out problem's "figures_from_other_parts" say what was taken).
 constexpr std::size_t max_held_out_fits = 24;
 nlohmann::json calibration_report(const std::vector<nlohmann::json>& measured_results,
-                                  const std::function<void(std::size_t, std::size_t)>& progress = {});
+                                  const std::function<void(std::size_t, std::size_t)>& progress = {},
+                                  const model_calibration* other_parts = nullptr);
 
 }  // namespace tiletune

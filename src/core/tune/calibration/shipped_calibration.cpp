@@ -48,40 +48,53 @@ model_calibration carried_across_architectures(model_calibration c, const device
   return c;
 }
 
-namespace {
-// The figures of the families `c` has none of (efficiency, time scale, overlap loss and their
-// variant counts, every "family/..." key), from `other`, a calibration of another part of the same
-// architecture; the families it took, by name.
-std::vector<std::string> fill_families(model_calibration& c, const model_calibration& other) {
+std::vector<std::string> take_missing_figures(model_calibration& c, const model_calibration& other) {
   std::vector<std::string> taken;
-  for (const gemm_family* f : all_families()) {
-    const std::string prefix = std::string(f->name()) + "/";
-    auto has = [&](const std::map<std::string, double>& m) {
-      return std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first.starts_with(prefix); });
-    };
-    if (has(c.efficiency) || has(c.time_scale) || has(c.overlap_loss) || !has(other.efficiency)) continue;
+  for (const auto& [key, efficiency] : other.efficiency) {
+    if (c.efficiency.contains(key) || c.time_scale.contains(key) || c.overlap_loss.contains(key)) continue;
+    c.efficiency[key] = efficiency;
     auto copy = [&](const auto& from, auto& to) {
-      for (const auto& [key, value] : from)
-        if (key.starts_with(prefix)) to[key] = value;
+      if (const auto it = from.find(key); it != from.end()) to[key] = it->second;
     };
-    copy(other.efficiency, c.efficiency);
     copy(other.time_scale, c.time_scale);
     copy(other.overlap_loss, c.overlap_loss);
     copy(other.variants, c.variants);
-    taken.emplace_back(f->name());
+    taken.push_back(key);
   }
   return taken;
 }
 
+std::string describe_figures(const std::vector<std::string>& keys) {
+  std::vector<std::string> parts;
+  std::string family, dtypes;
+  auto flush = [&] {
+    if (!family.empty()) parts.push_back(fmt::format("{} ({})", family, dtypes));
+  };
+  for (const std::string& key : keys) {
+    const auto slash = key.find('/');
+    const std::string f = key.substr(0, slash), t = slash == std::string::npos ? "" : key.substr(slash + 1);
+    if (f != family) {
+      flush();
+      family = f;
+      dtypes = t;
+    } else {
+      dtypes += ", " + t;
+    }
+  }
+  flush();
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+namespace {
 // The architecture's calibration: the first preset of compute capability cc with a shipped
-// calibration (its GPU terms: DRAM and peak shares, the sustained clock), each family it has no
-// timing of (none measured, or only of kernels revised since: kernel_revisions.hpp) taken from the
-// next preset of cc that has; `first`: the preset it came from. One calibration for every part of
-// the architecture, so that a part slower on every figure is never predicted faster.
-std::optional<model_calibration> of_architecture(int cc, std::string& first) {
+// calibration (its GPU terms: DRAM and peak shares, the sustained clock), each figure it has no
+// timing of (take_missing_figures) taken from the next preset of cc that has; `first`: the preset it
+// came from; the preset leaving_out counts as not measured. One calibration for every part of the
+// architecture, so that a part slower on every figure is never predicted faster.
+std::optional<model_calibration> of_architecture(int cc, std::string_view leaving_out, std::string& first) {
   std::optional<model_calibration> c;
   for (const device_spec& part : device_presets()) {
-    if (part.compute_capability != cc) continue;
+    if (part.compute_capability != cc || part.preset == leaving_out) continue;
     auto o = shipped_calibration(part.preset);
     if (!o) continue;
     if (!c) {
@@ -89,25 +102,25 @@ std::optional<model_calibration> of_architecture(int cc, std::string& first) {
       first = part.preset;
       continue;
     }
-    const std::vector<std::string> taken = fill_families(*c, *o);
+    const std::vector<std::string> taken = take_missing_figures(*c, *o);
     if (!taken.empty())
       c->source += fmt::format("; {} from profiles/calibration/{}.json, measured on {} with this build's kernels",
-                               fmt::join(taken, ", "), part.preset, part.preset);
+                               describe_figures(taken), part.preset, part.preset);
   }
   return c;
 }
 }  // namespace
 
-std::optional<model_calibration> shipped_calibration_for(const device_spec& d) {
+std::optional<model_calibration> shipped_calibration_for(const device_spec& d, std::string_view leaving_out) {
   std::string first;
-  if (auto c = of_architecture(d.compute_capability, first)) {
+  if (auto c = of_architecture(d.compute_capability, leaving_out, first)) {
     if (first != d.preset)
       c->source += fmt::format(", measured on {} and applied to {} by architecture ({})", first, part_name(d), d.arch());
     return c;
   }
   // No part of d's architecture measured: the first preset of another that was.
   for (const device_spec& other : device_presets())
-    if (auto c = of_architecture(other.compute_capability, first))
+    if (auto c = of_architecture(other.compute_capability, leaving_out, first))
       return carried_across_architectures(std::move(*c), find_preset(first), d);
   return std::nullopt;
 }

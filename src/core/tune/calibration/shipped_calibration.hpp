@@ -1,6 +1,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/tune/calibration/model_calibration.hpp"
 
@@ -20,11 +22,28 @@ std::optional<model_calibration> shipped_calibration(const std::string& device_m
 // bandwidth, whose predictions then scale with that part's figures. Where no part of the
 // architecture was measured, one of another architecture, carried_across_architectures: an
 // assumed model beside a measured one predicted an A100 (slower than an H100 PCIe on every figure)
-// up to 2.35x faster on the same kernel. A family the calibration has no timing of (none measured,
-// or only of kernels revised since: kernel_revisions.hpp) takes its figures from another part of the
-// same architecture that has (the H100's of 2026-11-23 time one family's kernel as it was before
-// 2026-11-28; the H200's of 2026-12-04 time today's). Its source says which, and how.
-std::optional<model_calibration> shipped_calibration_for(const device_spec& d);
+// up to 2.35x faster on the same kernel. A figure the calibration has no timing of (take_missing_figures)
+// comes from another part of the same architecture that has (the H100's of 2026-11-23 time one
+// family's kernel as it was before 2026-11-28; the H200's of 2026-12-04 time today's). Its source
+// says which, and how. leaving_out: a preset whose own shipped calibration is not to be used (as
+// though never measured): `db calibrate` of that very part, whose held-out problems its shipped file
+// was fitted to.
+std::optional<model_calibration> shipped_calibration_for(const device_spec& d, std::string_view leaving_out = {});
+
+// The figures (efficiency, time scale, overlap loss and variant count, by "family/dtype" or
+// "family/*" key) that `other` has and `c` has no timing of, copied into c: a family or a dtype of it
+// that c's measurements lack (none measured, only kernels revised since: kernel_revisions.hpp, or the
+// one problem that measured it held out). They are properties of the kernel on its architecture,
+// shares of the part's own peaks, as the efficiencies carry between parts (above), while c keeps its
+// own GPU terms (clock, DRAM and peak shares). Held out of the H100's 2026-11-23 fit, f32 (its
+// family's only problem) took the H200's figures of that family instead of the assumed ones: 12.3%
+// -> 0.3% off; tf32 and f16 their own dtypes' rather than their family's over all dtypes: 5.4% ->
+// 2.9%, 2.1% -> 0.4%.
+// Returns the keys taken, in order.
+std::vector<std::string> take_missing_figures(model_calibration& c, const model_calibration& other);
+// Keys as take_missing_figures returns them, for a message: "a/*", "a/bf16", "b/tf32" read
+// "a (*, bf16), b (tf32)".
+std::string describe_figures(const std::vector<std::string>& keys);
 
 // A calibration measured on the part `from`, for a GPU `to` of another architecture: each family's fitted
 // efficiency (a share of the peak the family is assumed to attain on `from`) rescaled by the
