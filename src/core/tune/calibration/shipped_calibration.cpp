@@ -1,7 +1,5 @@
 #include "core/tune/calibration/shipped_calibration.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
