@@ -82,7 +82,8 @@
 #            but the two long correctness sweeps (gputests: the swap-AB test's fix), ncu on the
 #            4096x768x50264 2x1-multicast variant and on cuBLASLt's kernel there (profile: 0.58x,
 #            L2-bound; PROFILE_SHAPE and PROFILE_VARIANT override), the grouped timings, the tuning
-#            times with the suite cold, the HMMA probe, the decode suite, then the benchmark suite
+#            times with the suite cold, the HMMA probe, the decode suite, then the benchmark suite (on
+#            an H100 the benchmark suite first, after smoke: its recording of today's kernels is owed)
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
@@ -102,6 +103,12 @@ phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
   phases=" smoke decodeverify fp8mma gputests profile groupedtime tuning probe decodetime bench "
+  # On an H100 the benchmark suite comes first: the H100's only recording (2026-11-23) timed an mma
+  # kernel since revised, so three of its 13 problems rank nothing with today's kernels and its
+  # calibration takes mma's figures from the H200 (issue 39's figures; profiles/calibration/README.md).
+  if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100; then
+    phases=" smoke bench decodeverify fp8mma gputests profile groupedtime tuning probe decodetime "
+  fi
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
 fi
