@@ -48,9 +48,10 @@ model_calibration carried_across_architectures(model_calibration c, const device
 
 std::vector<std::string> take_missing_figures(model_calibration& c, const model_calibration& other) {
   std::vector<std::string> taken;
-  for (const auto& [key, efficiency] : other.efficiency) {
+  for (const auto& figure : other.efficiency) {
+    const std::string& key = figure.first;  // (a name, not a structured binding: the lambda below captures it)
     if (c.efficiency.contains(key) || c.time_scale.contains(key) || c.overlap_loss.contains(key)) continue;
-    c.efficiency[key] = efficiency;
+    c.efficiency[key] = figure.second;
     auto copy = [&](const auto& from, auto& to) {
       if (const auto it = from.find(key); it != from.end()) to[key] = it->second;
     };
