@@ -336,7 +336,8 @@ void run_calibrate(const db_options& o, run_context& ctx) {
     throw usage_error(
         fmt::format("{}: no tuning database there (nothing measured yet)", db_named(file_to_read(o), o.file)));
   const auto db = open_tuning_db(file_to_read(o).string(), false, tuning_db::open_mode::read);
-  std::vector<nlohmann::json> results = db->calibration_inputs(gpu_filter(o.gpu, db.get()));
+  const std::string model = gpu_filter(o.gpu, db.get());  // the GPU model the records name
+  std::vector<nlohmann::json> results = db->calibration_inputs(model);
   // Timings of kernels this build has revised since time other kernels (kernel_revisions.hpp).
   const superseded_timings old = o.as_recorded ? superseded_timings{} : mark_superseded(results);
   if (!results.empty() && old.results == results.size())
@@ -347,7 +348,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   if (results.empty()) {
     // Records of it that calibration cannot read: plans, or compact records (db show --json's) with
     // no measured variants' times.
-    const std::size_t held = db->count({gpu_filter(o.gpu, db.get()), "", "", 0});
+    const std::size_t held = db->count({model, "", "", 0});
     throw usage_error(
         held ? fmt::format("--gpu {}: the tuning database {} holds {} record(s) of it but none with the measured "
                            "variants' times calibration fits to (plans, or records imported from `db show --json`, "
@@ -360,7 +361,7 @@ void run_calibrate(const db_options& o, run_context& ctx) {
   // since) predicts as a plan would predict it: from the other parts of the architecture. Not from this
   // part's own shipped calibration, fitted to these very problems: a held-out problem would leak back.
   const std::optional<model_calibration> other_parts =
-      shipped_calibration_for(plan_from_recording(results.front()).device, gpu_filter(o.gpu, db.get()));
+      shipped_calibration_for(plan_from_recording(results.front()).device, model);
   progress_line progress(true);
   nlohmann::json report = calibration_report(
       results,
