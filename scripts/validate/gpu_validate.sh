@@ -46,6 +46,11 @@
 #     grouped grouped GEMM: uneven masked groups verified, then Mixtral's experts (8, 4096 tokens, top-2,
 #            uniform and zipf:1.2) and a DeepSeek-shaped masked decode (256 experts, 64 tokens, top-8)
 #            timed against the loop of cuBLASLt GEMMs per group
+#     flushread the decode shapes (16 and 128 rows of 4096x4096 bf16, halving search) timed with the L2
+#            flushed by writes and by reads (gemm --l2-flush write|read), back to back: whether the
+#            memset flush's dirty lines cost the decode kernels and cuBLASLt their DRAM bandwidth, and
+#            evict-first its 8-17% (docs/model.md, "The worst left there"); the GPU test
+#            gpu.l2_flush_modes_time_the_same_kernel_and_say_which prints one mma tile's three timings
 #     decode the decode tiles (swap-AB, evict-first, split-K in a cluster) and the TMA-store epilogue
 #            (decodeverify: the verification alone; decodesan: the sanitizers alone)
 #            (200x136x1280 batch 3, beta 0; 5x1000x776 batch 2, beta 0.5: C loaded by TMA): shapes verified,
@@ -77,7 +82,7 @@
 #            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
 #     owed   = what the third H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-3),
-#            in the order of its worth: the decode tiles verified (decodeverify: swap-AB's 12-16-stage
+#            in the order of its worth: the L2 flush by reads against by writes (flushread), the decode tiles verified (decodeverify: swap-AB's 12-16-stage
 #            rings split in pairs, new since), the mma family's fp8 (its first run, fp8mma), the GPU tests
 #            but the two long correctness sweeps (gputests: the swap-AB test's fix), ncu on the
 #            4096x768x50264 2x1-multicast variant and on cuBLASLt's kernel there (profile: 0.58x,
@@ -102,12 +107,12 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke decodeverify fp8mma gputests profile groupedtime tuning probe decodetime bench "
+  phases=" smoke flushread decodeverify fp8mma gputests profile groupedtime tuning probe decodetime bench "
   # On an H100 the benchmark suite comes first: the H100's only recording (2026-11-23) timed an mma
   # kernel since revised, so three of its 13 problems rank nothing with today's kernels and its
   # calibration takes mma's figures from the H200 (issue 39's figures; profiles/calibration/README.md).
   if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100; then
-    phases=" smoke bench decodeverify fp8mma gputests profile groupedtime tuning probe decodetime "
+    phases=" smoke bench flushread decodeverify fp8mma gputests profile groupedtime tuning probe decodetime "
   fi
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
@@ -582,6 +587,14 @@ phase_decodesan() {
       done
     done
   fi
+}
+phase_flushread() {  # the same decode problems timed with the L2 flushed by writes, then by reads
+  for m in 16 128; do
+    for mode in write read; do
+      step "decode ${m}x4096x4096 --l2-flush $mode" 90 "$out/flush-$mode-$m.txt" "$bin" gemm --m "$m" --n 4096 \
+        --k 4096 --dtype bf16 --layout nt --no-db --l2-flush "$mode" --out "$out/flush-$mode-$m.json"
+    done
+  done
 }
 phase_decodetime() {  # the default (halving) search, as a user runs it
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \

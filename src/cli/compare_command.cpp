@@ -105,7 +105,8 @@ results without one (predicted plans) are compared on time.
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING from
 NEW; 2 a file is unreadable, malformed or truncated (the message gives the
 place), the files share no problem, or one is a prediction and the other a
-measurement (unless --allow-mode-mismatch); 3 the files come from different
+measurement (unless --allow-mode-mismatch), or a problem's two timings
+emptied the L2 differently (gemm --l2-flush); 3 the files come from different
 GPUs.)");
   cmd->callback([o, &ctx] {
     check_report_paths(o->report, {{"BASE", o->base}, {"NEW", o->fresh}});
@@ -162,7 +163,9 @@ nlohmann::json remeasure(const check_options& o, const result_file& base, const 
     options.jobs = 1;
     options.only = {entry.variant_id};
     gemm_plan plan = plan_gemm(entry.problem, device.spec, compilers.get(), options);
-    measure_on_gpu(plan, device, o.measure, ctx.host.worker_argv(),
+    measure_settings settings = o.measure;  // timed as the baseline timed it: its L2 flush
+    settings.l2_flush = l2_flush_mode_from_string(entry.l2_flush).value_or(l2_flush_mode::write);
+    measure_on_gpu(plan, device, settings, ctx.host.worker_argv(),
                    fmt::format("problem {}/{} ({}): ", i, base.entries.size(), entry.label), progress);
     if (fresh.is_null())
       fresh = result_header("tiletune.gemm-suite/1", device.spec, plan.mode, plan.compiler_version, run);
@@ -222,6 +225,8 @@ Example (a CI job on a GPU runner):
 For each problem of the baseline, re-compiles its recommended variant,
 verifies it against cuBLASLt and times both in the same run, then judges the
 change as `tiletune compare` does (by the ratio to cuBLAS unless --absolute).
+Each problem is timed with the L2 emptied as the baseline's timing emptied it
+(gemm --l2-flush; write where the baseline does not say).
 
 Exit codes: 0 no regression; 1 a problem is SLOWER, INCORRECT or MISSING; 2 a
 bad baseline file; 3 no GPU, or a baseline from another GPU model.)");

@@ -135,14 +135,23 @@ std::filesystem::path file_to_read(const db_options& o) {
 void run_import(const db_options& o, run_context& ctx) {
   if (o.inputs.empty()) throw usage_error("db import needs result files: tiletune db import FILE...");
   std::vector<tuning_record> records;
-  std::size_t partial = 0;
+  std::size_t partial = 0, other_flush = 0;
   // A partial run (--only ...) is left out, as gemm leaves it out: its recommendation is not the
-  // search's answer to the question its key asks.
+  // search's answer to the question its key asks. So is a timing that emptied the L2 otherwise than
+  // by writes (gemm --l2-flush): the records beside it were timed that way.
   auto take = [&](const std::string& path, const nlohmann::json& r, const nlohmann::json& header) {
     if (const std::string why = partial_run_option(r, header); !why.empty()) {
       ++partial;
       tell("tiletune: {}: {} left out: a partial run ({}) answers no later run\n", path,
                  gemm_problem_from_json(r.at("problem")).describe(), why);
+      return;
+    }
+    if (r.contains("l2_flush") && r["l2_flush"] != "write") {
+      ++other_flush;
+      tell("tiletune: {}: {} left out: timed with --l2-flush {}, the database's records with the L2 flushed by "
+           "writes\n",
+           path, gemm_problem_from_json(r.at("problem")).describe(),
+           r["l2_flush"].is_string() ? r["l2_flush"].get<std::string>() : r["l2_flush"].dump());
       return;
     }
     tuning_record record = record_from_result(r, header);  // (first: a plan is refused as one)
@@ -203,6 +212,7 @@ void run_import(const db_options& o, run_context& ctx) {
                         "each (the better-verified, then the newer), {} record(s) from these files",
                         done.repeated, records.size() - done.repeated);
   if (partial) also += fmt::format("; {} partial run(s) left out", partial);
+  if (other_flush) also += fmt::format("; {} run(s) timed with another L2 flush left out", other_flush);
   fmt::print("imported {} measured result(s) from {} file(s) into {}{}\n", done.stored, o.inputs.size(),
              db->file().string(), also);
   ctx.exit_code = exit_ok;

@@ -154,6 +154,15 @@ void add_run_options(CLI::App* cmd, gemm_options* o) {
                   "Sample until (p80 - p20) / median is under this")->capture_default_str();
   cmd->add_option("--time-cap-ms", o->measure.time_cap_ms, "Most kernel time spent sampling one variant")
       ->capture_default_str();
+  cmd->add_option("--l2-flush", o->measure.l2_flush,
+                  "How the L2 is emptied before each timed sample, cuBLASLt's too: write (a buffer of twice its "
+                  "size written, as nvbench and Triton do; the dirty lines it leaves are written back as the "
+                  "kernel's loads evict them), read (the buffer read: clean lines, as a model's previous layer "
+                  "leaves them), none (the L2 as the last sample left it: operands that fit stay in it). A run "
+                  "not flushed by write neither answers from the tuning database nor goes into it, and compare "
+                  "and check refuse to set it against one that was")
+      ->capture_default_str()
+      ->type_name("write|read|none");
 }
 
 // What is printed and written.

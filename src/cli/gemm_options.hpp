@@ -43,6 +43,7 @@ struct gemm_options {
     bool keep_going = false;
     double target_spread = 0.01;
     double time_cap_ms = 2000;
+    std::string l2_flush = "write";  // --l2-flush: write, read or none (core/measure/measure_protocol.hpp)
   } measure;
   struct {
     int jobs = 0;

@@ -66,15 +66,28 @@ class gemm_run {
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
+    const std::optional<l2_flush_mode> flush = l2_flush_mode_from_string(o_.measure.l2_flush);
+    if (!flush) throw usage_error(fmt::format("--l2-flush {} is unknown: use write, read or none", o_.measure.l2_flush));
+    // Another flush than the default is a way of timing: a run that times nothing would carry it unsaid.
+    if (*flush != l2_flush_mode::write && (!measure_ || o_.report.verify_only))
+      throw usage_error(fmt::format("--l2-flush {} says how samples are timed, and this run times none ({})",
+                                    o_.measure.l2_flush,
+                                    o_.report.verify_only ? "--verify-only"
+                                    : o_.report.dry_run   ? "--dry-run"
+                                                          : "an offline plan for --gpu " + device_.spec.name));
     compilers_.emplace(o_.compile.cache_dir, o_.compile.no_cache);
     compiler_ = &compilers_->get();
     check_compiler_supports(*compiler_, device_.spec.compute_capability, device_.spec.name);
     (void)kernel_debug_options(
         o_.compile.kernel_debug);  // a bad level is bad input before anything compiles
     // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go
-    // into it.
-    const bool db_usable =
-        o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty();
+    // into it; nor do timings that empty the L2 otherwise than its records were timed (--l2-flush).
+    const bool db_usable = o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty() &&
+                           *flush == l2_flush_mode::write;
+    if (*flush != l2_flush_mode::write && !o_.tuning.no_db)
+      progress_.note(fmt::format("--l2-flush {}: the tuning database is neither read nor written (its records are "
+                                 "timed with the L2 flushed by writes)",
+                                 o_.measure.l2_flush));
     // An offline plan that stores nothing reads a database that exists, and creates none.
     const bool stores = measure_ || o_.tuning.store_plans;
     const std::filesystem::path db_file = database_of(o_);  // empty under --no-db

@@ -36,6 +36,7 @@ struct measure_settings {
   bool keep_going = false;                  // a family that hangs or faults is not suspended
   double target_spread = 0.01;
   double time_cap_ms = 2000;
+  l2_flush_mode l2_flush = l2_flush_mode::write;  // how the L2 is emptied before each timed sample
   bool verify_only = false;
   std::string search = std::string(default_search_strategy);  // the search strategy (gemm: --search)
   // Called after each request the worker answers (gemm --devices: a sign of life; may throw to stop).

@@ -85,7 +85,7 @@ bool numeric_option(const CLI::Option& o) {
 bool name_option(const CLI::Option& o) {
   static const char* const names[] = {
       "adapter-dtype", "attention", "checkpointing", "dtype",     "format",    "fp8",      "framework",
-      "group-layout",  "kernel-debug", "layout",     "loss",      "offload",   "optimizer", "out-dtype",
+      "group-layout",  "kernel-debug", "l2-flush", "layout",     "loss",      "offload",   "optimizer", "out-dtype",
       "overlap-comm",  "phase",     "precision",     "quantize",  "routing",   "scaling",  "search",
       "lora-targets"};
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return o.check_lname(n); });

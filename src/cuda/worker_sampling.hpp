@@ -11,9 +11,13 @@
 
 namespace tiletune {
 
-// Between samples: evict the L2 and give C back its starting values when beta reads it.
+// Between samples: evict the L2 (--l2-flush: by writing, by reading, or not) and give C back its
+// starting values when beta reads it.
 inline void prepare_sample(gpu_state& g) {
-  if (g.flush_bytes) TT_CUDA(cudaMemsetAsync(g.flush.get(), 0, g.flush_bytes, g.stream));
+  if (g.read_flush)
+    g.read_flush->launch(g.flush.get(), g.flush_bytes, g.stream);
+  else if (g.flush_bytes)
+    TT_CUDA(cudaMemsetAsync(g.flush.get(), 0, g.flush_bytes, g.stream));
   if (g.setup.problem.beta != 0.0)
     TT_CUDA(cudaMemcpyAsync(g.c.get(), g.c0.get(), g.c_bytes(), cudaMemcpyDeviceToDevice, g.stream));
 }

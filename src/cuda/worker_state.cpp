@@ -50,11 +50,15 @@ void setup_gpu(gpu_state& g) {
   g.written_rows = written_row_ranges(p);
   g.writes_every_row = g.written_rows.size() == 1 && g.written_rows[0] == row_range{0, p.m * p.batch};
   if (!g.writes_every_row) g.c0_host = c0.bytes;
-  // The flush buffer: writing twice the L2 evicts the operands between samples.
+  // The flush buffer: writing (or reading) twice the L2 evicts the operands between samples.
   int l2 = 0;
   TT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, g.setup.device));
-  g.flush_bytes = g.setup.flush_l2 ? 2 * static_cast<std::size_t>(l2) : 0;
+  g.flush_bytes = g.setup.l2_flush != l2_flush_mode::none ? 2 * static_cast<std::size_t>(l2) : 0;
   if (g.flush_bytes) g.flush = device_alloc(g.flush_bytes);
+  if (g.setup.l2_flush == l2_flush_mode::read) {
+    TT_CUDA(cudaMemset(g.flush.get(), 0, g.flush_bytes));  // once: the values the kernel folds
+    g.read_flush = std::make_unique<l2_read_flush>(g.setup.device);
+  }
 
   // The verification reference: fp32 output, pedantic fp32 compute, C0 in fp32.
   TT_CUDA(cudaMemcpy(g.reference.get(), c0.values.data(), g.c_count * 4, cudaMemcpyHostToDevice));

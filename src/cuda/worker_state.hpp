@@ -14,6 +14,7 @@
 #include "cuda/cublaslt_gemm.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_timer.hpp"
+#include "cuda/l2_read_flush.hpp"
 
 namespace tiletune {
 
@@ -40,6 +41,7 @@ struct gpu_state {
   bool writes_every_row = true;
   std::vector<unsigned char> c0_host;
   std::size_t a_count = 0, b_count = 0, c_count = 0, flush_bytes = 0;
+  std::unique_ptr<l2_read_flush> read_flush;  // --l2-flush read: the kernel that reads `flush`
   std::vector<float> reference_host;  // of the written rows
   reference_summary reference_sums;   // once per run: every variant is checked against it
   std::vector<unsigned char> result_host;  // C as a variant stored it, reused across variants

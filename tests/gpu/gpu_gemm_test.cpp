@@ -2,9 +2,11 @@
 // Every test skips itself, saying why, where no GPU is present.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -257,6 +259,29 @@ TEST(gpu, measured_json_carries_reference_and_ratios) {
   for (const char* k : {"median_us", "tflops", "vs_reference", "max_rel_error", "timing", "timer"})
     EXPECT_FALSE(v[k].is_null()) << k;
   EXPECT_GT(j["memory"]["peak_device_bytes"].get<long long>(), 0);
+}
+
+// --l2-flush: each way of emptying the L2 times the same kernel and cuBLASLt, and says which it was. With
+// the L2 left as the last sample left it (none), 16x4096x4096's 33.6 MB of operands stay in it (the
+// H100's holds 50 MB), so no timing is slower than with a flush by writes. Whether a flush by reads
+// (clean lines) times the decode kernels faster than by writes (dirty ones) is what this prints for
+// the GPU issue, not what it asserts.
+TEST(gpu, l2_flush_modes_time_the_same_kernel_and_say_which) {
+  REQUIRE_GPU();
+  std::map<std::string, nlohmann::json> by;
+  for (const char* mode : {"write", "read", "none"}) {
+    by[mode] = gemm_json({"--m", "16", "--n", "4096", "--k", "4096", "--dtype", "bf16", "--layout", "nt", "--only",
+                          "mma_64x128x64_w2x4_s4_k8", "--no-db", "--l2-flush", mode});
+    ASSERT_EQ(by[mode].value("l2_flush", ""), mode) << by[mode].dump().substr(0, 300);
+    ASSERT_EQ(by[mode]["variants"][0]["status"], "ok") << mode;
+  }
+  auto us = [&](const char* mode) { return by[mode]["variants"][0]["median_us"].get<double>(); };
+  auto ref = [&](const char* mode) { return reference_us(by[mode]); };
+  std::printf("l2 flush, 16x4096x4096 bf16 nt: mma_64x128x64_w2x4_s4_k8 write %.2f read %.2f none %.2f us; "
+              "cuBLASLt write %.2f read %.2f none %.2f us\n",
+              us("write"), us("read"), us("none"), ref("write"), ref("read"), ref("none"));
+  EXPECT_LT(us("none"), us("write") * 1.02);
+  EXPECT_LT(ref("none"), ref("write") * 1.02);
 }
 
 // A baseline recorded on this GPU checks clean against itself twice.

@@ -8,10 +8,12 @@
 // misbehaves (gemm --devices): TILETUNE_FAKE_CRASH_DEVICE=I aborts on any
 // request on device I, TILETUNE_FAKE_HANG_DEVICE=I never answers one, and
 // TILETUNE_FAKE_CRASH_M=M aborts on every device when the problem has m == M.
+// TILETUNE_FAKE_SETUP_LOG=FILE: each worker appends what its setup asked of it ("l2_flush read").
 // It knows the test families of tests/families/ besides the built-in ones.
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -29,6 +31,8 @@ int main() {
   std::string line;
   if (!std::getline(std::cin, line)) return 0;
   const worker_setup setup = worker_setup_from_json(nlohmann::json::parse(line));
+  if (const char* log = std::getenv("TILETUNE_FAKE_SETUP_LOG"); log && *log)  // what each worker was told
+    std::ofstream(log, std::ios::app) << "l2_flush " << to_string(setup.l2_flush) << "\n";
   if (setup.seed == 666) {
     std::cout << nlohmann::json{{"ready", false}, {"error", "no GPU in this fake"}}.dump() << std::endl;
     return 3;

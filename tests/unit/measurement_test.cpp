@@ -133,6 +133,14 @@ TEST(host_data, random_inputs_are_seeded_nonzero_and_rounded) {
   EXPECT_EQ(to_floats(dtype::f32, f.bytes.data(), 10), f.values);
 }
 
+TEST(protocol, l2_flush_modes_by_name) {
+  for (const auto m : {l2_flush_mode::write, l2_flush_mode::read, l2_flush_mode::none})
+    EXPECT_EQ(l2_flush_mode_from_string(to_string(m)), m);
+  EXPECT_EQ(l2_flush_mode_from_string("Read"), std::nullopt);
+  EXPECT_EQ(l2_flush_mode_from_string(""), std::nullopt);
+  EXPECT_EQ(worker_setup{}.l2_flush, l2_flush_mode::write);  // the default: how every recording was timed
+}
+
 TEST(protocol, messages_round_trip) {
   worker_setup s;
   s.problem.m = 17;
@@ -141,10 +149,17 @@ TEST(protocol, messages_round_trip) {
   s.problem.type = dtype::tf32;
   s.seed = 42;
   s.sampling.target_spread = 0.02;
+  s.l2_flush = l2_flush_mode::read;
   const auto s2 = worker_setup_from_json(to_json(s));
   EXPECT_EQ(s2.problem.k, 65);
   EXPECT_EQ(s2.seed, 42u);
   EXPECT_EQ(s2.sampling.target_spread, 0.02);
+  EXPECT_EQ(s2.l2_flush, l2_flush_mode::read);
+  s.l2_flush = l2_flush_mode::none;
+  EXPECT_EQ(worker_setup_from_json(to_json(s)).l2_flush, l2_flush_mode::none);
+  nlohmann::json bad = to_json(s);
+  bad["l2_flush"] = "memset";
+  EXPECT_THROW(worker_setup_from_json(bad), std::invalid_argument);
 
   const tile_config c = mma_tile(128, 64, 32, 2, 2, 3);
   measure_request r;

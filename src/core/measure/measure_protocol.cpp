@@ -49,12 +49,27 @@ sampling_policy sampling_from_json(const nlohmann::json& p) {
 }
 }  // namespace
 
+std::string_view to_string(l2_flush_mode m) {
+  switch (m) {
+    case l2_flush_mode::write: return "write";
+    case l2_flush_mode::read: return "read";
+    case l2_flush_mode::none: return "none";
+  }
+  return "write";
+}
+
+std::optional<l2_flush_mode> l2_flush_mode_from_string(std::string_view name) {
+  for (const l2_flush_mode m : {l2_flush_mode::write, l2_flush_mode::read, l2_flush_mode::none})
+    if (to_string(m) == name) return m;
+  return std::nullopt;
+}
+
 nlohmann::json to_json(const worker_setup& s) {
   return {{"problem", to_json(s.problem)},
           {"device", s.device},
           {"seed", s.seed},
           {"sampling", sampling_to_json(s.sampling)},
-          {"flush_l2", s.flush_l2},
+          {"l2_flush", to_string(s.l2_flush)},
           {"reference_algorithms", s.reference_algorithms}};
 }
 
@@ -64,7 +79,10 @@ worker_setup worker_setup_from_json(const nlohmann::json& j) {
   s.device = j.at("device").get<int>();
   s.seed = j.at("seed").get<std::uint64_t>();
   s.sampling = sampling_from_json(j.at("sampling"));
-  s.flush_l2 = j.at("flush_l2").get<bool>();
+  const std::string flush = j.at("l2_flush").get<std::string>();
+  const auto mode = l2_flush_mode_from_string(flush);
+  if (!mode) throw std::invalid_argument("worker setup: l2_flush \"" + flush + "\" is not write, read or none");
+  s.l2_flush = *mode;
   s.reference_algorithms = j.at("reference_algorithms").get<int>();
   return s;
 }

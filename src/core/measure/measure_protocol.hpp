@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -13,6 +14,16 @@
 
 namespace tiletune {
 
+// How the L2 is emptied before each timed sample, so that every sample reads its operands from DRAM:
+// by writing a buffer of twice its size (what nvbench and Triton do; the lines it leaves in the L2 are
+// dirty, so each line a kernel's load allocates writes one back to DRAM first), by reading one (clean
+// lines: what a model's previous layer leaves, its weights read), or not at all (what the previous
+// sample left stays: warm-L2 timings, operands that fit in the L2 served from it).
+enum class l2_flush_mode { write, read, none };
+std::string_view to_string(l2_flush_mode m);
+// The mode a name ("write", "read", "none") says; none for any other.
+std::optional<l2_flush_mode> l2_flush_mode_from_string(std::string_view name);
+
 // What a measuring worker process needs once: the problem and how to measure.
 // The worker makes its inputs from the seed, so a restarted worker measures
 // on the same data.
@@ -21,7 +32,7 @@ struct worker_setup {
   int device = 0;
   std::uint64_t seed = 1;
   sampling_policy sampling;
-  bool flush_l2 = true;
+  l2_flush_mode l2_flush = l2_flush_mode::write;
   int reference_algorithms = 4;  // cuBLASLt heuristic candidates timed for the reference
 };
 

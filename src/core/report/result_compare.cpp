@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/gemm/tile_config.hpp"
 #include "core/iso_date.hpp"
+#include "core/measure/measure_protocol.hpp"
 #include "core/report/json_file.hpp"
 #include "core/report/result_figures.hpp"
 #include "core/utf8.hpp"
@@ -378,9 +379,20 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
   // Every result names the GPU it is of: without one, two results could not be told apart by GPU.
   if (f.device_model.empty())
     throw usage_error(fmt::format("{}: the result names no GPU (its \"device\" needs a \"name\")", path));
+  // A measured result's L2 flush: as it says, else write (every run before --l2-flush).
+  auto flush_of = [&](const nlohmann::json& r) -> std::string {
+    if (f.mode != "measured") return "";
+    if (!r.contains("l2_flush")) return "write";
+    const nlohmann::json& v = r["l2_flush"];
+    if (!v.is_string() || !l2_flush_mode_from_string(v.get<std::string>()))
+      throw usage_error(fmt::format("{}: \"l2_flush\" is {}, not \"write\", \"read\" or \"none\"", path,
+                                    v.dump().substr(0, 40)));
+    return v.get<std::string>();
+  };
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
     f.entries.back().partial = partial_run_option(j, nlohmann::json());
+    f.entries.back().l2_flush = flush_of(j);
   } else {  // tiletune.gemm-suite/1 (result_file_from_json checked the schema)
     if (!j.contains("results") || !j["results"].is_array())
       throw usage_error(fmt::format("{}: a suite result needs a \"results\" array", path));
@@ -388,6 +400,7 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
     for (const auto& r : j["results"]) {
       f.entries.push_back(entry_from_json(r, path, limits));
       f.entries.back().partial = partial_run_option(r, j);
+      f.entries.back().l2_flush = flush_of(r);
     }
   }
   return f;
@@ -500,6 +513,17 @@ void check_comparable(const result_file& base, const result_file& fresh, const c
                                               : std::string("check re-measures, so give it a measured baseline")));
     c.notes.push_back("mode mismatch allowed: " + what);
   }
+}
+
+// Two timings of one problem whose L2 flushes differ time different things (a flush by writes leaves
+// dirty lines that the kernel's loads write back): refused, naming the problem and both flushes.
+void check_same_flush(const result_entry& b, const result_entry& n, const result_file& base,
+                      const result_file& fresh) {
+  if (b.l2_flush.empty() || n.l2_flush.empty() || b.l2_flush == n.l2_flush) return;
+  throw usage_error(fmt::format(
+      "{}: {} timed it with --l2-flush {}, {} with --l2-flush {}: timings that empty the L2 differently are not "
+      "comparable; time both the same way",
+      b.label, base.path, b.l2_flush, fresh.path, n.l2_flush));
 }
 
 // The verdict on one problem both files hold.
@@ -624,6 +648,7 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
     }
     ++shared;
     const result_entry& n = fresh.entries[*stand_in];
+    check_same_flush(b, n, base, fresh);
     ratios |= b.vs_reference && n.vs_reference;
     c.rows.push_back(judge(b, n, o, row));
     if (!match) also_judged_against(c.rows.back(), n.label, fresh.path);
@@ -639,6 +664,7 @@ comparison compare_results(const result_file& base, const result_file& fresh, co
       if (n.incorrect) c.rows.push_back(incorrect_new_problem(n, base.path));
       continue;
     }
+    check_same_flush(base.entries[*b], n, base, fresh);
     comparison_row row;
     row.key = n.key;
     row.label = n.label;

@@ -23,6 +23,9 @@ struct result_entry {
   std::optional<double> time_us;       // measured median, or predicted
   double noise = 0;                    // relative spread of the measurement
   std::string partial;                 // the option that made the run partial (partial_run_option), or empty
+  // How its timings emptied the L2 (gemm --l2-flush: write, read, none); a measured result that does not
+  // say was timed by write, as every run before the option. Empty for a prediction.
+  std::string l2_flush;
 };
 
 struct result_file {

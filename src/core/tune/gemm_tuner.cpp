@@ -419,6 +419,7 @@ nlohmann::json result_body(const gemm_plan& plan, std::size_t max_variants) {
     j["notes"] = plan.notes;
   }
   if (plan.search) j["search"] = to_json(*plan.search);
+  if (plan.mode == plan_mode::measured && plan.l2_flush) j["l2_flush"] = to_string(*plan.l2_flush);
   if (plan.mode != plan_mode::measured) {
     std::vector<std::string> notes = plan.notes;
     if (const std::string tie = top_tie_note(plan); !tie.empty()) notes.push_back(tie);

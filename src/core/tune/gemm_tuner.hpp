@@ -63,6 +63,7 @@ struct gemm_plan {
   std::int64_t peak_device_bytes = 0;
   std::vector<std::string> notes;
   std::optional<search_report> search;  // measured mode: which strategy ran and what each stage cost
+  std::optional<l2_flush_mode> l2_flush;  // measured mode, timed: how each sample found the L2 (gemm --l2-flush)
 };
 
 struct plan_options {
