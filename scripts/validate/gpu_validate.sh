@@ -595,6 +595,36 @@ phase_flushread() {  # the same decode problems timed with the L2 flushed by wri
         --k 4096 --dtype bf16 --layout nt --no-db --l2-flush "$mode" --out "$out/flush-$mode-$m.json"
     done
   done
+  # Each run's pick and cuBLASLt, by flush: the figures the model's decode terms wait on.
+  python3 - "$out" <<'PY' | tee "$out/flush-summary.txt" >&2
+import json, os, sys
+out = sys.argv[1]
+for m in (16, 128):
+    for mode in ("write", "read"):
+        path = os.path.join(out, f"flush-{mode}-{m}.json")
+        if not os.path.exists(path):
+            print(f"{m}x4096x4096 {mode}: no result"); continue
+        r = json.load(open(path)); rec = r.get("recommendation") or {}
+        ok = [v for v in r.get("variants", []) if v.get("median_us")]
+        efb = [v["median_us"] for v in ok if "_efb" in v["id"]]
+        plain = [v["median_us"] for v in ok if "_efb" not in v["id"] and v["id"].startswith("wgmma")]
+        print(f"{m}x4096x4096 {mode}: pick {rec.get('id')} {rec.get('median_us')} us, cuBLASLt "
+              f"{r['reference'].get('median_us')} us; best evict-first {min(efb, default=None)} us, "
+              f"best wgmma without {min(plain, default=None)} us")
+PY
+  # DRAM bytes the 16-row pick reads and writes under each flush (ncu's own cache control off: the
+  # run's flush is what is measured).
+  rec=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['recommendation']['id'])" \
+    "$out/flush-write-16.json" 2>/dev/null)
+  if command -v ncu >/dev/null && [ -n "${rec:-}" ]; then
+    for mode in write read; do
+      step "ncu 16x4096x4096 --l2-flush $mode" 60 "$out/flush-ncu-$mode.log" ncu --clock-control none \
+        --cache-control none --target-processes all -k regex:tiletune_gemm --launch-skip 5 --launch-count 1 \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
+        --log-file "$out/flush-ncu-$mode.csv" "$bin" gemm --m 16 --n 4096 --k 4096 --dtype bf16 --layout nt \
+        --only "$rec" --no-db --l2-flush "$mode" --json --quiet
+    done
+  fi
 }
 phase_decodetime() {  # the default (halving) search, as a user runs it
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
