@@ -16,10 +16,12 @@ namespace tiletune {
 // physical model stands.
 std::optional<model_calibration> shipped_calibration(const std::string& device_model);
 
-// The shipped calibration of the GPU's own model, else one measured on another preset of the same
-// architecture: its figures are shares of a GPU's own peaks and rates (efficiencies, DRAM and peak
-// shares, time scales, overlap), so they carry over to a part with other SM counts, clocks and
-// bandwidth, whose predictions then scale with that part's figures. Where no part of the
+// The shipped calibration of the GPU's architecture, one for all its parts (so that a part slower on
+// every figure is never predicted faster): the first preset of its compute capability that has one
+// (the H100 SXM's for every sm_90 part, the H200 included), whatever part it was measured on: its
+// figures are shares of a GPU's own peaks and rates (efficiencies, DRAM and peak shares, time scales,
+// overlap), so they carry over to a part with other SM counts, clocks and bandwidth, whose
+// predictions then scale with that part's figures. Where no part of the
 // architecture was measured, one of another architecture, carried_across_architectures: an
 // assumed model beside a measured one predicted an A100 (slower than an H100 PCIe on every figure)
 // up to 2.35x faster on the same kernel. A figure the calibration has no timing of (take_missing_figures)
