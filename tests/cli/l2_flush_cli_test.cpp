@@ -150,6 +150,18 @@ TEST(l2_flush_cli, check_times_each_problem_as_its_baseline_was_timed) {
   EXPECT_EQ(told.find("l2_flush write"), std::string::npos) << told;
 }
 
+TEST(l2_flush_cli, the_report_says_how_the_samples_found_the_l2) {
+  for (const auto& [flush, words] : {std::pair{nlohmann::json(), "the L2 emptied by writing a buffer twice its size"},
+                                     std::pair{nlohmann::json("read"), "the L2 emptied by reading a buffer"},
+                                     std::pair{nlohmann::json("none"), "the L2 left as the last sample left it"}}) {
+    const std::string name = flush.is_null() ? "unsaid" : flush.get<std::string>();
+    const fs::path in = recorded_with(flush, "report-" + name + ".json"), out = dir() / ("report-" + name + ".html");
+    const result r = run({"report", in.string(), "--out", out.string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(slurp(out).find(words), std::string::npos) << name;
+  }
+}
+
 TEST(l2_flush_cli, db_import_leaves_out_a_run_timed_with_another_flush) {
   const fs::path db = dir() / "import.sqlite3";
   fs::remove(db);

@@ -28,11 +28,17 @@ report_section gemm_section_facts(const json& doc, const std::string& path, plan
   s.predicted = mode != plan_mode::measured;
   s.title = fmt::format("GEMM {} on {}", problem_title(problem), string_at(device, "name", "an unnamed GPU"));
   const json tool = doc.value("tool", json::object());
+  // How each sample found the L2 (gemm --l2-flush; a result without the field was flushed by writes).
+  const std::string flush = string_at(doc, "l2_flush", "write");
+  const std::string l2 = flush == "read"   ? "the L2 emptied by reading a buffer twice its size"
+                         : flush == "none" ? "the L2 left as the last sample left it"
+                                           : "the L2 emptied by writing a buffer twice its size";
   s.basis = mode == plan_mode::measured
-                ? fmt::format("Measured: every TFLOP/s on this page was timed on {} ({}, timer {}); cuBLASLt was timed in "
-                              "the same run. Variants the search did not time carry no figure.",
+                ? fmt::format("Measured: every TFLOP/s on this page was timed on {} ({}, timer {}, {} before each "
+                              "sample); cuBLASLt was timed in the same run, the same way. Variants the search did not "
+                              "time carry no figure.",
                               string_at(device, "name", "the GPU"), string_at(tool, "date", "date unknown"),
-                              string_at(doc.value("reference", json::object()), "timer", "not recorded"))
+                              string_at(doc.value("reference", json::object()), "timer", "not recorded"), l2)
                 : fmt::format("Predicted: nothing was run. The TFLOP/s on this page are tiletune's analytical model for "
                               "{}, not measurements, and there is no cuBLAS figure.",
                               string_at(device, "name", "the GPU"));
