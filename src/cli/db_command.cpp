@@ -146,12 +146,11 @@ void run_import(const db_options& o, run_context& ctx) {
                  gemm_problem_from_json(r.at("problem")).describe(), why);
       return;
     }
-    if (r.contains("l2_flush") && r["l2_flush"] != "write") {
+    if (const std::string flush = l2_flush_of(r, path); flush != "write") {
       ++other_flush;
       tell("tiletune: {}: {} left out: timed with --l2-flush {}, the database's records with the L2 flushed by "
            "writes\n",
-           path, gemm_problem_from_json(r.at("problem")).describe(),
-           r["l2_flush"].is_string() ? r["l2_flush"].get<std::string>() : r["l2_flush"].dump());
+           path, gemm_problem_from_json(r.at("problem")).describe(), flush);
       return;
     }
     tuning_record record = record_from_result(r, header);  // (first: a plan is refused as one)

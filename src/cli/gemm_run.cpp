@@ -66,10 +66,10 @@ class gemm_run {
     measure_ = device_.live && !o_.report.dry_run;
     if (o_.report.verify_only && !device_.live)
       throw usage_error("--verify-only runs variants on a local GPU; with --gpu NAME nothing runs");
-    const std::optional<l2_flush_mode> flush = l2_flush_mode_from_string(o_.measure.l2_flush);
-    if (!flush) throw usage_error(fmt::format("--l2-flush {} is unknown: use write, read or none", o_.measure.l2_flush));
+    settings_ = settings_of(o_);  // (a bad --l2-flush is refused here, before anything compiles)
+    const l2_flush_mode flush = settings_.l2_flush;
     // Another flush than the default is a way of timing: a run that times nothing would carry it unsaid.
-    if (*flush != l2_flush_mode::write && (!measure_ || o_.report.verify_only))
+    if (flush != l2_flush_mode::write && (!measure_ || o_.report.verify_only))
       throw usage_error(fmt::format("--l2-flush {} says how samples are timed, and this run times none ({})",
                                     o_.measure.l2_flush,
                                     o_.report.verify_only ? "--verify-only"
@@ -83,8 +83,8 @@ class gemm_run {
     // Partial runs (--only, --verify-only) and debug builds neither answer from the database nor go
     // into it; nor do timings that empty the L2 otherwise than its records were timed (--l2-flush).
     const bool db_usable = o_.only.empty() && !o_.report.verify_only && o_.compile.kernel_debug.empty() &&
-                           *flush == l2_flush_mode::write;
-    if (*flush != l2_flush_mode::write && !o_.tuning.no_db)
+                           flush == l2_flush_mode::write;
+    if (flush != l2_flush_mode::write && !o_.tuning.no_db)
       progress_.note(fmt::format("--l2-flush {}: the tuning database is neither read nor written (its records are "
                                  "timed with the L2 flushed by writes)",
                                  o_.measure.l2_flush));
@@ -106,7 +106,6 @@ class gemm_run {
       progress_.note(fmt::format("the tuning database {} is read-only: it answers, and this run's measurements are "
                                  "not stored in it",
                                  db_->file().string()));
-    settings_ = settings_of(o_);
     run_ = {ctx_.command_line, utc_now_iso()};
     tool_now_ = result_header("tiletune.gemm/1", device_.spec, plan_mode::predicted, compiler_->version(),
                               run_)["tool"];

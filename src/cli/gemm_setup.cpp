@@ -206,7 +206,9 @@ measure_settings settings_of(const gemm_options& o) {
   settings.keep_going = o.measure.keep_going;
   settings.target_spread = o.measure.target_spread;
   settings.time_cap_ms = o.measure.time_cap_ms;
-  settings.l2_flush = l2_flush_mode_from_string(o.measure.l2_flush).value_or(l2_flush_mode::write);  // checked
+  const std::optional<l2_flush_mode> flush = l2_flush_mode_from_string(o.measure.l2_flush);
+  if (!flush) throw usage_error(fmt::format("--l2-flush {} is unknown: use write, read or none", o.measure.l2_flush));
+  settings.l2_flush = *flush;
   settings.verify_only = o.report.verify_only;
   settings.search = o.tuning.strategy;
   return settings;

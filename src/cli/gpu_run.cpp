@@ -43,7 +43,7 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   setup.sampling.time_cap_ms = o.time_cap_ms;
   setup.l2_flush = o.l2_flush;
   if (!o.verify_only) plan.l2_flush = o.l2_flush;  // a run that times nothing says nothing of it
-  if (!o.verify_only && o.l2_flush != l2_flush_mode::write)
+  if (plan.l2_flush && *plan.l2_flush != l2_flush_mode::write)
     plan.notes.push_back(fmt::format("timed with --l2-flush {}: before each sample, cuBLASLt's too, {}",
                                      to_string(o.l2_flush),
                                      o.l2_flush == l2_flush_mode::read

@@ -177,6 +177,15 @@ TEST(l2_flush_cli, db_import_leaves_out_a_run_timed_with_another_flush) {
   const result only_read = run({"db", "import", "--db", (dir() / "import-none.sqlite3").string(), by_read.string()});
   EXPECT_EQ(only_read.code, 0) << only_read.err;
   EXPECT_NE(only_read.out.find("imported 0 measured result(s)"), std::string::npos) << only_read.out;
+  // A flush no run writes is refused, as compare refuses it, and nothing is stored.
+  const fs::path bad = recorded_with(5, "import-bad.json"), bad_db = dir() / "import-bad.sqlite3";
+  fs::remove(bad_db);
+  const result refused = run({"db", "import", "--db", bad_db.string(), bad.string()});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find(bad.string() + ": \"l2_flush\" is 5, not \"write\", \"read\" or \"none\""),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(bad_db));
 }
 
 }  // namespace l2_flush_test

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/report/report_charts.hpp"
+#include "core/report/result_compare.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune::report {
@@ -29,7 +30,7 @@ report_section gemm_section_facts(const json& doc, const std::string& path, plan
   s.title = fmt::format("GEMM {} on {}", problem_title(problem), string_at(device, "name", "an unnamed GPU"));
   const json tool = doc.value("tool", json::object());
   // How each sample found the L2 (gemm --l2-flush; a result without the field was flushed by writes).
-  const std::string flush = string_at(doc, "l2_flush", "write");
+  const std::string flush = mode == plan_mode::measured ? l2_flush_of(doc, path) : "write";
   const std::string l2 = flush == "read"   ? "the L2 emptied by reading a buffer twice its size"
                          : flush == "none" ? "the L2 left as the last sample left it"
                                            : "the L2 emptied by writing a buffer twice its size";

@@ -379,16 +379,7 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
   // Every result names the GPU it is of: without one, two results could not be told apart by GPU.
   if (f.device_model.empty())
     throw usage_error(fmt::format("{}: the result names no GPU (its \"device\" needs a \"name\")", path));
-  // A measured result's L2 flush: as it says, else write (every run before --l2-flush).
-  auto flush_of = [&](const nlohmann::json& r) -> std::string {
-    if (f.mode != "measured") return "";
-    if (!r.contains("l2_flush")) return "write";
-    const nlohmann::json& v = r["l2_flush"];
-    if (!v.is_string() || !l2_flush_mode_from_string(v.get<std::string>()))
-      throw usage_error(fmt::format("{}: \"l2_flush\" is {}, not \"write\", \"read\" or \"none\"", path,
-                                    v.dump().substr(0, 40)));
-    return v.get<std::string>();
-  };
+  auto flush_of = [&](const nlohmann::json& r) { return f.mode == "measured" ? l2_flush_of(r, path) : ""; };
   if (f.schema == "tiletune.gemm/1") {
     f.entries.push_back(entry_from_json(j, path, limits_of(j.value("device", nlohmann::json()))));
     f.entries.back().partial = partial_run_option(j, nlohmann::json());
@@ -407,6 +398,15 @@ result_file result_file_from_checked_json(const nlohmann::json& j, const std::st
 }
 
 }  // namespace
+
+std::string l2_flush_of(const nlohmann::json& result, const std::string& path) {
+  if (!result.is_object() || !result.contains("l2_flush")) return "write";
+  const nlohmann::json& v = result["l2_flush"];
+  if (!v.is_string() || !l2_flush_mode_from_string(v.get<std::string>()))
+    throw usage_error(fmt::format("{}: \"l2_flush\" is {}, not \"write\", \"read\" or \"none\"", path,
+                                  v.dump().substr(0, 40)));
+  return v.get<std::string>();
+}
 
 std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header) {
   if (result.contains("partial") && result["partial"].is_string()) return result["partial"].get<std::string>();

@@ -48,6 +48,12 @@ bool same_device_model(const result_file& f, const std::string& preset, const st
 // Partial runs stay out of the tuning database, and compare says which of its results are.
 std::string partial_run_option(const nlohmann::json& result, const nlohmann::json& header);
 
+// How a measured result's samples found the L2 (gemm --l2-flush): its "l2_flush", else "write" (every
+// run before the option). Throws usage_error naming PATH where the field is not write, read or none.
+// Partial runs' and other flushes' results stay out of the tuning database; compare sets a problem's
+// timings against each other only under one flush.
+std::string l2_flush_of(const nlohmann::json& result, const std::string& path);
+
 // Reads a tiletune.gemm/1 or tiletune.gemm-suite/1 file. Throws usage_error
 // with the file and the place of a malformed or truncated document, or the
 // missing field.
