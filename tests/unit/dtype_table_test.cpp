@@ -233,6 +233,36 @@ TEST(dtype_table, fp8_scales_fold_into_each_element_by_their_layouts) {
         [](const problem_scales& s, std::int64_t g, std::int64_t r, std::int64_t) { return s.b[g * 130 + r]; });
 }
 
+// The same scales in every layout: an MN-major operand (A stored K x M under 't', B K x N under
+// 'n') holds element (row, k) at k * rows + row (the mma family's fp8 _kc copies verify so).
+TEST(dtype_table, fp8_scales_fold_in_every_layout) {
+  for (const char* name : {"nt", "nn", "tn", "tt"})
+    for (const scaling_mode mode : {scaling_mode::rowwise, scaling_mode::block}) {
+      gemm_problem p;
+      p.m = 5, p.n = 130, p.k = 260;
+      p.type = dtype::e4m3;
+      p.layout = parse_layout(name);
+      p.scaling = mode;
+      const problem_scales s = random_scales(p, 11);
+      for (const char operand : {'a', 'b'}) {
+        const bool is_a = operand == 'a';
+        const std::int64_t rows = is_a ? p.m : p.n;
+        const bool k_major = is_a ? !p.layout.a_transposed : p.layout.b_transposed;
+        std::vector<float> ones(static_cast<std::size_t>(rows * p.k), 1.0f);
+        const std::vector<float> got = scaled_values(p, operand, ones, s);
+        int wrong = 0;
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t k = 0; k < p.k; ++k) {
+            const float want = mode == scaling_mode::rowwise ? (is_a ? s.a[r] : s.b[r])
+                               : is_a                        ? s.a[k / 128 * 5 + r]
+                                                             : s.b[k / 128 * 2 + r / 128];
+            wrong += got[static_cast<std::size_t>(k_major ? r * p.k + k : k * rows + r)] != want;
+          }
+        EXPECT_EQ(wrong, 0) << operand << " " << p.describe();
+      }
+    }
+}
+
 // A grouped problem's block scales: scale_b[g][kb][n / 128], each group's B its own.
 TEST(dtype_table, grouped_block_scales_fold_per_group) {
   gemm_problem p = grouped_problem(groups_of_rows({3, 0, 2}, group_layout::contiguous), 130, 260, dtype::e4m3,

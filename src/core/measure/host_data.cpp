@@ -171,15 +171,16 @@ problem_scales random_scales(const gemm_problem& p, std::uint64_t seed) {
 
 std::vector<float> scaled_values(const gemm_problem& p, char operand, const std::vector<float>& values,
                                  const problem_scales& s) {
-  if (p.layout.a_transposed || !p.layout.b_transposed)
-    throw std::invalid_argument("scaled_values: fp8 operands are K-major (layout nt)");
   const bool is_a = operand == 'a';
   const std::int64_t rows = is_a ? p.m : p.n, k = p.k, n_blocks = (p.n + 127) / 128, k_blocks = (p.k + 127) / 128;
+  // K-major (A of 'n', B of 't'): rows of K elements; MN-major: K rows of `rows` elements.
+  const bool k_major = is_a ? !p.layout.a_transposed : p.layout.b_transposed;
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::int64_t matrix = static_cast<std::int64_t>(i) / (rows * k);
     const std::int64_t in_matrix = static_cast<std::int64_t>(i) % (rows * k);
-    const std::int64_t row = in_matrix / k, kb = (in_matrix % k) / 128;
+    const std::int64_t row = k_major ? in_matrix / k : in_matrix % rows;
+    const std::int64_t kb = (k_major ? in_matrix % k : in_matrix / rows) / 128;
     float scale = 1.0f;
     if (p.scaling == scaling_mode::rowwise)  // a grouped problem's B: each group's own scales
       scale = is_a ? s.a[static_cast<std::size_t>(row)]
