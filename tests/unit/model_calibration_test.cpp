@@ -152,14 +152,14 @@ TEST(model_calibration, held_out_figures_leave_out_every_result_of_the_problem) 
 
 // profiles/calibration/h100-sxm.json is what `tiletune db calibrate` computes from the recorded results today.
 // Each shipped profile is db calibrate's fit of its recording, timings of kernels revised since left
-// out (kernel_revisions.hpp): the H100's mma timings of 2026-11-23 fit nothing.
+// out (kernel_revisions.hpp): both are of this build's kernels, every family fitted.
 TEST(model_calibration, the_profile_in_the_repo_matches_the_code) {
   struct profile {
     const char* file;
     const char* preset;
     std::vector<nlohmann::json> results;
   };
-  for (profile p : {profile{"profiles/calibration/h100-sxm.json", "h100-sxm", recorded_h100()},
+  for (profile p : {profile{"profiles/calibration/h100-sxm.json", "h100-sxm", shipped::h100_2026_12_05()},
                     profile{"profiles/calibration/h200.json", "h200", shipped::h200_2026_12_04()}}) {
     std::ifstream in(fs::path(TILETUNE_SOURCE_DIR) / p.file);
     ASSERT_TRUE(in) << p.file << " is missing";
@@ -182,11 +182,11 @@ TEST(model_calibration, the_profile_in_the_repo_matches_the_code) {
       EXPECT_NEAR(stored["mean"][m]["spearman"].get<double>(), now["mean"][m]["spearman"].get<double>(), 1e-9)
           << p.file << " " << m;
   }
-  // The 2026-11-23 recording's mma timings are of a kernel revised since: no mma figure is shipped for it.
+  // The 2026-12-05 recording timed this build's mma kernel (the 2026-11-23 one's was revised since).
   std::ifstream in(fs::path(TILETUNE_SOURCE_DIR) / "profiles/calibration/h100-sxm.json");
   const auto h100 = nlohmann::json::parse(in);
-  EXPECT_FALSE(h100["calibration"]["efficiency"].contains("mma/*"));
-  EXPECT_GT(h100["superseded"]["by_family"].value("mma", 0), 0);
+  EXPECT_TRUE(h100["calibration"]["efficiency"].contains("mma/*"));
+  EXPECT_EQ(h100["superseded"]["variants"].get<std::size_t>(), 0u);
 }
 
 TEST(model_calibration, applying_it_re_predicts_and_re_ranks_a_plan) {
@@ -328,6 +328,9 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   print_offline_pick("H200 2026-12-04", h200_one_clock);
   print_offline_pick("H100 today's kernels", h100_now);
   print_offline_pick("H200 today's kernels", h200_now);
+  // The H100's 2026-12-05 recording, every family's kernel of this build (what h100-sxm.json fits).
+  const auto h100_dec05 = calibration_report(shipped::h100_2026_12_05(), {}, &*h100_others);
+  print_offline_pick("H100 2026-12-05", h100_dec05);
   // Today's held-out figures as ceilings, and on the H100 with today's kernels the goals (history
   // below; the last paragraph is today's): the time error's median was 14.5% / 14.8% before the scale's
   // fit weighted each problem's contenders; 6.0% / 7.8% with slowdowns of 5.5% / 4.9% before the
@@ -380,9 +383,15 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // kernels predicted 9-13% slow, recorded before the search timed each stage at one clock), its
   // 2026-12-04 recording the worst pick's (14.1%: the 16-row decode's stream-K pick, tied at the DRAM
   // floor with a whole tile that measured faster).
-  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.058, 0.151, 1.001, 1.076},
-                           ceiling{&h200_one_clock, 0.029, 0.088, 1.010, 1.142},
-                           ceiling{&h200_now, 0.058, 0.131, 1.001, 1.052},
+  // With the H100's calibration refitted to its 2026-12-05 recording (every family of this build; the
+  // H200's held-out f16 and f32 problems take those figures from it): H200 2026-11-26 6.0% (15.0%),
+  // 2026-12-04 3.1% (8.7%), today's kernels 6.3% (13.0%), picks unchanged. That recording itself: 3.2%
+  // (12.8%), picks 1.1% (24.3%): its decode picks are split-K tiles (128 rows: k2, predicted 12.8%
+  // fast, 1.24x the whole tile; 16 rows: 1.12x), as on the H200's 2026-12-04 (issue 39).
+  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.060, 0.151, 1.001, 1.076},
+                           ceiling{&h200_one_clock, 0.032, 0.088, 1.010, 1.142},
+                           ceiling{&h200_now, 0.063, 0.131, 1.001, 1.052},
+                           ceiling{&h100_dec05, 0.033, 0.129, 1.012, 1.244},
                            // Issue 39's goals themselves.
                            ceiling{&h100_now, 0.05, 0.12, 1.02, 1.08}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
@@ -398,7 +407,7 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
     EXPECT_LE(p["median_time_error"].get<double>(), p["worst_time_error"].get<double>());
   }
   if (std::getenv("TILETUNE_PRINT_PICKS"))
-    for (const auto* r : {&h100, &h200, &h200_one_clock, &h100_now, &h200_now})
+    for (const auto* r : {&h100, &h200, &h200_one_clock, &h100_now, &h200_now, &h100_dec05})
       for (const auto& p : (*r)["problems"])
         std::printf("%-28s a %+6.1f%% c %+6.1f%% l %+6.1f%%  slow %.3f %.3f %.3f  %s\n", p["problem"].get<std::string>().c_str(),
                     100 * p["assumed_model"]["top_pick_time_error"].get<double>(),

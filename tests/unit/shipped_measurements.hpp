@@ -34,8 +34,7 @@ inline std::vector<nlohmann::json> read_results(const std::filesystem::path& dir
 
 // Run 4 of 2026-11-23, this version's wgmma and simt kernels and an mma kernel revised since
 // (kernel_revisions.hpp): one result per problem, the first by file name (mma-family-alone and
-// q_proj repeat 4096^3 bf16 nt). What the shipped calibration (profiles/calibration/h100-sxm.json)
-// is fitted to, its mma timings left out.
+// q_proj repeat 4096^3 bf16 nt). The shipped H100 calibration until 2026-12-05.
 inline std::vector<nlohmann::json> h100_2026_11_23() {
   return read_results(std::filesystem::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-23/gemm", true);
 }
@@ -43,6 +42,12 @@ inline std::vector<nlohmann::json> h100_2026_11_23() {
 // 2026-11-22: the mma and simt kernels of ab37739 (before the swizzle and split-K).
 inline std::vector<nlohmann::json> h100_2026_11_22() {
   return read_results(std::filesystem::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-11-22/gemm", false);
+}
+
+// The 2026-12-05 H100 suite of call 1, every family's kernel of this version: one result per problem
+// (08.json and mma-only.json repeat 4096^3 bf16 nt). What profiles/calibration/h100-sxm.json is fitted to.
+inline std::vector<nlohmann::json> h100_2026_12_05() {
+  return read_results(std::filesystem::path(TILETUNE_SOURCE_DIR) / "profiles/measured/h100-2026-12-05/call1/gemm", true);
 }
 
 // The 2026-12-04 H200 suite of call 1, every family's kernel of this version: one result per problem

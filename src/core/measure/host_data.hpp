@@ -75,7 +75,7 @@ struct problem_scales {
 problem_scales random_scales(const gemm_problem& p, std::uint64_t seed);
 // The values a scaled problem multiplies: A's (operand 'a') or B's ('b') stored values, every one
 // times its scale, in the problem's layout (A stored M x K, or K x M under 't'; B N x K under 't',
-// or K x N: the mma family's fp8 _kc variants run MN-major operands on K-major copies).
+// or K x N: a family's fp8 variants on K-major copies verify MN-major operands so).
 std::vector<float> scaled_values(const gemm_problem& p, char operand, const std::vector<float>& values,
                                  const problem_scales& s);
 
