@@ -51,6 +51,9 @@
 #            memset flush's dirty lines cost the decode kernels and cuBLASLt their DRAM bandwidth, and
 #            evict-first its 8-17% (docs/model.md, "The worst left there"); the GPU test
 #            gpu.l2_flush_modes_time_the_same_kernel_and_say_which prints one mma tile's three timings
+#     decoderead the decode suite (halving) with the L2 flushed by reads (--l2-flush read): what the
+#            decode picks and their ratios to cuBLASLt are with an L2 of clean lines, as before a decode
+#            step (on the H100, 2026-12-05, the write flush's 1.09x and 1.03x read 0.95x and 0.885x)
 #     decode the decode tiles (swap-AB, evict-first, split-K in a cluster) and the TMA-store epilogue
 #            (decodeverify: the verification alone; decodesan: the sanitizers alone)
 #            (200x136x1280 batch 3, beta 0; 5x1000x776 batch 2, beta 0.5: C loaded by TMA): shapes verified,
@@ -81,14 +84,11 @@
 #            mbarrier arrivals one thread makes (--kernel-debug racecheck): hazards only in the first are
 #            racecheck's limit (it credits a release to the arriving thread's own accesses), not races
 #     all    = smoke verify bench tests
-#     owed   = what the third H200 session of 2026-12-04 left owed (profiles/measured/h200-2026-12-04-3),
-#            in the order of its worth: the L2 flush by reads against by writes (flushread), the decode tiles verified (decodeverify: swap-AB's 12-16-stage
-#            rings split in pairs, new since), the mma family's fp8 (its first run, fp8mma), the GPU tests
-#            but the two long correctness sweeps (gputests: the swap-AB test's fix), ncu on the
-#            4096x768x50264 2x1-multicast variant and on cuBLASLt's kernel there (profile: 0.58x,
-#            L2-bound; PROFILE_SHAPE and PROFILE_VARIANT override), the grouped timings, the tuning
-#            times with the suite cold, the HMMA probe, the decode suite, then the benchmark suite (on
-#            an H100 the benchmark suite first, after smoke: its recording of today's kernels is owed)
+#     owed   = what the H100 session of 2026-12-05 left owed (profiles/measured/h100-2026-12-05), in
+#            the order of its worth: the mma family's fp8 again (fp8mma: rowwise scales on K-major
+#            copies, tn, whose verification's host copy was fixed since), the decode suite under the
+#            read flush (decoderead), the tuning times with the suite cold (tuning: cut by the budget),
+#            the flush comparison (flushread) and the probes on an H200, then the benchmark suite
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
 #   GPU_VALIDATE_TARBALL (a .tgz of OUT_DIR written on exit, even when stopped: the device tool
 #   brings back a few files of a folder with many, and the next call starts with an empty $OUT;
@@ -107,12 +107,10 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke flushread decodeverify fp8mma gputests profile groupedtime tuning probe decodetime bench "
-  # On an H100 the benchmark suite comes first: the H100's only recording (2026-11-23) timed an mma
-  # kernel since revised, so three of its 13 problems rank nothing with today's kernels and its
-  # calibration takes mma's figures from the H200 (issue 39's figures; profiles/calibration/README.md).
+  phases=" smoke fp8mma decoderead tuning flushread probe bench "
+  # On an H100 the flush comparison and the probes ran on 2026-12-05, the benchmark suite too.
   if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100; then
-    phases=" smoke bench flushread decodeverify fp8mma gputests profile groupedtime tuning probe decodetime "
+    phases=" smoke fp8mma decoderead tuning "
   fi
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
@@ -630,6 +628,11 @@ phase_decodetime() {  # the default (halving) search, as a user runs it
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
     --no-db --budget-s 280 --out "$out/decode-suite.json"
   tail -20 "$out/decode-suite.txt" >&2
+}
+phase_decoderead() {  # the same suite with the L2 emptied by reads (clean lines, as before a decode step)
+  step "gemm decode suite --l2-flush read" 300 "$out/decode-suite-read.txt" "$bin" gemm \
+    --suite profiles/suites/decode.json --l2-flush read --no-db --budget-s 280 --out "$out/decode-suite-read.json"
+  tail -20 "$out/decode-suite-read.txt" >&2
 }
 phase_decodeexhaustive() {  # every decode tile against cuBLASLt, back to back
   step "gemm decode suite exhaustive" 300 "$out/decode-suite-exhaustive.txt" "$bin" gemm \
