@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include "core/measure/l2_flush_note.hpp"
 #include "core/errors.hpp"
 #include "core/measure/gemm_measure.hpp"
 
@@ -43,12 +44,9 @@ void measure_on_gpu(gemm_plan& plan, const device_choice& device, const measure_
   setup.sampling.time_cap_ms = o.time_cap_ms;
   setup.l2_flush = o.l2_flush;
   if (!o.verify_only) plan.l2_flush = o.l2_flush;  // a run that times nothing says nothing of it
-  if (plan.l2_flush && *plan.l2_flush != l2_flush_mode::write)
-    plan.notes.push_back(fmt::format("timed with --l2-flush {}: before each sample, cuBLASLt's too, {}",
-                                     to_string(o.l2_flush),
-                                     o.l2_flush == l2_flush_mode::read
-                                         ? "a buffer of twice the L2 was read (clean lines), not written"
-                                         : "the L2 was not emptied (operands that fit stay in it)"));
+  if (plan.l2_flush)
+    if (std::string note = l2_flush_note(*plan.l2_flush, plan.problem, plan.device); !note.empty())
+      plan.notes.push_back(std::move(note));
   if (o.verify_only) {
     setup.sampling.warmup = 0;
     setup.sampling.min_samples = 0;

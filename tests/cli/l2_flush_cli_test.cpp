@@ -87,6 +87,24 @@ TEST(l2_flush_cli, a_run_is_timed_as_asked_says_so_and_stays_out_of_the_database
   EXPECT_EQ(none.err.find("neither read nor written"), std::string::npos) << "--no-db: no database to speak of";
 }
 
+// The default flush is noted where it can rank the kernels: a memory-bound problem that moves a
+// tenth of the L2 or more (16x4096x4096 f32: 67.6 MB), not the 64^3 above (core/measure/l2_flush_note).
+TEST(l2_flush_cli, a_memory_bound_run_timed_by_the_default_flush_says_what_it_costs) {
+  const fs::path out = dir() / "decode-write.json";
+  const result decode = run_with_standins(stand_in_h100, {"gemm", "--m", "16", "--n", "4096", "--k", "4096", "--dtype",
+                                                          "f32", "--layout", "nn", "--only", "simt_64x32x16_t8x4_v4",
+                                                          "--no-db", "--out", out.string()});
+  ASSERT_EQ(decode.code, 0) << decode.err;
+  const std::string notes = read_json(out)["notes"].dump();
+  EXPECT_NE(notes.find("memory-bound (67.6 MB at least through DRAM): timed with the L2 flushed by writes"),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(decode.out.find("time it with --l2-flush read"), std::string::npos) << decode.out;
+  const fs::path small = dir() / "small-write.json";
+  ASSERT_EQ(measured_run({"--no-db", "--out", small.string()}).code, 0);
+  EXPECT_EQ(read_json(small)["notes"].dump().find("memory-bound"), std::string::npos);
+}
+
 TEST(l2_flush_cli, an_unknown_flush_or_one_with_nothing_timed_is_refused_naming_it) {
   const result bogus = measured_run({"--l2-flush", "memset"});
   EXPECT_EQ(bogus.code, 2) << bogus.err;
