@@ -329,8 +329,8 @@ import json, sys
 p = json.load(open(sys.argv[1]))['problems'][0]
 for k in ('m', 'n', 'k', 'dtype', 'layout'): print('--' + k); print(p[k])" "$suite")
     # On Hopper the model's cut leaves every mma variant out of a search beside wgmma (2026-12-04: "--only none")
-    only=$(excluded="$excluded wgmma simt" ONLY_RANK_CUT=1 only_args "${args[@]}" | tail -1)
-    step "gemm mma family alone, problem 1" 60 "$out/gemm/mma-only.txt" "$bin" gemm "${args[@]}" --only "$only" \
+    mma_only=$(excluded="$excluded wgmma simt" ONLY_RANK_CUT=1 only_args "${args[@]}" | tail -1)
+    step "gemm mma family alone, problem 1" 60 "$out/gemm/mma-only.txt" "$bin" gemm "${args[@]}" --only "$mma_only" \
       --variant-timeout 10 --time-cap-ms 300 --target-spread 0.02 --no-db --out "$out/gemm/mma-only.json"
   fi
   kill "$smi_pid" 2>/dev/null
