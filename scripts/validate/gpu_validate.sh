@@ -51,6 +51,9 @@
 #            memset flush's dirty lines cost the decode kernels and cuBLASLt their DRAM bandwidth, and
 #            evict-first its 8-17% (docs/model.md, "The worst left there"); the GPU test
 #            gpu.l2_flush_modes_time_the_same_kernel_and_say_which prints one mma tile's three timings
+#     efbbytes ncu's DRAM bytes read and written, and the time, of the 16- and 128-row decode tiles with and
+#            without evict-first and split in pairs, after each flush: what the write flush's write-backs
+#            cost each, the measured basis for the model's evict-first and split terms (issue 39)
 #     decoderead the decode suite (halving) with the L2 flushed by reads (--l2-flush read): what the
 #            decode picks and their ratios to cuBLASLt are with an L2 of clean lines, as before a decode
 #            step (on the H100, 2026-12-05, the write flush's 1.09x and 1.03x read 0.95x and 0.885x)
@@ -86,7 +89,8 @@
 #     all    = smoke verify bench tests
 #     owed   = what the H100 session of 2026-12-05 left owed (profiles/measured/h100-2026-12-05), in
 #            the order of its worth: the mma family's fp8 again (fp8mma: rowwise scales on K-major
-#            copies, tn, whose verification's host copy was fixed since), the decode suite under the
+#            copies, tn, whose verification's host copy was fixed since), ncu's DRAM bytes of the decode
+#            tiles with and without evict-first under each flush (efbbytes), the decode suite under the
 #            read flush (decoderead), the tuning times with the suite cold (tuning: cut by the budget),
 #            the flush comparison (flushread) and the probes on an H200, then the benchmark suite
 #   GPU_VALIDATE_BUDGET_S (540), GEMM_PROBLEM_LIMIT_S (90: one suite problem),
@@ -107,10 +111,10 @@ shift
 phases=" ${*:-all} "
 [[ $phases == *" all "* ]] && phases=" smoke verify bench tests "
 if [[ $phases == *" owed "* ]]; then
-  phases=" smoke fp8mma decoderead tuning flushread probe bench "
+  phases=" smoke fp8mma efbbytes decoderead tuning flushread probe bench "
   # On an H100 the flush comparison and the probes ran on 2026-12-05, the benchmark suite too.
   if nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H100; then
-    phases=" smoke fp8mma decoderead tuning "
+    phases=" smoke fp8mma efbbytes decoderead tuning "
   fi
   : "${GPU_TESTS_FILTER:=-gpu.every_variant_is_correct_on_odd_shapes:gpu.wgmma_variants_are_correct_on_partial_tiles}"
   : "${PROFILE_SHAPE:=4096 768 50264}" "${PROFILE_VARIANT:=wgmma_128x192x64_c2_s4_cl2x1_g8m}"
@@ -623,6 +627,36 @@ PY
         --only "$rec" --no-db --l2-flush "$mode" --json --quiet
     done
   fi
+}
+phase_efbbytes() {  # DRAM bytes and time of evict-first tiles, their plain twins and a split, under each flush
+  # (the measured basis the model's evict-first and split terms wait on: docs/model.md, issue 39's lead)
+  command -v ncu >/dev/null || { say "efbbytes: no ncu"; return 0; }
+  for case in "16 wgmma_16x64x64_c1_s8_cl1x1_g8m_swab" "16 wgmma_16x64x64_c1_s8_cl1x1_g8m_k2_swab" \
+              "128 wgmma_64x128x64_c1_s8_cl1x1_g8m" "128 wgmma_64x128x64_c1_s7_cl1x1_g8m_k2"; do
+    read -r m v <<<"$case"
+    for id in "$v" "${v}_efb"; do
+      for mode in write read; do
+        step "ncu bytes $m $id $mode" 60 "$out/efbbytes-$m-$id-$mode.log" ncu --clock-control none \
+          --cache-control none --target-processes all -k regex:tiletune_gemm --launch-skip 5 --launch-count 1 \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
+          --log-file "$out/efbbytes-$m-$id-$mode.csv" "$bin" gemm --m "$m" --n 4096 --k 4096 --dtype bf16 \
+          --layout nt --only "$id" --no-db --l2-flush "$mode" --json --quiet
+      done
+    done
+  done
+  # One line per run: rows, variant, flush, time (ns), DRAM bytes read and written.
+  python3 - "$out" <<'PY' | tee "$out/efbbytes-summary.txt" >&2
+import csv, glob, os, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "efbbytes-*.csv"))):
+    metrics = {}
+    with open(path) as f:
+        for row in csv.reader(line for line in f if line.startswith('"')):
+            if len(row) > 14 and row[12] != "Metric Name":
+                metrics[row[12]] = row[14].replace(",", "")
+    name = os.path.basename(path)[len("efbbytes-"):-len(".csv")]
+    print(name, metrics.get("gpu__time_duration.sum"), metrics.get("dram__bytes_read.sum"),
+          metrics.get("dram__bytes_write.sum"))
+PY
 }
 phase_decodetime() {  # the default (halving) search, as a user runs it
   step "gemm decode suite" 300 "$out/decode-suite.txt" "$bin" gemm --suite profiles/suites/decode.json \
