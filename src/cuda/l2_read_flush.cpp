@@ -1,13 +1,11 @@
 #include "cuda/l2_read_flush.hpp"
 
-#include <memory>
 #include <string>
-#include <type_traits>
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/nvrtc_program.hpp"
 
 namespace tiletune {
 
@@ -30,18 +28,8 @@ extern "C" __global__ void tt_l2_read_flush(const uint4* words, unsigned long lo
 
 constexpr int read_flush_threads = 256;
 
-struct flush_program_deleter {
-  void operator()(nvrtcProgram p) const noexcept { nvrtcDestroyProgram(&p); }
-};
-
 [[noreturn]] void read_flush_failed(nvrtcProgram p, nvrtcResult r, const std::string& step) {
-  std::string log;
-  std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(p, &size) == NVRTC_SUCCESS && size > 1) {
-    log.resize(size);
-    nvrtcGetProgramLog(p, log.data());
-    log.resize(size - 1);
-  }
+  const std::string log = nvrtc_program_log(p);
   throw cuda_error(fmt::format("the L2 read-flush kernel: {}: {}{}", step, nvrtcGetErrorString(r),
                                log.empty() ? "" : "\n" + log),
                    static_cast<int>(r));
@@ -55,7 +43,7 @@ std::string l2_read_flush_ptx(int major, int minor) {
       r != NVRTC_SUCCESS)
     throw cuda_error(fmt::format("the L2 read-flush kernel: nvrtcCreateProgram: {}", nvrtcGetErrorString(r)),
                      static_cast<int>(r));
-  const std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, flush_program_deleter> program(raw);
+  const nvrtc_program_ptr program(raw);
   const std::string arch = fmt::format("--gpu-architecture=compute_{}{}", major, minor);
   const char* options[] = {arch.c_str()};
   if (const nvrtcResult r = nvrtcCompileProgram(raw, 1, options); r != NVRTC_SUCCESS)

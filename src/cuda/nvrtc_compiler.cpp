@@ -11,24 +11,11 @@
 
 #include "core/compile/cubin_resources.hpp"
 #include "core/compile/kernel_templates.hpp"
+#include "cuda/nvrtc_program.hpp"
 
 namespace tiletune {
 
 namespace {
-
-struct program_deleter {
-  void operator()(nvrtcProgram p) const noexcept { nvrtcDestroyProgram(&p); }
-};
-using program_ptr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
-
-std::string program_log(nvrtcProgram p) {
-  std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(p, &size) != NVRTC_SUCCESS || size <= 1) return {};
-  std::string log(size, '\0');
-  if (nvrtcGetProgramLog(p, log.data()) != NVRTC_SUCCESS) return {};
-  log.resize(size - 1);  // drop the terminating NUL
-  return log;
-}
 
 // A failure of NVRTC itself rather than of the source: never cached.
 compiled_kernel failure(std::string log) {
@@ -70,7 +57,7 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
   if (r != NVRTC_SUCCESS) {
     return failure(fmt::format("nvrtcCreateProgram: {}", nvrtcGetErrorString(r)));
   }
-  program_ptr program(raw);
+  nvrtc_program_ptr program(raw);
 
   // -minimal: no texture/surface functions, cudadevrt runtime functions, device-side launch or
   // driver types; the templates include no header and use none of them (gemm_common.cuh). It only
@@ -85,7 +72,7 @@ compiled_kernel nvrtc_compiler::compile(const compile_job& job) {
 
   r = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
   compiled_kernel k;
-  k.log = program_log(raw);
+  k.log = nvrtc_program_log(raw);
   if (r != NVRTC_SUCCESS) {
     k.ok = false;
     k.internal_failure = r != NVRTC_ERROR_COMPILATION;  // only a compile error is the source's fault
