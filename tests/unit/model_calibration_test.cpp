@@ -100,9 +100,11 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // The mma loop's rate following the MMAs each scheduler holds (mma_family.cpp): 0.836, 0.894, 0.890;
   // a family the fit did not measure overlapping as the best measured one (f32 held out): 0.891; the
   // split-K reduction's L2 hits waited out in turn: 0.841, 0.908, 0.904.
-  EXPECT_GE(assumed, 0.840);
-  EXPECT_GE(fitted, 0.907);
-  EXPECT_GE(held_out, 0.903);
+  // A split's chain of DRAM round trips moving to the whole K's as the whole tile's blocks fill the
+  // pipe, and evict-first's DRAM time at its twins' (perf_model.cpp): 0.846, 0.919, 0.919.
+  EXPECT_GE(assumed, 0.845);
+  EXPECT_GE(fitted, 0.918);
+  EXPECT_GE(held_out, 0.918);
   // Top picks: the calibrated ones were no worse than the physical model's while both
   // were 1.123; the physical model's own picks land at 1.075 (the DRAM latency term
   // orders the decode problems' split-K variants: 128x4096x4096 1.550 -> 1.016), the
@@ -111,9 +113,10 @@ TEST(model_calibration, ranks_the_recorded_h100_variants_better_than_the_assumpt
   // the simt issue factor the calibrated f32 pick is the measured best (1.127 -> 1.000): 1.060.
   // Clusters counted in waves of what fits at once, and the fit's rate bound without cuBLASLt's
   // first timing: 1.0576, 1.0599, 1.0599.
-  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.0577);
-  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.0599);
-  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.0599);
+  // With the split's chain and evict-first's factors: 1.027, 1.010, 1.010.
+  EXPECT_LE(mean["assumed_model"]["top_pick_slowdown"].get<double>(), 1.028);
+  EXPECT_LE(mean["calibrated"]["top_pick_slowdown"].get<double>(), 1.011);
+  EXPECT_LE(mean["calibrated_without_this_problem"]["top_pick_slowdown"].get<double>(), 1.011);
 }
 
 // The same on the 2026-11-22 results (older mma and simt kernels, not fitted by the shipped profile).
@@ -209,7 +212,8 @@ TEST(model_calibration, applying_it_re_predicts_and_re_ranks_a_plan) {
 // loss), at the calibration's clock; a calibration that measured no family predicts nothing.
 TEST(model_calibration, an_unmeasured_family_overlaps_as_the_best_measured_one_of_its_kind) {
   std::vector<nlohmann::json> without_f32, f32;
-  for (const auto& r : recorded_h100()) (plan_from_recording(r).problem.type == dtype::f32 ? f32 : without_f32).push_back(r);
+  // The 2026-12-05 recording: every family's kernel of this build.
+  for (const auto& r : shipped::h100_2026_12_05()) (plan_from_recording(r).problem.type == dtype::f32 ? f32 : without_f32).push_back(r);
   ASSERT_EQ(f32.size(), 1u);
   const auto c = fit_calibration(without_f32);
   ASSERT_FALSE(c.efficiency_for(family_named("simt"), dtype::f32));
@@ -388,12 +392,20 @@ TEST(model_calibration, offline_pick_figures_left_out_on_the_recorded_gpus) {
   // 2026-12-04 3.1% (8.7%), today's kernels 6.3% (13.0%), picks unchanged. That recording itself: 3.2%
   // (12.8%), picks 1.1% (24.3%): its decode picks are split-K tiles (128 rows: k2, predicted 12.8%
   // fast, 1.24x the whole tile; 16 rows: 1.12x), as on the H200's 2026-12-04 (issue 39).
-  for (const ceiling& c : {ceiling{&h100, 0.056, 0.124, 1.001, 1.113}, ceiling{&h200, 0.060, 0.151, 1.001, 1.076},
-                           ceiling{&h200_one_clock, 0.032, 0.088, 1.010, 1.142},
+  // A split's chain of DRAM round trips moving to the whole K's as the whole tile's blocks fill the
+  // DRAM pipe, and evict-first's DRAM time at 0.8 of its twin's whole, 0.9 split (perf_model.cpp;
+  // model_twins_test): the decode picks are the whole evict-first tiles they measured best. The H100's
+  // 2026-12-05 recording meets all four goals: 3.1% (11.8%), picks 0.0% (4.8%); the H200's 2026-12-04
+  // 4.1% (16.5%: its 16-row decode held out, predicted at the DRAM floor the other problems' share
+  // sets, 15.3 us for 13.2), 0.2% (2.5%); with today's kernels the 2026-11 recordings unchanged. As
+  // recorded, their worst time is the mma kernel revised since at 128 and 16 rows (a k4 split
+  // predicted 13.1% fast on the H100, a k8 17.6% slow on the H200): H100 5.0% (13.1%), 0.0%
+  // (11.2%); H200 6.6% (17.6%), 0.0% (7.5%).
+  for (const ceiling& c : {ceiling{&h100, 0.051, 0.132, 1.001, 1.113}, ceiling{&h200, 0.067, 0.177, 1.001, 1.076},
+                           ceiling{&h200_one_clock, 0.042, 0.166, 1.003, 1.026},
                            ceiling{&h200_now, 0.063, 0.131, 1.001, 1.052},
-                           ceiling{&h100_dec05, 0.033, 0.129, 1.012, 1.244},
                            // Issue 39's goals themselves.
-                           ceiling{&h100_now, 0.05, 0.12, 1.02, 1.08}}) {
+                           ceiling{&h100_dec05, 0.05, 0.12, 1.02, 1.08}, ceiling{&h100_now, 0.05, 0.12, 1.02, 1.08}}) {
     const auto& p = (*c.report)["offline_pick"]["calibrated_without_this_problem"];
     EXPECT_LE(p["median_time_error"].get<double>(), c.median_error);
     EXPECT_LE(p["worst_time_error"].get<double>(), c.worst_error);

@@ -177,6 +177,10 @@ class gemm_family {
   // tile into the leader's shared memory and the leader, having waited for every peer's arrival,
   // adds them before its epilogue (the model's cluster reduction tail).
   virtual bool reduces_split_k_in_cluster() const { return false; }
+  // Whether B's loads carry an L2 evict-first hint, so that B's fills (a decode step's weights,
+  // read once) replace one another in L2 rather than the lines that were there before the kernel
+  // (the model's evict-first DRAM factor, perf_model.cpp).
+  virtual bool loads_b_evict_first(const tile_config&) const { return false; }
   // The relative Frobenius error verification allows the variant (the dtype's bound unless the
   // variant trades accuracy for speed and states its own, such as fp8 fast accumulation).
   virtual double error_bound(const tile_config&, const gemm_problem& p) const { return row_of(p.type).error_bound; }

@@ -32,6 +32,17 @@ constexpr double l2_latency_us = 0.5;
 // time. The same wait paces a split-K reduction that reads its partials back one slice after
 // another (gemm_family::split_k_reduction_round_trips).
 constexpr double l2_hit_wait_us = 0.15;
+// A variant whose B loads are hinted evict-first (gemm_family::loads_b_evict_first): its DRAM time
+// against its twin's without, whole tiles and split ones (split-K or stream-K). The model predicts
+// times as the default flush leaves the L2 (full of dirty lines: docs/gemm.md), under which every
+// such twin measured faster: on the H100 (2026-12-05) whole tiles 0.79-0.89x their twins' time
+// (median 0.82), splits 0.89-1.01x (0.91); on the H200 (2026-12-04) 0.83-0.95x (0.85) and
+// 0.88-0.99x (0.92). These factors put the calibrated model's twins at the same medians within
+// 0.03 (model_twins_test). After a flush by reads evict-first gained
+// nothing (profiles/measured/h100-2026-12-05/call1/flush-summary.txt); the factors are the write
+// flush's.
+constexpr double evict_first_dram_whole = 0.8;
+constexpr double evict_first_dram_split = 0.9;
 }  // namespace
 
 // A 2 GiB device-to-device copy by tiletune's worker drew 3.0 TB/s of the
@@ -316,12 +327,28 @@ void add_memory_time(const device_spec& d, const gemm_problem& p, const tile_con
   // Per block, that is at least one DRAM round trip per window of its k-loop: every block of the
   // first wave waits for its own fills, however many blocks share them. That floor keeps more
   // blocks of the same kernel from shortening the term (the unique bytes over more windows).
-  // (Stream-K: the longest k-extent a CTA streams unbroken.) Times the rounds of clusters.
-  const double windows = rounds * static_cast<double>(g.sk ? g.sk->longest_k : k_per_block) / c.block_k /
-                         std::max(1, c.stages - 1);
+  // (Stream-K: the longest k-extent a CTA streams unbroken.) A split's extra blocks shorten that
+  // chain only while the pipe has room for their bytes: as the whole tile's blocks fill it with B
+  // (the operand each block reads from DRAM), the chain a split's slice waits out moves from its own
+  // k-loop to the whole K's, where more bytes in flight only queue. Over the 46 pairs of a split-K
+  // or stream-K decode tile and its whole twin that the H100 timed on 2026-12-05, the deep rings'
+  // splits (8-16 stages) measured 0.96-1.43x the whole tile's time, the shallow rings' (4-5 stages)
+  // 0.80-0.96x, where a chain over each slice's own k-loop put them all at 0.64-0.94x
+  // (model_twins_test). The pipe's room: twice the bytes the attainable bandwidth moves in one idle
+  // round trip (at once its size, a warp-level kernel's measured splits at 128 rows, a 4-stage ring
+  // that gained 1.43x, were predicted to gain nothing). Times the rounds of clusters.
+  const double tiles = static_cast<double>(tiles_m * tiles_n) * p.batch;
+  const double b_in_flight = static_cast<double>(std::max(1, c.stages - 1)) * std::min<std::int64_t>(c.block_n, p.n) *
+                             c.block_k * eb * std::min(tiles, t.concurrent_blocks);
   const double attainable_gbs = d.memory_bandwidth_gbs * (dram_share > 0 ? dram_share : dram_attainable_share);
-  const double dram_us =
+  const double pipe_bytes = 2 * d.memory_bandwidth_gbs * dram_attainable_share * 1e3 * dram_latency_us;
+  const double fill = std::min(1.0, b_in_flight / pipe_bytes);
+  const double slice_k = static_cast<double>(g.sk ? g.sk->longest_k : k_per_block);
+  const double chain_k = slice_k + (static_cast<double>(g.k_padded) - slice_k) * fill;
+  const double windows = rounds * chain_k / c.block_k / std::max(1, c.stages - 1);
+  double dram_us =
       dram_bytes / (attainable_gbs * 1e3) + std::max(least(&memory_traffic::dram_loop_bytes, dram_latency_us), windows * dram_latency_us);
+  if (c.family->loads_b_evict_first(c)) dram_us *= split > 1 || g.sk ? evict_first_dram_split : evict_first_dram_whole;
   // L2 serves each SM its share of its bandwidth (SMs without a block draw none): the busiest
   // SM's whole blocks bound the time, as all the bytes bound it at the full bandwidth.
   // The larger of its bandwidth and latency terms, not their sum: measured variants

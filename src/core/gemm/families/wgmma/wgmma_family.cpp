@@ -236,6 +236,7 @@ class wgmma : public gemm_family {
   // the H200 timed on 2026-12-04 (profiles/measured/h200-2026-12-04*: 0.5-21%, median 8%), which the
   // model ties.
   int tie_order(const tile_config& c) const override { return wgmma_evict_first_b(c) ? -1 : 0; }
+  bool loads_b_evict_first(const tile_config& c) const override { return wgmma_evict_first_b(c); }
   smem_traffic shared_memory_traffic(const tile_config&, dtype) const override {
     return {};  // no warp tile: none counted
   }
