@@ -16,14 +16,6 @@ namespace tiletune::cli {
 
 namespace {
 
-// A problem whose least traffic takes longer at the memory bandwidth than its flops at the peak
-// (decode shapes): its tables add GB/s and % of the bandwidth after % peak.
-bool memory_bound(const gemm_plan& plan) {
-  const double peak = plan.device.peak_tflops(plan.problem.type), bw = plan.device.memory_bandwidth_gbs;
-  return peak > 0 && bw > 0 &&
-         static_cast<double>(plan.problem.least_traffic_bytes()) / (bw * 1e9) > plan.problem.flops() / (peak * 1e12);
-}
-
 // The row with "GB/s" and "% HBM" after its "% peak" cell (the sixth) where add.
 std::vector<std::string> with_bandwidth(std::vector<std::string> cells, bool add, std::string gbs, std::string share) {
   if (add) cells.insert(cells.begin() + 6, {std::move(gbs), std::move(share)});
@@ -38,7 +30,7 @@ std::pair<std::string, std::string> bandwidth_cells(const gemm_plan& plan, doubl
 
 std::string format_measured_table(const gemm_plan& plan, int top) {
   const double peak = plan.device.peak_tflops(plan.problem.type);
-  const bool bw = memory_bound(plan);
+  const bool bw = memory_bound(plan.problem, plan.device);  // GB/s and % HBM after % peak
   text_table t(with_bandwidth({"rank", "variant", "status", "median us", "TFLOP/s", "% peak", "vs cuBLAS", "regs",
                                "smem KiB", "blocks/SM", "rel error"},
                               bw, "GB/s", "% HBM"));
@@ -100,7 +92,7 @@ std::string common_reasons(const std::vector<variant_result>& variants) {
 std::string format_table(const gemm_plan& plan, int top) {
   if (plan.mode == plan_mode::measured) return format_measured_table(plan, top);
   const double peak = plan.device.peak_tflops(plan.problem.type);
-  const bool bw = memory_bound(plan);
+  const bool bw = memory_bound(plan.problem, plan.device);  // GB/s and % HBM after % peak
   text_table t(with_bandwidth({"rank", "variant", "status", "pred us", "TFLOP/s", "% peak", "regs", "smem KiB",
                                "threads", "blocks/SM", "bound"},
                               bw, "GB/s", "% HBM"));

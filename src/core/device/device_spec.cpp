@@ -37,6 +37,12 @@ double device_spec::peak_tflops(element_type e) const {
 
 double device_spec::peak_tflops(dtype t) const { return peak_tflops(row_of(t).peak); }
 
+bool memory_bound(const gemm_problem& p, const device_spec& d) {
+  const double peak = d.peak_tflops(p.type), bandwidth = d.memory_bandwidth_gbs;
+  return peak > 0 && bandwidth > 0 &&
+         static_cast<double>(p.least_traffic_bytes()) / (bandwidth * 1e3) > p.flops() / (peak * 1e6);
+}
+
 std::string device_spec::arch() const { return fmt::format("sm_{}", compute_capability); }
 
 const std::vector<device_spec>& device_presets() {

@@ -63,6 +63,10 @@ struct device_spec {
   std::string compile_arch() const { return arch(); }
 };
 
+// Whether the problem's least traffic takes longer at the device's DRAM bandwidth than its FLOPs at
+// the dtype's peak (decode shapes); false where either figure is unknown.
+bool memory_bound(const gemm_problem& p, const device_spec& d);
+
 // The clusters of `size` CTAs, per_sm of them to an SM, that the GPU holds at once, as a plan
 // estimates it: a cluster sits inside one GPC, and a GPC's SMs left over from whole clusters hold
 // none. Pairs fill every SM (an SM pair, a TPC, holds one); larger clusters are taken to lose two

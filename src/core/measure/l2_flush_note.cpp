@@ -5,11 +5,8 @@
 namespace tiletune {
 
 bool flush_sensitive(const gemm_problem& p, const device_spec& d) {
-  const double peak = d.peak_tflops(p.type), bandwidth = d.memory_bandwidth_gbs;
-  if (!(peak > 0) || !(bandwidth > 0) || d.l2_bytes <= 0) return false;
-  const auto bytes = static_cast<double>(p.least_traffic_bytes());
-  const double memory_us = bytes / (bandwidth * 1e3), compute_us = p.flops() / (peak * 1e6);
-  return memory_us > compute_us && bytes >= 0.1 * static_cast<double>(d.l2_bytes);
+  return d.l2_bytes > 0 && memory_bound(p, d) &&
+         static_cast<double>(p.least_traffic_bytes()) >= 0.1 * static_cast<double>(d.l2_bytes);
 }
 
 std::string l2_flush_note(l2_flush_mode mode, const gemm_problem& p, const device_spec& d) {
