@@ -19,7 +19,7 @@
 #include "core/gemm/gemm_in_parts.hpp"
 #include "core/measure/gemm_measure.hpp"
 #include "core/tune/perf_model.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/report/result_file.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 #include "core/tune/tuning_db/stored_gemm_times.hpp"

@@ -22,7 +22,7 @@
 #include "core/tune/search/replay_backend.hpp"
 #include "core/errors.hpp"
 #include "core/plan_mode.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/report/result_file.hpp"
 
 namespace tiletune::cli {
 
