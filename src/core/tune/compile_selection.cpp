@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -271,7 +272,8 @@ void compile_variants(gemm_plan& plan, std::vector<compile_job>& jobs, const std
     at = cached_groups;
   }
   std::size_t bounded_variants = 0;
-  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::max(threads, 1)) : order.size();
+  const int cores = how.cores > 0 ? how.cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::size_t round = how.keep > 0 ? static_cast<std::size_t>(std::clamp(threads, 1, cores)) : order.size();
   while (at < order.size()) {
     const double bar = kth_best_us(plan, how);
     if (how.keep > 0 && optimistic[order[at]] > bar && !times_tie(optimistic[order[at]], bar)) {
