@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,34 @@ TEST(device_spec, unknown_preset_names_it_and_lists_known_ones) {
     const std::string m = e.what();
     EXPECT_NE(m.find("'no-such-gpu'"), std::string::npos);
     EXPECT_NE(m.find("h100-sxm"), std::string::npos);
+  }
+}
+
+// A near miss is answered with the presets it may mean: what a new user types first ("H100", "a100",
+// the name nvidia-smi prints) is no preset's name.
+TEST(device_spec, a_near_miss_names_the_presets_it_may_mean) {
+  using list = std::vector<std::string>;
+  EXPECT_EQ(presets_near("H100"), (list{"h100-sxm", "h100-pcie", "h100-nvl"}));
+  EXPECT_EQ(presets_near("a100_sxm"), (list{"a100-sxm-80gb", "a100-sxm-40gb"}));
+  EXPECT_EQ(presets_near("RTX 4090"), (list{"rtx-4090"}));
+  EXPECT_EQ(presets_near("h100-sxm5"), (list{"h100-sxm"}));
+  EXPECT_EQ(presets_near("h200nvl"), (list{"h200"}));  // not h20: 0 after h20 is another model
+  EXPECT_EQ(presets_near("NVIDIA H100 80GB HBM3"), (list{"h100-sxm"}));
+  EXPECT_TRUE(presets_near("no-such-gpu").empty());
+  EXPECT_TRUE(presets_near("--").empty());
+  try {
+    find_preset("H100");
+    FAIL();
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'H100': did you mean h100-sxm, h100-pcie or h100-nvl? (known presets are"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    find_preset("no-such-gpu");
+    FAIL();
+  } catch (const usage_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
   }
 }
 

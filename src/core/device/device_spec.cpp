@@ -57,7 +57,39 @@ const device_spec& find_preset(std::string_view name) {
   }
   std::string known;
   for (const auto& d : device_presets()) known += (known.empty() ? "" : ", ") + d.preset;
-  throw usage_error(fmt::format("unknown GPU preset '{}': known presets are {}", name, known));
+  const std::vector<std::string> near = presets_near(name);
+  if (near.empty()) throw usage_error(fmt::format("unknown GPU preset '{}': known presets are {}", name, known));
+  std::string said;
+  for (std::size_t i = 0; i < near.size(); ++i)
+    said += (i == 0 ? "" : i + 1 == near.size() ? " or " : ", ") + near[i];
+  throw usage_error(fmt::format("unknown GPU preset '{}': did you mean {}? (known presets are {})", name, said, known));
+}
+
+std::vector<std::string> presets_near(std::string_view name) {
+  // Letters and digits only, in lower case: "H100", "h100_sxm", "RTX 4090" and "NVIDIA A10G" read as the
+  // presets' names do.
+  auto letters = [](std::string_view s) {
+    std::string out;
+    for (char c : s)
+      if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::string key = letters(name);
+  if (key.rfind("nvidia", 0) == 0) key.erase(0, 6);
+  std::vector<std::string> near;
+  if (key.empty()) return near;
+  for (const auto& d : device_presets()) {
+    const std::string preset = letters(d.preset);
+    // The preset begins with what was given ("h100": h100-sxm, h100-pcie, h100-nvl), or what was given
+    // begins with the preset and a model's suffix ("h100sxm5": h100-sxm; not "h200nvl": h20).
+    const bool begins_with_preset = key.rfind(preset, 0) == 0 && !(std::isdigit(static_cast<unsigned char>(preset.back())) &&
+                                                                   std::isdigit(static_cast<unsigned char>(key[preset.size()])));
+    if (preset.rfind(key, 0) == 0 || begins_with_preset) near.push_back(d.preset);
+  }
+  // A GPU's own name ("NVIDIA H100 80GB HBM3"), as a device reports it.
+  if (near.empty())
+    if (const auto by_name = preset_for_device_name(name, 0)) near.push_back(by_name->preset);
+  return near;
 }
 
 std::optional<device_spec> preset_for_device_name(std::string_view device_name,

@@ -79,6 +79,10 @@ std::int64_t clusters_at_once(const device_spec& d, int size, int per_sm);
 const std::vector<device_spec>& device_presets();
 // Throws usage_error naming the unknown name and listing the known ones.
 const device_spec& find_preset(std::string_view name);
+// The presets a mistyped --gpu may mean, in the presets' order: those whose name begins with it, in
+// letters and digits of any case ("H100": h100-sxm, h100-pcie, h100-nvl; "a10": a100-sxm-80gb,
+// a100-sxm-40gb, a10g), or a GPU's own name's ("NVIDIA H100 80GB HBM3"). find_preset's error names them.
+std::vector<std::string> presets_near(std::string_view name);
 // The preset whose name a live GPU's name matches ("NVIDIA H100 80GB HBM3" -> h100-sxm).
 std::optional<device_spec> preset_for_device_name(std::string_view device_name,
                                                   std::int64_t memory_bytes);
