@@ -65,7 +65,9 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     // A problem without a name is called by its place in the list.
     sp.name = p.is_object() && p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>()
                                                                            : fmt::format("problem {}", i);
-    const std::string which = fmt::format("{}: problem {} (\"{}\")", where, i, sp.name);
+    const bool named = p.is_object() && p.contains("name") && p["name"].is_string();
+    const std::string which = named ? fmt::format("{}: problem {} (\"{}\")", where, i, sp.name)
+                                    : fmt::format("{}: problem {}", where, i);
     try {
       check_problem_fields(p);
       // A problem without a layout takes gemm's default, nt (x @ W.T), as --layout does.
