@@ -107,6 +107,19 @@ std::string conversion_words(const CLI::App& app, const std::string& what) {
   return conversion_message(what, flag);
 }
 
+namespace {
+
+// An option a user carries over from the command's siblings that means another of its own.
+std::string carried_over(const std::string& path, const std::string& given) {
+  static const std::map<std::pair<std::string, std::string>, std::string> meant = {
+      {{"tiletune db merge", "--db"}, "the merged database is --into FILE"},
+  };
+  const auto it = meant.find({path, given});
+  return it == meant.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
 std::string extras_words(const CLI::App& app) {
   const auto chain = parsed_chain(app);
   const CLI::App& command = *chain.back();
@@ -117,7 +130,9 @@ std::string extras_words(const CLI::App& app) {
     if (arg.size() > 1 && arg[0] == '-' && arg.find_first_not_of('-') != std::string::npos) {
       const std::string given = arg.substr(0, arg.find('='));
       const auto near = nearest_options(command, given);
-      said.push_back(near.empty() ? fmt::format("`{}` has no option {}", path, given)
+      const std::string instead = carried_over(path, given);
+      said.push_back(!instead.empty() ? fmt::format("`{}` has no option {} ({})", path, given, instead)
+                     : near.empty()   ? fmt::format("`{}` has no option {}", path, given)
                                   : fmt::format("`{}` has no option {} (did you mean {}?)", path, given,
                                                 fmt::join(near, ", ")));
       after_unknown_option = arg.find('=') == std::string::npos;

@@ -843,6 +843,8 @@ TEST(input, an_unknown_option_is_named_with_the_nearest_the_command_has) {
       {{"batch", "--model", "gpt2", "--seq", "5"}, "`tiletune batch` has no option --seq (did you mean --seq-len"},
       {{"gemm", "--m", "4", "--n", "4", "--k", "4", "--dtpye=bf16"}, "has no option --dtpye (did you mean --dtype?)"},
       {{"db", "list", "--gpus", "h100"}, "`tiletune db list` has no option --gpus (did you mean --gpu?)"},
+      {{"db", "merge", "a.sqlite3", "--db", "out.sqlite3"},
+       "`tiletune db merge` has no option --db (the merged database is --into FILE)"},
       {{"gemm", "--m", "4", "--n", "4", "--k", "4", "extra"}, "`tiletune gemm` takes no argument 'extra'"},
       {{"compare", "a.json", "b.json", "c.json"}, "`tiletune compare` takes no argument 'c.json'"},
       {{"gemm", "--xyzzy"}, "`tiletune gemm` has no option --xyzzy; `tiletune gemm --help` lists"}};
