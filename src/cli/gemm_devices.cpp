@@ -76,7 +76,7 @@ class gpu_device_runner : public device_runner {
                     const std::vector<gemm_problem>& problems)
       : job_(job), device_(std::move(device)), problems_(problems) {}
   ~gpu_device_runner() override {
-    abandon();
+    gpu_device_runner::abandon();  // this class's own: no dynamic binding in a destructor
     if (thread_.joinable()) thread_.join();  // an abandoned attempt ends at its next request
   }
   void start(std::size_t k, std::function<void()> beat,

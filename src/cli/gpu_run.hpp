@@ -20,7 +20,10 @@ class compiler_stack {
   // no_cache_offered: whether the command has --no-cache (check has not), so that a
   // refusal names only options the command has.
   compiler_stack(const std::string& cache_dir, bool no_cache, bool no_cache_offered = true);
-  kernel_compiler& get() { return cached_ ? static_cast<kernel_compiler&>(*cached_) : nvrtc_; }
+  kernel_compiler& get() {
+    if (cached_) return *cached_;
+    return nvrtc_;
+  }
 
  private:
   nvrtc_compiler nvrtc_;

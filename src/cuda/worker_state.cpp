@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace tiletune {
@@ -102,8 +103,8 @@ void setup_gpu(gpu_state& g) {
   if (!g.writes_every_row) {  // only the rows a variant writes are compared
     const std::vector<unsigned char> kept =
         gather_rows(reinterpret_cast<const unsigned char*>(g.reference_host.data()), p.n * 4, g.written_rows);
-    g.reference_host.assign(reinterpret_cast<const float*>(kept.data()),
-                            reinterpret_cast<const float*>(kept.data() + kept.size()));
+    g.reference_host.resize(kept.size() / sizeof(float));  // the bytes of whole floats, copied as such
+    std::memcpy(g.reference_host.data(), kept.data(), g.reference_host.size() * sizeof(float));
   }
   g.reference_sums = summarize_reference(g.reference_host.data(), g.reference_host.size());
 
