@@ -19,13 +19,13 @@
 #include "core/gemm/gemm_in_parts.hpp"
 #include "core/measure/gemm_measure.hpp"
 #include "core/tune/perf_model.hpp"
-#include "core/report/result_file.hpp"
+#include "core/results/result_file.hpp"
 #include "core/train/training_framework.hpp"
 #include "core/train/training_plan.hpp"
 #include "core/tune/tuning_db/stored_gemm_times.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/batch_options.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune::cli {
 

@@ -9,9 +9,9 @@
 #include "cli/option_checks.hpp"
 #include "cli/output.hpp"
 #include "core/errors.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "core/tune/gemm_tuner.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/results/result_compare.hpp"
 #include "cuda/device_query.hpp"
 
 namespace tiletune::cli {

@@ -14,7 +14,7 @@
 #include "cli/db_fleet.hpp"
 #include "cli/gemm_tuning.hpp"
 #include "cli/option_checks.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "cli/output.hpp"
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/calibration/kernel_revisions.hpp"
@@ -22,7 +22,7 @@
 #include "core/tune/search/replay_backend.hpp"
 #include "core/errors.hpp"
 #include "core/plan_mode.hpp"
-#include "core/report/result_file.hpp"
+#include "core/results/result_file.hpp"
 
 namespace tiletune::cli {
 

@@ -15,7 +15,7 @@
 #include "core/errors.hpp"
 #include "core/tune/fleet/tuning_export.hpp"
 #include "core/tune/fleet/tuning_merge.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune::cli {
 

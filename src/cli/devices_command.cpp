@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune::cli {
 

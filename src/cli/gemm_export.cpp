@@ -11,7 +11,7 @@
 #include "cli/gemm_options.hpp"
 #include "cli/gemm_setup.hpp"
 #include "core/errors.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 namespace tiletune::cli {
 

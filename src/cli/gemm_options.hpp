@@ -9,7 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "core/gemm/gemm_suite.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "core/tune/search/search_strategy.hpp"
 

@@ -18,7 +18,7 @@
 #include "core/tune/calibration/model_calibration.hpp"
 #include "core/tune/variant_ranking.hpp"
 #include "core/plan_mode.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune::cli {
 

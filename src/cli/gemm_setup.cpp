@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 #include "core/tune/calibration/calibration_cache.hpp"
 #include "core/tune/calibration/shipped_calibration.hpp"
 #include "core/tune/calibration/kernel_revisions.hpp"

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "core/errors.hpp"
 #include "core/version.hpp"
 #include "core/plan_mode.hpp"

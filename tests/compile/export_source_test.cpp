@@ -2,8 +2,8 @@
 // kernel tiletune compiled (same registers; the entry under the export's own name), on the CPU.
 #include <gtest/gtest.h>
 
-#include "core/report/kernel_export.hpp"
-#include "core/report/kernel_header.hpp"
+#include "core/export/kernel_export.hpp"
+#include "core/export/kernel_header.hpp"
 #include "core/compile/kernel_templates.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 

@@ -11,7 +11,7 @@
 #include "core/device/device_spec.hpp"
 #include "core/gemm/search_space.hpp"
 #include "core/measure/gemm_measure.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 #include "core/tune/gemm_tuner.hpp"
 #include "cuda/nvrtc_compiler.hpp"
 #include "toy/toy_family.hpp"

@@ -1,7 +1,7 @@
 // Result files given to compare/check: loaded, compared with themselves and
 // written as JSON and JUnit, as `tiletune compare A A --out --junit` does.
 #include "core/errors.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/results/result_compare.hpp"
 #include "fuzz_input.hpp"
 
 #include <nlohmann/json.hpp>

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "core/report/report_charts.hpp"
 
 namespace tiletune {

@@ -1,5 +1,5 @@
 // The launch description, the exported files and their atomic writing, on the CPU.
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // The exported kernel's own name and its host header (ID.h), on the CPU.
 // tests/cli/export_link_cli_test.cpp compiles and links two of them with nvcc.
-#include "core/report/kernel_header.hpp"
+#include "core/export/kernel_header.hpp"
 
 #include <cctype>
 #include <set>
@@ -14,7 +14,7 @@
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/simt/simt_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 using namespace tiletune;
 

@@ -12,8 +12,8 @@
 
 #include "core/errors.hpp"
 #include "core/report/html_report.hpp"
-#include "core/report/json_file.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/results/json_file.hpp"
+#include "core/results/result_compare.hpp"
 
 namespace tiletune {
 namespace {

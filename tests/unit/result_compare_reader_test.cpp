@@ -1,7 +1,7 @@
 // What the readers of result files (compare, check, report, db import) hold a file to: the GPU's
 // limits (the preset's, never higher ones a file gives itself), every figure a reader draws or
 // stores, grouped problems keyed and checked by their rows, and every incorrect variant a verdict.
-#include "core/report/result_compare.hpp"
+#include "core/results/result_compare.hpp"
 
 #include <string>
 

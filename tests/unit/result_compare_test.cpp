@@ -1,4 +1,4 @@
-#include "core/report/result_compare.hpp"
+#include "core/results/result_compare.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 using namespace tiletune;
 namespace fs = std::filesystem;

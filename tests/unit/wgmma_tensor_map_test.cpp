@@ -6,7 +6,7 @@
 
 #include "core/measure/measure_protocol.hpp"
 #include "core/gemm/search_space.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 #include "core/gemm/families/wgmma/wgmma_layout.hpp"
 #include "core/gemm/families/mma/mma_family.hpp"
 #include "core/gemm/families/wgmma/wgmma_family.hpp"

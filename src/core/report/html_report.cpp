@@ -8,9 +8,9 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "core/report/report_charts.hpp"
-#include "core/report/result_compare.hpp"
+#include "core/results/result_compare.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/report/report_charts.hpp"
-#include "core/report/result_file.hpp"
+#include "core/results/result_file.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune::report {

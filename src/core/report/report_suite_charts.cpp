@@ -10,8 +10,8 @@
 #include "core/gemm/dtype_table.hpp"
 #include "core/gemm/problem.hpp"
 #include "core/report/report_charts.hpp"
-#include "core/report/result_compare.hpp"
-#include "core/report/result_figures.hpp"
+#include "core/results/result_compare.hpp"
+#include "core/results/result_figures.hpp"
 #include "core/plan_mode.hpp"
 
 namespace tiletune::report {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 #include "core/train/model_config_reader.hpp"
 #include "core/train/moe_model.hpp"
 

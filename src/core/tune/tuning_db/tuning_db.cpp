@@ -17,7 +17,7 @@
 #include "core/iso_date.hpp"
 #include "core/tune/tuning_db/sqlite_statement.hpp"
 #include "core/plan_mode.hpp"
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune {
 

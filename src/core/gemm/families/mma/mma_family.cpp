@@ -9,7 +9,7 @@
 
 #include "core/compile/kernel_templates.hpp"
 #include "core/gemm/families/mma/mma_parts.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 namespace tiletune {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/compile/kernel_templates.hpp"
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 namespace tiletune {
 

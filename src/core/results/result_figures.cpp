@@ -1,4 +1,4 @@
-#include "core/report/result_figures.hpp"
+#include "core/results/result_figures.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/report/json_file.hpp"
+#include "core/results/json_file.hpp"
 
 #include <fstream>
 #include <set>

@@ -1,4 +1,4 @@
-#include "core/report/result_file.hpp"
+#include "core/results/result_file.hpp"
 
 #include <cmath>
 #include <sstream>
@@ -10,9 +10,10 @@
 #include "core/device/device_spec.hpp"
 #include "core/errors.hpp"
 #include "core/measure/measure_protocol.hpp"
-#include "core/report/json_file.hpp"
-#include "core/report/result_figures.hpp"
-#include "core/report/result_file_types.hpp"
+#include "core/plan_mode.hpp"
+#include "core/results/json_file.hpp"
+#include "core/results/result_figures.hpp"
+#include "core/results/result_file_types.hpp"
 
 namespace tiletune {
 

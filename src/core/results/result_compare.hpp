@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/report/result_file.hpp"
+#include "core/results/result_file.hpp"
 
 namespace tiletune {
 
@@ -17,9 +17,6 @@ enum class verdict { same, faster, slower, noisy, incorrect, missing, answered }
 std::string_view to_string(verdict v);  // "SAME", ...
 // The verdict a change in speed (+0.10: 10% faster) earns: SAME within the tolerance, NOISY beyond it but
 // within the noise, else FASTER or SLOWER by its sign.
-// The largest timing spread ((p80 - p20) / median) a result may give as its "noise": the recordings'
-// 11,527 timings spread at most 0.35; past this a damaged or forged figure would call any change noise.
-constexpr double max_timing_noise = 10;
 verdict timing_verdict(double change, double tolerance, double noise);
 // Whether VERDICT, as a comparison file writes it, is the one its figures give, to a rounding of them. The
 // verdicts that say a figure is missing or wrong (INCORRECT, MISSING, ANSWERED) fit any change.

@@ -1,4 +1,4 @@
-#include "core/report/kernel_export.hpp"
+#include "core/export/kernel_export.hpp"
 
 #include <unistd.h>
 
@@ -15,8 +15,8 @@
 #include "core/measure/measure_protocol.hpp"
 #include "core/version.hpp"
 #include "core/gemm/family.hpp"
-#include "core/report/kernel_header.hpp"
-#include "core/report/json_file.hpp"
+#include "core/export/kernel_header.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune {
 

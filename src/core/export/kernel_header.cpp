@@ -1,4 +1,4 @@
-#include "core/report/kernel_header.hpp"
+#include "core/export/kernel_header.hpp"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "core/report/result_file_types.hpp"
+#include "core/results/result_file_types.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,8 @@
 #include "core/gemm/tile_config.hpp"
 #include "core/iso_date.hpp"
 #include "core/measure/measure_protocol.hpp"
-#include "core/report/json_file.hpp"
+#include "core/plan_mode.hpp"
+#include "core/results/json_file.hpp"
 
 namespace tiletune {
 

@@ -29,6 +29,10 @@ struct result_entry {
   std::string l2_flush;
 };
 
+// The largest timing spread ((p80 - p20) / median) a result may give as its "noise": the recordings'
+// 11,527 timings spread at most 0.35; past this a damaged or forged figure would call any change noise.
+constexpr double max_timing_noise = 10;
+
 struct result_file {
   std::string path;
   std::string schema;
