@@ -63,9 +63,8 @@ gemm_suite parse_suite(const nlohmann::json& j, const std::filesystem::path& pat
     const auto& p = j["problems"][i];
     suite_problem sp;
     // A problem without a name is called by its place in the list.
-    sp.name = p.is_object() && p.contains("name") && p["name"].is_string() ? p["name"].get<std::string>()
-                                                                           : fmt::format("problem {}", i);
     const bool named = p.is_object() && p.contains("name") && p["name"].is_string();
+    sp.name = named ? p["name"].get<std::string>() : fmt::format("problem {}", i);
     const std::string which = named ? fmt::format("{}: problem {} (\"{}\")", where, i, sp.name)
                                     : fmt::format("{}: problem {}", where, i);
     try {
